@@ -1,0 +1,119 @@
+"""Low-level, Pythonic bindings for libibverbs (RDMA verbs).
+
+A thin wrapper over the verbs API: devices, contexts, PDs, MRs (dma-buf
+MRs included), CQs with completion channels, QPs (RC/UC/UD), SRQs, AHs,
+every work-request opcode and flag, completions and async events, plus RC
+connection helpers.  The C core never links libibverbs; it dlopens
+``libibverbs.so.1`` at import.  See ``ibverbs.cuda`` for GPU tensors.
+"""
+
+from __future__ import annotations
+
+from . import _ibverbs
+from ._ibverbs import (  # noqa: F401  (re-exported)
+    AH,
+    CQ,
+    MR,
+    PD,
+    QP,
+    SGE,
+    SRQ,
+    WC,
+    AsyncEvent,
+    CompChannel,
+    Context,
+    RecvWR,
+    SendWR,
+    fork_init,
+    is_fork_initialized,
+    library_path,
+    library_version,
+    optional_verbs,
+)
+from ._objects import (  # noqa: F401
+    AHAttr,
+    CompletionError,
+    DeviceAttr,
+    Gid,
+    PortAttr,
+    QPCap,
+    QPInitAttr,
+    VerbsError,
+)
+from .enums import *  # noqa: F401,F403
+from .enums import __all__ as _enum_names
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover
+        return "0+unknown"
+    try:
+        return version("ibverbs")
+    except PackageNotFoundError:  # running from a source tree
+        return "0+unknown"
+
+
+__version__ = _version()
+
+
+class Device:
+    """An RDMA device by name (``ibv_device``).  ``open()`` -> Context."""
+
+    __slots__ = ("name", "guid", "node_type", "transport_type", "ibdev_path")
+
+    def __init__(self, name: str, guid: int = 0, node_type: int = 0,
+                 transport_type: int = 0, ibdev_path: str = ""):
+        if not isinstance(name, str):
+            raise TypeError(f"device name must be a str, not {type(name).__name__}")
+        self.name = name
+        self.guid = guid
+        self.node_type = node_type
+        self.transport_type = transport_type
+        self.ibdev_path = ibdev_path
+
+    def open(self) -> Context:
+        """Open the device (``ibv_open_device``); VerbsError(ENODEV) when
+        there is no device of that name."""
+        return Context(self.name)
+
+    def __eq__(self, other):
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self.name == other.name and self.guid == other.guid
+
+    def __hash__(self):
+        return hash((self.name, self.guid))
+
+    def __repr__(self):
+        return f"Device(name={self.name!r}, guid={self.guid:#018x})"
+
+
+def get_device_list() -> list[Device]:
+    """The RDMA devices of this host (``ibv_get_device_list``); an empty
+    list when the kernel has no RDMA support."""
+    return [
+        Device(d["name"], d["guid"], d["node_type"], d["transport_type"],
+               d["ibdev_path"])
+        for d in _ibverbs._device_list()
+    ]
+
+
+from .helpers import (  # noqa: E402,F401
+    QPInfo,
+    connect_rc,
+    local_qp_info,
+    reg_tensor,
+    tensor_addr_len,
+)
+
+__all__ = [
+    "AH", "AHAttr", "AsyncEvent", "CQ", "CompChannel", "CompletionError",
+    "Context", "Device", "DeviceAttr", "Gid", "MR", "PD", "PortAttr", "QP",
+    "QPCap", "QPInfo", "QPInitAttr", "RecvWR", "SGE", "SRQ", "SendWR",
+    "VerbsError", "WC", "__version__", "connect_rc", "fork_init",
+    "get_device_list", "is_fork_initialized", "library_path",
+    "library_version", "local_qp_info", "optional_verbs", "reg_tensor",
+    "tensor_addr_len",
+] + list(_enum_names)

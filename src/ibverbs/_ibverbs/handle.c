@@ -1,0 +1,233 @@
+/*
+ * handle.c - the lifetime protocol shared by every kernel-object wrapper.
+ *
+ * - A child holds a strong reference to its parent (PD -> Context, ...),
+ *   so the parent's struct outlives it; the parent keeps a borrowed,
+ *   intrusive list of its open children.
+ * - close() is idempotent.  It refuses with EBUSY, naming what is still
+ *   open, while children or users exist or a thread is inside a GIL-free
+ *   call on the object; every object stays usable after a refusal.
+ * - Like mmap's close(), the verbs pointer is cleared only once the
+ *   destroy verb succeeded; a failed destroy leaves the object usable.
+ */
+#include "ibverbs.h"
+
+void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
+{
+	h->obj = NULL;
+	h->kind = kind;
+	h->children = NULL;
+	h->sib_prev = h->sib_next = NULL;
+	h->users = 0;
+	h->busy = 0;
+	h->parent = parent;
+	if (parent != NULL) {
+		Py_INCREF((PyObject *)parent);
+		h->sib_next = parent->children;
+		if (parent->children)
+			parent->children->sib_prev = h;
+		parent->children = h;
+	}
+}
+
+static void handle_unlink(Handle *h)
+{
+	Handle *p = h->parent;
+
+	if (p == NULL)
+		return;
+	if (h->sib_prev)
+		h->sib_prev->sib_next = h->sib_next;
+	else if (p->children == h)
+		p->children = h->sib_next;
+	if (h->sib_next)
+		h->sib_next->sib_prev = h->sib_prev;
+	h->sib_prev = h->sib_next = NULL;
+}
+
+void handle_use(Handle *used)
+{
+	used->users++;
+}
+
+void handle_unuse(Handle *used)
+{
+	if (used->users > 0)
+		used->users--;
+}
+
+int handle_check(Handle *h)
+{
+	if (h->obj != NULL)
+		return 0;
+	verbs_error_fmt(EBADF, NULL, "%s is closed", h->kind->name);
+	return -1;
+}
+
+/* "MR x2, QP x1" for the open children of h. */
+static PyObject *children_summary(Handle *h)
+{
+	PyObject *counts = PyDict_New(), *parts = NULL, *sep = NULL;
+	PyObject *res = NULL, *key, *val;
+	Py_ssize_t pos = 0;
+	Handle *c;
+
+	if (counts == NULL)
+		return NULL;
+	for (c = h->children; c != NULL; c = c->sib_next) {
+		PyObject *n, *old = PyDict_GetItemString(counts, c->kind->name);
+		long v = old ? PyLong_AsLong(old) + 1 : 1;
+
+		n = PyLong_FromLong(v);
+		if (n == NULL || PyDict_SetItemString(counts, c->kind->name, n) < 0) {
+			Py_XDECREF(n);
+			goto done;
+		}
+		Py_DECREF(n);
+	}
+	parts = PyList_New(0);
+	if (parts == NULL)
+		goto done;
+	while (PyDict_Next(counts, &pos, &key, &val)) {
+		PyObject *s = PyUnicode_FromFormat("%U x%S", key, val);
+
+		if (s == NULL || PyList_Append(parts, s) < 0) {
+			Py_XDECREF(s);
+			goto done;
+		}
+		Py_DECREF(s);
+	}
+	sep = PyUnicode_FromString(", ");
+	if (sep == NULL)
+		goto done;
+	res = PyUnicode_Join(sep, parts);
+done:
+	Py_XDECREF(sep);
+	Py_XDECREF(parts);
+	Py_DECREF(counts);
+	return res;
+}
+
+int handle_close(Handle *h)
+{
+	int rc;
+
+	if (h->obj == NULL)
+		return 0;
+	if (h->busy) {
+		verbs_error_fmt(EBUSY, h->kind->destroy_verb,
+				"%s is in use by another thread (a blocking "
+				"call is in progress)", h->kind->name);
+		return -1;
+	}
+	if (h->children != NULL) {
+		PyObject *s = children_summary(h);
+
+		if (s == NULL)
+			return -1;
+		verbs_error_fmt(EBUSY, h->kind->destroy_verb,
+				"%s still has open children: %U; close them first",
+				h->kind->name, s);
+		Py_DECREF(s);
+		return -1;
+	}
+	if (h->users) {
+		verbs_error_fmt(EBUSY, h->kind->destroy_verb,
+				"%s is still used by %d open object(s) "
+				"(QPs using a CQ or SRQ, CQs using a channel); "
+				"close them first", h->kind->name, h->users);
+		return -1;
+	}
+	rc = h->kind->destroy(h);
+	if (rc != 0) {
+		verbs_error(rc, h->kind->destroy_verb);
+		return -1;
+	}
+	h->obj = NULL;
+	handle_unlink(h);
+	if (h->kind->release)
+		h->kind->release(h);
+	return 0;
+}
+
+void handle_close_quiet(Handle *h)
+{
+	PyObject *t, *v, *tb;
+
+	if (h->obj == NULL)
+		return;
+	PyErr_Fetch(&t, &v, &tb);
+	if (handle_close(h) < 0)
+		PyErr_WriteUnraisable((PyObject *)h);
+	PyErr_Restore(t, v, tb);
+}
+
+int handle_traverse(Handle *h, visitproc visit, void *arg)
+{
+	Py_VISIT((PyObject *)Py_TYPE(h));
+	Py_VISIT((PyObject *)h->parent);
+	return 0;
+}
+
+void handle_dealloc(Handle *h)
+{
+	PyTypeObject *tp = Py_TYPE(h);
+	freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+
+	PyObject_GC_UnTrack(h);
+	handle_close_quiet(h);
+	if (h->obj != NULL) {
+		/* Destroy failed (reported as unraisable): the kernel object
+		 * is leaked with the process, but nothing points at freed
+		 * memory from the children list any more. */
+		handle_unlink(h);
+	}
+	Py_CLEAR(h->parent);
+	tp_free(h);
+	Py_DECREF(tp);
+}
+
+PyObject *handle_meth_close(PyObject *self, PyObject *unused)
+{
+	if (handle_close(HANDLE(self)) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+PyObject *handle_meth_enter(PyObject *self, PyObject *unused)
+{
+	if (handle_check(HANDLE(self)) < 0)
+		return NULL;
+	Py_INCREF(self);
+	return self;
+}
+
+PyObject *handle_meth_exit(PyObject *self, PyObject *args)
+{
+	if (handle_close(HANDLE(self)) < 0)
+		return NULL;
+	Py_RETURN_FALSE;
+}
+
+PyObject *handle_get_closed(PyObject *self, void *closure)
+{
+	return PyBool_FromLong(HANDLE(self)->obj == NULL);
+}
+
+PyObject *handle_get_parent(PyObject *self, void *closure)
+{
+	PyObject *p = (PyObject *)HANDLE(self)->parent;
+
+	if (p == NULL)
+		Py_RETURN_NONE;
+	Py_INCREF(p);
+	return p;
+}
+
+PyObject *handle_no_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	PyErr_Format(PyExc_TypeError,
+		     "cannot create %R instances directly; use the factory "
+		     "method of its parent", (PyObject *)type);
+	return NULL;
+}

@@ -1,0 +1,374 @@
+/*
+ * ibverbs.h - shared declarations of the _ibverbs extension.
+ *
+ * The extension is written against the CPython Limited API (3.9 floor) and
+ * never links libibverbs.  It includes the rdma-core headers for struct
+ * layouts and the static inline data-path verbs (ibv_post_send,
+ * ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq, ibv_post_srq_recv), which
+ * jump straight through the provider's op table.  Every *exported* verb is
+ * reached through the IBV table filled by loader.c with dlopen/dlsym.
+ *
+ * Rule: never call an exported ibv_* function by name.  Some header macros
+ * (ibv_reg_mr, ibv_query_port, ibv_query_gid_ex, ...) expand to calls of
+ * exported functions; call IBV.xxx instead.  tests/unit/test_symbols.py
+ * checks that the built module has no undefined ibv_* symbol.
+ */
+#ifndef IBVERBS_EXT_H
+#define IBVERBS_EXT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <errno.h>
+#include <endian.h>
+
+/* ------------------------------------------------------------------ */
+/* The dlsym table (loader.c)                                          */
+/* ------------------------------------------------------------------ */
+
+/* X(field, symbol) - required verbs: a missing one is an ImportError. */
+#define IBV_REQUIRED_SYMBOLS(X)                                          \
+	X(get_device_list, ibv_get_device_list)                          \
+	X(free_device_list, ibv_free_device_list)                        \
+	X(get_device_name, ibv_get_device_name)                          \
+	X(get_device_guid, ibv_get_device_guid)                          \
+	X(open_device, ibv_open_device)                                  \
+	X(close_device, ibv_close_device)                                \
+	X(query_device, ibv_query_device)                                \
+	X(query_port, ibv_query_port)                                    \
+	X(query_gid, ibv_query_gid)                                      \
+	X(query_pkey, ibv_query_pkey)                                    \
+	X(alloc_pd, ibv_alloc_pd)                                        \
+	X(dealloc_pd, ibv_dealloc_pd)                                    \
+	X(reg_mr, ibv_reg_mr)                                            \
+	X(dereg_mr, ibv_dereg_mr)                                        \
+	X(create_comp_channel, ibv_create_comp_channel)                  \
+	X(destroy_comp_channel, ibv_destroy_comp_channel)                \
+	X(create_cq, ibv_create_cq)                                      \
+	X(destroy_cq, ibv_destroy_cq)                                    \
+	X(get_cq_event, ibv_get_cq_event)                                \
+	X(ack_cq_events, ibv_ack_cq_events)                              \
+	X(create_qp, ibv_create_qp)                                      \
+	X(modify_qp, ibv_modify_qp)                                      \
+	X(query_qp, ibv_query_qp)                                        \
+	X(destroy_qp, ibv_destroy_qp)                                    \
+	X(create_srq, ibv_create_srq)                                    \
+	X(modify_srq, ibv_modify_srq)                                    \
+	X(query_srq, ibv_query_srq)                                      \
+	X(destroy_srq, ibv_destroy_srq)                                  \
+	X(create_ah, ibv_create_ah)                                      \
+	X(destroy_ah, ibv_destroy_ah)                                    \
+	X(get_async_event, ibv_get_async_event)                          \
+	X(ack_async_event, ibv_ack_async_event)                          \
+	X(fork_init, ibv_fork_init)                                      \
+	X(wc_status_str, ibv_wc_status_str)                              \
+	X(event_type_str, ibv_event_type_str)
+
+/* X(field, symbol, since) - optional verbs: NULL when absent; only the
+ * call that needs one raises. */
+#define IBV_OPTIONAL_SYMBOLS(X)                                          \
+	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34")              \
+	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")                \
+	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")               \
+	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35")
+
+struct ibv_api {
+#define IBV_DECL_REQ(field, sym) __typeof__(sym) *field;
+#define IBV_DECL_OPT(field, sym, since) __typeof__(sym) *field;
+	IBV_REQUIRED_SYMBOLS(IBV_DECL_REQ)
+	IBV_OPTIONAL_SYMBOLS(IBV_DECL_OPT)
+#undef IBV_DECL_REQ
+#undef IBV_DECL_OPT
+	void *lib;
+};
+
+extern struct ibv_api IBV;
+
+/* For a call that needs an optional verb: raise VerbsError(EOPNOTSUPP)
+ * naming the symbol and the rdma-core release that added it. */
+#define IBV_REQUIRE_OPTIONAL(field, sym, since)                          \
+	do {                                                             \
+		if (IBV.field == NULL)                                   \
+			return verbs_error_fmt(EOPNOTSUPP, #sym,         \
+				"%s is not exported by the loaded "      \
+				"libibverbs (needs %s or newer)",        \
+				#sym, since);                            \
+	} while (0)
+
+/* Loads libibverbs.so.1 (or $IBVERBS_LIBIBVERBS, a test-only override).
+ * Returns 0, or -1 with ImportError set. */
+int ibv_loader_init(PyObject *module);
+
+/* ------------------------------------------------------------------ */
+/* Module state (module.c)                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One process-wide state.  The 3.9 stable ABI has no
+ * PyType_GetModuleByDef, so methods of our types could not find a
+ * per-module state; module.c refuses a second exec instead.
+ */
+typedef struct {
+	/* Python-level classes from ibverbs/_objects.py */
+	PyObject *VerbsError;
+	PyObject *CompletionError;
+	PyObject *DeviceAttr;
+	PyObject *PortAttr;
+	PyObject *Gid;
+	PyObject *QPCap;
+	/* Our heap types */
+	PyTypeObject *Context_type;
+	PyTypeObject *PD_type;
+	PyTypeObject *MR_type;
+	PyTypeObject *CompChannel_type;
+	PyTypeObject *CQ_type;
+	PyTypeObject *QP_type;
+	PyTypeObject *SRQ_type;
+	PyTypeObject *AH_type;
+	PyTypeObject *SGE_type;
+	PyTypeObject *SendWR_type;
+	PyTypeObject *RecvWR_type;
+	PyTypeObject *WC_type;
+	PyTypeObject *AsyncEvent_type;
+} module_state;
+
+extern module_state ST;
+
+/* Type specs, one per file. */
+extern PyType_Spec Context_spec;      /* context.c */
+extern PyType_Spec PD_spec;           /* pd.c */
+extern PyType_Spec MR_spec;           /* mr.c */
+extern PyType_Spec CompChannel_spec;  /* channel.c */
+extern PyType_Spec CQ_spec;           /* cq.c */
+extern PyType_Spec QP_spec;           /* qp.c */
+extern PyType_Spec SRQ_spec;          /* srq.c */
+extern PyType_Spec AH_spec;           /* ah.c */
+extern PyType_Spec SGE_spec;          /* wr.c */
+extern PyType_Spec SendWR_spec;       /* wr.c */
+extern PyType_Spec RecvWR_spec;       /* wr.c */
+extern PyType_Spec WC_spec;           /* wc.c */
+extern PyType_Spec AsyncEvent_spec;   /* event.c */
+
+/* enums.c: a dict {class name: {member name: value}} from the headers */
+PyObject *ibv_constants_dict(void);
+
+/* ------------------------------------------------------------------ */
+/* Errors (errors.c): the one place return codes become exceptions     */
+/* ------------------------------------------------------------------ */
+
+/* Raise VerbsError(err, strerror(err), operation=op).  Returns NULL. */
+PyObject *verbs_error(int err, const char *op);
+/* Same with a detail appended to the strerror text. */
+PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...);
+/* For verbs returning NULL / -1 and setting errno: errno or EINVAL-ish
+ * fallback when a provider forgot to set it. */
+PyObject *verbs_error_errno(const char *op);
+/* Convert a Python int (or IntEnum) to a C integer with range checking:
+ * raise OverflowError/TypeError with the argument's name.  0 / -1. */
+int arg_u64(PyObject *o, const char *name, uint64_t *out);
+int arg_u32(PyObject *o, const char *name, uint32_t *out);
+int arg_int(PyObject *o, const char *name, long min, long max, long *out);
+
+/* ------------------------------------------------------------------ */
+/* Handles (handle.c): the lifetime protocol shared by every           */
+/* kernel-object wrapper (Context, PD, MR, CompChannel, CQ, QP, SRQ,   */
+/* AH).                                                                */
+/* ------------------------------------------------------------------ */
+
+typedef struct Handle Handle;
+
+typedef struct HandleKind {
+	const char *name;          /* "QP": used in messages */
+	const char *destroy_verb;  /* "ibv_destroy_qp" */
+	/* Destroy h->obj.  Called with the GIL held, obj != NULL, no open
+	 * children, no users, not busy.  Returns 0 or an errno; on error the
+	 * object must stay fully usable. */
+	int (*destroy)(Handle *h);
+	/* Optional: after a successful destroy, drop type-specific
+	 * references (owner, CQs, ...) and release "uses" of other handles. */
+	void (*release)(Handle *h);
+} HandleKind;
+
+struct Handle {
+	PyObject_HEAD
+	void *obj;                 /* the verbs object; NULL once closed */
+	const HandleKind *kind;
+	Handle *parent;            /* strong reference; NULL for Context */
+	Handle *children;          /* borrowed: first open child */
+	Handle *sib_prev, *sib_next;
+	int users;                 /* open handles that use this one
+				      (QP -> CQ/SRQ, CQ -> CompChannel) */
+	int busy;                  /* threads inside a GIL-free call */
+};
+
+#define HANDLE(o) ((Handle *)(o))
+
+/* Initialise a freshly allocated handle: set kind, take a strong
+ * reference to parent and link into its list of children. Does not set
+ * obj (set it once the verb succeeded). */
+void handle_init(Handle *h, const HandleKind *kind, Handle *parent);
+/* Mark "user" as using "used" (used->users++); undone by handle_unuse. */
+void handle_use(Handle *used);
+void handle_unuse(Handle *used);
+/* 0 when open; -1 with VerbsError(EBADF, "<kind> is closed") set. */
+int handle_check(Handle *h);
+#define HANDLE_CHECK(h) do { if (handle_check(HANDLE(h)) < 0) return NULL; } while (0)
+/* close(): idempotent. EBUSY (object left usable) while children, users
+ * or busy threads exist. Returns 0 or -1 with an exception set. */
+int handle_close(Handle *h);
+/* For tp_dealloc/tp_clear: close ignoring errors (an error becomes an
+ * unraisable warning), then unlink; does not drop the parent ref. */
+void handle_close_quiet(Handle *h);
+/* tp_traverse helper: visits type and parent. */
+int handle_traverse(Handle *h, visitproc visit, void *arg);
+/* tp_dealloc helper: untrack, close quietly, drop parent, free, decref
+ * type.  Type-specific references must be cleared before calling. */
+void handle_dealloc(Handle *h);
+/* Mark busy around a GIL-free call. */
+#define HANDLE_BUSY_ENTER(h) (HANDLE(h)->busy++)
+#define HANDLE_BUSY_EXIT(h) (HANDLE(h)->busy--)
+
+/* Common methods and getters, to put into every handle type. */
+PyObject *handle_meth_close(PyObject *self, PyObject *unused);
+PyObject *handle_meth_enter(PyObject *self, PyObject *unused);
+PyObject *handle_meth_exit(PyObject *self, PyObject *args);
+PyObject *handle_get_closed(PyObject *self, void *closure);
+PyObject *handle_get_parent(PyObject *self, void *closure);
+/* tp_new for types that Python code must not instantiate directly. */
+PyObject *handle_no_new(PyTypeObject *type, PyObject *args, PyObject *kw);
+
+#define HANDLE_METHODS                                                   \
+	{"close", handle_meth_close, METH_NOARGS,                        \
+	 "Destroy the verbs object. Idempotent; EBUSY while children are open."}, \
+	{"__enter__", handle_meth_enter, METH_NOARGS, NULL},             \
+	{"__exit__", handle_meth_exit, METH_VARARGS, NULL}
+
+#define HANDLE_GETSETS                                                   \
+	{"closed", handle_get_closed, NULL, "True once close() succeeded.", NULL}
+
+/* Allocate a new, zeroed instance of a type; PyType_GenericAlloc already
+ * tracks GC types.  Call handle_init() next. */
+#define HANDLE_ALLOC(T, type) ((T *)PyType_GenericAlloc((type), 0))
+
+/* ------------------------------------------------------------------ */
+/* Concrete objects                                                    */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+	Handle h;                  /* obj: struct ibv_context * */
+	PyObject *name;            /* device name (str) */
+	int async_fd_nonblock;
+} ContextObject;
+
+typedef struct {
+	Handle h;                  /* obj: struct ibv_pd *; parent: Context */
+} PDObject;
+
+typedef struct {
+	Handle h;                  /* obj: struct ibv_mr *; parent: PD */
+	PyObject *owner;           /* object whose memory is registered */
+	uint64_t addr;             /* address (iova for dma-buf MRs) */
+	uint64_t length;
+	int access;
+	int is_dmabuf;
+} MRObject;
+
+typedef struct {
+	Handle h;                  /* obj: struct ibv_comp_channel *; parent: Context */
+} CompChannelObject;
+
+typedef struct {
+	Handle h;                  /* obj: struct ibv_cq *; parent: Context */
+	PyObject *channel;         /* CompChannelObject or NULL (uses it) */
+	unsigned int events_unacked;  /* CQ events got, not yet acked */
+	struct ibv_wc *wcs;        /* preallocated poll storage */
+	int wcs_len;
+} CQObject;
+
+typedef struct {
+	Handle h;                  /* obj: struct ibv_srq *; parent: PD */
+} SRQObject;
+
+typedef struct {
+	Handle h;                  /* obj: struct ibv_qp *; parent: PD */
+	PyObject *send_cq;         /* CQObject (used) */
+	PyObject *recv_cq;         /* CQObject (used) */
+	PyObject *srq;             /* SRQObject or NULL (used) */
+	int qp_type;
+	struct ibv_qp_cap cap;     /* as returned by ibv_create_qp */
+	int sq_sig_all;
+} QPObject;
+
+typedef struct {
+	Handle h;                  /* obj: struct ibv_ah *; parent: PD */
+} AHObject;
+
+/* Work requests (wr.c).  A WR object holds the native struct, ready to
+ * post with no per-call conversion; small SGE lists live inside the
+ * object.  "keep" holds what the SGEs point into (SGE -> MR -> owner) and
+ * the AH, so a WR keeps that memory alive while it exists. */
+#define WR_INLINE_SGES 2
+
+typedef struct {
+	PyObject_HEAD
+	struct ibv_sge sge;
+	PyObject *mr;              /* MRObject or NULL for a raw address */
+} SGEObject;
+
+typedef struct {
+	PyObject_HEAD
+	struct ibv_send_wr wr;     /* wr.next is NULL except while posting */
+	struct ibv_sge *sges;      /* sge_inline or PyMem_Malloc'd */
+	struct ibv_sge sge_inline[WR_INLINE_SGES];
+	PyObject *sg_list;         /* tuple of SGE objects */
+	PyObject *ah;              /* AHObject or NULL (UD) */
+	PyObject *imm;             /* imm_data as given, or NULL */
+} SendWRObject;
+
+typedef struct {
+	PyObject_HEAD
+	struct ibv_recv_wr wr;
+	struct ibv_sge *sges;
+	struct ibv_sge sge_inline[WR_INLINE_SGES];
+	PyObject *sg_list;
+} RecvWRObject;
+
+/* Link one WR or a list/tuple of WRs into a chain through wr.next,
+ * without allocating.  Returns the head, or NULL with TypeError/ValueError
+ * set (wrong type, empty list, an AH that was closed).  The caller holds
+ * "arg" for the duration of the post and calls *_unchain afterwards. */
+struct ibv_send_wr *sendwr_chain(PyObject *arg);
+void sendwr_unchain(PyObject *arg);
+struct ibv_recv_wr *recvwr_chain(PyObject *arg);
+void recvwr_unchain(PyObject *arg);
+/* The position in arg (0 for a single WR) of the WR at "bad", or -1. */
+Py_ssize_t sendwr_index(PyObject *arg, const struct ibv_send_wr *bad);
+Py_ssize_t recvwr_index(PyObject *arg, const struct ibv_recv_wr *bad);
+
+/* Constructors used by the parent types' factory methods. Each returns a
+ * new reference or NULL with an exception set. */
+PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw);          /* mr.c */
+PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw);   /* mr.c */
+PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw);    /* cq.c */
+PyObject *channel_create(ContextObject *ctx);                             /* channel.c */
+PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw);          /* qp.c */
+PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw);         /* srq.c */
+PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw);          /* ah.c */
+PyObject *async_event_get(ContextObject *ctx);                            /* event.c */
+/* wc.c: a new WC object holding a copy of *wc. */
+PyObject *wc_new(const struct ibv_wc *wc);
+/* attrs.c: ibv_ah_attr <-> AHAttr-like Python objects */
+int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out);
+PyObject *ah_attr_to_py(const struct ibv_ah_attr *a);
+/* attrs.c: ibv_qp_cap -> QPCap */
+PyObject *qp_cap_to_py(const struct ibv_qp_cap *cap);
+
+/* Small helpers for building attribute objects. */
+int dict_set_u64(PyObject *d, const char *key, uint64_t v);
+int dict_set_int(PyObject *d, const char *key, long v);
+int dict_set_str(PyObject *d, const char *key, const char *v);
+/* Call cls(**kwargs) and steal kwargs. */
+PyObject *make_record(PyObject *cls, PyObject *kwargs);
+
+#endif /* IBVERBS_EXT_H */

@@ -1,0 +1,283 @@
+"""Plain Python classes that the C core builds and raises.
+
+They live in Python because nothing about them is hot: errors, and the
+attribute records returned by the query verbs (``Context.query_device``,
+``query_port``, ``query_gid``, ``QP.query``).  Attribute names are the C
+struct field names.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+__all__ = [
+    "VerbsError",
+    "CompletionError",
+    "DeviceAttr",
+    "PortAttr",
+    "Gid",
+    "QPCap",
+    "QPInitAttr",
+    "AHAttr",
+]
+
+
+class VerbsError(OSError):
+    """A verb failed.  ``errno``, ``strerror`` and ``operation`` (the verb's
+    name, e.g. ``"ibv_reg_mr"``) say what and why."""
+
+    def __init__(self, errno: int, strerror: str, operation: str | None = None):
+        super().__init__(errno, strerror)
+        self.operation = operation
+
+    def __str__(self) -> str:
+        where = f"{self.operation}: " if self.operation else ""
+        return f"[Errno {self.errno}] {where}{self.strerror}"
+
+    def __reduce__(self):
+        return (type(self), (self.errno, self.strerror, self.operation))
+
+
+class CompletionError(Exception):
+    """A work completion with a status other than SUCCESS
+    (raised by ``WC.raise_for_status()``)."""
+
+    def __init__(self, wc):
+        self.wc = wc
+        from .enums import WCOpcode, WCStatus
+
+        try:
+            self.status = WCStatus(wc.status)
+            status_name = self.status.name
+        except ValueError:
+            self.status = wc.status
+            status_name = str(wc.status)
+        try:
+            opcode = WCOpcode(wc.opcode).name
+        except ValueError:
+            opcode = str(wc.opcode)
+        super().__init__(
+            f"work completion failed: {status_name} (status {int(wc.status)}, "
+            f"vendor_err {wc.vendor_err:#x}) wr_id={wc.wr_id} opcode={opcode} "
+            f"qp_num={wc.qp_num}"
+        )
+
+
+class _Record:
+    """A read-only bag of named fields, compared by value."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, **fields):
+        object.__setattr__(self, "_fields", fields)
+
+    def __getattr__(self, name):
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise AttributeError(
+                f"{type(self).__name__} has no attribute {name!r}"
+            ) from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __dir__(self):
+        return sorted(set(self._fields) | set(super().__dir__()))
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._fields == other._fields
+
+    def __hash__(self):
+        return hash(tuple(sorted(self._fields.items())))
+
+    def _asdict(self) -> dict:
+        return dict(self._fields)
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._fields.items())
+        return f"{type(self).__name__}({inner})"
+
+
+class DeviceAttr(_Record):
+    """``struct ibv_device_attr`` (``fw_ver`` is a str)."""
+
+    __slots__ = ()
+
+
+class PortAttr(_Record):
+    """``struct ibv_port_attr``, plus ``port_num``."""
+
+    __slots__ = ()
+
+
+class QPCap(_Record):
+    """``struct ibv_qp_cap``: max_send_wr, max_recv_wr, max_send_sge,
+    max_recv_sge, max_inline_data."""
+
+    __slots__ = ()
+
+
+class Gid:
+    """A 16-byte GID (``union ibv_gid``).
+
+    ``Gid(raw_bytes)``, ``Gid("fe80::1")`` (IPv6 text) or ``Gid(gid)``.
+    """
+
+    __slots__ = ("raw",)
+
+    def __init__(self, value=bytes(16)):
+        if isinstance(value, Gid):
+            raw = value.raw
+        elif isinstance(value, str):
+            try:
+                raw = ipaddress.IPv6Address(value).packed
+            except ValueError as e:
+                raise ValueError(f"not a GID: {value!r} ({e})") from None
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            raw = bytes(value)
+        else:
+            raise TypeError(
+                f"Gid() takes 16 bytes, IPv6 text or a Gid, not {type(value).__name__}"
+            )
+        if len(raw) != 16:
+            raise ValueError(f"a GID is 16 bytes, got {len(raw)}")
+        object.__setattr__(self, "raw", raw)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Gid is read-only")
+
+    @property
+    def subnet_prefix(self) -> int:
+        return int.from_bytes(self.raw[:8], "big")
+
+    @property
+    def interface_id(self) -> int:
+        return int.from_bytes(self.raw[8:], "big")
+
+    def is_zero(self) -> bool:
+        return self.raw == bytes(16)
+
+    def __bytes__(self) -> bytes:
+        return self.raw
+
+    def __str__(self) -> str:
+        return str(ipaddress.IPv6Address(self.raw))
+
+    def __repr__(self) -> str:
+        return f"Gid('{self}')"
+
+    def __eq__(self, other):
+        if isinstance(other, Gid):
+            return self.raw == other.raw
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self.raw)
+
+
+class QPInitAttr:
+    """``struct ibv_qp_init_attr`` for ``PD.create_qp``."""
+
+    __slots__ = (
+        "send_cq",
+        "recv_cq",
+        "qp_type",
+        "srq",
+        "max_send_wr",
+        "max_recv_wr",
+        "max_send_sge",
+        "max_recv_sge",
+        "max_inline_data",
+        "sq_sig_all",
+        "qp_context",
+    )
+
+    def __init__(
+        self,
+        send_cq,
+        recv_cq=None,
+        qp_type=None,
+        srq=None,
+        max_send_wr: int = 128,
+        max_recv_wr: int = 128,
+        max_send_sge: int = 1,
+        max_recv_sge: int = 1,
+        max_inline_data: int = 0,
+        sq_sig_all: bool = False,
+        qp_context=None,
+    ):
+        from .enums import QPType
+
+        self.send_cq = send_cq
+        self.recv_cq = send_cq if recv_cq is None else recv_cq
+        self.qp_type = QPType.RC if qp_type is None else qp_type
+        self.srq = srq
+        self.max_send_wr = max_send_wr
+        self.max_recv_wr = max_recv_wr
+        self.max_send_sge = max_send_sge
+        self.max_recv_sge = max_recv_sge
+        self.max_inline_data = max_inline_data
+        self.sq_sig_all = sq_sig_all
+        self.qp_context = qp_context
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"QPInitAttr({inner})"
+
+
+class AHAttr:
+    """``struct ibv_ah_attr`` (with its GRH) for ``PD.create_ah`` and the
+    ``ah_attr`` of ``QP.modify``.  ``dgid`` takes a Gid, 16 bytes or IPv6
+    text; giving one turns ``is_global`` on."""
+
+    __slots__ = (
+        "dgid",
+        "sgid_index",
+        "port_num",
+        "is_global",
+        "hop_limit",
+        "dlid",
+        "sl",
+        "traffic_class",
+        "flow_label",
+        "src_path_bits",
+        "static_rate",
+    )
+
+    def __init__(
+        self,
+        dgid=None,
+        sgid_index: int = 0,
+        port_num: int = 1,
+        is_global=None,
+        hop_limit: int = 64,
+        dlid: int = 0,
+        sl: int = 0,
+        traffic_class: int = 0,
+        flow_label: int = 0,
+        src_path_bits: int = 0,
+        static_rate: int = 0,
+    ):
+        self.dgid = None if dgid is None else Gid(dgid)
+        self.sgid_index = sgid_index
+        self.port_num = port_num
+        self.is_global = (dgid is not None) if is_global is None else bool(is_global)
+        self.hop_limit = hop_limit
+        self.dlid = dlid
+        self.sl = sl
+        self.traffic_class = traffic_class
+        self.flow_label = flow_label
+        self.src_path_bits = src_path_bits
+        self.static_rate = static_rate
+
+    def __eq__(self, other):
+        if not isinstance(other, AHAttr):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"AHAttr({inner})"

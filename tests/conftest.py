@@ -1,0 +1,58 @@
+"""Shared test configuration.
+
+Integration tests (marker ``integration``) need an RDMA device; ``make test``
+runs them inside the Soft-RoCE guest (tools/rxe-vm), where
+IBVERBS_TEST_DEVICE=rxe0.  Elsewhere they skip, saying so.
+
+With IBVERBS_REQUIRE_INTEGRATION=1 (set by ``make test-guest``) a missing
+device is an error, not a skip, and the run fails unless at least one
+integration test passed: an integration run that ran nothing is a defect.
+"""
+
+import os
+
+import pytest
+
+REQUIRE = os.environ.get("IBVERBS_REQUIRE_INTEGRATION") == "1"
+
+
+def _device_name():
+    name = os.environ.get("IBVERBS_TEST_DEVICE")
+    if name:
+        return name
+    try:
+        import ibverbs
+    except ImportError:
+        return None
+    devs = ibverbs.get_device_list()
+    return devs[0].name if devs else None
+
+
+def pytest_collection_modifyitems(config, items):
+    need = [i for i in items if i.get_closest_marker("integration")]
+    if not need or _device_name() is not None:
+        return
+    if REQUIRE:
+        raise pytest.UsageError(
+            "IBVERBS_REQUIRE_INTEGRATION=1 but no RDMA device is visible")
+    skip = pytest.mark.skip(
+        reason="no RDMA device: run `make test` (boots the Soft-RoCE guest) "
+        "or set IBVERBS_TEST_DEVICE on a host with an RDMA NIC"
+    )
+    for item in need:
+        item.add_marker(skip)
+
+
+_integration_passed = 0
+
+
+def pytest_runtest_logreport(report):
+    global _integration_passed
+    if report.when == "call" and report.passed and "integration" in report.keywords:
+        _integration_passed += 1
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if REQUIRE and _integration_passed == 0 and exitstatus == 0:
+        print("\nIBVERBS_REQUIRE_INTEGRATION: no integration test passed")
+        session.exitstatus = 1

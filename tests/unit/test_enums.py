@@ -1,0 +1,78 @@
+"""Every enum value equals the constant that the C compiler sees in
+<infiniband/verbs.h> (checked by compiling a program against the same
+headers), and the enum classes have the right kinds and names."""
+
+import enum
+import shutil
+import subprocess
+
+import pytest
+
+import ibverbs as ib
+from ibverbs import _ibverbs, enums
+
+PREFIX = {
+    "AccessFlags": "IBV_ACCESS_", "QPType": "IBV_QPT_", "QPState": "IBV_QPS_",
+    "QPAttrMask": "IBV_QP_", "WROpcode": "IBV_WR_", "SendFlags": "IBV_SEND_",
+    "WCStatus": "IBV_WC_", "WCOpcode": "IBV_WC_", "WCFlags": "IBV_WC_",
+    "MTU": "IBV_", "PortState": "IBV_PORT_", "NodeType": "IBV_NODE_",
+    "TransportType": "IBV_TRANSPORT_", "EventType": "IBV_EVENT_",
+    "SRQAttrMask": "IBV_SRQ_", "AtomicCap": "IBV_ATOMIC_", "MigState": "IBV_MIG_",
+    "GIDType": "IBV_GID_TYPE_", "DeviceCapFlags": "IBV_DEVICE_",
+    "PortCapFlags": "IBV_PORT_", "LinkLayer": "IBV_LINK_LAYER_",
+}
+
+
+def test_every_class_has_a_prefix():
+    assert set(_ibverbs._constants) == set(PREFIX)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_values_match_compiled_headers(tmp_path):
+    pairs = [(c, m) for c, ms in _ibverbs._constants.items() for m in ms]
+    lines = [f'printf("%s.%s %lld\\n", "{c}", "{m}", (long long)({PREFIX[c]}{m}));'
+             for c, m in pairs]
+    src = tmp_path / "consts.c"
+    src.write_text("#include <stdio.h>\n#include <infiniband/verbs.h>\n"
+                   "int main(void) {\n" + "\n".join(lines) + "\nreturn 0; }\n")
+    exe = tmp_path / "consts"
+    subprocess.run(["cc", "-o", str(exe), str(src)], check=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    seen = {}
+    for line in out.splitlines():
+        key, value = line.split()
+        seen[key] = int(value)
+    assert len(seen) == len(pairs)
+    for c, m in pairs:
+        assert int(getattr(getattr(enums, c), m)) == seen[f"{c}.{m}"], (c, m)
+
+
+def test_flag_and_enum_kinds():
+    assert issubclass(ib.AccessFlags, enum.IntFlag)
+    assert issubclass(ib.SendFlags, enum.IntFlag)
+    assert issubclass(ib.QPAttrMask, enum.IntFlag)
+    assert issubclass(ib.WCFlags, enum.IntFlag)
+    assert issubclass(ib.QPType, enum.IntEnum)
+    assert issubclass(ib.WCStatus, enum.IntEnum)
+    assert issubclass(ib.MTU, enum.IntEnum)
+
+
+def test_names_follow_the_c_constants():
+    assert ib.MTU.MTU_1024.name == "MTU_1024"
+    assert ib.AccessFlags.LOCAL_WRITE == 1
+    assert ib.QPType.RC == 2 and ib.QPType.UD == 4
+    assert ib.WCStatus.SUCCESS == 0
+    assert ib.WROpcode.RDMA_WRITE == 0
+    for name in ("SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM",
+                 "RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD"):
+        assert hasattr(ib.WROpcode, name)
+    for name in ("FENCE", "SIGNALED", "SOLICITED", "INLINE"):
+        assert hasattr(ib.SendFlags, name)
+    assert ib.PortState.ACTIVE == 4
+    assert ib.EventType.PORT_ACTIVE.name == "PORT_ACTIVE"
+
+
+def test_status_strings_come_from_libibverbs():
+    assert _ibverbs.wc_status_str(int(ib.WCStatus.SUCCESS)) == "success"
+    assert _ibverbs.wc_status_str(int(ib.WCStatus.REM_ACCESS_ERR)) == "remote access error"
+    assert "port" in _ibverbs.event_type_str(int(ib.EventType.PORT_ACTIVE)).lower()
