@@ -134,7 +134,8 @@ int handle_close(Handle *h)
 	if (h->users) {
 		verbs_error_fmt(EBUSY, h->kind->destroy_verb,
 				"%s is still used by %d open object(s) "
-				"(QPs using a CQ or SRQ, CQs using a channel); "
+				"(QPs using a CQ or SRQ, CQs using a channel, "
+				"unacked AsyncEvents); "
 				"close them first", h->kind->name, h->users);
 		return -1;
 	}

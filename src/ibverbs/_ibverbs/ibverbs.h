@@ -117,6 +117,7 @@ typedef struct {
 	PyObject *PortAttr;
 	PyObject *Gid;
 	PyObject *QPCap;
+	PyObject *AHAttr;          /* QP.query()'s ah_attr (attrs.c) */
 	/* Our heap types */
 	PyTypeObject *Context_type;
 	PyTypeObject *PD_type;
@@ -228,6 +229,15 @@ void handle_dealloc(Handle *h);
 /* Mark busy around a GIL-free call. */
 #define HANDLE_BUSY_ENTER(h) (HANDLE(h)->busy++)
 #define HANDLE_BUSY_EXIT(h) (HANDLE(h)->busy--)
+
+/* channel.c, shared with event.c: wait with the GIL released (h marked
+ * busy, EINTR runs signal handlers) until fd is readable, then re-check
+ * with the GIL held so that the caller's read cannot block.  0 or -1
+ * with an exception set. */
+int fd_wait_readable(Handle *h, int fd);
+int fd_is_nonblocking(int fd);
+/* The open handle in root's subtree whose obj is obj, or NULL. */
+Handle *handle_find(Handle *root, const void *obj);
 
 /* Common methods and getters, to put into every handle type. */
 PyObject *handle_meth_close(PyObject *self, PyObject *unused);
@@ -363,6 +373,12 @@ int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out);
 PyObject *ah_attr_to_py(const struct ibv_ah_attr *a);
 /* attrs.c: ibv_qp_cap -> QPCap */
 PyObject *qp_cap_to_py(const struct ibv_qp_cap *cap);
+/* attrs.c: what the ibv_query_port macro does, through the dlsym table
+ * (context.c's query_port, QP.to_rtr's default path MTU).  0 or errno. */
+int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a);
+/* attrs.c: ibverbs.enums.<cls>(v), or a plain int when v is not a member
+ * (or the enums module is not importable yet).  New reference. */
+PyObject *enum_from_int(const char *cls, long v);
 
 /* Small helpers for building attribute objects. */
 int dict_set_u64(PyObject *d, const char *key, uint64_t v);

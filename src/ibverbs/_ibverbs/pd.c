@@ -52,9 +52,9 @@ static PyObject *pd_repr(PyObject *self)
 #define KW (PyCFunction)(void (*)(void))
 static PyMethodDef pd_methods[] = {
 	{"reg_mr", KW pd_reg_mr, METH_VARARGS | METH_KEYWORDS,
-	 "reg_mr(addr_or_buffer, length=None, access=0) -> MR (ibv_reg_mr)"},
+	 "reg_mr(addr, length, access=0, *, owner=None) -> MR (ibv_reg_mr)"},
 	{"reg_dmabuf_mr", KW pd_reg_dmabuf_mr, METH_VARARGS | METH_KEYWORDS,
-	 "reg_dmabuf_mr(offset, length, iova, fd, access) -> MR"},
+	 "reg_dmabuf_mr(offset, length, iova, fd, access=0, *, owner=None) -> MR"},
 	{"create_qp", KW pd_create_qp, METH_VARARGS | METH_KEYWORDS,
 	 "create_qp(init_attr) -> QP (ibv_create_qp)"},
 	{"create_srq", KW pd_create_srq, METH_VARARGS | METH_KEYWORDS,

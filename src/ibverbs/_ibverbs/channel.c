@@ -1,0 +1,228 @@
+/*
+ * channel.c - CompChannel: a completion event channel
+ * (ibv_comp_channel), and the blocking-wait helper it shares with async
+ * events (event.c).
+ *
+ * Why wait with poll() and read under the GIL: ibv_destroy_cq/qp/srq
+ * block until every event already *read* for the object has been acked.
+ * If a thread read an event with the GIL released and another thread
+ * destroyed the object before the first one counted the event, the
+ * destroy would wait forever with the GIL held.  So the GIL-free part
+ * only waits for readability; the event is read, matched to its Python
+ * object and counted in one GIL-held step, where the read cannot block.
+ */
+#include "ibverbs.h"
+#include <fcntl.h>
+#include <poll.h>
+
+/* ------------------------------------------------------------------ */
+/* Helpers shared with event.c                                         */
+/* ------------------------------------------------------------------ */
+
+int fd_is_nonblocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* Non-blocking readability check, with the GIL held: > 0 readable, 0 not,
+ * -1 with an exception set. */
+static int fd_readable_now(int fd)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+	int rc;
+
+	do
+		rc = poll(&p, 1, 0);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0) {
+		verbs_error(errno, "poll");
+		return -1;
+	}
+	return rc;
+}
+
+int fd_wait_readable(Handle *h, int fd)
+{
+	struct pollfd p;
+	int rc, err;
+
+	for (;;) {
+		p.fd = fd;
+		p.events = POLLIN;
+		p.revents = 0;
+		/* busy: close() of h refuses while we sleep on its fd */
+		HANDLE_BUSY_ENTER(h);
+		Py_BEGIN_ALLOW_THREADS
+		rc = poll(&p, 1, -1);
+		err = errno;
+		Py_END_ALLOW_THREADS
+		HANDLE_BUSY_EXIT(h);
+		if (rc < 0 && err != EINTR) {
+			verbs_error(err, "poll");
+			return -1;
+		}
+		if (rc < 0) {
+			/* Let Ctrl-C through; a handler may close h. */
+			if (PyErr_CheckSignals() < 0 || handle_check(h) < 0)
+				return -1;
+			continue;
+		}
+		/* Another thread may have taken the event since poll()
+		 * returned: look again now that the GIL is ours. */
+		rc = fd_readable_now(fd);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+	}
+}
+
+Handle *handle_find(Handle *root, const void *obj)
+{
+	Handle *c, *found;
+
+	if (obj == NULL)
+		return NULL;
+	for (c = root->children; c != NULL; c = c->sib_next) {
+		if (c->obj == obj)
+			return c;
+		found = handle_find(c, obj);
+		if (found != NULL)
+			return found;
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* CompChannel                                                         */
+/* ------------------------------------------------------------------ */
+
+#define CHAN(self) ((struct ibv_comp_channel *)HANDLE(self)->obj)
+
+static int channel_destroy(Handle *h)
+{
+	return IBV.destroy_comp_channel((struct ibv_comp_channel *)h->obj);
+}
+
+static const HandleKind channel_kind = {
+	"CompChannel", "ibv_destroy_comp_channel", channel_destroy, NULL
+};
+
+PyObject *channel_create(ContextObject *ctx)
+{
+	struct ibv_comp_channel *ch;
+	CompChannelObject *o;
+
+	errno = 0;
+	ch = IBV.create_comp_channel((struct ibv_context *)HANDLE(ctx)->obj);
+	if (ch == NULL)
+		return verbs_error_errno("ibv_create_comp_channel");
+	o = HANDLE_ALLOC(CompChannelObject, ST.CompChannel_type);
+	if (o == NULL) {
+		IBV.destroy_comp_channel(ch);
+		return NULL;
+	}
+	handle_init(HANDLE(o), &channel_kind, HANDLE(ctx));
+	HANDLE(o)->obj = ch;
+	return (PyObject *)o;
+}
+
+/* An event for a CQ that has no Python object any more: only possible
+ * when a CQ's destroy failed in its dealloc and the ibv_cq was leaked
+ * (destroying a CQ drops its unread events).  Ack it and say so. */
+static PyObject *orphan_cq_event(struct ibv_cq *cq)
+{
+	IBV.ack_cq_events(cq, 1);
+	return verbs_error_fmt(ESTALE, "ibv_get_cq_event",
+			       "completion event for a CQ that was not "
+			       "destroyed cleanly; event acked and dropped");
+}
+
+static PyObject *channel_get_cq_event(PyObject *self, PyObject *unused)
+{
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	Handle *found;
+
+	HANDLE_CHECK(self);
+	ch = CHAN(self);
+	if (!fd_is_nonblocking(ch->fd) &&
+	    fd_wait_readable(HANDLE(self), ch->fd) < 0)
+		return NULL;
+	/* Readable (or non-blocking): this read does not block. */
+	if (IBV.get_cq_event(ch, &cq, &cq_ctx) != 0) {
+		int err = errno ? errno : EIO;
+
+		if (err == EAGAIN)
+			return verbs_error_fmt(EAGAIN, "ibv_get_cq_event",
+					       "no completion event pending "
+					       "(the channel fd is non-blocking)");
+		return verbs_error(err, "ibv_get_cq_event");
+	}
+	/* cq_context is our CQObject; trust it only once found among the
+	 * open CQs of this context. */
+	found = handle_find(HANDLE(self)->parent, cq);
+	if (found == NULL || (void *)found != cq_ctx)
+		return orphan_cq_event(cq);
+	((CQObject *)found)->events_unacked++;
+	Py_INCREF((PyObject *)found);
+	return (PyObject *)found;
+}
+
+static PyObject *channel_get_fd(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromLong(CHAN(self)->fd);
+}
+
+static int channel_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void channel_dealloc(PyObject *self)
+{
+	handle_dealloc(HANDLE(self));
+}
+
+static PyObject *channel_repr(PyObject *self)
+{
+	if (HANDLE(self)->obj == NULL)
+		return PyUnicode_FromString("<ibverbs.CompChannel closed>");
+	return PyUnicode_FromFormat("<ibverbs.CompChannel fd=%d>", CHAN(self)->fd);
+}
+
+static PyMethodDef channel_methods[] = {
+	{"get_cq_event", channel_get_cq_event, METH_NOARGS,
+	 "get_cq_event() -> CQ: wait (GIL released) for a completion event "
+	 "and return the CQ it is for; ack it with cq.ack_events().  With a "
+	 "non-blocking fd and no event: VerbsError(EAGAIN)."},
+	HANDLE_METHODS,
+	{NULL, NULL, 0, NULL}
+};
+
+static PyGetSetDef channel_getset[] = {
+	{"fd", channel_get_fd, NULL,
+	 "file descriptor to select/poll for completion events", NULL},
+	{"context", handle_get_parent, NULL, "the Context", NULL},
+	HANDLE_GETSETS,
+	{NULL, NULL, NULL, NULL, NULL}
+};
+
+static PyType_Slot channel_slots[] = {
+	{Py_tp_doc, "A completion event channel (ibv_comp_channel); from "
+		    "Context.create_comp_channel()."},
+	{Py_tp_new, handle_no_new},
+	{Py_tp_dealloc, channel_dealloc},
+	{Py_tp_traverse, channel_traverse},
+	{Py_tp_repr, channel_repr},
+	{Py_tp_methods, channel_methods},
+	{Py_tp_getset, channel_getset},
+	{0, NULL}
+};
+
+PyType_Spec CompChannel_spec = {
+	"ibverbs._ibverbs.CompChannel", sizeof(CompChannelObject), 0,
+	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, channel_slots
+};

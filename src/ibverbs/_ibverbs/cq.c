@@ -1,0 +1,366 @@
+/*
+ * cq.c - CQ: a completion queue (ibv_cq), polled on the data path.
+ *
+ * poll(n) reaps up to n completions with ONE ibv_poll_cq call (the
+ * static inline from verbs.h, straight into the provider) into storage
+ * kept in the object, then wraps each in a WC.  It never blocks, so it
+ * keeps the GIL.  cq_context is the CQObject itself, so that
+ * CompChannel.get_cq_event() can return this very object.
+ */
+#include "ibverbs.h"
+#include <limits.h>
+
+#define CQP(self) ((struct ibv_cq *)HANDLE(self)->obj)
+
+static int cq_destroy(Handle *h)
+{
+	CQObject *self = (CQObject *)h;
+	struct ibv_cq *cq = h->obj;
+
+	/* ibv_destroy_cq waits until every event got is acked: ack ours. */
+	if (self->events_unacked) {
+		IBV.ack_cq_events(cq, self->events_unacked);
+		self->events_unacked = 0;
+	}
+	return IBV.destroy_cq(cq);
+}
+
+static void cq_release(Handle *h)
+{
+	CQObject *self = (CQObject *)h;
+
+	if (self->channel != NULL) {
+		handle_unuse(HANDLE(self->channel));
+		Py_CLEAR(self->channel);
+	}
+}
+
+static const HandleKind cq_kind = {
+	"CQ", "ibv_destroy_cq", cq_destroy, cq_release
+};
+
+/* None, or an open CompChannel of ctx; NULL with an exception set. */
+static int check_channel(ContextObject *ctx, PyObject *channel)
+{
+	if (!PyObject_TypeCheck(channel, ST.CompChannel_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "channel must be a CompChannel or None, not %R",
+			     (PyObject *)Py_TYPE(channel));
+		return -1;
+	}
+	if (handle_check(HANDLE(channel)) < 0)
+		return -1;
+	if (HANDLE(channel)->parent != HANDLE(ctx)) {
+		PyErr_SetString(PyExc_ValueError,
+				"channel belongs to another Context");
+		return -1;
+	}
+	return 0;
+}
+
+PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"cqe", "channel", "comp_vector", NULL};
+	PyObject *cqe_o, *channel = Py_None, *vec_o = NULL;
+	struct ibv_comp_channel *ch = NULL;
+	struct ibv_cq *cq;
+	long cqe, vec = 0;
+	CQObject *self;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:create_cq", kwlist,
+					 &cqe_o, &channel, &vec_o))
+		return NULL;
+	if (arg_int(cqe_o, "cqe", 1, INT32_MAX, &cqe) < 0)
+		return NULL;
+	if (vec_o != NULL &&
+	    arg_int(vec_o, "comp_vector", 0, INT32_MAX, &vec) < 0)
+		return NULL;
+	if (channel != Py_None) {
+		if (check_channel(ctx, channel) < 0)
+			return NULL;
+		ch = HANDLE(channel)->obj;
+	}
+	/* Allocated first: its address is the cq_context.  Not linked into
+	 * the Context until the verb succeeded, so a failure only frees it. */
+	self = HANDLE_ALLOC(CQObject, ST.CQ_type);
+	if (self == NULL)
+		return NULL;
+	errno = 0;
+	cq = IBV.create_cq((struct ibv_context *)HANDLE(ctx)->obj, (int)cqe,
+			   self, ch, (int)vec);
+	if (cq == NULL) {
+		int err = errno ? errno : EINVAL;
+
+		Py_DECREF(self);
+		return verbs_error_fmt(err, "ibv_create_cq", "cqe=%ld", cqe);
+	}
+	handle_init(HANDLE(self), &cq_kind, HANDLE(ctx));
+	HANDLE(self)->obj = cq;
+	if (channel != Py_None) {
+		Py_INCREF(channel);
+		self->channel = channel;
+		handle_use(HANDLE(channel));
+	}
+	return (PyObject *)self;
+}
+
+/* ---- poll ---------------------------------------------------------- */
+
+/* Make room for n completions in self->wcs. */
+static int cq_reserve(CQObject *self, int n)
+{
+	struct ibv_wc *p;
+
+	if (n <= self->wcs_len)
+		return 0;
+	p = PyMem_Realloc(self->wcs, (size_t)n * sizeof(*p));
+	if (p == NULL) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	self->wcs = p;
+	self->wcs_len = n;
+	return 0;
+}
+
+static int parse_num_entries(PyObject *args, PyObject *kw, long *n)
+{
+	static char *kwlist[] = {"num_entries", NULL};
+	PyObject *o = NULL;
+
+	/* Fast path: poll() and poll(n) build nothing but a C long. */
+	if (kw == NULL) {
+		Py_ssize_t nargs = PyTuple_Size(args);
+
+		if (nargs == 0) {
+			*n = 1;
+			return 0;
+		}
+		if (nargs == 1)
+			o = PyTuple_GetItem(args, 0);
+	}
+	if (o == NULL &&
+	    !PyArg_ParseTupleAndKeywords(args, kw, "|O:poll", kwlist, &o))
+		return -1;
+	if (o == NULL) {
+		*n = 1;
+		return 0;
+	}
+	if (PyLong_Check(o)) {
+		int overflow;
+
+		*n = PyLong_AsLongAndOverflow(o, &overflow);
+		if (*n == -1 && PyErr_Occurred())
+			return -1;
+		if (overflow > 0)
+			*n = LONG_MAX;  /* huge: clamped to the CQ's size */
+		if (*n >= 1 && overflow >= 0)
+			return 0;
+	} else {
+		PyErr_Format(PyExc_TypeError,
+			     "num_entries must be an int, not %R",
+			     (PyObject *)Py_TYPE(o));
+		return -1;
+	}
+	PyErr_Format(PyExc_ValueError, "num_entries must be >= 1, got %S", o);
+	return -1;
+}
+
+/*
+ * ibv_poll_cq's result as a count, or -1 with VerbsError set.  A provider
+ * without the op returns EOPNOTSUPP as a *positive* count; when that is
+ * also a possible count, ask again for 0 entries: a real poll returns 0.
+ */
+static int poll_result(struct ibv_cq *cq, int rc, int n, struct ibv_wc *wcs)
+{
+	if (rc < 0) {
+		/* Providers disagree on what a negative value means. */
+		verbs_error_fmt(EIO, "ibv_poll_cq", "the provider returned %d",
+				rc);
+		return -1;
+	}
+	if (rc > n || (rc == EOPNOTSUPP && ibv_poll_cq(cq, 0, wcs) != 0)) {
+		verbs_error(rc == EOPNOTSUPP ? EOPNOTSUPP : EIO, "ibv_poll_cq");
+		return -1;
+	}
+	return rc;
+}
+
+static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
+{
+	CQObject *c = (CQObject *)self;
+	struct ibv_cq *cq;
+	PyObject *list;
+	long want;
+	int n, rc, i;
+
+	HANDLE_CHECK(self);
+	if (parse_num_entries(args, kw, &want) < 0)
+		return NULL;
+	cq = CQP(self);
+	/* A CQ never holds more than cqe entries: no need for more room. */
+	n = want > cq->cqe ? cq->cqe : (int)want;
+	if (n < 1)
+		n = 1;
+	if (cq_reserve(c, n) < 0)
+		return NULL;
+	rc = poll_result(cq, ibv_poll_cq(cq, n, c->wcs), n, c->wcs);
+	if (rc < 0)
+		return NULL;
+	list = PyList_New(rc);
+	if (list == NULL)
+		return NULL;
+	/* On a failure the completions already reaped are lost: only a
+	 * MemoryError can get here, after which little else works either. */
+	for (i = 0; i < rc; i++) {
+		PyObject *wc = wc_new(&c->wcs[i]);
+
+		if (wc == NULL) {
+			Py_DECREF(list);
+			return NULL;
+		}
+		PyList_SetItem(list, i, wc);
+	}
+	return list;
+}
+
+/* ---- notification --------------------------------------------------- */
+
+static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"solicited_only", NULL};
+	int solicited = 0, rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|p:req_notify", kwlist,
+					 &solicited))
+		return NULL;
+	rc = ibv_req_notify_cq(CQP(self), solicited);
+	if (rc != 0)
+		return verbs_error(rc, "ibv_req_notify_cq");
+	Py_RETURN_NONE;
+}
+
+static PyObject *cq_ack_events(PyObject *self, PyObject *args)
+{
+	CQObject *c = (CQObject *)self;
+	PyObject *o = NULL;
+	long n = 1;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_UnpackTuple(args, "ack_events", 0, 1, &o))
+		return NULL;
+	if (o != NULL && arg_int(o, "n", 1, INT32_MAX, &n) < 0)
+		return NULL;
+	if ((unsigned long)n > c->events_unacked) {
+		PyErr_Format(PyExc_ValueError,
+			     "cannot ack %ld event(s): only %u delivered by "
+			     "get_cq_event() and not yet acked", n,
+			     c->events_unacked);
+		return NULL;
+	}
+	IBV.ack_cq_events(CQP(self), (unsigned int)n);
+	c->events_unacked -= (unsigned int)n;
+	Py_RETURN_NONE;
+}
+
+/* ---- attributes, lifetime ----------------------------------------- */
+
+static PyObject *cq_get_cqe(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromLong(CQP(self)->cqe);
+}
+
+static PyObject *cq_get_handle(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(CQP(self)->handle);
+}
+
+static PyObject *cq_get_channel(PyObject *self, void *closure)
+{
+	PyObject *ch = ((CQObject *)self)->channel;
+
+	if (ch == NULL)
+		Py_RETURN_NONE;
+	Py_INCREF(ch);
+	return ch;
+}
+
+static PyObject *cq_get_events_unacked(PyObject *self, void *closure)
+{
+	return PyLong_FromUnsignedLong(((CQObject *)self)->events_unacked);
+}
+
+static int cq_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(((CQObject *)self)->channel);
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void cq_dealloc(PyObject *self)
+{
+	CQObject *c = (CQObject *)self;
+
+	PyObject_GC_UnTrack(self);
+	handle_close_quiet(HANDLE(self));
+	/* Still set if the destroy failed (the ibv_cq is leaked and keeps
+	 * using the channel) or the CQ never got created. */
+	Py_CLEAR(c->channel);
+	PyMem_Free(c->wcs);
+	c->wcs = NULL;
+	handle_dealloc(HANDLE(self));
+}
+
+static PyObject *cq_repr(PyObject *self)
+{
+	if (HANDLE(self)->obj == NULL)
+		return PyUnicode_FromString("<ibverbs.CQ closed>");
+	return PyUnicode_FromFormat("<ibverbs.CQ cqe=%d%s>", CQP(self)->cqe,
+				    ((CQObject *)self)->channel ?
+				    " with channel" : "");
+}
+
+#define KW (PyCFunction)(void (*)(void))
+static PyMethodDef cq_methods[] = {
+	{"poll", KW cq_poll, METH_VARARGS | METH_KEYWORDS,
+	 "poll(num_entries=1) -> list[WC]: reap up to num_entries "
+	 "completions (one ibv_poll_cq call); [] when none is ready."},
+	{"req_notify", KW cq_req_notify, METH_VARARGS | METH_KEYWORDS,
+	 "req_notify(solicited_only=False): arm the CQ to send the next "
+	 "completion event to its channel (ibv_req_notify_cq)."},
+	{"ack_events", cq_ack_events, METH_VARARGS,
+	 "ack_events(n=1): ack n events got from CompChannel.get_cq_event() "
+	 "(ibv_ack_cq_events)."},
+	HANDLE_METHODS,
+	{NULL, NULL, 0, NULL}
+};
+#undef KW
+
+static PyGetSetDef cq_getset[] = {
+	{"cqe", cq_get_cqe, NULL, "number of entries (as allocated)", NULL},
+	{"handle", cq_get_handle, NULL, "kernel handle of the CQ", NULL},
+	{"channel", cq_get_channel, NULL, "the CompChannel, or None", NULL},
+	{"context", handle_get_parent, NULL, "the Context", NULL},
+	{"events_unacked", cq_get_events_unacked, NULL,
+	 "completion events got and not yet acked", NULL},
+	HANDLE_GETSETS,
+	{NULL, NULL, NULL, NULL, NULL}
+};
+
+static PyType_Slot cq_slots[] = {
+	{Py_tp_doc, "A completion queue (ibv_cq); from Context.create_cq()."},
+	{Py_tp_new, handle_no_new},
+	{Py_tp_dealloc, cq_dealloc},
+	{Py_tp_traverse, cq_traverse},
+	{Py_tp_repr, cq_repr},
+	{Py_tp_methods, cq_methods},
+	{Py_tp_getset, cq_getset},
+	{0, NULL}
+};
+
+PyType_Spec CQ_spec = {
+	"ibverbs._ibverbs.CQ", sizeof(CQObject), 0,
+	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cq_slots
+};
