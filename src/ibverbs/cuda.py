@@ -1,0 +1,739 @@
+"""GPUDirect RDMA: register CUDA tensors with an RDMA device.
+
+::
+
+    import ibverbs as ib
+    import ibverbs.cuda
+
+    gmr = ib.cuda.register_tensor(pd, tensor, access)   # retains tensor
+    qp.post_send(ib.SendWR(sg_list=[gmr.sge()], ...,
+                           remote_addr=peer.addr, rkey=peer.rkey))
+    ...
+    ib.cuda.flush_gpudirect_writes()   # receiver, before CUDA reads dst
+    gmr.close()
+
+Neither ``import ibverbs`` nor ``import ibverbs.cuda`` touches CUDA, and
+torch is never imported: tensors are duck-typed.  The CUDA driver library
+is dlopened (with ctypes) by the first call that needs it: ``libcuda.so.1``,
+or the file named by the environment variable ``IBVERBS_LIBCUDA``, an
+override meant for tests (the suite points it at a fake driver).
+
+Registration paths, chosen by :func:`register_tensor`:
+
+``dmabuf``
+    The page-aligned range around the tensor is exported as a dma-buf file
+    descriptor (``cuMemGetHandleForAddressRange``) and registered with
+    ``pd.reg_dmabuf_mr(offset, length, iova=device address, fd, access)``;
+    the fd is closed right after.  Needs CUDA 11.7+, a kernel and NVIDIA
+    driver with dma-buf support, a NIC driver that imports dma-bufs, and
+    memory that the driver can export (torch: set
+    ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` before CUDA starts).
+``peermem``
+    When dma-buf is unavailable (the driver lacks the export call or answers
+    CUDA_ERROR_NOT_SUPPORTED / CUDA_ERROR_INVALID_VALUE, or the verbs
+    provider answers EOPNOTSUPP / EPROTONOSUPPORT) and a peer-memory kernel
+    module is loaded (``nvidia_peermem``, ``nv_peer_mem``, or
+    ``/sys/kernel/mm/memory_peers/nv_mem``), the raw device pointer is
+    registered with ``pd.reg_mr``.
+
+Errors:
+
+:class:`CudaError` (a ``RuntimeError``)
+    a CUDA driver call failed (``.code``, ``.name``, ``.text`` are the
+    driver's own error code, name and text, ``.operation`` the call), or
+    libcuda cannot be loaded or lacks an entry point (``.code`` is None).
+:class:`GpuDirectError` (a :class:`ibverbs.VerbsError`)
+    no registration path worked; its message and ``.attempts`` say which
+    paths were tried and why each failed.
+``ValueError`` / ``TypeError``
+    a tensor that cannot be registered: not CUDA memory (host memory goes
+    to :func:`ibverbs.reg_tensor`), not contiguous, empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno as _errno
+import operator
+import os
+import threading
+
+from ._ibverbs import SGE
+from ._objects import VerbsError
+
+__all__ = [
+    "CudaError",
+    "GpuDirectError",
+    "GpuMR",
+    "flush_gpudirect_writes",
+    "register_tensor",
+]
+
+# --------------------------------------------------------------------------
+# cuda.h constants (the driver ABI; they never change once published)
+# --------------------------------------------------------------------------
+
+_CUDA_ERROR_INVALID_VALUE = 1
+_CUDA_ERROR_STUB_LIBRARY = 34
+_CUDA_ERROR_INVALID_CONTEXT = 201
+_CUDA_ERROR_NOT_SUPPORTED = 801
+
+_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
+_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+_CU_MEMORYTYPE_HOST = 1
+_CU_MEMORYTYPE_DEVICE = 2
+_CU_MEMORYTYPE_ARRAY = 3
+_CU_MEMORYTYPE_UNIFIED = 4
+_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1
+
+_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS = 117
+_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING = 118
+_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST = 1 << 0
+_CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER = 100
+_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX = 0
+_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER = 100
+
+# Names and texts for the codes we may meet when the driver cannot name
+# them itself (the toolkit's stub libcuda fails every call, cuGetErrorName
+# included).  The driver's own answer is used whenever it gives one.
+_FALLBACK_ERRORS = {
+    1: ("CUDA_ERROR_INVALID_VALUE", "invalid argument"),
+    2: ("CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
+    3: ("CUDA_ERROR_NOT_INITIALIZED", "initialization error"),
+    4: ("CUDA_ERROR_DEINITIALIZED", "driver shutting down"),
+    34: ("CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"),
+    36: ("CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER",
+         "API call requires a newer CUDA driver"),
+    46: ("CUDA_ERROR_DEVICE_UNAVAILABLE",
+         "CUDA-capable device(s) is/are busy or unavailable"),
+    100: ("CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"),
+    101: ("CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"),
+    201: ("CUDA_ERROR_INVALID_CONTEXT", "invalid device context"),
+    801: ("CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
+    999: ("CUDA_ERROR_UNKNOWN", "unknown error"),
+}
+
+_DEFAULT_LIBCUDA = "libcuda.so.1"
+
+# --------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed, or libcuda cannot be used at all.
+
+    ``code`` is the driver's ``CUresult`` (None when the library could not
+    be loaded or lacks an entry point), ``name`` and ``text`` the driver's
+    own name and description of it (``cuGetErrorName`` /
+    ``cuGetErrorString``), ``operation`` the call that failed.
+    """
+
+    def __init__(self, code, name, text, operation=None):
+        self.code = code
+        self.name = name
+        self.text = text
+        self.operation = operation
+        where = f"{operation}: " if operation else ""
+        if code is None:
+            msg = f"{where}{text}"
+        else:
+            msg = f"{where}{name} ({code}): {text}"
+        super().__init__(msg)
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.name, self.text, self.operation))
+
+
+class GpuDirectError(VerbsError):
+    """No way to register GPU memory worked.
+
+    ``errno`` is EOPNOTSUPP when no path is available, or the errno of the
+    last registration that was tried; ``attempts`` is a tuple of
+    ``(path, reason)`` pairs, e.g. ``("dma-buf", "...EOPNOTSUPP...")``.
+    """
+
+    def __init__(self, errno, strerror, operation="register_tensor",
+                 attempts=()):
+        super().__init__(errno, strerror, operation)
+        self.attempts = tuple(attempts)
+
+    def __reduce__(self):
+        return (type(self),
+                (self.errno, self.strerror, self.operation, self.attempts))
+
+
+def _closed_error():
+    return VerbsError(_errno.EBADF, "GpuMR is closed", "GpuMR")
+
+
+# --------------------------------------------------------------------------
+# The driver library (ctypes)
+# --------------------------------------------------------------------------
+
+_c_int, _c_uint, _c_void_p = ctypes.c_int, ctypes.c_uint, ctypes.c_void_p
+_c_u64, _c_size_t = ctypes.c_uint64, ctypes.c_size_t
+_P = ctypes.POINTER
+
+# Symbol -> argument types; every entry point returns a CUresult.  The
+# names are the ones the driver exports for the ABI that cuda.h declares:
+# cuda.h maps cuCtxPushCurrent to cuCtxPushCurrent_v2 and so on, and the
+# unversioned symbols that a driver still exports are the old ABI.
+_SIGNATURES = {
+    "cuInit": (_c_uint,),
+    "cuDriverGetVersion": (_P(_c_int),),
+    "cuGetErrorName": (_c_int, _P(ctypes.c_char_p)),
+    "cuGetErrorString": (_c_int, _P(ctypes.c_char_p)),
+    "cuDeviceGet": (_P(_c_int), _c_int),
+    "cuDeviceGetAttribute": (_P(_c_int), _c_int, _c_int),
+    "cuDevicePrimaryCtxRetain": (_P(_c_void_p), _c_int),
+    "cuDevicePrimaryCtxRelease_v2": (_c_int,),
+    "cuCtxGetCurrent": (_P(_c_void_p),),
+    "cuCtxGetDevice": (_P(_c_int),),
+    "cuCtxPushCurrent_v2": (_c_void_p,),
+    "cuCtxPopCurrent_v2": (_P(_c_void_p),),
+    "cuPointerGetAttribute": (_c_void_p, _c_int, _c_u64),
+    "cuMemGetHandleForAddressRange":
+        (_c_void_p, _c_u64, _c_size_t, _c_int, ctypes.c_ulonglong),
+    "cuFlushGPUDirectRDMAWrites": (_c_int, _c_int),
+}
+
+# Entry points that older drivers lack: the release that added each.
+_SINCE = {
+    "cuMemGetHandleForAddressRange": "CUDA 11.7 (driver 515)",
+    "cuFlushGPUDirectRDMAWrites": "CUDA 11.3 (driver 465)",
+}
+
+
+class _Driver:
+    """A loaded libcuda with lazily resolved entry points."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            self.lib = ctypes.CDLL(path)
+        except OSError as e:
+            if path == _DEFAULT_LIBCUDA:
+                why = ("is the NVIDIA driver installed? libcuda.so.1 comes "
+                       "with the driver, not with the CUDA toolkit")
+            else:
+                why = "IBVERBS_LIBCUDA names it"
+            raise CudaError(None, None, f"cannot load {path} ({why}): {e}",
+                            "dlopen") from None
+        self._fns = {}
+
+    def fn(self, name):
+        """The entry point, or None when the library does not export it."""
+        try:
+            return self._fns[name]
+        except KeyError:
+            pass
+        try:
+            f = getattr(self.lib, name)
+        except AttributeError:
+            f = None
+        else:
+            f.argtypes = _SIGNATURES[name]
+            f.restype = _c_int
+        self._fns[name] = f
+        return f
+
+    def require(self, name):
+        f = self.fn(name)
+        if f is None:
+            since = _SINCE.get(name)
+            need = f" (added in {since})" if since else ""
+            raise CudaError(None, None,
+                            f"{self.path} does not export {name}{need}; "
+                            f"the NVIDIA driver is too old{self._version()}",
+                            name)
+        return f
+
+    def _version(self):
+        """", which supports CUDA X.Y" from cuDriverGetVersion, or ""."""
+        f = self.fn("cuDriverGetVersion")
+        v = _c_int()
+        if f is None or f(ctypes.byref(v)) != 0:
+            return ""
+        return f", which supports CUDA {v.value // 1000}.{v.value % 1000 // 10}"
+
+    def call(self, name, *args):
+        rc = self.require(name)(*args)
+        if rc != 0:
+            raise self.error(rc, name)
+
+    def error(self, code, operation):
+        """CudaError for a CUresult, named by the driver when it can."""
+        fallback = _FALLBACK_ERRORS.get(code, (f"CUresult {code}", "unknown error"))
+        name, text = fallback
+        s = ctypes.c_char_p()
+        f = self.fn("cuGetErrorName")
+        if f is not None and f(code, ctypes.byref(s)) == 0 and s.value:
+            name = s.value.decode("ascii", "replace")
+        s = ctypes.c_char_p()
+        f = self.fn("cuGetErrorString")
+        if f is not None and f(code, ctypes.byref(s)) == 0 and s.value:
+            text = s.value.decode("utf-8", "replace")
+        if code == _CUDA_ERROR_STUB_LIBRARY:
+            text += (f" ({self.path} is the CUDA toolkit's stub; the NVIDIA "
+                     "driver's libcuda.so.1 must come first on the library path)")
+        return CudaError(code, name, text, operation)
+
+    def attribute(self, attr, device):
+        value = _c_int()
+        self.call("cuDeviceGetAttribute", ctypes.byref(value), attr, device)
+        return value.value
+
+
+_lock = threading.Lock()
+_driver_instance = None
+
+
+def _driver():
+    """The loaded driver, after one successful cuInit(0)."""
+    global _driver_instance
+    d = _driver_instance
+    if d is not None:
+        return d
+    with _lock:
+        if _driver_instance is None:
+            d = _Driver(os.environ.get("IBVERBS_LIBCUDA") or _DEFAULT_LIBCUDA)
+            d.call("cuInit", 0)
+            _driver_instance = d
+        return _driver_instance
+
+
+def _forget_driver():
+    """Drop the loaded driver so that the next use loads and initialises
+    it again (tests; the library itself stays mapped)."""
+    global _driver_instance
+    with _lock:
+        _driver_instance = None
+
+
+def _current_device(drv):
+    """The device of the calling thread's current context, or None."""
+    ctx = _c_void_p()
+    drv.call("cuCtxGetCurrent", ctypes.byref(ctx))
+    if not ctx.value:
+        return None
+    dev = _c_int()
+    drv.call("cuCtxGetDevice", ctypes.byref(dev))
+    return dev.value
+
+
+@contextlib.contextmanager
+def _device_context(drv, ordinal):
+    """Run the block with a context of device ``ordinal`` current: the
+    caller's when it already is one, else that device's primary context
+    (the one torch and the CUDA runtime use), pushed and popped."""
+    if _current_device(drv) == ordinal:
+        yield
+        return
+    dev = _c_int()
+    drv.call("cuDeviceGet", ctypes.byref(dev), ordinal)
+    ctx = _c_void_p()
+    drv.call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
+    try:
+        drv.call("cuCtxPushCurrent_v2", ctx)
+        try:
+            yield
+        finally:
+            drv.call("cuCtxPopCurrent_v2", ctypes.byref(_c_void_p()))
+    finally:
+        drv.call("cuDevicePrimaryCtxRelease_v2", dev)
+
+
+# --------------------------------------------------------------------------
+# Tensors
+# --------------------------------------------------------------------------
+
+_HOST_HINT = "register host memory with ibverbs.reg_tensor(pd, tensor, access)"
+
+
+def _tensor_range(tensor):
+    """(device pointer, nbytes, device index or None) of a CUDA tensor.
+
+    Duck-typed: a torch-like tensor (``data_ptr()``, ``device.type``,
+    ``is_contiguous()``, ``nbytes`` or ``numel() * element_size()``) or an
+    object with ``__cuda_array_interface__``.  Raises ValueError for host,
+    non-contiguous or empty tensors, TypeError for anything else.  Touches
+    no CUDA.
+    """
+    device = getattr(tensor, "device", None)
+    if callable(getattr(tensor, "data_ptr", None)) and hasattr(device, "type"):
+        if device.type != "cuda":
+            raise ValueError(
+                f"not a CUDA tensor (device {device}): {_HOST_HINT}")
+        if not tensor.is_contiguous():
+            raise ValueError("tensor is not contiguous: register a "
+                             ".contiguous() copy")
+        nbytes = getattr(tensor, "nbytes", None)
+        if nbytes is None:
+            nbytes = tensor.numel() * tensor.element_size()
+        if nbytes == 0:
+            raise ValueError("tensor is empty: nothing to register")
+        return int(tensor.data_ptr()), int(nbytes), device.index
+
+    cai = getattr(tensor, "__cuda_array_interface__", None)
+    if cai is not None:
+        return _cai_range(cai)
+
+    if hasattr(tensor, "__array_interface__"):
+        raise ValueError(f"not CUDA memory ({type(tensor).__name__}): {_HOST_HINT}")
+    try:
+        memoryview(tensor).release()
+    except TypeError:
+        raise TypeError(
+            "register_tensor() takes a CUDA tensor (torch-like, or with "
+            f"__cuda_array_interface__), not {type(tensor).__name__}") from None
+    raise ValueError(f"not CUDA memory ({type(tensor).__name__}): {_HOST_HINT}")
+
+
+def _cai_range(cai):
+    """(pointer, nbytes, None) from a __cuda_array_interface__ dict."""
+    try:
+        ptr = int(cai["data"][0])
+        shape = tuple(int(n) for n in cai["shape"])
+        typestr = cai["typestr"]
+        itemsize = int(typestr[2:])
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        raise TypeError(f"malformed __cuda_array_interface__: {e!r}") from None
+    count = 1
+    for n in shape:
+        count *= n
+    if count == 0:
+        raise ValueError("tensor is empty: nothing to register")
+    strides = cai.get("strides")
+    if strides is not None:
+        expected = itemsize
+        for n, st in zip(reversed(shape), reversed(tuple(strides))):
+            if n != 1 and st != expected:
+                raise ValueError(
+                    f"array is not C-contiguous (shape {shape}, strides "
+                    f"{tuple(strides)}): register a contiguous copy")
+            expected *= n
+    return ptr, count * itemsize, None
+
+
+def _device_ordinal(drv, ptr):
+    """The device of a CUDA device pointer; ValueError for memory that is
+    not device memory."""
+    memtype = _c_uint()
+    f = drv.require("cuPointerGetAttribute")
+    rc = f(ctypes.byref(memtype), _CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr)
+    if rc == _CUDA_ERROR_INVALID_VALUE:
+        raise ValueError(f"address {ptr:#x} is not CUDA memory "
+                         f"(cuPointerGetAttribute: CUDA_ERROR_INVALID_VALUE): "
+                         f"{_HOST_HINT}")
+    if rc != 0:
+        raise drv.error(rc, "cuPointerGetAttribute")
+    if memtype.value != _CU_MEMORYTYPE_DEVICE:
+        kind = {_CU_MEMORYTYPE_HOST: "host", _CU_MEMORYTYPE_ARRAY: "a CUDA array",
+                _CU_MEMORYTYPE_UNIFIED: "unified"}.get(memtype.value, "not device")
+        raise ValueError(f"address {ptr:#x} is {kind} memory, not device "
+                         f"memory: {_HOST_HINT}")
+    ordinal = _c_int()
+    drv.call("cuPointerGetAttribute", ctypes.byref(ordinal),
+             _CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+    return ordinal.value
+
+
+def _export_dmabuf(ptr, length, device=None):
+    """Export a dma-buf fd for the host-page-aligned range around
+    [ptr, ptr + length).  Returns (fd, aligned_start, aligned_length); the
+    caller closes fd.  The export runs in a context of the memory's device
+    (``device``, looked up when None).  Raises CudaError."""
+    if ptr <= 0 or length <= 0:
+        raise ValueError(f"bad range: address {ptr:#x}, length {length}")
+    page = os.sysconf("SC_PAGE_SIZE")
+    start = ptr & ~(page - 1)
+    end = (ptr + length + page - 1) & ~(page - 1)
+    drv = _driver()
+    export = drv.require("cuMemGetHandleForAddressRange")
+    if device is None:
+        device = _device_ordinal(drv, ptr)
+    fd = _c_int(-1)
+    with _device_context(drv, device):
+        rc = export(ctypes.byref(fd), start, end - start,
+                    _CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)
+    if rc != 0:
+        raise drv.error(rc, "cuMemGetHandleForAddressRange")
+    return fd.value, start, end - start
+
+
+# --------------------------------------------------------------------------
+# Registration
+# --------------------------------------------------------------------------
+
+# Relative to the sysfs root ($IBVERBS_SYSFS_ROOT, for tests; else /sys).
+_PEERMEM_PATHS = (
+    "module/nvidia_peermem",
+    "module/nv_peer_mem",
+    "kernel/mm/memory_peers/nv_mem",
+)
+
+# Verbs errnos that mean "this provider/kernel cannot import a dma-buf".
+_DMABUF_UNSUPPORTED_ERRNOS = (_errno.EOPNOTSUPP, _errno.EPROTONOSUPPORT)
+
+
+def _peermem_module():
+    """The sysfs path showing a loaded peer-memory module, or None."""
+    root = os.environ.get("IBVERBS_SYSFS_ROOT") or "/sys"
+    for rel in _PEERMEM_PATHS:
+        path = os.path.join(root, rel)
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def _dmabuf_unavailable(e):
+    """Does this CudaError from _export_dmabuf mean "no dma-buf here"?"""
+    if e.operation != "cuMemGetHandleForAddressRange":
+        return False
+    # code None: the driver lacks the entry point
+    return e.code in (None, _CUDA_ERROR_NOT_SUPPORTED, _CUDA_ERROR_INVALID_VALUE)
+
+
+def _export_hint(e):
+    if e.code == _CUDA_ERROR_NOT_SUPPORTED:
+        return "; this driver or kernel cannot export dma-bufs"
+    if e.code == _CUDA_ERROR_INVALID_VALUE:
+        return ("; the allocation cannot be exported as a dma-buf (torch: set "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA "
+                "initializes)")
+    return ""
+
+
+def register_tensor(pd, tensor, access) -> GpuMR:
+    """Register a CUDA tensor's memory with ``pd`` for RDMA.
+
+    ``tensor`` is a contiguous, non-empty CUDA tensor: torch-like or with
+    ``__cuda_array_interface__``.  Uses the dma-buf path, or the peer-memory
+    path when dma-buf is unavailable (see the module's documentation).
+    Returns a :class:`GpuMR` that retains ``tensor`` until closed.
+
+    ValueError/TypeError for tensors that cannot be registered (host
+    memory: use ``ibverbs.reg_tensor``), CudaError when the driver fails,
+    GpuDirectError when no registration path works; any other error of
+    ``reg_dmabuf_mr`` is raised as it is.
+    """
+    ptr, length, index = _tensor_range(tensor)
+    drv = _driver()
+    ordinal = _device_ordinal(drv, ptr)
+    if index is not None and index != ordinal:
+        raise ValueError(f"tensor says device cuda:{index}, but the driver "
+                         f"places address {ptr:#x} on device {ordinal}")
+
+    attempts = []
+    cause = None
+    try:
+        fd, start, _ = _export_dmabuf(ptr, length, ordinal)
+    except CudaError as e:
+        if not _dmabuf_unavailable(e):
+            raise
+        attempts.append(("dma-buf", f"{e}{_export_hint(e)}"))
+        cause = e
+    else:
+        try:
+            mr = pd.reg_dmabuf_mr(ptr - start, length, ptr, fd, access,
+                                  owner=tensor)
+        except VerbsError as e:
+            if e.errno not in _DMABUF_UNSUPPORTED_ERRNOS:
+                raise
+            attempts.append(("dma-buf", str(e)))
+            cause = e
+        else:
+            return GpuMR(mr, tensor, ptr, length, "dmabuf", ordinal)
+        finally:
+            os.close(fd)
+
+    module = _peermem_module()
+    if module is None:
+        root = os.environ.get("IBVERBS_SYSFS_ROOT") or "/sys"
+        looked = ", ".join(os.path.join(root, p) for p in _PEERMEM_PATHS)
+        attempts.append(("peer memory",
+                         f"no peer-memory kernel module is loaded (none of "
+                         f"{looked} exists; modprobe nvidia_peermem)"))
+        raise GpuDirectError(_errno.EOPNOTSUPP, _failure(ptr, length, attempts),
+                             attempts=attempts) from cause
+    try:
+        mr = pd.reg_mr(ptr, length, access, owner=tensor)
+    except VerbsError as e:
+        attempts.append(("peer memory", f"{module} exists, but {e}"))
+        raise GpuDirectError(e.errno, _failure(ptr, length, attempts),
+                             attempts=attempts) from e
+    return GpuMR(mr, tensor, ptr, length, "peermem", ordinal)
+
+
+def _failure(ptr, length, attempts):
+    tried = "; ".join(f"{path}: {why}" for path, why in attempts)
+    return (f"cannot register CUDA memory [{ptr:#x}, +{length}) for RDMA: "
+            f"{tried}")
+
+
+class GpuMR:
+    """A registered CUDA tensor (from :func:`register_tensor`).
+
+    ``addr`` is the device address to hand to peers (the iova; for a
+    dma-buf MR ``ibv_mr.addr`` holds an offset, not an address), ``length``
+    the tensor's size in bytes, ``lkey``/``rkey`` the MR's keys, ``mr`` the
+    :class:`ibverbs.MR`, ``tensor`` the retained tensor (None once closed),
+    ``path`` ``"dmabuf"`` or ``"peermem"``, ``device`` the CUDA device
+    ordinal.  ``close()`` deregisters and drops the tensor; a context
+    manager.
+    """
+
+    # The MR retains the tensor too (its owner), so the memory outlives the
+    # registration even when only gmr.mr is kept.
+    __slots__ = ("_mr", "_tensor", "_addr", "_length", "_path", "_device",
+                 "_closed", "__weakref__")
+
+    def __init__(self, mr, tensor, addr, length, path, device):
+        self._mr = mr
+        self._tensor = tensor
+        self._addr = addr
+        self._length = length
+        self._path = path
+        self._device = device
+        self._closed = False
+
+    def _check(self):
+        if self._closed:
+            raise _closed_error()
+
+    @property
+    def addr(self) -> int:
+        return self._addr
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    @property
+    def lkey(self) -> int:
+        self._check()
+        return self._mr.lkey
+
+    @property
+    def rkey(self) -> int:
+        self._check()
+        return self._mr.rkey
+
+    @property
+    def mr(self):
+        return self._mr
+
+    @property
+    def tensor(self):
+        return self._tensor
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def device(self) -> int:
+        return self._device
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or bool(self._mr.closed)
+
+    def sge(self, length=None, offset=0):
+        """An ``ibverbs.SGE`` for ``length`` bytes (default: to the end) at
+        ``offset`` into the region; ValueError past the end or over
+        2**32 - 1 bytes (split the transfer into several SGEs)."""
+        self._check()
+        offset = operator.index(offset)
+        if offset < 0 or offset > self._length:
+            raise ValueError(f"offset {offset} is outside the "
+                             f"{self._length}-byte region")
+        if length is None:
+            length = self._length - offset
+        else:
+            length = operator.index(length)
+            if length < 0:
+                raise ValueError(f"negative SGE length {length}")
+        if offset + length > self._length:
+            raise ValueError(f"SGE of {length} bytes at offset {offset} runs "
+                             f"past the end of the {self._length}-byte region")
+        if length > 0xFFFFFFFF:
+            raise ValueError(f"an SGE carries at most 2**32 - 1 bytes, not "
+                             f"{length}: split the transfer into several SGEs "
+                             f"(sge(length, offset) for each piece)")
+        return SGE(self._addr + offset, length, lkey=self._mr.lkey)
+
+    def close(self) -> None:
+        """Deregister the MR and drop the tensor.  Idempotent."""
+        if self._closed:
+            return
+        self._mr.close()
+        self._tensor = None
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        if self._closed:
+            return "<ibverbs.cuda.GpuMR closed>"
+        return (f"<ibverbs.cuda.GpuMR {self._path} addr={self._addr:#x} "
+                f"length={self._length} device=cuda:{self._device}>")
+
+
+# --------------------------------------------------------------------------
+# Ordering
+# --------------------------------------------------------------------------
+
+
+def _device_attribute_or_zero(drv, attr, device):
+    """A device attribute; 0 when the driver does not know it (older than
+    the attribute), which for both GPUDirect attributes means "none"."""
+    value = _c_int()
+    rc = drv.require("cuDeviceGetAttribute")(ctypes.byref(value), attr, device)
+    if rc == _CUDA_ERROR_INVALID_VALUE:
+        return 0
+    if rc != 0:
+        raise drv.error(rc, "cuDeviceGetAttribute")
+    return value.value
+
+
+def flush_gpudirect_writes() -> bool:
+    """Make RDMA writes that have completed visible to later CUDA work in
+    the current CUDA context.
+
+    Call it on the receiving side after the completion or notification
+    that says the data arrived, before launching CUDA work that reads it.
+    Reads the current device's GPUDirect RDMA write ordering; when the
+    device does not order NIC writes for its own work (below
+    CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER) and supports the host-side
+    flush, calls ``cuFlushGPUDirectRDMAWrites(current context, to owner)``.
+    Returns True when a flush was issued, False when none was needed (or
+    the device offers none).  CudaError when the thread has no current CUDA
+    context (torch: run inside ``torch.cuda.device(dst.device)``).
+    """
+    drv = _driver()
+    device = _current_device(drv)
+    if device is None:
+        raise CudaError(_CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
+                        "no current CUDA context on this thread: make the "
+                        "destination device current first (torch: "
+                        "with torch.cuda.device(dst.device): ...)",
+                        "cuCtxGetCurrent")
+    ordering = _device_attribute_or_zero(
+        drv, _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING, device)
+    if ordering >= _CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER:
+        return False
+    options = _device_attribute_or_zero(
+        drv, _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS, device)
+    if not options & _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST:
+        return False
+    drv.call("cuFlushGPUDirectRDMAWrites",
+             _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX,
+             _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER)
+    return True
