@@ -129,18 +129,8 @@ static int parse_port(PyObject *o, uint8_t *port)
 	return 0;
 }
 
-/* ibv_query_port is a header macro calling the exported symbol; do what
- * it does, through the dlsym table. */
-static int query_port(struct ibv_context *ctx, uint8_t port,
-		      struct ibv_port_attr *a)
-{
-	struct verbs_context *vctx = verbs_get_ctx_op(ctx, query_port);
-
-	memset(a, 0, sizeof(*a));
-	if (vctx == NULL)
-		return IBV.query_port(ctx, port, (struct _compat_ibv_port_attr *)a);
-	return vctx->query_port(ctx, port, a, sizeof(*a));
-}
+/* ibv_query_port is a header macro: port_query (attrs.c) does what it
+ * does, through the dlsym table. */
 
 static PyObject *context_query_port(PyObject *self, PyObject *arg)
 {
@@ -152,7 +142,7 @@ static PyObject *context_query_port(PyObject *self, PyObject *arg)
 	HANDLE_CHECK(self);
 	if (parse_port(arg, &port) < 0)
 		return NULL;
-	rc = query_port(CTX(self), port, &a);
+	rc = port_query(CTX(self), port, &a);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_query_port", "port %d", port);
 	d = PyDict_New();

@@ -373,6 +373,11 @@ int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out);
 PyObject *ah_attr_to_py(const struct ibv_ah_attr *a);
 /* attrs.c: ibv_qp_cap -> QPCap */
 PyObject *qp_cap_to_py(const struct ibv_qp_cap *cap);
+/* attrs.c: ibv_qp_attr from QP.modify()'s keywords (struct field names;
+ * "mask" is skipped; TypeError for an unknown name, ValueError out of
+ * range), and to a dict of the fields that "mask" covers (not cap). */
+int qp_attr_from_kw(PyObject *kw, struct ibv_qp_attr *attr);
+PyObject *qp_attr_to_dict(const struct ibv_qp_attr *attr, int mask);
 /* attrs.c: what the ibv_query_port macro does, through the dlsym table
  * (context.c's query_port, QP.to_rtr's default path MTU).  0 or errno. */
 int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a);

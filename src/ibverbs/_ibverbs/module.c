@@ -140,6 +140,7 @@ static const struct {
 	{"PortAttr", &ST.PortAttr},
 	{"Gid", &ST.Gid},
 	{"QPCap", &ST.QPCap},
+	{"AHAttr", &ST.AHAttr},
 	{NULL, NULL}
 };
 

@@ -1,0 +1,94 @@
+/*
+ * ah.c - AH: an address handle (ibv_ah), the destination of a UD send.
+ * A SendWR that names an AH holds a reference to it (wr.c).
+ */
+#include "ibverbs.h"
+
+static int ah_destroy(Handle *h)
+{
+	return IBV.destroy_ah((struct ibv_ah *)h->obj);
+}
+
+static const HandleKind ah_kind = {"AH", "ibv_destroy_ah", ah_destroy, NULL};
+
+/* PD.create_ah(attr): attr is an AHAttr or any object with its fields. */
+PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"attr", NULL};
+	struct ibv_ah_attr attr;
+	struct ibv_ah *ah;
+	PyObject *attr_o;
+	AHObject *self;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_ah", kwlist,
+					 &attr_o))
+		return NULL;
+	if (ah_attr_from_py(attr_o, &attr) < 0)
+		return NULL;
+	errno = 0;
+	ah = IBV.create_ah((struct ibv_pd *)HANDLE(pd)->obj, &attr);
+	if (ah == NULL)
+		return verbs_error_errno("ibv_create_ah");
+	self = HANDLE_ALLOC(AHObject, ST.AH_type);
+	if (self == NULL) {
+		IBV.destroy_ah(ah);
+		return NULL;
+	}
+	handle_init(HANDLE(self), &ah_kind, HANDLE(pd));
+	HANDLE(self)->obj = ah;
+	return (PyObject *)self;
+}
+
+static int ah_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void ah_dealloc(PyObject *self)
+{
+	handle_dealloc(HANDLE(self));
+}
+
+static PyObject *ah_get_handle(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(((struct ibv_ah *)HANDLE(self)->obj)->handle);
+}
+
+static PyObject *ah_repr(PyObject *self)
+{
+	struct ibv_ah *ah = HANDLE(self)->obj;
+
+	if (ah == NULL)
+		return PyUnicode_FromString("<ibverbs.AH closed>");
+	return PyUnicode_FromFormat("<ibverbs.AH handle=%u>", ah->handle);
+}
+
+static PyMethodDef ah_methods[] = {
+	HANDLE_METHODS,
+	{NULL, NULL, 0, NULL}
+};
+
+static PyGetSetDef ah_getset[] = {
+	{"pd", handle_get_parent, NULL, "the PD", NULL},
+	{"handle", ah_get_handle, NULL, "kernel handle of the AH", NULL},
+	HANDLE_GETSETS,
+	{NULL, NULL, NULL, NULL, NULL}
+};
+
+static PyType_Slot ah_slots[] = {
+	{Py_tp_doc, "An address handle (ibv_ah) for UD sends; from "
+		    "PD.create_ah(AHAttr(...))."},
+	{Py_tp_new, handle_no_new},
+	{Py_tp_dealloc, ah_dealloc},
+	{Py_tp_traverse, ah_traverse},
+	{Py_tp_repr, ah_repr},
+	{Py_tp_methods, ah_methods},
+	{Py_tp_getset, ah_getset},
+	{0, NULL}
+};
+
+PyType_Spec AH_spec = {
+	"ibverbs._ibverbs.AH", sizeof(AHObject), 0,
+	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, ah_slots
+};

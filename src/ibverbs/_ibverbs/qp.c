@@ -1,0 +1,984 @@
+/*
+ * qp.c - QP: a queue pair (ibv_qp) of any type (RC, UC, UD, ...).
+ *
+ * Ownership: the QP is a child of its PD and "uses" its send/recv CQs and
+ * its SRQ (handle_use), holding a reference to each, so none of them can
+ * be closed under it; the references and uses are dropped in
+ * qp_release(), after ibv_destroy_qp succeeded.
+ *
+ * qp_context is the Python object (borrowed), so that an ibv_qp seen in
+ * an async event leads back to it (event.c finds elements in the handle
+ * tree instead).  The verbs object never outlives the Python object.
+ *
+ * The data path (post_send/post_recv) is METH_O: the WR objects already
+ * hold native ibv_*_wr structs, which wr.c chains in place; the inline
+ * verbs jump straight to the provider.  No allocation, GIL kept.
+ */
+#include "ibverbs.h"
+#include <stddef.h>
+#include <string.h>
+
+#define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
+#define QPO(self) ((QPObject *)(self))
+
+/* Default Q_Key of to_init() for UD QPs (both ends must agree). */
+#define QP_DEFAULT_QKEY 0x11111111u
+#define PSN_MAX 0xffffffu
+#define QPN_MAX 0xffffffu
+
+static const char *const state_names[] = {
+	"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", "UNKNOWN"
+};
+
+static const char *state_name(unsigned int s)
+{
+	return s < sizeof(state_names) / sizeof(state_names[0]) ?
+	       state_names[s] : "?";
+}
+
+static const char *type_name(int t)
+{
+	switch (t) {
+	case IBV_QPT_RC: return "RC";
+	case IBV_QPT_UC: return "UC";
+	case IBV_QPT_UD: return "UD";
+	case IBV_QPT_RAW_PACKET: return "RAW_PACKET";
+	case IBV_QPT_XRC_SEND: return "XRC_SEND";
+	case IBV_QPT_XRC_RECV: return "XRC_RECV";
+	default: return "QP";
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Lifetime                                                            */
+/* ------------------------------------------------------------------ */
+
+static int qp_destroy(Handle *h)
+{
+	return IBV.destroy_qp((struct ibv_qp *)h->obj);
+}
+
+/* After a successful destroy: the CQs and SRQ may be closed again. */
+static void qp_release(Handle *h)
+{
+	QPObject *q = (QPObject *)h;
+
+	if (q->send_cq)
+		handle_unuse(HANDLE(q->send_cq));
+	if (q->recv_cq)
+		handle_unuse(HANDLE(q->recv_cq));
+	if (q->srq)
+		handle_unuse(HANDLE(q->srq));
+	Py_CLEAR(q->send_cq);
+	Py_CLEAR(q->recv_cq);
+	Py_CLEAR(q->srq);
+}
+
+static const HandleKind qp_kind = {
+	"QP", "ibv_destroy_qp", qp_destroy, qp_release
+};
+
+static int qp_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	QPObject *q = QPO(self);
+
+	Py_VISIT(q->send_cq);
+	Py_VISIT(q->recv_cq);
+	Py_VISIT(q->srq);
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void qp_dealloc(PyObject *self)
+{
+	QPObject *q = QPO(self);
+
+	PyObject_GC_UnTrack(self);
+	handle_close_quiet(HANDLE(self));
+	/* Non-NULL only if the destroy failed (reported as unraisable):
+	 * the CQs stay marked used, as the kernel QP still uses them. */
+	Py_CLEAR(q->send_cq);
+	Py_CLEAR(q->recv_cq);
+	Py_CLEAR(q->srq);
+	handle_dealloc(HANDLE(self));
+}
+
+/* ------------------------------------------------------------------ */
+/* PD.create_qp(init_attr)                                             */
+/* ------------------------------------------------------------------ */
+
+/* getattr that tells "missing" (0, *out NULL) from an error (-1). */
+static int opt_attr(PyObject *o, const char *name, PyObject **out)
+{
+	*out = PyObject_GetAttrString(o, name);
+	if (*out != NULL)
+		return 0;
+	if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+		return -1;
+	PyErr_Clear();
+	return 0;
+}
+
+static int init_u32(PyObject *ia, const char *name, uint32_t dflt,
+		    uint32_t *out)
+{
+	PyObject *v;
+	char what[40];
+	int rc;
+
+	if (opt_attr(ia, name, &v) < 0)
+		return -1;
+	*out = dflt;
+	if (v == NULL || v == Py_None) {
+		Py_XDECREF(v);
+		return 0;
+	}
+	snprintf(what, sizeof(what), "init_attr.%s", name);
+	rc = arg_u32(v, what, out);
+	Py_DECREF(v);
+	return rc;
+}
+
+/* A CQ of the PD's Context; returns a new reference. */
+static PyObject *get_cq(PDObject *pd, PyObject *ia, const char *name,
+			PyObject *dflt)
+{
+	PyObject *cq;
+
+	if (opt_attr(ia, name, &cq) < 0)
+		return NULL;
+	if (cq == NULL || cq == Py_None) {
+		Py_XDECREF(cq);
+		if (dflt == NULL) {
+			PyErr_Format(PyExc_TypeError,
+				     "init_attr.%s must be a CQ, not None", name);
+			return NULL;
+		}
+		Py_INCREF(dflt);
+		return dflt;
+	}
+	if (!PyObject_TypeCheck(cq, ST.CQ_type)) {
+		PyErr_Format(PyExc_TypeError, "init_attr.%s must be a CQ, not %R",
+			     name, (PyObject *)Py_TYPE(cq));
+		goto fail;
+	}
+	if (handle_check(HANDLE(cq)) < 0)
+		goto fail;
+	if (HANDLE(cq)->parent != HANDLE(pd)->parent) {
+		PyErr_Format(PyExc_ValueError,
+			     "init_attr.%s belongs to another Context than the PD",
+			     name);
+		goto fail;
+	}
+	return cq;
+fail:
+	Py_DECREF(cq);
+	return NULL;
+}
+
+/* The SRQ (new reference) or NULL with no error for None. */
+static int get_srq(PDObject *pd, PyObject *ia, PyObject **out)
+{
+	PyObject *srq;
+
+	*out = NULL;
+	if (opt_attr(ia, "srq", &srq) < 0)
+		return -1;
+	if (srq == NULL || srq == Py_None) {
+		Py_XDECREF(srq);
+		return 0;
+	}
+	if (!PyObject_TypeCheck(srq, ST.SRQ_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "init_attr.srq must be an SRQ or None, not %R",
+			     (PyObject *)Py_TYPE(srq));
+		goto fail;
+	}
+	if (handle_check(HANDLE(srq)) < 0)
+		goto fail;
+	if (HANDLE(srq)->parent != HANDLE(pd)) {
+		PyErr_SetString(PyExc_ValueError,
+				"init_attr.srq belongs to another PD");
+		goto fail;
+	}
+	*out = srq;
+	return 0;
+fail:
+	Py_DECREF(srq);
+	return -1;
+}
+
+static int get_qp_type(PyObject *ia, enum ibv_qp_type *out)
+{
+	PyObject *v;
+	long t;
+	int rc;
+
+	if (opt_attr(ia, "qp_type", &v) < 0)
+		return -1;
+	*out = IBV_QPT_RC;
+	if (v == NULL || v == Py_None) {
+		Py_XDECREF(v);
+		return 0;
+	}
+	rc = arg_int(v, "init_attr.qp_type", 0, INT32_MAX, &t);
+	Py_DECREF(v);
+	*out = (enum ibv_qp_type)t;
+	return rc;
+}
+
+static int get_sig_all(PyObject *ia, int *out)
+{
+	PyObject *v;
+
+	if (opt_attr(ia, "sq_sig_all", &v) < 0)
+		return -1;
+	*out = v ? PyObject_IsTrue(v) : 0;
+	Py_XDECREF(v);
+	return *out < 0 ? -1 : 0;
+}
+
+/* Fill *init from a QPInitAttr-like object; new references to the CQs
+ * and SRQ (srq may be NULL) go to the caller. */
+static int read_init_attr(PDObject *pd, PyObject *ia,
+			  struct ibv_qp_init_attr *init, PyObject **scq,
+			  PyObject **rcq, PyObject **srq)
+{
+	struct ibv_qp_cap *c = &init->cap;
+
+	memset(init, 0, sizeof(*init));
+	*scq = get_cq(pd, ia, "send_cq", NULL);
+	if (*scq == NULL)
+		return -1;
+	*rcq = get_cq(pd, ia, "recv_cq", *scq);
+	if (*rcq == NULL)
+		return -1;
+	if (get_srq(pd, ia, srq) < 0 || get_qp_type(ia, &init->qp_type) < 0 ||
+	    get_sig_all(ia, &init->sq_sig_all) < 0 ||
+	    init_u32(ia, "max_send_wr", 128, &c->max_send_wr) < 0 ||
+	    init_u32(ia, "max_recv_wr", 128, &c->max_recv_wr) < 0 ||
+	    init_u32(ia, "max_send_sge", 1, &c->max_send_sge) < 0 ||
+	    init_u32(ia, "max_recv_sge", 1, &c->max_recv_sge) < 0 ||
+	    init_u32(ia, "max_inline_data", 0, &c->max_inline_data) < 0)
+		return -1;
+	init->send_cq = HANDLE(*scq)->obj;
+	init->recv_cq = HANDLE(*rcq)->obj;
+	init->srq = *srq ? HANDLE(*srq)->obj : NULL;
+	return 0;
+}
+
+static PyObject *create_error(int err, const struct ibv_qp_init_attr *i)
+{
+	return verbs_error_fmt(err, "ibv_create_qp",
+			       "%s QP with max_send_wr=%u max_recv_wr=%u "
+			       "max_send_sge=%u max_recv_sge=%u "
+			       "max_inline_data=%u%s", type_name(i->qp_type),
+			       i->cap.max_send_wr, i->cap.max_recv_wr,
+			       i->cap.max_send_sge, i->cap.max_recv_sge,
+			       i->cap.max_inline_data, i->srq ? " and an SRQ" : "");
+}
+
+PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"init_attr", NULL};
+	PyObject *ia, *scq = NULL, *rcq = NULL, *srq = NULL, *res = NULL;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp *qp;
+	QPObject *self;
+	int err;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp", kwlist, &ia))
+		return NULL;
+	if (read_init_attr(pd, ia, &init, &scq, &rcq, &srq) < 0)
+		goto out;
+	/* Allocate first: qp_context must be the Python object.  Until
+	 * handle_init() it is linked nowhere, so a failure just frees it. */
+	self = HANDLE_ALLOC(QPObject, ST.QP_type);
+	if (self == NULL)
+		goto out;
+	init.qp_context = self;
+	errno = 0;
+	qp = IBV.create_qp((struct ibv_pd *)HANDLE(pd)->obj, &init);
+	if (qp == NULL) {
+		err = errno ? errno : EINVAL;
+		Py_DECREF(self);
+		create_error(err, &init);
+		goto out;
+	}
+	handle_init(HANDLE(self), &qp_kind, HANDLE(pd));
+	HANDLE(self)->obj = qp;
+	self->qp_type = init.qp_type;
+	self->cap = init.cap;        /* create_qp wrote back the actual caps */
+	self->sq_sig_all = init.sq_sig_all;
+	/* Steal the references; mark the CQs/SRQ used until destroy. */
+	self->send_cq = scq;
+	self->recv_cq = rcq;
+	self->srq = srq;
+	scq = rcq = srq = NULL;
+	handle_use(HANDLE(self->send_cq));
+	handle_use(HANDLE(self->recv_cq));
+	if (self->srq)
+		handle_use(HANDLE(self->srq));
+	res = (PyObject *)self;
+out:
+	Py_XDECREF(scq);
+	Py_XDECREF(rcq);
+	Py_XDECREF(srq);
+	return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* Data path                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Out of line: the post failed; say which WR and, for the usual
+ * causes, why.  idx < 0: the provider did not say which. */
+static PyObject *post_error(PyObject *self, int rc, const char *verb,
+			    const char *kind, Py_ssize_t idx, uint64_t wr_id)
+{
+	struct ibv_qp *qp = QPP(self);
+	const char *hint = "";
+
+	if (rc == ENOMEM || rc == -ENOMEM)
+		hint = " (the queue is full: too many WRs outstanding?)";
+	else if (rc == EINVAL || rc == -EINVAL)
+		hint = " (too many SGEs, an unsupported opcode or flag, or a "
+		       "QP state that does not allow posting?)";
+	if (idx < 0)
+		return verbs_error_fmt(rc, verb, "QP %u (%s) rejected the %s "
+				       "WRs without saying which%s",
+				       qp->qp_num, state_name(qp->state),
+				       kind, hint);
+	return verbs_error_fmt(rc, verb,
+			       "%s WR at index %zd (wr_id=%llu) was rejected "
+			       "by QP %u (%s)%s", kind, idx,
+			       (unsigned long long)wr_id, qp->qp_num,
+			       state_name(qp->state), hint);
+}
+
+/* A single WR (not a list) is the rejected one even when the provider
+ * left *bad unset. */
+#define IS_SEQ(arg) (PyList_Check(arg) || PyTuple_Check(arg))
+
+static PyObject *qp_post_send(PyObject *self, PyObject *arg)
+{
+	struct ibv_send_wr *head, *bad = NULL;
+	Py_ssize_t idx;
+	int rc;
+
+	HANDLE_CHECK(self);
+	head = sendwr_chain(arg);
+	if (head == NULL)
+		return NULL;
+	rc = ibv_post_send(QPP(self), head, &bad);
+	if (rc == 0) {
+		sendwr_unchain(arg);
+		Py_RETURN_NONE;
+	}
+	if (bad == NULL && !IS_SEQ(arg))
+		bad = head;
+	idx = sendwr_index(arg, bad);
+	sendwr_unchain(arg);
+	return post_error(self, rc, "ibv_post_send", "send", idx,
+			  bad ? bad->wr_id : 0);
+}
+
+static PyObject *qp_post_recv(PyObject *self, PyObject *arg)
+{
+	struct ibv_recv_wr *head, *bad = NULL;
+	Py_ssize_t idx;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (QPO(self)->srq != NULL) {
+		PyErr_SetString(PyExc_ValueError,
+				"this QP receives through its SRQ: use "
+				"qp.srq.post_recv()");
+		return NULL;
+	}
+	head = recvwr_chain(arg);
+	if (head == NULL)
+		return NULL;
+	rc = ibv_post_recv(QPP(self), head, &bad);
+	if (rc == 0) {
+		recvwr_unchain(arg);
+		Py_RETURN_NONE;
+	}
+	if (bad == NULL && !IS_SEQ(arg))
+		bad = head;
+	idx = recvwr_index(arg, bad);
+	recvwr_unchain(arg);
+	return post_error(self, rc, "ibv_post_recv", "receive", idx,
+			  bad ? bad->wr_id : 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* modify / query (the field table is in attrs.c)                      */
+/* ------------------------------------------------------------------ */
+
+/* What query() asks for by default: every attribute a QP reports (not
+ * RATE_LIMIT, which is set-only on most providers). */
+#define QP_QUERY_ALL                                                     \
+	(IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY |  \
+	 IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT |         \
+	 IBV_QP_QKEY | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT |    \
+	 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN |           \
+	 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_ALT_PATH | IBV_QP_MIN_RNR_TIMER | \
+	 IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PATH_MIG_STATE | \
+	 IBV_QP_CAP | IBV_QP_DEST_QPN)
+
+/* ibv_modify_qp / ibv_query_qp are syscalls (slow on some devices): run
+ * them without the GIL; "busy" makes a concurrent close() refuse. */
+static int qp_modify_raw(PyObject *self, struct ibv_qp_attr *attr, int mask)
+{
+	struct ibv_qp *qp = QPP(self);
+	int rc;
+
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+	rc = IBV.modify_qp(qp, attr, mask);
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+	return rc;
+}
+
+static int qp_query_raw(PyObject *self, struct ibv_qp_attr *attr, int mask,
+			struct ibv_qp_init_attr *init)
+{
+	struct ibv_qp *qp = QPP(self);
+	int rc;
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+	rc = IBV.query_qp(qp, attr, mask, init);
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+	return rc;
+}
+
+/* Modify, raising VerbsError(ibv_modify_qp) that names the transition. */
+static int qp_modify(PyObject *self, const char *what,
+		     struct ibv_qp_attr *attr, int mask)
+{
+	unsigned int from = QPP(self)->state;
+	int rc = qp_modify_raw(self, attr, mask);
+
+	if (rc == 0)
+		return 0;
+	if (mask & IBV_QP_STATE)
+		verbs_error_fmt(rc, "ibv_modify_qp",
+				"%s: %s QP %u %s -> %s (attr_mask %#x)", what,
+				type_name(QPO(self)->qp_type),
+				QPP(self)->qp_num, state_name(from),
+				state_name(attr->qp_state), mask);
+	else
+		verbs_error_fmt(rc, "ibv_modify_qp",
+				"%s: %s QP %u in %s (attr_mask %#x)", what,
+				type_name(QPO(self)->qp_type),
+				QPP(self)->qp_num, state_name(from), mask);
+	return -1;
+}
+
+/* modify(mask, **attrs) */
+static PyObject *qp_meth_modify(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PyObject *mask_o = NULL;
+	struct ibv_qp_attr attr;
+	long mask;
+
+	HANDLE_CHECK(self);
+	if (PyTuple_Size(args) > 1 ||
+	    (PyTuple_Size(args) == 1 && kw && PyDict_GetItemString(kw, "mask"))) {
+		PyErr_SetString(PyExc_TypeError,
+				"modify(mask, **attrs) takes one mask and "
+				"attributes by keyword");
+		return NULL;
+	}
+	if (PyTuple_Size(args) == 1)
+		mask_o = PyTuple_GetItem(args, 0);
+	else if (kw)
+		mask_o = PyDict_GetItemString(kw, "mask");
+	if (mask_o == NULL) {
+		PyErr_SetString(PyExc_TypeError,
+				"modify() missing required argument 'mask'");
+		return NULL;
+	}
+	if (arg_int(mask_o, "mask", 0, INT32_MAX, &mask) < 0)
+		return NULL;
+	memset(&attr, 0, sizeof(attr));
+	if (qp_attr_from_kw(kw, &attr) < 0)
+		return NULL;
+	if (qp_modify(self, "modify", &attr, (int)mask) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* query(mask=all) -> (dict of the fields the mask covers, QPCap) */
+static PyObject *qp_meth_query(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"mask", NULL};
+	PyObject *mask_o = NULL, *d, *cap;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	long mask = QP_QUERY_ALL;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:query", kwlist, &mask_o))
+		return NULL;
+	if (mask_o && arg_int(mask_o, "mask", 0, INT32_MAX, &mask) < 0)
+		return NULL;
+	rc = qp_query_raw(self, &attr, (int)mask, &init);
+	if (rc != 0)
+		return verbs_error_fmt(rc, "ibv_query_qp", "QP %u, attr_mask %#lx",
+				       QPP(self)->qp_num, mask);
+	d = qp_attr_to_dict(&attr, (int)mask);
+	if (d == NULL)
+		return NULL;
+	cap = qp_cap_to_py(&init.cap);
+	if (cap == NULL) {
+		Py_DECREF(d);
+		return NULL;
+	}
+	return Py_BuildValue("(NN)", d, cap);
+}
+
+/* ------------------------------------------------------------------ */
+/* State transitions with the masks each QP type needs                 */
+/* ------------------------------------------------------------------ */
+
+static int arg_opt_int(PyObject *o, const char *name, long min, long max,
+		       long dflt, long *out)
+{
+	if (o == NULL || o == Py_None) {
+		*out = dflt;
+		return 0;
+	}
+	return arg_int(o, name, min, max, out);
+}
+
+/* to_init(port, access, pkey_index=0, qkey=None)
+ * RC/UC: STATE|PKEY_INDEX|PORT|ACCESS_FLAGS; UD: STATE|PKEY_INDEX|PORT|QKEY
+ * with qkey defaulting to 0x11111111; RAW_PACKET: STATE|PORT. */
+static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"port", "access", "pkey_index", "qkey", NULL};
+	PyObject *port_o, *access_o, *pkey_o = NULL, *qkey_o = NULL;
+	struct ibv_qp_attr attr;
+	long port, access, pkey, qkey;
+	int mask = IBV_QP_STATE | IBV_QP_PORT;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO:to_init", kwlist,
+					 &port_o, &access_o, &pkey_o, &qkey_o))
+		return NULL;
+	if (arg_int(port_o, "port", 1, UINT8_MAX, &port) < 0 ||
+	    arg_int(access_o, "access", 0, INT32_MAX, &access) < 0 ||
+	    arg_opt_int(pkey_o, "pkey_index", 0, UINT16_MAX, 0, &pkey) < 0 ||
+	    arg_opt_int(qkey_o, "qkey", 0, UINT32_MAX, QP_DEFAULT_QKEY,
+			&qkey) < 0)
+		return NULL;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_INIT;
+	attr.port_num = (uint8_t)port;
+	attr.pkey_index = (uint16_t)pkey;
+	attr.qkey = (uint32_t)qkey;
+	attr.qp_access_flags = (unsigned int)access;
+	switch (QPO(self)->qp_type) {
+	case IBV_QPT_UD:
+		mask |= IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
+		break;
+	case IBV_QPT_RAW_PACKET:
+		break;
+	default:
+		mask |= IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS;
+		break;
+	}
+	if (qp_modify(self, "to_init", &attr, mask) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* An integer attribute of the remote QPInfo, range-checked. */
+static int remote_int(PyObject *remote, const char *name, long min, long max,
+		      long *out)
+{
+	PyObject *v = PyObject_GetAttrString(remote, name);
+	char what[32];
+	int rc;
+
+	if (v == NULL)
+		return -1;
+	snprintf(what, sizeof(what), "remote.%s", name);
+	rc = arg_int(v, what, min, max, out);
+	Py_DECREF(v);
+	return rc;
+}
+
+/* The remote GID (a Gid, 16 bytes or None) into the AV; is_global when it
+ * is non-zero, as RoCE needs. */
+static int remote_gid(PyObject *remote, struct ibv_ah_attr *ah)
+{
+	PyObject *g = PyObject_GetAttrString(remote, "gid"), *raw = NULL;
+	static const uint8_t zero[16];
+	int rc = -1;
+
+	if (g == NULL)
+		return -1;
+	if (g == Py_None) {
+		rc = 0;
+		goto out;
+	}
+	if (PyBytes_Check(g)) {
+		raw = g;
+		Py_INCREF(raw);
+	} else {
+		PyObject *gid = PyObject_CallFunctionObjArgs(ST.Gid, g, NULL);
+
+		if (gid == NULL)
+			goto out;
+		raw = PyObject_GetAttrString(gid, "raw");
+		Py_DECREF(gid);
+		if (raw == NULL)
+			goto out;
+	}
+	if (!PyBytes_Check(raw) || PyBytes_Size(raw) != 16) {
+		PyErr_SetString(PyExc_ValueError, "remote.gid must be 16 bytes");
+		goto out;
+	}
+	memcpy(ah->grh.dgid.raw, PyBytes_AsString(raw), 16);
+	ah->is_global = memcmp(ah->grh.dgid.raw, zero, 16) != 0;
+	rc = 0;
+out:
+	Py_XDECREF(raw);
+	Py_DECREF(g);
+	return rc;
+}
+
+/* The local port: as given, else the one the QP was moved to INIT on. */
+static int local_port(PyObject *self, PyObject *port_o, uint8_t *port)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	long v;
+	int rc;
+
+	if (port_o != NULL && port_o != Py_None) {
+		if (arg_int(port_o, "port", 1, UINT8_MAX, &v) < 0)
+			return -1;
+		*port = (uint8_t)v;
+		return 0;
+	}
+	rc = qp_query_raw(self, &attr, IBV_QP_PORT, &init);
+	if (rc != 0) {
+		verbs_error_fmt(rc, "ibv_query_qp", "to_rtr: finding the "
+				"QP's port (pass port=)");
+		return -1;
+	}
+	*port = attr.port_num ? attr.port_num : 1;
+	return 0;
+}
+
+/* Path MTU: as given, else min(remote.mtu, the local port's active_mtu). */
+static int path_mtu(PyObject *self, PyObject *remote, PyObject *mtu_o,
+		    uint8_t port, enum ibv_mtu *mtu)
+{
+	struct ibv_port_attr pa;
+	long v;
+	int rc;
+
+	if (mtu_o != NULL && mtu_o != Py_None) {
+		if (arg_int(mtu_o, "mtu", IBV_MTU_256, IBV_MTU_4096, &v) < 0)
+			return -1;
+		*mtu = (enum ibv_mtu)v;
+		return 0;
+	}
+	if (remote_int(remote, "mtu", IBV_MTU_256, IBV_MTU_4096, &v) < 0)
+		return -1;
+	rc = port_query(QPP(self)->context, port, &pa);
+	if (rc != 0) {
+		verbs_error_fmt(rc, "ibv_query_port", "to_rtr: port %d "
+				"(for the default path MTU)", port);
+		return -1;
+	}
+	*mtu = (enum ibv_mtu)(v < (long)pa.active_mtu ? v : (long)pa.active_mtu);
+	return 0;
+}
+
+struct rtr_args {
+	PyObject *remote, *sgid_index, *mtu, *port, *max_dest_rd_atomic,
+		 *min_rnr_timer, *hop_limit, *sl, *traffic_class, *flow_label;
+};
+
+/* The RC/UC part of to_rtr: address vector, path MTU, remote QPN/PSN. */
+static int rtr_connected(PyObject *self, struct rtr_args *a,
+			 struct ibv_qp_attr *attr)
+{
+	struct ibv_ah_attr *ah = &attr->ah_attr;
+	long qpn, psn, lid, sgid, hop, sl, tc, fl, rd, rnr;
+	uint8_t port;
+
+	if (a->sgid_index == NULL) {
+		PyErr_SetString(PyExc_TypeError, "to_rtr() missing required "
+				"keyword argument 'sgid_index' (RC/UC QPs)");
+		return -1;
+	}
+	if (remote_int(a->remote, "qp_num", 0, QPN_MAX, &qpn) < 0 ||
+	    remote_int(a->remote, "psn", 0, PSN_MAX, &psn) < 0 ||
+	    remote_int(a->remote, "lid", 0, UINT16_MAX, &lid) < 0 ||
+	    remote_gid(a->remote, ah) < 0 ||
+	    arg_int(a->sgid_index, "sgid_index", 0, UINT8_MAX, &sgid) < 0 ||
+	    arg_opt_int(a->hop_limit, "hop_limit", 0, UINT8_MAX, 64, &hop) < 0 ||
+	    arg_opt_int(a->sl, "sl", 0, 15, 0, &sl) < 0 ||
+	    arg_opt_int(a->traffic_class, "traffic_class", 0, UINT8_MAX, 0,
+			&tc) < 0 ||
+	    arg_opt_int(a->flow_label, "flow_label", 0, 0xfffff, 0, &fl) < 0 ||
+	    arg_opt_int(a->max_dest_rd_atomic, "max_dest_rd_atomic", 0,
+			UINT8_MAX, 1, &rd) < 0 ||
+	    arg_opt_int(a->min_rnr_timer, "min_rnr_timer", 0, 31, 12, &rnr) < 0 ||
+	    local_port(self, a->port, &port) < 0 ||
+	    path_mtu(self, a->remote, a->mtu, port, &attr->path_mtu) < 0)
+		return -1;
+	attr->dest_qp_num = (uint32_t)qpn;
+	attr->rq_psn = (uint32_t)psn;
+	attr->max_dest_rd_atomic = (uint8_t)rd;
+	attr->min_rnr_timer = (uint8_t)rnr;
+	ah->dlid = (uint16_t)lid;
+	ah->sl = (uint8_t)sl;
+	ah->port_num = port;
+	ah->grh.sgid_index = (uint8_t)sgid;
+	ah->grh.hop_limit = (uint8_t)hop;
+	ah->grh.traffic_class = (uint8_t)tc;
+	ah->grh.flow_label = (uint32_t)fl;
+	return 0;
+}
+
+/* to_rtr(remote, *, sgid_index, mtu=None, port=None, max_dest_rd_atomic=1,
+ *        min_rnr_timer=12, hop_limit=64, sl=0, traffic_class=0,
+ *        flow_label=0)
+ * RC: STATE|AV|PATH_MTU|DEST_QPN|RQ_PSN|MAX_DEST_RD_ATOMIC|MIN_RNR_TIMER;
+ * UC: STATE|AV|PATH_MTU|DEST_QPN|RQ_PSN; UD (remote may be None): STATE. */
+static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"remote", "sgid_index", "mtu", "port",
+				 "max_dest_rd_atomic", "min_rnr_timer",
+				 "hop_limit", "sl", "traffic_class",
+				 "flow_label", NULL};
+	struct rtr_args a = {NULL};
+	struct ibv_qp_attr attr;
+	int type = QPO(self)->qp_type, mask = IBV_QP_STATE;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OOOOOOOOO:to_rtr", kwlist,
+					 &a.remote, &a.sgid_index, &a.mtu,
+					 &a.port, &a.max_dest_rd_atomic,
+					 &a.min_rnr_timer, &a.hop_limit, &a.sl,
+					 &a.traffic_class, &a.flow_label))
+		return NULL;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	if (type != IBV_QPT_UD && type != IBV_QPT_RAW_PACKET) {
+		if (rtr_connected(self, &a, &attr) < 0)
+			return NULL;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN;
+		if (type != IBV_QPT_UC)
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	}
+	if (qp_modify(self, "to_rtr", &attr, mask) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* to_rts(psn=0, *, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1)
+ * RC: STATE|SQ_PSN|TIMEOUT|RETRY_CNT|RNR_RETRY|MAX_QP_RD_ATOMIC;
+ * UC/UD: STATE|SQ_PSN. */
+static PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"psn", "timeout", "retry_cnt", "rnr_retry",
+				 "max_rd_atomic", NULL};
+	PyObject *psn_o = NULL, *to_o = NULL, *retry_o = NULL, *rnr_o = NULL,
+		 *rd_o = NULL;
+	struct ibv_qp_attr attr;
+	long psn, to, retry, rnr, rd;
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$OOOO:to_rts", kwlist,
+					 &psn_o, &to_o, &retry_o, &rnr_o, &rd_o))
+		return NULL;
+	if (arg_opt_int(psn_o, "psn", 0, PSN_MAX, 0, &psn) < 0 ||
+	    arg_opt_int(to_o, "timeout", 0, 31, 14, &to) < 0 ||
+	    arg_opt_int(retry_o, "retry_cnt", 0, 7, 7, &retry) < 0 ||
+	    arg_opt_int(rnr_o, "rnr_retry", 0, 7, 7, &rnr) < 0 ||
+	    arg_opt_int(rd_o, "max_rd_atomic", 0, UINT8_MAX, 1, &rd) < 0)
+		return NULL;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = (uint32_t)psn;
+	attr.timeout = (uint8_t)to;
+	attr.retry_cnt = (uint8_t)retry;
+	attr.rnr_retry = (uint8_t)rnr;
+	attr.max_rd_atomic = (uint8_t)rd;
+	if (QPO(self)->qp_type == IBV_QPT_RC)
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	if (qp_modify(self, "to_rts", &attr, mask) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Attributes                                                          */
+/* ------------------------------------------------------------------ */
+
+static PyObject *qp_get_qp_num(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(QPP(self)->qp_num);
+}
+
+static PyObject *qp_get_qp_type(PyObject *self, void *closure)
+{
+	return enum_from_int("QPType", QPO(self)->qp_type);
+}
+
+/* The device's view (ibv_query_qp), so a QP that an error completion
+ * moved to ERR reads ERR; libibverbs also refreshes qp->state. */
+static PyObject *qp_get_state(PyObject *self, void *closure)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	int rc;
+
+	HANDLE_CHECK(self);
+	rc = qp_query_raw(self, &attr, IBV_QP_STATE, &init);
+	if (rc != 0)
+		return verbs_error_fmt(rc, "ibv_query_qp", "QP %u state",
+				       QPP(self)->qp_num);
+	return enum_from_int("QPState", attr.qp_state);
+}
+
+static PyObject *get_ref(PyObject *o)
+{
+	if (o == NULL)
+		o = Py_None;
+	Py_INCREF(o);
+	return o;
+}
+
+static PyObject *qp_get_send_cq(PyObject *self, void *closure)
+{
+	return get_ref(QPO(self)->send_cq);
+}
+
+static PyObject *qp_get_recv_cq(PyObject *self, void *closure)
+{
+	return get_ref(QPO(self)->recv_cq);
+}
+
+static PyObject *qp_get_srq(PyObject *self, void *closure)
+{
+	return get_ref(QPO(self)->srq);
+}
+
+static PyObject *qp_get_context(PyObject *self, void *closure)
+{
+	Handle *pd = HANDLE(self)->parent;
+
+	return get_ref(pd ? (PyObject *)pd->parent : NULL);
+}
+
+static PyObject *qp_get_cap(PyObject *self, void *closure)
+{
+	return qp_cap_to_py(&QPO(self)->cap);
+}
+
+static PyObject *qp_get_sq_sig_all(PyObject *self, void *closure)
+{
+	return PyBool_FromLong(QPO(self)->sq_sig_all);
+}
+
+static PyObject *qp_get_handle(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(QPP(self)->handle);
+}
+
+/* Uses the cached state: a repr must not make a syscall. */
+static PyObject *qp_repr(PyObject *self)
+{
+	struct ibv_qp *qp = QPP(self);
+
+	if (qp == NULL)
+		return PyUnicode_FromFormat("<ibverbs.QP %s closed>",
+					    type_name(QPO(self)->qp_type));
+	return PyUnicode_FromFormat("<ibverbs.QP %s qp_num=%u %s>",
+				    type_name(QPO(self)->qp_type), qp->qp_num,
+				    state_name(qp->state));
+}
+
+#define KW (PyCFunction)(void (*)(void))
+static PyMethodDef qp_methods[] = {
+	{"post_send", qp_post_send, METH_O,
+	 "post_send(wr_or_list): post a SendWR or a list of them as one "
+	 "chained ibv_post_send. On failure, VerbsError names the rejected "
+	 "WR's index."},
+	{"post_recv", qp_post_recv, METH_O,
+	 "post_recv(wr_or_list): post a RecvWR or a list (ibv_post_recv). "
+	 "A QP with an SRQ refuses (ValueError)."},
+	{"modify", KW qp_meth_modify, METH_VARARGS | METH_KEYWORDS,
+	 "modify(mask, **attrs) (ibv_modify_qp): keywords are struct "
+	 "ibv_qp_attr field names; ah_attr takes an AHAttr, cap a QPCap."},
+	{"query", KW qp_meth_query, METH_VARARGS | METH_KEYWORDS,
+	 "query(mask=all) -> (dict of attributes, QPCap) (ibv_query_qp)"},
+	{"to_init", KW qp_to_init, METH_VARARGS | METH_KEYWORDS,
+	 "to_init(port, access, pkey_index=0, qkey=None): RESET -> INIT. "
+	 "access applies to RC/UC, qkey to UD only (default 0x11111111)."},
+	{"to_rtr", KW qp_to_rtr, METH_VARARGS | METH_KEYWORDS,
+	 "to_rtr(remote, *, sgid_index, mtu=None, port=None, "
+	 "max_dest_rd_atomic=1, min_rnr_timer=12, hop_limit=64, sl=0, "
+	 "traffic_class=0, flow_label=0): INIT -> RTR. remote is a QPInfo "
+	 "(None for UD). mtu defaults to min(remote.mtu, the port's "
+	 "active_mtu); port to the QP's port."},
+	{"to_rts", KW qp_to_rts, METH_VARARGS | METH_KEYWORDS,
+	 "to_rts(psn=0, *, timeout=14, retry_cnt=7, rnr_retry=7, "
+	 "max_rd_atomic=1): RTR -> RTS (the RC-only fields are ignored "
+	 "for UC/UD)."},
+	HANDLE_METHODS,
+	{NULL, NULL, 0, NULL}
+};
+#undef KW
+
+static PyGetSetDef qp_getset[] = {
+	{"qp_num", qp_get_qp_num, NULL, "the QP number", NULL},
+	{"qp_type", qp_get_qp_type, NULL, "QPType", NULL},
+	{"state", qp_get_state, NULL, "current QPState (ibv_query_qp)", NULL},
+	{"pd", handle_get_parent, NULL, "the PD", NULL},
+	{"context", qp_get_context, NULL, "the Context", NULL},
+	{"send_cq", qp_get_send_cq, NULL, "the send CQ (None once closed)", NULL},
+	{"recv_cq", qp_get_recv_cq, NULL, "the receive CQ (None once closed)", NULL},
+	{"srq", qp_get_srq, NULL, "the SRQ, or None", NULL},
+	{"cap", qp_get_cap, NULL, "QPCap as ibv_create_qp reported it (query() has the device's current view)", NULL},
+	{"sq_sig_all", qp_get_sq_sig_all, NULL, "every send WR is signaled", NULL},
+	{"handle", qp_get_handle, NULL, "kernel handle of the QP", NULL},
+	HANDLE_GETSETS,
+	{NULL, NULL, NULL, NULL, NULL}
+};
+
+static PyType_Slot qp_slots[] = {
+	{Py_tp_doc, "A queue pair (ibv_qp); from PD.create_qp(QPInitAttr(...))."},
+	{Py_tp_new, handle_no_new},
+	{Py_tp_dealloc, qp_dealloc},
+	{Py_tp_traverse, qp_traverse},
+	{Py_tp_repr, qp_repr},
+	{Py_tp_methods, qp_methods},
+	{Py_tp_getset, qp_getset},
+	{0, NULL}
+};
+
+PyType_Spec QP_spec = {
+	"ibverbs._ibverbs.QP", sizeof(QPObject), 0,
+	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, qp_slots
+};
