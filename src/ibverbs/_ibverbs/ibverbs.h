@@ -355,6 +355,10 @@ void recvwr_unchain(PyObject *arg);
 /* The position in arg (0 for a single WR) of the WR at "bad", or -1. */
 Py_ssize_t sendwr_index(PyObject *arg, const struct ibv_send_wr *bad);
 Py_ssize_t recvwr_index(PyObject *arg, const struct ibv_recv_wr *bad);
+/* For a UD QP, after sendwr_chain: every WR must be a SEND(_WITH_IMM) with
+ * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
+ * ValueError naming the WR's index (the caller then unchains). */
+int sendwr_check_ud(const struct ibv_send_wr *head);
 
 /* Constructors used by the parent types' factory methods. Each returns a
  * new reference or NULL with an exception set. */

@@ -369,6 +369,11 @@ static PyObject *qp_post_send(PyObject *self, PyObject *arg)
 	head = sendwr_chain(arg);
 	if (head == NULL)
 		return NULL;
+	/* Providers dereference wr.ud.ah unchecked on UD QPs. */
+	if (QPO(self)->qp_type == IBV_QPT_UD && sendwr_check_ud(head) < 0) {
+		sendwr_unchain(arg);
+		return NULL;
+	}
 	rc = ibv_post_send(QPP(self), head, &bad);
 	if (rc == 0) {
 		sendwr_unchain(arg);

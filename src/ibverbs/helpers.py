@@ -1,0 +1,272 @@
+"""RC connection helpers and memory registration of tensors.
+
+Nothing here is on the data path; it is plain Python over the verbs API.
+
+- :class:`QPInfo` is what two peers exchange out of band to connect a QP:
+  a fixed 28-byte big-endian wire format (``to_bytes`` / ``from_bytes``).
+- :func:`local_qp_info` describes a local QP, :func:`connect_rc` walks a
+  QP through RESET -> INIT -> RTR -> RTS towards a remote one (RC or UC).
+- :func:`tensor_addr_len` and :func:`reg_tensor` take numpy arrays, torch
+  CPU tensors, ``bytes``, ``bytearray`` and other buffer objects, duck-typed:
+  neither numpy nor torch is imported.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import struct
+from typing import TYPE_CHECKING, Any
+
+from ._objects import Gid
+from .enums import MTU, AccessFlags
+
+if TYPE_CHECKING:
+    from ._ibverbs import MR, PD, QP
+    from ._objects import PortAttr
+
+__all__ = ["QPInfo", "local_qp_info", "connect_rc", "reg_tensor", "tensor_addr_len"]
+
+_WIRE = struct.Struct(">IIH16sBB")
+_U24 = (1 << 24) - 1
+
+
+def _check_int(name: str, value, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be in range {lo}..{hi}, got {value}")
+    return int(value)
+
+
+@dataclasses.dataclass
+class QPInfo:
+    """What a peer needs to connect to a QP: QP number, starting PSN, LID,
+    GID, port number and the port's active MTU (an ``MTU`` value, 1..5).
+
+    ``to_bytes()`` is a fixed 28-byte big-endian record, struct
+    ``">IIH16sBB"``: u32 qp_num, u32 psn, u16 lid, 16-byte gid, u8 port,
+    u8 mtu.  ``from_bytes()`` accepts exactly that and nothing else.
+    """
+
+    qp_num: int
+    psn: int
+    lid: int
+    gid: Gid
+    port: int
+    mtu: int
+
+    WIRE_SIZE = _WIRE.size  # 28 (not a field: no annotation)
+
+    def __post_init__(self):
+        self.qp_num = _check_int("qp_num", self.qp_num, 0, _U24)
+        self.psn = _check_int("psn", self.psn, 0, _U24)
+        self.lid = _check_int("lid", self.lid, 0, 0xFFFF)
+        self.port = _check_int("port", self.port, 1, 0xFF)
+        self.mtu = MTU(_check_int("mtu", self.mtu, 1, 5))
+        self.gid = Gid(self.gid)
+
+    def to_bytes(self) -> bytes:
+        return _WIRE.pack(self.qp_num, self.psn, self.lid, self.gid.raw,
+                          self.port, int(self.mtu))
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> QPInfo:
+        """Parse ``to_bytes()`` output; ValueError for anything else."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise ValueError(
+                f"QPInfo.from_bytes() takes bytes, not {type(data).__name__}")
+        data = bytes(data)
+        if len(data) != _WIRE.size:
+            raise ValueError(
+                f"a QPInfo record is {_WIRE.size} bytes, got {len(data)}")
+        qp_num, psn, lid, gid, port, mtu = _WIRE.unpack(data)
+        try:
+            return cls(qp_num, psn, lid, Gid(gid), port, mtu)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"malformed QPInfo record: {e}") from None
+
+
+def local_qp_info(qp: QP, port_attr: PortAttr, gid: Gid, *, port: int,
+                  psn: int = 0) -> QPInfo:
+    """The QPInfo to send to a peer for ``qp`` on ``port``: LID and active
+    MTU from ``port_attr`` (``Context.query_port(port)``), ``gid`` from
+    ``Context.query_gid(port, index)``."""
+    return QPInfo(qp.qp_num, psn, port_attr.lid, gid, port, port_attr.active_mtu)
+
+
+_RTR_KEYS = frozenset({"max_dest_rd_atomic", "min_rnr_timer", "hop_limit", "sl",
+                       "traffic_class", "flow_label"})
+
+
+def connect_rc(qp: QP, remote: QPInfo, *, port: int, sgid_index: int, access: int,
+               local_psn: int = 0, mtu: int | None = None, **rts_kwargs: int) -> None:
+    """Connect ``qp`` (RC or UC, in RESET) to ``remote``: RESET -> INIT
+    (``access`` as its remote access flags) -> RTR -> RTS.
+
+    The path MTU defaults to the smaller of the local port's active MTU and
+    ``remote.mtu``.  The other keywords go to ``QP.to_rts`` (``timeout``,
+    ``retry_cnt``, ``rnr_retry``, ``max_rd_atomic``), except the RTR ones
+    (``max_dest_rd_atomic``, ``min_rnr_timer``, ``hop_limit``, ``sl``,
+    ``traffic_class``, ``flow_label``), which go to ``QP.to_rtr``.
+    """
+    if not isinstance(remote, QPInfo):
+        raise TypeError(f"remote must be a QPInfo, not {type(remote).__name__}")
+    rtr_kwargs = {k: rts_kwargs.pop(k) for k in list(rts_kwargs) if k in _RTR_KEYS}
+    qp.to_init(port, access)
+    qp.to_rtr(remote, sgid_index=sgid_index, mtu=mtu, port=port, **rtr_kwargs)
+    qp.to_rts(local_psn, **rts_kwargs)
+
+
+# ---------------------------------------------------------------------------
+# Tensors and buffers
+# ---------------------------------------------------------------------------
+
+_WRITABLE_ACCESS = (AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE
+                    | AccessFlags.REMOTE_ATOMIC)
+
+_GPU_HINT = ("register GPU memory with ibverbs.cuda.register_tensor(pd, tensor, "
+             "access)")
+
+
+class _Mem:
+    """What we learned about a tensor: its memory and how to retain it."""
+
+    __slots__ = ("addr", "nbytes", "readonly", "device", "owner")
+
+    def __init__(self, addr, nbytes, readonly, device, owner):
+        self.addr = addr
+        self.nbytes = nbytes
+        self.readonly = readonly
+        self.device = device  # "cpu", or e.g. "cuda"
+        self.owner = owner
+
+
+def _c_contiguous(shape, strides, itemsize) -> bool:
+    if strides is None:
+        return True
+    expect = itemsize
+    for dim, stride in zip(reversed(shape), reversed(strides)):
+        if dim != 1 and stride != expect:
+            return False
+        expect *= dim
+    return True
+
+
+def _from_array_interface(obj, ai, device) -> _Mem:
+    addr, readonly = ai["data"]
+    shape = tuple(ai.get("shape", ()))
+    itemsize = int(ai["typestr"][2:])
+    nbytes = getattr(obj, "nbytes", None)
+    if not isinstance(nbytes, int):
+        nbytes = itemsize
+        for dim in shape:
+            nbytes *= dim
+    else:
+        itemsize = getattr(obj, "itemsize", itemsize)
+    flags: Any = getattr(obj, "flags", None)
+    try:
+        contiguous = bool(flags["C_CONTIGUOUS"])
+    except (TypeError, KeyError, IndexError):
+        contiguous = _c_contiguous(shape, ai.get("strides"), itemsize)
+    if nbytes and not contiguous:
+        raise ValueError("the array is not C-contiguous: register a contiguous "
+                         "copy (numpy.ascontiguousarray)")
+    return _Mem(int(addr or 0), int(nbytes), bool(readonly), device, obj)
+
+
+def _from_torch(t) -> _Mem:
+    device = getattr(getattr(t, "device", None), "type", "cpu")
+    nbytes = int(t.numel()) * int(t.element_size())
+    if nbytes and not t.is_contiguous():
+        raise ValueError("the tensor is not contiguous: register "
+                         "tensor.contiguous() instead")
+    return _Mem(int(t.data_ptr()), nbytes, False, str(device), t)
+
+
+def _from_buffer(obj) -> _Mem:
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        raise TypeError(
+            "expected a numpy array, a torch tensor, bytes, bytearray or "
+            f"another buffer object, not {type(obj).__name__}") from None
+    nbytes = view.nbytes
+    if nbytes and not view.c_contiguous:
+        view.release()
+        raise ValueError("the buffer is not C-contiguous")
+    if isinstance(obj, bytes):
+        # Immutable and never resized: the bytes object itself retains it.
+        view.release()
+        addr = ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value or 0
+        return _Mem(addr, nbytes, True, "cpu", obj)
+    if view.readonly:
+        view.release()
+        raise ValueError(
+            f"read-only {type(obj).__name__} buffers are not supported (only "
+            "bytes); pass a writable buffer or a numpy array over it")
+    if nbytes == 0:
+        return _Mem(0, 0, False, "cpu", view)
+    # The address of a writable buffer, through a ctypes view of it.  The
+    # memoryview "view" holds a buffer export: while it lives, a bytearray
+    # cannot be resized (which would move its memory), so it is what an MR
+    # retains.
+    arr = (ctypes.c_char * nbytes).from_buffer(view)
+    addr = ctypes.addressof(arr)
+    del arr
+    return _Mem(addr, nbytes, False, "cpu", view)
+
+
+def _describe(tensor) -> _Mem:
+    if isinstance(tensor, (bytes, bytearray, memoryview)):
+        mem = _from_buffer(tensor)
+    elif hasattr(tensor, "data_ptr") and hasattr(tensor, "element_size"):
+        mem = _from_torch(tensor)
+    elif hasattr(tensor, "__cuda_array_interface__"):
+        mem = _from_array_interface(tensor, tensor.__cuda_array_interface__, "cuda")
+    elif hasattr(tensor, "__array_interface__"):
+        mem = _from_array_interface(tensor, tensor.__array_interface__, "cpu")
+    else:
+        mem = _from_buffer(tensor)
+    if mem.nbytes == 0:
+        raise ValueError("cannot register an empty tensor (0 bytes)")
+    return mem
+
+
+def tensor_addr_len(tensor: Any) -> tuple[int, int]:
+    """``(address, nbytes)`` of a contiguous, non-empty tensor or buffer:
+    numpy array, torch tensor (CPU or CUDA: a device address then), bytes,
+    bytearray or another C-contiguous buffer.  ValueError when empty or not
+    contiguous.  The address is only valid while the object lives (and, for
+    a bytearray, is not resized)."""
+    mem = _describe(tensor)
+    if isinstance(mem.owner, memoryview) and mem.owner is not tensor:
+        mem.owner.release()
+    return mem.addr, mem.nbytes
+
+
+def reg_tensor(pd: PD, tensor: Any, access: int) -> MR:
+    """Register a host tensor's memory with ``pd.reg_mr`` and return the MR,
+    which retains the tensor until it is closed.
+
+    Takes a contiguous, non-empty numpy array, torch CPU tensor, bytes,
+    bytearray or other writable C-contiguous buffer (duck-typed: numpy and
+    torch are never imported).  Read-only memory (``bytes``, read-only
+    arrays) is only registered without write access (LOCAL_WRITE,
+    REMOTE_WRITE, REMOTE_ATOMIC): ValueError otherwise.  CUDA tensors go to
+    ``ibverbs.cuda.register_tensor``.  For a bytearray (or another resizable
+    buffer) ``mr.owner`` is a memoryview of it (``mr.owner.obj`` is the
+    bytearray): its buffer export keeps the bytearray from being resized
+    while registered.
+    """
+    mem = _describe(tensor)
+    if mem.device != "cpu":
+        raise ValueError(
+            f"{type(tensor).__name__} lives on device {mem.device!r}, not in "
+            f"host memory: {_GPU_HINT}")
+    if mem.readonly and int(access) & int(_WRITABLE_ACCESS):
+        raise ValueError(
+            f"{type(tensor).__name__} memory is read-only: it can only be "
+            "registered without LOCAL_WRITE, REMOTE_WRITE and REMOTE_ATOMIC "
+            f"(access={int(access):#x})")
+    return pd.reg_mr(mem.addr, mem.nbytes, access, owner=mem.owner)
