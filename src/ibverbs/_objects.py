@@ -9,6 +9,7 @@ struct field names.
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 __all__ = [
     "VerbsError",
@@ -71,7 +72,7 @@ class _Record:
     def __init__(self, **fields):
         object.__setattr__(self, "_fields", fields)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         try:
             return self._fields[name]
         except KeyError:
@@ -127,8 +128,10 @@ class Gid:
     """
 
     __slots__ = ("raw",)
+    raw: bytes
 
-    def __init__(self, value=bytes(16)):
+    def __init__(self, value: Gid | str | bytes | bytearray | memoryview = bytes(16)
+                 ) -> None:
         if isinstance(value, Gid):
             raw = value.raw
         elif isinstance(value, str):
@@ -164,7 +167,11 @@ class Gid:
         return self.raw
 
     def __str__(self) -> str:
-        return str(ipaddress.IPv6Address(self.raw))
+        addr = ipaddress.IPv6Address(self.raw)
+        v4 = addr.ipv4_mapped
+        if v4 is not None:  # RoCE v2 over IPv4; same text on every Python
+            return f"::ffff:{v4}"
+        return str(addr)
 
     def __repr__(self) -> str:
         return f"Gid('{self}')"

@@ -58,8 +58,9 @@ import errno as _errno
 import operator
 import os
 import threading
+from typing import Any
 
-from ._ibverbs import SGE
+from ._ibverbs import MR, PD, SGE
 from ._objects import VerbsError
 
 __all__ = [
@@ -287,7 +288,7 @@ class _Driver:
 
 
 _lock = threading.Lock()
-_driver_instance = None
+_driver_instance: _Driver | None = None
 
 
 def _driver():
@@ -361,7 +362,7 @@ def _tensor_range(tensor):
     non-contiguous or empty tensors, TypeError for anything else.  Touches
     no CUDA.
     """
-    device = getattr(tensor, "device", None)
+    device: Any = getattr(tensor, "device", None)
     if callable(getattr(tensor, "data_ptr", None)) and hasattr(device, "type"):
         if device.type != "cuda":
             raise ValueError(
@@ -506,7 +507,7 @@ def _export_hint(e):
     return ""
 
 
-def register_tensor(pd, tensor, access) -> GpuMR:
+def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
     """Register a CUDA tensor's memory with ``pd`` for RDMA.
 
     ``tensor`` is a contiguous, non-empty CUDA tensor: torch-like or with
@@ -527,7 +528,7 @@ def register_tensor(pd, tensor, access) -> GpuMR:
                          f"places address {ptr:#x} on device {ordinal}")
 
     attempts = []
-    cause = None
+    cause: Exception | None = None
     try:
         fd, start, _ = _export_dmabuf(ptr, length, ordinal)
     except CudaError as e:
@@ -622,11 +623,11 @@ class GpuMR:
         return self._mr.rkey
 
     @property
-    def mr(self):
+    def mr(self) -> MR:
         return self._mr
 
     @property
-    def tensor(self):
+    def tensor(self) -> Any:
         return self._tensor
 
     @property
@@ -641,7 +642,7 @@ class GpuMR:
     def closed(self) -> bool:
         return self._closed or bool(self._mr.closed)
 
-    def sge(self, length=None, offset=0):
+    def sge(self, length: int | None = None, offset: int = 0) -> SGE:
         """An ``ibverbs.SGE`` for ``length`` bytes (default: to the end) at
         ``offset`` into the region; ValueError past the end or over
         2**32 - 1 bytes (split the transfer into several SGEs)."""
@@ -673,10 +674,10 @@ class GpuMR:
         self._tensor = None
         self._closed = True
 
-    def __enter__(self):
+    def __enter__(self) -> GpuMR:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self):

@@ -1,0 +1,152 @@
+"""The public API used the way README.md uses it, for the type checker only.
+
+``mypy --strict`` checks this file against the package's annotations and
+stubs (src/ibverbs/_ibverbs.pyi, enums.pyi): ``make typecheck`` and
+tests/unit/test_typing.py.  It is never run (it would need a device and a
+peer).  ``assert_type`` pins what the stubs promise; each
+``# type: ignore[code]`` marks a misuse that must stay a type error
+(``warn_unused_ignores`` fails the check if it stops being one).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import ibverbs as ib
+import ibverbs.cuda
+from ibverbs.enums import WCStatus
+
+if TYPE_CHECKING:
+    from typing_extensions import assert_type
+
+
+def quickstart(remote_bytes: bytes, peer_addr: int, peer_rkey: int, buf: Any) -> None:
+    """README, Quickstart (``buf`` stands for the numpy array)."""
+    # 1. Open a device and set up resources.
+    dev = ib.get_device_list()[0]
+    ctx = dev.open()
+    pd = ctx.alloc_pd()
+    cq = ctx.create_cq(64)
+    assert_type(dev, ib.Device)
+    assert_type(ctx, ib.Context)
+    assert_type(pd, ib.PD)
+    assert_type(cq, ib.CQ)
+
+    # 2. Register memory (host or GPU address: any integer VA works).
+    access = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE | ib.AccessFlags.REMOTE_READ
+    assert_type(access, ib.AccessFlags)
+    mr = ib.reg_tensor(pd, buf, access)
+    mr2 = pd.reg_mr(buf.ctypes.data, buf.nbytes, access)
+    assert_type(mr, ib.MR)
+    assert_type(mr2, ib.MR)
+
+    # 3. Create a reliable-connected QP.
+    qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.RC))
+    assert_type(qp, ib.QP)
+
+    # 4. Exchange connection info with the peer out-of-band, then connect.
+    port, gid_index = 1, 1
+    port_attr = ctx.query_port(port)
+    gid = ctx.query_gid(port, gid_index)
+    assert_type(port_attr, ib.PortAttr)
+    assert_type(gid, ib.Gid)
+    local = ib.local_qp_info(qp, port_attr, gid, port=port, psn=0)
+    wire: bytes = local.to_bytes()
+    remote = ib.QPInfo.from_bytes(remote_bytes)
+    assert_type(remote, ib.QPInfo)
+    ib.connect_rc(qp, remote, port=port, sgid_index=gid_index, access=access)
+
+    # 5. Post an RDMA write and reap the completion.
+    qp.post_send(ib.SendWR(
+        wr_id=1, sg_list=[ib.SGE(mr, 4096)], opcode=ib.WROpcode.RDMA_WRITE,
+        send_flags=ib.SendFlags.SIGNALED, remote_addr=peer_addr, rkey=peer_rkey))
+    for wc in cq.poll(16):
+        assert_type(wc, ib.WC)
+        wc.raise_for_status()
+
+    # Every resource is a context manager.
+    with ctx.alloc_pd() as pd2, pd2.reg_mr(0x1000, 4096) as mr3:
+        assert_type(pd2, ib.PD)
+        assert_type(mr3.sge(), ib.SGE)
+    del wire
+
+
+def step_by_step(ctx: ib.Context, pd: ib.PD, remote: ib.QPInfo) -> None:
+    """The verbs underneath connect_rc, SRQ, UD with an AH, events."""
+    channel = ctx.create_comp_channel()
+    cq = ctx.create_cq(256, channel, comp_vector=0)
+    cq.req_notify()
+    assert_type(channel.get_cq_event(), ib.CQ)
+    cq.ack_events(1)
+    n: int = cq.poll_count(32)
+
+    srq = pd.create_srq(max_wr=64)
+    qp = pd.create_qp(ib.QPInitAttr(cq, srq=srq, max_send_wr=64, qp_type=ib.QPType.RC))
+    qp.to_init(1, ib.AccessFlags.REMOTE_WRITE)
+    qp.to_rtr(remote, sgid_index=1, mtu=ib.MTU.MTU_1024)
+    qp.to_rts(psn=remote.psn, timeout=14)
+    attrs, cap = qp.query()
+    assert_type(cap, ib.QPCap)
+    if qp.state == ib.QPState.RTS and attrs["qp_state"] == ib.QPState.RTS:
+        qp.modify(ib.QPAttrMask.STATE, qp_state=ib.QPState.ERR)
+
+    buf = bytearray(4096)
+    mr = ib.reg_tensor(pd, buf, ib.AccessFlags.LOCAL_WRITE)
+    srq.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr.sge(512, offset=512 * i)])
+                   for i in range(8)])
+    limits: dict[str, int] = srq.query()
+
+    ud = pd.create_qp(ib.QPInitAttr(cq, qp_type=ib.QPType.UD))
+    ah = pd.create_ah(ib.AHAttr(dgid=remote.gid, sgid_index=1, port_num=1))
+    wr = ib.SendWR(wr_id=7, sg_list=ib.SGE(mr.addr, 64, lkey=mr.lkey), ah=ah,
+                   remote_qpn=remote.qp_num, remote_qkey=0x11111111)
+    wr.send_flags = ib.SendFlags.SIGNALED | ib.SendFlags.INLINE
+    wr.imm_data = None
+    ud.post_send([wr, wr])
+
+    with ctx.get_async_event() as ev:
+        if ev.event_type == ib.EventType.QP_FATAL and isinstance(ev.element, ib.QP):
+            ev.element.close()
+
+    for wc in cq.poll():
+        if wc.status != WCStatus.SUCCESS:
+            try:
+                wc.raise_for_status()
+            except ib.CompletionError as e:
+                print(e.wc.vendor_err)
+    try:
+        pd.reg_dmabuf_mr(0, 4096, 0x7F0000000000, 3, ib.AccessFlags.LOCAL_WRITE)
+    except ib.VerbsError as e:
+        print(e.errno, e.operation)
+    del n, limits
+
+
+def gpudirect(pd: ib.PD, tensor: Any) -> None:
+    """The GPUDirect section (``tensor`` is a CUDA torch tensor)."""
+    access = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
+    with ibverbs.cuda.register_tensor(pd, tensor, access) as gmr:
+        assert_type(gmr, ibverbs.cuda.GpuMR)
+        sge: ib.SGE = gmr.sge()
+        addr: int = gmr.addr
+        mr: ib.MR = gmr.mr
+        del sge, addr, mr
+    flushed: bool = ibverbs.cuda.flush_gpudirect_writes()
+    del flushed
+
+
+def module_info() -> None:
+    verbs: dict[str, bool] = ib.optional_verbs
+    version: str | None = ib.library_version
+    path: str = ib.library_path
+    name: str = ib.__version__
+    del verbs, version, path, name
+
+
+def misuse(ctx: ib.Context, pd: ib.PD, mr: ib.MR, qp: ib.QP) -> None:
+    """Each line is a mistake the stubs must reject."""
+    ctx.create_cq("64")  # type: ignore[arg-type]
+    pd.reg_mr(mr, 4096)  # type: ignore[arg-type]
+    ib.SGE(mr, 4096, 0)  # type: ignore[call-arg]
+    qp.post_send(ib.RecvWR())  # type: ignore[arg-type]
+    mr.lkey = 5  # type: ignore[misc]
+    ib.QPInfo.from_bytes("not bytes")  # type: ignore[arg-type]
