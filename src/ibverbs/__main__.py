@@ -10,6 +10,7 @@ import os
 import sys
 
 import ibverbs as ib
+from ibverbs import perf
 
 SYSFS = "/sys/class/infiniband"
 
@@ -146,12 +147,7 @@ def main(argv=None) -> int:
     p.add_argument("-d", "--device", help="only this device")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
-    try:
-        from . import perf
-    except ImportError:
-        perf = None  # type: ignore[assignment]
-    if perf is not None:
-        perf.add_parser(sub)
+    perf.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
