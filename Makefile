@@ -94,3 +94,22 @@ typecheck: build
 	$(VPY) -m mypy.stubtest ibverbs --mypy-config-file pyproject.toml \
 		--allowlist tests/typing/stubtest-allowlist.txt
 	$(VPY) tests/typing/gen_enum_stubs.py --check
+
+# ---- Reliability: sanitizers, the long leak check --------------------------
+#
+# make sanitize    the extension built with ASan + UBSan into build/sanitize
+#                  (apart from the .venv build) runs the host suite, then the
+#                  guest suite (tools/sanitize; `tools/sanitize host` for the
+#                  host part only).
+# make leakcheck   100,000 create/destroy cycles of every resource type in the
+#                  guest (about 40 min); `make test` runs 1,000 of each.
+
+.PHONY: leakcheck
+
+sanitize: build
+	tools/sanitize all
+
+leakcheck: build
+	@mkdir -p $(OUT)
+	IBVERBS_LEAK_CYCLES=100000 $(RXE_VM) --timeout 10800 --rw $(OUT) -- \
+		$(VPY) -m pytest -rs -s -m integration tests/reliability/test_rel_leaks.py

@@ -10,7 +10,7 @@ the buffer's address and rkey) over TCP, then the client drives the test:
 ``write_bw``, ``read_bw`` and ``send_bw`` measure bandwidth and message
 rate, ``write_lat`` and ``send_lat`` latency (one-way, half the round
 trip, as perftest reports it; ``rtt_us`` is the whole round trip).
-``--loopback`` starts the server as a child process on 127.0.0.1 (both
+``--loopback`` forks the server as a child process on 127.0.0.1 (both
 ends on one device).  ``-s`` takes one size or a list (``8,64,4K,1M``),
 ``-a`` sweeps 8 B to 1 MiB; one connection serves every size.
 
@@ -37,7 +37,6 @@ import mmap
 import os
 import socket
 import struct
-import subprocess
 import sys
 import time
 
@@ -258,14 +257,17 @@ def _bw_client(ep: Endpoint, opcode, size: int, iters: int) -> dict:
     t0 = time.perf_counter()
     if nq == 1 and len(items[0]) == 1:
         # The common case: one post_send argument per completion.
-        post, item = ep.qps[0].post_send, items[0][0]
+        post, item, repeat = ep.qps[0].post_send, items[0][0], itertools.repeat
         maxo = depth // unit               # completions outstanding at most
         maxc = maxo + 1
         posted = done = 0                  # in units
         while done < n_units:
-            k = min(n_units, done + maxo) - posted
+            k = done + maxo
+            if k > n_units:
+                k = n_units
+            k -= posted
             if k > 0:
-                for _ in itertools.repeat(None, k):
+                for _ in repeat(None, k):
                     post(item)
                 posted += k
             got = poll_count(maxc)
@@ -299,8 +301,8 @@ def _bw_client(ep: Endpoint, opcode, size: int, iters: int) -> dict:
     else:
         posts = [qp.post_send for qp in ep.qps]
         index = {qp.qp_num: qi for qi, qp in enumerate(ep.qps)}
-        posted = [0] * nq
-        done = [0] * nq
+        sent_q = [0] * nq                   # WRs posted, per QP
+        done_q = [0] * nq                   # WRs completed, per QP
         nxt = [0] * nq
         per = len(items[0])
         poll = ep.scq.poll
@@ -309,10 +311,10 @@ def _bw_client(ep: Endpoint, opcode, size: int, iters: int) -> dict:
         while finished < total * nq:
             for qi in range(nq):
                 post, seq = posts[qi], items[qi]
-                while posted[qi] < total and posted[qi] - done[qi] <= room:
+                while sent_q[qi] < total and sent_q[qi] - done_q[qi] <= room:
                     post(seq[nxt[qi]])
                     nxt[qi] = (nxt[qi] + 1) % per
-                    posted[qi] += plist
+                    sent_q[qi] += plist
             wcs = poll(maxc)
             if not wcs:
                 spins += 1
@@ -320,7 +322,7 @@ def _bw_client(ep: Endpoint, opcode, size: int, iters: int) -> dict:
                     dl.check(f"({finished} of {total * nq} WRs)")
             for wc in wcs:
                 wc.raise_for_status()
-                done[index[wc.qp_num]] += unit
+                done_q[index[wc.qp_num]] += unit
                 finished += unit
     elapsed = time.perf_counter() - t0
     msgs = total * nq
@@ -423,8 +425,9 @@ def _write_lat(ep: Endpoint, size: int, iters: int, client: bool) -> dict:
 
 def _send_lat(ep: Endpoint, size: int, iters: int, client: bool, conn) -> dict:
     """Ping-pong by SEND/RECV.  One receive is kept posted; a side reposts
-    it as soon as a message arrived, before it answers, so the peer can
-    never find it missing.  Send completions are reaped on the way."""
+    it as soon as a message arrived, before it answers, so the peer never
+    finds it missing (the last one is not reposted: the next size posts
+    its own).  Send completions are reaped on the way, without waiting."""
     a = ep.args
     qp = ep.qps[0]
     swr = ib.SendWR(wr_id=1, sg_list=[ib.SGE(ep.mr, size, offset=ep.src(0))],
@@ -440,30 +443,44 @@ def _send_lat(ep: Endpoint, size: int, iters: int, client: bool, conn) -> dict:
     else:
         _send_msg(conn, {"ready": True})
     dl = _Deadline(a.timeout, f"send_lat size {size}")
-    sent = 0
-    spins = 0
-    last = iters - 1
+    sent = spins = 0
     t0 = time.perf_counter()
-    for i in range(iters):
-        if client:
+    if client:
+        for _ in range(iters - 1):
             post_send(swr)
+            while not rpoll(1):
+                spins += 1
+                if not spins & 0xFFFF:
+                    dl.check("(waiting for a reply)")
+            post_recv(rwr)
+            sent += spoll(16)
+        post_send(swr)
         while not rpoll(1):
             spins += 1
             if not spins & 0xFFFF:
-                dl.check(f"(iteration {i})")
-        if i != last:       # none left posted: the next size posts its own
+                dl.check("(waiting for the last reply)")
+    else:
+        for _ in range(iters - 1):
+            while not rpoll(1):
+                spins += 1
+                if not spins & 0xFFFF:
+                    dl.check("(waiting for a message)")
             post_recv(rwr)
-        if not client:
             post_send(swr)
-        sent += spoll(16)
+            sent += spoll(16)
+        while not rpoll(1):
+            spins += 1
+            if not spins & 0xFFFF:
+                dl.check("(waiting for the last message)")
+        post_send(swr)
     elapsed = time.perf_counter() - t0
     while sent < iters:
-        sent += spoll(16)
-        if not sent < iters:
-            break
-        spins += 1
-        if not spins & 0xFFFF:
-            dl.check("(send completions)")
+        got = spoll(16)
+        sent += got
+        if not got:
+            spins += 1
+            if not spins & 0xFFFF:
+                dl.check("(send completions)")
     return {"iters": iters, "seconds": elapsed,
             "rtt_us": elapsed / iters * 1e6, "lat_us": elapsed / iters / 2 * 1e6}
 
@@ -568,12 +585,25 @@ def run_client(args, emit=None) -> list[dict]:
 
 
 def run_loopback(args, emit=None) -> list[dict]:
+    """The server in a forked child (it shares the imports: no second
+    interpreter start-up), the client here; both on 127.0.0.1.  Nothing of
+    verbs is open yet when it forks."""
     r, w = os.pipe()
-    cmd = [sys.executable, "-m", "ibverbs", "perf", args.test, "--server-only",
-           "--loopback", "-d", args.device, "-i", str(args.ib_port),
-           "-x", str(args.gid_index), "--port", str(args.port),
-           "--ready-fd", str(w), "--timeout", str(args.timeout)]
-    child = subprocess.Popen(cmd, pass_fds=(w,))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            args.ready_fd, args.server_only = w, True
+            code = run_server(args)
+        except BaseException as e:  # the child must never return
+            print(f"perf server: {type(e).__name__}: {e}", file=sys.stderr)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
     os.close(w)
     try:
         ok = os.read(r, 2)
@@ -583,12 +613,15 @@ def run_loopback(args, emit=None) -> list[dict]:
         args.server = "127.0.0.1"
         results = run_client(args, emit)
     except BaseException:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
         raise
-    if child.wait(timeout=args.timeout or None) != 0:
-        raise PerfError(f"the perf server exited with {child.returncode}")
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        raise PerfError(f"the perf server failed (wait status {status:#x})")
     return results
 
 
@@ -619,8 +652,9 @@ def cmd_perf(args) -> int:
     elif args.sizes is None:
         args.sizes = [65536 if args.test in BW_TESTS else 8]
     try:
-        if args.server_only or (args.server is None and not args.loopback):
+        if getattr(args, "server_only", False) or (args.server is None and not args.loopback):
             return run_server(args)
+        check_args(args)
         if args.json:
             def emit(res):
                 print(json.dumps(res), flush=True)
@@ -672,9 +706,8 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=120.0,
                    help="give up after this many seconds without progress")
     p.add_argument("--loopback", action="store_true",
-                   help="run the server as a child process on 127.0.0.1")
+                   help="fork the server as a child process on 127.0.0.1")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per size, one per line")
-    p.add_argument("--server-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_perf)

@@ -25,6 +25,10 @@ PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw)
 		return NULL;
 	if (ah_attr_from_py(attr_o, &attr) < 0)
 		return NULL;
+	/* That ran Python code (Gid(), attribute reads), which may have
+	 * closed the PD: check again right before the verb. */
+	if (handle_check(HANDLE(pd)) < 0)
+		return NULL;
 	errno = 0;
 	ah = IBV.create_ah((struct ibv_pd *)HANDLE(pd)->obj, &attr);
 	if (ah == NULL)

@@ -116,7 +116,7 @@ out:
  * when the object does not have it (duck-typed records may omit
  * fields). */
 static int ah_int(PyObject *o, const char *name, long max, long dflt,
-		  long *out)
+		  long *out, int *found)
 {
 	PyObject *v = PyObject_GetAttrString(o, name);
 	char what[40];
@@ -129,6 +129,7 @@ static int ah_int(PyObject *o, const char *name, long max, long dflt,
 		*out = dflt;
 		return 0;
 	}
+	(*found)++;
 	snprintf(what, sizeof(what), "ah_attr.%s", name);
 	rc = arg_int(v, what, 0, max, out);
 	Py_DECREF(v);
@@ -157,12 +158,12 @@ int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out)
 	PyObject *dgid = NULL, *is_global = NULL;
 	long v[N_AH_FIELDS];
 	size_t i;
-	int global, rc = -1;
+	int global, found = 0, rc = -1;
 
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < N_AH_FIELDS; i++)
 		if (ah_int(o, ah_fields[i].name, ah_fields[i].max,
-			   ah_fields[i].dflt, &v[i]) < 0)
+			   ah_fields[i].dflt, &v[i], &found) < 0)
 			goto out;
 	dgid = PyObject_GetAttrString(o, "dgid");
 	if (dgid == NULL) {
@@ -171,6 +172,16 @@ int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out)
 		PyErr_Clear();
 		dgid = Py_None;
 		Py_INCREF(dgid);
+	} else {
+		found++;
+	}
+	/* Duck-typed records may omit fields, but None or an int is not an
+	 * address: refuse what has none of them. */
+	if (found == 0) {
+		PyErr_Format(PyExc_TypeError,
+			     "ah_attr must be an AHAttr (or have its fields), "
+			     "not %R", (PyObject *)Py_TYPE(o));
+		goto out;
 	}
 	if (gid_from_py(dgid, &out->grh.dgid) < 0)
 		goto out;
@@ -305,8 +316,16 @@ static int cap_from_py(PyObject *o, struct ibv_qp_cap *cap)
 		PyObject *v = PyObject_GetAttrString(o, f[i].name);
 		int rc;
 
-		if (v == NULL)
+		if (v == NULL) {
+			if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+				PyErr_Clear();
+				PyErr_Format(PyExc_TypeError,
+					     "cap must be a QPCap, not %R (it "
+					     "has no attribute '%s')",
+					     (PyObject *)Py_TYPE(o), f[i].name);
+			}
 			return -1;
+		}
 		rc = arg_u32(v, f[i].name, (uint32_t *)((char *)cap + f[i].off));
 		Py_DECREF(v);
 		if (rc < 0)

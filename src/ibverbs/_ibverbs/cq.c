@@ -85,6 +85,13 @@ PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 	self = HANDLE_ALLOC(CQObject, ST.CQ_type);
 	if (self == NULL)
 		return NULL;
+	/* A GC pass in the allocation may have run finalizers (Python code)
+	 * that closed the Context or the channel: check again. */
+	if (handle_check(HANDLE(ctx)) < 0 ||
+	    (ch != NULL && handle_check(HANDLE(channel)) < 0)) {
+		Py_DECREF(self);
+		return NULL;
+	}
 	errno = 0;
 	cq = IBV.create_cq((struct ibv_context *)HANDLE(ctx)->obj, (int)cqe,
 			   self, ch, (int)vec);
@@ -190,9 +197,10 @@ static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 {
 	CQObject *c = (CQObject *)self;
 	struct ibv_cq *cq;
+	struct ibv_wc *wcs;
 	PyObject *list;
 	long want;
-	int n, rc, i;
+	int n, rc, i, wcs_len;
 
 	HANDLE_CHECK(self);
 	if (parse_num_entries(args, kw, &want) < 0)
@@ -205,21 +213,33 @@ static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 	if (cq_reserve(c, n) < 0)
 		return NULL;
 	rc = poll_result(cq, ibv_poll_cq(cq, n, c->wcs), n, c->wcs);
-	if (rc < 0)
-		return NULL;
+	if (rc <= 0)
+		return rc < 0 ? NULL : PyList_New(0);
+	/* Building the WCs allocates, and a GC pass can run Python code
+	 * that lets another thread poll this CQ, which would overwrite or
+	 * reallocate c->wcs under us: take the storage for the loop. */
+	wcs = c->wcs;
+	wcs_len = c->wcs_len;
+	c->wcs = NULL;
+	c->wcs_len = 0;
 	list = PyList_New(rc);
-	if (list == NULL)
-		return NULL;
 	/* On a failure the completions already reaped are lost: only a
 	 * MemoryError can get here, after which little else works either. */
-	for (i = 0; i < rc; i++) {
-		PyObject *wc = wc_new(&c->wcs[i]);
+	for (i = 0; list != NULL && i < rc; i++) {
+		PyObject *wc = wc_new(&wcs[i]);
 
 		if (wc == NULL) {
-			Py_DECREF(list);
-			return NULL;
+			Py_CLEAR(list);
+			break;
 		}
 		PyList_SetItem(list, i, wc);
+	}
+	/* Give it back, unless a concurrent poll made new storage. */
+	if (c->wcs == NULL) {
+		c->wcs = wcs;
+		c->wcs_len = wcs_len;
+	} else {
+		PyMem_Free(wcs);
 	}
 	return list;
 }
@@ -266,7 +286,10 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 		return NULL;
 	for (i = 0; i < rc; i++) {
 		if (c->wcs[i].status != IBV_WC_SUCCESS) {
-			PyObject *wc = wc_new(&c->wcs[i]), *exc;
+			/* A copy: wc_new allocates, and a GC pass may let
+			 * another thread poll into c->wcs. */
+			struct ibv_wc bad = c->wcs[i];
+			PyObject *wc = wc_new(&bad), *exc;
 
 			if (wc == NULL)
 				return NULL;
@@ -293,6 +316,8 @@ static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|p:req_notify", kwlist,
 					 &solicited))
 		return NULL;
+	/* "p" called __bool__, which may have closed the CQ. */
+	HANDLE_CHECK(self);
 	rc = ibv_req_notify_cq(CQP(self), solicited);
 	if (rc != 0)
 		return verbs_error(rc, "ibv_req_notify_cq");

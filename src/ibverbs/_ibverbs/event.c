@@ -131,6 +131,13 @@ PyObject *async_event_get(ContextObject *ctx)
 	e->acked = 1;  /* nothing to ack yet */
 	Py_INCREF((PyObject *)ctx);
 	e->context = (PyObject *)ctx;
+	/* A GC pass in the allocation may have run finalizers (Python code)
+	 * that closed the Context. */
+	if (handle_check(HANDLE(ctx)) < 0) {
+		Py_DECREF(e);
+		return NULL;
+	}
+	c = HANDLE(ctx)->obj;
 	errno = 0;
 	if (IBV.get_async_event(c, &ev) != 0) {
 		int err = errno ? errno : EIO;

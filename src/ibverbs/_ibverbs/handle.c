@@ -9,11 +9,24 @@
  *   call on the object; every object stays usable after a refusal.
  * - Like mmap's close(), the verbs pointer is cleared only once the
  *   destroy verb succeeded; a failed destroy leaves the object usable.
+ * - fork(): the child shares the parent's device file, so a destroy verb
+ *   run in the child (an explicit close(), or the garbage collector at
+ *   its exit) would destroy the PARENT's objects.  An after-fork hook
+ *   (os.register_at_fork) marks every inherited handle closed in the
+ *   child, without calling any verb: there they raise EBADF, and
+ *   close()/deallocation do nothing.
  */
 #include "ibverbs.h"
 
+/* Open handles without a parent (Contexts), linked like children. */
+static Handle *roots;
+/* Set in a child process whose parent had handles. */
+static int forked_child;
+
 void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
 {
+	Handle **head = parent ? &parent->children : &roots;
+
 	h->obj = NULL;
 	h->kind = kind;
 	h->children = NULL;
@@ -21,28 +34,93 @@ void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
 	h->users = 0;
 	h->busy = 0;
 	h->parent = parent;
-	if (parent != NULL) {
+	if (parent != NULL)
 		Py_INCREF((PyObject *)parent);
-		h->sib_next = parent->children;
-		if (parent->children)
-			parent->children->sib_prev = h;
-		parent->children = h;
-	}
+	h->sib_next = *head;
+	if (*head)
+		(*head)->sib_prev = h;
+	*head = h;
 }
 
 static void handle_unlink(Handle *h)
 {
-	Handle *p = h->parent;
+	Handle **head = h->parent ? &h->parent->children : &roots;
 
-	if (p == NULL)
-		return;
 	if (h->sib_prev)
 		h->sib_prev->sib_next = h->sib_next;
-	else if (p->children == h)
-		p->children = h->sib_next;
+	else if (*head == h)
+		*head = h->sib_next;
 	if (h->sib_next)
 		h->sib_next->sib_prev = h->sib_prev;
 	h->sib_prev = h->sib_next = NULL;
+}
+
+/* In the child: no verbs.  Every inherited handle becomes a closed,
+ * unlinked handle; references (parents, CQs, owners) are dropped by the
+ * deallocators as usual. */
+static void forget_tree(Handle *h)
+{
+	Handle *c, *next;
+
+	for (c = h->children; c != NULL; c = next) {
+		next = c->sib_next;
+		forget_tree(c);
+	}
+	h->obj = NULL;
+	h->children = NULL;
+	h->sib_prev = h->sib_next = NULL;
+	h->users = 0;
+	h->busy = 0;
+}
+
+/*
+ * Run by os.fork() (and multiprocessing) in the child, through
+ * os.register_at_fork(after_in_child=...): Python can only go on running
+ * in a child that went through PyOS_AfterFork_Child, which is what calls
+ * it.  Not a pthread_atfork handler: that would run inside fork(), where
+ * with ibv_fork_init() the heap pages that share memory with registered
+ * buffers are already missing (MADV_DONTFORK).
+ */
+static PyObject *handle_after_fork_child(PyObject *mod, PyObject *unused)
+{
+	Handle *r, *next;
+
+	for (r = roots; r != NULL; r = next) {
+		next = r->sib_next;
+		forget_tree(r);
+		forked_child = 1;
+	}
+	roots = NULL;
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef after_fork_def = {
+	"_after_fork_child", handle_after_fork_child, METH_NOARGS,
+	"Closes the handles inherited across fork() (no verb is called)."
+};
+
+int handle_module_init(PyObject *module)
+{
+	PyObject *os, *reg, *fn = NULL, *args = NULL, *kw = NULL, *res = NULL;
+
+	os = PyImport_ImportModule("os");
+	if (os == NULL)
+		return -1;
+	reg = PyObject_GetAttrString(os, "register_at_fork");
+	Py_DECREF(os);
+	if (reg == NULL)
+		return -1;
+	fn = PyCFunction_NewEx(&after_fork_def, module, NULL);
+	args = PyTuple_New(0);
+	kw = fn ? Py_BuildValue("{sO}", "after_in_child", fn) : NULL;
+	if (args != NULL && kw != NULL)
+		res = PyObject_Call(reg, args, kw);
+	Py_XDECREF(res);
+	Py_XDECREF(kw);
+	Py_XDECREF(args);
+	Py_XDECREF(fn);
+	Py_DECREF(reg);
+	return res == NULL ? -1 : 0;
 }
 
 void handle_use(Handle *used)
@@ -60,7 +138,12 @@ int handle_check(Handle *h)
 {
 	if (h->obj != NULL)
 		return 0;
-	verbs_error_fmt(EBADF, NULL, "%s is closed", h->kind->name);
+	if (forked_child)
+		verbs_error_fmt(EBADF, NULL, "%s is closed (in a child process, "
+				"the handles inherited across fork() are closed)",
+				h->kind->name);
+	else
+		verbs_error_fmt(EBADF, NULL, "%s is closed", h->kind->name);
 	return -1;
 }
 
@@ -158,8 +241,11 @@ void handle_close_quiet(Handle *h)
 	if (h->obj == NULL)
 		return;
 	PyErr_Fetch(&t, &v, &tb);
+	/* Report against the type, not h: called from tp_dealloc, where h's
+	 * refcount is 0 and the hook's reference to it would deallocate it
+	 * a second time (recursively, until the stack overflows). */
 	if (handle_close(h) < 0)
-		PyErr_WriteUnraisable((PyObject *)h);
+		PyErr_WriteUnraisable((PyObject *)Py_TYPE(h));
 	PyErr_Restore(t, v, tb);
 }
 

@@ -205,9 +205,12 @@ struct Handle {
 
 #define HANDLE(o) ((Handle *)(o))
 
+/* Once, at module exec: the after-fork hook (handle.c).  0 or -1. */
+int handle_module_init(PyObject *module);
 /* Initialise a freshly allocated handle: set kind, take a strong
- * reference to parent and link into its list of children. Does not set
- * obj (set it once the verb succeeded). */
+ * reference to parent and link into its list of children (into the
+ * list of roots for a Context). Does not set obj (set it once the verb
+ * succeeded). */
 void handle_init(Handle *h, const HandleKind *kind, Handle *parent);
 /* Mark "user" as using "used" (used->users++); undone by handle_unuse. */
 void handle_use(Handle *used);

@@ -170,7 +170,7 @@ static int module_exec(PyObject *m)
 	}
 	Py_DECREF(objects);
 
-	if (ibv_loader_init(m) < 0)
+	if (ibv_loader_init(m) < 0 || handle_module_init(m) < 0)
 		return -1;
 
 	for (i = 0; type_table[i].name; i++) {

@@ -302,7 +302,12 @@ static void mr_dealloc(PyObject *self)
 {
 	PyObject_GC_UnTrack(self);
 	handle_close_quiet(HANDLE(self));
-	/* Still set if dereg failed: the kernel keeps the pages pinned. */
+	if (HANDLE(self)->obj != NULL) {
+		/* Dereg failed: the memory is still registered (the NIC may
+		 * still write into it), so its owner must never be freed.
+		 * Leak the reference on purpose. */
+		((MRObject *)self)->owner = NULL;
+	}
 	Py_CLEAR(((MRObject *)self)->owner);
 	handle_dealloc(HANDLE(self));
 }

@@ -295,6 +295,19 @@ PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw)
 	self = HANDLE_ALLOC(QPObject, ST.QP_type);
 	if (self == NULL)
 		goto out;
+	/* Reading init_attr ran Python code (attribute reads, __bool__; a
+	 * GC pass in the allocation can run finalizers): another thread or
+	 * that code may have closed the PD, a CQ or the SRQ since they were
+	 * checked.  Check again and take the pointers now. */
+	if (handle_check(HANDLE(pd)) < 0 || handle_check(HANDLE(scq)) < 0 ||
+	    handle_check(HANDLE(rcq)) < 0 ||
+	    (srq != NULL && handle_check(HANDLE(srq)) < 0)) {
+		Py_DECREF(self);
+		goto out;
+	}
+	init.send_cq = HANDLE(scq)->obj;
+	init.recv_cq = HANDLE(rcq)->obj;
+	init.srq = srq ? HANDLE(srq)->obj : NULL;
 	init.qp_context = self;
 	errno = 0;
 	qp = IBV.create_qp((struct ibv_pd *)HANDLE(pd)->obj, &init);
@@ -438,6 +451,8 @@ static int qp_modify_raw(PyObject *self, struct ibv_qp_attr *attr, int mask)
 	struct ibv_qp *qp = QPP(self);
 	int rc;
 
+	if (qp == NULL)
+		return EBADF;  /* closed by Python code the caller ran */
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
 	rc = IBV.modify_qp(qp, attr, mask);
@@ -454,6 +469,8 @@ static int qp_query_raw(PyObject *self, struct ibv_qp_attr *attr, int mask,
 
 	memset(attr, 0, sizeof(*attr));
 	memset(init, 0, sizeof(*init));
+	if (qp == NULL)
+		return EBADF;  /* closed by Python code the caller ran */
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
 	rc = IBV.query_qp(qp, attr, mask, init);
@@ -466,20 +483,26 @@ static int qp_query_raw(PyObject *self, struct ibv_qp_attr *attr, int mask,
 static int qp_modify(PyObject *self, const char *what,
 		     struct ibv_qp_attr *attr, int mask)
 {
-	unsigned int from = QPP(self)->state;
-	int rc = qp_modify_raw(self, attr, mask);
+	unsigned int from;
+	int rc;
 
+	/* Parsing the attributes may have run Python code (Gid(), an
+	 * AHAttr's attributes) that closed the QP. */
+	if (handle_check(HANDLE(self)) < 0)
+		return -1;
+	from = QPP(self)->state;
+	rc = qp_modify_raw(self, attr, mask);
 	if (rc == 0)
 		return 0;
 	if (mask & IBV_QP_STATE)
 		verbs_error_fmt(rc, "ibv_modify_qp",
-				"%s: %s QP %u %s -> %s (attr_mask %#x)", what,
+				"%s: %s QP %u %s -> %s (attr_mask 0x%x)", what,
 				type_name(QPO(self)->qp_type),
 				QPP(self)->qp_num, state_name(from),
 				state_name(attr->qp_state), mask);
 	else
 		verbs_error_fmt(rc, "ibv_modify_qp",
-				"%s: %s QP %u in %s (attr_mask %#x)", what,
+				"%s: %s QP %u in %s (attr_mask 0x%x)", what,
 				type_name(QPO(self)->qp_type),
 				QPP(self)->qp_num, state_name(from), mask);
 	return -1;
@@ -536,7 +559,7 @@ static PyObject *qp_meth_query(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	rc = qp_query_raw(self, &attr, (int)mask, &init);
 	if (rc != 0)
-		return verbs_error_fmt(rc, "ibv_query_qp", "QP %u, attr_mask %#lx",
+		return verbs_error_fmt(rc, "ibv_query_qp", "QP %u, attr_mask 0x%lx",
 				       QPP(self)->qp_num, mask);
 	d = qp_attr_to_dict(&attr, (int)mask);
 	if (d == NULL)
@@ -605,11 +628,27 @@ static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
+/* remote.<name>; a remote without it (None, not a QPInfo) is a
+ * TypeError, not an AttributeError. */
+static PyObject *remote_attr(PyObject *remote, const char *name)
+{
+	PyObject *v = PyObject_GetAttrString(remote, name);
+
+	if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_TypeError,
+			     "remote must be a QPInfo, not %R (it has no "
+			     "attribute '%s')", (PyObject *)Py_TYPE(remote),
+			     name);
+	}
+	return v;
+}
+
 /* An integer attribute of the remote QPInfo, range-checked. */
 static int remote_int(PyObject *remote, const char *name, long min, long max,
 		      long *out)
 {
-	PyObject *v = PyObject_GetAttrString(remote, name);
+	PyObject *v = remote_attr(remote, name);
 	char what[32];
 	int rc;
 
@@ -625,7 +664,7 @@ static int remote_int(PyObject *remote, const char *name, long min, long max,
  * is non-zero, as RoCE needs. */
 static int remote_gid(PyObject *remote, struct ibv_ah_attr *ah)
 {
-	PyObject *g = PyObject_GetAttrString(remote, "gid"), *raw = NULL;
+	PyObject *g = remote_attr(remote, "gid"), *raw = NULL;
 	static const uint8_t zero[16];
 	int rc = -1;
 
@@ -699,7 +738,8 @@ static int path_mtu(PyObject *self, PyObject *remote, PyObject *mtu_o,
 		*mtu = (enum ibv_mtu)v;
 		return 0;
 	}
-	if (remote_int(remote, "mtu", IBV_MTU_256, IBV_MTU_4096, &v) < 0)
+	if (remote_int(remote, "mtu", IBV_MTU_256, IBV_MTU_4096, &v) < 0 ||
+	    handle_check(HANDLE(self)) < 0)  /* that ran Python code */
 		return -1;
 	rc = port_query(QPP(self)->context, port, &pa);
 	if (rc != 0) {

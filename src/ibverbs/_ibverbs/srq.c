@@ -42,6 +42,12 @@ PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw)
 	self = HANDLE_ALLOC(SRQObject, ST.SRQ_type);
 	if (self == NULL)
 		return NULL;
+	/* A GC pass in the allocation may have run finalizers (Python
+	 * code) that closed the PD: check again. */
+	if (handle_check(HANDLE(pd)) < 0) {
+		Py_DECREF(self);
+		return NULL;
+	}
 	init.srq_context = self;
 	errno = 0;
 	srq = IBV.create_srq((struct ibv_pd *)HANDLE(pd)->obj, &init);
@@ -132,7 +138,7 @@ static PyObject *srq_modify(PyObject *self, PyObject *args, PyObject *kw)
 	rc = IBV.modify_srq(SRQP(self), &attr, mask);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_modify_srq",
-				       "max_wr=%u srq_limit=%u (mask %#x)",
+				       "max_wr=%u srq_limit=%u (mask 0x%x)",
 				       attr.max_wr, attr.srq_limit, mask);
 	Py_RETURN_NONE;
 }

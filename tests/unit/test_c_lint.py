@@ -1,0 +1,250 @@
+"""Text lint of the C extension's GIL-free regions (after msgspec's).
+
+The rule that keeps close() from racing a blocking call (README, "Safety"):
+every region between ``Py_BEGIN_ALLOW_THREADS`` and ``Py_END_ALLOW_THREADS``
+
+- is paired in the same block, with no ``return``/``goto``/``break``/
+  ``continue`` between the two macros (leaving the region without
+  re-taking the GIL is fatal), and no Python C-API call inside it;
+- sits inside ``HANDLE_BUSY_ENTER(x)`` ... ``HANDLE_BUSY_EXIT(x)`` of the
+  handle it uses, again with no way out in between (a busy mark that is
+  never cleared makes close() refuse forever), so that close() of that
+  handle raises EBUSY instead of freeing what the call is using.
+
+Parents need no mark of their own: a parent cannot be closed while it has
+open children (EBUSY), and a CQ/SRQ/CompChannel cannot be closed while a
+QP/CQ uses it.  AUDITED records, per function, the handle each GIL-free
+region marks busy after a review of everything the call touches; a new
+region fails this test until it is reviewed and added there.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "ibverbs" / "_ibverbs"
+
+# function -> the handle expression its GIL-free region(s) mark busy.
+# Reviewed: what each call uses with the GIL released, and why nothing
+# else can be freed under it.
+AUDITED = {
+    # poll() on a CompChannel's or a Context's fd.  The channel/Context
+    # is busy; the CQs of a channel are not touched until the GIL is back
+    # (the event is read and matched under the GIL, channel.c).
+    "fd_wait_readable": "h",
+    # ibv_reg_mr / ibv_reg_dmabuf_mr on the PD (busy); its Context cannot
+    # close while the PD is open; the memory itself is the caller's
+    # (a raw address) or retained by the owner argument, which the call
+    # holds (an argument of the running method).
+    "mr_create": "pd",
+    "mr_create_dmabuf": "pd",
+    # ibv_modify_qp / ibv_query_qp on the QP (busy); its PD, CQs and SRQ
+    # cannot close while the QP is open; attr/init are on the C stack.
+    "qp_modify_raw": "self",
+    "qp_query_raw": "self",
+}
+
+EXITS = re.compile(r"\b(return|goto|break|continue)\b")
+PY_API = re.compile(r"\b(_?Py[A-Za-z]*_\w+|Py[A-Z]\w*)\s*\(")
+
+
+def strip_c(text: str) -> str:
+    """Comments, string/char literals and preprocessor lines blanked out
+    (newlines kept, so line numbers stay right)."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + re.sub(r"[^\n]", " ", text[i + 1:j]) + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    lines = "".join(out).split("\n")
+    cont = False
+    for k, line in enumerate(lines):
+        if cont or line.lstrip().startswith("#"):
+            cont = line.rstrip().endswith("\\")
+            lines[k] = ""
+    return "\n".join(lines)
+
+
+def functions(text: str):
+    """(name, body, first line) of each top-level brace block that follows
+    a function head."""
+    depth, start = 0, None
+    for i, c in enumerate(text):
+        if c == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0 and start is not None:
+                head = text[max(0, text.rfind(";", 0, start),
+                                text.rfind("}", 0, start)):start]
+                m = re.search(r"(\w+)\s*\([^;{}]*\)\s*$", head)
+                if m:
+                    yield m.group(1), text[start:i + 1], text.count("\n", 0, start) + 1
+                start = None
+
+
+def block_depths(body: str):
+    """Brace depth at each offset of body."""
+    d, out = 0, []
+    for c in body:
+        if c == "{":
+            d += 1
+        out.append(d)
+        if c == "}":
+            d -= 1
+    return out
+
+
+def check_function(name: str, body: str, audited: dict) -> list[str]:
+    errors = []
+    depth = block_depths(body)
+    begins = [m.start() for m in re.finditer(r"\bPy_BEGIN_ALLOW_THREADS\b", body)]
+    ends = [m.start() for m in re.finditer(r"\bPy_END_ALLOW_THREADS\b", body)]
+    if re.search(r"\bPy_(UN)?BLOCK_THREADS\b", body):
+        errors.append(f"{name}: Py_BLOCK_THREADS/Py_UNBLOCK_THREADS: keep "
+                      "to one BEGIN/END pair per region")
+    if len(begins) != len(ends):
+        errors.append(f"{name}: {len(begins)} Py_BEGIN_ALLOW_THREADS but "
+                      f"{len(ends)} Py_END_ALLOW_THREADS")
+        return errors
+    busy_enter = list(re.finditer(r"\bHANDLE_BUSY_ENTER\s*\(\s*([^()]+?)\s*\)", body))
+    busy_exit = list(re.finditer(r"\bHANDLE_BUSY_EXIT\s*\(\s*([^()]+?)\s*\)", body))
+    if len(busy_enter) != len(busy_exit):
+        errors.append(f"{name}: {len(busy_enter)} HANDLE_BUSY_ENTER but "
+                      f"{len(busy_exit)} HANDLE_BUSY_EXIT")
+    for b, e in zip(begins, ends):
+        if e < b or depth[b] != depth[e] or min(depth[b:e + 1]) < depth[b]:
+            errors.append(f"{name}: Py_BEGIN/END_ALLOW_THREADS not paired "
+                          "in one block")
+            continue
+        region = body[b + len("Py_BEGIN_ALLOW_THREADS"):e]
+        m = EXITS.search(region)
+        if m:
+            errors.append(f"{name}: '{m.group(1)}' between Py_BEGIN_ALLOW_THREADS "
+                          "and Py_END_ALLOW_THREADS")
+        m = PY_API.search(region)
+        if m:
+            errors.append(f"{name}: Python C-API call {m.group(1)}() without "
+                          "the GIL")
+        if re.search(r"\b(HANDLE_CHECK|handle_\w+|verbs_error\w*)\s*\(", region):
+            errors.append(f"{name}: handle/exception helper called without the GIL")
+        # The busy mark around it: the nearest ENTER before, EXIT after.
+        enter = [m for m in busy_enter if m.start() < b]
+        leave = [m for m in busy_exit if m.start() > e]
+        if not enter or not leave:
+            errors.append(f"{name}: GIL-free region outside HANDLE_BUSY_ENTER/"
+                          "HANDLE_BUSY_EXIT: close() could free what it uses")
+            continue
+        en, ex = enter[-1], leave[0]
+        if en.group(1) != ex.group(1):
+            errors.append(f"{name}: HANDLE_BUSY_ENTER({en.group(1)}) closed by "
+                          f"HANDLE_BUSY_EXIT({ex.group(1)})")
+        if depth[en.start()] != depth[b] or depth[ex.start()] != depth[b] or \
+                min(depth[en.start():ex.start() + 1]) < depth[b]:
+            errors.append(f"{name}: busy mark and GIL-free region not in one block")
+        for gap in (body[en.end():b], body[e:ex.start()]):
+            m = EXITS.search(gap)
+            if m:
+                errors.append(f"{name}: '{m.group(1)}' between the busy mark "
+                              "and the GIL-free region leaves the handle busy")
+        want = audited.get(name)
+        if want is None:
+            errors.append(f"{name}: GIL-free region not in AUDITED: review what "
+                          "it touches and which handle must be busy, then add it")
+        elif want != en.group(1):
+            errors.append(f"{name}: marks {en.group(1)!r} busy, AUDITED says {want!r}")
+    return errors
+
+
+def lint(text: str, audited: dict) -> list[str]:
+    errors = []
+    stripped = strip_c(text)
+    seen = 0
+    for name, body, line in functions(stripped):
+        errors += [f"line {line}: {e}" for e in check_function(name, body, audited)]
+        seen += body.count("Py_BEGIN_ALLOW_THREADS")
+    if seen != stripped.count("Py_BEGIN_ALLOW_THREADS"):
+        errors.append("Py_BEGIN_ALLOW_THREADS outside a function body")
+    if re.search(r"#\s*define[^\n]*(\\\n[^\n]*)*ALLOW_THREADS", text):
+        errors.append("Py_*_ALLOW_THREADS inside a macro: this lint cannot see it")
+    return errors
+
+
+C_FILES = sorted(SRC.glob("*.c")) + sorted(SRC.glob("*.h"))
+
+
+@pytest.mark.parametrize("path", C_FILES, ids=lambda p: p.name)
+def test_gil_free_regions(path):
+    assert lint(path.read_text(), AUDITED) == []
+
+
+def test_audited_functions_exist():
+    """Every AUDITED entry still has a GIL-free region (no stale entries)."""
+    found = set()
+    for path in C_FILES:
+        for name, body, _ in functions(strip_c(path.read_text())):
+            if "Py_BEGIN_ALLOW_THREADS" in body:
+                found.add(name)
+    assert found == set(AUDITED)
+
+
+GOOD = """
+static int f(Handle *h)
+{
+	int rc;
+	/* Py_BEGIN_ALLOW_THREADS in a comment is ignored */
+	HANDLE_BUSY_ENTER(h);
+	Py_BEGIN_ALLOW_THREADS
+	rc = poll(0, 0, -1);
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(h);
+	return rc;
+}
+"""
+
+
+@pytest.mark.parametrize("bad, why", [
+    (GOOD.replace("rc = poll(0, 0, -1);", "if (x) return -1;"), "'return'"),
+    (GOOD.replace("rc = poll(0, 0, -1);", "goto out;"), "'goto'"),
+    (GOOD.replace("rc = poll(0, 0, -1);", "Py_DECREF(o);"), "Python C-API"),
+    (GOOD.replace("rc = poll(0, 0, -1);", "handle_check(h);"), "helper"),
+    (GOOD.replace("\tPy_END_ALLOW_THREADS\n", ""), "Py_END_ALLOW_THREADS"),
+    (GOOD.replace("\tHANDLE_BUSY_ENTER(h);\n", "")
+     .replace("\tHANDLE_BUSY_EXIT(h);\n", ""), "outside HANDLE_BUSY"),
+    (GOOD.replace("HANDLE_BUSY_EXIT(h)", "HANDLE_BUSY_EXIT(g)"), "closed by"),
+    (GOOD.replace("\tPy_BEGIN_ALLOW_THREADS\n", "\tif (x) return 1;\n"
+                  "\tPy_BEGIN_ALLOW_THREADS\n"), "leaves the handle busy"),
+    (GOOD.replace("\tPy_END_ALLOW_THREADS\n", "\tif (1) {\n\tPy_END_ALLOW_THREADS\n\t}\n"),
+     "not paired"),
+    (GOOD.replace("static int f", "static int g"), "not in AUDITED"),
+    (GOOD.replace("HANDLE_BUSY_ENTER(h)", "HANDLE_BUSY_ENTER(x)")
+     .replace("HANDLE_BUSY_EXIT(h)", "HANDLE_BUSY_EXIT(x)"), "AUDITED says"),
+])
+def test_lint_catches(bad, why):
+    """The lint is not vacuous: each broken variant of GOOD is reported."""
+    assert lint(GOOD, {"f": "h"}) == []
+    errors = lint(bad, {"f": "h"})
+    assert any(why in e for e in errors), errors
