@@ -180,50 +180,21 @@ PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw)
 
 /* ---- MR.sge() -------------------------------------------------------- */
 
-/* sge(length=None, offset=0) -> SGE covering [offset, offset+length). */
+/* sge(length=None, offset=0) -> SGE covering [offset, offset+length):
+ * SGE(self, length, offset=offset), whose constructor checks the range. */
 static PyObject *mr_sge(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"length", "offset", NULL};
-	MRObject *m = (MRObject *)self;
-	PyObject *len_o = Py_None, *off_o = NULL, *a = NULL, *k = NULL;
-	PyObject *res = NULL;
-	uint64_t offset = 0, length;
+	PyObject *len_o = Py_None, *off_o = NULL, *a, *k = NULL, *res = NULL;
 
 	HANDLE_CHECK(self);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:sge", kwlist,
 					 &len_o, &off_o))
 		return NULL;
-	if (off_o != NULL && arg_u64(off_o, "offset", &offset) < 0)
-		return NULL;
-	if (offset > m->length) {
-		PyErr_Format(PyExc_ValueError,
-			     "offset %llu is past the end of the MR "
-			     "(length %llu)", (unsigned long long)offset,
-			     (unsigned long long)m->length);
-		return NULL;
-	}
-	length = m->length - offset;
-	if (len_o != Py_None && arg_u64(len_o, "length", &length) < 0)
-		return NULL;
-	if (length > m->length - offset) {
-		PyErr_Format(PyExc_ValueError,
-			     "offset %llu + length %llu runs past the end of "
-			     "the MR (length %llu)",
-			     (unsigned long long)offset,
-			     (unsigned long long)length,
-			     (unsigned long long)m->length);
-		return NULL;
-	}
-	if (length > UINT32_MAX) {
-		PyErr_Format(PyExc_ValueError,
-			     "an SGE holds at most 2**32-1 bytes, not %llu: "
-			     "split the range into several SGEs",
-			     (unsigned long long)length);
-		return NULL;
-	}
-	a = Py_BuildValue("(OK)", self, (unsigned long long)length);
-	k = Py_BuildValue("{sK}", "offset", (unsigned long long)offset);
-	if (a != NULL && k != NULL)
+	a = PyTuple_Pack(2, self, len_o);
+	if (a != NULL && off_o != NULL)
+		k = Py_BuildValue("{sO}", "offset", off_o);
+	if (a != NULL && (off_o == NULL || k != NULL))
 		res = PyObject_Call((PyObject *)ST.SGE_type, a, k);
 	Py_XDECREF(a);
 	Py_XDECREF(k);

@@ -87,17 +87,28 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 			}
 			length = (uint32_t)avail;
 		} else {
-			if (arg_u32(len_o, "length", &length) < 0)
+			uint64_t want;
+
+			if (arg_u64(len_o, "length", &want) < 0)
 				goto fail;
-			if (length > avail) {
+			if (want > avail) {
 				PyErr_Format(PyExc_ValueError,
-					     "SGE of %u bytes at offset %llu "
-					     "runs past the end of the MR "
-					     "(length %llu)", length,
-					     (unsigned long long)off,
+					     "offset %llu + length %llu runs "
+					     "past the end of the MR (length "
+					     "%llu)", (unsigned long long)off,
+					     (unsigned long long)want,
 					     (unsigned long long)m->length);
 				goto fail;
 			}
+			if (want > UINT32_MAX) {
+				PyErr_Format(PyExc_ValueError,
+					     "an SGE holds at most 2**32-1 "
+					     "bytes, not %llu: split the range "
+					     "into several SGEs",
+					     (unsigned long long)want);
+				goto fail;
+			}
+			length = (uint32_t)want;
 		}
 		addr = m->addr + off;
 	} else {
@@ -1212,10 +1223,13 @@ static int recvwr_ready(RecvWRObject *w, Py_ssize_t i)
 }
 
 /*
- * The list/tuple case, for both kinds.  Pass 1 checks every item and
- * clears its next; pass 2 links them.  An item seen twice already has a
- * non-NULL next when it is reached again: that is refused, since a WR
- * can only sit once in a chain.
+ * The list/tuple case, for both kinds.  The fast path links in one pass:
+ * a WR outside a chain always has next == NULL (every chain is undone
+ * right after its post, under the GIL), so an item met twice is one with
+ * a non-NULL next, or the tail.  When that happens the slow path decides,
+ * from scratch: pass 1 checks every item and clears its next; pass 2
+ * links them, refusing an item seen twice (a WR can only sit once in a
+ * chain).  Unchaining walks the native chain: no item lookups.
  */
 #define DEFINE_CHAIN(prefix, Obj, wrtype, Name)                          \
 static PyObject *prefix##_item(PyObject *arg, int is_list, Py_ssize_t i) \
@@ -1235,11 +1249,74 @@ static void prefix##_unlink(PyObject *arg, int is_list)                  \
 	}                                                                \
 }                                                                        \
                                                                          \
+static struct wrtype *prefix##_chain_slow(PyObject *arg, int is_list,   \
+					  Py_ssize_t n);                 \
+                                                                         \
+static int prefix##_check_item(PyObject *o, Py_ssize_t i)                \
+{                                                                        \
+	if (Py_TYPE(o) != ST.Name##_type) {                              \
+		PyErr_Format(PyExc_TypeError,                            \
+			     "work request %zd must be a " #Name ", not %R", \
+			     i, (PyObject *)Py_TYPE(o));                 \
+		return -1;                                               \
+	}                                                                \
+	return prefix##_ready((Obj *)o, i);                              \
+}                                                                        \
+                                                                         \
+/* Links items 0..n-1.  An item already linked (a non-NULL next, or the \
+ * tail) is met twice: in the fast pass that sends us to the slow one,  \
+ * which first clears every next (so a stale one cannot fool it) and    \
+ * then refuses it. */                                                  \
+static struct wrtype *prefix##_link(PyObject *arg, int is_list,         \
+				    Py_ssize_t n, int slow)              \
+{                                                                        \
+	Py_ssize_t i;                                                    \
+	Obj *prev = NULL, *head = NULL;                                  \
+                                                                         \
+	for (i = 0; i < n; i++) {                                        \
+		PyObject *o = prefix##_item(arg, is_list, i);            \
+		Obj *w = (Obj *)o;                                       \
+                                                                         \
+		if (Py_TYPE(o) == ST.Name##_type &&                      \
+		    (w->wr.next != NULL || w == prev)) {                 \
+			if (!slow)                                       \
+				return prefix##_chain_slow(arg, is_list, n); \
+			PyErr_Format(PyExc_ValueError,                   \
+				     "work request %zd appears more "    \
+				     "than once in the list", i);        \
+			goto fail;                                       \
+		}                                                        \
+		if (prefix##_check_item(o, i) < 0)                       \
+			goto fail;                                       \
+		if (prev != NULL)                                        \
+			prev->wr.next = &w->wr;                          \
+		else                                                     \
+			head = w;                                        \
+		prev = w;                                                \
+	}                                                                \
+	return &head->wr;                                                \
+fail:                                                                    \
+	prefix##_unlink(arg, is_list);                                   \
+	return NULL;                                                     \
+}                                                                        \
+                                                                         \
+static struct wrtype *prefix##_chain_slow(PyObject *arg, int is_list,   \
+					  Py_ssize_t n)                  \
+{                                                                        \
+	Py_ssize_t i;                                                    \
+                                                                         \
+	prefix##_unlink(arg, is_list);                                   \
+	for (i = 0; i < n; i++) {                                        \
+		if (prefix##_check_item(prefix##_item(arg, is_list, i), i) < 0) \
+			return NULL;                                     \
+	}                                                                \
+	return prefix##_link(arg, is_list, n, 1);                        \
+}                                                                        \
+                                                                         \
 struct wrtype *prefix##_chain(PyObject *arg)                             \
 {                                                                        \
-	Py_ssize_t i, n;                                                 \
+	Py_ssize_t n;                                                    \
 	int is_list;                                                     \
-	Obj *prev = NULL, *head = NULL;                                  \
                                                                          \
 	if (Py_TYPE(arg) == ST.Name##_type) {                            \
 		Obj *w = (Obj *)arg;                                     \
@@ -1262,49 +1339,26 @@ struct wrtype *prefix##_chain(PyObject *arg)                             \
 				"empty list of work requests");          \
 		return NULL;                                             \
 	}                                                                \
-	for (i = 0; i < n; i++) {                                        \
-		PyObject *o = prefix##_item(arg, is_list, i);            \
-                                                                         \
-		if (Py_TYPE(o) != ST.Name##_type) {                      \
-			PyErr_Format(PyExc_TypeError,                    \
-				     "work request %zd must be a " #Name \
-				     ", not %R", i,                      \
-				     (PyObject *)Py_TYPE(o));            \
-			goto fail;                                       \
-		}                                                        \
-		if (prefix##_ready((Obj *)o, i) < 0)                     \
-			goto fail;                                       \
-		((Obj *)o)->wr.next = NULL;                              \
-	}                                                                \
-	for (i = 0; i < n; i++) {                                        \
-		Obj *w = (Obj *)prefix##_item(arg, is_list, i);          \
-                                                                         \
-		if (w->wr.next != NULL || w == prev) {                   \
-			PyErr_Format(PyExc_ValueError,                   \
-				     "work request %zd appears more "    \
-				     "than once in the list", i);        \
-			goto fail;                                       \
-		}                                                        \
-		if (prev != NULL)                                        \
-			prev->wr.next = &w->wr;                          \
-		else                                                     \
-			head = w;                                        \
-		prev = w;                                                \
-	}                                                                \
-	return &head->wr;                                                \
-fail:                                                                    \
-	prefix##_unlink(arg, is_list);                                   \
-	return NULL;                                                     \
+	return prefix##_link(arg, is_list, n, 0);                        \
 }                                                                        \
                                                                          \
 void prefix##_unchain(PyObject *arg)                                     \
 {                                                                        \
+	PyObject *first = NULL;                                          \
+	struct wrtype *w, *next;                                         \
+                                                                         \
 	if (Py_TYPE(arg) == ST.Name##_type)                              \
-		((Obj *)arg)->wr.next = NULL;                            \
-	else if (PyList_Check(arg))                                      \
-		prefix##_unlink(arg, 1);                                 \
-	else if (PyTuple_Check(arg))                                     \
-		prefix##_unlink(arg, 0);                                 \
+		first = arg;                                             \
+	else if (PyList_Check(arg) && PyList_Size(arg) > 0)              \
+		first = PyList_GetItem(arg, 0);                          \
+	else if (PyTuple_Check(arg) && PyTuple_Size(arg) > 0)            \
+		first = PyTuple_GetItem(arg, 0);                         \
+	if (first == NULL || Py_TYPE(first) != ST.Name##_type)           \
+		return;                                                  \
+	for (w = &((Obj *)first)->wr; w != NULL; w = next) {             \
+		next = w->next;                                          \
+		w->next = NULL;                                          \
+	}                                                                \
 }                                                                        \
                                                                          \
 Py_ssize_t prefix##_index(PyObject *arg, const struct wrtype *bad)      \
