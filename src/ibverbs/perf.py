@@ -584,10 +584,21 @@ def run_client(args, emit=None) -> list[dict]:
     return results
 
 
+def _parse_cpus(text):
+    if not text:
+        return None
+    try:
+        server, client = (int(c) for c in text.split(","))
+    except ValueError:
+        raise PerfError(f"--cpus wants SERVER,CLIENT CPU numbers, got {text!r}") from None
+    return server, client
+
+
 def run_loopback(args, emit=None) -> list[dict]:
     """The server in a forked child (it shares the imports: no second
     interpreter start-up), the client here; both on 127.0.0.1.  Nothing of
     verbs is open yet when it forks."""
+    cpus = _parse_cpus(args.cpus)
     r, w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -595,6 +606,8 @@ def run_loopback(args, emit=None) -> list[dict]:
     if pid == 0:
         code = 1
         try:
+            if cpus:
+                os.sched_setaffinity(0, {cpus[0]})
             os.close(r)
             args.ready_fd, args.server_only = w, True
             code = run_server(args)
@@ -605,6 +618,8 @@ def run_loopback(args, emit=None) -> list[dict]:
             sys.stderr.flush()
             os._exit(code)
     os.close(w)
+    if cpus:
+        os.sched_setaffinity(0, {cpus[1]})
     try:
         ok = os.read(r, 2)
         os.close(r)
@@ -640,21 +655,41 @@ def format_result(res: dict) -> str:
             f"{res['msg_rate'] / 1e3:10.2f} {res['MBps']:10.2f}")
 
 
-def cmd_perf(args) -> int:
+def _complete(args) -> None:
+    """Defaults that depend on other arguments."""
     if args.device is None:
         devs = ib.get_device_list()
         if not devs:
-            print("error: no RDMA device", file=sys.stderr)
-            return 1
+            raise PerfError("no RDMA device")
         args.device = devs[0].name
     if args.all:
         args.sizes = list(SWEEP)
     elif args.sizes is None:
         args.sizes = [65536 if args.test in BW_TESTS else 8]
+
+
+def run(argv: list[str]) -> list[dict]:
+    """Run the client side (or, with --loopback, both sides) of a perf test
+    from Python and return the results, one dict per size: what --json
+    prints.  ``run(["write_bw", "-d", "rxe0", "-x", "1", "--loopback"])``."""
+    parser = argparse.ArgumentParser(prog="python -m ibverbs")
+    add_parser(parser.add_subparsers(dest="cmd", required=True))
+    args = parser.parse_args(["perf", *argv])
+    _complete(args)
+    if args.server is None and not args.loopback:
+        raise PerfError("run() drives a client: give a server or --loopback")
+    check_args(args)
+    _parse_cpus(args.cpus)
+    return run_loopback(args) if args.loopback else run_client(args)
+
+
+def cmd_perf(args) -> int:
     try:
+        _complete(args)
         if getattr(args, "server_only", False) or (args.server is None and not args.loopback):
             return run_server(args)
         check_args(args)
+        _parse_cpus(args.cpus)
         if args.json:
             def emit(res):
                 print(json.dumps(res), flush=True)
@@ -673,10 +708,28 @@ def cmd_perf(args) -> int:
     return 0
 
 
+class _IntermixedParser(argparse.ArgumentParser):
+    """Like perftest, the server name comes last, after the options: a
+    plain parser takes both positionals from the first run of them
+    (``write_bw``) and rejects the host at the end."""
+
+    _nested = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._nested:
+            return super().parse_known_args(args, namespace)
+        self._nested = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._nested = False
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "perf", help="perftest-style benchmarks (bandwidth, message rate, latency)",
         description="perftest-style benchmarks; see the ibverbs.perf docstring")
+    p.__class__ = _IntermixedParser
     p.add_argument("test", choices=TESTS)
     p.add_argument("server", nargs="?", help="server host (client mode)")
     p.add_argument("-d", "--device", help="device (default: the first one)")
@@ -707,6 +760,9 @@ def add_parser(sub) -> None:
                    help="give up after this many seconds without progress")
     p.add_argument("--loopback", action="store_true",
                    help="fork the server as a child process on 127.0.0.1")
+    p.add_argument("--cpus", metavar="SERVER,CLIENT",
+                   help="with --loopback: pin the server and the client to "
+                        "these CPUs (taskset for the two ends)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per size, one per line")
     p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
