@@ -48,6 +48,24 @@ demo: build
 	@mkdir -p $(OUT)
 	$(RXE_VM) --rw $(OUT) -- sh tools/demo.sh $(OUT)
 
+# The full comparison (BENCHMARKS.md): C vs ibverbs vs pyverbs over sizes,
+# then callgrind's instructions per post_send + poll, in one guest boot.
+# prepare.py builds, on the host, the C loop, the callgrind toggle and a
+# private copy of the extension (build/bench/gil-kept, measured as "ours",
+# so a rebuild of src/ during the run changes nothing) with its
+# GIL-released twin.  Results: build/out/compare.{txt,md,json}, bench.svg,
+# callgrind.json, callgrind-list16.json.  About 35 minutes (27 without
+# the lists of 16, measured on 2026-11-29).
+bench: build
+	@mkdir -p $(OUT)
+	$(PYTHON) benchmarks/prepare.py
+	$(RXE_VM) --rw $(OUT) -- sh -c '/usr/bin/python3 benchmarks/compare.py \
+		--full --reps 5 --ours-path build/bench/gil-kept/src --out $(OUT) \
+		--svg $(OUT)/bench.svg; s=$$?; \
+		/usr/bin/python3 benchmarks/callgrind.py --out $(OUT) || s=1; \
+		/usr/bin/python3 benchmarks/callgrind.py --list 16 --out $(OUT) \
+			--only c,ours,pyverbs,baseline || s=1; exit $$s'
+
 clean:
 	rm -rf build dist src/*.egg-info src/ibverbs/*.so
 

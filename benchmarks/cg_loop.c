@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
 	struct ibv_qp_init_attr init;
-	struct ibv_send_wr wr, *bad;
+	struct ibv_send_wr wrs[64], *bad;
 	struct ibv_qp *qa, *qb;
 	struct ibv_sge sge;
 	struct ibv_wc wc;
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
 	struct ibv_mr *mr;
 	struct ibv_cq *cq;
 	long i, n, empty = 0;
-	int gid_index, k;
+	int gid_index, k, nlist;
 	static char buf[8192];
 
 	if (argc != 4) {
@@ -111,19 +111,26 @@ int main(int argc, char **argv)
 	sge.addr = (uintptr_t)buf;
 	sge.length = 8;
 	sge.lkey = mr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uintptr_t)buf + 4096;
-	wr.wr.rdma.rkey = mr->rkey;
+	/* CG_LIST=16: a chain of 16, the last one signaled. */
+	nlist = getenv("CG_LIST") ? atoi(getenv("CG_LIST")) : 1;
+	if (nlist < 1 || nlist > 64)
+		nlist = 1;
+	for (k = 0; k < nlist; k++) {
+		memset(&wrs[k], 0, sizeof(wrs[k]));
+		wrs[k].wr_id = 1;
+		wrs[k].sg_list = &sge;
+		wrs[k].num_sge = 1;
+		wrs[k].opcode = IBV_WR_RDMA_WRITE;
+		wrs[k].send_flags = k == nlist - 1 ? IBV_SEND_SIGNALED : 0;
+		wrs[k].wr.rdma.remote_addr = (uintptr_t)buf + 4096;
+		wrs[k].wr.rdma.rkey = mr->rkey;
+		wrs[k].next = k == nlist - 1 ? NULL : &wrs[k + 1];
+	}
 	/* Under valgrind --instr-atstart=no only this loop is counted. */
 	CALLGRIND_START_INSTRUMENTATION;
 	CALLGRIND_ZERO_STATS;
 	for (i = 0; i < n; i++) {
-		if (ibv_post_send(qa, &wr, &bad))
+		if (ibv_post_send(qa, wrs, &bad))
 			die("ibv_post_send");
 		while ((k = ibv_poll_cq(cq, 1, &wc)) == 0)
 			empty++;

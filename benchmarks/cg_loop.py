@@ -11,6 +11,8 @@ ours:     qp.post_send(wr) + cq.poll_count(1)       (this package)
 pyverbs:  qp.post_send(wr) + cq.poll(1)             (rdma-core's pyverbs)
 baseline: the same Python loop calling two trivial builtins, no verbs: the
           interpreter's share (loop, two calls, test), to subtract.
+With CG_LIST=16 each iteration posts a chained list of 16 WRs, the last
+one signaled (ours: a Python list; pyverbs: SendWR.next_wr).
 Run it with /usr/bin/python3 (pyverbs is built for it; for ours set
 PYTHONPATH=src).  With CG_TOGGLE=build/bench/cgtoggle.so and valgrind's
 --instr-atstart=no only the measured loop is instrumented (after a
@@ -39,9 +41,10 @@ def ours(dev, gid_index):
     ibb = ib.local_qp_info(qb, pa, gid, port=1)
     ib.connect_rc(qa, ibb, port=1, sgid_index=gid_index, access=acc)
     ib.connect_rc(qb, ia, port=1, sgid_index=gid_index, access=acc)
-    wr = ib.SendWR(wr_id=1, sg_list=[ib.SGE(mr, 8)], opcode=ib.WROpcode.RDMA_WRITE,
-                   send_flags=ib.SendFlags.SIGNALED, remote_addr=mr.addr + 4096,
-                   rkey=mr.rkey)
+    wrs = [ib.SendWR(wr_id=1, sg_list=[ib.SGE(mr, 8)], opcode=ib.WROpcode.RDMA_WRITE,
+                     send_flags=ib.SendFlags.SIGNALED if i == LIST - 1 else 0,
+                     remote_addr=mr.addr + 4096, rkey=mr.rkey) for i in range(LIST)]
+    wr = wrs if LIST > 1 else wrs[0]
     keep = (ctx, pd, mr, cq, qa, qb)
     return qa.post_send, wr, cq.poll_count, (lambda r: r), keep
 
@@ -81,10 +84,17 @@ def pyverbs(dev, gid_index):
         attr = QPAttr(qp_state=e.IBV_QPS_RTS)
         attr.timeout, attr.retry_cnt, attr.rnr_retry, attr.max_rd_atomic = 14, 7, 7, 1
         qp.to_rts(attr)
-    wr = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
-                sg=[SGE(mr.buf, 8, mr.lkey)], send_flags=e.IBV_SEND_SIGNALED)
-    wr.set_wr_rdma(mr.rkey, mr.buf + 4096)
-    keep = (ctx, pd, mr, cq, qa, qb)
+    wrs = []
+    for i in range(LIST):
+        w = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                   sg=[SGE(mr.buf, 8, mr.lkey)],
+                   send_flags=e.IBV_SEND_SIGNALED if i == LIST - 1 else 0)
+        w.set_wr_rdma(mr.rkey, mr.buf + 4096)
+        if wrs:
+            wrs[-1].next_wr = w
+        wrs.append(w)
+    wr = wrs[0]
+    keep = (ctx, pd, mr, cq, qa, qb, wrs)
     return qa.post_send, wr, cq.poll, (lambda r: r[0]), keep
 
 
@@ -110,6 +120,9 @@ def loop_pyverbs(post, wr, poll, n):
         while not poll(1)[0]:
             empty += 1
     return empty
+
+
+LIST = int(os.environ.get("CG_LIST", "1"))
 
 
 def main():

@@ -103,7 +103,9 @@ def run_pair(server: list[str], client: list[str], port: int, env=None,
         except subprocess.TimeoutExpired:
             srv.kill()
             sout, _ = srv.communicate()
-            raise RunError(f"server did not finish: {' '.join(server)}") from None
+            raise RunError(f"server did not finish: {' '.join(server)}\n"
+                           f"client ({cl.returncode}): {cl.stdout[-1500:]}\n"
+                           f"server: {sout[-800:]}") from None
     finally:
         if srv.poll() is None:
             srv.kill()
@@ -216,15 +218,20 @@ class Env:
             # that is quadratic in the iterations (minutes in the guest).
             base.append("-N")
         out, _ = self.pair(base + args, base + args + ["127.0.0.1"], port)
-        return parse_perftest(out)
+        res = parse_perftest(out)
+        if not res.get("msg_rate", 1) > 0 or not res.get("lat_us", 1) > 0:
+            raise RunError(f"{tool} reported nothing measurable:\n{out[-1200:]}")
+        return res
 
     def ours_perf(self, test: str, args: list[str]) -> dict:
-        """Server and client as two processes, like perftest's."""
-        port = next_port()
-        base = [self.ours_py, "-m", "ibverbs", "perf", test, "-d", self.device,
-                "-x", str(self.gid), "--json", "-p", str(port)] + args
-        out, _ = self.pair(base, base + ["127.0.0.1"], port, env=self.ours_env)
-        return parse_json_lines(out)[-1]
+        """Server and client as two processes, like perftest's: --loopback
+        forks the server (one interpreter start-up instead of two) and
+        --cpus pins the two ends as taskset pins the C tools'."""
+        cmd = [self.ours_py, "-m", "ibverbs", "perf", test, "-d", self.device,
+               "-x", str(self.gid), "--json", "--loopback", "-p", str(next_port())]
+        if self.pin:
+            cmd += ["--cpus", ",".join(self.pin)]
+        return parse_json_lines(run_one(cmd + args, env=self.ours_env))[-1]
 
     def pyverbs(self, test: str, args: list[str]) -> dict:
         cmd = [self.pyverbs_py, os.path.join(HERE, "pyverbs_bench.py"), test,
@@ -664,7 +671,10 @@ def main(argv=None) -> int:
                    help="the four issue-6 targets only (make demo)")
     p.add_argument("--full", action="store_true",
                    help="add the size sweeps of every test (make bench)")
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps", type=int, default=3,
+                   help="runs of each implementation per case (default 3)")
+    p.add_argument("--sweep-reps", type=int, default=2,
+                   help="runs per case of the --full sweeps (default 2)")
     p.add_argument("--scale", type=float, default=1.0,
                    help="multiply the iteration counts")
     p.add_argument("--python", help="interpreter for ours (default /usr/bin/python3)")
@@ -699,8 +709,7 @@ def main(argv=None) -> int:
         venv_py = os.path.join(ROOT, ".venv", "bin", "python")
         if os.path.exists(venv_py):
             cases.append(venv_case(it, venv_py))
-    if args.full:
-        cases += sweep_cases(it)
+    sweep = sweep_cases(it) if args.full else []
     print(f"machine: {machine()}")
     print(f"ours: {env.ours_py} (PYTHONPATH={args.ours_path}), pyverbs: {env.pyverbs_py}; "
           f"{args.reps} reps, best of each; "
@@ -708,6 +717,8 @@ def main(argv=None) -> int:
              else "not pinned"))
     t0 = time.monotonic()
     run_cases(env, cases, args.reps)
+    run_cases(env, sweep, args.sweep_reps)
+    cases += sweep
     tbl = table(cases)
     print()
     print(tbl)
