@@ -12,47 +12,21 @@ same path returns the same handle, so both sides share the fake's state.
 from __future__ import annotations
 
 import ctypes
-import os
-import shutil
-import subprocess
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from cshared import BuildError, compile_shared, compiler  # noqa: E402,F401
 SOURCE = HERE / "fakecuda.c"
-
-
-class BuildError(RuntimeError):
-    pass
-
-
-def compiler() -> str | None:
-    """The C compiler to use ($CC or cc/gcc/clang on PATH), or None."""
-    cc = os.environ.get("CC")
-    if cc:
-        return cc
-    for name in ("cc", "gcc", "clang"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
 
 
 def build_fakecuda(outdir, *, dmabuf: bool = True) -> str:
     """Compile fakecuda.c into outdir/libcuda.so.1 and return its path."""
-    cc = compiler()
-    if cc is None:
-        raise BuildError("no C compiler (cc, gcc or clang) on PATH, and $CC unset")
-    out = Path(outdir) / "libcuda.so.1"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [cc, "-shared", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Wextra",
-           "-fvisibility=hidden", "-o", str(out), str(SOURCE)]
-    if not dmabuf:
-        cmd.insert(1, "-DFAKE_NO_DMABUF")
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
-    if proc.returncode != 0:
-        raise BuildError(f"{' '.join(cmd)} failed:\n{proc.stdout}")
-    return str(out)
+    return compile_shared(SOURCE, Path(outdir) / "libcuda.so.1",
+                          defines=None if dmabuf else {"FAKE_NO_DMABUF": True})
 
 
 class FakeCuda:

@@ -19,26 +19,15 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from cshared import BuildError, compile_shared, compiler  # noqa: E402,F401
 SOURCE = HERE / "noverbs_shim.c"
-
-
-class BuildError(RuntimeError):
-    pass
-
-
-def compiler() -> str | None:
-    """The C compiler to use ($CC or cc/gcc/clang on PATH), or None."""
-    cc = os.environ.get("CC")
-    if cc:
-        return cc
-    for name in ("cc", "gcc", "clang"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
 
 
 def missing_tools() -> str | None:
@@ -76,15 +65,10 @@ def build_shim(outdir, real_lib: str) -> str:
         raise BuildError(f"{real_lib} exports no ibv_get_device_list: not libibverbs")
     syms = outdir / "noverbs_syms.h"
     syms.write_text("".join(f"SHIM_FORWARD({n})\n" for n in names))
-    out = outdir / "libibverbs-noverbs.so"
-    cmd = [compiler(), "-shared", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Wextra",
-           "-fvisibility=hidden", f'-DSHIM_REAL_LIB="{real_lib}"',
-           f'-DSHIM_SYMBOLS="{syms}"', "-o", str(out), str(SOURCE), "-ldl"]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
-    if proc.returncode != 0 or proc.stdout.strip():
-        raise BuildError(f"{' '.join(cmd)} failed or warned:\n{proc.stdout[-4000:]}")
-    return str(out)
+    return compile_shared(SOURCE, outdir / "libibverbs-noverbs.so",
+                          defines={"SHIM_REAL_LIB": f'"{real_lib}"',
+                                   "SHIM_SYMBOLS": f'"{syms}"'},
+                          libs=["-ldl"])
 
 
 def shim_env(shim: str, hide=()) -> dict:

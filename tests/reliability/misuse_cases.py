@@ -126,10 +126,9 @@ def bad_values(p: P, w, closed_w, other_w, other_pd_w):
 class M:
     """A method: its parameters, and what its valid call may do."""
 
-    def __init__(self, *params, valid="any", target=None):
+    def __init__(self, *params, valid="any"):
         self.params = params
         self.valid = valid            # expectation of the unperturbed call
-        self.target = target          # world attribute to call it on
 
     def call(self, obj, name, w, override=None):
         args, kwargs = [], {}
@@ -204,10 +203,6 @@ U8P = dict(lo=1, hi=255)
 I32 = dict(lo=0, hi=2**31 - 1)
 U32 = dict(lo=0, hi=2**32 - 1)
 U64 = dict(lo=0, hi=2**64 - 1)
-
-
-def _qp_modify_attrs(w):
-    return {"qp_state": ib.QPState.RESET}
 
 
 DEVICE_METHODS = {

@@ -225,16 +225,12 @@ def _build_faildestroy(tmp_path):
     if why:
         pytest.skip(why)
     real = ib.library_path
-    out = tmp_path / "libibverbs-faildestroy.so"
     # Linked against the real library (NEEDED): dlsym() on the shim finds
     # its two verbs first and every other one in libibverbs itself.
-    cmd = [noverbs.compiler(), "-shared", "-fPIC", "-O1", "-std=gnu11", "-Wall",
-           "-Wextra", "-fvisibility=hidden", f'-DSHIM_REAL_LIB="{real}"',
-           "-o", str(out), str(HERE / "faildestroy.c"), "-Wl,--no-as-needed", real,
-           "-ldl"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0 and not proc.stderr.strip(), proc.stderr
-    return out
+    return noverbs.compile_shared(HERE / "faildestroy.c",
+                                  tmp_path / "libibverbs-faildestroy.so",
+                                  defines={"SHIM_REAL_LIB": f'"{real}"'},
+                                  libs=["-Wl,--no-as-needed", real, "-ldl"])
 
 
 def test_failed_destroy_in_dealloc_is_reported_once(tmp_path):

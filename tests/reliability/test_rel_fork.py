@@ -11,7 +11,6 @@ open its own Context and use RDMA.
 Each scenario runs in a fresh interpreter (a subprocess), which forks.
 """
 
-import os
 import subprocess
 import sys
 import textwrap

@@ -283,6 +283,7 @@ class VerbsMachine(RuleBasedStateMachine):
 
 def test_verbs_state_machine():
     name = device_name()
+    full_gc()           # what earlier tests dropped is not counted
     before = rdma_counts(name)
     VerbsMachine.device = name
     run_state_machine_as_test(VerbsMachine, settings=settings(
