@@ -23,9 +23,11 @@ What runs (server and client as two processes on the device, over
 Each case runs ``--reps`` times, the implementations interleaved (in a
 rotating order) so that a slow spell of the host hits all of them; the
 table shows the best sample of each (the most msg/s or MB/s, the least
-latency: noise on a shared, emulated machine only ever slows a run down)
-and the JSON keeps every sample.  Ratios are ours / C and pyverbs / C: for
-rates higher is better, for latency lower is better.
+latency) and the ratio of the medians, and the JSON keeps every sample.
+Targets are judged on the medians: the shared host's load moves the
+emulated device's speed both ways during a run, and one such run moved a
+best-of ratio by 30-70% (BENCHMARKS.md).  Ratios are ours / C and
+pyverbs / C: for rates higher is better, for latency lower is better.
 """
 
 from __future__ import annotations
@@ -301,7 +303,9 @@ class Case:
         return x / c
 
     def met(self):
-        r = self.ratio("ours")
+        # Judged on the medians: on the shared, emulated rig one outlier
+        # run (of C or of ours) moves the best-of ratio by 30-70%.
+        r = self.median_ratio("ours")
         if self.target is None or r is None:
             return None
         return r >= self.target if self.higher_is_better else r <= self.target
@@ -517,12 +521,13 @@ def table(cases: list[Case]) -> str:
             f"{fmt_ratio(c.ratio('pyverbs')) if c.pyverbs else '':>7} {tgt:>12} "
             f"{fmt_ratio(c.median_ratio('ours')):>7}")
     lines.append("best sample of each; ratio = ours / C (rates: higher is better; "
-                 "latency: lower is better); median = ours / C of the medians")
+                 "latency: lower is better); median = ours / C of the medians, "
+                 "on which the target is judged")
     return "\n".join(lines)
 
 
 def markdown(cases: list[Case]) -> str:
-    out = ["| case | C | ours | pyverbs | ours / C | pyverbs / C | target | ours / C (medians) |",
+    out = ["| case | C | ours | pyverbs | ours / C | pyverbs / C | target (judged on the medians) | ours / C (medians) |",
            "|---|---:|---:|---:|---:|---:|---|---:|"]
     for c in cases:
         tgt = ""
@@ -712,7 +717,7 @@ def main(argv=None) -> int:
     sweep = sweep_cases(it) if args.full else []
     print(f"machine: {machine()}")
     print(f"ours: {env.ours_py} (PYTHONPATH={args.ours_path}), pyverbs: {env.pyverbs_py}; "
-          f"{args.reps} reps, best of each; "
+          f"{args.reps} reps, interleaved; "
           + (f"server on CPU {env.pin[0]}, client on CPU {env.pin[1]}" if env.pin
              else "not pinned"))
     t0 = time.monotonic()
