@@ -107,9 +107,10 @@ def main(argv=None) -> int:
     progs = programs(args.bench, args.device, args.gid_index, args.iters)
     if args.only:
         progs = {k: v for k, v in progs.items() if k in args.only.split(",")}
+    suffix = "" if args.list == 1 else f"-list{args.list}"
     results = {}
     for name, (cmd, pypath) in progs.items():
-        prefix = os.path.join(work, f"cg.{name}{'' if args.list == 1 else f'.list{args.list}'}.out")
+        prefix = os.path.join(work, f"cg.{name}{suffix}.out")
         for old in glob.glob(prefix + "*"):
             os.unlink(old)
         env = dict(os.environ, PYTHONHASHSEED="0", CG_TOGGLE=toggle,
@@ -150,7 +151,7 @@ def main(argv=None) -> int:
         if "pyverbs" in ok:
             results["derived"]["pyverbs_minus_c"] = ok["pyverbs"] - ok["c"]
             results["derived"]["pyverbs_over_ours"] = ok["pyverbs"] / ok["ours"]
-    name = "callgrind.json" if args.list == 1 else f"callgrind-list{args.list}.json"
+    name = f"callgrind{suffix}.json"
     with open(os.path.join(args.out, name), "w") as f:
         json.dump(results, f, indent=1)
     return 0 if all("per_iter" in v for k, v in results.items() if k != "derived") else 1

@@ -126,6 +126,7 @@ def check_args(args) -> None:
         raise PerfError("--qps, --tx-depth and --rx-depth must be >= 1")
     if args.test not in BW_TESTS and args.qps != 1:
         raise PerfError("the latency tests use one QP")
+    _parse_cpus(args.cpus)
 
 
 # --------------------------------------------------------------- resources
@@ -679,7 +680,6 @@ def run(argv: list[str]) -> list[dict]:
     if args.server is None and not args.loopback:
         raise PerfError("run() drives a client: give a server or --loopback")
     check_args(args)
-    _parse_cpus(args.cpus)
     return run_loopback(args) if args.loopback else run_client(args)
 
 
@@ -689,7 +689,6 @@ def cmd_perf(args) -> int:
         if getattr(args, "server_only", False) or (args.server is None and not args.loopback):
             return run_server(args)
         check_args(args)
-        _parse_cpus(args.cpus)
         if args.json:
             def emit(res):
                 print(json.dumps(res), flush=True)

@@ -1286,7 +1286,8 @@ static struct wrtype *prefix##_link(PyObject *arg, int is_list,         \
 				     "than once in the list", i);        \
 			goto fail;                                       \
 		}                                                        \
-		if (prefix##_check_item(o, i) < 0)                       \
+		/* The slow pass checked every item already. */          \
+		if (!slow && prefix##_check_item(o, i) < 0)              \
 			goto fail;                                       \
 		if (prev != NULL)                                        \
 			prev->wr.next = &w->wr;                          \
