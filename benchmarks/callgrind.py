@@ -14,7 +14,10 @@ Reported: instructions per iteration, and for this binding the inclusive
 cost of its two C functions per call.
 
 - c:            the loop in C on libibverbs: the provider's own cost
-- ours:         this package (src/, as built by make build)
+- ours:         this package (src/, as built by make build); with --list N
+                the N WRs are a SendWRChain (linked once, posted as is)
+- ours-plain-list: with --list N only: the same N WRs as a Python list,
+                linked, checked and unlinked by every post_send
 - ours-gil-kept / ours-gil-released: the package compiled twice by
                 benchmarks/prepare.py, the second releasing the GIL around
                 ibv_post_send / ibv_poll_cq (the GIL measurement)
@@ -46,6 +49,7 @@ def programs(bench: str, dev: str, gid: int, n: int) -> dict:
     return {
         "c": ([os.path.join(bench, "cg_loop"), dev, str(gid), str(n)], None),
         "ours": (py + ["ours", dev, str(gid), str(n)], src),
+        "ours-plain-list": (py + ["ours", dev, str(gid), str(n)], src),
         "ours-gil-kept": (py + ["ours", dev, str(gid), str(n)],
                           os.path.join(bench, "gil-kept", "src")),
         "ours-gil-released": (py + ["ours", dev, str(gid), str(n)],
@@ -105,6 +109,8 @@ def main(argv=None) -> int:
     work = os.path.join(args.out, "callgrind")
     os.makedirs(work, exist_ok=True)
     progs = programs(args.bench, args.device, args.gid_index, args.iters)
+    if args.list == 1:
+        del progs["ours-plain-list"]          # the same as "ours"
     if args.only:
         progs = {k: v for k, v in progs.items() if k in args.only.split(",")}
     suffix = "" if args.list == 1 else f"-list{args.list}"
@@ -114,7 +120,8 @@ def main(argv=None) -> int:
         for old in glob.glob(prefix + "*"):
             os.unlink(old)
         env = dict(os.environ, PYTHONHASHSEED="0", CG_TOGGLE=toggle,
-                   CG_LIST=str(args.list))
+                   CG_LIST=str(args.list),
+                   CG_PLAIN="1" if name == "ours-plain-list" else "0")
         if pypath:
             env["PYTHONPATH"] = pypath
         t0 = time.monotonic()

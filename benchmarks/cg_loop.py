@@ -12,7 +12,8 @@ pyverbs:  qp.post_send(wr) + cq.poll(1)             (rdma-core's pyverbs)
 baseline: the same Python loop calling two trivial builtins, no verbs: the
           interpreter's share (loop, two calls, test), to subtract.
 With CG_LIST=16 each iteration posts a chained list of 16 WRs, the last
-one signaled (ours: a Python list; pyverbs: SendWR.next_wr).
+one signaled (ours: a SendWRChain, or with CG_PLAIN=1 a Python list;
+pyverbs: SendWR.next_wr).
 Run it with /usr/bin/python3 (pyverbs is built for it; for ours set
 PYTHONPATH=src).  With CG_TOGGLE=build/bench/cgtoggle.so and valgrind's
 --instr-atstart=no only the measured loop is instrumented (after a
@@ -44,7 +45,10 @@ def ours(dev, gid_index):
     wrs = [ib.SendWR(wr_id=1, sg_list=[ib.SGE(mr, 8)], opcode=ib.WROpcode.RDMA_WRITE,
                      send_flags=ib.SendFlags.SIGNALED if i == LIST - 1 else 0,
                      remote_addr=mr.addr + 4096, rkey=mr.rkey) for i in range(LIST)]
-    wr = wrs if LIST > 1 else wrs[0]
+    if LIST == 1:
+        wr = wrs[0]
+    else:
+        wr = wrs if os.environ.get("CG_PLAIN") == "1" else ib.SendWRChain(wrs)
     keep = (ctx, pd, mr, cq, qa, qb)
     return qa.post_send, wr, cq.poll_count, (lambda r: r), keep
 

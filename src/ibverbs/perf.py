@@ -224,7 +224,8 @@ class _Deadline:
 
 def _bw_items(ep: Endpoint, qi: int, opcode, size: int):
     """The post_send arguments for one signaled unit of QP qi: a list of
-    one argument per post call (a SendWR, or a list of post_list WRs)."""
+    one argument per post call (a SendWR, or a SendWRChain of post_list
+    WRs: linked once, posted as is every time)."""
     a = ep.args
     unit, plist = unit_of(a), a.post_list
     flags = _flags(a, size) if opcode != ib.WROpcode.RDMA_READ else 0
@@ -239,7 +240,7 @@ def _bw_items(ep: Endpoint, qi: int, opcode, size: int):
            for j in range(unit)]
     if plist == 1:
         return wrs
-    return [wrs[k:k + plist] for k in range(0, unit, plist)]
+    return [ib.SendWRChain(wrs[k:k + plist]) for k in range(0, unit, plist)]
 
 
 def _bw_client(ep: Endpoint, opcode, size: int, iters: int) -> dict:

@@ -1,6 +1,7 @@
 """UC (connected, unreliable) and UD (datagrams through an AH) transfers,
 checking the bytes that arrived."""
 
+import errno
 import time
 
 import numpy as np
@@ -170,3 +171,46 @@ def test_ud_ah_attributes(ctx, pd, ud, port, gid_index):
         pd.create_ah(ib.AHAttr(sl=16))
     with pytest.raises(ValueError):
         pd.create_ah(ib.AHAttr(flow_label=1 << 20))
+
+
+def test_ud_send_chain_follows_a_new_ah(ctx, pd, ud, port, gid_index):
+    """A SendWRChain through an AH: replacing a member's AH makes the next
+    post check every member again, so an AH closed after it was set is
+    refused (EBADF) instead of reaching the provider."""
+    qa, ca, qb, cb, ah = ud
+    src, mr_a = mkbuf(pd, 32, fill=0x3C)
+    dst, mr_b = mkbuf(pd, 2 * (GRH + 16))
+    chain = ib.SendWRChain([ib.SendWR(wr_id=i, sg_list=[mr_a.sge(16, 16 * i)],
+                                      send_flags=SIGNALED, ah=ah, remote_qpn=qb.qp_num,
+                                      remote_qkey=UD_QKEY) for i in range(2)])
+    rwrs = [ib.RecvWR(wr_id=i, sg_list=[mr_b.sge(GRH + 16, i * (GRH + 16))])
+            for i in range(2)]
+    qb.post_recv(rwrs)
+    qa.post_send(chain)
+    ok(poll_until(ca, 2))
+    ok(poll_until(cb, 2))
+    ah2 = pd.create_ah(ib.AHAttr(dgid=ctx.query_gid(port, gid_index),
+                                 sgid_index=gid_index, port_num=port))
+    chain[0].ah = ah2
+    dst[:] = 0
+    qb.post_recv(rwrs)
+    qa.post_send(chain)
+    ok(poll_until(ca, 2))
+    ok(poll_until(cb, 2))
+    assert (dst[GRH:GRH + 16] == 0x3C).all()
+    ah2.close()
+    with pytest.raises(ib.VerbsError, match="work request 0: its AH is closed") as ei:
+        qa.post_send(chain)
+    assert ei.value.errno == errno.EBADF
+    # An AH set and closed between two posts: the set asks for the full
+    # check, which finds it closed (the MRs and AHs seen before are open).
+    chain[0].ah = ah
+    qa.post_send(chain)              # no receive posted: UD drops them
+    ok(poll_until(ca, 2))
+    ah3 = pd.create_ah(ib.AHAttr(dgid=ctx.query_gid(port, gid_index),
+                                 sgid_index=gid_index, port_num=port))
+    chain[1].ah = ah3
+    ah3.close()
+    with pytest.raises(ib.VerbsError, match="work request 1: its AH is closed"):
+        qa.post_send(chain)
+    assert ca.poll(4) == []

@@ -64,6 +64,16 @@ def quickstart(remote_bytes: bytes, peer_addr: int, peer_rkey: int, buf: Any) ->
         assert_type(wc, ib.WC)
         wc.raise_for_status()
 
+    # A list linked once and posted many times.
+    with ib.SendWRChain(ib.SendWR(wr_id=i, sg_list=[mr.sge(8, 8 * i)])
+                        for i in range(16)) as chain:
+        assert_type(chain[0], ib.SendWR)
+        chain[len(chain) - 1].send_flags = ib.SendFlags.SIGNALED
+        qp.post_send(chain)
+        first: list[int] = [w.wr_id for w in chain]
+    assert_type(chain.released, bool)
+    qp.post_recv(ib.RecvWRChain([ib.RecvWR(sg_list=[mr.sge(8)])]))
+
     # Every resource is a context manager.
     with ctx.alloc_pd() as pd2, pd2.reg_mr(0x1000, 4096) as mr3:
         assert_type(pd2, ib.PD)

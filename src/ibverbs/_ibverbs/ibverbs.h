@@ -130,6 +130,8 @@ typedef struct {
 	PyTypeObject *SGE_type;
 	PyTypeObject *SendWR_type;
 	PyTypeObject *RecvWR_type;
+	PyTypeObject *SendWRChain_type;
+	PyTypeObject *RecvWRChain_type;
 	PyTypeObject *WC_type;
 	PyTypeObject *AsyncEvent_type;
 } module_state;
@@ -148,6 +150,8 @@ extern PyType_Spec AH_spec;           /* ah.c */
 extern PyType_Spec SGE_spec;          /* wr.c */
 extern PyType_Spec SendWR_spec;       /* wr.c */
 extern PyType_Spec RecvWR_spec;       /* wr.c */
+extern PyType_Spec SendWRChain_spec;  /* wrchain.c */
+extern PyType_Spec RecvWRChain_spec;  /* wrchain.c */
 extern PyType_Spec WC_spec;           /* wc.c */
 extern PyType_Spec AsyncEvent_spec;   /* event.c */
 
@@ -331,12 +335,14 @@ typedef struct {
 
 typedef struct {
 	PyObject_HEAD
-	struct ibv_send_wr wr;     /* wr.next is NULL except while posting */
+	struct ibv_send_wr wr;     /* wr.next is NULL except while posting,
+				      or while in a SendWRChain */
 	struct ibv_sge *sges;      /* sge_inline or PyMem_Malloc'd */
 	struct ibv_sge sge_inline[WR_INLINE_SGES];
 	PyObject *sg_list;         /* tuple of SGE objects */
 	PyObject *ah;              /* AHObject or NULL (UD) */
 	PyObject *imm;             /* imm_data as given, or NULL */
+	PyObject *chain;           /* borrowed: the SendWRChain holding it */
 } SendWRObject;
 
 typedef struct {
@@ -345,16 +351,49 @@ typedef struct {
 	struct ibv_sge *sges;
 	struct ibv_sge sge_inline[WR_INLINE_SGES];
 	PyObject *sg_list;
+	PyObject *chain;           /* borrowed: the RecvWRChain holding it */
 } RecvWRObject;
 
+/*
+ * SendWRChain / RecvWRChain (wrchain.c): WRs linked through wr.next once,
+ * posted many times.  Each member's "chain" points back here; a member
+ * cannot be posted on its own, nor join another chain, until release().
+ * Between posts only the handles in "checked" (the distinct MRs and AHs
+ * the members use) are looked at; "dirty" (set when a member's AH
+ * changes, or a check failed) asks for every member to be checked again.
+ */
+typedef struct {
+	PyObject_HEAD
+	PyObject *items;           /* tuple of the member WRs; NULL: released */
+	void *head;                /* &first member->wr */
+	PyObject **checked;        /* strong references (PyMem_Malloc'd) */
+	Py_ssize_t n_checked, cap_checked;
+	int dirty;
+} WRChainObject;
+
+/* Per-WR checks before a post (wr.c): MRs and AH still open; the AH's
+ * struct ibv_ah * stored in the WR.  0, or -1 with VerbsError(EBADF). */
+int sendwr_ready(SendWRObject *w, Py_ssize_t i);
+int recvwr_ready(RecvWRObject *w, Py_ssize_t i);
+/* The head of a chain ready to post (wrchain.c), or NULL with an error
+ * set (released, a member's MR or AH closed). */
+struct ibv_send_wr *sendwrchain_head(PyObject *chain);
+struct ibv_recv_wr *recvwrchain_head(PyObject *chain);
+/* A member of a chain cannot be posted alone or in a list (wr.c). */
+int wr_member_error(const char *kind, Py_ssize_t i);
+
 /* Link one WR or a list/tuple of WRs into a chain through wr.next,
- * without allocating.  Returns the head, or NULL with TypeError/ValueError
+ * without allocating (a SendWRChain/RecvWRChain is linked already).  Returns the head, or NULL with TypeError/ValueError
  * set (wrong type, empty list, an AH that was closed).  The caller holds
  * "arg" for the duration of the post and calls *_unchain afterwards. */
 struct ibv_send_wr *sendwr_chain(PyObject *arg);
 void sendwr_unchain(PyObject *arg);
 struct ibv_recv_wr *recvwr_chain(PyObject *arg);
 void recvwr_unchain(PyObject *arg);
+/* arg is one WR (not a list or chain): the rejected one even when the
+ * provider left *bad unset. */
+#define WR_IS_ONE(arg) \
+	(Py_TYPE(arg) == ST.SendWR_type || Py_TYPE(arg) == ST.RecvWR_type)
 /* The position in arg (0 for a single WR) of the WR at "bad", or -1. */
 Py_ssize_t sendwr_index(PyObject *arg, const struct ibv_send_wr *bad);
 Py_ssize_t recvwr_index(PyObject *arg, const struct ibv_recv_wr *bad);

@@ -125,6 +125,8 @@ static const struct {
 	{"SGE", &SGE_spec, &ST.SGE_type},
 	{"SendWR", &SendWR_spec, &ST.SendWR_type},
 	{"RecvWR", &RecvWR_spec, &ST.RecvWR_type},
+	{"SendWRChain", &SendWRChain_spec, &ST.SendWRChain_type},
+	{"RecvWRChain", &RecvWRChain_spec, &ST.RecvWRChain_type},
 	{"WC", &WC_spec, &ST.WC_type},
 	{"AsyncEvent", &AsyncEvent_spec, &ST.AsyncEvent_type},
 	{NULL, NULL, NULL}

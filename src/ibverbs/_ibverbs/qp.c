@@ -368,10 +368,6 @@ static PyObject *post_error(PyObject *self, int rc, const char *verb,
 			       state_name(qp->state), hint);
 }
 
-/* A single WR (not a list) is the rejected one even when the provider
- * left *bad unset. */
-#define IS_SEQ(arg) (PyList_Check(arg) || PyTuple_Check(arg))
-
 static PyObject *qp_post_send(PyObject *self, PyObject *arg)
 {
 	struct ibv_send_wr *head, *bad = NULL;
@@ -392,7 +388,7 @@ static PyObject *qp_post_send(PyObject *self, PyObject *arg)
 		sendwr_unchain(arg);
 		Py_RETURN_NONE;
 	}
-	if (bad == NULL && !IS_SEQ(arg))
+	if (bad == NULL && WR_IS_ONE(arg))
 		bad = head;
 	idx = sendwr_index(arg, bad);
 	sendwr_unchain(arg);
@@ -421,7 +417,7 @@ static PyObject *qp_post_recv(PyObject *self, PyObject *arg)
 		recvwr_unchain(arg);
 		Py_RETURN_NONE;
 	}
-	if (bad == NULL && !IS_SEQ(arg))
+	if (bad == NULL && WR_IS_ONE(arg))
 		bad = head;
 	idx = recvwr_index(arg, bad);
 	recvwr_unchain(arg);

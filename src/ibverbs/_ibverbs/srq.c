@@ -93,8 +93,7 @@ static PyObject *srq_post_recv(PyObject *self, PyObject *arg)
 		recvwr_unchain(arg);
 		Py_RETURN_NONE;
 	}
-	/* A single WR is the rejected one even if *bad was left unset. */
-	if (bad == NULL && !PyList_Check(arg) && !PyTuple_Check(arg))
+	if (bad == NULL && WR_IS_ONE(arg))
 		bad = head;
 	idx = recvwr_index(arg, bad);
 	recvwr_unchain(arg);

@@ -954,6 +954,9 @@ static int sendwr_set_ah(PyObject *self, PyObject *v, void *closure)
 	}
 	Py_XINCREF(ah);
 	Py_XDECREF(old);
+	/* A chain holding this WR checks its AHs again before its next post. */
+	if (w->chain != NULL)
+		((WRChainObject *)w->chain)->dirty = 1;
 	/* remote_qpn/remote_qkey only exist with an AH */
 	return remote_put(w, &r, 0);
 }
@@ -1198,7 +1201,7 @@ PyType_Spec RecvWR_spec = {
 
 /* Per-WR checks before posting: MRs still open, AH still open (and its
  * current struct ibv_ah * in the WR). */
-static int sendwr_ready(SendWRObject *w, Py_ssize_t i)
+int sendwr_ready(SendWRObject *w, Py_ssize_t i)
 {
 	if (w->ah != NULL) {
 		void *ah = HANDLE(w->ah)->obj;
@@ -1215,7 +1218,7 @@ static int sendwr_ready(SendWRObject *w, Py_ssize_t i)
 	return 0;
 }
 
-static int recvwr_ready(RecvWRObject *w, Py_ssize_t i)
+int recvwr_ready(RecvWRObject *w, Py_ssize_t i)
 {
 	if (w->wr.num_sge && sg_list_check(w->sg_list, i) < 0)
 		return -1;
@@ -1225,8 +1228,9 @@ static int recvwr_ready(RecvWRObject *w, Py_ssize_t i)
 /*
  * The list/tuple case, for both kinds.  The fast path links in one pass:
  * a WR outside a chain always has next == NULL (every chain is undone
- * right after its post, under the GIL), so an item met twice is one with
- * a non-NULL next, or the tail.  When that happens the slow path decides,
+ * right after its post, under the GIL; a member of a SendWRChain or
+ * RecvWRChain is refused and its links are never touched here), so an
+ * item met twice is one with a non-NULL next, or the tail.  When that happens the slow path decides,
  * from scratch: pass 1 checks every item and clears its next; pass 2
  * links them, refusing an item seen twice (a WR can only sit once in a
  * chain).  Unchaining walks the native chain: no item lookups.
@@ -1244,7 +1248,9 @@ static void prefix##_unlink(PyObject *arg, int is_list)                  \
 	for (i = 0; i < n; i++) {                                        \
 		PyObject *o = prefix##_item(arg, is_list, i);            \
                                                                          \
-		if (Py_TYPE(o) == ST.Name##_type)                        \
+		/* A chain's member keeps its links. */                 \
+		if (Py_TYPE(o) == ST.Name##_type &&                      \
+		    ((Obj *)o)->chain == NULL)                           \
 			((Obj *)o)->wr.next = NULL;                      \
 	}                                                                \
 }                                                                        \
@@ -1260,6 +1266,8 @@ static int prefix##_check_item(PyObject *o, Py_ssize_t i)                \
 			     i, (PyObject *)Py_TYPE(o));                 \
 		return -1;                                               \
 	}                                                                \
+	if (((Obj *)o)->chain != NULL)                                   \
+		return wr_member_error(#Name, i);                        \
 	return prefix##_ready((Obj *)o, i);                              \
 }                                                                        \
                                                                          \
@@ -1322,11 +1330,17 @@ struct wrtype *prefix##_chain(PyObject *arg)                             \
 	if (Py_TYPE(arg) == ST.Name##_type) {                            \
 		Obj *w = (Obj *)arg;                                     \
                                                                          \
+		if (w->chain != NULL) {                                  \
+			wr_member_error(#Name, 0);                       \
+			return NULL;                                     \
+		}                                                        \
 		if (prefix##_ready(w, 0) < 0)                            \
 			return NULL;                                     \
 		w->wr.next = NULL;                                       \
 		return &w->wr;                                           \
 	}                                                                \
+	if (Py_TYPE(arg) == ST.Name##Chain_type)                         \
+		return prefix##chain_head(arg);                          \
 	is_list = PyList_Check(arg);                                     \
 	if (!is_list && !PyTuple_Check(arg)) {                           \
 		PyErr_Format(PyExc_TypeError,                            \
@@ -1371,6 +1385,11 @@ Py_ssize_t prefix##_index(PyObject *arg, const struct wrtype *bad)      \
 		return -1;                                               \
 	if (Py_TYPE(arg) == ST.Name##_type)                              \
 		return &((Obj *)arg)->wr == bad ? 0 : -1;                \
+	if (Py_TYPE(arg) == ST.Name##Chain_type) {                       \
+		arg = ((WRChainObject *)arg)->items;                     \
+		if (arg == NULL)                                         \
+			return -1;                                       \
+	}                                                                \
 	is_list = PyList_Check(arg);                                     \
 	if (!is_list && !PyTuple_Check(arg))                             \
 		return -1;                                               \

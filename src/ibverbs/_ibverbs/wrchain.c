@@ -1,0 +1,423 @@
+/*
+ * wrchain.c - SendWRChain and RecvWRChain: a list of WRs linked through
+ * wr.next once, when the chain is built, and posted as is many times.
+ *
+ * QP.post_send(list) links and checks every WR on every call and unlinks
+ * them afterwards; for a list reposted in a loop that per-WR work is most
+ * of what the binding adds to ibv_post_send.  A chain does it once:
+ *
+ *   - building it links the members' own structs (no copies: setting a
+ *     member's wr_id, flags or remote address is seen by the next post)
+ *     and runs the per-WR checks;
+ *   - it records the distinct MRs and AHs its members use, and each post
+ *     only checks that those are still open (a closed MR has released its
+ *     memory; a stale lkey could name a newer region);
+ *   - a member whose AH is replaced marks the chain "dirty", and the next
+ *     post checks every member again (sg_list cannot change after a WR is
+ *     built).
+ *
+ * A member belongs to one chain: it cannot be posted on its own, in a
+ * list, or join another chain until release() (or the chain's end).
+ */
+#include "ibverbs.h"
+
+#define CH(o) ((WRChainObject *)(o))
+
+int wr_member_error(const char *kind, Py_ssize_t i)
+{
+	PyErr_Format(PyExc_ValueError,
+		     "work request %zd belongs to a %sChain: post the chain, "
+		     "or release() it first", i, kind);
+	return -1;
+}
+
+static void checked_clear(WRChainObject *c)
+{
+	Py_ssize_t k;
+
+	for (k = 0; k < c->n_checked; k++)
+		Py_DECREF(c->checked[k]);
+	c->n_checked = 0;
+}
+
+/* Remember handle h (an MR or AH) for the checks between posts.  Seen
+ * already: nothing to do (a linear look, for the usual few handles). */
+static int checked_add(WRChainObject *c, PyObject *h)
+{
+	Py_ssize_t k;
+
+	for (k = 0; k < c->n_checked && k < 64; k++) {
+		if (c->checked[k] == h)
+			return 0;
+	}
+	if (c->n_checked == c->cap_checked) {
+		Py_ssize_t cap = c->cap_checked ? 2 * c->cap_checked : 4;
+		PyObject **p = PyMem_Realloc(c->checked, cap * sizeof(*p));
+
+		if (p == NULL) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		c->checked = p;
+		c->cap_checked = cap;
+	}
+	Py_INCREF(h);
+	c->checked[c->n_checked++] = h;
+	return 0;
+}
+
+static int checked_add_sges(WRChainObject *c, PyObject *sg_list)
+{
+	Py_ssize_t i, n = PyTuple_Size(sg_list);
+
+	for (i = 0; i < n; i++) {
+		PyObject *mr = ((SGEObject *)PyTuple_GetItem(sg_list, i))->mr;
+
+		if (mr != NULL && checked_add(c, mr) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Unlink every member and let it go; idempotent. */
+static void chain_release(WRChainObject *c, int is_send)
+{
+	PyObject *items = c->items;
+	Py_ssize_t i, n;
+
+	checked_clear(c);
+	c->dirty = 1;
+	if (items == NULL)
+		return;
+	n = PyTuple_Size(items);
+	for (i = 0; i < n; i++) {
+		PyObject *o = PyTuple_GetItem(items, i);
+
+		if (is_send) {
+			((SendWRObject *)o)->wr.next = NULL;
+			((SendWRObject *)o)->chain = NULL;
+		} else {
+			((RecvWRObject *)o)->wr.next = NULL;
+			((RecvWRObject *)o)->chain = NULL;
+		}
+	}
+	c->items = NULL;
+	c->head = NULL;
+	Py_DECREF(items);
+}
+
+static int chain_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	WRChainObject *c = CH(self);
+	Py_ssize_t k;
+
+	Py_VISIT((PyObject *)Py_TYPE(self));
+	Py_VISIT(c->items);
+	for (k = 0; k < c->n_checked; k++)
+		Py_VISIT(c->checked[k]);
+	return 0;
+}
+
+static Py_ssize_t chain_length(PyObject *self)
+{
+	PyObject *items = CH(self)->items;
+
+	return items ? PyTuple_Size(items) : 0;
+}
+
+static PyObject *chain_item(PyObject *self, Py_ssize_t i)
+{
+	PyObject *items = CH(self)->items, *o;
+
+	if (items == NULL || i < 0 || i >= PyTuple_Size(items)) {
+		PyErr_SetString(PyExc_IndexError,
+				"chain index out of range");
+		return NULL;
+	}
+	o = PyTuple_GetItem(items, i);
+	Py_INCREF(o);
+	return o;
+}
+
+static PyObject *chain_iter(PyObject *self)
+{
+	PyObject *items = CH(self)->items, *it, *empty;
+
+	if (items != NULL)
+		return PyObject_GetIter(items);
+	empty = PyTuple_New(0);
+	if (empty == NULL)
+		return NULL;
+	it = PyObject_GetIter(empty);
+	Py_DECREF(empty);
+	return it;
+}
+
+static PyObject *chain_get_released(PyObject *self, void *closure)
+{
+	return PyBool_FromLong(CH(self)->items == NULL);
+}
+
+static PyObject *chain_enter(PyObject *self, PyObject *unused)
+{
+	Py_INCREF(self);
+	return self;
+}
+
+/*
+ * The two kinds differ in their WR type, their "ready" check and whether
+ * members carry an AH; everything else is shared above.
+ */
+#define DEFINE_WRCHAIN(prefix, Obj, wrtype, Name, IS_SEND)                \
+                                                                         \
+static void prefix##chain_do_release(WRChainObject *c)                   \
+{                                                                        \
+	chain_release(c, IS_SEND);                                       \
+}                                                                        \
+                                                                         \
+/* Check every member; record the MRs/AHs to look at between posts. */  \
+static int prefix##chain_check_all(WRChainObject *c)                    \
+{                                                                        \
+	Py_ssize_t i, n = PyTuple_Size(c->items);                        \
+                                                                         \
+	checked_clear(c);                                                \
+	c->dirty = 1;                                                    \
+	for (i = 0; i < n; i++) {                                        \
+		Obj *w = (Obj *)PyTuple_GetItem(c->items, i);            \
+                                                                         \
+		if (prefix##_ready(w, i) < 0)                            \
+			return -1;                                       \
+		if (checked_add_sges(c, w->sg_list) < 0)                 \
+			return -1;                                       \
+		if (IS_SEND && ((SendWRObject *)w)->ah != NULL &&        \
+		    checked_add(c, ((SendWRObject *)w)->ah) < 0)         \
+			return -1;                                       \
+	}                                                                \
+	c->dirty = 0;                                                    \
+	return 0;                                                        \
+}                                                                        \
+                                                                         \
+struct wrtype *prefix##chain_head(PyObject *self)                        \
+{                                                                        \
+	WRChainObject *c = CH(self);                                     \
+	Py_ssize_t k;                                                    \
+                                                                         \
+	if (c->items == NULL) {                                          \
+		PyErr_SetString(PyExc_ValueError,                        \
+				"this " #Name "Chain was released");     \
+		return NULL;                                             \
+	}                                                                \
+	if (!c->dirty) {                                                 \
+		for (k = 0; k < c->n_checked; k++) {                     \
+			if (HANDLE(c->checked[k])->obj == NULL)          \
+				break;                                   \
+		}                                                        \
+		if (k == c->n_checked)                                   \
+			return (struct wrtype *)c->head;                 \
+	}                                                                \
+	/* Something changed or closed: the full check names the WR. */ \
+	if (prefix##chain_check_all(c) < 0)                              \
+		return NULL;                                             \
+	return (struct wrtype *)c->head;                                 \
+}                                                                        \
+                                                                         \
+static PyObject *prefix##chain_new(PyTypeObject *type, PyObject *args,  \
+				   PyObject *kw)                         \
+{                                                                        \
+	static char *kwlist[] = {"wrs", NULL};                           \
+	PyObject *arg, *items;                                           \
+	WRChainObject *c;                                                \
+	Py_ssize_t i, n;                                                 \
+	Obj *prev = NULL;                                                \
+                                                                         \
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:" #Name "Chain",   \
+					 kwlist, &arg))                  \
+		return NULL;                                             \
+	if (Py_TYPE(arg) == ST.Name##_type) {                            \
+		PyErr_SetString(PyExc_TypeError,                         \
+				#Name "Chain() takes a sequence of "     \
+				#Name ", not one " #Name);               \
+		return NULL;                                             \
+	}                                                                \
+	items = PySequence_Tuple(arg);                                   \
+	if (items == NULL)                                               \
+		return NULL;                                             \
+	n = PyTuple_Size(items);                                         \
+	if (n == 0) {                                                    \
+		PyErr_SetString(PyExc_ValueError,                        \
+				"empty list of work requests");          \
+		Py_DECREF(items);                                        \
+		return NULL;                                             \
+	}                                                                \
+	for (i = 0; i < n; i++) {                                        \
+		PyObject *o = PyTuple_GetItem(items, i);                 \
+                                                                         \
+		if (Py_TYPE(o) != ST.Name##_type) {                      \
+			PyErr_Format(PyExc_TypeError,                    \
+				     "work request %zd must be a " #Name \
+				     ", not %R", i, (PyObject *)Py_TYPE(o)); \
+			Py_DECREF(items);                                \
+			return NULL;                                     \
+		}                                                        \
+	}                                                                \
+	c = (WRChainObject *)PyType_GenericAlloc(type, 0);               \
+	if (c == NULL) {                                                 \
+		Py_DECREF(items);                                        \
+		return NULL;                                             \
+	}                                                                \
+	/* Claim the members one by one; a member met twice (or one of  \
+	 * another chain) already has its chain set. */                 \
+	c->items = items;                                                \
+	for (i = 0; i < n; i++) {                                        \
+		Obj *w = (Obj *)PyTuple_GetItem(items, i);               \
+                                                                         \
+		if (w->chain != NULL) {                                  \
+			if (w->chain == (PyObject *)c)                   \
+				PyErr_Format(PyExc_ValueError,           \
+					     "work request %zd appears " \
+					     "more than once in the "    \
+					     "list", i);                 \
+			else                                             \
+				wr_member_error(#Name, i);               \
+			goto fail;                                       \
+		}                                                        \
+		w->chain = (PyObject *)c;                                \
+		w->wr.next = NULL;                                       \
+		if (prev != NULL)                                        \
+			prev->wr.next = &w->wr;                          \
+		else                                                     \
+			c->head = &w->wr;                                \
+		prev = w;                                                \
+	}                                                                \
+	if (prefix##chain_check_all(c) < 0)                              \
+		goto fail;                                               \
+	return (PyObject *)c;                                            \
+fail:                                                                    \
+	/* Let go of the members claimed so far, and only those. */     \
+	while (--i >= 0) {                                               \
+		Obj *w = (Obj *)PyTuple_GetItem(items, i);               \
+                                                                         \
+		w->chain = NULL;                                         \
+		w->wr.next = NULL;                                       \
+	}                                                                \
+	c->items = NULL;                                                 \
+	c->head = NULL;                                                  \
+	checked_clear(c);                                                \
+	Py_DECREF(items);                                                \
+	Py_DECREF(c);                                                    \
+	return NULL;                                                     \
+}                                                                        \
+                                                                         \
+static int prefix##chain_clear(PyObject *self)                          \
+{                                                                        \
+	prefix##chain_do_release(CH(self));                              \
+	return 0;                                                        \
+}                                                                        \
+                                                                         \
+static void prefix##chain_dealloc(PyObject *self)                       \
+{                                                                        \
+	PyTypeObject *tp = Py_TYPE(self);                                \
+	freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);     \
+                                                                         \
+	PyObject_GC_UnTrack(self);                                       \
+	prefix##chain_do_release(CH(self));                              \
+	PyMem_Free(CH(self)->checked);                                   \
+	tp_free(self);                                                   \
+	Py_DECREF(tp);                                                   \
+}                                                                        \
+                                                                         \
+static PyObject *prefix##chain_meth_release(PyObject *self,             \
+					    PyObject *unused)            \
+{                                                                        \
+	prefix##chain_do_release(CH(self));                              \
+	Py_RETURN_NONE;                                                  \
+}                                                                        \
+                                                                         \
+static PyObject *prefix##chain_exit(PyObject *self, PyObject *args)     \
+{                                                                        \
+	prefix##chain_do_release(CH(self));                              \
+	Py_RETURN_FALSE;                                                 \
+}                                                                        \
+                                                                         \
+static PyObject *prefix##chain_repr(PyObject *self)                     \
+{                                                                        \
+	if (CH(self)->items == NULL)                                     \
+		return PyUnicode_FromString("<" #Name "Chain, released>"); \
+	return PyUnicode_FromFormat("<" #Name "Chain of %zd " #Name ">", \
+				    chain_length(self));                 \
+}                                                                        \
+                                                                         \
+static PyMethodDef prefix##chain_methods[] = {                           \
+	{"release", prefix##chain_meth_release, METH_NOARGS,             \
+	 "Unlink the members: each can be posted on its own again. "     \
+	 "Idempotent; a released chain cannot be posted."},              \
+	{"__enter__", chain_enter, METH_NOARGS, NULL},                   \
+	{"__exit__", prefix##chain_exit, METH_VARARGS,                   \
+	 "release() the chain."},                                        \
+	{NULL, NULL, 0, NULL}                                            \
+};                                                                       \
+                                                                         \
+static PyGetSetDef prefix##chain_getset[] = {                            \
+	{"released", chain_get_released, NULL,                           \
+	 "True once release() was called.", NULL},                       \
+	{NULL, NULL, NULL, NULL, NULL}                                   \
+};
+
+DEFINE_WRCHAIN(sendwr, SendWRObject, ibv_send_wr, SendWR, 1)
+DEFINE_WRCHAIN(recvwr, RecvWRObject, ibv_recv_wr, RecvWR, 0)
+
+static PyType_Slot sendwrchain_slots[] = {
+	{Py_tp_doc,
+	 "SendWRChain(wrs)\n\n"
+	 "SendWRs linked through wr.next once, to be posted as one\n"
+	 "ibv_post_send() many times: qp.post_send(chain).  Unlike a list,\n"
+	 "a chain is not linked and checked again on every post; each post\n"
+	 "only checks that the MRs and AHs its members use are still open.\n"
+	 "The members are the WR objects given, not copies: setting one's\n"
+	 "wr_id, send_flags, remote_addr, ... is seen by the next post.\n"
+	 "A member cannot be posted on its own, in a list or in another\n"
+	 "chain until release() (also called by `with` and when the chain\n"
+	 "is freed).  len(chain) and chain[i] give the members."},
+	{Py_tp_new, sendwrchain_new},
+	{Py_tp_dealloc, sendwrchain_dealloc},
+	{Py_tp_traverse, chain_traverse},
+	{Py_tp_clear, sendwrchain_clear},
+	{Py_tp_repr, sendwrchain_repr},
+	{Py_tp_methods, sendwrchain_methods},
+	{Py_tp_getset, sendwrchain_getset},
+	{Py_sq_length, chain_length},
+	{Py_sq_item, chain_item},
+	{Py_tp_iter, chain_iter},
+	{0, NULL}
+};
+
+PyType_Spec SendWRChain_spec = {
+	"ibverbs._ibverbs.SendWRChain", sizeof(WRChainObject), 0,
+	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, sendwrchain_slots
+};
+
+static PyType_Slot recvwrchain_slots[] = {
+	{Py_tp_doc,
+	 "RecvWRChain(wrs)\n\n"
+	 "RecvWRs linked through wr.next once, to be posted as one\n"
+	 "ibv_post_recv() many times: qp.post_recv(chain) or\n"
+	 "srq.post_recv(chain).  As SendWRChain: the members are the WR\n"
+	 "objects given, each post only checks that their MRs are still\n"
+	 "open, and a member belongs to the chain until release()."},
+	{Py_tp_new, recvwrchain_new},
+	{Py_tp_dealloc, recvwrchain_dealloc},
+	{Py_tp_traverse, chain_traverse},
+	{Py_tp_clear, recvwrchain_clear},
+	{Py_tp_repr, recvwrchain_repr},
+	{Py_tp_methods, recvwrchain_methods},
+	{Py_tp_getset, recvwrchain_getset},
+	{Py_sq_length, chain_length},
+	{Py_sq_item, chain_item},
+	{Py_tp_iter, chain_iter},
+	{0, NULL}
+};
+
+PyType_Spec RecvWRChain_spec = {
+	"ibverbs._ibverbs.RecvWRChain", sizeof(WRChainObject), 0,
+	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, recvwrchain_slots
+};
