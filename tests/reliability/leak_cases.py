@@ -60,6 +60,30 @@ def cycles(device):
                 wc.raise_for_status()
                 n += 1
 
+    def chain_path(s):
+        # A fresh SendWRChain of two WRs (one through an MR that is then
+        # closed, so the post after it is refused), posted and released.
+        mr = ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS)
+        wrs = [ib.SendWR(wr_id=3, sg_list=[m.sge(64)], ah=s["ah"],
+                         send_flags=ib.SendFlags.SIGNALED if i else 0,
+                         remote_qpn=s["ud"].qp_num, remote_qkey=0x11111111)
+               for i, m in enumerate((s["mr"], mr))]
+        chain = ib.SendWRChain(wrs)
+        s["ud"].post_send(chain)
+        n = 0
+        while n < 1:                     # the second WR is the signaled one
+            for wc in s["cq"].poll(4):
+                wc.raise_for_status()
+                n += 1
+        mr.close()
+        try:
+            s["ud"].post_send(chain)
+        except ib.VerbsError:
+            pass
+        else:
+            raise AssertionError("a chain over a closed MR was posted")
+        chain.release()
+
     def ctx_cycle(s):
         ib.Context(device).close()
 
@@ -99,6 +123,7 @@ def cycles(device):
         "SRQ": (base, lambda s: s["pd"].create_srq(max_wr=16).close()),
         "AH": (base, lambda s: s["pd"].create_ah(s["ah_attr"]).close()),
         "post_send + poll": (lambda: ud(base()), data_path),
+        "SendWRChain post + poll": (lambda: ud(base()), chain_path),
     }
 
 

@@ -22,7 +22,8 @@ What a case expects (the README's "Safety" contract):
   ValueError);
 - "any": may succeed or raise one of those (e.g. a value in range that the
   device refuses), but must not crash;
-- "ok": must succeed (the valid call the other cases perturb).
+- "ok": must succeed (the valid call the other cases perturb);
+- "index": an index out of range raises IndexError (sequence protocol).
 """
 
 from __future__ import annotations
@@ -562,6 +563,76 @@ def special_device_cases(w, cw, ow, opd, device):
     add("post_send(more SGEs than max_send_sge)",
         lambda: w.ud.post_send(ib.SendWR(wr_id=3, sg_list=[w.sge] * 5, ah=w.ah,
                                          remote_qpn=1, remote_qkey=1)), "raise")
+    # --- SendWRChain / RecvWRChain: the checks a chain keeps between posts
+    def ud_chain(*extra, ah=None):
+        wrs = [ib.SendWR(wr_id=4, sg_list=[w.sge], ah=ah or w.ah, remote_qpn=1,
+                         remote_qkey=1), *extra]
+        return ib.SendWRChain(wrs)
+
+    def chain_closed_mr():
+        buf = bytearray(64)
+        mr = ib.reg_tensor(w.pd, buf, ALL_ACCESS)
+        chain = ud_chain(ib.SendWR(wr_id=5, sg_list=[mr.sge()], ah=w.ah,
+                                   remote_qpn=1, remote_qkey=1))
+        w.ud.post_send(chain)
+        w.drain()
+        mr.close()
+        w.ud.post_send(chain)
+    add("post_send(SendWRChain over an MR closed after a post)", chain_closed_mr,
+        "closed")
+
+    def chain_closed_ah():
+        ah = w.pd.create_ah(w.ah_attr)
+        chain = ud_chain(ah=ah)
+        w.ud.post_send(chain)
+        w.drain()
+        ah.close()
+        w.ud.post_send(chain)
+    add("post_send(SendWRChain whose AH was closed after a post)", chain_closed_ah,
+        "closed")
+
+    def chain_new_ah_closed():
+        chain = ud_chain()
+        w.ud.post_send(chain)
+        w.drain()
+        ah = w.pd.create_ah(w.ah_attr)
+        chain[0].ah = ah
+        ah.close()
+        w.ud.post_send(chain)
+    add("post_send(SendWRChain: a member's new AH closed before the post)",
+        chain_new_ah_closed, "closed")
+
+    def recv_chain_closed_mr(target):
+        buf = bytearray(64)
+        mr = ib.reg_tensor(w.pd, buf, ALL_ACCESS)
+        chain = ib.RecvWRChain([ib.RecvWR(wr_id=9, sg_list=[mr.sge()])])
+        mr.close()
+        target().post_recv(chain)
+    add("post_recv(RecvWRChain over a closed MR)",
+        lambda: recv_chain_closed_mr(lambda: w.qp), "closed")
+    add("SRQ.post_recv(RecvWRChain over a closed MR)",
+        lambda: recv_chain_closed_mr(lambda: w.srq), "closed")
+    add("post_send(SendWRChain) on a closed QP",
+        lambda: cw.ud.post_send(ud_chain()), "closed")
+    add("post_send(released SendWRChain)",
+        lambda: (lambda c: (c.release(), w.ud.post_send(c)))(ud_chain()), "raise")
+    add("post_send(a member of a SendWRChain)",
+        lambda: (lambda c: w.ud.post_send(c[0]))(ud_chain()), "raise")
+    add("post_send(a list holding a member of a SendWRChain)",
+        lambda: (lambda c: w.ud.post_send([ib.SendWR(), c[0]]))(ud_chain()), "raise")
+    add("UD post_send(SendWRChain with an RDMA_WRITE)",
+        lambda: w.ud.post_send(ud_chain(ib.SendWR(wr_id=3, sg_list=[w.sge], ah=w.ah,
+                                                  opcode=ib.WROpcode.RDMA_WRITE))),
+        "raise")
+    add("UD post_send(SendWRChain with no AH)",
+        lambda: w.ud.post_send(ud_chain(ib.SendWR(wr_id=3, sg_list=[w.sge]))), "raise")
+    add("post_recv(a SendWRChain)", lambda: w.qp.post_recv(ud_chain()), "raise")
+    add("post_send(a RecvWRChain)",
+        lambda: w.ud.post_send(ib.RecvWRChain([ib.RecvWR()])), "raise")
+    add("post_send(SendWRChain longer than the SQ)",
+        lambda: (w.ud.post_send(ib.SendWRChain(
+            ib.SendWR(wr_id=i, sg_list=[w.sge], ah=w.ah, remote_qpn=1, remote_qkey=1)
+            for i in range(4096))), w.drain()), "raise")
     add("post_recv on a QP with an SRQ",
         lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=w.cq, srq=w.srq))
         .post_recv(w.rwr), "raise")
@@ -897,6 +968,29 @@ def host_cases():
         add(f"RecvWR(wr_id={lbl})", lambda v=v: ib.RecvWR(wr_id=v), expect)
         add(f"RecvWR.wr_id = {lbl}", lambda v=v: setattr(ib.RecvWR(), "wr_id", v), expect)
     add("RecvWR(too many args)", lambda: ib.RecvWR(1, [], 3), "raise")
+    # SendWRChain / RecvWRChain construction
+    for kind, wr in (("SendWRChain", ib.SendWR), ("RecvWRChain", ib.RecvWR)):
+        cls = getattr(ib, kind)
+        for lbl, v in [("None", None), ("int", 1), ("str", "ab"), ("bytes", b"ab"),
+                       ("empty list", []), ("list with None", [wr(), None]),
+                       ("dict", {1: 2}), ("one WR", wr()),
+                       ("the other kind", [ib.RecvWR() if wr is ib.SendWR
+                                           else ib.SendWR()]),
+                       ("the same WR twice", (lambda x: [x, x])(wr()))]:
+            add(f"{kind}({lbl})", lambda c=cls, v=v: c(v), "raise")
+        add(f"{kind}(generator raising)",
+            lambda c=cls: c(1 / 0 for _ in range(1)), "propagate")
+        add(f"{kind}() without arguments", lambda c=cls: c(), "raise")
+        add(f"{kind}(too many arguments)", lambda c=cls, wr=wr: c([wr()], 1), "raise")
+        add(f"{kind}(a member of another chain)",
+            lambda c=cls, wr=wr: (lambda x: (c([x]), c([x])))(wr()), "raise")
+        add(f"{kind}.released = True",
+            lambda c=cls, wr=wr: setattr(c([wr()]), "released", True), "attr")
+        add(f"{kind}[out of range]", lambda c=cls, wr=wr: c([wr()])[5], "index")
+        add(f"{kind}[after release]",
+            lambda c=cls, wr=wr: (lambda x: (x.release(), x[0]))(c([wr()])), "index")
+        add(f"{kind}.release() twice",
+            lambda c=cls, wr=wr: (lambda x: (x.release(), x.release()))(c([wr()])), "ok")
     # SGE
     for name, (valid, rng) in {"mr_or_addr": (0x1000, U64), "length": (64, U32),
                                "lkey": (1, U32), "offset": (0, U64)}.items():
@@ -984,6 +1078,8 @@ def judge(expect, exc, result):
         return isinstance(exc, ALLOWED + (AttributeError,)), ""
     if expect == "completion":
         return isinstance(exc, ib.CompletionError), ""
+    if expect == "index":
+        return isinstance(exc, IndexError), ""
     if expect == "propagate":
         return isinstance(exc, ZeroDivisionError), ""
     if expect == "ok":
