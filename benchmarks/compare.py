@@ -692,6 +692,9 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="directory for compare.json / compare.md / compare.txt")
     p.add_argument("--svg", help="write the bar chart here")
     p.add_argument("--bars", action="store_true", help="print text bars too")
+    p.add_argument("--case", action="append", metavar="KEY",
+                   help="run only this target case (write8_single, write8_list16, "
+                   "write64k_bw, pingpong4k); repeatable")
     args = p.parse_args(argv)
 
     for tool in ("ib_write_bw", "ibv_rc_pingpong"):
@@ -709,7 +712,14 @@ def main(argv=None) -> int:
           "pingpong": max(100, int(1000 * s)), "lat": max(100, int(1000 * s))}
     env = build_env(args)
     cases = target_cases(it)
-    if not args.quick:
+    if args.case:
+        unknown = set(args.case) - {c.key for c in cases}
+        if unknown:
+            print(f"compare: unknown case(s) {sorted(unknown)}; the targets are "
+                  f"{[c.key for c in cases]}", file=sys.stderr)
+            return 2
+        cases = [c for c in cases if c.key in args.case]
+    if not args.quick and not args.case:
         cases += example_cases(it) + extra_cases(it)
         venv_py = os.path.join(ROOT, ".venv", "bin", "python")
         if os.path.exists(venv_py):
