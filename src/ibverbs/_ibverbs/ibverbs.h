@@ -390,13 +390,15 @@ struct ibv_send_wr *sendwr_chain(PyObject *arg);
 void sendwr_unchain(PyObject *arg);
 struct ibv_recv_wr *recvwr_chain(PyObject *arg);
 void recvwr_unchain(PyObject *arg);
-/* arg is one WR (not a list or chain): the rejected one even when the
- * provider left *bad unset. */
-#define WR_IS_ONE(arg) \
-	(Py_TYPE(arg) == ST.SendWR_type || Py_TYPE(arg) == ST.RecvWR_type)
 /* The position in arg (0 for a single WR) of the WR at "bad", or -1. */
 Py_ssize_t sendwr_index(PyObject *arg, const struct ibv_send_wr *bad);
 Py_ssize_t recvwr_index(PyObject *arg, const struct ibv_recv_wr *bad);
+/* After a failed post of head: sets *bad to head for a single WR the
+ * provider did not name, unchains arg and returns *bad's index (or -1). */
+Py_ssize_t sendwr_failed(PyObject *arg, struct ibv_send_wr *head,
+			 struct ibv_send_wr **bad);
+Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,
+			 struct ibv_recv_wr **bad);
 /* For a UD QP, after sendwr_chain: every WR must be a SEND(_WITH_IMM) with
  * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
  * ValueError naming the WR's index (the caller then unchains). */

@@ -388,10 +388,7 @@ static PyObject *qp_post_send(PyObject *self, PyObject *arg)
 		sendwr_unchain(arg);
 		Py_RETURN_NONE;
 	}
-	if (bad == NULL && WR_IS_ONE(arg))
-		bad = head;
-	idx = sendwr_index(arg, bad);
-	sendwr_unchain(arg);
+	idx = sendwr_failed(arg, head, &bad);
 	return post_error(self, rc, "ibv_post_send", "send", idx,
 			  bad ? bad->wr_id : 0);
 }
@@ -417,10 +414,7 @@ static PyObject *qp_post_recv(PyObject *self, PyObject *arg)
 		recvwr_unchain(arg);
 		Py_RETURN_NONE;
 	}
-	if (bad == NULL && WR_IS_ONE(arg))
-		bad = head;
-	idx = recvwr_index(arg, bad);
-	recvwr_unchain(arg);
+	idx = recvwr_failed(arg, head, &bad);
 	return post_error(self, rc, "ibv_post_recv", "receive", idx,
 			  bad ? bad->wr_id : 0);
 }

@@ -93,10 +93,7 @@ static PyObject *srq_post_recv(PyObject *self, PyObject *arg)
 		recvwr_unchain(arg);
 		Py_RETURN_NONE;
 	}
-	if (bad == NULL && WR_IS_ONE(arg))
-		bad = head;
-	idx = recvwr_index(arg, bad);
-	recvwr_unchain(arg);
+	idx = recvwr_failed(arg, head, &bad);
 	if (idx < 0)
 		return verbs_error_fmt(rc, "ibv_post_srq_recv", "the SRQ "
 				       "rejected the WRs without saying which");

@@ -1402,6 +1402,20 @@ Py_ssize_t prefix##_index(PyObject *arg, const struct wrtype *bad)      \
 			return i;                                        \
 	}                                                                \
 	return -1;                                                       \
+}                                                                        \
+                                                                         \
+Py_ssize_t prefix##_failed(PyObject *arg, struct wrtype *head,          \
+			   struct wrtype **bad)                          \
+{                                                                        \
+	Py_ssize_t idx;                                                  \
+                                                                         \
+	/* A single WR is the rejected one even when the provider left  \
+	 * *bad unset. */                                               \
+	if (*bad == NULL && Py_TYPE(arg) == ST.Name##_type)              \
+		*bad = head;                                             \
+	idx = prefix##_index(arg, *bad);                                 \
+	prefix##_unchain(arg);                                           \
+	return idx;                                                      \
 }
 
 DEFINE_CHAIN(sendwr, SendWRObject, ibv_send_wr, SendWR)
