@@ -379,22 +379,22 @@ int recvwr_ready(RecvWRObject *w, Py_ssize_t i);
  * set (released, a member's MR or AH closed). */
 struct ibv_send_wr *sendwrchain_head(PyObject *chain);
 struct ibv_recv_wr *recvwrchain_head(PyObject *chain);
-/* A member of a chain cannot be posted alone or in a list (wr.c). */
+/* A member of a chain cannot be posted alone or in a list: ValueError,
+ * -1 (wrchain.c; used by wr.c too). */
 int wr_member_error(const char *kind, Py_ssize_t i);
 
 /* Link one WR or a list/tuple of WRs into a chain through wr.next,
- * without allocating (a SendWRChain/RecvWRChain is linked already).  Returns the head, or NULL with TypeError/ValueError
- * set (wrong type, empty list, an AH that was closed).  The caller holds
+ * without allocating (a SendWRChain/RecvWRChain is linked already).
+ * Returns the head, or NULL with TypeError/ValueError set (wrong type,
+ * empty list, an AH that was closed).  The caller holds
  * "arg" for the duration of the post and calls *_unchain afterwards. */
 struct ibv_send_wr *sendwr_chain(PyObject *arg);
 void sendwr_unchain(PyObject *arg);
 struct ibv_recv_wr *recvwr_chain(PyObject *arg);
 void recvwr_unchain(PyObject *arg);
-/* The position in arg (0 for a single WR) of the WR at "bad", or -1. */
-Py_ssize_t sendwr_index(PyObject *arg, const struct ibv_send_wr *bad);
-Py_ssize_t recvwr_index(PyObject *arg, const struct ibv_recv_wr *bad);
 /* After a failed post of head: sets *bad to head for a single WR the
- * provider did not name, unchains arg and returns *bad's index (or -1). */
+ * provider did not name, unchains arg and returns *bad's position in arg
+ * (0 for a single WR, the index in a list or chain), or -1. */
 Py_ssize_t sendwr_failed(PyObject *arg, struct ibv_send_wr *head,
 			 struct ibv_send_wr **bad);
 Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,

@@ -1376,7 +1376,8 @@ void prefix##_unchain(PyObject *arg)                                     \
 	}                                                                \
 }                                                                        \
                                                                          \
-Py_ssize_t prefix##_index(PyObject *arg, const struct wrtype *bad)      \
+static Py_ssize_t prefix##_index(PyObject *arg,                          \
+				 const struct wrtype *bad)               \
 {                                                                        \
 	Py_ssize_t i, n;                                                 \
 	int is_list;                                                     \

@@ -79,33 +79,6 @@ static int checked_add_sges(WRChainObject *c, PyObject *sg_list)
 	return 0;
 }
 
-/* Unlink every member and let it go; idempotent. */
-static void chain_release(WRChainObject *c, int is_send)
-{
-	PyObject *items = c->items;
-	Py_ssize_t i, n;
-
-	checked_clear(c);
-	c->dirty = 1;
-	if (items == NULL)
-		return;
-	n = PyTuple_Size(items);
-	for (i = 0; i < n; i++) {
-		PyObject *o = PyTuple_GetItem(items, i);
-
-		if (is_send) {
-			((SendWRObject *)o)->wr.next = NULL;
-			((SendWRObject *)o)->chain = NULL;
-		} else {
-			((RecvWRObject *)o)->wr.next = NULL;
-			((RecvWRObject *)o)->chain = NULL;
-		}
-	}
-	c->items = NULL;
-	c->head = NULL;
-	Py_DECREF(items);
-}
-
 static int chain_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	WRChainObject *c = CH(self);
@@ -170,9 +143,32 @@ static PyObject *chain_enter(PyObject *self, PyObject *unused)
  */
 #define DEFINE_WRCHAIN(prefix, Obj, wrtype, Name, IS_SEND)                \
                                                                          \
+/* Unlink the first n members and let them go, then the items: n is    \
+ * every member on release (idempotent), those claimed so far when a    \
+ * build fails (the others may belong to another chain). */             \
+static void prefix##chain_unbind(WRChainObject *c, Py_ssize_t n)        \
+{                                                                        \
+	PyObject *items = c->items;                                      \
+	Py_ssize_t i;                                                    \
+                                                                         \
+	checked_clear(c);                                                \
+	c->dirty = 1;                                                    \
+	if (items == NULL)                                               \
+		return;                                                  \
+	for (i = 0; i < n; i++) {                                        \
+		Obj *w = (Obj *)PyTuple_GetItem(items, i);               \
+                                                                         \
+		w->wr.next = NULL;                                       \
+		w->chain = NULL;                                         \
+	}                                                                \
+	c->items = NULL;                                                 \
+	c->head = NULL;                                                  \
+	Py_DECREF(items);                                                \
+}                                                                        \
+                                                                         \
 static void prefix##chain_do_release(WRChainObject *c)                   \
 {                                                                        \
-	chain_release(c, IS_SEND);                                       \
+	prefix##chain_unbind(c, chain_length((PyObject *)c));            \
 }                                                                        \
                                                                          \
 /* Check every member; record the MRs/AHs to look at between posts. */  \
@@ -293,17 +289,7 @@ static PyObject *prefix##chain_new(PyTypeObject *type, PyObject *args,  \
 		goto fail;                                               \
 	return (PyObject *)c;                                            \
 fail:                                                                    \
-	/* Let go of the members claimed so far, and only those. */     \
-	while (--i >= 0) {                                               \
-		Obj *w = (Obj *)PyTuple_GetItem(items, i);               \
-                                                                         \
-		w->chain = NULL;                                         \
-		w->wr.next = NULL;                                       \
-	}                                                                \
-	c->items = NULL;                                                 \
-	c->head = NULL;                                                  \
-	checked_clear(c);                                                \
-	Py_DECREF(items);                                                \
+	prefix##chain_unbind(c, i);   /* and drops items */              \
 	Py_DECREF(c);                                                    \
 	return NULL;                                                     \
 }                                                                        \
