@@ -90,6 +90,24 @@ def make_rc_pair(ctx, pd, *, qp_type=None, max_send_wr=128, max_recv_wr=128,
     return qa, ca, qb, cb
 
 
+def mkbuf(pd, n, access=ALL_ACCESS, dtype=None, fill=0):
+    """A numpy buffer of n items (uint8 unless dtype says otherwise),
+    filled with fill, and its MR."""
+    import numpy as np
+
+    buf = np.full(n, fill, dtype=np.uint8 if dtype is None else dtype)
+    return buf, pd.reg_mr(buf.ctypes.data, buf.nbytes, access)
+
+
+def ok(wcs, opcode=None):
+    """Raise for a failed completion; check the opcode when given."""
+    for wc in wcs:
+        wc.raise_for_status()
+        if opcode is not None:
+            assert wc.opcode == opcode
+    return wcs
+
+
 def poll_until(cq, n=1, timeout=10.0):
     """Poll cq until n completions arrived; returns them (fails on timeout)."""
     import time

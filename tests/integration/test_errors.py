@@ -4,21 +4,15 @@ flushes, rejected posts that name the WR, and misuse that must raise."""
 import errno
 import time
 
-import numpy as np
 import pytest
 
 import ibverbs as ib
-from conftest import ALL_ACCESS, make_rc_pair, poll_until
+from conftest import make_rc_pair, mkbuf, poll_until
 
 pytestmark = pytest.mark.integration
 
 SIGNALED = ib.SendFlags.SIGNALED
 S = ib.WCStatus
-
-
-def mkbuf(pd, n, access=ALL_ACCESS, fill=0):
-    buf = np.full(n, fill, dtype=np.uint8)
-    return buf, pd.reg_mr(buf.ctypes.data, buf.nbytes, access)
 
 
 @pytest.fixture

@@ -12,24 +12,11 @@ import numpy as np
 import pytest
 
 import ibverbs as ib
-from conftest import ALL_ACCESS, make_rc_pair, poll_until
+from conftest import ALL_ACCESS, make_rc_pair, mkbuf, ok, poll_until
 
 pytestmark = pytest.mark.integration
 
 SIGNALED = ib.SendFlags.SIGNALED
-
-
-def mkbuf(pd, n, access=ALL_ACCESS, dtype=np.uint8, fill=0):
-    buf = np.full(n, fill, dtype=dtype)
-    return buf, pd.reg_mr(buf.ctypes.data, buf.nbytes, access)
-
-
-def ok(wcs, opcode=None):
-    for wc in wcs:
-        wc.raise_for_status()
-        if opcode is not None:
-            assert wc.opcode == opcode
-    return wcs
 
 
 @pytest.fixture

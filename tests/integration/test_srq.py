@@ -4,28 +4,14 @@ the SRQ_LIMIT_REACHED async event, and the ownership rules."""
 import errno
 import select
 
-import numpy as np
 import pytest
 
 import ibverbs as ib
-from conftest import ALL_ACCESS, make_rc_pair, poll_until
+from conftest import make_rc_pair, mkbuf, ok, poll_until
 
 pytestmark = pytest.mark.integration
 
 SIGNALED = ib.SendFlags.SIGNALED
-
-
-def mkbuf(pd, n, access=ALL_ACCESS, fill=0):
-    buf = np.full(n, fill, dtype=np.uint8)
-    return buf, pd.reg_mr(buf.ctypes.data, buf.nbytes, access)
-
-
-def ok(wcs, opcode=None):
-    for wc in wcs:
-        wc.raise_for_status()
-        if opcode is not None:
-            assert wc.opcode == opcode
-    return wcs
 
 
 def test_create_query_modify(pd):

@@ -10,23 +10,12 @@ import numpy as np
 import pytest
 
 import ibverbs as ib
-from conftest import ALL_ACCESS, make_rc_pair, poll_until
+from conftest import make_rc_pair, mkbuf, ok, poll_until
 
 pytestmark = pytest.mark.integration
 
 SIGNALED = ib.SendFlags.SIGNALED
 WRITE = ib.WROpcode.RDMA_WRITE
-
-
-def mkbuf(pd, n, fill=0):
-    buf = np.full(n, fill, dtype=np.uint8)
-    return buf, pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS)
-
-
-def ok(wcs):
-    for wc in wcs:
-        wc.raise_for_status()
-    return wcs
 
 
 @pytest.fixture
