@@ -48,12 +48,10 @@ def event_type_str(event_type: int, /) -> str: ...
 # --------------------------------------------------------------- handles ---
 
 @type_check_only
-class _Handle:
-    """What every verbs object has (HANDLE_METHODS / HANDLE_GETSETS)."""
+class _With:
+    """``with obj:`` ends it on the way out: closes a handle, releases a
+    chain, acks an event."""
 
-    @property
-    def closed(self) -> bool: ...
-    def close(self) -> None: ...
     def __enter__(self) -> Self: ...
     def __exit__(
         self,
@@ -62,6 +60,14 @@ class _Handle:
         tb: TracebackType | None,
         /,
     ) -> Literal[False]: ...
+
+@type_check_only
+class _Handle(_With):
+    """What every verbs object has (HANDLE_METHODS / HANDLE_GETSETS)."""
+
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
 
 @final
 class Context(_Handle):
@@ -308,7 +314,7 @@ class RecvWR:
 _W = TypeVar("_W", SendWR, RecvWR)
 
 @type_check_only
-class _WRChain(Generic[_W]):
+class _WRChain(_With, Generic[_W]):
     """What SendWRChain and RecvWRChain share (not a runtime class)."""
 
     def __new__(cls, wrs: Iterable[_W]) -> Self: ...
@@ -316,14 +322,6 @@ class _WRChain(Generic[_W]):
     def __getitem__(self, index: int, /) -> _W: ...
     def __iter__(self) -> Iterator[_W]: ...
     def release(self) -> None: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-        /,
-    ) -> Literal[False]: ...
     @property
     def released(self) -> bool: ...
 
@@ -373,7 +371,7 @@ class WC:
     def raise_for_status(self) -> None: ...
 
 @final
-class AsyncEvent:
+class AsyncEvent(_With):
     @property
     def event_type(self) -> int: ...
     @property
@@ -385,11 +383,3 @@ class AsyncEvent:
     @property
     def acked(self) -> bool: ...
     def ack(self) -> None: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-        /,
-    ) -> Literal[False]: ...
