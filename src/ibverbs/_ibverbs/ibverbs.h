@@ -147,7 +147,7 @@ extern PyType_Spec CQ_spec;           /* cq.c */
 extern PyType_Spec QP_spec;           /* qp.c */
 extern PyType_Spec SRQ_spec;          /* srq.c */
 extern PyType_Spec AH_spec;           /* ah.c */
-extern PyType_Spec SGE_spec;          /* wr.c */
+extern PyType_Spec SGE_spec;          /* sge.c */
 extern PyType_Spec SendWR_spec;       /* wr.c */
 extern PyType_Spec RecvWR_spec;       /* wr.c */
 extern PyType_Spec SendWRChain_spec;  /* wrchain.c */
@@ -321,9 +321,9 @@ typedef struct {
 	Handle h;                  /* obj: struct ibv_ah *; parent: PD */
 } AHObject;
 
-/* Work requests (wr.c).  A WR object holds the native struct, ready to
- * post with no per-call conversion; small SGE lists live inside the
- * object.  "keep" holds what the SGEs point into (SGE -> MR -> owner) and
+/* SGE (sge.c) and work requests (wr.c).  A WR object holds the native
+ * struct, ready to post with no per-call conversion; small SGE lists live
+ * inside the object.  "keep" holds what the SGEs point into (SGE -> MR -> owner) and
  * the AH, so a WR keeps that memory alive while it exists. */
 #define WR_INLINE_SGES 2
 
@@ -332,6 +332,8 @@ typedef struct {
 	struct ibv_sge sge;
 	PyObject *mr;              /* MRObject or NULL for a raw address */
 } SGEObject;
+
+#define SGEP(self) (&((SGEObject *)(self))->sge)
 
 typedef struct {
 	PyObject_HEAD
