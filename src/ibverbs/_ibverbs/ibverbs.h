@@ -382,7 +382,7 @@ int recvwr_ready(RecvWRObject *w, Py_ssize_t i);
 struct ibv_send_wr *sendwrchain_head(PyObject *chain);
 struct ibv_recv_wr *recvwrchain_head(PyObject *chain);
 /* A member of a chain cannot be posted alone or in a list: ValueError,
- * -1 (wrchain.c; used by wr.c too). */
+ * -1 (wrchain.c; used by post.c too). */
 int wr_member_error(const char *kind, Py_ssize_t i);
 
 /* Link one WR or a list/tuple of WRs into a chain through wr.next,
