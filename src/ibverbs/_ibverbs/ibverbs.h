@@ -385,25 +385,25 @@ struct ibv_recv_wr *recvwrchain_head(PyObject *chain);
  * -1 (wrchain.c; used by post.c too). */
 int wr_member_error(const char *kind, Py_ssize_t i);
 
-/* Link one WR or a list/tuple of WRs into a chain through wr.next,
- * without allocating (a SendWRChain/RecvWRChain is linked already).
+/* post.c: link one WR, a list/tuple of WRs or a SendWRChain/RecvWRChain
+ * (linked already) through wr.next for one post, without allocating.
  * Returns the head, or NULL with TypeError/ValueError set (wrong type,
- * empty list, an AH that was closed).  The caller holds
- * "arg" for the duration of the post and calls *_unchain afterwards. */
-struct ibv_send_wr *sendwr_chain(PyObject *arg);
-void sendwr_unchain(PyObject *arg);
-struct ibv_recv_wr *recvwr_chain(PyObject *arg);
-void recvwr_unchain(PyObject *arg);
+ * empty list, an AH that was closed).  The caller holds "arg" for the
+ * duration of the post and calls *_unlink afterwards. */
+struct ibv_send_wr *sendwr_link(PyObject *arg);
+void sendwr_unlink(PyObject *arg);
+struct ibv_recv_wr *recvwr_link(PyObject *arg);
+void recvwr_unlink(PyObject *arg);
 /* After a failed post of head: sets *bad to head for a single WR the
- * provider did not name, unchains arg and returns *bad's position in arg
+ * provider did not name, unlinks arg and returns *bad's position in arg
  * (0 for a single WR, the index in a list or chain), or -1. */
 Py_ssize_t sendwr_failed(PyObject *arg, struct ibv_send_wr *head,
 			 struct ibv_send_wr **bad);
 Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,
 			 struct ibv_recv_wr **bad);
-/* For a UD QP, after sendwr_chain: every WR must be a SEND(_WITH_IMM) with
+/* For a UD QP, after sendwr_link: every WR must be a SEND(_WITH_IMM) with
  * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
- * ValueError naming the WR's index (the caller then unchains). */
+ * ValueError naming the WR's index (the caller then unlinks). */
 int sendwr_check_ud(const struct ibv_send_wr *head);
 
 /* Constructors used by the parent types' factory methods. Each returns a

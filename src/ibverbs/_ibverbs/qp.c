@@ -11,7 +11,7 @@
  * tree instead).  The verbs object never outlives the Python object.
  *
  * The data path (post_send/post_recv) is METH_O: the WR objects already
- * hold native ibv_*_wr structs, which wr.c chains in place; the inline
+ * hold native ibv_*_wr structs, which post.c links in place; the inline
  * verbs jump straight to the provider.  No allocation, GIL kept.
  */
 #include "ibverbs.h"
@@ -375,17 +375,17 @@ static PyObject *qp_post_send(PyObject *self, PyObject *arg)
 	int rc;
 
 	HANDLE_CHECK(self);
-	head = sendwr_chain(arg);
+	head = sendwr_link(arg);
 	if (head == NULL)
 		return NULL;
 	/* Providers dereference wr.ud.ah unchecked on UD QPs. */
 	if (QPO(self)->qp_type == IBV_QPT_UD && sendwr_check_ud(head) < 0) {
-		sendwr_unchain(arg);
+		sendwr_unlink(arg);
 		return NULL;
 	}
 	rc = ibv_post_send(QPP(self), head, &bad);
 	if (rc == 0) {
-		sendwr_unchain(arg);
+		sendwr_unlink(arg);
 		Py_RETURN_NONE;
 	}
 	idx = sendwr_failed(arg, head, &bad);
@@ -406,12 +406,12 @@ static PyObject *qp_post_recv(PyObject *self, PyObject *arg)
 				"qp.srq.post_recv()");
 		return NULL;
 	}
-	head = recvwr_chain(arg);
+	head = recvwr_link(arg);
 	if (head == NULL)
 		return NULL;
 	rc = ibv_post_recv(QPP(self), head, &bad);
 	if (rc == 0) {
-		recvwr_unchain(arg);
+		recvwr_unlink(arg);
 		Py_RETURN_NONE;
 	}
 	idx = recvwr_failed(arg, head, &bad);

@@ -85,12 +85,12 @@ static PyObject *srq_post_recv(PyObject *self, PyObject *arg)
 	int rc;
 
 	HANDLE_CHECK(self);
-	head = recvwr_chain(arg);
+	head = recvwr_link(arg);
 	if (head == NULL)
 		return NULL;
 	rc = ibv_post_srq_recv(SRQP(self), head, &bad);
 	if (rc == 0) {
-		recvwr_unchain(arg);
+		recvwr_unlink(arg);
 		Py_RETURN_NONE;
 	}
 	idx = recvwr_failed(arg, head, &bad);
