@@ -405,6 +405,13 @@ Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,
  * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
  * ValueError naming the WR's index (the caller then unlinks). */
 int sendwr_check_ud(const struct ibv_send_wr *head);
+/* post.c: raise VerbsError(rc) for a failed post, naming the WR at idx
+ * (idx < 0: the provider did not say which) and, for a QP (qp_state: its
+ * state's name), the QP with a hint for the usual causes; qp NULL: the
+ * SRQ.  verb: "ibv_post_send", ...; kind: "send" or "receive".  NULL. */
+PyObject *post_error(int rc, const char *verb, const char *kind,
+		     Py_ssize_t idx, uint64_t wr_id, const struct ibv_qp *qp,
+		     const char *qp_state);
 
 /* Constructors used by the parent types' factory methods. Each returns a
  * new reference or NULL with an exception set. */

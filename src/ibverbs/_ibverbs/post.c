@@ -47,6 +47,10 @@
 #undef WR_CHAIN_HEAD
 #undef WR_NAME
 
+/* ------------------------------------------------------------------ */
+/* Checks after linking, messages after a failed post                  */
+/* ------------------------------------------------------------------ */
+
 int sendwr_check_ud(const struct ibv_send_wr *head)
 {
 	const struct ibv_send_wr *w;
@@ -69,4 +73,36 @@ int sendwr_check_ud(const struct ibv_send_wr *head)
 		}
 	}
 	return 0;
+}
+
+/* Out of line: the post failed; say which WR and, for a QP and the usual
+ * causes, why.  idx < 0: the provider did not say which. */
+PyObject *post_error(int rc, const char *verb, const char *kind,
+		     Py_ssize_t idx, uint64_t wr_id, const struct ibv_qp *qp,
+		     const char *qp_state)
+{
+	const char *hint = "";
+
+	if (qp == NULL) {
+		if (idx < 0)
+			return verbs_error_fmt(rc, verb, "the SRQ rejected "
+					       "the WRs without saying which");
+		return verbs_error_fmt(rc, verb, "%s WR at index %zd "
+				       "(wr_id=%llu) was rejected", kind,
+				       idx, (unsigned long long)wr_id);
+	}
+	if (rc == ENOMEM || rc == -ENOMEM)
+		hint = " (the queue is full: too many WRs outstanding?)";
+	else if (rc == EINVAL || rc == -EINVAL)
+		hint = " (too many SGEs, an unsupported opcode or flag, or a "
+		       "QP state that does not allow posting?)";
+	if (idx < 0)
+		return verbs_error_fmt(rc, verb, "QP %u (%s) rejected the %s "
+				       "WRs without saying which%s",
+				       qp->qp_num, qp_state, kind, hint);
+	return verbs_error_fmt(rc, verb,
+			       "%s WR at index %zd (wr_id=%llu) was rejected "
+			       "by QP %u (%s)%s", kind, idx,
+			       (unsigned long long)wr_id, qp->qp_num,
+			       qp_state, hint);
 }

@@ -343,31 +343,6 @@ out:
 /* Data path                                                           */
 /* ------------------------------------------------------------------ */
 
-/* Out of line: the post failed; say which WR and, for the usual
- * causes, why.  idx < 0: the provider did not say which. */
-static PyObject *post_error(PyObject *self, int rc, const char *verb,
-			    const char *kind, Py_ssize_t idx, uint64_t wr_id)
-{
-	struct ibv_qp *qp = QPP(self);
-	const char *hint = "";
-
-	if (rc == ENOMEM || rc == -ENOMEM)
-		hint = " (the queue is full: too many WRs outstanding?)";
-	else if (rc == EINVAL || rc == -EINVAL)
-		hint = " (too many SGEs, an unsupported opcode or flag, or a "
-		       "QP state that does not allow posting?)";
-	if (idx < 0)
-		return verbs_error_fmt(rc, verb, "QP %u (%s) rejected the %s "
-				       "WRs without saying which%s",
-				       qp->qp_num, state_name(qp->state),
-				       kind, hint);
-	return verbs_error_fmt(rc, verb,
-			       "%s WR at index %zd (wr_id=%llu) was rejected "
-			       "by QP %u (%s)%s", kind, idx,
-			       (unsigned long long)wr_id, qp->qp_num,
-			       state_name(qp->state), hint);
-}
-
 static PyObject *qp_post_send(PyObject *self, PyObject *arg)
 {
 	struct ibv_send_wr *head, *bad = NULL;
@@ -389,8 +364,9 @@ static PyObject *qp_post_send(PyObject *self, PyObject *arg)
 		Py_RETURN_NONE;
 	}
 	idx = sendwr_failed(arg, head, &bad);
-	return post_error(self, rc, "ibv_post_send", "send", idx,
-			  bad ? bad->wr_id : 0);
+	return post_error(rc, "ibv_post_send", "send", idx,
+			  bad ? bad->wr_id : 0, QPP(self),
+			  state_name(QPP(self)->state));
 }
 
 static PyObject *qp_post_recv(PyObject *self, PyObject *arg)
@@ -415,8 +391,9 @@ static PyObject *qp_post_recv(PyObject *self, PyObject *arg)
 		Py_RETURN_NONE;
 	}
 	idx = recvwr_failed(arg, head, &bad);
-	return post_error(self, rc, "ibv_post_recv", "receive", idx,
-			  bad ? bad->wr_id : 0);
+	return post_error(rc, "ibv_post_recv", "receive", idx,
+			  bad ? bad->wr_id : 0, QPP(self),
+			  state_name(QPP(self)->state));
 }
 
 /* ------------------------------------------------------------------ */

@@ -94,12 +94,8 @@ static PyObject *srq_post_recv(PyObject *self, PyObject *arg)
 		Py_RETURN_NONE;
 	}
 	idx = recvwr_failed(arg, head, &bad);
-	if (idx < 0)
-		return verbs_error_fmt(rc, "ibv_post_srq_recv", "the SRQ "
-				       "rejected the WRs without saying which");
-	return verbs_error_fmt(rc, "ibv_post_srq_recv",
-			       "receive WR at index %zd (wr_id=%llu) was rejected",
-			       idx, (unsigned long long)bad->wr_id);
+	return post_error(rc, "ibv_post_srq_recv", "receive", idx,
+			  bad ? bad->wr_id : 0, NULL, NULL);
 }
 
 /* ---- control ------------------------------------------------------- */
