@@ -137,220 +137,41 @@ static PyObject *chain_enter(PyObject *self, PyObject *unused)
 	return self;
 }
 
-/*
- * The two kinds differ in their WR type, their "ready" check and whether
- * members carry an AH; everything else is shared above.
- */
-#define DEFINE_WRCHAIN(prefix, Obj, wrtype, Name, IS_SEND)                \
-                                                                         \
-/* Unlink the first n members and let them go, then the items: n is    \
- * every member on release (idempotent), those claimed so far when a    \
- * build fails (the others may belong to another chain). */             \
-static void prefix##chain_unbind(WRChainObject *c, Py_ssize_t n)        \
-{                                                                        \
-	PyObject *items = c->items;                                      \
-	Py_ssize_t i;                                                    \
-                                                                         \
-	checked_clear(c);                                                \
-	c->dirty = 1;                                                    \
-	if (items == NULL)                                               \
-		return;                                                  \
-	for (i = 0; i < n; i++) {                                        \
-		Obj *w = (Obj *)PyTuple_GetItem(items, i);               \
-                                                                         \
-		w->wr.next = NULL;                                       \
-		w->chain = NULL;                                         \
-	}                                                                \
-	c->items = NULL;                                                 \
-	c->head = NULL;                                                  \
-	Py_DECREF(items);                                                \
-}                                                                        \
-                                                                         \
-static void prefix##chain_do_release(WRChainObject *c)                   \
-{                                                                        \
-	prefix##chain_unbind(c, chain_length((PyObject *)c));            \
-}                                                                        \
-                                                                         \
-/* Check every member; record the MRs/AHs to look at between posts. */  \
-static int prefix##chain_check_all(WRChainObject *c)                    \
-{                                                                        \
-	Py_ssize_t i, n = PyTuple_Size(c->items);                        \
-                                                                         \
-	checked_clear(c);                                                \
-	c->dirty = 1;                                                    \
-	for (i = 0; i < n; i++) {                                        \
-		Obj *w = (Obj *)PyTuple_GetItem(c->items, i);            \
-                                                                         \
-		if (prefix##_ready(w, i) < 0)                            \
-			return -1;                                       \
-		if (checked_add_sges(c, w->sg_list) < 0)                 \
-			return -1;                                       \
-		if (IS_SEND && ((SendWRObject *)w)->ah != NULL &&        \
-		    checked_add(c, ((SendWRObject *)w)->ah) < 0)         \
-			return -1;                                       \
-	}                                                                \
-	c->dirty = 0;                                                    \
-	return 0;                                                        \
-}                                                                        \
-                                                                         \
-struct wrtype *prefix##chain_head(PyObject *self)                        \
-{                                                                        \
-	WRChainObject *c = CH(self);                                     \
-	Py_ssize_t k;                                                    \
-                                                                         \
-	if (c->items == NULL) {                                          \
-		PyErr_SetString(PyExc_ValueError,                        \
-				"this " #Name "Chain was released");     \
-		return NULL;                                             \
-	}                                                                \
-	if (!c->dirty) {                                                 \
-		for (k = 0; k < c->n_checked; k++) {                     \
-			if (HANDLE(c->checked[k])->obj == NULL)          \
-				break;                                   \
-		}                                                        \
-		if (k == c->n_checked)                                   \
-			return (struct wrtype *)c->head;                 \
-	}                                                                \
-	/* Something changed or closed: the full check names the WR. */ \
-	if (prefix##chain_check_all(c) < 0)                              \
-		return NULL;                                             \
-	return (struct wrtype *)c->head;                                 \
-}                                                                        \
-                                                                         \
-static PyObject *prefix##chain_new(PyTypeObject *type, PyObject *args,  \
-				   PyObject *kw)                         \
-{                                                                        \
-	static char *kwlist[] = {"wrs", NULL};                           \
-	PyObject *arg, *items;                                           \
-	WRChainObject *c;                                                \
-	Py_ssize_t i, n;                                                 \
-	Obj *prev = NULL;                                                \
-                                                                         \
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:" #Name "Chain",   \
-					 kwlist, &arg))                  \
-		return NULL;                                             \
-	if (Py_TYPE(arg) == ST.Name##_type) {                            \
-		PyErr_SetString(PyExc_TypeError,                         \
-				#Name "Chain() takes a sequence of "     \
-				#Name ", not one " #Name);               \
-		return NULL;                                             \
-	}                                                                \
-	items = PySequence_Tuple(arg);                                   \
-	if (items == NULL)                                               \
-		return NULL;                                             \
-	n = PyTuple_Size(items);                                         \
-	if (n == 0) {                                                    \
-		PyErr_SetString(PyExc_ValueError,                        \
-				"empty list of work requests");          \
-		Py_DECREF(items);                                        \
-		return NULL;                                             \
-	}                                                                \
-	for (i = 0; i < n; i++) {                                        \
-		PyObject *o = PyTuple_GetItem(items, i);                 \
-                                                                         \
-		if (Py_TYPE(o) != ST.Name##_type) {                      \
-			PyErr_Format(PyExc_TypeError,                    \
-				     "work request %zd must be a " #Name \
-				     ", not %R", i, (PyObject *)Py_TYPE(o)); \
-			Py_DECREF(items);                                \
-			return NULL;                                     \
-		}                                                        \
-	}                                                                \
-	c = (WRChainObject *)PyType_GenericAlloc(type, 0);               \
-	if (c == NULL) {                                                 \
-		Py_DECREF(items);                                        \
-		return NULL;                                             \
-	}                                                                \
-	/* Claim the members one by one; a member met twice (or one of  \
-	 * another chain) already has its chain set. */                 \
-	c->items = items;                                                \
-	for (i = 0; i < n; i++) {                                        \
-		Obj *w = (Obj *)PyTuple_GetItem(items, i);               \
-                                                                         \
-		if (w->chain != NULL) {                                  \
-			if (w->chain == (PyObject *)c)                   \
-				PyErr_Format(PyExc_ValueError,           \
-					     "work request %zd appears " \
-					     "more than once in the "    \
-					     "list", i);                 \
-			else                                             \
-				wr_member_error(#Name, i);               \
-			goto fail;                                       \
-		}                                                        \
-		w->chain = (PyObject *)c;                                \
-		w->wr.next = NULL;                                       \
-		if (prev != NULL)                                        \
-			prev->wr.next = &w->wr;                          \
-		else                                                     \
-			c->head = &w->wr;                                \
-		prev = w;                                                \
-	}                                                                \
-	if (prefix##chain_check_all(c) < 0)                              \
-		goto fail;                                               \
-	return (PyObject *)c;                                            \
-fail:                                                                    \
-	prefix##chain_unbind(c, i);   /* and drops items */              \
-	Py_DECREF(c);                                                    \
-	return NULL;                                                     \
-}                                                                        \
-                                                                         \
-static int prefix##chain_clear(PyObject *self)                          \
-{                                                                        \
-	prefix##chain_do_release(CH(self));                              \
-	return 0;                                                        \
-}                                                                        \
-                                                                         \
-static void prefix##chain_dealloc(PyObject *self)                       \
-{                                                                        \
-	PyTypeObject *tp = Py_TYPE(self);                                \
-	freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);     \
-                                                                         \
-	PyObject_GC_UnTrack(self);                                       \
-	prefix##chain_do_release(CH(self));                              \
-	PyMem_Free(CH(self)->checked);                                   \
-	tp_free(self);                                                   \
-	Py_DECREF(tp);                                                   \
-}                                                                        \
-                                                                         \
-static PyObject *prefix##chain_meth_release(PyObject *self,             \
-					    PyObject *unused)            \
-{                                                                        \
-	prefix##chain_do_release(CH(self));                              \
-	Py_RETURN_NONE;                                                  \
-}                                                                        \
-                                                                         \
-static PyObject *prefix##chain_exit(PyObject *self, PyObject *args)     \
-{                                                                        \
-	prefix##chain_do_release(CH(self));                              \
-	Py_RETURN_FALSE;                                                 \
-}                                                                        \
-                                                                         \
-static PyObject *prefix##chain_repr(PyObject *self)                     \
-{                                                                        \
-	if (CH(self)->items == NULL)                                     \
-		return PyUnicode_FromString("<" #Name "Chain, released>"); \
-	return PyUnicode_FromFormat("<" #Name "Chain of %zd " #Name ">", \
-				    chain_length(self));                 \
-}                                                                        \
-                                                                         \
-static PyMethodDef prefix##chain_methods[] = {                           \
-	{"release", prefix##chain_meth_release, METH_NOARGS,             \
-	 "Unlink the members: each can be posted on its own again. "     \
-	 "Idempotent; a released chain cannot be posted."},              \
-	{"__enter__", chain_enter, METH_NOARGS, NULL},                   \
-	{"__exit__", prefix##chain_exit, METH_VARARGS,                   \
-	 "release() the chain."},                                        \
-	{NULL, NULL, 0, NULL}                                            \
-};                                                                       \
-                                                                         \
-static PyGetSetDef prefix##chain_getset[] = {                            \
-	{"released", chain_get_released, NULL,                           \
-	 "True once release() was called.", NULL},                       \
-	{NULL, NULL, NULL, NULL, NULL}                                   \
-};
+/* ------------------------------------------------------------------ */
+/* The two kinds (the template is wrchain_kind.h)                     */
+/* ------------------------------------------------------------------ */
 
-DEFINE_WRCHAIN(sendwr, SendWRObject, ibv_send_wr, SendWR, 1)
-DEFINE_WRCHAIN(recvwr, RecvWRObject, ibv_recv_wr, RecvWR, 0)
+#define CHFN(name) sendwrchain_##name
+#define WR_OBJ SendWRObject
+#define WR_NATIVE struct ibv_send_wr
+#define WR_TYPE ST.SendWR_type
+#define WR_READY sendwr_ready
+#define WR_NAME "SendWR"
+#define WR_IS_SEND 1
+#include "wrchain_kind.h"
+#undef CHFN
+#undef WR_OBJ
+#undef WR_NATIVE
+#undef WR_TYPE
+#undef WR_READY
+#undef WR_NAME
+#undef WR_IS_SEND
+
+#define CHFN(name) recvwrchain_##name
+#define WR_OBJ RecvWRObject
+#define WR_NATIVE struct ibv_recv_wr
+#define WR_TYPE ST.RecvWR_type
+#define WR_READY recvwr_ready
+#define WR_NAME "RecvWR"
+#define WR_IS_SEND 0
+#include "wrchain_kind.h"
+#undef CHFN
+#undef WR_OBJ
+#undef WR_NATIVE
+#undef WR_TYPE
+#undef WR_READY
+#undef WR_NAME
+#undef WR_IS_SEND
 
 static PyType_Slot sendwrchain_slots[] = {
 	{Py_tp_doc,
