@@ -169,11 +169,22 @@ PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...);
 /* For verbs returning NULL / -1 and setting errno: errno or EINVAL-ish
  * fallback when a provider forgot to set it. */
 PyObject *verbs_error_errno(const char *op);
+
+/* ------------------------------------------------------------------ */
+/* Converters (convert.c)                                              */
+/* ------------------------------------------------------------------ */
+
 /* Convert a Python int (or IntEnum) to a C integer with range checking:
- * raise OverflowError/TypeError with the argument's name.  0 / -1. */
+ * raise ValueError/TypeError with the argument's name.  0 / -1. */
 int arg_u64(PyObject *o, const char *name, uint64_t *out);
 int arg_u32(PyObject *o, const char *name, uint32_t *out);
 int arg_int(PyObject *o, const char *name, long min, long max, long *out);
+/* Small helpers for building attribute objects. */
+int dict_set_u64(PyObject *d, const char *key, uint64_t v);
+int dict_set_int(PyObject *d, const char *key, long v);
+int dict_set_str(PyObject *d, const char *key, const char *v);
+/* Call cls(**kwargs) and steal kwargs. */
+PyObject *make_record(PyObject *cls, PyObject *kwargs);
 
 /* ------------------------------------------------------------------ */
 /* Handles (handle.c): the lifetime protocol shared by every           */
@@ -441,12 +452,5 @@ int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a);
 /* attrs.c: ibverbs.enums.<cls>(v), or a plain int when v is not a member
  * (or the enums module is not importable yet).  New reference. */
 PyObject *enum_from_int(const char *cls, long v);
-
-/* Small helpers for building attribute objects. */
-int dict_set_u64(PyObject *d, const char *key, uint64_t v);
-int dict_set_int(PyObject *d, const char *key, long v);
-int dict_set_str(PyObject *d, const char *key, const char *v);
-/* Call cls(**kwargs) and steal kwargs. */
-PyObject *make_record(PyObject *cls, PyObject *kwargs);
 
 #endif /* IBVERBS_EXT_H */
