@@ -405,7 +405,6 @@ static PyObject *cq_repr(PyObject *self)
 				    " with channel" : "");
 }
 
-#define KW (PyCFunction)(void (*)(void))
 static PyMethodDef cq_methods[] = {
 	{"poll", KW cq_poll, METH_VARARGS | METH_KEYWORDS,
 	 "poll(num_entries=1) -> list[WC]: reap up to num_entries "
@@ -423,7 +422,6 @@ static PyMethodDef cq_methods[] = {
 	HANDLE_METHODS,
 	{NULL, NULL, 0, NULL}
 };
-#undef KW
 
 static PyGetSetDef cq_getset[] = {
 	{"cqe", cq_get_cqe, NULL, "number of entries (as allocated)", NULL},

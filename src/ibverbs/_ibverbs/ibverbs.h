@@ -101,6 +101,17 @@ extern struct ibv_api IBV;
 int ibv_loader_init(PyObject *module);
 
 /* ------------------------------------------------------------------ */
+/* Small shared definitions                                            */
+/* ------------------------------------------------------------------ */
+
+/* A METH_VARARGS | METH_KEYWORDS function in a PyMethodDef table. */
+#define KW (PyCFunction)(void (*)(void))
+
+/* QP numbers and packet sequence numbers are 24-bit. */
+#define QPN_MAX 0xffffffu
+#define PSN_MAX 0xffffffu
+
+/* ------------------------------------------------------------------ */
 /* Module state (module.c)                                             */
 /* ------------------------------------------------------------------ */
 

@@ -297,7 +297,6 @@ static PyObject *mr_repr(PyObject *self)
 				    m->is_dmabuf ? " dma-buf" : "", buf);
 }
 
-#define KW (PyCFunction)(void (*)(void))
 static PyMethodDef mr_methods[] = {
 	{"sge", KW mr_sge, METH_VARARGS | METH_KEYWORDS,
 	 "sge(length=None, offset=0) -> SGE for [offset, offset+length) of "
@@ -305,7 +304,6 @@ static PyMethodDef mr_methods[] = {
 	HANDLE_METHODS,
 	{NULL, NULL, 0, NULL}
 };
-#undef KW
 
 static PyGetSetDef mr_getset[] = {
 	{"addr", mr_get_addr, NULL,

@@ -49,7 +49,6 @@ static PyObject *pd_repr(PyObject *self)
 	return PyUnicode_FromFormat("<ibverbs.PD handle=%u>", PDP(self)->handle);
 }
 
-#define KW (PyCFunction)(void (*)(void))
 static PyMethodDef pd_methods[] = {
 	{"reg_mr", KW pd_reg_mr, METH_VARARGS | METH_KEYWORDS,
 	 "reg_mr(addr, length, access=0, *, owner=None) -> MR (ibv_reg_mr)"},
@@ -64,7 +63,6 @@ static PyMethodDef pd_methods[] = {
 	HANDLE_METHODS,
 	{NULL, NULL, 0, NULL}
 };
-#undef KW
 
 static PyGetSetDef pd_getset[] = {
 	{"handle", pd_get_handle, NULL, "kernel handle of the PD", NULL},

@@ -23,8 +23,6 @@
 
 /* Default Q_Key of to_init() for UD QPs (both ends must agree). */
 #define QP_DEFAULT_QKEY 0x11111111u
-#define PSN_MAX 0xffffffu
-#define QPN_MAX 0xffffffu
 
 static const char *const state_names[] = {
 	"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", "UNKNOWN"
@@ -931,7 +929,6 @@ static PyObject *qp_repr(PyObject *self)
 				    state_name(qp->state));
 }
 
-#define KW (PyCFunction)(void (*)(void))
 static PyMethodDef qp_methods[] = {
 	{"post_send", qp_post_send, METH_O,
 	 "post_send(wr_or_list): post a SendWR or a list of them as one "
@@ -961,7 +958,6 @@ static PyMethodDef qp_methods[] = {
 	HANDLE_METHODS,
 	{NULL, NULL, 0, NULL}
 };
-#undef KW
 
 static PyGetSetDef qp_getset[] = {
 	{"qp_num", qp_get_qp_num, NULL, "the QP number", NULL},

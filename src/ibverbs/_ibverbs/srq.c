@@ -170,7 +170,6 @@ static PyObject *srq_repr(PyObject *self)
 	return PyUnicode_FromFormat("<ibverbs.SRQ handle=%u>", SRQP(self)->handle);
 }
 
-#define KW (PyCFunction)(void (*)(void))
 static PyMethodDef srq_methods[] = {
 	{"post_recv", srq_post_recv, METH_O,
 	 "post_recv(wr_or_list): post RecvWRs (a list as one chained call)."},
@@ -182,7 +181,6 @@ static PyMethodDef srq_methods[] = {
 	HANDLE_METHODS,
 	{NULL, NULL, 0, NULL}
 };
-#undef KW
 
 static PyGetSetDef srq_getset[] = {
 	{"pd", handle_get_parent, NULL, "the PD", NULL},

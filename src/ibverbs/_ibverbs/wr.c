@@ -401,7 +401,7 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	    (qkey_o && arg_u32(qkey_o, "remote_qkey", &r.remote_qkey) < 0) ||
 	    ah_parse(ah_o, &ah) < 0)
 		return NULL;
-	if (r.remote_qpn > 0xffffff) {
+	if (r.remote_qpn > QPN_MAX) {
 		PyErr_SetString(PyExc_ValueError,
 				"remote_qpn must be in range 0..2**24-1");
 		return NULL;
@@ -664,7 +664,7 @@ static int sendwr_set_remote(PyObject *self, PyObject *v, void *closure)
 		break;
 	case F_REMOTE_QPN:
 		rc = arg_u32(v, name, &r.remote_qpn);
-		if (rc == 0 && r.remote_qpn > 0xffffff) {
+		if (rc == 0 && r.remote_qpn > QPN_MAX) {
 			PyErr_SetString(PyExc_ValueError,
 					"remote_qpn must be in range 0..2**24-1");
 			rc = -1;
