@@ -79,7 +79,9 @@ static void context_dealloc(PyObject *self)
 	handle_dealloc(HANDLE(self));
 }
 
-/* ---- queries ----------------------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* Queries                                                             */
+/* ------------------------------------------------------------------ */
 
 static PyObject *context_query_device(PyObject *self, PyObject *unused)
 {
@@ -249,7 +251,9 @@ static PyObject *context_query_pkey(PyObject *self, PyObject *args)
 	return PyLong_FromLong(ntohs(pkey));
 }
 
-/* ---- factories ---------------------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* Factories                                                           */
+/* ------------------------------------------------------------------ */
 
 static PyObject *context_alloc_pd(PyObject *self, PyObject *unused);
 
@@ -271,7 +275,9 @@ static PyObject *context_get_async_event(PyObject *self, PyObject *unused)
 	return async_event_get((ContextObject *)self);
 }
 
-/* ---- attributes --------------------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* Attributes                                                          */
+/* ------------------------------------------------------------------ */
 
 static PyObject *context_get_name(PyObject *self, void *closure)
 {
@@ -357,7 +363,9 @@ PyType_Spec Context_spec = {
 	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, context_slots
 };
 
-/* ---- PD factory lives here because PD's constructor is trivial ---- */
+/* ------------------------------------------------------------------ */
+/* PD factory lives here because PD's constructor is trivial           */
+/* ------------------------------------------------------------------ */
 
 extern const HandleKind pd_kind; /* pd.c */
 

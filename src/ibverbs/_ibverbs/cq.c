@@ -111,7 +111,9 @@ PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 	return (PyObject *)self;
 }
 
-/* ---- poll ---------------------------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* Poll                                                                */
+/* ------------------------------------------------------------------ */
 
 /* Make room for n completions in self->wcs. */
 static int cq_reserve(CQObject *self, int n)
@@ -305,7 +307,9 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 	return PyLong_FromLong(rc);
 }
 
-/* ---- notification --------------------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* Notification                                                        */
+/* ------------------------------------------------------------------ */
 
 static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -347,7 +351,9 @@ static PyObject *cq_ack_events(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* ---- attributes, lifetime ----------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* Attributes, lifetime                                                */
+/* ------------------------------------------------------------------ */
 
 static PyObject *cq_get_cqe(PyObject *self, void *closure)
 {

@@ -159,7 +159,9 @@ PyObject *async_event_get(ContextObject *ctx)
 	return (PyObject *)e;
 }
 
-/* ---- methods, attributes --------------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* Methods, attributes                                                 */
+/* ------------------------------------------------------------------ */
 
 static PyObject *event_meth_ack(PyObject *self, PyObject *unused)
 {

@@ -178,7 +178,9 @@ PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw)
 	return mr_wrap(pd, mr, owner, iova, length, access, 1);
 }
 
-/* ---- MR.sge() -------------------------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* MR.sge()                                                            */
+/* ------------------------------------------------------------------ */
 
 /* sge(length=None, offset=0) -> SGE covering [offset, offset+length):
  * SGE(self, length, offset=offset), whose constructor checks the range. */
@@ -201,7 +203,9 @@ static PyObject *mr_sge(PyObject *self, PyObject *args, PyObject *kw)
 	return res;
 }
 
-/* ---- attributes, lifetime ------------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* Attributes, lifetime                                                */
+/* ------------------------------------------------------------------ */
 
 static PyObject *mr_get_addr(PyObject *self, void *closure)
 {

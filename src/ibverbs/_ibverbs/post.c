@@ -12,7 +12,7 @@
 #include "ibverbs.h"
 
 /* ------------------------------------------------------------------ */
-/* Linking and unlinking (the template is post_link.h)                */
+/* Linking and unlinking (the template is post_link.h)                 */
 /* ------------------------------------------------------------------ */
 
 #define WRFN(name) sendwr_##name

@@ -75,7 +75,9 @@ static void srq_dealloc(PyObject *self)
 	handle_dealloc(HANDLE(self));
 }
 
-/* ---- data path ----------------------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* Data path                                                           */
+/* ------------------------------------------------------------------ */
 
 /* post_recv(wr_or_list): METH_O, no allocation, GIL kept (never blocks). */
 static PyObject *srq_post_recv(PyObject *self, PyObject *arg)
@@ -98,7 +100,9 @@ static PyObject *srq_post_recv(PyObject *self, PyObject *arg)
 			  bad ? bad->wr_id : 0, NULL, NULL);
 }
 
-/* ---- control ------------------------------------------------------- */
+/* ------------------------------------------------------------------ */
+/* Control                                                             */
+/* ------------------------------------------------------------------ */
 
 /* modify(max_wr=None, srq_limit=None): the mask is what was given. */
 static PyObject *srq_modify(PyObject *self, PyObject *args, PyObject *kw)

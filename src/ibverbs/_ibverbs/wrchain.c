@@ -138,7 +138,7 @@ static PyObject *chain_enter(PyObject *self, PyObject *unused)
 }
 
 /* ------------------------------------------------------------------ */
-/* The two kinds (the template is wrchain_kind.h)                     */
+/* The two kinds (the template is wrchain_kind.h)                      */
 /* ------------------------------------------------------------------ */
 
 #define CHFN(name) sendwrchain_##name
