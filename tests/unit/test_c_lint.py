@@ -248,3 +248,40 @@ def test_lint_catches(bad, why):
     assert lint(GOOD, {"f": "h"}) == []
     errors = lint(bad, {"f": "h"})
     assert any(why in e for e in errors), errors
+
+
+# Where things live: each C file short enough to read in one sitting,
+# and no code hidden in a long macro body (a variant that must exist
+# twice is a template header included twice; see post_link.h).
+MAX_FILE_LINES = 1000
+MAX_MACRO_LINES = 40
+
+
+def macro_lengths(text: str) -> dict[str, int]:
+    """#define name -> number of lines of its body (continuations)."""
+    res = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = re.match(r"\s*#\s*define\s+(\w+)", lines[i])
+        start = i
+        while lines[i].endswith("\\") and i + 1 < len(lines):
+            i += 1
+        if m:
+            res[m.group(1)] = i - start + 1
+        i += 1
+    return res
+
+
+@pytest.mark.parametrize("path", C_FILES, ids=lambda p: p.name)
+def test_file_and_macro_size(path):
+    text = path.read_text()
+    assert text.count("\n") <= MAX_FILE_LINES
+    long_macros = {k: v for k, v in macro_lengths(text).items()
+                   if v > MAX_MACRO_LINES}
+    assert long_macros == {}
+
+
+def test_macro_lengths_counts_continuations():
+    assert macro_lengths("#define A 1\n#define B \\\n\tx \\\n\ty\nint z;\n") == \
+        {"A": 1, "B": 3}
