@@ -329,6 +329,8 @@ typedef struct {
 	Handle h;                  /* obj: struct ibv_srq *; parent: PD */
 } SRQObject;
 
+#define SRQP(self) ((struct ibv_srq *)HANDLE(self)->obj)
+
 typedef struct {
 	Handle h;                  /* obj: struct ibv_qp *; parent: PD */
 	PyObject *send_cq;         /* CQObject (used) */
@@ -338,6 +340,9 @@ typedef struct {
 	struct ibv_qp_cap cap;     /* as returned by ibv_create_qp */
 	int sq_sig_all;
 } QPObject;
+
+#define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
+#define QPO(self) ((QPObject *)(self))
 
 typedef struct {
 	Handle h;                  /* obj: struct ibv_ah *; parent: PD */
@@ -427,13 +432,11 @@ Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,
  * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
  * ValueError naming the WR's index (the caller then unlinks). */
 int sendwr_check_ud(const struct ibv_send_wr *head);
-/* post.c: raise VerbsError(rc) for a failed post, naming the WR at idx
- * (idx < 0: the provider did not say which) and, for a QP (qp_state: its
- * state's name), the QP with a hint for the usual causes; qp NULL: the
- * SRQ.  verb: "ibv_post_send", ...; kind: "send" or "receive".  NULL. */
-PyObject *post_error(int rc, const char *verb, const char *kind,
-		     Py_ssize_t idx, uint64_t wr_id, const struct ibv_qp *qp,
-		     const char *qp_state);
+/* post.c: the data-path methods (METH_O; the WR objects hold the native
+ * structs, linked in place; GIL kept, no allocation). */
+PyObject *qp_post_send(PyObject *self, PyObject *arg);
+PyObject *qp_post_recv(PyObject *self, PyObject *arg);
+PyObject *srq_post_recv(PyObject *self, PyObject *arg);
 
 /* Constructors used by the parent types' factory methods. Each returns a
  * new reference or NULL with an exception set. */
@@ -463,5 +466,7 @@ int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a);
 /* attrs.c: ibverbs.enums.<cls>(v), or a plain int when v is not a member
  * (or the enums module is not importable yet).  New reference. */
 PyObject *enum_from_int(const char *cls, long v);
+/* attrs.c: "RESET", "INIT", ... for an enum ibv_qp_state, "?" if none. */
+const char *qp_state_name(unsigned int s);
 
 #endif /* IBVERBS_EXT_H */

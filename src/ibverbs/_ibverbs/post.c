@@ -1,9 +1,10 @@
 /*
- * post.c - what QP.post_send(), QP.post_recv() and SRQ.post_recv() do
- * around the inline verb: link the WR objects given (one WR, a list or
- * tuple of them, or a SendWRChain/RecvWRChain, linked already) into one
- * native list through wr.next, and after the post unlink them again; on
- * a failed post, name the WR the provider rejected.
+ * post.c - the data path's posts: QP.post_send(), QP.post_recv() and
+ * SRQ.post_recv().  Around the inline verb, each links the WR objects
+ * given (one WR, a list or tuple of them, or a SendWRChain/RecvWRChain,
+ * linked already) into one native list through wr.next, and after the
+ * post unlinks them again; on a failed post it names the WR the provider
+ * rejected.  No allocation, GIL kept (ibv_post_* never blocks).
  *
  * The data path is this file and wrchain.c; calls go one way: post.c
  * uses wrchain.c (a chain's head) and wr.c (the per-WR checks), neither
@@ -75,11 +76,12 @@ int sendwr_check_ud(const struct ibv_send_wr *head)
 	return 0;
 }
 
-/* Out of line: the post failed; say which WR and, for a QP and the usual
- * causes, why.  idx < 0: the provider did not say which. */
-PyObject *post_error(int rc, const char *verb, const char *kind,
-		     Py_ssize_t idx, uint64_t wr_id, const struct ibv_qp *qp,
-		     const char *qp_state)
+/* Out of line: the post failed; say which WR and, for a QP (qp_state:
+ * its state's name) and the usual causes, why; qp NULL: the SRQ.
+ * idx < 0: the provider did not say which. */
+static PyObject *post_error(int rc, const char *verb, const char *kind,
+			    Py_ssize_t idx, uint64_t wr_id,
+			    const struct ibv_qp *qp, const char *qp_state)
 {
 	const char *hint = "";
 
@@ -105,4 +107,86 @@ PyObject *post_error(int rc, const char *verb, const char *kind,
 			       "by QP %u (%s)%s", kind, idx,
 			       (unsigned long long)wr_id, qp->qp_num,
 			       qp_state, hint);
+}
+
+/* ------------------------------------------------------------------ */
+/* QP.post_send(), QP.post_recv()                                      */
+/* ------------------------------------------------------------------ */
+
+PyObject *qp_post_send(PyObject *self, PyObject *arg)
+{
+	struct ibv_send_wr *head, *bad = NULL;
+	Py_ssize_t idx;
+	int rc;
+
+	HANDLE_CHECK(self);
+	head = sendwr_link(arg);
+	if (head == NULL)
+		return NULL;
+	/* Providers dereference wr.ud.ah unchecked on UD QPs. */
+	if (QPO(self)->qp_type == IBV_QPT_UD && sendwr_check_ud(head) < 0) {
+		sendwr_unlink(arg);
+		return NULL;
+	}
+	rc = ibv_post_send(QPP(self), head, &bad);
+	if (rc == 0) {
+		sendwr_unlink(arg);
+		Py_RETURN_NONE;
+	}
+	idx = sendwr_failed(arg, head, &bad);
+	return post_error(rc, "ibv_post_send", "send", idx,
+			  bad ? bad->wr_id : 0, QPP(self),
+			  qp_state_name(QPP(self)->state));
+}
+
+PyObject *qp_post_recv(PyObject *self, PyObject *arg)
+{
+	struct ibv_recv_wr *head, *bad = NULL;
+	Py_ssize_t idx;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (QPO(self)->srq != NULL) {
+		PyErr_SetString(PyExc_ValueError,
+				"this QP receives through its SRQ: use "
+				"qp.srq.post_recv()");
+		return NULL;
+	}
+	head = recvwr_link(arg);
+	if (head == NULL)
+		return NULL;
+	rc = ibv_post_recv(QPP(self), head, &bad);
+	if (rc == 0) {
+		recvwr_unlink(arg);
+		Py_RETURN_NONE;
+	}
+	idx = recvwr_failed(arg, head, &bad);
+	return post_error(rc, "ibv_post_recv", "receive", idx,
+			  bad ? bad->wr_id : 0, QPP(self),
+			  qp_state_name(QPP(self)->state));
+}
+
+/* ------------------------------------------------------------------ */
+/* SRQ.post_recv()                                                     */
+/* ------------------------------------------------------------------ */
+
+/* post_recv(wr_or_list): METH_O, no allocation, GIL kept (never blocks). */
+PyObject *srq_post_recv(PyObject *self, PyObject *arg)
+{
+	struct ibv_recv_wr *head, *bad = NULL;
+	Py_ssize_t idx;
+	int rc;
+
+	HANDLE_CHECK(self);
+	head = recvwr_link(arg);
+	if (head == NULL)
+		return NULL;
+	rc = ibv_post_srq_recv(SRQP(self), head, &bad);
+	if (rc == 0) {
+		recvwr_unlink(arg);
+		Py_RETURN_NONE;
+	}
+	idx = recvwr_failed(arg, head, &bad);
+	return post_error(rc, "ibv_post_srq_recv", "receive", idx,
+			  bad ? bad->wr_id : 0, NULL, NULL);
 }

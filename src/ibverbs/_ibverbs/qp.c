@@ -10,29 +10,18 @@
  * an async event leads back to it (event.c finds elements in the handle
  * tree instead).  The verbs object never outlives the Python object.
  *
- * The data path (post_send/post_recv) is METH_O: the WR objects already
- * hold native ibv_*_wr structs, which post.c links in place; the inline
- * verbs jump straight to the provider.  No allocation, GIL kept.
+ * The data path (post_send/post_recv, METH_O) is in post.c: the WR
+ * objects already hold native ibv_*_wr structs, which it links in place;
+ * the inline verbs jump straight to the provider.  No allocation, GIL
+ * kept.
  */
 #include "ibverbs.h"
 #include <stddef.h>
 #include <string.h>
 
-#define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
-#define QPO(self) ((QPObject *)(self))
 
 /* Default Q_Key of to_init() for UD QPs (both ends must agree). */
 #define QP_DEFAULT_QKEY 0x11111111u
-
-static const char *const state_names[] = {
-	"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", "UNKNOWN"
-};
-
-static const char *state_name(unsigned int s)
-{
-	return s < sizeof(state_names) / sizeof(state_names[0]) ?
-	       state_names[s] : "?";
-}
 
 static const char *type_name(int t)
 {
@@ -338,63 +327,6 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
-/* Data path                                                           */
-/* ------------------------------------------------------------------ */
-
-static PyObject *qp_post_send(PyObject *self, PyObject *arg)
-{
-	struct ibv_send_wr *head, *bad = NULL;
-	Py_ssize_t idx;
-	int rc;
-
-	HANDLE_CHECK(self);
-	head = sendwr_link(arg);
-	if (head == NULL)
-		return NULL;
-	/* Providers dereference wr.ud.ah unchecked on UD QPs. */
-	if (QPO(self)->qp_type == IBV_QPT_UD && sendwr_check_ud(head) < 0) {
-		sendwr_unlink(arg);
-		return NULL;
-	}
-	rc = ibv_post_send(QPP(self), head, &bad);
-	if (rc == 0) {
-		sendwr_unlink(arg);
-		Py_RETURN_NONE;
-	}
-	idx = sendwr_failed(arg, head, &bad);
-	return post_error(rc, "ibv_post_send", "send", idx,
-			  bad ? bad->wr_id : 0, QPP(self),
-			  state_name(QPP(self)->state));
-}
-
-static PyObject *qp_post_recv(PyObject *self, PyObject *arg)
-{
-	struct ibv_recv_wr *head, *bad = NULL;
-	Py_ssize_t idx;
-	int rc;
-
-	HANDLE_CHECK(self);
-	if (QPO(self)->srq != NULL) {
-		PyErr_SetString(PyExc_ValueError,
-				"this QP receives through its SRQ: use "
-				"qp.srq.post_recv()");
-		return NULL;
-	}
-	head = recvwr_link(arg);
-	if (head == NULL)
-		return NULL;
-	rc = ibv_post_recv(QPP(self), head, &bad);
-	if (rc == 0) {
-		recvwr_unlink(arg);
-		Py_RETURN_NONE;
-	}
-	idx = recvwr_failed(arg, head, &bad);
-	return post_error(rc, "ibv_post_recv", "receive", idx,
-			  bad ? bad->wr_id : 0, QPP(self),
-			  state_name(QPP(self)->state));
-}
-
-/* ------------------------------------------------------------------ */
 /* modify / query (the field table is in attrs.c)                      */
 /* ------------------------------------------------------------------ */
 
@@ -463,13 +395,13 @@ static int qp_modify(PyObject *self, const char *what,
 		verbs_error_fmt(rc, "ibv_modify_qp",
 				"%s: %s QP %u %s -> %s (attr_mask 0x%x)", what,
 				type_name(QPO(self)->qp_type),
-				QPP(self)->qp_num, state_name(from),
-				state_name(attr->qp_state), mask);
+				QPP(self)->qp_num, qp_state_name(from),
+				qp_state_name(attr->qp_state), mask);
 	else
 		verbs_error_fmt(rc, "ibv_modify_qp",
 				"%s: %s QP %u in %s (attr_mask 0x%x)", what,
 				type_name(QPO(self)->qp_type),
-				QPP(self)->qp_num, state_name(from), mask);
+				QPP(self)->qp_num, qp_state_name(from), mask);
 	return -1;
 }
 
@@ -926,7 +858,7 @@ static PyObject *qp_repr(PyObject *self)
 					    type_name(QPO(self)->qp_type));
 	return PyUnicode_FromFormat("<ibverbs.QP %s qp_num=%u %s>",
 				    type_name(QPO(self)->qp_type), qp->qp_num,
-				    state_name(qp->state));
+				    qp_state_name(qp->state));
 }
 
 static PyMethodDef qp_methods[] = {

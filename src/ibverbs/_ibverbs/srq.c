@@ -6,10 +6,9 @@
  * in an async event leads back to it (event.c finds elements in the
  * handle tree instead, which is also safe).  The verbs object never
  * outlives the Python object: close() and dealloc destroy it.
+ * post_recv() is in post.c, beside QP.post_recv().
  */
 #include "ibverbs.h"
-
-#define SRQP(self) ((struct ibv_srq *)HANDLE(self)->obj)
 
 static int srq_destroy(Handle *h)
 {
@@ -73,31 +72,6 @@ static int srq_traverse(PyObject *self, visitproc visit, void *arg)
 static void srq_dealloc(PyObject *self)
 {
 	handle_dealloc(HANDLE(self));
-}
-
-/* ------------------------------------------------------------------ */
-/* Data path                                                           */
-/* ------------------------------------------------------------------ */
-
-/* post_recv(wr_or_list): METH_O, no allocation, GIL kept (never blocks). */
-static PyObject *srq_post_recv(PyObject *self, PyObject *arg)
-{
-	struct ibv_recv_wr *head, *bad = NULL;
-	Py_ssize_t idx;
-	int rc;
-
-	HANDLE_CHECK(self);
-	head = recvwr_link(arg);
-	if (head == NULL)
-		return NULL;
-	rc = ibv_post_srq_recv(SRQP(self), head, &bad);
-	if (rc == 0) {
-		recvwr_unlink(arg);
-		Py_RETURN_NONE;
-	}
-	idx = recvwr_failed(arg, head, &bad);
-	return post_error(rc, "ibv_post_srq_recv", "receive", idx,
-			  bad ? bad->wr_id : 0, NULL, NULL);
 }
 
 /* ------------------------------------------------------------------ */
