@@ -2,27 +2,47 @@
 
 The extension includes the rdma-core headers but does not link
 libibverbs: it dlopens libibverbs.so.1 at import (loader.c).
+
+This file is the one place that names the extension's compiler flags.
+Tools that build it another way go through it (tools/devbuild, and so
+tools/sanitize, benchmarks/prepare.py: ``setup.py build_ext`` with
+IBVERBS_EXTRA_CFLAGS / IBVERBS_EXTRA_LDFLAGS added), or import CFLAGS
+and DEFINES from it: importing this file builds nothing.
+
+Build-time defines that tools pass in IBVERBS_EXTRA_CFLAGS:
+  -DIBVERBS_BENCH_RELEASE_GIL  release the GIL around ibv_post_send,
+      ibv_post_recv and ibv_poll_cq (benchmarks/prepare.py's second
+      variant, for the GIL measurement only; never shipped).
 """
 
 import glob
 import os
 
-from setuptools import Extension, setup
+# Added to the interpreter's own flags (optimisation, -fPIC, ...).
+CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter",
+          "-Wno-missing-field-initializers", "-fvisibility=hidden"]
+DEFINES = [("Py_LIMITED_API", "0x03090000")]
 
-extra = os.environ.get("IBVERBS_EXTRA_CFLAGS", "").split()
-extra_link = os.environ.get("IBVERBS_EXTRA_LDFLAGS", "").split()
 
-ext = Extension(
-    "ibverbs._ibverbs",
-    sources=sorted(glob.glob("src/ibverbs/_ibverbs/*.c")),
-    depends=glob.glob("src/ibverbs/_ibverbs/*.h"),
-    define_macros=[("Py_LIMITED_API", "0x03090000")],
-    py_limited_api=True,
-    extra_compile_args=["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                        "-Wno-missing-field-initializers", "-fvisibility=hidden"]
-    + extra,
-    extra_link_args=extra_link,
-    # No libraries=["ibverbs"]: every exported verb is resolved with dlsym.
-)
+def extension():
+    from setuptools import Extension
 
-setup(ext_modules=[ext], options={"bdist_wheel": {"py_limited_api": "cp39"}})
+    extra = os.environ.get("IBVERBS_EXTRA_CFLAGS", "").split()
+    extra_link = os.environ.get("IBVERBS_EXTRA_LDFLAGS", "").split()
+    return Extension(
+        "ibverbs._ibverbs",
+        sources=sorted(glob.glob("src/ibverbs/_ibverbs/*.c")),
+        depends=glob.glob("src/ibverbs/_ibverbs/*.h"),
+        define_macros=DEFINES,
+        py_limited_api=True,
+        extra_compile_args=CFLAGS + extra,
+        extra_link_args=extra_link,
+        # No libraries=["ibverbs"]: every exported verb is resolved with dlsym.
+    )
+
+
+if __name__ == "__main__":
+    from setuptools import setup
+
+    setup(ext_modules=[extension()],
+          options={"bdist_wheel": {"py_limited_api": "cp39"}})

@@ -8,8 +8,10 @@
   around ibv_post_send/ibv_post_recv/ibv_poll_cq (HANDLE_BUSY marks
   around it), the variant the GIL measurement compares against.
 
-Both GIL variants are compiled here the same way (same compiler, same
-flags), so that they differ in that one thing only.  The released variant
+Both GIL variants are compiled here the same way, by setup.py build_ext
+(the flags named there), so that they differ in one define only:
+-DIBVERBS_BENCH_RELEASE_GIL, which selects the GIL-released code paths
+(post.c, cq.c).  The released variant
 exists only for this measurement: the shipped code keeps the GIL on the
 data path (BENCHMARKS.md, "GIL").
 
@@ -24,27 +26,16 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CC = os.environ.get("CC", "cc")
 
-# (file, text as shipped, the GIL-released version)
-GIL_PATCHES = [
-    ("qp.c", "\trc = ibv_post_send(QPP(self), head, &bad);\n",
-     "\tHANDLE_BUSY_ENTER(self);\n\tPy_BEGIN_ALLOW_THREADS\n"
-     "\trc = ibv_post_send(QPP(self), head, &bad);\n"
-     "\tPy_END_ALLOW_THREADS\n\tHANDLE_BUSY_EXIT(self);\n"),
-    ("qp.c", "\trc = ibv_post_recv(QPP(self), head, &bad);\n",
-     "\tHANDLE_BUSY_ENTER(self);\n\tPy_BEGIN_ALLOW_THREADS\n"
-     "\trc = ibv_post_recv(QPP(self), head, &bad);\n"
-     "\tPy_END_ALLOW_THREADS\n\tHANDLE_BUSY_EXIT(self);\n"),
-    ("cq.c", "\trc = ibv_poll_cq(cq, n, c->wcs);\n",
-     "\tHANDLE_BUSY_ENTER(self);\n\tPy_BEGIN_ALLOW_THREADS\n"
-     "\trc = ibv_poll_cq(cq, n, c->wcs);\n"
-     "\tPy_END_ALLOW_THREADS\n\tHANDLE_BUSY_EXIT(self);\n"),
-]
+# The interpreter that runs setup.py: the project's venv (make build made
+# it; it has the setuptools pyproject.toml needs), else this one.
+VENV_PY = os.path.join(ROOT, ".venv", "bin", "python")
+SETUP_PY = os.environ.get("IBVERBS_PYTHON") or (
+    VENV_PY if os.path.exists(VENV_PY) else sys.executable)
 
 
 def run(cmd: list[str]) -> None:
@@ -60,27 +51,24 @@ def build_c(out: str) -> None:
 
 
 def build_variant(out: str, name: str, release_gil: bool) -> None:
+    """A private copy of the package with the extension built by setup.py
+    (its flags, the interpreter's optimisation), the released variant with
+    -DIBVERBS_BENCH_RELEASE_GIL added."""
     pkg = os.path.join(out, name, "src", "ibverbs")
+    tmp = os.path.join(out, name, "build")
     shutil.rmtree(os.path.join(out, name), ignore_errors=True)
     shutil.copytree(os.path.join(ROOT, "src", "ibverbs"), pkg,
                     ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    csrc = os.path.join(pkg, "_ibverbs")
-    if release_gil:
-        for fname, old, new in GIL_PATCHES:
-            path = os.path.join(csrc, fname)
-            with open(path) as f:
-                text = f.read()
-            if text.count(old) != 1:
-                sys.exit(f"prepare: cannot patch {fname}: {old.strip()!r} "
-                         f"found {text.count(old)} times")
-            with open(path, "w") as f:
-                f.write(text.replace(old, new))
-    inc = sysconfig.get_paths()["include"]
-    run([CC, "-shared", "-fPIC", "-O3", "-g", "-fwrapv", "-DNDEBUG", "-std=gnu11",
-         "-Wall", "-Wno-unused-parameter", "-Wno-missing-field-initializers",
-         "-fvisibility=hidden", "-DPy_LIMITED_API=0x03090000", f"-I{inc}",
-         "-o", os.path.join(pkg, "_ibverbs.abi3.so"),
-         *sorted(glob.glob(os.path.join(csrc, "*.c")))])
+    env = dict(os.environ,
+               IBVERBS_EXTRA_CFLAGS="-DIBVERBS_BENCH_RELEASE_GIL" if release_gil else "")
+    print("  " + ("IBVERBS_EXTRA_CFLAGS=-DIBVERBS_BENCH_RELEASE_GIL " if release_gil else "")
+          + f"{SETUP_PY} setup.py build_ext -b {tmp}/lib -t {tmp}/tmp")
+    subprocess.run([SETUP_PY, "setup.py", "-q", "build_ext", "-b", os.path.join(tmp, "lib"),
+                    "-t", os.path.join(tmp, "tmp")], check=True, cwd=ROOT, env=env)
+    built = glob.glob(os.path.join(tmp, "lib", "ibverbs", "_ibverbs*.so"))
+    if len(built) != 1:
+        sys.exit(f"prepare: expected one built extension, found {built}")
+    shutil.copy(built[0], pkg)
 
 
 def main(argv=None) -> int:

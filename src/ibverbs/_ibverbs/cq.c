@@ -280,7 +280,15 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 		n = 1;
 	if (n > c->wcs_len && cq_reserve(c, n) < 0)
 		return NULL;
+#ifdef IBVERBS_BENCH_RELEASE_GIL
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+#endif
 	rc = ibv_poll_cq(cq, n, c->wcs);
+#ifdef IBVERBS_BENCH_RELEASE_GIL
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+#endif
 	if (rc == 0)
 		return PyLong_FromLong(0);
 	rc = poll_result(cq, rc, n, c->wcs);

@@ -6,6 +6,11 @@
  * post unlinks them again; on a failed post it names the WR the provider
  * rejected.  No allocation, GIL kept (ibv_post_* never blocks).
  *
+ * IBVERBS_BENCH_RELEASE_GIL (benchmarks/prepare.py only, never shipped)
+ * releases the GIL around ibv_post_send/ibv_post_recv, and cq.c around
+ * ibv_poll_cq in poll_count(), for the measurement of what that costs
+ * (BENCHMARKS.md, "GIL").
+ *
  * The data path is this file and wrchain.c; calls go one way: post.c
  * uses wrchain.c (a chain's head) and wr.c (the per-WR checks), neither
  * of which calls back here.
@@ -128,7 +133,15 @@ PyObject *qp_post_send(PyObject *self, PyObject *arg)
 		sendwr_unlink(arg);
 		return NULL;
 	}
+#ifdef IBVERBS_BENCH_RELEASE_GIL
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+#endif
 	rc = ibv_post_send(QPP(self), head, &bad);
+#ifdef IBVERBS_BENCH_RELEASE_GIL
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+#endif
 	if (rc == 0) {
 		sendwr_unlink(arg);
 		Py_RETURN_NONE;
@@ -155,7 +168,15 @@ PyObject *qp_post_recv(PyObject *self, PyObject *arg)
 	head = recvwr_link(arg);
 	if (head == NULL)
 		return NULL;
+#ifdef IBVERBS_BENCH_RELEASE_GIL
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+#endif
 	rc = ibv_post_recv(QPP(self), head, &bad);
+#ifdef IBVERBS_BENCH_RELEASE_GIL
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+#endif
 	if (rc == 0) {
 		recvwr_unlink(arg);
 		Py_RETURN_NONE;
