@@ -7,11 +7,19 @@ IBVERBS_TEST_DEVICE=rxe0.  Elsewhere they skip, saying so.
 With IBVERBS_REQUIRE_INTEGRATION=1 (set by ``make test-guest``) a missing
 device is an error, not a skip, and the run fails unless at least one
 integration test passed: an integration run that ran nothing is a defect.
+
+Tests marked ``runs_last`` (the device removal, which takes rxe0 away
+and adds it back) run after every other test of the session.
+
+The shared fixtures (ctx, pd, cq, ...) are in support/fixtures.py, loaded
+here as a plugin; shared helpers are imported from the support package.
 """
 
 import os
 
 import pytest
+
+pytest_plugins = ["support.fixtures"]
 
 REQUIRE = os.environ.get("IBVERBS_REQUIRE_INTEGRATION") == "1"
 
@@ -29,6 +37,8 @@ def _device_name():
 
 
 def pytest_collection_modifyitems(config, items):
+    # A stable sort: the order of everything else is kept.
+    items.sort(key=lambda i: i.get_closest_marker("runs_last") is not None)
     need = [i for i in items if i.get_closest_marker("integration")]
     if not need or _device_name() is not None:
         return

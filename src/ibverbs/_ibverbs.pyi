@@ -2,7 +2,7 @@
 
 Read off the extension's PyMethodDef / PyGetSetDef / PyMemberDef tables and
 its argument parsing; checked against the built module by
-``python -m mypy.stubtest ibverbs`` (tests/unit/test_typing.py).
+``python -m mypy.stubtest ibverbs`` (tests/host/test_typing.py).
 
 Arguments that take an enum (``AccessFlags``, ``WROpcode``, ...) take any
 int, and attributes that hold one are typed ``int``: the enums are

@@ -12,9 +12,6 @@ import pytest
 # be set before torch initialises CUDA (a value the user set wins).
 os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 
-PORT = int(os.environ.get("IBVERBS_TEST_PORT", "1"))
-GID_INDEX = int(os.environ.get("IBVERBS_TEST_GID_INDEX", "1"))
-
 
 @pytest.fixture(scope="session")
 def torch():

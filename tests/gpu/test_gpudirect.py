@@ -7,32 +7,19 @@ torch with CUDA: the real driver exports dma-buf fds for torch tensors.
 Every part that is missing makes the tests skip, saying which.
 """
 
-import importlib.util
 import os
 import threading
-from pathlib import Path
 
 import pytest
 
 import ibverbs as ib
 import ibverbs.cuda as cuda
 
+from support import rdma as rig  # make_rc_pair, poll_until, ALL_ACCESS
+
 pytestmark = pytest.mark.gpu
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
-TESTS = Path(__file__).resolve().parents[1]
-
-
-def _load_rig():
-    # make_rc_pair / poll_until; loaded by path (conftest is not a package).
-    spec = importlib.util.spec_from_file_location(
-        "_ibverbs_integration_rig", TESTS / "integration" / "conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-rig = _load_rig()
 ACCESS = rig.ALL_ACCESS
 
 

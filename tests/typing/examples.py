@@ -2,7 +2,7 @@
 
 ``mypy --strict`` checks this file against the package's annotations and
 stubs (src/ibverbs/_ibverbs.pyi, enums.pyi): ``make typecheck`` and
-tests/unit/test_typing.py.  It is never run (it would need a device and a
+tests/host/test_typing.py.  It is never run (it would need a device and a
 peer).  ``assert_type`` pins what the stubs promise; each
 ``# type: ignore[code]`` marks a misuse that must stay a type error
 (``warn_unused_ignores`` fails the check if it stops being one).

@@ -10,7 +10,7 @@
  *
  * Rule: never call an exported ibv_* function by name.  Some header macros
  * (ibv_reg_mr, ibv_query_port, ibv_query_gid_ex, ...) expand to calls of
- * exported functions; call IBV.xxx instead.  tests/unit/test_symbols.py
+ * exported functions; call IBV.xxx instead.  tests/host/test_symbols.py
  * checks that the built module has no undefined ibv_* symbol.
  */
 #ifndef IBVERBS_EXT_H

@@ -1,0 +1,169 @@
+"""Create/destroy cycles of every resource type; run in a subprocess by
+test_rel_leaks.py (a fresh process: its RSS and fd table are ours alone).
+
+    python leak_cases.py DEVICE CYCLES [TYPE...]
+
+For each type: a warm-up, then CYCLES create/close (or create/drop, for
+the garbage-collector path) cycles; prints one JSON line with the growth of
+RSS (KiB), of /proc/self/fd, and the device's kernel object counts
+(`rdma -j resource show`) before and after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+# Run as a script: tests/ on sys.path, for the support package.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import ibverbs as ib  # noqa: E402
+
+from support import GID_INDEX, PORT  # noqa: E402
+from support.rdma import ALL_ACCESS  # noqa: E402
+from support.process import fd_count, full_gc, rdma_counts, rss_kib  # noqa: E402
+
+
+def cycles(device):
+    """{name: (setup, one_cycle)}; setup() returns what the cycle needs."""
+    def base():
+        ctx = ib.Context(device)
+        pd = ctx.alloc_pd()
+        buf = bytearray(1 << 16)
+        cq = ctx.create_cq(64)
+        gid = ctx.query_gid(PORT, GID_INDEX)
+        ah_attr = ib.AHAttr(dgid=gid, sgid_index=GID_INDEX, port_num=PORT)
+        return dict(ctx=ctx, pd=pd, buf=buf, cq=cq, ah_attr=ah_attr,
+                    addr=ib.tensor_addr_len(buf)[0])
+
+    def ud(s):
+        qp = s["pd"].create_qp(ib.QPInitAttr(send_cq=s["cq"], recv_cq=s["cq"],
+                                             qp_type=ib.QPType.UD))
+        qp.to_init(PORT, 0)
+        qp.to_rtr(None)
+        qp.to_rts(0)
+        s["ud"] = qp
+        s["ah"] = s["pd"].create_ah(s["ah_attr"])
+        s["mr"] = ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS)
+        s["wr"] = ib.SendWR(wr_id=1, sg_list=[s["mr"].sge(64)],
+                            send_flags=ib.SendFlags.SIGNALED, ah=s["ah"],
+                            remote_qpn=qp.qp_num, remote_qkey=0x11111111)
+        return s
+
+    def data_path(s):
+        # A fresh WR each time (SGE, SendWR objects), post, poll the WC.
+        wr = ib.SendWR(wr_id=2, sg_list=[s["mr"].sge(64)],
+                       send_flags=ib.SendFlags.SIGNALED, ah=s["ah"],
+                       remote_qpn=s["ud"].qp_num, remote_qkey=0x11111111)
+        s["ud"].post_send(wr)
+        n = 0
+        while n < 1:
+            for wc in s["cq"].poll(4):
+                wc.raise_for_status()
+                n += 1
+
+    def chain_path(s):
+        # A fresh SendWRChain of two WRs (one through an MR that is then
+        # closed, so the post after it is refused), posted and released.
+        mr = ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS)
+        wrs = [ib.SendWR(wr_id=3, sg_list=[m.sge(64)], ah=s["ah"],
+                         send_flags=ib.SendFlags.SIGNALED if i else 0,
+                         remote_qpn=s["ud"].qp_num, remote_qkey=0x11111111)
+               for i, m in enumerate((s["mr"], mr))]
+        chain = ib.SendWRChain(wrs)
+        s["ud"].post_send(chain)
+        n = 0
+        while n < 1:                     # the second WR is the signaled one
+            for wc in s["cq"].poll(4):
+                wc.raise_for_status()
+                n += 1
+        mr.close()
+        try:
+            s["ud"].post_send(chain)
+        except ib.VerbsError:
+            pass
+        else:
+            raise AssertionError("a chain over a closed MR was posted")
+        chain.release()
+
+    def ctx_cycle(s):
+        ib.Context(device).close()
+
+    def ctx_gc(s):
+        # Dropped, not closed: the deallocator closes it.
+        ctx = ib.Context(device)
+        ctx.alloc_pd()
+
+    def channel_cycle(s):
+        ch = s["ctx"].create_comp_channel()
+        cq = s["ctx"].create_cq(4, ch)
+        cq.req_notify()
+        cq.close()
+        ch.close()
+
+    def qp_cycle(s):
+        s["pd"].create_qp(ib.QPInitAttr(send_cq=s["cq"], recv_cq=s["cq"])).close()
+
+    def qp_gc(s):
+        # A QP, its CQ and an MR dropped together: GC closes them in order.
+        cq = s["ctx"].create_cq(4)
+        qp = s["pd"].create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq))
+        mr = ib.reg_tensor(s["pd"], s["buf"], 0)
+        del qp, cq, mr
+
+    return {
+        "Context": (lambda: {}, ctx_cycle),
+        "Context (dropped, with a PD)": (lambda: {}, ctx_gc),
+        "PD": (base, lambda s: s["ctx"].alloc_pd().close()),
+        "MR (reg_mr)": (base, lambda s: s["pd"].reg_mr(s["addr"], 4096, 0).close()),
+        "MR (reg_tensor)": (base, lambda s: ib.reg_tensor(s["pd"], s["buf"],
+                                                          ALL_ACCESS).close()),
+        "CQ": (base, lambda s: s["ctx"].create_cq(64).close()),
+        "CompChannel + CQ": (base, channel_cycle),
+        "QP": (base, qp_cycle),
+        "QP + CQ + MR (dropped)": (base, qp_gc),
+        "SRQ": (base, lambda s: s["pd"].create_srq(max_wr=16).close()),
+        "AH": (base, lambda s: s["pd"].create_ah(s["ah_attr"]).close()),
+        "post_send + poll": (lambda: ud(base()), data_path),
+        "SendWRChain post + poll": (lambda: ud(base()), chain_path),
+    }
+
+
+def main(argv):
+    device, n = argv[1], int(argv[2])
+    only = argv[3:]
+    table = cycles(device)
+    start = rdma_counts(device)
+    for name, (setup, cycle) in table.items():
+        if only and name not in only:
+            continue
+        t0 = time.monotonic()
+        state = setup()
+        warm = min(200, max(20, n // 10))
+        for _ in range(warm):
+            cycle(state)
+        full_gc()
+        rss0, fd0, k0 = rss_kib(), fd_count(), rdma_counts(device)
+        for _ in range(n):
+            cycle(state)
+        full_gc()
+        rss1, fd1, k1 = rss_kib(), fd_count(), rdma_counts(device)
+        print(json.dumps({"type": name, "cycles": n, "rss_growth_kib": rss1 - rss0,
+                          "fd_growth": fd1 - fd0, "rdma_before": k0, "rdma_after": k1,
+                          "seconds": round(time.monotonic() - t0, 1)}), flush=True)
+        for key in ("ud", "ah", "mr", "cq", "pd", "ctx"):
+            o = state.pop(key, None)
+            if o is not None:
+                o.close()
+        state.clear()
+        full_gc()
+    full_gc()
+    print(json.dumps({"rdma_start": start, "rdma_end": rdma_counts(device),
+                      "fds": fd_count()}), flush=True)
+    print("DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,57 @@
+"""Create/destroy cycles of every resource type (leak_cases.py, in a fresh
+subprocess): RSS grows by less than 1 MiB, /proc/self/fd stays flat and
+the device's kernel objects (`rdma -j resource show`: pd, cq, qp, mr, srq,
+ctx) return to their baseline.
+
+`make test` runs IBVERBS_LEAK_CYCLES (default 1000) cycles of each type;
+`make leakcheck` runs 100,000 (the issue's figure: ~40 min in the emulated
+guest).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from pathlib import Path
+
+import pytest
+
+from support import device_name
+HERE = Path(__file__).resolve().parent
+
+pytestmark = pytest.mark.integration
+
+CYCLES = int(os.environ.get("IBVERBS_LEAK_CYCLES", "1000"))
+RSS_LIMIT_KIB = 1024
+# Under AddressSanitizer (make sanitize) freed memory sits in ASan's
+# quarantine, so RSS says nothing about leaks; fds and kernel objects still do.
+SANITIZED = "libasan" in os.environ.get("LD_PRELOAD", "")
+
+
+def test_create_destroy_cycles_do_not_leak():
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "leak_cases.py"), device_name(), str(CYCLES)],
+        capture_output=True, text=True, timeout=max(900, CYCLES // 10), cwd=str(HERE))
+    assert proc.returncode == 0 and "DONE" in proc.stdout, (
+        f"exit status {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    recs = [json.loads(line) for line in proc.stdout.splitlines()
+            if line.startswith("{")]
+    problems = []
+    for r in recs:
+        if "type" not in r:
+            continue
+        print(f"{r['type']}: {r['cycles']} cycles, RSS +{r['rss_growth_kib']} KiB, "
+              f"fds {r['fd_growth']:+d}, {r['seconds']} s")
+        if r["rss_growth_kib"] >= RSS_LIMIT_KIB and not SANITIZED:
+            problems.append(f"{r['type']}: RSS grew {r['rss_growth_kib']} KiB")
+        if r["fd_growth"] != 0:
+            problems.append(f"{r['type']}: {r['fd_growth']:+d} fds")
+        if r["rdma_before"] != r["rdma_after"]:
+            problems.append(f"{r['type']}: kernel objects {r['rdma_before']} -> "
+                            f"{r['rdma_after']}")
+    end = recs[-1]
+    if end.get("rdma_start") != end.get("rdma_end"):
+        problems.append(f"kernel objects not back to baseline: {end}")
+    assert len([r for r in recs if "type" in r]) >= 12
+    assert not problems, "\n".join(problems)

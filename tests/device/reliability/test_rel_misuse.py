@@ -1,0 +1,35 @@
+"""Misuse suite: every public method of every type, called after close,
+after its parent closed, with None, wrong types, out-of-range values,
+objects of another Context or PD, and objects that run Python code in the
+middle of a call (closing what the call is using).  Every case must raise
+TypeError, ValueError, OverflowError or VerbsError (EBADF for a closed
+handle) or, where the case allows it, succeed; never crash.
+
+The host group (no device) is tests/host/reliability/test_rel_misuse_host.py.
+The cases live in misuse_cases.py and run in subprocesses (one per group,
+restarted after a case that kills it), so a segfault is a failed case,
+not a dead test run.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from support import device_name
+from support.process import check_cases, run_cases
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.mark.integration
+def test_misuse_device():
+    """Context, PD, MR, CQ, CompChannel, QP, SRQ, AH, AsyncEvent on a live
+    device, plus a second Context on the same device."""
+    name = device_name()
+    results, crashes, extra = run_cases(HERE / "misuse_cases.py", "device", "--device", name)
+    check_cases(results, crashes, 1000)
+    # The table covers every public member of every handle type.
+    covered = extra["covered"]
+    assert set(covered) == {"Context", "PD", "MR", "CQ", "CompChannel", "QP",
+                            "SRQ", "AH"}
+    assert not [r for r in results if "NOT IN THE MISUSE TABLE" in r["name"]]

@@ -1,0 +1,184 @@
+"""ibverbs.cuda on a real PD (rxe0 in the Soft-RoCE guest), with the fake
+libcuda (tests/fakes/fakecuda.c) standing in for the CUDA driver.
+
+The fake's "device memory" is host memory, so rxe can register it through the
+peer-memory fallback (reg_mr on the raw pointer) and move data in and out.
+"""
+
+import ctypes
+import errno
+import gc
+import importlib.util
+import os
+import weakref
+
+import pytest
+
+import ibverbs as ib
+import ibverbs.cuda as cuda
+
+from support import TESTS
+from support import rdma as rig  # make_rc_pair, poll_until, ALL_ACCESS
+
+pytestmark = pytest.mark.integration
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+build = _load("_ibverbs_fakes_build", TESTS / "fakes" / "build.py")
+ACCESS = rig.ALL_ACCESS
+
+
+class CudaArray:
+    def __init__(self, ptr, n):
+        self.ptr, self.n = ptr, n
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"data": (self.ptr, False), "shape": (self.n,), "typestr": "|u1",
+                "strides": None, "version": 3}
+
+
+@pytest.fixture(scope="module")
+def fake_path(tmp_path_factory):
+    if build.compiler() is None:
+        pytest.skip("no C compiler (cc/gcc/clang or $CC) to build the fake libcuda")
+    return build.build_fakecuda(tmp_path_factory.mktemp("fakecuda"))
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path, fake_path):
+    monkeypatch.setenv("IBVERBS_LIBCUDA", fake_path)
+    sysfs = tmp_path / "sys"
+    sysfs.mkdir()
+    monkeypatch.setenv("IBVERBS_SYSFS_ROOT", str(sysfs))
+    cuda._forget_driver()
+    f = build.FakeCuda(fake_path)
+    f.reset()
+    f.sysfs = sysfs
+    f.allocated = []
+    yield f
+    gc.collect()
+    cuda._forget_driver()
+    f.reset()
+    for ptr in f.allocated:
+        f.free(ptr)
+
+
+def gpu_alloc(fake, n, misalign=0):
+    ptr = fake.alloc(n, 0, misalign)
+    fake.allocated.append(ptr)
+    return ptr
+
+
+def nfds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_rxe_refuses_dmabuf_and_no_peer_memory(fake, pd):
+    n = 3 * PAGE + 100
+    ptr = gpu_alloc(fake, n, misalign=40)
+    t = CudaArray(ptr, n)
+    with pytest.raises(cuda.GpuDirectError) as info:  # warm up
+        cuda.register_tensor(pd, t, ACCESS)
+    before = nfds()
+    for _ in range(20):
+        with pytest.raises(cuda.GpuDirectError) as info:
+            cuda.register_tensor(pd, t, ACCESS)
+    e = info.value
+    assert isinstance(e, ib.VerbsError)
+    assert e.errno == errno.EOPNOTSUPP
+    # the export happened, for the page-aligned range ...
+    start = ptr - ptr % PAGE
+    assert fake.last_export()["ptr"] == start
+    assert fake.last_export()["size"] == -(-(ptr + n - start) // PAGE) * PAGE
+    assert fake.export_calls() == 21
+    # ... and ibv_reg_dmabuf_mr answered EOPNOTSUPP
+    (path, why), (path2, why2) = e.attempts
+    assert path == "dma-buf" and "ibv_reg_dmabuf_mr" in why
+    assert path2 == "peer memory" and "nvidia_peermem" in why2
+    # nothing leaked
+    assert fake.open_exports() == 0
+    assert nfds() == before
+
+
+def test_rxe_reg_dmabuf_mr_answers_eopnotsupp(fake, pd):
+    ptr = gpu_alloc(fake, PAGE)
+    fd, start, length = cuda._export_dmabuf(ptr, PAGE)
+    try:
+        with pytest.raises(ib.VerbsError) as info:
+            pd.reg_dmabuf_mr(0, PAGE, ptr, fd, ACCESS)
+    finally:
+        os.close(fd)
+    assert info.value.errno == errno.EOPNOTSUPP
+    assert fake.open_exports() == 0
+
+
+def test_rxe_peer_memory_fallback(fake, pd):
+    (fake.sysfs / "module" / "nvidia_peermem").mkdir(parents=True)
+    n = 2 * PAGE + 10
+    ptr = gpu_alloc(fake, n, misalign=8)
+    t = CudaArray(ptr, n)
+    tref = weakref.ref(t)
+    before = nfds()
+    gmr = cuda.register_tensor(pd, t, ACCESS)
+    assert gmr.path == "peermem"
+    assert gmr.addr == ptr and gmr.length == n
+    assert isinstance(gmr.mr, ib.MR) and gmr.mr.addr == ptr
+    assert gmr.lkey == gmr.mr.lkey and gmr.rkey == gmr.mr.rkey
+    sge = gmr.sge(100, offset=8)
+    assert (sge.addr, sge.length, sge.lkey) == (ptr + 8, 100, gmr.lkey)
+    assert fake.open_exports() == 0
+    mr = gmr.mr
+    del t
+    gc.collect()
+    assert tref() is not None
+    gmr.close()
+    assert mr.closed and gmr.closed
+    gc.collect()
+    assert tref() is None
+    assert nfds() == before
+
+
+def test_rxe_rdma_on_fallback_regions(fake, ctx, pd):
+    (fake.sysfs / "module" / "nv_peer_mem").mkdir(parents=True)
+    n = 3000
+    src_ptr = gpu_alloc(fake, n, misalign=123)
+    dst_ptr = gpu_alloc(fake, n, misalign=7)
+    back_ptr = gpu_alloc(fake, n)
+    pattern = bytes((i * 7 + 3) & 0xFF for i in range(n))
+    ctypes.memmove(src_ptr, pattern, n)
+    src = cuda.register_tensor(pd, CudaArray(src_ptr, n), ACCESS)
+    dst = cuda.register_tensor(pd, CudaArray(dst_ptr, n), ACCESS)
+    back = cuda.register_tensor(pd, CudaArray(back_ptr, n), ACCESS)
+    qa, ca, qb, cb = rig.make_rc_pair(ctx, pd)
+    try:
+        # write src -> dst
+        qa.post_send(ib.SendWR(
+            wr_id=1, sg_list=[src.sge()], opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=ib.SendFlags.SIGNALED, remote_addr=dst.addr, rkey=dst.rkey))
+        for wc in rig.poll_until(ca):
+            wc.raise_for_status()
+        assert ctypes.string_at(dst_ptr, n) == pattern
+        # read dst -> back, at an offset
+        qa.post_send(ib.SendWR(
+            wr_id=2, sg_list=[back.sge(n - 100, offset=100)],
+            opcode=ib.WROpcode.RDMA_READ, send_flags=ib.SendFlags.SIGNALED,
+            remote_addr=dst.addr + 100, rkey=dst.rkey))
+        for wc in rig.poll_until(ca):
+            wc.raise_for_status()
+        assert ctypes.string_at(back_ptr + 100, n - 100) == pattern[100:]
+    finally:
+        for q in (qa, qb):
+            q.close()
+        for c in (ca, cb):
+            c.close()
+        for g in (src, dst, back):
+            g.close()

@@ -1,0 +1,216 @@
+"""Asynchronous events against a real device (rxe0 in the Soft-RoCE guest).
+
+The link-flap test takes veth0 (rxe0's netdev, see tools/rxe-vm) down and
+up: it needs root and the guest's network, and restores the link.
+"""
+
+import errno
+import os
+import select
+import shutil
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ibverbs as ib
+
+from support import GID_INDEX, PORT
+from support.rdma import ALL_ACCESS
+
+pytestmark = pytest.mark.integration
+
+ET = ib.EventType
+NETDEV = os.environ.get("IBVERBS_TEST_NETDEV", "veth0")
+
+
+def wait_event(ctx, event_type, timeout=15.0):
+    """The next async event of event_type; acks the others on the way."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no {event_type!r} within {timeout} s; "
+                                 f"saw {seen}")
+        r, _, _ = select.select([ctx.async_fd], [], [], left)
+        if not r:
+            continue
+        ev = ctx.get_async_event()
+        if ev.event_type == event_type:
+            return ev
+        seen.append(ET(ev.event_type).name)
+        ev.ack()
+
+
+def drain_events(ctx):
+    """Ack every event pending now; returns their types."""
+    blocking = os.get_blocking(ctx.async_fd)
+    os.set_blocking(ctx.async_fd, False)
+    types = []
+    try:
+        while True:
+            try:
+                ev = ctx.get_async_event()
+            except ib.VerbsError as e:
+                assert e.errno == errno.EAGAIN
+                return types
+            types.append(ev.event_type)
+            ev.ack()
+    finally:
+        os.set_blocking(ctx.async_fd, blocking)
+
+
+def link(state):
+    subprocess.run(["ip", "link", "set", NETDEV, state], check=True)
+
+
+def wait_port_active(ctx, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (ctx.query_port(PORT).state == ib.PortState.ACTIVE
+                and not ctx.query_gid(PORT, GID_INDEX).is_zero()):
+            return
+        time.sleep(0.1)
+    raise AssertionError("port did not come back ACTIVE")
+
+
+def test_nonblocking_async_fd_without_event_is_eagain(ctx):
+    os.set_blocking(ctx.async_fd, False)
+    with pytest.raises(ib.VerbsError) as ei:
+        ctx.get_async_event()
+    assert ei.value.errno == errno.EAGAIN
+    assert ei.value.operation == "ibv_get_async_event"
+    assert not ctx.closed
+
+
+def test_async_event_not_instantiable():
+    with pytest.raises(TypeError):
+        ib.AsyncEvent()
+
+
+def overflow_cq(ctx, pd):
+    """A CQ of one entry that gets more completions than it holds (rxe
+    reports CQ_ERR).  Returns (small, qa, qb, other, mr)."""
+    small = ctx.create_cq(1)
+    other = ctx.create_cq(64)
+    qa = pd.create_qp(ib.QPInitAttr(send_cq=small, recv_cq=other))
+    qb = pd.create_qp(ib.QPInitAttr(send_cq=other, recv_cq=other))
+    port_attr = ctx.query_port(PORT)
+    gid = ctx.query_gid(PORT, GID_INDEX)
+    ia = ib.local_qp_info(qa, port_attr, gid, port=PORT)
+    ibb = ib.local_qp_info(qb, port_attr, gid, port=PORT)
+    ib.connect_rc(qa, ibb, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS)
+    ib.connect_rc(qb, ia, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS)
+    buf = np.zeros(4096, dtype=np.uint8)
+    mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS, owner=buf)
+    # More signaled completions than the CQ holds, never polled.
+    qa.post_send([ib.SendWR(wr_id=i, sg_list=[mr.sge(8)],
+                            opcode=ib.WROpcode.RDMA_WRITE,
+                            send_flags=ib.SendFlags.SIGNALED,
+                            remote_addr=mr.addr + 1024, rkey=mr.rkey)
+                  for i in range(small.cqe + 3)])
+    return small, qa, qb, other, mr
+
+
+def test_cq_overflow_event_holds_the_cq(ctx, pd):
+    small, qa, qb, other, mr = overflow_cq(ctx, pd)
+    ev = wait_event(ctx, ET.CQ_ERR)
+    assert ev.element_type == "cq"
+    assert ev.element is small
+    assert ev.context is ctx
+    assert not ev.acked
+    assert "cq=" in repr(ev)
+    qa.close()
+    # ibv_destroy_cq would wait for the ack forever: close refuses instead.
+    with pytest.raises(ib.VerbsError) as ei:
+        small.close()
+    assert ei.value.errno == errno.EBUSY
+    assert not small.closed
+    ev.ack()
+    assert ev.acked
+    ev.ack()  # idempotent
+    # Each dropped completion raised a CQ_ERR: hold the others unacked.
+    time.sleep(0.2)
+    os.set_blocking(ctx.async_fd, False)
+    pending = []
+    while True:
+        try:
+            pending.append(ctx.get_async_event())
+        except ib.VerbsError as e:
+            assert e.errno == errno.EAGAIN
+            break
+    for p in pending:
+        if p.event_type == ET.CQ_ERR:
+            assert p.element is small
+    if any(p.element is small for p in pending):
+        with pytest.raises(ib.VerbsError):
+            small.close()
+    # Dropping an unacked event acks it.
+    del pending, p
+    small.close()
+    assert small.closed
+    qb.close()
+    other.close()
+
+
+def test_event_context_manager_acks(ctx, pd):
+    small, qa, qb, other, mr = overflow_cq(ctx, pd)
+    with wait_event(ctx, ET.CQ_ERR) as ev:
+        assert ev.element is small
+    assert ev.acked
+    qa.close()
+    time.sleep(0.2)
+    drain_events(ctx)
+    small.close()
+    assert small.closed
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                    reason="needs root and ip(8) (runs in the rxe guest)")
+def test_link_flap_delivers_port_events(ctx):
+    drain_events(ctx)
+    result = []
+
+    def waiter():
+        try:
+            result.append(ctx.get_async_event())
+        except Exception as e:  # pragma: no cover - reported below
+            result.append(e)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    try:
+        time.sleep(0.3)
+        assert t.is_alive()
+        # The blocked thread marks the context busy; the GIL is free.
+        with pytest.raises(ib.VerbsError, match="another thread") as ei:
+            ctx.close()
+        assert ei.value.errno == errno.EBUSY
+        link("down")
+        t.join(15)
+        assert not t.is_alive()
+    finally:
+        if t.is_alive():
+            link("down")
+            t.join(15)
+        link("up")
+    (ev,) = result
+    assert isinstance(ev, ib.AsyncEvent), ev
+    if ev.event_type != ET.PORT_ERR:  # e.g. a GID change came first
+        ev.ack()
+        ev = wait_event(ctx, ET.PORT_ERR)
+    assert ev.element_type == "port"
+    assert ev.element == PORT
+    assert ev.context is ctx
+    assert "port" in repr(ev).lower()
+    ev.ack()
+    ev = wait_event(ctx, ET.PORT_ACTIVE)
+    assert ev.element_type == "port" and ev.element == PORT
+    ev.ack()
+    wait_port_active(ctx)
+    drain_events(ctx)
+    ctx.close()
+    assert ctx.closed

@@ -1,0 +1,35 @@
+"""What the tests share: the device, port and GID index they use, and the
+helpers that were copied between directories (rdma.py: an RC pair,
+buffers, polling, async events; process.py: resource counters and the
+subprocess case runner; fixtures.py: ctx, pd, cq, ..., loaded for every
+test by tests/conftest.py).
+
+pytest puts tests/ on sys.path (pyproject.toml, ``pythonpath``), so a
+test imports ``from support import PORT``; a script run in a subprocess
+inserts ``TESTS`` itself.  Nothing here imports conftest.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+
+# tools/rxe-vm sets these in the guest (rxe0, port 1, the IPv4 GID's index).
+DEVICE = os.environ.get("IBVERBS_TEST_DEVICE")
+PORT = int(os.environ.get("IBVERBS_TEST_PORT", "1"))
+GID_INDEX = int(os.environ.get("IBVERBS_TEST_GID_INDEX", "1"))
+# The netdev under the device (the link-flap and device-removal tests).
+NETDEV = os.environ.get("IBVERBS_TEST_NETDEV", "veth0")
+
+
+def device_name():
+    """The device the device tests use ($IBVERBS_TEST_DEVICE, else the
+    first one listed), or None."""
+    if DEVICE:
+        return DEVICE
+    import ibverbs as ib
+
+    devs = ib.get_device_list()
+    return devs[0].name if devs else None

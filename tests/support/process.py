@@ -1,0 +1,109 @@
+"""Process and kernel resources (RSS, fds, the device's object counts)
+and the runner of the reliability suite's case scripts, which run in
+subprocesses so that a crash is a failed case, not a dead run."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# ---------------------------------------------------------------------------
+# Process and kernel resources
+# ---------------------------------------------------------------------------
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def fd_count():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def rdma_counts(device):
+    """{"pd": n, "cq": n, "qp": n, "mr": n, "ctx": n, "srq": n} of the
+    device, from `rdma -j resource show` (None without the tool)."""
+    if shutil.which("rdma") is None:
+        return None
+    out = subprocess.run(["rdma", "-j", "resource", "show"], capture_output=True,
+                         text=True, timeout=60)
+    if out.returncode != 0:
+        return None
+    for entry in json.loads(out.stdout or "[]"):
+        if entry.get("ifname") == device:
+            return {k: v for k, v in entry.items() if k not in ("ifindex", "ifname")}
+    return None
+
+
+def full_gc():
+    for _ in range(3):
+        gc.collect()
+
+
+# ---------------------------------------------------------------------------
+# Running case scripts in subprocesses
+# ---------------------------------------------------------------------------
+
+def run_cases(script, *args, timeout=600, env=None):
+    """Run the case script at path `script` (which prints BEGIN/result/DONE
+    lines, see misuse_cases.py) until every case has a result: a case that
+    kills the process is recorded as crashed and the script restarted
+    after it.  Returns (results, crashes, extra) where extra is the first
+    JSON line that is not a case result (e.g. coverage data)."""
+    results, crashes, extra = [], [], None
+    start = 0
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"{script}: out of time after {len(results)} cases")
+        proc = subprocess.run(
+            [sys.executable, str(script), *args, "--start", str(start)],
+            capture_output=True, text=True, timeout=left, env=env,
+            cwd=str(Path(script).parent))
+        begun = None
+        done = False
+        for line in proc.stdout.splitlines():
+            if line.startswith("BEGIN "):
+                _, idx, name = line.split(" ", 2)
+                begun = (int(idx), name)
+            elif line.startswith("DONE "):
+                done = True
+            elif line.startswith("{"):
+                rec = json.loads(line)
+                if "i" in rec:
+                    results.append(rec)
+                    begun = None
+                elif extra is None:
+                    extra = rec
+        if done and proc.returncode == 0:
+            return results, crashes, extra
+        if begun is None:
+            raise AssertionError(
+                f"{script} failed outside any case (rc {proc.returncode}):\n"
+                f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        crashes.append({"i": begun[0], "name": begun[1], "rc": proc.returncode,
+                        "stderr": proc.stderr[-2000:]})
+        start = begun[0] + 1
+
+
+def check_cases(results, crashes, minimum):
+    """Fail, listing them, on any crashed or failed case, or when fewer
+    than `minimum` cases ran."""
+    lines = [f"CRASHED (exit status {c['rc']}) in case {c['i']}: {c['name']}\n"
+             f"{c['stderr']}" for c in crashes]
+    for r in results:
+        if not r["ok"]:
+            lines.append(f"case {r['i']} {r['name']}: {r['why']} "
+                         f"[{r['exc']}: {r['msg']}]" + (f"\n{r['tb']}" if "tb" in r else ""))
+    assert not lines, f"{len(lines)} misuse case(s) failed:\n" + "\n".join(lines)
+    assert len(results) >= minimum, f"only {len(results)} cases ran"

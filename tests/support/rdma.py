@@ -1,0 +1,117 @@
+"""RDMA helpers for the device tests: an RC pair on one device, buffers,
+polling, async events.  Imports ibverbs (support/__init__.py does not)."""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+
+import ibverbs as ib
+
+from support import GID_INDEX, PORT
+
+ALL_ACCESS = (ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
+              | ib.AccessFlags.REMOTE_READ | ib.AccessFlags.REMOTE_ATOMIC)
+
+
+def make_rc_pair(ctx, pd, *, qp_type=None, max_send_wr=128, max_recv_wr=128,
+                 max_send_sge=2, max_recv_sge=2, max_inline_data=0,
+                 access=ALL_ACCESS, srq=None, rnr_retry=7, cq_size=256,
+                 channel=None, min_rnr_timer=None):
+    """Two QPs on one device connected to each other (loopback), each with
+    its own CQ (on `channel` if given).  Returns (qp_a, cq_a, qp_b, cq_b)."""
+    qp_type = ib.QPType.RC if qp_type is None else qp_type
+    port_attr = ctx.query_port(PORT)
+    gid = ctx.query_gid(PORT, GID_INDEX)
+    out = []
+    for _ in range(2):
+        cq = ctx.create_cq(cq_size, channel)
+        qp = pd.create_qp(ib.QPInitAttr(
+            send_cq=cq, recv_cq=cq, qp_type=qp_type, srq=srq,
+            max_send_wr=max_send_wr, max_recv_wr=max_recv_wr,
+            max_send_sge=max_send_sge, max_recv_sge=max_recv_sge,
+            max_inline_data=max_inline_data))
+        out.append((qp, cq))
+    (qa, ca), (qb, cb) = out
+    ia = ib.local_qp_info(qa, port_attr, gid, port=PORT, psn=0x1234)
+    ibb = ib.local_qp_info(qb, port_attr, gid, port=PORT, psn=0x4321)
+    extra = {} if min_rnr_timer is None else {"min_rnr_timer": min_rnr_timer}
+    ib.connect_rc(qa, ibb, port=PORT, sgid_index=GID_INDEX, access=access,
+                  local_psn=ia.psn, rnr_retry=rnr_retry, **extra)
+    ib.connect_rc(qb, ia, port=PORT, sgid_index=GID_INDEX, access=access,
+                  local_psn=ibb.psn, rnr_retry=rnr_retry, **extra)
+    return qa, ca, qb, cb
+
+
+def mkbuf(pd, n, access=ALL_ACCESS, dtype=None, fill=0):
+    """A numpy buffer of n items (uint8 unless dtype says otherwise),
+    filled with fill, and its MR."""
+    import numpy as np
+
+    buf = np.full(n, fill, dtype=np.uint8 if dtype is None else dtype)
+    return buf, pd.reg_mr(buf.ctypes.data, buf.nbytes, access)
+
+
+def ok(wcs, opcode=None):
+    """Raise for a failed completion; check the opcode when given."""
+    for wc in wcs:
+        wc.raise_for_status()
+        if opcode is not None:
+            assert wc.opcode == opcode
+    return wcs
+
+
+def poll_until(cq, n=1, timeout=10.0):
+    """Poll until n completions arrived; returns them (AssertionError on
+    timeout)."""
+    got = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n:
+        got.extend(cq.poll(n - len(got)))
+        if len(got) < n:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out: {len(got)} of {n} completions")
+            time.sleep(0.0005)
+    return got
+
+
+def wait_async_event(ctx, event_type, timeout=10.0):
+    """The next async event of event_type (others are acked on the way);
+    None on timeout.  Works with a blocking or non-blocking async_fd."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        r, _, _ = select.select([ctx.async_fd], [], [], left)
+        if not r:
+            continue
+        was = os.get_blocking(ctx.async_fd)
+        os.set_blocking(ctx.async_fd, False)
+        try:
+            ev = ctx.get_async_event()
+        except ib.VerbsError:
+            continue
+        finally:
+            os.set_blocking(ctx.async_fd, was)
+        if ev.event_type == event_type:
+            return ev
+        ev.ack()
+
+
+def drain_async_events(ctx):
+    """Read and ack every async event pending now; their types."""
+    was = os.get_blocking(ctx.async_fd)
+    os.set_blocking(ctx.async_fd, False)
+    types = []
+    try:
+        while True:
+            try:
+                ev = ctx.get_async_event()
+            except ib.VerbsError:
+                return types
+            types.append(int(ev.event_type))
+            ev.ack()
+    finally:
+        os.set_blocking(ctx.async_fd, was)
