@@ -3,6 +3,8 @@ the server host may come after the options, as with perftest; bad
 combinations are refused with PerfError before anything is opened."""
 
 import argparse
+import subprocess
+import sys
 
 import pytest
 
@@ -63,3 +65,22 @@ def test_latency_tests_use_one_qp():
 def test_run_needs_a_server_or_loopback():
     with pytest.raises(PerfError, match="give a server or --loopback"):
         perf.run(["write_bw", "-d", "rxe0"])
+
+
+def test_info_does_not_import_perf():
+    """`python -m ibverbs info` leaves the perftest-style tool unimported;
+    `perf` still finds its parser."""
+    code = ("import sys\n"
+            "from ibverbs.__main__ import main\n"
+            "rc = main(['info', '--json'])\n"
+            "assert 'ibverbs.perf' not in sys.modules, 'info imported perf'\n"
+            "try:\n"
+            "    main(['perf', '--help'])\n"
+            "except SystemExit as e:\n"
+            "    assert e.code == 0\n"
+            "assert 'ibverbs.perf' in sys.modules\n"
+            "print('RC', rc)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "RC 0" in res.stdout
