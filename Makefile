@@ -11,7 +11,7 @@ OUT      := $(CURDIR)/build/out
 PYTEST   := $(VPY) -m pytest -rs
 
 .PHONY: all deps venv build test test-host test-guest demo bench wheel \
-	test-wheels sanitize clean
+	test-wheels sanitize clean lint format
 
 all: build
 
@@ -68,6 +68,25 @@ bench: build
 
 clean:
 	rm -rf build dist src/*.egg-info src/ibverbs/*.so
+
+# ---- Style: ruff (Python) and clang-format (C, .clang-format) -------------
+#
+# make lint     checks, rewrites nothing: ruff's lint rules and formatting
+#               (pyproject.toml, [tool.ruff]), clang-format on every tracked
+#               C file.
+# make format   rewrites the tree the way make lint wants it.
+
+C_FILES = $(shell git ls-files '*.c' '*.h')
+RUFF    := $(VENV)/bin/ruff
+
+lint: build
+	$(RUFF) check .
+	$(RUFF) format --check .
+	clang-format --dry-run --Werror $(C_FILES)
+
+format: build
+	$(RUFF) format .
+	clang-format -i $(C_FILES)
 
 # ---- Portability: the abi3 wheel, every CPython, type stubs ---------------
 #

@@ -630,8 +630,8 @@ def svg(cases: list[Case], title: str, subtitle: str) -> str:
         f'<rect width="{width}" height="{height}" fill="white"/>',
         f'<text x="10" y="24" class="ttl">{_esc(title)}</text>',
         f'<text x="10" y="42" class="sub">{_esc(subtitle)}</text>',
-        f'<text x="10" y="58" class="sub">performance relative to C = 1.00 (longer is '
-        f'better; latency plotted as C time / implementation time)</text>',
+        '<text x="10" y="58" class="sub">performance relative to C = 1.00 (longer is '
+        'better; latency plotted as C time / implementation time)</text>',
         f'<line x1="{one:.1f}" y1="68" x2="{one:.1f}" y2="{y - gap + 4}" class="one"/>',
         *body, *legend, "</svg>", ""])
 

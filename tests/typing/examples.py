@@ -70,7 +70,7 @@ def quickstart(remote_bytes: bytes, peer_addr: int, peer_rkey: int, buf: Any) ->
         assert_type(chain[0], ib.SendWR)
         chain[len(chain) - 1].send_flags = ib.SendFlags.SIGNALED
         qp.post_send(chain)
-        first: list[int] = [w.wr_id for w in chain]
+        _first: list[int] = [w.wr_id for w in chain]
     assert_type(chain.released, bool)
     qp.post_recv(ib.RecvWRChain([ib.RecvWR(sg_list=[mr.sge(8)])]))
 

@@ -97,6 +97,7 @@ static PyObject *context_query_device(PyObject *self, PyObject *unused)
 	d = PyDict_New();
 	if (d == NULL)
 		return NULL;
+/* clang-format off */
 #define U(f) if (dict_set_u64(d, #f, (uint64_t)a.f) < 0) goto fail;
 	if (dict_set_str(d, "fw_ver", a.fw_ver) < 0)
 		goto fail;
@@ -111,6 +112,7 @@ static PyObject *context_query_device(PyObject *self, PyObject *unused)
 	U(max_srq) U(max_srq_wr) U(max_srq_sge) U(max_pkeys)
 	U(local_ca_ack_delay) U(phys_port_cnt)
 #undef U
+/* clang-format on */
 	/* GUIDs are big-endian on the wire; report them as numbers. */
 	if (dict_set_u64(d, "node_guid", be64toh(a.node_guid)) < 0 ||
 	    dict_set_u64(d, "sys_image_guid", be64toh(a.sys_image_guid)) < 0)
@@ -150,6 +152,7 @@ static PyObject *context_query_port(PyObject *self, PyObject *arg)
 	d = PyDict_New();
 	if (d == NULL)
 		return NULL;
+/* clang-format off */
 #define U(f) if (dict_set_u64(d, #f, (uint64_t)a.f) < 0) goto fail;
 	U(state) U(max_mtu) U(active_mtu) U(gid_tbl_len) U(port_cap_flags)
 	U(max_msg_sz) U(bad_pkey_cntr) U(qkey_viol_cntr) U(pkey_tbl_len)
@@ -157,6 +160,7 @@ static PyObject *context_query_port(PyObject *self, PyObject *arg)
 	U(init_type_reply) U(active_width) U(active_speed) U(phys_state)
 	U(link_layer) U(flags) U(port_cap_flags2)
 #undef U
+/* clang-format on */
 	if (dict_set_int(d, "port_num", port) < 0)
 		goto fail;
 	return make_record(ST.PortAttr, d);
