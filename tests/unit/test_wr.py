@@ -55,8 +55,7 @@ def test_sge_type_errors():
         SGE(1.5, 8, lkey=1)
     with pytest.raises(TypeError):
         SGE(0, 8.0, lkey=1)
-    with pytest.raises(TypeError):
-        SGE(0, 8, 1)  # lkey is keyword-only
+    assert SGE(0, 8, 1).lkey == 1  # lkey positional, as in the published package
 
 
 def test_sge_is_immutable():

@@ -31,20 +31,41 @@ static PyObject *opcode_obj(int opcode)
 /* SGE                                                                 */
 /* ------------------------------------------------------------------ */
 
+/* A negative int offset: ValueError saying so (arg_u64 only gives the
+ * range).  0 otherwise. */
+static int sge_check_offset_sign(PyObject *off_o)
+{
+	int overflow = 0;
+	long long v;
+
+	if (!PyLong_Check(off_o))
+		return 0;
+	v = PyLong_AsLongLongAndOverflow(off_o, &overflow);
+	if (v == -1 && PyErr_Occurred())
+		return -1;
+	if (v < 0 || overflow < 0) {
+		PyErr_Format(PyExc_ValueError,
+			     "offset must be non-negative, got %R", off_o);
+		return -1;
+	}
+	return 0;
+}
+
 static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"mr_or_addr", "length", "lkey", "offset",
-				 NULL};
+				 "owner", NULL};
 	PyObject *src, *len_o = Py_None, *lkey_o = Py_None, *off_o = NULL;
-	PyObject *mr = NULL;
+	PyObject *mr = NULL, *owner = Py_None;
 	SGEObject *self;
 	uint64_t addr, off = 0;
 	uint32_t length, lkey;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OO:SGE", kwlist, &src,
-					 &len_o, &lkey_o, &off_o))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO$O:SGE", kwlist, &src,
+					 &len_o, &lkey_o, &off_o, &owner))
 		return NULL;
-	if (off_o != NULL && arg_u64(off_o, "offset", &off) < 0)
+	if (off_o != NULL && (sge_check_offset_sign(off_o) < 0 ||
+			      arg_u64(off_o, "offset", &off) < 0))
 		return NULL;
 	if (PyObject_TypeCheck(src, ST.MR_type)) {
 		MRObject *m = (MRObject *)src;
@@ -91,6 +112,14 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 			if (arg_u64(len_o, "length", &want) < 0)
 				goto fail;
+			if (want > UINT32_MAX) {
+				PyErr_Format(PyExc_ValueError,
+					     "an SGE holds at most 2**32-1 "
+					     "bytes, not %llu: split the range "
+					     "into several SGEs",
+					     (unsigned long long)want);
+				goto fail;
+			}
 			if (want > avail) {
 				PyErr_Format(PyExc_ValueError,
 					     "offset %llu + length %llu runs "
@@ -98,14 +127,6 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 					     "%llu)", (unsigned long long)off,
 					     (unsigned long long)want,
 					     (unsigned long long)m->length);
-				goto fail;
-			}
-			if (want > UINT32_MAX) {
-				PyErr_Format(PyExc_ValueError,
-					     "an SGE holds at most 2**32-1 "
-					     "bytes, not %llu: split the range "
-					     "into several SGEs",
-					     (unsigned long long)want);
 				goto fail;
 			}
 			length = (uint32_t)want;
@@ -151,6 +172,10 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	self->sge.length = length;
 	self->sge.lkey = lkey;
 	self->mr = mr;
+	if (owner != Py_None) {
+		Py_INCREF(owner);
+		self->owner = owner;
+	}
 	return (PyObject *)self;
 fail:
 	Py_XDECREF(mr);
@@ -161,12 +186,14 @@ static int sge_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT((PyObject *)Py_TYPE(self));
 	Py_VISIT(((SGEObject *)self)->mr);
+	Py_VISIT(((SGEObject *)self)->owner);
 	return 0;
 }
 
 static int sge_clear(PyObject *self)
 {
 	Py_CLEAR(((SGEObject *)self)->mr);
+	Py_CLEAR(((SGEObject *)self)->owner);
 	return 0;
 }
 
@@ -206,6 +233,18 @@ static PyObject *sge_get_mr(PyObject *self, void *closure)
 		Py_RETURN_NONE;
 	Py_INCREF(mr);
 	return mr;
+}
+
+/* What keeps the memory alive: owner= if given, else the MR, else None. */
+static PyObject *sge_get_owner(PyObject *self, void *closure)
+{
+	SGEObject *s = (SGEObject *)self;
+	PyObject *o = s->owner != NULL ? s->owner : s->mr;
+
+	if (o == NULL)
+		Py_RETURN_NONE;
+	Py_INCREF(o);
+	return o;
 }
 
 static PyObject *sge_repr(PyObject *self)
@@ -248,17 +287,20 @@ static PyGetSetDef sge_getset[] = {
 	 NULL},
 	{"lkey", sge_get_lkey, NULL, "local key (ibv_sge.lkey)", NULL},
 	{"mr", sge_get_mr, NULL, "the MR it points into, or None", NULL},
+	{"owner", sge_get_owner, NULL, "what it keeps alive: owner= as given "
+	 "(a GpuMR's SGEs: the GpuMR), else the MR, else None", NULL},
 	{NULL, NULL, NULL, NULL, NULL}
 };
 
 static PyType_Slot sge_slots[] = {
 	{Py_tp_doc,
-	 "SGE(mr_or_addr, length=None, *, lkey=None, offset=0)\n\n"
+	 "SGE(mr_or_addr, length=None, lkey=None, offset=0, *, owner=None)\n\n"
 	 "A scatter/gather element (struct ibv_sge).  From an MR: addr is\n"
 	 "the MR's address + offset, lkey the MR's, and the range must\n"
 	 "lie inside the MR (ValueError otherwise; length=None takes the rest\n"
 	 "of the MR).  From an int address: length and lkey= are required.\n"
-	 "length < 2**32.  Immutable; keeps its MR (and so its memory) alive."},
+	 "length < 2**32, offset >= 0.  Immutable; keeps its MR (and so its\n"
+	 "memory) alive, and owner= (SGE.owner: that, else the MR)."},
 	{Py_tp_new, sge_new},
 	{Py_tp_dealloc, sge_dealloc},
 	{Py_tp_traverse, sge_traverse},
@@ -293,6 +335,8 @@ static PyObject *sg_list_build(PyObject *arg, struct ibv_sge *inline_sges,
 
 	if (PyObject_TypeCheck(arg, ST.SGE_type)) {
 		tup = PyTuple_Pack(1, arg);
+	} else if (arg == Py_None) {  /* the published default: no SGEs */
+		tup = PyTuple_New(0);
 	} else {
 		if (PyUnicode_Check(arg) || PyBytes_Check(arg) ||
 		    PyByteArray_Check(arg))
@@ -616,8 +660,9 @@ static int imm_parse(PyObject *o, uint32_t *out)
 
 static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
+	/* Positional order as in the published package. */
 	static char *kwlist[] = {"wr_id", "sg_list", "opcode", "send_flags",
-				 "imm_data", "remote_addr", "rkey",
+				 "remote_addr", "rkey", "imm_data",
 				 "compare_add", "swap", "ah", "remote_qpn",
 				 "remote_qkey", NULL};
 	PyObject *wr_id_o = NULL, *sg_o = NULL, *op_o = NULL, *flags_o = NULL;
@@ -632,7 +677,7 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOOOO:SendWR",
 					 kwlist, &wr_id_o, &sg_o, &op_o,
-					 &flags_o, &imm_o, &raddr_o, &rkey_o,
+					 &flags_o, &raddr_o, &rkey_o, &imm_o,
 					 &cmp_o, &swap_o, &ah_o, &qpn_o,
 					 &qkey_o))
 		return NULL;
@@ -653,6 +698,11 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 				"remote_qpn must be in range 0..2**24-1");
 		return NULL;
 	}
+	/* imm_data=0 is the published package's default: accepted (and
+	 * ignored) with any opcode; another value needs a *_WITH_IMM one. */
+	if (imm_o != Py_None && !is_imm_opcode(opcode) &&
+	    PyLong_Check(imm_o) && PyObject_Not(imm_o) == 1)
+		imm_o = Py_None;
 	if (imm_o != Py_None && !is_imm_opcode(opcode)) {
 		PyObject *o = opcode_obj(opcode);
 
