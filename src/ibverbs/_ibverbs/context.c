@@ -308,6 +308,7 @@ static PyObject *context_repr(PyObject *self)
 
 static PyObject *context_ack_async_event(PyObject *self, PyObject *ev)
 {
+	HANDLE_CHECK(self);
 	return async_event_ack_for((ContextObject *)self, ev);
 }
 

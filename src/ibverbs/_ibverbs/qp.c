@@ -584,7 +584,7 @@ static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
 	static char *kwlist[] = {"port", "access", "pkey_index", "qkey", NULL};
 	PyObject *port_o, *access_o = NULL, *pkey_o = NULL, *qkey_o = NULL;
 	struct ibv_qp_attr attr;
-	long port, access, pkey, qkey;
+	long port, access = 0, pkey, qkey;
 	int mask = IBV_QP_STATE | IBV_QP_PORT;
 
 	HANDLE_CHECK(self);
@@ -594,7 +594,8 @@ static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
 					 &port_o, &access_o, &pkey_o, &qkey_o))
 		return NULL;
 	if (arg_int(port_o, "port", 1, UINT8_MAX, &port) < 0 ||
-	    arg_opt_int(access_o, "access", 0, INT32_MAX, 0, &access) < 0 ||
+	    (access_o != NULL &&
+	     arg_int(access_o, "access", 0, INT32_MAX, &access) < 0) ||
 	    arg_opt_int(pkey_o, "pkey_index", 0, UINT16_MAX, 0, &pkey) < 0 ||
 	    arg_opt_int(qkey_o, "qkey", 0, UINT32_MAX, QP_DEFAULT_QKEY,
 			&qkey) < 0)
