@@ -17,11 +17,34 @@ Build-time defines that tools pass in IBVERBS_EXTRA_CFLAGS:
 
 import glob
 import os
+import shlex
+import subprocess
+import sysconfig
 
 # Added to the interpreter's own flags (optimisation, -fPIC, ...).
 CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter",
           "-Wno-missing-field-initializers", "-fvisibility=hidden"]
 DEFINES = [("Py_LIMITED_API", "0x03090000")]
+
+
+def header_defines(name, extra):
+    """Does <infiniband/verbs.h> define the enumerator ``name``?  (An enum
+    member is no macro: ask the compiler.)"""
+    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    src = f"#include <infiniband/verbs.h>\nint probe = {name};\n"
+    try:
+        r = subprocess.run(cc + ["-fsyntax-only", "-x", "c", "-"] + extra,
+                           input=src.encode(), capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def probed_defines(extra):
+    """Enum members newer than some supported rdma-core headers (enums.c)."""
+    if header_defines("IBV_ACCESS_FLUSH_GLOBAL", extra):
+        return [("IBVERBS_HAVE_ACCESS_FLUSH", "1")]
+    return []
 
 
 def extension():
@@ -33,7 +56,7 @@ def extension():
         "ibverbs._ibverbs",
         sources=sorted(glob.glob("src/ibverbs/_ibverbs/*.c")),
         depends=glob.glob("src/ibverbs/_ibverbs/*.h"),
-        define_macros=DEFINES,
+        define_macros=DEFINES + probed_defines(extra),
         py_limited_api=True,
         extra_compile_args=CFLAGS + extra,
         extra_link_args=extra_link,

@@ -29,6 +29,7 @@ library_version: str | None
 optional_verbs: dict[str, bool]
 """Each optional verb (``ibv_reg_dmabuf_mr``, ...) -> whether it was found."""
 _constants: dict[str, dict[str, int]]
+_abi_constants: tuple[str, ...]
 
 @type_check_only
 class _DeviceInfo(TypedDict):
@@ -91,6 +92,7 @@ class Context(_Handle):
     ) -> CQ: ...
     def create_comp_channel(self) -> CompChannel: ...
     def get_async_event(self) -> AsyncEvent: ...
+    def ack_async_event(self, event: AsyncEvent, /) -> None: ...
 
 @final
 class PD(_Handle):
@@ -162,7 +164,7 @@ class CQ(_Handle):
     def poll(self, num_entries: int = 1) -> list[WC]: ...
     def poll_count(self, num_entries: int, /) -> int: ...
     def req_notify(self, solicited_only: bool = False) -> None: ...
-    def ack_events(self, n: int = 1, /) -> None: ...
+    def ack_events(self, nevents: int = 1) -> None: ...
 
 @final
 class QP(_Handle):
@@ -199,26 +201,25 @@ class QP(_Handle):
     def modify(self, mask: int, **attrs: Any) -> None: ...
     def query(self, mask: int = ...) -> tuple[dict[str, Any], QPCap]: ...
     def to_init(
-        self, port: int, access: int, pkey_index: int = 0, qkey: int | None = None
+        self, port: int, access: int = 0, pkey_index: int = 0, qkey: int | None = None
     ) -> None: ...
     def to_rtr(
         self,
         remote: QPInfo | None,
-        *,
         sgid_index: int = ...,
         mtu: int | None = None,
-        port: int | None = None,
-        max_dest_rd_atomic: int = 1,
-        min_rnr_timer: int = 12,
         hop_limit: int = 64,
+        min_rnr_timer: int = 12,
+        max_dest_rd_atomic: int = 1,
         sl: int = 0,
         traffic_class: int = 0,
+        *,
+        port: int | None = None,
         flow_label: int = 0,
     ) -> None: ...
     def to_rts(
         self,
         psn: int = 0,
-        *,
         timeout: int = 14,
         retry_cnt: int = 7,
         rnr_retry: int = 7,
@@ -253,9 +254,10 @@ class SGE:
         cls,
         mr_or_addr: MR | int,
         length: int | None = None,
-        *,
         lkey: int | None = None,
         offset: int = 0,
+        *,
+        owner: object = None,
     ) -> Self: ...
     @property
     def addr(self) -> int: ...
@@ -265,6 +267,8 @@ class SGE:
     def lkey(self) -> int: ...
     @property
     def mr(self) -> MR | None: ...
+    @property
+    def owner(self) -> Any: ...
     def __eq__(self, other: object, /) -> bool: ...
     def __ne__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
@@ -274,12 +278,12 @@ class SendWR:
     def __new__(
         cls,
         wr_id: int = 0,
-        sg_list: SGE | Iterable[SGE] = (),
+        sg_list: SGE | Iterable[SGE] | None = (),
         opcode: int = 0,
         send_flags: int = 0,
-        imm_data: int | None = None,
         remote_addr: int = 0,
         rkey: int = 0,
+        imm_data: int | None = None,
         compare_add: int = 0,
         swap: int = 0,
         ah: AH | None = None,
@@ -304,7 +308,9 @@ class SendWR:
 
 @final
 class RecvWR:
-    def __new__(cls, wr_id: int = 0, sg_list: SGE | Iterable[SGE] = ()) -> Self: ...
+    def __new__(
+        cls, wr_id: int = 0, sg_list: SGE | Iterable[SGE] | None = ()
+    ) -> Self: ...
     wr_id: int
     @property
     def sg_list(self) -> tuple[SGE, ...]: ...
@@ -369,11 +375,17 @@ class WC:
     @property
     def imm_data(self) -> int: ...
     def raise_for_status(self) -> None: ...
+    @property
+    def is_success(self) -> bool: ...
+    @property
+    def status_str(self) -> str: ...
 
 @final
 class AsyncEvent(_With):
     @property
     def event_type(self) -> int: ...
+    @property
+    def event_type_str(self) -> str: ...
     @property
     def element_type(self) -> Literal["qp", "cq", "srq", "wq", "port", "device"]: ...
     @property

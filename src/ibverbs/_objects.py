@@ -8,8 +8,10 @@ struct field names.
 
 from __future__ import annotations
 
+import errno as _errno
 import ipaddress
-from typing import Any
+import os as _os
+from typing import Any, overload
 
 __all__ = [
     "VerbsError",
@@ -25,9 +27,28 @@ __all__ = [
 
 class VerbsError(OSError):
     """A verb failed.  ``errno``, ``strerror`` and ``operation`` (the verb's
-    name, e.g. ``"ibv_reg_mr"``) say what and why."""
+    name, e.g. ``"ibv_reg_mr"``) say what and why.
 
-    def __init__(self, errno: int, strerror: str, operation: str | None = None):
+    ``VerbsError(errno, strerror, operation=None)``; the published
+    package's ``VerbsError(operation, errno, detail=None)`` (a str first)
+    builds the same error, with ``os.strerror(errno)`` and the detail as
+    its text."""
+
+    @overload
+    def __init__(self, errno: int, strerror: str,
+                 operation: str | None = None) -> None: ...
+    @overload
+    def __init__(self, errno: str, strerror: int,
+                 operation: object = None) -> None: ...
+
+    def __init__(self, errno, strerror, operation=None):
+        if isinstance(errno, str) and isinstance(strerror, int):
+            # The published order: (operation, err, detail=None).
+            op, err, detail = errno, strerror, operation
+            text = _os.strerror(err)
+            if detail is not None:
+                text = f"{text}: {detail}"
+            errno, strerror, operation = err, text, op
         super().__init__(errno, strerror)
         self.operation = operation
 
@@ -39,12 +60,17 @@ class VerbsError(OSError):
         return (type(self), (self.errno, self.strerror, self.operation))
 
 
-class CompletionError(Exception):
-    """A work completion with a status other than SUCCESS
-    (raised by ``WC.raise_for_status()``)."""
+class CompletionError(VerbsError):
+    """A work completion with a status other than SUCCESS (raised by
+    ``WC.raise_for_status()`` and ``CQ.poll_count()``).
+
+    A :class:`VerbsError` (so an ``OSError``) with errno ``EIO``; ``wc`` is
+    the completion, ``status`` its ``WCStatus``, ``vendor_err`` the
+    provider's code, and the message names the status."""
 
     def __init__(self, wc):
         self.wc = wc
+        self.vendor_err = wc.vendor_err
         from .enums import WCOpcode, WCStatus
 
         try:
@@ -58,10 +84,14 @@ class CompletionError(Exception):
         except ValueError:
             opcode = str(wc.opcode)
         super().__init__(
+            _errno.EIO,
             f"work completion failed: {status_name} (status {int(wc.status)}, "
             f"vendor_err {wc.vendor_err:#x}) wr_id={wc.wr_id} opcode={opcode} "
-            f"qp_num={wc.qp_num}"
+            f"qp_num={wc.qp_num}",
         )
+
+    def __reduce__(self):
+        return (type(self), (self.wc,))
 
 
 class _Record:
@@ -176,9 +206,13 @@ class Gid:
     def __repr__(self) -> str:
         return f"Gid('{self}')"
 
+    # A Gid equals its 16 raw bytes (and hashes like them), so code that
+    # compares QPInfo.gid (bytes) with Context.query_gid() works either way.
     def __eq__(self, other):
         if isinstance(other, Gid):
             return self.raw == other.raw
+        if isinstance(other, (bytes, bytearray, memoryview)):
+            return self.raw == other
         return NotImplemented
 
     def __hash__(self):
@@ -207,12 +241,12 @@ class QPInitAttr:
         send_cq,
         recv_cq=None,
         qp_type=None,
-        srq=None,
         max_send_wr: int = 128,
         max_recv_wr: int = 128,
         max_send_sge: int = 1,
         max_recv_sge: int = 1,
         max_inline_data: int = 0,
+        srq=None,
         sq_sig_all: bool = False,
         qp_context=None,
     ):
@@ -258,12 +292,12 @@ class AHAttr:
         self,
         dgid=None,
         sgid_index: int = 0,
-        port_num: int = 1,
-        is_global=None,
-        hop_limit: int = 64,
         dlid: int = 0,
-        sl: int = 0,
+        is_global=None,
+        port_num: int = 1,
+        hop_limit: int = 64,
         traffic_class: int = 0,
+        sl: int = 0,
         flow_label: int = 0,
         src_path_bits: int = 0,
         static_rate: int = 0,

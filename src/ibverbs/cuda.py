@@ -29,12 +29,19 @@ Registration paths, chosen by :func:`register_tensor`:
     memory that the driver can export (torch: set
     ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` before CUDA starts).
 ``peermem``
-    When dma-buf is unavailable (the driver lacks the export call or answers
-    CUDA_ERROR_NOT_SUPPORTED / CUDA_ERROR_INVALID_VALUE, or the verbs
-    provider answers EOPNOTSUPP / EPROTONOSUPPORT) and a peer-memory kernel
-    module is loaded (``nvidia_peermem``, ``nv_peer_mem``, or
-    ``/sys/kernel/mm/memory_peers/nv_mem``), the raw device pointer is
-    registered with ``pd.reg_mr``.
+    When the export raises (any CUDA error, e.g. a driver without the
+    export call, CUDA_ERROR_NOT_SUPPORTED or CUDA_ERROR_INVALID_VALUE) or
+    the verbs provider answers EOPNOTSUPP / EPROTONOSUPPORT, the raw device
+    pointer is registered with ``pd.reg_mr(ptr, nbytes, access)``, as the
+    published package does.  That works where a peer-memory kernel module
+    is loaded (``nvidia_peermem``, ``nv_peer_mem``, or
+    ``/sys/kernel/mm/memory_peers/nv_mem``); when it fails, the error says
+    whether one is.
+
+The published package's helpers are here too: :func:`dmabuf_fd` (the
+export alone, for a page-aligned range), :func:`synchronize`
+(``cuCtxSynchronize``), :func:`tensor_ptr_len`, and ``GpuMR(mr, addr,
+length, tensor=None)`` for an MR registered by hand.
 
 Errors:
 
@@ -55,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno as _errno
+import inspect
 import operator
 import os
 import threading
@@ -67,8 +75,11 @@ __all__ = [
     "CudaError",
     "GpuDirectError",
     "GpuMR",
+    "dmabuf_fd",
     "flush_gpudirect_writes",
     "register_tensor",
+    "synchronize",
+    "tensor_ptr_len",
 ]
 
 # --------------------------------------------------------------------------
@@ -92,8 +103,10 @@ _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS = 117
 _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING = 118
 _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST = 1 << 0
 _CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER = 100
+_CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES = 200
 _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX = 0
 _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER = 100
+_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES = 200
 
 # Names and texts for the codes we may meet when the driver cannot name
 # them itself (the toolkit's stub libcuda fails every call, cuGetErrorName
@@ -192,6 +205,7 @@ _SIGNATURES = {
     "cuDevicePrimaryCtxRelease_v2": (_c_int,),
     "cuCtxGetCurrent": (_P(_c_void_p),),
     "cuCtxGetDevice": (_P(_c_int),),
+    "cuCtxSynchronize": (),
     "cuCtxPushCurrent_v2": (_c_void_p,),
     "cuCtxPopCurrent_v2": (_P(_c_void_p),),
     "cuPointerGetAttribute": (_c_void_p, _c_int, _c_u64),
@@ -356,26 +370,26 @@ _HOST_HINT = "register host memory with ibverbs.reg_tensor(pd, tensor, access)"
 def _tensor_range(tensor):
     """(device pointer, nbytes, device index or None) of a CUDA tensor.
 
-    Duck-typed: a torch-like tensor (``data_ptr()``, ``device.type``,
-    ``is_contiguous()``, ``nbytes`` or ``numel() * element_size()``) or an
-    object with ``__cuda_array_interface__``.  Raises ValueError for host,
-    non-contiguous or empty tensors, TypeError for anything else.  Touches
-    no CUDA.
+    Duck-typed: a torch-like tensor (``data_ptr()``, ``is_cuda`` or
+    ``device.type``, ``is_contiguous()``, ``nbytes`` or ``numel() *
+    element_size()``) or an object with ``__cuda_array_interface__``.
+    Raises ValueError for host, non-contiguous or empty tensors, TypeError
+    for anything else.  Touches no CUDA.
     """
     device: Any = getattr(tensor, "device", None)
-    if callable(getattr(tensor, "data_ptr", None)) and hasattr(device, "type"):
-        if device.type != "cuda":
-            raise ValueError(
-                f"not a CUDA tensor (device {device}): {_HOST_HINT}")
-        if not tensor.is_contiguous():
-            raise ValueError("tensor is not contiguous: register a "
-                             ".contiguous() copy")
-        nbytes = getattr(tensor, "nbytes", None)
-        if nbytes is None:
-            nbytes = tensor.numel() * tensor.element_size()
+    if callable(getattr(tensor, "data_ptr", None)):
+        is_cuda = getattr(tensor, "is_cuda", None)
+        if is_cuda is None:
+            # No is_cuda: device.type decides; with neither, the driver
+            # does (_device_ordinal refuses memory that is not CUDA's).
+            is_cuda = getattr(device, "type", "cuda") == "cuda"
+        if not is_cuda:
+            where = f"device {device}" if device is not None else "is_cuda is False"
+            raise ValueError(f"not a CUDA tensor ({where}): {_HOST_HINT}")
+        ptr, nbytes = tensor_ptr_len(tensor)
         if nbytes == 0:
             raise ValueError("tensor is empty: nothing to register")
-        return int(tensor.data_ptr()), int(nbytes), device.index
+        return ptr, nbytes, getattr(device, "index", None)
 
     cai = getattr(tensor, "__cuda_array_interface__", None)
     if cai is not None:
@@ -390,6 +404,36 @@ def _tensor_range(tensor):
             "register_tensor() takes a CUDA tensor (torch-like, or with "
             f"__cuda_array_interface__), not {type(tensor).__name__}") from None
     raise ValueError(f"not CUDA memory ({type(tensor).__name__}): {_HOST_HINT}")
+
+
+def tensor_ptr_len(tensor: Any) -> tuple[int, int]:
+    """``(device address, nbytes)`` of a contiguous tensor: torch-like
+    (``data_ptr()``, ``numel() * element_size()`` or ``nbytes``) or with
+    ``__cuda_array_interface__``.  ValueError when not contiguous,
+    TypeError for anything else.  Touches no CUDA and does not check where
+    the memory lives (:func:`register_tensor` does)."""
+    data_ptr = getattr(tensor, "data_ptr", None)
+    if callable(data_ptr):
+        is_contiguous = getattr(tensor, "is_contiguous", None)
+        if callable(is_contiguous) and not is_contiguous():
+            raise ValueError("tensor is not contiguous: register a "
+                             ".contiguous() copy")
+        numel = getattr(tensor, "numel", None)
+        element_size = getattr(tensor, "element_size", None)
+        if callable(numel) and callable(element_size):
+            nbytes = int(numel()) * int(element_size())
+        elif isinstance(getattr(tensor, "nbytes", None), int):
+            nbytes = tensor.nbytes
+        else:
+            raise TypeError(f"cannot tell the size of {type(tensor).__name__} "
+                            "(no numel()/element_size() or nbytes)")
+        return int(data_ptr()), int(nbytes)
+    cai = getattr(tensor, "__cuda_array_interface__", None)
+    if cai is not None:
+        ptr, nbytes, _ = _cai_range(cai)
+        return ptr, nbytes
+    raise TypeError("expected a tensor exposing data_ptr() or "
+                    f"__cuda_array_interface__, not {type(tensor).__name__}")
 
 
 def _cai_range(cai):
@@ -441,27 +485,46 @@ def _device_ordinal(drv, ptr):
     return ordinal.value
 
 
-def _export_dmabuf(ptr, length, device=None):
-    """Export a dma-buf fd for the host-page-aligned range around
-    [ptr, ptr + length).  Returns (fd, aligned_start, aligned_length); the
-    caller closes fd.  The export runs in a context of the memory's device
-    (``device``, looked up when None).  Raises CudaError."""
+def dmabuf_fd(ptr: int, length: int) -> int:
+    """Export the device memory ``[ptr, ptr + length)`` as a dma-buf file
+    descriptor (``cuMemGetHandleForAddressRange``); the caller closes it.
+
+    ``ptr`` and ``length`` must be page-aligned (ValueError, before libcuda
+    is loaded); :func:`register_tensor` aligns a tensor's range itself.
+    The export runs in a context of the memory's device.  CudaError when
+    the driver refuses (torch: the allocation must be VMM-backed,
+    ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``)."""
+    ptr = operator.index(ptr)
+    length = operator.index(length)
+    page = os.sysconf("SC_PAGE_SIZE")
+    if ptr <= 0 or ptr % page:
+        raise ValueError(f"ptr must be a positive, page-aligned device "
+                         f"address (page size {page}), got {ptr:#x}")
+    if length <= 0 or length % page:
+        raise ValueError(f"length must be positive and page-aligned (a "
+                         f"multiple of {page}), got {length}")
+    drv = _driver()
+    export = drv.require("cuMemGetHandleForAddressRange")
+    device = _device_ordinal(drv, ptr)
+    fd = _c_int(-1)
+    with _device_context(drv, device):
+        rc = export(ctypes.byref(fd), ptr, length,
+                    _CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)
+    if rc != 0:
+        raise drv.error(rc, "cuMemGetHandleForAddressRange")
+    return fd.value
+
+
+def _export_dmabuf(ptr, length):
+    """dma-buf fd for the host-page-aligned range around [ptr, ptr +
+    length): (fd, aligned_start, aligned_length); the caller closes fd.
+    Goes through the module's dmabuf_fd (which tests may replace)."""
     if ptr <= 0 or length <= 0:
         raise ValueError(f"bad range: address {ptr:#x}, length {length}")
     page = os.sysconf("SC_PAGE_SIZE")
     start = ptr & ~(page - 1)
     end = (ptr + length + page - 1) & ~(page - 1)
-    drv = _driver()
-    export = drv.require("cuMemGetHandleForAddressRange")
-    if device is None:
-        device = _device_ordinal(drv, ptr)
-    fd = _c_int(-1)
-    with _device_context(drv, device):
-        rc = export(ctypes.byref(fd), start, end - start,
-                    _CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)
-    if rc != 0:
-        raise drv.error(rc, "cuMemGetHandleForAddressRange")
-    return fd.value, start, end - start
+    return dmabuf_fd(start, end - start), start, end - start
 
 
 # --------------------------------------------------------------------------
@@ -475,7 +538,8 @@ _PEERMEM_PATHS = (
     "kernel/mm/memory_peers/nv_mem",
 )
 
-# Verbs errnos that mean "this provider/kernel cannot import a dma-buf".
+# Verbs errnos of reg_dmabuf_mr that mean "this provider/kernel cannot
+# import a dma-buf": a reason to try the peer-memory path instead.
 _DMABUF_UNSUPPORTED_ERRNOS = (_errno.EOPNOTSUPP, _errno.EPROTONOSUPPORT)
 
 
@@ -489,36 +553,63 @@ def _peermem_module():
     return None
 
 
-def _dmabuf_unavailable(e):
-    """Does this CudaError from _export_dmabuf mean "no dma-buf here"?"""
-    if e.operation != "cuMemGetHandleForAddressRange":
-        return False
-    # code None: the driver lacks the entry point
-    return e.code in (None, _CUDA_ERROR_NOT_SUPPORTED, _CUDA_ERROR_INVALID_VALUE)
+def _peermem_state():
+    module = _peermem_module()
+    if module is not None:
+        return f"{module} exists"
+    root = os.environ.get("IBVERBS_SYSFS_ROOT") or "/sys"
+    looked = ", ".join(os.path.join(root, p) for p in _PEERMEM_PATHS)
+    return (f"no peer-memory kernel module is loaded (none of {looked} "
+            "exists; modprobe nvidia_peermem)")
 
 
 def _export_hint(e):
-    if e.code == _CUDA_ERROR_NOT_SUPPORTED:
+    code = getattr(e, "code", None)
+    if code == _CUDA_ERROR_NOT_SUPPORTED:
         return "; this driver or kernel cannot export dma-bufs"
-    if e.code == _CUDA_ERROR_INVALID_VALUE:
+    if code == _CUDA_ERROR_INVALID_VALUE:
         return ("; the allocation cannot be exported as a dma-buf (torch: set "
                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA "
                 "initializes)")
     return ""
 
 
+def _owner_kw(pd, method, tensor):
+    """``{"owner": tensor}`` when ``method`` takes owner= (an ibverbs.PD's
+    do), else ``{}``: the arguments themselves are always positional, as
+    the published package passes them, so a duck-typed PD with
+    ``reg_mr(addr, length, access)`` works too."""
+    if isinstance(pd, PD):
+        return {"owner": tensor}
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    if any(p.name == "owner" or p.kind is p.VAR_KEYWORD for p in params):
+        return {"owner": tensor}
+    return {}
+
+
 def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
     """Register a CUDA tensor's memory with ``pd`` for RDMA.
 
-    ``tensor`` is a contiguous, non-empty CUDA tensor: torch-like or with
-    ``__cuda_array_interface__``.  Uses the dma-buf path, or the peer-memory
-    path when dma-buf is unavailable (see the module's documentation).
+    ``tensor`` is a contiguous, non-empty CUDA tensor: torch-like (an
+    object with ``is_cuda`` or ``device``, ``data_ptr()``, ``numel()``,
+    ``element_size()``, ``is_contiguous()``) or with
+    ``__cuda_array_interface__``.  Exports the page-aligned range with
+    :func:`dmabuf_fd` and registers it with ``pd.reg_dmabuf_mr(offset,
+    nbytes, ptr, fd, access)``; when the export raises, or the NIC refuses
+    dma-bufs (EOPNOTSUPP, EPROTONOSUPPORT), falls back to ``pd.reg_mr(ptr,
+    nbytes, access)`` (the peer-memory path).  Both also get
+    ``owner=tensor`` where they take it (an :class:`ibverbs.PD` does), so
+    the MR retains the tensor as well.
     Returns a :class:`GpuMR` that retains ``tensor`` until closed.
 
     ValueError/TypeError for tensors that cannot be registered (host
-    memory: use ``ibverbs.reg_tensor``), CudaError when the driver fails,
-    GpuDirectError when no registration path works; any other error of
-    ``reg_dmabuf_mr`` is raised as it is.
+    memory: use ``ibverbs.reg_tensor``), CudaError when the driver cannot
+    be used, GpuDirectError when no registration path works (it says what
+    each path answered); any other error of ``reg_dmabuf_mr`` is raised as
+    it is.
     """
     ptr, length, index = _tensor_range(tensor)
     drv = _driver()
@@ -528,44 +619,32 @@ def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
                          f"places address {ptr:#x} on device {ordinal}")
 
     attempts = []
-    cause: Exception | None = None
     try:
-        fd, start, _ = _export_dmabuf(ptr, length, ordinal)
-    except CudaError as e:
-        if not _dmabuf_unavailable(e):
-            raise
+        fd, start, _ = _export_dmabuf(ptr, length)
+    except (RuntimeError, OSError) as e:  # CudaError is a RuntimeError
         attempts.append(("dma-buf", f"{e}{_export_hint(e)}"))
-        cause = e
     else:
         try:
-            mr = pd.reg_dmabuf_mr(ptr - start, length, ptr, fd, access,
-                                  owner=tensor)
+            reg = pd.reg_dmabuf_mr
+            mr = reg(ptr - start, length, ptr, fd, access,
+                     **_owner_kw(pd, reg, tensor))
         except VerbsError as e:
             if e.errno not in _DMABUF_UNSUPPORTED_ERRNOS:
                 raise
             attempts.append(("dma-buf", str(e)))
-            cause = e
         else:
-            return GpuMR(mr, tensor, ptr, length, "dmabuf", ordinal)
+            return GpuMR(mr, ptr, length, tensor, path="dmabuf", device=ordinal)
         finally:
             os.close(fd)
 
-    module = _peermem_module()
-    if module is None:
-        root = os.environ.get("IBVERBS_SYSFS_ROOT") or "/sys"
-        looked = ", ".join(os.path.join(root, p) for p in _PEERMEM_PATHS)
-        attempts.append(("peer memory",
-                         f"no peer-memory kernel module is loaded (none of "
-                         f"{looked} exists; modprobe nvidia_peermem)"))
-        raise GpuDirectError(_errno.EOPNOTSUPP, _failure(ptr, length, attempts),
-                             attempts=attempts) from cause
     try:
-        mr = pd.reg_mr(ptr, length, access, owner=tensor)
-    except VerbsError as e:
-        attempts.append(("peer memory", f"{module} exists, but {e}"))
-        raise GpuDirectError(e.errno, _failure(ptr, length, attempts),
+        mr = pd.reg_mr(ptr, length, access, **_owner_kw(pd, pd.reg_mr, tensor))
+    except OSError as e:
+        attempts.append(("peer memory", f"{_peermem_state()}; {e}"))
+        raise GpuDirectError(e.errno or _errno.EOPNOTSUPP,
+                             _failure(ptr, length, attempts),
                              attempts=attempts) from e
-    return GpuMR(mr, tensor, ptr, length, "peermem", ordinal)
+    return GpuMR(mr, ptr, length, tensor, path="peermem", device=ordinal)
 
 
 def _failure(ptr, length, attempts):
@@ -582,8 +661,11 @@ class GpuMR:
     the tensor's size in bytes, ``lkey``/``rkey`` the MR's keys, ``mr`` the
     :class:`ibverbs.MR`, ``tensor`` the retained tensor (None once closed),
     ``path`` ``"dmabuf"`` or ``"peermem"``, ``device`` the CUDA device
-    ordinal.  ``close()`` deregisters and drops the tensor; a context
-    manager.
+    ordinal (both None when not given).  ``close()`` deregisters and drops
+    the tensor; a context manager.
+
+    ``GpuMR(mr, addr, length, tensor=None, *, path=None, device=None)``
+    wraps an MR registered by hand (``addr`` the device address it maps).
     """
 
     # The MR retains the tensor too (its owner), so the memory outlives the
@@ -591,11 +673,12 @@ class GpuMR:
     __slots__ = ("_mr", "_tensor", "_addr", "_length", "_path", "_device",
                  "_closed", "__weakref__")
 
-    def __init__(self, mr, tensor, addr, length, path, device):
+    def __init__(self, mr: Any, addr: int, length: int, tensor: Any = None, *,
+                 path: str | None = None, device: int | None = None) -> None:
         self._mr = mr
         self._tensor = tensor
-        self._addr = addr
-        self._length = length
+        self._addr = operator.index(addr)
+        self._length = operator.index(length)
         self._path = path
         self._device = device
         self._closed = False
@@ -631,11 +714,11 @@ class GpuMR:
         return self._tensor
 
     @property
-    def path(self) -> str:
+    def path(self) -> str | None:
         return self._path
 
     @property
-    def device(self) -> int:
+    def device(self) -> int | None:
         return self._device
 
     @property
@@ -644,8 +727,10 @@ class GpuMR:
 
     def sge(self, length: int | None = None, offset: int = 0) -> SGE:
         """An ``ibverbs.SGE`` for ``length`` bytes (default: to the end) at
-        ``offset`` into the region; ValueError past the end or over
-        2**32 - 1 bytes (split the transfer into several SGEs)."""
+        ``offset`` into the region; ValueError when the range exceeds the
+        region, for an offset outside it, or over 2**32 - 1 bytes (split
+        the transfer into several SGEs).  The SGE's ``owner`` is this
+        GpuMR, which it keeps alive (and with it the tensor)."""
         self._check()
         offset = operator.index(offset)
         if offset < 0 or offset > self._length:
@@ -658,13 +743,19 @@ class GpuMR:
             if length < 0:
                 raise ValueError(f"negative SGE length {length}")
         if offset + length > self._length:
-            raise ValueError(f"SGE of {length} bytes at offset {offset} runs "
-                             f"past the end of the {self._length}-byte region")
+            raise ValueError(f"SGE of {length} bytes at offset {offset} "
+                             f"exceeds the {self._length}-byte region "
+                             f"(runs past its end)")
         if length > 0xFFFFFFFF:
             raise ValueError(f"an SGE carries at most 2**32 - 1 bytes, not "
                              f"{length}: split the transfer into several SGEs "
                              f"(sge(length, offset) for each piece)")
-        return SGE(self._addr + offset, length, lkey=self._mr.lkey)
+        addr = self._addr + offset
+        mr = self._mr
+        if isinstance(mr, MR) and mr.addr <= addr and addr + length <= mr.addr + mr.length:
+            # Through the MR itself: a post then checks that it is open.
+            return SGE(mr, length, offset=addr - mr.addr, owner=self)
+        return SGE(addr, length, lkey=mr.lkey, owner=self)
 
     def close(self) -> None:
         """Deregister the MR and drop the tensor.  Idempotent."""
@@ -683,13 +774,22 @@ class GpuMR:
     def __repr__(self):
         if self._closed:
             return "<ibverbs.cuda.GpuMR closed>"
+        device = "" if self._device is None else f" device=cuda:{self._device}"
         return (f"<ibverbs.cuda.GpuMR {self._path} addr={self._addr:#x} "
-                f"length={self._length} device=cuda:{self._device}>")
+                f"length={self._length}{device}>")
 
 
 # --------------------------------------------------------------------------
 # Ordering
 # --------------------------------------------------------------------------
+
+
+def synchronize() -> None:
+    """Wait for all CUDA work in the calling thread's current context
+    (``cuCtxSynchronize``): call it before posting a work request that
+    reads memory a kernel or copy produced.  CudaError when it fails (no
+    current context: CUDA_ERROR_INVALID_CONTEXT)."""
+    _driver().call("cuCtxSynchronize")
 
 
 def _device_attribute_or_zero(drv, attr, device):
@@ -704,7 +804,7 @@ def _device_attribute_or_zero(drv, attr, device):
     return value.value
 
 
-def flush_gpudirect_writes() -> bool:
+def flush_gpudirect_writes(*, all_devices: bool = False) -> bool:
     """Make RDMA writes that have completed visible to later CUDA work in
     the current CUDA context.
 
@@ -714,6 +814,9 @@ def flush_gpudirect_writes() -> bool:
     device does not order NIC writes for its own work (below
     CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER) and supports the host-side
     flush, calls ``cuFlushGPUDirectRDMAWrites(current context, to owner)``.
+    With ``all_devices=True`` the writes are made visible to every device
+    in the context's scope (ordering below ..._ALL_DEVICES; flush "to all
+    devices").
     Returns True when a flush was issued, False when none was needed (or
     the device offers none).  CudaError when the thread has no current CUDA
     context (torch: run inside ``torch.cuda.device(dst.device)``).
@@ -728,13 +831,18 @@ def flush_gpudirect_writes() -> bool:
                         "cuCtxGetCurrent")
     ordering = _device_attribute_or_zero(
         drv, _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING, device)
-    if ordering >= _CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER:
+    if all_devices:
+        needed = _CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES
+        scope = _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES
+    else:
+        needed = _CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER
+        scope = _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER
+    if ordering >= needed:
         return False
     options = _device_attribute_or_zero(
         drv, _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS, device)
     if not options & _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST:
         return False
     drv.call("cuFlushGPUDirectRDMAWrites",
-             _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX,
-             _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER)
+             _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX, scope)
     return True

@@ -37,6 +37,8 @@ class AccessFlags(enum.IntFlag):
     ZERO_BASED = 32
     ON_DEMAND = 64
     HUGETLB = 128
+    FLUSH_GLOBAL = 256
+    FLUSH_PERSISTENT = 512
     RELAXED_ORDERING = 1048576
 
 class AtomicCap(enum.IntEnum):
@@ -199,6 +201,7 @@ class QPType(enum.IntEnum):
     RAW_PACKET = 8
     XRC_SEND = 9
     XRC_RECV = 10
+    DRIVER = 255
 
 class SRQAttrMask(enum.IntFlag):
     MAX_WR = 1
@@ -224,6 +227,9 @@ class WCFlags(enum.IntFlag):
     WITH_IMM = 2
     IP_CSUM_OK = 4
     WITH_INV = 8
+    TM_SYNC_REQ = 16
+    TM_MATCH = 32
+    TM_DATA_VALID = 64
 
 class WCOpcode(enum.IntEnum):
     SEND = 0
@@ -260,6 +266,8 @@ class WCStatus(enum.IntEnum):
     FATAL_ERR = 19
     RESP_TIMEOUT_ERR = 20
     GENERAL_ERR = 21
+    TM_ERR = 22
+    TM_RNDV_INCOMPLETE = 23
 
 class WROpcode(enum.IntEnum):
     RDMA_WRITE = 0

@@ -47,12 +47,16 @@ class QPInfo:
     ``to_bytes()`` is a fixed 28-byte big-endian record, struct
     ``">IIH16sBB"``: u32 qp_num, u32 psn, u16 lid, 16-byte gid, u8 port,
     u8 mtu.  ``from_bytes()`` accepts exactly that and nothing else.
+
+    ``gid`` is the 16 raw bytes of the wire format; a :class:`Gid` (or IPv6
+    text) given on construction is stored as its ``.raw``.  A ``Gid``
+    compares equal to its raw bytes, so ``info.gid == ctx.query_gid(...)``.
     """
 
     qp_num: int
     psn: int
     lid: int
-    gid: Gid
+    gid: bytes
     port: int
     mtu: int
 
@@ -64,10 +68,10 @@ class QPInfo:
         self.lid = _check_int("lid", self.lid, 0, 0xFFFF)
         self.port = _check_int("port", self.port, 1, 0xFF)
         self.mtu = MTU(_check_int("mtu", self.mtu, 1, 5))
-        self.gid = Gid(self.gid)
+        self.gid = Gid(self.gid).raw
 
     def to_bytes(self) -> bytes:
-        return _WIRE.pack(self.qp_num, self.psn, self.lid, self.gid.raw,
+        return _WIRE.pack(self.qp_num, self.psn, self.lid, self.gid,
                           self.port, int(self.mtu))
 
     @classmethod
@@ -79,20 +83,22 @@ class QPInfo:
         data = bytes(data)
         if len(data) != _WIRE.size:
             raise ValueError(
-                f"a QPInfo record is {_WIRE.size} bytes, got {len(data)}")
+                f"a QPInfo record must be exactly {_WIRE.size} bytes, got "
+                f"{len(data)}")
         qp_num, psn, lid, gid, port, mtu = _WIRE.unpack(data)
         try:
-            return cls(qp_num, psn, lid, Gid(gid), port, mtu)
+            return cls(qp_num, psn, lid, gid, port, mtu)
         except (TypeError, ValueError) as e:
             raise ValueError(f"malformed QPInfo record: {e}") from None
 
 
-def local_qp_info(qp: QP, port_attr: PortAttr, gid: Gid, *, port: int,
+def local_qp_info(qp: QP, port_attr: PortAttr, gid: Gid | bytes, *, port: int,
                   psn: int = 0) -> QPInfo:
     """The QPInfo to send to a peer for ``qp`` on ``port``: LID and active
     MTU from ``port_attr`` (``Context.query_port(port)``), ``gid`` from
-    ``Context.query_gid(port, index)``."""
-    return QPInfo(qp.qp_num, psn, port_attr.lid, gid, port, port_attr.active_mtu)
+    ``Context.query_gid(port, index)`` (stored as its 16 raw bytes)."""
+    return QPInfo(qp.qp_num, psn, port_attr.lid, Gid(gid).raw, port,
+                  port_attr.active_mtu)
 
 
 _RTR_KEYS = frozenset({"max_dest_rd_atomic", "min_rnr_timer", "hop_limit", "sl",
@@ -104,8 +110,9 @@ def connect_rc(qp: QP, remote: QPInfo, *, port: int, sgid_index: int, access: in
     """Connect ``qp`` (RC or UC, in RESET) to ``remote``: RESET -> INIT
     (``access`` as its remote access flags) -> RTR -> RTS.
 
-    The path MTU defaults to the smaller of the local port's active MTU and
-    ``remote.mtu``.  The other keywords go to ``QP.to_rts`` (``timeout``,
+    The path MTU defaults to the smaller of the local port's active MTU
+    (``qp.pd.context.query_port(port)``) and ``remote.mtu``; it is passed
+    to ``QP.to_rtr`` explicitly, as ``mtu=``.  The other keywords go to ``QP.to_rts`` (``timeout``,
     ``retry_cnt``, ``rnr_retry``, ``max_rd_atomic``), except the RTR ones
     (``max_dest_rd_atomic``, ``min_rnr_timer``, ``hop_limit``, ``sl``,
     ``traffic_class``, ``flow_label``), which go to ``QP.to_rtr``.
@@ -113,6 +120,9 @@ def connect_rc(qp: QP, remote: QPInfo, *, port: int, sgid_index: int, access: in
     if not isinstance(remote, QPInfo):
         raise TypeError(f"remote must be a QPInfo, not {type(remote).__name__}")
     rtr_kwargs = {k: rts_kwargs.pop(k) for k in list(rts_kwargs) if k in _RTR_KEYS}
+    if mtu is None:
+        local_mtu = qp.pd.context.query_port(port).active_mtu
+        mtu = MTU(min(int(local_mtu), int(remote.mtu)))
     qp.to_init(port, access)
     qp.to_rtr(remote, sgid_index=sgid_index, mtu=mtu, port=port, **rtr_kwargs)
     qp.to_rts(local_psn, **rts_kwargs)
@@ -176,7 +186,9 @@ def _from_array_interface(obj, ai, device) -> _Mem:
 
 
 def _from_torch(t) -> _Mem:
-    device = getattr(getattr(t, "device", None), "type", "cpu")
+    device = getattr(getattr(t, "device", None), "type", None)
+    if device is None:  # duck-typed: is_cuda alone says where it lives
+        device = "cuda" if getattr(t, "is_cuda", False) else "cpu"
     nbytes = int(t.numel()) * int(t.element_size())
     if nbytes and not t.is_contiguous():
         raise ValueError("the tensor is not contiguous: register "

@@ -82,28 +82,24 @@ def nfds():
     return len(os.listdir("/proc/self/fd"))
 
 
-def test_rxe_refuses_dmabuf_and_no_peer_memory(fake, pd):
+def test_rxe_refuses_dmabuf_then_reg_mr_without_peer_memory(fake, pd):
+    # rxe answers EOPNOTSUPP to the dma-buf; reg_mr is tried next even with
+    # no peer-memory module loaded (as the published package does), and on
+    # rxe (the fake's device memory is host memory) it works.
     n = 3 * PAGE + 100
     ptr = gpu_alloc(fake, n, misalign=40)
     t = CudaArray(ptr, n)
-    with pytest.raises(cuda.GpuDirectError) as info:  # warm up
-        cuda.register_tensor(pd, t, ACCESS)
+    cuda.register_tensor(pd, t, ACCESS).close()  # warm up
     before = nfds()
     for _ in range(20):
-        with pytest.raises(cuda.GpuDirectError) as info:
-            cuda.register_tensor(pd, t, ACCESS)
-    e = info.value
-    assert isinstance(e, ib.VerbsError)
-    assert e.errno == errno.EOPNOTSUPP
+        gmr = cuda.register_tensor(pd, t, ACCESS)
+        assert gmr.path == "peermem" and gmr.mr.addr == ptr
+        gmr.close()
     # the export happened, for the page-aligned range ...
     start = ptr - ptr % PAGE
     assert fake.last_export()["ptr"] == start
     assert fake.last_export()["size"] == -(-(ptr + n - start) // PAGE) * PAGE
     assert fake.export_calls() == 21
-    # ... and ibv_reg_dmabuf_mr answered EOPNOTSUPP
-    (path, why), (path2, why2) = e.attempts
-    assert path == "dma-buf" and "ibv_reg_dmabuf_mr" in why
-    assert path2 == "peer memory" and "nvidia_peermem" in why2
     # nothing leaked
     assert fake.open_exports() == 0
     assert nfds() == before

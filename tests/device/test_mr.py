@@ -139,8 +139,9 @@ def test_reg_dmabuf_mr_unsupported_on_rxe(pd):
 
 
 def test_reg_dmabuf_mr_bad_arguments(pd):
-    with pytest.raises(ValueError):
+    with pytest.raises(ib.VerbsError) as ei:  # EBADF, as the published package
         pd.reg_dmabuf_mr(0, 4096, 0, -1, 0)
+    assert ei.value.errno == errno.EBADF
     with pytest.raises(ValueError):
         pd.reg_dmabuf_mr(0, 0, 0, 3, 0)
     with pytest.raises(TypeError):

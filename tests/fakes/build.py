@@ -53,7 +53,8 @@ class FakeCuda:
         lib.fake_set_gpudirect.argtypes = [i, i, i]
         lib.fake_set_gpudirect.restype = None
         for name in ("fake_current_device", "fake_ctx_depth", "fake_init_calls",
-                     "fake_export_calls", "fake_flush_calls", "fake_open_exports"):
+                     "fake_export_calls", "fake_flush_calls", "fake_open_exports",
+                     "fake_sync_calls"):
             getattr(lib, name).argtypes = []
             getattr(lib, name).restype = i
         lib.fake_primary_refs.argtypes = [i]
@@ -117,6 +118,9 @@ class FakeCuda:
 
     def flush_calls(self) -> int:
         return self.lib.fake_flush_calls()
+
+    def sync_calls(self) -> int:
+        return self.lib.fake_sync_calls()
 
     def open_exports(self) -> int:
         return self.lib.fake_open_exports()

@@ -373,6 +373,17 @@ EXPORT CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr,
 }
 #endif
 
+static int sync_calls;
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+	ENTER();
+	if (current() == NULL)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	sync_calls++;
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuFlushGPUDirectRDMAWrites(int target, int scope)
 {
 	ENTER();
@@ -454,6 +465,7 @@ EXPORT void fake_reset(void)
 	memset(&last_export, 0, sizeof(last_export));
 	export_calls = 0;
 	flush_calls = 0;
+	sync_calls = 0;
 	last_flush_target = last_flush_scope = last_flush_device = -1;
 }
 
@@ -485,6 +497,7 @@ EXPORT int fake_primary_refs(int dev) { return primary_refs[dev]; }
 EXPORT int fake_init_calls(void) { return init_calls; }
 EXPORT int fake_export_calls(void) { return export_calls; }
 EXPORT int fake_flush_calls(void) { return flush_calls; }
+EXPORT int fake_sync_calls(void) { return sync_calls; }
 
 EXPORT void fake_last_export(uint64_t *ptr, uint64_t *size, int *type,
 			     uint64_t *flags, int *device)

@@ -47,7 +47,7 @@ def test_qpinfo_layout_is_big_endian():
 
 def test_qpinfo_fields():
     i = info(gid=GID.raw, mtu=5)
-    assert isinstance(i.gid, Gid) and i.gid == GID
+    assert isinstance(i.gid, bytes) and i.gid == GID.raw and i.gid == GID
     assert i.mtu == ib.MTU.MTU_4096 and isinstance(i.mtu, ib.MTU)
     assert info(gid=str(GID)).gid == GID
     assert info(qp_num=0, psn=0, lid=0).to_bytes()[:10] == bytes(10)
@@ -114,8 +114,11 @@ def test_local_qp_info():
 
 
 class RecordingQP:
-    def __init__(self):
+    def __init__(self, active_mtu=ib.MTU.MTU_4096):
         self.calls = []
+        port_attr = types.SimpleNamespace(active_mtu=active_mtu)
+        self.pd = types.SimpleNamespace(context=types.SimpleNamespace(
+            query_port=lambda port: port_attr))
 
     def __getattr__(self, name):
         def record(*args, **kw):
@@ -130,7 +133,7 @@ def test_connect_rc_sequence():
                rnr_retry=5, timeout=10, min_rnr_timer=1)
     assert qp.calls == [
         ("to_init", (1, RW), {}),
-        ("to_rtr", (remote,), dict(sgid_index=3, mtu=None, port=1,
+        ("to_rtr", (remote,), dict(sgid_index=3, mtu=ib.MTU.MTU_1024, port=1,
                                    min_rnr_timer=1)),
         ("to_rts", (0x77,), dict(rnr_retry=5, timeout=10)),
     ]

@@ -55,8 +55,7 @@ def test_sge_type_errors():
         SGE(1.5, 8, lkey=1)
     with pytest.raises(TypeError):
         SGE(0, 8.0, lkey=1)
-    with pytest.raises(TypeError):
-        SGE(0, 8, 1)  # lkey is keyword-only
+    assert SGE(0, 8, 1).lkey == 1  # lkey positional, as in the published package
 
 
 def test_sge_is_immutable():
@@ -309,7 +308,8 @@ def test_sendwr_ud_fields_need_an_ah():
 
 def test_sendwr_positional_args():
     s = sge()
-    w = SendWR(5, [s], WROpcode.RDMA_WRITE, SendFlags.SIGNALED, None, 0x100, 3)
+    # The published order: ..., send_flags, remote_addr, rkey, imm_data
+    w = SendWR(5, [s], WROpcode.RDMA_WRITE, SendFlags.SIGNALED, 0x100, 3, None)
     assert (w.wr_id, w.sg_list, w.opcode, w.send_flags, w.remote_addr, w.rkey) == \
         (5, (s,), WROpcode.RDMA_WRITE, SendFlags.SIGNALED, 0x100, 3)
 
@@ -374,7 +374,7 @@ def test_no_leak_in_construction_loop():
     gc.collect()
     before = len(gc.get_objects())
     for _ in range(2000):
-        SendWR(1, s, WROpcode.RDMA_WRITE, 0, None, 1, 2)
+        SendWR(1, s, WROpcode.RDMA_WRITE, 0, 1, 2, None)
         RecvWR(1, s)
         try:
             SendWR(1, s, WROpcode.SEND, 0, 5)

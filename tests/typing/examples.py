@@ -156,7 +156,7 @@ def misuse(ctx: ib.Context, pd: ib.PD, mr: ib.MR, qp: ib.QP) -> None:
     """Each line is a mistake the stubs must reject."""
     ctx.create_cq("64")  # type: ignore[arg-type]
     pd.reg_mr(mr, 4096)  # type: ignore[arg-type]
-    ib.SGE(mr, 4096, 0)  # type: ignore[call-arg]
+    ib.SGE(mr, "4096")  # type: ignore[arg-type]
     qp.post_send(ib.RecvWR())  # type: ignore[arg-type]
     mr.lkey = 5  # type: ignore[misc]
     ib.QPInfo.from_bytes("not bytes")  # type: ignore[arg-type]

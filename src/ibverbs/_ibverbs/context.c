@@ -316,6 +316,12 @@ static PyObject *context_repr(PyObject *self)
 				    HANDLE(self)->obj ? "" : " closed");
 }
 
+static PyObject *context_ack_async_event(PyObject *self, PyObject *ev)
+{
+	HANDLE_CHECK(self);
+	return async_event_ack_for((ContextObject *)self, ev);
+}
+
 static PyMethodDef context_methods[] = {
 	{"query_device", context_query_device, METH_NOARGS,
 	 "ibv_query_device() -> DeviceAttr"},
@@ -337,6 +343,9 @@ static PyMethodDef context_methods[] = {
 	{"get_async_event", context_get_async_event, METH_NOARGS,
 	 "get_async_event() -> AsyncEvent; blocks (GIL released) unless "
 	 "async_fd is non-blocking, then VerbsError(EAGAIN)."},
+	{"ack_async_event", context_ack_async_event, METH_O,
+	 "ack_async_event(event): ack an AsyncEvent of this context "
+	 "(ibv_ack_async_event; the same as event.ack(), idempotent)."},
 	HANDLE_METHODS,
 	{NULL, NULL, 0, NULL}
 };

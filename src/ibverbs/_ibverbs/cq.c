@@ -336,21 +336,23 @@ static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-static PyObject *cq_ack_events(PyObject *self, PyObject *args)
+static PyObject *cq_ack_events(PyObject *self, PyObject *args, PyObject *kw)
 {
+	static char *kwlist[] = {"nevents", NULL};
 	CQObject *c = (CQObject *)self;
 	PyObject *o = NULL;
 	long n = 1;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_UnpackTuple(args, "ack_events", 0, 1, &o))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:ack_events", kwlist, &o))
 		return NULL;
-	if (o != NULL && arg_int(o, "n", 1, INT32_MAX, &n) < 0)
+	if (o != NULL && arg_int(o, "nevents", 1, INT32_MAX, &n) < 0)
 		return NULL;
 	if ((unsigned long)n > c->events_unacked) {
 		PyErr_Format(PyExc_ValueError,
-			     "cannot ack %ld event(s): only %u delivered by "
-			     "get_cq_event() and not yet acked", n,
+			     "cannot ack %ld event(s): that is more CQ events "
+			     "than the %u delivered by get_cq_event() and not "
+			     "yet acked", n,
 			     c->events_unacked);
 		return NULL;
 	}
@@ -430,8 +432,10 @@ static PyMethodDef cq_methods[] = {
 	{"req_notify", KW cq_req_notify, METH_VARARGS | METH_KEYWORDS,
 	 "req_notify(solicited_only=False): arm the CQ to send the next "
 	 "completion event to its channel (ibv_req_notify_cq)."},
-	{"ack_events", cq_ack_events, METH_VARARGS,
-	 "ack_events(n=1): ack n events got from CompChannel.get_cq_event() "
+	{"ack_events", KW cq_ack_events, METH_VARARGS | METH_KEYWORDS,
+	 "ack_events(nevents=1): ack that many events got from "
+	 "CompChannel.get_cq_event(); ValueError for more CQ events than "
+	 "were delivered "
 	 "(ibv_ack_cq_events)."},
 	HANDLE_METHODS,
 	{NULL, NULL, 0, NULL}

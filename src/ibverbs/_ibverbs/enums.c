@@ -26,12 +26,27 @@ static const struct constant constants[] = {
 	C(AccessFlags, ON_DEMAND, IBV_ACCESS_ON_DEMAND)
 	C(AccessFlags, HUGETLB, IBV_ACCESS_HUGETLB)
 	C(AccessFlags, RELAXED_ORDERING, IBV_ACCESS_RELAXED_ORDERING)
+#ifdef IBVERBS_HAVE_ACCESS_FLUSH
+	C(AccessFlags, FLUSH_GLOBAL, IBV_ACCESS_FLUSH_GLOBAL)
+	C(AccessFlags, FLUSH_PERSISTENT, IBV_ACCESS_FLUSH_PERSISTENT)
+#else
+	/* The only values typed in: rdma-core 45 added these two bits to
+	 * enum ibv_access_flags, and older headers (Debian 12's rdma-core 44)
+	 * lack them.  These are rdma-core's ABI values (verbs.h: 1 << 8 and
+	 * 1 << 9), listed in ibv_abi_constants below; setup.py defines
+	 * IBVERBS_HAVE_ACCESS_FLUSH when the header has them, and
+	 * tests/unit/test_compat.py checks the values against any header
+	 * that defines them. */
+	C(AccessFlags, FLUSH_GLOBAL, 1 << 8)
+	C(AccessFlags, FLUSH_PERSISTENT, 1 << 9)
+#endif
 	C(QPType, RC, IBV_QPT_RC)
 	C(QPType, UC, IBV_QPT_UC)
 	C(QPType, UD, IBV_QPT_UD)
 	C(QPType, RAW_PACKET, IBV_QPT_RAW_PACKET)
 	C(QPType, XRC_SEND, IBV_QPT_XRC_SEND)
 	C(QPType, XRC_RECV, IBV_QPT_XRC_RECV)
+	C(QPType, DRIVER, IBV_QPT_DRIVER)
 	C(QPState, RESET, IBV_QPS_RESET)
 	C(QPState, INIT, IBV_QPS_INIT)
 	C(QPState, RTR, IBV_QPS_RTR)
@@ -100,6 +115,8 @@ static const struct constant constants[] = {
 	C(WCStatus, FATAL_ERR, IBV_WC_FATAL_ERR)
 	C(WCStatus, RESP_TIMEOUT_ERR, IBV_WC_RESP_TIMEOUT_ERR)
 	C(WCStatus, GENERAL_ERR, IBV_WC_GENERAL_ERR)
+	C(WCStatus, TM_ERR, IBV_WC_TM_ERR)
+	C(WCStatus, TM_RNDV_INCOMPLETE, IBV_WC_TM_RNDV_INCOMPLETE)
 	C(WCOpcode, SEND, IBV_WC_SEND)
 	C(WCOpcode, RDMA_WRITE, IBV_WC_RDMA_WRITE)
 	C(WCOpcode, RDMA_READ, IBV_WC_RDMA_READ)
@@ -114,6 +131,9 @@ static const struct constant constants[] = {
 	C(WCFlags, WITH_IMM, IBV_WC_WITH_IMM)
 	C(WCFlags, IP_CSUM_OK, IBV_WC_IP_CSUM_OK)
 	C(WCFlags, WITH_INV, IBV_WC_WITH_INV)
+	C(WCFlags, TM_SYNC_REQ, IBV_WC_TM_SYNC_REQ)
+	C(WCFlags, TM_MATCH, IBV_WC_TM_MATCH)
+	C(WCFlags, TM_DATA_VALID, IBV_WC_TM_DATA_VALID)
 	C(MTU, MTU_256, IBV_MTU_256)
 	C(MTU, MTU_512, IBV_MTU_512)
 	C(MTU, MTU_1024, IBV_MTU_1024)
@@ -223,6 +243,18 @@ static const struct constant constants[] = {
 	C(LinkLayer, ETHERNET, IBV_LINK_LAYER_ETHERNET)
 	{NULL, NULL, 0}
 };
+
+/* "Class.NAME" of the members whose value is rdma-core's ABI value
+ * rather than the compiled header's (see above): _ibverbs._abi_constants. */
+PyObject *ibv_abi_constants(void)
+{
+#ifdef IBVERBS_HAVE_ACCESS_FLUSH
+	return PyTuple_New(0);
+#else
+	return Py_BuildValue("(ss)", "AccessFlags.FLUSH_GLOBAL",
+			     "AccessFlags.FLUSH_PERSISTENT");
+#endif
+}
 
 PyObject *ibv_constants_dict(void)
 {

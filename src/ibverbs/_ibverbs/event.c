@@ -159,6 +159,23 @@ PyObject *async_event_get(ContextObject *ctx)
 	return (PyObject *)e;
 }
 
+/* Context.ack_async_event(ev): ev.ack() for an event of this context. */
+PyObject *async_event_ack_for(ContextObject *ctx, PyObject *ev)
+{
+	if (!PyObject_TypeCheck(ev, ST.AsyncEvent_type)) {
+		PyErr_Format(PyExc_TypeError, "ack_async_event() takes an "
+			     "AsyncEvent, not %R", (PyObject *)Py_TYPE(ev));
+		return NULL;
+	}
+	if (EV(ev)->context != (PyObject *)ctx) {
+		PyErr_SetString(PyExc_ValueError, "ack_async_event(): the event "
+				"belongs to another Context");
+		return NULL;
+	}
+	event_ack(EV(ev));
+	Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ */
 /* Methods, attributes                                                 */
 /* ------------------------------------------------------------------ */
@@ -184,6 +201,11 @@ static PyObject *event_exit(PyObject *self, PyObject *args)
 static PyObject *event_get_event_type(PyObject *self, void *closure)
 {
 	return PyLong_FromLong(EV(self)->ev.event_type);
+}
+
+static PyObject *event_get_event_type_str(PyObject *self, void *closure)
+{
+	return PyUnicode_FromString(IBV.event_type_str(EV(self)->ev.event_type));
 }
 
 static PyObject *event_get_element_type(PyObject *self, void *closure)
@@ -261,6 +283,8 @@ static PyMethodDef event_methods[] = {
 
 static PyGetSetDef event_getset[] = {
 	{"event_type", event_get_event_type, NULL, "EventType value", NULL},
+	{"event_type_str", event_get_event_type_str, NULL,
+	 "the event type's name (ibv_event_type_str)", NULL},
 	{"element_type", event_get_element_type, NULL,
 	 "'qp', 'cq', 'srq', 'wq', 'port' or 'device'", NULL},
 	{"element", event_get_element, NULL,

@@ -168,6 +168,7 @@ extern PyType_Spec AsyncEvent_spec;   /* event.c */
 
 /* enums.c: a dict {class name: {member name: value}} from the headers */
 PyObject *ibv_constants_dict(void);
+PyObject *ibv_abi_constants(void);
 
 /* ------------------------------------------------------------------ */
 /* Errors (errors.c): the one place return codes become exceptions     */
@@ -358,6 +359,7 @@ typedef struct {
 	PyObject_HEAD
 	struct ibv_sge sge;
 	PyObject *mr;              /* MRObject or NULL for a raw address */
+	PyObject *owner;           /* SGE.owner: owner= given, else NULL (mr) */
 } SGEObject;
 
 #define SGEP(self) (&((SGEObject *)(self))->sge)
@@ -448,6 +450,7 @@ PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw);          /* qp.
 PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw);         /* srq.c */
 PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw);          /* ah.c */
 PyObject *async_event_get(ContextObject *ctx);                            /* event.c */
+PyObject *async_event_ack_for(ContextObject *ctx, PyObject *ev);          /* event.c */
 /* wc.c: a new WC object holding a copy of *wc. */
 PyObject *wc_new(const struct ibv_wc *wc);
 /* attrs.c: ibv_ah_attr <-> AHAttr-like Python objects */

@@ -193,6 +193,12 @@ static int module_exec(PyObject *m)
 		Py_XDECREF(consts);
 		return -1;
 	}
+	consts = ibv_abi_constants();
+	if (consts == NULL ||
+	    PyModule_AddObject(m, "_abi_constants", consts) < 0) {
+		Py_XDECREF(consts);
+		return -1;
+	}
 	module_executed = 1;
 	return 0;
 }

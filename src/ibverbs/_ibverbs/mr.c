@@ -162,9 +162,14 @@ PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw)
 	if (arg_u64(off_o, "offset", &offset) < 0 ||
 	    parse_length(len_o, &length) < 0 ||
 	    arg_u64(iova_o, "iova", &iova) < 0 ||
-	    arg_int(fd_o, "fd", 0, INT_MAX, &fd) < 0 ||
+	    arg_int(fd_o, "fd", INT_MIN, INT_MAX, &fd) < 0 ||
 	    (acc_o != NULL && parse_access(acc_o, &access) < 0))
 		return NULL;
+	/* Checked before the verb, but with the verb's error class: code
+	 * written for the published package catches VerbsError(EBADF). */
+	if (fd < 0)
+		return verbs_error_fmt(EBADF, "ibv_reg_dmabuf_mr",
+				       "fd %ld is not a file descriptor", fd);
 	IBV_REQUIRE_OPTIONAL(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34");
 	HANDLE_BUSY_ENTER(pd);
 	Py_BEGIN_ALLOW_THREADS

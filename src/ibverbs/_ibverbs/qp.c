@@ -489,17 +489,20 @@ static int arg_opt_int(PyObject *o, const char *name, long min, long max,
 static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"port", "access", "pkey_index", "qkey", NULL};
-	PyObject *port_o, *access_o, *pkey_o = NULL, *qkey_o = NULL;
+	PyObject *port_o, *access_o = NULL, *pkey_o = NULL, *qkey_o = NULL;
 	struct ibv_qp_attr attr;
-	long port, access, pkey, qkey;
+	long port, access = 0, pkey, qkey;
 	int mask = IBV_QP_STATE | IBV_QP_PORT;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO:to_init", kwlist,
+	/* access defaults to 0 (no remote access), as in the published
+	 * package. */
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:to_init", kwlist,
 					 &port_o, &access_o, &pkey_o, &qkey_o))
 		return NULL;
 	if (arg_int(port_o, "port", 1, UINT8_MAX, &port) < 0 ||
-	    arg_int(access_o, "access", 0, INT32_MAX, &access) < 0 ||
+	    (access_o != NULL &&
+	     arg_int(access_o, "access", 0, INT32_MAX, &access) < 0) ||
 	    arg_opt_int(pkey_o, "pkey_index", 0, UINT16_MAX, 0, &pkey) < 0 ||
 	    arg_opt_int(qkey_o, "qkey", 0, UINT32_MAX, QP_DEFAULT_QKEY,
 			&qkey) < 0)
@@ -703,20 +706,22 @@ static int rtr_connected(PyObject *self, struct rtr_args *a,
  * UC: STATE|AV|PATH_MTU|DEST_QPN|RQ_PSN; UD (remote may be None): STATE. */
 static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"remote", "sgid_index", "mtu", "port",
-				 "max_dest_rd_atomic", "min_rnr_timer",
-				 "hop_limit", "sl", "traffic_class",
-				 "flow_label", NULL};
+	/* Positional order as in the published package; port and
+	 * flow_label keyword-only. */
+	static char *kwlist[] = {"remote", "sgid_index", "mtu", "hop_limit",
+				 "min_rnr_timer", "max_dest_rd_atomic", "sl",
+				 "traffic_class", "port", "flow_label", NULL};
 	struct rtr_args a = {NULL};
 	struct ibv_qp_attr attr;
 	int type = QPO(self)->qp_type, mask = IBV_QP_STATE;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OOOOOOOOO:to_rtr", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOOOOOO$OO:to_rtr", kwlist,
 					 &a.remote, &a.sgid_index, &a.mtu,
-					 &a.port, &a.max_dest_rd_atomic,
-					 &a.min_rnr_timer, &a.hop_limit, &a.sl,
-					 &a.traffic_class, &a.flow_label))
+					 &a.hop_limit, &a.min_rnr_timer,
+					 &a.max_dest_rd_atomic, &a.sl,
+					 &a.traffic_class, &a.port,
+					 &a.flow_label))
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTR;
@@ -733,7 +738,7 @@ static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-/* to_rts(psn=0, *, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1)
+/* to_rts(psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1)
  * RC: STATE|SQ_PSN|TIMEOUT|RETRY_CNT|RNR_RETRY|MAX_QP_RD_ATOMIC;
  * UC/UD: STATE|SQ_PSN. */
 static PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw)
@@ -747,7 +752,7 @@ static PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw)
 	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$OOOO:to_rts", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOO:to_rts", kwlist,
 					 &psn_o, &to_o, &retry_o, &rnr_o, &rd_o))
 		return NULL;
 	if (arg_opt_int(psn_o, "psn", 0, PSN_MAX, 0, &psn) < 0 ||

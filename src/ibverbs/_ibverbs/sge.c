@@ -13,20 +13,41 @@
 /* SGE                                                                 */
 /* ------------------------------------------------------------------ */
 
+/* A negative int offset: ValueError saying so (arg_u64 only gives the
+ * range).  0 otherwise. */
+static int sge_check_offset_sign(PyObject *off_o)
+{
+	int overflow = 0;
+	long long v;
+
+	if (!PyLong_Check(off_o))
+		return 0;
+	v = PyLong_AsLongLongAndOverflow(off_o, &overflow);
+	if (v == -1 && PyErr_Occurred())
+		return -1;
+	if (v < 0 || overflow < 0) {
+		PyErr_Format(PyExc_ValueError,
+			     "offset must be non-negative, got %R", off_o);
+		return -1;
+	}
+	return 0;
+}
+
 static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"mr_or_addr", "length", "lkey", "offset",
-				 NULL};
+				 "owner", NULL};
 	PyObject *src, *len_o = Py_None, *lkey_o = Py_None, *off_o = NULL;
-	PyObject *mr = NULL;
+	PyObject *mr = NULL, *owner = Py_None;
 	SGEObject *self;
 	uint64_t addr, off = 0;
 	uint32_t length, lkey;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OO:SGE", kwlist, &src,
-					 &len_o, &lkey_o, &off_o))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO$O:SGE", kwlist, &src,
+					 &len_o, &lkey_o, &off_o, &owner))
 		return NULL;
-	if (off_o != NULL && arg_u64(off_o, "offset", &off) < 0)
+	if (off_o != NULL && (sge_check_offset_sign(off_o) < 0 ||
+			      arg_u64(off_o, "offset", &off) < 0))
 		return NULL;
 	if (PyObject_TypeCheck(src, ST.MR_type)) {
 		MRObject *m = (MRObject *)src;
@@ -73,6 +94,14 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 			if (arg_u64(len_o, "length", &want) < 0)
 				goto fail;
+			if (want > UINT32_MAX) {
+				PyErr_Format(PyExc_ValueError,
+					     "an SGE holds at most 2**32-1 "
+					     "bytes, not %llu: split the range "
+					     "into several SGEs",
+					     (unsigned long long)want);
+				goto fail;
+			}
 			if (want > avail) {
 				PyErr_Format(PyExc_ValueError,
 					     "offset %llu + length %llu runs "
@@ -80,14 +109,6 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 					     "%llu)", (unsigned long long)off,
 					     (unsigned long long)want,
 					     (unsigned long long)m->length);
-				goto fail;
-			}
-			if (want > UINT32_MAX) {
-				PyErr_Format(PyExc_ValueError,
-					     "an SGE holds at most 2**32-1 "
-					     "bytes, not %llu: split the range "
-					     "into several SGEs",
-					     (unsigned long long)want);
 				goto fail;
 			}
 			length = (uint32_t)want;
@@ -133,6 +154,10 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	self->sge.length = length;
 	self->sge.lkey = lkey;
 	self->mr = mr;
+	if (owner != Py_None) {
+		Py_INCREF(owner);
+		self->owner = owner;
+	}
 	return (PyObject *)self;
 fail:
 	Py_XDECREF(mr);
@@ -143,12 +168,14 @@ static int sge_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT((PyObject *)Py_TYPE(self));
 	Py_VISIT(((SGEObject *)self)->mr);
+	Py_VISIT(((SGEObject *)self)->owner);
 	return 0;
 }
 
 static int sge_clear(PyObject *self)
 {
 	Py_CLEAR(((SGEObject *)self)->mr);
+	Py_CLEAR(((SGEObject *)self)->owner);
 	return 0;
 }
 
@@ -186,6 +213,18 @@ static PyObject *sge_get_mr(PyObject *self, void *closure)
 		Py_RETURN_NONE;
 	Py_INCREF(mr);
 	return mr;
+}
+
+/* What keeps the memory alive: owner= if given, else the MR, else None. */
+static PyObject *sge_get_owner(PyObject *self, void *closure)
+{
+	SGEObject *s = (SGEObject *)self;
+	PyObject *o = s->owner != NULL ? s->owner : s->mr;
+
+	if (o == NULL)
+		Py_RETURN_NONE;
+	Py_INCREF(o);
+	return o;
 }
 
 static PyObject *sge_repr(PyObject *self)
@@ -228,17 +267,20 @@ static PyGetSetDef sge_getset[] = {
 	 NULL},
 	{"lkey", sge_get_lkey, NULL, "local key (ibv_sge.lkey)", NULL},
 	{"mr", sge_get_mr, NULL, "the MR it points into, or None", NULL},
+	{"owner", sge_get_owner, NULL, "what it keeps alive: owner= as given "
+	 "(a GpuMR's SGEs: the GpuMR), else the MR, else None", NULL},
 	{NULL, NULL, NULL, NULL, NULL}
 };
 
 static PyType_Slot sge_slots[] = {
 	{Py_tp_doc,
-	 "SGE(mr_or_addr, length=None, *, lkey=None, offset=0)\n\n"
+	 "SGE(mr_or_addr, length=None, lkey=None, offset=0, *, owner=None)\n\n"
 	 "A scatter/gather element (struct ibv_sge).  From an MR: addr is\n"
 	 "the MR's address + offset, lkey the MR's, and the range must\n"
 	 "lie inside the MR (ValueError otherwise; length=None takes the rest\n"
 	 "of the MR).  From an int address: length and lkey= are required.\n"
-	 "length < 2**32.  Immutable; keeps its MR (and so its memory) alive."},
+	 "length < 2**32, offset >= 0.  Immutable; keeps its MR (and so its\n"
+	 "memory) alive, and owner= (SGE.owner: that, else the MR)."},
 	{Py_tp_new, sge_new},
 	{Py_tp_dealloc, sge_dealloc},
 	{Py_tp_traverse, sge_traverse},

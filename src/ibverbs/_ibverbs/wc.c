@@ -151,6 +151,16 @@ static PyObject *wc_get_imm_data(PyObject *self, void *closure)
 	return PyLong_FromUnsignedLong(be32toh(WC(self)->imm_data));
 }
 
+static PyObject *wc_get_is_success(PyObject *self, void *closure)
+{
+	return PyBool_FromLong(WC(self)->status == IBV_WC_SUCCESS);
+}
+
+static PyObject *wc_get_status_str(PyObject *self, void *closure)
+{
+	return PyUnicode_FromString(IBV.wc_status_str(WC(self)->status));
+}
+
 static PyObject *wc_raise_for_status(PyObject *self, PyObject *unused)
 {
 	PyObject *exc;
@@ -202,6 +212,9 @@ static PyMemberDef wc_members[] = {
 static PyGetSetDef wc_getset[] = {
 	{"imm_data", wc_get_imm_data, NULL,
 	 "immediate data in host byte order (wc_flags has WITH_IMM)", NULL},
+	{"is_success", wc_get_is_success, NULL, "status == SUCCESS", NULL},
+	{"status_str", wc_get_status_str, NULL,
+	 "the status as text (ibv_wc_status_str)", NULL},
 	{NULL, NULL, NULL, NULL, NULL}
 };
 

@@ -46,6 +46,8 @@ static PyObject *sg_list_build(PyObject *arg, struct ibv_sge *inline_sges,
 
 	if (PyObject_TypeCheck(arg, ST.SGE_type)) {
 		tup = PyTuple_Pack(1, arg);
+	} else if (arg == Py_None) {  /* the published default: no SGEs */
+		tup = PyTuple_New(0);
 	} else {
 		if (PyUnicode_Check(arg) || PyBytes_Check(arg) ||
 		    PyByteArray_Check(arg))
@@ -369,8 +371,9 @@ static int imm_parse(PyObject *o, uint32_t *out)
 
 static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
+	/* Positional order as in the published package. */
 	static char *kwlist[] = {"wr_id", "sg_list", "opcode", "send_flags",
-				 "imm_data", "remote_addr", "rkey",
+				 "remote_addr", "rkey", "imm_data",
 				 "compare_add", "swap", "ah", "remote_qpn",
 				 "remote_qkey", NULL};
 	PyObject *wr_id_o = NULL, *sg_o = NULL, *op_o = NULL, *flags_o = NULL;
@@ -385,7 +388,7 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOOOO:SendWR",
 					 kwlist, &wr_id_o, &sg_o, &op_o,
-					 &flags_o, &imm_o, &raddr_o, &rkey_o,
+					 &flags_o, &raddr_o, &rkey_o, &imm_o,
 					 &cmp_o, &swap_o, &ah_o, &qpn_o,
 					 &qkey_o))
 		return NULL;
@@ -406,6 +409,11 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 				"remote_qpn must be in range 0..2**24-1");
 		return NULL;
 	}
+	/* imm_data=0 is the published package's default: accepted (and
+	 * ignored) with any opcode; another value needs a *_WITH_IMM one. */
+	if (imm_o != Py_None && !is_imm_opcode(opcode) &&
+	    PyLong_Check(imm_o) && PyObject_Not(imm_o) == 1)
+		imm_o = Py_None;
 	if (imm_o != Py_None && !is_imm_opcode(opcode)) {
 		PyObject *o = opcode_obj(opcode);
 

@@ -218,6 +218,9 @@ DEVICE_METHODS = {
                          nullable=True, foreign="raise"),
                        P("comp_vector", 0, kw=True, **I32), valid="ok"),
         "get_async_event": M(),    # async_fd is non-blocking: EAGAIN
+        # No AsyncEvent to give (none pending): the checks of the argument
+        # and of the handle; tests/integration/test_compat_rxe.py acks real ones.
+        "ack_async_event": M(P("event", None, obj="AsyncEvent")),
         "query_device": M(valid="ok"),
         "query_port": M(P("port", PORT, **U8P), valid="ok"),
         "query_gid": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32),
@@ -251,7 +254,7 @@ DEVICE_METHODS = {
         "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
         "req_notify": M(P("solicited_only", False, kw=True, free=True),
                         valid="ok"),
-        "ack_events": M(P("n", 1, lo=1, hi=2**31 - 1, optional=True)),  # none delivered: ValueError
+        "ack_events": M(P("nevents", 1, lo=1, hi=2**31 - 1, optional=True)),  # none delivered: ValueError
     }),
     "CompChannel": ("ch", {
         "get_cq_event": M(),       # non-blocking fd, no event: EAGAIN
@@ -263,7 +266,8 @@ DEVICE_METHODS = {
                     P("qp_state", ib.QPState.RESET, kw=True, lo=0, hi=7)),
         "query": M(P("mask", ib.QPAttrMask.STATE, kw=True, lo=0, hi=2**31 - 1),
                    valid="ok"),
-        "to_init": M(P("port", PORT, **U8P), P("access", 0, lo=0, hi=2**31 - 1),
+        "to_init": M(P("port", PORT, **U8P),
+                     P("access", 0, optional=True, lo=0, hi=2**31 - 1),
                      P("pkey_index", 0, kw=True, nullable=True, lo=0, hi=0xFFFF),
                      P("qkey", 0, kw=True, nullable=True, **U32)),
         "to_rtr": M(P("remote", lambda w: w.info, obj="QPInfo"),
@@ -948,7 +952,11 @@ def host_cases():
         lambda: ib.SendWR(opcode=ib.WROpcode.SEND_WITH_IMM, imm_data=2**32), "raise")
     add("SendWR(imm_data='x')",
         lambda: ib.SendWR(opcode=ib.WROpcode.SEND_WITH_IMM, imm_data="x"), "raise")
-    for lbl, v in [("None", None), ("int", 1), ("str", "abc"), ("bytes", b"ab"),
+    # sg_list=None is the published package's default (no SGEs):
+    # tests/unit/test_compat.py checks what it builds.
+    add("SendWR(sg_list=None)", lambda: ib.SendWR(sg_list=None), "any")
+    add("RecvWR(sg_list=None)", lambda: ib.RecvWR(sg_list=None), "any")
+    for lbl, v in [("int", 1), ("str", "abc"), ("bytes", b"ab"),
                    ("list of int", [1]), ("list with None", [sge, None]),
                    ("dict", {1: 2})]:
         add(f"SendWR(sg_list={lbl})", lambda v=v: ib.SendWR(sg_list=v), "raise")
