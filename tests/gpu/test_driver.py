@@ -389,11 +389,13 @@ def mapping_of(ptr):
     return start, size
 
 
-def export_outcome(backend, start, length):
-    """Export [start, +length) and check what comes back: ("ok", link,
-    fdinfo) with the fd closed again, or ("error", CudaError)."""
+def export_outcome(backend, start, length, device=0):
+    """Export [start, +length) with device's context current, as a caller
+    of dmabuf_fd has it, and check what comes back: ("ok", (link, fdinfo))
+    with the fd closed again, or ("error", CudaError)."""
     try:
-        fd = dmabuf_fd(start, length)
+        with backend.current(device):
+            fd = dmabuf_fd(start, length)
     except cuda.CudaError as e:
         return "error", e
     try:
@@ -722,12 +724,13 @@ def test_flush_gpudirect_writes_in_the_tensors_context(backend, findings, device
         options = device_attribute(ATTR_FLUSH_WRITES_OPTIONS, device)
         flushed = cuda.flush_gpudirect_writes()
         assert cuda._current_device(drv) == device
-    # its rule, from the two attributes it reads
+    # its rule, from the two attributes it reads (the published package's
+    # flush returns None: then only the fake shows whether it flushed)
     want = isinstance(ordering, int) and ordering < 100 and bool(
         isinstance(options, int) and options & 1)
-    assert flushed is want, (ordering, options, flushed)
+    assert flushed is want or flushed is None, (ordering, options, flushed)
     if backend.name == "fake":
-        assert flushed is True
+        assert want and backend.fake.flush_calls() == 1
         assert backend.fake.last_flush() == (0, 100, device)
     note(findings, backend, f"gpu{device}_flush", {
         "writes_ordering": ordering, "flush_options": options, "flushed": flushed})
