@@ -1,6 +1,6 @@
 """Drop-in compatibility with the published ``ibverbs`` package, on rxe0.
 
-The device-side counterpart of tests/unit/test_compat.py: code written for
+The device-side counterpart of tests/host/test_compat.py: code written for
 the published package (positional calls, bytes GIDs, ``except VerbsError``
 around completions, duck-typed tensors, ...) runs unchanged against a real
 device, one test per point of issue 12 at least.

@@ -47,7 +47,9 @@ def _check_export(ptr, n, fd, start, length):
     assert start <= ptr < ptr + n <= start + length
     assert start + PAGE > ptr  # no more than needed
     assert start + length - PAGE < ptr + n
-    assert os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:dmabuf"
+    link = os.readlink(f"/proc/self/fd/{fd}")
+    # "/dmabuf:<name>" since Linux 5.3 (dma-buf's own pseudo filesystem)
+    assert link.startswith("/dmabuf:") or link == "anon_inode:dmabuf", link
     with open(f"/proc/self/fdinfo/{fd}") as f:
         info = dict(line.split(":", 1) for line in f if ":" in line)
     assert int(info["size"]) == length

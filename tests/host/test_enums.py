@@ -30,7 +30,7 @@ def test_every_class_has_a_prefix():
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_values_match_compiled_headers(tmp_path):
     # Members the headers may lack, with rdma-core's ABI value: checked in
-    # tests/unit/test_compat.py.
+    # tests/host/test_compat.py.
     pairs = [(c, m) for c, ms in _ibverbs._constants.items() for m in ms
              if f"{c}.{m}" not in _ibverbs._abi_constants]
     lines = [f'printf("%s.%s %lld\\n", "{c}", "{m}", (long long)({PREFIX[c]}{m}));'

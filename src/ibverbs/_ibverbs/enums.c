@@ -35,7 +35,7 @@ static const struct constant constants[] = {
 	 * lack them.  These are rdma-core's ABI values (verbs.h: 1 << 8 and
 	 * 1 << 9), listed in ibv_abi_constants below; setup.py defines
 	 * IBVERBS_HAVE_ACCESS_FLUSH when the header has them, and
-	 * tests/unit/test_compat.py checks the values against any header
+	 * tests/host/test_compat.py checks the values against any header
 	 * that defines them. */
 	C(AccessFlags, FLUSH_GLOBAL, 1 << 8)
 	C(AccessFlags, FLUSH_PERSISTENT, 1 << 9)

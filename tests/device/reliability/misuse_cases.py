@@ -219,7 +219,7 @@ DEVICE_METHODS = {
                        P("comp_vector", 0, kw=True, **I32), valid="ok"),
         "get_async_event": M(),    # async_fd is non-blocking: EAGAIN
         # No AsyncEvent to give (none pending): the checks of the argument
-        # and of the handle; tests/integration/test_compat_rxe.py acks real ones.
+        # and of the handle; tests/device/test_compat_rxe.py acks real ones.
         "ack_async_event": M(P("event", None, obj="AsyncEvent")),
         "query_device": M(valid="ok"),
         "query_port": M(P("port", PORT, **U8P), valid="ok"),
@@ -953,7 +953,7 @@ def host_cases():
     add("SendWR(imm_data='x')",
         lambda: ib.SendWR(opcode=ib.WROpcode.SEND_WITH_IMM, imm_data="x"), "raise")
     # sg_list=None is the published package's default (no SGEs):
-    # tests/unit/test_compat.py checks what it builds.
+    # tests/host/test_compat.py checks what it builds.
     add("SendWR(sg_list=None)", lambda: ib.SendWR(sg_list=None), "any")
     add("RecvWR(sg_list=None)", lambda: ib.RecvWR(sg_list=None), "any")
     for lbl, v in [("int", 1), ("str", "abc"), ("bytes", b"ab"),
