@@ -18,7 +18,9 @@ stopped iterating) are handed out first by the next ``poll()`` or
 ``completions()`` of that CQ.
 
 Works with any asyncio loop that implements ``add_reader`` (the default
-selector loop, uvloop).
+selector loop, uvloop).  A channel (and so its CQs) is awaited from one
+event loop at a time: the reader of one loop would take events meant for
+the tasks of another.
 """
 
 from __future__ import annotations
