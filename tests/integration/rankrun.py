@@ -19,6 +19,7 @@ import socket
 import sys
 import time
 import traceback
+import warnings
 
 
 def free_port() -> int:
@@ -64,7 +65,11 @@ def run_ranks(fn, ranks, *, env_for=None, timeout=120.0):
         rfd, wfd = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # 3.12+ warns when forking a process with threads (the
+            # TCPStore server's); the child uses none of their state.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:  # child: never returns into the test
             code = 1
             try:
