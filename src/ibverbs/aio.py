@@ -1,0 +1,304 @@
+"""asyncio: await completions and device events without busy polling.
+
+``await poll(cq)`` polls the CQ; only when it is empty does it arm the CQ
+(``req_notify``), poll again (a completion that arrived before the arming
+raises no event) and then wait for the CQ's completion channel to become
+readable, with its fd registered with the running loop (``add_reader``).
+One reader per channel and loop reads every pending event (the channel's
+fd is made non-blocking, and stays so), acks them in one
+``ack_events(n)`` per CQ and wakes the tasks waiting on those CQs, which
+poll again.  A CompChannel may serve many CQs.
+
+Cancellation loses nothing: completions stay in the CQ until a poll takes
+them, an event read for a CQ nobody waits on any more is acked and
+dropped (the next waiter polls before it waits), and the fd is removed
+from the loop as soon as no task waits on it.  Completions that
+``completions()`` took from the CQ but did not yield yet (its consumer
+stopped iterating) are handed out first by the next ``poll()`` or
+``completions()`` of that CQ.
+
+Works with any asyncio loop that implements ``add_reader`` (the default
+selector loop, uvloop).  A channel (and so its CQs) is awaited from one
+event loop at a time: the reader of one loop would take events meant for
+the tasks of another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import functools
+import os
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ._objects import VerbsError
+
+if TYPE_CHECKING:
+    from ._ibverbs import CQ, WC, AsyncEvent, CompChannel, Context
+
+__all__ = ["poll", "completions", "async_events"]
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    return asyncio.get_running_loop()
+
+
+class _FdWatch:
+    """The futures of one loop that wait for one fd to become readable.
+
+    The fd is registered with the loop while at least one future waits;
+    a future that completes or is cancelled takes itself out.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        self.loop = loop
+        self.fd = fd
+        self.registered = False
+
+    # subclasses: the set of waiting futures and what readability does
+    def _empty(self) -> bool:
+        raise NotImplementedError
+
+    def _on_readable(self) -> None:
+        raise NotImplementedError
+
+    def _register(self) -> None:
+        if not self.registered:
+            if os.get_blocking(self.fd):
+                os.set_blocking(self.fd, False)
+            self.loop.add_reader(self.fd, self._readable)
+            self.registered = True
+
+    def _unregister_if_idle(self) -> None:
+        if self.registered and self._empty():
+            self.registered = False
+            if not self.loop.is_closed():
+                self.loop.remove_reader(self.fd)
+            _forget(self)
+
+    def _readable(self) -> None:
+        try:
+            self._on_readable()
+        finally:
+            self._unregister_if_idle()
+
+
+_W = TypeVar("_W", bound=_FdWatch)
+
+# (loop, fd) -> watch; an entry exists only while a future waits.
+_watches: dict[tuple[asyncio.AbstractEventLoop, int], _FdWatch] = {}
+
+
+def _forget(w: _FdWatch) -> None:
+    if _watches.get((w.loop, w.fd)) is w:
+        del _watches[(w.loop, w.fd)]
+
+
+def _watch(loop: asyncio.AbstractEventLoop, fd: int, kind: type[_W]) -> _W:
+    # Entries of loops closed with futures pending (never cancelled): drop.
+    for key in [k for k in _watches if k[0].is_closed()]:
+        del _watches[key]
+    w = _watches.get((loop, fd))
+    if w is None:
+        w = kind(loop, fd)
+        _watches[(loop, fd)] = w
+    elif not isinstance(w, kind):
+        raise RuntimeError(f"fd {fd} is already watched for another purpose")
+    return w
+
+
+class _ChannelWatch(_FdWatch):
+    """Reads a completion channel's events and wakes the CQs' waiters."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        super().__init__(loop, fd)
+        self.channel: CompChannel | None = None
+        # id(cq) -> (cq, waiting futures)
+        self.waiters: dict[int, tuple[CQ, set[asyncio.Future[None]]]] = {}
+
+    def _empty(self) -> bool:
+        return not self.waiters
+
+    def wait(self, cq: CQ) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = self.loop.create_future()
+        entry = self.waiters.get(id(cq))
+        if entry is None:
+            entry = self.waiters[id(cq)] = (cq, set())
+        entry[1].add(fut)
+        fut.add_done_callback(functools.partial(self._done, id(cq)))
+        try:
+            self._register()
+        except BaseException:
+            fut.cancel()
+            raise
+        return fut
+
+    def _done(self, key: int, fut: asyncio.Future[None]) -> None:
+        entry = self.waiters.get(key)
+        if entry is not None:
+            entry[1].discard(fut)
+            if not entry[1]:
+                del self.waiters[key]
+        self._unregister_if_idle()
+
+    def _on_readable(self) -> None:
+        assert self.channel is not None
+        got: dict[int, tuple[CQ, int]] = {}
+        error: Exception | None = None
+        while True:
+            try:
+                cq = self.channel.get_cq_event()
+            except VerbsError as e:
+                if e.errno != errno.EAGAIN:
+                    error = e
+                break
+            except Exception as e:  # noqa: BLE001 - handed to the waiters
+                error = e
+                break
+            n = got.get(id(cq), (cq, 0))[1]
+            got[id(cq)] = (cq, n + 1)
+        for cq, n in got.values():
+            try:
+                cq.ack_events(n)  # one ibv_ack_cq_events per CQ and wakeup
+            except Exception as e:  # noqa: BLE001 - e.g. closed meanwhile
+                error = error or e
+        wake = ([e for e in self.waiters.values()] if error is not None
+                else [self.waiters[k] for k in got if k in self.waiters])
+        for _, futs in wake:
+            for fut in list(futs):
+                if not fut.done():
+                    if error is not None:
+                        fut.set_exception(error)
+                    else:
+                        fut.set_result(None)
+
+
+class _ReadyWatch(_FdWatch):
+    """Wakes every waiter once the fd is readable (they read it themselves)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        super().__init__(loop, fd)
+        self.futs: set[asyncio.Future[None]] = set()
+
+    def _empty(self) -> bool:
+        return not self.futs
+
+    def wait(self) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = self.loop.create_future()
+        self.futs.add(fut)
+        fut.add_done_callback(self._done)
+        try:
+            self._register()
+        except BaseException:
+            fut.cancel()
+            raise
+        return fut
+
+    def _done(self, fut: asyncio.Future[None]) -> None:
+        self.futs.discard(fut)
+        self._unregister_if_idle()
+
+    def _on_readable(self) -> None:
+        for fut in list(self.futs):
+            if not fut.done():
+                fut.set_result(None)
+
+
+# Completions taken from a CQ by completions() and not yielded yet:
+# id(cq) -> (cq, wcs).  An entry exists only while it holds some.
+_leftover: dict[int, tuple[CQ, deque[WC]]] = {}
+
+
+def _take_leftover(cq: CQ, n: int) -> list[WC]:
+    entry = _leftover.get(id(cq))
+    if entry is None or entry[0] is not cq:
+        return []
+    q = entry[1]
+    out = [q.popleft() for _ in range(min(n, len(q)))]
+    if not q:
+        del _leftover[id(cq)]
+    return out
+
+
+def _check_num(num_entries: int) -> None:
+    if isinstance(num_entries, bool) or not isinstance(num_entries, int):
+        raise TypeError(
+            f"num_entries must be an int, not {type(num_entries).__name__}")
+    if num_entries < 1:
+        raise ValueError(f"num_entries must be >= 1, got {num_entries}")
+
+
+async def poll(cq: CQ, num_entries: int = 16) -> list[WC]:
+    """Up to ``num_entries`` completions of ``cq``, at least one: waits
+    (without polling in a loop) until there is one.  The CQ must have been
+    created with a ``CompChannel``; its fd is made non-blocking."""
+    _check_num(num_entries)
+    out = _take_leftover(cq, num_entries)
+    if out:
+        if len(out) < num_entries:
+            out.extend(cq.poll(num_entries - len(out)))
+        return out
+    wcs = cq.poll(num_entries)
+    if wcs:
+        return wcs
+    channel = cq.channel
+    if channel is None:
+        raise ValueError("aio.poll needs a CQ created with a CompChannel "
+                         "(ctx.create_cq(n, channel=ctx.create_comp_channel()))")
+    loop = _loop()
+    while True:
+        cq.req_notify()
+        wcs = cq.poll(num_entries)  # what came before the arming
+        if wcs:
+            return wcs
+        # Looked up anew each time: a watch without waiters is dropped.
+        watch = _watch(loop, channel.fd, _ChannelWatch)
+        watch.channel = channel
+        await watch.wait(cq)
+        wcs = cq.poll(num_entries)
+        if wcs:
+            return wcs
+
+
+async def completions(cq: CQ, num_entries: int = 16) -> AsyncIterator[WC]:
+    """``async for wc in completions(cq)``: every completion of ``cq``, for
+    ever.  Polls up to ``num_entries`` at a time; what it polled but did not
+    yield when the loop over it stops goes to the next ``poll(cq)``."""
+    _check_num(num_entries)
+    while True:
+        got = _take_leftover(cq, 1)
+        if not got:
+            wcs = await poll(cq, num_entries)
+            if len(wcs) > 1:
+                _leftover[id(cq)] = (cq, deque(wcs[1:]))
+            got = wcs[:1]
+        yield got[0]
+
+
+async def async_events(ctx: Context) -> AsyncIterator[AsyncEvent]:
+    """``async for ev in async_events(ctx)``: the device's asynchronous
+    events (port state changes, QP and CQ errors, ...), for ever, each one
+    already acked (its attributes stay readable).  ``ctx.async_fd`` is made
+    non-blocking."""
+    loop = _loop()
+    fd = ctx.async_fd
+    while True:
+        if os.get_blocking(fd):  # never block the loop in the read
+            os.set_blocking(fd, False)
+        try:
+            ev = ctx.get_async_event()
+        except VerbsError as e:
+            if e.errno != errno.EAGAIN:
+                raise
+        else:
+            ev.ack()
+            yield ev
+            continue
+        await _watch(loop, fd, _ReadyWatch).wait()
+
+
+def _debug_watches() -> list[tuple[Any, int]]:
+    """The (loop, fd) pairs registered now (for tests)."""
+    return [k for k, w in _watches.items() if w.registered]
