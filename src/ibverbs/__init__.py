@@ -124,4 +124,6 @@ __all__ = [
     "library_version", "local_qp_info", "optional_verbs", "reg_tensor",
     "tensor_addr_len",
 ]
+# the connection manager (cm.c; librdmacm is loaded on first use)
+__all__ += ["CMEvent", "CMID", "CMListener", "has_rdmacm"]
 __all__ += enums.__all__

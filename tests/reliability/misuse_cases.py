@@ -873,6 +873,7 @@ def special_device_cases(w, cw, ow, opd, device):
             lambda f=fname: gc_finalizer(f), "any")
     add("AsyncEvent: lifecycle of a CQ_ERR event", lambda: async_event_case(device),
         "ok")
+    cases += cm_cases(w, ow)
     return cases
 
 
@@ -1059,7 +1060,6 @@ def host_cases():
     add("get_device_list()", lambda: ib.get_device_list(), "ok")
     for tname in ("PD", "MR", "CQ", "CompChannel", "QP", "SRQ", "AH", "AsyncEvent"):
         add(f"{tname}() direct", lambda t=tname: getattr(ib, t)(), "raise")
-    cases += cm_cases(w, ow)
     return cases
 
 
@@ -1146,7 +1146,10 @@ def cm_cases(w, ow):
     add("CMID.get_event(timeout='1')", lambda: cm.get().cmid.get_event(timeout="1"),
         "raise")
     add("CMID.context.close()", lambda: cm.get().cmid.context.close(), "raise")
-    add("CMID.create_qp(valid)", lambda: cm.get().cmid.create_qp(cm.pd, cm.attr()), "ok")
+    def first_qp():
+        cm.qp = cm.get().cmid.create_qp(cm.pd, cm.attr())   # kept open
+
+    add("CMID.create_qp(valid)", first_qp, "ok")
     add("CMID.create_qp a second QP",
         lambda: cm.get().cmid.create_qp(cm.pd, cm.attr()), "raise")
     add("CMID.close() with its QP open", lambda: cm.get().cmid.close(), "raise")

@@ -170,3 +170,19 @@ def test_cm_event_types_come_from_the_header():
     assert CMEventType.ADDR_RESOLVED == 0
     assert {"ESTABLISHED", "DISCONNECTED", "REJECTED", "CONNECT_ERROR",
             "UNREACHABLE", "DEVICE_REMOVAL", "TIMEWAIT_EXIT"} <= set(CMEventType.__members__)
+
+
+def test_info_says_whether_the_cm_is_available(tmp_path):
+    import json
+
+    r = run_py("from ibverbs.__main__ import main; main(['info'])")
+    assert r.returncode == 0, r.stderr
+    ok = ib.has_rdmacm()
+    assert f"connection manager: {'available' if ok else 'not available'}" in r.stdout
+    r = run_py("from ibverbs.__main__ import main; main(['info', '--json'])")
+    assert json.loads(r.stdout)["rdmacm"]["available"] is ok
+    r = run_py("from ibverbs.__main__ import main; main(['info'])",
+               {"IBVERBS_LIBRDMACM": str(tmp_path / "librdmacm.so.1")})
+    assert r.returncode == 0, r.stderr
+    assert "connection manager: not available" in r.stdout
+    assert "librdmacm1" in r.stdout
