@@ -484,3 +484,45 @@ def test_readme_example():
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert srv.returncode == 0, out
     assert "b'hello over rdma!'" in cli.stdout
+
+
+# --------------------------------------------------------------------------
+# The garbage collector's path
+# --------------------------------------------------------------------------
+
+def cm_id_count(device):
+    import json
+
+    if shutil.which("rdma") is None:
+        pytest.skip("the rdma tool (iproute2) is not installed")
+    out = subprocess.run(["rdma", "-j", "resource", "show"], capture_output=True,
+                         text=True, timeout=60).stdout
+    for entry in json.loads(out or "[]"):
+        if entry.get("ifname") == device:
+            return {k: entry.get(k) for k in ("cm_id", "qp", "cq", "pd", "mr")}
+    pytest.skip(f"`rdma resource show` does not list {device}")
+
+
+def test_dropped_connections_are_destroyed_by_the_gc(device_name):
+    import gc
+
+    gc.collect()
+    before = cm_id_count(device_name)
+    port = new_port()
+    with ib.CMListener(port, SERVER) as listener:
+        def serve(cmid):
+            conn = Conn(cmid)
+            cmid.accept(timeout=TIMEOUT)
+            del conn                   # connected, dropped: the GC closes it
+
+        join = run_serving(listener, serve)
+        conn = Conn(ib.CMID.resolve(SERVER, port, SOURCE))
+        conn.cmid.connect(timeout=TIMEOUT)
+        join()
+        del conn                       # a connected CMID, its QP, CQ, PD, MRs
+        gc.collect()
+    gc.collect()
+    deadline = time.monotonic() + TIMEOUT
+    while cm_id_count(device_name) != before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert cm_id_count(device_name) == before
