@@ -148,5 +148,5 @@ sanitize: build
 
 leakcheck: build
 	@mkdir -p $(OUT)
-	IBVERBS_LEAK_CYCLES=100000 $(RXE_VM) --timeout 10800 --rw $(OUT) -- \
+	IBVERBS_LEAK_CYCLES=100000 IBVERBS_CM_LEAK_CYCLES=2000 $(RXE_VM) --timeout 10800 --rw $(OUT) -- \
 		$(VPY) -m pytest -rs -s -m integration tests/device/reliability/test_rel_leaks.py

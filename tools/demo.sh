@@ -7,6 +7,8 @@
 #
 #   1. examples/quickstart.py: an RDMA WRITE, checked byte for byte
 #   2. examples/rc_pingpong.py <-> ibv_rc_pingpong, both directions
+#   2b. examples/cm_server.py with examples/cm_client.py, then with rdma-core's
+#      C rdma_client (the RDMA connection manager)
 #   3. python -m ibverbs perf: a few bandwidth and latency runs
 #   4. benchmarks/compare.py --quick: C vs ibverbs vs pyverbs (the four
 #      targets of issue 6), 3 interleaved runs each, best of each
@@ -68,6 +70,37 @@ pingpong "$PY examples/rc_pingpong.py -d $DEV -g $GID -n 200" \
 step "   C server <-> Python client"
 pingpong "ibv_rc_pingpong -d $DEV -g $GID -n 200" \
 	"$PY examples/rc_pingpong.py -d $DEV -g $GID -n 200" 18702 "C server, Python client"
+
+step "2b. connection manager: examples/cm_server.py <-> cm_client.py, then C rdma_client"
+CM_ADDR=${IBVERBS_TEST_CM_SERVER:-198.18.0.1}
+cm_pair() {
+	$PY examples/cm_server.py -s "$CM_ADDR" -p "$2" >"$OUT/cm-server.log" 2>&1 &
+	srv=$!
+	i=0
+	until grep -q listening "$OUT/cm-server.log" 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -gt 600 ] || ! kill -0 $srv 2>/dev/null; then break; fi
+		sleep 0.1
+	done
+	if $1 -s "$CM_ADDR" -p "$2" >"$OUT/cm-client.log" 2>&1; then crc=0; else crc=$?; fi
+	wait $srv
+	src=$?
+	echo "  server: $(grep 'got' "$OUT/cm-server.log")"
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		fail "$3 (client $crc, server $src)"
+		sed 's/^/    | /' "$OUT/cm-server.log" "$OUT/cm-client.log" | tail -20
+	else
+		echo "  ok: $3"
+	fi
+}
+if $PY -c 'import sys, ibverbs; sys.exit(not ibverbs.has_rdmacm())'; then
+	cm_pair "$PY examples/cm_client.py" 18720 "Python CM client -> Python CM server"
+	if command -v rdma_client >/dev/null; then
+		cm_pair rdma_client 18721 "C rdma_client -> Python CM server"
+	fi
+else
+	echo "  skipped: librdmacm.so.1 cannot be loaded"
+fi
 
 step "3. python -m ibverbs perf (--loopback: the server is a forked child)"
 P="$PY -m ibverbs perf"

@@ -20,6 +20,9 @@ from ._ibverbs import (  # noqa: F401  (re-exported)
     SRQ,
     WC,
     AsyncEvent,
+    CMEvent,
+    CMID,
+    CMListener,
     CompChannel,
     Context,
     RecvWR,
@@ -27,6 +30,7 @@ from ._ibverbs import (  # noqa: F401  (re-exported)
     SendWR,
     SendWRChain,
     fork_init,
+    has_rdmacm,
     is_fork_initialized,
     library_path,
     library_version,
@@ -120,4 +124,6 @@ __all__ = [
     "library_version", "local_qp_info", "optional_verbs", "reg_tensor",
     "tensor_addr_len",
 ]
+# the connection manager (cm.c; librdmacm is loaded on first use)
+__all__ += ["CMEvent", "CMID", "CMListener", "has_rdmacm"]
 __all__ += enums.__all__

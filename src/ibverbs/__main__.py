@@ -101,6 +101,9 @@ def device_info(name: str) -> dict:
 def _print_text(info: list[dict]) -> None:
     print(f"ibverbs {ib.__version__}, libibverbs {ib.library_version} "
           f"({ib.library_path})")
+    cm_ok, cm_detail = ib._ibverbs._rdmacm_status()
+    print(f"connection manager: {'available' if cm_ok else 'not available'} "
+          f"({cm_detail})")
     if not info:
         print("no RDMA devices found")
     for d in info:
@@ -126,12 +129,18 @@ def _print_text(info: list[dict]) -> None:
                       + (f"  ({extra})" if extra else ""))
 
 
+def _rdmacm_json() -> dict:
+    ok, detail = ib._ibverbs._rdmacm_status()
+    return {"available": ok, "library" if ok else "error": detail}
+
+
 def cmd_info(args) -> int:
     names = [args.device] if args.device else [d.name for d in ib.get_device_list()]
     info = [device_info(n) for n in names]
     if args.json:
         json.dump({"ibverbs": ib.__version__,
                    "libibverbs": ib.library_version,
+                   "rdmacm": _rdmacm_json(),
                    "devices": info}, sys.stdout, indent=2)
         print()
     else:

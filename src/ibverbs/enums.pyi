@@ -7,6 +7,7 @@ import enum
 __all__ = [
     "AccessFlags",
     "AtomicCap",
+    "CMEventType",
     "DeviceCapFlags",
     "EventType",
     "GIDType",
@@ -45,6 +46,24 @@ class AtomicCap(enum.IntEnum):
     NONE = 0
     HCA = 1
     GLOB = 2
+
+class CMEventType(enum.IntEnum):
+    ADDR_RESOLVED = 0
+    ADDR_ERROR = 1
+    ROUTE_RESOLVED = 2
+    ROUTE_ERROR = 3
+    CONNECT_REQUEST = 4
+    CONNECT_RESPONSE = 5
+    CONNECT_ERROR = 6
+    UNREACHABLE = 7
+    REJECTED = 8
+    ESTABLISHED = 9
+    DISCONNECTED = 10
+    DEVICE_REMOVAL = 11
+    MULTICAST_JOIN = 12
+    MULTICAST_ERROR = 13
+    ADDR_CHANGE = 14
+    TIMEWAIT_EXIT = 15
 
 class DeviceCapFlags(enum.IntFlag):
     RESIZE_MAX_WR = 1

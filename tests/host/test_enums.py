@@ -20,6 +20,7 @@ PREFIX = {
     "SRQAttrMask": "IBV_SRQ_", "AtomicCap": "IBV_ATOMIC_", "MigState": "IBV_MIG_",
     "GIDType": "IBV_GID_TYPE_", "DeviceCapFlags": "IBV_DEVICE_",
     "PortCapFlags": "IBV_PORT_", "LinkLayer": "IBV_LINK_LAYER_",
+    "CMEventType": "RDMA_CM_EVENT_",
 }
 
 
@@ -37,6 +38,7 @@ def test_values_match_compiled_headers(tmp_path):
              for c, m in pairs]
     src = tmp_path / "consts.c"
     src.write_text("#include <stdio.h>\n#include <infiniband/verbs.h>\n"
+                   "#include <rdma/rdma_cma.h>\n"
                    "int main(void) {\n" + "\n".join(lines) + "\nreturn 0; }\n")
     exe = tmp_path / "consts"
     subprocess.run(["cc", "-o", str(exe), str(src)], check=True)

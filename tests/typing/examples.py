@@ -152,6 +152,32 @@ def module_info() -> None:
     del verbs, version, path, name
 
 
+def connection_manager() -> None:
+    """Both sides of an RDMA CM connection, as the README shows them."""
+    ok: bool = ib.has_rdmacm()
+    with ib.CMListener(7471, "198.18.0.1", backlog=8) as listener:
+        port: int = listener.port
+        server: ib.CMID = listener.get_request(timeout=5.0)
+        request: bytes | None = server.private_data
+        server.reject(b"busy")
+        server.close()
+    cmid = ib.CMID.resolve("198.18.0.1", port, None, timeout_ms=1000)
+    ctx: ib.Context = cmid.context
+    pd = ctx.alloc_pd()
+    cq = ctx.create_cq(8)
+    qp: ib.QP = cmid.create_qp(pd, ib.QPInitAttr(send_cq=cq))
+    reply: bytes = cmid.connect(b"hello", initiator_depth=1, timeout=None)
+    ev: ib.CMEvent = cmid.get_event(timeout=0)
+    kind: int = ev.event
+    fd: int = cmid.fd
+    cmid.disconnect()
+    qp.close()
+    cq.close()
+    pd.close()
+    cmid.close()
+    del ok, request, reply, kind, fd
+
+
 def misuse(ctx: ib.Context, pd: ib.PD, mr: ib.MR, qp: ib.QP) -> None:
     """Each line is a mistake the stubs must reject."""
     ctx.create_cq("64")  # type: ignore[arg-type]
@@ -160,3 +186,5 @@ def misuse(ctx: ib.Context, pd: ib.PD, mr: ib.MR, qp: ib.QP) -> None:
     qp.post_send(ib.RecvWR())  # type: ignore[arg-type]
     mr.lkey = 5  # type: ignore[misc]
     ib.QPInfo.from_bytes("not bytes")  # type: ignore[arg-type]
+    ib.CMID.resolve(b"host")  # type: ignore[arg-type]
+    ib.CMListener("7471")  # type: ignore[arg-type]

@@ -309,6 +309,34 @@ static PyObject *context_get_cmd_fd(PyObject *self, void *closure)
 	return PyLong_FromLong(CTX(self)->cmd_fd);
 }
 
+/* A Context with a parent was opened by librdmacm for a CMID (cm.c): the
+ * device is the CM's, and only closing the CMID releases it. */
+static int context_owned_by_cm(PyObject *self)
+{
+	Handle *owner = HANDLE(self)->parent;
+
+	if (owner == NULL || HANDLE(self)->obj == NULL)
+		return 0;
+	verbs_error_fmt(EBUSY, "ibv_close_device", "this Context belongs to "
+			"%R (librdmacm opened the device); close that instead",
+			(PyObject *)owner);
+	return 1;
+}
+
+static PyObject *context_close(PyObject *self, PyObject *unused)
+{
+	if (context_owned_by_cm(self))
+		return NULL;
+	return handle_meth_close(self, unused);
+}
+
+static PyObject *context_exit(PyObject *self, PyObject *args)
+{
+	if (context_owned_by_cm(self))
+		return NULL;
+	return handle_meth_exit(self, args);
+}
+
 static PyObject *context_repr(PyObject *self)
 {
 	return PyUnicode_FromFormat("<ibverbs.Context %R%s>",
@@ -346,7 +374,11 @@ static PyMethodDef context_methods[] = {
 	{"ack_async_event", context_ack_async_event, METH_O,
 	 "ack_async_event(event): ack an AsyncEvent of this context "
 	 "(ibv_ack_async_event; the same as event.ack(), idempotent)."},
-	HANDLE_METHODS,
+	{"close", context_close, METH_NOARGS,
+	 "Close the device. Idempotent; EBUSY while children are open, and "
+	 "for the Context of a CMID (close the CMID)."},
+	{"__enter__", handle_meth_enter, METH_NOARGS, NULL},
+	{"__exit__", context_exit, METH_VARARGS, NULL},
 	{NULL, NULL, 0, NULL}
 };
 

@@ -145,6 +145,9 @@ typedef struct {
 	PyTypeObject *RecvWRChain_type;
 	PyTypeObject *WC_type;
 	PyTypeObject *AsyncEvent_type;
+	PyTypeObject *CMID_type;
+	PyTypeObject *CMListener_type;
+	PyTypeObject *CMEvent_type;
 } module_state;
 
 extern module_state ST;
@@ -165,6 +168,12 @@ extern PyType_Spec SendWRChain_spec;  /* wrchain.c */
 extern PyType_Spec RecvWRChain_spec;  /* wrchain.c */
 extern PyType_Spec WC_spec;           /* wc.c */
 extern PyType_Spec AsyncEvent_spec;   /* event.c */
+extern PyType_Spec CMID_spec;         /* cm.c */
+extern PyType_Spec CMListener_spec;   /* cm.c */
+extern PyType_Spec CMEvent_spec;      /* cm.c */
+/* cm.c: has_rdmacm() and _rdmacm_status() (librdmacm is loaded lazily) */
+PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused);
+PyObject *cm_mod_rdmacm_status(PyObject *mod, PyObject *unused);
 
 /* enums.c: a dict {class name: {member name: value}} from the headers */
 PyObject *ibv_constants_dict(void);
@@ -340,6 +349,7 @@ typedef struct {
 	int qp_type;
 	struct ibv_qp_cap cap;     /* as returned by ibv_create_qp */
 	int sq_sig_all;
+	PyObject *cmid;            /* the CMID whose QP this is, or NULL */
 } QPObject;
 
 #define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
@@ -447,6 +457,15 @@ PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw);   /* mr.
 PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw);    /* cq.c */
 PyObject *channel_create(ContextObject *ctx);                             /* channel.c */
 PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw);          /* qp.c */
+/* qp.c, for cm.c: PD.create_qp's body with another creating call (it
+ * returns NULL with errno, or with a Python exception set), the QP's
+ * kind and the verb named in errors; qp_release is qp_kind's release. */
+typedef struct ibv_qp *(*qp_create_fn)(struct ibv_pd *pd,
+				       struct ibv_qp_init_attr *init, void *arg);
+PyObject *qp_create_with(PDObject *pd, PyObject *init_attr,
+			 const HandleKind *kind, const char *verb,
+			 qp_create_fn create, void *arg);
+void qp_release(Handle *h);
 PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw);         /* srq.c */
 PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw);          /* ah.c */
 PyObject *async_event_get(ContextObject *ctx);                            /* event.c */

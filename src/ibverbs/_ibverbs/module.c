@@ -102,6 +102,10 @@ static PyMethodDef module_methods[] = {
 	 "libibverbs' text for a completion status."},
 	{"event_type_str", mod_event_type_str, METH_O,
 	 "libibverbs' text for an async event type."},
+	{"has_rdmacm", cm_mod_has_rdmacm, METH_NOARGS,
+	 "Whether librdmacm.so.1 (the connection manager) can be loaded."},
+	{"_rdmacm_status", cm_mod_rdmacm_status, METH_NOARGS,
+	 "(True, library path) or (False, why librdmacm cannot be loaded)."},
 	{NULL, NULL, 0, NULL}
 };
 
@@ -129,6 +133,9 @@ static const struct {
 	{"RecvWRChain", &RecvWRChain_spec, &ST.RecvWRChain_type},
 	{"WC", &WC_spec, &ST.WC_type},
 	{"AsyncEvent", &AsyncEvent_spec, &ST.AsyncEvent_type},
+	{"CMID", &CMID_spec, &ST.CMID_type},
+	{"CMListener", &CMListener_spec, &ST.CMListener_type},
+	{"CMEvent", &CMEvent_spec, &ST.CMEvent_type},
 	{NULL, NULL, NULL}
 };
 

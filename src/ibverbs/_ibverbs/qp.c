@@ -46,7 +46,7 @@ static int qp_destroy(Handle *h)
 }
 
 /* After a successful destroy: the CQs and SRQ may be closed again. */
-static void qp_release(Handle *h)
+void qp_release(Handle *h)
 {
 	QPObject *q = (QPObject *)h;
 
@@ -72,6 +72,7 @@ static int qp_traverse(PyObject *self, visitproc visit, void *arg)
 	Py_VISIT(q->send_cq);
 	Py_VISIT(q->recv_cq);
 	Py_VISIT(q->srq);
+	Py_VISIT(q->cmid);
 	return handle_traverse(HANDLE(self), visit, arg);
 }
 
@@ -86,6 +87,7 @@ static void qp_dealloc(PyObject *self)
 	Py_CLEAR(q->send_cq);
 	Py_CLEAR(q->recv_cq);
 	Py_CLEAR(q->srq);
+	Py_CLEAR(q->cmid);
 	handle_dealloc(HANDLE(self));
 }
 
@@ -253,9 +255,10 @@ static int read_init_attr(PDObject *pd, PyObject *ia,
 	return 0;
 }
 
-static PyObject *create_error(int err, const struct ibv_qp_init_attr *i)
+static PyObject *create_error(int err, const char *verb,
+				const struct ibv_qp_init_attr *i)
 {
-	return verbs_error_fmt(err, "ibv_create_qp",
+	return verbs_error_fmt(err, verb,
 			       "%s QP with max_send_wr=%u max_recv_wr=%u "
 			       "max_send_sge=%u max_recv_sge=%u "
 			       "max_inline_data=%u%s", type_name(i->qp_type),
@@ -264,17 +267,32 @@ static PyObject *create_error(int err, const struct ibv_qp_init_attr *i)
 			       i->cap.max_inline_data, i->srq ? " and an SRQ" : "");
 }
 
+static struct ibv_qp *plain_create(struct ibv_pd *pd,
+				  struct ibv_qp_init_attr *init, void *arg)
+{
+	return IBV.create_qp(pd, init);
+}
+
 PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"init_attr", NULL};
-	PyObject *ia, *scq = NULL, *rcq = NULL, *srq = NULL, *res = NULL;
+	PyObject *ia;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp", kwlist, &ia))
+		return NULL;
+	return qp_create_with(pd, ia, &qp_kind, "ibv_create_qp", plain_create,
+			      NULL);
+}
+
+PyObject *qp_create_with(PDObject *pd, PyObject *ia, const HandleKind *kind,
+			 const char *verb, qp_create_fn create, void *arg)
+{
+	PyObject *scq = NULL, *rcq = NULL, *srq = NULL, *res = NULL;
 	struct ibv_qp_init_attr init;
 	struct ibv_qp *qp;
 	QPObject *self;
 	int err;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp", kwlist, &ia))
-		return NULL;
 	if (read_init_attr(pd, ia, &init, &scq, &rcq, &srq) < 0)
 		goto out;
 	/* Allocate first: qp_context must be the Python object.  Until
@@ -297,14 +315,15 @@ PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw)
 	init.srq = srq ? HANDLE(srq)->obj : NULL;
 	init.qp_context = self;
 	errno = 0;
-	qp = IBV.create_qp((struct ibv_pd *)HANDLE(pd)->obj, &init);
+	qp = create((struct ibv_pd *)HANDLE(pd)->obj, &init, arg);
 	if (qp == NULL) {
 		err = errno ? errno : EINVAL;
 		Py_DECREF(self);
-		create_error(err, &init);
+		if (!PyErr_Occurred())
+			create_error(err, verb, &init);
 		goto out;
 	}
-	handle_init(HANDLE(self), &qp_kind, HANDLE(pd));
+	handle_init(HANDLE(self), kind, HANDLE(pd));
 	HANDLE(self)->obj = qp;
 	self->qp_type = init.qp_type;
 	self->cap = init.cap;        /* create_qp wrote back the actual caps */

@@ -880,6 +880,7 @@ def special_device_cases(w, cw, ow, opd, device):
             lambda f=fname: gc_finalizer(f), "any")
     add("AsyncEvent: lifecycle of a CQ_ERR event", lambda: async_event_case(device),
         "ok")
+    cases += cm_cases(w, ow)
     return cases
 
 
@@ -1069,6 +1070,106 @@ def host_cases():
     add("Device('nope').open()", lambda: ib.Device("no_such_dev0").open(), "raise")
     add("get_device_list()", lambda: ib.get_device_list(), "ok")
     for tname in ("PD", "MR", "CQ", "CompChannel", "QP", "SRQ", "AH", "AsyncEvent"):
+        add(f"{tname}() direct", lambda t=tname: getattr(ib, t)(), "raise")
+    return cases
+
+
+CM_ADDR = os.environ.get("IBVERBS_TEST_CM_SERVER", "198.18.0.1")
+
+
+def cm_cases(w, ow):
+    """CMID and CMListener: closed objects, PDs/CQs of another Context, a
+    second QP, calls in the wrong state.  Resolving needs no listener."""
+    if not ib.has_rdmacm():
+        return []
+    cases = []
+
+    def add(name, fn, expect):
+        cases.append((name, fn, expect))
+
+    class CM:
+        """A resolved CMID with its PD/CQ, made on first use."""
+        cmid = None
+
+        def get(self):
+            if self.cmid is None:
+                self.cmid = ib.CMID.resolve(CM_ADDR, 7999)
+                self.pd = self.cmid.context.alloc_pd()
+                self.cq = self.cmid.context.create_cq(4)
+            return self
+
+        def attr(self, cq=None, **kw):
+            return ib.QPInitAttr(send_cq=cq or self.get().cq, **kw)
+
+    cm = CM()
+
+    def closed_cmid():
+        c = ib.CMID.resolve(CM_ADDR, 7998)
+        c.close()
+        return c
+
+    def closed_listener():
+        lst = ib.CMListener(0)
+        lst.close()
+        return lst
+
+    for n, call in [("connect", lambda c: c.connect()),
+                    ("accept", lambda c: c.accept()),
+                    ("reject", lambda c: c.reject()),
+                    ("disconnect", lambda c: c.disconnect()),
+                    ("get_event", lambda c: c.get_event(timeout=0)),
+                    ("create_qp", lambda c: c.create_qp(w.pd, ib.QPInitAttr(send_cq=w.cq))),
+                    ("fd", lambda c: c.fd),
+                    ("context", lambda c: c.context),
+                    ("__enter__", lambda c: c.__enter__())]:
+        add(f"CMID.{n} after close", lambda call=call: call(closed_cmid()), "closed")
+    add("CMID.close() after close", lambda: closed_cmid().close(), "ok")
+    for n, call in [("get_request", lambda c: c.get_request(timeout=0)),
+                    ("get_event", lambda c: c.get_event(timeout=0)),
+                    ("fd", lambda c: c.fd)]:
+        add(f"CMListener.{n} after close", lambda call=call: call(closed_listener()),
+            "closed")
+    add("CMID.create_qp(pd=another Context's)",
+        lambda: cm.get().cmid.create_qp(ow.pd, ib.QPInitAttr(send_cq=ow.cq)), "raise")
+    add("CMID.create_qp(pd=a plain Context's PD)",
+        lambda: cm.get().cmid.create_qp(w.pd, cm.attr()), "raise")
+    add("CMID.create_qp(send_cq=another Context's)",
+        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr(w.cq)), "raise")
+    add("CMID.create_qp(recv_cq=another Context's)",
+        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr(recv_cq=w.cq)), "raise")
+    add("CMID.create_qp(pd=None)", lambda: cm.get().cmid.create_qp(None, cm.attr()),
+        "raise")
+    add("CMID.create_qp(init_attr=None)", lambda: cm.get().cmid.create_qp(cm.pd, None),
+        "raise")
+    add("CMID.create_qp(qp_type=UD)",
+        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr(qp_type=ib.QPType.UD)), "raise")
+    add("CMID.connect before create_qp", lambda: cm.get().cmid.connect(timeout=1),
+        "raise")
+    add("CMID.accept on the active side", lambda: cm.get().cmid.accept(), "raise")
+    add("CMID.reject on the active side", lambda: cm.get().cmid.reject(), "raise")
+    add("CMID.disconnect when not connected", lambda: cm.get().cmid.disconnect(), "ok")
+    add("CMID.connect(private_data too long)",
+        lambda: cm.get().cmid.connect(b"x" * 256), "raise")
+    add("CMID.connect(private_data=str)", lambda: cm.get().cmid.connect("x"), "raise")
+    add("CMID.connect(initiator_depth=256)",
+        lambda: cm.get().cmid.connect(initiator_depth=256), "raise")
+    add("CMID.connect(timeout=-1)", lambda: cm.get().cmid.connect(timeout=-1), "raise")
+    add("CMID.get_event(timeout='1')", lambda: cm.get().cmid.get_event(timeout="1"),
+        "raise")
+    add("CMID.context.close()", lambda: cm.get().cmid.context.close(), "raise")
+    def first_qp():
+        cm.qp = cm.get().cmid.create_qp(cm.pd, cm.attr())   # kept open
+
+    add("CMID.create_qp(valid)", first_qp, "ok")
+    add("CMID.create_qp a second QP",
+        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr()), "raise")
+    add("CMID.close() with its QP open", lambda: cm.get().cmid.close(), "raise")
+    add("CMID.qp.close()", lambda: cm.get().cmid.qp.close(), "ok")
+    add("CMID.close() with its PD open", lambda: cm.get().cmid.close(), "raise")
+    add("CMID resolve/close, then its Context",
+        lambda: (lambda c: (c.close(), c.context))(ib.CMID.resolve(CM_ADDR, 7997)),
+        "closed")
+    for tname in ("CMID", "CMEvent"):
         add(f"{tname}() direct", lambda t=tname: getattr(ib, t)(), "raise")
     return cases
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import ibverbs as ib
 from support import device_name
 HERE = Path(__file__).resolve().parent
 
@@ -55,3 +56,29 @@ def test_create_destroy_cycles_do_not_leak():
         problems.append(f"kernel objects not back to baseline: {end}")
     assert len([r for r in recs if "type" in r]) >= 12
     assert not problems, "\n".join(problems)
+
+
+CM_CYCLES = int(os.environ.get("IBVERBS_CM_LEAK_CYCLES", "200"))
+
+
+def test_cm_connect_cycles_do_not_leak():
+    """cm_leak.py: connect/transfer/disconnect cycles through the
+    connection manager leave RSS, fds and the kernel's cm_id, qp, cq, pd
+    and mr counts flat (IBVERBS_CM_LEAK_CYCLES: 200 in `make test`, 2,000
+    in `make leakcheck`)."""
+    if not ib.has_rdmacm():
+        pytest.skip("librdmacm.so.1 cannot be loaded")
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "cm_leak.py"), device_name(), str(CM_CYCLES)],
+        capture_output=True, text=True, timeout=max(900, CM_CYCLES), cwd=str(HERE))
+    assert proc.returncode == 0 and "DONE" in proc.stdout, (
+        f"exit status {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    r = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
+    print(f"cm_connect: {r['cycles']} cycles, RSS +{r['rss_growth_kib']} KiB, "
+          f"fds {r['fd_growth']:+d}, {r['seconds']} s, {r['rdma_after']}")
+    assert r["fd_growth"] == 0
+    assert r["rdma_before"] == r["rdma_after"]
+    if r["rdma_after"] is not None:
+        assert "cm_id" in r["rdma_after"]
+    if not SANITIZED:
+        assert r["rss_growth_kib"] < RSS_LIMIT_KIB
