@@ -34,9 +34,12 @@ class Pair:
     def __init__(self, ctx, pd, qp_type=ib.QPType.RC, access=ALL):
         self.cq_a = ctx.create_cq(64)
         self.cq_b = ctx.create_cq(64)
-        mk = lambda cq: pd.create_qp(ib.QPInitAttr(  # noqa: E731
-            send_cq=cq, recv_cq=cq, qp_type=qp_type, max_send_wr=32,
-            max_recv_wr=32, max_send_sge=4, max_recv_sge=4))
+
+        def mk(cq):
+            return pd.create_qp(ib.QPInitAttr(
+                send_cq=cq, recv_cq=cq, qp_type=qp_type, max_send_wr=32,
+                max_recv_wr=32, max_send_sge=4, max_recv_sge=4))
+
         self.a, self.b = mk(self.cq_a), mk(self.cq_b)
         port_attr = ctx.query_port(PORT)
         gid = ctx.query_gid(PORT, GID_INDEX)
@@ -347,8 +350,9 @@ def test_atomics(pd, rc):
 
 def test_ud_send_through_an_ah(ctx, pd):
     cq = ctx.create_cq(16)
-    mk = lambda: pd.create_qp(ib.QPInitAttr(  # noqa: E731
-        send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD))
+    def mk():
+        return pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD))
+
     a, b = mk(), mk()
     for qp in (a, b):
         qp.to_init(PORT, 0, qkey=0x1234)
