@@ -60,6 +60,7 @@ test-twonode:
 demo: build
 	@mkdir -p $(OUT)
 	$(RXE_VM) --rw $(OUT) -- sh tools/demo.sh $(OUT)
+	$(RXE_VM) --nodes 2 --rw $(OUT) -- sh tools/demo.sh $(OUT)
 
 # The full comparison (BENCHMARKS.md): C vs ibverbs vs pyverbs over sizes,
 # then callgrind's instructions per post_send + poll, in one guest boot.
