@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import select
-import socket
 import subprocess
 import time
 
@@ -134,8 +133,3 @@ def qp_count(device):
     assert status == 0, out
     return sum(1 for q in json.loads(out or "[]") if q.get("ifname") == device)
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]

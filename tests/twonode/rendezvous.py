@@ -131,7 +131,13 @@ class Link:
         if left <= 0:
             raise socket.timeout
         self.sock.settimeout(left)
-        (n,) = _LEN.unpack(_recv_exact(self.sock, _LEN.size))
+        head = self.sock.recv(1)   # the only read that may time out
+        if not head:
+            raise PeerGone("the peer closed the connection")
+        # Once a message has begun, read all of it (with the link's
+        # timeout), so that a deadline never leaves half a frame behind.
+        self.sock.settimeout(self.timeout)
+        (n,) = _LEN.unpack(head + _recv_exact(self.sock, _LEN.size - 1))
         channel, name, value = json.loads(_recv_exact(self.sock, n))
         if name == _END:
             self._ended[channel] = value

@@ -2,7 +2,6 @@
 ibv_rc_pingpong in both directions (and C against C, the rig's round-trip
 figure), and `python -m ibverbs perf` next to perftest's ib_write_bw."""
 
-import os
 import re
 import subprocess
 import sys
