@@ -10,7 +10,7 @@ RXE_VM   := tools/rxe-vm
 OUT      := $(CURDIR)/build/out
 PYTEST   := $(VPY) -m pytest -rs
 
-.PHONY: all deps venv build test test-host test-guest demo bench wheel \
+.PHONY: all deps venv build test test-host test-guest test-twonode demo bench wheel \
 	test-wheels sanitize clean lint format
 
 all: build
@@ -31,10 +31,10 @@ build: deps venv
 	$(VPY) -m pip install -q --no-build-isolation -e '.[test]'
 	$(VPY) -c 'import ibverbs; print("ibverbs", ibverbs.__version__, "libibverbs", ibverbs.library_version)'
 
-test: build test-host test-guest test-wheels
+test: build test-host test-guest test-twonode test-wheels
 
 test-host:
-	$(PYTEST) -m 'not integration' tests
+	$(PYTEST) -m 'not integration and not twonode' tests
 
 # One guest boot, one pytest process for every integration test.
 # IBVERBS_REQUIRE_INTEGRATION makes a missing device an error and fails the
@@ -44,9 +44,23 @@ test-guest:
 	IBVERBS_REQUIRE_INTEGRATION=1 $(RXE_VM) --rw $(OUT) -- \
 		$(VPY) -m pytest -rs -m 'integration' tests
 
+# Two nodes (tools/rxe-vm --nodes 2, tests/twonode): one boot, one pytest
+# process per node, the nodes' netdevs at MTU 1500 and 9000 (the MTU
+# negotiation test); then the connection and interop tests once more with
+# one guest per node (--separate-vms), proving nothing needs a shared kernel.
+# -rP shows what passing tests print: the MTUs, round trips and bandwidth
+# ratios measured across the nodes.
+test-twonode:
+	$(RXE_VM) --nodes 2 --mtu 1500,9000 --timeout 1200 -- \
+		$(VPY) -m pytest -rsP -m twonode tests/twonode
+	$(RXE_VM) --nodes 2 --separate-vms --mtu 1500,9000 --timeout 900 -- \
+		$(VPY) -m pytest -rsP -m twonode tests/twonode/test_connect.py \
+		tests/twonode/test_interop.py
+
 demo: build
 	@mkdir -p $(OUT)
 	$(RXE_VM) --rw $(OUT) -- sh tools/demo.sh $(OUT)
+	$(RXE_VM) --nodes 2 --rw $(OUT) -- sh tools/demo.sh $(OUT)
 
 # The full comparison (BENCHMARKS.md): C vs ibverbs vs pyverbs over sizes,
 # then callgrind's instructions per post_send + poll, in one guest boot.

@@ -12,12 +12,28 @@
 #   3. python -m ibverbs perf: a few bandwidth and latency runs
 #   4. benchmarks/compare.py --quick: C vs ibverbs vs pyverbs (the four
 #      targets of issue 6), 3 interleaved runs each, best of each
+#
+# Under tools/rxe-vm --nodes 2 (IBVERBS_NODE set: `make demo` boots that
+# rig second), it runs once per node and does the two-host section only:
+#   5. examples/quickstart_two_hosts.py: node 1 RDMA-writes 4 KiB into node
+#      0's memory; node 0 checks the bytes in its own memory
 set -u
 OUT=${1:?usage: tools/demo.sh OUT}
 DEV=${IBVERBS_TEST_DEVICE:-rxe0}
 GID=${IBVERBS_TEST_GID_INDEX:-1}
 PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=python3
+
+if [ -n "${IBVERBS_NODE:-}" ]; then
+	SERVER=${IBVERBS_NODE_ADDRS%%,*}
+	if [ "$IBVERBS_NODE" = 0 ]; then
+		printf '\n==== 5. two hosts: node 1 writes into node 0 (%s, %s), verified on node 0\n' \
+			"$DEV" "$SERVER"
+		exec "$PY" -u examples/quickstart_two_hosts.py -d "$DEV" -g "$GID" --listen "$SERVER"
+	fi
+	# The client retries until node 0 listens.
+	exec "$PY" -u examples/quickstart_two_hosts.py -d "$DEV" -g "$GID" "$SERVER"
+fi
 FAILED=""
 mkdir -p "$OUT"
 START=$(date +%s)

@@ -1,0 +1,135 @@
+"""Verbs helpers for the two-node tests: one RC (or UD) QP on this node
+connected to its partner on the peer node, through a rendezvous Channel."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import time
+
+import numpy as np
+
+import ibverbs as ib
+
+PORT = int(os.environ.get("IBVERBS_TEST_PORT", "1"))
+GID_INDEX = int(os.environ.get("IBVERBS_TEST_GID_INDEX", "1"))
+SIGNALED = ib.SendFlags.SIGNALED
+ALL_ACCESS = (ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
+              | ib.AccessFlags.REMOTE_READ | ib.AccessFlags.REMOTE_ATOMIC)
+
+
+def mkbuf(pd, n, fill=0, dtype=np.uint8, access=ALL_ACCESS):
+    """A numpy buffer of n items filled with FILL, and its MR."""
+    buf = np.full(n, fill, dtype=dtype)
+    return buf, pd.reg_mr(buf.ctypes.data, buf.nbytes, access)
+
+
+def poll_until(cq, n=1, timeout=20.0, check=True):
+    """Poll CQ until N completions arrived (raising for a failed one unless
+    CHECK is false); fails on timeout."""
+    got = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n:
+        got.extend(cq.poll(n - len(got)))
+        if len(got) < n and time.monotonic() > deadline:
+            raise AssertionError(f"timed out: {len(got)} of {n} completions")
+    if check:
+        for wc in got:
+            wc.raise_for_status()
+    return got
+
+
+def rc_qp(ctx, pd, cq=None, *, srq=None, max_send_wr=64, max_recv_wr=64,
+          max_send_sge=4, max_recv_sge=4, max_inline_data=0, qp_type=None):
+    cq = cq or ctx.create_cq(256)
+    qp = pd.create_qp(ib.QPInitAttr(
+        send_cq=cq, recv_cq=cq, srq=srq,
+        qp_type=ib.QPType.RC if qp_type is None else qp_type,
+        max_send_wr=max_send_wr, max_recv_wr=0 if srq else max_recv_wr,
+        max_send_sge=max_send_sge, max_recv_sge=max_recv_sge,
+        max_inline_data=max_inline_data))
+    return qp, cq
+
+
+def local_info(ctx, qp, psn):
+    return ib.local_qp_info(qp, ctx.query_port(PORT), ctx.query_gid(PORT, GID_INDEX),
+                            port=PORT, psn=psn)
+
+
+def connect(chan, ctx, qp, *, tag="qp", psn=None, **kw):
+    """Exchange QPInfo records with the peer over CHAN (message TAG) and
+    connect QP to the peer's; returns (mine, theirs)."""
+    mine = local_info(ctx, qp, psn if psn is not None else 0x1000 + qp.qp_num)
+    theirs = ib.QPInfo.from_bytes(chan.exchange(tag, mine.to_bytes()))
+    kw.setdefault("access", ALL_ACCESS)
+    ib.connect_rc(qp, theirs, port=PORT, sgid_index=GID_INDEX,
+                  local_psn=mine.psn, **kw)
+    return mine, theirs
+
+
+def mr_desc(mr):
+    """What the peer needs to reach MR: address, rkey, length."""
+    return {"addr": mr.addr, "rkey": mr.rkey, "len": mr.length}
+
+
+def wait_listening(port, proc=None, timeout=60.0):
+    """Wait until a TCP socket listens on PORT (without connecting to it,
+    which would use up a one-shot server's accept)."""
+    needle = f":{port:04X} "
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(f) as fh:
+                    for line in fh:
+                        parts = line.split()
+                        if len(parts) > 3 and parts[1].endswith(needle.strip()) and parts[3] == "0A":
+                            return
+            except OSError:
+                pass
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the server exited ({proc.returncode}) "
+                                 f"before listening: {proc.stdout.read() if proc.stdout else ''}")
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on TCP port {port}")
+
+
+def wait_async_event(ctx, event_type, timeout=20.0):
+    """The next async event of EVENT_TYPE (acked); acks others on the way."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no {event_type!r} within {timeout} s; saw {seen}")
+        r, _, _ = select.select([ctx.async_fd], [], [], left)
+        if not r:
+            continue
+        ev = ctx.get_async_event()
+        t = ev.event_type
+        ev.ack()
+        if t == event_type:
+            return
+        seen.append(ib.EventType(t).name)
+
+
+def port_state(ctx):
+    return ctx.query_port(PORT).state
+
+
+def run(cmd, timeout=120.0, **kw):
+    """Run CMD, returning (status, output)."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=timeout, **kw)
+    return p.returncode, p.stdout
+
+
+def qp_count(device):
+    """How many QPs the kernel holds for DEVICE (rdma resource show)."""
+    import json
+
+    status, out = run(["rdma", "-j", "resource", "show", "qp"], timeout=30)
+    assert status == 0, out
+    return sum(1 for q in json.loads(out or "[]") if q.get("ifname") == device)
+

@@ -1,0 +1,332 @@
+"""Where the halves of a two-node test meet: a message channel over TCP.
+
+``tools/rxe-vm --nodes N`` runs the same command once per node, each with
+its own RDMA device.  This module is what the per-node processes use to
+find each other and to exchange what the verbs need out of band (QPInfo
+records, addresses, rkeys, "I am done" signals).
+
+The environment contract (set by tools/rxe-vm for every node):
+
+  IBVERBS_NODE        this node's number: 0, 1, ...
+  IBVERBS_NODES       how many nodes there are
+  IBVERBS_NODE_ADDRS  the nodes' IPv4 addresses, comma-separated, in node
+                      order (198.18.0.1,198.18.0.2,...)
+  IBVERBS_DEVICE      this node's RDMA device (rxe<i>; rxe0 with
+                      --separate-vms); IBVERBS_TEST_DEVICE,
+                      IBVERBS_TEST_PORT and IBVERBS_TEST_GID_INDEX name the
+                      same device for the one-device fixtures
+  IBVERBS_NODE_NETDEV this node's network interface (veth<i>, or eth0)
+  IBVERBS_NODE_LINK   the interface to take down to cut this node off the
+                      link (ip link set ... down) without losing its routes
+
+Use::
+
+    from rendezvous import Node
+    node = Node.from_env()                 # who am I, who are the others
+    link = node.connect(peer=1 - node.me)  # one TCP connection per pair
+    chan = link.channel("test_x")          # a per-test view
+    theirs = chan.exchange("qp", info.to_bytes())
+    chan.send("done"); chan.recv("done")
+
+The node with the lower number listens (on its own address, port
+IBVERBS_RENDEZVOUS_PORT, default 18600), the other connects, retrying
+until the timeout: the two processes may start seconds apart in the guest.
+The connecting side binds no source address, so in the shared-kernel rig
+the route lookup takes the local route and this control link runs over lo:
+it survives a node's RDMA link going down (tests of that fault need it).
+With --separate-vms it crosses the one link between the guests.
+Messages are JSON (bytes are carried as hex), each framed by a 4-byte
+length and tagged with a channel name and a message name, so the two sides
+of one test cannot read each other's messages from another test.  A
+message for a channel that is not being read is kept until it is.
+
+When one side of a test fails, its channel sends an "end" message as the
+channel closes (``with link.channel(...)``, or ``close()``); a ``recv`` on
+the other side for that channel then raises :class:`PeerFailed` at once
+instead of waiting out its timeout.  A peer that exits closes the socket:
+``recv`` raises :class:`PeerGone`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import time
+from typing import Any
+
+DEFAULT_PORT = 18600
+_LEN = struct.Struct(">I")
+_END = "\x00end"
+
+
+class RendezvousError(Exception):
+    """The peers could not meet or exchange a message."""
+
+
+class PeerGone(RendezvousError):
+    """The peer closed the connection (its process ended)."""
+
+
+class PeerFailed(RendezvousError):
+    """The peer closed this channel (its half of the test ended) before
+    sending the message we wait for."""
+
+
+def _encode(obj: Any) -> Any:
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return {"$bytes": bytes(obj).hex()}
+    if isinstance(obj, dict):
+        return {str(k): _encode(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_encode(v) for v in obj]
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    raise TypeError(f"cannot send a {type(obj).__name__} (bytes, str, numbers, "
+                    "lists and dicts only)")
+
+
+def _decode(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"$bytes"}:
+            return bytes.fromhex(obj["$bytes"])
+        return {k: _decode(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_decode(v) for v in obj]
+    return obj
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise PeerGone("the peer closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+class Link:
+    """One TCP connection to one peer node, carrying tagged messages."""
+
+    def __init__(self, sock: socket.socket, me: int, peer: int,
+                 timeout: float = 60.0):
+        self.sock = sock
+        self.me = me
+        self.peer = peer
+        self.timeout = timeout
+        self._pending: dict[tuple[str, str], list[Any]] = {}
+        self._ended: dict[str, str] = {}
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    # -- raw messages ---------------------------------------------------------
+    def send(self, channel: str, name: str, value: Any = None) -> None:
+        data = json.dumps([channel, name, _encode(value)]).encode()
+        self.sock.settimeout(self.timeout)
+        self.sock.sendall(_LEN.pack(len(data)) + data)
+
+    def _read_one(self, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout
+        self.sock.settimeout(left)
+        head = self.sock.recv(1)   # the only read that may time out
+        if not head:
+            raise PeerGone("the peer closed the connection")
+        # Once a message has begun, read all of it (with the link's
+        # timeout), so that a deadline never leaves half a frame behind.
+        self.sock.settimeout(self.timeout)
+        (n,) = _LEN.unpack(head + _recv_exact(self.sock, _LEN.size - 1))
+        channel, name, value = json.loads(_recv_exact(self.sock, n))
+        if name == _END:
+            self._ended[channel] = value
+        else:
+            self._pending.setdefault((channel, name), []).append(_decode(value))
+
+    def recv(self, channel: str, name: str, timeout: float | None = None) -> Any:
+        """The next message NAME on CHANNEL from the peer."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        key = (channel, name)
+        while True:
+            queue = self._pending.get(key)
+            if queue:
+                return queue.pop(0)
+            if channel in self._ended:
+                raise PeerFailed(f"node {self.peer} ended {channel!r} "
+                                 f"({self._ended[channel]}) without sending {name!r}")
+            try:
+                self._read_one(deadline)
+            except socket.timeout:
+                raise TimeoutError(f"no {name!r} from node {self.peer} on "
+                                   f"{channel!r} within the timeout") from None
+
+    def channel(self, name: str) -> Channel:
+        return Channel(self, name)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Channel:
+    """The messages of one test (or step) on a :class:`Link`."""
+
+    def __init__(self, link: Link, name: str):
+        self.link = link
+        self.name = name
+        self.outcome = "failed"
+        self.closed = False
+
+    def send(self, name: str, value: Any = None) -> None:
+        self.link.send(self.name, name, value)
+
+    def recv(self, name: str, timeout: float | None = None) -> Any:
+        return self.link.recv(self.name, name, timeout)
+
+    def exchange(self, name: str, value: Any = None,
+                 timeout: float | None = None) -> Any:
+        """Send VALUE as NAME and return the peer's NAME."""
+        self.send(name, value)
+        return self.recv(name, timeout)
+
+    def barrier(self, name: str, timeout: float | None = None) -> None:
+        self.exchange(name, None, timeout)
+
+    def close(self, outcome: str | None = None) -> None:
+        """Tell the peer this side is done with the channel."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.link.send(self.name, _END, outcome or self.outcome)
+        except OSError:
+            pass  # the peer is gone: nothing to tell
+
+    def __enter__(self) -> Channel:
+        return self
+
+    def __exit__(self, et, ev, tb) -> None:
+        self.close("passed" if et is None else f"{et.__name__}: {ev}")
+
+
+class Node:
+    """This node's place among the nodes of a ``tools/rxe-vm --nodes`` run."""
+
+    def __init__(self, me: int, addrs: list[str], device: str,
+                 port: int = DEFAULT_PORT):
+        if not 0 <= me < len(addrs):
+            raise ValueError(f"node {me} is not one of {len(addrs)} nodes")
+        self.me = me
+        self.addrs = addrs
+        self.device = device
+        self.port = port
+        self._listener: socket.socket | None = None
+
+    @classmethod
+    def from_env(cls, environ=os.environ) -> Node:
+        try:
+            me = int(environ["IBVERBS_NODE"])
+            addrs = environ["IBVERBS_NODE_ADDRS"].split(",")
+            device = environ["IBVERBS_DEVICE"]
+        except KeyError as e:
+            raise RendezvousError(f"{e.args[0]} is not set: run under "
+                                  "tools/rxe-vm --nodes N") from None
+        port = int(environ.get("IBVERBS_RENDEZVOUS_PORT", DEFAULT_PORT))
+        return cls(me, addrs, device, port)
+
+    @property
+    def addr(self) -> str:
+        return self.addrs[self.me]
+
+    def connect(self, peer: int, timeout: float = 120.0,
+                msg_timeout: float = 60.0) -> Link:
+        """The TCP link to node PEER: the lower-numbered node accepts, the
+        other connects (retrying until TIMEOUT).  Each side says who it is
+        first, so links to several peers can share one listening port."""
+        if peer == self.me or not 0 <= peer < len(self.addrs):
+            raise ValueError(f"no peer node {peer} for node {self.me}")
+        deadline = time.monotonic() + timeout
+        if self.me < peer:
+            sock = self._accept_from(peer, deadline)
+        else:
+            sock = self._connect_to(peer, deadline)
+        link = Link(sock, self.me, peer, msg_timeout)
+        link.send("", "hello", self.me)
+        got = link.recv("", "hello", timeout=max(1.0, deadline - time.monotonic()))
+        if got != peer:
+            sock.close()
+            raise RendezvousError(f"expected node {peer}, met node {got}")
+        return link
+
+    def _accept_from(self, peer: int, deadline: float) -> socket.socket:
+        if self._listener is None:
+            ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            ls.bind((self.addr, self.port))
+            ls.listen(16)
+            self._listener = ls
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"node {peer} did not connect to "
+                                   f"{self.addr}:{self.port}")
+            self._listener.settimeout(left)
+            try:
+                sock, _ = self._listener.accept()
+            except socket.timeout:
+                continue
+            return sock
+
+    def _connect_to(self, peer: int, deadline: float) -> socket.socket:
+        while True:
+            try:
+                # No source address: in the shared-kernel rig the link then
+                # runs over lo, so it survives a node's link going down.
+                return socket.create_connection((self.addrs[peer], self.port),
+                                                timeout=5.0)
+            except OSError as e:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"cannot reach node {peer} at "
+                                       f"{self.addrs[peer]}:{self.port}: {e}") from None
+                time.sleep(0.2)
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+
+
+def exchange_once(addr: str, port: int, payload: bytes, *, listen: bool,
+                  timeout: float, source: str | None = None) -> bytes:
+    """A one-shot exchange of equal-sized records, as the classic verbs
+    examples do it: the client sends first, the server answers.  Raises
+    TimeoutError (and leaves no socket open) if the peer does not answer
+    within TIMEOUT seconds."""
+    n = len(payload)
+    if listen:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as ls:
+            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            ls.bind((addr, port))
+            ls.listen(1)
+            ls.settimeout(timeout)
+            try:
+                conn, _ = ls.accept()
+            except socket.timeout:
+                raise TimeoutError(f"nobody connected to {addr}:{port}") from None
+            with conn:
+                conn.settimeout(timeout)
+                try:
+                    theirs = _recv_exact(conn, n)
+                    conn.sendall(payload)
+                except socket.timeout:
+                    raise TimeoutError("the client sent nothing") from None
+                return theirs
+    with socket.create_connection((addr, port), timeout=timeout,
+                                  source_address=(source, 0) if source else None) as s:
+        s.settimeout(timeout)
+        try:
+            s.sendall(payload)
+            return _recv_exact(s, n)
+        except socket.timeout:
+            raise TimeoutError(f"{addr}:{port} did not answer within "
+                               f"{timeout} s") from None
