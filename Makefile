@@ -49,7 +49,8 @@ test-guest:
 # negotiation test); then the connection and interop tests once more with
 # one guest per node (--separate-vms), proving nothing needs a shared kernel.
 # -rP shows what passing tests print: the MTUs, round trips and bandwidth
-# ratios measured across the nodes.
+# ratios measured across the nodes.  9.5 minutes on 2 busy cores (load 4-10,
+# 2026-12-01); see tools/README-rxe-vm.md.
 test-twonode:
 	$(RXE_VM) --nodes 2 --mtu 1500,9000 --timeout 1200 -- \
 		$(VPY) -m pytest -rsP -m twonode tests/twonode
