@@ -13,7 +13,7 @@ import os
 import pytest
 
 import ibverbs as ib
-from rendezvous import Node
+from support.rendezvous import Node
 
 IN_RIG = "IBVERBS_NODE" in os.environ and "IBVERBS_NODE_ADDRS" in os.environ
 

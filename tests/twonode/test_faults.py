@@ -13,9 +13,9 @@ import time
 import pytest
 
 import ibverbs as ib
-from peers import (GID_INDEX, PORT, SIGNALED, connect, local_info, mkbuf, mr_desc, poll_until, port_state,
+from support.peers import (GID_INDEX, PORT, SIGNALED, connect, local_info, mkbuf, mr_desc, poll_until, port_state,
                    qp_count, rc_qp, wait_async_event)
-from rendezvous import exchange_once
+from support.rendezvous import exchange_once
 
 pytestmark = pytest.mark.twonode
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from peers import GID_INDEX, run, wait_listening
+from support.peers import GID_INDEX, run, wait_listening
 
 pytestmark = pytest.mark.twonode
 

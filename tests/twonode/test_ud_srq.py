@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ibverbs as ib
-from peers import GID_INDEX, PORT, SIGNALED, connect, mkbuf, poll_until, rc_qp
+from support.peers import GID_INDEX, PORT, SIGNALED, connect, mkbuf, poll_until, rc_qp
 
 pytestmark = pytest.mark.twonode
 

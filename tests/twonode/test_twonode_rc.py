@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ibverbs as ib
-from peers import SIGNALED, connect, mkbuf, mr_desc, poll_until, rc_qp
+from support.peers import SIGNALED, connect, mkbuf, mr_desc, poll_until, rc_qp
 
 pytestmark = pytest.mark.twonode
 

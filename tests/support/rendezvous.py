@@ -21,7 +21,7 @@ The environment contract (set by tools/rxe-vm for every node):
 
 Use::
 
-    from rendezvous import Node
+    from support.rendezvous import Node
     node = Node.from_env()                 # who am I, who are the others
     link = node.connect(peer=1 - node.me)  # one TCP connection per pair
     chan = link.channel("test_x")          # a per-test view

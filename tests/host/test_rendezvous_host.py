@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-import rendezvous as rv
+import support.rendezvous as rv
 
 
 def free_port():
