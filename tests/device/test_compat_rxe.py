@@ -89,6 +89,26 @@ def test_published_positional_calls(ctx, pd):
 # ---------------------------------------------------------------------------
 
 
+def test_published_keyword_names(ctx, pd):
+    """query_port(port_num=), query_gid(port_num=, index=) and
+    QP.modify(attr_mask=, ...) as the published signatures name them."""
+    pa = ctx.query_port(port_num=PORT)
+    assert pa.port_num == PORT and pa.state == ctx.query_port(PORT).state
+    assert ctx.query_gid(port_num=PORT, index=GID_INDEX) == ctx.query_gid(PORT, GID_INDEX)
+    cq = ctx.create_cq(4)
+    qp = new_rc_qp(pd, cq)
+    qp.modify(attr_mask=ib.QPAttrMask.STATE | ib.QPAttrMask.PKEY_INDEX
+              | ib.QPAttrMask.PORT | ib.QPAttrMask.ACCESS_FLAGS,
+              qp_state=ib.QPState.INIT, pkey_index=0, port_num=PORT,
+              qp_access_flags=0)
+    assert qp.state == ib.QPState.INIT
+    with pytest.raises(TypeError, match="one mask"):
+        qp.modify(ib.QPAttrMask.STATE, attr_mask=ib.QPAttrMask.STATE,
+                  qp_state=ib.QPState.INIT)
+    qp.close()
+    cq.close()
+
+
 def test_1_qpinfo_gid_bytes_on_rxe(ctx, pd):
     pa = ctx.query_port(PORT)
     gid = ctx.query_gid(PORT, GID_INDEX)

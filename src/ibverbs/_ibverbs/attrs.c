@@ -398,7 +398,8 @@ int qp_attr_from_kw(PyObject *kw, struct ibv_qp_attr *attr)
 	while (kw && PyDict_Next(kw, &pos, &key, &val)) {
 		const struct qp_field *f;
 
-		if (PyUnicode_CompareWithASCIIString(key, "mask") == 0)
+		if (PyUnicode_CompareWithASCIIString(key, "mask") == 0 ||
+		    PyUnicode_CompareWithASCIIString(key, "attr_mask") == 0)
 			continue;
 		f = field_find(key);
 		if (f == NULL) {

@@ -136,14 +136,19 @@ static int parse_port(PyObject *o, uint8_t *port)
 /* ibv_query_port is a header macro: port_query (attrs.c) does what it
  * does, through the dlsym table. */
 
-static PyObject *context_query_port(PyObject *self, PyObject *arg)
+static PyObject *context_query_port(PyObject *self, PyObject *args,
+				     PyObject *kw)
 {
+	static char *kwlist[] = {"port_num", NULL};
 	struct ibv_port_attr a;
+	PyObject *arg;
 	uint8_t port;
 	PyObject *d;
 	int rc;
 
 	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:query_port", kwlist, &arg))
+		return NULL;
 	if (parse_port(arg, &port) < 0)
 		return NULL;
 	rc = port_query(CTX(self), port, &a);
@@ -178,8 +183,10 @@ static PyObject *gid_to_py(const union ibv_gid *gid)
 	return PyObject_CallFunctionObjArgs(ST.Gid, raw, NULL) /* steals nothing */;
 }
 
-static PyObject *context_query_gid(PyObject *self, PyObject *args)
+static PyObject *context_query_gid(PyObject *self, PyObject *args,
+				    PyObject *kw)
 {
+	static char *kwlist[] = {"port_num", "index", NULL};
 	PyObject *port_o, *index_o, *raw, *res;
 	union ibv_gid gid;
 	uint8_t port;
@@ -187,7 +194,8 @@ static PyObject *context_query_gid(PyObject *self, PyObject *args)
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_UnpackTuple(args, "query_gid", 2, 2, &port_o, &index_o))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:query_gid", kwlist,
+					 &port_o, &index_o))
 		return NULL;
 	if (parse_port(port_o, &port) < 0 ||
 	    arg_int(index_o, "index", 0, INT32_MAX, &index) < 0)
@@ -353,10 +361,10 @@ static PyObject *context_ack_async_event(PyObject *self, PyObject *ev)
 static PyMethodDef context_methods[] = {
 	{"query_device", context_query_device, METH_NOARGS,
 	 "ibv_query_device() -> DeviceAttr"},
-	{"query_port", context_query_port, METH_O,
-	 "query_port(port) -> PortAttr (ibv_query_port)"},
-	{"query_gid", context_query_gid, METH_VARARGS,
-	 "query_gid(port, index) -> Gid (ibv_query_gid)"},
+	{"query_port", KW context_query_port, METH_VARARGS | METH_KEYWORDS,
+	 "query_port(port_num) -> PortAttr (ibv_query_port)"},
+	{"query_gid", KW context_query_gid, METH_VARARGS | METH_KEYWORDS,
+	 "query_gid(port_num, index) -> Gid (ibv_query_gid)"},
 	{"query_gid_ex", context_query_gid_ex, METH_VARARGS,
 	 "query_gid_ex(port, index) -> (Gid, gid_type, ndev_ifindex)"},
 	{"query_pkey", context_query_pkey, METH_VARARGS,

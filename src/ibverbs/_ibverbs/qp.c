@@ -424,25 +424,30 @@ static int qp_modify(PyObject *self, const char *what,
 	return -1;
 }
 
-/* modify(mask, **attrs) */
+/* modify(mask, **attrs); the published package names it attr_mask. */
 static PyObject *qp_meth_modify(PyObject *self, PyObject *args, PyObject *kw)
 {
-	PyObject *mask_o = NULL;
+	PyObject *mask_o = NULL, *alias_o = NULL;
 	struct ibv_qp_attr attr;
 	long mask;
 
 	HANDLE_CHECK(self);
+	if (kw) {
+		mask_o = PyDict_GetItemString(kw, "mask");
+		alias_o = PyDict_GetItemString(kw, "attr_mask");
+	}
 	if (PyTuple_Size(args) > 1 ||
-	    (PyTuple_Size(args) == 1 && kw && PyDict_GetItemString(kw, "mask"))) {
+	    (PyTuple_Size(args) == 1 && (mask_o || alias_o)) ||
+	    (mask_o && alias_o)) {
 		PyErr_SetString(PyExc_TypeError,
-				"modify(mask, **attrs) takes one mask and "
-				"attributes by keyword");
+				"modify(mask, **attrs) takes one mask (mask= "
+				"or attr_mask=) and attributes by keyword");
 		return NULL;
 	}
 	if (PyTuple_Size(args) == 1)
 		mask_o = PyTuple_GetItem(args, 0);
-	else if (kw)
-		mask_o = PyDict_GetItemString(kw, "mask");
+	else if (mask_o == NULL)
+		mask_o = alias_o;
 	if (mask_o == NULL) {
 		PyErr_SetString(PyExc_TypeError,
 				"modify() missing required argument 'mask'");
@@ -894,7 +899,8 @@ static PyMethodDef qp_methods[] = {
 	 "post_recv(wr_or_list): post a RecvWR or a list (ibv_post_recv). "
 	 "A QP with an SRQ refuses (ValueError)."},
 	{"modify", KW qp_meth_modify, METH_VARARGS | METH_KEYWORDS,
-	 "modify(mask, **attrs) (ibv_modify_qp): keywords are struct "
+	 "modify(mask, **attrs) (ibv_modify_qp; mask also as attr_mask=): "
+	 "keywords are struct "
 	 "ibv_qp_attr field names; ah_attr takes an AHAttr, cap a QPCap."},
 	{"query", KW qp_meth_query, METH_VARARGS | METH_KEYWORDS,
 	 "query(mask=all) -> (dict of attributes, QPCap) (ibv_query_qp)"},
