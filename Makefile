@@ -56,7 +56,7 @@ test-twonode:
 		$(VPY) -m pytest -rsP -m twonode tests/twonode
 	$(RXE_VM) --nodes 2 --separate-vms --mtu 1500,9000 --timeout 900 -- \
 		$(VPY) -m pytest -rsP -m twonode tests/twonode/test_connect.py \
-		tests/twonode/test_interop.py
+		tests/twonode/test_interop.py tests/twonode/test_cm_twonode.py
 
 demo: build
 	@mkdir -p $(OUT)
