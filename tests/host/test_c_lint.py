@@ -55,11 +55,11 @@ AUDITED = {
     "qp_post_send": "self",
     "qp_post_recv": "self",
     "cq_poll_count": "self",
-    # cm.c: poll() + rdma_get_cm_event on the CMID's/CMListener's own
+    # cm_event.c: poll() + rdma_get_cm_event on the CMID's/CMListener's own
     # event channel (busy; a stand-in handle while resolve() has none yet);
     # the event is copied into a C struct and acked before the GIL is back.
     "cm_next_event": "h",
-    # rdma_destroy_id (the kernel may wait for the CM): the CMID is busy,
+    # cm.c: rdma_destroy_id (the kernel may wait for the CM): the CMID is busy,
     # its QP and Context are already closed.
     "cmid_destroy": "h",
 }

@@ -169,9 +169,9 @@ extern PyType_Spec RecvWRChain_spec;  /* wrchain.c */
 extern PyType_Spec WC_spec;           /* wc.c */
 extern PyType_Spec AsyncEvent_spec;   /* event.c */
 extern PyType_Spec CMID_spec;         /* cm.c */
-extern PyType_Spec CMListener_spec;   /* cm.c */
-extern PyType_Spec CMEvent_spec;      /* cm.c */
-/* cm.c: has_rdmacm() and _rdmacm_status() (librdmacm is loaded lazily) */
+extern PyType_Spec CMListener_spec;   /* cm_listener.c */
+extern PyType_Spec CMEvent_spec;      /* cm_event.c */
+/* cm_loader.c: has_rdmacm() and _rdmacm_status() (librdmacm is loaded lazily) */
 PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused);
 PyObject *cm_mod_rdmacm_status(PyObject *mod, PyObject *unused);
 
