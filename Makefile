@@ -31,7 +31,7 @@ build: deps venv
 	$(VPY) -m pip install -q --no-build-isolation -e '.[test]'
 	$(VPY) -c 'import ibverbs; print("ibverbs", ibverbs.__version__, "libibverbs", ibverbs.library_version)'
 
-test: build test-host test-guest test-twonode test-wheels
+test: build lint test-host test-guest test-twonode test-wheels
 
 test-host:
 	$(PYTEST) -m 'not integration and not twonode' tests

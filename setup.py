@@ -22,8 +22,14 @@ import subprocess
 import sysconfig
 
 # Added to the interpreter's own flags (optimisation, -fPIC, ...).
-CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter",
-          "-Wno-missing-field-initializers", "-fvisibility=hidden"]
+CFLAGS = [
+    "-std=gnu11",
+    "-Wall",
+    "-Wextra",
+    "-Wno-unused-parameter",
+    "-Wno-missing-field-initializers",
+    "-fvisibility=hidden",
+]
 DEFINES = [("Py_LIMITED_API", "0x03090000")]
 
 
@@ -33,8 +39,12 @@ def header_defines(name, extra):
     cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
     src = f"#include <infiniband/verbs.h>\nint probe = {name};\n"
     try:
-        r = subprocess.run(cc + ["-fsyntax-only", "-x", "c", "-"] + extra,
-                           input=src.encode(), capture_output=True, timeout=60)
+        r = subprocess.run(
+            cc + ["-fsyntax-only", "-x", "c", "-"] + extra,
+            input=src.encode(),
+            capture_output=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0
@@ -67,5 +77,4 @@ def extension():
 if __name__ == "__main__":
     from setuptools import setup
 
-    setup(ext_modules=[extension()],
-          options={"bdist_wheel": {"py_limited_api": "cp39"}})
+    setup(ext_modules=[extension()], options={"bdist_wheel": {"py_limited_api": "cp39"}})

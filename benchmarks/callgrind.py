@@ -50,10 +50,14 @@ def programs(bench: str, dev: str, gid: int, n: int) -> dict:
         "c": ([os.path.join(bench, "cg_loop"), dev, str(gid), str(n)], None),
         "ours": (py + ["ours", dev, str(gid), str(n)], src),
         "ours-plain-list": (py + ["ours", dev, str(gid), str(n)], src),
-        "ours-gil-kept": (py + ["ours", dev, str(gid), str(n)],
-                          os.path.join(bench, "gil-kept", "src")),
-        "ours-gil-released": (py + ["ours", dev, str(gid), str(n)],
-                              os.path.join(bench, "gil-released", "src")),
+        "ours-gil-kept": (
+            py + ["ours", dev, str(gid), str(n)],
+            os.path.join(bench, "gil-kept", "src"),
+        ),
+        "ours-gil-released": (
+            py + ["ours", dev, str(gid), str(n)],
+            os.path.join(bench, "gil-released", "src"),
+        ),
         "pyverbs": (py + ["pyverbs", dev, str(gid), str(n)], None),
         "baseline": (py + ["baseline", dev, str(gid), str(n)], None),
     }
@@ -78,9 +82,12 @@ def totals(path: str) -> int:
 
 def inclusive(path: str, names: list[str]) -> dict:
     """Inclusive instruction counts of the named functions (callgrind_annotate)."""
-    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100",
-                          path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True).stdout
+    out = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ).stdout
     res = {}
     for line in out.splitlines():
         m = re.match(r"\s*([\d,]+)\s.*?[\s:]([A-Za-z_]\w*)\s*(\[|$)", line)
@@ -94,23 +101,32 @@ def main(argv=None) -> int:
     p.add_argument("-d", "--device", default=os.environ.get("IBVERBS_TEST_DEVICE", "rxe0"))
     p.add_argument("-x", "--gid-index", type=int, default=1)
     p.add_argument("-n", "--iters", type=int, default=2000)
-    p.add_argument("--bench", default=os.path.join(ROOT, "build", "bench"),
-                   help="where benchmarks/prepare.py built its files")
+    p.add_argument(
+        "--bench",
+        default=os.path.join(ROOT, "build", "bench"),
+        help="where benchmarks/prepare.py built its files",
+    )
     p.add_argument("--out", default=os.path.join(ROOT, "build", "out"))
     p.add_argument("--only", help="comma-separated subset of the programs")
-    p.add_argument("--list", type=int, default=1,
-                   help="WRs per post_send (a chain, the last signaled; default 1)")
+    p.add_argument(
+        "--list",
+        type=int,
+        default=1,
+        help="WRs per post_send (a chain, the last signaled; default 1)",
+    )
     args = p.parse_args(argv)
     toggle = os.path.join(args.bench, "cgtoggle.so")
     if not os.path.exists(toggle):
-        print(f"callgrind: {toggle} missing: run python3 benchmarks/prepare.py "
-              "on the host first", file=sys.stderr)
+        print(
+            f"callgrind: {toggle} missing: run python3 benchmarks/prepare.py on the host first",
+            file=sys.stderr,
+        )
         return 2
     work = os.path.join(args.out, "callgrind")
     os.makedirs(work, exist_ok=True)
     progs = programs(args.bench, args.device, args.gid_index, args.iters)
     if args.list == 1:
-        del progs["ours-plain-list"]          # the same as "ours"
+        del progs["ours-plain-list"]  # the same as "ours"
     if args.only:
         progs = {k: v for k, v in progs.items() if k in args.only.split(",")}
     suffix = "" if args.list == 1 else f"-list{args.list}"
@@ -119,16 +135,29 @@ def main(argv=None) -> int:
         prefix = os.path.join(work, f"cg.{name}{suffix}.out")
         for old in glob.glob(prefix + "*"):
             os.unlink(old)
-        env = dict(os.environ, PYTHONHASHSEED="0", CG_TOGGLE=toggle,
-                   CG_LIST=str(args.list),
-                   CG_PLAIN="1" if name == "ours-plain-list" else "0")
+        env = dict(
+            os.environ,
+            PYTHONHASHSEED="0",
+            CG_TOGGLE=toggle,
+            CG_LIST=str(args.list),
+            CG_PLAIN="1" if name == "ours-plain-list" else "0",
+        )
         if pypath:
             env["PYTHONPATH"] = pypath
         t0 = time.monotonic()
-        proc = subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                               f"--callgrind-out-file={prefix}", *cmd],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, env=env)
+        proc = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--instr-atstart=no",
+                f"--callgrind-out-file={prefix}",
+                *cmd,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
         if proc.returncode != 0:
             print(f"{name}: failed ({proc.returncode}):\n{proc.stdout[-2000:]}")
             results[name] = {"error": proc.stdout[-2000:]}
@@ -136,25 +165,36 @@ def main(argv=None) -> int:
         dump = loop_dump(prefix)
         ir = totals(dump)
         m = re.search(r"(\d+) empty polls", proc.stdout)
-        r = {"instructions": ir, "iters": args.iters, "per_iter": ir / args.iters,
-             "empty_polls": int(m.group(1)) if m else None,
-             "seconds": round(time.monotonic() - t0, 1)}
+        r = {
+            "instructions": ir,
+            "iters": args.iters,
+            "per_iter": ir / args.iters,
+            "empty_polls": int(m.group(1)) if m else None,
+            "seconds": round(time.monotonic() - t0, 1),
+        }
         if name.startswith("ours"):
             inc = inclusive(dump, ["qp_post_send", "cq_poll_count"])
             r["per_call"] = {k: v / args.iters for k, v in inc.items()}
         results[name] = r
-        print(f"{name:18} {r['per_iter']:9.0f} instructions/iteration "
-              f"(empty polls {r['empty_polls']}, {r['seconds']} s)"
-              + (f"  {', '.join(f'{k} {v:.0f}' for k, v in r.get('per_call', {}).items())}"
-                 if r.get("per_call") else ""), flush=True)
+        print(
+            f"{name:18} {r['per_iter']:9.0f} instructions/iteration "
+            f"(empty polls {r['empty_polls']}, {r['seconds']} s)"
+            + (
+                f"  {', '.join(f'{k} {v:.0f}' for k, v in r.get('per_call', {}).items())}"
+                if r.get("per_call")
+                else ""
+            ),
+            flush=True,
+        )
     ok = {k: v["per_iter"] for k, v in results.items() if "per_iter" in v}
     if {"c", "ours", "baseline"} <= ok.keys():
         own = ok["ours"] - ok["c"] - ok["baseline"]
-        print(f"\nthis binding's own overhead per post_send + poll_count"
-              f"{'' if args.list == 1 else f' (lists of {args.list})'}: "
-              f"ours - c - baseline = {own:.0f} instructions")
-        results["derived"] = {"ours_minus_c": ok["ours"] - ok["c"],
-                              "binding_own": own}
+        print(
+            f"\nthis binding's own overhead per post_send + poll_count"
+            f"{'' if args.list == 1 else f' (lists of {args.list})'}: "
+            f"ours - c - baseline = {own:.0f} instructions"
+        )
+        results["derived"] = {"ours_minus_c": ok["ours"] - ok["c"], "binding_own": own}
         if "pyverbs" in ok:
             results["derived"]["pyverbs_minus_c"] = ok["pyverbs"] - ok["c"]
             results["derived"]["pyverbs_over_ours"] = ok["pyverbs"] / ok["ours"]

@@ -34,17 +34,27 @@ def ours(dev, gid_index):
     acc = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
     mr = ib.reg_tensor(pd, buf, acc)
     cq = ctx.create_cq(256)
-    qa, qb = (pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=64,
-                                         max_recv_wr=64)) for _ in range(2))
+    qa, qb = (
+        pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=64, max_recv_wr=64))
+        for _ in range(2)
+    )
     pa = ctx.query_port(1)
     gid = ctx.query_gid(1, gid_index)
     ia = ib.local_qp_info(qa, pa, gid, port=1)
     ibb = ib.local_qp_info(qb, pa, gid, port=1)
     ib.connect_rc(qa, ibb, port=1, sgid_index=gid_index, access=acc)
     ib.connect_rc(qb, ia, port=1, sgid_index=gid_index, access=acc)
-    wrs = [ib.SendWR(wr_id=1, sg_list=[ib.SGE(mr, 8)], opcode=ib.WROpcode.RDMA_WRITE,
-                     send_flags=ib.SendFlags.SIGNALED if i == LIST - 1 else 0,
-                     remote_addr=mr.addr + 4096, rkey=mr.rkey) for i in range(LIST)]
+    wrs = [
+        ib.SendWR(
+            wr_id=1,
+            sg_list=[ib.SGE(mr, 8)],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=ib.SendFlags.SIGNALED if i == LIST - 1 else 0,
+            remote_addr=mr.addr + 4096,
+            rkey=mr.rkey,
+        )
+        for i in range(LIST)
+    ]
     if LIST == 1:
         wr = wrs[0]
     else:
@@ -69,8 +79,7 @@ def pyverbs(dev, gid_index):
     mr = MR(pd, 8192, acc)
     cq = CQ(ctx, 256, None, None, 0)
     cap = QPCap(max_send_wr=64, max_recv_wr=64, max_send_sge=1, max_recv_sge=1)
-    qa, qb = (QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap))
-              for _ in range(2))
+    qa, qb = (QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap)) for _ in range(2))
     gid = ctx.query_gid(1, gid_index)
     for qp, peer in ((qa, qb), (qb, qa)):
         attr = QPAttr(qp_state=e.IBV_QPS_INIT)
@@ -82,17 +91,22 @@ def pyverbs(dev, gid_index):
         attr.dest_qp_num = peer.qp_num
         attr.max_dest_rd_atomic = 1
         attr.min_rnr_timer = 1
-        attr.ah_attr = AHAttr(port_num=1, is_global=1,
-                              gr=GlobalRoute(dgid=gid, sgid_index=gid_index, hop_limit=1))
+        attr.ah_attr = AHAttr(
+            port_num=1, is_global=1, gr=GlobalRoute(dgid=gid, sgid_index=gid_index, hop_limit=1)
+        )
         qp.to_rtr(attr)
         attr = QPAttr(qp_state=e.IBV_QPS_RTS)
         attr.timeout, attr.retry_cnt, attr.rnr_retry, attr.max_rd_atomic = 14, 7, 7, 1
         qp.to_rts(attr)
     wrs = []
     for i in range(LIST):
-        w = SendWR(wr_id=1, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
-                   sg=[SGE(mr.buf, 8, mr.lkey)],
-                   send_flags=e.IBV_SEND_SIGNALED if i == LIST - 1 else 0)
+        w = SendWR(
+            wr_id=1,
+            opcode=e.IBV_WR_RDMA_WRITE,
+            num_sge=1,
+            sg=[SGE(mr.buf, 8, mr.lkey)],
+            send_flags=e.IBV_SEND_SIGNALED if i == LIST - 1 else 0,
+        )
         w.set_wr_rdma(mr.rkey, mr.buf + 4096)
         if wrs:
             wrs[-1].next_wr = w
@@ -131,14 +145,15 @@ LIST = int(os.environ.get("CG_LIST", "1"))
 
 def main():
     impl, dev, gid_index, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    post, wr, poll, _, keep = {"ours": ours, "pyverbs": pyverbs,
-                               "baseline": baseline}[impl](dev, gid_index)
+    post, wr, poll, _, keep = {"ours": ours, "pyverbs": pyverbs, "baseline": baseline}[impl](
+        dev, gid_index
+    )
     loop = loop_pyverbs if impl == "pyverbs" else loop_ours
-    start = stop = (lambda: None)
+    start = stop = lambda: None
     if os.environ.get("CG_TOGGLE"):
         lib = ctypes.CDLL(os.environ["CG_TOGGLE"])
         start, stop = lib.cg_start, lib.cg_stop
-    loop(post, wr, poll, 64)        # warm-up: the interpreter specializes the loop
+    loop(post, wr, poll, 64)  # warm-up: the interpreter specializes the loop
     start()
     empty = loop(post, wr, poll, n)
     stop()

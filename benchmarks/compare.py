@@ -50,6 +50,7 @@ KiB = 1024
 
 # ---------------------------------------------------------------- running
 
+
 class RunError(Exception):
     pass
 
@@ -73,31 +74,36 @@ def wait_listen(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> Non
                 with open(name) as f:
                     for line in f:
                         parts = line.split()
-                        if len(parts) > 3 and parts[1].endswith(want.strip()) \
-                                and parts[3] == "0A":
+                        if len(parts) > 3 and parts[1].endswith(want.strip()) and parts[3] == "0A":
                             return
             except OSError:
                 pass
         if proc.poll() is not None:
             out = proc.stdout.read() if proc.stdout else ""
-            raise RunError(f"server exited with {proc.returncode} before "
-                           f"listening: {out[-500:]}")
+            raise RunError(f"server exited with {proc.returncode} before listening: {out[-500:]}")
         time.sleep(0.05)
     raise RunError(f"nothing listens on port {port} after {timeout} s")
 
 
-def run_pair(server: list[str], client: list[str], port: int, env=None,
-             timeout: float = 600.0) -> tuple[str, str]:
+def run_pair(
+    server: list[str], client: list[str], port: int, env=None, timeout: float = 600.0
+) -> tuple[str, str]:
     """Start the server, wait until it listens, run the client; returns
     (client output, server output).  Raises RunError on failure."""
-    srv = subprocess.Popen(server, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, env=env)
+    srv = subprocess.Popen(
+        server, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     try:
         wait_listen(port, srv)
         try:
-            cl = subprocess.run(client, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, env=env,
-                                timeout=timeout)
+            cl = subprocess.run(
+                client,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=env,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
             raise RunError(f"timed out: {' '.join(client)}") from None
         try:
@@ -105,23 +111,33 @@ def run_pair(server: list[str], client: list[str], port: int, env=None,
         except subprocess.TimeoutExpired:
             srv.kill()
             sout, _ = srv.communicate()
-            raise RunError(f"server did not finish: {' '.join(server)}\n"
-                           f"client ({cl.returncode}): {cl.stdout[-1500:]}\n"
-                           f"server: {sout[-800:]}") from None
+            raise RunError(
+                f"server did not finish: {' '.join(server)}\n"
+                f"client ({cl.returncode}): {cl.stdout[-1500:]}\n"
+                f"server: {sout[-800:]}"
+            ) from None
     finally:
         if srv.poll() is None:
             srv.kill()
             srv.wait()
     if cl.returncode != 0 or srv.returncode != 0:
-        raise RunError(f"{os.path.basename(client[0])} failed (client {cl.returncode}, "
-                       f"server {srv.returncode}):\n{cl.stdout[-1500:]}\n{sout[-800:]}")
+        raise RunError(
+            f"{os.path.basename(client[0])} failed (client {cl.returncode}, "
+            f"server {srv.returncode}):\n{cl.stdout[-1500:]}\n{sout[-800:]}"
+        )
     return cl.stdout, sout
 
 
 def run_one(cmd: list[str], env=None, timeout: float = 600.0) -> str:
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, env=env, timeout=timeout)
+        p = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         raise RunError(f"timed out: {' '.join(cmd)}") from None
     if p.returncode != 0:
@@ -131,16 +147,19 @@ def run_one(cmd: list[str], env=None, timeout: float = 600.0) -> str:
 
 # ------------------------------------------------------------- parsers
 
+
 def parse_perftest(out: str) -> dict:
     """The results line under perftest's ' #bytes ...' header, plus a few
     settings from its banner."""
     info: dict = {}
-    for key, pat in (("wr_api", r"ibv_wr\* API\s*:\s*(\w+)"),
-                     ("inline", r"Max inline data\s*:\s*(\d+)"),
-                     ("tx_depth", r"TX depth\s*:\s*(\d+)"),
-                     ("cq_mod", r"CQ Moderation\s*:\s*(\d+)"),
-                     ("post_list", r"Post List\s*:\s*(\d+)"),
-                     ("outstand_reads", r"Outstand reads\s*:\s*(\d+)")):
+    for key, pat in (
+        ("wr_api", r"ibv_wr\* API\s*:\s*(\w+)"),
+        ("inline", r"Max inline data\s*:\s*(\d+)"),
+        ("tx_depth", r"TX depth\s*:\s*(\d+)"),
+        ("cq_mod", r"CQ Moderation\s*:\s*(\d+)"),
+        ("post_list", r"Post List\s*:\s*(\d+)"),
+        ("outstand_reads", r"Outstand reads\s*:\s*(\d+)"),
+    ):
         m = re.search(pat, out)
         if m:
             info[key] = int(m.group(1)) if m.group(1).isdigit() else m.group(1)
@@ -149,7 +168,7 @@ def parse_perftest(out: str) -> dict:
         if line.strip().startswith("#bytes"):
             head = line
             vals = None
-            for nxt in lines[i + 1:]:
+            for nxt in lines[i + 1 :]:
                 if nxt.strip() and nxt.strip()[0].isdigit():
                     vals = nxt.split()
                     break
@@ -163,12 +182,10 @@ def parse_perftest(out: str) -> dict:
                 avg = float(vals[3])
                 info["mpps_printed"] = float(vals[4])
                 info["MBps"] = avg * (1 << 20) / 1e6
-                info["msg_rate"] = (float(vals[4]) * 1e6 if size < 4096
-                                    else avg * (1 << 20) / size)
+                info["msg_rate"] = float(vals[4]) * 1e6 if size < 4096 else avg * (1 << 20) / size
             else:
                 # t_min t_max t_typical t_avg t_stdev 99% 99.9%
-                info.update(t_min=float(vals[2]), t_typical=float(vals[4]),
-                            lat_us=float(vals[5]))
+                info.update(t_min=float(vals[2]), t_typical=float(vals[4]), lat_us=float(vals[5]))
             return info
     raise RunError("no results table in perftest's output:\n" + out[-1500:])
 
@@ -177,8 +194,7 @@ def parse_pingpong(out: str) -> dict:
     m = re.search(r"(\d+) iters in ([\d.]+) seconds = ([\d.]+) usec/iter", out)
     if not m:
         raise RunError("no 'usec/iter' line in the ping-pong output:\n" + out[-1500:])
-    return {"iters": int(m.group(1)), "seconds": float(m.group(2)),
-            "rtt_us": float(m.group(3))}
+    return {"iters": int(m.group(1)), "seconds": float(m.group(2)), "rtt_us": float(m.group(3))}
 
 
 def parse_json_lines(out: str) -> list[dict]:
@@ -194,6 +210,7 @@ def parse_json_lines(out: str) -> list[dict]:
 
 # --------------------------------------------------------------- cases
 
+
 @dataclass
 class Env:
     device: str
@@ -201,7 +218,7 @@ class Env:
     ours_py: str
     pyverbs_py: str
     ours_env: dict
-    pin: tuple | None = ("0", "1")   # CPUs of the server and the client
+    pin: tuple | None = ("0", "1")  # CPUs of the server and the client
 
     def _pin(self, cmd: list[str], which: int) -> list[str]:
         if not self.pin:
@@ -229,15 +246,36 @@ class Env:
         """Server and client as two processes, like perftest's: --loopback
         forks the server (one interpreter start-up instead of two) and
         --cpus pins the two ends as taskset pins the C tools'."""
-        cmd = [self.ours_py, "-m", "ibverbs", "perf", test, "-d", self.device,
-               "-x", str(self.gid), "--json", "--loopback", "-p", str(next_port())]
+        cmd = [
+            self.ours_py,
+            "-m",
+            "ibverbs",
+            "perf",
+            test,
+            "-d",
+            self.device,
+            "-x",
+            str(self.gid),
+            "--json",
+            "--loopback",
+            "-p",
+            str(next_port()),
+        ]
         if self.pin:
             cmd += ["--cpus", ",".join(self.pin)]
         return parse_json_lines(run_one(cmd + args, env=self.ours_env))[-1]
 
     def pyverbs(self, test: str, args: list[str]) -> dict:
-        cmd = [self.pyverbs_py, os.path.join(HERE, "pyverbs_bench.py"), test,
-               "-d", self.device, "-x", str(self.gid), "--json"]
+        cmd = [
+            self.pyverbs_py,
+            os.path.join(HERE, "pyverbs_bench.py"),
+            test,
+            "-d",
+            self.device,
+            "-x",
+            str(self.gid),
+            "--json",
+        ]
         if test == "pingpong" and self.pin:
             cmd += ["--cpus", ",".join(self.pin)]
         else:
@@ -251,8 +289,18 @@ class Env:
         else:
             base = [self.ours_py, os.path.join(ROOT, "examples", "rc_pingpong.py")]
             env = self.ours_env
-        args = base + ["-d", self.device, "-g", str(self.gid), "-s", str(size),
-                       "-n", str(iters), "-p", str(port)]
+        args = base + [
+            "-d",
+            self.device,
+            "-g",
+            str(self.gid),
+            "-s",
+            str(size),
+            "-n",
+            str(iters),
+            "-p",
+            str(port),
+        ]
         out, _ = self.pair(args, args + ["127.0.0.1"], port, env=env)
         return parse_pingpong(out)
 
@@ -261,10 +309,10 @@ class Env:
 class Case:
     key: str
     title: str
-    metric: str               # "msg_rate", "MBps", "lat_us", "rtt_us"
-    c: object                 # callable(env) -> dict
-    ours: object              # callable(env, c_result) -> dict
-    pyverbs: object = None    # callable(env) -> dict, or None
+    metric: str  # "msg_rate", "MBps", "lat_us", "rtt_us"
+    c: object  # callable(env) -> dict
+    ours: object  # callable(env, c_result) -> dict
+    pyverbs: object = None  # callable(env) -> dict, or None
     target: float | None = None
     c_desc: str = ""
     ours_desc: str = ""
@@ -320,48 +368,64 @@ def target_cases(it) -> list[Case]:
     """The four targets of issue 6."""
     n8, n64k, npp = it["small"], it["large"], it["pingpong"]
     return [
-        Case("write8_single", "8 B RDMA WRITE, 1 signaled WR per post, 256 in flight",
-             "msg_rate",
-             c=lambda e: e.perftest("ib_write_bw", ["-s", "8", "-n", str(n8), "-t", "256",
-                                                    "--cq-mod", "1"]),
-             ours=lambda e, c: e.ours_perf("write_bw", ["-s", "8", "-n", str(n8),
-                                                        "-t", "256"]),
-             pyverbs=lambda e: e.pyverbs("write_bw", ["-s", "8", "-n", str(n8),
-                                                      "-t", "256"]),
-             target=0.90,
-             c_desc=f"ib_write_bw -s 8 -n {n8} -t 256 --cq-mod 1",
-             ours_desc=f"perf write_bw -s 8 -n {n8} -t 256",
-             pyverbs_desc=f"pyverbs_bench.py write_bw -s 8 -n {n8} -t 256"),
-        Case("write8_list16", "8 B RDMA WRITE, lists of 16 (last one signaled)",
-             "msg_rate",
-             c=lambda e: e.perftest("ib_write_bw", ["-s", "8", "-n", str(n8),
-                                                    "--post_list", "16"]),
-             ours=lambda e, c: e.ours_perf("write_bw", ["-s", "8", "-n", str(n8),
-                                                        "-l", "16", "-t", "128"]),
-             pyverbs=lambda e: e.pyverbs("write_bw", ["-s", "8", "-n", str(n8),
-                                                      "-l", "16", "-t", "128"]),
-             target=1.0,
-             c_desc=f"ib_write_bw -s 8 -n {n8} --post_list 16 (tx 128, cq-mod 16)",
-             ours_desc=f"perf write_bw -s 8 -n {n8} -l 16 -t 128",
-             pyverbs_desc=f"pyverbs_bench.py write_bw -s 8 -n {n8} -l 16"),
-        Case("write64k_bw", "64 KiB RDMA WRITE bandwidth", "MBps",
-             c=lambda e: e.perftest("ib_write_bw", ["-s", "65536", "-n", str(n64k)]),
-             ours=lambda e, c: e.ours_perf("write_bw", ["-s", "65536", "-n", str(n64k),
-                                                        "-t", "128", "--cq-mod", "100"]),
-             pyverbs=lambda e: e.pyverbs("write_bw", ["-s", "65536", "-n", str(n64k),
-                                                      "-t", "128", "--cq-mod", "100"]),
-             target=0.98,
-             c_desc=f"ib_write_bw -s 65536 -n {n64k} (defaults: tx 128, cq-mod 100)",
-             ours_desc=f"perf write_bw -s 65536 -n {n64k} -t 128 --cq-mod 100",
-             pyverbs_desc=f"pyverbs_bench.py write_bw -s 65536 -n {n64k} --cq-mod 100"),
-        Case("pingpong4k", "RC SEND/RECV ping-pong, 4 KiB (usec/round trip)", "rtt_us",
-             c=lambda e: e.rc_pingpong("c", 4096, npp),
-             ours=lambda e, c: e.ours_perf("send_lat", ["-s", "4096", "-n", str(npp)]),
-             pyverbs=lambda e: e.pyverbs("pingpong", ["-s", "4096", "-n", str(npp)]),
-             target=1.10,
-             c_desc=f"ibv_rc_pingpong -s 4096 -n {npp} (both ends)",
-             ours_desc=f"perf send_lat -s 4096 -n {npp} (rtt_us)",
-             pyverbs_desc=f"pyverbs_bench.py pingpong -s 4096 -n {npp}"),
+        Case(
+            "write8_single",
+            "8 B RDMA WRITE, 1 signaled WR per post, 256 in flight",
+            "msg_rate",
+            c=lambda e: e.perftest(
+                "ib_write_bw", ["-s", "8", "-n", str(n8), "-t", "256", "--cq-mod", "1"]
+            ),
+            ours=lambda e, c: e.ours_perf("write_bw", ["-s", "8", "-n", str(n8), "-t", "256"]),
+            pyverbs=lambda e: e.pyverbs("write_bw", ["-s", "8", "-n", str(n8), "-t", "256"]),
+            target=0.90,
+            c_desc=f"ib_write_bw -s 8 -n {n8} -t 256 --cq-mod 1",
+            ours_desc=f"perf write_bw -s 8 -n {n8} -t 256",
+            pyverbs_desc=f"pyverbs_bench.py write_bw -s 8 -n {n8} -t 256",
+        ),
+        Case(
+            "write8_list16",
+            "8 B RDMA WRITE, lists of 16 (last one signaled)",
+            "msg_rate",
+            c=lambda e: e.perftest("ib_write_bw", ["-s", "8", "-n", str(n8), "--post_list", "16"]),
+            ours=lambda e, c: e.ours_perf(
+                "write_bw", ["-s", "8", "-n", str(n8), "-l", "16", "-t", "128"]
+            ),
+            pyverbs=lambda e: e.pyverbs(
+                "write_bw", ["-s", "8", "-n", str(n8), "-l", "16", "-t", "128"]
+            ),
+            target=1.0,
+            c_desc=f"ib_write_bw -s 8 -n {n8} --post_list 16 (tx 128, cq-mod 16)",
+            ours_desc=f"perf write_bw -s 8 -n {n8} -l 16 -t 128",
+            pyverbs_desc=f"pyverbs_bench.py write_bw -s 8 -n {n8} -l 16",
+        ),
+        Case(
+            "write64k_bw",
+            "64 KiB RDMA WRITE bandwidth",
+            "MBps",
+            c=lambda e: e.perftest("ib_write_bw", ["-s", "65536", "-n", str(n64k)]),
+            ours=lambda e, c: e.ours_perf(
+                "write_bw", ["-s", "65536", "-n", str(n64k), "-t", "128", "--cq-mod", "100"]
+            ),
+            pyverbs=lambda e: e.pyverbs(
+                "write_bw", ["-s", "65536", "-n", str(n64k), "-t", "128", "--cq-mod", "100"]
+            ),
+            target=0.98,
+            c_desc=f"ib_write_bw -s 65536 -n {n64k} (defaults: tx 128, cq-mod 100)",
+            ours_desc=f"perf write_bw -s 65536 -n {n64k} -t 128 --cq-mod 100",
+            pyverbs_desc=f"pyverbs_bench.py write_bw -s 65536 -n {n64k} --cq-mod 100",
+        ),
+        Case(
+            "pingpong4k",
+            "RC SEND/RECV ping-pong, 4 KiB (usec/round trip)",
+            "rtt_us",
+            c=lambda e: e.rc_pingpong("c", 4096, npp),
+            ours=lambda e, c: e.ours_perf("send_lat", ["-s", "4096", "-n", str(npp)]),
+            pyverbs=lambda e: e.pyverbs("pingpong", ["-s", "4096", "-n", str(npp)]),
+            target=1.10,
+            c_desc=f"ibv_rc_pingpong -s 4096 -n {npp} (both ends)",
+            ours_desc=f"perf send_lat -s 4096 -n {npp} (rtt_us)",
+            pyverbs_desc=f"pyverbs_bench.py pingpong -s 4096 -n {npp}",
+        ),
     ]
 
 
@@ -370,11 +434,15 @@ def example_cases(it) -> list[Case]:
     receives posted, both completions awaited, cq.poll building WCs)."""
     npp = it["pingpong"]
     return [
-        Case("pingpong4k_example", "ping-pong 4 KiB: examples/rc_pingpong.py", "rtt_us",
-             c=lambda e: e.rc_pingpong("c", 4096, npp),
-             ours=lambda e, c: e.rc_pingpong("ours", 4096, npp),
-             c_desc=f"ibv_rc_pingpong -s 4096 -n {npp} (both ends)",
-             ours_desc=f"examples/rc_pingpong.py -s 4096 -n {npp} (both ends)"),
+        Case(
+            "pingpong4k_example",
+            "ping-pong 4 KiB: examples/rc_pingpong.py",
+            "rtt_us",
+            c=lambda e: e.rc_pingpong("c", 4096, npp),
+            ours=lambda e, c: e.rc_pingpong("ours", 4096, npp),
+            c_desc=f"ibv_rc_pingpong -s 4096 -n {npp} (both ends)",
+            ours_desc=f"examples/rc_pingpong.py -s 4096 -n {npp} (both ends)",
+        ),
     ]
 
 
@@ -382,30 +450,50 @@ def extra_cases(it) -> list[Case]:
     """One of everything else at the perftest defaults (demo)."""
     n64k, nlat = it["large"], it["lat"]
     return [
-        Case("read64k_bw", "64 KiB RDMA READ bandwidth", "MBps",
-             c=lambda e: e.perftest("ib_read_bw", ["-s", "65536", "-n", str(n64k)]),
-             ours=lambda e, c: e.ours_perf("read_bw", ["-s", "65536", "-n", str(n64k),
-                                                       "--cq-mod", "100"]),
-             c_desc=f"ib_read_bw -s 65536 -n {n64k}",
-             ours_desc=f"perf read_bw -s 65536 -n {n64k} --cq-mod 100"),
-        Case("send64k_bw", "64 KiB SEND bandwidth", "MBps",
-             c=lambda e: e.perftest("ib_send_bw", ["-s", "65536", "-n", str(n64k)]),
-             ours=lambda e, c: e.ours_perf("send_bw", ["-s", "65536", "-n", str(n64k),
-                                                       "--cq-mod", "100"]),
-             c_desc=f"ib_send_bw -s 65536 -n {n64k}",
-             ours_desc=f"perf send_bw -s 65536 -n {n64k} --cq-mod 100"),
-        Case("write_lat8", "8 B RDMA WRITE latency (one-way, t_avg)", "lat_us",
-             c=lambda e: e.perftest("ib_write_lat", ["-s", "8", "-n", str(nlat)]),
-             ours=lambda e, c: e.ours_perf("write_lat", ["-s", "8", "-n", str(nlat)]
-                                           + _lat_inline(c)),
-             c_desc=f"ib_write_lat -s 8 -n {nlat}",
-             ours_desc=f"perf write_lat -s 8 -n {nlat} (-I as C)"),
-        Case("send_lat8", "8 B SEND latency (one-way, t_avg)", "lat_us",
-             c=lambda e: e.perftest("ib_send_lat", ["-s", "8", "-n", str(nlat)]),
-             ours=lambda e, c: e.ours_perf("send_lat", ["-s", "8", "-n", str(nlat)]
-                                           + _lat_inline(c)),
-             c_desc=f"ib_send_lat -s 8 -n {nlat}",
-             ours_desc=f"perf send_lat -s 8 -n {nlat} (-I as C)"),
+        Case(
+            "read64k_bw",
+            "64 KiB RDMA READ bandwidth",
+            "MBps",
+            c=lambda e: e.perftest("ib_read_bw", ["-s", "65536", "-n", str(n64k)]),
+            ours=lambda e, c: e.ours_perf(
+                "read_bw", ["-s", "65536", "-n", str(n64k), "--cq-mod", "100"]
+            ),
+            c_desc=f"ib_read_bw -s 65536 -n {n64k}",
+            ours_desc=f"perf read_bw -s 65536 -n {n64k} --cq-mod 100",
+        ),
+        Case(
+            "send64k_bw",
+            "64 KiB SEND bandwidth",
+            "MBps",
+            c=lambda e: e.perftest("ib_send_bw", ["-s", "65536", "-n", str(n64k)]),
+            ours=lambda e, c: e.ours_perf(
+                "send_bw", ["-s", "65536", "-n", str(n64k), "--cq-mod", "100"]
+            ),
+            c_desc=f"ib_send_bw -s 65536 -n {n64k}",
+            ours_desc=f"perf send_bw -s 65536 -n {n64k} --cq-mod 100",
+        ),
+        Case(
+            "write_lat8",
+            "8 B RDMA WRITE latency (one-way, t_avg)",
+            "lat_us",
+            c=lambda e: e.perftest("ib_write_lat", ["-s", "8", "-n", str(nlat)]),
+            ours=lambda e, c: e.ours_perf(
+                "write_lat", ["-s", "8", "-n", str(nlat)] + _lat_inline(c)
+            ),
+            c_desc=f"ib_write_lat -s 8 -n {nlat}",
+            ours_desc=f"perf write_lat -s 8 -n {nlat} (-I as C)",
+        ),
+        Case(
+            "send_lat8",
+            "8 B SEND latency (one-way, t_avg)",
+            "lat_us",
+            c=lambda e: e.perftest("ib_send_lat", ["-s", "8", "-n", str(nlat)]),
+            ours=lambda e, c: e.ours_perf(
+                "send_lat", ["-s", "8", "-n", str(nlat)] + _lat_inline(c)
+            ),
+            c_desc=f"ib_send_lat -s 8 -n {nlat}",
+            ours_desc=f"perf send_lat -s 8 -n {nlat} (-I as C)",
+        ),
     ]
 
 
@@ -413,30 +501,47 @@ def sweep_cases(it) -> list[Case]:
     """make bench: the bandwidth tests and the latency tests over sizes,
     at perftest's defaults (tx depth 128, cq-mod 100 for bandwidth)."""
     out = []
-    for test, tool in (("write_bw", "ib_write_bw"), ("read_bw", "ib_read_bw"),
-                       ("send_bw", "ib_send_bw")):
+    for test, tool in (
+        ("write_bw", "ib_write_bw"),
+        ("read_bw", "ib_read_bw"),
+        ("send_bw", "ib_send_bw"),
+    ):
         for size in (8, 256, 4 * KiB, 64 * KiB, 1024 * KiB):
             n = max(200, min(it["small"], (64 << 20) // size) // 100 * 100)
             metric = "msg_rate" if size < 4 * KiB else "MBps"
-            out.append(Case(
-                f"{test}_{size}", f"{test} {size} B", metric,
-                c=lambda e, tool=tool, size=size, n=n: e.perftest(
-                    tool, ["-s", str(size), "-n", str(n)]),
-                ours=lambda e, c, test=test, size=size, n=n: e.ours_perf(
-                    test, ["-s", str(size), "-n", str(n), "--cq-mod", "100"]),
-                c_desc=f"{tool} -s {size} -n {n}",
-                ours_desc=f"perf {test} -s {size} -n {n} --cq-mod 100"))
+            out.append(
+                Case(
+                    f"{test}_{size}",
+                    f"{test} {size} B",
+                    metric,
+                    c=lambda e, tool=tool, size=size, n=n: e.perftest(
+                        tool, ["-s", str(size), "-n", str(n)]
+                    ),
+                    ours=lambda e, c, test=test, size=size, n=n: e.ours_perf(
+                        test, ["-s", str(size), "-n", str(n), "--cq-mod", "100"]
+                    ),
+                    c_desc=f"{tool} -s {size} -n {n}",
+                    ours_desc=f"perf {test} -s {size} -n {n} --cq-mod 100",
+                )
+            )
     for test, tool in (("write_lat", "ib_write_lat"), ("send_lat", "ib_send_lat")):
         for size in (8, 256, 4 * KiB, 64 * KiB):
             n = it["lat"] if size <= 4 * KiB else max(100, it["lat"] // 4)
-            out.append(Case(
-                f"{test}_{size}", f"{test} {size} B (one-way)", "lat_us",
-                c=lambda e, tool=tool, size=size, n=n: e.perftest(
-                    tool, ["-s", str(size), "-n", str(n)]),
-                ours=lambda e, c, test=test, size=size, n=n: e.ours_perf(
-                    test, ["-s", str(size), "-n", str(n)] + _lat_inline(c)),
-                c_desc=f"{tool} -s {size} -n {n}",
-                ours_desc=f"perf {test} -s {size} -n {n}"))
+            out.append(
+                Case(
+                    f"{test}_{size}",
+                    f"{test} {size} B (one-way)",
+                    "lat_us",
+                    c=lambda e, tool=tool, size=size, n=n: e.perftest(
+                        tool, ["-s", str(size), "-n", str(n)]
+                    ),
+                    ours=lambda e, c, test=test, size=size, n=n: e.ours_perf(
+                        test, ["-s", str(size), "-n", str(n)] + _lat_inline(c)
+                    ),
+                    c_desc=f"{tool} -s {size} -n {n}",
+                    ours_desc=f"perf {test} -s {size} -n {n}",
+                )
+            )
     return out
 
 
@@ -445,33 +550,50 @@ def venv_case(it, venv_py: str) -> Case:
     interpreter, to show what the interpreter build alone changes."""
     n8 = it["small"]
     return Case(
-        "write8_single_venv", "8 B WRITE, 1 per post (ours under .venv python)",
+        "write8_single_venv",
+        "8 B WRITE, 1 per post (ours under .venv python)",
         "msg_rate",
-        c=lambda e: e.perftest("ib_write_bw", ["-s", "8", "-n", str(n8), "-t", "256",
-                                               "--cq-mod", "1"]),
-        ours=lambda e, c: Env(e.device, e.gid, venv_py, e.pyverbs_py, e.ours_env, e.pin)
-        .ours_perf("write_bw", ["-s", "8", "-n", str(n8), "-t", "256"]),
+        c=lambda e: e.perftest(
+            "ib_write_bw", ["-s", "8", "-n", str(n8), "-t", "256", "--cq-mod", "1"]
+        ),
+        ours=lambda e, c: Env(e.device, e.gid, venv_py, e.pyverbs_py, e.ours_env, e.pin).ours_perf(
+            "write_bw", ["-s", "8", "-n", str(n8), "-t", "256"]
+        ),
         c_desc=f"ib_write_bw -s 8 -n {n8} -t 256 --cq-mod 1",
-        ours_desc=f"{venv_py} -m ibverbs perf write_bw -s 8 -n {n8} -t 256")
+        ours_desc=f"{venv_py} -m ibverbs perf write_bw -s 8 -n {n8} -t 256",
+    )
 
 
 # --------------------------------------------------------------- running
+
 
 def run_cases(env: Env, cases: list[Case], reps: int, log=print) -> None:
     for case in cases:
         log(f"== {case.title}")
         impls = ["c", "ours"] + (["pyverbs"] if case.pyverbs else [])
         for r in range(reps):
-            order = impls[r % len(impls):] + impls[:r % len(impls)]
+            order = impls[r % len(impls) :] + impls[: r % len(impls)]
             for impl in order:
                 t0 = time.monotonic()
                 try:
                     if impl == "c":
                         res = case.c(env)
-                        case.info.setdefault("c", {k: v for k, v in res.items()
-                                                   if k in ("wr_api", "inline", "tx_depth",
-                                                            "cq_mod", "post_list",
-                                                            "outstand_reads")})
+                        case.info.setdefault(
+                            "c",
+                            {
+                                k: v
+                                for k, v in res.items()
+                                if k
+                                in (
+                                    "wr_api",
+                                    "inline",
+                                    "tx_depth",
+                                    "cq_mod",
+                                    "post_list",
+                                    "outstand_reads",
+                                )
+                            },
+                        )
                     elif impl == "ours":
                         c0 = case.samples["c"][0] if case.samples["c"] else {}
                         res = case.ours(env, c0)
@@ -482,8 +604,10 @@ def run_cases(env: Env, cases: list[Case], reps: int, log=print) -> None:
                     log(f"   {impl:8} FAILED: {str(e).splitlines()[0]}")
                     continue
                 case.samples[impl].append(res)
-                log(f"   {impl:8} {fmt_value(case.metric, res.get(case.metric)):>14}"
-                    f"   ({time.monotonic() - t0:.1f} s)")
+                log(
+                    f"   {impl:8} {fmt_value(case.metric, res.get(case.metric)):>14}"
+                    f"   ({time.monotonic() - t0:.1f} s)"
+                )
 
 
 UNITS = {"msg_rate": "K msg/s", "MBps": "MB/s", "lat_us": "us", "rtt_us": "us/iter"}
@@ -504,8 +628,10 @@ def fmt_ratio(r) -> str:
 
 
 def table(cases: list[Case]) -> str:
-    head = (f"{'case':<52} {'C':>13} {'ours':>13} {'pyverbs':>13} "
-            f"{'ours/C':>7} {'pyv/C':>7} {'target':>12} {'median':>7}")
+    head = (
+        f"{'case':<52} {'C':>13} {'ours':>13} {'pyverbs':>13} "
+        f"{'ours/C':>7} {'pyv/C':>7} {'target':>12} {'median':>7}"
+    )
     lines = [head, "-" * len(head)]
     for c in cases:
         tgt = ""
@@ -519,37 +645,47 @@ def table(cases: list[Case]) -> str:
             f"{fmt_value(c.metric, c.best('pyverbs')) if c.pyverbs else '':>13} "
             f"{fmt_ratio(c.ratio('ours')):>7} "
             f"{fmt_ratio(c.ratio('pyverbs')) if c.pyverbs else '':>7} {tgt:>12} "
-            f"{fmt_ratio(c.median_ratio('ours')):>7}")
-    lines.append("best sample of each; ratio = ours / C (rates: higher is better; "
-                 "latency: lower is better); median = ours / C of the medians, "
-                 "on which the target is judged")
+            f"{fmt_ratio(c.median_ratio('ours')):>7}"
+        )
+    lines.append(
+        "best sample of each; ratio = ours / C (rates: higher is better; "
+        "latency: lower is better); median = ours / C of the medians, "
+        "on which the target is judged"
+    )
     return "\n".join(lines)
 
 
 def markdown(cases: list[Case]) -> str:
-    out = ["| case | C | ours | pyverbs | ours / C | pyverbs / C | target (judged on the medians) | ours / C (medians) |",
-           "|---|---:|---:|---:|---:|---:|---|---:|"]
+    out = [
+        "| case | C | ours | pyverbs | ours / C | pyverbs / C | target (judged on the medians) | ours / C (medians) |",
+        "|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
     for c in cases:
         tgt = ""
         if c.target is not None:
             sign = ">=" if c.higher_is_better else "<="
             met = c.met()
-            tgt = f"{sign} {c.target:.2f}" + ("" if met is None else
-                                              (" (met)" if met else " (**missed**)"))
-        out.append(f"| {c.title} | {fmt_value(c.metric, c.best('c'))} | "
-                   f"{fmt_value(c.metric, c.best('ours'))} | "
-                   f"{fmt_value(c.metric, c.best('pyverbs')) if c.pyverbs else ''} | "
-                   f"{fmt_ratio(c.ratio('ours'))} | "
-                   f"{fmt_ratio(c.ratio('pyverbs')) if c.pyverbs else ''} | {tgt} | "
-                   f"{fmt_ratio(c.median_ratio('ours'))} |")
+            tgt = f"{sign} {c.target:.2f}" + (
+                "" if met is None else (" (met)" if met else " (**missed**)")
+            )
+        out.append(
+            f"| {c.title} | {fmt_value(c.metric, c.best('c'))} | "
+            f"{fmt_value(c.metric, c.best('ours'))} | "
+            f"{fmt_value(c.metric, c.best('pyverbs')) if c.pyverbs else ''} | "
+            f"{fmt_ratio(c.ratio('ours'))} | "
+            f"{fmt_ratio(c.ratio('pyverbs')) if c.pyverbs else ''} | {tgt} | "
+            f"{fmt_ratio(c.median_ratio('ours'))} |"
+        )
     return "\n".join(out)
 
 
 def commands(cases: list[Case]) -> str:
     out = []
     for c in cases:
-        out.append(f"{c.key}:\n  C:       {c.c_desc}\n  ours:    {c.ours_desc}"
-                   + (f"\n  pyverbs: {c.pyverbs_desc}" if c.pyverbs else ""))
+        out.append(
+            f"{c.key}:\n  C:       {c.c_desc}\n  ours:    {c.ours_desc}"
+            + (f"\n  pyverbs: {c.pyverbs_desc}" if c.pyverbs else "")
+        )
     return "\n".join(out)
 
 
@@ -581,11 +717,15 @@ def text_bars(cases: list[Case], width: int = 40) -> str:
 def svg(cases: list[Case], title: str, subtitle: str) -> str:
     """A hand-written horizontal grouped bar chart (no matplotlib)."""
     colors = {"c": "#7f7f7f", "ours": "#1f77b4", "pyverbs": "#ff7f0e"}
-    names = {"c": "C (rdma-core / perftest)", "ours": "ibverbs (this package)",
-             "pyverbs": "pyverbs"}
+    names = {
+        "c": "C (rdma-core / perftest)",
+        "ours": "ibverbs (this package)",
+        "pyverbs": "pyverbs",
+    }
     label_w, bar_w, bar_h, gap = 360, 420, 16, 14
-    scale_max = max([1.2] + [(perf_ratio(c, i) or 0) * 1.05 for c in cases
-                             for i in ("ours", "pyverbs")])
+    scale_max = max(
+        [1.2] + [(perf_ratio(c, i) or 0) * 1.05 for c in cases for i in ("ours", "pyverbs")]
+    )
     y = 78
     body = []
     for c in cases:
@@ -594,17 +734,23 @@ def svg(cases: list[Case], title: str, subtitle: str) -> str:
         if c.target is not None:
             t = c.target if c.higher_is_better else 1.0 / c.target
             tx = label_w + t / scale_max * bar_w
-            body.append(f'<line x1="{tx:.1f}" y1="{y - 3}" x2="{tx:.1f}" '
-                        f'y2="{y + len(impls) * bar_h + 3}" class="tgt"/>')
+            body.append(
+                f'<line x1="{tx:.1f}" y1="{y - 3}" x2="{tx:.1f}" '
+                f'y2="{y + len(impls) * bar_h + 3}" class="tgt"/>'
+            )
         for impl in impls:
             r = 1.0 if impl == "c" else perf_ratio(c, impl)
             if r is not None:
                 w = r / scale_max * bar_w
                 raw = fmt_value(c.metric, c.best(impl))
-                body.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" '
-                            f'height="{bar_h - 3}" fill="{colors[impl]}"/>')
-                body.append(f'<text x="{label_w + w + 5:.1f}" y="{y + bar_h - 5}" '
-                            f'class="val">{r:.2f}  ({_esc(raw)})</text>')
+                body.append(
+                    f'<rect x="{label_w}" y="{y}" width="{w:.1f}" '
+                    f'height="{bar_h - 3}" fill="{colors[impl]}"/>'
+                )
+                body.append(
+                    f'<text x="{label_w + w + 5:.1f}" y="{y + bar_h - 5}" '
+                    f'class="val">{r:.2f}  ({_esc(raw)})</text>'
+                )
             y += bar_h
         y += gap
     one = label_w + 1.0 / scale_max * bar_w
@@ -613,27 +759,37 @@ def svg(cases: list[Case], title: str, subtitle: str) -> str:
     legend = []
     lx = 10
     for impl in ("c", "ours", "pyverbs"):
-        legend.append(f'<rect x="{lx}" y="{height - 30}" width="12" height="12" '
-                      f'fill="{colors[impl]}"/>'
-                      f'<text x="{lx + 17}" y="{height - 20}" class="val">{names[impl]}</text>')
+        legend.append(
+            f'<rect x="{lx}" y="{height - 30}" width="12" height="12" '
+            f'fill="{colors[impl]}"/>'
+            f'<text x="{lx + 17}" y="{height - 20}" class="val">{names[impl]}</text>'
+        )
         lx += 215
-    legend.append(f'<line x1="{lx}" y1="{height - 31}" x2="{lx}" y2="{height - 17}" '
-                  f'class="tgt"/><text x="{lx + 6}" y="{height - 20}" class="val">'
-                  f'target</text>')
-    return "\n".join([
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif">',
-        "<style>.lbl{font-size:12px}.val{font-size:11px;fill:#333}"
-        ".ttl{font-size:16px;font-weight:bold}.sub{font-size:11px;fill:#555}"
-        ".tgt{stroke:#d62728;stroke-width:1.5;stroke-dasharray:4 3}"
-        ".one{stroke:#999;stroke-width:1}</style>",
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="10" y="24" class="ttl">{_esc(title)}</text>',
-        f'<text x="10" y="42" class="sub">{_esc(subtitle)}</text>',
-        '<text x="10" y="58" class="sub">performance relative to C = 1.00 (longer is '
-        'better; latency plotted as C time / implementation time)</text>',
-        f'<line x1="{one:.1f}" y1="68" x2="{one:.1f}" y2="{y - gap + 4}" class="one"/>',
-        *body, *legend, "</svg>", ""])
+    legend.append(
+        f'<line x1="{lx}" y1="{height - 31}" x2="{lx}" y2="{height - 17}" '
+        f'class="tgt"/><text x="{lx + 6}" y="{height - 20}" class="val">'
+        f'target</text>'
+    )
+    return "\n".join(
+        [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif">',
+            "<style>.lbl{font-size:12px}.val{font-size:11px;fill:#333}"
+            ".ttl{font-size:16px;font-weight:bold}.sub{font-size:11px;fill:#555}"
+            ".tgt{stroke:#d62728;stroke-width:1.5;stroke-dasharray:4 3}"
+            ".one{stroke:#999;stroke-width:1}</style>",
+            f'<rect width="{width}" height="{height}" fill="white"/>',
+            f'<text x="10" y="24" class="ttl">{_esc(title)}</text>',
+            f'<text x="10" y="42" class="sub">{_esc(subtitle)}</text>',
+            '<text x="10" y="58" class="sub">performance relative to C = 1.00 (longer is '
+            'better; latency plotted as C time / implementation time)</text>',
+            f'<line x1="{one:.1f}" y1="68" x2="{one:.1f}" y2="{y - gap + 4}" class="one"/>',
+            *body,
+            *legend,
+            "</svg>",
+            "",
+        ]
+    )
 
 
 def _esc(s: str) -> str:
@@ -656,11 +812,13 @@ def machine() -> str:
 
 # ------------------------------------------------------------------ main
 
+
 def build_env(args) -> Env:
     ours_py = args.python or (SYS_PY if os.path.exists(SYS_PY) else sys.executable)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.abspath(args.ours_path) + (
-        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
     pin = None
     if not args.no_pin and len(os.sched_getaffinity(0)) >= 2:
         cpus = sorted(os.sched_getaffinity(0))
@@ -672,35 +830,43 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="C vs ibverbs vs pyverbs, one table")
     p.add_argument("-d", "--device", default=os.environ.get("IBVERBS_TEST_DEVICE", "rxe0"))
     p.add_argument("-x", "--gid-index", type=int, default=1)
-    p.add_argument("--quick", action="store_true",
-                   help="the four issue-6 targets only (make demo)")
-    p.add_argument("--full", action="store_true",
-                   help="add the size sweeps of every test (make bench)")
-    p.add_argument("--reps", type=int, default=3,
-                   help="runs of each implementation per case (default 3)")
-    p.add_argument("--sweep-reps", type=int, default=2,
-                   help="runs per case of the --full sweeps (default 2)")
-    p.add_argument("--scale", type=float, default=1.0,
-                   help="multiply the iteration counts")
+    p.add_argument("--quick", action="store_true", help="the four issue-6 targets only (make demo)")
+    p.add_argument(
+        "--full", action="store_true", help="add the size sweeps of every test (make bench)"
+    )
+    p.add_argument(
+        "--reps", type=int, default=3, help="runs of each implementation per case (default 3)"
+    )
+    p.add_argument(
+        "--sweep-reps", type=int, default=2, help="runs per case of the --full sweeps (default 2)"
+    )
+    p.add_argument("--scale", type=float, default=1.0, help="multiply the iteration counts")
     p.add_argument("--python", help="interpreter for ours (default /usr/bin/python3)")
-    p.add_argument("--ours-path", default=os.path.join(ROOT, "src"),
-                   help="PYTHONPATH entry holding the ibverbs package to measure "
-                        "(default src/, the make build; benchmarks/prepare.py "
-                        "leaves a private copy in build/bench/gil-kept/src)")
-    p.add_argument("--no-pin", action="store_true",
-                   help="do not pin the server and the client to two CPUs")
+    p.add_argument(
+        "--ours-path",
+        default=os.path.join(ROOT, "src"),
+        help="PYTHONPATH entry holding the ibverbs package to measure "
+        "(default src/, the make build; benchmarks/prepare.py "
+        "leaves a private copy in build/bench/gil-kept/src)",
+    )
+    p.add_argument(
+        "--no-pin", action="store_true", help="do not pin the server and the client to two CPUs"
+    )
     p.add_argument("--out", help="directory for compare.json / compare.md / compare.txt")
     p.add_argument("--svg", help="write the bar chart here")
     p.add_argument("--bars", action="store_true", help="print text bars too")
-    p.add_argument("--case", action="append", metavar="KEY",
-                   help="run only this target case (write8_single, write8_list16, "
-                   "write64k_bw, pingpong4k); repeatable")
+    p.add_argument(
+        "--case",
+        action="append",
+        metavar="KEY",
+        help="run only this target case (write8_single, write8_list16, "
+        "write64k_bw, pingpong4k); repeatable",
+    )
     args = p.parse_args(argv)
 
     for tool in ("ib_write_bw", "ibv_rc_pingpong"):
         if shutil.which(tool) is None:
-            print(f"compare: {tool} not found (install perftest / ibverbs-utils)",
-                  file=sys.stderr)
+            print(f"compare: {tool} not found (install perftest / ibverbs-utils)", file=sys.stderr)
             return 2
     s = args.scale
 
@@ -708,15 +874,22 @@ def main(argv=None) -> int:
         # A multiple of 400: of 16 (--post_list) and of 100 (--cq-mod).
         return max(400, int(n) // 400 * 400)
 
-    it = {"small": r400(20000 * s), "large": r400(2000 * s),
-          "pingpong": max(100, int(1000 * s)), "lat": max(100, int(1000 * s))}
+    it = {
+        "small": r400(20000 * s),
+        "large": r400(2000 * s),
+        "pingpong": max(100, int(1000 * s)),
+        "lat": max(100, int(1000 * s)),
+    }
     env = build_env(args)
     cases = target_cases(it)
     if args.case:
         unknown = set(args.case) - {c.key for c in cases}
         if unknown:
-            print(f"compare: unknown case(s) {sorted(unknown)}; the targets are "
-                  f"{[c.key for c in cases]}", file=sys.stderr)
+            print(
+                f"compare: unknown case(s) {sorted(unknown)}; the targets are "
+                f"{[c.key for c in cases]}",
+                file=sys.stderr,
+            )
             return 2
         cases = [c for c in cases if c.key in args.case]
     if not args.quick and not args.case:
@@ -726,10 +899,11 @@ def main(argv=None) -> int:
             cases.append(venv_case(it, venv_py))
     sweep = sweep_cases(it) if args.full else []
     print(f"machine: {machine()}")
-    print(f"ours: {env.ours_py} (PYTHONPATH={args.ours_path}), pyverbs: {env.pyverbs_py}; "
-          f"{args.reps} reps, interleaved; "
-          + (f"server on CPU {env.pin[0]}, client on CPU {env.pin[1]}" if env.pin
-             else "not pinned"))
+    print(
+        f"ours: {env.ours_py} (PYTHONPATH={args.ours_path}), pyverbs: {env.pyverbs_py}; "
+        f"{args.reps} reps, interleaved; "
+        + (f"server on CPU {env.pin[0]}, client on CPU {env.pin[1]}" if env.pin else "not pinned")
+    )
     t0 = time.monotonic()
     run_cases(env, cases, args.reps)
     run_cases(env, sweep, args.sweep_reps)
@@ -746,24 +920,40 @@ def main(argv=None) -> int:
         for e in errors:
             print("  " + e.splitlines()[0])
     c_api = {c.info.get("c", {}).get("wr_api") for c in cases} - {None}
-    note = (f"C posted with {'ibv_post_send (perftest: ibv_wr* API OFF)' if c_api == {'OFF'} else c_api}"
-            if c_api else "")
+    note = (
+        f"C posted with {'ibv_post_send (perftest: ibv_wr* API OFF)' if c_api == {'OFF'} else c_api}"
+        if c_api
+        else ""
+    )
     if note:
         print(note)
     print(f"total {time.monotonic() - t0:.0f} s")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        doc = {"machine": machine(), "ours_python": env.ours_py, "reps": args.reps,
-               "iterations": it, "note": note,
-               "cases": [{"key": c.key, "title": c.title, "metric": c.metric,
-                          "target": c.target, "met": c.met(),
-                          "best": {i: c.best(i) for i in ("c", "ours", "pyverbs")},
-                          "ratio": {i: c.ratio(i) for i in ("ours", "pyverbs")},
-                          "median_ratio": {i: c.median_ratio(i) for i in ("ours", "pyverbs")},
-                          "commands": {"c": c.c_desc, "ours": c.ours_desc,
-                                       "pyverbs": c.pyverbs_desc},
-                          "c_settings": c.info.get("c", {}),
-                          "samples": c.samples, "errors": c.errors} for c in cases]}
+        doc = {
+            "machine": machine(),
+            "ours_python": env.ours_py,
+            "reps": args.reps,
+            "iterations": it,
+            "note": note,
+            "cases": [
+                {
+                    "key": c.key,
+                    "title": c.title,
+                    "metric": c.metric,
+                    "target": c.target,
+                    "met": c.met(),
+                    "best": {i: c.best(i) for i in ("c", "ours", "pyverbs")},
+                    "ratio": {i: c.ratio(i) for i in ("ours", "pyverbs")},
+                    "median_ratio": {i: c.median_ratio(i) for i in ("ours", "pyverbs")},
+                    "commands": {"c": c.c_desc, "ours": c.ours_desc, "pyverbs": c.pyverbs_desc},
+                    "c_settings": c.info.get("c", {}),
+                    "samples": c.samples,
+                    "errors": c.errors,
+                }
+                for c in cases
+            ],
+        }
         with open(os.path.join(args.out, "compare.json"), "w") as f:
             json.dump(doc, f, indent=1)
         with open(os.path.join(args.out, "compare.md"), "w") as f:
@@ -772,8 +962,7 @@ def main(argv=None) -> int:
             f.write(f"machine: {machine()}\n\n{tbl}\n\n{commands(cases)}\n")
     if args.svg:
         with open(args.svg, "w") as f:
-            f.write(svg(cases, "ibverbs vs C vs pyverbs on " + args.device,
-                        machine()))
+            f.write(svg(cases, "ibverbs vs C vs pyverbs on " + args.device, machine()))
         print(f"chart: {args.svg}")
     return 1 if errors else 0
 

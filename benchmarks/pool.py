@@ -19,14 +19,22 @@ from compare import Case
 
 
 def as_case(doc: dict, samples: dict) -> Case:
-    return Case(doc["key"], doc["title"], doc["metric"], c=None, ours=None,
-                target=doc.get("target"), samples=samples)
+    return Case(
+        doc["key"],
+        doc["title"],
+        doc["metric"],
+        c=None,
+        ours=None,
+        target=doc.get("target"),
+        samples=samples,
+    )
 
 
 def fmt(case: Case) -> str:
     def r(impl):
         x = case.median_ratio(impl)
         return "-" if x is None else f"{x:.2f}x"
+
     met = case.met()
     verdict = "" if met is None else (" met" if met else " MISSED")
     return f"ours/C {r('ours')}{verdict}, pyverbs/C {r('pyverbs')}"
@@ -41,7 +49,8 @@ def main(argv: list[str]) -> int:
         with open(path) as f:
             for doc in json.load(f)["cases"]:
                 first, runs, merged = pooled.setdefault(
-                    doc["key"], (doc, [], {"c": [], "ours": [], "pyverbs": []}))
+                    doc["key"], (doc, [], {"c": [], "ours": [], "pyverbs": []})
+                )
                 runs.append((path, as_case(doc, doc["samples"])))
                 for impl, samples in doc["samples"].items():
                     merged.setdefault(impl, []).extend(samples)

@@ -35,7 +35,8 @@ CC = os.environ.get("CC", "cc")
 # it; it has the setuptools pyproject.toml needs), else this one.
 VENV_PY = os.path.join(ROOT, ".venv", "bin", "python")
 SETUP_PY = os.environ.get("IBVERBS_PYTHON") or (
-    VENV_PY if os.path.exists(VENV_PY) else sys.executable)
+    VENV_PY if os.path.exists(VENV_PY) else sys.executable
+)
 
 
 def run(cmd: list[str]) -> None:
@@ -44,10 +45,30 @@ def run(cmd: list[str]) -> None:
 
 
 def build_c(out: str) -> None:
-    run([CC, "-O2", "-Wall", "-Wextra", "-o", os.path.join(out, "cg_loop"),
-         os.path.join(HERE, "cg_loop.c"), "-libverbs"])
-    run([CC, "-O2", "-Wall", "-shared", "-fPIC", "-o",
-         os.path.join(out, "cgtoggle.so"), os.path.join(HERE, "cgtoggle.c")])
+    run(
+        [
+            CC,
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-o",
+            os.path.join(out, "cg_loop"),
+            os.path.join(HERE, "cg_loop.c"),
+            "-libverbs",
+        ]
+    )
+    run(
+        [
+            CC,
+            "-O2",
+            "-Wall",
+            "-shared",
+            "-fPIC",
+            "-o",
+            os.path.join(out, "cgtoggle.so"),
+            os.path.join(HERE, "cgtoggle.c"),
+        ]
+    )
 
 
 def build_variant(out: str, name: str, release_gil: bool) -> None:
@@ -57,14 +78,34 @@ def build_variant(out: str, name: str, release_gil: bool) -> None:
     pkg = os.path.join(out, name, "src", "ibverbs")
     tmp = os.path.join(out, name, "build")
     shutil.rmtree(os.path.join(out, name), ignore_errors=True)
-    shutil.copytree(os.path.join(ROOT, "src", "ibverbs"), pkg,
-                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    env = dict(os.environ,
-               IBVERBS_EXTRA_CFLAGS="-DIBVERBS_BENCH_RELEASE_GIL" if release_gil else "")
-    print("  " + ("IBVERBS_EXTRA_CFLAGS=-DIBVERBS_BENCH_RELEASE_GIL " if release_gil else "")
-          + f"{SETUP_PY} setup.py build_ext -b {tmp}/lib -t {tmp}/tmp")
-    subprocess.run([SETUP_PY, "setup.py", "-q", "build_ext", "-b", os.path.join(tmp, "lib"),
-                    "-t", os.path.join(tmp, "tmp")], check=True, cwd=ROOT, env=env)
+    shutil.copytree(
+        os.path.join(ROOT, "src", "ibverbs"),
+        pkg,
+        ignore=shutil.ignore_patterns("*.so", "__pycache__"),
+    )
+    env = dict(
+        os.environ, IBVERBS_EXTRA_CFLAGS="-DIBVERBS_BENCH_RELEASE_GIL" if release_gil else ""
+    )
+    print(
+        "  "
+        + ("IBVERBS_EXTRA_CFLAGS=-DIBVERBS_BENCH_RELEASE_GIL " if release_gil else "")
+        + f"{SETUP_PY} setup.py build_ext -b {tmp}/lib -t {tmp}/tmp"
+    )
+    subprocess.run(
+        [
+            SETUP_PY,
+            "setup.py",
+            "-q",
+            "build_ext",
+            "-b",
+            os.path.join(tmp, "lib"),
+            "-t",
+            os.path.join(tmp, "tmp"),
+        ],
+        check=True,
+        cwd=ROOT,
+        env=env,
+    )
     built = glob.glob(os.path.join(tmp, "lib", "ibverbs", "_ibverbs*.so"))
     if len(built) != 1:
         sys.exit(f"prepare: expected one built extension, found {built}")

@@ -41,8 +41,7 @@ from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
-ACCESS = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
-          | e.IBV_ACCESS_REMOTE_READ)
+ACCESS = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
 
 
 class Side:
@@ -56,10 +55,10 @@ class Side:
         self.mr = MR(self.pd, 2 * max(args.size, 64), ACCESS)
         self.scq = CQ(self.ctx, args.tx_depth + 16, None, None, 0)
         self.rcq = CQ(self.ctx, args.rx_depth + 16, None, None, 0)
-        cap = QPCap(max_send_wr=args.tx_depth, max_recv_wr=args.rx_depth,
-                    max_send_sge=1, max_recv_sge=1)
-        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.scq,
-                                         rcq=self.rcq, cap=cap))
+        cap = QPCap(
+            max_send_wr=args.tx_depth, max_recv_wr=args.rx_depth, max_send_sge=1, max_recv_sge=1
+        )
+        self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.scq, rcq=self.rcq, cap=cap))
         self.gid = self.ctx.query_gid(args.ib_port, args.gid_index)
         self.args = args
 
@@ -112,8 +111,7 @@ def write_bw(args) -> dict:
     for j in range(unit):
         sge = SGE(a.mr.buf, size, a.mr.lkey)
         flags = e.IBV_SEND_SIGNALED if j == unit - 1 else 0
-        wr = SendWR(wr_id=j, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[sge],
-                    send_flags=flags)
+        wr = SendWR(wr_id=j, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[sge], send_flags=flags)
         wr.set_wr_rdma(rkey, raddr)
         wrs.append(wr)
     seq = []
@@ -138,10 +136,19 @@ def write_bw(args) -> dict:
         n, _ = poll(maxc)
         done += n * unit
     elapsed = time.perf_counter() - t0
-    return {"test": "write_bw", "size": size, "msgs": total, "iters": total,
-            "seconds": elapsed, "msg_rate": total / elapsed,
-            "MBps": total * size / elapsed / 1e6, "tx_depth": depth,
-            "post_list": plist, "cq_mod": unit, "impl": "pyverbs"}
+    return {
+        "test": "write_bw",
+        "size": size,
+        "msgs": total,
+        "iters": total,
+        "seconds": elapsed,
+        "msg_rate": total / elapsed,
+        "MBps": total * size / elapsed / 1e6,
+        "tx_depth": depth,
+        "post_list": plist,
+        "cq_mod": unit,
+        "impl": "pyverbs",
+    }
 
 
 def _pingpong_side(args, client: bool, rfd: int, wfd: int) -> dict | None:
@@ -152,9 +159,13 @@ def _pingpong_side(args, client: bool, rfd: int, wfd: int) -> dict | None:
     remote = json.loads(os.read(rfd, n))
     s.connect(remote, 0x1000 if client else 0x2000, 0x2000 if client else 0x1000)
     size = args.size
-    swr = SendWR(wr_id=1, opcode=e.IBV_WR_SEND, num_sge=1,
-                 sg=[SGE(s.mr.buf, size, s.mr.lkey)],
-                 send_flags=e.IBV_SEND_SIGNALED)
+    swr = SendWR(
+        wr_id=1,
+        opcode=e.IBV_WR_SEND,
+        num_sge=1,
+        sg=[SGE(s.mr.buf, size, s.mr.lkey)],
+        send_flags=e.IBV_SEND_SIGNALED,
+    )
     rwr = RecvWR(wr_id=2, num_sge=1, sg=[SGE(s.mr.buf + size, size, s.mr.lkey)])
     post_send, post_recv = s.qp.post_send, s.qp.post_recv
     rpoll, spoll = s.rcq.poll, s.scq.poll
@@ -186,9 +197,15 @@ def _pingpong_side(args, client: bool, rfd: int, wfd: int) -> dict | None:
     os.read(rfd, 1)
     if not client:
         return None
-    return {"test": "pingpong", "size": size, "iters": args.iters,
-            "seconds": elapsed, "rtt_us": elapsed / args.iters * 1e6,
-            "lat_us": elapsed / args.iters / 2 * 1e6, "impl": "pyverbs"}
+    return {
+        "test": "pingpong",
+        "size": size,
+        "iters": args.iters,
+        "seconds": elapsed,
+        "rtt_us": elapsed / args.iters * 1e6,
+        "lat_us": elapsed / args.iters / 2 * 1e6,
+        "impl": "pyverbs",
+    }
 
 
 def pingpong(args) -> dict:
@@ -232,8 +249,11 @@ def main(argv=None) -> int:
     p.add_argument("-r", "--rx-depth", type=int, default=16)
     p.add_argument("-l", "--post-list", type=int, default=1)
     p.add_argument("--cq-mod", type=int, default=1)
-    p.add_argument("--cpus", help="pingpong: SERVER,CLIENT CPUs to pin the two "
-                   "processes to (as compare.py pins the C tools)")
+    p.add_argument(
+        "--cpus",
+        help="pingpong: SERVER,CLIENT CPUs to pin the two "
+        "processes to (as compare.py pins the C tools)",
+    )
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     res = write_bw(args) if args.test == "write_bw" else pingpong(args)
@@ -242,8 +262,9 @@ def main(argv=None) -> int:
     elif "rtt_us" in res:
         print(f"pingpong {res['size']} B: {res['rtt_us']:.2f} usec/iter")
     else:
-        print(f"write_bw {res['size']} B: {res['msg_rate'] / 1e3:.2f} K msg/s, "
-              f"{res['MBps']:.2f} MB/s")
+        print(
+            f"write_bw {res['size']} B: {res['msg_rate'] / 1e3:.2f} K msg/s, {res['MBps']:.2f} MB/s"
+        )
     return 0
 
 

@@ -25,8 +25,10 @@ async def main(count: int) -> None:
     pd = ctx.alloc_pd()
     chan = ctx.create_comp_channel()  # one channel may serve many CQs
     cqs = [ctx.create_cq(256, channel=chan) for _ in range(2)]
-    qps = [pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=64,
-                                      max_recv_wr=256)) for cq in cqs]
+    qps = [
+        pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=64, max_recv_wr=256))
+        for cq in cqs
+    ]
     attr, gid = ctx.query_port(port), ctx.query_gid(port, gid_index)
     a, b = (ib.local_qp_info(qp, attr, gid, port=port) for qp in qps)
     ib.connect_rc(qps[0], b, port=port, sgid_index=gid_index, access=0)
@@ -48,9 +50,14 @@ async def main(count: int) -> None:
         posted = done = 0
         while done < count:
             while posted < count and posted - done < 32:
-                qps[0].post_send(ib.SendWR(
-                    wr_id=posted, opcode=ib.WROpcode.SEND_WITH_IMM,
-                    send_flags=ib.SendFlags.SIGNALED, imm_data=posted))
+                qps[0].post_send(
+                    ib.SendWR(
+                        wr_id=posted,
+                        opcode=ib.WROpcode.SEND_WITH_IMM,
+                        send_flags=ib.SendFlags.SIGNALED,
+                        imm_data=posted,
+                    )
+                )
                 posted += 1
             for wc in await aio.poll(cqs[0], 16):
                 wc.raise_for_status()

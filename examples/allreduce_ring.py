@@ -84,9 +84,17 @@ def _wait(cq: ib.CQ, channel: ib.CompChannel, deadline: float) -> ib.WC:
         cq.ack_events(1)
 
 
-def ring_allreduce(store: Any, rank: int, world_size: int, data: np.ndarray, *,
-                   device: str, port: int = 1, gid_index: int | None = None,
-                   timeout: float = 120.0) -> np.ndarray:
+def ring_allreduce(
+    store: Any,
+    rank: int,
+    world_size: int,
+    data: np.ndarray,
+    *,
+    device: str,
+    port: int = 1,
+    gid_index: int | None = None,
+    timeout: float = 120.0,
+) -> np.ndarray:
     """Sum ``data`` (a contiguous float32 array, the same size on every
     rank) over all ranks, in place; returns it."""
     if data.dtype != np.float32 or data.ndim != 1 or not data.flags.c_contiguous:
@@ -103,6 +111,7 @@ def ring_allreduce(store: Any, rank: int, world_size: int, data: np.ndarray, *,
     # never overwrites a chunk before it has been used.
     stage = np.zeros(2 * count, dtype=np.float32)
     with contextlib.ExitStack() as stack:
+
         def own(obj: Any) -> Any:
             stack.callback(obj.close)  # closed in reverse: children first
             return obj
@@ -115,26 +124,43 @@ def ring_allreduce(store: Any, rank: int, world_size: int, data: np.ndarray, *,
         data_mr = own(ib.reg_tensor(pd, data, 0))  # only read, locally
         stage_mr = own(ib.reg_tensor(pd, stage, WRITE_ACCESS))
         qps = bootstrap.connect_mesh(
-            store, rank, n, pd, send_cq=send_cq, recv_cq=recv_cq, port=port,
-            gid_index=gid_index, access=WRITE_ACCESS,
+            store,
+            rank,
+            n,
+            pd,
+            send_cq=send_cq,
+            recv_cq=recv_cq,
+            port=port,
+            gid_index=gid_index,
+            access=WRITE_ACCESS,
             qp_init={"max_send_wr": 2 * n, "max_recv_wr": 2 * n},
-            prefix="allreduce_ring", timeout=timeout)
+            prefix="allreduce_ring",
+            timeout=timeout,
+        )
         for qp in qps.values():
             own(qp)
         # Receives for the left neighbour's writes with immediate, posted
         # before the exchange below: nobody writes before everyone is in it.
         for step in range(2 * (n - 1)):
             qps[left].post_recv(ib.RecvWR(wr_id=step))
-        dest = bootstrap.exchange_mr(store, rank, n, stage_mr,
-                                     prefix="allreduce_ring", timeout=timeout)[right]
+        dest = bootstrap.exchange_mr(
+            store, rank, n, stage_mr, prefix="allreduce_ring", timeout=timeout
+        )[right]
 
         def send(step: int, c: int, zone: int) -> None:
             lo, hi = bounds[c], bounds[c + 1]
             sges = [data_mr.sge((hi - lo) * 4, lo * 4)] if hi > lo else []
-            qps[right].post_send(ib.SendWR(
-                wr_id=step, sg_list=sges, opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM,
-                send_flags=ib.SendFlags.SIGNALED, imm_data=step,
-                remote_addr=dest.addr + (zone * count + lo) * 4, rkey=dest.rkey))
+            qps[right].post_send(
+                ib.SendWR(
+                    wr_id=step,
+                    sg_list=sges,
+                    opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM,
+                    send_flags=ib.SendFlags.SIGNALED,
+                    imm_data=step,
+                    remote_addr=dest.addr + (zone * count + lo) * 4,
+                    rkey=dest.rkey,
+                )
+            )
 
         def arrived(step: int) -> None:
             wc = _wait(recv_cq, chans[1], deadline)
@@ -157,7 +183,7 @@ def ring_allreduce(store: Any, rank: int, world_size: int, data: np.ndarray, *,
             arrived(step)
             c = (rank - s) % n
             lo, hi = bounds[c], bounds[c + 1]
-            data[lo:hi] = stage[count + lo:count + hi]
+            data[lo:hi] = stage[count + lo : count + hi]
             _wait(send_cq, chans[0], deadline)
         # Nobody closes its QPs while a neighbour may still write into it.
         bootstrap.barrier(store, rank, n, prefix="allreduce_ring", timeout=timeout)
@@ -174,22 +200,41 @@ def default_device() -> str:
     return devices[0].name
 
 
-def run(store: Any, rank: int, world_size: int, *, count: int, device: str,
-        port: int = 1, gid_index: int | None = None, integers: bool = False,
-        timeout: float = 120.0) -> bool:
+def run(
+    store: Any,
+    rank: int,
+    world_size: int,
+    *,
+    count: int,
+    device: str,
+    port: int = 1,
+    gid_index: int | None = None,
+    integers: bool = False,
+    timeout: float = 120.0,
+) -> bool:
     """One all-reduce and its check; prints one line, returns success."""
     inputs = [make_input(r, count, integers) for r in range(world_size)]
     data = inputs[rank].copy()
     t0 = time.perf_counter()
-    ring_allreduce(store, rank, world_size, data, device=device, port=port,
-                   gid_index=gid_index, timeout=timeout)
+    ring_allreduce(
+        store,
+        rank,
+        world_size,
+        data,
+        device=device,
+        port=port,
+        gid_index=gid_index,
+        timeout=timeout,
+    )
     took = time.perf_counter() - t0
     want = np.sum(np.stack(inputs), axis=0) if integers else expected_sum(inputs)
     same = np.array_equal(data.view(np.uint32), want.view(np.uint32))
     bad = int(np.count_nonzero(data.view(np.uint32) != want.view(np.uint32)))
-    print(f"rank {rank}/{world_size}: {count} float32 summed in {took:.3f} s: "
-          + ("bit-identical to numpy" if same else f"{bad} values DIFFER from numpy"),
-          flush=True)
+    print(
+        f"rank {rank}/{world_size}: {count} float32 summed in {took:.3f} s: "
+        + ("bit-identical to numpy" if same else f"{bad} values DIFFER from numpy"),
+        flush=True,
+    )
     return same
 
 
@@ -198,16 +243,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=65536, help="floats per rank")
     ap.add_argument("--device", default=None, help="RDMA device (default: first)")
     ap.add_argument("--port", type=int, default=1)
-    ap.add_argument("--gid-index", type=int, default=None,
-                    help="default: the port's RoCE v2 IPv4 GID")
-    ap.add_argument("--integers", action="store_true",
-                    help="integer-valued inputs, checked against plain numpy.sum")
+    ap.add_argument(
+        "--gid-index", type=int, default=None, help="default: the port's RoCE v2 IPv4 GID"
+    )
+    ap.add_argument(
+        "--integers",
+        action="store_true",
+        help="integer-valued inputs, checked against plain numpy.sum",
+    )
     ap.add_argument("--timeout", type=float, default=120.0)
     args = ap.parse_args(argv)
     store, rank, world_size = bootstrap.torch_store(timeout=args.timeout)
-    ok = run(store, rank, world_size, count=args.count,
-             device=args.device or default_device(), port=args.port,
-             gid_index=args.gid_index, integers=args.integers, timeout=args.timeout)
+    ok = run(
+        store,
+        rank,
+        world_size,
+        count=args.count,
+        device=args.device or default_device(),
+        port=args.port,
+        gid_index=args.gid_index,
+        integers=args.integers,
+        timeout=args.timeout,
+    )
     leave(store, rank, world_size, timeout=args.timeout)
     return 0 if ok else 1
 

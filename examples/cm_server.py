@@ -38,26 +38,30 @@ def serve_one(listener, timeout):
         ctx = cmid.context
         with ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
             buf = ctypes.create_string_buffer(MSG)
-            with pd.reg_mr(ctypes.addressof(buf), MSG,
-                           ib.AccessFlags.LOCAL_WRITE, owner=buf) as mr:
-                attr = ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=1,
-                                     max_recv_wr=1, max_inline_data=MSG,
-                                     sq_sig_all=True)
+            with pd.reg_mr(ctypes.addressof(buf), MSG, ib.AccessFlags.LOCAL_WRITE, owner=buf) as mr:
+                attr = ib.QPInitAttr(
+                    send_cq=cq,
+                    recv_cq=cq,
+                    max_send_wr=1,
+                    max_recv_wr=1,
+                    max_inline_data=MSG,
+                    sq_sig_all=True,
+                )
                 with cmid.create_qp(pd, attr) as qp:
                     qp.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr.sge()]))
                     cmid.accept(timeout=timeout)
                     wait_wc(cq, timeout)
                     print(f"server: got {buf.raw!r} from {cmid.host}")
-                    qp.post_send(ib.SendWR(wr_id=2, sg_list=[mr.sge()],
-                                           send_flags=ib.SendFlags.INLINE))
+                    qp.post_send(
+                        ib.SendWR(wr_id=2, sg_list=[mr.sge()], send_flags=ib.SendFlags.INLINE)
+                    )
                     wait_wc(cq, timeout)
                     cmid.disconnect()
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("-s", "--server", default=None,
-                   help="address to bind (default: any)")
+    p.add_argument("-s", "--server", default=None, help="address to bind (default: any)")
     p.add_argument("-p", "--port", type=int, default=7471)
     p.add_argument("-n", "--connections", type=int, default=1)
     p.add_argument("-t", "--timeout", type=float, default=60.0)

@@ -34,8 +34,9 @@ def pick_device(argv) -> ib.Device:
         for dev in devices:
             if dev.name == name:
                 return dev
-        raise SystemExit(f"no RDMA device named {name!r} "
-                         f"(have: {', '.join(d.name for d in devices) or 'none'})")
+        raise SystemExit(
+            f"no RDMA device named {name!r} (have: {', '.join(d.name for d in devices) or 'none'})"
+        )
     if not devices:
         raise SystemExit("no RDMA device found")
     return devices[0]
@@ -88,22 +89,24 @@ def main(argv) -> int:
         cq_b = res.enter_context(ctx.create_cq(64))
 
         # 2. Register memory: the source on side A, the target on side B.
-        access = (ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
-                  | ib.AccessFlags.REMOTE_READ)
+        access = (
+            ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE | ib.AccessFlags.REMOTE_READ
+        )
         src = make_buffer(0)
         for i in range(SIZE):
             src[i] = i % 251
         dst = make_buffer(0)
         src_mr = res.enter_context(ib.reg_tensor(pd, src, ib.AccessFlags.LOCAL_WRITE))
         dst_mr = res.enter_context(ib.reg_tensor(pd, dst, access))
-        print(f"registered 2 x {SIZE} bytes: src lkey {src_mr.lkey:#x}, "
-              f"dst rkey {dst_mr.rkey:#x}")
+        print(f"registered 2 x {SIZE} bytes: src lkey {src_mr.lkey:#x}, dst rkey {dst_mr.rkey:#x}")
 
         # 3. Create two reliable-connected QPs.
-        qp_a = res.enter_context(pd.create_qp(
-            ib.QPInitAttr(send_cq=cq_a, recv_cq=cq_a, qp_type=ib.QPType.RC)))
-        qp_b = res.enter_context(pd.create_qp(
-            ib.QPInitAttr(send_cq=cq_b, recv_cq=cq_b, qp_type=ib.QPType.RC)))
+        qp_a = res.enter_context(
+            pd.create_qp(ib.QPInitAttr(send_cq=cq_a, recv_cq=cq_a, qp_type=ib.QPType.RC))
+        )
+        qp_b = res.enter_context(
+            pd.create_qp(ib.QPInitAttr(send_cq=cq_b, recv_cq=cq_b, qp_type=ib.QPType.RC))
+        )
 
         # 4. Exchange connection info "out of band", then connect both ends.
         port_attr = ctx.query_port(PORT)
@@ -112,23 +115,35 @@ def main(argv) -> int:
         info_b = ib.local_qp_info(qp_b, port_attr, gid, port=PORT, psn=0x222)
         remote_for_a = ib.QPInfo.from_bytes(info_b.to_bytes())
         remote_for_b = ib.QPInfo.from_bytes(info_a.to_bytes())
-        ib.connect_rc(qp_a, remote_for_a, port=PORT, sgid_index=gid_index,
-                      access=access, local_psn=info_a.psn)
-        ib.connect_rc(qp_b, remote_for_b, port=PORT, sgid_index=gid_index,
-                      access=access, local_psn=info_b.psn)
-        print(f"connected QP {qp_a.qp_num:#x} <-> QP {qp_b.qp_num:#x} "
-              f"(GID {gid}, {ib.QPState(qp_a.state).name})")
+        ib.connect_rc(
+            qp_a, remote_for_a, port=PORT, sgid_index=gid_index, access=access, local_psn=info_a.psn
+        )
+        ib.connect_rc(
+            qp_b, remote_for_b, port=PORT, sgid_index=gid_index, access=access, local_psn=info_b.psn
+        )
+        print(
+            f"connected QP {qp_a.qp_num:#x} <-> QP {qp_b.qp_num:#x} "
+            f"(GID {gid}, {ib.QPState(qp_a.state).name})"
+        )
 
         # 5. Post an RDMA write and reap the completion.
         t0 = time.perf_counter()
-        qp_a.post_send(ib.SendWR(
-            wr_id=1, sg_list=[ib.SGE(src_mr, SIZE)],
-            opcode=ib.WROpcode.RDMA_WRITE, send_flags=ib.SendFlags.SIGNALED,
-            remote_addr=dst_mr.addr, rkey=dst_mr.rkey))
+        qp_a.post_send(
+            ib.SendWR(
+                wr_id=1,
+                sg_list=[ib.SGE(src_mr, SIZE)],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                send_flags=ib.SendFlags.SIGNALED,
+                remote_addr=dst_mr.addr,
+                rkey=dst_mr.rkey,
+            )
+        )
         wc = poll_one(cq_a)
         elapsed = time.perf_counter() - t0
-        print(f"RDMA write of {SIZE} bytes completed: wr_id {wc.wr_id}, "
-              f"{ib.WCStatus(wc.status).name} in {elapsed * 1e6:.0f} us")
+        print(
+            f"RDMA write of {SIZE} bytes completed: wr_id {wc.wr_id}, "
+            f"{ib.WCStatus(wc.status).name} in {elapsed * 1e6:.0f} us"
+        )
 
         if bytes(dst) != bytes(src):
             print("FAILED: the target buffer differs from the source")

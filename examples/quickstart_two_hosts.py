@@ -86,11 +86,13 @@ def main(argv: list[str]) -> int:
         cq = res.enter_context(ctx.create_cq(16))
         buf = bytearray(SIZE)
         mr = res.enter_context(ib.reg_tensor(pd, buf, access))
-        qp = res.enter_context(pd.create_qp(
-            ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.RC)))
+        qp = res.enter_context(
+            pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.RC))
+        )
         gid = ctx.query_gid(PORT, args.gid_index)
-        mine = ib.local_qp_info(qp, ctx.query_port(PORT), gid, port=PORT,
-                                psn=0x2000 + (args.server is None))
+        mine = ib.local_qp_info(
+            qp, ctx.query_port(PORT), gid, port=PORT, psn=0x2000 + (args.server is None)
+        )
 
         if args.listen:
             srv = res.enter_context(socket.create_server((args.listen, args.port)))
@@ -98,12 +100,15 @@ def main(argv: list[str]) -> int:
             conn = res.enter_context(srv.accept()[0])
             conn.settimeout(60)
             theirs = ib.QPInfo.from_bytes(recv_exact(conn, ib.QPInfo.WIRE_SIZE))
-            ib.connect_rc(qp, theirs, port=PORT, sgid_index=args.gid_index,
-                          access=access, local_psn=mine.psn)
-            qp.post_recv(ib.RecvWR(wr_id=1))   # consumed by the WRITE_WITH_IMM
+            ib.connect_rc(
+                qp, theirs, port=PORT, sgid_index=args.gid_index, access=access, local_psn=mine.psn
+            )
+            qp.post_recv(ib.RecvWR(wr_id=1))  # consumed by the WRITE_WITH_IMM
             conn.sendall(mine.to_bytes() + TAIL.pack(mr.addr, mr.rkey))
-            print(f"server {mine.gid}: QP {qp.qp_num:#x} connected to "
-                  f"QP {theirs.qp_num:#x} at {theirs.gid}; waiting for the write")
+            print(
+                f"server {mine.gid}: QP {qp.qp_num:#x} connected to "
+                f"QP {theirs.qp_num:#x} at {theirs.gid}; waiting for the write"
+            )
             wc = wait_completion(cq, 120)
             if wc.opcode != ib.WCOpcode.RECV_RDMA_WITH_IMM or wc.imm_data != SIZE:
                 print(f"FAILED: unexpected completion {wc}")
@@ -111,26 +116,35 @@ def main(argv: list[str]) -> int:
             if bytes(buf) != expected():
                 print("FAILED: the bytes in this host's memory differ")
                 return 1
-            print(f"verified on the server: all {SIZE} bytes written by "
-                  f"{theirs.gid} arrived")
+            print(f"verified on the server: all {SIZE} bytes written by {theirs.gid} arrived")
             return 0
 
         sock = res.enter_context(connect_retrying(args.server, args.port, 120))
         sock.sendall(mine.to_bytes())
         reply = recv_exact(sock, ib.QPInfo.WIRE_SIZE + TAIL.size)
-        theirs = ib.QPInfo.from_bytes(reply[:ib.QPInfo.WIRE_SIZE])
-        addr, rkey = TAIL.unpack(reply[ib.QPInfo.WIRE_SIZE:])
-        ib.connect_rc(qp, theirs, port=PORT, sgid_index=args.gid_index,
-                      access=access, local_psn=mine.psn)
+        theirs = ib.QPInfo.from_bytes(reply[: ib.QPInfo.WIRE_SIZE])
+        addr, rkey = TAIL.unpack(reply[ib.QPInfo.WIRE_SIZE :])
+        ib.connect_rc(
+            qp, theirs, port=PORT, sgid_index=args.gid_index, access=access, local_psn=mine.psn
+        )
         buf[:] = expected()
         t0 = time.perf_counter()
-        qp.post_send(ib.SendWR(
-            wr_id=2, sg_list=[ib.SGE(mr, SIZE)],
-            opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM, imm_data=SIZE,
-            send_flags=ib.SendFlags.SIGNALED, remote_addr=addr, rkey=rkey))
+        qp.post_send(
+            ib.SendWR(
+                wr_id=2,
+                sg_list=[ib.SGE(mr, SIZE)],
+                opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM,
+                imm_data=SIZE,
+                send_flags=ib.SendFlags.SIGNALED,
+                remote_addr=addr,
+                rkey=rkey,
+            )
+        )
         wait_completion(cq)
-        print(f"client {mine.gid}: wrote {SIZE} bytes into {theirs.gid}'s memory "
-              f"in {(time.perf_counter() - t0) * 1e6:.0f} us")
+        print(
+            f"client {mine.gid}: wrote {SIZE} bytes into {theirs.gid}'s memory "
+            f"in {(time.perf_counter() - t0) * 1e6:.0f} us"
+        )
     return 0
 
 

@@ -37,9 +37,13 @@ import ibverbs as ib
 RECV_WRID = 1
 SEND_WRID = 2
 MSG_SIZE = 52  # len("0000:000000:000000:" + 32 hex digits) + NUL
-MTU_BY_BYTES = {256: ib.MTU.MTU_256, 512: ib.MTU.MTU_512,
-                1024: ib.MTU.MTU_1024, 2048: ib.MTU.MTU_2048,
-                4096: ib.MTU.MTU_4096}
+MTU_BY_BYTES = {
+    256: ib.MTU.MTU_256,
+    512: ib.MTU.MTU_512,
+    1024: ib.MTU.MTU_1024,
+    2048: ib.MTU.MTU_2048,
+    4096: ib.MTU.MTU_4096,
+}
 
 
 class PingPongError(Exception):
@@ -49,6 +53,7 @@ class PingPongError(Exception):
 # ---------------------------------------------------------------------------
 # The text exchange
 # ---------------------------------------------------------------------------
+
 
 def encode_dest(lid: int, qpn: int, psn: int, gid: ib.Gid) -> bytes:
     text = f"{lid:04x}:{qpn:06x}:{psn:06x}:{gid.raw.hex()}".encode("ascii")
@@ -72,8 +77,7 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
     while len(buf) < n:
         chunk = sock.recv(n - len(buf))
         if not chunk:
-            raise PingPongError(f"peer closed the connection after {len(buf)} "
-                                f"of {n} bytes")
+            raise PingPongError(f"peer closed the connection after {len(buf)} of {n} bytes")
         buf += chunk
     return buf
 
@@ -98,15 +102,13 @@ def client_exchange(host: str, port: int, my_msg: bytes, connect_timeout: float)
 def server_listen(port: int) -> socket.socket:
     if socket.has_dualstack_ipv6():
         try:
-            return socket.create_server(("", port), family=socket.AF_INET6,
-                                        dualstack_ipv6=True)
+            return socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True)
         except OSError:
             pass
     return socket.create_server(("", port))
 
 
-def server_exchange(listener: socket.socket, my_msg: bytes, connect_qp,
-                    accept_timeout: float):
+def server_exchange(listener: socket.socket, my_msg: bytes, connect_qp, accept_timeout: float):
     listener.settimeout(accept_timeout or None)
     try:
         conn, _ = listener.accept()
@@ -128,6 +130,7 @@ def server_exchange(listener: socket.socket, my_msg: bytes, connect_qp,
 # ---------------------------------------------------------------------------
 # The ping-pong
 # ---------------------------------------------------------------------------
+
 
 def open_device(name: str | None) -> ib.Context:
     devices = ib.get_device_list()
@@ -153,9 +156,19 @@ def run(args) -> int:
         buf = bytearray(args.size)
         mr = stack.enter_context(ib.reg_tensor(pd, buf, ib.AccessFlags.LOCAL_WRITE))
         cq = stack.enter_context(ctx.create_cq(args.rx_depth + 1))
-        qp = stack.enter_context(pd.create_qp(ib.QPInitAttr(
-            send_cq=cq, recv_cq=cq, qp_type=ib.QPType.RC, max_send_wr=1,
-            max_recv_wr=args.rx_depth, max_send_sge=1, max_recv_sge=1)))
+        qp = stack.enter_context(
+            pd.create_qp(
+                ib.QPInitAttr(
+                    send_cq=cq,
+                    recv_cq=cq,
+                    qp_type=ib.QPType.RC,
+                    max_send_wr=1,
+                    max_recv_wr=args.rx_depth,
+                    max_send_sge=1,
+                    max_recv_sge=1,
+                )
+            )
+        )
         qp.to_init(args.ib_port, 0)
 
         # One RecvWR per receive slot, built once and reposted as a chain.
@@ -163,8 +176,7 @@ def run(args) -> int:
         recvs = [ib.RecvWR(RECV_WRID, [sge]) for _ in range(args.rx_depth)]
         qp.post_recv(recvs)
         routs = args.rx_depth
-        send_wr = ib.SendWR(SEND_WRID, [sge], ib.WROpcode.SEND,
-                            ib.SendFlags.SIGNALED)
+        send_wr = ib.SendWR(SEND_WRID, [sge], ib.WROpcode.SEND, ib.SendFlags.SIGNALED)
 
         port_attr = ctx.query_port(args.ib_port)
         if port_attr.link_layer != ib.LinkLayer.ETHERNET and port_attr.lid == 0:
@@ -174,29 +186,39 @@ def run(args) -> int:
         else:
             gid = ib.Gid(bytes(16))
         psn = random.getrandbits(24)
-        print(f"  local address:  LID 0x{port_attr.lid:04x}, QPN 0x{qp.qp_num:06x}, "
-              f"PSN 0x{psn:06x}, GID {gid}", flush=True)
+        print(
+            f"  local address:  LID 0x{port_attr.lid:04x}, QPN 0x{qp.qp_num:06x}, "
+            f"PSN 0x{psn:06x}, GID {gid}",
+            flush=True,
+        )
         my_msg = encode_dest(port_attr.lid, qp.qp_num, psn, gid)
 
         def connect_qp(remote):
             lid, qpn, rpsn, rgid = remote
             info = ib.QPInfo(qpn, rpsn, lid, rgid, args.ib_port, mtu)
-            qp.to_rtr(info, sgid_index=max(args.gid_idx, 0), mtu=mtu,
-                      port=args.ib_port, sl=args.sl, hop_limit=1,
-                      max_dest_rd_atomic=1, min_rnr_timer=12)
+            qp.to_rtr(
+                info,
+                sgid_index=max(args.gid_idx, 0),
+                mtu=mtu,
+                port=args.ib_port,
+                sl=args.sl,
+                hop_limit=1,
+                max_dest_rd_atomic=1,
+                min_rnr_timer=12,
+            )
             qp.to_rts(psn, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1)
 
         if args.servername:
-            remote = client_exchange(args.servername, args.port, my_msg,
-                                     args.connect_timeout)
+            remote = client_exchange(args.servername, args.port, my_msg, args.connect_timeout)
             connect_qp(remote)
         else:
             with server_listen(args.port) as listener:
-                remote = server_exchange(listener, my_msg, connect_qp,
-                                         args.timeout)
+                remote = server_exchange(listener, my_msg, connect_qp, args.timeout)
         lid, qpn, rpsn, rgid = remote
-        print(f"  remote address: LID 0x{lid:04x}, QPN 0x{qpn:06x}, "
-              f"PSN 0x{rpsn:06x}, GID {rgid}", flush=True)
+        print(
+            f"  remote address: LID 0x{lid:04x}, QPN 0x{qpn:06x}, PSN 0x{rpsn:06x}, GID {rgid}",
+            flush=True,
+        )
 
         pending = RECV_WRID
         start = time.perf_counter()
@@ -211,8 +233,8 @@ def run(args) -> int:
             if not wcs:
                 if args.timeout and time.monotonic() - last_progress > args.timeout:
                     raise PingPongError(
-                        f"no completion for {args.timeout} s "
-                        f"(sent {scnt}, received {rcnt})")
+                        f"no completion for {args.timeout} s (sent {scnt}, received {rcnt})"
+                    )
                 continue
             last_progress = time.monotonic()
             for wc in wcs:
@@ -236,41 +258,60 @@ def run(args) -> int:
 
         usec = elapsed * 1e6
         nbytes = args.size * args.iters * 2
-        print(f"{nbytes} bytes in {elapsed:.2f} seconds = "
-              f"{nbytes * 8 / usec:.2f} Mbit/sec")
-        print(f"{args.iters} iters in {elapsed:.2f} seconds = "
-              f"{usec / args.iters:.2f} usec/iter")
+        print(f"{nbytes} bytes in {elapsed:.2f} seconds = {nbytes * 8 / usec:.2f} Mbit/sec")
+        print(f"{args.iters} iters in {elapsed:.2f} seconds = {usec / args.iters:.2f} usec/iter")
     return 0
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
-        description="RC ping-pong, interoperable with ibv_rc_pingpong")
-    p.add_argument("servername", nargs="?",
-                   help="connect to this server (omit to be the server)")
-    p.add_argument("-p", "--port", type=int, default=18515,
-                   help="listen on/connect to TCP port (default 18515)")
+    p = argparse.ArgumentParser(description="RC ping-pong, interoperable with ibv_rc_pingpong")
+    p.add_argument("servername", nargs="?", help="connect to this server (omit to be the server)")
+    p.add_argument(
+        "-p",
+        "--port",
+        type=int,
+        default=18515,
+        help="listen on/connect to TCP port (default 18515)",
+    )
     p.add_argument("-d", "--ib-dev", help="use this IB device (default first)")
-    p.add_argument("-i", "--ib-port", type=int, default=1,
-                   help="use this port of the IB device (default 1)")
-    p.add_argument("-s", "--size", type=int, default=4096,
-                   help="size of the message to exchange (default 4096)")
-    p.add_argument("-m", "--mtu", type=int, default=1024,
-                   help="path MTU in bytes (default 1024)")
-    p.add_argument("-r", "--rx-depth", type=int, default=500,
-                   help="number of receives to post at a time (default 500)")
-    p.add_argument("-n", "--iters", type=int, default=1000,
-                   help="number of exchanges (default 1000)")
-    p.add_argument("-l", "--sl", type=int, default=0,
-                   help="service level value (default 0)")
-    p.add_argument("-g", "--gid-idx", type=int, default=-1,
-                   help="local port GID index (needed on RoCE)")
-    p.add_argument("--timeout", type=float, default=30.0,
-                   help="give up after this many seconds without a client "
-                        "or a completion (0: never; default 30)")
-    p.add_argument("--connect-timeout", type=float, default=10.0,
-                   help="client: keep retrying the TCP connection this long "
-                        "(default 10 s)")
+    p.add_argument(
+        "-i", "--ib-port", type=int, default=1, help="use this port of the IB device (default 1)"
+    )
+    p.add_argument(
+        "-s",
+        "--size",
+        type=int,
+        default=4096,
+        help="size of the message to exchange (default 4096)",
+    )
+    p.add_argument("-m", "--mtu", type=int, default=1024, help="path MTU in bytes (default 1024)")
+    p.add_argument(
+        "-r",
+        "--rx-depth",
+        type=int,
+        default=500,
+        help="number of receives to post at a time (default 500)",
+    )
+    p.add_argument(
+        "-n", "--iters", type=int, default=1000, help="number of exchanges (default 1000)"
+    )
+    p.add_argument("-l", "--sl", type=int, default=0, help="service level value (default 0)")
+    p.add_argument(
+        "-g", "--gid-idx", type=int, default=-1, help="local port GID index (needed on RoCE)"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="give up after this many seconds without a client "
+        "or a completion (0: never; default 30)",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=10.0,
+        help="client: keep retrying the TCP connection this long (default 10 s)",
+    )
     args = p.parse_args(argv)
     if args.size < 1 or args.iters < 1 or args.rx_depth < 2:
         p.error("size and iters must be >= 1, rx-depth >= 2")

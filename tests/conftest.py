@@ -43,8 +43,7 @@ def pytest_collection_modifyitems(config, items):
     if not need or _device_name() is not None:
         return
     if REQUIRE:
-        raise pytest.UsageError(
-            "IBVERBS_REQUIRE_INTEGRATION=1 but no RDMA device is visible")
+        raise pytest.UsageError("IBVERBS_REQUIRE_INTEGRATION=1 but no RDMA device is visible")
     skip = pytest.mark.skip(
         reason="no RDMA device: run `make test` (boots the Soft-RoCE guest) "
         "or set IBVERBS_TEST_DEVICE on a host with an RDMA NIC"

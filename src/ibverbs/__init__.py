@@ -69,8 +69,14 @@ class Device:
 
     __slots__ = ("name", "guid", "node_type", "transport_type", "ibdev_path")
 
-    def __init__(self, name: str, guid: int = 0, node_type: int = 0,
-                 transport_type: int = 0, ibdev_path: str = ""):
+    def __init__(
+        self,
+        name: str,
+        guid: int = 0,
+        node_type: int = 0,
+        transport_type: int = 0,
+        ibdev_path: str = "",
+    ):
         if not isinstance(name, str):
             raise TypeError(f"device name must be a str, not {type(name).__name__}")
         self.name = name
@@ -100,8 +106,7 @@ def get_device_list() -> list[Device]:
     """The RDMA devices of this host (``ibv_get_device_list``); an empty
     list when the kernel has no RDMA support."""
     return [
-        Device(d["name"], d["guid"], d["node_type"], d["transport_type"],
-               d["ibdev_path"])
+        Device(d["name"], d["guid"], d["node_type"], d["transport_type"], d["ibdev_path"])
         for d in _ibverbs._device_list()
     ]
 
@@ -115,13 +120,41 @@ from .helpers import (  # noqa: E402,F401
 )
 
 __all__ = [
-    "AH", "AHAttr", "AsyncEvent", "CQ", "CompChannel", "CompletionError",
-    "Context", "Device", "DeviceAttr", "Gid", "MR", "PD", "PortAttr", "QP",
-    "QPCap", "QPInfo", "QPInitAttr", "RecvWR", "RecvWRChain", "SGE", "SRQ",
-    "SendWR", "SendWRChain",
-    "VerbsError", "WC", "__version__", "connect_rc", "fork_init",
-    "get_device_list", "is_fork_initialized", "library_path",
-    "library_version", "local_qp_info", "optional_verbs", "reg_tensor",
+    "AH",
+    "AHAttr",
+    "AsyncEvent",
+    "CQ",
+    "CompChannel",
+    "CompletionError",
+    "Context",
+    "Device",
+    "DeviceAttr",
+    "Gid",
+    "MR",
+    "PD",
+    "PortAttr",
+    "QP",
+    "QPCap",
+    "QPInfo",
+    "QPInitAttr",
+    "RecvWR",
+    "RecvWRChain",
+    "SGE",
+    "SRQ",
+    "SendWR",
+    "SendWRChain",
+    "VerbsError",
+    "WC",
+    "__version__",
+    "connect_rc",
+    "fork_init",
+    "get_device_list",
+    "is_fork_initialized",
+    "library_path",
+    "library_version",
+    "local_qp_info",
+    "optional_verbs",
+    "reg_tensor",
     "tensor_addr_len",
 ]
 # the connection manager (cm.c; librdmacm is loaded on first use)

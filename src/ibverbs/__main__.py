@@ -54,12 +54,14 @@ def _port_info(ctx, dev: str, port: int) -> dict:
             continue
         if gid.is_zero():
             continue
-        gids.append({
-            "index": i,
-            "gid": str(gid),
-            "type": _gid_type(ctx, dev, port, i),
-            "ndev": _sysfs(dev, port, "gid_attrs", "ndevs", str(i)),
-        })
+        gids.append(
+            {
+                "index": i,
+                "gid": str(gid),
+                "type": _gid_type(ctx, dev, port, i),
+                "ndev": _sysfs(dev, port, "gid_attrs", "ndevs", str(i)),
+            }
+        )
     return {
         "port": port,
         "state": _enum_name(ib.PortState, pa.state),
@@ -99,11 +101,9 @@ def device_info(name: str) -> dict:
 
 
 def _print_text(info: list[dict]) -> None:
-    print(f"ibverbs {ib.__version__}, libibverbs {ib.library_version} "
-          f"({ib.library_path})")
+    print(f"ibverbs {ib.__version__}, libibverbs {ib.library_version} ({ib.library_path})")
     cm_ok, cm_detail = ib._ibverbs._rdmacm_status()
-    print(f"connection manager: {'available' if cm_ok else 'not available'} "
-          f"({cm_detail})")
+    print(f"connection manager: {'available' if cm_ok else 'not available'} ({cm_detail})")
     if not info:
         print("no RDMA devices found")
     for d in info:
@@ -125,8 +125,7 @@ def _print_text(info: list[dict]) -> None:
             print(f"\t\t\tlid:\t\t{p['lid']}")
             for g in p["gids"]:
                 extra = ", ".join(x for x in (g["type"], g["ndev"]) if x)
-                print(f"\t\t\tGID[{g['index']:3}]:\t{g['gid']}"
-                      + (f"  ({extra})" if extra else ""))
+                print(f"\t\t\tGID[{g['index']:3}]:\t{g['gid']}" + (f"  ({extra})" if extra else ""))
 
 
 def _rdmacm_json() -> dict:
@@ -138,10 +137,16 @@ def cmd_info(args) -> int:
     names = [args.device] if args.device else [d.name for d in ib.get_device_list()]
     info = [device_info(n) for n in names]
     if args.json:
-        json.dump({"ibverbs": ib.__version__,
-                   "libibverbs": ib.library_version,
-                   "rdmacm": _rdmacm_json(),
-                   "devices": info}, sys.stdout, indent=2)
+        json.dump(
+            {
+                "ibverbs": ib.__version__,
+                "libibverbs": ib.library_version,
+                "rdmacm": _rdmacm_json(),
+                "devices": info,
+            },
+            sys.stdout,
+            indent=2,
+        )
         print()
     else:
         _print_text(info)

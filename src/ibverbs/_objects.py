@@ -35,11 +35,9 @@ class VerbsError(OSError):
     its text."""
 
     @overload
-    def __init__(self, errno: int, strerror: str,
-                 operation: str | None = None) -> None: ...
+    def __init__(self, errno: int, strerror: str, operation: str | None = None) -> None: ...
     @overload
-    def __init__(self, errno: str, strerror: int,
-                 operation: object = None) -> None: ...
+    def __init__(self, errno: str, strerror: int, operation: object = None) -> None: ...
 
     def __init__(self, errno, strerror, operation=None):
         if isinstance(errno, str) and isinstance(strerror, int):
@@ -106,9 +104,7 @@ class _Record:
         try:
             return self._fields[name]
         except KeyError:
-            raise AttributeError(
-                f"{type(self).__name__} has no attribute {name!r}"
-            ) from None
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}") from None
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is read-only")
@@ -160,8 +156,7 @@ class Gid:
     __slots__ = ("raw",)
     raw: bytes
 
-    def __init__(self, value: Gid | str | bytes | bytearray | memoryview = bytes(16)
-                 ) -> None:
+    def __init__(self, value: Gid | str | bytes | bytearray | memoryview = bytes(16)) -> None:
         if isinstance(value, Gid):
             raw = value.raw
         elif isinstance(value, str):
@@ -172,9 +167,7 @@ class Gid:
         elif isinstance(value, (bytes, bytearray, memoryview)):
             raw = bytes(value)
         else:
-            raise TypeError(
-                f"Gid() takes 16 bytes, IPv6 text or a Gid, not {type(value).__name__}"
-            )
+            raise TypeError(f"Gid() takes 16 bytes, IPv6 text or a Gid, not {type(value).__name__}")
         if len(raw) != 16:
             raise ValueError(f"a GID is 16 bytes, got {len(raw)}")
         object.__setattr__(self, "raw", raw)

@@ -164,8 +164,11 @@ class _ChannelWatch(_FdWatch):
                 cq.ack_events(n)  # one ibv_ack_cq_events per CQ and wakeup
             except Exception as e:  # noqa: BLE001 - e.g. closed meanwhile
                 error = error or e
-        wake = ([e for e in self.waiters.values()] if error is not None
-                else [self.waiters[k] for k in got if k in self.waiters])
+        wake = (
+            [e for e in self.waiters.values()]
+            if error is not None
+            else [self.waiters[k] for k in got if k in self.waiters]
+        )
         for _, futs in wake:
             for fut in list(futs):
                 if not fut.done():
@@ -224,8 +227,7 @@ def _take_leftover(cq: CQ, n: int) -> list[WC]:
 
 def _check_num(num_entries: int) -> None:
     if isinstance(num_entries, bool) or not isinstance(num_entries, int):
-        raise TypeError(
-            f"num_entries must be an int, not {type(num_entries).__name__}")
+        raise TypeError(f"num_entries must be an int, not {type(num_entries).__name__}")
     if num_entries < 1:
         raise ValueError(f"num_entries must be >= 1, got {num_entries}")
 
@@ -245,8 +247,10 @@ async def poll(cq: CQ, num_entries: int = 16) -> list[WC]:
         return wcs
     channel = cq.channel
     if channel is None:
-        raise ValueError("aio.poll needs a CQ created with a CompChannel "
-                         "(ctx.create_cq(n, channel=ctx.create_comp_channel()))")
+        raise ValueError(
+            "aio.poll needs a CQ created with a CompChannel "
+            "(ctx.create_cq(n, channel=ctx.create_comp_channel()))"
+        )
     loop = _loop()
     while True:
         cq.req_notify()

@@ -35,8 +35,15 @@ if TYPE_CHECKING:
     from ._ibverbs import CQ, PD, QP, Context
 
 __all__ = [
-    "Store", "RemoteMR", "allgather", "barrier", "connect_mesh",
-    "exchange_mr", "pick_gid_index", "torch_store", "DEFAULT_TIMEOUT",
+    "Store",
+    "RemoteMR",
+    "allgather",
+    "barrier",
+    "connect_mesh",
+    "exchange_mr",
+    "pick_gid_index",
+    "torch_store",
+    "DEFAULT_TIMEOUT",
 ]
 
 log = logging.getLogger("ibverbs.bootstrap")
@@ -44,8 +51,7 @@ log = logging.getLogger("ibverbs.bootstrap")
 #: Seconds a collective waits for the other ranks before TimeoutError.
 DEFAULT_TIMEOUT = 300.0
 
-_DEFAULT_ACCESS = (AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE
-                   | AccessFlags.REMOTE_READ)
+_DEFAULT_ACCESS = AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_READ
 
 
 class Store(Protocol):
@@ -90,8 +96,15 @@ def _ranks_text(ranks: list[int]) -> str:
     return ", ".join(map(str, ranks))
 
 
-def _exchange(store: Store, rank: int, world_size: int, data: bytes | None,
-              prefix: str, timeout: float, what: str) -> tuple[str, int]:
+def _exchange(
+    store: Store,
+    rank: int,
+    world_size: int,
+    data: bytes | None,
+    prefix: str,
+    timeout: float,
+    what: str,
+) -> tuple[str, int]:
     """Publish ``data`` (unless None) for this rank in a new generation and
     wait until all ranks have arrived.  Returns (key base, generation)."""
     _check_group(rank, world_size)
@@ -112,20 +125,26 @@ def _exchange(store: Store, rank: int, world_size: int, data: bytes | None,
     while store.add(count_key, 0) < world_size:
         now = time.monotonic()
         if now >= deadline:
-            missing = [r for r in range(world_size)
-                       if store.add(f"{base}/in/{r}", 0) == 0]
+            missing = [r for r in range(world_size) if store.add(f"{base}/in/{r}", 0) == 0]
             raise TimeoutError(
                 f"{what}: rank {rank} of {world_size} waited {timeout:g} s in "
                 f"generation {gen} of prefix {prefix!r}; rank(s) "
-                f"{_ranks_text(missing)} never arrived")
+                f"{_ranks_text(missing)} never arrived"
+            )
         time.sleep(min(pause, deadline - now))
         pause = min(pause * 2, 0.02)
     return base, gen
 
 
-def allgather(store: Store, rank: int, world_size: int, data: bytes, *,
-              prefix: str = "ibverbs", timeout: float = DEFAULT_TIMEOUT
-              ) -> list[bytes]:
+def allgather(
+    store: Store,
+    rank: int,
+    world_size: int,
+    data: bytes,
+    *,
+    prefix: str = "ibverbs",
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[bytes]:
     """Every rank's ``data``, indexed by rank, on every rank.
 
     ``TimeoutError`` after ``timeout`` seconds names the ranks that never
@@ -134,37 +153,52 @@ def allgather(store: Store, rank: int, world_size: int, data: bytes, *,
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
-    base, _ = _exchange(store, rank, world_size, bytes(data), prefix, timeout,
-                        "allgather")
+    base, _ = _exchange(store, rank, world_size, bytes(data), prefix, timeout, "allgather")
     return [bytes(store.get(f"{base}/data/{r}")) for r in range(world_size)]
 
 
-def barrier(store: Store, rank: int, world_size: int, *,
-            prefix: str = "ibverbs", timeout: float = DEFAULT_TIMEOUT) -> None:
+def barrier(
+    store: Store,
+    rank: int,
+    world_size: int,
+    *,
+    prefix: str = "ibverbs",
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
     """Return once every rank has called it; ``TimeoutError`` (naming the
     ranks that did not) after ``timeout`` seconds."""
     _exchange(store, rank, world_size, None, prefix, timeout, "barrier")
 
 
-def exchange_mr(store: Store, rank: int, world_size: int, mr: Any, *,
-                prefix: str = "ibverbs", timeout: float = DEFAULT_TIMEOUT
-                ) -> list[RemoteMR]:
+def exchange_mr(
+    store: Store,
+    rank: int,
+    world_size: int,
+    mr: Any,
+    *,
+    prefix: str = "ibverbs",
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[RemoteMR]:
     """``RemoteMR(addr, length, rkey)`` of every rank's ``mr`` (an ``MR``,
     an ``ibverbs.cuda.GpuMR`` or anything with those three attributes),
     indexed by rank."""
     try:
         mine = _REMOTE_MR.pack(int(mr.addr), int(mr.length), int(mr.rkey))
     except AttributeError:
-        raise TypeError("mr must have addr, length and rkey (an MR or a GpuMR), "
-                        f"not {type(mr).__name__}") from None
+        raise TypeError(
+            f"mr must have addr, length and rkey (an MR or a GpuMR), not {type(mr).__name__}"
+        ) from None
     except struct.error as e:
         raise ValueError(f"mr: {e}") from None
     out = []
-    for r, blob in enumerate(allgather(store, rank, world_size, mine,
-                                       prefix=prefix, timeout=timeout)):
+    for r, blob in enumerate(
+        allgather(store, rank, world_size, mine, prefix=prefix, timeout=timeout)
+    ):
         if len(blob) != _REMOTE_MR.size:
-            raise ValueError(f"exchange_mr: rank {r} sent {len(blob)} bytes, "
-                             f"not a {_REMOTE_MR.size}-byte MR record")
+            raise ValueError(
+                f"exchange_mr: rank {r} sent {len(blob)} bytes, "
+                f"not a {_REMOTE_MR.size}-byte MR record"
+            )
         out.append(RemoteMR(*_REMOTE_MR.unpack(blob)))
     return out
 
@@ -172,6 +206,7 @@ def exchange_mr(store: Store, rank: int, world_size: int, mr: Any, *,
 # ---------------------------------------------------------------------------
 # The full mesh of RC QPs
 # ---------------------------------------------------------------------------
+
 
 def _gid_type(ctx: Context, port: int, index: int) -> int | None:
     try:  # VerbsError(EOPNOTSUPP) when libibverbs lacks ibv_query_gid_ex
@@ -184,8 +219,7 @@ def _gid_type(ctx: Context, port: int, index: int) -> int | None:
             text = f.read().strip()
     except OSError:
         return None
-    return {"IB/RoCE v1": int(GIDType.ROCE_V1),
-            "RoCE v2": int(GIDType.ROCE_V2)}.get(text)
+    return {"IB/RoCE v1": int(GIDType.ROCE_V1), "RoCE v2": int(GIDType.ROCE_V2)}.get(text)
 
 
 _V4_MAPPED = bytes(10) + b"\xff\xff"
@@ -210,15 +244,25 @@ def pick_gid_index(ctx: Context, port: int = 1) -> int | None:
             return i
     raise ValueError(
         f"{ctx.name} port {port} has no RoCE v2 GID with an IPv4 address "
-        "(give the netdev an IPv4 address, or pass gid_index)")
+        "(give the netdev an IPv4 address, or pass gid_index)"
+    )
 
 
-def connect_mesh(store: Store, rank: int, world_size: int, pd: PD, *,
-                 send_cq: CQ, recv_cq: CQ | None = None, port: int = 1,
-                 gid_index: int | None = None, access: int = _DEFAULT_ACCESS,
-                 qp_init: Mapping[str, Any] | None = None,
-                 prefix: str = "ibverbs", timeout: float = DEFAULT_TIMEOUT
-                 ) -> dict[int, QP]:
+def connect_mesh(
+    store: Store,
+    rank: int,
+    world_size: int,
+    pd: PD,
+    *,
+    send_cq: CQ,
+    recv_cq: CQ | None = None,
+    port: int = 1,
+    gid_index: int | None = None,
+    access: int = _DEFAULT_ACCESS,
+    qp_init: Mapping[str, Any] | None = None,
+    prefix: str = "ibverbs",
+    timeout: float = DEFAULT_TIMEOUT,
+) -> dict[int, QP]:
     """One RC QP per peer, connected: ``{peer_rank: QP}``.
 
     Each rank creates ``world_size - 1`` QPs on ``pd`` (``send_cq``, and
@@ -237,11 +281,15 @@ def connect_mesh(store: Store, rank: int, world_size: int, pd: PD, *,
     if gid_index is None:
         gid_index = pick_gid_index(ctx, port)
         if gid_index is None:
-            log.info("connect_mesh: %s port %d is InfiniBand: addressing by LID",
-                     ctx.name, port)
+            log.info("connect_mesh: %s port %d is InfiniBand: addressing by LID", ctx.name, port)
         else:
-            log.info("connect_mesh: %s port %d: RoCE v2 IPv4 GID index %d (%s)",
-                     ctx.name, port, gid_index, ctx.query_gid(port, gid_index))
+            log.info(
+                "connect_mesh: %s port %d: RoCE v2 IPv4 GID index %d (%s)",
+                ctx.name,
+                port,
+                gid_index,
+                ctx.query_gid(port, gid_index),
+            )
     port_attr = ctx.query_port(port)
     if gid_index is None:
         gid, sgid_index = Gid(bytes(16)), 0
@@ -259,26 +307,31 @@ def connect_mesh(store: Store, rank: int, world_size: int, pd: PD, *,
             if peer == rank:
                 mine.append(empty)
                 continue
-            qp = pd.create_qp(QPInitAttr(
-                send_cq=send_cq, recv_cq=recv_cq if recv_cq is not None else send_cq,
-                qp_type=QPType.RC, **init))
+            qp = pd.create_qp(
+                QPInitAttr(
+                    send_cq=send_cq,
+                    recv_cq=recv_cq if recv_cq is not None else send_cq,
+                    qp_type=QPType.RC,
+                    **init,
+                )
+            )
             qps[peer] = qp
-            info = local_qp_info(qp, port_attr, gid, port=port,
-                                 psn=random.getrandbits(24))
+            info = local_qp_info(qp, port_attr, gid, port=port, psn=random.getrandbits(24))
             mine.append(info.to_bytes())
-        blobs = allgather(store, rank, world_size, b"".join(mine),
-                          prefix=prefix, timeout=timeout)
+        blobs = allgather(store, rank, world_size, b"".join(mine), prefix=prefix, timeout=timeout)
         size = QPInfo.WIRE_SIZE
         for peer, qp in qps.items():
             blob = blobs[peer]
             if len(blob) != size * world_size:
                 raise ValueError(
                     f"connect_mesh: rank {peer} sent {len(blob)} bytes, not "
-                    f"{world_size} QPInfo records (a different world_size?)")
-            remote = QPInfo.from_bytes(blob[rank * size:(rank + 1) * size])
+                    f"{world_size} QPInfo records (a different world_size?)"
+                )
+            remote = QPInfo.from_bytes(blob[rank * size : (rank + 1) * size])
             local_psn = QPInfo.from_bytes(mine[peer]).psn
-            connect_rc(qp, remote, port=port, sgid_index=sgid_index,
-                       access=access, local_psn=local_psn)
+            connect_rc(
+                qp, remote, port=port, sgid_index=sgid_index, access=access, local_psn=local_psn
+            )
         barrier(store, rank, world_size, prefix=prefix, timeout=timeout)
     except BaseException:
         for qp in qps.values():
@@ -294,6 +347,7 @@ def connect_mesh(store: Store, rank: int, world_size: int, pd: PD, *,
 # torchrun
 # ---------------------------------------------------------------------------
 
+
 def torch_store(*, timeout: float = DEFAULT_TIMEOUT) -> tuple[Any, int, int]:
     """``(store, rank, world_size)`` for a process started by torchrun (or
     with ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` set).
@@ -306,8 +360,9 @@ def torch_store(*, timeout: float = DEFAULT_TIMEOUT) -> tuple[Any, int, int]:
     try:
         import torch.distributed as dist
     except ImportError:
-        raise ImportError("ibverbs.bootstrap.torch_store needs torch: "
-                          "pip install 'ibverbs[torch]'") from None
+        raise ImportError(
+            "ibverbs.bootstrap.torch_store needs torch: pip install 'ibverbs[torch]'"
+        ) from None
     from datetime import timedelta
 
     if not dist.is_available():
@@ -315,16 +370,16 @@ def torch_store(*, timeout: float = DEFAULT_TIMEOUT) -> tuple[Any, int, int]:
     if dist.is_initialized():
         from torch.distributed import distributed_c10d
 
-        return (distributed_c10d._get_default_store(), dist.get_rank(),
-                dist.get_world_size())
-    missing = [k for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-               if k not in os.environ]
+        return (distributed_c10d._get_default_store(), dist.get_rank(), dist.get_world_size())
+    missing = [
+        k for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ
+    ]
     if missing:
         raise RuntimeError(
             f"torch_store: {', '.join(missing)} not set (run under torchrun, "
-            "or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)")
+            "or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)"
+        )
     from torch.distributed.rendezvous import rendezvous
 
-    store, rank, world_size = next(iter(rendezvous(
-        "env://", timeout=timedelta(seconds=timeout))))
+    store, rank, world_size = next(iter(rendezvous("env://", timeout=timedelta(seconds=timeout))))
     return store, rank, world_size

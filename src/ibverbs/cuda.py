@@ -117,10 +117,8 @@ _FALLBACK_ERRORS = {
     3: ("CUDA_ERROR_NOT_INITIALIZED", "initialization error"),
     4: ("CUDA_ERROR_DEINITIALIZED", "driver shutting down"),
     34: ("CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"),
-    36: ("CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER",
-         "API call requires a newer CUDA driver"),
-    46: ("CUDA_ERROR_DEVICE_UNAVAILABLE",
-         "CUDA-capable device(s) is/are busy or unavailable"),
+    36: ("CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER", "API call requires a newer CUDA driver"),
+    46: ("CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA-capable device(s) is/are busy or unavailable"),
     100: ("CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"),
     101: ("CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"),
     201: ("CUDA_ERROR_INVALID_CONTEXT", "invalid device context"),
@@ -168,14 +166,12 @@ class GpuDirectError(VerbsError):
     ``(path, reason)`` pairs, e.g. ``("dma-buf", "...EOPNOTSUPP...")``.
     """
 
-    def __init__(self, errno, strerror, operation="register_tensor",
-                 attempts=()):
+    def __init__(self, errno, strerror, operation="register_tensor", attempts=()):
         super().__init__(errno, strerror, operation)
         self.attempts = tuple(attempts)
 
     def __reduce__(self):
-        return (type(self),
-                (self.errno, self.strerror, self.operation, self.attempts))
+        return (type(self), (self.errno, self.strerror, self.operation, self.attempts))
 
 
 def _closed_error():
@@ -209,8 +205,7 @@ _SIGNATURES = {
     "cuCtxPushCurrent_v2": (_c_void_p,),
     "cuCtxPopCurrent_v2": (_P(_c_void_p),),
     "cuPointerGetAttribute": (_c_void_p, _c_int, _c_u64),
-    "cuMemGetHandleForAddressRange":
-        (_c_void_p, _c_u64, _c_size_t, _c_int, ctypes.c_ulonglong),
+    "cuMemGetHandleForAddressRange": (_c_void_p, _c_u64, _c_size_t, _c_int, ctypes.c_ulonglong),
     "cuFlushGPUDirectRDMAWrites": (_c_int, _c_int),
 }
 
@@ -230,12 +225,13 @@ class _Driver:
             self.lib = ctypes.CDLL(path)
         except OSError as e:
             if path == _DEFAULT_LIBCUDA:
-                why = ("is the NVIDIA driver installed? libcuda.so.1 comes "
-                       "with the driver, not with the CUDA toolkit")
+                why = (
+                    "is the NVIDIA driver installed? libcuda.so.1 comes "
+                    "with the driver, not with the CUDA toolkit"
+                )
             else:
                 why = "IBVERBS_LIBCUDA names it"
-            raise CudaError(None, None, f"cannot load {path} ({why}): {e}",
-                            "dlopen") from None
+            raise CudaError(None, None, f"cannot load {path} ({why}): {e}", "dlopen") from None
         self._fns = {}
 
     def fn(self, name):
@@ -259,14 +255,17 @@ class _Driver:
         if f is None:
             since = _SINCE.get(name)
             need = f" (added in {since})" if since else ""
-            raise CudaError(None, None,
-                            f"{self.path} does not export {name}{need}; "
-                            f"the NVIDIA driver is too old{self._version()}",
-                            name)
+            raise CudaError(
+                None,
+                None,
+                f"{self.path} does not export {name}{need}; "
+                f"the NVIDIA driver is too old{self._version()}",
+                name,
+            )
         return f
 
     def _version(self):
-        """", which supports CUDA X.Y" from cuDriverGetVersion, or ""."""
+        """ ", which supports CUDA X.Y" from cuDriverGetVersion, or ""."""
         f = self.fn("cuDriverGetVersion")
         v = _c_int()
         if f is None or f(ctypes.byref(v)) != 0:
@@ -291,8 +290,10 @@ class _Driver:
         if f is not None and f(code, ctypes.byref(s)) == 0 and s.value:
             text = s.value.decode("utf-8", "replace")
         if code == _CUDA_ERROR_STUB_LIBRARY:
-            text += (f" ({self.path} is the CUDA toolkit's stub; the NVIDIA "
-                     "driver's libcuda.so.1 must come first on the library path)")
+            text += (
+                f" ({self.path} is the CUDA toolkit's stub; the NVIDIA "
+                "driver's libcuda.so.1 must come first on the library path)"
+            )
         return CudaError(code, name, text, operation)
 
     def attribute(self, attr, device):
@@ -402,7 +403,8 @@ def _tensor_range(tensor):
     except TypeError:
         raise TypeError(
             "register_tensor() takes a CUDA tensor (torch-like, or with "
-            f"__cuda_array_interface__), not {type(tensor).__name__}") from None
+            f"__cuda_array_interface__), not {type(tensor).__name__}"
+        ) from None
     raise ValueError(f"not CUDA memory ({type(tensor).__name__}): {_HOST_HINT}")
 
 
@@ -416,8 +418,7 @@ def tensor_ptr_len(tensor: Any) -> tuple[int, int]:
     if callable(data_ptr):
         is_contiguous = getattr(tensor, "is_contiguous", None)
         if callable(is_contiguous) and not is_contiguous():
-            raise ValueError("tensor is not contiguous: register a "
-                             ".contiguous() copy")
+            raise ValueError("tensor is not contiguous: register a .contiguous() copy")
         numel = getattr(tensor, "numel", None)
         element_size = getattr(tensor, "element_size", None)
         if callable(numel) and callable(element_size):
@@ -425,15 +426,19 @@ def tensor_ptr_len(tensor: Any) -> tuple[int, int]:
         elif isinstance(getattr(tensor, "nbytes", None), int):
             nbytes = tensor.nbytes
         else:
-            raise TypeError(f"cannot tell the size of {type(tensor).__name__} "
-                            "(no numel()/element_size() or nbytes)")
+            raise TypeError(
+                f"cannot tell the size of {type(tensor).__name__} "
+                "(no numel()/element_size() or nbytes)"
+            )
         return int(data_ptr()), int(nbytes)
     cai = getattr(tensor, "__cuda_array_interface__", None)
     if cai is not None:
         ptr, nbytes, _ = _cai_range(cai)
         return ptr, nbytes
-    raise TypeError("expected a tensor exposing data_ptr() or "
-                    f"__cuda_array_interface__, not {type(tensor).__name__}")
+    raise TypeError(
+        "expected a tensor exposing data_ptr() or "
+        f"__cuda_array_interface__, not {type(tensor).__name__}"
+    )
 
 
 def _cai_range(cai):
@@ -457,7 +462,8 @@ def _cai_range(cai):
             if n != 1 and st != expected:
                 raise ValueError(
                     f"array is not C-contiguous (shape {shape}, strides "
-                    f"{tuple(strides)}): register a contiguous copy")
+                    f"{tuple(strides)}): register a contiguous copy"
+                )
             expected *= n
     return ptr, count * itemsize, None
 
@@ -469,19 +475,24 @@ def _device_ordinal(drv, ptr):
     f = drv.require("cuPointerGetAttribute")
     rc = f(ctypes.byref(memtype), _CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr)
     if rc == _CUDA_ERROR_INVALID_VALUE:
-        raise ValueError(f"address {ptr:#x} is not CUDA memory "
-                         f"(cuPointerGetAttribute: CUDA_ERROR_INVALID_VALUE): "
-                         f"{_HOST_HINT}")
+        raise ValueError(
+            f"address {ptr:#x} is not CUDA memory "
+            f"(cuPointerGetAttribute: CUDA_ERROR_INVALID_VALUE): "
+            f"{_HOST_HINT}"
+        )
     if rc != 0:
         raise drv.error(rc, "cuPointerGetAttribute")
     if memtype.value != _CU_MEMORYTYPE_DEVICE:
-        kind = {_CU_MEMORYTYPE_HOST: "host", _CU_MEMORYTYPE_ARRAY: "a CUDA array",
-                _CU_MEMORYTYPE_UNIFIED: "unified"}.get(memtype.value, "not device")
-        raise ValueError(f"address {ptr:#x} is {kind} memory, not device "
-                         f"memory: {_HOST_HINT}")
+        kind = {
+            _CU_MEMORYTYPE_HOST: "host",
+            _CU_MEMORYTYPE_ARRAY: "a CUDA array",
+            _CU_MEMORYTYPE_UNIFIED: "unified",
+        }.get(memtype.value, "not device")
+        raise ValueError(f"address {ptr:#x} is {kind} memory, not device memory: {_HOST_HINT}")
     ordinal = _c_int()
-    drv.call("cuPointerGetAttribute", ctypes.byref(ordinal),
-             _CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+    drv.call(
+        "cuPointerGetAttribute", ctypes.byref(ordinal), _CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr
+    )
     return ordinal.value
 
 
@@ -498,18 +509,19 @@ def dmabuf_fd(ptr: int, length: int) -> int:
     length = operator.index(length)
     page = os.sysconf("SC_PAGE_SIZE")
     if ptr <= 0 or ptr % page:
-        raise ValueError(f"ptr must be a positive, page-aligned device "
-                         f"address (page size {page}), got {ptr:#x}")
+        raise ValueError(
+            f"ptr must be a positive, page-aligned device address (page size {page}), got {ptr:#x}"
+        )
     if length <= 0 or length % page:
-        raise ValueError(f"length must be positive and page-aligned (a "
-                         f"multiple of {page}), got {length}")
+        raise ValueError(
+            f"length must be positive and page-aligned (a multiple of {page}), got {length}"
+        )
     drv = _driver()
     export = drv.require("cuMemGetHandleForAddressRange")
     device = _device_ordinal(drv, ptr)
     fd = _c_int(-1)
     with _device_context(drv, device):
-        rc = export(ctypes.byref(fd), ptr, length,
-                    _CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)
+        rc = export(ctypes.byref(fd), ptr, length, _CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)
     if rc != 0:
         raise drv.error(rc, "cuMemGetHandleForAddressRange")
     return fd.value
@@ -559,8 +571,9 @@ def _peermem_state():
         return f"{module} exists"
     root = os.environ.get("IBVERBS_SYSFS_ROOT") or "/sys"
     looked = ", ".join(os.path.join(root, p) for p in _PEERMEM_PATHS)
-    return (f"no peer-memory kernel module is loaded (none of {looked} "
-            "exists; modprobe nvidia_peermem)")
+    return (
+        f"no peer-memory kernel module is loaded (none of {looked} exists; modprobe nvidia_peermem)"
+    )
 
 
 def _export_hint(e):
@@ -568,9 +581,11 @@ def _export_hint(e):
     if code == _CUDA_ERROR_NOT_SUPPORTED:
         return "; this driver or kernel cannot export dma-bufs"
     if code == _CUDA_ERROR_INVALID_VALUE:
-        return ("; the allocation cannot be exported as a dma-buf (torch: set "
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA "
-                "initializes)")
+        return (
+            "; the allocation cannot be exported as a dma-buf (torch: set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA "
+            "initializes)"
+        )
     return ""
 
 
@@ -615,8 +630,10 @@ def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
     drv = _driver()
     ordinal = _device_ordinal(drv, ptr)
     if index is not None and index != ordinal:
-        raise ValueError(f"tensor says device cuda:{index}, but the driver "
-                         f"places address {ptr:#x} on device {ordinal}")
+        raise ValueError(
+            f"tensor says device cuda:{index}, but the driver "
+            f"places address {ptr:#x} on device {ordinal}"
+        )
 
     attempts = []
     try:
@@ -626,8 +643,7 @@ def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
     else:
         try:
             reg = pd.reg_dmabuf_mr
-            mr = reg(ptr - start, length, ptr, fd, access,
-                     **_owner_kw(pd, reg, tensor))
+            mr = reg(ptr - start, length, ptr, fd, access, **_owner_kw(pd, reg, tensor))
         except VerbsError as e:
             if e.errno not in _DMABUF_UNSUPPORTED_ERRNOS:
                 raise
@@ -641,16 +657,15 @@ def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
         mr = pd.reg_mr(ptr, length, access, **_owner_kw(pd, pd.reg_mr, tensor))
     except OSError as e:
         attempts.append(("peer memory", f"{_peermem_state()}; {e}"))
-        raise GpuDirectError(e.errno or _errno.EOPNOTSUPP,
-                             _failure(ptr, length, attempts),
-                             attempts=attempts) from e
+        raise GpuDirectError(
+            e.errno or _errno.EOPNOTSUPP, _failure(ptr, length, attempts), attempts=attempts
+        ) from e
     return GpuMR(mr, ptr, length, tensor, path="peermem", device=ordinal)
 
 
 def _failure(ptr, length, attempts):
     tried = "; ".join(f"{path}: {why}" for path, why in attempts)
-    return (f"cannot register CUDA memory [{ptr:#x}, +{length}) for RDMA: "
-            f"{tried}")
+    return f"cannot register CUDA memory [{ptr:#x}, +{length}) for RDMA: {tried}"
 
 
 class GpuMR:
@@ -670,11 +685,18 @@ class GpuMR:
 
     # The MR retains the tensor too (its owner), so the memory outlives the
     # registration even when only gmr.mr is kept.
-    __slots__ = ("_mr", "_tensor", "_addr", "_length", "_path", "_device",
-                 "_closed", "__weakref__")
+    __slots__ = ("_mr", "_tensor", "_addr", "_length", "_path", "_device", "_closed", "__weakref__")
 
-    def __init__(self, mr: Any, addr: int, length: int, tensor: Any = None, *,
-                 path: str | None = None, device: int | None = None) -> None:
+    def __init__(
+        self,
+        mr: Any,
+        addr: int,
+        length: int,
+        tensor: Any = None,
+        *,
+        path: str | None = None,
+        device: int | None = None,
+    ) -> None:
         self._mr = mr
         self._tensor = tensor
         self._addr = operator.index(addr)
@@ -734,8 +756,7 @@ class GpuMR:
         self._check()
         offset = operator.index(offset)
         if offset < 0 or offset > self._length:
-            raise ValueError(f"offset {offset} is outside the "
-                             f"{self._length}-byte region")
+            raise ValueError(f"offset {offset} is outside the {self._length}-byte region")
         if length is None:
             length = self._length - offset
         else:
@@ -743,13 +764,17 @@ class GpuMR:
             if length < 0:
                 raise ValueError(f"negative SGE length {length}")
         if offset + length > self._length:
-            raise ValueError(f"SGE of {length} bytes at offset {offset} "
-                             f"exceeds the {self._length}-byte region "
-                             f"(runs past its end)")
+            raise ValueError(
+                f"SGE of {length} bytes at offset {offset} "
+                f"exceeds the {self._length}-byte region "
+                f"(runs past its end)"
+            )
         if length > 0xFFFFFFFF:
-            raise ValueError(f"an SGE carries at most 2**32 - 1 bytes, not "
-                             f"{length}: split the transfer into several SGEs "
-                             f"(sge(length, offset) for each piece)")
+            raise ValueError(
+                f"an SGE carries at most 2**32 - 1 bytes, not "
+                f"{length}: split the transfer into several SGEs "
+                f"(sge(length, offset) for each piece)"
+            )
         addr = self._addr + offset
         mr = self._mr
         if isinstance(mr, MR) and mr.addr <= addr and addr + length <= mr.addr + mr.length:
@@ -775,8 +800,9 @@ class GpuMR:
         if self._closed:
             return "<ibverbs.cuda.GpuMR closed>"
         device = "" if self._device is None else f" device=cuda:{self._device}"
-        return (f"<ibverbs.cuda.GpuMR {self._path} addr={self._addr:#x} "
-                f"length={self._length}{device}>")
+        return (
+            f"<ibverbs.cuda.GpuMR {self._path} addr={self._addr:#x} length={self._length}{device}>"
+        )
 
 
 # --------------------------------------------------------------------------
@@ -824,13 +850,17 @@ def flush_gpudirect_writes(*, all_devices: bool = False) -> bool:
     drv = _driver()
     device = _current_device(drv)
     if device is None:
-        raise CudaError(_CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
-                        "no current CUDA context on this thread: make the "
-                        "destination device current first (torch: "
-                        "with torch.cuda.device(dst.device): ...)",
-                        "cuCtxGetCurrent")
+        raise CudaError(
+            _CUDA_ERROR_INVALID_CONTEXT,
+            "CUDA_ERROR_INVALID_CONTEXT",
+            "no current CUDA context on this thread: make the "
+            "destination device current first (torch: "
+            "with torch.cuda.device(dst.device): ...)",
+            "cuCtxGetCurrent",
+        )
     ordering = _device_attribute_or_zero(
-        drv, _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING, device)
+        drv, _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING, device
+    )
     if all_devices:
         needed = _CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES
         scope = _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES
@@ -840,9 +870,11 @@ def flush_gpudirect_writes(*, all_devices: bool = False) -> bool:
     if ordering >= needed:
         return False
     options = _device_attribute_or_zero(
-        drv, _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS, device)
+        drv, _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS, device
+    )
     if not options & _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST:
         return False
-    drv.call("cuFlushGPUDirectRDMAWrites",
-             _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX, scope)
+    drv.call(
+        "cuFlushGPUDirectRDMAWrites", _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX, scope
+    )
     return True

@@ -71,20 +71,16 @@ class QPInfo:
         self.gid = Gid(self.gid).raw
 
     def to_bytes(self) -> bytes:
-        return _WIRE.pack(self.qp_num, self.psn, self.lid, self.gid,
-                          self.port, int(self.mtu))
+        return _WIRE.pack(self.qp_num, self.psn, self.lid, self.gid, self.port, int(self.mtu))
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> QPInfo:
         """Parse ``to_bytes()`` output; ValueError for anything else."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise ValueError(
-                f"QPInfo.from_bytes() takes bytes, not {type(data).__name__}")
+            raise ValueError(f"QPInfo.from_bytes() takes bytes, not {type(data).__name__}")
         data = bytes(data)
         if len(data) != _WIRE.size:
-            raise ValueError(
-                f"a QPInfo record must be exactly {_WIRE.size} bytes, got "
-                f"{len(data)}")
+            raise ValueError(f"a QPInfo record must be exactly {_WIRE.size} bytes, got {len(data)}")
         qp_num, psn, lid, gid, port, mtu = _WIRE.unpack(data)
         try:
             return cls(qp_num, psn, lid, gid, port, mtu)
@@ -92,21 +88,31 @@ class QPInfo:
             raise ValueError(f"malformed QPInfo record: {e}") from None
 
 
-def local_qp_info(qp: QP, port_attr: PortAttr, gid: Gid | bytes, *, port: int,
-                  psn: int = 0) -> QPInfo:
+def local_qp_info(
+    qp: QP, port_attr: PortAttr, gid: Gid | bytes, *, port: int, psn: int = 0
+) -> QPInfo:
     """The QPInfo to send to a peer for ``qp`` on ``port``: LID and active
     MTU from ``port_attr`` (``Context.query_port(port)``), ``gid`` from
     ``Context.query_gid(port, index)`` (stored as its 16 raw bytes)."""
-    return QPInfo(qp.qp_num, psn, port_attr.lid, Gid(gid).raw, port,
-                  port_attr.active_mtu)
+    return QPInfo(qp.qp_num, psn, port_attr.lid, Gid(gid).raw, port, port_attr.active_mtu)
 
 
-_RTR_KEYS = frozenset({"max_dest_rd_atomic", "min_rnr_timer", "hop_limit", "sl",
-                       "traffic_class", "flow_label"})
+_RTR_KEYS = frozenset(
+    {"max_dest_rd_atomic", "min_rnr_timer", "hop_limit", "sl", "traffic_class", "flow_label"}
+)
 
 
-def connect_rc(qp: QP, remote: QPInfo, *, port: int, sgid_index: int, access: int,
-               local_psn: int = 0, mtu: int | None = None, **rts_kwargs: int) -> None:
+def connect_rc(
+    qp: QP,
+    remote: QPInfo,
+    *,
+    port: int,
+    sgid_index: int,
+    access: int,
+    local_psn: int = 0,
+    mtu: int | None = None,
+    **rts_kwargs: int,
+) -> None:
     """Connect ``qp`` (RC or UC, in RESET) to ``remote``: RESET -> INIT
     (``access`` as its remote access flags) -> RTR -> RTS.
 
@@ -132,11 +138,9 @@ def connect_rc(qp: QP, remote: QPInfo, *, port: int, sgid_index: int, access: in
 # Tensors and buffers
 # ---------------------------------------------------------------------------
 
-_WRITABLE_ACCESS = (AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE
-                    | AccessFlags.REMOTE_ATOMIC)
+_WRITABLE_ACCESS = AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC
 
-_GPU_HINT = ("register GPU memory with ibverbs.cuda.register_tensor(pd, tensor, "
-             "access)")
+_GPU_HINT = "register GPU memory with ibverbs.cuda.register_tensor(pd, tensor, access)"
 
 
 class _Mem:
@@ -180,8 +184,9 @@ def _from_array_interface(obj, ai, device) -> _Mem:
     except (TypeError, KeyError, IndexError):
         contiguous = _c_contiguous(shape, ai.get("strides"), itemsize)
     if nbytes and not contiguous:
-        raise ValueError("the array is not C-contiguous: register a contiguous "
-                         "copy (numpy.ascontiguousarray)")
+        raise ValueError(
+            "the array is not C-contiguous: register a contiguous copy (numpy.ascontiguousarray)"
+        )
     return _Mem(int(addr or 0), int(nbytes), bool(readonly), device, obj)
 
 
@@ -191,8 +196,7 @@ def _from_torch(t) -> _Mem:
         device = "cuda" if getattr(t, "is_cuda", False) else "cpu"
     nbytes = int(t.numel()) * int(t.element_size())
     if nbytes and not t.is_contiguous():
-        raise ValueError("the tensor is not contiguous: register "
-                         "tensor.contiguous() instead")
+        raise ValueError("the tensor is not contiguous: register tensor.contiguous() instead")
     return _Mem(int(t.data_ptr()), nbytes, False, str(device), t)
 
 
@@ -202,7 +206,8 @@ def _from_buffer(obj) -> _Mem:
     except TypeError:
         raise TypeError(
             "expected a numpy array, a torch tensor, bytes, bytearray or "
-            f"another buffer object, not {type(obj).__name__}") from None
+            f"another buffer object, not {type(obj).__name__}"
+        ) from None
     nbytes = view.nbytes
     if nbytes and not view.c_contiguous:
         view.release()
@@ -216,7 +221,8 @@ def _from_buffer(obj) -> _Mem:
         view.release()
         raise ValueError(
             f"read-only {type(obj).__name__} buffers are not supported (only "
-            "bytes); pass a writable buffer or a numpy array over it")
+            "bytes); pass a writable buffer or a numpy array over it"
+        )
     if nbytes == 0:
         return _Mem(0, 0, False, "cpu", view)
     # The address of a writable buffer, through a ctypes view of it.  The
@@ -275,10 +281,12 @@ def reg_tensor(pd: PD, tensor: Any, access: int) -> MR:
     if mem.device != "cpu":
         raise ValueError(
             f"{type(tensor).__name__} lives on device {mem.device!r}, not in "
-            f"host memory: {_GPU_HINT}")
+            f"host memory: {_GPU_HINT}"
+        )
     if mem.readonly and int(access) & int(_WRITABLE_ACCESS):
         raise ValueError(
             f"{type(tensor).__name__} memory is read-only: it can only be "
             "registered without LOCAL_WRITE, REMOTE_WRITE and REMOTE_ATOMIC "
-            f"(access={int(access):#x})")
+            f"(access={int(access):#x})"
+        )
     return pd.reg_mr(mem.addr, mem.nbytes, access, owner=mem.owner)

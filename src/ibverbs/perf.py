@@ -46,8 +46,19 @@ TESTS = ("write_bw", "read_bw", "send_bw", "write_lat", "send_lat")
 BW_TESTS = ("write_bw", "read_bw", "send_bw")
 SWEEP = tuple(1 << i for i in range(3, 21))  # 8 B .. 1 MiB
 _HDR = struct.Struct(">I")
-_CFG_KEYS = ("test", "sizes", "iters", "max_bytes", "tx_depth", "rx_depth",
-             "qps", "post_list", "cq_mod", "inline", "timeout")
+_CFG_KEYS = (
+    "test",
+    "sizes",
+    "iters",
+    "max_bytes",
+    "tx_depth",
+    "rx_depth",
+    "qps",
+    "post_list",
+    "cq_mod",
+    "inline",
+    "timeout",
+)
 
 
 class PerfError(Exception):
@@ -55,6 +66,7 @@ class PerfError(Exception):
 
 
 # ---------------------------------------------------------------- TCP side
+
 
 def _send_msg(sock: socket.socket, obj) -> None:
     data = json.dumps(obj).encode()
@@ -82,6 +94,7 @@ def _recv_msg(sock: socket.socket):
 
 
 # --------------------------------------------------------------- options
+
 
 def parse_size(text: str) -> int:
     t = text.strip().upper().rstrip("B")
@@ -131,6 +144,7 @@ def check_args(args) -> None:
 
 # --------------------------------------------------------------- resources
 
+
 class Endpoint:
     """One side: context, PD, one page-aligned buffer and its MR, a send CQ
     and a receive CQ shared by every QP, and the QPs.
@@ -148,17 +162,26 @@ class Endpoint:
         nbuf = 2 * self.slot * args.qps
         self.buflen = (nbuf + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE
         self.buf = mmap.mmap(-1, self.buflen)
-        self.access = (ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
-                       | ib.AccessFlags.REMOTE_READ)
+        self.access = (
+            ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE | ib.AccessFlags.REMOTE_READ
+        )
         self.mr = ib.reg_tensor(self.pd, self.buf, self.access)
         depth = max(args.tx_depth, 16) * args.qps
         self.scq = self.ctx.create_cq(depth + 16)
         self.rcq = self.ctx.create_cq(max(args.rx_depth, 16) * args.qps + 16)
         self.qps = [
-            self.pd.create_qp(ib.QPInitAttr(
-                send_cq=self.scq, recv_cq=self.rcq, qp_type=ib.QPType.RC,
-                max_send_wr=max(args.tx_depth, 16), max_recv_wr=args.rx_depth,
-                max_send_sge=1, max_recv_sge=1, max_inline_data=args.inline))
+            self.pd.create_qp(
+                ib.QPInitAttr(
+                    send_cq=self.scq,
+                    recv_cq=self.rcq,
+                    qp_type=ib.QPType.RC,
+                    max_send_wr=max(args.tx_depth, 16),
+                    max_recv_wr=args.rx_depth,
+                    max_send_sge=1,
+                    max_recv_sge=1,
+                    max_inline_data=args.inline,
+                )
+            )
             for _ in range(args.qps)
         ]
         self.port_attr = self.ctx.query_port(args.ib_port)
@@ -172,23 +195,36 @@ class Endpoint:
         return (2 * i + 1) * self.slot
 
     def info(self) -> dict:
-        qps = [ib.local_qp_info(qp, self.port_attr, self.gid,
-                                port=self.args.ib_port, psn=(0x1000 + i) & 0xFFFFFF)
-               for i, qp in enumerate(self.qps)]
-        return {"qps": [q.to_bytes().hex() for q in qps],
-                "addr": self.mr.addr, "rkey": self.mr.rkey, "len": self.buflen,
-                "slot": self.slot}
+        qps = [
+            ib.local_qp_info(
+                qp, self.port_attr, self.gid, port=self.args.ib_port, psn=(0x1000 + i) & 0xFFFFFF
+            )
+            for i, qp in enumerate(self.qps)
+        ]
+        return {
+            "qps": [q.to_bytes().hex() for q in qps],
+            "addr": self.mr.addr,
+            "rkey": self.mr.rkey,
+            "len": self.buflen,
+            "slot": self.slot,
+        }
 
     def connect(self, remote: dict) -> None:
         if len(remote["qps"]) != len(self.qps) or remote["slot"] != self.slot:
             raise PerfError("the two sides disagree on the QPs or the buffer")
         rd = max(1, min(16, self.ctx.query_device().max_qp_rd_atom))
         for i, (qp, r) in enumerate(zip(self.qps, remote["qps"])):
-            ib.connect_rc(qp, ib.QPInfo.from_bytes(bytes.fromhex(r)),
-                          port=self.args.ib_port, sgid_index=self.args.gid_index,
-                          access=self.access, local_psn=(0x1000 + i) & 0xFFFFFF,
-                          max_rd_atomic=rd, max_dest_rd_atomic=rd,
-                          min_rnr_timer=1)
+            ib.connect_rc(
+                qp,
+                ib.QPInfo.from_bytes(bytes.fromhex(r)),
+                port=self.args.ib_port,
+                sgid_index=self.args.gid_index,
+                access=self.access,
+                local_psn=(0x1000 + i) & 0xFFFFFF,
+                max_rd_atomic=rd,
+                max_dest_rd_atomic=rd,
+                min_rnr_timer=1,
+            )
         self.remote = remote
 
     def remote_addr(self, off: int) -> int:
@@ -222,6 +258,7 @@ class _Deadline:
 
 # ------------------------------------------------------- bandwidth tests
 
+
 def _bw_items(ep: Endpoint, qi: int, opcode, size: int):
     """The post_send arguments for one signaled unit of QP qi: a list of
     one argument per post call (a SendWR, or a SendWRChain of post_list
@@ -233,14 +270,20 @@ def _bw_items(ep: Endpoint, qi: int, opcode, size: int):
         sge, raddr = ib.SGE(ep.mr, size, offset=ep.landing(qi)), ep.remote_addr(ep.src(qi))
     else:
         sge, raddr = ib.SGE(ep.mr, size, offset=ep.src(qi)), ep.remote_addr(ep.landing(qi))
-    wrs = [ib.SendWR(wr_id=qi, sg_list=[sge], opcode=opcode,
-                     send_flags=flags | (ib.SendFlags.SIGNALED if j == unit - 1 else 0),
-                     remote_addr=raddr if opcode != ib.WROpcode.SEND else 0,
-                     rkey=ep.remote["rkey"] if opcode != ib.WROpcode.SEND else 0)
-           for j in range(unit)]
+    wrs = [
+        ib.SendWR(
+            wr_id=qi,
+            sg_list=[sge],
+            opcode=opcode,
+            send_flags=flags | (ib.SendFlags.SIGNALED if j == unit - 1 else 0),
+            remote_addr=raddr if opcode != ib.WROpcode.SEND else 0,
+            rkey=ep.remote["rkey"] if opcode != ib.WROpcode.SEND else 0,
+        )
+        for j in range(unit)
+    ]
     if plist == 1:
         return wrs
-    return [ib.SendWRChain(wrs[k:k + plist]) for k in range(0, unit, plist)]
+    return [ib.SendWRChain(wrs[k : k + plist]) for k in range(0, unit, plist)]
 
 
 def _bw_client(ep: Endpoint, opcode, size: int, iters: int) -> dict:
@@ -249,20 +292,20 @@ def _bw_client(ep: Endpoint, opcode, size: int, iters: int) -> dict:
     a = ep.args
     unit, plist, depth = unit_of(a), a.post_list, a.tx_depth
     n_units = (iters + unit - 1) // unit
-    total = n_units * unit                  # WRs per QP
+    total = n_units * unit  # WRs per QP
     nq = len(ep.qps)
     items = [_bw_items(ep, qi, opcode, size) for qi in range(nq)]
     poll_count = ep.scq.poll_count
-    room = depth - plist                    # post while posted - done <= room
+    room = depth - plist  # post while posted - done <= room
     dl = _Deadline(a.timeout, f"{a.test} size {size}")
     spins = 0
     t0 = time.perf_counter()
     if nq == 1 and len(items[0]) == 1:
         # The common case: one post_send argument per completion.
         post, item, repeat = ep.qps[0].post_send, items[0][0], itertools.repeat
-        maxo = depth // unit               # completions outstanding at most
+        maxo = depth // unit  # completions outstanding at most
         maxc = maxo + 1
-        posted = done = 0                  # in units
+        posted = done = 0  # in units
         while done < n_units:
             k = done + maxo
             if k > n_units:
@@ -284,7 +327,7 @@ def _bw_client(ep: Endpoint, opcode, size: int, iters: int) -> dict:
         post, seq = ep.qps[0].post_send, items[0]
         per = len(seq)
         maxc = depth // unit + 1
-        posted = done = 0                  # in WRs
+        posted = done = 0  # in WRs
         i = 0
         while done < total:
             while posted < total and posted - done <= room:
@@ -303,8 +346,8 @@ def _bw_client(ep: Endpoint, opcode, size: int, iters: int) -> dict:
     else:
         posts = [qp.post_send for qp in ep.qps]
         index = {qp.qp_num: qi for qi, qp in enumerate(ep.qps)}
-        sent_q = [0] * nq                   # WRs posted, per QP
-        done_q = [0] * nq                   # WRs completed, per QP
+        sent_q = [0] * nq  # WRs posted, per QP
+        done_q = [0] * nq  # WRs completed, per QP
         nxt = [0] * nq
         per = len(items[0])
         poll = ep.scq.poll
@@ -328,9 +371,14 @@ def _bw_client(ep: Endpoint, opcode, size: int, iters: int) -> dict:
                 finished += unit
     elapsed = time.perf_counter() - t0
     msgs = total * nq
-    return {"msgs": msgs, "iters": total, "seconds": elapsed,
-            "msg_rate": msgs / elapsed, "MBps": msgs * size / elapsed / 1e6,
-            "empty_polls": spins}
+    return {
+        "msgs": msgs,
+        "iters": total,
+        "seconds": elapsed,
+        "msg_rate": msgs / elapsed,
+        "MBps": msgs * size / elapsed / 1e6,
+        "empty_polls": spins,
+    }
 
 
 def _send_bw_server(ep: Endpoint, size: int, iters: int, conn) -> None:
@@ -340,11 +388,16 @@ def _send_bw_server(ep: Endpoint, size: int, iters: int, conn) -> None:
     total = (iters + unit - 1) // unit * unit
     nq = len(ep.qps)
     depth = a.rx_depth
-    rwrs = [[ib.RecvWR(wr_id=qi, sg_list=[ib.SGE(ep.mr, size, offset=ep.landing(qi))])
-             for _ in range(depth)] for qi in range(nq)]
+    rwrs = [
+        [
+            ib.RecvWR(wr_id=qi, sg_list=[ib.SGE(ep.mr, size, offset=ep.landing(qi))])
+            for _ in range(depth)
+        ]
+        for qi in range(nq)
+    ]
     posted = [min(depth, total)] * nq
     for qi, qp in enumerate(ep.qps):
-        qp.post_recv(rwrs[qi][:posted[qi]])
+        qp.post_recv(rwrs[qi][: posted[qi]])
     _send_msg(conn, {"ready": True})
     dl = _Deadline(a.timeout, f"send_bw server size {size}")
     got_all = 0
@@ -388,6 +441,7 @@ def _send_bw_server(ep: Endpoint, size: int, iters: int, conn) -> None:
 
 # --------------------------------------------------------- latency tests
 
+
 def _write_lat(ep: Endpoint, size: int, iters: int, client: bool) -> dict:
     """Ping-pong by RDMA writes (perftest's write_lat): each side writes
     its source slot into the peer's landing slot and spins on the last
@@ -395,9 +449,14 @@ def _write_lat(ep: Endpoint, size: int, iters: int, client: bool) -> dict:
     a = ep.args
     qp = ep.qps[0]
     flags = ib.SendFlags.SIGNALED | _flags(a, size)
-    wr = ib.SendWR(wr_id=1, sg_list=[ib.SGE(ep.mr, size, offset=ep.src(0))],
-                   opcode=ib.WROpcode.RDMA_WRITE, send_flags=flags,
-                   remote_addr=ep.remote_addr(ep.landing(0)), rkey=ep.remote["rkey"])
+    wr = ib.SendWR(
+        wr_id=1,
+        sg_list=[ib.SGE(ep.mr, size, offset=ep.src(0))],
+        opcode=ib.WROpcode.RDMA_WRITE,
+        send_flags=flags,
+        remote_addr=ep.remote_addr(ep.landing(0)),
+        rkey=ep.remote["rkey"],
+    )
     buf = ep.buf
     src, dst = ep.src(0) + size - 1, ep.landing(0) + size - 1
     post, poll_count = qp.post_send, ep.scq.poll_count
@@ -421,8 +480,12 @@ def _write_lat(ep: Endpoint, size: int, iters: int, client: bool) -> dict:
                 if not spins & 0xFFFF:
                     dl.check(f"(iteration {i})")
     elapsed = time.perf_counter() - t0
-    return {"iters": iters, "seconds": elapsed,
-            "rtt_us": elapsed / iters * 1e6, "lat_us": elapsed / iters / 2 * 1e6}
+    return {
+        "iters": iters,
+        "seconds": elapsed,
+        "rtt_us": elapsed / iters * 1e6,
+        "lat_us": elapsed / iters / 2 * 1e6,
+    }
 
 
 def _send_lat(ep: Endpoint, size: int, iters: int, client: bool, conn) -> dict:
@@ -432,9 +495,12 @@ def _send_lat(ep: Endpoint, size: int, iters: int, client: bool, conn) -> dict:
     its own).  Send completions are reaped on the way, without waiting."""
     a = ep.args
     qp = ep.qps[0]
-    swr = ib.SendWR(wr_id=1, sg_list=[ib.SGE(ep.mr, size, offset=ep.src(0))],
-                    opcode=ib.WROpcode.SEND,
-                    send_flags=ib.SendFlags.SIGNALED | _flags(a, size))
+    swr = ib.SendWR(
+        wr_id=1,
+        sg_list=[ib.SGE(ep.mr, size, offset=ep.src(0))],
+        opcode=ib.WROpcode.SEND,
+        send_flags=ib.SendFlags.SIGNALED | _flags(a, size),
+    )
     rwr = ib.RecvWR(wr_id=2, sg_list=[ib.SGE(ep.mr, size, offset=ep.landing(0))])
     post_send, post_recv = qp.post_send, qp.post_recv
     rpoll, spoll = ep.rcq.poll_count, ep.scq.poll_count
@@ -483,11 +549,16 @@ def _send_lat(ep: Endpoint, size: int, iters: int, client: bool, conn) -> dict:
             spins += 1
             if not spins & 0xFFFF:
                 dl.check("(send completions)")
-    return {"iters": iters, "seconds": elapsed,
-            "rtt_us": elapsed / iters * 1e6, "lat_us": elapsed / iters / 2 * 1e6}
+    return {
+        "iters": iters,
+        "seconds": elapsed,
+        "rtt_us": elapsed / iters * 1e6,
+        "lat_us": elapsed / iters / 2 * 1e6,
+    }
 
 
 # ------------------------------------------------------------- driver
+
 
 def _clear(ep: Endpoint) -> None:
     ep.buf[:] = bytes(ep.buflen)
@@ -534,7 +605,7 @@ def run_server(args) -> int:
                 if "bye" in msg:
                     break
                 _server_size(ep, conn, msg["size"], msg["iters"])
-                _recv_msg(conn)     # the client's "finished"
+                _recv_msg(conn)  # the client's "finished"
                 _send_msg(conn, {"finished": True})
         finally:
             ep.close()
@@ -555,8 +626,11 @@ def run_client(args, emit=None) -> list[dict]:
             _send_msg(conn, ep.info())
             ep.connect(remote)
             _recv_msg(conn)
-            op = {"write_bw": ib.WROpcode.RDMA_WRITE, "read_bw": ib.WROpcode.RDMA_READ,
-                  "send_bw": ib.WROpcode.SEND}.get(args.test)
+            op = {
+                "write_bw": ib.WROpcode.RDMA_WRITE,
+                "read_bw": ib.WROpcode.RDMA_READ,
+                "send_bw": ib.WROpcode.SEND,
+            }.get(args.test)
             for size in args.sizes:
                 iters = iters_for(args, size)
                 _clear(ep)
@@ -564,19 +638,26 @@ def run_client(args, emit=None) -> list[dict]:
                 if args.test == "send_lat":
                     res = _send_lat(ep, size, iters, True, conn)
                 else:
-                    _recv_msg(conn)     # the server is ready
+                    _recv_msg(conn)  # the server is ready
                     if args.test == "write_lat":
                         res = _write_lat(ep, size, iters, client=True)
                     else:
                         res = _bw_client(ep, op, size, iters)
                 _send_msg(conn, {"finished": True})
                 _recv_msg(conn)
-                res.update({
-                    "test": args.test, "size": size, "qps": args.qps,
-                    "tx_depth": args.tx_depth, "post_list": args.post_list,
-                    "cq_mod": unit_of(args) if args.test in BW_TESTS else 1,
-                    "inline": args.inline, "device": args.device,
-                    "impl": "ibverbs"})
+                res.update(
+                    {
+                        "test": args.test,
+                        "size": size,
+                        "qps": args.qps,
+                        "tx_depth": args.tx_depth,
+                        "post_list": args.post_list,
+                        "cq_mod": unit_of(args) if args.test in BW_TESTS else 1,
+                        "inline": args.inline,
+                        "device": args.device,
+                        "impl": "ibverbs",
+                    }
+                )
                 results.append(res)
                 if emit is not None:
                     emit(res)
@@ -644,17 +725,20 @@ def run_loopback(args, emit=None) -> list[dict]:
 
 def format_header(test: str) -> str:
     if test in BW_TESTS:
-        return (f"{'test':<10} {'bytes':>8} {'msgs':>9} {'K msg/s':>10} "
-                f"{'MB/s':>10}")
+        return f"{'test':<10} {'bytes':>8} {'msgs':>9} {'K msg/s':>10} {'MB/s':>10}"
     return f"{'test':<10} {'bytes':>8} {'iters':>9} {'t_avg[us]':>10} {'rtt[us]':>10}"
 
 
 def format_result(res: dict) -> str:
     if "lat_us" in res:
-        return (f"{res['test']:<10} {res['size']:>8} {res['iters']:>9} "
-                f"{res['lat_us']:10.2f} {res['rtt_us']:10.2f}")
-    return (f"{res['test']:<10} {res['size']:>8} {res['msgs']:>9} "
-            f"{res['msg_rate'] / 1e3:10.2f} {res['MBps']:10.2f}")
+        return (
+            f"{res['test']:<10} {res['size']:>8} {res['iters']:>9} "
+            f"{res['lat_us']:10.2f} {res['rtt_us']:10.2f}"
+        )
+    return (
+        f"{res['test']:<10} {res['size']:>8} {res['msgs']:>9} "
+        f"{res['msg_rate'] / 1e3:10.2f} {res['MBps']:10.2f}"
+    )
 
 
 def _complete(args) -> None:
@@ -691,6 +775,7 @@ def cmd_perf(args) -> int:
             return run_server(args)
         check_args(args)
         if args.json:
+
             def emit(res):
                 print(json.dumps(res), flush=True)
         else:
@@ -698,6 +783,7 @@ def cmd_perf(args) -> int:
 
             def emit(res):
                 print(format_result(res), flush=True)
+
         if args.loopback:
             run_loopback(args, emit)
         else:
@@ -727,43 +813,84 @@ class _IntermixedParser(argparse.ArgumentParser):
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "perf", help="perftest-style benchmarks (bandwidth, message rate, latency)",
-        description="perftest-style benchmarks; see the ibverbs.perf docstring")
+        "perf",
+        help="perftest-style benchmarks (bandwidth, message rate, latency)",
+        description="perftest-style benchmarks; see the ibverbs.perf docstring",
+    )
     p.__class__ = _IntermixedParser
     p.add_argument("test", choices=TESTS)
     p.add_argument("server", nargs="?", help="server host (client mode)")
     p.add_argument("-d", "--device", help="device (default: the first one)")
     p.add_argument("-i", "--ib-port", type=int, default=1)
     p.add_argument("-x", "--gid-index", type=int, default=0)
-    p.add_argument("-s", "--size", dest="sizes", type=parse_sizes,
-                   help="message size or comma-separated sizes, e.g. 8,4K,1M "
-                        "(default 65536 for bandwidth, 8 for latency)")
-    p.add_argument("-a", "--all", action="store_true",
-                   help="sweep the sizes 8 B .. 1 MiB (powers of two)")
-    p.add_argument("-n", "--iters", type=int, default=5000,
-                   help="messages per QP (bandwidth) or round trips (latency)")
-    p.add_argument("--max-bytes", type=parse_size, default=0,
-                   help="cap iterations at this many bytes per size (sweeps)")
-    p.add_argument("-t", "--tx-depth", type=int, default=128,
-                   help="WRs outstanding per QP (default 128)")
-    p.add_argument("-r", "--rx-depth", type=int, default=512,
-                   help="receives kept posted per QP (send_bw; default 512)")
+    p.add_argument(
+        "-s",
+        "--size",
+        dest="sizes",
+        type=parse_sizes,
+        help="message size or comma-separated sizes, e.g. 8,4K,1M "
+        "(default 65536 for bandwidth, 8 for latency)",
+    )
+    p.add_argument(
+        "-a", "--all", action="store_true", help="sweep the sizes 8 B .. 1 MiB (powers of two)"
+    )
+    p.add_argument(
+        "-n",
+        "--iters",
+        type=int,
+        default=5000,
+        help="messages per QP (bandwidth) or round trips (latency)",
+    )
+    p.add_argument(
+        "--max-bytes",
+        type=parse_size,
+        default=0,
+        help="cap iterations at this many bytes per size (sweeps)",
+    )
+    p.add_argument(
+        "-t", "--tx-depth", type=int, default=128, help="WRs outstanding per QP (default 128)"
+    )
+    p.add_argument(
+        "-r",
+        "--rx-depth",
+        type=int,
+        default=512,
+        help="receives kept posted per QP (send_bw; default 512)",
+    )
     p.add_argument("-q", "--qps", type=int, default=1)
-    p.add_argument("-l", "--post-list", type=int, default=1,
-                   help="WRs per post_send call, chained; the last is signaled")
-    p.add_argument("--cq-mod", type=int, default=1,
-                   help="signal every N-th WR (default 1: every one)")
-    p.add_argument("-I", "--inline", type=int, default=0,
-                   help="max inline data; sizes up to it are sent INLINE")
+    p.add_argument(
+        "-l",
+        "--post-list",
+        type=int,
+        default=1,
+        help="WRs per post_send call, chained; the last is signaled",
+    )
+    p.add_argument(
+        "--cq-mod", type=int, default=1, help="signal every N-th WR (default 1: every one)"
+    )
+    p.add_argument(
+        "-I",
+        "--inline",
+        type=int,
+        default=0,
+        help="max inline data; sizes up to it are sent INLINE",
+    )
     p.add_argument("-p", "--port", type=int, default=18515, help="TCP port")
-    p.add_argument("--timeout", type=float, default=120.0,
-                   help="give up after this many seconds without progress")
-    p.add_argument("--loopback", action="store_true",
-                   help="fork the server as a child process on 127.0.0.1")
-    p.add_argument("--cpus", metavar="SERVER,CLIENT",
-                   help="with --loopback: pin the server and the client to "
-                        "these CPUs (taskset for the two ends)")
-    p.add_argument("--json", action="store_true",
-                   help="one JSON object per size, one per line")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="give up after this many seconds without progress",
+    )
+    p.add_argument(
+        "--loopback", action="store_true", help="fork the server as a child process on 127.0.0.1"
+    )
+    p.add_argument(
+        "--cpus",
+        metavar="SERVER,CLIENT",
+        help="with --loopback: pin the server and the client to "
+        "these CPUs (taskset for the two ends)",
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per size, one per line")
     p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_perf)

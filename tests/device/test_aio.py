@@ -33,17 +33,21 @@ class Pairs:
             for _ in range(2):
                 scq = ctx.create_cq(depth, channel=self.chan)
                 rcq = ctx.create_cq(depth, channel=self.chan)
-                qp = pd.create_qp(ib.QPInitAttr(
-                    send_cq=scq, recv_cq=rcq, qp_type=ib.QPType.RC,
-                    max_send_wr=depth, max_recv_wr=depth))
+                qp = pd.create_qp(
+                    ib.QPInitAttr(
+                        send_cq=scq,
+                        recv_cq=rcq,
+                        qp_type=ib.QPType.RC,
+                        max_send_wr=depth,
+                        max_recv_wr=depth,
+                    )
+                )
                 ends.append((qp, scq, rcq))
             (qa, _, _), (qb, _, _) = ends
             ia = ib.local_qp_info(qa, attr, gid, port=port, psn=11)
             ibb = ib.local_qp_info(qb, attr, gid, port=port, psn=22)
-            ib.connect_rc(qa, ibb, port=port, sgid_index=gid_index, access=ACCESS,
-                          local_psn=11)
-            ib.connect_rc(qb, ia, port=port, sgid_index=gid_index, access=ACCESS,
-                          local_psn=22)
+            ib.connect_rc(qa, ibb, port=port, sgid_index=gid_index, access=ACCESS, local_psn=11)
+            ib.connect_rc(qb, ia, port=port, sgid_index=gid_index, access=ACCESS, local_psn=22)
             self.pairs.append(ends)
 
     def close(self):
@@ -57,8 +61,11 @@ class Pairs:
 
 
 def send_imm(qp, i):
-    qp.post_send(ib.SendWR(wr_id=i, opcode=ib.WROpcode.SEND_WITH_IMM,
-                           send_flags=ib.SendFlags.SIGNALED, imm_data=i))
+    qp.post_send(
+        ib.SendWR(
+            wr_id=i, opcode=ib.WROpcode.SEND_WITH_IMM, send_flags=ib.SendFlags.SIGNALED, imm_data=i
+        )
+    )
 
 
 @pytest.fixture
@@ -133,8 +140,10 @@ def test_32_qps_every_completion_exactly_once(pairs_factory, loop_kind):
         cpu = time.process_time() - cpu0
     finally:
         loop.close()
-    print(f"\n{loop_kind}: {QPS} QPs x {MSGS} messages: {2 * QPS * MSGS} "
-          f"completions in {took:.2f} s, {cpu:.2f} s CPU")
+    print(
+        f"\n{loop_kind}: {QPS} QPs x {MSGS} messages: {2 * QPS * MSGS} "
+        f"completions in {took:.2f} s, {cpu:.2f} s CPU"
+    )
     assert aio._debug_watches() == []
     for ends in pairs.pairs:
         for _, scq, rcq in ends:
@@ -162,8 +171,10 @@ def test_idle_wait_uses_no_cpu(pairs_factory):
         return cpu, wall
 
     cpu, wall = asyncio.run(main())
-    print(f"\nidle wait: {cpu * 1000:.1f} ms CPU in {wall:.2f} s "
-          f"({100 * cpu / wall:.2f}% of one core)")
+    print(
+        f"\nidle wait: {cpu * 1000:.1f} ms CPU in {wall:.2f} s "
+        f"({100 * cpu / wall:.2f}% of one core)"
+    )
     assert cpu / wall < 0.05
 
 
@@ -186,8 +197,7 @@ def test_cancelled_poll_then_new_poll_loses_nothing(pairs_factory):
                 send_imm(qa, round_ * 10 + k)
             await asyncio.sleep(0.05)
             while len(got) < (round_ + 1) * 10:
-                got += [wc.imm_data for wc in
-                        await asyncio.wait_for(aio.poll(rcq, 4), 30)]
+                got += [wc.imm_data for wc in await asyncio.wait_for(aio.poll(rcq, 4), 30)]
         sends = []
         while len(sends) < 40:
             sends += [wc.wr_id for wc in await asyncio.wait_for(aio.poll(scq), 30)]
@@ -224,8 +234,10 @@ def test_loop_closed_with_waiters_pending(pairs_factory):
     assert rcq.events_unacked == 0
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
-                    reason="needs root and ip(8) (runs in the rxe guest)")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("ip") is None,
+    reason="needs root and ip(8) (runs in the rxe guest)",
+)
 def test_async_events_of_a_link_flap(ctx, port, gid_index):
     ET = ib.EventType
 
@@ -244,11 +256,9 @@ def test_async_events_of_a_link_flap(ctx, port, gid_index):
         t = asyncio.ensure_future(watch())
         await asyncio.sleep(0.2)
         assert not t.done()
-        await loop.run_in_executor(None, subprocess.run,
-                                   ["ip", "link", "set", NETDEV, "down"])
+        await loop.run_in_executor(None, subprocess.run, ["ip", "link", "set", NETDEV, "down"])
         await asyncio.sleep(0.5)
-        await loop.run_in_executor(None, subprocess.run,
-                                   ["ip", "link", "set", NETDEV, "up"])
+        await loop.run_in_executor(None, subprocess.run, ["ip", "link", "set", NETDEV, "up"])
         await asyncio.wait_for(t, 30)
         return types
 
@@ -258,8 +268,10 @@ def test_async_events_of_a_link_flap(ctx, port, gid_index):
         subprocess.run(["ip", "link", "set", NETDEV, "up"], check=True)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            if (ctx.query_port(port).state == ib.PortState.ACTIVE
-                    and not ctx.query_gid(port, gid_index).is_zero()):
+            if (
+                ctx.query_port(port).state == ib.PortState.ACTIVE
+                and not ctx.query_gid(port, gid_index).is_zero()
+            ):
                 break
             time.sleep(0.1)
     assert ET.PORT_ERR in types and types[-1] == ET.PORT_ACTIVE

@@ -24,9 +24,9 @@ ACCESS = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
 
 @pytest.fixture(scope="module")
 def dist():
-    return pytest.importorskip("torch.distributed",
-                               reason="torch is not installed (pip install "
-                               "'ibverbs[torch]')")
+    return pytest.importorskip(
+        "torch.distributed", reason="torch is not installed (pip install 'ibverbs[torch]')"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,9 @@ def np():
 def test_mesh_of_four_ranks_writes_into_every_peer(dist, np, device_name, port):
     from datetime import timedelta
 
-    server = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
-                           timeout=timedelta(seconds=60))
+    server = dist.TCPStore(
+        "127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=60)
+    )
 
     def rank_main(rank):
         records = []
@@ -46,8 +47,9 @@ def test_mesh_of_four_ranks_writes_into_every_peer(dist, np, device_name, port):
         handler.emit = records.append
         logging.getLogger("ibverbs.bootstrap").addHandler(handler)
         logging.getLogger("ibverbs.bootstrap").setLevel(logging.INFO)
-        store = dist.TCPStore("127.0.0.1", server.port, is_master=False,
-                              timeout=timedelta(seconds=60))
+        store = dist.TCPStore(
+            "127.0.0.1", server.port, is_master=False, timeout=timedelta(seconds=60)
+        )
         with ib.Context(device_name) as ctx:
             pd = ctx.alloc_pd()
             cq = ctx.create_cq(64)
@@ -55,15 +57,20 @@ def test_mesh_of_four_ranks_writes_into_every_peer(dist, np, device_name, port):
             mr = ib.reg_tensor(pd, buf, ACCESS)
             src = np.array([1000 + rank], dtype=np.uint64)
             src_mr = ib.reg_tensor(pd, src, 0)
-            qps = bootstrap.connect_mesh(store, rank, WORLD, pd, send_cq=cq,
-                                         port=port, timeout=60)
+            qps = bootstrap.connect_mesh(store, rank, WORLD, pd, send_cq=cq, port=port, timeout=60)
             states = sorted({int(qp.state) for qp in qps.values()})
             remote = bootstrap.exchange_mr(store, rank, WORLD, mr, timeout=60)
             for peer, qp in qps.items():
-                qp.post_send(ib.SendWR(
-                    wr_id=peer, sg_list=[src_mr.sge()],
-                    opcode=ib.WROpcode.RDMA_WRITE, send_flags=ib.SendFlags.SIGNALED,
-                    remote_addr=remote[peer].addr + 8 * rank, rkey=remote[peer].rkey))
+                qp.post_send(
+                    ib.SendWR(
+                        wr_id=peer,
+                        sg_list=[src_mr.sge()],
+                        opcode=ib.WROpcode.RDMA_WRITE,
+                        send_flags=ib.SendFlags.SIGNALED,
+                        remote_addr=remote[peer].addr + 8 * rank,
+                        rkey=remote[peer].rkey,
+                    )
+                )
             done = []
             while len(done) < WORLD - 1:
                 for wc in cq.poll(WORLD):
@@ -78,9 +85,14 @@ def test_mesh_of_four_ranks_writes_into_every_peer(dist, np, device_name, port):
             src_mr.close()
             cq.close()
             pd.close()
-        return {"buf": seen, "peers": sorted(qps), "states": states,
-                "done": sorted(done), "log": [r.getMessage() for r in records],
-                "remote": [tuple(r) for r in remote]}
+        return {
+            "buf": seen,
+            "peers": sorted(qps),
+            "states": states,
+            "done": sorted(done),
+            "log": [r.getMessage() for r in records],
+            "remote": [tuple(r) for r in remote],
+        }
 
     res = run_ranks(rank_main, range(WORLD), timeout=150)
     for rank, r in res.items():
@@ -95,23 +107,24 @@ def test_mesh_of_four_ranks_writes_into_every_peer(dist, np, device_name, port):
 
 def load_example():
     spec = importlib.util.spec_from_file_location(
-        "allreduce_ring", ROOT / "examples" / "allreduce_ring.py")
+        "allreduce_ring", ROOT / "examples" / "allreduce_ring.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-@pytest.mark.parametrize("args", [["--count", "10007"],
-                                  ["--count", "4096", "--integers"]])
+@pytest.mark.parametrize("args", [["--count", "10007"], ["--count", "4096", "--integers"]])
 def test_allreduce_ring_example_as_under_torchrun(dist, np, device_name, args):
     """The example's own main(), in four processes with the environment
     torchrun gives its workers (env:// rendezvous: rank 0 serves the
     TCPStore); each checks its result bit for bit against numpy."""
     example = load_example()
     master_port = free_port()
-    rcs = run_ranks(lambda rank: example.main([*args, "--device", device_name,
-                                               "--timeout", "120"]),
-                    range(WORLD),
-                    env_for=lambda r: torchrun_env(r, WORLD, "127.0.0.1", master_port),
-                    timeout=180)
+    rcs = run_ranks(
+        lambda rank: example.main([*args, "--device", device_name, "--timeout", "120"]),
+        range(WORLD),
+        env_for=lambda r: torchrun_env(r, WORLD, "127.0.0.1", master_port),
+        timeout=180,
+    )
     assert rcs == {r: 0 for r in range(WORLD)}

@@ -57,10 +57,12 @@ class Buf:
     def __init__(self, pd, data=b""):
         import ctypes
 
-        self.raw = ctypes.create_string_buffer(data, MSG) if data else \
-            ctypes.create_string_buffer(MSG)
-        self.mr = pd.reg_mr(ctypes.addressof(self.raw), MSG,
-                            ib.AccessFlags.LOCAL_WRITE, owner=self.raw)
+        self.raw = (
+            ctypes.create_string_buffer(data, MSG) if data else ctypes.create_string_buffer(MSG)
+        )
+        self.mr = pd.reg_mr(
+            ctypes.addressof(self.raw), MSG, ib.AccessFlags.LOCAL_WRITE, owner=self.raw
+        )
 
     def bytes(self):
         return self.raw.raw
@@ -76,9 +78,17 @@ class Conn:
         self.cq = ctx.create_cq(8)
         self.rbuf = Buf(self.pd)
         self.sbuf = Buf(self.pd, b"python cm hello!")
-        self.qp = cmid.create_qp(self.pd, ib.QPInitAttr(
-            send_cq=self.cq, recv_cq=self.cq, max_send_wr=2, max_recv_wr=2,
-            max_inline_data=MSG, sq_sig_all=True))
+        self.qp = cmid.create_qp(
+            self.pd,
+            ib.QPInitAttr(
+                send_cq=self.cq,
+                recv_cq=self.cq,
+                max_send_wr=2,
+                max_recv_wr=2,
+                max_inline_data=MSG,
+                sq_sig_all=True,
+            ),
+        )
         if recv:
             self.qp.post_recv(ib.RecvWR(wr_id=1, sg_list=[self.rbuf.mr.sge()]))
 
@@ -145,6 +155,7 @@ def run_serving(listener, handler, timeout=TIMEOUT):
         if "error" in box:
             raise box["error"]
         return box.get("result")
+
     return join
 
 
@@ -152,11 +163,15 @@ def run_serving(listener, handler, timeout=TIMEOUT):
 # Interoperability with rdma-core's C programs
 # --------------------------------------------------------------------------
 
+
 def test_python_client_against_c_rdma_server():
     port = new_port()
-    srv = subprocess.Popen([tool("rdma_server"), "-s", SERVER, "-p", str(port)],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True)
+    srv = subprocess.Popen(
+        [tool("rdma_server"), "-s", SERVER, "-p", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         conn = connect_retrying(port)
         assert conn.cmid.connected
@@ -198,8 +213,12 @@ def test_c_rdma_client_against_python_listener():
             conn.close()
 
         join = run_serving(listener, serve)
-        cli = subprocess.run([tool("rdma_client"), "-s", SERVER, "-p", str(port)],
-                             capture_output=True, text=True, timeout=TIMEOUT)
+        cli = subprocess.run(
+            [tool("rdma_client"), "-s", SERVER, "-p", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
         join()
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert got == {"len": MSG, "event": CMEventType.DISCONNECTED}
@@ -229,16 +248,18 @@ def wait_line(proc, needle, timeout=TIMEOUT):
 
 def test_examples_python_to_python():
     port = new_port()
-    srv = subprocess.Popen([sys.executable, str(EXAMPLES / "cm_server.py"),
-                            "-s", SERVER, "-p", str(port)],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True)
+    srv = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "cm_server.py"), "-s", SERVER, "-p", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_line(srv, "listening")
-        args = [sys.executable, str(EXAMPLES / "cm_client.py"), "-s", SERVER,
-                "-p", str(port)] + (["-b", SOURCE] if SOURCE else [])
-        cli = subprocess.run(args, capture_output=True, text=True,
-                             timeout=TIMEOUT)
+        args = [sys.executable, str(EXAMPLES / "cm_client.py"), "-s", SERVER, "-p", str(port)] + (
+            ["-b", SOURCE] if SOURCE else []
+        )
+        cli = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT)
         out, _ = srv.communicate(timeout=TIMEOUT)
     finally:
         stop(srv)
@@ -251,6 +272,7 @@ def test_examples_python_to_python():
 # --------------------------------------------------------------------------
 # Python to Python, in one process
 # --------------------------------------------------------------------------
+
 
 def test_private_data_both_ways_and_events():
     port = new_port()
@@ -324,6 +346,7 @@ def test_get_request_timeout():
 # Errors
 # --------------------------------------------------------------------------
 
+
 def test_connect_to_nobody_fails_within_the_timeout():
     conn = Conn(ib.CMID.resolve(SERVER, new_port(), SOURCE))
     t0 = time.monotonic()
@@ -341,6 +364,7 @@ def test_connect_to_nobody_fails_within_the_timeout():
 def test_reject_carries_private_data():
     port = new_port()
     with ib.CMListener(port, SERVER) as listener:
+
         def serve(cmid):
             assert cmid.private_data.startswith(b"let me in")
             cmid.reject(b"go away")
@@ -375,9 +399,12 @@ PEER = textwrap.dedent("""
 
 def test_peer_killed_is_disconnected_and_wrs_flush():
     port = new_port()
-    peer = subprocess.Popen([sys.executable, "-c", PEER, SERVER, str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    peer = subprocess.Popen(
+        [sys.executable, "-c", PEER, SERVER, str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_line(peer, "listening")
         conn = Conn(ib.CMID.resolve(SERVER, port, SOURCE))
@@ -398,6 +425,7 @@ def test_peer_killed_is_disconnected_and_wrs_flush():
 # Ownership
 # --------------------------------------------------------------------------
 
+
 def test_ownership_and_state_errors(device_name):
     cmid = ib.CMID.resolve(SERVER, new_port(), SOURCE, timeout_ms=5000)
     ctx = cmid.context
@@ -409,7 +437,7 @@ def test_ownership_and_state_errors(device_name):
     pd = ctx.alloc_pd()
     cq = ctx.create_cq(4)
     with pytest.raises(ValueError):
-        cmid.connect()                      # no QP yet
+        cmid.connect()  # no QP yet
     other = ib.Context(device_name)
     opd = other.alloc_pd()
     with pytest.raises(ValueError):
@@ -431,7 +459,7 @@ def test_ownership_and_state_errors(device_name):
         cmid.connect(retry_count=256)
     qp.close()
     with pytest.raises(ib.VerbsError) as ei:
-        cmid.close()                        # the PD and CQ are still open
+        cmid.close()  # the PD and CQ are still open
     assert ei.value.errno == errno.EBUSY and "PD" in str(ei.value)
     cq.close()
     pd.close()
@@ -455,27 +483,36 @@ def test_resolve_errors():
 # The README's example
 # --------------------------------------------------------------------------
 
+
 def readme_blocks():
     """The two Python blocks of the README's "Connection manager" section."""
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Connection manager"):]
-    section = section[:section.index("\n## ", 5)]
+    section = text[text.index("## Connection manager") :]
+    section = section[: section.index("\n## ", 5)]
     blocks = section.split("```python\n")[1:3]
-    return [b[:b.index("```")].replace("198.18.0.1", SERVER) for b in blocks]
+    return [b[: b.index("```")].replace("198.18.0.1", SERVER) for b in blocks]
 
 
 def test_readme_example():
     server_code, client_code = readme_blocks()
     assert "CMListener(7471" in server_code and "CMID.resolve" in client_code
-    srv = subprocess.Popen([sys.executable, "-c", server_code], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
+    srv = subprocess.Popen(
+        [sys.executable, "-c", server_code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + TIMEOUT
         while True:  # until the server listens: before, the CM rejects
-            cli = subprocess.run([sys.executable, "-c", client_code],
-                                 capture_output=True, text=True, timeout=TIMEOUT)
-            if "ECONNREFUSED" not in cli.stderr and "Connection refused" not in cli.stderr \
-                    or time.monotonic() > deadline:
+            cli = subprocess.run(
+                [sys.executable, "-c", client_code], capture_output=True, text=True, timeout=TIMEOUT
+            )
+            if (
+                "ECONNREFUSED" not in cli.stderr
+                and "Connection refused" not in cli.stderr
+                or time.monotonic() > deadline
+            ):
                 break
             time.sleep(0.5)
         out, _ = srv.communicate(timeout=TIMEOUT)
@@ -490,13 +527,15 @@ def test_readme_example():
 # The garbage collector's path
 # --------------------------------------------------------------------------
 
+
 def cm_id_count(device):
     import json
 
     if shutil.which("rdma") is None:
         pytest.skip("the rdma tool (iproute2) is not installed")
-    out = subprocess.run(["rdma", "-j", "resource", "show"], capture_output=True,
-                         text=True, timeout=60).stdout
+    out = subprocess.run(
+        ["rdma", "-j", "resource", "show"], capture_output=True, text=True, timeout=60
+    ).stdout
     for entry in json.loads(out or "[]"):
         if entry.get("ifname") == device:
             return {k: entry.get(k) for k in ("cm_id", "qp", "cq", "pd", "mr")}
@@ -510,16 +549,17 @@ def test_dropped_connections_are_destroyed_by_the_gc(device_name):
     before = cm_id_count(device_name)
     port = new_port()
     with ib.CMListener(port, SERVER) as listener:
+
         def serve(cmid):
             conn = Conn(cmid)
             cmid.accept(timeout=TIMEOUT)
-            del conn                   # connected, dropped: the GC closes it
+            del conn  # connected, dropped: the GC closes it
 
         join = run_serving(listener, serve)
         conn = Conn(ib.CMID.resolve(SERVER, port, SOURCE))
         conn.cmid.connect(timeout=TIMEOUT)
         join()
-        del conn                       # a connected CMID, its QP, CQ, PD, MRs
+        del conn  # a connected CMID, its QP, CQ, PD, MRs
         gc.collect()
     gc.collect()
     deadline = time.monotonic() + TIMEOUT

@@ -42,10 +42,16 @@ ACCESS = rig.ALL_ACCESS
 
 def write(qp, cq, sge, remote_addr, rkey, wr_id=1):
     """One signaled RDMA WRITE; returns its completion (not checked)."""
-    qp.post_send(ib.SendWR(wr_id=wr_id, sg_list=[sge],
-                           opcode=ib.WROpcode.RDMA_WRITE,
-                           send_flags=ib.SendFlags.SIGNALED,
-                           remote_addr=remote_addr, rkey=rkey))
+    qp.post_send(
+        ib.SendWR(
+            wr_id=wr_id,
+            sg_list=[sge],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=ib.SendFlags.SIGNALED,
+            remote_addr=remote_addr,
+            rkey=rkey,
+        )
+    )
     (wc,) = rig.poll_until(cq)
     return wc
 
@@ -97,14 +103,19 @@ def test_published_keyword_names(ctx, pd):
     assert ctx.query_gid(port_num=PORT, index=GID_INDEX) == ctx.query_gid(PORT, GID_INDEX)
     cq = ctx.create_cq(4)
     qp = new_rc_qp(pd, cq)
-    qp.modify(attr_mask=ib.QPAttrMask.STATE | ib.QPAttrMask.PKEY_INDEX
-              | ib.QPAttrMask.PORT | ib.QPAttrMask.ACCESS_FLAGS,
-              qp_state=ib.QPState.INIT, pkey_index=0, port_num=PORT,
-              qp_access_flags=0)
+    qp.modify(
+        attr_mask=ib.QPAttrMask.STATE
+        | ib.QPAttrMask.PKEY_INDEX
+        | ib.QPAttrMask.PORT
+        | ib.QPAttrMask.ACCESS_FLAGS,
+        qp_state=ib.QPState.INIT,
+        pkey_index=0,
+        port_num=PORT,
+        qp_access_flags=0,
+    )
     assert qp.state == ib.QPState.INIT
     with pytest.raises(TypeError, match="one mask"):
-        qp.modify(ib.QPAttrMask.STATE, attr_mask=ib.QPAttrMask.STATE,
-                  qp_state=ib.QPState.INIT)
+        qp.modify(ib.QPAttrMask.STATE, attr_mask=ib.QPAttrMask.STATE, qp_state=ib.QPState.INIT)
     qp.close()
     cq.close()
 
@@ -147,10 +158,16 @@ def test_2_failed_completion_is_a_verbs_error(ctx, pd):
     assert e.wc is wc and e.status == wc.status == ib.WCStatus(wc.status)
     assert e.vendor_err == wc.vendor_err and e.status.name in str(e)
     # the QP is in error now: the next WR is flushed, and poll_count says so
-    qa.post_send(ib.SendWR(wr_id=2, sg_list=[mr.sge(8)],
-                           opcode=ib.WROpcode.RDMA_WRITE,
-                           send_flags=ib.SendFlags.SIGNALED,
-                           remote_addr=mr.addr, rkey=mr.rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=2,
+            sg_list=[mr.sge(8)],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=ib.SendFlags.SIGNALED,
+            remote_addr=mr.addr,
+            rkey=mr.rkey,
+        )
+    )
     deadline = time.monotonic() + 10
     with pytest.raises(ib.VerbsError) as info:
         while time.monotonic() < deadline:
@@ -319,11 +336,19 @@ def test_6_async_event_and_wc_text(ctx, pd):
     qa, ca, qb, cb = rig.make_rc_pair(ctx, pd, cq_size=1)
     small = ca
     buf, mr = rig.mkbuf(pd, 64)
-    qa.post_send([ib.SendWR(wr_id=i, sg_list=[mr.sge(8)],
-                            opcode=ib.WROpcode.RDMA_WRITE,
-                            send_flags=ib.SendFlags.SIGNALED,
-                            remote_addr=mr.addr + 32, rkey=mr.rkey)
-                  for i in range(small.cqe + 3)])
+    qa.post_send(
+        [
+            ib.SendWR(
+                wr_id=i,
+                sg_list=[mr.sge(8)],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                send_flags=ib.SendFlags.SIGNALED,
+                remote_addr=mr.addr + 32,
+                rkey=mr.rkey,
+            )
+            for i in range(small.cqe + 3)
+        ]
+    )
     deadline = time.monotonic() + 15
     while True:  # the overrun CQ raises IBV_EVENT_CQ_ERR
         r, _, _ = select.select([ctx.async_fd], [], [], max(0.0, deadline - time.monotonic()))

@@ -95,9 +95,9 @@ def test_pd_lifetime(ctx):
         ctx.close()
     assert ei.value.errno == errno.EBUSY and "PD x1" in str(ei.value)
     assert not ctx.closed
-    ctx.query_port(PORT)       # still usable
+    ctx.query_port(PORT)  # still usable
     pd.close()
-    pd.close()                 # idempotent
+    pd.close()  # idempotent
     assert pd.closed
     with pytest.raises(ib.VerbsError) as ei:
         pd.reg_mr(0, 1, 0)
@@ -129,13 +129,19 @@ def test_context_manager_and_gc_order(device_name):
 
 
 def test_cli_info_lists_the_device(device_name):
-    out = subprocess.run([sys.executable, "-m", "ibverbs", "info"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "ibverbs", "info"], capture_output=True, text=True, check=True
+    ).stdout
     assert f"hca_id: {device_name}" in out
     assert "PORT_ACTIVE" in out or "ACTIVE" in out
-    data = json.loads(subprocess.run(
-        [sys.executable, "-m", "ibverbs", "info", "--json", "-d", device_name],
-        capture_output=True, text=True, check=True).stdout)
+    data = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "ibverbs", "info", "--json", "-d", device_name],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     dev = data["devices"][0]
     assert dev["name"] == device_name
     port = dev["ports"][0]
@@ -148,7 +154,8 @@ def test_cli_info_lists_the_device(device_name):
 
 
 def test_cli_bad_device_fails_cleanly():
-    r = subprocess.run([sys.executable, "-m", "ibverbs", "info", "-d", "nope0"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "ibverbs", "info", "-d", "nope0"], capture_output=True, text=True
+    )
     assert r.returncode == 1
     assert "nope0" in r.stderr and "Traceback" not in r.stderr

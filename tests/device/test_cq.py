@@ -26,18 +26,21 @@ def rc_pair_on(ctx, pd, cq_a, cq_b):
     gid = ctx.query_gid(PORT, GID_INDEX)
     ia = ib.local_qp_info(qa, port_attr, gid, port=PORT, psn=1)
     ibb = ib.local_qp_info(qb, port_attr, gid, port=PORT, psn=2)
-    ib.connect_rc(qa, ibb, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS,
-                  local_psn=1)
-    ib.connect_rc(qb, ia, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS,
-                  local_psn=2)
+    ib.connect_rc(qa, ibb, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS, local_psn=1)
+    ib.connect_rc(qb, ia, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS, local_psn=2)
     return qa, qb
 
 
 def write_wr(wr_id, mr, length, dst_off, **kw):
-    return ib.SendWR(wr_id=wr_id, sg_list=[mr.sge(length)],
-                     opcode=ib.WROpcode.RDMA_WRITE,
-                     send_flags=ib.SendFlags.SIGNALED,
-                     remote_addr=mr.addr + dst_off, rkey=mr.rkey, **kw)
+    return ib.SendWR(
+        wr_id=wr_id,
+        sg_list=[mr.sge(length)],
+        opcode=ib.WROpcode.RDMA_WRITE,
+        send_flags=ib.SendFlags.SIGNALED,
+        remote_addr=mr.addr + dst_off,
+        rkey=mr.rkey,
+        **kw,
+    )
 
 
 # ---- creation and arguments ---------------------------------------------
@@ -59,14 +62,17 @@ def test_create_cq_attributes(ctx):
     cq.close()
 
 
-@pytest.mark.parametrize("args, kwargs, exc", [
-    ((0,), {}, ValueError),
-    ((-1,), {}, ValueError),
-    (("16",), {}, TypeError),
-    ((16,), {"comp_vector": -1}, ValueError),
-    ((16,), {"channel": 3}, TypeError),
-    ((), {}, TypeError),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, exc",
+    [
+        ((0,), {}, ValueError),
+        ((-1,), {}, ValueError),
+        (("16",), {}, TypeError),
+        ((16,), {"comp_vector": -1}, ValueError),
+        ((16,), {"channel": 3}, TypeError),
+        ((), {}, TypeError),
+    ],
+)
 def test_create_cq_bad_arguments(ctx, args, kwargs, exc):
     with pytest.raises(exc):
         ctx.create_cq(*args, **kwargs)
@@ -183,8 +189,7 @@ def test_poll_reaps_many_in_order(ctx, pd):
     buf[:4096] = np.arange(4096) % 251
     mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS, owner=buf)
     n = 20
-    qa.post_send([write_wr(100 + i, mr, 64 + i, 8192 + 128 * i)
-                  for i in range(n)])
+    qa.post_send([write_wr(100 + i, mr, 64 + i, 8192 + 128 * i) for i in range(n)])
     wcs = poll_until(ca, n)
     assert [w.wr_id for w in wcs] == list(range(100, 100 + n))
     for i, w in enumerate(wcs):
@@ -192,8 +197,7 @@ def test_poll_reaps_many_in_order(ctx, pd):
         assert w.status == ib.WCStatus.SUCCESS
         assert w.opcode == ib.WCOpcode.RDMA_WRITE
         assert w.qp_num == qa.qp_num
-        assert np.array_equal(buf[8192 + 128 * i: 8192 + 128 * i + 64 + i],
-                              buf[:64 + i])
+        assert np.array_equal(buf[8192 + 128 * i : 8192 + 128 * i + 64 + i], buf[: 64 + i])
     assert ca.poll(16) == [] and cb.poll(16) == []
 
 
@@ -217,10 +221,17 @@ def test_write_with_imm_completion_fields(ctx, pd):
     buf[:32] = 7
     mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS, owner=buf)
     qb.post_recv(ib.RecvWR(wr_id=55))
-    qa.post_send(ib.SendWR(
-        wr_id=9, sg_list=[mr.sge(32)], opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM,
-        send_flags=ib.SendFlags.SIGNALED, imm_data=0xDEADBEEF,
-        remote_addr=mr.addr + 4096, rkey=mr.rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=9,
+            sg_list=[mr.sge(32)],
+            opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM,
+            send_flags=ib.SendFlags.SIGNALED,
+            imm_data=0xDEADBEEF,
+            remote_addr=mr.addr + 4096,
+            rkey=mr.rkey,
+        )
+    )
     (sw,) = poll_until(ca, 1)
     (rw,) = poll_until(cb, 1)
     sw.raise_for_status()
@@ -231,17 +242,23 @@ def test_write_with_imm_completion_fields(ctx, pd):
     assert rw.imm_data == 0xDEADBEEF
     assert rw.byte_len == 32
     assert rw.qp_num == qb.qp_num
-    assert (buf[4096:4096 + 32] == 7).all()
+    assert (buf[4096 : 4096 + 32] == 7).all()
 
 
 def test_error_completion_raises_completion_error(ctx, pd):
     qa, ca, qb, cb = make_rc_pair(ctx, pd, rnr_retry=0)
     buf = np.zeros(4096, dtype=np.uint8)
     mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS, owner=buf)
-    qa.post_send(ib.SendWR(
-        wr_id=3, sg_list=[mr.sge(16)], opcode=ib.WROpcode.RDMA_WRITE,
-        send_flags=ib.SendFlags.SIGNALED, remote_addr=mr.addr,
-        rkey=(mr.rkey + 0x100) & 0xFFFFFFFF))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=3,
+            sg_list=[mr.sge(16)],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=ib.SendFlags.SIGNALED,
+            remote_addr=mr.addr,
+            rkey=(mr.rkey + 0x100) & 0xFFFFFFFF,
+        )
+    )
     (wc,) = poll_until(ca, 1)
     assert wc.wr_id == 3
     assert wc.status == ib.WCStatus.REM_ACCESS_ERR
@@ -277,7 +294,7 @@ def test_completion_event_returns_the_same_cq(ctx, pd):
         assert ca.events_unacked == 0
         with pytest.raises(ValueError):
             ca.ack_events()
-    assert (buf[4096:4096 + 64] == 3).all()
+    assert (buf[4096 : 4096 + 64] == 3).all()
 
     # An event left unacked is acked by close(), which would hang otherwise.
     ca.req_notify()
@@ -315,4 +332,3 @@ def test_get_cq_event_blocks_without_the_gil(ctx, pd):
     assert result == [ca]
     poll_until(ca, 1)[0].raise_for_status()
     ca.ack_events(1)
-

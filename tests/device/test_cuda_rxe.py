@@ -42,8 +42,13 @@ class CudaArray:
 
     @property
     def __cuda_array_interface__(self):
-        return {"data": (self.ptr, False), "shape": (self.n,), "typestr": "|u1",
-                "strides": None, "version": 3}
+        return {
+            "data": (self.ptr, False),
+            "shape": (self.n,),
+            "typestr": "|u1",
+            "strides": None,
+            "version": 3,
+        }
 
 
 @pytest.fixture(scope="module")
@@ -157,17 +162,30 @@ def test_rxe_rdma_on_fallback_regions(fake, ctx, pd):
     qa, ca, qb, cb = rig.make_rc_pair(ctx, pd)
     try:
         # write src -> dst
-        qa.post_send(ib.SendWR(
-            wr_id=1, sg_list=[src.sge()], opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=ib.SendFlags.SIGNALED, remote_addr=dst.addr, rkey=dst.rkey))
+        qa.post_send(
+            ib.SendWR(
+                wr_id=1,
+                sg_list=[src.sge()],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                send_flags=ib.SendFlags.SIGNALED,
+                remote_addr=dst.addr,
+                rkey=dst.rkey,
+            )
+        )
         for wc in rig.poll_until(ca):
             wc.raise_for_status()
         assert ctypes.string_at(dst_ptr, n) == pattern
         # read dst -> back, at an offset
-        qa.post_send(ib.SendWR(
-            wr_id=2, sg_list=[back.sge(n - 100, offset=100)],
-            opcode=ib.WROpcode.RDMA_READ, send_flags=ib.SendFlags.SIGNALED,
-            remote_addr=dst.addr + 100, rkey=dst.rkey))
+        qa.post_send(
+            ib.SendWR(
+                wr_id=2,
+                sg_list=[back.sge(n - 100, offset=100)],
+                opcode=ib.WROpcode.RDMA_READ,
+                send_flags=ib.SendFlags.SIGNALED,
+                remote_addr=dst.addr + 100,
+                rkey=dst.rkey,
+            )
+        )
         for wc in rig.poll_until(ca):
             wc.raise_for_status()
         assert ctypes.string_at(back_ptr + 100, n - 100) == pattern[100:]

@@ -24,9 +24,16 @@ def test_bad_rkey_rem_access_err(pd, pair):
     qa, ca, qb, cb = pair
     src, mr_a = mkbuf(pd, 64, fill=1)
     dst, mr_b = mkbuf(pd, 64)
-    qa.post_send(ib.SendWR(wr_id=5, sg_list=[mr_a.sge()], send_flags=SIGNALED,
-                           opcode=ib.WROpcode.RDMA_WRITE,
-                           remote_addr=mr_b.addr, rkey=mr_b.rkey ^ 0x5A5A00))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=5,
+            sg_list=[mr_a.sge()],
+            send_flags=SIGNALED,
+            opcode=ib.WROpcode.RDMA_WRITE,
+            remote_addr=mr_b.addr,
+            rkey=mr_b.rkey ^ 0x5A5A00,
+        )
+    )
     (wc,) = poll_until(ca)
     assert wc.status == S.REM_ACCESS_ERR and wc.wr_id == 5
     with pytest.raises(ib.CompletionError, match="REM_ACCESS_ERR"):
@@ -39,23 +46,38 @@ def test_bad_rkey_rem_access_err(pd, pair):
 def test_write_without_remote_write_access(pd, pair):
     qa, ca, qb, cb = pair
     src, mr_a = mkbuf(pd, 128, fill=0xFF)
-    dst, mr_b = mkbuf(pd, 128, access=ib.AccessFlags.LOCAL_WRITE
-                      | ib.AccessFlags.REMOTE_READ, fill=0x11)
-    qa.post_send(ib.SendWR(wr_id=6, sg_list=[mr_a.sge()], send_flags=SIGNALED,
-                           opcode=ib.WROpcode.RDMA_WRITE,
-                           remote_addr=mr_b.addr, rkey=mr_b.rkey))
+    dst, mr_b = mkbuf(
+        pd, 128, access=ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_READ, fill=0x11
+    )
+    qa.post_send(
+        ib.SendWR(
+            wr_id=6,
+            sg_list=[mr_a.sge()],
+            send_flags=SIGNALED,
+            opcode=ib.WROpcode.RDMA_WRITE,
+            remote_addr=mr_b.addr,
+            rkey=mr_b.rkey,
+        )
+    )
     (wc,) = poll_until(ca)
     assert wc.status == S.REM_ACCESS_ERR
-    assert (dst == 0x11).all()                  # memory unchanged
+    assert (dst == 0x11).all()  # memory unchanged
 
 
 def test_rdma_read_out_of_bounds(pd, pair):
     qa, ca, qb, cb = pair
     local, mr_a = mkbuf(pd, 64)
     remote, mr_b = mkbuf(pd, 32, fill=3)
-    qa.post_send(ib.SendWR(wr_id=7, sg_list=[mr_a.sge()], send_flags=SIGNALED,
-                           opcode=ib.WROpcode.RDMA_READ,
-                           remote_addr=mr_b.addr, rkey=mr_b.rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=7,
+            sg_list=[mr_a.sge()],
+            send_flags=SIGNALED,
+            opcode=ib.WROpcode.RDMA_READ,
+            remote_addr=mr_b.addr,
+            rkey=mr_b.rkey,
+        )
+    )
     (wc,) = poll_until(ca)
     assert wc.status == S.REM_ACCESS_ERR
     assert not local.any()
@@ -65,7 +87,7 @@ def test_rnr_retry_exceeded(ctx, pd):
     qa, ca, qb, cb = make_rc_pair(ctx, pd, rnr_retry=0)
     src, mr_a = mkbuf(pd, 32, fill=1)
     qa.post_send(ib.SendWR(wr_id=8, sg_list=[mr_a.sge()], send_flags=SIGNALED))
-    (wc,) = poll_until(ca, timeout=30)          # no receive was posted
+    (wc,) = poll_until(ca, timeout=30)  # no receive was posted
     assert wc.status == S.RNR_RETRY_EXC_ERR and wc.wr_id == 8
     assert cb.poll(4) == []
 
@@ -73,8 +95,7 @@ def test_rnr_retry_exceeded(ctx, pd):
 def test_err_state_flushes_each_wr_once(pd, pair):
     qa, ca, qb, cb = pair
     dst, mr_b = mkbuf(pd, 8 * 16)
-    qb.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr_b.sge(16, 16 * i)])
-                  for i in range(8)])
+    qb.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr_b.sge(16, 16 * i)]) for i in range(8)])
     qb.modify(ib.QPAttrMask.STATE, qp_state=ib.QPState.ERR)
     assert qb.state == ib.QPState.ERR
     got = poll_until(cb, 8)
@@ -82,14 +103,17 @@ def test_err_state_flushes_each_wr_once(pd, pair):
     assert all(w.status == S.WR_FLUSH_ERR for w in got)
     # Send WRs posted in ERR are flushed too, signaled or not.
     src, mr_a = mkbuf(pd, 16)
-    qb.post_send([ib.SendWR(wr_id=100 + i, sg_list=[mr_a.sge()],
-                            send_flags=SIGNALED if i % 2 else 0)
-                  for i in range(4)])
+    qb.post_send(
+        [
+            ib.SendWR(wr_id=100 + i, sg_list=[mr_a.sge()], send_flags=SIGNALED if i % 2 else 0)
+            for i in range(4)
+        ]
+    )
     got = poll_until(cb, 4)
     assert sorted(w.wr_id for w in got) == [100, 101, 102, 103]
     assert all(w.status == S.WR_FLUSH_ERR for w in got)
     time.sleep(0.3)
-    assert cb.poll(16) == []                    # exactly once each
+    assert cb.poll(16) == []  # exactly once each
     assert not dst.any()
 
 
@@ -98,9 +122,17 @@ def test_post_send_too_many_sges_names_the_wr(ctx, pd):
     src, mr_a = mkbuf(pd, 64)
     dst, mr_b = mkbuf(pd, 64)
     n = qa.cap.max_send_sge + 1
-    good = [ib.SendWR(wr_id=i, sg_list=[mr_a.sge(8)], send_flags=SIGNALED,
-                      opcode=ib.WROpcode.RDMA_WRITE, remote_addr=mr_b.addr,
-                      rkey=mr_b.rkey) for i in range(2)]
+    good = [
+        ib.SendWR(
+            wr_id=i,
+            sg_list=[mr_a.sge(8)],
+            send_flags=SIGNALED,
+            opcode=ib.WROpcode.RDMA_WRITE,
+            remote_addr=mr_b.addr,
+            rkey=mr_b.rkey,
+        )
+        for i in range(2)
+    ]
     bad = ib.SendWR(wr_id=42, sg_list=[mr_a.sge(1, i) for i in range(n)])
     with pytest.raises(ib.VerbsError) as ei:
         qa.post_send(good + [bad])
@@ -118,12 +150,20 @@ def test_post_send_too_many_sges_names_the_wr(ctx, pd):
 
 def test_post_list_longer_than_sq(ctx, pd):
     qa, ca, qb, cb = make_rc_pair(ctx, pd, max_send_wr=8)
-    depth = qa.query()[1].max_send_wr     # what the device really made
+    depth = qa.query()[1].max_send_wr  # what the device really made
     src, mr_a = mkbuf(pd, 8)
     dst, mr_b = mkbuf(pd, 8)
-    wrs = [ib.SendWR(wr_id=i, sg_list=[mr_a.sge()], send_flags=SIGNALED,
-                     opcode=ib.WROpcode.RDMA_WRITE, remote_addr=mr_b.addr,
-                     rkey=mr_b.rkey) for i in range(depth + 3)]
+    wrs = [
+        ib.SendWR(
+            wr_id=i,
+            sg_list=[mr_a.sge()],
+            send_flags=SIGNALED,
+            opcode=ib.WROpcode.RDMA_WRITE,
+            remote_addr=mr_b.addr,
+            rkey=mr_b.rkey,
+        )
+        for i in range(depth + 3)
+    ]
     with pytest.raises(ib.VerbsError) as ei:
         qa.post_send(wrs)
     assert ei.value.errno == errno.ENOMEM
@@ -136,8 +176,10 @@ def test_post_recv_error_names_the_wr(ctx, pd):
     qa, ca, qb, cb = make_rc_pair(ctx, pd, max_recv_sge=1)
     buf, mr = mkbuf(pd, 64)
     n = qb.cap.max_recv_sge + 1
-    wrs = [ib.RecvWR(wr_id=1, sg_list=[mr.sge(8)]),
-           ib.RecvWR(wr_id=2, sg_list=[mr.sge(1, i) for i in range(n)])]
+    wrs = [
+        ib.RecvWR(wr_id=1, sg_list=[mr.sge(8)]),
+        ib.RecvWR(wr_id=2, sg_list=[mr.sge(1, i) for i in range(n)]),
+    ]
     with pytest.raises(ib.VerbsError) as ei:
         qb.post_recv(wrs)
     assert ei.value.operation == "ibv_post_recv"

@@ -33,8 +33,7 @@ def wait_event(ctx, event_type, timeout=15.0):
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise AssertionError(f"no {event_type!r} within {timeout} s; "
-                                 f"saw {seen}")
+            raise AssertionError(f"no {event_type!r} within {timeout} s; saw {seen}")
         r, _, _ = select.select([ctx.async_fd], [], [], left)
         if not r:
             continue
@@ -70,8 +69,10 @@ def link(state):
 def wait_port_active(ctx, timeout=20.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if (ctx.query_port(PORT).state == ib.PortState.ACTIVE
-                and not ctx.query_gid(PORT, GID_INDEX).is_zero()):
+        if (
+            ctx.query_port(PORT).state == ib.PortState.ACTIVE
+            and not ctx.query_gid(PORT, GID_INDEX).is_zero()
+        ):
             return
         time.sleep(0.1)
     raise AssertionError("port did not come back ACTIVE")
@@ -107,11 +108,19 @@ def overflow_cq(ctx, pd):
     buf = np.zeros(4096, dtype=np.uint8)
     mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS, owner=buf)
     # More signaled completions than the CQ holds, never polled.
-    qa.post_send([ib.SendWR(wr_id=i, sg_list=[mr.sge(8)],
-                            opcode=ib.WROpcode.RDMA_WRITE,
-                            send_flags=ib.SendFlags.SIGNALED,
-                            remote_addr=mr.addr + 1024, rkey=mr.rkey)
-                  for i in range(small.cqe + 3)])
+    qa.post_send(
+        [
+            ib.SendWR(
+                wr_id=i,
+                sg_list=[mr.sge(8)],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                send_flags=ib.SendFlags.SIGNALED,
+                remote_addr=mr.addr + 1024,
+                rkey=mr.rkey,
+            )
+            for i in range(small.cqe + 3)
+        ]
+    )
     return small, qa, qb, other, mr
 
 
@@ -168,8 +177,10 @@ def test_event_context_manager_acks(ctx, pd):
     assert small.closed
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
-                    reason="needs root and ip(8) (runs in the rxe guest)")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("ip") is None,
+    reason="needs root and ip(8) (runs in the rxe guest)",
+)
 def test_link_flap_delivers_port_events(ctx):
     drain_events(ctx)
     result = []

@@ -54,8 +54,7 @@ def listening(port):
 
 
 def start_server(cmd, port):
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
     while not listening(port):
         if proc.poll() is not None:
@@ -71,16 +70,15 @@ def start_server(cmd, port):
 def run_pair(server_cmd, client_cmd, port):
     server = start_server(server_cmd, port)
     try:
-        client = subprocess.run(client_cmd, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True,
-                                timeout=TIMEOUT)
+        client = subprocess.run(
+            client_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT
+        )
         server_out = server.communicate(timeout=TIMEOUT)[0]
     finally:
         if server.poll() is None:
             server.kill()
             server.communicate()
-    report = (f"server {server_cmd}:\n{server_out}\n"
-              f"client {client_cmd}:\n{client.stdout}")
+    report = f"server {server_cmd}:\n{server_out}\nclient {client_cmd}:\n{client.stdout}"
     assert server.returncode == 0, report
     assert client.returncode == 0, report
     for out in (server_out, client.stdout):
@@ -107,9 +105,7 @@ def test_python_client_with_c_server(device_name):
     tool = c_pingpong()
     port = free_port()
     args = pingpong_args(device_name, port)
-    server_out, client_out = run_pair([tool, *args],
-                                      py("rc_pingpong.py", *args, "localhost"),
-                                      port)
+    server_out, client_out = run_pair([tool, *args], py("rc_pingpong.py", *args, "localhost"), port)
     # each side learned the other's QP number from the exchange
     assert remote_qpn(client_out) == local_qpn(server_out)
     assert remote_qpn(server_out) == local_qpn(client_out)
@@ -119,8 +115,7 @@ def test_python_server_with_c_client(device_name):
     tool = c_pingpong()
     port = free_port()
     args = pingpong_args(device_name, port)
-    server_out, client_out = run_pair(py("rc_pingpong.py", *args),
-                                      [tool, *args, "localhost"], port)
+    server_out, client_out = run_pair(py("rc_pingpong.py", *args), [tool, *args, "localhost"], port)
     assert remote_qpn(client_out) == local_qpn(server_out)
     assert remote_qpn(server_out) == local_qpn(client_out)
 
@@ -128,23 +123,35 @@ def test_python_server_with_c_client(device_name):
 def test_python_both_ends_with_other_sizes(device_name):
     port = free_port()
     args = pingpong_args(device_name, port) + ["-s", "100", "-r", "4", "-m", "512"]
-    run_pair(py("rc_pingpong.py", *args), py("rc_pingpong.py", *args, "localhost"),
-             port)
+    run_pair(py("rc_pingpong.py", *args), py("rc_pingpong.py", *args, "localhost"), port)
 
 
 def test_pingpong_client_without_server_fails_cleanly(device_name):
     port = free_port()
-    res = subprocess.run(py("rc_pingpong.py", *pingpong_args(device_name, port),
-                            "--connect-timeout", "0.5", "localhost"),
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=TIMEOUT)
+    res = subprocess.run(
+        py(
+            "rc_pingpong.py",
+            *pingpong_args(device_name, port),
+            "--connect-timeout",
+            "0.5",
+            "localhost",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert res.returncode == 1
     assert "couldn't connect" in res.stdout
 
 
 def test_quickstart(device_name):
-    res = subprocess.run(py("quickstart.py", device_name, GID_INDEX),
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=TIMEOUT)
+    res = subprocess.run(
+        py("quickstart.py", device_name, GID_INDEX),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert res.returncode == 0, res.stdout
     assert "verified: all 4096 bytes arrived" in res.stdout

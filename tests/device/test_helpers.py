@@ -36,9 +36,17 @@ class Pair:
         self.cq_b = ctx.create_cq(64)
 
         def mk(cq):
-            return pd.create_qp(ib.QPInitAttr(
-                send_cq=cq, recv_cq=cq, qp_type=qp_type, max_send_wr=32,
-                max_recv_wr=32, max_send_sge=4, max_recv_sge=4))
+            return pd.create_qp(
+                ib.QPInitAttr(
+                    send_cq=cq,
+                    recv_cq=cq,
+                    qp_type=qp_type,
+                    max_send_wr=32,
+                    max_recv_wr=32,
+                    max_send_sge=4,
+                    max_recv_sge=4,
+                )
+            )
 
         self.a, self.b = mk(self.cq_a), mk(self.cq_b)
         port_attr = ctx.query_port(PORT)
@@ -46,10 +54,22 @@ class Pair:
         self.info_a = ib.local_qp_info(self.a, port_attr, gid, port=PORT, psn=0x100)
         self.info_b = ib.local_qp_info(self.b, port_attr, gid, port=PORT, psn=0x200)
         wire_a, wire_b = self.info_a.to_bytes(), self.info_b.to_bytes()
-        ib.connect_rc(self.a, ib.QPInfo.from_bytes(wire_b), port=PORT,
-                      sgid_index=GID_INDEX, access=access, local_psn=0x100)
-        ib.connect_rc(self.b, ib.QPInfo.from_bytes(wire_a), port=PORT,
-                      sgid_index=GID_INDEX, access=access, local_psn=0x200)
+        ib.connect_rc(
+            self.a,
+            ib.QPInfo.from_bytes(wire_b),
+            port=PORT,
+            sgid_index=GID_INDEX,
+            access=access,
+            local_psn=0x100,
+        )
+        ib.connect_rc(
+            self.b,
+            ib.QPInfo.from_bytes(wire_a),
+            port=PORT,
+            sgid_index=GID_INDEX,
+            access=access,
+            local_psn=0x200,
+        )
 
     def close(self):
         for o in (self.a, self.b, self.cq_a, self.cq_b):
@@ -66,6 +86,7 @@ def rc(ctx, pd):
 # ---------------------------------------------------------------------------
 # local_qp_info / connect_rc
 # ---------------------------------------------------------------------------
+
 
 def test_local_qp_info_describes_the_qp(ctx, pd):
     cq = ctx.create_cq(4)
@@ -95,9 +116,16 @@ def test_connect_rc_explicit_mtu(ctx, pd):
     b = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq))
     gid = ctx.query_gid(PORT, GID_INDEX)
     pa = ctx.query_port(PORT)
-    ib.connect_rc(a, ib.local_qp_info(b, pa, gid, port=PORT), port=PORT,
-                  sgid_index=GID_INDEX, access=ALL, mtu=ib.MTU.MTU_256,
-                  min_rnr_timer=3, timeout=10)
+    ib.connect_rc(
+        a,
+        ib.local_qp_info(b, pa, gid, port=PORT),
+        port=PORT,
+        sgid_index=GID_INDEX,
+        access=ALL,
+        mtu=ib.MTU.MTU_256,
+        min_rnr_timer=3,
+        timeout=10,
+    )
     attrs, _ = a.query()
     assert attrs["path_mtu"] == ib.MTU.MTU_256
     assert attrs["min_rnr_timer"] == 3 and attrs["timeout"] == 10
@@ -113,9 +141,16 @@ def test_rdma_write_between_registered_numpy_arrays(pd, rc):
     dmr = ib.reg_tensor(pd, dst, ALL)
     assert smr.owner is src and dmr.owner is dst
     assert (dmr.addr, dmr.length) == ib.tensor_addr_len(dst)
-    rc.a.post_send(ib.SendWR(1, [ib.SGE(smr, src.nbytes)], WROpcode.RDMA_WRITE,
-                             SendFlags.SIGNALED, remote_addr=dmr.addr,
-                             rkey=dmr.rkey))
+    rc.a.post_send(
+        ib.SendWR(
+            1,
+            [ib.SGE(smr, src.nbytes)],
+            WROpcode.RDMA_WRITE,
+            SendFlags.SIGNALED,
+            remote_addr=dmr.addr,
+            rkey=dmr.rkey,
+        )
+    )
     assert poll(rc.cq_a)[0].wr_id == 1
     assert (dst == src).all()
     smr.close()
@@ -128,8 +163,16 @@ def test_connect_rc_works_for_uc(ctx, pd):
     dst = bytearray(len(src))
     smr = ib.reg_tensor(pd, src, AccessFlags.LOCAL_WRITE)
     dmr = ib.reg_tensor(pd, dst, AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE)
-    p.a.post_send(ib.SendWR(7, smr.sge(), WROpcode.RDMA_WRITE, SendFlags.SIGNALED,
-                            remote_addr=dmr.addr, rkey=dmr.rkey))
+    p.a.post_send(
+        ib.SendWR(
+            7,
+            smr.sge(),
+            WROpcode.RDMA_WRITE,
+            SendFlags.SIGNALED,
+            remote_addr=dmr.addr,
+            rkey=dmr.rkey,
+        )
+    )
     poll(p.cq_a)
     deadline = time.monotonic() + 10
     while dst != src and time.monotonic() < deadline:
@@ -143,6 +186,7 @@ def test_connect_rc_works_for_uc(ctx, pd):
 # ---------------------------------------------------------------------------
 # reg_tensor
 # ---------------------------------------------------------------------------
+
 
 def test_reg_tensor_retains_the_array_until_closed(pd):
     np = pytest.importorskip("numpy")
@@ -165,8 +209,16 @@ def test_read_only_bytes_are_an_rdma_read_source(pd, rc):
     assert dmr.owner.obj is dst
     with pytest.raises(BufferError):
         dst.extend(b"x")  # pinned: its memory cannot move while registered
-    rc.b.post_send(ib.SendWR(3, dmr.sge(), WROpcode.RDMA_READ, SendFlags.SIGNALED,
-                             remote_addr=src.addr, rkey=src.rkey))
+    rc.b.post_send(
+        ib.SendWR(
+            3,
+            dmr.sge(),
+            WROpcode.RDMA_READ,
+            SendFlags.SIGNALED,
+            remote_addr=src.addr,
+            rkey=src.rkey,
+        )
+    )
     poll(rc.cq_b)
     assert bytes(dst) == data
     src.close()
@@ -184,6 +236,7 @@ def test_reg_tensor_refuses_writable_bytes(pd):
 # ---------------------------------------------------------------------------
 # SGE / SendWR / RecvWR on a device
 # ---------------------------------------------------------------------------
+
 
 def test_sge_from_mr(pd):
     buf = bytearray(4096)
@@ -233,8 +286,10 @@ def test_post_a_chain_of_sends_and_receives(pd, rc):
     omr = ib.reg_tensor(pd, out, AccessFlags.LOCAL_WRITE)
     recvs = [ib.RecvWR(100 + i, ib.SGE(mr, 64, offset=64 * i)) for i in range(4)]
     rc.b.post_recv(recvs)
-    sends = [ib.SendWR(i, ib.SGE(omr, 64, offset=64 * i), WROpcode.SEND,
-                       SendFlags.SIGNALED) for i in range(4)]
+    sends = [
+        ib.SendWR(i, ib.SGE(omr, 64, offset=64 * i), WROpcode.SEND, SendFlags.SIGNALED)
+        for i in range(4)
+    ]
     rc.a.post_send(tuple(sends))
     assert [wc.wr_id for wc in poll(rc.cq_a, 4)] == [0, 1, 2, 3]
     assert [wc.wr_id for wc in poll(rc.cq_b, 4)] == [100, 101, 102, 103]
@@ -281,8 +336,12 @@ def test_post_refuses_a_closed_mr(pd, rc):
     wr = ib.SendWR(1, mr.sge(), WROpcode.SEND, SendFlags.SIGNALED)
     rwr = ib.RecvWR(2, mr.sge())
     mr.close()
-    for post, arg in ((rc.a.post_send, wr), (rc.a.post_send, [ib.SendWR(0), wr]),
-                      (rc.b.post_recv, rwr), (rc.b.post_recv, [rwr])):
+    for post, arg in (
+        (rc.a.post_send, wr),
+        (rc.a.post_send, [ib.SendWR(0), wr]),
+        (rc.b.post_recv, rwr),
+        (rc.b.post_recv, [rwr]),
+    ):
         with pytest.raises(ib.VerbsError) as e:
             post(arg)
         assert e.value.errno == errno.EBADF and "closed MR" in str(e.value)
@@ -293,8 +352,7 @@ def test_send_with_imm(pd, rc):
     buf = bytearray(32)
     mr = ib.reg_tensor(pd, buf, AccessFlags.LOCAL_WRITE)
     rc.b.post_recv(ib.RecvWR(1, mr.sge()))
-    w = ib.SendWR(2, (), WROpcode.SEND_WITH_IMM, SendFlags.SIGNALED,
-                  imm_data=0x12345678)
+    w = ib.SendWR(2, (), WROpcode.SEND_WITH_IMM, SendFlags.SIGNALED, imm_data=0x12345678)
     rc.a.post_send(w)
     poll(rc.cq_a)
     wc = poll(rc.cq_b)[0]
@@ -314,8 +372,15 @@ def test_rdma_write_with_imm_and_reuse(pd, rc):
     smr = ib.reg_tensor(pd, src, AccessFlags.LOCAL_WRITE)
     dmr = ib.reg_tensor(pd, dst, ALL)
     rc.b.post_recv([ib.RecvWR(1), ib.RecvWR(2)])
-    w = ib.SendWR(5, smr.sge(), WROpcode.RDMA_WRITE_WITH_IMM, SendFlags.SIGNALED,
-                  imm_data=1, remote_addr=dmr.addr, rkey=dmr.rkey)
+    w = ib.SendWR(
+        5,
+        smr.sge(),
+        WROpcode.RDMA_WRITE_WITH_IMM,
+        SendFlags.SIGNALED,
+        imm_data=1,
+        remote_addr=dmr.addr,
+        rkey=dmr.rkey,
+    )
     rc.a.post_send(w)
     w.remote_addr = dmr.addr + 128
     w.imm_data = 2
@@ -332,14 +397,29 @@ def test_atomics(pd, rc):
     tmr = ib.reg_tensor(pd, target, ALL)
     result = bytearray(8)
     rmr = ib.reg_tensor(pd, result, AccessFlags.LOCAL_WRITE)
-    faa = ib.SendWR(1, rmr.sge(), WROpcode.ATOMIC_FETCH_AND_ADD, SendFlags.SIGNALED,
-                    remote_addr=tmr.addr, rkey=tmr.rkey, compare_add=2)
+    faa = ib.SendWR(
+        1,
+        rmr.sge(),
+        WROpcode.ATOMIC_FETCH_AND_ADD,
+        SendFlags.SIGNALED,
+        remote_addr=tmr.addr,
+        rkey=tmr.rkey,
+        compare_add=2,
+    )
     rc.a.post_send(faa)
     poll(rc.cq_a)
     assert struct.unpack("<Q", result)[0] == 40
     assert struct.unpack("<Q", target)[0] == 42
-    cas = ib.SendWR(2, rmr.sge(), WROpcode.ATOMIC_CMP_AND_SWP, SendFlags.SIGNALED,
-                    remote_addr=tmr.addr, rkey=tmr.rkey, compare_add=42, swap=7)
+    cas = ib.SendWR(
+        2,
+        rmr.sge(),
+        WROpcode.ATOMIC_CMP_AND_SWP,
+        SendFlags.SIGNALED,
+        remote_addr=tmr.addr,
+        rkey=tmr.rkey,
+        compare_add=42,
+        swap=7,
+    )
     rc.a.post_send(cas)
     poll(rc.cq_a)
     assert struct.unpack("<Q", result)[0] == 42
@@ -350,6 +430,7 @@ def test_atomics(pd, rc):
 
 def test_ud_send_through_an_ah(ctx, pd):
     cq = ctx.create_cq(16)
+
     def mk():
         return pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD))
 
@@ -365,8 +446,15 @@ def test_ud_send_through_an_ah(ctx, pd):
     payload = bytearray(b"datagram" * 8)
     smr = ib.reg_tensor(pd, payload, AccessFlags.LOCAL_WRITE)
     b.post_recv(ib.RecvWR(1, rmr.sge()))
-    w = ib.SendWR(2, smr.sge(), WROpcode.SEND, SendFlags.SIGNALED, ah=ah,
-                  remote_qpn=b.qp_num, remote_qkey=0x1234)
+    w = ib.SendWR(
+        2,
+        smr.sge(),
+        WROpcode.SEND,
+        SendFlags.SIGNALED,
+        ah=ah,
+        remote_qpn=b.qp_num,
+        remote_qkey=0x1234,
+    )
     assert (w.ah, w.remote_qpn, w.remote_qkey) == (ah, b.qp_num, 0x1234)
     a.post_send(w)
     wcs = poll(cq, 2)
@@ -421,7 +509,6 @@ def test_ud_send_without_an_ah_is_refused_not_a_crash(device_name):
                 print("posted")
         qp.close()
     """)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                         text=True, timeout=120)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, f"rc={res.returncode}\n{res.stdout}{res.stderr}"
     assert res.stdout.count("refused:") == 3, res.stdout

@@ -93,17 +93,20 @@ def test_reg_tensor_passes_owner(pd):
     mr.close()
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"addr": "0x1000", "length": 4096}, TypeError),
-    ({"addr": 1.5, "length": 4096}, TypeError),
-    ({"addr": -1, "length": 4096}, ValueError),
-    ({"addr": 4096, "length": 0}, ValueError),
-    ({"addr": 4096, "length": -1}, ValueError),
-    ({"addr": 2**64 - 4096, "length": 8192}, ValueError),
-    ({"addr": 4096, "length": 4096, "access": -1}, ValueError),
-    ({"addr": 4096, "length": 4096, "access": 2**40}, ValueError),
-    ({"addr": 4096, "length": 4096, "access": "rw"}, TypeError),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc",
+    [
+        ({"addr": "0x1000", "length": 4096}, TypeError),
+        ({"addr": 1.5, "length": 4096}, TypeError),
+        ({"addr": -1, "length": 4096}, ValueError),
+        ({"addr": 4096, "length": 0}, ValueError),
+        ({"addr": 4096, "length": -1}, ValueError),
+        ({"addr": 2**64 - 4096, "length": 8192}, ValueError),
+        ({"addr": 4096, "length": 4096, "access": -1}, ValueError),
+        ({"addr": 4096, "length": 4096, "access": 2**40}, ValueError),
+        ({"addr": 4096, "length": 4096, "access": "rw"}, TypeError),
+    ],
+)
 def test_reg_mr_bad_arguments(pd, kwargs, exc):
     with pytest.raises(exc):
         pd.reg_mr(**kwargs)
@@ -205,8 +208,7 @@ def test_context_manager(pd):
 
 def test_close_pd_with_open_mrs_is_ebusy(ctx, pd):
     buf = np.zeros(8192, dtype=np.uint8)
-    mrs = [pd.reg_mr(buf.ctypes.data + i * 4096, 4096, ALL_ACCESS)
-           for i in range(2)]
+    mrs = [pd.reg_mr(buf.ctypes.data + i * 4096, 4096, ALL_ACCESS) for i in range(2)]
     with pytest.raises(ib.VerbsError) as ei:
         pd.close()
     assert ei.value.errno == errno.EBUSY

@@ -27,8 +27,23 @@ def free_port():
 def perf(device_name, test, *args):
     """ibverbs.perf.run in this process: the server is a forked child, so
     no interpreter starts (seconds each in the emulated guest)."""
-    return run([test, "-d", device_name, "-i", str(PORT), "-x", str(GID_INDEX),
-                "--loopback", "-p", str(free_port()), "--timeout", "60", *args])
+    return run(
+        [
+            test,
+            "-d",
+            device_name,
+            "-i",
+            str(PORT),
+            "-x",
+            str(GID_INDEX),
+            "--loopback",
+            "-p",
+            str(free_port()),
+            "--timeout",
+            "60",
+            *args,
+        ]
+    )
 
 
 def check_bw(r, test, size, msgs):
@@ -41,12 +56,34 @@ def check_bw(r, test, size, msgs):
 
 def test_cli_json(device_name):
     """The command line itself: one JSON object per size, one per line."""
-    cmd = [sys.executable, "-m", "ibverbs", "perf", "write_bw", "-d", device_name,
-           "-i", str(PORT), "-x", str(GID_INDEX), "--loopback", "--json",
-           "-p", str(free_port()), "--timeout", "60", "-s", "8,4K", "-n", "64",
-           "-l", "4", "-t", "16"]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=120)
+    cmd = [
+        sys.executable,
+        "-m",
+        "ibverbs",
+        "perf",
+        "write_bw",
+        "-d",
+        device_name,
+        "-i",
+        str(PORT),
+        "-x",
+        str(GID_INDEX),
+        "--loopback",
+        "--json",
+        "-p",
+        str(free_port()),
+        "--timeout",
+        "60",
+        "-s",
+        "8,4K",
+        "-n",
+        "64",
+        "-l",
+        "4",
+        "-t",
+        "16",
+    ]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     assert p.returncode == 0, f"{' '.join(cmd)}\n{p.stdout}\n{p.stderr}"
     res = [json.loads(line) for line in p.stdout.splitlines()]
     assert [r["size"] for r in res] == [8, 4096]
@@ -57,8 +94,7 @@ def test_cli_json(device_name):
 
 
 def test_write_bw_iterations_round_up_to_whole_units(device_name):
-    (r,) = perf(device_name, "write_bw", "-s", "64", "-n", "30", "--cq-mod", "8",
-                "-t", "32")
+    (r,) = perf(device_name, "write_bw", "-s", "64", "-n", "30", "--cq-mod", "8", "-t", "32")
     check_bw(r, "write_bw", 64, 32)
     (r,) = perf(device_name, "write_bw", "-s", "8", "-n", "50", "-t", "256")
     check_bw(r, "write_bw", 8, 50)
@@ -72,8 +108,7 @@ def test_read_bw(device_name):
 
 def test_send_bw_two_qps(device_name):
     # Several QPs: completions are told apart by wc.qp_num.
-    (r,) = perf(device_name, "send_bw", "-s", "256", "-n", "40", "-q", "2",
-                "-t", "16", "-r", "32")
+    (r,) = perf(device_name, "send_bw", "-s", "256", "-n", "40", "-q", "2", "-t", "16", "-r", "32")
     check_bw(r, "send_bw", 256, 80)
     assert r["qps"] == 2
 

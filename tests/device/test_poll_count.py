@@ -39,11 +39,17 @@ def pair(ctx, pd):
 
 def writes(mr, n, *, signaled=True, rkey=None, first_id=0):
     flags = ib.SendFlags.SIGNALED if signaled else 0
-    return [ib.SendWR(wr_id=first_id + i, sg_list=[mr.sge(8, offset=8 * i)],
-                      opcode=ib.WROpcode.RDMA_WRITE, send_flags=flags,
-                      remote_addr=mr.addr + 4096 + 8 * i,
-                      rkey=mr.rkey if rkey is None else rkey)
-            for i in range(n)]
+    return [
+        ib.SendWR(
+            wr_id=first_id + i,
+            sg_list=[mr.sge(8, offset=8 * i)],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=flags,
+            remote_addr=mr.addr + 4096 + 8 * i,
+            rkey=mr.rkey if rkey is None else rkey,
+        )
+        for i in range(n)
+    ]
 
 
 def test_empty_cq_counts_zero(pair):
@@ -57,16 +63,16 @@ def test_counts_every_signaled_completion(pair):
     buf[:64] = bytes(range(1, 65))
     qa.post_send(writes(mr, 8))
     assert sum(count_until(ca, 8)) == 8
-    assert ca.poll_count(16) == 0          # nothing counted twice
-    assert cb.poll_count(16) == 0          # a write makes no remote completion
-    assert buf[4096:4096 + 64] == buf[:64]
+    assert ca.poll_count(16) == 0  # nothing counted twice
+    assert cb.poll_count(16) == 0  # a write makes no remote completion
+    assert buf[4096 : 4096 + 64] == buf[:64]
 
 
 def test_at_most_num_entries_the_rest_stay(pair):
     mr, _, qa, ca, _, _ = pair
     qa.post_send(writes(mr, 6))
     time.sleep(0.2)
-    got = count_until(ca, 2, batch=2)      # two at a time
+    got = count_until(ca, 2, batch=2)  # two at a time
     assert got and all(k <= 2 for k in got)
     rest = count_until(ca, 6 - sum(got), batch=64)
     assert sum(got) + sum(rest) == 6
@@ -76,7 +82,7 @@ def test_at_most_num_entries_the_rest_stay(pair):
 def test_unsignaled_wrs_are_not_counted(pair):
     mr, _, qa, ca, _, _ = pair
     lst = writes(mr, 16, signaled=False)
-    lst[-1].send_flags = ib.SendFlags.SIGNALED   # selective signaling
+    lst[-1].send_flags = ib.SendFlags.SIGNALED  # selective signaling
     qa.post_send(lst)
     assert sum(count_until(ca, 1)) == 1
     time.sleep(0.1)
@@ -131,9 +137,9 @@ def test_arguments(pair):
     for bad in ("1", 1.0, None):
         with pytest.raises(TypeError):
             ca.poll_count(bad)
-    assert ca.poll_count(2**40) == 0       # clamped to the CQ's size
+    assert ca.poll_count(2**40) == 0  # clamped to the CQ's size
     with pytest.raises(TypeError):
-        ca.poll_count()                    # METH_O: one argument
+        ca.poll_count()  # METH_O: one argument
 
 
 def test_closed_cq_raises(ctx):

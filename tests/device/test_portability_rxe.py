@@ -66,8 +66,7 @@ print(json.dumps(out))
 
 
 def _load_noverbs():
-    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_noverbs",
-                                                  FAKES / "noverbs.py")
+    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_noverbs", FAKES / "noverbs.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -83,8 +82,7 @@ def _refused(err, verb, since):
     assert since in err["message"]
 
 
-OPTIONAL = ("ibv_reg_dmabuf_mr", "ibv_reg_mr_iova2", "_ibv_query_gid_ex",
-            "ibv_is_fork_initialized")
+OPTIONAL = ("ibv_reg_dmabuf_mr", "ibv_reg_mr_iova2", "_ibv_query_gid_ex", "ibv_is_fork_initialized")
 
 
 @pytest.fixture(scope="module")
@@ -97,14 +95,18 @@ def shim(tmp_path_factory):
     return noverbs, path
 
 
-@pytest.mark.parametrize("hide", [("ibv_reg_dmabuf_mr",), OPTIONAL],
-                         ids=["no-dmabuf", "no-optional-verbs"])
-def test_without_newer_verbs_only_the_calls_that_need_them_raise(
-        shim, device_name, hide):
+@pytest.mark.parametrize(
+    "hide", [("ibv_reg_dmabuf_mr",), OPTIONAL], ids=["no-dmabuf", "no-optional-verbs"]
+)
+def test_without_newer_verbs_only_the_calls_that_need_them_raise(shim, device_name, hide):
     noverbs, path = shim
-    r = subprocess.run([sys.executable, "-c", CHILD, device_name],
-                       env=noverbs.shim_env(path, hide), capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, device_name],
+        env=noverbs.shim_env(path, hide),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert {k for k, found in got["optional_verbs"].items() if not found} == set(hide)
@@ -112,10 +114,11 @@ def test_without_newer_verbs_only_the_calls_that_need_them_raise(
     assert isinstance(got["reg_mr_lkey"], int) and got["qp_num"] > 0
     # ... and only the calls that need a missing verb raise.
     _refused(got["reg_dmabuf_mr"], "ibv_reg_dmabuf_mr", "rdma-core 34")
-    for call, verb, since in [("query_gid_ex", "_ibv_query_gid_ex", "rdma-core 32"),
-                              ("reg_mr_relaxed", "ibv_reg_mr_iova2", "rdma-core 29"),
-                              ("is_fork_initialized", "ibv_is_fork_initialized",
-                               "rdma-core 35")]:
+    for call, verb, since in [
+        ("query_gid_ex", "_ibv_query_gid_ex", "rdma-core 32"),
+        ("reg_mr_relaxed", "ibv_reg_mr_iova2", "rdma-core 29"),
+        ("is_fork_initialized", "ibv_is_fork_initialized", "rdma-core 35"),
+    ]:
         if verb in hide:
             _refused(got[call], verb, since)
         else:

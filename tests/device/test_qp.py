@@ -34,14 +34,18 @@ def test_create_attributes(ctx, pd, cq):
     assert not qp.closed and not qp.sq_sig_all
     assert "RC" in repr(qp) and str(qp.qp_num) in repr(qp)
     qp.close()
-    qp.close()                               # idempotent
+    qp.close()  # idempotent
     assert qp.closed and "closed" in repr(qp)
-    assert qp.send_cq is None                # released with the QP
-    for use in (lambda: qp.qp_num, lambda: qp.state, qp.query,
-                lambda: qp.post_send(ib.SendWR()),
-                lambda: qp.post_recv(ib.RecvWR()),
-                lambda: qp.to_init(1, 0),
-                lambda: qp.modify(M.STATE, qp_state=ib.QPState.INIT)):
+    assert qp.send_cq is None  # released with the QP
+    for use in (
+        lambda: qp.qp_num,
+        lambda: qp.state,
+        qp.query,
+        lambda: qp.post_send(ib.SendWR()),
+        lambda: qp.post_recv(ib.RecvWR()),
+        lambda: qp.to_init(1, 0),
+        lambda: qp.modify(M.STATE, qp_state=ib.QPState.INIT),
+    ):
         with pytest.raises(ib.VerbsError) as ei:
             use()
         assert ei.value.errno == errno.EBADF
@@ -49,8 +53,7 @@ def test_create_attributes(ctx, pd, cq):
 
 def test_separate_cqs_and_context_manager(ctx, pd):
     scq, rcq = ctx.create_cq(8), ctx.create_cq(8)
-    with pd.create_qp(ib.QPInitAttr(send_cq=scq, recv_cq=rcq,
-                                    sq_sig_all=True)) as qp:
+    with pd.create_qp(ib.QPInitAttr(send_cq=scq, recv_cq=rcq, sq_sig_all=True)) as qp:
         assert qp.send_cq is scq and qp.recv_cq is rcq and qp.sq_sig_all
     assert qp.closed
     scq.close()
@@ -99,7 +102,7 @@ def test_parents_refuse_to_close_under_a_qp(ctx, pd, cq):
     with pytest.raises(ib.VerbsError) as ei:
         cq.close()
     assert ei.value.errno == errno.EBUSY
-    assert not cq.closed and cq.poll() == []     # still usable
+    assert not cq.closed and cq.poll() == []  # still usable
     assert qp.state == ib.QPState.RESET
     qp.close()
     cq.close()
@@ -138,7 +141,7 @@ def test_manual_transitions_and_query(ctx, pd, port, gid_index):
     assert attrs["qp_access_flags"] == ALL_ACCESS
     ah = attrs["ah_attr"]
     assert isinstance(ah, ib.AHAttr)
-    assert ah.is_global and ah.dgid == gid            # RoCE: GRH required
+    assert ah.is_global and ah.dgid == gid  # RoCE: GRH required
     assert ah.sgid_index == gid_index and ah.port_num == port
     assert ah.hop_limit == 64
     assert "cap" not in attrs and isinstance(cap, ib.QPCap)
@@ -150,8 +153,7 @@ def test_manual_transitions_and_query(ctx, pd, port, gid_index):
     mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS)
     buf[:8] = 9
     qb.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr.sge(8, 8)]))
-    qa.post_send(ib.SendWR(wr_id=2, sg_list=[mr.sge(8)],
-                           send_flags=ib.SendFlags.SIGNALED))
+    qa.post_send(ib.SendWR(wr_id=2, sg_list=[mr.sge(8)], send_flags=ib.SendFlags.SIGNALED))
     for wc in poll_until(cq, 2):
         wc.raise_for_status()
     assert (buf[8:] == 9).all()
@@ -173,9 +175,13 @@ def test_query_after_connect(ctx, pd):
 
 def test_generic_modify(pd, cq, port):
     qp = new_qp(pd, cq)
-    qp.modify(M.STATE | M.PKEY_INDEX | M.PORT | M.ACCESS_FLAGS,
-              qp_state=ib.QPState.INIT, pkey_index=0, port_num=port,
-              qp_access_flags=ib.AccessFlags.REMOTE_WRITE)
+    qp.modify(
+        M.STATE | M.PKEY_INDEX | M.PORT | M.ACCESS_FLAGS,
+        qp_state=ib.QPState.INIT,
+        pkey_index=0,
+        port_num=port,
+        qp_access_flags=ib.AccessFlags.REMOTE_WRITE,
+    )
     assert qp.state == ib.QPState.INIT
     attrs, _ = qp.query()
     assert attrs["qp_access_flags"] == ib.AccessFlags.REMOTE_WRITE
@@ -204,25 +210,25 @@ def test_modify_argument_errors(pd, cq):
     with pytest.raises(TypeError):
         qp.modify(M.STATE, qp_state="RTS")
     with pytest.raises(TypeError):
-        qp.modify(qp_state=ib.QPState.INIT)          # no mask
+        qp.modify(qp_state=ib.QPState.INIT)  # no mask
     with pytest.raises(TypeError):
-        qp.modify(M.STATE, M.PORT)                   # attributes by keyword
+        qp.modify(M.STATE, M.PORT)  # attributes by keyword
     with pytest.raises(ValueError):
         qp.modify(M.AV, ah_attr=ib.AHAttr(sl=99))
     with pytest.raises(ValueError):
-        qp.to_rts(1 << 24)                           # PSNs are 24 bits
+        qp.to_rts(1 << 24)  # PSNs are 24 bits
     with pytest.raises(ValueError):
-        qp.to_init(0, 0)                             # ports start at 1
-    assert qp.state == ib.QPState.RESET              # nothing was sent
+        qp.to_init(0, 0)  # ports start at 1
+    assert qp.state == ib.QPState.RESET  # nothing was sent
 
 
 def test_bad_transition_names_it(pd, cq):
     qp = new_qp(pd, cq)
     with pytest.raises(ib.VerbsError) as ei:
-        qp.to_rts(0)                                 # RESET -> RTS: illegal
+        qp.to_rts(0)  # RESET -> RTS: illegal
     assert ei.value.operation == "ibv_modify_qp"
     assert "RESET -> RTS" in str(ei.value) and "to_rts" in str(ei.value)
-    assert qp.state == ib.QPState.RESET              # and the QP still works
+    assert qp.state == ib.QPState.RESET  # and the QP still works
     with pytest.raises(ib.VerbsError) as ei:
         qp.modify(M.STATE, qp_state=ib.QPState.RTR)
     assert "RESET -> RTR" in str(ei.value)
@@ -231,14 +237,13 @@ def test_bad_transition_names_it(pd, cq):
 def test_to_rtr_needs_sgid_index(ctx, pd, cq, port, gid_index):
     qp = new_qp(pd, cq)
     qp.to_init(port, ALL_ACCESS)
-    info = ib.local_qp_info(qp, ctx.query_port(port),
-                            ctx.query_gid(port, gid_index), port=port)
+    info = ib.local_qp_info(qp, ctx.query_port(port), ctx.query_gid(port, gid_index), port=port)
     with pytest.raises(TypeError, match="sgid_index"):
         qp.to_rtr(info)
     with pytest.raises(ValueError, match="mtu"):
         qp.to_rtr(info, sgid_index=gid_index, mtu=9)
     assert qp.state == ib.QPState.INIT
-    qp.to_rtr(info, sgid_index=gid_index, mtu=ib.MTU.MTU_256)   # to itself
+    qp.to_rtr(info, sgid_index=gid_index, mtu=ib.MTU.MTU_256)  # to itself
     assert qp.query(M.PATH_MTU)[0]["path_mtu"] == ib.MTU.MTU_256
 
 
@@ -273,8 +278,9 @@ def test_no_reference_leaks(ctx, pd, cq, port, gid_index):
         qp.close()
         with pytest.raises(ib.VerbsError):
             pd.create_qp(ib.QPInitAttr(send_cq=cq, max_send_wr=1 << 30))
-        ah = pd.create_ah(ib.AHAttr(dgid=ctx.query_gid(port, gid_index),
-                                    sgid_index=gid_index, port_num=port))
+        ah = pd.create_ah(
+            ib.AHAttr(dgid=ctx.query_gid(port, gid_index), sgid_index=gid_index, port_num=port)
+        )
         ah.close()
 
     cycle()

@@ -29,8 +29,7 @@ def test_send_recv(pd, pair):
     dst, mr_b = mkbuf(pd, 256)
     src[:] = np.arange(256, dtype=np.uint8)
     qb.post_recv(ib.RecvWR(wr_id=7, sg_list=[mr_b.sge()]))
-    qa.post_send(ib.SendWR(wr_id=1, sg_list=[ib.SGE(mr_a, 200)],
-                           send_flags=SIGNALED))
+    qa.post_send(ib.SendWR(wr_id=1, sg_list=[ib.SGE(mr_a, 200)], send_flags=SIGNALED))
     (wa,) = ok(poll_until(ca), ib.WCOpcode.SEND)
     assert wa.wr_id == 1
     (wb,) = ok(poll_until(cb), ib.WCOpcode.RECV)
@@ -45,9 +44,15 @@ def test_send_with_imm(pd, pair):
     src, mr_a = mkbuf(pd, 64, fill=0x5A)
     dst, mr_b = mkbuf(pd, 64)
     qb.post_recv(ib.RecvWR(wr_id=2, sg_list=[mr_b.sge()]))
-    qa.post_send(ib.SendWR(wr_id=3, sg_list=[mr_a.sge()],
-                           opcode=ib.WROpcode.SEND_WITH_IMM,
-                           imm_data=0xDEADBEEF, send_flags=SIGNALED))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=3,
+            sg_list=[mr_a.sge()],
+            opcode=ib.WROpcode.SEND_WITH_IMM,
+            imm_data=0xDEADBEEF,
+            send_flags=SIGNALED,
+        )
+    )
     ok(poll_until(ca), ib.WCOpcode.SEND)
     (wb,) = ok(poll_until(cb), ib.WCOpcode.RECV)
     assert wb.wc_flags & ib.WCFlags.WITH_IMM
@@ -60,9 +65,16 @@ def test_rdma_write(pd, pair):
     src, mr_a = mkbuf(pd, 4096)
     dst, mr_b = mkbuf(pd, 4096)
     src[:] = np.random.default_rng(1).integers(0, 256, 4096, dtype=np.uint8)
-    qa.post_send(ib.SendWR(wr_id=9, sg_list=[ib.SGE(mr_a, 1000, offset=10)],
-                           opcode=ib.WROpcode.RDMA_WRITE, send_flags=SIGNALED,
-                           remote_addr=mr_b.addr + 100, rkey=mr_b.rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=9,
+            sg_list=[ib.SGE(mr_a, 1000, offset=10)],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=SIGNALED,
+            remote_addr=mr_b.addr + 100,
+            rkey=mr_b.rkey,
+        )
+    )
     (wa,) = ok(poll_until(ca), ib.WCOpcode.RDMA_WRITE)
     assert wa.wr_id == 9
     assert bytes(dst[100:1100]) == bytes(src[10:1010])
@@ -75,10 +87,17 @@ def test_rdma_write_with_imm(pd, pair):
     src, mr_a = mkbuf(pd, 512, fill=0xC3)
     dst, mr_b = mkbuf(pd, 512)
     qb.post_recv(ib.RecvWR(wr_id=11))  # no SGE: the data goes to remote_addr
-    qa.post_send(ib.SendWR(wr_id=12, sg_list=[mr_a.sge()],
-                           opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM,
-                           imm_data=0x01020304, send_flags=SIGNALED,
-                           remote_addr=mr_b.addr, rkey=mr_b.rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=12,
+            sg_list=[mr_a.sge()],
+            opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM,
+            imm_data=0x01020304,
+            send_flags=SIGNALED,
+            remote_addr=mr_b.addr,
+            rkey=mr_b.rkey,
+        )
+    )
     ok(poll_until(ca), ib.WCOpcode.RDMA_WRITE)
     (wb,) = ok(poll_until(cb), ib.WCOpcode.RECV_RDMA_WITH_IMM)
     assert wb.wr_id == 11
@@ -92,9 +111,16 @@ def test_rdma_read(pd, pair):
     local, mr_a = mkbuf(pd, 2048)
     remote, mr_b = mkbuf(pd, 2048)
     remote[:] = np.arange(2048, dtype=np.uint16).astype(np.uint8)[::-1]
-    qa.post_send(ib.SendWR(wr_id=21, sg_list=[mr_a.sge(1024, offset=512)],
-                           opcode=ib.WROpcode.RDMA_READ, send_flags=SIGNALED,
-                           remote_addr=mr_b.addr + 256, rkey=mr_b.rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=21,
+            sg_list=[mr_a.sge(1024, offset=512)],
+            opcode=ib.WROpcode.RDMA_READ,
+            send_flags=SIGNALED,
+            remote_addr=mr_b.addr + 256,
+            rkey=mr_b.rkey,
+        )
+    )
     (wa,) = ok(poll_until(ca), ib.WCOpcode.RDMA_READ)
     assert wa.byte_len == 1024
     assert bytes(local[512:1536]) == bytes(remote[256:1280])
@@ -114,18 +140,26 @@ def test_compare_and_swap(ctx, pd, pair):
     target[:] = [100, 7]
 
     def cas(compare, swap):
-        qa.post_send(ib.SendWR(wr_id=31, sg_list=[mr_old.sge()],
-                               opcode=ib.WROpcode.ATOMIC_CMP_AND_SWP,
-                               send_flags=SIGNALED, remote_addr=mr_t.addr,
-                               rkey=mr_t.rkey, compare_add=compare, swap=swap))
+        qa.post_send(
+            ib.SendWR(
+                wr_id=31,
+                sg_list=[mr_old.sge()],
+                opcode=ib.WROpcode.ATOMIC_CMP_AND_SWP,
+                send_flags=SIGNALED,
+                remote_addr=mr_t.addr,
+                rkey=mr_t.rkey,
+                compare_add=compare,
+                swap=swap,
+            )
+        )
         ok(poll_until(ca), ib.WCOpcode.COMP_SWAP)
         return int(old[0])
 
-    assert cas(100, 0x1122334455667788) == 100        # matched: swapped
+    assert cas(100, 0x1122334455667788) == 100  # matched: swapped
     assert int(target[0]) == 0x1122334455667788
-    assert cas(1, 5) == 0x1122334455667788            # no match: unchanged
+    assert cas(1, 5) == 0x1122334455667788  # no match: unchanged
     assert int(target[0]) == 0x1122334455667788
-    assert int(target[1]) == 7                         # neighbour untouched
+    assert int(target[1]) == 7  # neighbour untouched
 
 
 def test_fetch_and_add(ctx, pd, pair):
@@ -135,10 +169,17 @@ def test_fetch_and_add(ctx, pd, pair):
     target, mr_t = mkbuf(pd, 1, dtype=np.uint64)
     target[0] = 10
     for expect_old in (10, 15, 20):
-        qa.post_send(ib.SendWR(wr_id=41, sg_list=[mr_old.sge()],
-                               opcode=ib.WROpcode.ATOMIC_FETCH_AND_ADD,
-                               send_flags=SIGNALED, remote_addr=mr_t.addr,
-                               rkey=mr_t.rkey, compare_add=5))
+        qa.post_send(
+            ib.SendWR(
+                wr_id=41,
+                sg_list=[mr_old.sge()],
+                opcode=ib.WROpcode.ATOMIC_FETCH_AND_ADD,
+                send_flags=SIGNALED,
+                remote_addr=mr_t.addr,
+                rkey=mr_t.rkey,
+                compare_add=5,
+            )
+        )
         ok(poll_until(ca), ib.WCOpcode.FETCH_ADD)
         assert int(old[0]) == expect_old
     assert int(target[0]) == 25
@@ -152,8 +193,9 @@ def test_multi_sge_gather(pd, pair):
     b2[3:8] = np.frombuffer(b"world", np.uint8)
     dst, mr_b = mkbuf(pd, 64)
     qb.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr_b.sge()]))
-    qa.post_send(ib.SendWR(wr_id=2, send_flags=SIGNALED,
-                           sg_list=[ib.SGE(mr1, 6), ib.SGE(mr2, 5, offset=3)]))
+    qa.post_send(
+        ib.SendWR(wr_id=2, send_flags=SIGNALED, sg_list=[ib.SGE(mr1, 6), ib.SGE(mr2, 5, offset=3)])
+    )
     ok(poll_until(ca))
     (wb,) = ok(poll_until(cb), ib.WCOpcode.RECV)
     assert wb.byte_len == 11
@@ -182,9 +224,13 @@ def test_inline_send(ctx, pd):
     # Unregistered memory and lkey 0: only an inline send can carry it.
     src = np.frombuffer(bytearray(b"inline payload, 32 bytes long!!"), np.uint8)
     qb.post_recv(ib.RecvWR(wr_id=5, sg_list=[mr_b.sge()]))
-    qa.post_send(ib.SendWR(wr_id=6, sg_list=[ib.SGE(src.ctypes.data, src.nbytes,
-                                                    lkey=0)],
-                           send_flags=SIGNALED | ib.SendFlags.INLINE))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=6,
+            sg_list=[ib.SGE(src.ctypes.data, src.nbytes, lkey=0)],
+            send_flags=SIGNALED | ib.SendFlags.INLINE,
+        )
+    )
     src[:] = 0  # the data was copied at post time
     ok(poll_until(ca), ib.WCOpcode.SEND)
     (wb,) = ok(poll_until(cb), ib.WCOpcode.RECV)
@@ -198,11 +244,12 @@ def test_chained_list(pd, pair):
     src, mr_a = mkbuf(pd, n * size)
     dst, mr_b = mkbuf(pd, n * size)
     for i in range(n):
-        src[i * size:(i + 1) * size] = i + 1
-    qb.post_recv([ib.RecvWR(wr_id=100 + i, sg_list=[mr_b.sge(size, i * size)])
-                  for i in range(n)])
-    wrs = [ib.SendWR(wr_id=200 + i, sg_list=[mr_a.sge(size, i * size)],
-                     send_flags=SIGNALED) for i in range(n)]
+        src[i * size : (i + 1) * size] = i + 1
+    qb.post_recv([ib.RecvWR(wr_id=100 + i, sg_list=[mr_b.sge(size, i * size)]) for i in range(n)])
+    wrs = [
+        ib.SendWR(wr_id=200 + i, sg_list=[mr_a.sge(size, i * size)], send_flags=SIGNALED)
+        for i in range(n)
+    ]
     qa.post_send(wrs)
     assert [w.wr_id for w in ok(poll_until(ca, n))] == [200 + i for i in range(n)]
     got = ok(poll_until(cb, n), ib.WCOpcode.RECV)
@@ -223,11 +270,18 @@ def test_chained_tuple_mixed_opcodes(pd, pair):
     dst, mr_b = mkbuf(pd, 128)
     msg, mr_m = mkbuf(pd, 8)
     qb.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr_m.sge()]))
-    qa.post_send((
-        ib.SendWR(wr_id=1, sg_list=[mr_a.sge()], opcode=ib.WROpcode.RDMA_WRITE,
-                  remote_addr=mr_b.addr, rkey=mr_b.rkey),
-        ib.SendWR(wr_id=2, sg_list=[mr_a.sge(8)], send_flags=SIGNALED),
-    ))
+    qa.post_send(
+        (
+            ib.SendWR(
+                wr_id=1,
+                sg_list=[mr_a.sge()],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                remote_addr=mr_b.addr,
+                rkey=mr_b.rkey,
+            ),
+            ib.SendWR(wr_id=2, sg_list=[mr_a.sge(8)], send_flags=SIGNALED),
+        )
+    )
     (wa,) = ok(poll_until(ca))
     assert wa.wr_id == 2
     ok(poll_until(cb))
@@ -291,9 +345,12 @@ PEER = textwrap.dedent(r"""
 
 
 def test_two_processes(ctx, pd, port, gid_index):
-    with subprocess.Popen([sys.executable, "-c", PEER, str(port),
-                           str(gid_index)], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True) as child:
+    with subprocess.Popen(
+        [sys.executable, "-c", PEER, str(port), str(gid_index)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
         try:
             _drive_peer(ctx, pd, port, gid_index, child)
         finally:
@@ -326,19 +383,27 @@ def _exchange(ctx, pd, port, gid_index, child, sock):
         data += sock.recv(40 - len(data))
     remote = ib.QPInfo.from_bytes(data[:28])
     raddr, rkey = struct.unpack("!QI", data[28:])
-    local = ib.local_qp_info(qp, ctx.query_port(port),
-                             ctx.query_gid(port, gid_index), port=port,
-                             psn=0x3333)
+    local = ib.local_qp_info(
+        qp, ctx.query_port(port), ctx.query_gid(port, gid_index), port=port, psn=0x3333
+    )
     sock.sendall(local.to_bytes())
-    ib.connect_rc(qp, remote, port=port, sgid_index=gid_index,
-                  access=ALL_ACCESS, local_psn=local.psn)
+    ib.connect_rc(
+        qp, remote, port=port, sgid_index=gid_index, access=ALL_ACCESS, local_psn=local.psn
+    )
     qp.post_recv(ib.RecvWR(wr_id=9, sg_list=[mr_d.sge()]))
     assert sock.recv(1) == b"R"
-    qp.post_send([
-        ib.SendWR(wr_id=1, sg_list=[mr.sge()], opcode=ib.WROpcode.RDMA_WRITE,
-                  remote_addr=raddr, rkey=rkey),
-        ib.SendWR(wr_id=2, sg_list=[mr_msg.sge()], send_flags=SIGNALED),
-    ])
+    qp.post_send(
+        [
+            ib.SendWR(
+                wr_id=1,
+                sg_list=[mr.sge()],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                remote_addr=raddr,
+                rkey=rkey,
+            ),
+            ib.SendWR(wr_id=2, sg_list=[mr_msg.sge()], send_flags=SIGNALED),
+        ]
+    )
     wcs = ok(poll_until(cq, 2, timeout=60))
     assert sorted(w.opcode for w in wcs) == [ib.WCOpcode.SEND, ib.WCOpcode.RECV]
     assert int(digest[0]) == int(src.astype(np.uint64).sum())

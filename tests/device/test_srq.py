@@ -40,14 +40,15 @@ def test_srq_shared_by_two_qps(pd, ctx):
     assert qa.srq is srq and qb.srq is srq
     n, size = 6, 64
     dst, mr_d = mkbuf(pd, n * size)
-    srq.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr_d.sge(size, i * size)])
-                   for i in range(n)])
+    srq.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr_d.sge(size, i * size)]) for i in range(n)])
     src_a, mr_a = mkbuf(pd, size, fill=0xAA)
     src_b, mr_b = mkbuf(pd, size, fill=0xBB)
-    qa.post_send([ib.SendWR(wr_id=100 + i, sg_list=[mr_a.sge()],
-                            send_flags=SIGNALED) for i in range(3)])
-    qb.post_send([ib.SendWR(wr_id=200 + i, sg_list=[mr_b.sge()],
-                            send_flags=SIGNALED) for i in range(3)])
+    qa.post_send(
+        [ib.SendWR(wr_id=100 + i, sg_list=[mr_a.sge()], send_flags=SIGNALED) for i in range(3)]
+    )
+    qb.post_send(
+        [ib.SendWR(wr_id=200 + i, sg_list=[mr_b.sge()], send_flags=SIGNALED) for i in range(3)]
+    )
     # Each CQ gets its 3 send completions and the 3 receives of its QP.
     got = ok(poll_until(ca, 6)) + ok(poll_until(cb, 6))
     recvs = [w for w in got if w.opcode == ib.WCOpcode.RECV]
@@ -56,7 +57,7 @@ def test_srq_shared_by_two_qps(pd, ctx):
     by_qp = {}
     for w in recvs:
         by_qp.setdefault(w.qp_num, []).append(w.wr_id)
-        chunk = dst[w.wr_id * size:(w.wr_id + 1) * size]
+        chunk = dst[w.wr_id * size : (w.wr_id + 1) * size]
         # What qb received came from qa, and the other way round.
         expect = 0xAA if w.qp_num == qb.qp_num else 0xBB
         assert (chunk == expect).all()
@@ -79,7 +80,7 @@ def test_srq_in_use_cannot_close(pd, cq):
         srq.close()
     assert ei.value.errno == errno.EBUSY
     assert not srq.closed
-    srq.query()                      # still usable
+    srq.query()  # still usable
     qp.close()
     srq.close()
     assert srq.closed
@@ -100,8 +101,10 @@ def test_srq_post_recv_error_names_index(pd):
     srq = pd.create_srq(max_wr=8, max_sge=1)
     sges = srq.query()["max_sge"] + 1
     buf, mr = mkbuf(pd, 64)
-    wrs = [ib.RecvWR(wr_id=1, sg_list=[mr.sge(8)]),
-           ib.RecvWR(wr_id=2, sg_list=[mr.sge(1, i) for i in range(sges)])]
+    wrs = [
+        ib.RecvWR(wr_id=1, sg_list=[mr.sge(8)]),
+        ib.RecvWR(wr_id=2, sg_list=[mr.sge(1, i) for i in range(sges)]),
+    ]
     with pytest.raises(ib.VerbsError) as ei:
         srq.post_recv(wrs)
     assert ei.value.operation == "ibv_post_srq_recv"
@@ -118,8 +121,7 @@ def test_srq_limit_event(ctx, pd):
     srq = pd.create_srq(max_wr=16)
     qa, ca, qb, cb = make_rc_pair(ctx, pd, srq=srq)
     dst, mr_d = mkbuf(pd, 4 * 32)
-    srq.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr_d.sge(32, 32 * i)])
-                   for i in range(4)])
+    srq.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr_d.sge(32, 32 * i)]) for i in range(4)])
     # Arm: the event fires once fewer than 3 receives remain posted.
     srq.modify(srq_limit=3)
     assert srq.query()["srq_limit"] == 3

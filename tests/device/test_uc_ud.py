@@ -13,11 +13,12 @@ from support.rdma import make_rc_pair, mkbuf, ok, poll_until
 pytestmark = pytest.mark.integration
 
 SIGNALED = ib.SendFlags.SIGNALED
-GRH = 40          # a UD receive buffer starts with room for the GRH
-UD_QKEY = 0x11111111   # QP.to_init's default Q_Key for UD QPs
+GRH = 40  # a UD receive buffer starts with room for the GRH
+UD_QKEY = 0x11111111  # QP.to_init's default Q_Key for UD QPs
 
 
 # ---- UC ---------------------------------------------------------------
+
 
 @pytest.fixture
 def uc_pair(ctx, pd):
@@ -37,9 +38,16 @@ def test_uc_rdma_write(pd, uc_pair):
     src, mr_a = mkbuf(pd, 3000)
     dst, mr_b = mkbuf(pd, 3000)
     src[:] = np.random.default_rng(3).integers(0, 256, 3000, dtype=np.uint8)
-    qa.post_send(ib.SendWR(wr_id=1, sg_list=[mr_a.sge()],
-                           opcode=ib.WROpcode.RDMA_WRITE, send_flags=SIGNALED,
-                           remote_addr=mr_b.addr, rkey=mr_b.rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=1,
+            sg_list=[mr_a.sge()],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=SIGNALED,
+            remote_addr=mr_b.addr,
+            rkey=mr_b.rkey,
+        )
+    )
     ok(poll_until(ca), ib.WCOpcode.RDMA_WRITE)
     # UC completes at the sender when the data left; wait for it to land.
     deadline = time.monotonic() + 10
@@ -54,8 +62,15 @@ def test_uc_send_recv(pd, uc_pair):
     src[:] = np.arange(100, dtype=np.uint8)
     dst, mr_b = mkbuf(pd, 128)
     qb.post_recv(ib.RecvWR(wr_id=4, sg_list=[mr_b.sge()]))
-    qa.post_send(ib.SendWR(wr_id=5, sg_list=[mr_a.sge()], send_flags=SIGNALED,
-                           opcode=ib.WROpcode.SEND_WITH_IMM, imm_data=77))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=5,
+            sg_list=[mr_a.sge()],
+            send_flags=SIGNALED,
+            opcode=ib.WROpcode.SEND_WITH_IMM,
+            imm_data=77,
+        )
+    )
     ok(poll_until(ca), ib.WCOpcode.SEND)
     (wb,) = ok(poll_until(cb), ib.WCOpcode.RECV)
     assert wb.wr_id == 4 and wb.byte_len == 100 and wb.imm_data == 77
@@ -64,14 +79,17 @@ def test_uc_send_recv(pd, uc_pair):
 
 # ---- UD ---------------------------------------------------------------
 
+
 def ud_qp(ctx, pd, port, psn, **kw):
     cq = ctx.create_cq(64)
-    qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq,
-                                    qp_type=ib.QPType.UD, max_send_wr=16,
-                                    max_recv_wr=16, **kw))
+    qp = pd.create_qp(
+        ib.QPInitAttr(
+            send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD, max_send_wr=16, max_recv_wr=16, **kw
+        )
+    )
     assert qp.state == ib.QPState.RESET
-    qp.to_init(port, 0)              # default Q_Key
-    qp.to_rtr(None)                  # UD: no remote at RTR
+    qp.to_init(port, 0)  # default Q_Key
+    qp.to_rtr(None)  # UD: no remote at RTR
     qp.to_rts(psn)
     assert qp.state == ib.QPState.RTS
     return qp, cq
@@ -100,36 +118,56 @@ def test_ud_send_recv_through_ah(pd, ud):
     src[:] = np.random.default_rng(5).integers(0, 256, n, dtype=np.uint8)
     dst, mr_b = mkbuf(pd, GRH + n, fill=0xEE)
     qb.post_recv(ib.RecvWR(wr_id=8, sg_list=[mr_b.sge()]))
-    qa.post_send(ib.SendWR(wr_id=9, sg_list=[mr_a.sge()], send_flags=SIGNALED,
-                           ah=ah, remote_qpn=qb.qp_num, remote_qkey=UD_QKEY))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=9,
+            sg_list=[mr_a.sge()],
+            send_flags=SIGNALED,
+            ah=ah,
+            remote_qpn=qb.qp_num,
+            remote_qkey=UD_QKEY,
+        )
+    )
     (wa,) = ok(poll_until(ca), ib.WCOpcode.SEND)
     assert wa.wr_id == 9
     (wb,) = ok(poll_until(cb), ib.WCOpcode.RECV)
     assert wb.wr_id == 8
-    assert wb.byte_len == GRH + n            # the GRH counts in byte_len
+    assert wb.byte_len == GRH + n  # the GRH counts in byte_len
     assert wb.wc_flags & ib.WCFlags.GRH
     assert wb.src_qp == qa.qp_num
-    assert bytes(dst[GRH:]) == bytes(src)    # the payload follows the GRH
+    assert bytes(dst[GRH:]) == bytes(src)  # the payload follows the GRH
 
 
 def test_ud_send_with_imm_and_list(pd, ud):
     qa, ca, qb, cb, ah = ud
     src, mr_a = mkbuf(pd, 3 * 16)
     for i in range(3):
-        src[16 * i:16 * (i + 1)] = 0xA0 + i
+        src[16 * i : 16 * (i + 1)] = 0xA0 + i
     dst, mr_b = mkbuf(pd, 3 * (GRH + 16))
-    qb.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr_b.sge(GRH + 16, i * (GRH + 16))])
-                  for i in range(3)])
-    qa.post_send([ib.SendWR(wr_id=10 + i, sg_list=[mr_a.sge(16, 16 * i)],
-                            opcode=ib.WROpcode.SEND_WITH_IMM, imm_data=1000 + i,
-                            send_flags=SIGNALED, ah=ah, remote_qpn=qb.qp_num,
-                            remote_qkey=UD_QKEY) for i in range(3)])
+    qb.post_recv(
+        [ib.RecvWR(wr_id=i, sg_list=[mr_b.sge(GRH + 16, i * (GRH + 16))]) for i in range(3)]
+    )
+    qa.post_send(
+        [
+            ib.SendWR(
+                wr_id=10 + i,
+                sg_list=[mr_a.sge(16, 16 * i)],
+                opcode=ib.WROpcode.SEND_WITH_IMM,
+                imm_data=1000 + i,
+                send_flags=SIGNALED,
+                ah=ah,
+                remote_qpn=qb.qp_num,
+                remote_qkey=UD_QKEY,
+            )
+            for i in range(3)
+        ]
+    )
     ok(poll_until(ca, 3))
     got = sorted(ok(poll_until(cb, 3)), key=lambda w: w.wr_id)
     for i, wc in enumerate(got):
         assert wc.imm_data == 1000 + i and wc.wc_flags & ib.WCFlags.WITH_IMM
         off = i * (GRH + 16) + GRH
-        assert (dst[off:off + 16] == 0xA0 + i).all()
+        assert (dst[off : off + 16] == 0xA0 + i).all()
 
 
 def test_ud_wrong_qkey_is_dropped(pd, ud):
@@ -137,9 +175,16 @@ def test_ud_wrong_qkey_is_dropped(pd, ud):
     src, mr_a = mkbuf(pd, 16, fill=1)
     dst, mr_b = mkbuf(pd, GRH + 16)
     qb.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr_b.sge()]))
-    qa.post_send(ib.SendWR(sg_list=[mr_a.sge()], send_flags=SIGNALED, ah=ah,
-                           remote_qpn=qb.qp_num, remote_qkey=0x1234))
-    ok(poll_until(ca))                   # UD: the sender does not know
+    qa.post_send(
+        ib.SendWR(
+            sg_list=[mr_a.sge()],
+            send_flags=SIGNALED,
+            ah=ah,
+            remote_qpn=qb.qp_num,
+            remote_qkey=0x1234,
+        )
+    )
+    ok(poll_until(ca))  # UD: the sender does not know
     time.sleep(0.5)
     assert cb.poll(4) == []
     assert not dst.any()
@@ -149,8 +194,7 @@ def test_ud_ah_attributes(ctx, pd, ud, port, gid_index):
     qa, ca, qb, cb, ah = ud
     assert ah.pd is pd and not ah.closed
     gid = ctx.query_gid(port, gid_index)
-    ah2 = pd.create_ah(ib.AHAttr(dgid=gid.raw, sgid_index=gid_index,
-                                 port_num=port))
+    ah2 = pd.create_ah(ib.AHAttr(dgid=gid.raw, sgid_index=gid_index, port_num=port))
     ah2.close()
     ah2.close()  # idempotent
     assert ah2.closed
@@ -167,24 +211,34 @@ def test_ud_send_chain_follows_a_new_ah(ctx, pd, ud, port, gid_index):
     qa, ca, qb, cb, ah = ud
     src, mr_a = mkbuf(pd, 32, fill=0x3C)
     dst, mr_b = mkbuf(pd, 2 * (GRH + 16))
-    chain = ib.SendWRChain([ib.SendWR(wr_id=i, sg_list=[mr_a.sge(16, 16 * i)],
-                                      send_flags=SIGNALED, ah=ah, remote_qpn=qb.qp_num,
-                                      remote_qkey=UD_QKEY) for i in range(2)])
-    rwrs = [ib.RecvWR(wr_id=i, sg_list=[mr_b.sge(GRH + 16, i * (GRH + 16))])
-            for i in range(2)]
+    chain = ib.SendWRChain(
+        [
+            ib.SendWR(
+                wr_id=i,
+                sg_list=[mr_a.sge(16, 16 * i)],
+                send_flags=SIGNALED,
+                ah=ah,
+                remote_qpn=qb.qp_num,
+                remote_qkey=UD_QKEY,
+            )
+            for i in range(2)
+        ]
+    )
+    rwrs = [ib.RecvWR(wr_id=i, sg_list=[mr_b.sge(GRH + 16, i * (GRH + 16))]) for i in range(2)]
     qb.post_recv(rwrs)
     qa.post_send(chain)
     ok(poll_until(ca, 2))
     ok(poll_until(cb, 2))
-    ah2 = pd.create_ah(ib.AHAttr(dgid=ctx.query_gid(port, gid_index),
-                                 sgid_index=gid_index, port_num=port))
+    ah2 = pd.create_ah(
+        ib.AHAttr(dgid=ctx.query_gid(port, gid_index), sgid_index=gid_index, port_num=port)
+    )
     chain[0].ah = ah2
     dst[:] = 0
     qb.post_recv(rwrs)
     qa.post_send(chain)
     ok(poll_until(ca, 2))
     ok(poll_until(cb, 2))
-    assert (dst[GRH:GRH + 16] == 0x3C).all()
+    assert (dst[GRH : GRH + 16] == 0x3C).all()
     ah2.close()
     with pytest.raises(ib.VerbsError, match="work request 0: its AH is closed") as ei:
         qa.post_send(chain)
@@ -192,10 +246,11 @@ def test_ud_send_chain_follows_a_new_ah(ctx, pd, ud, port, gid_index):
     # An AH set and closed between two posts: the set asks for the full
     # check, which finds it closed (the MRs and AHs seen before are open).
     chain[0].ah = ah
-    qa.post_send(chain)              # no receive posted: UD drops them
+    qa.post_send(chain)  # no receive posted: UD drops them
     ok(poll_until(ca, 2))
-    ah3 = pd.create_ah(ib.AHAttr(dgid=ctx.query_gid(port, gid_index),
-                                 sgid_index=gid_index, port_num=port))
+    ah3 = pd.create_ah(
+        ib.AHAttr(dgid=ctx.query_gid(port, gid_index), sgid_index=gid_index, port_num=port)
+    )
     chain[1].ah = ah3
     ah3.close()
     with pytest.raises(ib.VerbsError, match="work request 1: its AH is closed"):

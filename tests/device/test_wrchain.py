@@ -24,10 +24,17 @@ def pair(ctx, pd):
 
 
 def writes(mr_src, mr_dst, n, size, signal_last=True):
-    return [ib.SendWR(wr_id=i, sg_list=[mr_src.sge(size, i * size)], opcode=WRITE,
-                      remote_addr=mr_dst.addr + i * size, rkey=mr_dst.rkey,
-                      send_flags=SIGNALED if (i == n - 1 or not signal_last) else 0)
-            for i in range(n)]
+    return [
+        ib.SendWR(
+            wr_id=i,
+            sg_list=[mr_src.sge(size, i * size)],
+            opcode=WRITE,
+            remote_addr=mr_dst.addr + i * size,
+            rkey=mr_dst.rkey,
+            send_flags=SIGNALED if (i == n - 1 or not signal_last) else 0,
+        )
+        for i in range(n)
+    ]
 
 
 def test_chain_posted_many_times(pd, pair):
@@ -72,10 +79,15 @@ def test_recv_chain_send_chain(pd, pair):
     n, size = 4, 32
     src, mr_a = mkbuf(pd, n * size)
     dst, mr_b = mkbuf(pd, n * size)
-    rchain = ib.RecvWRChain([ib.RecvWR(wr_id=100 + i, sg_list=[mr_b.sge(size, i * size)])
-                             for i in range(n)])
-    schain = ib.SendWRChain([ib.SendWR(wr_id=i, sg_list=[mr_a.sge(size, i * size)],
-                                       send_flags=SIGNALED) for i in range(n)])
+    rchain = ib.RecvWRChain(
+        [ib.RecvWR(wr_id=100 + i, sg_list=[mr_b.sge(size, i * size)]) for i in range(n)]
+    )
+    schain = ib.SendWRChain(
+        [
+            ib.SendWR(wr_id=i, sg_list=[mr_a.sge(size, i * size)], send_flags=SIGNALED)
+            for i in range(n)
+        ]
+    )
     for rnd in range(5):
         src[:] = rnd + 1
         qb.post_recv(rchain)
@@ -91,10 +103,10 @@ def test_srq_post_recv_chain(ctx, pd):
     qa, ca, qb, cb = make_rc_pair(ctx, pd, srq=srq)
     src, mr_a = mkbuf(pd, 8, fill=0x42)
     dst, mr_b = mkbuf(pd, 4 * 8)
-    srq.post_recv(ib.RecvWRChain([ib.RecvWR(wr_id=i, sg_list=[mr_b.sge(8, 8 * i)])
-                                  for i in range(4)]))
-    qa.post_send([ib.SendWR(wr_id=i, sg_list=[mr_a.sge()], send_flags=SIGNALED)
-                  for i in range(4)])
+    srq.post_recv(
+        ib.RecvWRChain([ib.RecvWR(wr_id=i, sg_list=[mr_b.sge(8, 8 * i)]) for i in range(4)])
+    )
+    qa.post_send([ib.SendWR(wr_id=i, sg_list=[mr_a.sge()], send_flags=SIGNALED) for i in range(4)])
     ok(poll_until(ca, 4))
     assert sorted(w.wr_id for w in ok(poll_until(cb, 4))) == [0, 1, 2, 3]
     assert (dst == 0x42).all()
@@ -105,8 +117,14 @@ def test_members_refused_elsewhere_until_release(pd, pair):
     src, mr_a = mkbuf(pd, 16, fill=3)
     dst, mr_b = mkbuf(pd, 16)
     wrs = writes(mr_a, mr_b, 2, 8)
-    free = ib.SendWR(wr_id=9, sg_list=[mr_a.sge(8)], opcode=WRITE,
-                     remote_addr=mr_b.addr, rkey=mr_b.rkey, send_flags=SIGNALED)
+    free = ib.SendWR(
+        wr_id=9,
+        sg_list=[mr_a.sge(8)],
+        opcode=WRITE,
+        remote_addr=mr_b.addr,
+        rkey=mr_b.rkey,
+        send_flags=SIGNALED,
+    )
     chain = ib.SendWRChain(wrs)
     with pytest.raises(ValueError, match="belongs to a SendWRChain"):
         qa.post_send(wrs[1])
@@ -140,7 +158,7 @@ def test_dropped_chain_frees_its_members(pd, pair):
     src, mr_a = mkbuf(pd, 8)
     dst, mr_b = mkbuf(pd, 8)
     wrs = writes(mr_a, mr_b, 1, 8)
-    ib.SendWRChain(wrs)          # dropped at once
+    ib.SendWRChain(wrs)  # dropped at once
     gc.collect()
     qa.post_send(wrs[0])
     ok(poll_until(ca))
@@ -154,8 +172,12 @@ def test_closed_mr_is_refused_between_posts(pd, pair):
     other, mr_o = mkbuf(pd, 8)
     dst, mr_b = mkbuf(pd, 16)
     wrs = writes(mr_a, mr_b, 2, 8)
-    wrs.insert(1, ib.SendWR(wr_id=5, sg_list=[mr_o.sge()], opcode=WRITE,
-                            remote_addr=mr_b.addr, rkey=mr_b.rkey))
+    wrs.insert(
+        1,
+        ib.SendWR(
+            wr_id=5, sg_list=[mr_o.sge()], opcode=WRITE, remote_addr=mr_b.addr, rkey=mr_b.rkey
+        ),
+    )
     chain = ib.SendWRChain(wrs)
     qa.post_send(chain)
     ok(poll_until(ca))
@@ -165,7 +187,7 @@ def test_closed_mr_is_refused_between_posts(pd, pair):
     assert ei.value.errno == errno.EBADF
     assert ca.poll(4) == []
     with pytest.raises(ib.VerbsError, match="work request 1"):
-        qa.post_send(chain)      # still refused: not a one-time check
+        qa.post_send(chain)  # still refused: not a one-time check
     # Building a chain over a closed MR is refused at once, and frees the WRs.
     chain.release()
     with pytest.raises(ib.VerbsError, match="work request 1"):
@@ -181,9 +203,19 @@ def test_post_error_names_the_chain_index(ctx, pd):
     depth = qa.query()[1].max_send_wr
     src, mr_a = mkbuf(pd, 8)
     dst, mr_b = mkbuf(pd, 8)
-    chain = ib.SendWRChain([ib.SendWR(wr_id=i, sg_list=[mr_a.sge()], send_flags=SIGNALED,
-                                      opcode=WRITE, remote_addr=mr_b.addr, rkey=mr_b.rkey)
-                            for i in range(depth + 3)])
+    chain = ib.SendWRChain(
+        [
+            ib.SendWR(
+                wr_id=i,
+                sg_list=[mr_a.sge()],
+                send_flags=SIGNALED,
+                opcode=WRITE,
+                remote_addr=mr_b.addr,
+                rkey=mr_b.rkey,
+            )
+            for i in range(depth + 3)
+        ]
+    )
     with pytest.raises(ib.VerbsError) as ei:
         qa.post_send(chain)
     assert ei.value.errno == errno.ENOMEM

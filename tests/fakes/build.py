@@ -20,13 +20,15 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from cshared import BuildError, compile_shared, compiler  # noqa: E402,F401
+
 SOURCE = HERE / "fakecuda.c"
 
 
 def build_fakecuda(outdir, *, dmabuf: bool = True) -> str:
     """Compile fakecuda.c into outdir/libcuda.so.1 and return its path."""
-    return compile_shared(SOURCE, Path(outdir) / "libcuda.so.1",
-                          defines=None if dmabuf else {"FAKE_NO_DMABUF": True})
+    return compile_shared(
+        SOURCE, Path(outdir) / "libcuda.so.1", defines=None if dmabuf else {"FAKE_NO_DMABUF": True}
+    )
 
 
 class FakeCuda:
@@ -46,15 +48,25 @@ class FakeCuda:
         lib.fake_free.restype = i
         lib.fake_reset.argtypes = []
         lib.fake_reset.restype = None
-        for name in ("fake_set_mode", "fake_set_export_error",
-                     "fake_set_flush_error", "fake_set_current"):
+        for name in (
+            "fake_set_mode",
+            "fake_set_export_error",
+            "fake_set_flush_error",
+            "fake_set_current",
+        ):
             getattr(lib, name).argtypes = [i]
             getattr(lib, name).restype = None
         lib.fake_set_gpudirect.argtypes = [i, i, i]
         lib.fake_set_gpudirect.restype = None
-        for name in ("fake_current_device", "fake_ctx_depth", "fake_init_calls",
-                     "fake_export_calls", "fake_flush_calls", "fake_open_exports",
-                     "fake_sync_calls"):
+        for name in (
+            "fake_current_device",
+            "fake_ctx_depth",
+            "fake_init_calls",
+            "fake_export_calls",
+            "fake_flush_calls",
+            "fake_open_exports",
+            "fake_sync_calls",
+        ):
             getattr(lib, name).argtypes = []
             getattr(lib, name).restype = i
         lib.fake_primary_refs.argtypes = [i]
@@ -128,14 +140,22 @@ class FakeCuda:
     def last_export(self) -> dict:
         ptr, size, flags = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
         htype, dev = ctypes.c_int(), ctypes.c_int()
-        self.lib.fake_last_export(ctypes.byref(ptr), ctypes.byref(size),
-                                  ctypes.byref(htype), ctypes.byref(flags),
-                                  ctypes.byref(dev))
-        return {"ptr": ptr.value, "size": size.value, "type": htype.value,
-                "flags": flags.value, "device": dev.value}
+        self.lib.fake_last_export(
+            ctypes.byref(ptr),
+            ctypes.byref(size),
+            ctypes.byref(htype),
+            ctypes.byref(flags),
+            ctypes.byref(dev),
+        )
+        return {
+            "ptr": ptr.value,
+            "size": size.value,
+            "type": htype.value,
+            "flags": flags.value,
+            "device": dev.value,
+        }
 
     def last_flush(self) -> tuple:
         t, s, d = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         self.lib.fake_last_flush(ctypes.byref(t), ctypes.byref(s), ctypes.byref(d))
         return t.value, s.value, d.value
-

@@ -16,8 +16,7 @@ from pathlib import Path
 
 # Warnings are errors for these small files: a fake that compiles with a
 # warning is a fake that may not do what the test believes.
-CFLAGS = ["-shared", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Wextra",
-          "-fvisibility=hidden"]
+CFLAGS = ["-shared", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 
 
 class BuildError(RuntimeError):
@@ -46,11 +45,9 @@ def compile_shared(source, out, *, defines=None, libs=()) -> str:
         raise BuildError("no C compiler (cc, gcc or clang) on PATH, and $CC unset")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    dflags = [f"-D{k}" if v is True else f"-D{k}={v}"
-              for k, v in (defines or {}).items()]
+    dflags = [f"-D{k}" if v is True else f"-D{k}={v}" for k, v in (defines or {}).items()]
     cmd = [cc, *CFLAGS, *dflags, "-o", str(out), str(source), *libs]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0 or proc.stdout.strip():
         raise BuildError(f"{' '.join(cmd)} failed or warned:\n{proc.stdout[-4000:]}")
     return str(out)

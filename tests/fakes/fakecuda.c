@@ -58,9 +58,9 @@ struct fake_ctx {
 
 struct alloc {
 	int used;
-	uint64_t base, size;   /* the whole mapping (the "allocation") */
+	uint64_t base, size; /* the whole mapping (the "allocation") */
 	int device;
-	unsigned int memtype;  /* 1 host (pinned), 2 device */
+	unsigned int memtype; /* 1 host (pinned), 2 device */
 };
 
 static int mode;
@@ -69,7 +69,7 @@ static int init_calls;
 static CUresult export_error, flush_error;
 static int ordering[NDEV], flush_options[NDEV];
 
-static struct fake_ctx primary[NDEV] = {{0}, {1}};
+static struct fake_ctx primary[NDEV] = { { 0 }, { 1 } };
 static int primary_refs[NDEV];
 static CUcontext stack[MAX_STACK];
 static int depth;
@@ -81,7 +81,7 @@ static struct {
 	uint64_t size;
 	int type;
 	unsigned long long flags;
-	int device;             /* device of the current context, or -1 */
+	int device; /* device of the current context, or -1 */
 } last_export;
 static int export_calls;
 static struct {
@@ -97,12 +97,12 @@ static uint64_t page_size(void)
 	return (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-#define ENTER()                                                          \
-	do {                                                             \
-		if (mode == MODE_STUB)                                   \
-			return CUDA_ERROR_STUB_LIBRARY;                  \
-		if (!initialized)                                        \
-			return CUDA_ERROR_NOT_INITIALIZED;               \
+#define ENTER()                                            \
+	do {                                               \
+		if (mode == MODE_STUB)                     \
+			return CUDA_ERROR_STUB_LIBRARY;    \
+		if (!initialized)                          \
+			return CUDA_ERROR_NOT_INITIALIZED; \
 	} while (0)
 
 static struct alloc *find_alloc(uint64_t p)
@@ -127,16 +127,16 @@ static const struct {
 	CUresult code;
 	const char *name, *text;
 } errors[] = {
-	{0, "CUDA_SUCCESS", "no error"},
-	{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
-	{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
-	{34, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
-	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
-	{101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
-	{201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{ 0, "CUDA_SUCCESS", "no error" },
+	{ 1, "CUDA_ERROR_INVALID_VALUE", "invalid argument" },
+	{ 3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error" },
+	{ 34, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library" },
+	{ 100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected" },
+	{ 101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal" },
+	{ 201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context" },
 	/* "(fake)" lets the tests tell the driver's text from a fallback */
-	{801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported (fake)"},
-	{999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+	{ 801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported (fake)" },
+	{ 999, "CUDA_ERROR_UNKNOWN", "unknown error" },
 };
 
 EXPORT CUresult cuGetErrorName(CUresult error, const char **pstr)
@@ -457,8 +457,8 @@ EXPORT void fake_reset(void)
 	init_calls = 0;
 	export_error = flush_error = 0;
 	for (int i = 0; i < NDEV; i++) {
-		ordering[i] = 100;     /* OWNER: what recent GPUs report */
-		flush_options[i] = 3;  /* HOST | MEMOPS */
+		ordering[i] = 100; /* OWNER: what recent GPUs report */
+		flush_options[i] = 3; /* HOST | MEMOPS */
 		primary_refs[i] = 0;
 	}
 	depth = 0;
@@ -469,9 +469,18 @@ EXPORT void fake_reset(void)
 	last_flush_target = last_flush_scope = last_flush_device = -1;
 }
 
-EXPORT void fake_set_mode(int m) { mode = m; }
-EXPORT void fake_set_export_error(int code) { export_error = code; }
-EXPORT void fake_set_flush_error(int code) { flush_error = code; }
+EXPORT void fake_set_mode(int m)
+{
+	mode = m;
+}
+EXPORT void fake_set_export_error(int code)
+{
+	export_error = code;
+}
+EXPORT void fake_set_flush_error(int code)
+{
+	flush_error = code;
+}
 
 EXPORT void fake_set_gpudirect(int dev, int writes_ordering, int options)
 {
@@ -492,12 +501,30 @@ EXPORT int fake_current_device(void)
 	return current() ? current()->device : -1;
 }
 
-EXPORT int fake_ctx_depth(void) { return depth; }
-EXPORT int fake_primary_refs(int dev) { return primary_refs[dev]; }
-EXPORT int fake_init_calls(void) { return init_calls; }
-EXPORT int fake_export_calls(void) { return export_calls; }
-EXPORT int fake_flush_calls(void) { return flush_calls; }
-EXPORT int fake_sync_calls(void) { return sync_calls; }
+EXPORT int fake_ctx_depth(void)
+{
+	return depth;
+}
+EXPORT int fake_primary_refs(int dev)
+{
+	return primary_refs[dev];
+}
+EXPORT int fake_init_calls(void)
+{
+	return init_calls;
+}
+EXPORT int fake_export_calls(void)
+{
+	return export_calls;
+}
+EXPORT int fake_flush_calls(void)
+{
+	return flush_calls;
+}
+EXPORT int fake_sync_calls(void)
+{
+	return sync_calls;
+}
 
 EXPORT void fake_last_export(uint64_t *ptr, uint64_t *size, int *type,
 			     uint64_t *flags, int *device)

@@ -27,6 +27,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from cshared import BuildError, compile_shared, compiler  # noqa: E402,F401
+
 SOURCE = HERE / "noverbs_shim.c"
 
 
@@ -40,8 +41,9 @@ def missing_tools() -> str | None:
 
 def exported_functions(lib: str) -> list[str]:
     """The verbs functions ``lib`` exports (default symbol versions only)."""
-    out = subprocess.run(["nm", "-D", "--defined-only", lib], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["nm", "-D", "--defined-only", lib], check=True, capture_output=True, text=True
+    ).stdout
     names = set()
     for line in out.splitlines():
         parts = line.split()
@@ -65,10 +67,12 @@ def build_shim(outdir, real_lib: str) -> str:
         raise BuildError(f"{real_lib} exports no ibv_get_device_list: not libibverbs")
     syms = outdir / "noverbs_syms.h"
     syms.write_text("".join(f"SHIM_FORWARD({n})\n" for n in names))
-    return compile_shared(SOURCE, outdir / "libibverbs-noverbs.so",
-                          defines={"SHIM_REAL_LIB": f'"{real_lib}"',
-                                   "SHIM_SYMBOLS": f'"{syms}"'},
-                          libs=["-ldl"])
+    return compile_shared(
+        SOURCE,
+        outdir / "libibverbs-noverbs.so",
+        defines={"SHIM_REAL_LIB": f'"{real_lib}"', "SHIM_SYMBOLS": f'"{syms}"'},
+        libs=["-ldl"],
+    )
 
 
 def shim_env(shim: str, hide=()) -> dict:

@@ -71,12 +71,13 @@ static shim_fn shim_resolve(const char *name)
 
 /* A function declared as an ifunc: its address is whatever the resolver
  * returns, the real function of the same name. */
-#define SHIM_FORWARD(sym)                                                 \
-	static shim_fn shim_resolve_##sym(void)                           \
-	{                                                                 \
-		return shim_resolve(#sym);                                \
-	}                                                                 \
-	__attribute__((visibility("default"), ifunc("shim_resolve_" #sym))) \
-	void sym(void);
+#define SHIM_FORWARD(sym)                                 \
+	static shim_fn shim_resolve_##sym(void)           \
+	{                                                 \
+		return shim_resolve(#sym);                \
+	}                                                 \
+	__attribute__((visibility("default"),             \
+		       ifunc("shim_resolve_" #sym))) void \
+	sym(void);
 
 #include SHIM_SYMBOLS

@@ -71,6 +71,8 @@ def gpudirect(torch, rdma_device_name, rdma_pd):
     try:
         ib.cuda.register_tensor(rdma_pd, probe, ib.AccessFlags.LOCAL_WRITE).close()
     except ib.cuda.GpuDirectError as e:
-        pytest.skip(f"{rdma_device_name} cannot register GPU memory "
-                    f"(needs dma-buf support or a peer-memory module): {e}")
+        pytest.skip(
+            f"{rdma_device_name} cannot register GPU memory "
+            f"(needs dma-buf support or a peer-memory module): {e}"
+        )
     return rdma_pd

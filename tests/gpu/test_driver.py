@@ -107,8 +107,7 @@ def dmabuf_fd(ptr, length):
     fd, start, n = cuda._export_dmabuf(ptr, length)
     if (start, n) != (ptr, length):
         os.close(fd)
-        raise AssertionError(f"_export_dmabuf widened [{ptr:#x}, +{length}) "
-                             f"to [{start:#x}, +{n})")
+        raise AssertionError(f"_export_dmabuf widened [{ptr:#x}, +{length}) to [{start:#x}, +{n})")
     return fd
 
 
@@ -153,8 +152,7 @@ def describe_fd(fd):
     """readlink and /proc/self/fdinfo of fd: what kind of file it is."""
     link = os.readlink(f"/proc/self/fd/{fd}")
     with open(f"/proc/self/fdinfo/{fd}") as f:
-        info = {k.strip(): v.strip() for k, v in
-                (line.split(":", 1) for line in f if ":" in line)}
+        info = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in f if ":" in line)}
     return link, info
 
 
@@ -209,8 +207,9 @@ class RealBackend:
 
     def alloc(self, nbytes, device=0, offset=0):
         """A tensor of nbytes that starts offset bytes into a fresh one."""
-        base = self.torch.full((nbytes + offset,), 7, dtype=self.torch.uint8,
-                               device=f"cuda:{device}")
+        base = self.torch.full(
+            (nbytes + offset,), 7, dtype=self.torch.uint8, device=f"cuda:{device}"
+        )
         self._keep.append(base)
         return base[offset:]
 
@@ -256,6 +255,7 @@ class FakeBackend:
     @staticmethod
     def is_dmabuf(link):
         return link == "/memfd:fakecuda-dmabuf (deleted)"  # the fake's stand-in
+
     device_count = 2
 
     def __init__(self, fake):
@@ -293,8 +293,7 @@ class FakeBackend:
 
 
 def _load_fakes_build():
-    spec = importlib.util.spec_from_file_location("_gpu_driver_fakes_build",
-                                                  FAKES / "build.py")
+    spec = importlib.util.spec_from_file_location("_gpu_driver_fakes_build", FAKES / "build.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -325,8 +324,9 @@ def real_torch():
     if not torch.backends.cuda.is_built():
         pytest.skip(f"torch {torch.__version__} is built without CUDA")
     if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
-        pytest.skip("a CUDA driver loads, but torch sees no GPU "
-                    "(torch.cuda.is_available() is False)")
+        pytest.skip(
+            "a CUDA driver loads, but torch sees no GPU (torch.cuda.is_available() is False)"
+        )
     return torch
 
 
@@ -356,8 +356,7 @@ def backend(request, monkeypatch, tmp_path, findings):
 
 def need_device(backend, device):
     if device >= backend.device_count:
-        pytest.skip(f"no GPU {device}: the {backend.name} driver has "
-                    f"{backend.device_count}")
+        pytest.skip(f"no GPU {device}: the {backend.name} driver has {backend.device_count}")
 
 
 def driver_lib():
@@ -366,8 +365,7 @@ def driver_lib():
 
 def pointer_attribute(ptr, attr, ctype):
     value = ctype()
-    rc = driver_lib().cuPointerGetAttribute(ctypes.byref(value), attr,
-                                            ctypes.c_uint64(ptr))
+    rc = driver_lib().cuPointerGetAttribute(ctypes.byref(value), attr, ctypes.c_uint64(ptr))
     return rc, value.value
 
 
@@ -380,10 +378,8 @@ def device_attribute(attr, device):
 def mapping_of(ptr):
     """(start, size) of the driver's allocation (mapping) holding ptr, or
     None when the driver does not say (then the findings show the code)."""
-    rc1, start = pointer_attribute(ptr, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                   ctypes.c_uint64)
-    rc2, size = pointer_attribute(ptr, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                                  ctypes.c_size_t)
+    rc1, start = pointer_attribute(ptr, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ctypes.c_uint64)
+    rc2, size = pointer_attribute(ptr, CU_POINTER_ATTRIBUTE_RANGE_SIZE, ctypes.c_size_t)
     if rc1 or rc2 or size == 0:
         _findings.setdefault("range_attribute_errors", []).append([ptr, rc1, rc2])
         return None
@@ -429,9 +425,12 @@ def test_import_with_carried_libibverbs(findings):
     assert path.is_file(), ib.library_path
     devices = ib.get_device_list()
     assert isinstance(devices, list)
-    findings["ibverbs"] = {"file": ib.__file__, "library_path": ib.library_path,
-                           "library_version": ib.library_version,
-                           "devices": [d.name for d in devices]}
+    findings["ibverbs"] = {
+        "file": ib.__file__,
+        "library_path": ib.library_path,
+        "library_version": ib.library_version,
+        "devices": [d.name for d in devices],
+    }
     if not UNDER_CHECK:
         return
     # Under tools/gpu-check: the wheel and the carried rdma-core, nothing else.
@@ -483,14 +482,23 @@ def test_dmabuf_fd_inside_one_mapping(backend, findings, offset, n):
         expandable = backend.expandable(ptr)
         assert expandable is not False, (
             "torch placed the tensor in a plain segment: PYTORCH_CUDA_ALLOC_CONF="
-            f"{os.environ.get('PYTORCH_CUDA_ALLOC_CONF')!r} was not in force when CUDA started")
+            f"{os.environ.get('PYTORCH_CUDA_ALLOC_CONF')!r} was not in force when CUDA started"
+        )
     kind, what = export_outcome(backend, start, alen)
     if kind == "error":
         skip_if_no_dmabuf(what)
         raise what
-    note(findings, backend, "one_mapping_export", {
-        "link": what[0], "fdinfo": what[1], "mapping_bytes": msize,
-        "expandable": backend.expandable(ptr) if backend.name == "real" else None})
+    note(
+        findings,
+        backend,
+        "one_mapping_export",
+        {
+            "link": what[0],
+            "fdinfo": what[1],
+            "mapping_bytes": msize,
+            "expandable": backend.expandable(ptr) if backend.name == "real" else None,
+        },
+    )
 
 
 def test_dmabuf_fd_refuses_an_unaligned_range(backend):
@@ -522,8 +530,7 @@ def test_dmabuf_fd_across_several_mappings(backend, findings):
     else:
         start, alen = aligned(ptr, n)
     spans = mstart + msize < start + alen
-    answer = {"range": [start, alen], "first_mapping": [mstart, msize],
-              "spans_several": spans}
+    answer = {"range": [start, alen], "first_mapping": [mstart, msize], "spans_several": spans}
     if backend.name == "real":
         answer["alloc_conf"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
         answer["expandable"] = backend.expandable(ptr)
@@ -543,8 +550,10 @@ def test_dmabuf_fd_across_several_mappings(backend, findings):
         answer["export"] = {"code": what.code, "name": what.name, "error": str(what)}
     note(findings, backend, "several_mappings", answer)
     if not spans:
-        pytest.skip(f"the driver reports one mapping of {msize} bytes for the "
-                    f"whole {n}-byte tensor: nothing spans several")
+        pytest.skip(
+            f"the driver reports one mapping of {msize} bytes for the "
+            f"whole {n}-byte tensor: nothing spans several"
+        )
     if kind == "error":
         skip_if_no_dmabuf(what)
         assert what.code == CUDA_ERROR_INVALID_VALUE, what
@@ -619,22 +628,27 @@ PLAIN_ALLOCATOR_SCRIPT = textwrap.dedent(r"""
 """)
 
 
-def test_plain_caching_allocator_gives_the_documented_error(real_torch, findings,
-                                                           tmp_path):
+def test_plain_caching_allocator_gives_the_documented_error(real_torch, findings, tmp_path):
     env = dict(os.environ)
     env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:False"
-    env.pop("PYTORCH_ALLOC_CONF", None)     # torch >= 2.9 reads this one first
-    env["IBVERBS_SYSFS_ROOT"] = str(tmp_path)   # no peer-memory fallback
+    env.pop("PYTORCH_ALLOC_CONF", None)  # torch >= 2.9 reads this one first
+    env["IBVERBS_SYSFS_ROOT"] = str(tmp_path)  # no peer-memory fallback
     env.pop("IBVERBS_LIBCUDA", None)
     env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(Path(ib.__file__).parents[1]), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-c", PLAIN_ALLOCATOR_SCRIPT],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=240)
+        filter(None, [str(Path(ib.__file__).parents[1]), env.get("PYTHONPATH")])
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", PLAIN_ALLOCATOR_SCRIPT],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=240,
+    )
     # A signal (negative returncode) is the crash this test exists to catch.
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{proc.stdout[-3000:]}"
     line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")][-1]
-    out = json.loads(line[len("RESULT "):])
+    out = json.loads(line[len("RESULT ") :])
     findings.setdefault("real", {})["plain_caching_allocator"] = out
     export, register = out["export"], out.get("register")
     if "code" in export:
@@ -671,18 +685,24 @@ def test_pointer_attributes_of_device_memory(backend, findings, device):
     drv = cuda._driver()
     assert cuda._device_ordinal(drv, ptr) == device
     assert cuda._device_ordinal(drv, ptr + 3 * PAGE + 4) == device
-    note(findings, backend, f"gpu{device}_attributes", {
-        "memory_type": memtype, "device_ordinal": ordinal,
-        "gpudirect_rdma_supported": device_attribute(ATTR_GPUDIRECT_RDMA_SUPPORTED, device),
-        "dma_buf_supported": device_attribute(ATTR_DMA_BUF_SUPPORTED, device),
-        "flush_writes_options": device_attribute(ATTR_FLUSH_WRITES_OPTIONS, device),
-        "writes_ordering": device_attribute(ATTR_WRITES_ORDERING, device)})
+    note(
+        findings,
+        backend,
+        f"gpu{device}_attributes",
+        {
+            "memory_type": memtype,
+            "device_ordinal": ordinal,
+            "gpudirect_rdma_supported": device_attribute(ATTR_GPUDIRECT_RDMA_SUPPORTED, device),
+            "dma_buf_supported": device_attribute(ATTR_DMA_BUF_SUPPORTED, device),
+            "flush_writes_options": device_attribute(ATTR_FLUSH_WRITES_OPTIONS, device),
+            "writes_ordering": device_attribute(ATTR_WRITES_ORDERING, device),
+        },
+    )
 
 
 def test_pointer_attributes_of_host_memory(backend, findings):
     pinned = backend.alloc_host(2 * PAGE)
-    rc, memtype = pointer_attribute(pinned, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                    ctypes.c_uint)
+    rc, memtype = pointer_attribute(pinned, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ctypes.c_uint)
     assert (rc, memtype) == (0, CU_MEMORYTYPE_HOST)
     drv = cuda._driver()
     with pytest.raises(ValueError, match="host memory") as e1:
@@ -694,9 +714,12 @@ def test_pointer_attributes_of_host_memory(backend, findings):
     rc, memtype = pointer_attribute(addr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ctypes.c_uint)
     with pytest.raises(ValueError, match="not CUDA memory|not device memory") as e2:
         cuda._device_ordinal(drv, addr)
-    note(findings, backend, "host_memory", {
-        "pinned": str(e1.value), "pageable": str(e2.value),
-        "pageable_answer": [rc, memtype]})
+    note(
+        findings,
+        backend,
+        "host_memory",
+        {"pinned": str(e1.value), "pageable": str(e2.value), "pageable_answer": [rc, memtype]},
+    )
 
 
 def test_register_tensor_refuses_pinned_host_memory(backend):
@@ -729,24 +752,31 @@ def test_flush_gpudirect_writes_in_the_tensors_context(backend, findings, device
         assert cuda._current_device(drv) == device
     # its rule, from the two attributes it reads (the published package's
     # flush returns None: then only the fake shows whether it flushed)
-    want = isinstance(ordering, int) and ordering < 100 and bool(
-        isinstance(options, int) and options & 1)
+    want = (
+        isinstance(ordering, int)
+        and ordering < 100
+        and bool(isinstance(options, int) and options & 1)
+    )
     assert flushed is want or flushed is None, (ordering, options, flushed)
     if backend.name == "fake":
         assert want and backend.fake.flush_calls() == 1
         assert backend.fake.last_flush() == (0, 100, device)
-    note(findings, backend, f"gpu{device}_flush", {
-        "writes_ordering": ordering, "flush_options": options, "flushed": flushed})
+    note(
+        findings,
+        backend,
+        f"gpu{device}_flush",
+        {"writes_ordering": ordering, "flush_options": options, "flushed": flushed},
+    )
 
 
 def test_flush_without_a_context_is_a_cuda_error(backend):
-    backend.alloc(PAGE)     # the driver is up on the main thread
+    backend.alloc(PAGE)  # the driver is up on the main thread
     cuda._driver()
     if backend.name == "fake":
         backend.fake.set_current(-1)
     out = {}
 
-    def run():      # a new thread has no current context
+    def run():  # a new thread has no current context
         try:
             out["result"] = cuda.flush_gpudirect_writes()
         except BaseException as e:  # checked below
@@ -805,22 +835,34 @@ class RecordingPD:
 
     def reg_dmabuf_mr(self, offset, length, iova, fd, access, *, owner=None):
         link, info = describe_fd(fd)
-        self.calls.append({
-            "offset": offset, "length": length, "iova": iova, "fd": fd,
-            "access": access, "owner": owner, "link": link, "fdinfo": info,
-            "identity": fd_identity(fd), "fd_size": os.fstat(fd).st_size})
+        self.calls.append(
+            {
+                "offset": offset,
+                "length": length,
+                "iova": iova,
+                "fd": fd,
+                "access": access,
+                "owner": owner,
+                "link": link,
+                "fdinfo": info,
+                "identity": fd_identity(fd),
+                "fd_size": os.fstat(fd).st_size,
+            }
+        )
         return RecordedMR()
 
     def reg_mr(self, *args, **kw):
         """The peer-memory fallback: recorded, and refused as a host
         without nvidia_peermem refuses it."""
         self.fallbacks.append(args)
-        raise OSError(errno.EFAULT, "reg_mr: no peer-memory module "
-                      "(recording PD)")
+        raise OSError(errno.EFAULT, "reg_mr: no peer-memory module (recording PD)")
 
 
-REGISTER_CASES = {"aligned": (0, 8 * PAGE), "unaligned": (3, 5 * PAGE + 17),
-                  "small": (PAGE - 2, 64)}
+REGISTER_CASES = {
+    "aligned": (0, 8 * PAGE),
+    "unaligned": (3, 5 * PAGE + 17),
+    "small": (PAGE - 2, 64),
+}
 
 
 @pytest.mark.parametrize("device", [0, 1], ids=["gpu0", "gpu1"])
@@ -852,5 +894,9 @@ def test_register_tensor_with_a_recording_pd(backend, findings, device, offset, 
     assert (gmr.path, gmr.device, gmr.addr, gmr.length) == ("dmabuf", device, ptr, n)
     gmr.close()
     assert pd.calls and gmr.closed
-    note(findings, backend, f"register_{device}_{offset}_{n}", {
-        k: call[k] for k in ("offset", "length", "iova", "link")})
+    note(
+        findings,
+        backend,
+        f"register_{device}_{offset}_{n}",
+        {k: call[k] for k in ("offset", "length", "iova", "link")},
+    )

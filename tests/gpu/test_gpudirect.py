@@ -55,18 +55,21 @@ def _check_export(ptr, n, fd, start, length):
     assert int(info["size"]) == length
 
 
-@pytest.mark.parametrize("offset,n", [
-    (0, 4 * PAGE),        # aligned start and end
-    (0, 1),               # one byte
-    (100, 200),           # inside one page
-    (PAGE - 10, 20),      # crossing a page
-    (3, 5 * PAGE + 17),   # unaligned, several pages
-])
+@pytest.mark.parametrize(
+    "offset,n",
+    [
+        (0, 4 * PAGE),  # aligned start and end
+        (0, 1),  # one byte
+        (100, 200),  # inside one page
+        (PAGE - 10, 20),  # crossing a page
+        (3, 5 * PAGE + 17),  # unaligned, several pages
+    ],
+)
 def test_driver_exports_dmabuf_for_torch_tensor(torch, offset, n):
     base = torch.zeros(8 * PAGE, dtype=torch.uint8, device="cuda")
     base_ptr = base.data_ptr()
     pad = -base_ptr % PAGE  # start from a page boundary inside the tensor
-    view = base[pad + offset:pad + offset + n]
+    view = base[pad + offset : pad + offset + n]
     assert view.is_contiguous()
     ptr = view.data_ptr()
     fd, start, length = _export_or_skip(ptr, n)
@@ -144,12 +147,21 @@ def _tensors(torch, n=1 << 16, offset=0):
 def test_rdma_write_gpu_to_gpu(torch, gpudirect, pair, offset):
     qa, ca, qb, cb = pair
     src, dst = _tensors(torch, offset=offset)
-    with cuda.register_tensor(gpudirect, src, ACCESS) as smr, \
-            cuda.register_tensor(gpudirect, dst, ACCESS) as dmr:
+    with (
+        cuda.register_tensor(gpudirect, src, ACCESS) as smr,
+        cuda.register_tensor(gpudirect, dst, ACCESS) as dmr,
+    ):
         assert smr.addr == src.data_ptr() and dmr.addr == dst.data_ptr()
-        qa.post_send(ib.SendWR(
-            wr_id=1, sg_list=[smr.sge()], opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=ib.SendFlags.SIGNALED, remote_addr=dmr.addr, rkey=dmr.rkey))
+        qa.post_send(
+            ib.SendWR(
+                wr_id=1,
+                sg_list=[smr.sge()],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                send_flags=ib.SendFlags.SIGNALED,
+                remote_addr=dmr.addr,
+                rkey=dmr.rkey,
+            )
+        )
         for wc in rig.poll_until(ca):
             wc.raise_for_status()
         _flush_into(torch, dst)
@@ -160,12 +172,21 @@ def test_rdma_write_gpu_to_gpu(torch, gpudirect, pair, offset):
 def test_rdma_read_gpu_to_gpu(torch, gpudirect, pair):
     qa, ca, qb, cb = pair
     src, dst = _tensors(torch)
-    with cuda.register_tensor(gpudirect, src, ACCESS) as smr, \
-            cuda.register_tensor(gpudirect, dst, ACCESS) as dmr:
+    with (
+        cuda.register_tensor(gpudirect, src, ACCESS) as smr,
+        cuda.register_tensor(gpudirect, dst, ACCESS) as dmr,
+    ):
         # qa reads the peer's src into its dst
-        qa.post_send(ib.SendWR(
-            wr_id=2, sg_list=[dmr.sge()], opcode=ib.WROpcode.RDMA_READ,
-            send_flags=ib.SendFlags.SIGNALED, remote_addr=smr.addr, rkey=smr.rkey))
+        qa.post_send(
+            ib.SendWR(
+                wr_id=2,
+                sg_list=[dmr.sge()],
+                opcode=ib.WROpcode.RDMA_READ,
+                send_flags=ib.SendFlags.SIGNALED,
+                remote_addr=smr.addr,
+                rkey=smr.rkey,
+            )
+        )
         for wc in rig.poll_until(ca):
             wc.raise_for_status()
         _flush_into(torch, dst)
@@ -176,11 +197,19 @@ def test_rdma_read_gpu_to_gpu(torch, gpudirect, pair):
 def test_send_gpu_to_gpu(torch, gpudirect, pair):
     qa, ca, qb, cb = pair
     src, dst = _tensors(torch, n=4096, offset=5)
-    with cuda.register_tensor(gpudirect, src, ACCESS) as smr, \
-            cuda.register_tensor(gpudirect, dst, ACCESS) as dmr:
+    with (
+        cuda.register_tensor(gpudirect, src, ACCESS) as smr,
+        cuda.register_tensor(gpudirect, dst, ACCESS) as dmr,
+    ):
         qb.post_recv(ib.RecvWR(wr_id=7, sg_list=[dmr.sge()]))
-        qa.post_send(ib.SendWR(wr_id=8, sg_list=[smr.sge()], opcode=ib.WROpcode.SEND,
-                               send_flags=ib.SendFlags.SIGNALED))
+        qa.post_send(
+            ib.SendWR(
+                wr_id=8,
+                sg_list=[smr.sge()],
+                opcode=ib.WROpcode.SEND,
+                send_flags=ib.SendFlags.SIGNALED,
+            )
+        )
         for wc in rig.poll_until(ca):
             wc.raise_for_status()
         (wc,) = rig.poll_until(cb)
@@ -196,13 +225,21 @@ def test_sge_pieces_gpu_to_gpu(torch, gpudirect, pair):
     qa, ca, qb, cb = pair
     src, dst = _tensors(torch, n=8192)
     half = src.nbytes // 2
-    with cuda.register_tensor(gpudirect, src, ACCESS) as smr, \
-            cuda.register_tensor(gpudirect, dst, ACCESS) as dmr:
+    with (
+        cuda.register_tensor(gpudirect, src, ACCESS) as smr,
+        cuda.register_tensor(gpudirect, dst, ACCESS) as dmr,
+    ):
         for i, off in enumerate((half, 0)):
-            qa.post_send(ib.SendWR(
-                wr_id=10 + i, sg_list=[smr.sge(half, offset=off)],
-                opcode=ib.WROpcode.RDMA_WRITE, send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=dmr.addr + off, rkey=dmr.rkey))
+            qa.post_send(
+                ib.SendWR(
+                    wr_id=10 + i,
+                    sg_list=[smr.sge(half, offset=off)],
+                    opcode=ib.WROpcode.RDMA_WRITE,
+                    send_flags=ib.SendFlags.SIGNALED,
+                    remote_addr=dmr.addr + off,
+                    rkey=dmr.rkey,
+                )
+            )
         for wc in rig.poll_until(ca, 2):
             wc.raise_for_status()
         _flush_into(torch, dst)

@@ -53,8 +53,10 @@ def run_ranks(world_size, fn, *, ranks=None, store=None):
         except BaseException as e:  # noqa: BLE001 - re-raised below
             errors[r] = e
 
-    threads = [threading.Thread(target=body, args=(r,))
-               for r in (range(world_size) if ranks is None else ranks)]
+    threads = [
+        threading.Thread(target=body, args=(r,))
+        for r in (range(world_size) if ranks is None else ranks)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -67,8 +69,12 @@ def run_ranks(world_size, fn, *, ranks=None, store=None):
 
 @pytest.mark.parametrize("world_size", [1, 2, 5, 16])
 def test_allgather_every_rank_sees_all(world_size):
-    res = run_ranks(world_size, lambda s, r: bootstrap.allgather(
-        s, r, world_size, f"rank {r}".encode() * (r + 1), timeout=20))
+    res = run_ranks(
+        world_size,
+        lambda s, r: bootstrap.allgather(
+            s, r, world_size, f"rank {r}".encode() * (r + 1), timeout=20
+        ),
+    )
     want = [f"rank {r}".encode() * (r + 1) for r in range(world_size)]
     assert res == {r: want for r in range(world_size)}
 
@@ -113,8 +119,12 @@ def test_barrier_waits_for_the_last_rank():
 def test_timeout_names_the_missing_ranks():
     store = DictStore()
     with pytest.raises(TimeoutError) as ei:
-        run_ranks(5, lambda s, r: bootstrap.allgather(s, r, 5, b"x", timeout=0.3),
-                  ranks=[0, 2, 4], store=store)
+        run_ranks(
+            5,
+            lambda s, r: bootstrap.allgather(s, r, 5, b"x", timeout=0.3),
+            ranks=[0, 2, 4],
+            store=store,
+        )
     msg = str(ei.value)
     assert "rank(s) 1, 3 never arrived" in msg
     assert "of 5" in msg and "generation 1" in msg
@@ -126,13 +136,13 @@ def test_stale_generation_is_ignored():
     """A job restarted on a store that holds an earlier run's keys: its
     first exchange is a new generation and reads none of them."""
     store = DictStore()
-    run_ranks(3, lambda s, r: bootstrap.allgather(s, r, 3, b"old%d" % r,
-                                                  timeout=20), store=store)
+    run_ranks(3, lambda s, r: bootstrap.allgather(s, r, 3, b"old%d" % r, timeout=20), store=store)
     # What a dead run could also have left: data of the next generation
     # from rank 1 only (it died before counting itself in is irrelevant:
     # the new run's ranks all start after generation 1).
-    res = run_ranks(3, lambda s, r: bootstrap.allgather(s, r, 3, b"new%d" % r,
-                                                        timeout=20), store=store)
+    res = run_ranks(
+        3, lambda s, r: bootstrap.allgather(s, r, 3, b"new%d" % r, timeout=20), store=store
+    )
     assert res[0] == res[1] == res[2] == [b"new0", b"new1", b"new2"]
     assert store.data["ibverbs/1/data/1"] == b"old1"
     assert store.data["ibverbs/2/data/1"] == b"new1"
@@ -142,14 +152,15 @@ def test_get_is_only_called_for_keys_that_exist():
     """The store's blocking get never waits: a rank that arrives late does
     not leave the others blocked inside get (where no timeout of ours
     applies)."""
+
     class Strict(DictStore):
         def get(self, key):
             assert key in self.data, key
             return super().get(key)
 
-    res = run_ranks(4, lambda s, r: bootstrap.allgather(s, r, 4, b"%d" % r,
-                                                        timeout=20),
-                    store=Strict())
+    res = run_ranks(
+        4, lambda s, r: bootstrap.allgather(s, r, 4, b"%d" % r, timeout=20), store=Strict()
+    )
     assert res[3] == [b"0", b"1", b"2", b"3"]
 
 
@@ -158,8 +169,7 @@ def test_exchange_mr_records():
         def __init__(self, r):
             self.addr, self.length, self.rkey = 0x7F0000000000 + r, 4096 * r, r + 7
 
-    res = run_ranks(3, lambda s, r: bootstrap.exchange_mr(s, r, 3, FakeMR(r),
-                                                          timeout=20))
+    res = run_ranks(3, lambda s, r: bootstrap.exchange_mr(s, r, 3, FakeMR(r), timeout=20))
     want = [bootstrap.RemoteMR(0x7F0000000000 + r, 4096 * r, r + 7) for r in range(3)]
     assert res[0] == res[2] == want
     assert res[1][2].rkey == 9
@@ -167,10 +177,17 @@ def test_exchange_mr_records():
         bootstrap.exchange_mr(DictStore(), 0, 1, object())
 
 
-@pytest.mark.parametrize("args, exc", [
-    ((0, 0), ValueError), ((2, 2), ValueError), ((-1, 2), ValueError),
-    (("0", 2), TypeError), ((0, 2.0), TypeError), ((True, 2), TypeError),
-])
+@pytest.mark.parametrize(
+    "args, exc",
+    [
+        ((0, 0), ValueError),
+        ((2, 2), ValueError),
+        ((-1, 2), ValueError),
+        (("0", 2), TypeError),
+        ((0, 2.0), TypeError),
+        ((True, 2), TypeError),
+    ],
+)
 def test_bad_group_arguments(args, exc):
     with pytest.raises(exc):
         bootstrap.allgather(DictStore(), *args, b"")
@@ -191,17 +208,25 @@ def test_torch_stores_and_torch_store(monkeypatch):
     dist = pytest.importorskip("torch.distributed", reason="torch is not installed")
     from datetime import timedelta
 
-    tcp = dist.TCPStore("127.0.0.1", 0, is_master=True,
-                        timeout=timedelta(seconds=30), wait_for_workers=False)
-    clients = [dist.TCPStore("127.0.0.1", tcp.port, is_master=False,
-                             timeout=timedelta(seconds=30)) for _ in range(3)]
+    tcp = dist.TCPStore(
+        "127.0.0.1", 0, is_master=True, timeout=timedelta(seconds=30), wait_for_workers=False
+    )
+    clients = [
+        dist.TCPStore("127.0.0.1", tcp.port, is_master=False, timeout=timedelta(seconds=30))
+        for _ in range(3)
+    ]
     for store in (dist.HashStore(), dist.PrefixStore("job", dist.HashStore())):
-        res = run_ranks(3, lambda s, r: bootstrap.allgather(s, r, 3, b"%d" % r,
-                                                            timeout=20), store=store)
+        res = run_ranks(
+            3, lambda s, r: bootstrap.allgather(s, r, 3, b"%d" % r, timeout=20), store=store
+        )
         assert res[2] == [b"0", b"1", b"2"]
-    res = run_ranks(3, lambda s, r: (bootstrap.allgather(clients[r], r, 3, b"t%d" % r,
-                                                         timeout=20),
-                                     bootstrap.barrier(clients[r], r, 3, timeout=20)))
+    res = run_ranks(
+        3,
+        lambda s, r: (
+            bootstrap.allgather(clients[r], r, 3, b"t%d" % r, timeout=20),
+            bootstrap.barrier(clients[r], r, 3, timeout=20),
+        ),
+    )
     assert res[0][0] == res[1][0] == [b"t0", b"t1", b"t2"]
     with pytest.raises(TimeoutError, match=r"rank\(s\) 1 never arrived"):
         bootstrap.barrier(clients[0], 0, 2, prefix="lonely", timeout=0.2)
@@ -260,11 +285,14 @@ class FakeCtx:
 
     def __init__(self, link_layer=ib.LinkLayer.ETHERNET, table=None):
         self.port_attr = types.SimpleNamespace(
-            lid=0x2A, active_mtu=ib.MTU.MTU_1024, link_layer=link_layer,
-            gid_tbl_len=4)
+            lid=0x2A, active_mtu=ib.MTU.MTU_1024, link_layer=link_layer, gid_tbl_len=4
+        )
         # index -> (raw gid, type); index 1 an IPv4 RoCE v1 GID, 2 the v2 one
-        self.table = table if table is not None else {
-            0: (LINK_LOCAL, 2), 1: (V4_GID, 1), 2: (V4_GID, 2), 3: (LINK_LOCAL, 2)}
+        self.table = (
+            table
+            if table is not None
+            else {0: (LINK_LOCAL, 2), 1: (V4_GID, 1), 2: (V4_GID, 2), 3: (LINK_LOCAL, 2)}
+        )
 
     def query_port(self, port):
         return self.port_attr
@@ -296,9 +324,12 @@ def test_connect_mesh_pairs_every_qp_with_its_peer(caplog):
     caplog.set_level("INFO", logger="ibverbs.bootstrap")
     world = 5
     pds = {r: FakePD() for r in range(world)}
-    res = run_ranks(world, lambda s, r: bootstrap.connect_mesh(
-        s, r, world, pds[r], send_cq="scq", qp_init={"max_send_wr": 7},
-        timeout=20))
+    res = run_ranks(
+        world,
+        lambda s, r: bootstrap.connect_mesh(
+            s, r, world, pds[r], send_cq="scq", qp_init={"max_send_wr": 7}, timeout=20
+        ),
+    )
     for r in range(world):
         assert sorted(res[r]) == [p for p in range(world) if p != r]
         for p, qp in res[r].items():
@@ -316,14 +347,18 @@ def test_connect_mesh_pairs_every_qp_with_its_peer(caplog):
             assert qp.init.max_send_wr == 7
             assert qp.init.qp_type == ib.QPType.RC
     msgs = [r.getMessage() for r in caplog.records]
-    assert msgs.count("connect_mesh: fake0 port 1: RoCE v2 IPv4 GID index 2 "
-                      "(::ffff:10.0.0.1)") == world
+    assert (
+        msgs.count("connect_mesh: fake0 port 1: RoCE v2 IPv4 GID index 2 (::ffff:10.0.0.1)")
+        == world
+    )
 
 
 def test_connect_mesh_on_infiniband_uses_the_lid():
     pds = {r: FakePD(FakeCtx(ib.LinkLayer.INFINIBAND)) for r in range(2)}
-    res = run_ranks(2, lambda s, r: bootstrap.connect_mesh(
-        s, r, 2, pds[r], send_cq="c", recv_cq="r", timeout=20))
+    res = run_ranks(
+        2,
+        lambda s, r: bootstrap.connect_mesh(s, r, 2, pds[r], send_cq="c", recv_cq="r", timeout=20),
+    )
     _, rtr, _ = res[0][1].calls
     assert rtr[1].gid == bytes(16) and rtr[1].lid == 0x2A and rtr[2] == 0
     assert res[0][1].init.recv_cq == "r"
@@ -331,8 +366,10 @@ def test_connect_mesh_on_infiniband_uses_the_lid():
 
 def test_connect_mesh_explicit_gid_index_and_no_v4_gid():
     pds = {r: FakePD() for r in range(2)}
-    res = run_ranks(2, lambda s, r: bootstrap.connect_mesh(
-        s, r, 2, pds[r], send_cq="c", gid_index=3, timeout=20))
+    res = run_ranks(
+        2,
+        lambda s, r: bootstrap.connect_mesh(s, r, 2, pds[r], send_cq="c", gid_index=3, timeout=20),
+    )
     assert res[1][0].calls[1][2] == 3 and res[1][0].calls[1][1].gid == LINK_LOCAL
     ctx = FakeCtx(table={0: (LINK_LOCAL, 2), 1: (V4_GID, 1)})
     with pytest.raises(ValueError, match="no RoCE v2 GID with an IPv4 address"):
@@ -366,16 +403,13 @@ def test_connect_mesh_failure_closes_its_qps_and_names_the_missing_rank():
 
 def test_qp_init_may_not_set_what_connect_mesh_sets():
     with pytest.raises(TypeError, match="qp_init must not set 'send_cq'"):
-        bootstrap.connect_mesh(DictStore(), 0, 1, FakePD(), send_cq="c",
-                               qp_init={"send_cq": "x"})
+        bootstrap.connect_mesh(DictStore(), 0, 1, FakePD(), send_cq="c", qp_init={"send_cq": "x"})
 
 
 def test_the_package_never_imports_torch():
     import subprocess
     import sys
 
-    code = ("import sys, ibverbs, ibverbs.bootstrap, ibverbs.aio; "
-            "print('torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                         text=True, check=True)
+    code = "import sys, ibverbs, ibverbs.bootstrap, ibverbs.aio; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -89,7 +89,7 @@ def strip_c(text: str) -> str:
             j = i + 1
             while j < n and text[j] != c:
                 j += 2 if text[j] == "\\" else 1
-            out.append(c + re.sub(r"[^\n]", " ", text[i + 1:j]) + c)
+            out.append(c + re.sub(r"[^\n]", " ", text[i + 1 : j]) + c)
             i = j + 1
         else:
             out.append(c)
@@ -115,11 +115,10 @@ def functions(text: str):
         elif c == "}":
             depth -= 1
             if depth == 0 and start is not None:
-                head = text[max(0, text.rfind(";", 0, start),
-                                text.rfind("}", 0, start)):start]
+                head = text[max(0, text.rfind(";", 0, start), text.rfind("}", 0, start)) : start]
                 m = re.search(r"(\w+)\s*\([^;{}]*\)\s*$", head)
                 if m:
-                    yield m.group(1), text[start:i + 1], text.count("\n", 0, start) + 1
+                    yield m.group(1), text[start : i + 1], text.count("\n", 0, start) + 1
                 start = None
 
 
@@ -141,56 +140,69 @@ def check_function(name: str, body: str, audited: dict) -> list[str]:
     begins = [m.start() for m in re.finditer(r"\bPy_BEGIN_ALLOW_THREADS\b", body)]
     ends = [m.start() for m in re.finditer(r"\bPy_END_ALLOW_THREADS\b", body)]
     if re.search(r"\bPy_(UN)?BLOCK_THREADS\b", body):
-        errors.append(f"{name}: Py_BLOCK_THREADS/Py_UNBLOCK_THREADS: keep "
-                      "to one BEGIN/END pair per region")
+        errors.append(
+            f"{name}: Py_BLOCK_THREADS/Py_UNBLOCK_THREADS: keep to one BEGIN/END pair per region"
+        )
     if len(begins) != len(ends):
-        errors.append(f"{name}: {len(begins)} Py_BEGIN_ALLOW_THREADS but "
-                      f"{len(ends)} Py_END_ALLOW_THREADS")
+        errors.append(
+            f"{name}: {len(begins)} Py_BEGIN_ALLOW_THREADS but {len(ends)} Py_END_ALLOW_THREADS"
+        )
         return errors
     busy_enter = list(re.finditer(r"\bHANDLE_BUSY_ENTER\s*\(\s*([^()]+?)\s*\)", body))
     busy_exit = list(re.finditer(r"\bHANDLE_BUSY_EXIT\s*\(\s*([^()]+?)\s*\)", body))
     if len(busy_enter) != len(busy_exit):
-        errors.append(f"{name}: {len(busy_enter)} HANDLE_BUSY_ENTER but "
-                      f"{len(busy_exit)} HANDLE_BUSY_EXIT")
+        errors.append(
+            f"{name}: {len(busy_enter)} HANDLE_BUSY_ENTER but {len(busy_exit)} HANDLE_BUSY_EXIT"
+        )
     for b, e in zip(begins, ends):
-        if e < b or depth[b] != depth[e] or min(depth[b:e + 1]) < depth[b]:
-            errors.append(f"{name}: Py_BEGIN/END_ALLOW_THREADS not paired "
-                          "in one block")
+        if e < b or depth[b] != depth[e] or min(depth[b : e + 1]) < depth[b]:
+            errors.append(f"{name}: Py_BEGIN/END_ALLOW_THREADS not paired in one block")
             continue
-        region = body[b + len("Py_BEGIN_ALLOW_THREADS"):e]
+        region = body[b + len("Py_BEGIN_ALLOW_THREADS") : e]
         m = EXITS.search(region)
         if m:
-            errors.append(f"{name}: '{m.group(1)}' between Py_BEGIN_ALLOW_THREADS "
-                          "and Py_END_ALLOW_THREADS")
+            errors.append(
+                f"{name}: '{m.group(1)}' between Py_BEGIN_ALLOW_THREADS and Py_END_ALLOW_THREADS"
+            )
         m = PY_API.search(region)
         if m:
-            errors.append(f"{name}: Python C-API call {m.group(1)}() without "
-                          "the GIL")
+            errors.append(f"{name}: Python C-API call {m.group(1)}() without the GIL")
         if re.search(r"\b(HANDLE_CHECK|handle_\w+|verbs_error\w*)\s*\(", region):
             errors.append(f"{name}: handle/exception helper called without the GIL")
         # The busy mark around it: the nearest ENTER before, EXIT after.
         enter = [m for m in busy_enter if m.start() < b]
         leave = [m for m in busy_exit if m.start() > e]
         if not enter or not leave:
-            errors.append(f"{name}: GIL-free region outside HANDLE_BUSY_ENTER/"
-                          "HANDLE_BUSY_EXIT: close() could free what it uses")
+            errors.append(
+                f"{name}: GIL-free region outside HANDLE_BUSY_ENTER/"
+                "HANDLE_BUSY_EXIT: close() could free what it uses"
+            )
             continue
         en, ex = enter[-1], leave[0]
         if en.group(1) != ex.group(1):
-            errors.append(f"{name}: HANDLE_BUSY_ENTER({en.group(1)}) closed by "
-                          f"HANDLE_BUSY_EXIT({ex.group(1)})")
-        if depth[en.start()] != depth[b] or depth[ex.start()] != depth[b] or \
-                min(depth[en.start():ex.start() + 1]) < depth[b]:
+            errors.append(
+                f"{name}: HANDLE_BUSY_ENTER({en.group(1)}) closed by "
+                f"HANDLE_BUSY_EXIT({ex.group(1)})"
+            )
+        if (
+            depth[en.start()] != depth[b]
+            or depth[ex.start()] != depth[b]
+            or min(depth[en.start() : ex.start() + 1]) < depth[b]
+        ):
             errors.append(f"{name}: busy mark and GIL-free region not in one block")
-        for gap in (body[en.end():b], body[e:ex.start()]):
+        for gap in (body[en.end() : b], body[e : ex.start()]):
             m = EXITS.search(gap)
             if m:
-                errors.append(f"{name}: '{m.group(1)}' between the busy mark "
-                              "and the GIL-free region leaves the handle busy")
+                errors.append(
+                    f"{name}: '{m.group(1)}' between the busy mark "
+                    "and the GIL-free region leaves the handle busy"
+                )
         want = audited.get(name)
         if want is None:
-            errors.append(f"{name}: GIL-free region not in AUDITED: review what "
-                          "it touches and which handle must be busy, then add it")
+            errors.append(
+                f"{name}: GIL-free region not in AUDITED: review what "
+                "it touches and which handle must be busy, then add it"
+            )
         elif want != en.group(1):
             errors.append(f"{name}: marks {en.group(1)!r} busy, AUDITED says {want!r}")
     return errors
@@ -243,23 +255,38 @@ static int f(Handle *h)
 """
 
 
-@pytest.mark.parametrize("bad, why", [
-    (GOOD.replace("rc = poll(0, 0, -1);", "if (x) return -1;"), "'return'"),
-    (GOOD.replace("rc = poll(0, 0, -1);", "goto out;"), "'goto'"),
-    (GOOD.replace("rc = poll(0, 0, -1);", "Py_DECREF(o);"), "Python C-API"),
-    (GOOD.replace("rc = poll(0, 0, -1);", "handle_check(h);"), "helper"),
-    (GOOD.replace("\tPy_END_ALLOW_THREADS\n", ""), "Py_END_ALLOW_THREADS"),
-    (GOOD.replace("\tHANDLE_BUSY_ENTER(h);\n", "")
-     .replace("\tHANDLE_BUSY_EXIT(h);\n", ""), "outside HANDLE_BUSY"),
-    (GOOD.replace("HANDLE_BUSY_EXIT(h)", "HANDLE_BUSY_EXIT(g)"), "closed by"),
-    (GOOD.replace("\tPy_BEGIN_ALLOW_THREADS\n", "\tif (x) return 1;\n"
-                  "\tPy_BEGIN_ALLOW_THREADS\n"), "leaves the handle busy"),
-    (GOOD.replace("\tPy_END_ALLOW_THREADS\n", "\tif (1) {\n\tPy_END_ALLOW_THREADS\n\t}\n"),
-     "not paired"),
-    (GOOD.replace("static int f", "static int g"), "not in AUDITED"),
-    (GOOD.replace("HANDLE_BUSY_ENTER(h)", "HANDLE_BUSY_ENTER(x)")
-     .replace("HANDLE_BUSY_EXIT(h)", "HANDLE_BUSY_EXIT(x)"), "AUDITED says"),
-])
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        (GOOD.replace("rc = poll(0, 0, -1);", "if (x) return -1;"), "'return'"),
+        (GOOD.replace("rc = poll(0, 0, -1);", "goto out;"), "'goto'"),
+        (GOOD.replace("rc = poll(0, 0, -1);", "Py_DECREF(o);"), "Python C-API"),
+        (GOOD.replace("rc = poll(0, 0, -1);", "handle_check(h);"), "helper"),
+        (GOOD.replace("\tPy_END_ALLOW_THREADS\n", ""), "Py_END_ALLOW_THREADS"),
+        (
+            GOOD.replace("\tHANDLE_BUSY_ENTER(h);\n", "").replace("\tHANDLE_BUSY_EXIT(h);\n", ""),
+            "outside HANDLE_BUSY",
+        ),
+        (GOOD.replace("HANDLE_BUSY_EXIT(h)", "HANDLE_BUSY_EXIT(g)"), "closed by"),
+        (
+            GOOD.replace(
+                "\tPy_BEGIN_ALLOW_THREADS\n", "\tif (x) return 1;\n\tPy_BEGIN_ALLOW_THREADS\n"
+            ),
+            "leaves the handle busy",
+        ),
+        (
+            GOOD.replace("\tPy_END_ALLOW_THREADS\n", "\tif (1) {\n\tPy_END_ALLOW_THREADS\n\t}\n"),
+            "not paired",
+        ),
+        (GOOD.replace("static int f", "static int g"), "not in AUDITED"),
+        (
+            GOOD.replace("HANDLE_BUSY_ENTER(h)", "HANDLE_BUSY_ENTER(x)").replace(
+                "HANDLE_BUSY_EXIT(h)", "HANDLE_BUSY_EXIT(x)"
+            ),
+            "AUDITED says",
+        ),
+    ],
+)
 def test_lint_catches(bad, why):
     """The lint is not vacuous: each broken variant of GOOD is reported."""
     assert lint(GOOD, {"f": "h"}) == []
@@ -294,11 +321,9 @@ def macro_lengths(text: str) -> dict[str, int]:
 def test_file_and_macro_size(path):
     text = path.read_text()
     assert text.count("\n") <= MAX_FILE_LINES
-    long_macros = {k: v for k, v in macro_lengths(text).items()
-                   if v > MAX_MACRO_LINES}
+    long_macros = {k: v for k, v in macro_lengths(text).items() if v > MAX_MACRO_LINES}
     assert long_macros == {}
 
 
 def test_macro_lengths_counts_continuations():
-    assert macro_lengths("#define A 1\n#define B \\\n\tx \\\n\ty\nint z;\n") == \
-        {"A": 1, "B": 3}
+    assert macro_lengths("#define A 1\n#define B \\\n\tx \\\n\ty\nint z;\n") == {"A": 1, "B": 3}

@@ -16,8 +16,13 @@ import ibverbs as ib
 def run_py(code, env=None, prefix=()):
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([*prefix, sys.executable, "-c", textwrap.dedent(code)],
-                          env=e, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*prefix, sys.executable, "-c", textwrap.dedent(code)],
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def loaded_rdmacm():
@@ -84,31 +89,38 @@ def test_missing_librdmacm_is_a_clear_error(tmp_path):
 
 
 def test_library_without_the_cm_names_the_missing_symbol():
-    r = run_py("""
+    r = run_py(
+        """
         import ibverbs as ib
         try:
             ib.CMID.resolve("198.18.0.1")
         except ImportError as e:
             print("error", e)
-    """, {"IBVERBS_LIBRDMACM": "libc.so.6"})
+    """,
+        {"IBVERBS_LIBRDMACM": "libc.so.6"},
+    )
     assert r.returncode == 0, r.stderr
     assert "rdma_create_event_channel" in r.stdout and "librdmacm1" in r.stdout
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
-                    reason="needs root and unshare(1) for a private mount namespace")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="needs root and unshare(1) for a private mount namespace",
+)
 def test_import_without_librdmacm_in_a_private_mount_namespace(tmp_path):
     ok, path = ib._ibverbs._rdmacm_status()
     if not ok:
         pytest.skip("librdmacm is not installed here: " + path)
     empty = tmp_path / "empty"
     empty.write_bytes(b"")
-    code = ("import ibverbs as ib; print(ib.has_rdmacm()); "
-            "print(ib._ibverbs._rdmacm_status()[1])")
-    script = (f"mount --bind {empty} {os.path.realpath(path)} && "
-              f"exec {sys.executable} -c '{code}'")
-    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-                       capture_output=True, text=True, timeout=120)
+    code = "import ibverbs as ib; print(ib.has_rdmacm()); print(ib._ibverbs._rdmacm_status()[1])"
+    script = f"mount --bind {empty} {os.path.realpath(path)} && exec {sys.executable} -c '{code}'"
+    r = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if "mount:" in r.stderr:
         pytest.skip(f"bind mount not permitted here: {r.stderr.strip()}")
     assert r.returncode == 0, r.stderr
@@ -116,34 +128,40 @@ def test_import_without_librdmacm_in_a_private_mount_namespace(tmp_path):
     assert "librdmacm.so.1" in r.stdout and "librdmacm1" in r.stdout
 
 
-@pytest.mark.parametrize("args, kw, exc", [
-    (("",), {}, ValueError),
-    (("a\0b",), {}, ValueError),
-    ((b"host",), {}, TypeError),
-    ((None,), {}, TypeError),
-    (("h", 0), {}, ValueError),
-    (("h", 65536), {}, ValueError),
-    (("h", -1), {}, ValueError),
-    (("h", "1"), {}, TypeError),
-    (("h", 1, ""), {}, ValueError),
-    (("h", 1, "a\0"), {}, ValueError),
-    (("h", 1, 5), {}, ValueError),
-    (("h", 1), {"timeout_ms": 0}, ValueError),
-    (("h",), {"bogus": 1}, TypeError),
-])
+@pytest.mark.parametrize(
+    "args, kw, exc",
+    [
+        (("",), {}, ValueError),
+        (("a\0b",), {}, ValueError),
+        ((b"host",), {}, TypeError),
+        ((None,), {}, TypeError),
+        (("h", 0), {}, ValueError),
+        (("h", 65536), {}, ValueError),
+        (("h", -1), {}, ValueError),
+        (("h", "1"), {}, TypeError),
+        (("h", 1, ""), {}, ValueError),
+        (("h", 1, "a\0"), {}, ValueError),
+        (("h", 1, 5), {}, ValueError),
+        (("h", 1), {"timeout_ms": 0}, ValueError),
+        (("h",), {"bogus": 1}, TypeError),
+    ],
+)
 def test_resolve_argument_validation(args, kw, exc):
     with pytest.raises(exc):
         ib.CMID.resolve(*args, **kw)
 
 
-@pytest.mark.parametrize("args, kw, exc", [
-    ((-1,), {}, ValueError),
-    ((65536,), {}, ValueError),
-    (("7471",), {}, TypeError),
-    ((7471, ""), {}, ValueError),
-    ((7471, "a\0b"), {}, ValueError),
-    ((7471,), {"backlog": 0}, ValueError),
-])
+@pytest.mark.parametrize(
+    "args, kw, exc",
+    [
+        ((-1,), {}, ValueError),
+        ((65536,), {}, ValueError),
+        (("7471",), {}, TypeError),
+        ((7471, ""), {}, ValueError),
+        ((7471, "a\0b"), {}, ValueError),
+        ((7471,), {"backlog": 0}, ValueError),
+    ],
+)
 def test_listener_argument_validation(args, kw, exc):
     with pytest.raises(exc):
         ib.CMListener(*args, **kw)
@@ -168,8 +186,15 @@ def test_cm_event_types_come_from_the_header():
     from ibverbs.enums import CMEventType
 
     assert CMEventType.ADDR_RESOLVED == 0
-    assert {"ESTABLISHED", "DISCONNECTED", "REJECTED", "CONNECT_ERROR",
-            "UNREACHABLE", "DEVICE_REMOVAL", "TIMEWAIT_EXIT"} <= set(CMEventType.__members__)
+    assert {
+        "ESTABLISHED",
+        "DISCONNECTED",
+        "REJECTED",
+        "CONNECT_ERROR",
+        "UNREACHABLE",
+        "DEVICE_REMOVAL",
+        "TIMEWAIT_EXIT",
+    } <= set(CMEventType.__members__)
 
 
 def test_info_says_whether_the_cm_is_available(tmp_path):
@@ -181,8 +206,10 @@ def test_info_says_whether_the_cm_is_available(tmp_path):
     assert f"connection manager: {'available' if ok else 'not available'}" in r.stdout
     r = run_py("from ibverbs.__main__ import main; main(['info', '--json'])")
     assert json.loads(r.stdout)["rdmacm"]["available"] is ok
-    r = run_py("from ibverbs.__main__ import main; main(['info'])",
-               {"IBVERBS_LIBRDMACM": str(tmp_path / "librdmacm.so.1")})
+    r = run_py(
+        "from ibverbs.__main__ import main; main(['info'])",
+        {"IBVERBS_LIBRDMACM": str(tmp_path / "librdmacm.so.1")},
+    )
     assert r.returncode == 0, r.stderr
     assert "connection manager: not available" in r.stdout
     assert "librdmacm1" in r.stdout

@@ -35,17 +35,55 @@ ACCESS = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
 
 # ibverbs.__all__ of the published package, less CMID (see test_cmid below).
 PUBLISHED_ALL = [
-    "__version__", "AH", "CQ", "MR", "PD", "QP", "SRQ", "AHAttr", "AsyncEvent",
-    "CompChannel", "Context", "Device", "DeviceAttr", "Gid", "PortAttr",
-    "QPCap", "QPInitAttr", "RecvWR", "SendWR", "SGE", "VerbsError",
-    "CompletionError", "WC", "get_device_list", "AccessFlags", "MTU",
-    "NodeType", "PortState", "QPAttrMask", "QPState", "QPType", "SendFlags",
-    "WCFlags", "WCOpcode", "WCStatus", "WROpcode", "QPInfo", "connect_rc",
-    "local_qp_info", "reg_tensor", "tensor_addr_len",
+    "__version__",
+    "AH",
+    "CQ",
+    "MR",
+    "PD",
+    "QP",
+    "SRQ",
+    "AHAttr",
+    "AsyncEvent",
+    "CompChannel",
+    "Context",
+    "Device",
+    "DeviceAttr",
+    "Gid",
+    "PortAttr",
+    "QPCap",
+    "QPInitAttr",
+    "RecvWR",
+    "SendWR",
+    "SGE",
+    "VerbsError",
+    "CompletionError",
+    "WC",
+    "get_device_list",
+    "AccessFlags",
+    "MTU",
+    "NodeType",
+    "PortState",
+    "QPAttrMask",
+    "QPState",
+    "QPType",
+    "SendFlags",
+    "WCFlags",
+    "WCOpcode",
+    "WCStatus",
+    "WROpcode",
+    "QPInfo",
+    "connect_rc",
+    "local_qp_info",
+    "reg_tensor",
+    "tensor_addr_len",
 ]
 PUBLISHED_CUDA_ALL = [
-    "GpuMR", "dmabuf_fd", "flush_gpudirect_writes", "synchronize",
-    "tensor_ptr_len", "register_tensor",
+    "GpuMR",
+    "dmabuf_fd",
+    "flush_gpudirect_writes",
+    "synchronize",
+    "tensor_ptr_len",
+    "register_tensor",
 ]
 # Attributes and methods of the published classes (besides close/closed,
 # __enter__/__exit__, which every handle has here).
@@ -54,21 +92,54 @@ PUBLISHED_MEMBERS = {
     "AsyncEvent": ["event_type", "event_type_str"],
     "CQ": ["ack_events", "channel", "context", "cqe", "poll", "req_notify"],
     "CompChannel": ["context", "fd", "get_cq_event"],
-    "Context": ["ack_async_event", "alloc_pd", "async_fd", "create_comp_channel",
-                "create_cq", "get_async_event", "name", "num_comp_vectors",
-                "query_device", "query_gid", "query_port"],
+    "Context": [
+        "ack_async_event",
+        "alloc_pd",
+        "async_fd",
+        "create_comp_channel",
+        "create_cq",
+        "get_async_event",
+        "name",
+        "num_comp_vectors",
+        "query_device",
+        "query_gid",
+        "query_port",
+    ],
     "Gid": ["interface_id", "raw", "subnet_prefix"],
     "MR": ["addr", "handle", "length", "lkey", "owner", "pd", "rkey", "sge"],
-    "PD": ["context", "create_ah", "create_qp", "create_srq", "reg_dmabuf_mr",
-           "reg_mr"],
-    "QP": ["modify", "pd", "post_recv", "post_send", "qp_num", "qp_type",
-           "query", "recv_cq", "send_cq", "srq", "state", "to_init", "to_rtr",
-           "to_rts"],
+    "PD": ["context", "create_ah", "create_qp", "create_srq", "reg_dmabuf_mr", "reg_mr"],
+    "QP": [
+        "modify",
+        "pd",
+        "post_recv",
+        "post_send",
+        "qp_num",
+        "qp_type",
+        "query",
+        "recv_cq",
+        "send_cq",
+        "srq",
+        "state",
+        "to_init",
+        "to_rtr",
+        "to_rts",
+    ],
     "SGE": ["addr", "length", "lkey", "owner"],
     "SRQ": ["modify", "pd", "post_recv", "query"],
-    "WC": ["byte_len", "imm_data", "is_success", "opcode", "qp_num",
-           "raise_for_status", "src_qp", "status", "status_str", "vendor_err",
-           "wc_flags", "wr_id"],
+    "WC": [
+        "byte_len",
+        "imm_data",
+        "is_success",
+        "opcode",
+        "qp_num",
+        "raise_for_status",
+        "src_qp",
+        "status",
+        "status_str",
+        "vendor_err",
+        "wc_flags",
+        "wr_id",
+    ],
 }
 PUBLISHED_ENUMS = {
     "QPType": {"DRIVER": 0xFF},
@@ -94,11 +165,9 @@ def test_public_surface():
 
 def test_cmid():
     if not hasattr(ib, "CMID"):
-        pytest.skip("CMID comes with the connection manager (issue 14), "
-                    "not merged into this tree")
+        pytest.skip("CMID comes with the connection manager (issue 14), not merged into this tree")
     assert "CMID" in ib.__all__
-    for m in ("resolve", "create_qp", "connect", "disconnect", "close",
-              "context"):
+    for m in ("resolve", "create_qp", "connect", "disconnect", "close", "context"):
         assert hasattr(ib.CMID, m), m
 
 
@@ -113,26 +182,51 @@ def test_published_call_forms_of_the_value_types():
     assert w.sg_list == ()
     w = ib.SendWR(1, [s], ib.WROpcode.RDMA_WRITE, 0, 0x2000, 9, 0)  # default imm
     assert w.imm_data is None and w.num_sge == 1
-    w = ib.SendWR(wr_id=1, sg_list=ib.SGE(0x1000, 8, 1),
-                  opcode=ib.WROpcode.ATOMIC_CMP_AND_SWP,
-                  send_flags=0, remote_addr=8,
-                  rkey=2, imm_data=0, compare_add=3, swap=4, ah=None,
-                  remote_qpn=0, remote_qkey=0)
+    w = ib.SendWR(
+        wr_id=1,
+        sg_list=ib.SGE(0x1000, 8, 1),
+        opcode=ib.WROpcode.ATOMIC_CMP_AND_SWP,
+        send_flags=0,
+        remote_addr=8,
+        rkey=2,
+        imm_data=0,
+        compare_add=3,
+        swap=4,
+        ah=None,
+        remote_qpn=0,
+        remote_qkey=0,
+    )
     assert (w.remote_addr, w.rkey, w.compare_add, w.swap) == (8, 2, 3, 4)
     # RecvWR(wr_id=0, sg_list=None)
     assert ib.RecvWR(3, None).sg_list == ()
     # QPInitAttr(send_cq, recv_cq, qp_type, max_send_wr, max_recv_wr,
     #            max_send_sge, max_recv_sge, max_inline_data, srq, sq_sig_all)
     a = ib.QPInitAttr("s", "r", ib.QPType.UC, 10, 20, 3, 4, 64, "srq", True)
-    assert (a.qp_type, a.max_send_wr, a.max_recv_wr, a.max_send_sge,
-            a.max_recv_sge, a.max_inline_data, a.srq, a.sq_sig_all) == (
-        ib.QPType.UC, 10, 20, 3, 4, 64, "srq", True)
+    assert (
+        a.qp_type,
+        a.max_send_wr,
+        a.max_recv_wr,
+        a.max_send_sge,
+        a.max_recv_sge,
+        a.max_inline_data,
+        a.srq,
+        a.sq_sig_all,
+    ) == (ib.QPType.UC, 10, 20, 3, 4, 64, "srq", True)
     # AHAttr(dgid, sgid_index, dlid, is_global, port_num, hop_limit,
     #        traffic_class, sl, flow_label, src_path_bits, static_rate)
     h = ib.AHAttr(None, 1, 7, 0, 2, 3, 4, 5, 6, 1, 2)
-    assert (h.sgid_index, h.dlid, h.is_global, h.port_num, h.hop_limit,
-            h.traffic_class, h.sl, h.flow_label, h.src_path_bits,
-            h.static_rate) == (1, 7, False, 2, 3, 4, 5, 6, 1, 2)
+    assert (
+        h.sgid_index,
+        h.dlid,
+        h.is_global,
+        h.port_num,
+        h.hop_limit,
+        h.traffic_class,
+        h.sl,
+        h.flow_label,
+        h.src_path_bits,
+        h.static_rate,
+    ) == (1, 7, False, 2, 3, 4, 5, 6, 1, 2)
     # VerbsError(operation, err, detail=None)
     e = ib.VerbsError("ibv_reg_mr", errno.EFAULT, "bad address given")
     assert isinstance(e, OSError) and e.errno == errno.EFAULT
@@ -178,8 +272,9 @@ def test_1_qpinfo_gid_is_bytes():
 
 
 def test_2_completion_error_is_a_verbs_error():
-    wc = ib.WC(wr_id=7, status=ib.WCStatus.REM_ACCESS_ERR, vendor_err=0x33,
-               opcode=ib.WCOpcode.RDMA_WRITE)
+    wc = ib.WC(
+        wr_id=7, status=ib.WCStatus.REM_ACCESS_ERR, vendor_err=0x33, opcode=ib.WCOpcode.RDMA_WRITE
+    )
     with pytest.raises(ib.VerbsError) as info:
         wc.raise_for_status()
     e = info.value
@@ -237,8 +332,7 @@ def test_3_sge_owner():
 
 
 def _load_build():
-    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_build",
-                                                  FAKES / "build.py")
+    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_build", FAKES / "build.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -264,8 +358,9 @@ def fake(monkeypatch, tmp_path, fake_path):
     f = build.FakeCuda(fake_path)
     f.reset()
     allocated = []
-    f.alloc_tracked = lambda n, misalign=0: allocated.append(
-        f.alloc(n, 0, misalign)) or allocated[-1]
+    f.alloc_tracked = lambda n, misalign=0: (
+        allocated.append(f.alloc(n, 0, misalign)) or allocated[-1]
+    )
     yield f
     cuda._forget_driver()
     f.reset()
@@ -423,11 +518,9 @@ def test_4_gpumr_sge_owner_from_register_tensor(fake):
 def test_5_register_tensor_duck_typed(fake):
     ptr = fake.alloc_tracked(4 * PAGE, misalign=100)
     with pytest.raises(ValueError, match=r"ibverbs\.reg_tensor"):
-        cuda.register_tensor(PublishedStylePD(), DuckTensor(ptr, 64, is_cuda=False),
-                             ACCESS)
+        cuda.register_tensor(PublishedStylePD(), DuckTensor(ptr, 64, is_cuda=False), ACCESS)
     with pytest.raises(ValueError, match="contiguous"):
-        cuda.register_tensor(PublishedStylePD(),
-                             DuckTensor(ptr, 64, contiguous=False), ACCESS)
+        cuda.register_tensor(PublishedStylePD(), DuckTensor(ptr, 64, contiguous=False), ACCESS)
     with pytest.raises(ValueError, match="empty"):
         cuda.register_tensor(PublishedStylePD(), DuckTensor(ptr, 0), ACCESS)
     # A working one: the NIC refuses the dma-buf, reg_mr (positional) follows.
@@ -435,8 +528,10 @@ def test_5_register_tensor_duck_typed(fake):
     t = DuckTensor(ptr, 2 * PAGE)
     g = cuda.register_tensor(pd, t, ACCESS)
     start = ptr - ptr % PAGE
-    assert pd.calls == [("reg_dmabuf_mr", (ptr - start, 2 * PAGE, ptr, ACCESS)),
-                        ("reg_mr", (ptr, 2 * PAGE, ACCESS))]
+    assert pd.calls == [
+        ("reg_dmabuf_mr", (ptr - start, 2 * PAGE, ptr, ACCESS)),
+        ("reg_mr", (ptr, 2 * PAGE, ACCESS)),
+    ]
     assert g.tensor is t and g.addr == ptr and g.length == 2 * PAGE
     assert fake.open_exports() == 0
 
@@ -516,10 +611,11 @@ def test_9_enum_members():
     assert ib.WCStatus.TM_RNDV_INCOMPLETE == ib.WCStatus.TM_ERR + 1
     # The ABI fallbacks are only the ones that need it, and their bits are
     # free in AccessFlags.
-    assert set(_ibverbs._abi_constants) <= {"AccessFlags.FLUSH_GLOBAL",
-                                            "AccessFlags.FLUSH_PERSISTENT"}
-    others = [m for n, m in ib.AccessFlags.__members__.items()
-              if not n.startswith("FLUSH_")]
+    assert set(_ibverbs._abi_constants) <= {
+        "AccessFlags.FLUSH_GLOBAL",
+        "AccessFlags.FLUSH_PERSISTENT",
+    }
+    others = [m for n, m in ib.AccessFlags.__members__.items() if not n.startswith("FLUSH_")]
     for name in ("FLUSH_GLOBAL", "FLUSH_PERSISTENT"):
         assert all(not int(m) & int(ib.AccessFlags[name]) for m in others)
 
@@ -530,8 +626,10 @@ def _header_value(name):
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler to read <infiniband/verbs.h>")
-    src = ("#include <stdio.h>\n#include <infiniband/verbs.h>\n"
-           f'int main(void) {{ printf("%lld\\n", (long long)({name})); return 0; }}\n')
+    src = (
+        "#include <stdio.h>\n#include <infiniband/verbs.h>\n"
+        f'int main(void) {{ printf("%lld\\n", (long long)({name})); return 0; }}\n'
+    )
     d = Path(os.environ.get("TMPDIR", "/tmp"))
     import tempfile
 
@@ -542,8 +640,7 @@ def _header_value(name):
         r = subprocess.run([cc, "-o", str(exe), str(c)], capture_output=True)
         if r.returncode != 0:
             return None
-        return int(subprocess.run([str(exe)], capture_output=True, text=True,
-                                  check=True).stdout)
+        return int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
 
 
 @pytest.mark.parametrize("name", ["FLUSH_GLOBAL", "FLUSH_PERSISTENT"])
@@ -572,8 +669,7 @@ class WrappedQP:
     def __init__(self, active_mtu):
         self.calls = []
         attr = types.SimpleNamespace(active_mtu=active_mtu)
-        self.pd = types.SimpleNamespace(
-            context=types.SimpleNamespace(query_port=lambda port: attr))
+        self.pd = types.SimpleNamespace(context=types.SimpleNamespace(query_port=lambda port: attr))
 
     def to_init(self, *a, **k):
         self.calls.append(("to_init", a, k))
@@ -585,16 +681,19 @@ class WrappedQP:
         self.calls.append(("to_rts", a, k))
 
 
-@pytest.mark.parametrize("local,remote,want", [
-    (ib.MTU.MTU_4096, ib.MTU.MTU_1024, ib.MTU.MTU_1024),
-    (ib.MTU.MTU_1024, ib.MTU.MTU_4096, ib.MTU.MTU_1024),
-    (ib.MTU.MTU_2048, ib.MTU.MTU_2048, ib.MTU.MTU_2048),
-])
+@pytest.mark.parametrize(
+    "local,remote,want",
+    [
+        (ib.MTU.MTU_4096, ib.MTU.MTU_1024, ib.MTU.MTU_1024),
+        (ib.MTU.MTU_1024, ib.MTU.MTU_4096, ib.MTU.MTU_1024),
+        (ib.MTU.MTU_2048, ib.MTU.MTU_2048, ib.MTU.MTU_2048),
+    ],
+)
 def test_10_connect_rc_passes_the_mtu(local, remote, want):
     qp = WrappedQP(local)
     info = ib.QPInfo(1, 0, 0, RAW, 1, remote)
     ib.connect_rc(qp, info, port=1, sgid_index=1, access=0)
-    (name, args, kw), = [c for c in qp.calls if c[0] == "to_rtr"]
+    ((name, args, kw),) = [c for c in qp.calls if c[0] == "to_rtr"]
     assert args == (info,) and kw["mtu"] == want and kw["sgid_index"] == 1
     qp = WrappedQP(local)
     ib.connect_rc(qp, info, port=1, sgid_index=1, access=0, mtu=ib.MTU.MTU_256)

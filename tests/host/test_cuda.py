@@ -28,8 +28,7 @@ ACCESS = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
 
 
 def _load_build():
-    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_build",
-                                                  FAKES / "build.py")
+    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_build", FAKES / "build.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -113,10 +112,12 @@ def fake_nodmabuf(monkeypatch, tmp_path, fake_nodmabuf_path):
 def peermem(monkeypatch):
     """Make a peer-memory module look loaded; returns a function that takes
     the sysfs path to create (default module/nvidia_peermem)."""
+
     def make(rel="module/nvidia_peermem"):
         root = Path(os.environ["IBVERBS_SYSFS_ROOT"])
         (root / rel).mkdir(parents=True)
         return str(root / rel)
+
     return make
 
 
@@ -133,8 +134,13 @@ class CudaArray:
 
     @property
     def __cuda_array_interface__(self):
-        return {"data": (self.ptr, False), "shape": self.shape,
-                "typestr": self.typestr, "strides": self.strides, "version": 3}
+        return {
+            "data": (self.ptr, False),
+            "shape": self.shape,
+            "typestr": self.typestr,
+            "strides": self.strides,
+            "version": 3,
+        }
 
 
 class Device:
@@ -148,8 +154,7 @@ class Device:
 class TorchLike:
     """The parts of torch.Tensor that register_tensor reads."""
 
-    def __init__(self, ptr, nbytes, device="cuda", index=0, contiguous=True,
-                 element_size=4):
+    def __init__(self, ptr, nbytes, device="cuda", index=0, contiguous=True, element_size=4):
         self._ptr, self._nbytes, self._contiguous = ptr, nbytes, contiguous
         self._element_size = element_size
         self.device = Device(device, index)
@@ -203,16 +208,28 @@ class FakePD:
 
     def reg_dmabuf_mr(self, offset, length, iova, fd, access, *, owner=None):
         st = os.fstat(fd)  # the fd is open during the call
-        self.calls.append(("reg_dmabuf_mr", {
-            "offset": offset, "length": length, "iova": iova, "fd": fd,
-            "access": access, "fd_size": st.st_size, "owner": owner}))
+        self.calls.append(
+            (
+                "reg_dmabuf_mr",
+                {
+                    "offset": offset,
+                    "length": length,
+                    "iova": iova,
+                    "fd": fd,
+                    "access": access,
+                    "fd_size": st.st_size,
+                    "owner": owner,
+                },
+            )
+        )
         if self.dmabuf_error is not None:
             raise self.dmabuf_error
         return FakeMR(offset, length, 0x1111, 0x2222)
 
     def reg_mr(self, addr, length, access, *, owner=None):
-        self.calls.append(("reg_mr", {"addr": addr, "length": length,
-                                      "access": access, "owner": owner}))
+        self.calls.append(
+            ("reg_mr", {"addr": addr, "length": length, "access": access, "owner": owner})
+        )
         if self.reg_mr_error is not None:
             raise self.reg_mr_error
         return FakeMR(addr, length, 0x3333, 0x4444)
@@ -247,8 +264,7 @@ ALIGNMENT_CASES = {
 }
 
 
-@pytest.mark.parametrize("misalign,n", ALIGNMENT_CASES.values(),
-                         ids=ALIGNMENT_CASES.keys())
+@pytest.mark.parametrize("misalign,n", ALIGNMENT_CASES.values(), ids=ALIGNMENT_CASES.keys())
 def test_dmabuf_alignment(fake, misalign, n):
     ptr = fake.alloc(n, misalign=misalign)
     pd = FakePD()
@@ -258,8 +274,7 @@ def test_dmabuf_alignment(fake, misalign, n):
     start, length = aligned(ptr, n)
     assert start % PAGE == 0 and length % PAGE == 0
     assert start <= ptr and ptr + n <= start + length
-    assert fake.last_export() == {"ptr": start, "size": length, "type": 1,
-                                  "flags": 0, "device": 0}
+    assert fake.last_export() == {"ptr": start, "size": length, "type": 1, "flags": 0, "device": 0}
     assert pd.names() == ["reg_dmabuf_mr"]
     args = pd.calls[0][1]
     assert args["offset"] == ptr - start
@@ -278,8 +293,7 @@ def test_page_size_comes_from_sysconf(fake, monkeypatch):
     base = fake.alloc(16 * PAGE)
     ptr = -(-base // big) * big + 100  # 100 bytes into a 4-page block
     real = os.sysconf
-    monkeypatch.setattr(os, "sysconf",
-                        lambda name: big if name == "SC_PAGE_SIZE" else real(name))
+    monkeypatch.setattr(os, "sysconf", lambda name: big if name == "SC_PAGE_SIZE" else real(name))
     pd = FakePD()
     cuda.register_tensor(pd, CudaArray(ptr, (10,)), ACCESS)
     assert fake.last_export()["ptr"] == ptr - 100
@@ -305,8 +319,10 @@ def test_fd_closed_when_registration_fails(fake):
     ptr = fake.alloc(PAGE)
     before = nfds()
     for err in (errno.EINVAL, errno.EOPNOTSUPP):
-        pd = FakePD(dmabuf_error=verbs_error(err, "ibv_reg_dmabuf_mr"),
-                    reg_mr_error=verbs_error(errno.EFAULT, "ibv_reg_mr"))
+        pd = FakePD(
+            dmabuf_error=verbs_error(err, "ibv_reg_dmabuf_mr"),
+            reg_mr_error=verbs_error(errno.EFAULT, "ibv_reg_mr"),
+        )
         with pytest.raises(ib.VerbsError):
             cuda.register_tensor(pd, CudaArray(ptr, (PAGE,)), ACCESS)
         assert fake.open_exports() == 0
@@ -316,9 +332,13 @@ def test_fd_closed_when_registration_fails(fake):
 def test_no_fd_leak_over_many_registrations(fake, peermem):
     ptr = fake.alloc(5000, misalign=3)
     t = CudaArray(ptr, (5000,))
-    ok, refused = FakePD(), FakePD(dmabuf_error=verbs_error(
-        errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr"),
-        reg_mr_error=verbs_error(errno.EFAULT, "ibv_reg_mr"))
+    ok, refused = (
+        FakePD(),
+        FakePD(
+            dmabuf_error=verbs_error(errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr"),
+            reg_mr_error=verbs_error(errno.EFAULT, "ibv_reg_mr"),
+        ),
+    )
     cuda.register_tensor(ok, t, ACCESS).close()  # warm up lazy imports
     before = nfds()
     for _ in range(50):
@@ -413,8 +433,11 @@ def test_refuses_empty(fake):
 
 
 def host_objects():
-    objs = [TorchLike(0x1000, 64, device="cpu", index=None), bytearray(64),
-            memoryview(bytearray(64))]
+    objs = [
+        TorchLike(0x1000, 64, device="cpu", index=None),
+        bytearray(64),
+        memoryview(bytearray(64)),
+    ]
     try:
         import numpy
     except ImportError:
@@ -513,9 +536,13 @@ def test_import_does_not_load_libcuda_or_torch(fake_path):
         "assert 'libcuda' in open('/proc/self/maps').read()\n"
     )
     env = dict(os.environ, IBVERBS_LIBCUDA=fake_path)
-    proc = subprocess.run([sys.executable, "-c", code], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout
 
 
@@ -533,8 +560,7 @@ def test_fallback_when_the_nic_refuses_dmabuf(fake, peermem, module, err):
     t = CudaArray(ptr, (1000,))
     gmr = cuda.register_tensor(pd, t, ACCESS)
     assert pd.names() == ["reg_dmabuf_mr", "reg_mr"]
-    assert pd.calls[1][1] == {"addr": ptr, "length": 1000, "access": ACCESS,
-                              "owner": t}
+    assert pd.calls[1][1] == {"addr": ptr, "length": 1000, "access": ACCESS, "owner": t}
     assert gmr.path == "peermem"
     assert gmr.addr == ptr and gmr.lkey == 0x3333 and gmr.rkey == 0x4444
     assert fake.open_exports() == 0
@@ -565,8 +591,9 @@ def test_error_names_both_paths_when_nothing_works(fake):
     # package does); its failure is explained by the missing module.
     ptr = fake.alloc(PAGE)
     reg_err = verbs_error(errno.EFAULT, "ibv_reg_mr")
-    pd = FakePD(dmabuf_error=verbs_error(errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr"),
-                reg_mr_error=reg_err)
+    pd = FakePD(
+        dmabuf_error=verbs_error(errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr"), reg_mr_error=reg_err
+    )
     with pytest.raises(GpuDirectError) as info:
         cuda.register_tensor(pd, CudaArray(ptr, (PAGE,)), ACCESS)
     e = info.value
@@ -619,8 +646,9 @@ def test_error_when_peermem_registration_fails(fake, peermem):
     path = peermem()
     ptr = fake.alloc(PAGE)
     reg_err = verbs_error(errno.EFAULT, "ibv_reg_mr")
-    pd = FakePD(dmabuf_error=verbs_error(errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr"),
-                reg_mr_error=reg_err)
+    pd = FakePD(
+        dmabuf_error=verbs_error(errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr"), reg_mr_error=reg_err
+    )
     with pytest.raises(GpuDirectError) as info:
         cuda.register_tensor(pd, CudaArray(ptr, (PAGE,)), ACCESS)
     e = info.value
@@ -713,7 +741,11 @@ def test_errors_pickle():
     g = GpuDirectError(errno.EOPNOTSUPP, "nothing worked", attempts=[("dma-buf", "x")])
     g2 = pickle.loads(pickle.dumps(g))
     assert (g2.errno, g2.operation, g2.attempts, str(g2)) == (
-        g.errno, g.operation, g.attempts, str(g))
+        g.errno,
+        g.operation,
+        g.attempts,
+        str(g),
+    )
 
 
 # --------------------------------------------------------------------------
@@ -851,8 +883,7 @@ FLUSH_CASES = {
 }
 
 
-@pytest.mark.parametrize("ordering,options,flushed", FLUSH_CASES.values(),
-                         ids=FLUSH_CASES.keys())
+@pytest.mark.parametrize("ordering,options,flushed", FLUSH_CASES.values(), ids=FLUSH_CASES.keys())
 def test_flush_decision(fake, ordering, options, flushed):
     fake.set_current(0)
     fake.set_gpudirect(0, ordering, options)
@@ -891,12 +922,20 @@ def test_flush_error(fake):
 def _find_cuda_h():
     import glob
 
-    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
-             "/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*")), "/usr"]
+    roots = [
+        os.environ.get("CUDA_HOME"),
+        os.environ.get("CUDA_PATH"),
+        "/usr/local/cuda",
+        *sorted(glob.glob("/usr/local/cuda-*")),
+        "/usr",
+    ]
     for root in roots:
         if root:
-            for rel in ("include/cuda.h", "targets/x86_64-linux/include/cuda.h",
-                        "targets/sbsa-linux/include/cuda.h"):
+            for rel in (
+                "include/cuda.h",
+                "targets/x86_64-linux/include/cuda.h",
+                "targets/sbsa-linux/include/cuda.h",
+            ):
                 path = os.path.join(root, rel)
                 if os.path.exists(path) and "cuCtxGetCurrent" in Path(path).read_text():
                     return path
@@ -914,8 +953,11 @@ def cuda_h():
 def test_constants_match_cuda_h(cuda_h):
     import re
 
-    names = {n[1:]: v for n, v in vars(cuda).items()
-             if n.startswith(("_CU_", "_CUDA_ERROR_")) and isinstance(v, int)}
+    names = {
+        n[1:]: v
+        for n, v in vars(cuda).items()
+        if n.startswith(("_CU_", "_CUDA_ERROR_")) and isinstance(v, int)
+    }
     assert len(names) > 10
     for name, value in names.items():
         m = re.search(rf"\b{name}\s*=\s*([0-9xXa-fA-F<\s]+?)\s*[,}}/\n]", cuda_h)

@@ -12,14 +12,27 @@ import ibverbs as ib
 from ibverbs import _ibverbs, enums
 
 PREFIX = {
-    "AccessFlags": "IBV_ACCESS_", "QPType": "IBV_QPT_", "QPState": "IBV_QPS_",
-    "QPAttrMask": "IBV_QP_", "WROpcode": "IBV_WR_", "SendFlags": "IBV_SEND_",
-    "WCStatus": "IBV_WC_", "WCOpcode": "IBV_WC_", "WCFlags": "IBV_WC_",
-    "MTU": "IBV_", "PortState": "IBV_PORT_", "NodeType": "IBV_NODE_",
-    "TransportType": "IBV_TRANSPORT_", "EventType": "IBV_EVENT_",
-    "SRQAttrMask": "IBV_SRQ_", "AtomicCap": "IBV_ATOMIC_", "MigState": "IBV_MIG_",
-    "GIDType": "IBV_GID_TYPE_", "DeviceCapFlags": "IBV_DEVICE_",
-    "PortCapFlags": "IBV_PORT_", "LinkLayer": "IBV_LINK_LAYER_",
+    "AccessFlags": "IBV_ACCESS_",
+    "QPType": "IBV_QPT_",
+    "QPState": "IBV_QPS_",
+    "QPAttrMask": "IBV_QP_",
+    "WROpcode": "IBV_WR_",
+    "SendFlags": "IBV_SEND_",
+    "WCStatus": "IBV_WC_",
+    "WCOpcode": "IBV_WC_",
+    "WCFlags": "IBV_WC_",
+    "MTU": "IBV_",
+    "PortState": "IBV_PORT_",
+    "NodeType": "IBV_NODE_",
+    "TransportType": "IBV_TRANSPORT_",
+    "EventType": "IBV_EVENT_",
+    "SRQAttrMask": "IBV_SRQ_",
+    "AtomicCap": "IBV_ATOMIC_",
+    "MigState": "IBV_MIG_",
+    "GIDType": "IBV_GID_TYPE_",
+    "DeviceCapFlags": "IBV_DEVICE_",
+    "PortCapFlags": "IBV_PORT_",
+    "LinkLayer": "IBV_LINK_LAYER_",
     "CMEventType": "RDMA_CM_EVENT_",
 }
 
@@ -32,14 +45,21 @@ def test_every_class_has_a_prefix():
 def test_values_match_compiled_headers(tmp_path):
     # Members the headers may lack, with rdma-core's ABI value: checked in
     # tests/host/test_compat.py.
-    pairs = [(c, m) for c, ms in _ibverbs._constants.items() for m in ms
-             if f"{c}.{m}" not in _ibverbs._abi_constants]
-    lines = [f'printf("%s.%s %lld\\n", "{c}", "{m}", (long long)({PREFIX[c]}{m}));'
-             for c, m in pairs]
+    pairs = [
+        (c, m)
+        for c, ms in _ibverbs._constants.items()
+        for m in ms
+        if f"{c}.{m}" not in _ibverbs._abi_constants
+    ]
+    lines = [
+        f'printf("%s.%s %lld\\n", "{c}", "{m}", (long long)({PREFIX[c]}{m}));' for c, m in pairs
+    ]
     src = tmp_path / "consts.c"
-    src.write_text("#include <stdio.h>\n#include <infiniband/verbs.h>\n"
-                   "#include <rdma/rdma_cma.h>\n"
-                   "int main(void) {\n" + "\n".join(lines) + "\nreturn 0; }\n")
+    src.write_text(
+        "#include <stdio.h>\n#include <infiniband/verbs.h>\n"
+        "#include <rdma/rdma_cma.h>\n"
+        "int main(void) {\n" + "\n".join(lines) + "\nreturn 0; }\n"
+    )
     exe = tmp_path / "consts"
     subprocess.run(["cc", "-o", str(exe), str(src)], check=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
@@ -68,8 +88,15 @@ def test_names_follow_the_c_constants():
     assert ib.QPType.RC == 2 and ib.QPType.UD == 4
     assert ib.WCStatus.SUCCESS == 0
     assert ib.WROpcode.RDMA_WRITE == 0
-    for name in ("SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM",
-                 "RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD"):
+    for name in (
+        "SEND",
+        "SEND_WITH_IMM",
+        "RDMA_WRITE",
+        "RDMA_WRITE_WITH_IMM",
+        "RDMA_READ",
+        "ATOMIC_CMP_AND_SWP",
+        "ATOMIC_FETCH_AND_ADD",
+    ):
         assert hasattr(ib.WROpcode, name)
     for name in ("FENCE", "SIGNALED", "SOLICITED", "INLINE"):
         assert hasattr(ib.SendFlags, name)

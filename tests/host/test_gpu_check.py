@@ -70,17 +70,30 @@ def _tar(members) -> bytes:
 
 def _deb(path: Path, data_members) -> Path:
     """An ar archive laid out as dpkg-deb writes one."""
-    members = [("debian-binary", b"2.0\n"),
-               ("control.tar.gz", _tar([("./control", "file",
-                                         b"Package: t\nVersion: 1\n"
-                                         b"Architecture: amd64\n"
-                                         b"Maintainer: t <t@t>\n"
-                                         b"Description: t\n")])),
-               ("data.tar.gz", _tar(data_members))]
+    members = [
+        ("debian-binary", b"2.0\n"),
+        (
+            "control.tar.gz",
+            _tar(
+                [
+                    (
+                        "./control",
+                        "file",
+                        b"Package: t\nVersion: 1\n"
+                        b"Architecture: amd64\n"
+                        b"Maintainer: t <t@t>\n"
+                        b"Description: t\n",
+                    )
+                ]
+            ),
+        ),
+        ("data.tar.gz", _tar(data_members)),
+    ]
     out = bytearray(b"!<arch>\n")
     for name, body in members:
-        out += (f"{name + '/':<16}{0:<12}{0:<6}{0:<6}{'100644':<8}"
-                f"{len(body):<10}`\n").encode("ascii")
+        out += (f"{name + '/':<16}{0:<12}{0:<6}{0:<6}{'100644':<8}{len(body):<10}`\n").encode(
+            "ascii"
+        )
         out += body
         if len(body) % 2:
             out += b"\n"
@@ -89,10 +102,13 @@ def _deb(path: Path, data_members) -> Path:
 
 
 LIB = "./usr/lib/x86_64-linux-gnu/"
-GOOD = [("./usr", "dir", None), ("./usr/lib", "dir", None),
-        ("./usr/lib/x86_64-linux-gnu", "dir", None),
-        (LIB + "libx.so.1.2.3", "file", b"\x7fELF not really"),
-        (LIB + "libx.so.1", "sym", "libx.so.1.2.3")]
+GOOD = [
+    ("./usr", "dir", None),
+    ("./usr/lib", "dir", None),
+    ("./usr/lib/x86_64-linux-gnu", "dir", None),
+    (LIB + "libx.so.1.2.3", "file", b"\x7fELF not really"),
+    (LIB + "libx.so.1", "sym", "libx.so.1.2.3"),
+]
 
 
 def _tree(root: Path) -> dict:
@@ -120,12 +136,16 @@ def test_python_unpacker_matches_dpkg_deb(tmp_path):
     assert _tree(tmp_path / "dpkg") == tree
 
 
-@pytest.mark.parametrize("members", [
-    [("../escape", "file", b"x")],
-    [("./usr/../../escape", "file", b"x")],
-    [("./usr", "dir", None), ("./usr/l", "sym", "../../../etc/passwd")],
-    [("./abs", "sym", "/../../etc")],
-], ids=["dotdot", "nested-dotdot", "relative-link-out", "absolute-link-out"])
+@pytest.mark.parametrize(
+    "members",
+    [
+        [("../escape", "file", b"x")],
+        [("./usr/../../escape", "file", b"x")],
+        [("./usr", "dir", None), ("./usr/l", "sym", "../../../etc/passwd")],
+        [("./abs", "sym", "/../../etc")],
+    ],
+    ids=["dotdot", "nested-dotdot", "relative-link-out", "absolute-link-out"],
+)
 def test_python_unpacker_keeps_everything_inside_the_prefix(tmp_path, members):
     deb = _deb(tmp_path / "evil.deb", members)
     with pytest.raises(gpu_check.CheckError, match="leaves the prefix"):
@@ -165,8 +185,12 @@ def _offline_reason(output: str) -> str | None:
     """What failed to download, when --prepare failed for want of a mirror."""
     if "failed (offline, or no package lists" in output:
         return "apt-get download"
-    for what in ("Could not find a version", "No matching distribution",
-                 "Temporary failure", "NewConnectionError"):
+    for what in (
+        "Could not find a version",
+        "No matching distribution",
+        "Temporary failure",
+        "NewConnectionError",
+    ):
         if what in output and "pip download" in output:
             return f"pip download ({what})"
     return None
@@ -177,14 +201,20 @@ def prepared():
     rel = "build/gpu-check-test"
     folder = ROOT / rel
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, str(TOOL), "--prepare", "--dir", rel],
-                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, str(TOOL), "--prepare", "--dir", rel],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
     if proc.returncode != 0:
         why = _offline_reason(proc.stdout)
         if why is not None:
-            pytest.skip(f"tools/gpu-check --prepare needs the package mirrors "
-                        f"({why} failed: offline?)")
+            pytest.skip(
+                f"tools/gpu-check --prepare needs the package mirrors ({why} failed: offline?)"
+            )
     assert proc.returncode == 0, proc.stdout[-4000:]
     yield folder, proc.stdout, time.monotonic() - t0
     shutil.rmtree(folder, ignore_errors=True)
@@ -202,8 +232,12 @@ def test_prepare_writes_the_command_and_a_small_folder(prepared):
     assert carry == [rel] and len(carry) <= 8
     assert f"command: {command}" in output and json.dumps(carry) in output
     # git ignores it, so only `carry` takes it along
-    assert subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q",
-                           f"{rel}/manifest.json"]).returncode == 0
+    assert (
+        subprocess.run(
+            ["git", "-C", str(ROOT), "check-ignore", "-q", f"{rel}/manifest.json"]
+        ).returncode
+        == 0
+    )
 
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     assert size == manifest["bytes"]
@@ -244,17 +278,37 @@ def test_run_rehearsal_on_this_host(prepared, tmp_path):
     real-driver tests skip with "no CUDA driver", and the reports exist."""
     folder, _, _ = prepared
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "IBVERBS_LIBIBVERBS", "IBVERBS_LIBCUDA")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "IBVERBS_LIBIBVERBS", "IBVERBS_LIBCUDA")
+    }
     proc = subprocess.run(
-        [sys.executable, str(TOOL), "--run", "--dir",
-         folder.relative_to(ROOT).as_posix(), "--out", str(out),
-         "tests/gpu/test_driver.py"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, timeout=600)
+        [
+            sys.executable,
+            str(TOOL),
+            "--run",
+            "--dir",
+            folder.relative_to(ROOT).as_posix(),
+            "--out",
+            str(out),
+            "tests/gpu/test_driver.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-6000:]
     assert {p.name for p in out.iterdir()} == {
-        "env.json", "findings.json", "junit.xml", "pytest.log", "summary.json"}
+        "env.json",
+        "findings.json",
+        "junit.xml",
+        "pytest.log",
+        "summary.json",
+    }
     summary = json.loads((out / "summary.json").read_text())
     findings = json.loads((out / "findings.json").read_text())
     assert summary["exit"] == 0 and summary["failures"] == summary["errors"] == 0
@@ -269,6 +323,5 @@ def test_run_rehearsal_on_this_host(prepared, tmp_path):
     if not Path("/proc/driver/nvidia").exists():
         real = [c for n, c in cases.items() if "[real" in n]
         assert real and all(c.find("skipped") is not None for c in real)
-        assert any("no CUDA driver" in (c.find("skipped").get("message") or "")
-                   for c in real)
+        assert any("no CUDA driver" in (c.find("skipped").get("message") or "") for c in real)
     assert "gpu-check summary" in proc.stdout

@@ -22,9 +22,9 @@ RO = AccessFlags.REMOTE_READ
 # QPInfo
 # ---------------------------------------------------------------------------
 
+
 def info(**kw):
-    args = dict(qp_num=0x123456, psn=0xABCDEF, lid=0x1234, gid=GID, port=1,
-                mtu=ib.MTU.MTU_1024)
+    args = dict(qp_num=0x123456, psn=0xABCDEF, lid=0x1234, gid=GID, port=1, mtu=ib.MTU.MTU_1024)
     args.update(kw)
     return QPInfo(**args)
 
@@ -40,8 +40,7 @@ def test_qpinfo_round_trip():
 
 def test_qpinfo_layout_is_big_endian():
     raw = info().to_bytes()
-    assert raw == struct.pack(">IIH16sBB", 0x123456, 0xABCDEF, 0x1234,
-                              GID.raw, 1, 3)
+    assert raw == struct.pack(">IIH16sBB", 0x123456, 0xABCDEF, 0x1234, GID.raw, 1, 3)
     assert raw[:4] == b"\x00\x12\x34\x56"
 
 
@@ -55,10 +54,19 @@ def test_qpinfo_fields():
     assert QPInfo.from_bytes(extremes.to_bytes()) == extremes
 
 
-@pytest.mark.parametrize("field,value", [
-    ("qp_num", 2**24), ("psn", 2**24), ("qp_num", -1), ("lid", 2**16),
-    ("port", 0), ("port", 256), ("mtu", 0), ("mtu", 6),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("qp_num", 2**24),
+        ("psn", 2**24),
+        ("qp_num", -1),
+        ("lid", 2**16),
+        ("port", 0),
+        ("port", 256),
+        ("mtu", 0),
+        ("mtu", 6),
+    ],
+)
 def test_qpinfo_rejects_out_of_range(field, value):
     with pytest.raises(ValueError):
         info(**{field: value})
@@ -79,11 +87,22 @@ def _raw(qp_num=1, psn=2, lid=3, gid=GID.raw, port=1, mtu=3):
     return struct.pack(">IIH16sBB", qp_num, psn, lid, gid, port, mtu)
 
 
-@pytest.mark.parametrize("data", [
-    b"", _raw()[:-1], _raw() + b"\x00", bytes(100),
-    _raw(qp_num=2**24), _raw(psn=2**24), _raw(qp_num=2**32 - 1),
-    _raw(port=0), _raw(mtu=0), _raw(mtu=6), _raw(mtu=255),
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        _raw()[:-1],
+        _raw() + b"\x00",
+        bytes(100),
+        _raw(qp_num=2**24),
+        _raw(psn=2**24),
+        _raw(qp_num=2**32 - 1),
+        _raw(port=0),
+        _raw(mtu=0),
+        _raw(mtu=6),
+        _raw(mtu=255),
+    ],
+)
 def test_from_bytes_rejects_malformed(data):
     with pytest.raises(ValueError):
         QPInfo.from_bytes(data)
@@ -105,6 +124,7 @@ def test_qpinfo_is_exported():
 # local_qp_info / connect_rc with stand-ins
 # ---------------------------------------------------------------------------
 
+
 def test_local_qp_info():
     qp = types.SimpleNamespace(qp_num=0x42)
     port_attr = types.SimpleNamespace(lid=7, active_mtu=ib.MTU.MTU_2048)
@@ -117,24 +137,34 @@ class RecordingQP:
     def __init__(self, active_mtu=ib.MTU.MTU_4096):
         self.calls = []
         port_attr = types.SimpleNamespace(active_mtu=active_mtu)
-        self.pd = types.SimpleNamespace(context=types.SimpleNamespace(
-            query_port=lambda port: port_attr))
+        self.pd = types.SimpleNamespace(
+            context=types.SimpleNamespace(query_port=lambda port: port_attr)
+        )
 
     def __getattr__(self, name):
         def record(*args, **kw):
             self.calls.append((name, args, kw))
+
         return record
 
 
 def test_connect_rc_sequence():
     qp = RecordingQP()
     remote = info()
-    connect_rc(qp, remote, port=1, sgid_index=3, access=RW, local_psn=0x77,
-               rnr_retry=5, timeout=10, min_rnr_timer=1)
+    connect_rc(
+        qp,
+        remote,
+        port=1,
+        sgid_index=3,
+        access=RW,
+        local_psn=0x77,
+        rnr_retry=5,
+        timeout=10,
+        min_rnr_timer=1,
+    )
     assert qp.calls == [
         ("to_init", (1, RW), {}),
-        ("to_rtr", (remote,), dict(sgid_index=3, mtu=ib.MTU.MTU_1024, port=1,
-                                   min_rnr_timer=1)),
+        ("to_rtr", (remote,), dict(sgid_index=3, mtu=ib.MTU.MTU_1024, port=1, min_rnr_timer=1)),
         ("to_rts", (0x77,), dict(rnr_retry=5, timeout=10)),
     ]
 
@@ -148,13 +178,13 @@ def test_connect_rc_explicit_mtu():
 
 def test_connect_rc_wants_a_qpinfo():
     with pytest.raises(TypeError):
-        connect_rc(RecordingQP(), info().to_bytes(), port=1, sgid_index=0,
-                   access=0)
+        connect_rc(RecordingQP(), info().to_bytes(), port=1, sgid_index=0, access=0)
 
 
 # ---------------------------------------------------------------------------
 # tensor_addr_len / reg_tensor with a fake PD
 # ---------------------------------------------------------------------------
+
 
 class FakePD:
     def __init__(self):
@@ -163,8 +193,6 @@ class FakePD:
     def reg_mr(self, addr, length, access, owner=None):
         self.calls.append((addr, length, access, owner))
         return ("mr", addr, length)
-
-
 
 
 def numpy():
@@ -199,8 +227,12 @@ def test_numpy_read_only():
     np = numpy()
     a = np.zeros(8)
     a.flags.writeable = False
-    for acc in (AccessFlags.LOCAL_WRITE, AccessFlags.REMOTE_WRITE,
-                AccessFlags.REMOTE_ATOMIC, RW | RO):
+    for acc in (
+        AccessFlags.LOCAL_WRITE,
+        AccessFlags.REMOTE_WRITE,
+        AccessFlags.REMOTE_ATOMIC,
+        RW | RO,
+    ):
         with pytest.raises(ValueError, match="read-only"):
             reg_tensor(FakePD(), a, acc)
     pd = FakePD()
@@ -233,8 +265,12 @@ def test_bytes_read_only_access_only():
     pd = FakePD()
     reg_tensor(pd, data, RO)
     assert pd.calls == [(addr, n, RO, data)] and pd.calls[0][3] is data
-    for acc in (AccessFlags.LOCAL_WRITE, AccessFlags.REMOTE_WRITE,
-                AccessFlags.REMOTE_ATOMIC, int(RW)):
+    for acc in (
+        AccessFlags.LOCAL_WRITE,
+        AccessFlags.REMOTE_WRITE,
+        AccessFlags.REMOTE_ATOMIC,
+        int(RW),
+    ):
         with pytest.raises(ValueError, match="read-only"):
             reg_tensor(FakePD(), data, acc)
 
@@ -309,9 +345,13 @@ def test_torch_like_refusals():
 
 def test_cuda_array_interface_refused():
     class CupyLike:
-        __cuda_array_interface__ = {"data": (0x7F0000001000, False),
-                                    "shape": (4,), "typestr": "<f8",
-                                    "strides": None, "version": 3}
+        __cuda_array_interface__ = {
+            "data": (0x7F0000001000, False),
+            "shape": (4,),
+            "typestr": "<f8",
+            "strides": None,
+            "version": 3,
+        }
 
     with pytest.raises(ValueError, match="register_tensor"):
         reg_tensor(FakePD(), CupyLike(), RW)
@@ -321,9 +361,13 @@ def test_cuda_array_interface_refused():
 def test_array_interface_without_flags():
     class ArrayLike:
         def __init__(self, strides):
-            self.__array_interface__ = {"data": (0x5000, False), "shape": (2, 3),
-                                        "typestr": "<i4", "strides": strides,
-                                        "version": 3}
+            self.__array_interface__ = {
+                "data": (0x5000, False),
+                "shape": (2, 3),
+                "typestr": "<i4",
+                "strides": strides,
+                "version": 3,
+            }
 
     assert tensor_addr_len(ArrayLike(None)) == (0x5000, 24)
     assert tensor_addr_len(ArrayLike((12, 4))) == (0x5000, 24)

@@ -14,8 +14,9 @@ CODE = "import ibverbs"
 def run_py(code, env=None, prefix=()):
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([*prefix, sys.executable, "-c", code], env=e,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*prefix, sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_missing_library_override_is_import_error(tmp_path):
@@ -39,16 +40,21 @@ def _real_lib():
     return library_path
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
-                    reason="needs root and unshare(1) for a private mount namespace")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="needs root and unshare(1) for a private mount namespace",
+)
 def test_no_libibverbs_in_a_private_mount_namespace(tmp_path):
     lib = _real_lib()
     empty = tmp_path / "empty"
     empty.write_bytes(b"")
-    script = (f"mount --bind {empty} {lib} && "
-              f"exec {sys.executable} -c '{CODE}'")
-    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-                       capture_output=True, text=True, timeout=120)
+    script = f"mount --bind {empty} {lib} && exec {sys.executable} -c '{CODE}'"
+    r = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if "mount:" in r.stderr and "ImportError" not in r.stderr:
         pytest.skip(f"bind mount not permitted here: {r.stderr.strip()}")
     assert r.returncode == 1, r.stderr

@@ -34,8 +34,7 @@ def test_unknown_test_is_refused():
         parse("write_bandwidth")
 
 
-@pytest.mark.parametrize("text,want", [("0,1", (0, 1)), ("3, 7", (3, 7)),
-                                       (None, None), ("", None)])
+@pytest.mark.parametrize("text,want", [("0,1", (0, 1)), ("3, 7", (3, 7)), (None, None), ("", None)])
 def test_cpus(text, want):
     assert perf._parse_cpus(text) == want
 
@@ -46,11 +45,14 @@ def test_bad_cpus(text):
         perf._parse_cpus(text)
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["-l", "3", "--cq-mod", "4"], "multiple of --post-list"),
-    (["--cq-mod", "64", "-t", "32"], "must not exceed --tx-depth"),
-    (["-l", "0"], "must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["-l", "3", "--cq-mod", "4"], "multiple of --post-list"),
+        (["--cq-mod", "64", "-t", "32"], "must not exceed --tx-depth"),
+        (["-l", "0"], "must be >= 1"),
+    ],
+)
 def test_bad_combinations(argv, msg):
     a = parse("write_bw", "-d", "rxe0", *argv)
     with pytest.raises(PerfError, match=msg):
@@ -70,17 +72,18 @@ def test_run_needs_a_server_or_loopback():
 def test_info_does_not_import_perf():
     """`python -m ibverbs info` leaves the perftest-style tool unimported;
     `perf` still finds its parser."""
-    code = ("import sys\n"
-            "from ibverbs.__main__ import main\n"
-            "rc = main(['info', '--json'])\n"
-            "assert 'ibverbs.perf' not in sys.modules, 'info imported perf'\n"
-            "try:\n"
-            "    main(['perf', '--help'])\n"
-            "except SystemExit as e:\n"
-            "    assert e.code == 0\n"
-            "assert 'ibverbs.perf' in sys.modules\n"
-            "print('RC', rc)\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    code = (
+        "import sys\n"
+        "from ibverbs.__main__ import main\n"
+        "rc = main(['info', '--json'])\n"
+        "assert 'ibverbs.perf' not in sys.modules, 'info imported perf'\n"
+        "try:\n"
+        "    main(['perf', '--help'])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0\n"
+        "assert 'ibverbs.perf' in sys.modules\n"
+        "print('RC', rc)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "RC 0" in res.stdout

@@ -32,13 +32,11 @@ from ibverbs import _ibverbs
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 SO = _ibverbs.__file__
-OPTIONAL = ("ibv_reg_dmabuf_mr", "ibv_reg_mr_iova2", "_ibv_query_gid_ex",
-            "ibv_is_fork_initialized")
+OPTIONAL = ("ibv_reg_dmabuf_mr", "ibv_reg_mr_iova2", "_ibv_query_gid_ex", "ibv_is_fork_initialized")
 
 
 def _load_noverbs():
-    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_noverbs",
-                                                  FAKES / "noverbs.py")
+    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_noverbs", FAKES / "noverbs.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -49,26 +47,39 @@ noverbs = _load_noverbs()
 
 # ---------------------------------------------------------------- abi3 ---
 
+
 def test_extension_is_the_abi3_build():
     assert Path(SO).name == "_ibverbs.abi3.so"
 
 
 def _abi3audit(path):
-    r = subprocess.run([sys.executable, "-m", "abi3audit", "--strict", "-R",
-                        "--assume-minimum-abi3", "3.9", str(path)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "abi3audit",
+            "--strict",
+            "-R",
+            "--assume-minimum-abi3",
+            "3.9",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     try:
         report = json.loads(r.stdout)
     except ValueError:
-        pytest.fail(f"abi3audit gave no JSON report (rc {r.returncode}):\n"
-                    f"{r.stdout}\n{r.stderr}")
+        pytest.fail(f"abi3audit gave no JSON report (rc {r.returncode}):\n{r.stdout}\n{r.stderr}")
     (spec,) = report["specs"].values()
     return r.returncode, spec["object"]["result"]
 
 
 need_abi3audit = pytest.mark.skipif(
     importlib.util.find_spec("abi3audit") is None,
-    reason="abi3audit not installed (pip install -e '.[test]' brings it)")
+    reason="abi3audit not installed (pip install -e '.[test]' brings it)",
+)
 
 
 @need_abi3audit
@@ -85,13 +96,14 @@ def test_extension_uses_only_the_3_9_stable_abi():
 def test_abi3audit_rejects_symbols_outside_the_3_9_stable_abi(tmp_path):
     # The checker itself: a 3.10 stable-ABI function and a non-ABI one.
     src = tmp_path / "bad.c"
-    src.write_text("extern void *PyType_FromModuleAndSpec(void *, void *, void *);\n"
-                   "extern const char *PyUnicode_AsUTF8(void *);\n"
-                   "void *PyInit_bad(void) { PyUnicode_AsUTF8(0);\n"
-                   "  return PyType_FromModuleAndSpec(0, 0, 0); }\n")
+    src.write_text(
+        "extern void *PyType_FromModuleAndSpec(void *, void *, void *);\n"
+        "extern const char *PyUnicode_AsUTF8(void *);\n"
+        "void *PyInit_bad(void) { PyUnicode_AsUTF8(0);\n"
+        "  return PyType_FromModuleAndSpec(0, 0, 0); }\n"
+    )
     so = tmp_path / "bad.abi3.so"
-    subprocess.run([noverbs.compiler(), "-shared", "-fPIC", "-o", str(so), str(src)],
-                   check=True)
+    subprocess.run([noverbs.compiler(), "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
     rc, result = _abi3audit(so)
     assert rc != 0
     assert "PyType_FromModuleAndSpec" in result["future_abi3_objects"]
@@ -99,6 +111,7 @@ def test_abi3audit_rejects_symbols_outside_the_3_9_stable_abi(tmp_path):
 
 
 # ------------------------------------- an older rdma-core (shim library) ---
+
 
 @pytest.fixture(scope="module")
 def shim(tmp_path_factory):
@@ -123,9 +136,13 @@ print(json.dumps(out))
 
 
 def _probe(shim, *hide):
-    return subprocess.run([sys.executable, "-c", PROBE],
-                          env=noverbs.shim_env(shim, hide), capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env=noverbs.shim_env(shim, hide),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_shim_forwards_to_the_real_library(shim):
@@ -143,8 +160,7 @@ def test_without_reg_dmabuf_mr_import_works(shim):
     got = json.loads(r.stdout)
     assert got["optional_verbs"]["ibv_reg_dmabuf_mr"] is False
     others = {k: v for k, v in got["optional_verbs"].items() if k != "ibv_reg_dmabuf_mr"}
-    assert others == {k: v for k, v in ibverbs.optional_verbs.items()
-                      if k != "ibv_reg_dmabuf_mr"}
+    assert others == {k: v for k, v in ibverbs.optional_verbs.items() if k != "ibv_reg_dmabuf_mr"}
     assert isinstance(got["devices"], list)
 
 
@@ -167,12 +183,14 @@ def test_without_a_required_verb_import_names_it(shim):
 
 # ------------------------------------------------------------- metadata ---
 
+
 def _metadata():
     try:
         return importlib.metadata.metadata("ibverbs")
     except importlib.metadata.PackageNotFoundError:
-        pytest.skip("ibverbs is not installed (no distribution metadata): "
-                    "pip install -e . or a wheel")
+        pytest.skip(
+            "ibverbs is not installed (no distribution metadata): pip install -e . or a wheel"
+        )
 
 
 def test_distribution_metadata():
@@ -185,24 +203,24 @@ def test_distribution_metadata():
         assert f"Programming Language :: Python :: 3.{minor}" in classifiers
     assert "Typing :: Typed" in classifiers
     assert md.get_all("Requires-Dist") is None or all(
-        "extra ==" in req for req in md.get_all("Requires-Dist"))
+        "extra ==" in req for req in md.get_all("Requires-Dist")
+    )
 
 
-@pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(),
-                    reason="not run from the source tree")
+@pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="not run from the source tree")
 def test_one_version_pyproject_is_the_source():
     md = _metadata()
     text = (ROOT / "pyproject.toml").read_text()
     (version,) = re.findall(r'^version = "([^"]+)"$', text, re.M)
     assert md["Version"] == version == ibverbs.__version__, (
-        "installed metadata is stale: reinstall (make build)")
+        "installed metadata is stale: reinstall (make build)"
+    )
 
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="binutils readelf not installed")
 def test_extension_loads_libibverbs_by_soname_only():
     # No DT_NEEDED on it and no path baked in: dlopen("libibverbs.so.1").
-    out = subprocess.run(["readelf", "-d", SO], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(["readelf", "-d", SO], check=True, capture_output=True, text=True).stdout
     assert "libibverbs" not in out
     strings = Path(SO).read_bytes()
     assert b"libibverbs.so.1\0" in strings

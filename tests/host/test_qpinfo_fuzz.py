@@ -39,8 +39,11 @@ def valid_fields(qp_num, psn, port, mtu) -> bool:
 def check(data) -> bool:
     """from_bytes(data) agrees with the oracle; True when accepted."""
     raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else None
-    ok = raw is not None and len(raw) == 28 and valid_fields(
-        *(lambda f: (f[0], f[1], f[4], f[5]))(WIRE.unpack(raw)))
+    ok = (
+        raw is not None
+        and len(raw) == 28
+        and valid_fields(*(lambda f: (f[0], f[1], f[4], f[5]))(WIRE.unpack(raw)))
+    )
     try:
         q = QPInfo.from_bytes(data)
     except ValueError:
@@ -48,8 +51,9 @@ def check(data) -> bool:
         return False
     assert ok, f"invalid input accepted: {data!r}"
     assert q.to_bytes() == raw
-    assert (q.qp_num, q.psn, q.port, int(q.mtu)) == (
-        lambda f: (f[0], f[1], f[4], f[5]))(WIRE.unpack(raw))
+    assert (q.qp_num, q.psn, q.port, int(q.mtu)) == (lambda f: (f[0], f[1], f[4], f[5]))(
+        WIRE.unpack(raw)
+    )
     return True
 
 
@@ -67,7 +71,7 @@ def fuzz(seed: int, count: int) -> dict:
         if c & 1:
             # A wrong length (0..59, never 28), as bytes/bytearray/memoryview.
             n = blob[off] % 60
-            data = blob[off:off + (29 if n == 28 else n)]
+            data = blob[off : off + (29 if n == 28 else n)]
             if c & 6 == 2:
                 data = bytearray(data)
             elif c & 6 == 4:
@@ -78,16 +82,16 @@ def fuzz(seed: int, count: int) -> dict:
                 refused += 1
                 continue
             raise AssertionError(f"accepted {len(data)} bytes: {bytes(data)!r}")
-        d = bytearray(blob[off:off + 28])
+        d = bytearray(blob[off : off + 28])
         # Bias the fields towards what a real record holds, and their limits.
         if c & 2:
-            d[0] = 0 if c & 64 else d[0] & 1          # qp_num < 2**24 or just over
+            d[0] = 0 if c & 64 else d[0] & 1  # qp_num < 2**24 or just over
         if c & 4:
-            d[4] = 0 if c & 128 else d[4] & 1          # psn
+            d[4] = 0 if c & 128 else d[4] & 1  # psn
         if c & 8:
-            d[26] &= 1                                 # port 0 or 1
+            d[26] &= 1  # port 0 or 1
         if c & 16:
-            d[27] &= 7                                 # mtu 0..7
+            d[27] &= 7  # mtu 0..7
         if c & 32:
             d[27] = blob[off + 30] % 8
         data = bytes(d)
@@ -110,10 +114,20 @@ def test_a_million_random_inputs():
     oracle, some are accepted and most refused."""
     workers = max(1, min(os.cpu_count() or 1, 8))
     share = TOTAL // workers
-    procs = [subprocess.Popen([sys.executable, __file__, str(1000 + k),
-                               str(share + (TOTAL % workers if k == 0 else 0))],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for k in range(workers)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                str(1000 + k),
+                str(share + (TOTAL % workers if k == 0 else 0)),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(workers)
+    ]
     total = {"accepted": 0, "refused": 0}
     for p in procs:
         out, err = p.communicate(timeout=600)
@@ -136,9 +150,24 @@ def test_field_limits(qp_num, psn, port, mtu):
     assert check(memoryview(data)) == valid_fields(qp_num, psn, port, mtu)
 
 
-@pytest.mark.parametrize("data", [None, 0, 28, "x" * 28, [0] * 28, (0,) * 28,
-                                  object(), 1.5, b"", bytes(27), bytes(29),
-                                  bytes(10**6), memoryview(bytes(56))[::2]])
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        0,
+        28,
+        "x" * 28,
+        [0] * 28,
+        (0,) * 28,
+        object(),
+        1.5,
+        b"",
+        bytes(27),
+        bytes(29),
+        bytes(10**6),
+        memoryview(bytes(56))[::2],
+    ],
+)
 def test_not_a_record(data):
     with pytest.raises(ValueError):
         QPInfo.from_bytes(data)
@@ -151,16 +180,28 @@ def test_hypothesis_any_bytes(data):
 
 
 @settings(max_examples=1000, deadline=None, database=None)
-@given(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(0, 0xFFFF),
-       st.binary(min_size=16, max_size=16), st.integers(0, 255), st.integers(0, 255))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 0xFFFF),
+    st.binary(min_size=16, max_size=16),
+    st.integers(0, 255),
+    st.integers(0, 255),
+)
 def test_hypothesis_structured(qp_num, psn, lid, gid, port, mtu):
     data = WIRE.pack(qp_num, psn, lid, gid, port, mtu)
     assert check(data) == valid_fields(qp_num, psn, port, mtu)
 
 
 @settings(max_examples=500, deadline=None, database=None)
-@given(st.integers(0, U24 - 1), st.integers(0, U24 - 1), st.integers(0, 0xFFFF),
-       st.binary(min_size=16, max_size=16), st.integers(1, 255), st.integers(1, 5))
+@given(
+    st.integers(0, U24 - 1),
+    st.integers(0, U24 - 1),
+    st.integers(0, 0xFFFF),
+    st.binary(min_size=16, max_size=16),
+    st.integers(1, 255),
+    st.integers(1, 5),
+)
 def test_hypothesis_round_trip(qp_num, psn, lid, gid, port, mtu):
     q = QPInfo(qp_num, psn, lid, gid, port, mtu)
     assert QPInfo.from_bytes(q.to_bytes()) == q

@@ -47,6 +47,7 @@ def test_exchange_bytes_and_structures():
     def body(me, link):
         with link.channel("a") as c:
             return c.exchange("x", {"me": me, "raw": bytes([me, 255]), "l": [1, None]})
+
     out = run_pair(body)
     assert out[0] == {"me": 1, "raw": b"\x01\xff", "l": [1, None]}
     assert out[1]["me"] == 0 and out[1]["raw"] == b"\x00\xff"
@@ -59,6 +60,7 @@ def test_messages_of_other_channels_wait_for_their_reader():
             link.channel("now").send("m", "for now")
             return None
         return [link.channel("now").recv("m"), link.channel("later").recv("m")]
+
     assert run_pair(body)[1] == ["for now", "for later"]
 
 
@@ -71,6 +73,7 @@ def test_closed_channel_fails_the_waiting_side_at_once():
         with pytest.raises(rv.PeerFailed, match="ended 't' .failed. without sending 'x'"):
             c.recv("x", timeout=15)
         return "ok"
+
     assert run_pair(body)[1] == "ok"
 
 
@@ -85,6 +88,7 @@ def test_timeout_then_the_link_still_works():
         c.recv("asked")
         c.send("late", 42)
         return None
+
     assert run_pair(body)[1] == 42
 
 
@@ -93,11 +97,12 @@ def test_send_refuses_what_json_cannot_carry():
         with pytest.raises(TypeError, match="cannot send a object"):
             link.send("c", "n", object())
         return "ok"
+
     assert run_pair(body) == {0: "ok", 1: "ok"}
 
 
 def test_exchange_once_times_out_cleanly():
-    with socket.create_server(("127.0.0.1", 0)) as ls:   # never accepts
+    with socket.create_server(("127.0.0.1", 0)) as ls:  # never accepts
         port = ls.getsockname()[1]
         with pytest.raises(TimeoutError, match="did not answer"):
             rv.exchange_once("127.0.0.1", port, b"x" * 28, listen=False, timeout=0.5)
@@ -106,6 +111,11 @@ def test_exchange_once_times_out_cleanly():
 def test_from_env_needs_the_rig():
     with pytest.raises(rv.RendezvousError, match="IBVERBS_NODE is not set"):
         rv.Node.from_env({})
-    n = rv.Node.from_env({"IBVERBS_NODE": "1", "IBVERBS_NODE_ADDRS": "198.18.0.1,198.18.0.2",
-                          "IBVERBS_DEVICE": "rxe1"})
+    n = rv.Node.from_env(
+        {
+            "IBVERBS_NODE": "1",
+            "IBVERBS_NODE_ADDRS": "198.18.0.1,198.18.0.2",
+            "IBVERBS_DEVICE": "rxe1",
+        }
+    )
     assert n.me == 1 and n.addr == "198.18.0.2" and n.port == rv.DEFAULT_PORT

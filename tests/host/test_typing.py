@@ -19,16 +19,18 @@ PKG = Path(ibverbs.__file__).resolve().parent
 
 have_mypy = importlib.util.find_spec("mypy") is not None
 need_mypy = pytest.mark.skipif(
-    not have_mypy, reason="mypy not installed (pip install -e '.[test]' brings it)")
+    not have_mypy, reason="mypy not installed (pip install -e '.[test]' brings it)"
+)
 need_source = pytest.mark.skipif(
     not (ROOT / "src" / "ibverbs" / "_ibverbs.pyi").exists(),
-    reason="not run from the source tree (the mypy configuration and "
-    "tests/typing live there)")
+    reason="not run from the source tree (the mypy configuration and tests/typing live there)",
+)
 
 
 def _load_gen():
-    spec = importlib.util.spec_from_file_location("_ibverbs_gen_enum_stubs",
-                                                  TYPING / "gen_enum_stubs.py")
+    spec = importlib.util.spec_from_file_location(
+        "_ibverbs_gen_enum_stubs", TYPING / "gen_enum_stubs.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -37,8 +39,14 @@ def _load_gen():
 def _run(*args):
     env = dict(os.environ)
     env.pop("MYPYPATH", None)
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_the_package_ships_its_stubs():
@@ -54,7 +62,8 @@ def test_enum_stub_matches_the_compiled_constants():
     gen = _load_gen()
     stub = gen.installed_stub()
     assert stub.read_text() == gen.render(), (
-        f"{stub} is stale: run python tests/typing/gen_enum_stubs.py")
+        f"{stub} is stale: run python tests/typing/gen_enum_stubs.py"
+    )
 
 
 @need_mypy
@@ -67,6 +76,12 @@ def test_mypy_strict_on_the_package_and_the_readme_examples():
 @need_mypy
 @need_source
 def test_stubtest_against_the_built_module():
-    r = _run("mypy.stubtest", "ibverbs", "--mypy-config-file", "pyproject.toml",
-             "--allowlist", "tests/typing/stubtest-allowlist.txt")
+    r = _run(
+        "mypy.stubtest",
+        "ibverbs",
+        "--mypy-config-file",
+        "pyproject.toml",
+        "--allowlist",
+        "tests/typing/stubtest-allowlist.txt",
+    )
     assert r.returncode == 0, r.stdout + r.stderr

@@ -57,8 +57,13 @@ def test_fields_are_read_only():
 
 
 def test_raise_for_status_failure_carries_the_wc():
-    wc = WC(wr_id=42, status=int(WCStatus.REM_ACCESS_ERR), vendor_err=0x8A,
-            opcode=int(WCOpcode.RDMA_WRITE), qp_num=77)
+    wc = WC(
+        wr_id=42,
+        status=int(WCStatus.REM_ACCESS_ERR),
+        vendor_err=0x8A,
+        opcode=int(WCOpcode.RDMA_WRITE),
+        qp_num=77,
+    )
     with pytest.raises(CompletionError) as ei:
         wc.raise_for_status()
     err = ei.value
@@ -80,16 +85,19 @@ def test_repr_names_the_status():
     assert "byte_len=8" in r
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"wr_id": -1}, ValueError),
-    ({"wr_id": 2**64}, ValueError),
-    ({"sl": 256}, ValueError),
-    ({"pkey_index": 2**16}, ValueError),
-    ({"status": 2**31}, ValueError),
-    ({"imm_data": 2**32}, ValueError),
-    ({"byte_len": 1.0}, TypeError),
-    ({"nope": 1}, TypeError),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc",
+    [
+        ({"wr_id": -1}, ValueError),
+        ({"wr_id": 2**64}, ValueError),
+        ({"sl": 256}, ValueError),
+        ({"pkey_index": 2**16}, ValueError),
+        ({"status": 2**31}, ValueError),
+        ({"imm_data": 2**32}, ValueError),
+        ({"byte_len": 1.0}, TypeError),
+        ({"nope": 1}, TypeError),
+    ],
+)
 def test_bad_fields(kwargs, exc):
     with pytest.raises(exc):
         WC(**kwargs)

@@ -18,6 +18,7 @@ def sge(addr=0x1000, length=64, lkey=7):
 # SGE
 # ---------------------------------------------------------------------------
 
+
 def test_sge_raw_address():
     s = SGE(0x1000, 64, lkey=0x1234, offset=16)
     assert (s.addr, s.length, s.lkey, s.mr) == (0x1010, 64, 0x1234, None)
@@ -83,6 +84,7 @@ def test_sge_accepts_intenum_like_ints():
 # SendWR
 # ---------------------------------------------------------------------------
 
+
 def test_sendwr_defaults():
     w = SendWR()
     assert w.wr_id == 0 and w.opcode == WROpcode.SEND
@@ -95,9 +97,14 @@ def test_sendwr_defaults():
 
 def test_sendwr_rdma_write():
     s = sge()
-    w = SendWR(wr_id=2**64 - 1, sg_list=[s], opcode=WROpcode.RDMA_WRITE,
-               send_flags=SendFlags.SIGNALED | SendFlags.FENCE,
-               remote_addr=0xDEAD0000, rkey=0x42)
+    w = SendWR(
+        wr_id=2**64 - 1,
+        sg_list=[s],
+        opcode=WROpcode.RDMA_WRITE,
+        send_flags=SendFlags.SIGNALED | SendFlags.FENCE,
+        remote_addr=0xDEAD0000,
+        rkey=0x42,
+    )
     assert w.wr_id == 2**64 - 1
     assert w.sg_list == (s,) and w.sg_list[0] is s
     assert w.opcode is WROpcode.RDMA_WRITE
@@ -136,8 +143,7 @@ def test_sendwr_sg_list_errors():
 def test_sendwr_imm_data():
     w = SendWR(opcode=WROpcode.SEND_WITH_IMM, imm_data=0x01020304)
     assert w.imm_data == 0x01020304
-    w = SendWR(opcode=WROpcode.RDMA_WRITE_WITH_IMM, imm_data=2**32 - 1,
-               remote_addr=8, rkey=1)
+    w = SendWR(opcode=WROpcode.RDMA_WRITE_WITH_IMM, imm_data=2**32 - 1, remote_addr=8, rkey=1)
     assert w.imm_data == 2**32 - 1
     with pytest.raises(ValueError, match="imm_data"):
         SendWR(opcode=WROpcode.SEND_WITH_IMM)
@@ -179,23 +185,27 @@ def test_sendwr_fields_unused_by_opcode_are_refused():
     with pytest.raises(ValueError, match="remote_qkey"):
         SendWR(remote_qkey=1)
     # zeros are fine
-    SendWR(remote_addr=0, rkey=0, compare_add=0, swap=0, remote_qpn=0,
-           remote_qkey=0)
+    SendWR(remote_addr=0, rkey=0, compare_add=0, swap=0, remote_qpn=0, remote_qkey=0)
 
 
 def test_sendwr_atomics():
     s8 = SGE(0x2000, 8, lkey=3)
-    w = SendWR(opcode=WROpcode.ATOMIC_CMP_AND_SWP, sg_list=[s8],
-               remote_addr=0x3000, rkey=9, compare_add=2**64 - 1, swap=5)
-    assert (w.remote_addr, w.rkey, w.compare_add, w.swap) == \
-        (0x3000, 9, 2**64 - 1, 5)
-    w = SendWR(opcode=WROpcode.ATOMIC_FETCH_AND_ADD, sg_list=s8,
-               remote_addr=0x3000, rkey=9, compare_add=1)
+    w = SendWR(
+        opcode=WROpcode.ATOMIC_CMP_AND_SWP,
+        sg_list=[s8],
+        remote_addr=0x3000,
+        rkey=9,
+        compare_add=2**64 - 1,
+        swap=5,
+    )
+    assert (w.remote_addr, w.rkey, w.compare_add, w.swap) == (0x3000, 9, 2**64 - 1, 5)
+    w = SendWR(
+        opcode=WROpcode.ATOMIC_FETCH_AND_ADD, sg_list=s8, remote_addr=0x3000, rkey=9, compare_add=1
+    )
     assert (w.compare_add, w.swap) == (1, 0)
     for bad_sg in ([], [SGE(0, 4, lkey=1)], [s8, s8]):
         with pytest.raises(ValueError, match="8-byte"):
-            SendWR(opcode=WROpcode.ATOMIC_FETCH_AND_ADD, sg_list=bad_sg,
-                   remote_addr=8, rkey=1)
+            SendWR(opcode=WROpcode.ATOMIC_FETCH_AND_ADD, sg_list=bad_sg, remote_addr=8, rkey=1)
 
 
 def test_sendwr_invalidate_rkey():
@@ -231,8 +241,12 @@ def test_sendwr_setters_round_trip():
     w.send_flags = SendFlags.SIGNALED
     w.remote_addr = 2**64 - 1
     w.rkey = 2**32 - 1
-    assert (w.wr_id, w.send_flags, w.remote_addr, w.rkey) == \
-        (99, SendFlags.SIGNALED, 2**64 - 1, 2**32 - 1)
+    assert (w.wr_id, w.send_flags, w.remote_addr, w.rkey) == (
+        99,
+        SendFlags.SIGNALED,
+        2**64 - 1,
+        2**32 - 1,
+    )
     with pytest.raises(ValueError):
         w.wr_id = -1
     with pytest.raises(TypeError):
@@ -257,8 +271,7 @@ def test_sendwr_opcode_setter_keeps_shared_fields():
     w.opcode = WROpcode.RDMA_WRITE
     w.remote_addr, w.rkey = 0x30, 0x40
     # rdma -> atomic carries remote_addr and rkey
-    w2 = SendWR(opcode=WROpcode.RDMA_WRITE, sg_list=SGE(0, 8, lkey=1),
-                remote_addr=0x30, rkey=0x40)
+    w2 = SendWR(opcode=WROpcode.RDMA_WRITE, sg_list=SGE(0, 8, lkey=1), remote_addr=0x30, rkey=0x40)
     w2.opcode = WROpcode.ATOMIC_CMP_AND_SWP
     w2.compare_add, w2.swap = 3, 4
     assert (w2.remote_addr, w2.rkey, w2.compare_add, w2.swap) == (0x30, 0x40, 3, 4)
@@ -310,8 +323,14 @@ def test_sendwr_positional_args():
     s = sge()
     # The published order: ..., send_flags, remote_addr, rkey, imm_data
     w = SendWR(5, [s], WROpcode.RDMA_WRITE, SendFlags.SIGNALED, 0x100, 3, None)
-    assert (w.wr_id, w.sg_list, w.opcode, w.send_flags, w.remote_addr, w.rkey) == \
-        (5, (s,), WROpcode.RDMA_WRITE, SendFlags.SIGNALED, 0x100, 3)
+    assert (w.wr_id, w.sg_list, w.opcode, w.send_flags, w.remote_addr, w.rkey) == (
+        5,
+        (s,),
+        WROpcode.RDMA_WRITE,
+        SendFlags.SIGNALED,
+        0x100,
+        3,
+    )
 
 
 def test_sendwr_unknown_keyword():
@@ -322,6 +341,7 @@ def test_sendwr_unknown_keyword():
 # ---------------------------------------------------------------------------
 # RecvWR
 # ---------------------------------------------------------------------------
+
 
 def test_recvwr():
     s = sge()
@@ -343,6 +363,7 @@ def test_recvwr():
 # ---------------------------------------------------------------------------
 # References and GC
 # ---------------------------------------------------------------------------
+
 
 def test_wr_holds_its_sges():
     s = sge()

@@ -68,12 +68,12 @@ def test_release_frees_the_members():
     wrs = swrs(2)
     chain = SendWRChain(wrs)
     chain.release()
-    chain.release()                      # idempotent
+    chain.release()  # idempotent
     assert chain.released and len(chain) == 0
     assert repr(chain) == "<SendWRChain, released>"
     with pytest.raises(IndexError):
         chain[0]
-    assert len(SendWRChain(wrs)) == 2    # free again
+    assert len(SendWRChain(wrs)) == 2  # free again
 
 
 def test_with_releases():

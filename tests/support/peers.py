@@ -15,8 +15,12 @@ import ibverbs as ib
 PORT = int(os.environ.get("IBVERBS_TEST_PORT", "1"))
 GID_INDEX = int(os.environ.get("IBVERBS_TEST_GID_INDEX", "1"))
 SIGNALED = ib.SendFlags.SIGNALED
-ALL_ACCESS = (ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
-              | ib.AccessFlags.REMOTE_READ | ib.AccessFlags.REMOTE_ATOMIC)
+ALL_ACCESS = (
+    ib.AccessFlags.LOCAL_WRITE
+    | ib.AccessFlags.REMOTE_WRITE
+    | ib.AccessFlags.REMOTE_READ
+    | ib.AccessFlags.REMOTE_ATOMIC
+)
 
 
 def mkbuf(pd, n, fill=0, dtype=np.uint8, access=ALL_ACCESS):
@@ -40,21 +44,40 @@ def poll_until(cq, n=1, timeout=20.0, check=True):
     return got
 
 
-def rc_qp(ctx, pd, cq=None, *, srq=None, max_send_wr=64, max_recv_wr=64,
-          max_send_sge=4, max_recv_sge=4, max_inline_data=0, qp_type=None):
+def rc_qp(
+    ctx,
+    pd,
+    cq=None,
+    *,
+    srq=None,
+    max_send_wr=64,
+    max_recv_wr=64,
+    max_send_sge=4,
+    max_recv_sge=4,
+    max_inline_data=0,
+    qp_type=None,
+):
     cq = cq or ctx.create_cq(256)
-    qp = pd.create_qp(ib.QPInitAttr(
-        send_cq=cq, recv_cq=cq, srq=srq,
-        qp_type=ib.QPType.RC if qp_type is None else qp_type,
-        max_send_wr=max_send_wr, max_recv_wr=0 if srq else max_recv_wr,
-        max_send_sge=max_send_sge, max_recv_sge=max_recv_sge,
-        max_inline_data=max_inline_data))
+    qp = pd.create_qp(
+        ib.QPInitAttr(
+            send_cq=cq,
+            recv_cq=cq,
+            srq=srq,
+            qp_type=ib.QPType.RC if qp_type is None else qp_type,
+            max_send_wr=max_send_wr,
+            max_recv_wr=0 if srq else max_recv_wr,
+            max_send_sge=max_send_sge,
+            max_recv_sge=max_recv_sge,
+            max_inline_data=max_inline_data,
+        )
+    )
     return qp, cq
 
 
 def local_info(ctx, qp, psn):
-    return ib.local_qp_info(qp, ctx.query_port(PORT), ctx.query_gid(PORT, GID_INDEX),
-                            port=PORT, psn=psn)
+    return ib.local_qp_info(
+        qp, ctx.query_port(PORT), ctx.query_gid(PORT, GID_INDEX), port=PORT, psn=psn
+    )
 
 
 def connect(chan, ctx, qp, *, tag="qp", psn=None, **kw):
@@ -63,8 +86,7 @@ def connect(chan, ctx, qp, *, tag="qp", psn=None, **kw):
     mine = local_info(ctx, qp, psn if psn is not None else 0x1000 + qp.qp_num)
     theirs = ib.QPInfo.from_bytes(chan.exchange(tag, mine.to_bytes()))
     kw.setdefault("access", ALL_ACCESS)
-    ib.connect_rc(qp, theirs, port=PORT, sgid_index=GID_INDEX,
-                  local_psn=mine.psn, **kw)
+    ib.connect_rc(qp, theirs, port=PORT, sgid_index=GID_INDEX, local_psn=mine.psn, **kw)
     return mine, theirs
 
 
@@ -84,13 +106,19 @@ def wait_listening(port, proc=None, timeout=60.0):
                 with open(f) as fh:
                     for line in fh:
                         parts = line.split()
-                        if len(parts) > 3 and parts[1].endswith(needle.strip()) and parts[3] == "0A":
+                        if (
+                            len(parts) > 3
+                            and parts[1].endswith(needle.strip())
+                            and parts[3] == "0A"
+                        ):
                             return
             except OSError:
                 pass
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the server exited ({proc.returncode}) "
-                                 f"before listening: {proc.stdout.read() if proc.stdout else ''}")
+            raise AssertionError(
+                f"the server exited ({proc.returncode}) "
+                f"before listening: {proc.stdout.read() if proc.stdout else ''}"
+            )
         time.sleep(0.1)
     raise AssertionError(f"nothing listens on TCP port {port}")
 
@@ -120,8 +148,9 @@ def port_state(ctx):
 
 def run(cmd, timeout=120.0, **kw):
     """Run CMD, returning (status, output)."""
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, timeout=timeout, **kw)
+    p = subprocess.run(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, **kw
+    )
     return p.returncode, p.stdout
 
 
@@ -132,4 +161,3 @@ def qp_count(device):
     status, out = run(["rdma", "-j", "resource", "show", "qp"], timeout=30)
     assert status == 0, out
     return sum(1 for q in json.loads(out or "[]") if q.get("ifname") == device)
-

@@ -17,6 +17,7 @@ from pathlib import Path
 # Process and kernel resources
 # ---------------------------------------------------------------------------
 
+
 def rss_kib():
     with open("/proc/self/status") as f:
         for line in f:
@@ -34,8 +35,9 @@ def rdma_counts(device):
     device, from `rdma -j resource show` (None without the tool)."""
     if shutil.which("rdma") is None:
         return None
-    out = subprocess.run(["rdma", "-j", "resource", "show"], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        ["rdma", "-j", "resource", "show"], capture_output=True, text=True, timeout=60
+    )
     if out.returncode != 0:
         return None
     for entry in json.loads(out.stdout or "[]"):
@@ -53,6 +55,7 @@ def full_gc():
 # Running case scripts in subprocesses
 # ---------------------------------------------------------------------------
 
+
 def run_cases(script, *args, timeout=600, env=None):
     """Run the case script at path `script` (which prints BEGIN/result/DONE
     lines, see misuse_cases.py) until every case has a result: a case that
@@ -68,8 +71,12 @@ def run_cases(script, *args, timeout=600, env=None):
             raise AssertionError(f"{script}: out of time after {len(results)} cases")
         proc = subprocess.run(
             [sys.executable, str(script), *args, "--start", str(start)],
-            capture_output=True, text=True, timeout=left, env=env,
-            cwd=str(Path(script).parent))
+            capture_output=True,
+            text=True,
+            timeout=left,
+            env=env,
+            cwd=str(Path(script).parent),
+        )
         begun = None
         done = False
         for line in proc.stdout.splitlines():
@@ -90,20 +97,26 @@ def run_cases(script, *args, timeout=600, env=None):
         if begun is None:
             raise AssertionError(
                 f"{script} failed outside any case (rc {proc.returncode}):\n"
-                f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
-        crashes.append({"i": begun[0], "name": begun[1], "rc": proc.returncode,
-                        "stderr": proc.stderr[-2000:]})
+                f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+            )
+        crashes.append(
+            {"i": begun[0], "name": begun[1], "rc": proc.returncode, "stderr": proc.stderr[-2000:]}
+        )
         start = begun[0] + 1
 
 
 def check_cases(results, crashes, minimum):
     """Fail, listing them, on any crashed or failed case, or when fewer
     than `minimum` cases ran."""
-    lines = [f"CRASHED (exit status {c['rc']}) in case {c['i']}: {c['name']}\n"
-             f"{c['stderr']}" for c in crashes]
+    lines = [
+        f"CRASHED (exit status {c['rc']}) in case {c['i']}: {c['name']}\n{c['stderr']}"
+        for c in crashes
+    ]
     for r in results:
         if not r["ok"]:
-            lines.append(f"case {r['i']} {r['name']}: {r['why']} "
-                         f"[{r['exc']}: {r['msg']}]" + (f"\n{r['tb']}" if "tb" in r else ""))
+            lines.append(
+                f"case {r['i']} {r['name']}: {r['why']} "
+                f"[{r['exc']}: {r['msg']}]" + (f"\n{r['tb']}" if "tb" in r else "")
+            )
     assert not lines, f"{len(lines)} misuse case(s) failed:\n" + "\n".join(lines)
     assert len(results) >= minimum, f"only {len(results)} cases ran"

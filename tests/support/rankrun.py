@@ -31,9 +31,11 @@ def free_port() -> int:
 def torchrun_env(rank, world_size, master_addr, master_port, local_rank=None):
     """The variables torchrun gives a worker (those env:// reads)."""
     return {
-        "RANK": str(rank), "WORLD_SIZE": str(world_size),
+        "RANK": str(rank),
+        "WORLD_SIZE": str(world_size),
         "LOCAL_RANK": str(rank if local_rank is None else local_rank),
-        "MASTER_ADDR": master_addr, "MASTER_PORT": str(master_port),
+        "MASTER_ADDR": master_addr,
+        "MASTER_PORT": str(master_port),
     }
 
 
@@ -46,8 +48,7 @@ def _child(fn, rank, env, wfd):
     try:
         data = pickle.dumps(result)
     except Exception:  # noqa: BLE001
-        data = pickle.dumps(("error", f"rank {rank}: unpicklable result "
-                                      f"{result!r:.200}"))
+        data = pickle.dumps(("error", f"rank {rank}: unpicklable result {result!r:.200}"))
     with os.fdopen(wfd, "wb") as f:
         f.write(data)
     sys.stdout.flush()

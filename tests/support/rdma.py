@@ -11,14 +11,31 @@ import ibverbs as ib
 
 from support import GID_INDEX, PORT
 
-ALL_ACCESS = (ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
-              | ib.AccessFlags.REMOTE_READ | ib.AccessFlags.REMOTE_ATOMIC)
+ALL_ACCESS = (
+    ib.AccessFlags.LOCAL_WRITE
+    | ib.AccessFlags.REMOTE_WRITE
+    | ib.AccessFlags.REMOTE_READ
+    | ib.AccessFlags.REMOTE_ATOMIC
+)
 
 
-def make_rc_pair(ctx, pd, *, qp_type=None, max_send_wr=128, max_recv_wr=128,
-                 max_send_sge=2, max_recv_sge=2, max_inline_data=0,
-                 access=ALL_ACCESS, srq=None, rnr_retry=7, cq_size=256,
-                 channel=None, min_rnr_timer=None):
+def make_rc_pair(
+    ctx,
+    pd,
+    *,
+    qp_type=None,
+    max_send_wr=128,
+    max_recv_wr=128,
+    max_send_sge=2,
+    max_recv_sge=2,
+    max_inline_data=0,
+    access=ALL_ACCESS,
+    srq=None,
+    rnr_retry=7,
+    cq_size=256,
+    channel=None,
+    min_rnr_timer=None,
+):
     """Two QPs on one device connected to each other (loopback), each with
     its own CQ (on `channel` if given).  Returns (qp_a, cq_a, qp_b, cq_b)."""
     qp_type = ib.QPType.RC if qp_type is None else qp_type
@@ -27,20 +44,44 @@ def make_rc_pair(ctx, pd, *, qp_type=None, max_send_wr=128, max_recv_wr=128,
     out = []
     for _ in range(2):
         cq = ctx.create_cq(cq_size, channel)
-        qp = pd.create_qp(ib.QPInitAttr(
-            send_cq=cq, recv_cq=cq, qp_type=qp_type, srq=srq,
-            max_send_wr=max_send_wr, max_recv_wr=max_recv_wr,
-            max_send_sge=max_send_sge, max_recv_sge=max_recv_sge,
-            max_inline_data=max_inline_data))
+        qp = pd.create_qp(
+            ib.QPInitAttr(
+                send_cq=cq,
+                recv_cq=cq,
+                qp_type=qp_type,
+                srq=srq,
+                max_send_wr=max_send_wr,
+                max_recv_wr=max_recv_wr,
+                max_send_sge=max_send_sge,
+                max_recv_sge=max_recv_sge,
+                max_inline_data=max_inline_data,
+            )
+        )
         out.append((qp, cq))
     (qa, ca), (qb, cb) = out
     ia = ib.local_qp_info(qa, port_attr, gid, port=PORT, psn=0x1234)
     ibb = ib.local_qp_info(qb, port_attr, gid, port=PORT, psn=0x4321)
     extra = {} if min_rnr_timer is None else {"min_rnr_timer": min_rnr_timer}
-    ib.connect_rc(qa, ibb, port=PORT, sgid_index=GID_INDEX, access=access,
-                  local_psn=ia.psn, rnr_retry=rnr_retry, **extra)
-    ib.connect_rc(qb, ia, port=PORT, sgid_index=GID_INDEX, access=access,
-                  local_psn=ibb.psn, rnr_retry=rnr_retry, **extra)
+    ib.connect_rc(
+        qa,
+        ibb,
+        port=PORT,
+        sgid_index=GID_INDEX,
+        access=access,
+        local_psn=ia.psn,
+        rnr_retry=rnr_retry,
+        **extra,
+    )
+    ib.connect_rc(
+        qb,
+        ia,
+        port=PORT,
+        sgid_index=GID_INDEX,
+        access=access,
+        local_psn=ibb.psn,
+        rnr_retry=rnr_retry,
+        **extra,
+    )
     return qa, ca, qb, cb
 
 

@@ -83,8 +83,9 @@ def _encode(obj: Any) -> Any:
         return [_encode(v) for v in obj]
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
-    raise TypeError(f"cannot send a {type(obj).__name__} (bytes, str, numbers, "
-                    "lists and dicts only)")
+    raise TypeError(
+        f"cannot send a {type(obj).__name__} (bytes, str, numbers, lists and dicts only)"
+    )
 
 
 def _decode(obj: Any) -> Any:
@@ -110,8 +111,7 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 class Link:
     """One TCP connection to one peer node, carrying tagged messages."""
 
-    def __init__(self, sock: socket.socket, me: int, peer: int,
-                 timeout: float = 60.0):
+    def __init__(self, sock: socket.socket, me: int, peer: int, timeout: float = 60.0):
         self.sock = sock
         self.me = me
         self.peer = peer
@@ -131,7 +131,7 @@ class Link:
         if left <= 0:
             raise socket.timeout
         self.sock.settimeout(left)
-        head = self.sock.recv(1)   # the only read that may time out
+        head = self.sock.recv(1)  # the only read that may time out
         if not head:
             raise PeerGone("the peer closed the connection")
         # Once a message has begun, read all of it (with the link's
@@ -153,13 +153,16 @@ class Link:
             if queue:
                 return queue.pop(0)
             if channel in self._ended:
-                raise PeerFailed(f"node {self.peer} ended {channel!r} "
-                                 f"({self._ended[channel]}) without sending {name!r}")
+                raise PeerFailed(
+                    f"node {self.peer} ended {channel!r} "
+                    f"({self._ended[channel]}) without sending {name!r}"
+                )
             try:
                 self._read_one(deadline)
             except socket.timeout:
-                raise TimeoutError(f"no {name!r} from node {self.peer} on "
-                                   f"{channel!r} within the timeout") from None
+                raise TimeoutError(
+                    f"no {name!r} from node {self.peer} on {channel!r} within the timeout"
+                ) from None
 
     def channel(self, name: str) -> Channel:
         return Channel(self, name)
@@ -183,8 +186,7 @@ class Channel:
     def recv(self, name: str, timeout: float | None = None) -> Any:
         return self.link.recv(self.name, name, timeout)
 
-    def exchange(self, name: str, value: Any = None,
-                 timeout: float | None = None) -> Any:
+    def exchange(self, name: str, value: Any = None, timeout: float | None = None) -> Any:
         """Send VALUE as NAME and return the peer's NAME."""
         self.send(name, value)
         return self.recv(name, timeout)
@@ -212,8 +214,7 @@ class Channel:
 class Node:
     """This node's place among the nodes of a ``tools/rxe-vm --nodes`` run."""
 
-    def __init__(self, me: int, addrs: list[str], device: str,
-                 port: int = DEFAULT_PORT):
+    def __init__(self, me: int, addrs: list[str], device: str, port: int = DEFAULT_PORT):
         if not 0 <= me < len(addrs):
             raise ValueError(f"node {me} is not one of {len(addrs)} nodes")
         self.me = me
@@ -229,8 +230,9 @@ class Node:
             addrs = environ["IBVERBS_NODE_ADDRS"].split(",")
             device = environ["IBVERBS_DEVICE"]
         except KeyError as e:
-            raise RendezvousError(f"{e.args[0]} is not set: run under "
-                                  "tools/rxe-vm --nodes N") from None
+            raise RendezvousError(
+                f"{e.args[0]} is not set: run under tools/rxe-vm --nodes N"
+            ) from None
         port = int(environ.get("IBVERBS_RENDEZVOUS_PORT", DEFAULT_PORT))
         return cls(me, addrs, device, port)
 
@@ -238,8 +240,7 @@ class Node:
     def addr(self) -> str:
         return self.addrs[self.me]
 
-    def connect(self, peer: int, timeout: float = 120.0,
-                msg_timeout: float = 60.0) -> Link:
+    def connect(self, peer: int, timeout: float = 120.0, msg_timeout: float = 60.0) -> Link:
         """The TCP link to node PEER: the lower-numbered node accepts, the
         other connects (retrying until TIMEOUT).  Each side says who it is
         first, so links to several peers can share one listening port."""
@@ -268,8 +269,7 @@ class Node:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError(f"node {peer} did not connect to "
-                                   f"{self.addr}:{self.port}")
+                raise TimeoutError(f"node {peer} did not connect to {self.addr}:{self.port}")
             self._listener.settimeout(left)
             try:
                 sock, _ = self._listener.accept()
@@ -282,12 +282,12 @@ class Node:
             try:
                 # No source address: in the shared-kernel rig the link then
                 # runs over lo, so it survives a node's link going down.
-                return socket.create_connection((self.addrs[peer], self.port),
-                                                timeout=5.0)
+                return socket.create_connection((self.addrs[peer], self.port), timeout=5.0)
             except OSError as e:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"cannot reach node {peer} at "
-                                       f"{self.addrs[peer]}:{self.port}: {e}") from None
+                    raise TimeoutError(
+                        f"cannot reach node {peer} at {self.addrs[peer]}:{self.port}: {e}"
+                    ) from None
                 time.sleep(0.2)
 
     def close(self) -> None:
@@ -296,8 +296,9 @@ class Node:
             self._listener = None
 
 
-def exchange_once(addr: str, port: int, payload: bytes, *, listen: bool,
-                  timeout: float, source: str | None = None) -> bytes:
+def exchange_once(
+    addr: str, port: int, payload: bytes, *, listen: bool, timeout: float, source: str | None = None
+) -> bytes:
     """A one-shot exchange of equal-sized records, as the classic verbs
     examples do it: the client sends first, the server answers.  Raises
     TimeoutError (and leaves no socket open) if the peer does not answer
@@ -321,12 +322,12 @@ def exchange_once(addr: str, port: int, payload: bytes, *, listen: bool,
                 except socket.timeout:
                     raise TimeoutError("the client sent nothing") from None
                 return theirs
-    with socket.create_connection((addr, port), timeout=timeout,
-                                  source_address=(source, 0) if source else None) as s:
+    with socket.create_connection(
+        (addr, port), timeout=timeout, source_address=(source, 0) if source else None
+    ) as s:
         s.settimeout(timeout)
         try:
             s.sendall(payload)
             return _recv_exact(s, n)
         except socket.timeout:
-            raise TimeoutError(f"{addr}:{port} did not answer within "
-                               f"{timeout} s") from None
+            raise TimeoutError(f"{addr}:{port} did not answer within {timeout} s") from None

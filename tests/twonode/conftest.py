@@ -21,8 +21,9 @@ IN_RIG = "IBVERBS_NODE" in os.environ and "IBVERBS_NODE_ADDRS" in os.environ
 def pytest_collection_modifyitems(config, items):
     if IN_RIG:
         return
-    skip = pytest.mark.skip(reason="two-node test: run under tools/rxe-vm --nodes 2 "
-                            "(make test-twonode)")
+    skip = pytest.mark.skip(
+        reason="two-node test: run under tools/rxe-vm --nodes 2 (make test-twonode)"
+    )
     for item in items:
         if item.get_closest_marker("twonode"):
             item.add_marker(skip)

@@ -29,8 +29,7 @@ def _buffer(pd, n):
 
 
 def _qp(cmid, pd, cq):
-    return cmid.create_qp(pd, ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=2,
-                                            max_recv_wr=2))
+    return cmid.create_qp(pd, ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=2, max_recv_wr=2))
 
 
 def _resolve(node, port):
@@ -111,8 +110,12 @@ def test_cmid_against_c_rdma_server_on_the_peer(chan, me, node):
     if me == 0:
         exe = shutil.which("rdma_server")
         assert exe, "rdma_server not found (package rdmacm-utils, tools/install-deps)"
-        srv = subprocess.Popen([exe, "-s", node.addr, "-p", str(port)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        srv = subprocess.Popen(
+            [exe, "-s", node.addr, "-p", str(port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             chan.send("started")
             out, _ = srv.communicate(timeout=TIMEOUT)

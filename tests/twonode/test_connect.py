@@ -13,8 +13,13 @@ from support.peers import GID_INDEX, PORT, SIGNALED, connect, mkbuf, mr_desc, po
 
 pytestmark = pytest.mark.twonode
 
-MTU_BYTES = {ib.MTU.MTU_256: 256, ib.MTU.MTU_512: 512, ib.MTU.MTU_1024: 1024,
-             ib.MTU.MTU_2048: 2048, ib.MTU.MTU_4096: 4096}
+MTU_BYTES = {
+    ib.MTU.MTU_256: 256,
+    ib.MTU.MTU_512: 512,
+    ib.MTU.MTU_1024: 1024,
+    ib.MTU.MTU_2048: 2048,
+    ib.MTU.MTU_4096: 4096,
+}
 
 
 def test_rtr_attributes_name_the_peer(chan, me, ctx, pd):
@@ -44,8 +49,10 @@ def test_mtu_negotiation_and_1mib_write(chan, me, ctx, pd):
     active = ctx.query_port(PORT).active_mtu
     peer_active = chan.exchange("mtu", int(active))
     if active == peer_active:
-        pytest.skip("both nodes have the same active MTU (run the rig with "
-                    "--mtu 1500,9000, as make test-twonode does)")
+        pytest.skip(
+            "both nodes have the same active MTU (run the rig with "
+            "--mtu 1500,9000, as make test-twonode does)"
+        )
     qp, cq = rc_qp(ctx, pd)
     mine, theirs = connect(chan, ctx, qp)
     assert mine.mtu == active and theirs.mtu == peer_active
@@ -54,19 +61,28 @@ def test_mtu_negotiation_and_1mib_write(chan, me, ctx, pd):
     size = 1 << 20
     buf, mr = mkbuf(pd, size)
     if me == 1:
-        qp.post_recv(ib.RecvWR(wr_id=5))   # for the WRITE_WITH_IMM
+        qp.post_recv(ib.RecvWR(wr_id=5))  # for the WRITE_WITH_IMM
     theirs_mr = chan.exchange("mr", mr_desc(mr))
     if me == 0:
         buf[:] = np.random.default_rng(13).integers(0, 256, size, dtype=np.uint8)
-        qp.post_send(ib.SendWR(wr_id=1, sg_list=[mr.sge()],
-                               opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM, imm_data=size,
-                               remote_addr=theirs_mr["addr"], rkey=theirs_mr["rkey"],
-                               send_flags=SIGNALED))
+        qp.post_send(
+            ib.SendWR(
+                wr_id=1,
+                sg_list=[mr.sge()],
+                opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM,
+                imm_data=size,
+                remote_addr=theirs_mr["addr"],
+                rkey=theirs_mr["rkey"],
+                send_flags=SIGNALED,
+            )
+        )
         poll_until(cq, timeout=60)
         chan.send("sha256", hashlib.sha256(buf).hexdigest())
     else:
         (wc,) = poll_until(cq, timeout=60)
         assert wc.imm_data == size and wc.byte_len == size and wc.wr_id == 5
         assert hashlib.sha256(buf).hexdigest() == chan.recv("sha256")
-    print(f"node {me}: active MTU {MTU_BYTES[active]}, peer {MTU_BYTES[peer_active]}, "
-          f"path MTU {MTU_BYTES[attrs['path_mtu']]}")
+    print(
+        f"node {me}: active MTU {MTU_BYTES[active]}, peer {MTU_BYTES[peer_active]}, "
+        f"path MTU {MTU_BYTES[attrs['path_mtu']]}"
+    )

@@ -13,8 +13,20 @@ import time
 import pytest
 
 import ibverbs as ib
-from support.peers import (GID_INDEX, PORT, SIGNALED, connect, local_info, mkbuf, mr_desc, poll_until, port_state,
-                   qp_count, rc_qp, wait_async_event)
+from support.peers import (
+    GID_INDEX,
+    PORT,
+    SIGNALED,
+    connect,
+    local_info,
+    mkbuf,
+    mr_desc,
+    poll_until,
+    port_state,
+    qp_count,
+    rc_qp,
+    wait_async_event,
+)
 from support.rendezvous import exchange_once
 
 pytestmark = pytest.mark.twonode
@@ -59,20 +71,24 @@ def _readline(proc, timeout=60.0):
 
 def test_peer_killed_mid_stream(chan, me, node, ctx, pd):
     if me == 1:
-        with subprocess.Popen([sys.executable, "-c", PEER_SCRIPT, node.device,
-                               str(GID_INDEX), str(CHUNK)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:
+        with subprocess.Popen(
+            [sys.executable, "-c", PEER_SCRIPT, node.device, str(GID_INDEX), str(CHUNK)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        ) as proc:
             try:
                 info, addr, rkey = _readline(proc)
-                theirs = chan.exchange("qp", {"info": bytes.fromhex(info), "addr": int(addr),
-                                              "rkey": int(rkey)})
+                theirs = chan.exchange(
+                    "qp", {"info": bytes.fromhex(info), "addr": int(addr), "rkey": int(rkey)}
+                )
                 proc.stdin.write(theirs.hex() + "\n")
                 proc.stdin.flush()
                 assert _readline(proc) == ["ok"]
                 chan.send("ready")
                 chan.recv("streaming")
             finally:
-                proc.kill()   # SIGKILL: no chance to clean up
+                proc.kill()  # SIGKILL: no chance to clean up
                 proc.wait()
         chan.send("killed")
         chan.recv("result", timeout=120)
@@ -81,8 +97,15 @@ def test_peer_killed_mid_stream(chan, me, node, ctx, pd):
     buf, mr = mkbuf(pd, CHUNK)
     mine = local_info(ctx, qp, 0x77)
     peer = chan.exchange("qp", mine.to_bytes())
-    ib.connect_rc(qp, ib.QPInfo.from_bytes(peer["info"]), port=PORT,
-                  sgid_index=GID_INDEX, access=0, local_psn=mine.psn, **FAST_FAIL)
+    ib.connect_rc(
+        qp,
+        ib.QPInfo.from_bytes(peer["info"]),
+        port=PORT,
+        sgid_index=GID_INDEX,
+        access=0,
+        local_psn=mine.psn,
+        **FAST_FAIL,
+    )
     chan.recv("ready")
     posted, seen, statuses = [], [], []
     window, next_id, told = 16, 0, False
@@ -93,12 +116,18 @@ def test_peer_killed_mid_stream(chan, me, node, ctx, pd):
             if next_id - len(seen) >= window:
                 break
             try:
-                qp.post_send(ib.SendWR(wr_id=next_id, sg_list=[mr.sge()],
-                                       opcode=ib.WROpcode.RDMA_WRITE, send_flags=SIGNALED,
-                                       remote_addr=peer["addr"] + CHUNK * (next_id % 8),
-                                       rkey=peer["rkey"]))
+                qp.post_send(
+                    ib.SendWR(
+                        wr_id=next_id,
+                        sg_list=[mr.sge()],
+                        opcode=ib.WROpcode.RDMA_WRITE,
+                        send_flags=SIGNALED,
+                        remote_addr=peer["addr"] + CHUNK * (next_id % 8),
+                        rkey=peer["rkey"],
+                    )
+                )
             except ib.VerbsError:
-                break   # the QP went to the error state: nothing more goes out
+                break  # the QP went to the error state: nothing more goes out
             posted.append(next_id)
             next_id += 1
         for wc in cq.poll(16):
@@ -107,7 +136,7 @@ def test_peer_killed_mid_stream(chan, me, node, ctx, pd):
             if wc.status != WS.SUCCESS and t_err is None:
                 t_err = time.monotonic()
         if not told and len(seen) >= 32:
-            chan.send("streaming")   # the peer is killed on this
+            chan.send("streaming")  # the peer is killed on this
             told = True
             t_told = time.monotonic()
         if statuses and statuses[-1] != WS.SUCCESS and len(seen) == len(posted):
@@ -118,13 +147,15 @@ def test_peer_killed_mid_stream(chan, me, node, ctx, pd):
     assert seen == posted, "RC completions come in posting order"
     first_err = next(i for i, s in enumerate(statuses) if s != WS.SUCCESS)
     assert statuses[first_err] == WS.RETRY_EXC_ERR, ib.wc_status_str(statuses[first_err])
-    assert all(s == WS.WR_FLUSH_ERR for s in statuses[first_err + 1:])
+    assert all(s == WS.WR_FLUSH_ERR for s in statuses[first_err + 1 :])
     assert qp.query(ib.QPAttrMask.STATE)[0]["qp_state"] == ib.QPState.ERR
     # 17 ms x (2 retries + 1), plus the kill, on a slow emulated machine.
     elapsed = t_err - t_told
     assert elapsed < 30, f"RETRY_EXC_ERR {elapsed:.1f} s after the kill was asked for"
-    print(f"{first_err} writes landed; then RETRY_EXC_ERR and "
-          f"{len(statuses) - first_err - 1} flushed, {elapsed:.2f} s after the kill was asked for")
+    print(
+        f"{first_err} writes landed; then RETRY_EXC_ERR and "
+        f"{len(statuses) - first_err - 1} flushed, {elapsed:.2f} s after the kill was asked for"
+    )
     chan.send("result")
 
 
@@ -163,9 +194,16 @@ def test_peer_link_down_then_up(chan, me, ctx, pd):
         chan.send("up")
     else:
         chan.recv("down")
-        qp.post_send(ib.SendWR(wr_id=1, sg_list=[mr.sge()], opcode=ib.WROpcode.RDMA_WRITE,
-                               remote_addr=theirs["addr"], rkey=theirs["rkey"],
-                               send_flags=SIGNALED))
+        qp.post_send(
+            ib.SendWR(
+                wr_id=1,
+                sg_list=[mr.sge()],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                remote_addr=theirs["addr"],
+                rkey=theirs["rkey"],
+                send_flags=SIGNALED,
+            )
+        )
         (wc,) = poll_until(cq, timeout=30, check=False)
         assert wc.status == WS.RETRY_EXC_ERR, ib.wc_status_str(wc.status)
         chan.send("errored")
@@ -176,9 +214,16 @@ def test_peer_link_down_then_up(chan, me, ctx, pd):
     theirs = chan.exchange("mr2", mr_desc(mr))
     if me == 0:
         buf[:] = 0x5D
-        qp2.post_send(ib.SendWR(wr_id=2, sg_list=[mr.sge()], opcode=ib.WROpcode.RDMA_WRITE,
-                                remote_addr=theirs["addr"], rkey=theirs["rkey"],
-                                send_flags=SIGNALED))
+        qp2.post_send(
+            ib.SendWR(
+                wr_id=2,
+                sg_list=[mr.sge()],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                remote_addr=theirs["addr"],
+                rkey=theirs["rkey"],
+                send_flags=SIGNALED,
+            )
+        )
         poll_until(cq2, timeout=30)
         chan.send("written")
     else:
@@ -198,13 +243,21 @@ def test_peer_never_answers(chan, me, node, ctx, pd):
     gc.collect()
     before = qp_count(node.device)
     start = time.monotonic()
-    with pd.create_qp(ib.QPInitAttr(send_cq=ctx.create_cq(4), recv_cq=ctx.create_cq(4),
-                                    qp_type=ib.QPType.RC, max_send_wr=4, max_recv_wr=4)) as qp:
+    with pd.create_qp(
+        ib.QPInitAttr(
+            send_cq=ctx.create_cq(4),
+            recv_cq=ctx.create_cq(4),
+            qp_type=ib.QPType.RC,
+            max_send_wr=4,
+            max_recv_wr=4,
+        )
+    ) as qp:
         info = local_info(ctx, qp, 0x99)
         assert qp_count(node.device) == before + 1
         with pytest.raises(TimeoutError):
-            exchange_once(node.addrs[1], port, info.to_bytes(), listen=False,
-                          timeout=2.0, source=node.addr)
+            exchange_once(
+                node.addrs[1], port, info.to_bytes(), listen=False, timeout=2.0, source=node.addr
+            )
     waited = time.monotonic() - start
     gc.collect()
     assert qp_count(node.device) == before

@@ -24,8 +24,9 @@ def serve_and_connect(chan, me, node, server_cmd, client_cmd, port, timeout=180)
     followed by node 0's address; both must exit 0. Returns this node's
     output."""
     if me == 0:
-        with subprocess.Popen(server_cmd, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) as proc:
+        with subprocess.Popen(
+            server_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as proc:
             try:
                 wait_listening(port, proc)
                 chan.send("listening")
@@ -54,23 +55,48 @@ def usec_per_iter(out):
 def test_rc_pingpong(chan, me, node, server, client):
     tools = {"python": PY_PINGPONG, "c": C_PINGPONG}
     port = {"python": 18711, "c": 18712}[server] + (client == "c" and server == "c")
-    args = ["-d", node.device, "-g", str(GID_INDEX), "-n", str(ITERS), "-s", "4096",
-            "-p", str(port)]
+    args = [
+        "-d",
+        node.device,
+        "-g",
+        str(GID_INDEX),
+        "-n",
+        str(ITERS),
+        "-s",
+        "4096",
+        "-p",
+        str(port),
+    ]
     out = serve_and_connect(chan, me, node, tools[server] + args, tools[client] + args, port)
     us = usec_per_iter(out)
     assert f"{ITERS} iters" in out
-    print(f"rc_pingpong 4 KiB x {ITERS}, {server} server on node 0, {client} client "
-          f"on node 1: {us:.0f} us per round trip (node {me})")
+    print(
+        f"rc_pingpong 4 KiB x {ITERS}, {server} server on node 0, {client} client "
+        f"on node 1: {us:.0f} us per round trip (node {me})"
+    )
 
 
 def test_perf_write_bw_next_to_ib_write_bw(chan, me, node):
     size, iters = 65536, 400
     dev = ["-d", node.device, "-x", str(GID_INDEX)]
-    ours = [sys.executable, "-m", "ibverbs", "perf", "write_bw", *dev, "-s", "64K",
-            "-n", str(iters), "-p", "18721", "--timeout", "120"]
+    ours = [
+        sys.executable,
+        "-m",
+        "ibverbs",
+        "perf",
+        "write_bw",
+        *dev,
+        "-s",
+        "64K",
+        "-n",
+        str(iters),
+        "-p",
+        "18721",
+        "--timeout",
+        "120",
+    ]
     out = serve_and_connect(chan, me, node, ours, ours + ["--json"], 18721)
-    theirs = ["ib_write_bw", *dev, "-s", str(size), "-n", str(iters), "-p", "18722",
-              "-F"]
+    theirs = ["ib_write_bw", *dev, "-s", str(size), "-n", str(iters), "-p", "18722", "-F"]
     out_c = serve_and_connect(chan, me, node, theirs, theirs, 18722)
     if me == 1:
         import json
@@ -79,7 +105,9 @@ def test_perf_write_bw_next_to_ib_write_bw(chan, me, node):
         ours_mbps = float(res["MBps"])
         m = re.search(rf"^\s*{size}\s+{iters}\s+[0-9.]+\s+([0-9.]+)", out_c, re.M)
         assert m, out_c
-        c_mbps = float(m.group(1)) * (1 << 20) / 1e6   # perftest's MB is 2**20 B
+        c_mbps = float(m.group(1)) * (1 << 20) / 1e6  # perftest's MB is 2**20 B
         assert ours_mbps > 0 and c_mbps > 0
-        print(f"write_bw 64 KiB across nodes: ibverbs {ours_mbps:.1f} MB/s, "
-              f"ib_write_bw {c_mbps:.1f} MB/s, ratio {ours_mbps / c_mbps:.2f}")
+        print(
+            f"write_bw 64 KiB across nodes: ibverbs {ours_mbps:.1f} MB/s, "
+            f"ib_write_bw {c_mbps:.1f} MB/s, ratio {ours_mbps / c_mbps:.2f}"
+        )

@@ -20,8 +20,9 @@ QKEY = 0x11111111  # QP.to_init's default Q_Key for UD
 
 def test_ud_through_ah_from_remote_gid(chan, me, node, ctx, pd):
     cq = ctx.create_cq(16)
-    qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD,
-                                    max_send_wr=8, max_recv_wr=8))
+    qp = pd.create_qp(
+        ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD, max_send_wr=8, max_recv_wr=8)
+    )
     qp.to_init(PORT, 0)
     qp.to_rtr(None)
     qp.to_rts(0x77)
@@ -34,9 +35,18 @@ def test_ud_through_ah_from_remote_gid(chan, me, node, ctx, pd):
     ah = pd.create_ah(ib.AHAttr(dgid=peer["gid"], sgid_index=GID_INDEX, port_num=PORT))
     src, mr_s = mkbuf(pd, n)
     src[:] = np.random.default_rng(20 + me).integers(0, 256, n, dtype=np.uint8)
-    qp.post_send(ib.SendWR(wr_id=60, sg_list=[mr_s.sge()], send_flags=SIGNALED,
-                           opcode=ib.WROpcode.SEND_WITH_IMM, imm_data=1000 + me,
-                           ah=ah, remote_qpn=peer["qpn"], remote_qkey=QKEY))
+    qp.post_send(
+        ib.SendWR(
+            wr_id=60,
+            sg_list=[mr_s.sge()],
+            send_flags=SIGNALED,
+            opcode=ib.WROpcode.SEND_WITH_IMM,
+            imm_data=1000 + me,
+            ah=ah,
+            remote_qpn=peer["qpn"],
+            remote_qkey=QKEY,
+        )
+    )
     wcs = poll_until(cq, 2)
     (got,) = [w for w in wcs if w.opcode == ib.WCOpcode.RECV]
     assert got.wr_id == 50 and got.byte_len == GRH + n
@@ -72,18 +82,23 @@ def test_srq_shared_by_qps_from_the_peer(chan, me, ctx, pd):
             k = qps.index(next(q for q in qps if q.qp_num == wc.qp_num))
             assert wc.imm_data >> 8 == k
             off = 256 * wc.wr_id
-            assert (dst[off:off + 100] == wc.imm_data & 0xFF).all()
+            assert (dst[off : off + 100] == wc.imm_data & 0xFF).all()
         chan.send("checked")
     else:
         src, mr = mkbuf(pd, 4 * 100)
         chan.recv("posted")
         for j in range(4):
             k = j % 2
-            src[100 * j:100 * (j + 1)] = 0x10 + j
-            qps[k].post_send(ib.SendWR(wr_id=j, sg_list=[mr.sge(100, 100 * j)],
-                                       opcode=ib.WROpcode.SEND_WITH_IMM,
-                                       imm_data=(k << 8) | (0x10 + j),
-                                       send_flags=SIGNALED))
+            src[100 * j : 100 * (j + 1)] = 0x10 + j
+            qps[k].post_send(
+                ib.SendWR(
+                    wr_id=j,
+                    sg_list=[mr.sge(100, 100 * j)],
+                    opcode=ib.WROpcode.SEND_WITH_IMM,
+                    imm_data=(k << 8) | (0x10 + j),
+                    send_flags=SIGNALED,
+                )
+            )
         poll_until(cq, 4)
         chan.recv("checked")
 

@@ -57,16 +57,22 @@ def quickstart(remote_bytes: bytes, peer_addr: int, peer_rkey: int, buf: Any) ->
     ib.connect_rc(qp, remote, port=port, sgid_index=gid_index, access=access)
 
     # 5. Post an RDMA write and reap the completion.
-    qp.post_send(ib.SendWR(
-        wr_id=1, sg_list=[ib.SGE(mr, 4096)], opcode=ib.WROpcode.RDMA_WRITE,
-        send_flags=ib.SendFlags.SIGNALED, remote_addr=peer_addr, rkey=peer_rkey))
+    qp.post_send(
+        ib.SendWR(
+            wr_id=1,
+            sg_list=[ib.SGE(mr, 4096)],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=ib.SendFlags.SIGNALED,
+            remote_addr=peer_addr,
+            rkey=peer_rkey,
+        )
+    )
     for wc in cq.poll(16):
         assert_type(wc, ib.WC)
         wc.raise_for_status()
 
     # A list linked once and posted many times.
-    with ib.SendWRChain(ib.SendWR(wr_id=i, sg_list=[mr.sge(8, 8 * i)])
-                        for i in range(16)) as chain:
+    with ib.SendWRChain(ib.SendWR(wr_id=i, sg_list=[mr.sge(8, 8 * i)]) for i in range(16)) as chain:
         assert_type(chain[0], ib.SendWR)
         chain[len(chain) - 1].send_flags = ib.SendFlags.SIGNALED
         qp.post_send(chain)
@@ -102,14 +108,18 @@ def step_by_step(ctx: ib.Context, pd: ib.PD, remote: ib.QPInfo) -> None:
 
     buf = bytearray(4096)
     mr = ib.reg_tensor(pd, buf, ib.AccessFlags.LOCAL_WRITE)
-    srq.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr.sge(512, offset=512 * i)])
-                   for i in range(8)])
+    srq.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr.sge(512, offset=512 * i)]) for i in range(8)])
     limits: dict[str, int] = srq.query()
 
     ud = pd.create_qp(ib.QPInitAttr(cq, qp_type=ib.QPType.UD))
     ah = pd.create_ah(ib.AHAttr(dgid=remote.gid, sgid_index=1, port_num=1))
-    wr = ib.SendWR(wr_id=7, sg_list=ib.SGE(mr.addr, 64, lkey=mr.lkey), ah=ah,
-                   remote_qpn=remote.qp_num, remote_qkey=0x11111111)
+    wr = ib.SendWR(
+        wr_id=7,
+        sg_list=ib.SGE(mr.addr, 64, lkey=mr.lkey),
+        ah=ah,
+        remote_qpn=remote.qp_num,
+        remote_qkey=0x11111111,
+    )
     wr.send_flags = ib.SendFlags.SIGNALED | ib.SendFlags.INLINE
     wr.imm_data = None
     ud.post_send([wr, wr])

@@ -36,8 +36,16 @@ def many_ranks(buf: Any) -> None:
     pd = ctx.alloc_pd()
     cq = ctx.create_cq(256)
     access = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
-    qps = bootstrap.connect_mesh(store, rank, world, pd, send_cq=cq, access=access,
-                                 qp_init={"max_send_wr": 512}, timeout=60.0)
+    qps = bootstrap.connect_mesh(
+        store,
+        rank,
+        world,
+        pd,
+        send_cq=cq,
+        access=access,
+        qp_init={"max_send_wr": 512},
+        timeout=60.0,
+    )
     assert_type(qps, dict[int, ib.QP])
     mr = ib.reg_tensor(pd, buf, access)
     remote = bootstrap.exchange_mr(store, rank, world, mr)

@@ -9,12 +9,12 @@ static int ah_destroy(Handle *h)
 	return IBV.destroy_ah((struct ibv_ah *)h->obj);
 }
 
-static const HandleKind ah_kind = {"AH", "ibv_destroy_ah", ah_destroy, NULL};
+static const HandleKind ah_kind = { "AH", "ibv_destroy_ah", ah_destroy, NULL };
 
 /* PD.create_ah(attr): attr is an AHAttr or any object with its fields. */
 PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"attr", NULL};
+	static char *kwlist[] = { "attr", NULL };
 	struct ibv_ah_attr attr;
 	struct ibv_ah *ah;
 	PyObject *attr_o;
@@ -56,7 +56,8 @@ static void ah_dealloc(PyObject *self)
 static PyObject *ah_get_handle(PyObject *self, void *closure)
 {
 	HANDLE_CHECK(self);
-	return PyLong_FromUnsignedLong(((struct ibv_ah *)HANDLE(self)->obj)->handle);
+	return PyLong_FromUnsignedLong(
+		((struct ibv_ah *)HANDLE(self)->obj)->handle);
 }
 
 static PyObject *ah_repr(PyObject *self)
@@ -68,31 +69,26 @@ static PyObject *ah_repr(PyObject *self)
 	return PyUnicode_FromFormat("<ibverbs.AH handle=%u>", ah->handle);
 }
 
-static PyMethodDef ah_methods[] = {
-	HANDLE_METHODS,
-	{NULL, NULL, 0, NULL}
-};
+static PyMethodDef ah_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
 
 static PyGetSetDef ah_getset[] = {
-	{"pd", handle_get_parent, NULL, "the PD", NULL},
-	{"handle", ah_get_handle, NULL, "kernel handle of the AH", NULL},
+	{ "pd", handle_get_parent, NULL, "the PD", NULL },
+	{ "handle", ah_get_handle, NULL, "kernel handle of the AH", NULL },
 	HANDLE_GETSETS,
-	{NULL, NULL, NULL, NULL, NULL}
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot ah_slots[] = {
-	{Py_tp_doc, "An address handle (ibv_ah) for UD sends; from "
-		    "PD.create_ah(AHAttr(...))."},
-	{Py_tp_new, handle_no_new},
-	{Py_tp_dealloc, ah_dealloc},
-	{Py_tp_traverse, ah_traverse},
-	{Py_tp_repr, ah_repr},
-	{Py_tp_methods, ah_methods},
-	{Py_tp_getset, ah_getset},
-	{0, NULL}
+	{ Py_tp_doc, "An address handle (ibv_ah) for UD sends; from "
+		     "PD.create_ah(AHAttr(...))." },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, ah_dealloc },
+	{ Py_tp_traverse, ah_traverse },
+	{ Py_tp_repr, ah_repr },
+	{ Py_tp_methods, ah_methods },
+	{ Py_tp_getset, ah_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec AH_spec = {
-	"ibverbs._ibverbs.AH", sizeof(AHObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, ah_slots
-};
+PyType_Spec AH_spec = { "ibverbs._ibverbs.AH", sizeof(AHObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, ah_slots };

@@ -22,7 +22,8 @@ int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a)
 
 	memset(a, 0, sizeof(*a));
 	if (vctx == NULL)
-		return IBV.query_port(ctx, port, (struct _compat_ibv_port_attr *)a);
+		return IBV.query_port(ctx, port,
+				      (struct _compat_ibv_port_attr *)a);
 	return vctx->query_port(ctx, port, a, sizeof(*a));
 }
 
@@ -37,7 +38,8 @@ static const char *const qp_state_names[] = {
 const char *qp_state_name(unsigned int s)
 {
 	return s < sizeof(qp_state_names) / sizeof(qp_state_names[0]) ?
-	       qp_state_names[s] : "?";
+		       qp_state_names[s] :
+		       "?";
 }
 
 /* ------------------------------------------------------------------ */
@@ -126,8 +128,8 @@ out:
 /* One integer attribute of an AHAttr-like object, range-checked; "dflt"
  * when the object does not have it (duck-typed records may omit
  * fields). */
-static int ah_int(PyObject *o, const char *name, long max, long dflt,
-		  long *out, int *found)
+static int ah_int(PyObject *o, const char *name, long max, long dflt, long *out,
+		  int *found)
 {
 	PyObject *v = PyObject_GetAttrString(o, name);
 	char what[40];
@@ -152,15 +154,15 @@ static const struct {
 	long max;
 	long dflt;
 } ah_fields[] = {
-	{"sgid_index", 255, 0},
-	{"port_num", 255, 1},
-	{"hop_limit", 255, 64},
-	{"dlid", 0xffff, 0},
-	{"sl", 15, 0},
-	{"traffic_class", 255, 0},
-	{"flow_label", 0xfffff, 0},
-	{"src_path_bits", 127, 0},
-	{"static_rate", 255, 0},
+	{ "sgid_index", 255, 0 },
+	{ "port_num", 255, 1 },
+	{ "hop_limit", 255, 64 },
+	{ "dlid", 0xffff, 0 },
+	{ "sl", 15, 0 },
+	{ "traffic_class", 255, 0 },
+	{ "flow_label", 0xfffff, 0 },
+	{ "src_path_bits", 127, 0 },
+	{ "static_rate", 255, 0 },
 };
 #define N_AH_FIELDS (sizeof(ah_fields) / sizeof(ah_fields[0]))
 
@@ -191,7 +193,8 @@ int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out)
 	if (found == 0) {
 		PyErr_Format(PyExc_TypeError,
 			     "ah_attr must be an AHAttr (or have its fields), "
-			     "not %R", (PyObject *)Py_TYPE(o));
+			     "not %R",
+			     (PyObject *)Py_TYPE(o));
 		goto out;
 	}
 	if (gid_from_py(dgid, &out->grh.dgid) < 0)
@@ -235,7 +238,8 @@ PyObject *ah_attr_to_py(const struct ibv_ah_attr *a)
 	/* A non-global AH has no meaningful GID: report None, as AHAttr()
 	 * would hold for one built without a dgid. */
 	if (a->is_global)
-		dgid = PyBytes_FromStringAndSize((const char *)a->grh.dgid.raw, 16);
+		dgid = PyBytes_FromStringAndSize((const char *)a->grh.dgid.raw,
+						 16);
 	else {
 		dgid = Py_None;
 		Py_INCREF(dgid);
@@ -244,8 +248,7 @@ PyObject *ah_attr_to_py(const struct ibv_ah_attr *a)
 		goto fail;
 	rc = PyDict_SetItemString(d, "dgid", dgid);
 	Py_DECREF(dgid);
-	if (rc < 0 ||
-	    dict_set_int(d, "sgid_index", a->grh.sgid_index) < 0 ||
+	if (rc < 0 || dict_set_int(d, "sgid_index", a->grh.sgid_index) < 0 ||
 	    dict_set_int(d, "port_num", a->port_num) < 0 ||
 	    PyDict_SetItemString(d, "is_global",
 				 a->is_global ? Py_True : Py_False) < 0 ||
@@ -274,13 +277,16 @@ static const struct qp_field {
 	enum field_kind kind;
 	size_t off;
 	uint32_t min, max;
-	int mask;               /* the IBV_QP_* bit that carries the field */
-	const char *enum_cls;   /* query(): ibverbs.enums class, or NULL */
+	int mask; /* the IBV_QP_* bit that carries the field */
+	const char *enum_cls; /* query(): ibverbs.enums class, or NULL */
 } qp_fields[] = {
-#define F(n, k, lo, hi, m, cls) \
-	{#n, k, offsetof(struct ibv_qp_attr, n), lo, hi, m, cls}
+#define F(n, k, lo, hi, m, cls)                                        \
+	{                                                              \
+#n, k, offsetof(struct ibv_qp_attr, n), lo, hi, m, cls \
+	}
 	F(qp_state, F_ENUM, 0, IBV_QPS_UNKNOWN, IBV_QP_STATE, "QPState"),
-	F(cur_qp_state, F_ENUM, 0, IBV_QPS_UNKNOWN, IBV_QP_CUR_STATE, "QPState"),
+	F(cur_qp_state, F_ENUM, 0, IBV_QPS_UNKNOWN, IBV_QP_CUR_STATE,
+	  "QPState"),
 	F(path_mtu, F_ENUM, IBV_MTU_256, IBV_MTU_4096, IBV_QP_PATH_MTU, "MTU"),
 	F(path_mig_state, F_ENUM, 0, IBV_MIG_ARMED, IBV_QP_PATH_MIG_STATE,
 	  "MigState"),
@@ -314,12 +320,16 @@ static const struct qp_field {
 
 static int cap_from_py(PyObject *o, struct ibv_qp_cap *cap)
 {
-	static const struct { const char *name; size_t off; } f[] = {
-		{"max_send_wr", offsetof(struct ibv_qp_cap, max_send_wr)},
-		{"max_recv_wr", offsetof(struct ibv_qp_cap, max_recv_wr)},
-		{"max_send_sge", offsetof(struct ibv_qp_cap, max_send_sge)},
-		{"max_recv_sge", offsetof(struct ibv_qp_cap, max_recv_sge)},
-		{"max_inline_data", offsetof(struct ibv_qp_cap, max_inline_data)},
+	static const struct {
+		const char *name;
+		size_t off;
+	} f[] = {
+		{ "max_send_wr", offsetof(struct ibv_qp_cap, max_send_wr) },
+		{ "max_recv_wr", offsetof(struct ibv_qp_cap, max_recv_wr) },
+		{ "max_send_sge", offsetof(struct ibv_qp_cap, max_send_sge) },
+		{ "max_recv_sge", offsetof(struct ibv_qp_cap, max_recv_sge) },
+		{ "max_inline_data",
+		  offsetof(struct ibv_qp_cap, max_inline_data) },
 	};
 	size_t i;
 
@@ -337,7 +347,8 @@ static int cap_from_py(PyObject *o, struct ibv_qp_cap *cap)
 			}
 			return -1;
 		}
-		rc = arg_u32(v, f[i].name, (uint32_t *)((char *)cap + f[i].off));
+		rc = arg_u32(v, f[i].name,
+			     (uint32_t *)((char *)cap + f[i].off));
 		Py_DECREF(v);
 		if (rc < 0)
 			return -1;
@@ -373,7 +384,7 @@ static int field_set(const struct qp_field *f, PyObject *v,
 	case F_U32:
 		*(uint32_t *)p = (uint32_t)x;
 		break;
-	default:        /* F_ENUM: the C enums are unsigned int sized */
+	default: /* F_ENUM: the C enums are unsigned int sized */
 		*(unsigned int *)p = (unsigned int)x;
 		break;
 	}
@@ -385,7 +396,8 @@ static const struct qp_field *field_find(PyObject *name)
 	size_t i;
 
 	for (i = 0; i < N_QP_FIELDS; i++)
-		if (PyUnicode_CompareWithASCIIString(name, qp_fields[i].name) == 0)
+		if (PyUnicode_CompareWithASCIIString(name, qp_fields[i].name) ==
+		    0)
 			return &qp_fields[i];
 	return NULL;
 }
@@ -405,7 +417,8 @@ int qp_attr_from_kw(PyObject *kw, struct ibv_qp_attr *attr)
 		if (f == NULL) {
 			PyErr_Format(PyExc_TypeError,
 				     "unknown QP attribute %R (the keywords "
-				     "are struct ibv_qp_attr field names)", key);
+				     "are struct ibv_qp_attr field names)",
+				     key);
 			return -1;
 		}
 		if (field_set(f, val, attr) < 0)

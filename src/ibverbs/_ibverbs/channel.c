@@ -30,7 +30,7 @@ int fd_is_nonblocking(int fd)
  * -1 with an exception set. */
 static int fd_readable_now(int fd)
 {
-	struct pollfd p = {fd, POLLIN, 0};
+	struct pollfd p = { fd, POLLIN, 0 };
 	int rc;
 
 	do
@@ -104,9 +104,9 @@ static int channel_destroy(Handle *h)
 	return IBV.destroy_comp_channel((struct ibv_comp_channel *)h->obj);
 }
 
-static const HandleKind channel_kind = {
-	"CompChannel", "ibv_destroy_comp_channel", channel_destroy, NULL
-};
+static const HandleKind channel_kind = { "CompChannel",
+					 "ibv_destroy_comp_channel",
+					 channel_destroy, NULL };
 
 PyObject *channel_create(ContextObject *ctx)
 {
@@ -155,9 +155,10 @@ static PyObject *channel_get_cq_event(PyObject *self, PyObject *unused)
 		int err = errno ? errno : EIO;
 
 		if (err == EAGAIN)
-			return verbs_error_fmt(EAGAIN, "ibv_get_cq_event",
-					       "no completion event pending "
-					       "(the channel fd is non-blocking)");
+			return verbs_error_fmt(
+				EAGAIN, "ibv_get_cq_event",
+				"no completion event pending "
+				"(the channel fd is non-blocking)");
 		return verbs_error(err, "ibv_get_cq_event");
 	}
 	/* cq_context is our CQObject; trust it only once found among the
@@ -190,39 +191,40 @@ static PyObject *channel_repr(PyObject *self)
 {
 	if (HANDLE(self)->obj == NULL)
 		return PyUnicode_FromString("<ibverbs.CompChannel closed>");
-	return PyUnicode_FromFormat("<ibverbs.CompChannel fd=%d>", CHAN(self)->fd);
+	return PyUnicode_FromFormat("<ibverbs.CompChannel fd=%d>",
+				    CHAN(self)->fd);
 }
 
 static PyMethodDef channel_methods[] = {
-	{"get_cq_event", channel_get_cq_event, METH_NOARGS,
-	 "get_cq_event() -> CQ: wait (GIL released) for a completion event "
-	 "and return the CQ it is for; ack it with cq.ack_events().  With a "
-	 "non-blocking fd and no event: VerbsError(EAGAIN)."},
+	{ "get_cq_event", channel_get_cq_event, METH_NOARGS,
+	  "get_cq_event() -> CQ: wait (GIL released) for a completion event "
+	  "and return the CQ it is for; ack it with cq.ack_events().  With a "
+	  "non-blocking fd and no event: VerbsError(EAGAIN)." },
 	HANDLE_METHODS,
-	{NULL, NULL, 0, NULL}
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef channel_getset[] = {
-	{"fd", channel_get_fd, NULL,
-	 "file descriptor to select/poll for completion events", NULL},
-	{"context", handle_get_parent, NULL, "the Context", NULL},
+	{ "fd", channel_get_fd, NULL,
+	  "file descriptor to select/poll for completion events", NULL },
+	{ "context", handle_get_parent, NULL, "the Context", NULL },
 	HANDLE_GETSETS,
-	{NULL, NULL, NULL, NULL, NULL}
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot channel_slots[] = {
-	{Py_tp_doc, "A completion event channel (ibv_comp_channel); from "
-		    "Context.create_comp_channel()."},
-	{Py_tp_new, handle_no_new},
-	{Py_tp_dealloc, channel_dealloc},
-	{Py_tp_traverse, channel_traverse},
-	{Py_tp_repr, channel_repr},
-	{Py_tp_methods, channel_methods},
-	{Py_tp_getset, channel_getset},
-	{0, NULL}
+	{ Py_tp_doc, "A completion event channel (ibv_comp_channel); from "
+		     "Context.create_comp_channel()." },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, channel_dealloc },
+	{ Py_tp_traverse, channel_traverse },
+	{ Py_tp_repr, channel_repr },
+	{ Py_tp_methods, channel_methods },
+	{ Py_tp_getset, channel_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec CompChannel_spec = {
-	"ibverbs._ibverbs.CompChannel", sizeof(CompChannelObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, channel_slots
-};
+PyType_Spec CompChannel_spec = { "ibverbs._ibverbs.CompChannel",
+				 sizeof(CompChannelObject), 0,
+				 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+				 channel_slots };

@@ -29,9 +29,8 @@ static int cm_context_destroy(Handle *h)
 	return 0;
 }
 
-static const HandleKind cm_context_kind = {
-	"Context", "ibv_close_device", cm_context_destroy, NULL
-};
+static const HandleKind cm_context_kind = { "Context", "ibv_close_device",
+					    cm_context_destroy, NULL };
 
 static int cmid_destroy(Handle *h)
 {
@@ -64,13 +63,11 @@ static void cmid_release(Handle *h)
 	Py_CLEAR(c->context);
 }
 
-const HandleKind cmid_kind = {
-	"CMID", "rdma_destroy_id", cmid_destroy, cmid_release
-};
+const HandleKind cmid_kind = { "CMID", "rdma_destroy_id", cmid_destroy,
+			       cmid_release };
 
-const HandleKind cm_listener_kind = {
-	"CMListener", "rdma_destroy_id", cmid_destroy, cmid_release
-};
+const HandleKind cm_listener_kind = { "CMListener", "rdma_destroy_id",
+				      cmid_destroy, cmid_release };
 
 /* QPs made by rdma_create_qp: librdmacm destroys them. */
 static int cm_qp_destroy(Handle *h)
@@ -91,9 +88,8 @@ static void cm_qp_release(Handle *h)
 	Py_CLEAR(q->cmid);
 }
 
-static const HandleKind cm_qp_kind = {
-	"QP", "rdma_destroy_qp", cm_qp_destroy, cm_qp_release
-};
+static const HandleKind cm_qp_kind = { "QP", "rdma_destroy_qp", cm_qp_destroy,
+				       cm_qp_release };
 
 /* close(): the QP first, then the Context (EBUSY while PDs, CQs, ... of
  * it are open), then the id and its channel. */
@@ -102,11 +98,12 @@ static int cmid_close(CMIDObject *c)
 	if (HANDLE(c)->obj == NULL)
 		return 0;
 	if (HANDLE(c)->busy)
-		return handle_close(HANDLE(c));  /* raises EBUSY */
+		return handle_close(HANDLE(c)); /* raises EBUSY */
 	if (c->qp != NULL) {
 		verbs_error_fmt(EBUSY, "rdma_destroy_id",
 				"%s still has its QP open (qp_num %u); close "
-				"the QP first", HANDLE(c)->kind->name,
+				"the QP first",
+				HANDLE(c)->kind->name,
 				((struct ibv_qp *)HANDLE(c->qp)->obj)->qp_num);
 		return -1;
 	}
@@ -142,8 +139,10 @@ PyObject *cm_text_arg(PyObject *o, const char *name, int type_is_value)
 	}
 	if (n == 0 || memchr(s, '\0', (size_t)n) != NULL) {
 		Py_DECREF(b);
-		PyErr_Format(PyExc_ValueError, "%s must be a non-empty str "
-			     "without NUL characters, not %R", name, o);
+		PyErr_Format(PyExc_ValueError,
+			     "%s must be a non-empty str "
+			     "without NUL characters, not %R",
+			     name, o);
 		return NULL;
 	}
 	return b;
@@ -152,24 +151,36 @@ PyObject *cm_text_arg(PyObject *o, const char *name, int type_is_value)
 /* rdma_getaddrinfo returns -1 with errno, or a getaddrinfo (EAI_*) code
  * with errno untouched: never report the latter as an errno. */
 PyObject *cm_addrinfo_error(int rc, const char *what, const char *node,
-			   const char *service)
+			    const char *service)
 {
 	int err;
 
 	if (rc == -1 || rc == EAI_SYSTEM)
-		return verbs_error_fmt(errno ? errno : EINVAL, "rdma_getaddrinfo",
+		return verbs_error_fmt(errno ? errno : EINVAL,
+				       "rdma_getaddrinfo",
 				       "cannot resolve %s %s%s%s", what, node,
 				       service ? " port " : "",
 				       service ? service : "");
 	switch (rc) {
-	case EAI_AGAIN: err = EAGAIN; break;
-	case EAI_MEMORY: err = ENOMEM; break;
-	case EAI_SERVICE: case EAI_FAMILY: case EAI_SOCKTYPE: err = EINVAL; break;
-	default: err = EHOSTUNREACH; break;   /* EAI_NONAME, EAI_FAIL, ... */
+	case EAI_AGAIN:
+		err = EAGAIN;
+		break;
+	case EAI_MEMORY:
+		err = ENOMEM;
+		break;
+	case EAI_SERVICE:
+	case EAI_FAMILY:
+	case EAI_SOCKTYPE:
+		err = EINVAL;
+		break;
+	default:
+		err = EHOSTUNREACH;
+		break; /* EAI_NONAME, EAI_FAIL, ... */
 	}
-	return verbs_error_fmt(err, "rdma_getaddrinfo",
-			       "cannot resolve %s %s: %s (getaddrinfo error %d)",
-			       what, node, gai_strerror(rc), rc);
+	return verbs_error_fmt(
+		err, "rdma_getaddrinfo",
+		"cannot resolve %s %s: %s (getaddrinfo error %d)", what, node,
+		gai_strerror(rc), rc);
 }
 
 /* "198.18.0.1" for an IPv4/IPv6 sockaddr, None otherwise; *port too. */
@@ -204,9 +215,12 @@ static int pdata_limit(struct rdma_cm_id *id, int which)
 	/* InfiniBand and RoCE: the IB CM's message sizes less the 36-byte
 	 * rdma_cm header where one is carried (REQ). */
 	switch (which) {
-	case PD_CONNECT: return 56;
-	case PD_ACCEPT: return 196;
-	default: return 148;
+	case PD_CONNECT:
+		return 56;
+	case PD_ACCEPT:
+		return 196;
+	default:
+		return 148;
 	}
 }
 
@@ -216,8 +230,10 @@ static int pdata_check(struct rdma_cm_id *id, int which, Py_ssize_t len,
 	int max = pdata_limit(id, which);
 
 	if (len > max) {
-		PyErr_Format(PyExc_ValueError, "%s: private_data is %zd bytes; "
-			     "this transport carries at most %d", meth, len, max);
+		PyErr_Format(PyExc_ValueError,
+			     "%s: private_data is %zd bytes; "
+			     "this transport carries at most %d",
+			     meth, len, max);
 		return -1;
 	}
 	return 0;
@@ -226,8 +242,10 @@ static int pdata_check(struct rdma_cm_id *id, int which, Py_ssize_t len,
 static int u8_arg(int v, const char *name)
 {
 	if (v < 0 || v > 255) {
-		PyErr_Format(PyExc_ValueError, "%s must be in range 0..255, "
-			     "not %d", name, v);
+		PyErr_Format(PyExc_ValueError,
+			     "%s must be in range 0..255, "
+			     "not %d",
+			     name, v);
 		return -1;
 	}
 	return 0;
@@ -246,7 +264,8 @@ static int cm_wrap_context(CMIDObject *c)
 		return -1;
 	handle_init(HANDLE(ctx), &cm_context_kind, HANDLE(c));
 	HANDLE(ctx)->obj = id->verbs;
-	ctx->name = PyUnicode_FromString(IBV.get_device_name(id->verbs->device));
+	ctx->name =
+		PyUnicode_FromString(IBV.get_device_name(id->verbs->device));
 	c->context = (PyObject *)ctx;
 	return ctx->name == NULL ? -1 : 0;
 }
@@ -271,8 +290,8 @@ PyObject *cm_get_obj(PyObject *o)
 /* A new CMID/CMListener owning id and ch (the caller destroys them on
  * failure only when *owned stays 0). */
 PyObject *cmid_wrap(PyTypeObject *tp, const HandleKind *kind,
-			   struct rdma_cm_id *id,
-			   struct rdma_event_channel *ch, int *owned)
+		    struct rdma_cm_id *id, struct rdma_event_channel *ch,
+		    int *owned)
 {
 	CMIDObject *c = HANDLE_ALLOC(CMIDObject, tp);
 
@@ -300,7 +319,8 @@ PyObject *cmid_wrap(PyTypeObject *tp, const HandleKind *kind,
 
 static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"host", "port", "source", "timeout_ms", NULL};
+	static char *kwlist[] = { "host", "port", "source", "timeout_ms",
+				  NULL };
 	PyObject *host_o, *port_o = NULL, *src_o = Py_None, *tmo_o = NULL;
 	PyObject *host_b = NULL, *src_b = NULL, *res = NULL;
 	struct rdma_event_channel *ch = NULL;
@@ -320,7 +340,8 @@ static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 		goto out;
 	if (port_o != NULL && arg_int(port_o, "port", 1, 65535, &port) < 0)
 		goto out;
-	if (src_o != Py_None && (src_b = cm_text_arg(src_o, "source", 1)) == NULL)
+	if (src_o != Py_None &&
+	    (src_b = cm_text_arg(src_o, "source", 1)) == NULL)
 		goto out;
 	if (tmo_o != NULL && arg_int(tmo_o, "timeout_ms", 1, INT_MAX, &tmo) < 0)
 		goto out;
@@ -334,15 +355,18 @@ static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 	errno = 0;
 	rc = CM.getaddrinfo(PyBytes_AsString(host_b), service, &hints, &dst);
 	if (rc != 0) {
-		cm_addrinfo_error(rc, "host", PyBytes_AsString(host_b), service);
+		cm_addrinfo_error(rc, "host", PyBytes_AsString(host_b),
+				  service);
 		goto out;
 	}
 	if (src_b != NULL) {
 		hints.ai_flags = RAI_PASSIVE;
 		errno = 0;
-		rc = CM.getaddrinfo(PyBytes_AsString(src_b), NULL, &hints, &src);
+		rc = CM.getaddrinfo(PyBytes_AsString(src_b), NULL, &hints,
+				    &src);
 		if (rc != 0) {
-			cm_addrinfo_error(rc, "source", PyBytes_AsString(src_b), NULL);
+			cm_addrinfo_error(rc, "source", PyBytes_AsString(src_b),
+					  NULL);
 			goto out;
 		}
 	}
@@ -356,10 +380,11 @@ static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 		verbs_error_errno("rdma_create_id");
 		goto out;
 	}
-	if (CM.resolve_addr(id, src ? src->ai_src_addr : NULL,
-			    dst->ai_dst_addr, (int)tmo) != 0) {
+	if (CM.resolve_addr(id, src ? src->ai_src_addr : NULL, dst->ai_dst_addr,
+			    (int)tmo) != 0) {
 		verbs_error_fmt(errno ? errno : EINVAL, "rdma_resolve_addr",
-				"%s port %s", PyBytes_AsString(host_b), service);
+				"%s port %s", PyBytes_AsString(host_b),
+				service);
 		goto out;
 	}
 	/* The CM reports ADDR_ERROR after tmo; wait a little longer. */
@@ -408,7 +433,8 @@ static struct ibv_qp *cm_create_qp_fn(struct ibv_pd *pd,
 	struct rdma_cm_id *id = arg;
 
 	if (init->qp_type != IBV_QPT_RC) {
-		PyErr_Format(PyExc_ValueError, "CMID.create_qp: the connection "
+		PyErr_Format(PyExc_ValueError,
+			     "CMID.create_qp: the connection "
 			     "manager connects RC QPs only, not qp_type %d",
 			     (int)init->qp_type);
 		return NULL;
@@ -422,11 +448,12 @@ static struct ibv_qp *cm_create_qp_fn(struct ibv_pd *pd,
 
 static PyObject *cmid_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"pd", "init_attr", NULL};
+	static char *kwlist[] = { "pd", "init_attr", NULL };
 	CMIDObject *c = CMO(self);
 	PyObject *pd, *ia, *q;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:create_qp", kwlist, &pd, &ia))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:create_qp", kwlist, &pd,
+					 &ia))
 		return NULL;
 	HANDLE_CHECK(self);
 	if (!PyObject_TypeCheck(pd, ST.PD_type)) {
@@ -436,12 +463,15 @@ static PyObject *cmid_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	HANDLE_CHECK(pd);
 	if (c->qp != NULL)
-		return verbs_error_fmt(EBUSY, "rdma_create_qp", "this CMID "
-				       "already has QP %u; a CMID has one QP",
-				       ((struct ibv_qp *)HANDLE(c->qp)->obj)->qp_num);
+		return verbs_error_fmt(
+			EBUSY, "rdma_create_qp",
+			"this CMID "
+			"already has QP %u; a CMID has one QP",
+			((struct ibv_qp *)HANDLE(c->qp)->obj)->qp_num);
 	if (c->context == NULL ||
 	    (PyObject *)HANDLE(pd)->parent != c->context) {
-		PyErr_SetString(PyExc_ValueError, "CMID.create_qp: the PD "
+		PyErr_SetString(PyExc_ValueError,
+				"CMID.create_qp: the PD "
 				"belongs to another Context than the CMID's; "
 				"allocate it with cmid.context.alloc_pd()");
 		return NULL;
@@ -457,13 +487,13 @@ static PyObject *cmid_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* ESTABLISHED after connect/accept; other events are errors. */
-static PyObject *cmid_wait_established(CMIDObject *c, long ms,
-				       const char *op, const char *what)
+static PyObject *cmid_wait_established(CMIDObject *c, long ms, const char *op,
+				       const char *what)
 {
 	cm_event_copy ev;
 
-	if (cm_expect(HANDLE(c), c->ch, ms, RDMA_CM_EVENT_ESTABLISHED, op,
-		      what, &ev) < 0)
+	if (cm_expect(HANDLE(c), c->ch, ms, RDMA_CM_EVENT_ESTABLISHED, op, what,
+		      &ev) < 0)
 		return NULL;
 	c->connected = 1;
 	return PyBytes_FromStringAndSize((const char *)ev.pdata, ev.pdata_len);
@@ -473,16 +503,22 @@ static int cmid_need_qp(CMIDObject *c, const char *meth)
 {
 	if (c->qp != NULL)
 		return 0;
-	PyErr_Format(PyExc_ValueError, "CMID.%s: the CMID has no QP; call "
-		     "create_qp(pd, init_attr) first", meth);
+	PyErr_Format(PyExc_ValueError,
+		     "CMID.%s: the CMID has no QP; call "
+		     "create_qp(pd, init_attr) first",
+		     meth);
 	return -1;
 }
 
 static PyObject *cmid_connect(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"private_data", "responder_resources",
-		"initiator_depth", "retry_count", "rnr_retry_count", "timeout",
-		NULL};
+	static char *kwlist[] = { "private_data",
+				  "responder_resources",
+				  "initiator_depth",
+				  "retry_count",
+				  "rnr_retry_count",
+				  "timeout",
+				  NULL };
 	CMIDObject *c = CMO(self);
 	const char *pdata = "";
 	Py_ssize_t plen = 0;
@@ -500,17 +536,20 @@ static PyObject *cmid_connect(PyObject *self, PyObject *args, PyObject *kw)
 	if (u8_arg(rr, "responder_resources") < 0 ||
 	    u8_arg(idepth, "initiator_depth") < 0 ||
 	    u8_arg(retry, "retry_count") < 0 ||
-	    u8_arg(rnr, "rnr_retry_count") < 0 || cm_timeout_arg(tmo_o, &ms) < 0 ||
+	    u8_arg(rnr, "rnr_retry_count") < 0 ||
+	    cm_timeout_arg(tmo_o, &ms) < 0 ||
 	    pdata_check(CMID_ID(self), PD_CONNECT, plen, "connect") < 0)
 		return NULL;
 	if (c->passive) {
-		PyErr_SetString(PyExc_ValueError, "connect: this CMID came from "
-				"CMListener.get_request(); use accept() or reject()");
+		PyErr_SetString(
+			PyExc_ValueError,
+			"connect: this CMID came from "
+			"CMListener.get_request(); use accept() or reject()");
 		return NULL;
 	}
 	if (c->connected)
-		return verbs_error_fmt(EISCONN, "rdma_connect", "%R is connected",
-				       self);
+		return verbs_error_fmt(EISCONN, "rdma_connect",
+				       "%R is connected", self);
 	if (cmid_need_qp(c, "connect") < 0)
 		return NULL;
 	memset(&p, 0, sizeof(p));
@@ -522,7 +561,8 @@ static PyObject *cmid_connect(PyObject *self, PyObject *args, PyObject *kw)
 	p.rnr_retry_count = (uint8_t)rnr;
 	if (CM.connect(CMID_ID(self), &p) != 0)
 		return verbs_error_errno("rdma_connect");
-	host_b = PyUnicode_Check(c->host) ? PyUnicode_AsUTF8String(c->host) : NULL;
+	host_b = PyUnicode_Check(c->host) ? PyUnicode_AsUTF8String(c->host) :
+					    NULL;
 	PyErr_Clear();
 	PyOS_snprintf(what, sizeof(what), "connecting to %s port %d",
 		      host_b ? PyBytes_AsString(host_b) : "?", c->port);
@@ -533,13 +573,17 @@ static PyObject *cmid_connect(PyObject *self, PyObject *args, PyObject *kw)
 static int cmid_need_request(CMIDObject *c, const char *meth)
 {
 	if (!c->passive) {
-		PyErr_Format(PyExc_ValueError, "%s: only a CMID from "
-			     "CMListener.get_request() can be answered", meth);
+		PyErr_Format(PyExc_ValueError,
+			     "%s: only a CMID from "
+			     "CMListener.get_request() can be answered",
+			     meth);
 		return -1;
 	}
 	if (c->answered) {
-		PyErr_Format(PyExc_ValueError, "%s: the request was already "
-			     "accepted or rejected", meth);
+		PyErr_Format(PyExc_ValueError,
+			     "%s: the request was already "
+			     "accepted or rejected",
+			     meth);
 		return -1;
 	}
 	return 0;
@@ -547,8 +591,9 @@ static int cmid_need_request(CMIDObject *c, const char *meth)
 
 static PyObject *cmid_accept(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"private_data", "responder_resources",
-		"initiator_depth", "rnr_retry_count", "timeout", NULL};
+	static char *kwlist[] = { "private_data",    "responder_resources",
+				  "initiator_depth", "rnr_retry_count",
+				  "timeout",	     NULL };
 	CMIDObject *c = CMO(self);
 	const char *pdata = "";
 	Py_ssize_t plen = 0;
@@ -564,7 +609,8 @@ static PyObject *cmid_accept(PyObject *self, PyObject *args, PyObject *kw)
 	HANDLE_CHECK(self);
 	if (u8_arg(rr, "responder_resources") < 0 ||
 	    u8_arg(idepth, "initiator_depth") < 0 ||
-	    u8_arg(rnr, "rnr_retry_count") < 0 || cm_timeout_arg(tmo_o, &ms) < 0 ||
+	    u8_arg(rnr, "rnr_retry_count") < 0 ||
+	    cm_timeout_arg(tmo_o, &ms) < 0 ||
 	    pdata_check(CMID_ID(self), PD_ACCEPT, plen, "accept") < 0 ||
 	    cmid_need_request(c, "accept") < 0 || cmid_need_qp(c, "accept") < 0)
 		return NULL;
@@ -586,13 +632,13 @@ static PyObject *cmid_accept(PyObject *self, PyObject *args, PyObject *kw)
 
 static PyObject *cmid_reject(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"private_data", NULL};
+	static char *kwlist[] = { "private_data", NULL };
 	CMIDObject *c = CMO(self);
 	const char *pdata = "";
 	Py_ssize_t plen = 0;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|y#:reject", kwlist,
-					 &pdata, &plen))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|y#:reject", kwlist, &pdata,
+					 &plen))
 		return NULL;
 	HANDLE_CHECK(self);
 	if (pdata_check(CMID_ID(self), PD_REJECT, plen, "reject") < 0 ||
@@ -656,9 +702,10 @@ PyObject *cm_request_cmid(const cm_event_copy *ev)
 	CMO(c)->passive = 1;
 	cm_set_ref(&CMO(c)->host, cm_addr_str(rdma_get_peer_addr(id), &port));
 	CMO(c)->port = port;
-	cm_set_ref(&CMO(c)->source, cm_addr_str(rdma_get_local_addr(id), &port));
-	CMO(c)->private_data = PyBytes_FromStringAndSize((const char *)ev->pdata,
-							 ev->pdata_len);
+	cm_set_ref(&CMO(c)->source,
+		   cm_addr_str(rdma_get_local_addr(id), &port));
+	CMO(c)->private_data = PyBytes_FromStringAndSize(
+		(const char *)ev->pdata, ev->pdata_len);
 	if (CMO(c)->host == NULL || CMO(c)->source == NULL ||
 	    CMO(c)->private_data == NULL) {
 		Py_DECREF(c);
@@ -683,19 +730,22 @@ static void cmid_saw_event(CMIDObject *c, const cm_event_copy *ev)
 
 PyObject *cmid_get_event(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"timeout", NULL};
+	static char *kwlist[] = { "timeout", NULL };
 	PyObject *tmo_o = Py_None, *cmid = NULL;
 	cm_event_copy ev;
 	long ms;
 	int is_listener = HANDLE(self)->kind == &cm_listener_kind;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:get_event", kwlist, &tmo_o))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:get_event", kwlist,
+					 &tmo_o))
 		return NULL;
 	HANDLE_CHECK(self);
 	if (cm_timeout_arg(tmo_o, &ms) < 0)
 		return NULL;
-	if (cm_next_event(HANDLE(self), CMO(self)->ch, ms, "waiting for an "
-			  "event", &ev) < 0)
+	if (cm_next_event(HANDLE(self), CMO(self)->ch, ms,
+			  "waiting for an "
+			  "event",
+			  &ev) < 0)
 		return NULL;
 	if (ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		cmid = cm_request_cmid(&ev);
@@ -815,7 +865,8 @@ PyObject *cmid_get_port(PyObject *self, void *closure)
 
 static PyObject *cmid_get_connected(PyObject *self, void *closure)
 {
-	return PyBool_FromLong(HANDLE(self)->obj != NULL && CMO(self)->connected);
+	return PyBool_FromLong(HANDLE(self)->obj != NULL &&
+			       CMO(self)->connected);
 }
 
 static PyObject *cmid_repr(PyObject *self)
@@ -837,64 +888,65 @@ static PyObject *cmid_repr(PyObject *self)
 }
 
 static PyMethodDef cmid_methods[] = {
-	{"resolve", KW cmid_resolve, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
-	 "resolve(host, port=4420, source=None, *, timeout_ms=2000) -> CMID: "
-	 "resolve the address and route of an RC connection (TCP port space)."},
-	{"create_qp", KW cmid_create_qp, METH_VARARGS | METH_KEYWORDS,
-	 "create_qp(pd, init_attr) -> QP (rdma_create_qp; RC; one per CMID)"},
-	{"connect", KW cmid_connect, METH_VARARGS | METH_KEYWORDS,
-	 "connect(private_data=b'', *, responder_resources=1, initiator_depth=1, "
-	 "retry_count=7, rnr_retry_count=7, timeout=None) -> bytes: the "
-	 "peer's private data."},
-	{"accept", KW cmid_accept, METH_VARARGS | METH_KEYWORDS,
-	 "accept(private_data=b'', *, responder_resources=1, initiator_depth=1, "
-	 "rnr_retry_count=7, timeout=None): accept a request and wait until "
-	 "the connection is established."},
-	{"reject", KW cmid_reject, METH_VARARGS | METH_KEYWORDS,
-	 "reject(private_data=b''): refuse a request."},
-	{"disconnect", cmid_disconnect, METH_NOARGS,
-	 "rdma_disconnect(); a no-op when not connected."},
-	{"get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
-	 "get_event(timeout=None) -> CMEvent; TimeoutError when none came."},
-	{"close", cmid_meth_close, METH_NOARGS,
-	 "Destroy the id. Idempotent; EBUSY while its QP, or PDs/CQs of its "
-	 "Context, are open."},
-	{"__enter__", handle_meth_enter, METH_NOARGS, NULL},
-	{"__exit__", cmid_meth_exit, METH_VARARGS, NULL},
-	{NULL, NULL, 0, NULL}
+	{ "resolve", KW cmid_resolve, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+	  "resolve(host, port=4420, source=None, *, timeout_ms=2000) -> CMID: "
+	  "resolve the address and route of an RC connection (TCP port space)." },
+	{ "create_qp", KW cmid_create_qp, METH_VARARGS | METH_KEYWORDS,
+	  "create_qp(pd, init_attr) -> QP (rdma_create_qp; RC; one per CMID)" },
+	{ "connect", KW cmid_connect, METH_VARARGS | METH_KEYWORDS,
+	  "connect(private_data=b'', *, responder_resources=1, initiator_depth=1, "
+	  "retry_count=7, rnr_retry_count=7, timeout=None) -> bytes: the "
+	  "peer's private data." },
+	{ "accept", KW cmid_accept, METH_VARARGS | METH_KEYWORDS,
+	  "accept(private_data=b'', *, responder_resources=1, initiator_depth=1, "
+	  "rnr_retry_count=7, timeout=None): accept a request and wait until "
+	  "the connection is established." },
+	{ "reject", KW cmid_reject, METH_VARARGS | METH_KEYWORDS,
+	  "reject(private_data=b''): refuse a request." },
+	{ "disconnect", cmid_disconnect, METH_NOARGS,
+	  "rdma_disconnect(); a no-op when not connected." },
+	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
+	  "get_event(timeout=None) -> CMEvent; TimeoutError when none came." },
+	{ "close", cmid_meth_close, METH_NOARGS,
+	  "Destroy the id. Idempotent; EBUSY while its QP, or PDs/CQs of its "
+	  "Context, are open." },
+	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },
+	{ "__exit__", cmid_meth_exit, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef cmid_getset[] = {
-	{"fd", cmid_get_fd, NULL, "the event channel's file descriptor", NULL},
-	{"context", cmid_get_context, NULL,
-	 "the Context librdmacm opened (owned by the CMID)", NULL},
-	{"host", cmid_get_host, NULL,
-	 "the host resolved (the peer's address for an incoming request)", NULL},
-	{"port", cmid_get_port, NULL, "the port resolved (the peer's)", NULL},
-	{"source", cmid_get_source, NULL, "the source address, or None", NULL},
-	{"private_data", cmid_get_private_data, NULL,
-	 "an incoming request's private data (None otherwise)", NULL},
-	{"qp", cmid_get_qp, NULL, "the QP of create_qp(), or None", NULL},
-	{"connected", cmid_get_connected, NULL, "True while connected", NULL},
+	{ "fd", cmid_get_fd, NULL, "the event channel's file descriptor",
+	  NULL },
+	{ "context", cmid_get_context, NULL,
+	  "the Context librdmacm opened (owned by the CMID)", NULL },
+	{ "host", cmid_get_host, NULL,
+	  "the host resolved (the peer's address for an incoming request)",
+	  NULL },
+	{ "port", cmid_get_port, NULL, "the port resolved (the peer's)", NULL },
+	{ "source", cmid_get_source, NULL, "the source address, or None",
+	  NULL },
+	{ "private_data", cmid_get_private_data, NULL,
+	  "an incoming request's private data (None otherwise)", NULL },
+	{ "qp", cmid_get_qp, NULL, "the QP of create_qp(), or None", NULL },
+	{ "connected", cmid_get_connected, NULL, "True while connected", NULL },
 	HANDLE_GETSETS,
-	{NULL, NULL, NULL, NULL, NULL}
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot cmid_slots[] = {
-	{Py_tp_doc, "An RDMA connection manager id (rdma_cm_id): "
-		    "CMID.resolve() for the active side, "
-		    "CMListener.get_request() for the passive one."},
-	{Py_tp_new, handle_no_new},
-	{Py_tp_dealloc, cmid_dealloc},
-	{Py_tp_traverse, cmid_traverse},
-	{Py_tp_clear, cmid_clear},
-	{Py_tp_repr, cmid_repr},
-	{Py_tp_methods, cmid_methods},
-	{Py_tp_getset, cmid_getset},
-	{0, NULL}
+	{ Py_tp_doc, "An RDMA connection manager id (rdma_cm_id): "
+		     "CMID.resolve() for the active side, "
+		     "CMListener.get_request() for the passive one." },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, cmid_dealloc },
+	{ Py_tp_traverse, cmid_traverse },
+	{ Py_tp_clear, cmid_clear },
+	{ Py_tp_repr, cmid_repr },
+	{ Py_tp_methods, cmid_methods },
+	{ Py_tp_getset, cmid_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec CMID_spec = {
-	"ibverbs._ibverbs.CMID", sizeof(CMIDObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cmid_slots
-};
+PyType_Spec CMID_spec = { "ibverbs._ibverbs.CMID", sizeof(CMIDObject), 0,
+			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cmid_slots };

@@ -16,28 +16,27 @@
 /* The dlsym table of librdmacm (cm_loader.c)                          */
 /* ------------------------------------------------------------------ */
 
-#define RDMACM_SYMBOLS(X)                                                \
-	X(create_event_channel, rdma_create_event_channel)               \
-	X(destroy_event_channel, rdma_destroy_event_channel)             \
-	X(create_id, rdma_create_id)                                     \
-	X(destroy_id, rdma_destroy_id)                                   \
-	X(bind_addr, rdma_bind_addr)                                     \
-	X(resolve_addr, rdma_resolve_addr)                               \
-	X(resolve_route, rdma_resolve_route)                             \
-	X(create_qp, rdma_create_qp)                                     \
-	X(destroy_qp, rdma_destroy_qp)                                   \
-	X(connect, rdma_connect)                                         \
-	X(listen, rdma_listen)                                           \
-	X(accept, rdma_accept)                                           \
-	X(reject, rdma_reject)                                           \
-	X(disconnect, rdma_disconnect)                                   \
-	X(get_cm_event, rdma_get_cm_event)                               \
-	X(ack_cm_event, rdma_ack_cm_event)                               \
-	X(event_str, rdma_event_str)                                     \
-	X(migrate_id, rdma_migrate_id)                                   \
-	X(getaddrinfo, rdma_getaddrinfo)                                 \
+#define RDMACM_SYMBOLS(X)                                    \
+	X(create_event_channel, rdma_create_event_channel)   \
+	X(destroy_event_channel, rdma_destroy_event_channel) \
+	X(create_id, rdma_create_id)                         \
+	X(destroy_id, rdma_destroy_id)                       \
+	X(bind_addr, rdma_bind_addr)                         \
+	X(resolve_addr, rdma_resolve_addr)                   \
+	X(resolve_route, rdma_resolve_route)                 \
+	X(create_qp, rdma_create_qp)                         \
+	X(destroy_qp, rdma_destroy_qp)                       \
+	X(connect, rdma_connect)                             \
+	X(listen, rdma_listen)                               \
+	X(accept, rdma_accept)                               \
+	X(reject, rdma_reject)                               \
+	X(disconnect, rdma_disconnect)                       \
+	X(get_cm_event, rdma_get_cm_event)                   \
+	X(ack_cm_event, rdma_ack_cm_event)                   \
+	X(event_str, rdma_event_str)                         \
+	X(migrate_id, rdma_migrate_id)                       \
+	X(getaddrinfo, rdma_getaddrinfo)                     \
 	X(freeaddrinfo, rdma_freeaddrinfo)
-
 
 struct rdmacm_api {
 #define CM_DECL(field, sym) __typeof__(sym) *field;
@@ -58,25 +57,25 @@ int cm_load(void);
 /* ------------------------------------------------------------------ */
 
 typedef struct {
-	Handle h;                  /* obj: struct rdma_cm_id *; a root */
+	Handle h; /* obj: struct rdma_cm_id *; a root */
 	struct rdma_event_channel *ch;
-	PyObject *context;         /* ContextObject (child) or NULL */
-	PyObject *host;            /* str (peer address), or None */
-	PyObject *source;          /* str or None */
-	PyObject *private_data;    /* passive: what the request carried */
-	QPObject *qp;              /* borrowed: the open QP, or NULL */
+	PyObject *context; /* ContextObject (child) or NULL */
+	PyObject *host; /* str (peer address), or None */
+	PyObject *source; /* str or None */
+	PyObject *private_data; /* passive: what the request carried */
+	QPObject *qp; /* borrowed: the open QP, or NULL */
 	int port;
-	int passive;               /* from get_request() */
+	int passive; /* from get_request() */
 	int connected;
-	int answered;              /* passive: accepted or rejected */
+	int answered; /* passive: accepted or rejected */
 } CMIDObject;
 
 typedef struct {
 	PyObject_HEAD
 	int event;
 	int status;
-	PyObject *private_data;    /* bytes */
-	PyObject *cmid;            /* CONNECT_REQUEST: the new CMID; else None */
+	PyObject *private_data; /* bytes */
+	PyObject *cmid; /* CONNECT_REQUEST: the new CMID; else None */
 } CMEventObject;
 
 #define CMO(self) ((CMIDObject *)(self))
@@ -140,8 +139,8 @@ long cm_now_ms(void);
 /* Wait up to timeout_ms (-1: no limit) for the next event of ch, copy it
  * and acknowledge it; h (NULL while ch has no owner yet) is marked busy
  * while the GIL is released.  0, or -1 with an exception set. */
-int cm_next_event(Handle *h, struct rdma_event_channel *ch,
-		  long timeout_ms, const char *what, cm_event_copy *ev);
+int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
+		  const char *what, cm_event_copy *ev);
 /* Raise VerbsError(err, text, op) with the event's .event, .status and
  * .private_data attached.  Returns NULL. */
 PyObject *cm_event_error(int err, const char *op, const cm_event_copy *ev,

@@ -32,13 +32,17 @@ int cm_timeout_arg(PyObject *o, long *ms)
 	t = PyFloat_AsDouble(o);
 	if (t == -1.0 && PyErr_Occurred()) {
 		PyErr_Clear();
-		PyErr_Format(PyExc_TypeError, "timeout must be a number of "
-			     "seconds or None, not %R", (PyObject *)Py_TYPE(o));
+		PyErr_Format(PyExc_TypeError,
+			     "timeout must be a number of "
+			     "seconds or None, not %R",
+			     (PyObject *)Py_TYPE(o));
 		return -1;
 	}
 	if (!(t >= 0.0) || t > (double)INT_MAX / 1000.0) {
-		PyErr_Format(PyExc_ValueError, "timeout must be in range 0..%d "
-			     "seconds or None", INT_MAX / 1000);
+		PyErr_Format(PyExc_ValueError,
+			     "timeout must be in range 0..%d "
+			     "seconds or None",
+			     INT_MAX / 1000);
 		return -1;
 	}
 	*ms = (long)(t * 1000.0 + 0.999);
@@ -62,8 +66,8 @@ static Handle unowned;
  * none yet) is marked busy while the GIL is released.  "what" names the wait in a TimeoutError.  0, or
  * -1 with an exception set.
  */
-int cm_next_event(Handle *h, struct rdma_event_channel *ch,
-			 long timeout_ms, const char *what, cm_event_copy *ev)
+int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
+		  const char *what, cm_event_copy *ev)
 {
 	long deadline = timeout_ms < 0 ? 0 : cm_now_ms() + timeout_ms;
 	struct rdma_cm_event *e = NULL;
@@ -109,13 +113,15 @@ int cm_next_event(Handle *h, struct rdma_event_channel *ch,
 			continue;
 		}
 		if (rc < 0) {
-			verbs_error(err, p.revents ? "rdma_get_cm_event" : "poll");
+			verbs_error(err,
+				    p.revents ? "rdma_get_cm_event" : "poll");
 			return -1;
 		}
 		if (timeout_ms >= 0 && cm_now_ms() >= deadline) {
-			PyErr_Format(PyExc_TimeoutError, "no connection manager "
-				     "event within %ld ms while %s", timeout_ms,
-				     what);
+			PyErr_Format(PyExc_TimeoutError,
+				     "no connection manager "
+				     "event within %ld ms while %s",
+				     timeout_ms, what);
 			return -1;
 		}
 	}
@@ -138,15 +144,17 @@ int cm_next_event(Handle *h, struct rdma_event_channel *ch,
 
 static const char *event_name(int event)
 {
-	const char *s = CM.event_str ? CM.event_str((enum rdma_cm_event_type)event) : NULL;
+	const char *s = CM.event_str ?
+				CM.event_str((enum rdma_cm_event_type)event) :
+				NULL;
 
 	return s ? s : "?";
 }
 
 /* Raise VerbsError(err, text, op) with the event's .event, .status and
  * .private_data attached.  Returns NULL. */
-PyObject *cm_event_error(int err, const char *op,
-				const cm_event_copy *ev, const char *fmt, ...)
+PyObject *cm_event_error(int err, const char *op, const cm_event_copy *ev,
+			 const char *fmt, ...)
 {
 	PyObject *detail, *text, *exc, *v;
 	va_list ap;
@@ -190,9 +198,8 @@ fail:
 
 /* Wait for "want" after an asynchronous call named op; the error events
  * become VerbsError(op). */
-int cm_expect(Handle *h, struct rdma_event_channel *ch, long ms,
-		     int want, const char *op, const char *what,
-		     cm_event_copy *ev)
+int cm_expect(Handle *h, struct rdma_event_channel *ch, long ms, int want,
+	      const char *op, const char *what, cm_event_copy *ev)
 {
 	for (;;) {
 		if (cm_next_event(h, ch, ms, what, ev) < 0)
@@ -203,13 +210,17 @@ int cm_expect(Handle *h, struct rdma_event_channel *ch, long ms,
 		    ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT)
 			continue;
 		if (ev->event == RDMA_CM_EVENT_REJECTED) {
-			cm_event_error(ECONNREFUSED, op, ev, "rejected by the "
-				       "peer while %s", what);
+			cm_event_error(ECONNREFUSED, op, ev,
+				       "rejected by the "
+				       "peer while %s",
+				       what);
 		} else {
 			int err = ev->status < 0 ? -ev->status :
-				  ev->event == RDMA_CM_EVENT_UNREACHABLE ? EHOSTUNREACH :
-				  ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ? ENODEV :
-				  ECONNABORTED;
+				  ev->event == RDMA_CM_EVENT_UNREACHABLE ?
+						   EHOSTUNREACH :
+				  ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ?
+						   ENODEV :
+						   ECONNABORTED;
 
 			cm_event_error(err, op, ev, "while %s", what);
 		}
@@ -306,29 +317,28 @@ static PyObject *cmevent_repr(PyObject *self)
 }
 
 static PyGetSetDef cmevent_getset[] = {
-	{"event", cmevent_get_event, NULL, "CMEventType", NULL},
-	{"status", cmevent_get_status, NULL,
-	 "the event's status (a negative errno, or a reject reason)", NULL},
-	{"private_data", cmevent_get_private_data, NULL,
-	 "the private data the event carried (bytes)", NULL},
-	{"cmid", cmevent_get_cmid, NULL,
-	 "CONNECT_REQUEST: the new CMID; None otherwise", NULL},
-	{NULL, NULL, NULL, NULL, NULL}
+	{ "event", cmevent_get_event, NULL, "CMEventType", NULL },
+	{ "status", cmevent_get_status, NULL,
+	  "the event's status (a negative errno, or a reject reason)", NULL },
+	{ "private_data", cmevent_get_private_data, NULL,
+	  "the private data the event carried (bytes)", NULL },
+	{ "cmid", cmevent_get_cmid, NULL,
+	  "CONNECT_REQUEST: the new CMID; None otherwise", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot cmevent_slots[] = {
-	{Py_tp_doc, "A connection manager event (rdma_cm_event), already "
-		    "acknowledged."},
-	{Py_tp_new, handle_no_new},
-	{Py_tp_dealloc, cmevent_dealloc},
-	{Py_tp_traverse, cmevent_traverse},
-	{Py_tp_clear, cmevent_clear},
-	{Py_tp_repr, cmevent_repr},
-	{Py_tp_getset, cmevent_getset},
-	{0, NULL}
+	{ Py_tp_doc, "A connection manager event (rdma_cm_event), already "
+		     "acknowledged." },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, cmevent_dealloc },
+	{ Py_tp_traverse, cmevent_traverse },
+	{ Py_tp_clear, cmevent_clear },
+	{ Py_tp_repr, cmevent_repr },
+	{ Py_tp_getset, cmevent_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec CMEvent_spec = {
-	"ibverbs._ibverbs.CMEvent", sizeof(CMEventObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cmevent_slots
-};
+PyType_Spec CMEvent_spec = { "ibverbs._ibverbs.CMEvent", sizeof(CMEventObject),
+			     0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+			     cmevent_slots };

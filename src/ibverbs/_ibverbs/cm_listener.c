@@ -15,7 +15,7 @@
 
 static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"port", "host", "backlog", NULL};
+	static char *kwlist[] = { "port", "host", "backlog", NULL };
 	PyObject *port_o, *host_o = Py_None, *backlog_o = NULL, *host_b = NULL;
 	PyObject *res = NULL;
 	struct rdma_event_channel *ch = NULL;
@@ -32,7 +32,8 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		return NULL;
 	if (arg_int(port_o, "port", 0, 65535, &port) < 0)
 		return NULL;
-	if (host_o != Py_None && (host_b = cm_text_arg(host_o, "host", 0)) == NULL)
+	if (host_o != Py_None &&
+	    (host_b = cm_text_arg(host_o, "host", 0)) == NULL)
 		return NULL;
 	if (backlog_o != NULL &&
 	    arg_int(backlog_o, "backlog", 1, INT_MAX, &backlog) < 0)
@@ -46,9 +47,11 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		hints.ai_port_space = RDMA_PS_TCP;
 		hints.ai_qp_type = IBV_QPT_RC;
 		errno = 0;
-		rc = CM.getaddrinfo(PyBytes_AsString(host_b), service, &hints, &ai);
+		rc = CM.getaddrinfo(PyBytes_AsString(host_b), service, &hints,
+				    &ai);
 		if (rc != 0) {
-			cm_addrinfo_error(rc, "host", PyBytes_AsString(host_b), service);
+			cm_addrinfo_error(rc, "host", PyBytes_AsString(host_b),
+					  service);
 			goto out;
 		}
 		addr = ai->ai_src_addr;
@@ -70,10 +73,10 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		goto out;
 	}
 	if (CM.bind_addr(id, addr) != 0) {
-		verbs_error_fmt(errno ? errno : EINVAL, "rdma_bind_addr",
-				"%s port %ld",
-				host_b ? PyBytes_AsString(host_b) : "any address",
-				port);
+		verbs_error_fmt(
+			errno ? errno : EINVAL, "rdma_bind_addr", "%s port %ld",
+			host_b ? PyBytes_AsString(host_b) : "any address",
+			port);
 		goto out;
 	}
 	if (CM.listen(id, (int)backlog) != 0) {
@@ -105,7 +108,7 @@ out:
 static PyObject *listener_get_request(PyObject *self, PyObject *args,
 				      PyObject *kw)
 {
-	static char *kwlist[] = {"timeout", NULL};
+	static char *kwlist[] = { "timeout", NULL };
 	PyObject *tmo_o = Py_None;
 	cm_event_copy ev;
 	long ms, deadline;
@@ -128,8 +131,9 @@ static PyObject *listener_get_request(PyObject *self, PyObject *args,
 		if (ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
 			return cm_request_cmid(&ev);
 		if (ev.event == RDMA_CM_EVENT_DEVICE_REMOVAL)
-			return cm_event_error(ENODEV, "rdma_get_cm_event", &ev,
-					      "the listener's device went away");
+			return cm_event_error(
+				ENODEV, "rdma_get_cm_event", &ev,
+				"the listener's device went away");
 		/* ADDR_CHANGE and the like: keep listening */
 	}
 }
@@ -144,42 +148,44 @@ static PyObject *listener_repr(PyObject *self)
 }
 
 static PyMethodDef listener_methods[] = {
-	{"get_request", KW listener_get_request, METH_VARARGS | METH_KEYWORDS,
-	 "get_request(timeout=None) -> CMID: the next incoming connection; "
-	 "TimeoutError when none came."},
-	{"get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
-	 "get_event(timeout=None) -> CMEvent (a CONNECT_REQUEST's .cmid is "
-	 "the new CMID)."},
-	{"close", cmid_meth_close, METH_NOARGS,
-	 "Stop listening (rdma_destroy_id); CMIDs it produced stay open. "
-	 "Idempotent."},
-	{"__enter__", handle_meth_enter, METH_NOARGS, NULL},
-	{"__exit__", cmid_meth_exit, METH_VARARGS, NULL},
-	{NULL, NULL, 0, NULL}
+	{ "get_request", KW listener_get_request, METH_VARARGS | METH_KEYWORDS,
+	  "get_request(timeout=None) -> CMID: the next incoming connection; "
+	  "TimeoutError when none came." },
+	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
+	  "get_event(timeout=None) -> CMEvent (a CONNECT_REQUEST's .cmid is "
+	  "the new CMID)." },
+	{ "close", cmid_meth_close, METH_NOARGS,
+	  "Stop listening (rdma_destroy_id); CMIDs it produced stay open. "
+	  "Idempotent." },
+	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },
+	{ "__exit__", cmid_meth_exit, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef listener_getset[] = {
-	{"fd", cmid_get_fd, NULL, "the event channel's file descriptor", NULL},
-	{"host", cmid_get_host, NULL, "the address bound, or None (any)", NULL},
-	{"port", cmid_get_port, NULL, "the port listened on", NULL},
+	{ "fd", cmid_get_fd, NULL, "the event channel's file descriptor",
+	  NULL },
+	{ "host", cmid_get_host, NULL, "the address bound, or None (any)",
+	  NULL },
+	{ "port", cmid_get_port, NULL, "the port listened on", NULL },
 	HANDLE_GETSETS,
-	{NULL, NULL, NULL, NULL, NULL}
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot listener_slots[] = {
-	{Py_tp_doc, "CMListener(port, host=None, *, backlog=16): listen for "
-		    "RDMA connection manager requests (rdma_listen)."},
-	{Py_tp_new, listener_new},
-	{Py_tp_dealloc, cmid_dealloc},
-	{Py_tp_traverse, cmid_traverse},
-	{Py_tp_clear, cmid_clear},
-	{Py_tp_repr, listener_repr},
-	{Py_tp_methods, listener_methods},
-	{Py_tp_getset, listener_getset},
-	{0, NULL}
+	{ Py_tp_doc, "CMListener(port, host=None, *, backlog=16): listen for "
+		     "RDMA connection manager requests (rdma_listen)." },
+	{ Py_tp_new, listener_new },
+	{ Py_tp_dealloc, cmid_dealloc },
+	{ Py_tp_traverse, cmid_traverse },
+	{ Py_tp_clear, cmid_clear },
+	{ Py_tp_repr, listener_repr },
+	{ Py_tp_methods, listener_methods },
+	{ Py_tp_getset, listener_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec CMListener_spec = {
-	"ibverbs._ibverbs.CMListener", sizeof(CMIDObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, listener_slots
-};
+PyType_Spec CMListener_spec = { "ibverbs._ibverbs.CMListener",
+				sizeof(CMIDObject), 0,
+				Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+				listener_slots };

@@ -32,23 +32,24 @@ int cm_load(void)
 	if (lib == NULL) {
 		const char *why = dlerror();
 
-		PyErr_Format(PyExc_ImportError,
-			     "the RDMA connection manager needs %s (rdma-core's "
-			     "librdmacm; install librdmacm1 on Debian/Ubuntu or "
-			     "librdmacm on RHEL/Fedora): %s", libname,
-			     why ? why : "dlopen failed");
+		PyErr_Format(
+			PyExc_ImportError,
+			"the RDMA connection manager needs %s (rdma-core's "
+			"librdmacm; install librdmacm1 on Debian/Ubuntu or "
+			"librdmacm on RHEL/Fedora): %s",
+			libname, why ? why : "dlopen failed");
 		return -1;
 	}
-#define CM_LOAD(field, sym)                                                 \
-	*(void **)(&CM.field) = dlsym(lib, #sym);                           \
-	if (CM.field == NULL) {                                             \
-		PyErr_Format(PyExc_ImportError,                             \
+#define CM_LOAD(field, sym)                                                  \
+	*(void **)(&CM.field) = dlsym(lib, #sym);                            \
+	if (CM.field == NULL) {                                              \
+		PyErr_Format(PyExc_ImportError,                              \
 			     "%s lacks the symbol %s (rdma-core too old or " \
-			     "not librdmacm; install librdmacm1 on "        \
-			     "Debian/Ubuntu or librdmacm on RHEL/Fedora)",  \
-			     libname, #sym);                                \
-		dlclose(lib);                                               \
-		return -1;                                                  \
+			     "not librdmacm; install librdmacm1 on "         \
+			     "Debian/Ubuntu or librdmacm on RHEL/Fedora)",   \
+			     libname, #sym);                                 \
+		dlclose(lib);                                                \
+		return -1;                                                   \
 	}
 	RDMACM_SYMBOLS(CM_LOAD)
 #undef CM_LOAD

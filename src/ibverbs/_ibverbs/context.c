@@ -10,16 +10,15 @@ static int context_destroy(Handle *h)
 	return IBV.close_device((struct ibv_context *)h->obj);
 }
 
-static const HandleKind context_kind = {
-	"Context", "ibv_close_device", context_destroy, NULL
-};
+static const HandleKind context_kind = { "Context", "ibv_close_device",
+					 context_destroy, NULL };
 
 #define CTX(self) ((struct ibv_context *)HANDLE(self)->obj)
 
 /* Context(name): open the device called name. */
 static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"name", NULL};
+	static char *kwlist[] = { "name", NULL };
 	const char *name;
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
@@ -31,9 +30,10 @@ static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	errno = 0;
 	list = IBV.get_device_list(&n);
 	if (list == NULL)
-		return verbs_error_fmt(errno == ENOSYS ? ENODEV : (errno ? errno : ENODEV),
-				       "ibv_get_device_list",
-				       "cannot list RDMA devices to open %s", name);
+		return verbs_error_fmt(
+			errno == ENOSYS ? ENODEV : (errno ? errno : ENODEV),
+			"ibv_get_device_list",
+			"cannot list RDMA devices to open %s", name);
 	for (i = 0; i < n; i++) {
 		if (strcmp(IBV.get_device_name(list[i]), name) == 0) {
 			errno = 0;
@@ -112,11 +112,11 @@ static PyObject *context_query_device(PyObject *self, PyObject *unused)
 	U(max_srq) U(max_srq_wr) U(max_srq_sge) U(max_pkeys)
 	U(local_ca_ack_delay) U(phys_port_cnt)
 #undef U
-/* clang-format on */
-	/* GUIDs are big-endian on the wire; report them as numbers. */
-	if (dict_set_u64(d, "node_guid", be64toh(a.node_guid)) < 0 ||
-	    dict_set_u64(d, "sys_image_guid", be64toh(a.sys_image_guid)) < 0)
-		goto fail;
+		/* clang-format on */
+		/* GUIDs are big-endian on the wire; report them as numbers. */
+		if (dict_set_u64(d, "node_guid", be64toh(a.node_guid)) < 0 ||
+		    dict_set_u64(d, "sys_image_guid",
+				 be64toh(a.sys_image_guid)) < 0) goto fail;
 	return make_record(ST.DeviceAttr, d);
 fail:
 	Py_DECREF(d);
@@ -137,9 +137,9 @@ static int parse_port(PyObject *o, uint8_t *port)
  * does, through the dlsym table. */
 
 static PyObject *context_query_port(PyObject *self, PyObject *args,
-				     PyObject *kw)
+				    PyObject *kw)
 {
-	static char *kwlist[] = {"port_num", NULL};
+	static char *kwlist[] = { "port_num", NULL };
 	struct ibv_port_attr a;
 	PyObject *arg;
 	uint8_t port;
@@ -147,7 +147,8 @@ static PyObject *context_query_port(PyObject *self, PyObject *args,
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:query_port", kwlist, &arg))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:query_port", kwlist,
+					 &arg))
 		return NULL;
 	if (parse_port(arg, &port) < 0)
 		return NULL;
@@ -165,9 +166,8 @@ static PyObject *context_query_port(PyObject *self, PyObject *args,
 	U(init_type_reply) U(active_width) U(active_speed) U(phys_state)
 	U(link_layer) U(flags) U(port_cap_flags2)
 #undef U
-/* clang-format on */
-	if (dict_set_int(d, "port_num", port) < 0)
-		goto fail;
+		/* clang-format on */
+		if (dict_set_int(d, "port_num", port) < 0) goto fail;
 	return make_record(ST.PortAttr, d);
 fail:
 	Py_DECREF(d);
@@ -180,13 +180,13 @@ static PyObject *gid_to_py(const union ibv_gid *gid)
 
 	if (raw == NULL)
 		return NULL;
-	return PyObject_CallFunctionObjArgs(ST.Gid, raw, NULL) /* steals nothing */;
+	return PyObject_CallFunctionObjArgs(ST.Gid, raw,
+					    NULL) /* steals nothing */;
 }
 
-static PyObject *context_query_gid(PyObject *self, PyObject *args,
-				    PyObject *kw)
+static PyObject *context_query_gid(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"port_num", "index", NULL};
+	static char *kwlist[] = { "port_num", "index", NULL };
 	PyObject *port_o, *index_o, *raw, *res;
 	union ibv_gid gid;
 	uint8_t port;
@@ -230,10 +230,11 @@ static PyObject *context_query_gid_ex(PyObject *self, PyObject *args)
 	    arg_int(index_o, "index", 0, INT32_MAX, &index) < 0)
 		return NULL;
 	memset(&e, 0, sizeof(e));
-	rc = IBV.query_gid_ex(CTX(self), port, (uint32_t)index, &e, 0, sizeof(e));
+	rc = IBV.query_gid_ex(CTX(self), port, (uint32_t)index, &e, 0,
+			      sizeof(e));
 	if (rc != 0)
-		return verbs_error_fmt(rc, "ibv_query_gid_ex", "port %d index %ld",
-				       port, index);
+		return verbs_error_fmt(rc, "ibv_query_gid_ex",
+				       "port %d index %ld", port, index);
 	g = gid_to_py(&e.gid);
 	if (g == NULL)
 		return NULL;
@@ -325,7 +326,8 @@ static int context_owned_by_cm(PyObject *self)
 
 	if (owner == NULL || HANDLE(self)->obj == NULL)
 		return 0;
-	verbs_error_fmt(EBUSY, "ibv_close_device", "this Context belongs to "
+	verbs_error_fmt(EBUSY, "ibv_close_device",
+			"this Context belongs to "
 			"%R (librdmacm opened the device); close that instead",
 			(PyObject *)owner);
 	return 1;
@@ -359,62 +361,61 @@ static PyObject *context_ack_async_event(PyObject *self, PyObject *ev)
 }
 
 static PyMethodDef context_methods[] = {
-	{"query_device", context_query_device, METH_NOARGS,
-	 "ibv_query_device() -> DeviceAttr"},
-	{"query_port", KW context_query_port, METH_VARARGS | METH_KEYWORDS,
-	 "query_port(port_num) -> PortAttr (ibv_query_port)"},
-	{"query_gid", KW context_query_gid, METH_VARARGS | METH_KEYWORDS,
-	 "query_gid(port_num, index) -> Gid (ibv_query_gid)"},
-	{"query_gid_ex", context_query_gid_ex, METH_VARARGS,
-	 "query_gid_ex(port, index) -> (Gid, gid_type, ndev_ifindex)"},
-	{"query_pkey", context_query_pkey, METH_VARARGS,
-	 "query_pkey(port, index) -> int (ibv_query_pkey)"},
-	{"alloc_pd", context_alloc_pd, METH_NOARGS,
-	 "alloc_pd() -> PD (ibv_alloc_pd)"},
-	{"create_cq", (PyCFunction)(void (*)(void))context_create_cq,
-	 METH_VARARGS | METH_KEYWORDS,
-	 "create_cq(cqe, channel=None, comp_vector=0) -> CQ"},
-	{"create_comp_channel", context_create_comp_channel, METH_NOARGS,
-	 "create_comp_channel() -> CompChannel"},
-	{"get_async_event", context_get_async_event, METH_NOARGS,
-	 "get_async_event() -> AsyncEvent; blocks (GIL released) unless "
-	 "async_fd is non-blocking, then VerbsError(EAGAIN)."},
-	{"ack_async_event", context_ack_async_event, METH_O,
-	 "ack_async_event(event): ack an AsyncEvent of this context "
-	 "(ibv_ack_async_event; the same as event.ack(), idempotent)."},
-	{"close", context_close, METH_NOARGS,
-	 "Close the device. Idempotent; EBUSY while children are open, and "
-	 "for the Context of a CMID (close the CMID)."},
-	{"__enter__", handle_meth_enter, METH_NOARGS, NULL},
-	{"__exit__", context_exit, METH_VARARGS, NULL},
-	{NULL, NULL, 0, NULL}
+	{ "query_device", context_query_device, METH_NOARGS,
+	  "ibv_query_device() -> DeviceAttr" },
+	{ "query_port", KW context_query_port, METH_VARARGS | METH_KEYWORDS,
+	  "query_port(port_num) -> PortAttr (ibv_query_port)" },
+	{ "query_gid", KW context_query_gid, METH_VARARGS | METH_KEYWORDS,
+	  "query_gid(port_num, index) -> Gid (ibv_query_gid)" },
+	{ "query_gid_ex", context_query_gid_ex, METH_VARARGS,
+	  "query_gid_ex(port, index) -> (Gid, gid_type, ndev_ifindex)" },
+	{ "query_pkey", context_query_pkey, METH_VARARGS,
+	  "query_pkey(port, index) -> int (ibv_query_pkey)" },
+	{ "alloc_pd", context_alloc_pd, METH_NOARGS,
+	  "alloc_pd() -> PD (ibv_alloc_pd)" },
+	{ "create_cq", (PyCFunction)(void (*)(void))context_create_cq,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "create_cq(cqe, channel=None, comp_vector=0) -> CQ" },
+	{ "create_comp_channel", context_create_comp_channel, METH_NOARGS,
+	  "create_comp_channel() -> CompChannel" },
+	{ "get_async_event", context_get_async_event, METH_NOARGS,
+	  "get_async_event() -> AsyncEvent; blocks (GIL released) unless "
+	  "async_fd is non-blocking, then VerbsError(EAGAIN)." },
+	{ "ack_async_event", context_ack_async_event, METH_O,
+	  "ack_async_event(event): ack an AsyncEvent of this context "
+	  "(ibv_ack_async_event; the same as event.ack(), idempotent)." },
+	{ "close", context_close, METH_NOARGS,
+	  "Close the device. Idempotent; EBUSY while children are open, and "
+	  "for the Context of a CMID (close the CMID)." },
+	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },
+	{ "__exit__", context_exit, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef context_getset[] = {
-	{"name", context_get_name, NULL, "device name", NULL},
-	{"num_comp_vectors", context_get_num_comp_vectors, NULL, NULL, NULL},
-	{"async_fd", context_get_async_fd, NULL,
-	 "fd to select/poll for async events", NULL},
-	{"cmd_fd", context_get_cmd_fd, NULL, NULL, NULL},
+	{ "name", context_get_name, NULL, "device name", NULL },
+	{ "num_comp_vectors", context_get_num_comp_vectors, NULL, NULL, NULL },
+	{ "async_fd", context_get_async_fd, NULL,
+	  "fd to select/poll for async events", NULL },
+	{ "cmd_fd", context_get_cmd_fd, NULL, NULL, NULL },
 	HANDLE_GETSETS,
-	{NULL, NULL, NULL, NULL, NULL}
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot context_slots[] = {
-	{Py_tp_doc, "Context(name): an opened RDMA device (ibv_context)."},
-	{Py_tp_new, context_new},
-	{Py_tp_dealloc, context_dealloc},
-	{Py_tp_traverse, context_traverse},
-	{Py_tp_repr, context_repr},
-	{Py_tp_methods, context_methods},
-	{Py_tp_getset, context_getset},
-	{0, NULL}
+	{ Py_tp_doc, "Context(name): an opened RDMA device (ibv_context)." },
+	{ Py_tp_new, context_new },
+	{ Py_tp_dealloc, context_dealloc },
+	{ Py_tp_traverse, context_traverse },
+	{ Py_tp_repr, context_repr },
+	{ Py_tp_methods, context_methods },
+	{ Py_tp_getset, context_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec Context_spec = {
-	"ibverbs._ibverbs.Context", sizeof(ContextObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, context_slots
-};
+PyType_Spec Context_spec = { "ibverbs._ibverbs.Context", sizeof(ContextObject),
+			     0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+			     context_slots };
 
 /* ------------------------------------------------------------------ */
 /* PD factory lives here because PD's constructor is trivial           */

@@ -18,8 +18,8 @@ int arg_u64(PyObject *o, const char *name, uint64_t *out)
 	v = PyLong_AsUnsignedLongLong(o);
 	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
 		PyErr_Clear();
-		PyErr_Format(PyExc_ValueError,
-			     "%s must be in range 0..2**64-1", name);
+		PyErr_Format(PyExc_ValueError, "%s must be in range 0..2**64-1",
+			     name);
 		return -1;
 	}
 	*out = v;

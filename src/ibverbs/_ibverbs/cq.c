@@ -35,9 +35,8 @@ static void cq_release(Handle *h)
 	}
 }
 
-static const HandleKind cq_kind = {
-	"CQ", "ibv_destroy_cq", cq_destroy, cq_release
-};
+static const HandleKind cq_kind = { "CQ", "ibv_destroy_cq", cq_destroy,
+				    cq_release };
 
 /* None, or an open CompChannel of ctx; NULL with an exception set. */
 static int check_channel(ContextObject *ctx, PyObject *channel)
@@ -60,7 +59,7 @@ static int check_channel(ContextObject *ctx, PyObject *channel)
 
 PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"cqe", "channel", "comp_vector", NULL};
+	static char *kwlist[] = { "cqe", "channel", "comp_vector", NULL };
 	PyObject *cqe_o, *channel = Py_None, *vec_o = NULL;
 	struct ibv_comp_channel *ch = NULL;
 	struct ibv_cq *cq;
@@ -134,7 +133,7 @@ static int cq_reserve(CQObject *self, int n)
 
 static int parse_num_entries(PyObject *args, PyObject *kw, long *n)
 {
-	static char *kwlist[] = {"num_entries", NULL};
+	static char *kwlist[] = { "num_entries", NULL };
 	PyObject *o = NULL;
 
 	/* Fast path: poll() and poll(n) build nothing but a C long. */
@@ -162,7 +161,7 @@ static int parse_num_entries(PyObject *args, PyObject *kw, long *n)
 		if (*n == -1 && PyErr_Occurred())
 			return -1;
 		if (overflow > 0)
-			*n = LONG_MAX;  /* huge: clamped to the CQ's size */
+			*n = LONG_MAX; /* huge: clamped to the CQ's size */
 		if (*n >= 1 && overflow >= 0)
 			return 0;
 	} else {
@@ -267,10 +266,13 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 			PyErr_Format(PyExc_TypeError,
 				     "num_entries must be an int, not %R",
 				     (PyObject *)Py_TYPE(arg));
-		else if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+		else if (!PyErr_Occurred() ||
+			 PyErr_ExceptionMatches(PyExc_OverflowError)) {
 			PyErr_Clear();
-			PyErr_Format(PyExc_ValueError,
-				     "num_entries must be in 1..2**63-1, got %S", arg);
+			PyErr_Format(
+				PyExc_ValueError,
+				"num_entries must be in 1..2**63-1, got %S",
+				arg);
 		}
 		return NULL;
 	}
@@ -303,7 +305,8 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 
 			if (wc == NULL)
 				return NULL;
-			exc = PyObject_CallFunctionObjArgs(ST.CompletionError, wc, NULL);
+			exc = PyObject_CallFunctionObjArgs(ST.CompletionError,
+							   wc, NULL);
 			Py_DECREF(wc);
 			if (exc != NULL) {
 				PyErr_SetObject(ST.CompletionError, exc);
@@ -321,7 +324,7 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 
 static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"solicited_only", NULL};
+	static char *kwlist[] = { "solicited_only", NULL };
 	int solicited = 0, rc;
 
 	HANDLE_CHECK(self);
@@ -338,7 +341,7 @@ static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 
 static PyObject *cq_ack_events(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"nevents", NULL};
+	static char *kwlist[] = { "nevents", NULL };
 	CQObject *c = (CQObject *)self;
 	PyObject *o = NULL;
 	long n = 1;
@@ -352,8 +355,8 @@ static PyObject *cq_ack_events(PyObject *self, PyObject *args, PyObject *kw)
 		PyErr_Format(PyExc_ValueError,
 			     "cannot ack %ld event(s): that is more CQ events "
 			     "than the %u delivered by get_cq_event() and not "
-			     "yet acked", n,
-			     c->events_unacked);
+			     "yet acked",
+			     n, c->events_unacked);
 		return NULL;
 	}
 	IBV.ack_cq_events(CQP(self), (unsigned int)n);
@@ -416,54 +419,52 @@ static PyObject *cq_repr(PyObject *self)
 {
 	if (HANDLE(self)->obj == NULL)
 		return PyUnicode_FromString("<ibverbs.CQ closed>");
-	return PyUnicode_FromFormat("<ibverbs.CQ cqe=%d%s>", CQP(self)->cqe,
-				    ((CQObject *)self)->channel ?
-				    " with channel" : "");
+	return PyUnicode_FromFormat(
+		"<ibverbs.CQ cqe=%d%s>", CQP(self)->cqe,
+		((CQObject *)self)->channel ? " with channel" : "");
 }
 
 static PyMethodDef cq_methods[] = {
-	{"poll", KW cq_poll, METH_VARARGS | METH_KEYWORDS,
-	 "poll(num_entries=1) -> list[WC]: reap up to num_entries "
-	 "completions (one ibv_poll_cq call); [] when none is ready."},
-	{"poll_count", cq_poll_count, METH_O,
-	 "poll_count(num_entries) -> int: reap up to num_entries completions "
-	 "in one ibv_poll_cq call without building WC objects (the "
-	 "zero-allocation path); raises CompletionError if one failed."},
-	{"req_notify", KW cq_req_notify, METH_VARARGS | METH_KEYWORDS,
-	 "req_notify(solicited_only=False): arm the CQ to send the next "
-	 "completion event to its channel (ibv_req_notify_cq)."},
-	{"ack_events", KW cq_ack_events, METH_VARARGS | METH_KEYWORDS,
-	 "ack_events(nevents=1): ack that many events got from "
-	 "CompChannel.get_cq_event(); ValueError for more CQ events than "
-	 "were delivered "
-	 "(ibv_ack_cq_events)."},
+	{ "poll", KW cq_poll, METH_VARARGS | METH_KEYWORDS,
+	  "poll(num_entries=1) -> list[WC]: reap up to num_entries "
+	  "completions (one ibv_poll_cq call); [] when none is ready." },
+	{ "poll_count", cq_poll_count, METH_O,
+	  "poll_count(num_entries) -> int: reap up to num_entries completions "
+	  "in one ibv_poll_cq call without building WC objects (the "
+	  "zero-allocation path); raises CompletionError if one failed." },
+	{ "req_notify", KW cq_req_notify, METH_VARARGS | METH_KEYWORDS,
+	  "req_notify(solicited_only=False): arm the CQ to send the next "
+	  "completion event to its channel (ibv_req_notify_cq)." },
+	{ "ack_events", KW cq_ack_events, METH_VARARGS | METH_KEYWORDS,
+	  "ack_events(nevents=1): ack that many events got from "
+	  "CompChannel.get_cq_event(); ValueError for more CQ events than "
+	  "were delivered "
+	  "(ibv_ack_cq_events)." },
 	HANDLE_METHODS,
-	{NULL, NULL, 0, NULL}
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef cq_getset[] = {
-	{"cqe", cq_get_cqe, NULL, "number of entries (as allocated)", NULL},
-	{"handle", cq_get_handle, NULL, "kernel handle of the CQ", NULL},
-	{"channel", cq_get_channel, NULL, "the CompChannel, or None", NULL},
-	{"context", handle_get_parent, NULL, "the Context", NULL},
-	{"events_unacked", cq_get_events_unacked, NULL,
-	 "completion events got and not yet acked", NULL},
+	{ "cqe", cq_get_cqe, NULL, "number of entries (as allocated)", NULL },
+	{ "handle", cq_get_handle, NULL, "kernel handle of the CQ", NULL },
+	{ "channel", cq_get_channel, NULL, "the CompChannel, or None", NULL },
+	{ "context", handle_get_parent, NULL, "the Context", NULL },
+	{ "events_unacked", cq_get_events_unacked, NULL,
+	  "completion events got and not yet acked", NULL },
 	HANDLE_GETSETS,
-	{NULL, NULL, NULL, NULL, NULL}
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot cq_slots[] = {
-	{Py_tp_doc, "A completion queue (ibv_cq); from Context.create_cq()."},
-	{Py_tp_new, handle_no_new},
-	{Py_tp_dealloc, cq_dealloc},
-	{Py_tp_traverse, cq_traverse},
-	{Py_tp_repr, cq_repr},
-	{Py_tp_methods, cq_methods},
-	{Py_tp_getset, cq_getset},
-	{0, NULL}
+	{ Py_tp_doc, "A completion queue (ibv_cq); from Context.create_cq()." },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, cq_dealloc },
+	{ Py_tp_traverse, cq_traverse },
+	{ Py_tp_repr, cq_repr },
+	{ Py_tp_methods, cq_methods },
+	{ Py_tp_getset, cq_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec CQ_spec = {
-	"ibverbs._ibverbs.CQ", sizeof(CQObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cq_slots
-};
+PyType_Spec CQ_spec = { "ibverbs._ibverbs.CQ", sizeof(CQObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cq_slots };

@@ -15,7 +15,8 @@ static PyObject *raise_verbs_error(int err, const char *op, PyObject *text)
 	if (text == NULL)
 		return NULL;
 	if (op != NULL)
-		exc = PyObject_CallFunction(ST.VerbsError, "iOs", err, text, op);
+		exc = PyObject_CallFunction(ST.VerbsError, "iOs", err, text,
+					    op);
 	else
 		exc = PyObject_CallFunction(ST.VerbsError, "iO", err, text);
 	Py_DECREF(text);

@@ -15,10 +15,10 @@
 typedef struct {
 	PyObject_HEAD
 	struct ibv_async_event ev;
-	PyObject *context;         /* ContextObject */
-	PyObject *element;         /* QP/CQ/SRQ, port number, or None */
-	const char *element_type;  /* "qp", "cq", "srq", "wq", "port", "device" */
-	Handle *used;              /* element's handle while unacked */
+	PyObject *context; /* ContextObject */
+	PyObject *element; /* QP/CQ/SRQ, port number, or None */
+	const char *element_type; /* "qp", "cq", "srq", "wq", "port", "device" */
+	Handle *used; /* element's handle while unacked */
 	int acked;
 } AsyncEventObject;
 
@@ -128,7 +128,7 @@ PyObject *async_event_get(ContextObject *ctx)
 	e = (AsyncEventObject *)PyType_GenericAlloc(ST.AsyncEvent_type, 0);
 	if (e == NULL)
 		return NULL;
-	e->acked = 1;  /* nothing to ack yet */
+	e->acked = 1; /* nothing to ack yet */
 	Py_INCREF((PyObject *)ctx);
 	e->context = (PyObject *)ctx;
 	/* A GC pass in the allocation may have run finalizers (Python code)
@@ -144,16 +144,17 @@ PyObject *async_event_get(ContextObject *ctx)
 
 		Py_DECREF(e);
 		if (err == EAGAIN)
-			return verbs_error_fmt(EAGAIN, "ibv_get_async_event",
-					       "no async event pending (async_fd "
-					       "is non-blocking)");
+			return verbs_error_fmt(
+				EAGAIN, "ibv_get_async_event",
+				"no async event pending (async_fd "
+				"is non-blocking)");
 		return verbs_error(err, "ibv_get_async_event");
 	}
 	e->ev = ev;
 	e->acked = 0;
 	e->element_type = element_type_of(ev.event_type);
 	if (event_bind_element(e) < 0) {
-		Py_DECREF(e);  /* acks */
+		Py_DECREF(e); /* acks */
 		return NULL;
 	}
 	return (PyObject *)e;
@@ -163,12 +164,15 @@ PyObject *async_event_get(ContextObject *ctx)
 PyObject *async_event_ack_for(ContextObject *ctx, PyObject *ev)
 {
 	if (!PyObject_TypeCheck(ev, ST.AsyncEvent_type)) {
-		PyErr_Format(PyExc_TypeError, "ack_async_event() takes an "
-			     "AsyncEvent, not %R", (PyObject *)Py_TYPE(ev));
+		PyErr_Format(PyExc_TypeError,
+			     "ack_async_event() takes an "
+			     "AsyncEvent, not %R",
+			     (PyObject *)Py_TYPE(ev));
 		return NULL;
 	}
 	if (EV(ev)->context != (PyObject *)ctx) {
-		PyErr_SetString(PyExc_ValueError, "ack_async_event(): the event "
+		PyErr_SetString(PyExc_ValueError,
+				"ack_async_event(): the event "
 				"belongs to another Context");
 		return NULL;
 	}
@@ -205,7 +209,8 @@ static PyObject *event_get_event_type(PyObject *self, void *closure)
 
 static PyObject *event_get_event_type_str(PyObject *self, void *closure)
 {
-	return PyUnicode_FromString(IBV.event_type_str(EV(self)->ev.event_type));
+	return PyUnicode_FromString(
+		IBV.event_type_str(EV(self)->ev.event_type));
 }
 
 static PyObject *event_get_element_type(PyObject *self, void *closure)
@@ -273,41 +278,41 @@ static void event_dealloc(PyObject *self)
 }
 
 static PyMethodDef event_methods[] = {
-	{"ack", event_meth_ack, METH_NOARGS,
-	 "Acknowledge the event (ibv_ack_async_event); idempotent.  Until "
-	 "then its QP/CQ/SRQ cannot be closed."},
-	{"__enter__", event_enter, METH_NOARGS, NULL},
-	{"__exit__", event_exit, METH_VARARGS, "ack()"},
-	{NULL, NULL, 0, NULL}
+	{ "ack", event_meth_ack, METH_NOARGS,
+	  "Acknowledge the event (ibv_ack_async_event); idempotent.  Until "
+	  "then its QP/CQ/SRQ cannot be closed." },
+	{ "__enter__", event_enter, METH_NOARGS, NULL },
+	{ "__exit__", event_exit, METH_VARARGS, "ack()" },
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef event_getset[] = {
-	{"event_type", event_get_event_type, NULL, "EventType value", NULL},
-	{"event_type_str", event_get_event_type_str, NULL,
-	 "the event type's name (ibv_event_type_str)", NULL},
-	{"element_type", event_get_element_type, NULL,
-	 "'qp', 'cq', 'srq', 'wq', 'port' or 'device'", NULL},
-	{"element", event_get_element, NULL,
-	 "the QP/CQ/SRQ object, the port number, or None", NULL},
-	{"context", event_get_context, NULL, "the Context", NULL},
-	{"acked", event_get_acked, NULL, "True once acked", NULL},
-	{NULL, NULL, NULL, NULL, NULL}
+	{ "event_type", event_get_event_type, NULL, "EventType value", NULL },
+	{ "event_type_str", event_get_event_type_str, NULL,
+	  "the event type's name (ibv_event_type_str)", NULL },
+	{ "element_type", event_get_element_type, NULL,
+	  "'qp', 'cq', 'srq', 'wq', 'port' or 'device'", NULL },
+	{ "element", event_get_element, NULL,
+	  "the QP/CQ/SRQ object, the port number, or None", NULL },
+	{ "context", event_get_context, NULL, "the Context", NULL },
+	{ "acked", event_get_acked, NULL, "True once acked", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot event_slots[] = {
-	{Py_tp_doc, "An asynchronous event (ibv_async_event); from "
-		    "Context.get_async_event()."},
-	{Py_tp_new, handle_no_new},
-	{Py_tp_dealloc, event_dealloc},
-	{Py_tp_traverse, event_traverse},
-	{Py_tp_clear, event_clear},
-	{Py_tp_repr, event_repr},
-	{Py_tp_methods, event_methods},
-	{Py_tp_getset, event_getset},
-	{0, NULL}
+	{ Py_tp_doc, "An asynchronous event (ibv_async_event); from "
+		     "Context.get_async_event()." },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, event_dealloc },
+	{ Py_tp_traverse, event_traverse },
+	{ Py_tp_clear, event_clear },
+	{ Py_tp_repr, event_repr },
+	{ Py_tp_methods, event_methods },
+	{ Py_tp_getset, event_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec AsyncEvent_spec = {
-	"ibverbs._ibverbs.AsyncEvent", sizeof(AsyncEventObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, event_slots
-};
+PyType_Spec AsyncEvent_spec = { "ibverbs._ibverbs.AsyncEvent",
+				sizeof(AsyncEventObject), 0,
+				Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+				event_slots };

@@ -139,9 +139,11 @@ int handle_check(Handle *h)
 	if (h->obj != NULL)
 		return 0;
 	if (forked_child)
-		verbs_error_fmt(EBADF, NULL, "%s is closed (in a child process, "
-				"the handles inherited across fork() are closed)",
-				h->kind->name);
+		verbs_error_fmt(
+			EBADF, NULL,
+			"%s is closed (in a child process, "
+			"the handles inherited across fork() are closed)",
+			h->kind->name);
 	else
 		verbs_error_fmt(EBADF, NULL, "%s is closed", h->kind->name);
 	return -1;
@@ -162,7 +164,8 @@ static PyObject *children_summary(Handle *h)
 		long v = old ? PyLong_AsLong(old) + 1 : 1;
 
 		n = PyLong_FromLong(v);
-		if (n == NULL || PyDict_SetItemString(counts, c->kind->name, n) < 0) {
+		if (n == NULL ||
+		    PyDict_SetItemString(counts, c->kind->name, n) < 0) {
 			Py_XDECREF(n);
 			goto done;
 		}
@@ -200,7 +203,8 @@ int handle_close(Handle *h)
 	if (h->busy) {
 		verbs_error_fmt(EBUSY, h->kind->destroy_verb,
 				"%s is in use by another thread (a blocking "
-				"call is in progress)", h->kind->name);
+				"call is in progress)",
+				h->kind->name);
 		return -1;
 	}
 	if (h->children != NULL) {
@@ -208,9 +212,10 @@ int handle_close(Handle *h)
 
 		if (s == NULL)
 			return -1;
-		verbs_error_fmt(EBUSY, h->kind->destroy_verb,
-				"%s still has open children: %U; close them first",
-				h->kind->name, s);
+		verbs_error_fmt(
+			EBUSY, h->kind->destroy_verb,
+			"%s still has open children: %U; close them first",
+			h->kind->name, s);
 		Py_DECREF(s);
 		return -1;
 	}
@@ -219,7 +224,8 @@ int handle_close(Handle *h)
 				"%s is still used by %d open object(s) "
 				"(QPs using a CQ or SRQ, CQs using a channel, "
 				"unacked AsyncEvents); "
-				"close them first", h->kind->name, h->users);
+				"close them first",
+				h->kind->name, h->users);
 		return -1;
 	}
 	rc = h->kind->destroy(h);
@@ -315,6 +321,7 @@ PyObject *handle_no_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	PyErr_Format(PyExc_TypeError,
 		     "cannot create %R instances directly; use the factory "
-		     "method of its parent", (PyObject *)type);
+		     "method of its parent",
+		     (PyObject *)type);
 	return NULL;
 }

@@ -28,49 +28,49 @@
 /* ------------------------------------------------------------------ */
 
 /* X(field, symbol) - required verbs: a missing one is an ImportError. */
-#define IBV_REQUIRED_SYMBOLS(X)                                          \
-	X(get_device_list, ibv_get_device_list)                          \
-	X(free_device_list, ibv_free_device_list)                        \
-	X(get_device_name, ibv_get_device_name)                          \
-	X(get_device_guid, ibv_get_device_guid)                          \
-	X(open_device, ibv_open_device)                                  \
-	X(close_device, ibv_close_device)                                \
-	X(query_device, ibv_query_device)                                \
-	X(query_port, ibv_query_port)                                    \
-	X(query_gid, ibv_query_gid)                                      \
-	X(query_pkey, ibv_query_pkey)                                    \
-	X(alloc_pd, ibv_alloc_pd)                                        \
-	X(dealloc_pd, ibv_dealloc_pd)                                    \
-	X(reg_mr, ibv_reg_mr)                                            \
-	X(dereg_mr, ibv_dereg_mr)                                        \
-	X(create_comp_channel, ibv_create_comp_channel)                  \
-	X(destroy_comp_channel, ibv_destroy_comp_channel)                \
-	X(create_cq, ibv_create_cq)                                      \
-	X(destroy_cq, ibv_destroy_cq)                                    \
-	X(get_cq_event, ibv_get_cq_event)                                \
-	X(ack_cq_events, ibv_ack_cq_events)                              \
-	X(create_qp, ibv_create_qp)                                      \
-	X(modify_qp, ibv_modify_qp)                                      \
-	X(query_qp, ibv_query_qp)                                        \
-	X(destroy_qp, ibv_destroy_qp)                                    \
-	X(create_srq, ibv_create_srq)                                    \
-	X(modify_srq, ibv_modify_srq)                                    \
-	X(query_srq, ibv_query_srq)                                      \
-	X(destroy_srq, ibv_destroy_srq)                                  \
-	X(create_ah, ibv_create_ah)                                      \
-	X(destroy_ah, ibv_destroy_ah)                                    \
-	X(get_async_event, ibv_get_async_event)                          \
-	X(ack_async_event, ibv_ack_async_event)                          \
-	X(fork_init, ibv_fork_init)                                      \
-	X(wc_status_str, ibv_wc_status_str)                              \
+#define IBV_REQUIRED_SYMBOLS(X)                           \
+	X(get_device_list, ibv_get_device_list)           \
+	X(free_device_list, ibv_free_device_list)         \
+	X(get_device_name, ibv_get_device_name)           \
+	X(get_device_guid, ibv_get_device_guid)           \
+	X(open_device, ibv_open_device)                   \
+	X(close_device, ibv_close_device)                 \
+	X(query_device, ibv_query_device)                 \
+	X(query_port, ibv_query_port)                     \
+	X(query_gid, ibv_query_gid)                       \
+	X(query_pkey, ibv_query_pkey)                     \
+	X(alloc_pd, ibv_alloc_pd)                         \
+	X(dealloc_pd, ibv_dealloc_pd)                     \
+	X(reg_mr, ibv_reg_mr)                             \
+	X(dereg_mr, ibv_dereg_mr)                         \
+	X(create_comp_channel, ibv_create_comp_channel)   \
+	X(destroy_comp_channel, ibv_destroy_comp_channel) \
+	X(create_cq, ibv_create_cq)                       \
+	X(destroy_cq, ibv_destroy_cq)                     \
+	X(get_cq_event, ibv_get_cq_event)                 \
+	X(ack_cq_events, ibv_ack_cq_events)               \
+	X(create_qp, ibv_create_qp)                       \
+	X(modify_qp, ibv_modify_qp)                       \
+	X(query_qp, ibv_query_qp)                         \
+	X(destroy_qp, ibv_destroy_qp)                     \
+	X(create_srq, ibv_create_srq)                     \
+	X(modify_srq, ibv_modify_srq)                     \
+	X(query_srq, ibv_query_srq)                       \
+	X(destroy_srq, ibv_destroy_srq)                   \
+	X(create_ah, ibv_create_ah)                       \
+	X(destroy_ah, ibv_destroy_ah)                     \
+	X(get_async_event, ibv_get_async_event)           \
+	X(ack_async_event, ibv_ack_async_event)           \
+	X(fork_init, ibv_fork_init)                       \
+	X(wc_status_str, ibv_wc_status_str)               \
 	X(event_type_str, ibv_event_type_str)
 
 /* X(field, symbol, since) - optional verbs: NULL when absent; only the
  * call that needs one raises. */
-#define IBV_OPTIONAL_SYMBOLS(X)                                          \
-	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34")              \
-	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")                \
-	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")               \
+#define IBV_OPTIONAL_SYMBOLS(X)                             \
+	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34") \
+	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")   \
+	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")  \
 	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35")
 
 struct ibv_api {
@@ -87,13 +87,14 @@ extern struct ibv_api IBV;
 
 /* For a call that needs an optional verb: raise VerbsError(EOPNOTSUPP)
  * naming the symbol and the rdma-core release that added it. */
-#define IBV_REQUIRE_OPTIONAL(field, sym, since)                          \
-	do {                                                             \
-		if (IBV.field == NULL)                                   \
-			return verbs_error_fmt(EOPNOTSUPP, #sym,         \
-				"%s is not exported by the loaded "      \
-				"libibverbs (needs %s or newer)",        \
-				#sym, since);                            \
+#define IBV_REQUIRE_OPTIONAL(field, sym, since)                     \
+	do {                                                        \
+		if (IBV.field == NULL)                              \
+			return verbs_error_fmt(                     \
+				EOPNOTSUPP, #sym,                   \
+				"%s is not exported by the loaded " \
+				"libibverbs (needs %s or newer)",   \
+				#sym, since);                       \
 	} while (0)
 
 /* Loads libibverbs.so.1 (or $IBVERBS_LIBIBVERBS, a test-only override).
@@ -128,7 +129,7 @@ typedef struct {
 	PyObject *PortAttr;
 	PyObject *Gid;
 	PyObject *QPCap;
-	PyObject *AHAttr;          /* QP.query()'s ah_attr (attrs.c) */
+	PyObject *AHAttr; /* QP.query()'s ah_attr (attrs.c) */
 	/* Our heap types */
 	PyTypeObject *Context_type;
 	PyTypeObject *PD_type;
@@ -153,24 +154,24 @@ typedef struct {
 extern module_state ST;
 
 /* Type specs, one per file. */
-extern PyType_Spec Context_spec;      /* context.c */
-extern PyType_Spec PD_spec;           /* pd.c */
-extern PyType_Spec MR_spec;           /* mr.c */
-extern PyType_Spec CompChannel_spec;  /* channel.c */
-extern PyType_Spec CQ_spec;           /* cq.c */
-extern PyType_Spec QP_spec;           /* qp.c */
-extern PyType_Spec SRQ_spec;          /* srq.c */
-extern PyType_Spec AH_spec;           /* ah.c */
-extern PyType_Spec SGE_spec;          /* sge.c */
-extern PyType_Spec SendWR_spec;       /* wr.c */
-extern PyType_Spec RecvWR_spec;       /* wr.c */
-extern PyType_Spec SendWRChain_spec;  /* wrchain.c */
-extern PyType_Spec RecvWRChain_spec;  /* wrchain.c */
-extern PyType_Spec WC_spec;           /* wc.c */
-extern PyType_Spec AsyncEvent_spec;   /* event.c */
-extern PyType_Spec CMID_spec;         /* cm.c */
-extern PyType_Spec CMListener_spec;   /* cm_listener.c */
-extern PyType_Spec CMEvent_spec;      /* cm_event.c */
+extern PyType_Spec Context_spec; /* context.c */
+extern PyType_Spec PD_spec; /* pd.c */
+extern PyType_Spec MR_spec; /* mr.c */
+extern PyType_Spec CompChannel_spec; /* channel.c */
+extern PyType_Spec CQ_spec; /* cq.c */
+extern PyType_Spec QP_spec; /* qp.c */
+extern PyType_Spec SRQ_spec; /* srq.c */
+extern PyType_Spec AH_spec; /* ah.c */
+extern PyType_Spec SGE_spec; /* sge.c */
+extern PyType_Spec SendWR_spec; /* wr.c */
+extern PyType_Spec RecvWR_spec; /* wr.c */
+extern PyType_Spec SendWRChain_spec; /* wrchain.c */
+extern PyType_Spec RecvWRChain_spec; /* wrchain.c */
+extern PyType_Spec WC_spec; /* wc.c */
+extern PyType_Spec AsyncEvent_spec; /* event.c */
+extern PyType_Spec CMID_spec; /* cm.c */
+extern PyType_Spec CMListener_spec; /* cm_listener.c */
+extern PyType_Spec CMEvent_spec; /* cm_event.c */
 /* cm_loader.c: has_rdmacm() and _rdmacm_status() (librdmacm is loaded lazily) */
 PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused);
 PyObject *cm_mod_rdmacm_status(PyObject *mod, PyObject *unused);
@@ -216,8 +217,8 @@ PyObject *make_record(PyObject *cls, PyObject *kwargs);
 typedef struct Handle Handle;
 
 typedef struct HandleKind {
-	const char *name;          /* "QP": used in messages */
-	const char *destroy_verb;  /* "ibv_destroy_qp" */
+	const char *name; /* "QP": used in messages */
+	const char *destroy_verb; /* "ibv_destroy_qp" */
 	/* Destroy h->obj.  Called with the GIL held, obj != NULL, no open
 	 * children, no users, not busy.  Returns 0 or an errno; on error the
 	 * object must stay fully usable. */
@@ -229,14 +230,14 @@ typedef struct HandleKind {
 
 struct Handle {
 	PyObject_HEAD
-	void *obj;                 /* the verbs object; NULL once closed */
+	void *obj; /* the verbs object; NULL once closed */
 	const HandleKind *kind;
-	Handle *parent;            /* strong reference; NULL for Context */
-	Handle *children;          /* borrowed: first open child */
+	Handle *parent; /* strong reference; NULL for Context */
+	Handle *children; /* borrowed: first open child */
 	Handle *sib_prev, *sib_next;
-	int users;                 /* open handles that use this one
+	int users; /* open handles that use this one
 				      (QP -> CQ/SRQ, CQ -> CompChannel) */
-	int busy;                  /* threads inside a GIL-free call */
+	int busy; /* threads inside a GIL-free call */
 };
 
 #define HANDLE(o) ((Handle *)(o))
@@ -253,7 +254,11 @@ void handle_use(Handle *used);
 void handle_unuse(Handle *used);
 /* 0 when open; -1 with VerbsError(EBADF, "<kind> is closed") set. */
 int handle_check(Handle *h);
-#define HANDLE_CHECK(h) do { if (handle_check(HANDLE(h)) < 0) return NULL; } while (0)
+#define HANDLE_CHECK(h)                          \
+	do {                                     \
+		if (handle_check(HANDLE(h)) < 0) \
+			return NULL;             \
+	} while (0)
 /* close(): idempotent. EBUSY (object left usable) while children, users
  * or busy threads exist. Returns 0 or -1 with an exception set. */
 int handle_close(Handle *h);
@@ -287,14 +292,21 @@ PyObject *handle_get_parent(PyObject *self, void *closure);
 /* tp_new for types that Python code must not instantiate directly. */
 PyObject *handle_no_new(PyTypeObject *type, PyObject *args, PyObject *kw);
 
-#define HANDLE_METHODS                                                   \
-	{"close", handle_meth_close, METH_NOARGS,                        \
-	 "Destroy the verbs object. Idempotent; EBUSY while children are open."}, \
-	{"__enter__", handle_meth_enter, METH_NOARGS, NULL},             \
-	{"__exit__", handle_meth_exit, METH_VARARGS, NULL}
+#define HANDLE_METHODS                                                                 \
+	{                                                                              \
+		"close", handle_meth_close, METH_NOARGS,                               \
+		"Destroy the verbs object. Idempotent; EBUSY while children are open." \
+	},                                                                             \
+		{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },                 \
+	{                                                                              \
+		"__exit__", handle_meth_exit, METH_VARARGS, NULL                       \
+	}
 
-#define HANDLE_GETSETS                                                   \
-	{"closed", handle_get_closed, NULL, "True once close() succeeded.", NULL}
+#define HANDLE_GETSETS                                       \
+	{                                                    \
+		"closed", handle_get_closed, NULL,           \
+			"True once close() succeeded.", NULL \
+	}
 
 /* Allocate a new, zeroed instance of a type; PyType_GenericAlloc already
  * tracks GC types.  Call handle_init() next. */
@@ -305,58 +317,58 @@ PyObject *handle_no_new(PyTypeObject *type, PyObject *args, PyObject *kw);
 /* ------------------------------------------------------------------ */
 
 typedef struct {
-	Handle h;                  /* obj: struct ibv_context * */
-	PyObject *name;            /* device name (str) */
+	Handle h; /* obj: struct ibv_context * */
+	PyObject *name; /* device name (str) */
 	int async_fd_nonblock;
 } ContextObject;
 
 typedef struct {
-	Handle h;                  /* obj: struct ibv_pd *; parent: Context */
+	Handle h; /* obj: struct ibv_pd *; parent: Context */
 } PDObject;
 
 typedef struct {
-	Handle h;                  /* obj: struct ibv_mr *; parent: PD */
-	PyObject *owner;           /* object whose memory is registered */
-	uint64_t addr;             /* address (iova for dma-buf MRs) */
+	Handle h; /* obj: struct ibv_mr *; parent: PD */
+	PyObject *owner; /* object whose memory is registered */
+	uint64_t addr; /* address (iova for dma-buf MRs) */
 	uint64_t length;
 	int access;
 	int is_dmabuf;
 } MRObject;
 
 typedef struct {
-	Handle h;                  /* obj: struct ibv_comp_channel *; parent: Context */
+	Handle h; /* obj: struct ibv_comp_channel *; parent: Context */
 } CompChannelObject;
 
 typedef struct {
-	Handle h;                  /* obj: struct ibv_cq *; parent: Context */
-	PyObject *channel;         /* CompChannelObject or NULL (uses it) */
-	unsigned int events_unacked;  /* CQ events got, not yet acked */
-	struct ibv_wc *wcs;        /* preallocated poll storage */
+	Handle h; /* obj: struct ibv_cq *; parent: Context */
+	PyObject *channel; /* CompChannelObject or NULL (uses it) */
+	unsigned int events_unacked; /* CQ events got, not yet acked */
+	struct ibv_wc *wcs; /* preallocated poll storage */
 	int wcs_len;
 } CQObject;
 
 typedef struct {
-	Handle h;                  /* obj: struct ibv_srq *; parent: PD */
+	Handle h; /* obj: struct ibv_srq *; parent: PD */
 } SRQObject;
 
 #define SRQP(self) ((struct ibv_srq *)HANDLE(self)->obj)
 
 typedef struct {
-	Handle h;                  /* obj: struct ibv_qp *; parent: PD */
-	PyObject *send_cq;         /* CQObject (used) */
-	PyObject *recv_cq;         /* CQObject (used) */
-	PyObject *srq;             /* SRQObject or NULL (used) */
+	Handle h; /* obj: struct ibv_qp *; parent: PD */
+	PyObject *send_cq; /* CQObject (used) */
+	PyObject *recv_cq; /* CQObject (used) */
+	PyObject *srq; /* SRQObject or NULL (used) */
 	int qp_type;
-	struct ibv_qp_cap cap;     /* as returned by ibv_create_qp */
+	struct ibv_qp_cap cap; /* as returned by ibv_create_qp */
 	int sq_sig_all;
-	PyObject *cmid;            /* the CMID whose QP this is, or NULL */
+	PyObject *cmid; /* the CMID whose QP this is, or NULL */
 } QPObject;
 
 #define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
 #define QPO(self) ((QPObject *)(self))
 
 typedef struct {
-	Handle h;                  /* obj: struct ibv_ah *; parent: PD */
+	Handle h; /* obj: struct ibv_ah *; parent: PD */
 } AHObject;
 
 /* SGE (sge.c) and work requests (wr.c).  A WR object holds the native
@@ -368,22 +380,22 @@ typedef struct {
 typedef struct {
 	PyObject_HEAD
 	struct ibv_sge sge;
-	PyObject *mr;              /* MRObject or NULL for a raw address */
-	PyObject *owner;           /* SGE.owner: owner= given, else NULL (mr) */
+	PyObject *mr; /* MRObject or NULL for a raw address */
+	PyObject *owner; /* SGE.owner: owner= given, else NULL (mr) */
 } SGEObject;
 
 #define SGEP(self) (&((SGEObject *)(self))->sge)
 
 typedef struct {
 	PyObject_HEAD
-	struct ibv_send_wr wr;     /* wr.next is NULL except while posting,
+	struct ibv_send_wr wr; /* wr.next is NULL except while posting,
 				      or while in a SendWRChain */
-	struct ibv_sge *sges;      /* sge_inline or PyMem_Malloc'd */
+	struct ibv_sge *sges; /* sge_inline or PyMem_Malloc'd */
 	struct ibv_sge sge_inline[WR_INLINE_SGES];
-	PyObject *sg_list;         /* tuple of SGE objects */
-	PyObject *ah;              /* AHObject or NULL (UD) */
-	PyObject *imm;             /* imm_data as given, or NULL */
-	PyObject *chain;           /* borrowed: the SendWRChain holding it */
+	PyObject *sg_list; /* tuple of SGE objects */
+	PyObject *ah; /* AHObject or NULL (UD) */
+	PyObject *imm; /* imm_data as given, or NULL */
+	PyObject *chain; /* borrowed: the SendWRChain holding it */
 } SendWRObject;
 
 typedef struct {
@@ -392,7 +404,7 @@ typedef struct {
 	struct ibv_sge *sges;
 	struct ibv_sge sge_inline[WR_INLINE_SGES];
 	PyObject *sg_list;
-	PyObject *chain;           /* borrowed: the RecvWRChain holding it */
+	PyObject *chain; /* borrowed: the RecvWRChain holding it */
 } RecvWRObject;
 
 /*
@@ -405,9 +417,9 @@ typedef struct {
  */
 typedef struct {
 	PyObject_HEAD
-	PyObject *items;           /* tuple of the member WRs; NULL: released */
-	void *head;                /* &first member->wr */
-	PyObject **checked;        /* strong references (PyMem_Malloc'd) */
+	PyObject *items; /* tuple of the member WRs; NULL: released */
+	void *head; /* &first member->wr */
+	PyObject **checked; /* strong references (PyMem_Malloc'd) */
 	Py_ssize_t n_checked, cap_checked;
 	int dirty;
 } WRChainObject;
@@ -452,24 +464,27 @@ PyObject *srq_post_recv(PyObject *self, PyObject *arg);
 
 /* Constructors used by the parent types' factory methods. Each returns a
  * new reference or NULL with an exception set. */
-PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw);          /* mr.c */
-PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw);   /* mr.c */
-PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw);    /* cq.c */
-PyObject *channel_create(ContextObject *ctx);                             /* channel.c */
-PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw);          /* qp.c */
+PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw); /* mr.c */
+PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args,
+			   PyObject *kw); /* mr.c */
+PyObject *cq_create(ContextObject *ctx, PyObject *args,
+		    PyObject *kw); /* cq.c */
+PyObject *channel_create(ContextObject *ctx); /* channel.c */
+PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw); /* qp.c */
 /* qp.c, for cm.c: PD.create_qp's body with another creating call (it
  * returns NULL with errno, or with a Python exception set), the QP's
  * kind and the verb named in errors; qp_release is qp_kind's release. */
 typedef struct ibv_qp *(*qp_create_fn)(struct ibv_pd *pd,
-				       struct ibv_qp_init_attr *init, void *arg);
+				       struct ibv_qp_init_attr *init,
+				       void *arg);
 PyObject *qp_create_with(PDObject *pd, PyObject *init_attr,
 			 const HandleKind *kind, const char *verb,
 			 qp_create_fn create, void *arg);
 void qp_release(Handle *h);
-PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw);         /* srq.c */
-PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw);          /* ah.c */
-PyObject *async_event_get(ContextObject *ctx);                            /* event.c */
-PyObject *async_event_ack_for(ContextObject *ctx, PyObject *ev);          /* event.c */
+PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw); /* srq.c */
+PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw); /* ah.c */
+PyObject *async_event_get(ContextObject *ctx); /* event.c */
+PyObject *async_event_ack_for(ContextObject *ctx, PyObject *ev); /* event.c */
 /* wc.c: a new WC object holding a copy of *wc. */
 PyObject *wc_new(const struct ibv_wc *wc);
 /* attrs.c: ibv_ah_attr <-> AHAttr-like Python objects */

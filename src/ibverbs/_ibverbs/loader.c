@@ -59,8 +59,9 @@ static int add_library_info(PyObject *module, const char *libname)
 	missing = NULL;
 	if (found == NULL)
 		return -1;
-#define IBV_REPORT_OPT(field, sym, since)                                   \
-	if (PyDict_SetItemString(found, #sym, IBV.field ? Py_True : Py_False) < 0) \
+#define IBV_REPORT_OPT(field, sym, since)                             \
+	if (PyDict_SetItemString(found, #sym,                         \
+				 IBV.field ? Py_True : Py_False) < 0) \
 		goto fail;
 	IBV_OPTIONAL_SYMBOLS(IBV_REPORT_OPT)
 #undef IBV_REPORT_OPT
@@ -85,29 +86,30 @@ int ibv_loader_init(PyObject *module)
 		if (lib == NULL) {
 			const char *why = dlerror();
 
-			PyErr_Format(PyExc_ImportError,
-				     "ibverbs needs %s (rdma-core's libibverbs; "
-				     "install libibverbs1 on Debian/Ubuntu or "
-				     "libibverbs on RHEL/Fedora): %s",
-				     libname, why ? why : "dlopen failed");
+			PyErr_Format(
+				PyExc_ImportError,
+				"ibverbs needs %s (rdma-core's libibverbs; "
+				"install libibverbs1 on Debian/Ubuntu or "
+				"libibverbs on RHEL/Fedora): %s",
+				libname, why ? why : "dlopen failed");
 			return -1;
 		}
 		dlerror();
-#define IBV_LOAD_REQ(field, sym)                                            \
-		*(void **)(&IBV.field) = dlsym(lib, #sym);                  \
-		if (IBV.field == NULL) {                                    \
-			PyErr_Format(PyExc_ImportError,                     \
-				     "%s lacks the required symbol %s "     \
-				     "(rdma-core too old or not libibverbs)", \
-				     libname, #sym);                        \
-			memset(&IBV, 0, sizeof(IBV));                       \
-			dlclose(lib);                                       \
-			return -1;                                          \
-		}
+#define IBV_LOAD_REQ(field, sym)                                      \
+	*(void **)(&IBV.field) = dlsym(lib, #sym);                    \
+	if (IBV.field == NULL) {                                      \
+		PyErr_Format(PyExc_ImportError,                       \
+			     "%s lacks the required symbol %s "       \
+			     "(rdma-core too old or not libibverbs)", \
+			     libname, #sym);                          \
+		memset(&IBV, 0, sizeof(IBV));                         \
+		dlclose(lib);                                         \
+		return -1;                                            \
+	}
 		IBV_REQUIRED_SYMBOLS(IBV_LOAD_REQ)
 #undef IBV_LOAD_REQ
-#define IBV_LOAD_OPT(field, sym, since)                                     \
-		*(void **)(&IBV.field) = dlsym(lib, #sym);
+#define IBV_LOAD_OPT(field, sym, since) \
+	*(void **)(&IBV.field) = dlsym(lib, #sym);
 		IBV_OPTIONAL_SYMBOLS(IBV_LOAD_OPT)
 #undef IBV_LOAD_OPT
 		IBV.lib = lib;

@@ -92,21 +92,21 @@ static PyObject *mod_event_type_str(PyObject *mod, PyObject *arg)
 }
 
 static PyMethodDef module_methods[] = {
-	{"_device_list", mod_device_list, METH_NOARGS,
-	 "List the RDMA devices as dicts (ibv_get_device_list)."},
-	{"fork_init", mod_fork_init, METH_NOARGS,
-	 "Call ibv_fork_init(): make registered memory safe across fork()."},
-	{"is_fork_initialized", mod_is_fork_initialized, METH_NOARGS,
-	 "ibv_is_fork_initialized(): 0 disabled, 1 enabled, 2 unneeded."},
-	{"wc_status_str", mod_wc_status_str, METH_O,
-	 "libibverbs' text for a completion status."},
-	{"event_type_str", mod_event_type_str, METH_O,
-	 "libibverbs' text for an async event type."},
-	{"has_rdmacm", cm_mod_has_rdmacm, METH_NOARGS,
-	 "Whether librdmacm.so.1 (the connection manager) can be loaded."},
-	{"_rdmacm_status", cm_mod_rdmacm_status, METH_NOARGS,
-	 "(True, library path) or (False, why librdmacm cannot be loaded)."},
-	{NULL, NULL, 0, NULL}
+	{ "_device_list", mod_device_list, METH_NOARGS,
+	  "List the RDMA devices as dicts (ibv_get_device_list)." },
+	{ "fork_init", mod_fork_init, METH_NOARGS,
+	  "Call ibv_fork_init(): make registered memory safe across fork()." },
+	{ "is_fork_initialized", mod_is_fork_initialized, METH_NOARGS,
+	  "ibv_is_fork_initialized(): 0 disabled, 1 enabled, 2 unneeded." },
+	{ "wc_status_str", mod_wc_status_str, METH_O,
+	  "libibverbs' text for a completion status." },
+	{ "event_type_str", mod_event_type_str, METH_O,
+	  "libibverbs' text for an async event type." },
+	{ "has_rdmacm", cm_mod_has_rdmacm, METH_NOARGS,
+	  "Whether librdmacm.so.1 (the connection manager) can be loaded." },
+	{ "_rdmacm_status", cm_mod_rdmacm_status, METH_NOARGS,
+	  "(True, library path) or (False, why librdmacm cannot be loaded)." },
+	{ NULL, NULL, 0, NULL }
 };
 
 /* ------------------------------------------------------------------ */
@@ -117,41 +117,37 @@ static const struct {
 	const char *name;
 	PyType_Spec *spec;
 	PyTypeObject **slot;
-} type_table[] = {
-	{"Context", &Context_spec, &ST.Context_type},
-	{"PD", &PD_spec, &ST.PD_type},
-	{"MR", &MR_spec, &ST.MR_type},
-	{"CompChannel", &CompChannel_spec, &ST.CompChannel_type},
-	{"CQ", &CQ_spec, &ST.CQ_type},
-	{"QP", &QP_spec, &ST.QP_type},
-	{"SRQ", &SRQ_spec, &ST.SRQ_type},
-	{"AH", &AH_spec, &ST.AH_type},
-	{"SGE", &SGE_spec, &ST.SGE_type},
-	{"SendWR", &SendWR_spec, &ST.SendWR_type},
-	{"RecvWR", &RecvWR_spec, &ST.RecvWR_type},
-	{"SendWRChain", &SendWRChain_spec, &ST.SendWRChain_type},
-	{"RecvWRChain", &RecvWRChain_spec, &ST.RecvWRChain_type},
-	{"WC", &WC_spec, &ST.WC_type},
-	{"AsyncEvent", &AsyncEvent_spec, &ST.AsyncEvent_type},
-	{"CMID", &CMID_spec, &ST.CMID_type},
-	{"CMListener", &CMListener_spec, &ST.CMListener_type},
-	{"CMEvent", &CMEvent_spec, &ST.CMEvent_type},
-	{NULL, NULL, NULL}
-};
+} type_table[] = { { "Context", &Context_spec, &ST.Context_type },
+		   { "PD", &PD_spec, &ST.PD_type },
+		   { "MR", &MR_spec, &ST.MR_type },
+		   { "CompChannel", &CompChannel_spec, &ST.CompChannel_type },
+		   { "CQ", &CQ_spec, &ST.CQ_type },
+		   { "QP", &QP_spec, &ST.QP_type },
+		   { "SRQ", &SRQ_spec, &ST.SRQ_type },
+		   { "AH", &AH_spec, &ST.AH_type },
+		   { "SGE", &SGE_spec, &ST.SGE_type },
+		   { "SendWR", &SendWR_spec, &ST.SendWR_type },
+		   { "RecvWR", &RecvWR_spec, &ST.RecvWR_type },
+		   { "SendWRChain", &SendWRChain_spec, &ST.SendWRChain_type },
+		   { "RecvWRChain", &RecvWRChain_spec, &ST.RecvWRChain_type },
+		   { "WC", &WC_spec, &ST.WC_type },
+		   { "AsyncEvent", &AsyncEvent_spec, &ST.AsyncEvent_type },
+		   { "CMID", &CMID_spec, &ST.CMID_type },
+		   { "CMListener", &CMListener_spec, &ST.CMListener_type },
+		   { "CMEvent", &CMEvent_spec, &ST.CMEvent_type },
+		   { NULL, NULL, NULL } };
 
 static const struct {
 	const char *name;
 	PyObject **slot;
-} pyclass_table[] = {
-	{"VerbsError", &ST.VerbsError},
-	{"CompletionError", &ST.CompletionError},
-	{"DeviceAttr", &ST.DeviceAttr},
-	{"PortAttr", &ST.PortAttr},
-	{"Gid", &ST.Gid},
-	{"QPCap", &ST.QPCap},
-	{"AHAttr", &ST.AHAttr},
-	{NULL, NULL}
-};
+} pyclass_table[] = { { "VerbsError", &ST.VerbsError },
+		      { "CompletionError", &ST.CompletionError },
+		      { "DeviceAttr", &ST.DeviceAttr },
+		      { "PortAttr", &ST.PortAttr },
+		      { "Gid", &ST.Gid },
+		      { "QPCap", &ST.QPCap },
+		      { "AHAttr", &ST.AHAttr },
+		      { NULL, NULL } };
 
 static int module_exec(PyObject *m)
 {
@@ -168,7 +164,8 @@ static int module_exec(PyObject *m)
 	if (objects == NULL)
 		return -1;
 	for (i = 0; pyclass_table[i].name; i++) {
-		PyObject *c = PyObject_GetAttrString(objects, pyclass_table[i].name);
+		PyObject *c =
+			PyObject_GetAttrString(objects, pyclass_table[i].name);
 
 		if (c == NULL) {
 			Py_DECREF(objects);
@@ -215,10 +212,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
 	return 0;
 }
 
-static PyModuleDef_Slot module_slots[] = {
-	{Py_mod_exec, module_exec},
-	{0, NULL}
-};
+static PyModuleDef_Slot module_slots[] = { { Py_mod_exec, module_exec },
+					   { 0, NULL } };
 
 static struct PyModuleDef module_def = {
 	PyModuleDef_HEAD_INIT,

@@ -24,9 +24,8 @@ static void mr_release(Handle *h)
 	Py_CLEAR(((MRObject *)h)->owner);
 }
 
-static const HandleKind mr_kind = {
-	"MR", "ibv_dereg_mr", mr_destroy, mr_release
-};
+static const HandleKind mr_kind = { "MR", "ibv_dereg_mr", mr_destroy,
+				    mr_release };
 
 static int parse_access(PyObject *o, int *access)
 {
@@ -93,7 +92,7 @@ static PyObject *mr_error(int err, const char *verb, uint64_t addr,
  */
 PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"addr", "length", "access", "owner", NULL};
+	static char *kwlist[] = { "addr", "length", "access", "owner", NULL };
 	PyObject *addr_o, *len_o, *acc_o = NULL, *owner = Py_None;
 	struct ibv_pd *p = HANDLE(pd)->obj;
 	uint64_t addr, length;
@@ -127,8 +126,8 @@ PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw)
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;
 	if (access & IBV_ACCESS_OPTIONAL_RANGE)
-		mr = IBV.reg_mr_iova2(p, (void *)(uintptr_t)addr, length,
-				      addr, (unsigned int)access);
+		mr = IBV.reg_mr_iova2(p, (void *)(uintptr_t)addr, length, addr,
+				      (unsigned int)access);
 	else
 		mr = IBV.reg_mr(p, (void *)(uintptr_t)addr, length, access);
 	err = errno ? errno : EINVAL;
@@ -145,8 +144,8 @@ PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw)
  */
 PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"offset", "length", "iova", "fd", "access",
-				 "owner", NULL};
+	static char *kwlist[] = { "offset", "length", "iova", "fd",
+				  "access", "owner",  NULL };
 	PyObject *off_o, *len_o, *iova_o, *fd_o, *acc_o = NULL;
 	PyObject *owner = Py_None;
 	struct ibv_pd *p = HANDLE(pd)->obj;
@@ -156,8 +155,8 @@ PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw)
 	long fd;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|O$O:reg_dmabuf_mr",
-					 kwlist, &off_o, &len_o, &iova_o,
-					 &fd_o, &acc_o, &owner))
+					 kwlist, &off_o, &len_o, &iova_o, &fd_o,
+					 &acc_o, &owner))
 		return NULL;
 	if (arg_u64(off_o, "offset", &offset) < 0 ||
 	    parse_length(len_o, &length) < 0 ||
@@ -191,12 +190,12 @@ PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw)
  * SGE(self, length, offset=offset), whose constructor checks the range. */
 static PyObject *mr_sge(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"length", "offset", NULL};
+	static char *kwlist[] = { "length", "offset", NULL };
 	PyObject *len_o = Py_None, *off_o = NULL, *a, *k = NULL, *res = NULL;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:sge", kwlist,
-					 &len_o, &off_o))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:sge", kwlist, &len_o,
+					 &off_o))
 		return NULL;
 	a = PyTuple_Pack(2, self, len_o);
 	if (a != NULL && off_o != NULL)
@@ -299,7 +298,8 @@ static PyObject *mr_repr(PyObject *self)
 
 	if (HANDLE(self)->obj == NULL)
 		return PyUnicode_FromString("<ibverbs.MR closed>");
-	snprintf(buf, sizeof(buf), "addr=0x%llx length=%llu lkey=0x%x rkey=0x%x",
+	snprintf(buf, sizeof(buf),
+		 "addr=0x%llx length=%llu lkey=0x%x rkey=0x%x",
 		 (unsigned long long)m->addr, (unsigned long long)m->length,
 		 MRP(self)->lkey, MRP(self)->rkey);
 	return PyUnicode_FromFormat("<ibverbs.MR%s %s>",
@@ -307,46 +307,47 @@ static PyObject *mr_repr(PyObject *self)
 }
 
 static PyMethodDef mr_methods[] = {
-	{"sge", KW mr_sge, METH_VARARGS | METH_KEYWORDS,
-	 "sge(length=None, offset=0) -> SGE for [offset, offset+length) of "
-	 "this MR (default: up to the end); ValueError past the end."},
+	{ "sge", KW mr_sge, METH_VARARGS | METH_KEYWORDS,
+	  "sge(length=None, offset=0) -> SGE for [offset, offset+length) of "
+	  "this MR (default: up to the end); ValueError past the end." },
 	HANDLE_METHODS,
-	{NULL, NULL, 0, NULL}
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef mr_getset[] = {
-	{"addr", mr_get_addr, NULL,
-	 "start address (the iova for a dma-buf MR)", NULL},
-	{"length", mr_get_length, NULL, "length in bytes", NULL},
-	{"lkey", mr_get_lkey, NULL, "local key", NULL},
-	{"rkey", mr_get_rkey, NULL, "remote key", NULL},
-	{"handle", mr_get_handle, NULL, "kernel handle of the MR", NULL},
-	{"pd", handle_get_parent, NULL, "the PD", NULL},
-	{"owner", mr_get_owner, NULL,
-	 "the object whose memory is registered (None for a bare address); "
-	 "released on close", NULL},
-	{"access", mr_get_access, NULL, "the AccessFlags it was registered "
-	 "with", NULL},
-	{"is_dmabuf", mr_get_is_dmabuf, NULL,
-	 "True when registered from a dma-buf fd", NULL},
+	{ "addr", mr_get_addr, NULL,
+	  "start address (the iova for a dma-buf MR)", NULL },
+	{ "length", mr_get_length, NULL, "length in bytes", NULL },
+	{ "lkey", mr_get_lkey, NULL, "local key", NULL },
+	{ "rkey", mr_get_rkey, NULL, "remote key", NULL },
+	{ "handle", mr_get_handle, NULL, "kernel handle of the MR", NULL },
+	{ "pd", handle_get_parent, NULL, "the PD", NULL },
+	{ "owner", mr_get_owner, NULL,
+	  "the object whose memory is registered (None for a bare address); "
+	  "released on close",
+	  NULL },
+	{ "access", mr_get_access, NULL,
+	  "the AccessFlags it was registered "
+	  "with",
+	  NULL },
+	{ "is_dmabuf", mr_get_is_dmabuf, NULL,
+	  "True when registered from a dma-buf fd", NULL },
 	HANDLE_GETSETS,
-	{NULL, NULL, NULL, NULL, NULL}
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot mr_slots[] = {
-	{Py_tp_doc, "A registered memory region (ibv_mr); from PD.reg_mr() "
-		    "or PD.reg_dmabuf_mr()."},
-	{Py_tp_new, handle_no_new},
-	{Py_tp_dealloc, mr_dealloc},
-	{Py_tp_traverse, mr_traverse},
-	{Py_tp_clear, mr_clear},
-	{Py_tp_repr, mr_repr},
-	{Py_tp_methods, mr_methods},
-	{Py_tp_getset, mr_getset},
-	{0, NULL}
+	{ Py_tp_doc, "A registered memory region (ibv_mr); from PD.reg_mr() "
+		     "or PD.reg_dmabuf_mr()." },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, mr_dealloc },
+	{ Py_tp_traverse, mr_traverse },
+	{ Py_tp_clear, mr_clear },
+	{ Py_tp_repr, mr_repr },
+	{ Py_tp_methods, mr_methods },
+	{ Py_tp_getset, mr_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec MR_spec = {
-	"ibverbs._ibverbs.MR", sizeof(MRObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, mr_slots
-};
+PyType_Spec MR_spec = { "ibverbs._ibverbs.MR", sizeof(MRObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, mr_slots };

@@ -9,7 +9,7 @@ static int pd_destroy(Handle *h)
 	return IBV.dealloc_pd((struct ibv_pd *)h->obj);
 }
 
-const HandleKind pd_kind = {"PD", "ibv_dealloc_pd", pd_destroy, NULL};
+const HandleKind pd_kind = { "PD", "ibv_dealloc_pd", pd_destroy, NULL };
 
 #define PDP(self) ((struct ibv_pd *)HANDLE(self)->obj)
 
@@ -23,11 +23,11 @@ static void pd_dealloc(PyObject *self)
 	handle_dealloc(HANDLE(self));
 }
 
-#define PD_FACTORY(meth, fn)                                             \
+#define PD_FACTORY(meth, fn)                                                \
 	static PyObject *meth(PyObject *self, PyObject *args, PyObject *kw) \
-	{                                                                \
-		HANDLE_CHECK(self);                                      \
-		return fn((PDObject *)self, args, kw);                   \
+	{                                                                   \
+		HANDLE_CHECK(self);                                         \
+		return fn((PDObject *)self, args, kw);                      \
 	}
 PD_FACTORY(pd_reg_mr, mr_create)
 PD_FACTORY(pd_reg_dmabuf_mr, mr_create_dmabuf)
@@ -46,43 +46,42 @@ static PyObject *pd_repr(PyObject *self)
 {
 	if (HANDLE(self)->obj == NULL)
 		return PyUnicode_FromString("<ibverbs.PD closed>");
-	return PyUnicode_FromFormat("<ibverbs.PD handle=%u>", PDP(self)->handle);
+	return PyUnicode_FromFormat("<ibverbs.PD handle=%u>",
+				    PDP(self)->handle);
 }
 
 static PyMethodDef pd_methods[] = {
-	{"reg_mr", KW pd_reg_mr, METH_VARARGS | METH_KEYWORDS,
-	 "reg_mr(addr, length, access=0, *, owner=None) -> MR (ibv_reg_mr)"},
-	{"reg_dmabuf_mr", KW pd_reg_dmabuf_mr, METH_VARARGS | METH_KEYWORDS,
-	 "reg_dmabuf_mr(offset, length, iova, fd, access=0, *, owner=None) -> MR"},
-	{"create_qp", KW pd_create_qp, METH_VARARGS | METH_KEYWORDS,
-	 "create_qp(init_attr) -> QP (ibv_create_qp)"},
-	{"create_srq", KW pd_create_srq, METH_VARARGS | METH_KEYWORDS,
-	 "create_srq(max_wr=.., max_sge=1, srq_limit=0) -> SRQ"},
-	{"create_ah", KW pd_create_ah, METH_VARARGS | METH_KEYWORDS,
-	 "create_ah(attr) -> AH (ibv_create_ah)"},
+	{ "reg_mr", KW pd_reg_mr, METH_VARARGS | METH_KEYWORDS,
+	  "reg_mr(addr, length, access=0, *, owner=None) -> MR (ibv_reg_mr)" },
+	{ "reg_dmabuf_mr", KW pd_reg_dmabuf_mr, METH_VARARGS | METH_KEYWORDS,
+	  "reg_dmabuf_mr(offset, length, iova, fd, access=0, *, owner=None) -> MR" },
+	{ "create_qp", KW pd_create_qp, METH_VARARGS | METH_KEYWORDS,
+	  "create_qp(init_attr) -> QP (ibv_create_qp)" },
+	{ "create_srq", KW pd_create_srq, METH_VARARGS | METH_KEYWORDS,
+	  "create_srq(max_wr=.., max_sge=1, srq_limit=0) -> SRQ" },
+	{ "create_ah", KW pd_create_ah, METH_VARARGS | METH_KEYWORDS,
+	  "create_ah(attr) -> AH (ibv_create_ah)" },
 	HANDLE_METHODS,
-	{NULL, NULL, 0, NULL}
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef pd_getset[] = {
-	{"handle", pd_get_handle, NULL, "kernel handle of the PD", NULL},
-	{"context", handle_get_parent, NULL, "the Context", NULL},
+	{ "handle", pd_get_handle, NULL, "kernel handle of the PD", NULL },
+	{ "context", handle_get_parent, NULL, "the Context", NULL },
 	HANDLE_GETSETS,
-	{NULL, NULL, NULL, NULL, NULL}
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot pd_slots[] = {
-	{Py_tp_doc, "A protection domain (ibv_pd); from Context.alloc_pd()."},
-	{Py_tp_new, handle_no_new},
-	{Py_tp_dealloc, pd_dealloc},
-	{Py_tp_traverse, pd_traverse},
-	{Py_tp_repr, pd_repr},
-	{Py_tp_methods, pd_methods},
-	{Py_tp_getset, pd_getset},
-	{0, NULL}
+	{ Py_tp_doc, "A protection domain (ibv_pd); from Context.alloc_pd()." },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, pd_dealloc },
+	{ Py_tp_traverse, pd_traverse },
+	{ Py_tp_repr, pd_repr },
+	{ Py_tp_methods, pd_methods },
+	{ Py_tp_getset, pd_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec PD_spec = {
-	"ibverbs._ibverbs.PD", sizeof(PDObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, pd_slots
-};
+PyType_Spec PD_spec = { "ibverbs._ibverbs.PD", sizeof(PDObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, pd_slots };

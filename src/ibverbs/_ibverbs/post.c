@@ -65,16 +65,20 @@ int sendwr_check_ud(const struct ibv_send_wr *head)
 	for (w = head; w != NULL; w = w->next, i++) {
 		if (w->opcode != IBV_WR_SEND &&
 		    w->opcode != IBV_WR_SEND_WITH_IMM) {
-			PyErr_Format(PyExc_ValueError,
-				     "work request %zd: a UD QP only posts SEND "
-				     "and SEND_WITH_IMM", i);
+			PyErr_Format(
+				PyExc_ValueError,
+				"work request %zd: a UD QP only posts SEND "
+				"and SEND_WITH_IMM",
+				i);
 			return -1;
 		}
 		if (w->wr.ud.ah == NULL) {
-			PyErr_Format(PyExc_ValueError,
-				     "work request %zd: a send on a UD QP needs "
-				     "an AH (SendWR(ah=..., remote_qpn=..., "
-				     "remote_qkey=...))", i);
+			PyErr_Format(
+				PyExc_ValueError,
+				"work request %zd: a send on a UD QP needs "
+				"an AH (SendWR(ah=..., remote_qpn=..., "
+				"remote_qkey=...))",
+				i);
 			return -1;
 		}
 	}
@@ -92,11 +96,13 @@ static PyObject *post_error(int rc, const char *verb, const char *kind,
 
 	if (qp == NULL) {
 		if (idx < 0)
-			return verbs_error_fmt(rc, verb, "the SRQ rejected "
+			return verbs_error_fmt(rc, verb,
+					       "the SRQ rejected "
 					       "the WRs without saying which");
-		return verbs_error_fmt(rc, verb, "%s WR at index %zd "
-				       "(wr_id=%llu) was rejected", kind,
-				       idx, (unsigned long long)wr_id);
+		return verbs_error_fmt(rc, verb,
+				       "%s WR at index %zd "
+				       "(wr_id=%llu) was rejected",
+				       kind, idx, (unsigned long long)wr_id);
 	}
 	if (rc == ENOMEM || rc == -ENOMEM)
 		hint = " (the queue is full: too many WRs outstanding?)";
@@ -104,13 +110,14 @@ static PyObject *post_error(int rc, const char *verb, const char *kind,
 		hint = " (too many SGEs, an unsupported opcode or flag, or a "
 		       "QP state that does not allow posting?)";
 	if (idx < 0)
-		return verbs_error_fmt(rc, verb, "QP %u (%s) rejected the %s "
+		return verbs_error_fmt(rc, verb,
+				       "QP %u (%s) rejected the %s "
 				       "WRs without saying which%s",
 				       qp->qp_num, qp_state, kind, hint);
 	return verbs_error_fmt(rc, verb,
 			       "%s WR at index %zd (wr_id=%llu) was rejected "
-			       "by QP %u (%s)%s", kind, idx,
-			       (unsigned long long)wr_id, qp->qp_num,
+			       "by QP %u (%s)%s",
+			       kind, idx, (unsigned long long)wr_id, qp->qp_num,
 			       qp_state, hint);
 }
 

@@ -37,14 +37,12 @@ static void WRFN(unlink_items)(PyObject *arg, int is_list)
 		PyObject *o = WRFN(item)(arg, is_list, i);
 
 		/* A chain's member keeps its links. */
-		if (Py_TYPE(o) == WR_TYPE &&
-		    ((WR_OBJ *)o)->chain == NULL)
+		if (Py_TYPE(o) == WR_TYPE && ((WR_OBJ *)o)->chain == NULL)
 			((WR_OBJ *)o)->wr.next = NULL;
 	}
 }
 
-static WR_NATIVE *WRFN(link_slow)(PyObject *arg, int is_list,
-				  Py_ssize_t n);
+static WR_NATIVE *WRFN(link_slow)(PyObject *arg, int is_list, Py_ssize_t n);
 
 static int WRFN(check_item)(PyObject *o, Py_ssize_t i)
 {
@@ -63,8 +61,8 @@ static int WRFN(check_item)(PyObject *o, Py_ssize_t i)
  * tail) is met twice: in the fast pass that sends us to the slow one,
  * which first clears every next (so a stale one cannot fool it) and
  * then refuses it. */
-static WR_NATIVE *WRFN(link_items)(PyObject *arg, int is_list,
-				   Py_ssize_t n, int slow)
+static WR_NATIVE *WRFN(link_items)(PyObject *arg, int is_list, Py_ssize_t n,
+				   int slow)
 {
 	Py_ssize_t i;
 	WR_OBJ *prev = NULL, *head = NULL;
@@ -79,7 +77,8 @@ static WR_NATIVE *WRFN(link_items)(PyObject *arg, int is_list,
 				return WRFN(link_slow)(arg, is_list, n);
 			PyErr_Format(PyExc_ValueError,
 				     "work request %zd appears more "
-				     "than once in the list", i);
+				     "than once in the list",
+				     i);
 			goto fail;
 		}
 		/* The slow pass checked every item already. */
@@ -97,8 +96,7 @@ fail:
 	return NULL;
 }
 
-static WR_NATIVE *WRFN(link_slow)(PyObject *arg, int is_list,
-				  Py_ssize_t n)
+static WR_NATIVE *WRFN(link_slow)(PyObject *arg, int is_list, Py_ssize_t n)
 {
 	Py_ssize_t i;
 
@@ -133,7 +131,8 @@ WR_NATIVE *WRFN(link)(PyObject *arg)
 	if (!is_list && !PyTuple_Check(arg)) {
 		PyErr_Format(PyExc_TypeError,
 			     "expected a " WR_NAME " or a list of " WR_NAME
-			     ", not %R", (PyObject *)Py_TYPE(arg));
+			     ", not %R",
+			     (PyObject *)Py_TYPE(arg));
 		return NULL;
 	}
 	n = is_list ? PyList_Size(arg) : PyTuple_Size(arg);

@@ -19,20 +19,26 @@
 #include <stddef.h>
 #include <string.h>
 
-
 /* Default Q_Key of to_init() for UD QPs (both ends must agree). */
 #define QP_DEFAULT_QKEY 0x11111111u
 
 static const char *type_name(int t)
 {
 	switch (t) {
-	case IBV_QPT_RC: return "RC";
-	case IBV_QPT_UC: return "UC";
-	case IBV_QPT_UD: return "UD";
-	case IBV_QPT_RAW_PACKET: return "RAW_PACKET";
-	case IBV_QPT_XRC_SEND: return "XRC_SEND";
-	case IBV_QPT_XRC_RECV: return "XRC_RECV";
-	default: return "QP";
+	case IBV_QPT_RC:
+		return "RC";
+	case IBV_QPT_UC:
+		return "UC";
+	case IBV_QPT_UD:
+		return "UD";
+	case IBV_QPT_RAW_PACKET:
+		return "RAW_PACKET";
+	case IBV_QPT_XRC_SEND:
+		return "XRC_SEND";
+	case IBV_QPT_XRC_RECV:
+		return "XRC_RECV";
+	default:
+		return "QP";
 	}
 }
 
@@ -61,9 +67,8 @@ void qp_release(Handle *h)
 	Py_CLEAR(q->srq);
 }
 
-static const HandleKind qp_kind = {
-	"QP", "ibv_destroy_qp", qp_destroy, qp_release
-};
+static const HandleKind qp_kind = { "QP", "ibv_destroy_qp", qp_destroy,
+				    qp_release };
 
 static int qp_traverse(PyObject *self, visitproc visit, void *arg)
 {
@@ -139,23 +144,26 @@ static PyObject *get_cq(PDObject *pd, PyObject *ia, const char *name,
 		Py_XDECREF(cq);
 		if (dflt == NULL) {
 			PyErr_Format(PyExc_TypeError,
-				     "init_attr.%s must be a CQ, not None", name);
+				     "init_attr.%s must be a CQ, not None",
+				     name);
 			return NULL;
 		}
 		Py_INCREF(dflt);
 		return dflt;
 	}
 	if (!PyObject_TypeCheck(cq, ST.CQ_type)) {
-		PyErr_Format(PyExc_TypeError, "init_attr.%s must be a CQ, not %R",
-			     name, (PyObject *)Py_TYPE(cq));
+		PyErr_Format(PyExc_TypeError,
+			     "init_attr.%s must be a CQ, not %R", name,
+			     (PyObject *)Py_TYPE(cq));
 		goto fail;
 	}
 	if (handle_check(HANDLE(cq)) < 0)
 		goto fail;
 	if (HANDLE(cq)->parent != HANDLE(pd)->parent) {
-		PyErr_Format(PyExc_ValueError,
-			     "init_attr.%s belongs to another Context than the PD",
-			     name);
+		PyErr_Format(
+			PyExc_ValueError,
+			"init_attr.%s belongs to another Context than the PD",
+			name);
 		goto fail;
 	}
 	return cq;
@@ -256,26 +264,27 @@ static int read_init_attr(PDObject *pd, PyObject *ia,
 }
 
 static PyObject *create_error(int err, const char *verb,
-				const struct ibv_qp_init_attr *i)
+			      const struct ibv_qp_init_attr *i)
 {
 	return verbs_error_fmt(err, verb,
 			       "%s QP with max_send_wr=%u max_recv_wr=%u "
 			       "max_send_sge=%u max_recv_sge=%u "
-			       "max_inline_data=%u%s", type_name(i->qp_type),
-			       i->cap.max_send_wr, i->cap.max_recv_wr,
-			       i->cap.max_send_sge, i->cap.max_recv_sge,
-			       i->cap.max_inline_data, i->srq ? " and an SRQ" : "");
+			       "max_inline_data=%u%s",
+			       type_name(i->qp_type), i->cap.max_send_wr,
+			       i->cap.max_recv_wr, i->cap.max_send_sge,
+			       i->cap.max_recv_sge, i->cap.max_inline_data,
+			       i->srq ? " and an SRQ" : "");
 }
 
 static struct ibv_qp *plain_create(struct ibv_pd *pd,
-				  struct ibv_qp_init_attr *init, void *arg)
+				   struct ibv_qp_init_attr *init, void *arg)
 {
 	return IBV.create_qp(pd, init);
 }
 
 PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"init_attr", NULL};
+	static char *kwlist[] = { "init_attr", NULL };
 	PyObject *ia;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp", kwlist, &ia))
@@ -326,7 +335,7 @@ PyObject *qp_create_with(PDObject *pd, PyObject *ia, const HandleKind *kind,
 	handle_init(HANDLE(self), kind, HANDLE(pd));
 	HANDLE(self)->obj = qp;
 	self->qp_type = init.qp_type;
-	self->cap = init.cap;        /* create_qp wrote back the actual caps */
+	self->cap = init.cap; /* create_qp wrote back the actual caps */
 	self->sq_sig_all = init.sq_sig_all;
 	/* Steal the references; mark the CQs/SRQ used until destroy. */
 	self->send_cq = scq;
@@ -351,14 +360,14 @@ out:
 
 /* What query() asks for by default: every attribute a QP reports (not
  * RATE_LIMIT, which is set-only on most providers). */
-#define QP_QUERY_ALL                                                     \
-	(IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY |  \
-	 IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT |         \
-	 IBV_QP_QKEY | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT |    \
-	 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN |           \
-	 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_ALT_PATH | IBV_QP_MIN_RNR_TIMER | \
-	 IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PATH_MIG_STATE | \
-	 IBV_QP_CAP | IBV_QP_DEST_QPN)
+#define QP_QUERY_ALL                                                           \
+	(IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY |        \
+	 IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY | \
+	 IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |     \
+	 IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |          \
+	 IBV_QP_ALT_PATH | IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN |              \
+	 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PATH_MIG_STATE | IBV_QP_CAP |      \
+	 IBV_QP_DEST_QPN)
 
 /* ibv_modify_qp / ibv_query_qp are syscalls (slow on some devices): run
  * them without the GIL; "busy" makes a concurrent close() refuse. */
@@ -368,7 +377,7 @@ static int qp_modify_raw(PyObject *self, struct ibv_qp_attr *attr, int mask)
 	int rc;
 
 	if (qp == NULL)
-		return EBADF;  /* closed by Python code the caller ran */
+		return EBADF; /* closed by Python code the caller ran */
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
 	rc = IBV.modify_qp(qp, attr, mask);
@@ -386,7 +395,7 @@ static int qp_query_raw(PyObject *self, struct ibv_qp_attr *attr, int mask,
 	memset(attr, 0, sizeof(*attr));
 	memset(init, 0, sizeof(*init));
 	if (qp == NULL)
-		return EBADF;  /* closed by Python code the caller ran */
+		return EBADF; /* closed by Python code the caller ran */
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
 	rc = IBV.query_qp(qp, attr, mask, init);
@@ -396,8 +405,8 @@ static int qp_query_raw(PyObject *self, struct ibv_qp_attr *attr, int mask,
 }
 
 /* Modify, raising VerbsError(ibv_modify_qp) that names the transition. */
-static int qp_modify(PyObject *self, const char *what,
-		     struct ibv_qp_attr *attr, int mask)
+static int qp_modify(PyObject *self, const char *what, struct ibv_qp_attr *attr,
+		     int mask)
 {
 	unsigned int from;
 	int rc;
@@ -466,7 +475,7 @@ static PyObject *qp_meth_modify(PyObject *self, PyObject *args, PyObject *kw)
 /* query(mask=all) -> (dict of the fields the mask covers, QPCap) */
 static PyObject *qp_meth_query(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"mask", NULL};
+	static char *kwlist[] = { "mask", NULL };
 	PyObject *mask_o = NULL, *d, *cap;
 	struct ibv_qp_init_attr init;
 	struct ibv_qp_attr attr;
@@ -480,7 +489,8 @@ static PyObject *qp_meth_query(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	rc = qp_query_raw(self, &attr, (int)mask, &init);
 	if (rc != 0)
-		return verbs_error_fmt(rc, "ibv_query_qp", "QP %u, attr_mask 0x%lx",
+		return verbs_error_fmt(rc, "ibv_query_qp",
+				       "QP %u, attr_mask 0x%lx",
 				       QPP(self)->qp_num, mask);
 	d = qp_attr_to_dict(&attr, (int)mask);
 	if (d == NULL)
@@ -512,7 +522,8 @@ static int arg_opt_int(PyObject *o, const char *name, long min, long max,
  * with qkey defaulting to 0x11111111; RAW_PACKET: STATE|PORT. */
 static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"port", "access", "pkey_index", "qkey", NULL};
+	static char *kwlist[] = { "port", "access", "pkey_index", "qkey",
+				  NULL };
 	PyObject *port_o, *access_o = NULL, *pkey_o = NULL, *qkey_o = NULL;
 	struct ibv_qp_attr attr;
 	long port, access = 0, pkey, qkey;
@@ -528,8 +539,8 @@ static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
 	    (access_o != NULL &&
 	     arg_int(access_o, "access", 0, INT32_MAX, &access) < 0) ||
 	    arg_opt_int(pkey_o, "pkey_index", 0, UINT16_MAX, 0, &pkey) < 0 ||
-	    arg_opt_int(qkey_o, "qkey", 0, UINT32_MAX, QP_DEFAULT_QKEY,
-			&qkey) < 0)
+	    arg_opt_int(qkey_o, "qkey", 0, UINT32_MAX, QP_DEFAULT_QKEY, &qkey) <
+		    0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_INIT;
@@ -562,8 +573,8 @@ static PyObject *remote_attr(PyObject *remote, const char *name)
 		PyErr_Clear();
 		PyErr_Format(PyExc_TypeError,
 			     "remote must be a QPInfo, not %R (it has no "
-			     "attribute '%s')", (PyObject *)Py_TYPE(remote),
-			     name);
+			     "attribute '%s')",
+			     (PyObject *)Py_TYPE(remote), name);
 	}
 	return v;
 }
@@ -612,7 +623,8 @@ static int remote_gid(PyObject *remote, struct ibv_ah_attr *ah)
 			goto out;
 	}
 	if (!PyBytes_Check(raw) || PyBytes_Size(raw) != 16) {
-		PyErr_SetString(PyExc_ValueError, "remote.gid must be 16 bytes");
+		PyErr_SetString(PyExc_ValueError,
+				"remote.gid must be 16 bytes");
 		goto out;
 	}
 	memcpy(ah->grh.dgid.raw, PyBytes_AsString(raw), 16);
@@ -640,7 +652,8 @@ static int local_port(PyObject *self, PyObject *port_o, uint8_t *port)
 	}
 	rc = qp_query_raw(self, &attr, IBV_QP_PORT, &init);
 	if (rc != 0) {
-		verbs_error_fmt(rc, "ibv_query_qp", "to_rtr: finding the "
+		verbs_error_fmt(rc, "ibv_query_qp",
+				"to_rtr: finding the "
 				"QP's port (pass port=)");
 		return -1;
 	}
@@ -663,21 +676,24 @@ static int path_mtu(PyObject *self, PyObject *remote, PyObject *mtu_o,
 		return 0;
 	}
 	if (remote_int(remote, "mtu", IBV_MTU_256, IBV_MTU_4096, &v) < 0 ||
-	    handle_check(HANDLE(self)) < 0)  /* that ran Python code */
+	    handle_check(HANDLE(self)) < 0) /* that ran Python code */
 		return -1;
 	rc = port_query(QPP(self)->context, port, &pa);
 	if (rc != 0) {
-		verbs_error_fmt(rc, "ibv_query_port", "to_rtr: port %d "
-				"(for the default path MTU)", port);
+		verbs_error_fmt(rc, "ibv_query_port",
+				"to_rtr: port %d "
+				"(for the default path MTU)",
+				port);
 		return -1;
 	}
-	*mtu = (enum ibv_mtu)(v < (long)pa.active_mtu ? v : (long)pa.active_mtu);
+	*mtu = (enum ibv_mtu)(v < (long)pa.active_mtu ? v :
+							(long)pa.active_mtu);
 	return 0;
 }
 
 struct rtr_args {
 	PyObject *remote, *sgid_index, *mtu, *port, *max_dest_rd_atomic,
-		 *min_rnr_timer, *hop_limit, *sl, *traffic_class, *flow_label;
+		*min_rnr_timer, *hop_limit, *sl, *traffic_class, *flow_label;
 };
 
 /* The RC/UC part of to_rtr: address vector, path MTU, remote QPN/PSN. */
@@ -689,7 +705,8 @@ static int rtr_connected(PyObject *self, struct rtr_args *a,
 	uint8_t port;
 
 	if (a->sgid_index == NULL) {
-		PyErr_SetString(PyExc_TypeError, "to_rtr() missing required "
+		PyErr_SetString(PyExc_TypeError,
+				"to_rtr() missing required "
 				"keyword argument 'sgid_index' (RC/UC QPs)");
 		return -1;
 	}
@@ -698,14 +715,16 @@ static int rtr_connected(PyObject *self, struct rtr_args *a,
 	    remote_int(a->remote, "lid", 0, UINT16_MAX, &lid) < 0 ||
 	    remote_gid(a->remote, ah) < 0 ||
 	    arg_int(a->sgid_index, "sgid_index", 0, UINT8_MAX, &sgid) < 0 ||
-	    arg_opt_int(a->hop_limit, "hop_limit", 0, UINT8_MAX, 64, &hop) < 0 ||
+	    arg_opt_int(a->hop_limit, "hop_limit", 0, UINT8_MAX, 64, &hop) <
+		    0 ||
 	    arg_opt_int(a->sl, "sl", 0, 15, 0, &sl) < 0 ||
 	    arg_opt_int(a->traffic_class, "traffic_class", 0, UINT8_MAX, 0,
 			&tc) < 0 ||
 	    arg_opt_int(a->flow_label, "flow_label", 0, 0xfffff, 0, &fl) < 0 ||
 	    arg_opt_int(a->max_dest_rd_atomic, "max_dest_rd_atomic", 0,
 			UINT8_MAX, 1, &rd) < 0 ||
-	    arg_opt_int(a->min_rnr_timer, "min_rnr_timer", 0, 31, 12, &rnr) < 0 ||
+	    arg_opt_int(a->min_rnr_timer, "min_rnr_timer", 0, 31, 12, &rnr) <
+		    0 ||
 	    local_port(self, a->port, &port) < 0 ||
 	    path_mtu(self, a->remote, a->mtu, port, &attr->path_mtu) < 0)
 		return -1;
@@ -732,20 +751,21 @@ static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
 {
 	/* Positional order as in the published package; port and
 	 * flow_label keyword-only. */
-	static char *kwlist[] = {"remote", "sgid_index", "mtu", "hop_limit",
-				 "min_rnr_timer", "max_dest_rd_atomic", "sl",
-				 "traffic_class", "port", "flow_label", NULL};
-	struct rtr_args a = {NULL};
+	static char *kwlist[] = {
+		"remote",	 "sgid_index",	       "mtu", "hop_limit",
+		"min_rnr_timer", "max_dest_rd_atomic", "sl",  "traffic_class",
+		"port",		 "flow_label",	       NULL
+	};
+	struct rtr_args a = { NULL };
 	struct ibv_qp_attr attr;
 	int type = QPO(self)->qp_type, mask = IBV_QP_STATE;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOOOOOO$OO:to_rtr", kwlist,
-					 &a.remote, &a.sgid_index, &a.mtu,
-					 &a.hop_limit, &a.min_rnr_timer,
-					 &a.max_dest_rd_atomic, &a.sl,
-					 &a.traffic_class, &a.port,
-					 &a.flow_label))
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kw, "O|OOOOOOO$OO:to_rtr", kwlist, &a.remote,
+		    &a.sgid_index, &a.mtu, &a.hop_limit, &a.min_rnr_timer,
+		    &a.max_dest_rd_atomic, &a.sl, &a.traffic_class, &a.port,
+		    &a.flow_label))
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTR;
@@ -755,7 +775,8 @@ static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
 		if (type != IBV_QPT_UC)
-			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER;
 	}
 	if (qp_modify(self, "to_rtr", &attr, mask) < 0)
 		return NULL;
@@ -767,8 +788,8 @@ static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
  * UC/UD: STATE|SQ_PSN. */
 static PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"psn", "timeout", "retry_cnt", "rnr_retry",
-				 "max_rd_atomic", NULL};
+	static char *kwlist[] = { "psn",       "timeout",	"retry_cnt",
+				  "rnr_retry", "max_rd_atomic", NULL };
 	PyObject *psn_o = NULL, *to_o = NULL, *retry_o = NULL, *rnr_o = NULL,
 		 *rd_o = NULL;
 	struct ibv_qp_attr attr;
@@ -777,7 +798,8 @@ static PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw)
 
 	HANDLE_CHECK(self);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOO:to_rts", kwlist,
-					 &psn_o, &to_o, &retry_o, &rnr_o, &rd_o))
+					 &psn_o, &to_o, &retry_o, &rnr_o,
+					 &rd_o))
 		return NULL;
 	if (arg_opt_int(psn_o, "psn", 0, PSN_MAX, 0, &psn) < 0 ||
 	    arg_opt_int(to_o, "timeout", 0, 31, 14, &to) < 0 ||
@@ -891,64 +913,68 @@ static PyObject *qp_repr(PyObject *self)
 }
 
 static PyMethodDef qp_methods[] = {
-	{"post_send", qp_post_send, METH_O,
-	 "post_send(wr_or_list): post a SendWR or a list of them as one "
-	 "chained ibv_post_send. On failure, VerbsError names the rejected "
-	 "WR's index."},
-	{"post_recv", qp_post_recv, METH_O,
-	 "post_recv(wr_or_list): post a RecvWR or a list (ibv_post_recv). "
-	 "A QP with an SRQ refuses (ValueError)."},
-	{"modify", KW qp_meth_modify, METH_VARARGS | METH_KEYWORDS,
-	 "modify(mask, **attrs) (ibv_modify_qp; mask also as attr_mask=): "
-	 "keywords are struct "
-	 "ibv_qp_attr field names; ah_attr takes an AHAttr, cap a QPCap."},
-	{"query", KW qp_meth_query, METH_VARARGS | METH_KEYWORDS,
-	 "query(mask=all) -> (dict of attributes, QPCap) (ibv_query_qp)"},
-	{"to_init", KW qp_to_init, METH_VARARGS | METH_KEYWORDS,
-	 "to_init(port, access, pkey_index=0, qkey=None): RESET -> INIT. "
-	 "access applies to RC/UC, qkey to UD only (default 0x11111111)."},
-	{"to_rtr", KW qp_to_rtr, METH_VARARGS | METH_KEYWORDS,
-	 "to_rtr(remote, *, sgid_index, mtu=None, port=None, "
-	 "max_dest_rd_atomic=1, min_rnr_timer=12, hop_limit=64, sl=0, "
-	 "traffic_class=0, flow_label=0): INIT -> RTR. remote is a QPInfo "
-	 "(None for UD). mtu defaults to min(remote.mtu, the port's "
-	 "active_mtu); port to the QP's port."},
-	{"to_rts", KW qp_to_rts, METH_VARARGS | METH_KEYWORDS,
-	 "to_rts(psn=0, *, timeout=14, retry_cnt=7, rnr_retry=7, "
-	 "max_rd_atomic=1): RTR -> RTS (the RC-only fields are ignored "
-	 "for UC/UD)."},
+	{ "post_send", qp_post_send, METH_O,
+	  "post_send(wr_or_list): post a SendWR or a list of them as one "
+	  "chained ibv_post_send. On failure, VerbsError names the rejected "
+	  "WR's index." },
+	{ "post_recv", qp_post_recv, METH_O,
+	  "post_recv(wr_or_list): post a RecvWR or a list (ibv_post_recv). "
+	  "A QP with an SRQ refuses (ValueError)." },
+	{ "modify", KW qp_meth_modify, METH_VARARGS | METH_KEYWORDS,
+	  "modify(mask, **attrs) (ibv_modify_qp; mask also as attr_mask=): "
+	  "keywords are struct "
+	  "ibv_qp_attr field names; ah_attr takes an AHAttr, cap a QPCap." },
+	{ "query", KW qp_meth_query, METH_VARARGS | METH_KEYWORDS,
+	  "query(mask=all) -> (dict of attributes, QPCap) (ibv_query_qp)" },
+	{ "to_init", KW qp_to_init, METH_VARARGS | METH_KEYWORDS,
+	  "to_init(port, access, pkey_index=0, qkey=None): RESET -> INIT. "
+	  "access applies to RC/UC, qkey to UD only (default 0x11111111)." },
+	{ "to_rtr", KW qp_to_rtr, METH_VARARGS | METH_KEYWORDS,
+	  "to_rtr(remote, *, sgid_index, mtu=None, port=None, "
+	  "max_dest_rd_atomic=1, min_rnr_timer=12, hop_limit=64, sl=0, "
+	  "traffic_class=0, flow_label=0): INIT -> RTR. remote is a QPInfo "
+	  "(None for UD). mtu defaults to min(remote.mtu, the port's "
+	  "active_mtu); port to the QP's port." },
+	{ "to_rts", KW qp_to_rts, METH_VARARGS | METH_KEYWORDS,
+	  "to_rts(psn=0, *, timeout=14, retry_cnt=7, rnr_retry=7, "
+	  "max_rd_atomic=1): RTR -> RTS (the RC-only fields are ignored "
+	  "for UC/UD)." },
 	HANDLE_METHODS,
-	{NULL, NULL, 0, NULL}
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef qp_getset[] = {
-	{"qp_num", qp_get_qp_num, NULL, "the QP number", NULL},
-	{"qp_type", qp_get_qp_type, NULL, "QPType", NULL},
-	{"state", qp_get_state, NULL, "current QPState (ibv_query_qp)", NULL},
-	{"pd", handle_get_parent, NULL, "the PD", NULL},
-	{"context", qp_get_context, NULL, "the Context", NULL},
-	{"send_cq", qp_get_send_cq, NULL, "the send CQ (None once closed)", NULL},
-	{"recv_cq", qp_get_recv_cq, NULL, "the receive CQ (None once closed)", NULL},
-	{"srq", qp_get_srq, NULL, "the SRQ, or None", NULL},
-	{"cap", qp_get_cap, NULL, "QPCap as ibv_create_qp reported it (query() has the device's current view)", NULL},
-	{"sq_sig_all", qp_get_sq_sig_all, NULL, "every send WR is signaled", NULL},
-	{"handle", qp_get_handle, NULL, "kernel handle of the QP", NULL},
+	{ "qp_num", qp_get_qp_num, NULL, "the QP number", NULL },
+	{ "qp_type", qp_get_qp_type, NULL, "QPType", NULL },
+	{ "state", qp_get_state, NULL, "current QPState (ibv_query_qp)", NULL },
+	{ "pd", handle_get_parent, NULL, "the PD", NULL },
+	{ "context", qp_get_context, NULL, "the Context", NULL },
+	{ "send_cq", qp_get_send_cq, NULL, "the send CQ (None once closed)",
+	  NULL },
+	{ "recv_cq", qp_get_recv_cq, NULL, "the receive CQ (None once closed)",
+	  NULL },
+	{ "srq", qp_get_srq, NULL, "the SRQ, or None", NULL },
+	{ "cap", qp_get_cap, NULL,
+	  "QPCap as ibv_create_qp reported it (query() has the device's current view)",
+	  NULL },
+	{ "sq_sig_all", qp_get_sq_sig_all, NULL, "every send WR is signaled",
+	  NULL },
+	{ "handle", qp_get_handle, NULL, "kernel handle of the QP", NULL },
 	HANDLE_GETSETS,
-	{NULL, NULL, NULL, NULL, NULL}
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot qp_slots[] = {
-	{Py_tp_doc, "A queue pair (ibv_qp); from PD.create_qp(QPInitAttr(...))."},
-	{Py_tp_new, handle_no_new},
-	{Py_tp_dealloc, qp_dealloc},
-	{Py_tp_traverse, qp_traverse},
-	{Py_tp_repr, qp_repr},
-	{Py_tp_methods, qp_methods},
-	{Py_tp_getset, qp_getset},
-	{0, NULL}
+	{ Py_tp_doc,
+	  "A queue pair (ibv_qp); from PD.create_qp(QPInitAttr(...))." },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, qp_dealloc },
+	{ Py_tp_traverse, qp_traverse },
+	{ Py_tp_repr, qp_repr },
+	{ Py_tp_methods, qp_methods },
+	{ Py_tp_getset, qp_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec QP_spec = {
-	"ibverbs._ibverbs.QP", sizeof(QPObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, qp_slots
-};
+PyType_Spec QP_spec = { "ibverbs._ibverbs.QP", sizeof(QPObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, qp_slots };

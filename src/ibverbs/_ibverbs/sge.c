@@ -35,8 +35,8 @@ static int sge_check_offset_sign(PyObject *off_o)
 
 static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"mr_or_addr", "length", "lkey", "offset",
-				 "owner", NULL};
+	static char *kwlist[] = { "mr_or_addr", "length", "lkey",
+				  "offset",	"owner",  NULL };
 	PyObject *src, *len_o = Py_None, *lkey_o = Py_None, *off_o = NULL;
 	PyObject *mr = NULL, *owner = Py_None;
 	SGEObject *self;
@@ -67,14 +67,16 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 				PyErr_Format(PyExc_ValueError,
 					     "lkey %u does not match the MR's "
 					     "lkey %u (an SGE built from an MR "
-					     "takes its lkey)", given, lkey);
+					     "takes its lkey)",
+					     given, lkey);
 				goto fail;
 			}
 		}
 		if (off > m->length) {
 			PyErr_Format(PyExc_ValueError,
 				     "offset %llu is past the end of the MR "
-				     "(length %llu)", (unsigned long long)off,
+				     "(length %llu)",
+				     (unsigned long long)off,
 				     (unsigned long long)m->length);
 			goto fail;
 		}
@@ -106,7 +108,8 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 				PyErr_Format(PyExc_ValueError,
 					     "offset %llu + length %llu runs "
 					     "past the end of the MR (length "
-					     "%llu)", (unsigned long long)off,
+					     "%llu)",
+					     (unsigned long long)off,
 					     (unsigned long long)want,
 					     (unsigned long long)m->length);
 				goto fail;
@@ -119,13 +122,15 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 			PyErr_Format(PyExc_TypeError,
 				     "SGE() takes an MR or an int address, "
 				     "not %R (a GpuMR makes its SGEs with "
-				     ".sge())", (PyObject *)Py_TYPE(src));
+				     ".sge())",
+				     (PyObject *)Py_TYPE(src));
 			return NULL;
 		}
 		if (arg_u64(src, "address", &addr) < 0)
 			return NULL;
 		if (len_o == Py_None) {
-			PyErr_SetString(PyExc_TypeError, "SGE() from a raw "
+			PyErr_SetString(PyExc_TypeError,
+					"SGE() from a raw "
 					"address needs a length");
 			return NULL;
 		}
@@ -243,8 +248,7 @@ static PyObject *sge_richcompare(PyObject *a, PyObject *b, int op)
 	const struct ibv_sge *x, *y;
 	int eq;
 
-	if (!PyObject_TypeCheck(b, ST.SGE_type) ||
-	    (op != Py_EQ && op != Py_NE))
+	if (!PyObject_TypeCheck(b, ST.SGE_type) || (op != Py_EQ && op != Py_NE))
 		Py_RETURN_NOTIMPLEMENTED;
 	x = SGEP(a);
 	y = SGEP(b);
@@ -262,37 +266,37 @@ static Py_hash_t sge_hash(PyObject *self)
 }
 
 static PyGetSetDef sge_getset[] = {
-	{"addr", sge_get_addr, NULL, "start address (ibv_sge.addr)", NULL},
-	{"length", sge_get_length, NULL, "length in bytes (ibv_sge.length)",
-	 NULL},
-	{"lkey", sge_get_lkey, NULL, "local key (ibv_sge.lkey)", NULL},
-	{"mr", sge_get_mr, NULL, "the MR it points into, or None", NULL},
-	{"owner", sge_get_owner, NULL, "what it keeps alive: owner= as given "
-	 "(a GpuMR's SGEs: the GpuMR), else the MR, else None", NULL},
-	{NULL, NULL, NULL, NULL, NULL}
+	{ "addr", sge_get_addr, NULL, "start address (ibv_sge.addr)", NULL },
+	{ "length", sge_get_length, NULL, "length in bytes (ibv_sge.length)",
+	  NULL },
+	{ "lkey", sge_get_lkey, NULL, "local key (ibv_sge.lkey)", NULL },
+	{ "mr", sge_get_mr, NULL, "the MR it points into, or None", NULL },
+	{ "owner", sge_get_owner, NULL,
+	  "what it keeps alive: owner= as given "
+	  "(a GpuMR's SGEs: the GpuMR), else the MR, else None",
+	  NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot sge_slots[] = {
-	{Py_tp_doc,
-	 "SGE(mr_or_addr, length=None, lkey=None, offset=0, *, owner=None)\n\n"
-	 "A scatter/gather element (struct ibv_sge).  From an MR: addr is\n"
-	 "the MR's address + offset, lkey the MR's, and the range must\n"
-	 "lie inside the MR (ValueError otherwise; length=None takes the rest\n"
-	 "of the MR).  From an int address: length and lkey= are required.\n"
-	 "length < 2**32, offset >= 0.  Immutable; keeps its MR (and so its\n"
-	 "memory) alive, and owner= (SGE.owner: that, else the MR)."},
-	{Py_tp_new, sge_new},
-	{Py_tp_dealloc, sge_dealloc},
-	{Py_tp_traverse, sge_traverse},
-	{Py_tp_clear, sge_clear},
-	{Py_tp_repr, sge_repr},
-	{Py_tp_richcompare, sge_richcompare},
-	{Py_tp_hash, sge_hash},
-	{Py_tp_getset, sge_getset},
-	{0, NULL}
+	{ Py_tp_doc,
+	  "SGE(mr_or_addr, length=None, lkey=None, offset=0, *, owner=None)\n\n"
+	  "A scatter/gather element (struct ibv_sge).  From an MR: addr is\n"
+	  "the MR's address + offset, lkey the MR's, and the range must\n"
+	  "lie inside the MR (ValueError otherwise; length=None takes the rest\n"
+	  "of the MR).  From an int address: length and lkey= are required.\n"
+	  "length < 2**32, offset >= 0.  Immutable; keeps its MR (and so its\n"
+	  "memory) alive, and owner= (SGE.owner: that, else the MR)." },
+	{ Py_tp_new, sge_new },
+	{ Py_tp_dealloc, sge_dealloc },
+	{ Py_tp_traverse, sge_traverse },
+	{ Py_tp_clear, sge_clear },
+	{ Py_tp_repr, sge_repr },
+	{ Py_tp_richcompare, sge_richcompare },
+	{ Py_tp_hash, sge_hash },
+	{ Py_tp_getset, sge_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec SGE_spec = {
-	"ibverbs._ibverbs.SGE", sizeof(SGEObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, sge_slots
-};
+PyType_Spec SGE_spec = { "ibverbs._ibverbs.SGE", sizeof(SGEObject), 0,
+			 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, sge_slots };

@@ -15,14 +15,15 @@ static int srq_destroy(Handle *h)
 	return IBV.destroy_srq((struct ibv_srq *)h->obj);
 }
 
-static const HandleKind srq_kind = {"SRQ", "ibv_destroy_srq", srq_destroy, NULL};
+static const HandleKind srq_kind = { "SRQ", "ibv_destroy_srq", srq_destroy,
+				     NULL };
 
 /* PD.create_srq(max_wr=128, max_sge=1, srq_limit=0) */
 PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"max_wr", "max_sge", "srq_limit", NULL};
+	static char *kwlist[] = { "max_wr", "max_sge", "srq_limit", NULL };
 	PyObject *wr_o = NULL, *sge_o = NULL, *limit_o = NULL;
-	struct ibv_srq_init_attr init = {0};
+	struct ibv_srq_init_attr init = { 0 };
 	struct ibv_srq *srq;
 	SRQObject *self;
 
@@ -33,7 +34,8 @@ PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw)
 	init.attr.max_sge = 1;
 	if ((wr_o && arg_u32(wr_o, "max_wr", &init.attr.max_wr) < 0) ||
 	    (sge_o && arg_u32(sge_o, "max_sge", &init.attr.max_sge) < 0) ||
-	    (limit_o && arg_u32(limit_o, "srq_limit", &init.attr.srq_limit) < 0))
+	    (limit_o &&
+	     arg_u32(limit_o, "srq_limit", &init.attr.srq_limit) < 0))
 		return NULL;
 	/* Allocate first: srq_context must be the Python object.  Until
 	 * handle_init() the object is not linked anywhere, so a failed
@@ -81,14 +83,14 @@ static void srq_dealloc(PyObject *self)
 /* modify(max_wr=None, srq_limit=None): the mask is what was given. */
 static PyObject *srq_modify(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"max_wr", "srq_limit", NULL};
+	static char *kwlist[] = { "max_wr", "srq_limit", NULL };
 	PyObject *wr_o = Py_None, *limit_o = Py_None;
-	struct ibv_srq_attr attr = {0};
+	struct ibv_srq_attr attr = { 0 };
 	int mask = 0, rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:modify", kwlist,
-					 &wr_o, &limit_o))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:modify", kwlist, &wr_o,
+					 &limit_o))
 		return NULL;
 	if (wr_o != Py_None) {
 		if (arg_u32(wr_o, "max_wr", &attr.max_wr) < 0)
@@ -115,7 +117,7 @@ static PyObject *srq_modify(PyObject *self, PyObject *args, PyObject *kw)
 
 static PyObject *srq_query(PyObject *self, PyObject *unused)
 {
-	struct ibv_srq_attr attr = {0};
+	struct ibv_srq_attr attr = { 0 };
 	PyObject *d;
 	int rc;
 
@@ -145,40 +147,40 @@ static PyObject *srq_repr(PyObject *self)
 {
 	if (HANDLE(self)->obj == NULL)
 		return PyUnicode_FromString("<ibverbs.SRQ closed>");
-	return PyUnicode_FromFormat("<ibverbs.SRQ handle=%u>", SRQP(self)->handle);
+	return PyUnicode_FromFormat("<ibverbs.SRQ handle=%u>",
+				    SRQP(self)->handle);
 }
 
 static PyMethodDef srq_methods[] = {
-	{"post_recv", srq_post_recv, METH_O,
-	 "post_recv(wr_or_list): post RecvWRs (a list as one chained call)."},
-	{"modify", KW srq_modify, METH_VARARGS | METH_KEYWORDS,
-	 "modify(max_wr=None, srq_limit=None) (ibv_modify_srq). A non-zero "
-	 "srq_limit arms the SRQ_LIMIT_REACHED async event."},
-	{"query", srq_query, METH_NOARGS,
-	 "query() -> dict(max_wr, max_sge, srq_limit) (ibv_query_srq)"},
+	{ "post_recv", srq_post_recv, METH_O,
+	  "post_recv(wr_or_list): post RecvWRs (a list as one chained call)." },
+	{ "modify", KW srq_modify, METH_VARARGS | METH_KEYWORDS,
+	  "modify(max_wr=None, srq_limit=None) (ibv_modify_srq). A non-zero "
+	  "srq_limit arms the SRQ_LIMIT_REACHED async event." },
+	{ "query", srq_query, METH_NOARGS,
+	  "query() -> dict(max_wr, max_sge, srq_limit) (ibv_query_srq)" },
 	HANDLE_METHODS,
-	{NULL, NULL, 0, NULL}
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef srq_getset[] = {
-	{"pd", handle_get_parent, NULL, "the PD", NULL},
-	{"handle", srq_get_handle, NULL, "kernel handle of the SRQ", NULL},
+	{ "pd", handle_get_parent, NULL, "the PD", NULL },
+	{ "handle", srq_get_handle, NULL, "kernel handle of the SRQ", NULL },
 	HANDLE_GETSETS,
-	{NULL, NULL, NULL, NULL, NULL}
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot srq_slots[] = {
-	{Py_tp_doc, "A shared receive queue (ibv_srq); from PD.create_srq()."},
-	{Py_tp_new, handle_no_new},
-	{Py_tp_dealloc, srq_dealloc},
-	{Py_tp_traverse, srq_traverse},
-	{Py_tp_repr, srq_repr},
-	{Py_tp_methods, srq_methods},
-	{Py_tp_getset, srq_getset},
-	{0, NULL}
+	{ Py_tp_doc,
+	  "A shared receive queue (ibv_srq); from PD.create_srq()." },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, srq_dealloc },
+	{ Py_tp_traverse, srq_traverse },
+	{ Py_tp_repr, srq_repr },
+	{ Py_tp_methods, srq_methods },
+	{ Py_tp_getset, srq_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec SRQ_spec = {
-	"ibverbs._ibverbs.SRQ", sizeof(SRQObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, srq_slots
-};
+PyType_Spec SRQ_spec = { "ibverbs._ibverbs.SRQ", sizeof(SRQObject), 0,
+			 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, srq_slots };

@@ -54,16 +54,26 @@ static const struct {
 	size_t off, size;
 	uint64_t max;
 } wc_fields[] = {
-#define F(f, max) {#f, offsetof(struct ibv_wc, f),                       \
-		   sizeof(((struct ibv_wc *)0)->f), max}
-	F(wr_id, UINT64_MAX), F(status, INT32_MAX), F(opcode, INT32_MAX),
-	F(vendor_err, UINT32_MAX), F(byte_len, UINT32_MAX),
-	F(invalidated_rkey, UINT32_MAX), F(qp_num, UINT32_MAX),
-	F(src_qp, UINT32_MAX), F(wc_flags, UINT32_MAX),
-	F(pkey_index, UINT16_MAX), F(slid, UINT16_MAX), F(sl, UINT8_MAX),
+#define F(f, max)                                            \
+	{                                                    \
+#f, offsetof(struct ibv_wc, f),              \
+			sizeof(((struct ibv_wc *)0)->f), max \
+	}
+	F(wr_id, UINT64_MAX),
+	F(status, INT32_MAX),
+	F(opcode, INT32_MAX),
+	F(vendor_err, UINT32_MAX),
+	F(byte_len, UINT32_MAX),
+	F(invalidated_rkey, UINT32_MAX),
+	F(qp_num, UINT32_MAX),
+	F(src_qp, UINT32_MAX),
+	F(wc_flags, UINT32_MAX),
+	F(pkey_index, UINT16_MAX),
+	F(slid, UINT16_MAX),
+	F(sl, UINT8_MAX),
 	F(dlid_path_bits, UINT8_MAX),
 #undef F
-	{NULL, 0, 0, 0}
+	{ NULL, 0, 0, 0 }
 };
 
 static void store_uint(void *dst, size_t size, uint64_t u)
@@ -73,10 +83,18 @@ static void store_uint(void *dst, size_t size, uint64_t u)
 	uint8_t u8 = (uint8_t)u;
 
 	switch (size) {
-	case 8: memcpy(dst, &u, 8); break;
-	case 4: memcpy(dst, &u32, 4); break;
-	case 2: memcpy(dst, &u16, 2); break;
-	default: memcpy(dst, &u8, 1); break;
+	case 8:
+		memcpy(dst, &u, 8);
+		break;
+	case 4:
+		memcpy(dst, &u32, 4);
+		break;
+	case 2:
+		memcpy(dst, &u16, 2);
+		break;
+	default:
+		memcpy(dst, &u8, 1);
+		break;
 	}
 }
 
@@ -183,13 +201,17 @@ static PyObject *wc_repr(PyObject *self)
 		"<ibverbs.WC wr_id=%llu status=%d (%s) opcode=%d byte_len=%u "
 		"qp_num=%u vendor_err=%u>",
 		(unsigned long long)wc->wr_id, (int)wc->status,
-		IBV.wc_status_str(wc->status), (int)wc->opcode,
-		wc->byte_len, wc->qp_num, wc->vendor_err);
+		IBV.wc_status_str(wc->status), (int)wc->opcode, wc->byte_len,
+		wc->qp_num, wc->vendor_err);
 }
 
-#define M(name, type, field, doc)                                        \
-	{name, type, offsetof(WCObject, wc) + offsetof(struct ibv_wc, field), \
-	 READONLY, doc}
+#define M(name, type, field, doc)                               \
+	{                                                       \
+		name, type,                                     \
+			offsetof(WCObject, wc) +                \
+				offsetof(struct ibv_wc, field), \
+			READONLY, doc                           \
+	}
 static PyMemberDef wc_members[] = {
 	M("wr_id", T_ULONGLONG, wr_id, "the wr_id of the work request"),
 	M("status", T_INT, status, "ibv_wc_status (WCStatus value)"),
@@ -205,36 +227,35 @@ static PyMemberDef wc_members[] = {
 	M("slid", T_USHORT, slid, NULL),
 	M("sl", T_UBYTE, sl, NULL),
 	M("dlid_path_bits", T_UBYTE, dlid_path_bits, NULL),
-	{NULL, 0, 0, 0, NULL}
+	{ NULL, 0, 0, 0, NULL }
 };
 #undef M
 
 static PyGetSetDef wc_getset[] = {
-	{"imm_data", wc_get_imm_data, NULL,
-	 "immediate data in host byte order (wc_flags has WITH_IMM)", NULL},
-	{"is_success", wc_get_is_success, NULL, "status == SUCCESS", NULL},
-	{"status_str", wc_get_status_str, NULL,
-	 "the status as text (ibv_wc_status_str)", NULL},
-	{NULL, NULL, NULL, NULL, NULL}
+	{ "imm_data", wc_get_imm_data, NULL,
+	  "immediate data in host byte order (wc_flags has WITH_IMM)", NULL },
+	{ "is_success", wc_get_is_success, NULL, "status == SUCCESS", NULL },
+	{ "status_str", wc_get_status_str, NULL,
+	  "the status as text (ibv_wc_status_str)", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyMethodDef wc_methods[] = {
-	{"raise_for_status", wc_raise_for_status, METH_NOARGS,
-	 "Raise CompletionError unless status is SUCCESS."},
-	{NULL, NULL, 0, NULL}
+	{ "raise_for_status", wc_raise_for_status, METH_NOARGS,
+	  "Raise CompletionError unless status is SUCCESS." },
+	{ NULL, NULL, 0, NULL }
 };
 
 static PyType_Slot wc_slots[] = {
-	{Py_tp_doc, "A work completion (struct ibv_wc), from CQ.poll()."},
-	{Py_tp_new, wc_tp_new},
-	{Py_tp_dealloc, wc_dealloc},
-	{Py_tp_repr, wc_repr},
-	{Py_tp_members, wc_members},
-	{Py_tp_getset, wc_getset},
-	{Py_tp_methods, wc_methods},
-	{0, NULL}
+	{ Py_tp_doc, "A work completion (struct ibv_wc), from CQ.poll()." },
+	{ Py_tp_new, wc_tp_new },
+	{ Py_tp_dealloc, wc_dealloc },
+	{ Py_tp_repr, wc_repr },
+	{ Py_tp_members, wc_members },
+	{ Py_tp_getset, wc_getset },
+	{ Py_tp_methods, wc_methods },
+	{ 0, NULL }
 };
 
-PyType_Spec WC_spec = {
-	"ibverbs._ibverbs.WC", sizeof(WCObject), 0, Py_TPFLAGS_DEFAULT, wc_slots
-};
+PyType_Spec WC_spec = { "ibverbs._ibverbs.WC", sizeof(WCObject), 0,
+			Py_TPFLAGS_DEFAULT, wc_slots };

@@ -46,7 +46,7 @@ static PyObject *sg_list_build(PyObject *arg, struct ibv_sge *inline_sges,
 
 	if (PyObject_TypeCheck(arg, ST.SGE_type)) {
 		tup = PyTuple_Pack(1, arg);
-	} else if (arg == Py_None) {  /* the published default: no SGEs */
+	} else if (arg == Py_None) { /* the published default: no SGEs */
 		tup = PyTuple_New(0);
 	} else {
 		if (PyUnicode_Check(arg) || PyBytes_Check(arg) ||
@@ -114,7 +114,8 @@ static int sg_list_check(PyObject *sg_list, Py_ssize_t wr_index)
 		if (mr != NULL && HANDLE(mr)->obj == NULL) {
 			verbs_error_fmt(EBADF, NULL,
 					"work request %zd: sg_list[%zd] points "
-					"into a closed MR", wr_index, i);
+					"into a closed MR",
+					wr_index, i);
 			return -1;
 		}
 	}
@@ -242,9 +243,10 @@ static int remote_put(SendWRObject *w, const struct wr_remote *r, int strict)
 				return -1;
 			}
 			if (r->remote_qkey && mode != MODE_UD) {
-				PyErr_SetString(PyExc_ValueError,
-						"remote_qkey is only used by UD "
-						"sends: give an ah too");
+				PyErr_SetString(
+					PyExc_ValueError,
+					"remote_qkey is only used by UD "
+					"sends: give an ah too");
 				return -1;
 			}
 			op = opcode_obj(w->wr.opcode);
@@ -252,7 +254,8 @@ static int remote_put(SendWRObject *w, const struct wr_remote *r, int strict)
 				return -1;
 			PyErr_Format(PyExc_ValueError,
 				     "%s is not used by opcode %R (set the "
-				     "opcode first)", bad, op);
+				     "opcode first)",
+				     bad, op);
 			Py_DECREF(op);
 			return -1;
 		}
@@ -326,7 +329,8 @@ static int sendwr_validate(SendWRObject *w)
 		if (o != NULL)
 			PyErr_Format(PyExc_ValueError,
 				     "an AH (UD) only goes with SEND or "
-				     "SEND_WITH_IMM, not %R", o);
+				     "SEND_WITH_IMM, not %R",
+				     o);
 		Py_XDECREF(o);
 		return -1;
 	}
@@ -372,25 +376,25 @@ static int imm_parse(PyObject *o, uint32_t *out)
 static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	/* Positional order as in the published package. */
-	static char *kwlist[] = {"wr_id", "sg_list", "opcode", "send_flags",
-				 "remote_addr", "rkey", "imm_data",
-				 "compare_add", "swap", "ah", "remote_qpn",
-				 "remote_qkey", NULL};
+	static char *kwlist[] = { "wr_id",	"sg_list",     "opcode",
+				  "send_flags", "remote_addr", "rkey",
+				  "imm_data",	"compare_add", "swap",
+				  "ah",		"remote_qpn",  "remote_qkey",
+				  NULL };
 	PyObject *wr_id_o = NULL, *sg_o = NULL, *op_o = NULL, *flags_o = NULL;
 	PyObject *imm_o = Py_None, *raddr_o = NULL, *rkey_o = NULL;
 	PyObject *cmp_o = NULL, *swap_o = NULL, *ah_o = Py_None;
 	PyObject *qpn_o = NULL, *qkey_o = NULL, *ah = NULL;
-	struct wr_remote r = {0};
+	struct wr_remote r = { 0 };
 	SendWRObject *self;
 	uint64_t wr_id = 0;
 	uint32_t flags = 0, imm = 0;
 	int opcode = IBV_WR_SEND;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOOOO:SendWR",
-					 kwlist, &wr_id_o, &sg_o, &op_o,
-					 &flags_o, &raddr_o, &rkey_o, &imm_o,
-					 &cmp_o, &swap_o, &ah_o, &qpn_o,
-					 &qkey_o))
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kw, "|OOOOOOOOOOOO:SendWR", kwlist, &wr_id_o, &sg_o,
+		    &op_o, &flags_o, &raddr_o, &rkey_o, &imm_o, &cmp_o, &swap_o,
+		    &ah_o, &qpn_o, &qkey_o))
 		return NULL;
 	if ((wr_id_o && arg_u64(wr_id_o, "wr_id", &wr_id) < 0) ||
 	    (op_o && opcode_parse(op_o, &opcode) < 0) ||
@@ -411,8 +415,8 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	}
 	/* imm_data=0 is the published package's default: accepted (and
 	 * ignored) with any opcode; another value needs a *_WITH_IMM one. */
-	if (imm_o != Py_None && !is_imm_opcode(opcode) &&
-	    PyLong_Check(imm_o) && PyObject_Not(imm_o) == 1)
+	if (imm_o != Py_None && !is_imm_opcode(opcode) && PyLong_Check(imm_o) &&
+	    PyObject_Not(imm_o) == 1)
 		imm_o = Py_None;
 	if (imm_o != Py_None && !is_imm_opcode(opcode)) {
 		PyObject *o = opcode_obj(opcode);
@@ -420,7 +424,8 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		if (o != NULL)
 			PyErr_Format(PyExc_ValueError,
 				     "imm_data is only sent with *_WITH_IMM "
-				     "opcodes, not %R", o);
+				     "opcodes, not %R",
+				     o);
 		Py_XDECREF(o);
 		return NULL;
 	}
@@ -608,14 +613,17 @@ static int sendwr_set_imm_data(PyObject *self, PyObject *v, void *closure)
 
 /* Getters/setters of the union fields go through struct wr_remote. */
 enum remote_field {
-	F_REMOTE_ADDR, F_RKEY, F_COMPARE_ADD, F_SWAP, F_REMOTE_QPN,
+	F_REMOTE_ADDR,
+	F_RKEY,
+	F_COMPARE_ADD,
+	F_SWAP,
+	F_REMOTE_QPN,
 	F_REMOTE_QKEY
 };
 
-static const char *const remote_names[] = {
-	"remote_addr", "rkey", "compare_add", "swap", "remote_qpn",
-	"remote_qkey"
-};
+static const char *const remote_names[] = { "remote_addr", "rkey",
+					    "compare_add", "swap",
+					    "remote_qpn",  "remote_qkey" };
 
 static PyObject *sendwr_get_remote(PyObject *self, void *closure)
 {
@@ -673,8 +681,9 @@ static int sendwr_set_remote(PyObject *self, PyObject *v, void *closure)
 	case F_REMOTE_QPN:
 		rc = arg_u32(v, name, &r.remote_qpn);
 		if (rc == 0 && r.remote_qpn > QPN_MAX) {
-			PyErr_SetString(PyExc_ValueError,
-					"remote_qpn must be in range 0..2**24-1");
+			PyErr_SetString(
+				PyExc_ValueError,
+				"remote_qpn must be in range 0..2**24-1");
 			rc = -1;
 		}
 		break;
@@ -763,70 +772,71 @@ static PyObject *sendwr_repr(PyObject *self)
 		tail[0] = 0;
 	}
 	res = PyUnicode_FromFormat("%s, opcode=%R, num_sge=%d, "
-				   "send_flags=%u%s)", head, op,
-				   w->wr.num_sge, w->wr.send_flags, tail);
+				   "send_flags=%u%s)",
+				   head, op, w->wr.num_sge, w->wr.send_flags,
+				   tail);
 	Py_DECREF(op);
 	return res;
 }
 
 static PyGetSetDef sendwr_getset[] = {
-	{"wr_id", sendwr_get_wr_id, sendwr_set_wr_id,
-	 "user cookie returned in the WC (u64)", NULL},
-	{"opcode", sendwr_get_opcode, sendwr_set_opcode,
-	 "WROpcode; fields the new opcode does not use are reset to 0", NULL},
-	{"send_flags", sendwr_get_send_flags, sendwr_set_send_flags,
-	 "SendFlags (FENCE, SIGNALED, SOLICITED, INLINE)", NULL},
-	{"imm_data", sendwr_get_imm_data, sendwr_set_imm_data,
-	 "immediate data in host order (sent big-endian), or None", NULL},
-	{"remote_addr", sendwr_get_remote, sendwr_set_remote,
-	 "remote address (RDMA and atomic opcodes)", (void *)F_REMOTE_ADDR},
-	{"rkey", sendwr_get_remote, sendwr_set_remote,
-	 "remote key (RDMA, atomic); the rkey to invalidate for "
-	 "SEND_WITH_INV/LOCAL_INV", (void *)F_RKEY},
-	{"compare_add", sendwr_get_remote, sendwr_set_remote,
-	 "compare (CMP_AND_SWP) or add (FETCH_AND_ADD) operand",
-	 (void *)F_COMPARE_ADD},
-	{"swap", sendwr_get_remote, sendwr_set_remote,
-	 "swap operand (CMP_AND_SWP)", (void *)F_SWAP},
-	{"remote_qpn", sendwr_get_remote, sendwr_set_remote,
-	 "destination QP number (UD, needs an AH)", (void *)F_REMOTE_QPN},
-	{"remote_qkey", sendwr_get_remote, sendwr_set_remote,
-	 "destination Q_Key (UD, needs an AH)", (void *)F_REMOTE_QKEY},
-	{"ah", sendwr_get_ah, sendwr_set_ah,
-	 "the AH of a UD send, or None", NULL},
-	{"sg_list", sendwr_get_sg_list, NULL,
-	 "the SGEs (a tuple; build a new WR to change it)", NULL},
-	{"num_sge", sendwr_get_num_sge, NULL, "len(sg_list)", NULL},
-	{NULL, NULL, NULL, NULL, NULL}
+	{ "wr_id", sendwr_get_wr_id, sendwr_set_wr_id,
+	  "user cookie returned in the WC (u64)", NULL },
+	{ "opcode", sendwr_get_opcode, sendwr_set_opcode,
+	  "WROpcode; fields the new opcode does not use are reset to 0", NULL },
+	{ "send_flags", sendwr_get_send_flags, sendwr_set_send_flags,
+	  "SendFlags (FENCE, SIGNALED, SOLICITED, INLINE)", NULL },
+	{ "imm_data", sendwr_get_imm_data, sendwr_set_imm_data,
+	  "immediate data in host order (sent big-endian), or None", NULL },
+	{ "remote_addr", sendwr_get_remote, sendwr_set_remote,
+	  "remote address (RDMA and atomic opcodes)", (void *)F_REMOTE_ADDR },
+	{ "rkey", sendwr_get_remote, sendwr_set_remote,
+	  "remote key (RDMA, atomic); the rkey to invalidate for "
+	  "SEND_WITH_INV/LOCAL_INV",
+	  (void *)F_RKEY },
+	{ "compare_add", sendwr_get_remote, sendwr_set_remote,
+	  "compare (CMP_AND_SWP) or add (FETCH_AND_ADD) operand",
+	  (void *)F_COMPARE_ADD },
+	{ "swap", sendwr_get_remote, sendwr_set_remote,
+	  "swap operand (CMP_AND_SWP)", (void *)F_SWAP },
+	{ "remote_qpn", sendwr_get_remote, sendwr_set_remote,
+	  "destination QP number (UD, needs an AH)", (void *)F_REMOTE_QPN },
+	{ "remote_qkey", sendwr_get_remote, sendwr_set_remote,
+	  "destination Q_Key (UD, needs an AH)", (void *)F_REMOTE_QKEY },
+	{ "ah", sendwr_get_ah, sendwr_set_ah, "the AH of a UD send, or None",
+	  NULL },
+	{ "sg_list", sendwr_get_sg_list, NULL,
+	  "the SGEs (a tuple; build a new WR to change it)", NULL },
+	{ "num_sge", sendwr_get_num_sge, NULL, "len(sg_list)", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot sendwr_slots[] = {
-	{Py_tp_doc,
-	 "SendWR(wr_id=0, sg_list=(), opcode=WROpcode.SEND, send_flags=0,\n"
-	 "       imm_data=None, remote_addr=0, rkey=0, compare_add=0, swap=0,\n"
-	 "       ah=None, remote_qpn=0, remote_qkey=0)\n\n"
-	 "A send work request (struct ibv_send_wr), converted once and\n"
-	 "posted as is by QP.post_send().  sg_list is an SGE or a sequence of\n"
-	 "SGEs.  imm_data (host order) is required for *_WITH_IMM opcodes and\n"
-	 "refused for others; remote_addr/rkey go with RDMA opcodes,\n"
-	 "compare_add/swap with atomics (which need exactly one 8-byte SGE),\n"
-	 "ah/remote_qpn/remote_qkey with UD SENDs.  A field the opcode does\n"
-	 "not use is a ValueError.  Attributes are settable for reuse; setting\n"
-	 "opcode keeps the fields both opcodes use and resets the others.\n"
-	 "The WR keeps its SGEs' MRs (and their memory) and its AH alive."},
-	{Py_tp_new, sendwr_new},
-	{Py_tp_dealloc, sendwr_dealloc},
-	{Py_tp_traverse, sendwr_traverse},
-	{Py_tp_clear, sendwr_clear},
-	{Py_tp_repr, sendwr_repr},
-	{Py_tp_getset, sendwr_getset},
-	{0, NULL}
+	{ Py_tp_doc,
+	  "SendWR(wr_id=0, sg_list=(), opcode=WROpcode.SEND, send_flags=0,\n"
+	  "       imm_data=None, remote_addr=0, rkey=0, compare_add=0, swap=0,\n"
+	  "       ah=None, remote_qpn=0, remote_qkey=0)\n\n"
+	  "A send work request (struct ibv_send_wr), converted once and\n"
+	  "posted as is by QP.post_send().  sg_list is an SGE or a sequence of\n"
+	  "SGEs.  imm_data (host order) is required for *_WITH_IMM opcodes and\n"
+	  "refused for others; remote_addr/rkey go with RDMA opcodes,\n"
+	  "compare_add/swap with atomics (which need exactly one 8-byte SGE),\n"
+	  "ah/remote_qpn/remote_qkey with UD SENDs.  A field the opcode does\n"
+	  "not use is a ValueError.  Attributes are settable for reuse; setting\n"
+	  "opcode keeps the fields both opcodes use and resets the others.\n"
+	  "The WR keeps its SGEs' MRs (and their memory) and its AH alive." },
+	{ Py_tp_new, sendwr_new },
+	{ Py_tp_dealloc, sendwr_dealloc },
+	{ Py_tp_traverse, sendwr_traverse },
+	{ Py_tp_clear, sendwr_clear },
+	{ Py_tp_repr, sendwr_repr },
+	{ Py_tp_getset, sendwr_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec SendWR_spec = {
-	"ibverbs._ibverbs.SendWR", sizeof(SendWRObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, sendwr_slots
-};
+PyType_Spec SendWR_spec = { "ibverbs._ibverbs.SendWR", sizeof(SendWRObject), 0,
+			    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+			    sendwr_slots };
 
 /* ------------------------------------------------------------------ */
 /* RecvWR                                                              */
@@ -836,7 +846,7 @@ PyType_Spec SendWR_spec = {
 
 static PyObject *recvwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"wr_id", "sg_list", NULL};
+	static char *kwlist[] = { "wr_id", "sg_list", NULL };
 	PyObject *wr_id_o = NULL, *sg_o = NULL;
 	RecvWRObject *self;
 	uint64_t wr_id = 0;
@@ -928,33 +938,32 @@ static PyObject *recvwr_repr(PyObject *self)
 }
 
 static PyGetSetDef recvwr_getset[] = {
-	{"wr_id", recvwr_get_wr_id, recvwr_set_wr_id,
-	 "user cookie returned in the WC (u64)", NULL},
-	{"sg_list", recvwr_get_sg_list, NULL,
-	 "the SGEs (a tuple; build a new WR to change it)", NULL},
-	{"num_sge", recvwr_get_num_sge, NULL, "len(sg_list)", NULL},
-	{NULL, NULL, NULL, NULL, NULL}
+	{ "wr_id", recvwr_get_wr_id, recvwr_set_wr_id,
+	  "user cookie returned in the WC (u64)", NULL },
+	{ "sg_list", recvwr_get_sg_list, NULL,
+	  "the SGEs (a tuple; build a new WR to change it)", NULL },
+	{ "num_sge", recvwr_get_num_sge, NULL, "len(sg_list)", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot recvwr_slots[] = {
-	{Py_tp_doc,
-	 "RecvWR(wr_id=0, sg_list=())\n\n"
-	 "A receive work request (struct ibv_recv_wr), posted as is by\n"
-	 "QP.post_recv() / SRQ.post_recv().  sg_list is an SGE or a sequence\n"
-	 "of SGEs; the WR keeps their MRs (and their memory) alive."},
-	{Py_tp_new, recvwr_new},
-	{Py_tp_dealloc, recvwr_dealloc},
-	{Py_tp_traverse, recvwr_traverse},
-	{Py_tp_clear, recvwr_clear},
-	{Py_tp_repr, recvwr_repr},
-	{Py_tp_getset, recvwr_getset},
-	{0, NULL}
+	{ Py_tp_doc,
+	  "RecvWR(wr_id=0, sg_list=())\n\n"
+	  "A receive work request (struct ibv_recv_wr), posted as is by\n"
+	  "QP.post_recv() / SRQ.post_recv().  sg_list is an SGE or a sequence\n"
+	  "of SGEs; the WR keeps their MRs (and their memory) alive." },
+	{ Py_tp_new, recvwr_new },
+	{ Py_tp_dealloc, recvwr_dealloc },
+	{ Py_tp_traverse, recvwr_traverse },
+	{ Py_tp_clear, recvwr_clear },
+	{ Py_tp_repr, recvwr_repr },
+	{ Py_tp_getset, recvwr_getset },
+	{ 0, NULL }
 };
 
-PyType_Spec RecvWR_spec = {
-	"ibverbs._ibverbs.RecvWR", sizeof(RecvWRObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, recvwr_slots
-};
+PyType_Spec RecvWR_spec = { "ibverbs._ibverbs.RecvWR", sizeof(RecvWRObject), 0,
+			    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+			    recvwr_slots };
 
 /* ------------------------------------------------------------------ */
 /* Checks before a post (post.c, wrchain.c)                            */
@@ -968,8 +977,10 @@ int sendwr_ready(SendWRObject *w, Py_ssize_t i)
 		void *ah = HANDLE(w->ah)->obj;
 
 		if (ah == NULL) {
-			verbs_error_fmt(EBADF, NULL, "work request %zd: its "
-					"AH is closed", i);
+			verbs_error_fmt(EBADF, NULL,
+					"work request %zd: its "
+					"AH is closed",
+					i);
 			return -1;
 		}
 		w->wr.wr.ud.ah = ah;

@@ -27,7 +27,8 @@ int wr_member_error(const char *kind, Py_ssize_t i)
 {
 	PyErr_Format(PyExc_ValueError,
 		     "work request %zd belongs to a %sChain: post the chain, "
-		     "or release() it first", i, kind);
+		     "or release() it first",
+		     i, kind);
 	return -1;
 }
 
@@ -103,8 +104,7 @@ static PyObject *chain_item(PyObject *self, Py_ssize_t i)
 	PyObject *items = CH(self)->items, *o;
 
 	if (items == NULL || i < 0 || i >= PyTuple_Size(items)) {
-		PyErr_SetString(PyExc_IndexError,
-				"chain index out of range");
+		PyErr_SetString(PyExc_IndexError, "chain index out of range");
 		return NULL;
 	}
 	o = PyTuple_GetItem(items, i);
@@ -174,57 +174,57 @@ static PyObject *chain_enter(PyObject *self, PyObject *unused)
 #undef WR_IS_SEND
 
 static PyType_Slot sendwrchain_slots[] = {
-	{Py_tp_doc,
-	 "SendWRChain(wrs)\n\n"
-	 "SendWRs linked through wr.next once, to be posted as one\n"
-	 "ibv_post_send() many times: qp.post_send(chain).  Unlike a list,\n"
-	 "a chain is not linked and checked again on every post; each post\n"
-	 "only checks that the MRs and AHs its members use are still open.\n"
-	 "The members are the WR objects given, not copies: setting one's\n"
-	 "wr_id, send_flags, remote_addr, ... is seen by the next post.\n"
-	 "A member cannot be posted on its own, in a list or in another\n"
-	 "chain until release() (also called by `with` and when the chain\n"
-	 "is freed).  len(chain) and chain[i] give the members."},
-	{Py_tp_new, sendwrchain_new},
-	{Py_tp_dealloc, sendwrchain_dealloc},
-	{Py_tp_traverse, chain_traverse},
-	{Py_tp_clear, sendwrchain_clear},
-	{Py_tp_repr, sendwrchain_repr},
-	{Py_tp_methods, sendwrchain_methods},
-	{Py_tp_getset, sendwrchain_getset},
-	{Py_sq_length, chain_length},
-	{Py_sq_item, chain_item},
-	{Py_tp_iter, chain_iter},
-	{0, NULL}
+	{ Py_tp_doc,
+	  "SendWRChain(wrs)\n\n"
+	  "SendWRs linked through wr.next once, to be posted as one\n"
+	  "ibv_post_send() many times: qp.post_send(chain).  Unlike a list,\n"
+	  "a chain is not linked and checked again on every post; each post\n"
+	  "only checks that the MRs and AHs its members use are still open.\n"
+	  "The members are the WR objects given, not copies: setting one's\n"
+	  "wr_id, send_flags, remote_addr, ... is seen by the next post.\n"
+	  "A member cannot be posted on its own, in a list or in another\n"
+	  "chain until release() (also called by `with` and when the chain\n"
+	  "is freed).  len(chain) and chain[i] give the members." },
+	{ Py_tp_new, sendwrchain_new },
+	{ Py_tp_dealloc, sendwrchain_dealloc },
+	{ Py_tp_traverse, chain_traverse },
+	{ Py_tp_clear, sendwrchain_clear },
+	{ Py_tp_repr, sendwrchain_repr },
+	{ Py_tp_methods, sendwrchain_methods },
+	{ Py_tp_getset, sendwrchain_getset },
+	{ Py_sq_length, chain_length },
+	{ Py_sq_item, chain_item },
+	{ Py_tp_iter, chain_iter },
+	{ 0, NULL }
 };
 
-PyType_Spec SendWRChain_spec = {
-	"ibverbs._ibverbs.SendWRChain", sizeof(WRChainObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, sendwrchain_slots
-};
+PyType_Spec SendWRChain_spec = { "ibverbs._ibverbs.SendWRChain",
+				 sizeof(WRChainObject), 0,
+				 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+				 sendwrchain_slots };
 
 static PyType_Slot recvwrchain_slots[] = {
-	{Py_tp_doc,
-	 "RecvWRChain(wrs)\n\n"
-	 "RecvWRs linked through wr.next once, to be posted as one\n"
-	 "ibv_post_recv() many times: qp.post_recv(chain) or\n"
-	 "srq.post_recv(chain).  As SendWRChain: the members are the WR\n"
-	 "objects given, each post only checks that their MRs are still\n"
-	 "open, and a member belongs to the chain until release()."},
-	{Py_tp_new, recvwrchain_new},
-	{Py_tp_dealloc, recvwrchain_dealloc},
-	{Py_tp_traverse, chain_traverse},
-	{Py_tp_clear, recvwrchain_clear},
-	{Py_tp_repr, recvwrchain_repr},
-	{Py_tp_methods, recvwrchain_methods},
-	{Py_tp_getset, recvwrchain_getset},
-	{Py_sq_length, chain_length},
-	{Py_sq_item, chain_item},
-	{Py_tp_iter, chain_iter},
-	{0, NULL}
+	{ Py_tp_doc,
+	  "RecvWRChain(wrs)\n\n"
+	  "RecvWRs linked through wr.next once, to be posted as one\n"
+	  "ibv_post_recv() many times: qp.post_recv(chain) or\n"
+	  "srq.post_recv(chain).  As SendWRChain: the members are the WR\n"
+	  "objects given, each post only checks that their MRs are still\n"
+	  "open, and a member belongs to the chain until release()." },
+	{ Py_tp_new, recvwrchain_new },
+	{ Py_tp_dealloc, recvwrchain_dealloc },
+	{ Py_tp_traverse, chain_traverse },
+	{ Py_tp_clear, recvwrchain_clear },
+	{ Py_tp_repr, recvwrchain_repr },
+	{ Py_tp_methods, recvwrchain_methods },
+	{ Py_tp_getset, recvwrchain_getset },
+	{ Py_sq_length, chain_length },
+	{ Py_sq_item, chain_item },
+	{ Py_tp_iter, chain_iter },
+	{ 0, NULL }
 };
 
-PyType_Spec RecvWRChain_spec = {
-	"ibverbs._ibverbs.RecvWRChain", sizeof(WRChainObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, recvwrchain_slots
-};
+PyType_Spec RecvWRChain_spec = { "ibverbs._ibverbs.RecvWRChain",
+				 sizeof(WRChainObject), 0,
+				 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+				 recvwrchain_slots };

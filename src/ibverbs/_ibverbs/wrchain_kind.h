@@ -92,19 +92,19 @@ WR_NATIVE *CHFN(head)(PyObject *self)
 
 static PyObject *CHFN(new)(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"wrs", NULL};
+	static char *kwlist[] = { "wrs", NULL };
 	PyObject *arg, *items;
 	WRChainObject *c;
 	Py_ssize_t i, n;
 	WR_OBJ *prev = NULL;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:" WR_NAME "Chain",
-					 kwlist, &arg))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:" WR_NAME "Chain", kwlist,
+					 &arg))
 		return NULL;
 	if (Py_TYPE(arg) == WR_TYPE) {
 		PyErr_SetString(PyExc_TypeError,
-				WR_NAME "Chain() takes a sequence of "
-				WR_NAME ", not one " WR_NAME);
+				WR_NAME "Chain() takes a sequence of " WR_NAME
+					", not one " WR_NAME);
 		return NULL;
 	}
 	items = PySequence_Tuple(arg);
@@ -123,7 +123,8 @@ static PyObject *CHFN(new)(PyTypeObject *type, PyObject *args, PyObject *kw)
 		if (Py_TYPE(o) != WR_TYPE) {
 			PyErr_Format(PyExc_TypeError,
 				     "work request %zd must be a " WR_NAME
-				     ", not %R", i, (PyObject *)Py_TYPE(o));
+				     ", not %R",
+				     i, (PyObject *)Py_TYPE(o));
 			Py_DECREF(items);
 			return NULL;
 		}
@@ -144,7 +145,8 @@ static PyObject *CHFN(new)(PyTypeObject *type, PyObject *args, PyObject *kw)
 				PyErr_Format(PyExc_ValueError,
 					     "work request %zd appears "
 					     "more than once in the "
-					     "list", i);
+					     "list",
+					     i);
 			else
 				wr_member_error(WR_NAME, i);
 			goto fail;
@@ -161,7 +163,7 @@ static PyObject *CHFN(new)(PyTypeObject *type, PyObject *args, PyObject *kw)
 		goto fail;
 	return (PyObject *)c;
 fail:
-	CHFN(unbind)(c, i);   /* and drops items */
+	CHFN(unbind)(c, i); /* and drops items */
 	Py_DECREF(c);
 	return NULL;
 }
@@ -205,18 +207,15 @@ static PyObject *CHFN(repr)(PyObject *self)
 }
 
 static PyMethodDef CHFN(methods)[] = {
-	{"release", CHFN(meth_release), METH_NOARGS,
-	 "Unlink the members: each can be posted on its own again. "
-	 "Idempotent; a released chain cannot be posted."},
-	{"__enter__", chain_enter, METH_NOARGS, NULL},
-	{"__exit__", CHFN(exit), METH_VARARGS,
-	 "release() the chain."},
-	{NULL, NULL, 0, NULL}
+	{ "release", CHFN(meth_release), METH_NOARGS,
+	  "Unlink the members: each can be posted on its own again. "
+	  "Idempotent; a released chain cannot be posted." },
+	{ "__enter__", chain_enter, METH_NOARGS, NULL },
+	{ "__exit__", CHFN(exit), METH_VARARGS, "release() the chain." },
+	{ NULL, NULL, 0, NULL }
 };
 
-static PyGetSetDef CHFN(getset)[] = {
-	{"released", chain_get_released, NULL,
-	 "True once release() was called.", NULL},
-	{NULL, NULL, NULL, NULL, NULL}
-};
-
+static PyGetSetDef CHFN(getset)[] = { { "released", chain_get_released, NULL,
+					"True once release() was called.",
+					NULL },
+				      { NULL, NULL, NULL, NULL, NULL } };

@@ -55,10 +55,10 @@ def endpoint(cmid):
     pd = ctx.alloc_pd()
     cq = ctx.create_cq(8)
     buf = ctypes.create_string_buffer(MSG * 2)
-    mr = pd.reg_mr(ctypes.addressof(buf), MSG * 2, ib.AccessFlags.LOCAL_WRITE,
-                   owner=buf)
-    qp = cmid.create_qp(pd, ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=2,
-                                          max_recv_wr=2, sq_sig_all=True))
+    mr = pd.reg_mr(ctypes.addressof(buf), MSG * 2, ib.AccessFlags.LOCAL_WRITE, owner=buf)
+    qp = cmid.create_qp(
+        pd, ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=2, max_recv_wr=2, sq_sig_all=True)
+    )
     qp.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr.sge(MSG)]))
     return qp, mr, cq, pd, cmid
 
@@ -117,16 +117,27 @@ def run(listener, n):
 def main(argv):
     device, n = argv[1], int(argv[2])
     with ib.CMListener(0, ADDR) as listener:
-        run(listener, min(20, n))          # warm-up: caches, lazy loads
+        run(listener, min(20, n))  # warm-up: caches, lazy loads
         full_gc()
         rss0, fd0, k0 = rss_kib(), fd_count(), rdma_counts(device)
         t0 = time.monotonic()
         run(listener, n)
         full_gc()
         rss1, fd1, k1 = rss_kib(), fd_count(), rdma_counts(device)
-    print(json.dumps({"type": "cm_connect", "cycles": n, "rss_growth_kib": rss1 - rss0,
-                      "fd_growth": fd1 - fd0, "rdma_before": k0, "rdma_after": k1,
-                      "seconds": round(time.monotonic() - t0, 1)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "type": "cm_connect",
+                "cycles": n,
+                "rss_growth_kib": rss1 - rss0,
+                "fd_growth": fd1 - fd0,
+                "rdma_before": k0,
+                "rdma_after": k1,
+                "seconds": round(time.monotonic() - t0, 1),
+            }
+        ),
+        flush=True,
+    )
     print("DONE", flush=True)
 
 

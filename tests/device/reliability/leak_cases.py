@@ -28,6 +28,7 @@ from support.process import fd_count, full_gc, rdma_counts, rss_kib  # noqa: E40
 
 def cycles(device):
     """{name: (setup, one_cycle)}; setup() returns what the cycle needs."""
+
     def base():
         ctx = ib.Context(device)
         pd = ctx.alloc_pd()
@@ -35,28 +36,40 @@ def cycles(device):
         cq = ctx.create_cq(64)
         gid = ctx.query_gid(PORT, GID_INDEX)
         ah_attr = ib.AHAttr(dgid=gid, sgid_index=GID_INDEX, port_num=PORT)
-        return dict(ctx=ctx, pd=pd, buf=buf, cq=cq, ah_attr=ah_attr,
-                    addr=ib.tensor_addr_len(buf)[0])
+        return dict(
+            ctx=ctx, pd=pd, buf=buf, cq=cq, ah_attr=ah_attr, addr=ib.tensor_addr_len(buf)[0]
+        )
 
     def ud(s):
-        qp = s["pd"].create_qp(ib.QPInitAttr(send_cq=s["cq"], recv_cq=s["cq"],
-                                             qp_type=ib.QPType.UD))
+        qp = s["pd"].create_qp(
+            ib.QPInitAttr(send_cq=s["cq"], recv_cq=s["cq"], qp_type=ib.QPType.UD)
+        )
         qp.to_init(PORT, 0)
         qp.to_rtr(None)
         qp.to_rts(0)
         s["ud"] = qp
         s["ah"] = s["pd"].create_ah(s["ah_attr"])
         s["mr"] = ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS)
-        s["wr"] = ib.SendWR(wr_id=1, sg_list=[s["mr"].sge(64)],
-                            send_flags=ib.SendFlags.SIGNALED, ah=s["ah"],
-                            remote_qpn=qp.qp_num, remote_qkey=0x11111111)
+        s["wr"] = ib.SendWR(
+            wr_id=1,
+            sg_list=[s["mr"].sge(64)],
+            send_flags=ib.SendFlags.SIGNALED,
+            ah=s["ah"],
+            remote_qpn=qp.qp_num,
+            remote_qkey=0x11111111,
+        )
         return s
 
     def data_path(s):
         # A fresh WR each time (SGE, SendWR objects), post, poll the WC.
-        wr = ib.SendWR(wr_id=2, sg_list=[s["mr"].sge(64)],
-                       send_flags=ib.SendFlags.SIGNALED, ah=s["ah"],
-                       remote_qpn=s["ud"].qp_num, remote_qkey=0x11111111)
+        wr = ib.SendWR(
+            wr_id=2,
+            sg_list=[s["mr"].sge(64)],
+            send_flags=ib.SendFlags.SIGNALED,
+            ah=s["ah"],
+            remote_qpn=s["ud"].qp_num,
+            remote_qkey=0x11111111,
+        )
         s["ud"].post_send(wr)
         n = 0
         while n < 1:
@@ -68,14 +81,21 @@ def cycles(device):
         # A fresh SendWRChain of two WRs (one through an MR that is then
         # closed, so the post after it is refused), posted and released.
         mr = ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS)
-        wrs = [ib.SendWR(wr_id=3, sg_list=[m.sge(64)], ah=s["ah"],
-                         send_flags=ib.SendFlags.SIGNALED if i else 0,
-                         remote_qpn=s["ud"].qp_num, remote_qkey=0x11111111)
-               for i, m in enumerate((s["mr"], mr))]
+        wrs = [
+            ib.SendWR(
+                wr_id=3,
+                sg_list=[m.sge(64)],
+                ah=s["ah"],
+                send_flags=ib.SendFlags.SIGNALED if i else 0,
+                remote_qpn=s["ud"].qp_num,
+                remote_qkey=0x11111111,
+            )
+            for i, m in enumerate((s["mr"], mr))
+        ]
         chain = ib.SendWRChain(wrs)
         s["ud"].post_send(chain)
         n = 0
-        while n < 1:                     # the second WR is the signaled one
+        while n < 1:  # the second WR is the signaled one
             for wc in s["cq"].poll(4):
                 wc.raise_for_status()
                 n += 1
@@ -118,8 +138,7 @@ def cycles(device):
         "Context (dropped, with a PD)": (lambda: {}, ctx_gc),
         "PD": (base, lambda s: s["ctx"].alloc_pd().close()),
         "MR (reg_mr)": (base, lambda s: s["pd"].reg_mr(s["addr"], 4096, 0).close()),
-        "MR (reg_tensor)": (base, lambda s: ib.reg_tensor(s["pd"], s["buf"],
-                                                          ALL_ACCESS).close()),
+        "MR (reg_tensor)": (base, lambda s: ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS).close()),
         "CQ": (base, lambda s: s["ctx"].create_cq(64).close()),
         "CompChannel + CQ": (base, channel_cycle),
         "QP": (base, qp_cycle),
@@ -150,9 +169,20 @@ def main(argv):
             cycle(state)
         full_gc()
         rss1, fd1, k1 = rss_kib(), fd_count(), rdma_counts(device)
-        print(json.dumps({"type": name, "cycles": n, "rss_growth_kib": rss1 - rss0,
-                          "fd_growth": fd1 - fd0, "rdma_before": k0, "rdma_after": k1,
-                          "seconds": round(time.monotonic() - t0, 1)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "type": name,
+                    "cycles": n,
+                    "rss_growth_kib": rss1 - rss0,
+                    "fd_growth": fd1 - fd0,
+                    "rdma_before": k0,
+                    "rdma_after": k1,
+                    "seconds": round(time.monotonic() - t0, 1),
+                }
+            ),
+            flush=True,
+        )
         for key in ("ud", "ah", "mr", "cq", "pd", "ctx"):
             o = state.pop(key, None)
             if o is not None:
@@ -160,8 +190,10 @@ def main(argv):
         state.clear()
         full_gc()
     full_gc()
-    print(json.dumps({"rdma_start": start, "rdma_end": rdma_counts(device),
-                      "fds": fd_count()}), flush=True)
+    print(
+        json.dumps({"rdma_start": start, "rdma_end": rdma_counts(device), "fds": fd_count()}),
+        flush=True,
+    )
     print("DONE", flush=True)
 
 

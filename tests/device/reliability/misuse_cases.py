@@ -47,43 +47,80 @@ ALLOWED = (TypeError, ValueError, OverflowError, ib.VerbsError)
 
 # Attributes that are plain Python state, readable after close.
 READABLE_AFTER_CLOSE = {
-    "closed", "name", "context", "pd", "owner", "access", "is_dmabuf",
-    "channel", "events_unacked", "qp_type", "cap", "sq_sig_all", "send_cq",
-    "recv_cq", "srq",
+    "closed",
+    "name",
+    "context",
+    "pd",
+    "owner",
+    "access",
+    "is_dmabuf",
+    "channel",
+    "events_unacked",
+    "qp_type",
+    "cap",
+    "sq_sig_all",
+    "send_cq",
+    "recv_cq",
+    "srq",
 }
 # Methods fine to call after close: close() is idempotent.
 CALLABLE_AFTER_CLOSE = {"close"}
-
 
 
 # ---------------------------------------------------------------------------
 # Parameters and their bad values
 # ---------------------------------------------------------------------------
 
+
 class P:
     """One parameter: its valid value (or a function of the world giving
     it), whether it is passed by keyword, its integer range or the handle
     type it takes, and whether None is legal."""
 
-    def __init__(self, name, valid, *, kw=False, lo=None, hi=None, obj=None,
-                 nullable=False, foreign=None, extra_bad=(), free=False,
-                 optional=False):
+    def __init__(
+        self,
+        name,
+        valid,
+        *,
+        kw=False,
+        lo=None,
+        hi=None,
+        obj=None,
+        nullable=False,
+        foreign=None,
+        extra_bad=(),
+        free=False,
+        optional=False,
+    ):
         self.name, self.valid, self.kw = name, valid, kw
         self.optional = optional or kw  # may be left out
-        self.free = free              # any object is fine (an owner, a flag)
+        self.free = free  # any object is fine (an owner, a flag)
         self.lo, self.hi, self.obj, self.nullable = lo, hi, obj, nullable
-        self.foreign = foreign        # "raise" or "any": another ctx/PD's object
-        self.extra_bad = extra_bad    # (label, value-or-fn) pairs that must raise
+        self.foreign = foreign  # "raise" or "any": another ctx/PD's object
+        self.extra_bad = extra_bad  # (label, value-or-fn) pairs that must raise
 
     def value(self, w):
         return self.valid(w) if callable(self.valid) else self.valid
 
 
-WRONG_TYPES = [("str", "1"), ("float", 1.5), ("bytes", b"\x01"),
-               ("object", object()), ("list", [1])]
+WRONG_TYPES = [
+    ("str", "1"),
+    ("float", 1.5),
+    ("bytes", b"\x01"),
+    ("object", object()),
+    ("list", [1]),
+]
 HANDLE_ATTRS = ["ctx", "pd", "mr", "cq", "ch", "qp", "srq", "ah"]
-OBJ_ATTR = {"Context": "ctx", "PD": "pd", "MR": "mr", "CQ": "cq",
-            "CompChannel": "ch", "QP": "qp", "SRQ": "srq", "AH": "ah"}
+OBJ_ATTR = {
+    "Context": "ctx",
+    "PD": "pd",
+    "MR": "mr",
+    "CQ": "cq",
+    "CompChannel": "ch",
+    "QP": "qp",
+    "SRQ": "srq",
+    "AH": "ah",
+}
 
 
 def bad_values(p: P, w, closed_w, other_w, other_pd_w):
@@ -113,15 +150,19 @@ def bad_values(p: P, w, closed_w, other_w, other_pd_w):
                 out.append((f"a {kind}", getattr(w, OBJ_ATTR[kind]), "raise"))
         for kind in kinds:
             if kind in OBJ_ATTR:
-                out.append((f"closed {kind}",
-                            getattr(closed_w, OBJ_ATTR[kind]), "closed"))
+                out.append((f"closed {kind}", getattr(closed_w, OBJ_ATTR[kind]), "closed"))
                 if p.foreign:
-                    out.append((f"{kind} of another Context",
-                                getattr(other_w, OBJ_ATTR[kind]), p.foreign))
+                    out.append(
+                        (f"{kind} of another Context", getattr(other_w, OBJ_ATTR[kind]), p.foreign)
+                    )
                     if kind in ("MR", "SRQ", "AH"):
-                        out.append((f"{kind} of another PD",
-                                    getattr(other_pd_w, OBJ_ATTR[kind]),
-                                    p.foreign))
+                        out.append(
+                            (
+                                f"{kind} of another PD",
+                                getattr(other_pd_w, OBJ_ATTR[kind]),
+                                p.foreign,
+                            )
+                        )
     for lbl, v in p.extra_bad:
         out.append((lbl, v(w) if callable(v) else v, "raise"))
     return out
@@ -132,7 +173,7 @@ class M:
 
     def __init__(self, *params, valid="any"):
         self.params = params
-        self.valid = valid            # expectation of the unperturbed call
+        self.valid = valid  # expectation of the unperturbed call
 
     def call(self, obj, name, w, override=None):
         args, kwargs = [], {}
@@ -149,6 +190,7 @@ class M:
 # The worlds: one set of live objects, one closed, one on another Context
 # ---------------------------------------------------------------------------
 
+
 class World:
     def __init__(self, device, *, close=False):
         self.ctx = ib.Context(device)
@@ -162,8 +204,9 @@ class World:
         self.cq_ch = self.ctx.create_cq(16, self.ch)
         self.srq = self.pd.create_srq(max_wr=64)
         self.qp = self.pd.create_qp(ib.QPInitAttr(send_cq=self.cq, recv_cq=self.cq))
-        self.ud = self.pd.create_qp(ib.QPInitAttr(
-            send_cq=self.cq, recv_cq=self.cq, qp_type=ib.QPType.UD))
+        self.ud = self.pd.create_qp(
+            ib.QPInitAttr(send_cq=self.cq, recv_cq=self.cq, qp_type=ib.QPType.UD)
+        )
         self.ud.to_init(PORT, 0)
         self.ud.to_rtr(None)
         self.ud.to_rts(0)
@@ -173,12 +216,27 @@ class World:
         self.sge = self.mr.sge(64)
         self.swr = ib.SendWR(wr_id=1, sg_list=[self.sge])
         self.rwr = ib.RecvWR(wr_id=1, sg_list=[self.sge])
-        self.ud_wr = ib.SendWR(wr_id=2, sg_list=[self.sge], ah=self.ah,
-                               remote_qpn=self.ud.qp_num, remote_qkey=0x11111111)
+        self.ud_wr = ib.SendWR(
+            wr_id=2,
+            sg_list=[self.sge],
+            ah=self.ah,
+            remote_qpn=self.ud.qp_num,
+            remote_qkey=0x11111111,
+        )
         self.info = ib.QPInfo(self.qp.qp_num, 0, 0, self.gid, PORT, ib.MTU.MTU_1024)
         if close:
-            for o in (self.ah, self.ud, self.qp, self.srq, self.mr, self.cq_ch,
-                      self.cq, self.ch, self.pd, self.ctx):
+            for o in (
+                self.ah,
+                self.ud,
+                self.qp,
+                self.srq,
+                self.mr,
+                self.cq_ch,
+                self.cq,
+                self.ch,
+                self.pd,
+                self.ctx,
+            ):
                 o.close()
 
     def drain(self):
@@ -210,88 +268,138 @@ U64 = dict(lo=0, hi=2**64 - 1)
 
 
 DEVICE_METHODS = {
-    "Context": ("ctx", {
-        "alloc_pd": M(valid="ok"),
-        "create_comp_channel": M(valid="ok"),
-        "create_cq": M(P("cqe", 4, lo=1, hi=2**31 - 1),
-                       P("channel", None, kw=True, obj="CompChannel",
-                         nullable=True, foreign="raise"),
-                       P("comp_vector", 0, kw=True, **I32), valid="ok"),
-        "get_async_event": M(),    # async_fd is non-blocking: EAGAIN
-        # No AsyncEvent to give (none pending): the checks of the argument
-        # and of the handle; tests/device/test_compat_rxe.py acks real ones.
-        "ack_async_event": M(P("event", None, obj="AsyncEvent")),
-        "query_device": M(valid="ok"),
-        "query_port": M(P("port", PORT, **U8P), valid="ok"),
-        "query_gid": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32),
-                       valid="ok"),
-        "query_gid_ex": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32)),
-        "query_pkey": M(P("port", PORT, **U8P), P("index", 0, **I32), valid="ok"),
-    }),
-    "PD": ("pd", {
-        "reg_mr": M(P("addr", lambda w: w.mr.addr, **U64),
-                    P("length", 64, lo=1, hi=2**64 - 1),
-                    P("access", 0, lo=0, hi=2**31 - 1),
-                    P("owner", lambda w: w.buf, kw=True, free=True),
-                    valid="ok"),
-        "reg_dmabuf_mr": M(P("offset", 0, **U64), P("length", 4096, lo=1, hi=2**64 - 1),
-                           P("iova", 0, **U64), P("fd", 0, **I32),
-                           P("access", 0, lo=0, hi=2**31 - 1)),
-        "create_qp": M(P("init_attr", lambda w: ib.QPInitAttr(send_cq=w.cq, recv_cq=w.cq),
-                         obj="QPInitAttr"), valid="ok"),
-        "create_srq": M(P("max_wr", 8, kw=True, **U32), P("max_sge", 1, kw=True, **U32),
-                        P("srq_limit", 0, kw=True, **U32), valid="ok"),
-        "create_ah": M(P("attr", lambda w: w.ah_attr, obj="AHAttr"), valid="ok"),
-    }),
-    "MR": ("mr", {
-        "sge": M(P("length", 8, nullable=True, optional=True, **U32),
-                 P("offset", 0, kw=True, **U64),
-                 valid="ok"),
-    }),
-    "CQ": ("cq", {
-        # poll() clamps a huge num_entries to the CQ's size.
-        "poll": M(P("num_entries", 4, lo=1, optional=True), valid="ok"),
-        "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
-        "req_notify": M(P("solicited_only", False, kw=True, free=True),
-                        valid="ok"),
-        "ack_events": M(P("nevents", 1, lo=1, hi=2**31 - 1, optional=True)),  # none delivered: ValueError
-    }),
-    "CompChannel": ("ch", {
-        "get_cq_event": M(),       # non-blocking fd, no event: EAGAIN
-    }),
-    "QP": ("qp", {
-        "post_send": M(P("wr", lambda w: w.swr, obj="SendWR|list")),
-        "post_recv": M(P("wr", lambda w: w.rwr, obj="RecvWR|list")),
-        "modify": M(P("mask", ib.QPAttrMask.STATE, lo=0, hi=2**31 - 1),
-                    P("qp_state", ib.QPState.RESET, kw=True, lo=0, hi=7)),
-        "query": M(P("mask", ib.QPAttrMask.STATE, kw=True, lo=0, hi=2**31 - 1),
-                   valid="ok"),
-        "to_init": M(P("port", PORT, **U8P),
-                     P("access", 0, optional=True, lo=0, hi=2**31 - 1),
-                     P("pkey_index", 0, kw=True, nullable=True, lo=0, hi=0xFFFF),
-                     P("qkey", 0, kw=True, nullable=True, **U32)),
-        "to_rtr": M(P("remote", lambda w: w.info, obj="QPInfo"),
-                    P("sgid_index", GID_INDEX, kw=True, lo=0, hi=255),
-                    P("mtu", None, kw=True, nullable=True, lo=1, hi=5),
-                    P("port", None, kw=True, nullable=True, **U8P),
-                    P("max_dest_rd_atomic", None, kw=True, nullable=True, lo=0, hi=255),
-                    P("min_rnr_timer", None, kw=True, nullable=True, lo=0, hi=31),
-                    P("hop_limit", None, kw=True, nullable=True, lo=0, hi=255),
-                    P("sl", None, kw=True, nullable=True, lo=0, hi=15),
-                    P("traffic_class", None, kw=True, nullable=True, lo=0, hi=255),
-                    P("flow_label", None, kw=True, nullable=True, lo=0, hi=0xFFFFF)),
-        "to_rts": M(P("psn", 0, lo=0, hi=0xFFFFFF, optional=True),
-                    P("timeout", 14, kw=True, nullable=True, lo=0, hi=31),
-                    P("retry_cnt", 7, kw=True, nullable=True, lo=0, hi=7),
-                    P("rnr_retry", 7, kw=True, nullable=True, lo=0, hi=7),
-                    P("max_rd_atomic", 1, kw=True, nullable=True, lo=0, hi=255)),
-    }),
-    "SRQ": ("srq", {
-        "post_recv": M(P("wr", lambda w: w.rwr, obj="RecvWR|list")),
-        "modify": M(P("max_wr", None, kw=True, nullable=True, **U32),
-                    P("srq_limit", 4, kw=True, nullable=True, **U32)),
-        "query": M(valid="ok"),
-    }),
+    "Context": (
+        "ctx",
+        {
+            "alloc_pd": M(valid="ok"),
+            "create_comp_channel": M(valid="ok"),
+            "create_cq": M(
+                P("cqe", 4, lo=1, hi=2**31 - 1),
+                P("channel", None, kw=True, obj="CompChannel", nullable=True, foreign="raise"),
+                P("comp_vector", 0, kw=True, **I32),
+                valid="ok",
+            ),
+            "get_async_event": M(),  # async_fd is non-blocking: EAGAIN
+            # No AsyncEvent to give (none pending): the checks of the argument
+            # and of the handle; tests/device/test_compat_rxe.py acks real ones.
+            "ack_async_event": M(P("event", None, obj="AsyncEvent")),
+            "query_device": M(valid="ok"),
+            "query_port": M(P("port", PORT, **U8P), valid="ok"),
+            "query_gid": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32), valid="ok"),
+            "query_gid_ex": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32)),
+            "query_pkey": M(P("port", PORT, **U8P), P("index", 0, **I32), valid="ok"),
+        },
+    ),
+    "PD": (
+        "pd",
+        {
+            "reg_mr": M(
+                P("addr", lambda w: w.mr.addr, **U64),
+                P("length", 64, lo=1, hi=2**64 - 1),
+                P("access", 0, lo=0, hi=2**31 - 1),
+                P("owner", lambda w: w.buf, kw=True, free=True),
+                valid="ok",
+            ),
+            "reg_dmabuf_mr": M(
+                P("offset", 0, **U64),
+                P("length", 4096, lo=1, hi=2**64 - 1),
+                P("iova", 0, **U64),
+                P("fd", 0, **I32),
+                P("access", 0, lo=0, hi=2**31 - 1),
+            ),
+            "create_qp": M(
+                P(
+                    "init_attr",
+                    lambda w: ib.QPInitAttr(send_cq=w.cq, recv_cq=w.cq),
+                    obj="QPInitAttr",
+                ),
+                valid="ok",
+            ),
+            "create_srq": M(
+                P("max_wr", 8, kw=True, **U32),
+                P("max_sge", 1, kw=True, **U32),
+                P("srq_limit", 0, kw=True, **U32),
+                valid="ok",
+            ),
+            "create_ah": M(P("attr", lambda w: w.ah_attr, obj="AHAttr"), valid="ok"),
+        },
+    ),
+    "MR": (
+        "mr",
+        {
+            "sge": M(
+                P("length", 8, nullable=True, optional=True, **U32),
+                P("offset", 0, kw=True, **U64),
+                valid="ok",
+            ),
+        },
+    ),
+    "CQ": (
+        "cq",
+        {
+            # poll() clamps a huge num_entries to the CQ's size.
+            "poll": M(P("num_entries", 4, lo=1, optional=True), valid="ok"),
+            "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
+            "req_notify": M(P("solicited_only", False, kw=True, free=True), valid="ok"),
+            "ack_events": M(
+                P("nevents", 1, lo=1, hi=2**31 - 1, optional=True)
+            ),  # none delivered: ValueError
+        },
+    ),
+    "CompChannel": (
+        "ch",
+        {
+            "get_cq_event": M(),  # non-blocking fd, no event: EAGAIN
+        },
+    ),
+    "QP": (
+        "qp",
+        {
+            "post_send": M(P("wr", lambda w: w.swr, obj="SendWR|list")),
+            "post_recv": M(P("wr", lambda w: w.rwr, obj="RecvWR|list")),
+            "modify": M(
+                P("mask", ib.QPAttrMask.STATE, lo=0, hi=2**31 - 1),
+                P("qp_state", ib.QPState.RESET, kw=True, lo=0, hi=7),
+            ),
+            "query": M(P("mask", ib.QPAttrMask.STATE, kw=True, lo=0, hi=2**31 - 1), valid="ok"),
+            "to_init": M(
+                P("port", PORT, **U8P),
+                P("access", 0, optional=True, lo=0, hi=2**31 - 1),
+                P("pkey_index", 0, kw=True, nullable=True, lo=0, hi=0xFFFF),
+                P("qkey", 0, kw=True, nullable=True, **U32),
+            ),
+            "to_rtr": M(
+                P("remote", lambda w: w.info, obj="QPInfo"),
+                P("sgid_index", GID_INDEX, kw=True, lo=0, hi=255),
+                P("mtu", None, kw=True, nullable=True, lo=1, hi=5),
+                P("port", None, kw=True, nullable=True, **U8P),
+                P("max_dest_rd_atomic", None, kw=True, nullable=True, lo=0, hi=255),
+                P("min_rnr_timer", None, kw=True, nullable=True, lo=0, hi=31),
+                P("hop_limit", None, kw=True, nullable=True, lo=0, hi=255),
+                P("sl", None, kw=True, nullable=True, lo=0, hi=15),
+                P("traffic_class", None, kw=True, nullable=True, lo=0, hi=255),
+                P("flow_label", None, kw=True, nullable=True, lo=0, hi=0xFFFFF),
+            ),
+            "to_rts": M(
+                P("psn", 0, lo=0, hi=0xFFFFFF, optional=True),
+                P("timeout", 14, kw=True, nullable=True, lo=0, hi=31),
+                P("retry_cnt", 7, kw=True, nullable=True, lo=0, hi=7),
+                P("rnr_retry", 7, kw=True, nullable=True, lo=0, hi=7),
+                P("max_rd_atomic", 1, kw=True, nullable=True, lo=0, hi=255),
+            ),
+        },
+    ),
+    "SRQ": (
+        "srq",
+        {
+            "post_recv": M(P("wr", lambda w: w.rwr, obj="RecvWR|list")),
+            "modify": M(
+                P("max_wr", None, kw=True, nullable=True, **U32),
+                P("srq_limit", 4, kw=True, nullable=True, **U32),
+            ),
+            "query": M(valid="ok"),
+        },
+    ),
     "AH": ("ah", {}),
 }
 
@@ -304,6 +412,7 @@ UD_METHODS = {
 # ---------------------------------------------------------------------------
 # Objects that run Python code in the middle of a call
 # ---------------------------------------------------------------------------
+
 
 class Closer:
     """Closes the given handles (best effort) when triggered."""
@@ -328,8 +437,11 @@ class EvilBool(Closer):
 def evil_record(base, name, closer, **fields):
     """An object with base's fields whose `name` attribute, when read,
     runs closer.fire() first."""
-    attrs = {k: getattr(base, k) for k in dir(base) if not k.startswith("_")
-             and not callable(getattr(base, k))}
+    attrs = {
+        k: getattr(base, k)
+        for k in dir(base)
+        if not k.startswith("_") and not callable(getattr(base, k))
+    }
     attrs.update(fields)
 
     class Evil:
@@ -339,6 +451,7 @@ def evil_record(base, name, closer, **fields):
             if key in attrs:
                 return attrs[key]
             raise AttributeError(key)
+
     return Evil()
 
 
@@ -359,10 +472,11 @@ class EvilGid(bytearray):
 # Case generation
 # ---------------------------------------------------------------------------
 
+
 def device_cases(device):
     w = World(device)
     cw = World(device, close=True)
-    ow = World(device)             # another Context on the same device
+    ow = World(device)  # another Context on the same device
     opd = OtherPD(w)
     cases = []
 
@@ -378,60 +492,77 @@ def device_cases(device):
         covered[tname] = names
         for n in names:
             member = getattr(type(obj), n)
-            is_method = callable(member) and not isinstance(member, property) \
-                and type(member).__name__ not in ("getset_descriptor",
-                                                  "member_descriptor")
+            is_method = (
+                callable(member)
+                and not isinstance(member, property)
+                and type(member).__name__ not in ("getset_descriptor", "member_descriptor")
+            )
             # --- after close (the closed world: children, then parents)
             if is_method:
                 spec = methods.get(n)
                 if n in CALLABLE_AFTER_CLOSE:
-                    add(f"{tname}.{n}() after close", lambda o=cobj, n=n: getattr(o, n)(),
-                        "ok")
+                    add(f"{tname}.{n}() after close", lambda o=cobj, n=n: getattr(o, n)(), "ok")
                     continue
                 if spec is None:
-                    add(f"{tname}.{n}: NOT IN THE MISUSE TABLE",
+                    add(
+                        f"{tname}.{n}: NOT IN THE MISUSE TABLE",
                         lambda: (_ for _ in ()).throw(AssertionError("uncovered")),
-                        "ok")
+                        "ok",
+                    )
                     continue
-                add(f"{tname}.{n} after close",
-                    lambda o=cobj, n=n, s=spec: s.call(o, n, w), "closed")
+                add(
+                    f"{tname}.{n} after close",
+                    lambda o=cobj, n=n, s=spec: s.call(o, n, w),
+                    "closed",
+                )
             else:
-                add(f"{tname}.{n} read after close",
+                add(
+                    f"{tname}.{n} read after close",
                     lambda o=cobj, n=n: getattr(o, n),
-                    "any" if n in READABLE_AFTER_CLOSE else "closed")
+                    "any" if n in READABLE_AFTER_CLOSE else "closed",
+                )
                 add(f"{tname}.{n} read", lambda o=obj, n=n: getattr(o, n), "ok")
-                add(f"{tname}.{n} write", lambda o=obj, n=n: setattr(o, n, 1),
-                    "attr")
+                add(f"{tname}.{n} write", lambda o=obj, n=n: setattr(o, n, 1), "attr")
         for n, spec in methods.items():
             target = obj
             # --- the valid call
-            add(f"{tname}.{n}(valid)", lambda o=target, n=n, s=spec: s.call(o, n, w),
-                spec.valid)
+            add(f"{tname}.{n}(valid)", lambda o=target, n=n, s=spec: s.call(o, n, w), spec.valid)
             # --- each parameter perturbed
             for p in spec.params:
                 for lbl, v, expect in bad_values(p, w, cw, ow, opd):
-                    add(f"{tname}.{n}({p.name}={lbl})",
-                        lambda o=target, n=n, s=spec, p=p, v=v:
-                        s.call(o, n, w, (p, v)), expect)
+                    add(
+                        f"{tname}.{n}({p.name}={lbl})",
+                        lambda o=target, n=n, s=spec, p=p, v=v: s.call(o, n, w, (p, v)),
+                        expect,
+                    )
             # --- arity
             if spec.params:
-                add(f"{tname}.{n}() without arguments",
-                    lambda o=target, n=n: getattr(o, n)(), "raise"
-                    if any(not p.optional for p in spec.params) else "any")
-            add(f"{tname}.{n}(too many arguments)",
+                add(
+                    f"{tname}.{n}() without arguments",
+                    lambda o=target, n=n: getattr(o, n)(),
+                    "raise" if any(not p.optional for p in spec.params) else "any",
+                )
+            add(
+                f"{tname}.{n}(too many arguments)",
                 lambda o=target, n=n, k=len(spec.params): getattr(o, n)(*([0] * (k + 1))),
-                "raise")
-            add(f"{tname}.{n}(unknown keyword)",
-                lambda o=target, n=n: getattr(o, n)(no_such_keyword=1), "raise")
+                "raise",
+            )
+            add(
+                f"{tname}.{n}(unknown keyword)",
+                lambda o=target, n=n: getattr(o, n)(no_such_keyword=1),
+                "raise",
+            )
 
     # --- the UD QP, which can post for real
     for n, spec in UD_METHODS.items():
-        add(f"UD QP.{n}(valid)", lambda n=n, s=spec: (s.call(w.ud, n, w), w.drain()),
-            spec.valid)
+        add(f"UD QP.{n}(valid)", lambda n=n, s=spec: (s.call(w.ud, n, w), w.drain()), spec.valid)
         for p in spec.params:
             for lbl, v, expect in bad_values(p, w, cw, ow, opd):
-                add(f"UD QP.{n}({p.name}={lbl})",
-                    lambda n=n, s=spec, p=p, v=v: s.call(w.ud, n, w, (p, v)), expect)
+                add(
+                    f"UD QP.{n}({p.name}={lbl})",
+                    lambda n=n, s=spec, p=p, v=v: s.call(w.ud, n, w, (p, v)),
+                    expect,
+                )
     cases += special_device_cases(w, cw, ow, opd, device)
     return cases, covered
 
@@ -447,58 +578,108 @@ def special_device_cases(w, cw, ow, opd, device):
 
     IA = ib.QPInitAttr
     # Objects of another Context / PD inside records.
-    add("create_qp(send_cq of another Context)",
-        lambda: w.pd.create_qp(IA(send_cq=ow.cq, recv_cq=w.cq)), "raise")
-    add("create_qp(recv_cq of another Context)",
-        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=ow.cq)), "raise")
-    add("create_qp(srq of another PD)",
-        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=w.cq, srq=opd.srq)), "raise")
-    add("create_qp(srq of another Context)",
-        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=w.cq, srq=ow.srq)), "raise")
-    add("create_qp(closed send_cq)",
-        lambda: w.pd.create_qp(IA(send_cq=cw.cq, recv_cq=w.cq)), "closed")
-    add("create_qp(closed recv_cq)",
-        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=cw.cq)), "closed")
-    add("create_qp(closed srq)",
-        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=w.cq, srq=cw.srq)), "closed")
-    for field, bad in [("send_cq", None), ("send_cq", w.pd), ("recv_cq", w.srq),
-                       ("srq", w.cq), ("qp_type", "RC"), ("qp_type", -1),
-                       ("qp_type", 2**40), ("max_send_wr", -1),
-                       ("max_send_wr", 2**32), ("max_recv_sge", None),
-                       ("max_inline_data", 1.5), ("max_send_wr", 2**31)]:
+    add(
+        "create_qp(send_cq of another Context)",
+        lambda: w.pd.create_qp(IA(send_cq=ow.cq, recv_cq=w.cq)),
+        "raise",
+    )
+    add(
+        "create_qp(recv_cq of another Context)",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=ow.cq)),
+        "raise",
+    )
+    add(
+        "create_qp(srq of another PD)",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=w.cq, srq=opd.srq)),
+        "raise",
+    )
+    add(
+        "create_qp(srq of another Context)",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=w.cq, srq=ow.srq)),
+        "raise",
+    )
+    add(
+        "create_qp(closed send_cq)",
+        lambda: w.pd.create_qp(IA(send_cq=cw.cq, recv_cq=w.cq)),
+        "closed",
+    )
+    add(
+        "create_qp(closed recv_cq)",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=cw.cq)),
+        "closed",
+    )
+    add(
+        "create_qp(closed srq)",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=w.cq, srq=cw.srq)),
+        "closed",
+    )
+    for field, bad in [
+        ("send_cq", None),
+        ("send_cq", w.pd),
+        ("recv_cq", w.srq),
+        ("srq", w.cq),
+        ("qp_type", "RC"),
+        ("qp_type", -1),
+        ("qp_type", 2**40),
+        ("max_send_wr", -1),
+        ("max_send_wr", 2**32),
+        ("max_recv_sge", None),
+        ("max_inline_data", 1.5),
+        ("max_send_wr", 2**31),
+    ]:
+
         def fn(field=field, bad=bad):
             ia = IA(send_cq=w.cq, recv_cq=w.cq)
             setattr(ia, field, bad)
             return w.pd.create_qp(ia)
+
         expect = "any" if (field == "max_recv_sge" and bad is None) else "raise"
         add(f"create_qp(init_attr.{field}={bad!r})", fn, expect)
-    add("create_qp(unknown qp_type 200)",
-        lambda: w.pd.create_qp(IA(send_cq=w.cq, qp_type=200)), "raise")
-    add("create_qp(huge max_send_wr)",
-        lambda: w.pd.create_qp(IA(send_cq=w.cq, max_send_wr=2**32 - 1)), "raise")
+    add(
+        "create_qp(unknown qp_type 200)",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq, qp_type=200)),
+        "raise",
+    )
+    add(
+        "create_qp(huge max_send_wr)",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq, max_send_wr=2**32 - 1)),
+        "raise",
+    )
     add("create_qp(object() as init_attr)", lambda: w.pd.create_qp(object()), "raise")
-    add("create_cq(channel of another Context)",
-        lambda: w.ctx.create_cq(4, channel=ow.ch), "raise")
+    add("create_cq(channel of another Context)", lambda: w.ctx.create_cq(4, channel=ow.ch), "raise")
     add("create_cq(huge cqe)", lambda: w.ctx.create_cq(2**31 - 1), "raise")
-    add("create_cq(comp_vector out of device range)",
-        lambda: w.ctx.create_cq(4, comp_vector=10**6), "raise")
+    add(
+        "create_cq(comp_vector out of device range)",
+        lambda: w.ctx.create_cq(4, comp_vector=10**6),
+        "raise",
+    )
     add("create_ah(None)", lambda: w.pd.create_ah(None), "raise")
     add("create_ah(object())", lambda: w.pd.create_ah(object()), "raise")
-    add("create_ah(dgid=bad text)",
+    add(
+        "create_ah(dgid=bad text)",
         lambda: w.pd.create_ah(evil_record(w.ah_attr, "", Closer(), dgid="not a gid")),
-        "raise")
-    add("create_ah(dgid=15 bytes)",
+        "raise",
+    )
+    add(
+        "create_ah(dgid=15 bytes)",
         lambda: w.pd.create_ah(evil_record(w.ah_attr, "", Closer(), dgid=b"x" * 15)),
-        "raise")
-    add("create_ah(sgid_index=300)",
+        "raise",
+    )
+    add(
+        "create_ah(sgid_index=300)",
         lambda: w.pd.create_ah(evil_record(w.ah_attr, "", Closer(), sgid_index=300)),
-        "raise")
-    add("create_ah(sgid_index past the GID table)",
+        "raise",
+    )
+    add(
+        "create_ah(sgid_index past the GID table)",
         lambda: w.pd.create_ah(evil_record(w.ah_attr, "", Closer(), sgid_index=250)),
-        "raise")
-    add("create_ah(port 9)",
+        "raise",
+    )
+    add(
+        "create_ah(port 9)",
         lambda: w.pd.create_ah(evil_record(w.ah_attr, "", Closer(), port_num=9)),
-        "raise")
+        "raise",
+    )
     # SGEs and WRs over closed or foreign objects.
     add("SGE(closed MR)", lambda: ib.SGE(cw.mr, 8), "closed")
     add("MR.sge past the end", lambda: w.mr.sge(8, offset=len(w.buf)), "raise")
@@ -509,21 +690,22 @@ def special_device_cases(w, cw, ow, opd, device):
         pd = w.ctx.alloc_pd()
         buf = bytearray(64)
         mr = ib.reg_tensor(pd, buf, ALL_ACCESS)
-        wr = ib.SendWR(wr_id=9, sg_list=[mr.sge()], ah=w.ah,
-                       remote_qpn=w.ud.qp_num, remote_qkey=0x11111111)
+        wr = ib.SendWR(
+            wr_id=9, sg_list=[mr.sge()], ah=w.ah, remote_qpn=w.ud.qp_num, remote_qkey=0x11111111
+        )
         mr.close()
         pd.close()
         w.ud.post_send(wr)
-    add("post_send(WR over an MR closed after the WR was built)", post_closed_mr,
-        "closed")
+
+    add("post_send(WR over an MR closed after the WR was built)", post_closed_mr, "closed")
 
     def post_closed_ah():
         ah = w.pd.create_ah(w.ah_attr)
         wr = ib.SendWR(wr_id=9, sg_list=[w.sge], ah=ah, remote_qpn=1, remote_qkey=1)
         ah.close()
         w.ud.post_send(wr)
-    add("post_send(WR whose AH was closed after the WR was built)", post_closed_ah,
-        "closed")
+
+    add("post_send(WR whose AH was closed after the WR was built)", post_closed_ah, "closed")
 
     def post_recv_closed_mr():
         buf = bytearray(64)
@@ -531,6 +713,7 @@ def special_device_cases(w, cw, ow, opd, device):
         wr = ib.RecvWR(wr_id=9, sg_list=[mr.sge()])
         mr.close()
         w.qp.post_recv(wr)
+
     add("post_recv(WR over a closed MR)", post_recv_closed_mr, "closed")
 
     def srq_post_closed_mr():
@@ -539,54 +722,100 @@ def special_device_cases(w, cw, ow, opd, device):
         wr = ib.RecvWR(wr_id=9, sg_list=[mr.sge()])
         mr.close()
         w.srq.post_recv(wr)
+
     add("SRQ.post_recv(WR over a closed MR)", srq_post_closed_mr, "closed")
-    add("UD post_send(AH of another PD)",
-        lambda: (w.ud.post_send(ib.SendWR(wr_id=3, sg_list=[w.sge], ah=opd.ah,
-                                          remote_qpn=w.ud.qp_num, remote_qkey=1)),
-                 w.drain()), "any")
-    add("UD post_send(AH of another Context)",
-        lambda: (w.ud.post_send(ib.SendWR(wr_id=3, sg_list=[w.sge], ah=ow.ah,
-                                          remote_qpn=w.ud.qp_num, remote_qkey=1)),
-                 w.drain()), "any")
-    add("UD post_send(MR of another Context)",
-        lambda: (w.ud.post_send(ib.SendWR(wr_id=3, sg_list=[ow.mr.sge(8)], ah=w.ah,
-                                          remote_qpn=w.ud.qp_num, remote_qkey=1)),
-                 w.drain()), "any")
-    add("UD post_send(no AH)",
-        lambda: w.ud.post_send(ib.SendWR(wr_id=3, sg_list=[w.sge])), "raise")
-    add("UD post_send(RDMA_WRITE)",
-        lambda: w.ud.post_send(ib.SendWR(wr_id=3, sg_list=[w.sge], ah=w.ah,
-                                         opcode=ib.WROpcode.RDMA_WRITE)), "raise")
-    add("post_send(the same WR twice in a list)",
-        lambda: w.ud.post_send([w.ud_wr, w.ud_wr]), "raise")
+    add(
+        "UD post_send(AH of another PD)",
+        lambda: (
+            w.ud.post_send(
+                ib.SendWR(
+                    wr_id=3, sg_list=[w.sge], ah=opd.ah, remote_qpn=w.ud.qp_num, remote_qkey=1
+                )
+            ),
+            w.drain(),
+        ),
+        "any",
+    )
+    add(
+        "UD post_send(AH of another Context)",
+        lambda: (
+            w.ud.post_send(
+                ib.SendWR(wr_id=3, sg_list=[w.sge], ah=ow.ah, remote_qpn=w.ud.qp_num, remote_qkey=1)
+            ),
+            w.drain(),
+        ),
+        "any",
+    )
+    add(
+        "UD post_send(MR of another Context)",
+        lambda: (
+            w.ud.post_send(
+                ib.SendWR(
+                    wr_id=3, sg_list=[ow.mr.sge(8)], ah=w.ah, remote_qpn=w.ud.qp_num, remote_qkey=1
+                )
+            ),
+            w.drain(),
+        ),
+        "any",
+    )
+    add("UD post_send(no AH)", lambda: w.ud.post_send(ib.SendWR(wr_id=3, sg_list=[w.sge])), "raise")
+    add(
+        "UD post_send(RDMA_WRITE)",
+        lambda: w.ud.post_send(
+            ib.SendWR(wr_id=3, sg_list=[w.sge], ah=w.ah, opcode=ib.WROpcode.RDMA_WRITE)
+        ),
+        "raise",
+    )
+    add(
+        "post_send(the same WR twice in a list)",
+        lambda: w.ud.post_send([w.ud_wr, w.ud_wr]),
+        "raise",
+    )
     add("post_send(a RecvWR)", lambda: w.ud.post_send(w.rwr), "raise")
     add("post_recv(a SendWR)", lambda: w.qp.post_recv(w.swr), "raise")
     add("post_send(empty list)", lambda: w.ud.post_send([]), "raise")
     add("post_send(list with None)", lambda: w.ud.post_send([w.ud_wr, None]), "raise")
-    add("post_send(more WRs than the SQ holds)",
-        lambda: (w.ud.post_send([ib.SendWR(wr_id=i, sg_list=[w.sge], ah=w.ah,
-                                           remote_qpn=1, remote_qkey=1)
-                                 for i in range(4096)]), w.drain()), "raise")
-    add("post_send(more SGEs than max_send_sge)",
-        lambda: w.ud.post_send(ib.SendWR(wr_id=3, sg_list=[w.sge] * 5, ah=w.ah,
-                                         remote_qpn=1, remote_qkey=1)), "raise")
+    add(
+        "post_send(more WRs than the SQ holds)",
+        lambda: (
+            w.ud.post_send(
+                [
+                    ib.SendWR(wr_id=i, sg_list=[w.sge], ah=w.ah, remote_qpn=1, remote_qkey=1)
+                    for i in range(4096)
+                ]
+            ),
+            w.drain(),
+        ),
+        "raise",
+    )
+    add(
+        "post_send(more SGEs than max_send_sge)",
+        lambda: w.ud.post_send(
+            ib.SendWR(wr_id=3, sg_list=[w.sge] * 5, ah=w.ah, remote_qpn=1, remote_qkey=1)
+        ),
+        "raise",
+    )
+
     # --- SendWRChain / RecvWRChain: the checks a chain keeps between posts
     def ud_chain(*extra, ah=None):
-        wrs = [ib.SendWR(wr_id=4, sg_list=[w.sge], ah=ah or w.ah, remote_qpn=1,
-                         remote_qkey=1), *extra]
+        wrs = [
+            ib.SendWR(wr_id=4, sg_list=[w.sge], ah=ah or w.ah, remote_qpn=1, remote_qkey=1),
+            *extra,
+        ]
         return ib.SendWRChain(wrs)
 
     def chain_closed_mr():
         buf = bytearray(64)
         mr = ib.reg_tensor(w.pd, buf, ALL_ACCESS)
-        chain = ud_chain(ib.SendWR(wr_id=5, sg_list=[mr.sge()], ah=w.ah,
-                                   remote_qpn=1, remote_qkey=1))
+        chain = ud_chain(
+            ib.SendWR(wr_id=5, sg_list=[mr.sge()], ah=w.ah, remote_qpn=1, remote_qkey=1)
+        )
         w.ud.post_send(chain)
         w.drain()
         mr.close()
         w.ud.post_send(chain)
-    add("post_send(SendWRChain over an MR closed after a post)", chain_closed_mr,
-        "closed")
+
+    add("post_send(SendWRChain over an MR closed after a post)", chain_closed_mr, "closed")
 
     def chain_closed_ah():
         ah = w.pd.create_ah(w.ah_attr)
@@ -595,8 +824,8 @@ def special_device_cases(w, cw, ow, opd, device):
         w.drain()
         ah.close()
         w.ud.post_send(chain)
-    add("post_send(SendWRChain whose AH was closed after a post)", chain_closed_ah,
-        "closed")
+
+    add("post_send(SendWRChain whose AH was closed after a post)", chain_closed_ah, "closed")
 
     def chain_new_ah_closed():
         chain = ud_chain()
@@ -606,8 +835,12 @@ def special_device_cases(w, cw, ow, opd, device):
         chain[0].ah = ah
         ah.close()
         w.ud.post_send(chain)
-    add("post_send(SendWRChain: a member's new AH closed before the post)",
-        chain_new_ah_closed, "closed")
+
+    add(
+        "post_send(SendWRChain: a member's new AH closed before the post)",
+        chain_new_ah_closed,
+        "closed",
+    )
 
     def recv_chain_closed_mr(target):
         buf = bytearray(64)
@@ -615,96 +848,136 @@ def special_device_cases(w, cw, ow, opd, device):
         chain = ib.RecvWRChain([ib.RecvWR(wr_id=9, sg_list=[mr.sge()])])
         mr.close()
         target().post_recv(chain)
-    add("post_recv(RecvWRChain over a closed MR)",
-        lambda: recv_chain_closed_mr(lambda: w.qp), "closed")
-    add("SRQ.post_recv(RecvWRChain over a closed MR)",
-        lambda: recv_chain_closed_mr(lambda: w.srq), "closed")
-    add("post_send(SendWRChain) on a closed QP",
-        lambda: cw.ud.post_send(ud_chain()), "closed")
-    add("post_send(released SendWRChain)",
-        lambda: (lambda c: (c.release(), w.ud.post_send(c)))(ud_chain()), "raise")
-    add("post_send(a member of a SendWRChain)",
-        lambda: (lambda c: w.ud.post_send(c[0]))(ud_chain()), "raise")
-    add("post_send(a list holding a member of a SendWRChain)",
-        lambda: (lambda c: w.ud.post_send([ib.SendWR(), c[0]]))(ud_chain()), "raise")
-    add("UD post_send(SendWRChain with an RDMA_WRITE)",
-        lambda: w.ud.post_send(ud_chain(ib.SendWR(wr_id=3, sg_list=[w.sge], ah=w.ah,
-                                                  opcode=ib.WROpcode.RDMA_WRITE))),
-        "raise")
-    add("UD post_send(SendWRChain with no AH)",
-        lambda: w.ud.post_send(ud_chain(ib.SendWR(wr_id=3, sg_list=[w.sge]))), "raise")
+
+    add(
+        "post_recv(RecvWRChain over a closed MR)",
+        lambda: recv_chain_closed_mr(lambda: w.qp),
+        "closed",
+    )
+    add(
+        "SRQ.post_recv(RecvWRChain over a closed MR)",
+        lambda: recv_chain_closed_mr(lambda: w.srq),
+        "closed",
+    )
+    add("post_send(SendWRChain) on a closed QP", lambda: cw.ud.post_send(ud_chain()), "closed")
+    add(
+        "post_send(released SendWRChain)",
+        lambda: (lambda c: (c.release(), w.ud.post_send(c)))(ud_chain()),
+        "raise",
+    )
+    add(
+        "post_send(a member of a SendWRChain)",
+        lambda: (lambda c: w.ud.post_send(c[0]))(ud_chain()),
+        "raise",
+    )
+    add(
+        "post_send(a list holding a member of a SendWRChain)",
+        lambda: (lambda c: w.ud.post_send([ib.SendWR(), c[0]]))(ud_chain()),
+        "raise",
+    )
+    add(
+        "UD post_send(SendWRChain with an RDMA_WRITE)",
+        lambda: w.ud.post_send(
+            ud_chain(ib.SendWR(wr_id=3, sg_list=[w.sge], ah=w.ah, opcode=ib.WROpcode.RDMA_WRITE))
+        ),
+        "raise",
+    )
+    add(
+        "UD post_send(SendWRChain with no AH)",
+        lambda: w.ud.post_send(ud_chain(ib.SendWR(wr_id=3, sg_list=[w.sge]))),
+        "raise",
+    )
     add("post_recv(a SendWRChain)", lambda: w.qp.post_recv(ud_chain()), "raise")
-    add("post_send(a RecvWRChain)",
-        lambda: w.ud.post_send(ib.RecvWRChain([ib.RecvWR()])), "raise")
-    add("post_send(SendWRChain longer than the SQ)",
-        lambda: (w.ud.post_send(ib.SendWRChain(
-            ib.SendWR(wr_id=i, sg_list=[w.sge], ah=w.ah, remote_qpn=1, remote_qkey=1)
-            for i in range(4096))), w.drain()), "raise")
-    add("post_recv on a QP with an SRQ",
-        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=w.cq, srq=w.srq))
-        .post_recv(w.rwr), "raise")
+    add("post_send(a RecvWRChain)", lambda: w.ud.post_send(ib.RecvWRChain([ib.RecvWR()])), "raise")
+    add(
+        "post_send(SendWRChain longer than the SQ)",
+        lambda: (
+            w.ud.post_send(
+                ib.SendWRChain(
+                    ib.SendWR(wr_id=i, sg_list=[w.sge], ah=w.ah, remote_qpn=1, remote_qkey=1)
+                    for i in range(4096)
+                )
+            ),
+            w.drain(),
+        ),
+        "raise",
+    )
+    add(
+        "post_recv on a QP with an SRQ",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq, recv_cq=w.cq, srq=w.srq)).post_recv(w.rwr),
+        "raise",
+    )
     add("ack_events more than delivered", lambda: w.cq.ack_events(5), "raise")
     add("CQ with a channel: ack_events(0)", lambda: w.cq_ch.ack_events(0), "raise")
     # to_rtr / modify with records of the wrong shape.
-    add("RC to_rtr(None)", lambda: w.pd.create_qp(IA(send_cq=w.cq)).to_rtr(
-        None, sgid_index=GID_INDEX), "raise")
-    add("RC to_rtr(object())", lambda: w.pd.create_qp(IA(send_cq=w.cq)).to_rtr(
-        object(), sgid_index=GID_INDEX), "raise")
-    add("RC to_rtr without sgid_index",
-        lambda: w.pd.create_qp(IA(send_cq=w.cq)).to_rtr(w.info), "raise")
-    add("modify(unknown attribute)",
-        lambda: w.qp.modify(ib.QPAttrMask.STATE, no_such=1), "raise")
-    add("modify(ah_attr=None)",
-        lambda: w.qp.modify(ib.QPAttrMask.AV, ah_attr=None), "raise")
-    add("modify(cap=None)",
-        lambda: w.qp.modify(ib.QPAttrMask.CAP, cap=None), "raise")
-    add("modify(qp_state=RTS from RESET)",
+    add(
+        "RC to_rtr(None)",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq)).to_rtr(None, sgid_index=GID_INDEX),
+        "raise",
+    )
+    add(
+        "RC to_rtr(object())",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq)).to_rtr(object(), sgid_index=GID_INDEX),
+        "raise",
+    )
+    add(
+        "RC to_rtr without sgid_index",
+        lambda: w.pd.create_qp(IA(send_cq=w.cq)).to_rtr(w.info),
+        "raise",
+    )
+    add("modify(unknown attribute)", lambda: w.qp.modify(ib.QPAttrMask.STATE, no_such=1), "raise")
+    add("modify(ah_attr=None)", lambda: w.qp.modify(ib.QPAttrMask.AV, ah_attr=None), "raise")
+    add("modify(cap=None)", lambda: w.qp.modify(ib.QPAttrMask.CAP, cap=None), "raise")
+    add(
+        "modify(qp_state=RTS from RESET)",
         lambda: w.pd.create_qp(IA(send_cq=w.cq)).modify(
-            ib.QPAttrMask.STATE, qp_state=ib.QPState.RTS), "raise")
+            ib.QPAttrMask.STATE, qp_state=ib.QPState.RTS
+        ),
+        "raise",
+    )
     add("modify(mask=-1)", lambda: w.qp.modify(-1), "raise")
     add("modify(every mask bit)", lambda: w.qp.modify(0x7FFFFFFF), "raise")
     add("modify(two masks)", lambda: w.qp.modify(1, mask=1), "raise")
     add("query(every mask bit)", lambda: w.qp.query(mask=0x7FFFFFFF), "any")
-    add("reg_mr(addr=0, huge length)",
-        lambda: w.pd.reg_mr(0, 2**63, 0), "raise")
-    add("reg_mr(addr + length overflows)",
-        lambda: w.pd.reg_mr(2**64 - 16, 64, 0), "raise")
+    add("reg_mr(addr=0, huge length)", lambda: w.pd.reg_mr(0, 2**63, 0), "raise")
+    add("reg_mr(addr + length overflows)", lambda: w.pd.reg_mr(2**64 - 16, 64, 0), "raise")
     add("reg_mr(unmapped address)", lambda: w.pd.reg_mr(8, 4096, 0), "raise")
-    add("reg_mr(unknown access bits)",
-        lambda: w.pd.reg_mr(w.mr.addr, 64, 1 << 30), "raise")
-    add("reg_mr(array object as addr)",
-        lambda: w.pd.reg_mr(w.buf, 64, 0), "raise")
-    add("reg_tensor(bytes, writable)",
-        lambda: ib.reg_tensor(w.pd, b"x" * 64, ib.AccessFlags.LOCAL_WRITE), "raise")
-    add("reg_tensor(bytes, REMOTE_WRITE)",
-        lambda: ib.reg_tensor(w.pd, b"x" * 64, ib.AccessFlags.REMOTE_WRITE), "raise")
-    add("reg_tensor(read-only memoryview, writable)",
+    add("reg_mr(unknown access bits)", lambda: w.pd.reg_mr(w.mr.addr, 64, 1 << 30), "raise")
+    add("reg_mr(array object as addr)", lambda: w.pd.reg_mr(w.buf, 64, 0), "raise")
+    add(
+        "reg_tensor(bytes, writable)",
+        lambda: ib.reg_tensor(w.pd, b"x" * 64, ib.AccessFlags.LOCAL_WRITE),
+        "raise",
+    )
+    add(
+        "reg_tensor(bytes, REMOTE_WRITE)",
+        lambda: ib.reg_tensor(w.pd, b"x" * 64, ib.AccessFlags.REMOTE_WRITE),
+        "raise",
+    )
+    add(
+        "reg_tensor(read-only memoryview, writable)",
         lambda: ib.reg_tensor(w.pd, memoryview(b"x" * 64), ib.AccessFlags.LOCAL_WRITE),
-        "raise")
-    add("reg_tensor(empty bytearray)",
-        lambda: ib.reg_tensor(w.pd, bytearray(), 0), "raise")
+        "raise",
+    )
+    add("reg_tensor(empty bytearray)", lambda: ib.reg_tensor(w.pd, bytearray(), 0), "raise")
     add("reg_tensor(None)", lambda: ib.reg_tensor(w.pd, None, 0), "raise")
-    add("reg_tensor(closed PD)",
-        lambda: ib.reg_tensor(cw.pd, bytearray(8), 0), "closed")
-    add("reg_dmabuf_mr(fd of a regular file)",
-        lambda: w.pd.reg_dmabuf_mr(0, 4096, 0, w.ch.fd, 0), "raise")
-    add("reg_dmabuf_mr(closed fd)",
-        lambda: w.pd.reg_dmabuf_mr(0, 4096, 0, 2**30, 0), "raise")
-    add("create_srq(max_sge huge)",
-        lambda: w.pd.create_srq(max_wr=8, max_sge=2**31), "raise")
-    add("create_srq(max_wr huge)",
-        lambda: w.pd.create_srq(max_wr=2**31), "raise")
+    add("reg_tensor(closed PD)", lambda: ib.reg_tensor(cw.pd, bytearray(8), 0), "closed")
+    add(
+        "reg_dmabuf_mr(fd of a regular file)",
+        lambda: w.pd.reg_dmabuf_mr(0, 4096, 0, w.ch.fd, 0),
+        "raise",
+    )
+    add("reg_dmabuf_mr(closed fd)", lambda: w.pd.reg_dmabuf_mr(0, 4096, 0, 2**30, 0), "raise")
+    add("create_srq(max_sge huge)", lambda: w.pd.create_srq(max_wr=8, max_sge=2**31), "raise")
+    add("create_srq(max_wr huge)", lambda: w.pd.create_srq(max_wr=2**31), "raise")
     add("SRQ.modify() with nothing", lambda: w.srq.modify(), "raise")
-    add("SRQ.modify(max_wr larger than the device)",
-        lambda: w.srq.modify(max_wr=2**31), "raise")
+    add("SRQ.modify(max_wr larger than the device)", lambda: w.srq.modify(max_wr=2**31), "raise")
     add("query_port(port 2)", lambda: w.ctx.query_port(2), "raise")
     add("query_gid(index past the table)", lambda: w.ctx.query_gid(PORT, 10**6), "raise")
     add("query_pkey(index past the table)", lambda: w.ctx.query_pkey(PORT, 10**6), "raise")
     add("Context.name after close", lambda: cw.ctx.name, "ok")
-    add("repr of every closed handle",
-        lambda: [repr(getattr(cw, a)) for a in HANDLE_ATTRS], "ok")
-    add("repr of every open handle",
-        lambda: [repr(getattr(w, a)) for a in HANDLE_ATTRS], "ok")
+    add("repr of every closed handle", lambda: [repr(getattr(cw, a)) for a in HANDLE_ATTRS], "ok")
+    add("repr of every open handle", lambda: [repr(getattr(w, a)) for a in HANDLE_ATTRS], "ok")
     add("PD() direct", lambda: ib.PD(), "raise")
     add("QP() direct", lambda: ib.QP(), "raise")
     add("AsyncEvent() direct", lambda: ib.AsyncEvent(), "raise")
@@ -726,8 +999,8 @@ def special_device_cases(w, cw, ow, opd, device):
         w.cq.poll(1)
         w.pd.create_srq(max_wr=4).close()
         return "refused"
-    add("parents with children refuse to close (EBUSY) and stay usable",
-        parent_refuses, "ok")
+
+    add("parents with children refuse to close (EBUSY) and stay usable", parent_refuses, "ok")
 
     # After the parent closed (children first): every factory of the
     # closed parent and every method of the closed child is EBADF.
@@ -739,10 +1012,16 @@ def special_device_cases(w, cw, ow, opd, device):
         for o in (qp, cq, pd, ctx):
             o.close()
         failures = []
-        for call in (lambda: ctx.alloc_pd(), lambda: ctx.create_cq(4),
-                     lambda: pd.create_qp(IA(send_cq=cq)), lambda: qp.post_send(w.swr),
-                     lambda: qp.query(), lambda: qp.state, lambda: cq.poll(),
-                     lambda: pd.reg_mr(w.mr.addr, 8, 0)):
+        for call in (
+            lambda: ctx.alloc_pd(),
+            lambda: ctx.create_cq(4),
+            lambda: pd.create_qp(IA(send_cq=cq)),
+            lambda: qp.post_send(w.swr),
+            lambda: qp.query(),
+            lambda: qp.state,
+            lambda: cq.poll(),
+            lambda: pd.reg_mr(w.mr.addr, 8, 0),
+        ):
             try:
                 call()
                 failures.append("returned")
@@ -750,8 +1029,8 @@ def special_device_cases(w, cw, ow, opd, device):
                 if e.errno != errno.EBADF:
                     failures.append(repr(e))
         assert not failures, failures
-    add("after the parent closed: everything is EBADF",
-        parent_closed_then_child_use, "ok")
+
+    add("after the parent closed: everything is EBADF", parent_closed_then_child_use, "ok")
 
     # Python code that runs inside a call closes what the call uses.
     def evil_init_attr(which):
@@ -764,28 +1043,32 @@ def special_device_cases(w, cw, ow, opd, device):
         # The last attribute read_init_attr reads closes the target.
         rec = evil_record(base, "max_inline_data", Closer(target))
         return pd.create_qp(rec)
+
     for which in ("pd", "send_cq", "recv_cq", "srq"):
-        add(f"create_qp: init_attr attribute closes the {which} mid-call",
-            lambda which=which: evil_init_attr(which), "closed")
+        add(
+            f"create_qp: init_attr attribute closes the {which} mid-call",
+            lambda which=which: evil_init_attr(which),
+            "closed",
+        )
 
     def evil_sig_all():
         pd = w.ctx.alloc_pd()
         cq = w.ctx.create_cq(4)
-        return pd.create_qp(evil_record(IA(send_cq=cq), "x", Closer(),
-                                        sq_sig_all=EvilBool(cq)))
+        return pd.create_qp(evil_record(IA(send_cq=cq), "x", Closer(), sq_sig_all=EvilBool(cq)))
+
     add("create_qp: sq_sig_all.__bool__ closes the CQ", evil_sig_all, "closed")
 
     def evil_ah(field):
         pd = w.ctx.alloc_pd()
         return pd.create_ah(evil_record(w.ah_attr, field, Closer(pd)))
+
     for field in ("dgid", "is_global", "sgid_index"):
-        add(f"create_ah: reading attr.{field} closes the PD",
-            lambda f=field: evil_ah(f), "closed")
+        add(f"create_ah: reading attr.{field} closes the PD", lambda f=field: evil_ah(f), "closed")
 
     def evil_ah_gid():
         pd = w.ctx.alloc_pd()
-        return pd.create_ah(evil_record(w.ah_attr, "", Closer(),
-                                        dgid=EvilGid(w.gid.raw, pd)))
+        return pd.create_ah(evil_record(w.ah_attr, "", Closer(), dgid=EvilGid(w.gid.raw, pd)))
+
     add("create_ah: Gid(dgid) conversion closes the PD", evil_ah_gid, "closed")
 
     def evil_to_rtr_gid():
@@ -794,11 +1077,13 @@ def special_device_cases(w, cw, ow, opd, device):
         qp.to_init(PORT, 0)
         remote = evil_record(w.info, "", Closer(), gid=EvilGid(w.gid.raw, qp))
         return qp.to_rtr(remote, sgid_index=GID_INDEX, port=PORT, mtu=1)
+
     add("to_rtr: Gid(remote.gid) conversion closes the QP", evil_to_rtr_gid, "closed")
 
     def evil_req_notify():
         cq = w.ctx.create_cq(4)
         return cq.req_notify(solicited_only=EvilBool(cq))
+
     add("req_notify: solicited_only.__bool__ closes the CQ", evil_req_notify, "closed")
 
     def evil_to_rtr(field):
@@ -807,9 +1092,13 @@ def special_device_cases(w, cw, ow, opd, device):
         qp.to_init(PORT, 0)
         remote = evil_record(w.info, field, Closer(qp))
         return qp.to_rtr(remote, sgid_index=GID_INDEX)
+
     for field in ("qp_num", "gid", "mtu"):
-        add(f"to_rtr: reading remote.{field} closes the QP",
-            lambda f=field: evil_to_rtr(f), "closed")
+        add(
+            f"to_rtr: reading remote.{field} closes the QP",
+            lambda f=field: evil_to_rtr(f),
+            "closed",
+        )
 
     def evil_to_rtr_port():
         cq = w.ctx.create_cq(4)
@@ -817,14 +1106,14 @@ def special_device_cases(w, cw, ow, opd, device):
         qp.to_init(PORT, 0)
         remote = evil_record(w.info, "gid", Closer(qp))
         return qp.to_rtr(remote, sgid_index=GID_INDEX, port=PORT, mtu=1)
-    add("to_rtr(port=, mtu=): reading remote.gid closes the QP", evil_to_rtr_port,
-        "closed")
+
+    add("to_rtr(port=, mtu=): reading remote.gid closes the QP", evil_to_rtr_port, "closed")
 
     def evil_modify():
         cq = w.ctx.create_cq(4)
         qp = w.pd.create_qp(IA(send_cq=cq))
-        return qp.modify(ib.QPAttrMask.AV,
-                         ah_attr=evil_record(w.ah_attr, "dgid", Closer(qp)))
+        return qp.modify(ib.QPAttrMask.AV, ah_attr=evil_record(w.ah_attr, "dgid", Closer(qp)))
+
     add("modify: reading ah_attr.dgid closes the QP", evil_modify, "closed")
 
     def evil_modify_cap():
@@ -832,6 +1121,7 @@ def special_device_cases(w, cw, ow, opd, device):
         qp = w.pd.create_qp(IA(send_cq=cq))
         cap = evil_record(qp.cap, "max_inline_data", Closer(qp))
         return qp.modify(ib.QPAttrMask.CAP, cap=cap)
+
     add("modify: reading cap.max_inline_data closes the QP", evil_modify_cap, "closed")
 
     # A finalizer run by a GC pass inside a factory closes its parent.
@@ -852,12 +1142,14 @@ def special_device_cases(w, cw, ow, opd, device):
         old = gc.get_threshold()
         try:
             for k in range(1, 40):
+
                 class Cycle:
                     def __del__(self, t=target):
                         try:
                             t.close()
                         except ib.VerbsError:
                             pass
+
                 c = Cycle()
                 c.self = c
                 del c
@@ -875,11 +1167,14 @@ def special_device_cases(w, cw, ow, opd, device):
         finally:
             gc.set_threshold(*old)
         return results
+
     for fname in ("create_cq", "create_srq", "create_qp"):
-        add(f"{fname}: a GC finalizer closes the parent mid-call",
-            lambda f=fname: gc_finalizer(f), "any")
-    add("AsyncEvent: lifecycle of a CQ_ERR event", lambda: async_event_case(device),
-        "ok")
+        add(
+            f"{fname}: a GC finalizer closes the parent mid-call",
+            lambda f=fname: gc_finalizer(f),
+            "any",
+        )
+    add("AsyncEvent: lifecycle of a CQ_ERR event", lambda: async_event_case(device), "ok")
     cases += cm_cases(w, ow)
     return cases
 
@@ -896,8 +1191,12 @@ def async_event_case(device):
     mr = ib.reg_tensor(pd, buf, ALL_ACCESS)
     qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=1)
     qb.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr.sge(8)]) for i in range(32)])
-    qa.post_send([ib.SendWR(wr_id=i, sg_list=[mr.sge(8)],
-                            send_flags=ib.SendFlags.SIGNALED) for i in range(32)])
+    qa.post_send(
+        [
+            ib.SendWR(wr_id=i, sg_list=[mr.sge(8)], send_flags=ib.SendFlags.SIGNALED)
+            for i in range(32)
+        ]
+    )
     ev = wait_async_event(ctx, ib.EventType.CQ_ERR)
     assert ev is not None, "no CQ_ERR event after a CQ overrun"
     cq = ev.element
@@ -921,13 +1220,18 @@ def async_event_case(device):
     ctx.close()  # later CQ_ERR events may still be queued unread: fine
     repr(ev)
     ev.ack()
-    assert (ev.element is cq and ev.context is ctx and cq.closed
-            and ev.event_type == ib.EventType.CQ_ERR)
+    assert (
+        ev.element is cq
+        and ev.context is ctx
+        and cq.closed
+        and ev.event_type == ib.EventType.CQ_ERR
+    )
 
 
 # ---------------------------------------------------------------------------
 # Host cases: no device needed
 # ---------------------------------------------------------------------------
+
 
 def host_cases():
     cases = []
@@ -936,37 +1240,60 @@ def host_cases():
         cases.append((name, fn, expect))
 
     sge = ib.SGE(0x1000, 64, lkey=1)
-    swr_params = [("wr_id", U64), ("send_flags", U32), ("remote_addr", U64),
-                  ("rkey", U32), ("compare_add", U64), ("swap", U64),
-                  ("remote_qpn", dict(lo=0, hi=0xFFFFFF)), ("remote_qkey", U32)]
+    swr_params = [
+        ("wr_id", U64),
+        ("send_flags", U32),
+        ("remote_addr", U64),
+        ("rkey", U32),
+        ("compare_add", U64),
+        ("swap", U64),
+        ("remote_qpn", dict(lo=0, hi=0xFFFFFF)),
+        ("remote_qkey", U32),
+    ]
     for name, rng in swr_params:
         p = P(name, 0, kw=True, **rng)
         for lbl, v, expect in bad_values(p, None, None, None, None):
             add(f"SendWR({name}={lbl})", lambda n=name, v=v: ib.SendWR(**{n: v}), expect)
-            add(f"SendWR.{name} = {lbl}",
-                lambda n=name, v=v: setattr(ib.SendWR(), n, v), expect)
+            add(f"SendWR.{name} = {lbl}", lambda n=name, v=v: setattr(ib.SendWR(), n, v), expect)
     for lbl, v, _ in bad_values(P("opcode", 0, lo=0), None, None, None, None):
         add(f"SendWR(opcode={lbl})", lambda v=v: ib.SendWR(opcode=v), "raise")
     add("SendWR(opcode=99)", lambda: ib.SendWR(opcode=99), "raise")
     add("SendWR(imm_data without an IMM opcode)", lambda: ib.SendWR(imm_data=1), "raise")
-    add("SendWR(imm_data=2**32)",
-        lambda: ib.SendWR(opcode=ib.WROpcode.SEND_WITH_IMM, imm_data=2**32), "raise")
-    add("SendWR(imm_data='x')",
-        lambda: ib.SendWR(opcode=ib.WROpcode.SEND_WITH_IMM, imm_data="x"), "raise")
+    add(
+        "SendWR(imm_data=2**32)",
+        lambda: ib.SendWR(opcode=ib.WROpcode.SEND_WITH_IMM, imm_data=2**32),
+        "raise",
+    )
+    add(
+        "SendWR(imm_data='x')",
+        lambda: ib.SendWR(opcode=ib.WROpcode.SEND_WITH_IMM, imm_data="x"),
+        "raise",
+    )
     # sg_list=None is the published package's default (no SGEs):
     # tests/host/test_compat.py checks what it builds.
     add("SendWR(sg_list=None)", lambda: ib.SendWR(sg_list=None), "any")
     add("RecvWR(sg_list=None)", lambda: ib.RecvWR(sg_list=None), "any")
-    for lbl, v in [("int", 1), ("str", "abc"), ("bytes", b"ab"),
-                   ("list of int", [1]), ("list with None", [sge, None]),
-                   ("dict", {1: 2})]:
+    for lbl, v in [
+        ("int", 1),
+        ("str", "abc"),
+        ("bytes", b"ab"),
+        ("list of int", [1]),
+        ("list with None", [sge, None]),
+        ("dict", {1: 2}),
+    ]:
         add(f"SendWR(sg_list={lbl})", lambda v=v: ib.SendWR(sg_list=v), "raise")
         add(f"RecvWR(sg_list={lbl})", lambda v=v: ib.RecvWR(sg_list=v), "raise")
     # An iterable that raises: its exception comes through unchanged.
-    add("SendWR(sg_list=generator raising)",
-        lambda: ib.SendWR(sg_list=(1 / 0 for _ in range(1))), "propagate")
-    add("RecvWR(sg_list=generator raising)",
-        lambda: ib.RecvWR(sg_list=(1 / 0 for _ in range(1))), "propagate")
+    add(
+        "SendWR(sg_list=generator raising)",
+        lambda: ib.SendWR(sg_list=(1 / 0 for _ in range(1))),
+        "propagate",
+    )
+    add(
+        "RecvWR(sg_list=generator raising)",
+        lambda: ib.RecvWR(sg_list=(1 / 0 for _ in range(1))),
+        "propagate",
+    )
     add("SendWR(sg_list of 100000 SGEs)", lambda: ib.SendWR(sg_list=[sge] * 100000), "any")
     add("SendWR(ah=int)", lambda: ib.SendWR(ah=1), "raise")
     add("SendWR(ah=object())", lambda: ib.SendWR(ah=object()), "raise")
@@ -983,29 +1310,50 @@ def host_cases():
     # SendWRChain / RecvWRChain construction
     for kind, wr in (("SendWRChain", ib.SendWR), ("RecvWRChain", ib.RecvWR)):
         cls = getattr(ib, kind)
-        for lbl, v in [("None", None), ("int", 1), ("str", "ab"), ("bytes", b"ab"),
-                       ("empty list", []), ("list with None", [wr(), None]),
-                       ("dict", {1: 2}), ("one WR", wr()),
-                       ("the other kind", [ib.RecvWR() if wr is ib.SendWR
-                                           else ib.SendWR()]),
-                       ("the same WR twice", (lambda x: [x, x])(wr()))]:
+        for lbl, v in [
+            ("None", None),
+            ("int", 1),
+            ("str", "ab"),
+            ("bytes", b"ab"),
+            ("empty list", []),
+            ("list with None", [wr(), None]),
+            ("dict", {1: 2}),
+            ("one WR", wr()),
+            ("the other kind", [ib.RecvWR() if wr is ib.SendWR else ib.SendWR()]),
+            ("the same WR twice", (lambda x: [x, x])(wr())),
+        ]:
             add(f"{kind}({lbl})", lambda c=cls, v=v: c(v), "raise")
-        add(f"{kind}(generator raising)",
-            lambda c=cls: c(1 / 0 for _ in range(1)), "propagate")
+        add(f"{kind}(generator raising)", lambda c=cls: c(1 / 0 for _ in range(1)), "propagate")
         add(f"{kind}() without arguments", lambda c=cls: c(), "raise")
         add(f"{kind}(too many arguments)", lambda c=cls, wr=wr: c([wr()], 1), "raise")
-        add(f"{kind}(a member of another chain)",
-            lambda c=cls, wr=wr: (lambda x: (c([x]), c([x])))(wr()), "raise")
-        add(f"{kind}.released = True",
-            lambda c=cls, wr=wr: setattr(c([wr()]), "released", True), "attr")
+        add(
+            f"{kind}(a member of another chain)",
+            lambda c=cls, wr=wr: (lambda x: (c([x]), c([x])))(wr()),
+            "raise",
+        )
+        add(
+            f"{kind}.released = True",
+            lambda c=cls, wr=wr: setattr(c([wr()]), "released", True),
+            "attr",
+        )
         add(f"{kind}[out of range]", lambda c=cls, wr=wr: c([wr()])[5], "index")
-        add(f"{kind}[after release]",
-            lambda c=cls, wr=wr: (lambda x: (x.release(), x[0]))(c([wr()])), "index")
-        add(f"{kind}.release() twice",
-            lambda c=cls, wr=wr: (lambda x: (x.release(), x.release()))(c([wr()])), "ok")
+        add(
+            f"{kind}[after release]",
+            lambda c=cls, wr=wr: (lambda x: (x.release(), x[0]))(c([wr()])),
+            "index",
+        )
+        add(
+            f"{kind}.release() twice",
+            lambda c=cls, wr=wr: (lambda x: (x.release(), x.release()))(c([wr()])),
+            "ok",
+        )
     # SGE
-    for name, (valid, rng) in {"mr_or_addr": (0x1000, U64), "length": (64, U32),
-                               "lkey": (1, U32), "offset": (0, U64)}.items():
+    for name, (valid, rng) in {
+        "mr_or_addr": (0x1000, U64),
+        "length": (64, U32),
+        "lkey": (1, U32),
+        "offset": (0, U64),
+    }.items():
         p = P(name, valid, **rng)
         for lbl, v, expect in bad_values(p, None, None, None, None):
             args = {"mr_or_addr": 0x1000, "length": 64, "lkey": 1, "offset": 0}
@@ -1014,20 +1362,34 @@ def host_cases():
             def fn(args=args):
                 a = dict(args)
                 return ib.SGE(a.pop("mr_or_addr"), a.pop("length"), **a)
+
             add(f"SGE({name}={lbl})", fn, "raise")
-    add("SGE(address + offset overflows)",
-        lambda: ib.SGE(2**64 - 1, 8, lkey=1, offset=1), "raise")
+    add("SGE(address + offset overflows)", lambda: ib.SGE(2**64 - 1, 8, lkey=1, offset=1), "raise")
     # WC
     add("WC()", lambda: ib.WC(), "any")
-    for field in ("wr_id", "status", "opcode", "byte_len", "qp_num", "wc_flags",
-                  "vendor_err", "imm_data", "src_qp", "pkey_index", "slid", "sl",
-                  "dlid_path_bits"):
-        for lbl, v in [("None", None), ("-1", -1), ("2**64", 2**64), ("str", "x"),
-                       ("float", 1.5)]:
+    for field in (
+        "wr_id",
+        "status",
+        "opcode",
+        "byte_len",
+        "qp_num",
+        "wc_flags",
+        "vendor_err",
+        "imm_data",
+        "src_qp",
+        "pkey_index",
+        "slid",
+        "sl",
+        "dlid_path_bits",
+    ):
+        for lbl, v in [("None", None), ("-1", -1), ("2**64", 2**64), ("str", "x"), ("float", 1.5)]:
             add(f"WC({field}={lbl})", lambda f=field, v=v: ib.WC(**{f: v}), "raise")
     add("WC(unknown field)", lambda: ib.WC(nope=1), "raise")
-    add("WC(status=unknown).raise_for_status()",
-        lambda: ib.WC(status=200).raise_for_status(), "completion")
+    add(
+        "WC(status=unknown).raise_for_status()",
+        lambda: ib.WC(status=200).raise_for_status(),
+        "completion",
+    )
     add("WC(opcode=unknown) repr", lambda: repr(ib.WC(status=5, opcode=999)), "ok")
     add("WC.wr_id = 1", lambda: setattr(ib.WC(), "wr_id", 1), "attr")
     # Module functions
@@ -1052,14 +1414,19 @@ def host_cases():
     add("QPInfo.from_bytes(str)", lambda: ib.QPInfo.from_bytes("x" * 28), "raise")
     add("QPInfo.from_bytes(27 bytes)", lambda: ib.QPInfo.from_bytes(b"\0" * 27), "raise")
     add("QPInfo.from_bytes(29 bytes)", lambda: ib.QPInfo.from_bytes(b"\0" * 29), "raise")
-    add("QPInfo.from_bytes(28 zero bytes)", lambda: ib.QPInfo.from_bytes(b"\0" * 28),
-        "raise")
-    add("connect_rc(None, ...)",
-        lambda: ib.connect_rc(None, None, port=1, sgid_index=0, access=0), "raise")
+    add("QPInfo.from_bytes(28 zero bytes)", lambda: ib.QPInfo.from_bytes(b"\0" * 28), "raise")
+    add(
+        "connect_rc(None, ...)",
+        lambda: ib.connect_rc(None, None, port=1, sgid_index=0, access=0),
+        "raise",
+    )
     add("tensor_addr_len(None)", lambda: ib.tensor_addr_len(None), "raise")
     add("tensor_addr_len(b'')", lambda: ib.tensor_addr_len(b""), "raise")
-    add("tensor_addr_len(non-contiguous memoryview)",
-        lambda: ib.tensor_addr_len(memoryview(bytearray(16))[::2]), "raise")
+    add(
+        "tensor_addr_len(non-contiguous memoryview)",
+        lambda: ib.tensor_addr_len(memoryview(bytearray(16))[::2]),
+        "raise",
+    )
     add("Device(None)", lambda: ib.Device(None), "raise")
     add("Context(None)", lambda: ib.Context(None), "raise")
     add("Context(1)", lambda: ib.Context(1), "raise")
@@ -1089,6 +1456,7 @@ def cm_cases(w, ow):
 
     class CM:
         """A resolved CMID with its PD/CQ, made on first use."""
+
         cmid = None
 
         def get(self):
@@ -1113,62 +1481,80 @@ def cm_cases(w, ow):
         lst.close()
         return lst
 
-    for n, call in [("connect", lambda c: c.connect()),
-                    ("accept", lambda c: c.accept()),
-                    ("reject", lambda c: c.reject()),
-                    ("disconnect", lambda c: c.disconnect()),
-                    ("get_event", lambda c: c.get_event(timeout=0)),
-                    ("create_qp", lambda c: c.create_qp(w.pd, ib.QPInitAttr(send_cq=w.cq))),
-                    ("fd", lambda c: c.fd),
-                    ("context", lambda c: c.context),
-                    ("__enter__", lambda c: c.__enter__())]:
+    for n, call in [
+        ("connect", lambda c: c.connect()),
+        ("accept", lambda c: c.accept()),
+        ("reject", lambda c: c.reject()),
+        ("disconnect", lambda c: c.disconnect()),
+        ("get_event", lambda c: c.get_event(timeout=0)),
+        ("create_qp", lambda c: c.create_qp(w.pd, ib.QPInitAttr(send_cq=w.cq))),
+        ("fd", lambda c: c.fd),
+        ("context", lambda c: c.context),
+        ("__enter__", lambda c: c.__enter__()),
+    ]:
         add(f"CMID.{n} after close", lambda call=call: call(closed_cmid()), "closed")
     add("CMID.close() after close", lambda: closed_cmid().close(), "ok")
-    for n, call in [("get_request", lambda c: c.get_request(timeout=0)),
-                    ("get_event", lambda c: c.get_event(timeout=0)),
-                    ("fd", lambda c: c.fd)]:
-        add(f"CMListener.{n} after close", lambda call=call: call(closed_listener()),
-            "closed")
-    add("CMID.create_qp(pd=another Context's)",
-        lambda: cm.get().cmid.create_qp(ow.pd, ib.QPInitAttr(send_cq=ow.cq)), "raise")
-    add("CMID.create_qp(pd=a plain Context's PD)",
-        lambda: cm.get().cmid.create_qp(w.pd, cm.attr()), "raise")
-    add("CMID.create_qp(send_cq=another Context's)",
-        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr(w.cq)), "raise")
-    add("CMID.create_qp(recv_cq=another Context's)",
-        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr(recv_cq=w.cq)), "raise")
-    add("CMID.create_qp(pd=None)", lambda: cm.get().cmid.create_qp(None, cm.attr()),
-        "raise")
-    add("CMID.create_qp(init_attr=None)", lambda: cm.get().cmid.create_qp(cm.pd, None),
-        "raise")
-    add("CMID.create_qp(qp_type=UD)",
-        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr(qp_type=ib.QPType.UD)), "raise")
-    add("CMID.connect before create_qp", lambda: cm.get().cmid.connect(timeout=1),
-        "raise")
+    for n, call in [
+        ("get_request", lambda c: c.get_request(timeout=0)),
+        ("get_event", lambda c: c.get_event(timeout=0)),
+        ("fd", lambda c: c.fd),
+    ]:
+        add(f"CMListener.{n} after close", lambda call=call: call(closed_listener()), "closed")
+    add(
+        "CMID.create_qp(pd=another Context's)",
+        lambda: cm.get().cmid.create_qp(ow.pd, ib.QPInitAttr(send_cq=ow.cq)),
+        "raise",
+    )
+    add(
+        "CMID.create_qp(pd=a plain Context's PD)",
+        lambda: cm.get().cmid.create_qp(w.pd, cm.attr()),
+        "raise",
+    )
+    add(
+        "CMID.create_qp(send_cq=another Context's)",
+        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr(w.cq)),
+        "raise",
+    )
+    add(
+        "CMID.create_qp(recv_cq=another Context's)",
+        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr(recv_cq=w.cq)),
+        "raise",
+    )
+    add("CMID.create_qp(pd=None)", lambda: cm.get().cmid.create_qp(None, cm.attr()), "raise")
+    add("CMID.create_qp(init_attr=None)", lambda: cm.get().cmid.create_qp(cm.pd, None), "raise")
+    add(
+        "CMID.create_qp(qp_type=UD)",
+        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr(qp_type=ib.QPType.UD)),
+        "raise",
+    )
+    add("CMID.connect before create_qp", lambda: cm.get().cmid.connect(timeout=1), "raise")
     add("CMID.accept on the active side", lambda: cm.get().cmid.accept(), "raise")
     add("CMID.reject on the active side", lambda: cm.get().cmid.reject(), "raise")
     add("CMID.disconnect when not connected", lambda: cm.get().cmid.disconnect(), "ok")
-    add("CMID.connect(private_data too long)",
-        lambda: cm.get().cmid.connect(b"x" * 256), "raise")
+    add("CMID.connect(private_data too long)", lambda: cm.get().cmid.connect(b"x" * 256), "raise")
     add("CMID.connect(private_data=str)", lambda: cm.get().cmid.connect("x"), "raise")
-    add("CMID.connect(initiator_depth=256)",
-        lambda: cm.get().cmid.connect(initiator_depth=256), "raise")
+    add(
+        "CMID.connect(initiator_depth=256)",
+        lambda: cm.get().cmid.connect(initiator_depth=256),
+        "raise",
+    )
     add("CMID.connect(timeout=-1)", lambda: cm.get().cmid.connect(timeout=-1), "raise")
-    add("CMID.get_event(timeout='1')", lambda: cm.get().cmid.get_event(timeout="1"),
-        "raise")
+    add("CMID.get_event(timeout='1')", lambda: cm.get().cmid.get_event(timeout="1"), "raise")
     add("CMID.context.close()", lambda: cm.get().cmid.context.close(), "raise")
+
     def first_qp():
-        cm.qp = cm.get().cmid.create_qp(cm.pd, cm.attr())   # kept open
+        cm.qp = cm.get().cmid.create_qp(cm.pd, cm.attr())  # kept open
 
     add("CMID.create_qp(valid)", first_qp, "ok")
-    add("CMID.create_qp a second QP",
-        lambda: cm.get().cmid.create_qp(cm.pd, cm.attr()), "raise")
+    add("CMID.create_qp a second QP", lambda: cm.get().cmid.create_qp(cm.pd, cm.attr()), "raise")
     add("CMID.close() with its QP open", lambda: cm.get().cmid.close(), "raise")
     add("CMID.qp.close()", lambda: cm.get().cmid.qp.close(), "ok")
     add("CMID.close() with its PD open", lambda: cm.get().cmid.close(), "raise")
-    add("CMID resolve/close, then its Context",
+    add(
+        "CMID resolve/close, then its Context",
         lambda: (lambda c: (c.close(), c.context))(ib.CMID.resolve(CM_ADDR, 7997)),
-        "closed")
+        "closed",
+    )
     for tname in ("CMID", "CMEvent"):
         add(f"{tname}() direct", lambda t=tname: getattr(ib, t)(), "raise")
     return cases
@@ -1177,6 +1563,7 @@ def cm_cases(w, ow):
 # ---------------------------------------------------------------------------
 # Running
 # ---------------------------------------------------------------------------
+
 
 def judge(expect, exc, result):
     """(ok, why) for one outcome."""
@@ -1197,11 +1584,11 @@ def judge(expect, exc, result):
     if expect == "ok":
         return False, "the valid call raised"
     if not isinstance(exc, ALLOWED):
-        return False, f"{type(exc).__name__} is not TypeError/ValueError/" \
-            "OverflowError/VerbsError"
+        return False, f"{type(exc).__name__} is not TypeError/ValueError/OverflowError/VerbsError"
     if expect == "closed":
         if isinstance(exc, ValueError) or (
-                isinstance(exc, ib.VerbsError) and exc.errno == errno.EBADF):
+            isinstance(exc, ib.VerbsError) and exc.errno == errno.EBADF
+        ):
             return True, ""
         return False, "use of a closed handle must raise VerbsError(EBADF)"
     return True, ""
@@ -1231,12 +1618,19 @@ def main(argv):
         except BaseException as e:  # noqa: BLE001 - the point is to see it
             exc = e
         ok, why = judge(expect, exc, result)
-        rec = {"i": i, "name": name, "expect": expect, "ok": ok, "why": why,
-               "exc": type(exc).__name__ if exc else None,
-               "msg": str(exc)[:300] if exc else None}
+        rec = {
+            "i": i,
+            "name": name,
+            "expect": expect,
+            "ok": ok,
+            "why": why,
+            "exc": type(exc).__name__ if exc else None,
+            "msg": str(exc)[:300] if exc else None,
+        }
         if not ok and exc is not None and not isinstance(exc, ALLOWED):
-            rec["tb"] = "".join(traceback.format_exception(
-                type(exc), exc, exc.__traceback__))[-1500:]
+            rec["tb"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[
+                -1500:
+            ]
         print(json.dumps(rec), flush=True)
         result = exc = None
     print(f"DONE {len(cases)}", flush=True)

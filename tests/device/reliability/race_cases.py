@@ -67,10 +67,20 @@ def outcome(fut):
     except TimeoutError:
         # The worker is stuck in a call that nothing will wake: every
         # later race would time out too.  Stop here, loudly.
-        print(json.dumps({"kind": "STUCK", "n": 0, "counts": {}, "errors": [
-            "the worker thread did not return within "
-            f"{WAKE_TIMEOUT} s:\n" + "".join(traceback.format_stack())]}),
-            flush=True)
+        print(
+            json.dumps(
+                {
+                    "kind": "STUCK",
+                    "n": 0,
+                    "counts": {},
+                    "errors": [
+                        "the worker thread did not return within "
+                        f"{WAKE_TIMEOUT} s:\n" + "".join(traceback.format_stack())
+                    ],
+                }
+            ),
+            flush=True,
+        )
         os._exit(3)
     if exc is None:
         return "ok", fut.result()
@@ -95,24 +105,32 @@ class Tally:
             try:
                 fn(i)
             except BaseException as e:  # noqa: BLE001
-                self.errors.append(f"race {i}: {type(e).__name__}: {e}\n"
-                                   + traceback.format_exc()[-1500:])
+                self.errors.append(
+                    f"race {i}: {type(e).__name__}: {e}\n" + traceback.format_exc()[-1500:]
+                )
                 if len(self.errors) >= 5:
                     break
             self.n += 1
 
     def report(self):
-        print(json.dumps({"kind": self.kind, "n": self.n, "counts": self.counts,
-                          "errors": self.errors,
-                          "seconds": round(time.monotonic() - self.t0, 2)}),
-              flush=True)
+        print(
+            json.dumps(
+                {
+                    "kind": self.kind,
+                    "n": self.n,
+                    "counts": self.counts,
+                    "errors": self.errors,
+                    "seconds": round(time.monotonic() - self.t0, 2),
+                }
+            ),
+            flush=True,
+        )
 
 
 def ud_sender(ctx, pd, cq, ah_attr):
     """A UD QP in RTS whose sends complete on cq (to itself: a UD send
     completes at the sender whether or not anyone receives it)."""
-    qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD,
-                                    max_send_wr=64))
+    qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD, max_send_wr=64))
     qp.to_init(PORT, 0)
     qp.to_rtr(None)
     qp.to_rts(0)
@@ -125,7 +143,7 @@ def main(argv):
     scale = float(argv[argv.index("--scale") + 1]) if "--scale" in argv else 1.0
     seed = int(argv[argv.index("--seed") + 1]) if "--seed" in argv else 1234
     rng = random.Random(seed)
-    sys.setswitchinterval(1e-4)   # more interleavings of GIL-holding calls
+    sys.setswitchinterval(1e-4)  # more interleavings of GIL-holding calls
     pool = ThreadPoolExecutor(max_workers=1)
     N = lambda k: max(1, int(k * scale))  # noqa: E731
 
@@ -168,6 +186,7 @@ def main(argv):
         assert kind == "ok" and cq is ca, (kind, cq)
         poll_until(ca, 1)[0].raise_for_status()
         poll_until(cb, 1)[0].raise_for_status()
+
     t.run(N(250), race_a)
     t.report()
 
@@ -190,16 +209,25 @@ def main(argv):
         cq2 = ctx.create_cq(4, ch2)
         qp, ah = ud_sender(ctx, pd, cq2, ah_attr)
         cq2.req_notify()
-        qp.post_send(ib.SendWR(wr_id=1, sg_list=[mr.sge(8)], send_flags=sig, ah=ah,
-                               remote_qpn=qp.qp_num, remote_qkey=0x11111111))
+        qp.post_send(
+            ib.SendWR(
+                wr_id=1,
+                sg_list=[mr.sge(8)],
+                send_flags=sig,
+                ah=ah,
+                remote_qpn=qp.qp_num,
+                remote_qkey=0x11111111,
+            )
+        )
         kind, cq = outcome(fut)
         assert kind == "ok" and cq is cq2, (kind, cq)
-        assert try_close(cq2) == "EBUSY"        # the QP uses it
+        assert try_close(cq2) == "EBUSY"  # the QP uses it
         cq2.ack_events(1)
         poll_until(cq2, 1)
         for o in (ah, qp, cq2, ch2):
             o.close()
         t.add("EBUSY, call woken")
+
     t.run(N(200), race_b)
     t.report()
 
@@ -222,16 +250,27 @@ def main(argv):
         cq3 = c3.create_cq(1)
         qp, ah = ud_sender(c3, pd3, cq3, ah_attr)
         m3 = pd3.reg_mr(mr.addr, 64, 0)
-        qp.post_send([ib.SendWR(wr_id=k, sg_list=[m3.sge(8)], send_flags=sig, ah=ah,
-                                remote_qpn=qp.qp_num, remote_qkey=0x11111111)
-                      for k in range(cq3.cqe + 4)])
+        qp.post_send(
+            [
+                ib.SendWR(
+                    wr_id=k,
+                    sg_list=[m3.sge(8)],
+                    send_flags=sig,
+                    ah=ah,
+                    remote_qpn=qp.qp_num,
+                    remote_qkey=0x11111111,
+                )
+                for k in range(cq3.cqe + 4)
+            ]
+        )
         kind, ev = outcome(fut)
         assert kind == "ok" and ev.event_type == ib.EventType.CQ_ERR, (kind, ev)
-        assert try_close(cq3) == "EBUSY"        # the unacked event holds it
+        assert try_close(cq3) == "EBUSY"  # the unacked event holds it
         ev.ack()
         for o in (ah, qp, m3, cq3, pd3, c3):
             o.close()
         t.add("EBUSY, call woken")
+
     t.run(N(100), race_c)
     t.report()
 
@@ -242,8 +281,9 @@ def main(argv):
     def race_d(i):
         cq4 = ctx.create_cq(256)
         qp, ah = ud_sender(ctx, pd, cq4, ah_attr)
-        wr = ib.SendWR(wr_id=1, sg_list=[mr.sge(8)], ah=ah, remote_qpn=qp.qp_num,
-                       remote_qkey=0x11111111)
+        wr = ib.SendWR(
+            wr_id=1, sg_list=[mr.sge(8)], ah=ah, remote_qpn=qp.qp_num, remote_qkey=0x11111111
+        )
         stop = threading.Event()
 
         def loop():
@@ -253,20 +293,22 @@ def main(argv):
                     try:
                         qp.post_send(wr)
                     except ib.VerbsError as e:
-                        if e.errno != errno.ENOMEM:   # send queue full
+                        if e.errno != errno.ENOMEM:  # send queue full
                             raise
                 cq4.poll(16)
                 k += 1
             return k
+
         fut = pool.submit(loop)
         delay(rng)
         got_qp = try_close(ah), try_close(qp)
-        got_cq = try_close(cq4)     # its only user, the QP, is closed
+        got_cq = try_close(cq4)  # its only user, the QP, is closed
         assert got_qp == ("closed", "closed") and got_cq == "closed", (got_qp, got_cq)
         kind, _ = outcome(fut)
         stop.set()
         assert kind == "EBADF", kind
         t.add("closed, loop EBADF")
+
     t.run(N(250), race_d)
     t.report()
 
@@ -282,6 +324,7 @@ def main(argv):
         def loop():
             while not stop.is_set():
                 qp.query(ib.QPAttrMask.STATE) if i % 2 else qp.state
+
         fut = pool.submit(loop)
         delay(rng)
         got = try_close(qp)
@@ -293,6 +336,7 @@ def main(argv):
         assert kind == "EBADF", kind
         t.add("closed, loop EBADF")
         cq5.close()
+
     t.run(N(100), race_e)
     t.report()
 
@@ -307,6 +351,7 @@ def main(argv):
         def loop():
             while True:
                 pd6.reg_mr(mr.addr, 4096, ib.AccessFlags.LOCAL_WRITE).close()
+
         fut = pool.submit(loop)
         delay(rng)
         got = try_close(pd6)
@@ -317,6 +362,7 @@ def main(argv):
         kind, _ = outcome(fut)
         assert kind == "EBADF", kind
         t.add("closed, loop EBADF")
+
     t.run(N(100), race_f)
     t.report()
 
@@ -325,9 +371,17 @@ def main(argv):
     t = Tally("G two threads polling one CQ")
     cq7 = ctx.create_cq(512)
     qp7, ah7 = ud_sender(ctx, pd, cq7, ah_attr)
-    qp7_wrs = [ib.SendWR(wr_id=k, sg_list=[mr.sge(8)], send_flags=sig, ah=ah7,
-                         remote_qpn=qp7.qp_num, remote_qkey=0x11111111)
-               for k in range(32)]
+    qp7_wrs = [
+        ib.SendWR(
+            wr_id=k,
+            sg_list=[mr.sge(8)],
+            send_flags=sig,
+            ah=ah7,
+            remote_qpn=qp7.qp_num,
+            remote_qkey=0x11111111,
+        )
+        for k in range(32)
+    ]
 
     def race_g(i):
         seen, theirs = [], []
@@ -336,6 +390,7 @@ def main(argv):
         def reaper():
             while not stop.is_set():
                 theirs.extend(w.wr_id for w in cq7.poll((1, 4, 32)[i % 3]))
+
         fut = pool.submit(reaper)
         qp7.post_send(qp7_wrs)
         deadline = time.monotonic() + WAKE_TIMEOUT
@@ -346,6 +401,7 @@ def main(argv):
         got = sorted(seen + theirs + [w.wr_id for w in cq7.poll(64)])
         assert got == list(range(32)), got
         t.add("each completion once")
+
     t.run(N(40), race_g)
     t.report()
     for o in (ah7, qp7, cq7):

@@ -106,15 +106,21 @@ CHILD = textwrap.dedent(r"""
 
 
 def _readd(name):
-    subprocess.run(["rdma", "link", "add", name, "type", "rxe", "netdev", NETDEV],
-                   capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        ["rdma", "link", "add", name, "type", "rxe", "netdev", NETDEV],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if name in [d.name for d in ib.get_device_list()]:
             try:
                 with ib.Context(name) as c:
-                    if (c.query_port(PORT).state == ib.PortState.ACTIVE
-                            and not c.query_gid(PORT, GID_INDEX).is_zero()):
+                    if (
+                        c.query_port(PORT).state == ib.PortState.ACTIVE
+                        and not c.query_gid(PORT, GID_INDEX).is_zero()
+                    ):
                         return True
             except ib.VerbsError:
                 pass
@@ -122,8 +128,10 @@ def _readd(name):
     return False
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("rdma") is None,
-                    reason="needs root and iproute2's rdma tool (the Soft-RoCE guest)")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("rdma") is None,
+    reason="needs root and iproute2's rdma tool (the Soft-RoCE guest)",
+)
 def test_device_deleted_mid_traffic():
     name = device_name()
     if not name.startswith("rxe"):
@@ -131,14 +139,19 @@ def test_device_deleted_mid_traffic():
     if not os.path.exists(f"/sys/class/net/{NETDEV}"):
         pytest.skip(f"no netdev {NETDEV} to re-add {name} on")
     try:
-        proc = subprocess.run([sys.executable, "-c", CHILD, name, str(TESTS)],
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, name, str(TESTS)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         back = _readd(name)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("LOG ")]
     assert proc.returncode == 0 and lines, (
         f"the process did not exit cleanly: status {proc.returncode}\n"
-        f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     log = json.loads(lines[-1][4:])
     print(json.dumps(log, indent=1))
     assert log["all_closed"], log
@@ -148,8 +161,13 @@ def test_device_deleted_mid_traffic():
     # Every call during the removal worked or raised VerbsError (note()
     # lets nothing else through; a crash would have killed the child).
     events = [e for e in log["events"] if isinstance(e, int)]
-    assert set(events) <= {int(ib.EventType.DEVICE_FATAL), int(ib.EventType.PORT_ERR),
-                           int(ib.EventType.PORT_ACTIVE), int(ib.EventType.CQ_ERR),
-                           int(ib.EventType.QP_FATAL), int(ib.EventType.GID_CHANGE)}, log
+    assert set(events) <= {
+        int(ib.EventType.DEVICE_FATAL),
+        int(ib.EventType.PORT_ERR),
+        int(ib.EventType.PORT_ACTIVE),
+        int(ib.EventType.CQ_ERR),
+        int(ib.EventType.QP_FATAL),
+        int(ib.EventType.GID_CHANGE),
+    }, log
     assert "Exception ignored" not in proc.stderr, proc.stderr
     assert back, f"{name} did not come back ACTIVE after `rdma link add`"

@@ -18,8 +18,8 @@ import pytest
 import ibverbs as ib
 
 from support import GID_INDEX, NETDEV, PORT, TESTS, device_name
-from support.rdma import (ALL_ACCESS, drain_async_events, make_rc_pair, poll_until,
-    wait_async_event)
+from support.rdma import ALL_ACCESS, drain_async_events, make_rc_pair, poll_until, wait_async_event
+
 HERE = Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.integration
@@ -37,13 +37,21 @@ def test_err_with_outstanding_work_completes_each_wr_once(ctx, pd):
     dst = bytearray(4096)
     mr_src = ib.reg_tensor(pd, src, ALL_ACCESS)
     mr_dst = ib.reg_tensor(pd, dst, ALL_ACCESS)
-    qa.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr_dst.sge(64, offset=64 * i)])
-                  for i in range(8)])
-    qa.post_send([ib.SendWR(wr_id=100 + i, sg_list=[mr_src.sge(64)], send_flags=SIG)
-                  for i in range(8)]
-                 + [ib.SendWR(wr_id=200 + i, sg_list=[mr_src.sge(64)], send_flags=SIG,
-                              opcode=ib.WROpcode.RDMA_WRITE, remote_addr=mr_dst.addr,
-                              rkey=mr_dst.rkey) for i in range(4)])
+    qa.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr_dst.sge(64, offset=64 * i)]) for i in range(8)])
+    qa.post_send(
+        [ib.SendWR(wr_id=100 + i, sg_list=[mr_src.sge(64)], send_flags=SIG) for i in range(8)]
+        + [
+            ib.SendWR(
+                wr_id=200 + i,
+                sg_list=[mr_src.sge(64)],
+                send_flags=SIG,
+                opcode=ib.WROpcode.RDMA_WRITE,
+                remote_addr=mr_dst.addr,
+                rkey=mr_dst.rkey,
+            )
+            for i in range(4)
+        ]
+    )
     time.sleep(0.3)
     assert ca.poll(64) == [], "the sends should be stuck in RNR retry"
     qa.modify(ib.QPAttrMask.STATE, qp_state=ib.QPState.ERR)
@@ -78,8 +86,7 @@ def test_cq_overrun_delivers_cq_err(ctx, pd):
     mr = ib.reg_tensor(pd, buf, ALL_ACCESS)
     n = max(ca.cqe, cb.cqe) + 8
     qb.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr.sge(8)]) for i in range(n)])
-    qa.post_send([ib.SendWR(wr_id=i, sg_list=[mr.sge(8)], send_flags=SIG)
-                  for i in range(n)])
+    qa.post_send([ib.SendWR(wr_id=i, sg_list=[mr.sge(8)], send_flags=SIG) for i in range(n)])
     ev = wait_async_event(ctx, ib.EventType.CQ_ERR, timeout=15)
     assert ev is not None, "rxe delivered no CQ_ERR after a CQ overrun"
     assert ev.element in (ca, cb) and ev.element_type == "cq"
@@ -101,8 +108,10 @@ def _link(state):
 def _wait_port_active(ctx, timeout=30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if (ctx.query_port(PORT).state == ib.PortState.ACTIVE
-                and not ctx.query_gid(PORT, GID_INDEX).is_zero()):
+        if (
+            ctx.query_port(PORT).state == ib.PortState.ACTIVE
+            and not ctx.query_gid(PORT, GID_INDEX).is_zero()
+        ):
             return
         time.sleep(0.1)
     raise AssertionError("port did not come back ACTIVE with its GID")
@@ -125,9 +134,16 @@ def test_link_flap_mid_traffic(ctx, pd):
     got = []
     try:
         for i in range(32):
-            qa.post_send(ib.SendWR(wr_id=i, sg_list=[mr_src.sge(2048, offset=2048 * i)],
-                                   opcode=ib.WROpcode.RDMA_WRITE, send_flags=SIG,
-                                   remote_addr=mr_dst.addr + 2048 * i, rkey=mr_dst.rkey))
+            qa.post_send(
+                ib.SendWR(
+                    wr_id=i,
+                    sg_list=[mr_src.sge(2048, offset=2048 * i)],
+                    opcode=ib.WROpcode.RDMA_WRITE,
+                    send_flags=SIG,
+                    remote_addr=mr_dst.addr + 2048 * i,
+                    rkey=mr_dst.rkey,
+                )
+            )
             posted += 1
             if i == 8:
                 _link("down")
@@ -146,7 +162,7 @@ def test_link_flap_mid_traffic(ctx, pd):
     assert sorted(ids) == list(range(posted)) and set(ids.values()) == {1}
     ok = [w.wr_id for w in got if w.status == S.SUCCESS]
     for i in ok:
-        assert dst[2048 * i:2048 * (i + 1)] == src[:2048]
+        assert dst[2048 * i : 2048 * (i + 1)] == src[:2048]
     time.sleep(0.2)
     assert ca.poll(16) == []
     for o in (qa, qb, ca, cb):
@@ -154,9 +170,16 @@ def test_link_flap_mid_traffic(ctx, pd):
     # A fresh pair works once the port is back.
     qa, ca, qb, cb = make_rc_pair(ctx, pd)
     dst[:] = bytes(65536)
-    qa.post_send(ib.SendWR(wr_id=1, sg_list=[mr_src.sge(64)], send_flags=SIG,
-                           opcode=ib.WROpcode.RDMA_WRITE, remote_addr=mr_dst.addr,
-                           rkey=mr_dst.rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=1,
+            sg_list=[mr_src.sge(64)],
+            send_flags=SIG,
+            opcode=ib.WROpcode.RDMA_WRITE,
+            remote_addr=mr_dst.addr,
+            rkey=mr_dst.rkey,
+        )
+    )
     poll_until(ca, 1, timeout=30)[0].raise_for_status()
     assert dst[:64] == src[:64]
     for o in (qa, qb, ca, cb, mr_src, mr_dst):
@@ -218,10 +241,12 @@ def _build_faildestroy(tmp_path):
     real = ib.library_path
     # Linked against the real library (NEEDED): dlsym() on the shim finds
     # its two verbs first and every other one in libibverbs itself.
-    return noverbs.compile_shared(HERE / "faildestroy.c",
-                                  tmp_path / "libibverbs-faildestroy.so",
-                                  defines={"SHIM_REAL_LIB": f'"{real}"'},
-                                  libs=["-Wl,--no-as-needed", real, "-ldl"])
+    return noverbs.compile_shared(
+        HERE / "faildestroy.c",
+        tmp_path / "libibverbs-faildestroy.so",
+        defines={"SHIM_REAL_LIB": f'"{real}"'},
+        libs=["-Wl,--no-as-needed", real, "-ldl"],
+    )
 
 
 def test_failed_destroy_in_dealloc_is_reported_once(tmp_path):
@@ -233,10 +258,16 @@ def test_failed_destroy_in_dealloc_is_reported_once(tmp_path):
     shim = _build_faildestroy(tmp_path)
     env = dict(os.environ, IBVERBS_LIBIBVERBS=str(shim))
     env.pop("FAILDESTROY", None)
-    proc = subprocess.run([sys.executable, "-c", CHILD, device_name()], env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, device_name()],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0 and "ALIVE" in proc.stdout, (
-        f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}")
+        f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    )
     reports = proc.stderr.count("Exception ignored")
     assert 2 <= reports <= 8, proc.stderr
     assert "ibv_dereg_mr" in proc.stderr and "ibv_destroy_qp" in proc.stderr

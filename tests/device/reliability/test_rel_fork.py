@@ -106,9 +106,13 @@ FORK = PRELUDE + textwrap.dedent(r"""
 def test_fork_with_registered_memory(fork_init):
     proc = subprocess.run(
         [sys.executable, "-c", FORK, device_name(), str(TESTS), "1" if fork_init else "0"],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0 and "MODE" in proc.stdout, (
-        f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}")
+        f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    )
     assert "Exception ignored" not in proc.stderr, proc.stderr
     mode = int(proc.stdout.split("MODE")[1].split()[0])
     # 0 DISABLED, 1 ENABLED (madvise DONTFORK), 2 UNNEEDED (kernel >= 5.13
@@ -120,7 +124,7 @@ def test_fork_with_registered_memory(fork_init):
 def test_is_fork_initialized_reports_a_mode():
     try:
         mode = ib.is_fork_initialized()
-    except ib.VerbsError:            # rdma-core < 35
+    except ib.VerbsError:  # rdma-core < 35
         pytest.skip("ibv_is_fork_initialized is not exported")
     assert mode in (0, 1, 2)
 
@@ -155,7 +159,12 @@ MULTI = PRELUDE + textwrap.dedent(r"""
 
 
 def test_repeated_forks_keep_the_parent_whole():
-    proc = subprocess.run([sys.executable, "-c", MULTI, device_name(), str(TESTS)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", MULTI, device_name(), str(TESTS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0 and "DONE" in proc.stdout, (
-        f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}")
+        f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    )

@@ -19,6 +19,7 @@ import pytest
 
 import ibverbs as ib
 from support import device_name
+
 HERE = Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.integration
@@ -33,24 +34,29 @@ SANITIZED = "libasan" in os.environ.get("LD_PRELOAD", "")
 def test_create_destroy_cycles_do_not_leak():
     proc = subprocess.run(
         [sys.executable, str(HERE / "leak_cases.py"), device_name(), str(CYCLES)],
-        capture_output=True, text=True, timeout=max(900, CYCLES // 10), cwd=str(HERE))
+        capture_output=True,
+        text=True,
+        timeout=max(900, CYCLES // 10),
+        cwd=str(HERE),
+    )
     assert proc.returncode == 0 and "DONE" in proc.stdout, (
-        f"exit status {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    recs = [json.loads(line) for line in proc.stdout.splitlines()
-            if line.startswith("{")]
+        f"exit status {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
+    recs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     problems = []
     for r in recs:
         if "type" not in r:
             continue
-        print(f"{r['type']}: {r['cycles']} cycles, RSS +{r['rss_growth_kib']} KiB, "
-              f"fds {r['fd_growth']:+d}, {r['seconds']} s")
+        print(
+            f"{r['type']}: {r['cycles']} cycles, RSS +{r['rss_growth_kib']} KiB, "
+            f"fds {r['fd_growth']:+d}, {r['seconds']} s"
+        )
         if r["rss_growth_kib"] >= RSS_LIMIT_KIB and not SANITIZED:
             problems.append(f"{r['type']}: RSS grew {r['rss_growth_kib']} KiB")
         if r["fd_growth"] != 0:
             problems.append(f"{r['type']}: {r['fd_growth']:+d} fds")
         if r["rdma_before"] != r["rdma_after"]:
-            problems.append(f"{r['type']}: kernel objects {r['rdma_before']} -> "
-                            f"{r['rdma_after']}")
+            problems.append(f"{r['type']}: kernel objects {r['rdma_before']} -> {r['rdma_after']}")
     end = recs[-1]
     if end.get("rdma_start") != end.get("rdma_end"):
         problems.append(f"kernel objects not back to baseline: {end}")
@@ -70,12 +76,19 @@ def test_cm_connect_cycles_do_not_leak():
         pytest.skip("librdmacm.so.1 cannot be loaded")
     proc = subprocess.run(
         [sys.executable, str(HERE / "cm_leak.py"), device_name(), str(CM_CYCLES)],
-        capture_output=True, text=True, timeout=max(900, CM_CYCLES), cwd=str(HERE))
+        capture_output=True,
+        text=True,
+        timeout=max(900, CM_CYCLES),
+        cwd=str(HERE),
+    )
     assert proc.returncode == 0 and "DONE" in proc.stdout, (
-        f"exit status {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        f"exit status {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     r = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
-    print(f"cm_connect: {r['cycles']} cycles, RSS +{r['rss_growth_kib']} KiB, "
-          f"fds {r['fd_growth']:+d}, {r['seconds']} s, {r['rdma_after']}")
+    print(
+        f"cm_connect: {r['cycles']} cycles, RSS +{r['rss_growth_kib']} KiB, "
+        f"fds {r['fd_growth']:+d}, {r['seconds']} s, {r['rdma_after']}"
+    )
     assert r["fd_growth"] == 0
     assert r["rdma_before"] == r["rdma_after"]
     if r["rdma_after"] is not None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from support import device_name
+
 HERE = Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.integration
@@ -29,18 +30,23 @@ EXPECTED = {"A": 250, "B": 200, "C": 100, "D": 250, "E": 100, "F": 100, "G": 40}
 
 def test_close_races_blocking_calls():
     proc = subprocess.run(
-        [sys.executable, str(HERE / "race_cases.py"), device_name(),
-         "--scale", str(SCALE)],
-        capture_output=True, text=True, timeout=900, cwd=str(HERE))
-    kinds = [json.loads(line) for line in proc.stdout.splitlines()
-             if line.startswith("{")]
-    summary = "\n".join(f"{k['kind']}: {k['n']} races {k['counts']} "
-                        f"({k.get('seconds')} s)" for k in kinds)
+        [sys.executable, str(HERE / "race_cases.py"), device_name(), "--scale", str(SCALE)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=str(HERE),
+    )
+    kinds = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    summary = "\n".join(
+        f"{k['kind']}: {k['n']} races {k['counts']} ({k.get('seconds')} s)" for k in kinds
+    )
     print(summary)
     errors = [f"{k['kind']}: {e}" for k in kinds for e in k["errors"]]
     assert proc.returncode == 0 and "DONE" in proc.stdout, (
         f"race_cases.py exit status {proc.returncode}\n{summary}\n"
-        + "\n".join(errors) + f"\n{proc.stderr[-3000:]}")
+        + "\n".join(errors)
+        + f"\n{proc.stderr[-3000:]}"
+    )
     assert not errors, "\n".join(errors)
     by = {k["kind"][0]: k for k in kinds}
     for letter, n in EXPECTED.items():

@@ -38,14 +38,23 @@ class Buf(bytearray):
 # Device
 # ---------------------------------------------------------------------------
 
+
 def remote_write(ctx, pd, addr, rkey, data=b"\xee" * 64):
     """RDMA-write data to (addr, rkey) from a fresh connected QP; the
     completion status."""
     qa, ca, qb, cb = make_rc_pair(ctx, pd, rnr_retry=0)
     src = bytearray(data)
     mr = ib.reg_tensor(pd, src, 0)
-    qa.post_send(ib.SendWR(wr_id=1, sg_list=[mr.sge()], opcode=ib.WROpcode.RDMA_WRITE,
-                           send_flags=SIG, remote_addr=addr, rkey=rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=1,
+            sg_list=[mr.sge()],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=SIG,
+            remote_addr=addr,
+            rkey=rkey,
+        )
+    )
     st = poll_until(ca, 1, timeout=30)[0].status
     for o in (qa, qb, ca, cb, mr):
         o.close()
@@ -56,8 +65,16 @@ def remote_read(ctx, pd, addr, rkey, n=64):
     qa, ca, qb, cb = make_rc_pair(ctx, pd, rnr_retry=0)
     dst = bytearray(n)
     mr = ib.reg_tensor(pd, dst, A.LOCAL_WRITE)
-    qa.post_send(ib.SendWR(wr_id=1, sg_list=[mr.sge()], opcode=ib.WROpcode.RDMA_READ,
-                           send_flags=SIG, remote_addr=addr, rkey=rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=1,
+            sg_list=[mr.sge()],
+            opcode=ib.WROpcode.RDMA_READ,
+            send_flags=SIG,
+            remote_addr=addr,
+            rkey=rkey,
+        )
+    )
     st = poll_until(ca, 1, timeout=30)[0].status
     for o in (qa, qb, ca, cb, mr):
         o.close()
@@ -85,8 +102,16 @@ def test_qp_without_remote_write_access_refuses_writes(ctx, pd):
     mr_dst = ib.reg_tensor(pd, dst, ALL_ACCESS)
     src = bytearray(b"\x22" * 64)
     mr_src = ib.reg_tensor(pd, src, 0)
-    qa.post_send(ib.SendWR(wr_id=1, sg_list=[mr_src.sge()], opcode=ib.WROpcode.RDMA_WRITE,
-                           send_flags=SIG, remote_addr=mr_dst.addr, rkey=mr_dst.rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=1,
+            sg_list=[mr_src.sge()],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=SIG,
+            remote_addr=mr_dst.addr,
+            rkey=mr_dst.rkey,
+        )
+    )
     # rxe reports REM_INV_REQ_ERR here, other devices REM_ACCESS_ERR.
     assert poll_until(ca, 1)[0].status in (S.REM_ACCESS_ERR, S.REM_INV_REQ_ERR)
     assert dst == bytearray(64)
@@ -102,7 +127,7 @@ def test_registration_retains_the_owner(ctx, pd):
     alive = weakref.ref(buf)
     mr = ib.reg_tensor(pd, buf, ALL_ACCESS)
     with pytest.raises(BufferError):
-        buf.extend(b"x")          # resizing would move registered memory
+        buf.extend(b"x")  # resizing would move registered memory
     addr, rkey = mr.addr, mr.rkey
     del buf
     gc.collect()
@@ -197,9 +222,16 @@ def test_mr_of_another_pd_is_refused(ctx, pd):
     qa, ca, qb, cb = make_rc_pair(ctx, pd, rnr_retry=0)
     dst = bytearray(64)
     mr_dst = ib.reg_tensor(pd, dst, ALL_ACCESS)
-    qa.post_send(ib.SendWR(wr_id=1, sg_list=[mr_foreign.sge()],
-                           opcode=ib.WROpcode.RDMA_WRITE, send_flags=SIG,
-                           remote_addr=mr_dst.addr, rkey=mr_dst.rkey))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=1,
+            sg_list=[mr_foreign.sge()],
+            opcode=ib.WROpcode.RDMA_WRITE,
+            send_flags=SIG,
+            remote_addr=mr_dst.addr,
+            rkey=mr_dst.rkey,
+        )
+    )
     wc = poll_until(ca, 1, timeout=30)[0]
     assert wc.status != S.SUCCESS
     with pytest.raises(ib.CompletionError):

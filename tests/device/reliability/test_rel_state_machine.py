@@ -23,8 +23,14 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant,
-                                 precondition, rule, run_state_machine_as_test)
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 import ibverbs as ib
 
@@ -43,7 +49,7 @@ class H:
 
     def __init__(self, obj, kind, parent=None, uses=()):
         self.obj, self.kind, self.parent = obj, kind, parent
-        self.uses = list(uses)       # handles this one uses
+        self.uses = list(uses)  # handles this one uses
         self.open = True
         self.children = []
         self.users = []
@@ -94,8 +100,11 @@ class VerbsMachine(RuleBasedStateMachine):
         return h
 
     def open_of(self, kind, **filt):
-        return [h for h in self.handles if h.kind == kind and h.open
-                and all(getattr(h, k, None) == v for k, v in filt.items())]
+        return [
+            h
+            for h in self.handles
+            if h.kind == kind and h.open and all(getattr(h, k, None) == v for k, v in filt.items())
+        ]
 
     # ---- creation ---------------------------------------------------------
 
@@ -130,9 +139,13 @@ class VerbsMachine(RuleBasedStateMachine):
         self.add(H(cq, "CQ", ctx, uses=[ch] if ch else []))
 
     @precondition(lambda self: self.open_of("PD"))
-    @rule(data=st.data(), size=st.sampled_from([64, 4096, 65536]),
-          access=st.sampled_from([0, int(A.LOCAL_WRITE),
-                                  int(A.LOCAL_WRITE | A.REMOTE_WRITE | A.REMOTE_READ)]))
+    @rule(
+        data=st.data(),
+        size=st.sampled_from([64, 4096, 65536]),
+        access=st.sampled_from(
+            [0, int(A.LOCAL_WRITE), int(A.LOCAL_WRITE | A.REMOTE_WRITE | A.REMOTE_READ)]
+        ),
+    )
     def reg_mr(self, data, size, access):
         pd = data.draw(st.sampled_from(self.open_of("PD")))
         buf = bytearray(size)
@@ -167,10 +180,16 @@ class VerbsMachine(RuleBasedStateMachine):
         rcq = data.draw(st.sampled_from(cqs))
         srqs = [s for s in self.open_of("SRQ") if s.parent is pd]
         srq = data.draw(st.sampled_from(srqs)) if with_srq and srqs and not ud else None
-        qp = pd.obj.create_qp(ib.QPInitAttr(
-            send_cq=scq.obj, recv_cq=rcq.obj, srq=srq.obj if srq else None,
-            qp_type=ib.QPType.UD if ud else ib.QPType.RC, max_send_wr=32,
-            max_recv_wr=32))
+        qp = pd.obj.create_qp(
+            ib.QPInitAttr(
+                send_cq=scq.obj,
+                recv_cq=rcq.obj,
+                srq=srq.obj if srq else None,
+                qp_type=ib.QPType.UD if ud else ib.QPType.RC,
+                max_send_wr=32,
+                max_recv_wr=32,
+            )
+        )
         h = self.add(H(qp, "QP", pd, uses=[u for u in (scq, rcq, srq) if u]))
         h.ud = ud
 
@@ -186,7 +205,7 @@ class VerbsMachine(RuleBasedStateMachine):
                 qp.to_init(PORT, 0)
             elif state == "RTS":
                 if not q.ud:
-                    qp.to_init(PORT, 0)   # RC stays in INIT: no peer here
+                    qp.to_init(PORT, 0)  # RC stays in INIT: no peer here
                     return
                 qp.to_init(PORT, 0)
                 qp.to_rtr(None)
@@ -194,7 +213,7 @@ class VerbsMachine(RuleBasedStateMachine):
             else:
                 qp.modify(ib.QPAttrMask.STATE, qp_state=getattr(ib.QPState, state))
         except ib.VerbsError as e:
-            assert e.errno == errno.EINVAL, e   # a transition the QP refuses
+            assert e.errno == errno.EINVAL, e  # a transition the QP refuses
 
     @precondition(lambda self: self.open_of("QP") and self.open_of("MR"))
     @rule(data=st.data(), n=st.integers(1, 4), recv=st.booleans())
@@ -208,23 +227,32 @@ class VerbsMachine(RuleBasedStateMachine):
         try:
             if recv:
                 if q.obj.srq is not None:
-                    q.obj.srq.post_recv([ib.RecvWR(wr_id=i, sg_list=[sge])
-                                         for i in range(n)])
+                    q.obj.srq.post_recv([ib.RecvWR(wr_id=i, sg_list=[sge]) for i in range(n)])
                 else:
                     q.obj.post_recv([ib.RecvWR(wr_id=i, sg_list=[sge]) for i in range(n)])
             else:
                 ahs = [a for a in self.open_of("AH") if a.parent is q.parent]
                 if q.ud and ahs:
                     ah = data.draw(st.sampled_from(ahs)).obj
-                    wrs = [ib.SendWR(wr_id=i, sg_list=[sge], ah=ah,
-                                     remote_qpn=q.obj.qp_num, remote_qkey=0x11111111,
-                                     send_flags=ib.SendFlags.SIGNALED) for i in range(n)]
+                    wrs = [
+                        ib.SendWR(
+                            wr_id=i,
+                            sg_list=[sge],
+                            ah=ah,
+                            remote_qpn=q.obj.qp_num,
+                            remote_qkey=0x11111111,
+                            send_flags=ib.SendFlags.SIGNALED,
+                        )
+                        for i in range(n)
+                    ]
                 else:
-                    wrs = [ib.SendWR(wr_id=i, sg_list=[sge],
-                                     send_flags=ib.SendFlags.SIGNALED) for i in range(n)]
+                    wrs = [
+                        ib.SendWR(wr_id=i, sg_list=[sge], send_flags=ib.SendFlags.SIGNALED)
+                        for i in range(n)
+                    ]
                 q.obj.post_send(wrs)
         except ValueError:
-            pass                    # e.g. a UD send without an AH
+            pass  # e.g. a UD send without an AH
         except ib.VerbsError as e:
             # A QP in a state that does not post, or a full queue.
             assert e.errno in (errno.EINVAL, errno.ENOMEM), e
@@ -234,9 +262,14 @@ class VerbsMachine(RuleBasedStateMachine):
     def poll(self, data, n):
         cq = data.draw(st.sampled_from(self.open_of("CQ")))
         for wc in cq.obj.poll(n):
-            assert wc.status in (ib.WCStatus.SUCCESS, ib.WCStatus.WR_FLUSH_ERR,
-                                 ib.WCStatus.LOC_PROT_ERR, ib.WCStatus.LOC_QP_OP_ERR,
-                                 ib.WCStatus.LOC_LEN_ERR, ib.WCStatus.GENERAL_ERR), wc
+            assert wc.status in (
+                ib.WCStatus.SUCCESS,
+                ib.WCStatus.WR_FLUSH_ERR,
+                ib.WCStatus.LOC_PROT_ERR,
+                ib.WCStatus.LOC_QP_OP_ERR,
+                ib.WCStatus.LOC_LEN_ERR,
+                ib.WCStatus.GENERAL_ERR,
+            ), wc
 
     # ---- close and use-after-close ----------------------------------------
 
@@ -245,7 +278,7 @@ class VerbsMachine(RuleBasedStateMachine):
     def close(self, data):
         h = data.draw(st.sampled_from(self.handles))
         if not h.open:
-            h.obj.close()            # idempotent
+            h.obj.close()  # idempotent
             return
         if h.busy():
             try:
@@ -253,9 +286,11 @@ class VerbsMachine(RuleBasedStateMachine):
             except ib.VerbsError as e:
                 assert e.errno == errno.EBUSY, e
             else:
-                raise AssertionError(f"{h} closed while it had open children/users: "
-                                     f"{[c for c in h.children if c.open]} "
-                                     f"{[u for u in h.users if u.open]}")
+                raise AssertionError(
+                    f"{h} closed while it had open children/users: "
+                    f"{[c for c in h.children if c.open]} "
+                    f"{[u for u in h.users if u.open]}"
+                )
             assert not h.obj.closed
             return
         h.obj.close()
@@ -284,12 +319,19 @@ class VerbsMachine(RuleBasedStateMachine):
 
 def test_verbs_state_machine():
     name = device_name()
-    full_gc()           # what earlier tests dropped is not counted
+    full_gc()  # what earlier tests dropped is not counted
     before = rdma_counts(name)
     VerbsMachine.device = name
-    run_state_machine_as_test(VerbsMachine, settings=settings(
-        max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
-        database=None, derandomize=os.environ.get("IBVERBS_STATEFUL_RANDOM") != "1",
-        suppress_health_check=list(HealthCheck)))
+    run_state_machine_as_test(
+        VerbsMachine,
+        settings=settings(
+            max_examples=EXAMPLES,
+            stateful_step_count=STEPS,
+            deadline=None,
+            database=None,
+            derandomize=os.environ.get("IBVERBS_STATEFUL_RANDOM") != "1",
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
     full_gc()
     assert rdma_counts(name) == before

@@ -11,8 +11,9 @@ import ibverbs as ib
 import ibverbs.cuda
 
 
-@pytest.mark.parametrize("fn", [ib.reg_tensor, ib.connect_rc, ib.cuda.register_tensor],
-                         ids=lambda f: f.__qualname__)
+@pytest.mark.parametrize(
+    "fn", [ib.reg_tensor, ib.connect_rc, ib.cuda.register_tensor], ids=lambda f: f.__qualname__
+)
 def test_helpers_take_access_explicitly(fn):
     """No helper defaults to any access right: the caller names them."""
     p = inspect.signature(fn).parameters["access"]
