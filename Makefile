@@ -39,10 +39,17 @@ test-host:
 # One guest boot, one pytest process for every integration test.
 # IBVERBS_REQUIRE_INTEGRATION makes a missing device an error and fails the
 # run when no integration test passed.
+# The device-removal test (marker runs_last) runs in a second pytest process
+# of the same boot: once librdmacm is loaded (the connection-manager tests),
+# it keeps every device open until the process exits, and the kernel cannot
+# delete a device that is open.
 test-guest:
 	@mkdir -p $(OUT)
-	IBVERBS_REQUIRE_INTEGRATION=1 $(RXE_VM) --rw $(OUT) -- \
-		$(VPY) -m pytest -rs -m 'integration' tests
+	IBVERBS_REQUIRE_INTEGRATION=1 $(RXE_VM) --rw $(OUT) -- sh -c '\
+		$(VPY) -m pytest -rs -m "integration and not runs_last" tests; a=$$?; \
+		$(VPY) -m pytest -rs -m "integration and runs_last" \
+			tests/device/reliability/test_rel_device_removal.py; b=$$?; \
+		[ $$a -ne 0 ] && exit $$a; exit $$b'
 
 # Two nodes (tools/rxe-vm --nodes 2, tests/twonode): one boot, one pytest
 # process per node, the nodes' netdevs at MTU 1500 and 9000 (the MTU
