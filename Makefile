@@ -8,7 +8,7 @@ VENV     := .venv
 VPY      := $(VENV)/bin/python
 RXE_VM   := tools/rxe-vm
 OUT      := $(CURDIR)/build/out
-PYTEST   := $(VPY) -m pytest -rs
+PYTEST   := $(VPY) -m pytest -rfEs
 
 .PHONY: all deps venv build test test-host test-guest test-twonode demo bench wheel \
 	test-wheels sanitize clean lint format
@@ -46,8 +46,8 @@ test-host:
 test-guest:
 	@mkdir -p $(OUT)
 	IBVERBS_REQUIRE_INTEGRATION=1 $(RXE_VM) --rw $(OUT) -- sh -c '\
-		$(VPY) -m pytest -rs -m "integration and not runs_last" tests; a=$$?; \
-		$(VPY) -m pytest -rs -m "integration and runs_last" \
+		$(VPY) -m pytest -rfEs -m "integration and not runs_last" tests; a=$$?; \
+		$(VPY) -m pytest -rfEs -m "integration and runs_last" \
 			tests/device/reliability/test_rel_device_removal.py; b=$$?; \
 		[ $$a -ne 0 ] && exit $$a; exit $$b'
 
@@ -60,9 +60,9 @@ test-guest:
 # 2026-12-01); see tools/README-rxe-vm.md.
 test-twonode:
 	$(RXE_VM) --nodes 2 --mtu 1500,9000 --timeout 1200 -- \
-		$(VPY) -m pytest -rsP -m twonode tests/twonode
+		$(VPY) -m pytest -rfEsP -m twonode tests/twonode
 	$(RXE_VM) --nodes 2 --separate-vms --mtu 1500,9000 --timeout 900 -- \
-		$(VPY) -m pytest -rsP -m twonode tests/twonode/test_connect.py \
+		$(VPY) -m pytest -rfEsP -m twonode tests/twonode/test_connect.py \
 		tests/twonode/test_interop.py tests/twonode/test_cm_twonode.py
 
 demo: build
