@@ -46,7 +46,7 @@ test-host:
 test-guest:
 	@mkdir -p $(OUT)
 	IBVERBS_REQUIRE_INTEGRATION=1 $(RXE_VM) --rw $(OUT) -- sh -c '\
-		$(VPY) -m pytest -rfEs -m "integration and not runs_last" tests; a=$$?; \
+		$(VPY) -m pytest -rfEs --durations=15 -m "integration and not runs_last" tests; a=$$?; \
 		$(VPY) -m pytest -rfEs -m "integration and runs_last" \
 			tests/device/reliability/test_rel_device_removal.py; b=$$?; \
 		[ $$a -ne 0 ] && exit $$a; exit $$b'
