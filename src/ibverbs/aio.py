@@ -21,6 +21,21 @@ Works with any asyncio loop that implements ``add_reader`` (the default
 selector loop, uvloop).  A channel (and so its CQs) is awaited from one
 event loop at a time: the reader of one loop would take events meant for
 the tasks of another.
+
+The connection manager: ``await connect(cmid)``, ``await accept(cmid)``,
+``await get_request(listener)`` and ``await get_event(cmid_or_listener)``
+start the step without waiting (``CMID.start_connect``,
+``CMID.start_accept``) and then take the events of the object's own event
+channel whenever its fd (made non-blocking) turns readable
+(``poll_established``, ``poll_request``, ``poll_event``: the same checks
+and errors as the blocking ``connect``, ``accept``, ``get_request`` and
+``get_event``, which share them).  A timeout is ``TimeoutError``, as in
+the blocking calls.  A cancelled ``connect``/``accept`` leaves its attempt
+under way: close the CMID (its QP first); a cancelled ``get_request``
+loses no request (the next call takes it).  One task at a time awaits a
+given CMID or listener; do not close it while a task awaits it.
+``await resolve(host, port)`` runs the synchronous ``CMID.resolve`` in
+the loop's default executor.
 """
 
 from __future__ import annotations
@@ -36,9 +51,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._objects import VerbsError
 
 if TYPE_CHECKING:
-    from ._ibverbs import CQ, WC, AsyncEvent, CompChannel, Context
+    from collections.abc import Callable
 
-__all__ = ["poll", "completions", "async_events"]
+    from ._ibverbs import CMID, CQ, WC, AsyncEvent, CMEvent, CMListener, CompChannel, Context
+
+    _T = TypeVar("_T")
+
+__all__ = [
+    "poll",
+    "completions",
+    "async_events",
+    "resolve",
+    "connect",
+    "accept",
+    "get_request",
+    "get_event",
+]
 
 
 def _loop() -> asyncio.AbstractEventLoop:
@@ -301,6 +329,126 @@ async def async_events(ctx: Context) -> AsyncIterator[AsyncEvent]:
             yield ev
             continue
         await _watch(loop, fd, _ReadyWatch).wait()
+
+
+# ------------------------------------------------------ connection manager ---
+
+
+def _timeout_ms(timeout: float | None) -> int | None:
+    """timeout (seconds or None) checked as the blocking calls check it."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout)!r}")
+    if not (0 <= timeout <= 2**31 // 1000):
+        raise ValueError(f"timeout must be in range 0..{2**31 // 1000} seconds or None")
+    return int(timeout * 1000 + 0.999)
+
+
+async def _until(
+    obj: CMID | CMListener, step: Callable[[], _T | None], ms: int | None, what: str
+) -> _T:
+    """step() (a non-blocking CM call) until it returns something, waiting
+    for obj.fd to turn readable between tries; TimeoutError after ms."""
+    loop = _loop()
+    fd = obj.fd
+    if os.get_blocking(fd):  # never block the loop in the read
+        os.set_blocking(fd, False)
+    deadline = None if ms is None else loop.time() + ms / 1000
+    while True:
+        r = step()
+        if r is not None:
+            return r
+        if deadline is None:
+            await _watch(loop, fd, _ReadyWatch).wait()
+            continue
+        left = deadline - loop.time()
+        if left <= 0:
+            raise TimeoutError(f"no connection manager event within {ms} ms while {what}")
+        fut = _watch(loop, fd, _ReadyWatch).wait()
+        timer = loop.call_later(left, _expire, fut)
+        try:
+            await fut  # readable, or the deadline: one more try, then TimeoutError
+        finally:
+            timer.cancel()
+
+
+def _expire(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def resolve(
+    host: str, port: int = 4420, source: str | None = None, *, timeout_ms: int = 2000
+) -> CMID:
+    """``CMID.resolve(...)`` in the running loop's default executor: address
+    and route resolution wait in C (the GIL released) without blocking the
+    loop."""
+    from ._ibverbs import CMID
+
+    return await _loop().run_in_executor(
+        None, functools.partial(CMID.resolve, host, port, source, timeout_ms=timeout_ms)
+    )
+
+
+async def connect(
+    cmid: CMID,
+    private_data: bytes = b"",
+    *,
+    responder_resources: int = 1,
+    initiator_depth: int = 1,
+    retry_count: int = 7,
+    rnr_retry_count: int = 7,
+    timeout: float | None = None,
+) -> bytes:
+    """``cmid.connect(...)`` awaited: the peer's private data once the
+    connection is established.  A reject, an unreachable peer or a timeout
+    raise what ``connect`` raises (``VerbsError`` with ``.event``, or
+    ``TimeoutError``)."""
+    ms = _timeout_ms(timeout)
+    cmid.start_connect(
+        private_data,
+        responder_resources=responder_resources,
+        initiator_depth=initiator_depth,
+        retry_count=retry_count,
+        rnr_retry_count=rnr_retry_count,
+    )
+    what = f"connecting to {cmid.host} port {cmid.port}"
+    return await _until(cmid, cmid.poll_established, ms, what)
+
+
+async def accept(
+    cmid: CMID,
+    private_data: bytes = b"",
+    *,
+    responder_resources: int = 1,
+    initiator_depth: int = 1,
+    rnr_retry_count: int = 7,
+    timeout: float | None = None,
+) -> None:
+    """``cmid.accept(...)`` awaited: returns once the connection is
+    established; errors as ``accept``."""
+    ms = _timeout_ms(timeout)
+    cmid.start_accept(
+        private_data,
+        responder_resources=responder_resources,
+        initiator_depth=initiator_depth,
+        rnr_retry_count=rnr_retry_count,
+    )
+    await _until(cmid, cmid.poll_established, ms, "accepting")
+
+
+async def get_request(listener: CMListener, *, timeout: float | None = None) -> CMID:
+    """``listener.get_request()`` awaited: the next incoming connection."""
+    ms = _timeout_ms(timeout)
+    return await _until(listener, listener.poll_request, ms, "waiting for a connection request")
+
+
+async def get_event(obj: CMID | CMListener, *, timeout: float | None = None) -> CMEvent:
+    """``obj.get_event()`` awaited: the next event of a CMID or listener
+    (already acknowledged), e.g. the peer's ``DISCONNECTED``."""
+    ms = _timeout_ms(timeout)
+    return await _until(obj, obj.poll_event, ms, "waiting for an event")
 
 
 def _debug_watches() -> list[tuple[Any, int]]:

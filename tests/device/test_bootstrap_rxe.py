@@ -5,21 +5,16 @@ would start it.  Every torch-using guest test is in this one file: torch
 takes about 30 s to import in the emulated guest."""
 
 import importlib.util
-import logging
 from pathlib import Path
 
 import pytest
 
-import ibverbs as ib
-from ibverbs import bootstrap
-
-from support.rankrun import free_port, run_ranks, torchrun_env
+from support.rankrun import check_mesh, free_port, mesh_write_rank, run_ranks, torchrun_env
 
 pytestmark = pytest.mark.integration
 
 WORLD = 4
 ROOT = Path(__file__).resolve().parents[2]
-ACCESS = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
 
 
 @pytest.fixture(scope="module")
@@ -42,66 +37,13 @@ def test_mesh_of_four_ranks_writes_into_every_peer(dist, np, device_name, port):
     )
 
     def rank_main(rank):
-        records = []
-        handler = logging.Handler()
-        handler.emit = records.append
-        logging.getLogger("ibverbs.bootstrap").addHandler(handler)
-        logging.getLogger("ibverbs.bootstrap").setLevel(logging.INFO)
         store = dist.TCPStore(
             "127.0.0.1", server.port, is_master=False, timeout=timedelta(seconds=60)
         )
-        with ib.Context(device_name) as ctx:
-            pd = ctx.alloc_pd()
-            cq = ctx.create_cq(64)
-            buf = np.zeros(WORLD, dtype=np.uint64)
-            mr = ib.reg_tensor(pd, buf, ACCESS)
-            src = np.array([1000 + rank], dtype=np.uint64)
-            src_mr = ib.reg_tensor(pd, src, 0)
-            qps = bootstrap.connect_mesh(store, rank, WORLD, pd, send_cq=cq, port=port, timeout=60)
-            states = sorted({int(qp.state) for qp in qps.values()})
-            remote = bootstrap.exchange_mr(store, rank, WORLD, mr, timeout=60)
-            for peer, qp in qps.items():
-                qp.post_send(
-                    ib.SendWR(
-                        wr_id=peer,
-                        sg_list=[src_mr.sge()],
-                        opcode=ib.WROpcode.RDMA_WRITE,
-                        send_flags=ib.SendFlags.SIGNALED,
-                        remote_addr=remote[peer].addr + 8 * rank,
-                        rkey=remote[peer].rkey,
-                    )
-                )
-            done = []
-            while len(done) < WORLD - 1:
-                for wc in cq.poll(WORLD):
-                    wc.raise_for_status()
-                    done.append(wc.wr_id)
-            bootstrap.barrier(store, rank, WORLD, timeout=60)
-            seen = buf.tolist()
-            bootstrap.barrier(store, rank, WORLD, timeout=60)  # before closing
-            for qp in qps.values():
-                qp.close()
-            mr.close()
-            src_mr.close()
-            cq.close()
-            pd.close()
-        return {
-            "buf": seen,
-            "peers": sorted(qps),
-            "states": states,
-            "done": sorted(done),
-            "log": [r.getMessage() for r in records],
-            "remote": [tuple(r) for r in remote],
-        }
+        return mesh_write_rank(store, rank, WORLD, device_name, port=port, timeout=60)
 
     res = run_ranks(rank_main, range(WORLD), timeout=150)
-    for rank, r in res.items():
-        others = [p for p in range(WORLD) if p != rank]
-        assert r["peers"] == others and r["done"] == others
-        assert r["states"] == [int(ib.QPState.RTS)]
-        assert r["buf"] == [0 if p == rank else 1000 + p for p in range(WORLD)]
-        assert r["remote"] == res[0]["remote"]
-        assert len(r["log"]) == 1 and "RoCE v2 IPv4 GID index" in r["log"][0], r["log"]
+    check_mesh(res, WORLD)
     print("\n" + res[0]["log"][0])
 
 

@@ -1,5 +1,7 @@
 """Run the ranks of a job as forked processes of the test (helper module
-for tests/device/test_bootstrap_rxe.py).
+for tests/device/test_bootstrap_rxe.py and
+tests/twonode/test_bootstrap_twonode.py), and the body of a rank that
+both run (mesh_write_rank, check_mesh).
 
 Forked, not spawned: the children inherit the test process's imports
 (torch takes 30 s to import in the emulated guest), and each opens its own
@@ -111,3 +113,96 @@ def run_ranks(fn, ranks, *, env_for=None, timeout=120.0):
     if problems:
         raise AssertionError("\n".join(problems))
     return results
+
+
+def mesh_write_rank(store, rank, world_size, device, *, port=1, prefix="mesh", timeout=60.0):
+    """One rank of the mesh test, in a child of run_ranks: connect_mesh
+    over ``store``, every rank RDMA-writes 1000 + its rank into slot
+    ``rank`` of every peer's buffer, a barrier, read the own buffer.
+    Returns what check_mesh() checks, plus each QP's destination GID
+    (``dgids``, by peer) and the bootstrap log lines."""
+    import logging
+
+    import numpy as np
+
+    import ibverbs as ib
+    from ibverbs import bootstrap
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    log = logging.getLogger("ibverbs.bootstrap")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    access = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
+    with ib.Context(device) as ctx:
+        pd = ctx.alloc_pd()
+        cq = ctx.create_cq(64)
+        buf = np.zeros(world_size, dtype=np.uint64)
+        mr = ib.reg_tensor(pd, buf, access)
+        src = np.array([1000 + rank], dtype=np.uint64)
+        src_mr = ib.reg_tensor(pd, src, 0)
+        qps = bootstrap.connect_mesh(
+            store,
+            rank,
+            world_size,
+            pd,
+            send_cq=cq,
+            port=port,
+            prefix=f"{prefix}-qp",
+            timeout=timeout,
+        )
+        states = sorted({int(qp.state) for qp in qps.values()})
+        dgids = {peer: bytes(qp.query()[0]["ah_attr"].dgid.raw) for peer, qp in qps.items()}
+        remote = bootstrap.exchange_mr(
+            store, rank, world_size, mr, prefix=f"{prefix}-mr", timeout=timeout
+        )
+        for peer, qp in qps.items():
+            qp.post_send(
+                ib.SendWR(
+                    wr_id=peer,
+                    sg_list=[src_mr.sge()],
+                    opcode=ib.WROpcode.RDMA_WRITE,
+                    send_flags=ib.SendFlags.SIGNALED,
+                    remote_addr=remote[peer].addr + 8 * rank,
+                    rkey=remote[peer].rkey,
+                )
+            )
+        done = []
+        while len(done) < world_size - 1:
+            for wc in cq.poll(world_size):
+                wc.raise_for_status()
+                done.append(wc.wr_id)
+        bootstrap.barrier(store, rank, world_size, prefix=f"{prefix}-written", timeout=timeout)
+        seen = buf.tolist()
+        bootstrap.barrier(store, rank, world_size, prefix=f"{prefix}-read", timeout=timeout)
+        for qp in qps.values():
+            qp.close()
+        for h in (mr, src_mr, cq, pd):
+            h.close()
+    log.removeHandler(handler)
+    return {
+        "buf": seen,
+        "peers": sorted(qps),
+        "states": states,
+        "done": sorted(done),
+        "dgids": dgids,
+        "log": [r.getMessage() for r in records],
+        "remote": [tuple(r) for r in remote],
+    }
+
+
+def check_mesh(results, world_size):
+    """The results of mesh_write_rank for some ranks of the job: every
+    peer connected (RTS) and written to, every slot holding its writer's
+    value, the same MR table everywhere, one log line naming the GID."""
+    import ibverbs as ib
+
+    first = next(iter(results.values()))
+    for rank, r in results.items():
+        others = [p for p in range(world_size) if p != rank]
+        assert r["peers"] == others and r["done"] == others, (rank, r)
+        assert r["states"] == [int(ib.QPState.RTS)], (rank, r)
+        assert r["buf"] == [0 if p == rank else 1000 + p for p in range(world_size)], (rank, r)
+        assert r["remote"] == first["remote"], (rank, r)
+        assert len(r["log"]) == 1 and "RoCE v2 IPv4 GID index" in r["log"][0], r["log"]

@@ -153,3 +153,82 @@ def test_cmid_against_c_rdma_server_on_the_peer(chan, me, node):
             for h in (qp, mr, cq, pd, cmid):
                 h.close()
         assert chan.recv("server exit", timeout=TIMEOUT) == 0
+
+
+async def _aio_exchange(qp, cq, mr, buf, payload):
+    """One SEND each way, completions awaited with aio.poll."""
+    import asyncio
+
+    from ibverbs import aio
+
+    ctypes.memmove(buf, payload, MSG)
+    qp.post_send(ib.SendWR(wr_id=2, sg_list=[mr.sge(MSG)], send_flags=ib.SendFlags.SIGNALED))
+    seen = set()
+    while len(seen) < 2:
+        for wc in await asyncio.wait_for(aio.poll(cq), TIMEOUT):
+            wc.raise_for_status()
+            seen.add(wc.wr_id)
+    return buf.raw[MSG:]
+
+
+def test_asyncio_client_on_node_1_server_on_node_0(chan, me, node):
+    """Both sides in an asyncio loop (ibverbs.aio): get_request and accept
+    on node 0, connect on node 1, completions and the hang-up awaited."""
+    import asyncio
+
+    from ibverbs import aio
+
+    if me == 0:
+        port = 7800 + int(time.time()) % 100
+        chan.send("aio port", port)
+    else:
+        port = chan.recv("aio port")
+
+    def endpoint(cmid):
+        ctx = cmid.context
+        assert ctx.name == node.device
+        cc = ctx.create_comp_channel()
+        pd = ctx.alloc_pd()
+        cq = ctx.create_cq(8, channel=cc)
+        buf, mr = _buffer(pd, 2 * MSG)
+        qp = _qp(cmid, pd, cq)
+        qp.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr.sge(MSG, MSG)]))
+        return (qp, cq, mr, buf), (qp, mr, cq, cc, pd, cmid)
+
+    async def serve(listener):
+        cmid = await aio.get_request(listener, timeout=TIMEOUT)
+        assert cmid.private_data.startswith(b"aio node 1 connects")
+        assert cmid.host == node.addrs[1]
+        io, handles = endpoint(cmid)
+        await aio.accept(cmid, b"aio node 0 accepts", timeout=TIMEOUT)
+        got = await _aio_exchange(*io, b"aio from node 0!")
+        chan.barrier("aio done")
+        ev = await aio.get_event(cmid, timeout=TIMEOUT)
+        for h in handles:
+            h.close()
+        return got, ev.event
+
+    async def client():
+        loop = asyncio.get_running_loop()
+        cmid = await loop.run_in_executor(None, _resolve, node, port)
+        assert cmid.host == node.addrs[0] and cmid.source == node.addr
+        io, handles = endpoint(cmid)
+        reply = await aio.connect(cmid, b"aio node 1 connects", timeout=TIMEOUT)
+        assert reply.startswith(b"aio node 0 accepts")
+        got = await _aio_exchange(*io, b"aio from node 1!")
+        chan.barrier("aio done")
+        cmid.disconnect()
+        for h in handles:
+            h.close()
+        return got
+
+    if me == 0:
+        with ib.CMListener(port, node.addr) as listener:
+            chan.send("aio listening")
+            got, event = asyncio.run(serve(listener))
+        assert got == b"aio from node 1!"
+        assert event == ib.CMEventType.DISCONNECTED
+    else:
+        chan.recv("aio listening")
+        assert asyncio.run(client()) == b"aio from node 0!"
+    assert aio._debug_watches() == []

@@ -68,3 +68,23 @@ async def asyncio_api(ctx: ib.Context, cq: ib.CQ) -> None:
     async for ev in aio.async_events(ctx):
         assert_type(ev, ib.AsyncEvent)
         break
+
+
+async def asyncio_cm(listener: ib.CMListener, pd: ib.PD, attr: ib.QPInitAttr) -> None:
+    server = await aio.get_request(listener, timeout=5.0)
+    assert_type(server, ib.CMID)
+    await aio.accept(server, b"welcome", rnr_retry_count=7, timeout=None)
+    ev = await aio.get_event(server, timeout=10)
+    assert_type(ev, ib.CMEvent)
+    cmid = await aio.resolve("198.18.0.1", 7471, None, timeout_ms=1000)
+    assert_type(cmid, ib.CMID)
+    reply = await aio.connect(cmid, b"hello", retry_count=7, timeout=2.5)
+    assert_type(reply, bytes)
+    cmid.start_connect(b"x", initiator_depth=1)
+    assert_type(cmid.poll_established(), bytes | None)
+    assert_type(cmid.poll_event(), ib.CMEvent | None)
+    assert_type(listener.poll_request(), ib.CMID | None)
+    assert_type(listener.poll_event(), ib.CMEvent | None)
+    server.start_accept(responder_resources=1)
+    await aio.connect(cmid, "text")  # type: ignore[arg-type]
+    await aio.get_request(server)  # type: ignore[arg-type]

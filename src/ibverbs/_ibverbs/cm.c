@@ -204,53 +204,6 @@ PyObject *cm_addr_str(const struct sockaddr *sa, int *port)
 	return PyUnicode_FromString(buf);
 }
 
-/* What the transport carries as private data in a REQ/REP/REJ. */
-enum { PD_CONNECT, PD_ACCEPT, PD_REJECT };
-
-static int pdata_limit(struct rdma_cm_id *id, int which)
-{
-	if (id->verbs != NULL &&
-	    id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
-		return 255;
-	/* InfiniBand and RoCE: the IB CM's message sizes less the 36-byte
-	 * rdma_cm header where one is carried (REQ). */
-	switch (which) {
-	case PD_CONNECT:
-		return 56;
-	case PD_ACCEPT:
-		return 196;
-	default:
-		return 148;
-	}
-}
-
-static int pdata_check(struct rdma_cm_id *id, int which, Py_ssize_t len,
-		       const char *meth)
-{
-	int max = pdata_limit(id, which);
-
-	if (len > max) {
-		PyErr_Format(PyExc_ValueError,
-			     "%s: private_data is %zd bytes; "
-			     "this transport carries at most %d",
-			     meth, len, max);
-		return -1;
-	}
-	return 0;
-}
-
-static int u8_arg(int v, const char *name)
-{
-	if (v < 0 || v > 255) {
-		PyErr_Format(PyExc_ValueError,
-			     "%s must be in range 0..255, "
-			     "not %d",
-			     name, v);
-		return -1;
-	}
-	return 0;
-}
-
 /* The Context of the device librdmacm bound id to, as a child of c. */
 static int cm_wrap_context(CMIDObject *c)
 {
@@ -486,183 +439,6 @@ static PyObject *cmid_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 	return q;
 }
 
-/* ESTABLISHED after connect/accept; other events are errors. */
-static PyObject *cmid_wait_established(CMIDObject *c, long ms, const char *op,
-				       const char *what)
-{
-	cm_event_copy ev;
-
-	if (cm_expect(HANDLE(c), c->ch, ms, RDMA_CM_EVENT_ESTABLISHED, op, what,
-		      &ev) < 0)
-		return NULL;
-	c->connected = 1;
-	return PyBytes_FromStringAndSize((const char *)ev.pdata, ev.pdata_len);
-}
-
-static int cmid_need_qp(CMIDObject *c, const char *meth)
-{
-	if (c->qp != NULL)
-		return 0;
-	PyErr_Format(PyExc_ValueError,
-		     "CMID.%s: the CMID has no QP; call "
-		     "create_qp(pd, init_attr) first",
-		     meth);
-	return -1;
-}
-
-static PyObject *cmid_connect(PyObject *self, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "private_data",
-				  "responder_resources",
-				  "initiator_depth",
-				  "retry_count",
-				  "rnr_retry_count",
-				  "timeout",
-				  NULL };
-	CMIDObject *c = CMO(self);
-	const char *pdata = "";
-	Py_ssize_t plen = 0;
-	int rr = 1, idepth = 1, retry = 7, rnr = 7;
-	PyObject *tmo_o = Py_None, *host_b;
-	struct rdma_conn_param p;
-	long ms;
-	char what[300];
-
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|y#$iiiiO:connect", kwlist,
-					 &pdata, &plen, &rr, &idepth, &retry,
-					 &rnr, &tmo_o))
-		return NULL;
-	HANDLE_CHECK(self);
-	if (u8_arg(rr, "responder_resources") < 0 ||
-	    u8_arg(idepth, "initiator_depth") < 0 ||
-	    u8_arg(retry, "retry_count") < 0 ||
-	    u8_arg(rnr, "rnr_retry_count") < 0 ||
-	    cm_timeout_arg(tmo_o, &ms) < 0 ||
-	    pdata_check(CMID_ID(self), PD_CONNECT, plen, "connect") < 0)
-		return NULL;
-	if (c->passive) {
-		PyErr_SetString(
-			PyExc_ValueError,
-			"connect: this CMID came from "
-			"CMListener.get_request(); use accept() or reject()");
-		return NULL;
-	}
-	if (c->connected)
-		return verbs_error_fmt(EISCONN, "rdma_connect",
-				       "%R is connected", self);
-	if (cmid_need_qp(c, "connect") < 0)
-		return NULL;
-	memset(&p, 0, sizeof(p));
-	p.private_data = plen ? pdata : NULL;
-	p.private_data_len = (uint8_t)plen;
-	p.responder_resources = (uint8_t)rr;
-	p.initiator_depth = (uint8_t)idepth;
-	p.retry_count = (uint8_t)retry;
-	p.rnr_retry_count = (uint8_t)rnr;
-	if (CM.connect(CMID_ID(self), &p) != 0)
-		return verbs_error_errno("rdma_connect");
-	host_b = PyUnicode_Check(c->host) ? PyUnicode_AsUTF8String(c->host) :
-					    NULL;
-	PyErr_Clear();
-	PyOS_snprintf(what, sizeof(what), "connecting to %s port %d",
-		      host_b ? PyBytes_AsString(host_b) : "?", c->port);
-	Py_XDECREF(host_b);
-	return cmid_wait_established(c, ms, "rdma_connect", what);
-}
-
-static int cmid_need_request(CMIDObject *c, const char *meth)
-{
-	if (!c->passive) {
-		PyErr_Format(PyExc_ValueError,
-			     "%s: only a CMID from "
-			     "CMListener.get_request() can be answered",
-			     meth);
-		return -1;
-	}
-	if (c->answered) {
-		PyErr_Format(PyExc_ValueError,
-			     "%s: the request was already "
-			     "accepted or rejected",
-			     meth);
-		return -1;
-	}
-	return 0;
-}
-
-static PyObject *cmid_accept(PyObject *self, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "private_data",    "responder_resources",
-				  "initiator_depth", "rnr_retry_count",
-				  "timeout",	     NULL };
-	CMIDObject *c = CMO(self);
-	const char *pdata = "";
-	Py_ssize_t plen = 0;
-	int rr = 1, idepth = 1, rnr = 7;
-	PyObject *tmo_o = Py_None, *r;
-	struct rdma_conn_param p;
-	long ms;
-
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|y#$iiiO:accept", kwlist,
-					 &pdata, &plen, &rr, &idepth, &rnr,
-					 &tmo_o))
-		return NULL;
-	HANDLE_CHECK(self);
-	if (u8_arg(rr, "responder_resources") < 0 ||
-	    u8_arg(idepth, "initiator_depth") < 0 ||
-	    u8_arg(rnr, "rnr_retry_count") < 0 ||
-	    cm_timeout_arg(tmo_o, &ms) < 0 ||
-	    pdata_check(CMID_ID(self), PD_ACCEPT, plen, "accept") < 0 ||
-	    cmid_need_request(c, "accept") < 0 || cmid_need_qp(c, "accept") < 0)
-		return NULL;
-	memset(&p, 0, sizeof(p));
-	p.private_data = plen ? pdata : NULL;
-	p.private_data_len = (uint8_t)plen;
-	p.responder_resources = (uint8_t)rr;
-	p.initiator_depth = (uint8_t)idepth;
-	p.rnr_retry_count = (uint8_t)rnr;
-	if (CM.accept(CMID_ID(self), &p) != 0)
-		return verbs_error_errno("rdma_accept");
-	c->answered = 1;
-	r = cmid_wait_established(c, ms, "rdma_accept", "accepting");
-	if (r == NULL)
-		return NULL;
-	Py_DECREF(r);
-	Py_RETURN_NONE;
-}
-
-static PyObject *cmid_reject(PyObject *self, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "private_data", NULL };
-	CMIDObject *c = CMO(self);
-	const char *pdata = "";
-	Py_ssize_t plen = 0;
-
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|y#:reject", kwlist, &pdata,
-					 &plen))
-		return NULL;
-	HANDLE_CHECK(self);
-	if (pdata_check(CMID_ID(self), PD_REJECT, plen, "reject") < 0 ||
-	    cmid_need_request(c, "reject") < 0)
-		return NULL;
-	if (CM.reject(CMID_ID(self), plen ? pdata : NULL, (uint8_t)plen) != 0)
-		return verbs_error_errno("rdma_reject");
-	c->answered = 1;
-	Py_RETURN_NONE;
-}
-
-static PyObject *cmid_disconnect(PyObject *self, PyObject *unused)
-{
-	CMIDObject *c = CMO(self);
-
-	HANDLE_CHECK(self);
-	if (!c->connected)
-		Py_RETURN_NONE;
-	c->connected = 0;
-	if (CM.disconnect(CMID_ID(self)) != 0)
-		return verbs_error_errno("rdma_disconnect");
-	Py_RETURN_NONE;
-}
-
 /* ------------------------------------------------------------------ */
 /* ------------------------------------------------------------------ */
 /* Requests and events                                                 */
@@ -726,27 +502,26 @@ static void cmid_saw_event(CMIDObject *c, const cm_event_copy *ev)
 			CM.disconnect(CMID_ID(c));
 		c->connected = 0;
 	}
+	/* What ends a connect/accept under way, as cm_expect judges it. */
+	if (ev->event != RDMA_CM_EVENT_ADDR_CHANGE &&
+	    ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
+		c->pending = CM_PENDING_NONE;
 }
 
-PyObject *cmid_get_event(PyObject *self, PyObject *args, PyObject *kw)
+/* The next event of self (a CMID or a CMListener) as a CMEvent; with
+ * CM_NOWAIT, None when none is ready. */
+static PyObject *cm_take_event(PyObject *self, long ms)
 {
-	static char *kwlist[] = { "timeout", NULL };
-	PyObject *tmo_o = Py_None, *cmid = NULL;
+	PyObject *cmid = NULL;
 	cm_event_copy ev;
-	long ms;
-	int is_listener = HANDLE(self)->kind == &cm_listener_kind;
+	int rc, is_listener = HANDLE(self)->kind == &cm_listener_kind;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:get_event", kwlist,
-					 &tmo_o))
+	rc = cm_next_event(HANDLE(self), CMO(self)->ch, ms,
+			   "waiting for an event", &ev);
+	if (rc < 0)
 		return NULL;
-	HANDLE_CHECK(self);
-	if (cm_timeout_arg(tmo_o, &ms) < 0)
-		return NULL;
-	if (cm_next_event(HANDLE(self), CMO(self)->ch, ms,
-			  "waiting for an "
-			  "event",
-			  &ev) < 0)
-		return NULL;
+	if (rc > 0)
+		Py_RETURN_NONE;
 	if (ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		cmid = cm_request_cmid(&ev);
 		if (cmid == NULL)
@@ -755,6 +530,27 @@ PyObject *cmid_get_event(PyObject *self, PyObject *args, PyObject *kw)
 		cmid_saw_event(CMO(self), &ev);
 	}
 	return cm_event_new(&ev, cmid);
+}
+
+PyObject *cmid_get_event(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "timeout", NULL };
+	PyObject *tmo_o = Py_None;
+	long ms;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:get_event", kwlist,
+					 &tmo_o))
+		return NULL;
+	HANDLE_CHECK(self);
+	if (cm_timeout_arg(tmo_o, &ms) < 0)
+		return NULL;
+	return cm_take_event(self, ms);
+}
+
+PyObject *cmid_poll_event(PyObject *self, PyObject *unused)
+{
+	HANDLE_CHECK(self);
+	return cm_take_event(self, CM_NOWAIT);
 }
 
 /* ------------------------------------------------------------------ */
@@ -878,6 +674,8 @@ static PyObject *cmid_repr(PyObject *self)
 		state = "closed";
 	else if (c->connected)
 		state = "connected";
+	else if (c->pending)
+		state = c->passive ? "accepting" : "connecting";
 	else if (c->passive)
 		state = c->answered ? "answered" : "request";
 	else
@@ -903,6 +701,22 @@ static PyMethodDef cmid_methods[] = {
 	  "the connection is established." },
 	{ "reject", KW cmid_reject, METH_VARARGS | METH_KEYWORDS,
 	  "reject(private_data=b''): refuse a request." },
+	{ "start_connect", KW cmid_start_connect, METH_VARARGS | METH_KEYWORDS,
+	  "start_connect(private_data=b'', *, responder_resources=1, "
+	  "initiator_depth=1, retry_count=7, rnr_retry_count=7): rdma_connect "
+	  "without waiting; poll_established() finishes it." },
+	{ "start_accept", KW cmid_start_accept, METH_VARARGS | METH_KEYWORDS,
+	  "start_accept(private_data=b'', *, responder_resources=1, "
+	  "initiator_depth=1, rnr_retry_count=7): rdma_accept without "
+	  "waiting; poll_established() finishes it." },
+	{ "poll_established", cmid_poll_established, METH_NOARGS,
+	  "poll_established() -> bytes | None: the events ready on .fd, never "
+	  "waiting; the peer's private data once the connection started by "
+	  "start_connect()/start_accept() is established, None while it is "
+	  "not; the errors connect()/accept() raise." },
+	{ "poll_event", cmid_poll_event, METH_NOARGS,
+	  "poll_event() -> CMEvent | None: the next event, None when none is "
+	  "ready (never waits)." },
 	{ "disconnect", cmid_disconnect, METH_NOARGS,
 	  "rdma_disconnect(); a no-op when not connected." },
 	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,

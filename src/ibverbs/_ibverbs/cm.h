@@ -68,7 +68,11 @@ typedef struct {
 	int passive; /* from get_request() */
 	int connected;
 	int answered; /* passive: accepted or rejected */
+	int pending; /* CM_PENDING_*: a connect/accept awaits its ESTABLISHED */
 } CMIDObject;
+
+/* CMIDObject.pending */
+enum { CM_PENDING_NONE, CM_PENDING_CONNECT, CM_PENDING_ACCEPT };
 
 typedef struct {
 	PyObject_HEAD
@@ -127,6 +131,19 @@ PyObject *cmid_meth_exit(PyObject *self, PyObject *args);
 PyObject *cmid_get_fd(PyObject *self, void *closure);
 PyObject *cmid_get_host(PyObject *self, void *closure);
 PyObject *cmid_get_port(PyObject *self, void *closure);
+PyObject *cmid_poll_event(PyObject *self, PyObject *unused);
+
+/* ------------------------------------------------------------------ */
+/* cm_connect.c: CMID's methods that connect                           */
+/* ------------------------------------------------------------------ */
+
+PyObject *cmid_connect(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_start_connect(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_accept(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_start_accept(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_poll_established(PyObject *self, PyObject *unused);
+PyObject *cmid_reject(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_disconnect(PyObject *self, PyObject *unused);
 
 /* ------------------------------------------------------------------ */
 /* cm_event.c: waiting for events                                      */
@@ -134,11 +151,15 @@ PyObject *cmid_get_port(PyObject *self, void *closure);
 
 /* timeout in seconds (None: no limit) -> milliseconds (-1: no limit) */
 int cm_timeout_arg(PyObject *o, long *ms);
+/* A timeout_ms meaning "do not wait": take what is ready, and return 1
+ * (no exception) where a wait would have begun. */
+#define CM_NOWAIT (-2L)
 /* CLOCK_MONOTONIC in milliseconds. */
 long cm_now_ms(void);
 /* Wait up to timeout_ms (-1: no limit) for the next event of ch, copy it
  * and acknowledge it; h (NULL while ch has no owner yet) is marked busy
- * while the GIL is released.  0, or -1 with an exception set. */
+ * while the GIL is released.  0, or -1 with an exception set; with
+ * CM_NOWAIT, 1 when no event is ready. */
 int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
 		  const char *what, cm_event_copy *ev);
 /* Raise VerbsError(err, text, op) with the event's .event, .status and
@@ -146,7 +167,8 @@ int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
 PyObject *cm_event_error(int err, const char *op, const cm_event_copy *ev,
 			 const char *fmt, ...);
 /* Wait for "want" after an asynchronous call named op; the error events
- * become VerbsError(op).  0 or -1. */
+ * become VerbsError(op).  0 or -1; with CM_NOWAIT, 1 when the events
+ * ready are used up before "want" came. */
 int cm_expect(Handle *h, struct rdma_event_channel *ch, long ms, int want,
 	      const char *op, const char *what, cm_event_copy *ev);
 /* A new CMEvent of ev; steals cmid (NULL: None). */

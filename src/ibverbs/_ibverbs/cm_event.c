@@ -7,9 +7,11 @@
  * librdmacm in asynchronous mode: each blocking step (address and route
  * resolution, connect, accept, get_request, get_event) waits on that fd
  * with poll(), the GIL released and the handle marked busy, so that a
- * timeout works and close() from another thread refuses.  An event is
- * copied and acknowledged at once: rdma_destroy_id() waits for every
- * event it handed out to be acked, so none may stay unacked.
+ * timeout works and close() from another thread refuses; the poll_*
+ * methods (ibverbs.aio's steps) pass CM_NOWAIT: take what is ready, never
+ * wait.  An event is copied and acknowledged at once: rdma_destroy_id()
+ * waits for every event it handed out to be acked, so none may stay
+ * unacked.
  */
 #include "cm.h"
 #include <poll.h>
@@ -63,17 +65,22 @@ static Handle unowned;
 /*
  * Wait up to timeout_ms (-1: no limit) for the next event of channel ch,
  * copy it and acknowledge it.  h (the owner of ch; NULL while there is
- * none yet) is marked busy while the GIL is released.  "what" names the wait in a TimeoutError.  0, or
- * -1 with an exception set.
+ * none yet) is marked busy while the GIL is released.  "what" names the
+ * wait in a TimeoutError.  0, or -1 with an exception set; with CM_NOWAIT
+ * (poll once, never wait), 1 when no event is ready.
  */
 int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
 		  const char *what, cm_event_copy *ev)
 {
-	long deadline = timeout_ms < 0 ? 0 : cm_now_ms() + timeout_ms;
+	int nowait = timeout_ms == CM_NOWAIT;
+	long deadline;
 	struct rdma_cm_event *e = NULL;
 	struct pollfd p;
 	int rc, err;
 
+	if (nowait)
+		timeout_ms = 0;
+	deadline = timeout_ms < 0 ? 0 : cm_now_ms() + timeout_ms;
 	if (h == NULL)
 		h = &unowned;
 	for (;;) {
@@ -117,6 +124,8 @@ int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
 				    p.revents ? "rdma_get_cm_event" : "poll");
 			return -1;
 		}
+		if (nowait)
+			return 1;
 		if (timeout_ms >= 0 && cm_now_ms() >= deadline) {
 			PyErr_Format(PyExc_TimeoutError,
 				     "no connection manager "
@@ -197,13 +206,15 @@ fail:
 }
 
 /* Wait for "want" after an asynchronous call named op; the error events
- * become VerbsError(op). */
+ * become VerbsError(op).  With CM_NOWAIT: 1 once no event is ready. */
 int cm_expect(Handle *h, struct rdma_event_channel *ch, long ms, int want,
 	      const char *op, const char *what, cm_event_copy *ev)
 {
 	for (;;) {
-		if (cm_next_event(h, ch, ms, what, ev) < 0)
-			return -1;
+		int rc = cm_next_event(h, ch, ms, what, ev);
+
+		if (rc != 0)
+			return rc;
 		if (ev->event == want)
 			return 0;
 		if (ev->event == RDMA_CM_EVENT_ADDR_CHANGE ||

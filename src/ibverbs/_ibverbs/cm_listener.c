@@ -105,29 +105,25 @@ out:
 	return res;
 }
 
-static PyObject *listener_get_request(PyObject *self, PyObject *args,
-				      PyObject *kw)
+/* The next connection request within ms (-1: no limit); with CM_NOWAIT,
+ * None once the events ready are used up. */
+static PyObject *listener_request(PyObject *self, long ms)
 {
-	static char *kwlist[] = { "timeout", NULL };
-	PyObject *tmo_o = Py_None;
 	cm_event_copy ev;
-	long ms, deadline;
+	long deadline = ms < 0 ? 0 : cm_now_ms() + ms;
+	int rc;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:get_request", kwlist,
-					 &tmo_o))
-		return NULL;
-	HANDLE_CHECK(self);
-	if (cm_timeout_arg(tmo_o, &ms) < 0)
-		return NULL;
-	deadline = ms < 0 ? 0 : cm_now_ms() + ms;
 	for (;;) {
-		long left = ms < 0 ? -1 : deadline - cm_now_ms();
+		long left = ms < 0 ? ms : deadline - cm_now_ms();
 
 		if (ms >= 0 && left < 0)
 			left = 0;
-		if (cm_next_event(HANDLE(self), CMO(self)->ch, left,
-				  "waiting for a connection request", &ev) < 0)
+		rc = cm_next_event(HANDLE(self), CMO(self)->ch, left,
+				   "waiting for a connection request", &ev);
+		if (rc < 0)
 			return NULL;
+		if (rc > 0)
+			Py_RETURN_NONE;
 		if (ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
 			return cm_request_cmid(&ev);
 		if (ev.event == RDMA_CM_EVENT_DEVICE_REMOVAL)
@@ -136,6 +132,28 @@ static PyObject *listener_get_request(PyObject *self, PyObject *args,
 				"the listener's device went away");
 		/* ADDR_CHANGE and the like: keep listening */
 	}
+}
+
+static PyObject *listener_get_request(PyObject *self, PyObject *args,
+				      PyObject *kw)
+{
+	static char *kwlist[] = { "timeout", NULL };
+	PyObject *tmo_o = Py_None;
+	long ms;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:get_request", kwlist,
+					 &tmo_o))
+		return NULL;
+	HANDLE_CHECK(self);
+	if (cm_timeout_arg(tmo_o, &ms) < 0)
+		return NULL;
+	return listener_request(self, ms);
+}
+
+static PyObject *listener_poll_request(PyObject *self, PyObject *unused)
+{
+	HANDLE_CHECK(self);
+	return listener_request(self, CM_NOWAIT);
 }
 
 static PyObject *listener_repr(PyObject *self)
@@ -154,6 +172,12 @@ static PyMethodDef listener_methods[] = {
 	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
 	  "get_event(timeout=None) -> CMEvent (a CONNECT_REQUEST's .cmid is "
 	  "the new CMID)." },
+	{ "poll_request", listener_poll_request, METH_NOARGS,
+	  "poll_request() -> CMID | None: the next incoming connection, None "
+	  "when none is ready (never waits)." },
+	{ "poll_event", cmid_poll_event, METH_NOARGS,
+	  "poll_event() -> CMEvent | None: the next event, None when none is "
+	  "ready (never waits)." },
 	{ "close", cmid_meth_close, METH_NOARGS,
 	  "Stop listening (rdma_destroy_id); CMIDs it produced stay open. "
 	  "Idempotent." },

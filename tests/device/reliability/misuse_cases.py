@@ -1557,6 +1557,42 @@ def cm_cases(w, ow):
     )
     for tname in ("CMID", "CMEvent"):
         add(f"{tname}() direct", lambda t=tname: getattr(ib, t)(), "raise")
+    # The started halves and the non-blocking steps (ibverbs.aio's).
+    for n, call in [
+        ("start_connect", lambda c: c.start_connect()),
+        ("start_accept", lambda c: c.start_accept()),
+        ("poll_established", lambda c: c.poll_established()),
+        ("poll_event", lambda c: c.poll_event()),
+    ]:
+        add(f"CMID.{n} after close", lambda call=call: call(closed_cmid()), "closed")
+    for n, call in [
+        ("poll_request", lambda c: c.poll_request()),
+        ("poll_event", lambda c: c.poll_event()),
+    ]:
+        add(f"CMListener.{n} after close", lambda call=call: call(closed_listener()), "closed")
+    add("CMID.start_connect before create_qp", lambda: cm.get().cmid.start_connect(), "raise")
+    add("CMID.start_connect(timeout=1)", lambda: cm.get().cmid.start_connect(timeout=1), "raise")
+    add(
+        "CMID.start_connect(private_data too long)",
+        lambda: cm.get().cmid.start_connect(b"x" * 57),
+        "raise",
+    )
+    add(
+        "CMID.start_connect(rnr_retry_count=-1)",
+        lambda: cm.get().cmid.start_connect(rnr_retry_count=-1),
+        "raise",
+    )
+    add("CMID.start_accept on the active side", lambda: cm.get().cmid.start_accept(), "raise")
+    add("CMID.start_accept(private_data=1)", lambda: cm.get().cmid.start_accept(1), "raise")
+    add("CMID.poll_established, none started", lambda: cm.get().cmid.poll_established(), "raise")
+    add("CMID.poll_event with none ready", lambda: cm.get().cmid.poll_event(), "ok")
+    add("CMID.poll_event(1)", lambda: cm.get().cmid.poll_event(1), "raise")
+
+    def listener_polls():
+        with ib.CMListener(0) as lst:
+            assert lst.poll_request() is None and lst.poll_event() is None
+
+    add("CMListener.poll_request/poll_event with none ready", listener_polls, "ok")
     return cases
 
 
