@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <limits.h>
+#include <stdio.h>
 
 typedef struct {
 	CQObject cq;
@@ -132,11 +133,14 @@ static int init_attr_parse(ContextObject *ctx, PyObject *o,
 	if (arg_u64(flags, "wc_flags", &wf) < 0)
 		goto out;
 	if (wf & ~(uint64_t)CQEX_WC_FLAGS) {
+		char bits[24]; /* PyErr_Format has no %llx */
+
+		snprintf(bits, sizeof(bits), "0x%llx",
+			 (unsigned long long)(wf & ~(uint64_t)CQEX_WC_FLAGS));
 		PyErr_Format(PyExc_ValueError,
-			     "wc_flags has bits no CQEx takes: 0x%llx "
+			     "wc_flags has bits no CQEx takes: %s "
 			     "(CreateCQWCFlags, TM_INFO excepted)",
-			     (unsigned long long)(wf &
-						  ~(uint64_t)CQEX_WC_FLAGS));
+			     bits);
 		goto out;
 	}
 	a->wc_flags = wf;
@@ -217,9 +221,8 @@ PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 		Py_XDECREF(channel);
 		Py_DECREF(self);
 		return verbs_error_fmt(err, "ibv_create_cq_ex",
-				       "cqe=%u wc_flags=0x%llx flags=0x%x",
-				       a.cqe, (unsigned long long)a.wc_flags,
-				       a.flags);
+				       "cqe=%u wc_flags=0x%x flags=0x%x", a.cqe,
+				       (unsigned int)a.wc_flags, a.flags);
 	}
 	handle_init(HANDLE(self), &cqex_kind, HANDLE(ctx));
 	HANDLE(self)->obj = ibv_cq_ex_to_cq(cq);
@@ -396,8 +399,8 @@ static struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what,
 	if (need && !(c->wc_flags & need)) {
 		PyErr_Format(PyExc_ValueError,
 			     "%s: the CQEx was created without that field in "
-			     "wc_flags (CreateCQWCFlags 0x%llx)",
-			     what, (unsigned long long)need);
+			     "wc_flags (CreateCQWCFlags 0x%x)",
+			     what, (unsigned int)need);
 		return NULL;
 	}
 	return c->cq_ex;

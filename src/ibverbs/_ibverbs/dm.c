@@ -254,9 +254,10 @@ PyObject *dm_reg_mr(PDObject *pd, PyObject *args, PyObject *kw)
 	if (mr == NULL) {
 		Py_DECREF(o);
 		return verbs_error_fmt(err, "ibv_reg_dm_mr",
-				       "offset=%llu length=%llu access=0x%lx",
+				       "offset=%llu length=%llu access=0x%x",
 				       (unsigned long long)off,
-				       (unsigned long long)len, access);
+				       (unsigned long long)len,
+				       (unsigned int)access);
 	}
 	handle_init(HANDLE(o), &dm_mr_kind, HANDLE(pd));
 	HANDLE(o)->obj = mr;

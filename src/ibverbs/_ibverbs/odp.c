@@ -47,8 +47,8 @@ PyObject *odp_reg_implicit(PDObject *pd, PyObject *args, PyObject *kw)
 		Py_DECREF(o);
 		return verbs_error_fmt(err, "ibv_reg_mr",
 				       "implicit ODP (addr=0 length=SIZE_MAX "
-				       "access=0x%lx)",
-				       access);
+				       "access=0x%x)",
+				       (unsigned int)access);
 	}
 	handle_init(HANDLE(o), &odp_mr_kind, HANDLE(pd));
 	HANDLE(o)->obj = mr;

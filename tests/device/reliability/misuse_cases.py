@@ -62,6 +62,8 @@ READABLE_AFTER_CLOSE = {
     "send_cq",
     "recv_cq",
     "srq",
+    "wc_flags",
+    "polling",
 }
 # Methods fine to call after close: close() is idempotent.
 CALLABLE_AFTER_CLOSE = {"close"}
