@@ -246,14 +246,17 @@ static void read_entry(struct ibv_cq_ex *cq, uint64_t f, struct wc_ex *x)
 	memset(x, 0, sizeof(*x));
 	wc->wr_id = cq->wr_id;
 	wc->status = cq->status;
-	wc->vendor_err = ibv_wc_read_vendor_err(cq);
+	if (cq->read_vendor_err)
+		wc->vendor_err = ibv_wc_read_vendor_err(cq);
 	if ((f & IBV_WC_EX_WITH_QP_NUM) && cq->read_qp_num)
 		wc->qp_num = ibv_wc_read_qp_num(cq);
 	/* As with ibv_poll_cq, a failed entry has nothing else valid. */
 	if (wc->status != IBV_WC_SUCCESS)
 		return;
-	wc->opcode = ibv_wc_read_opcode(cq);
-	wc->wc_flags = ibv_wc_read_wc_flags(cq);
+	if (cq->read_opcode)
+		wc->opcode = ibv_wc_read_opcode(cq);
+	if (cq->read_wc_flags)
+		wc->wc_flags = ibv_wc_read_wc_flags(cq);
 	if ((f & IBV_WC_EX_WITH_BYTE_LEN) && cq->read_byte_len)
 		wc->byte_len = ibv_wc_read_byte_len(cq);
 	if ((f & IBV_WC_EX_WITH_IMM) && cq->read_imm_data) {
@@ -452,6 +455,10 @@ static PyObject *cqex_read_invalidated_rkey(PyObject *self, PyObject *unused)
 
 	if (cq == NULL)
 		return NULL;
+	if (cq->read_imm_data == NULL)
+		return verbs_error_fmt(EOPNOTSUPP,
+				       "ibv_wc_read_invalidated_rkey",
+				       "the provider has no op");
 	return PyLong_FromUnsignedLong(ibv_wc_read_invalidated_rkey(cq));
 }
 
