@@ -160,3 +160,61 @@ __all__ = [
 # the connection manager (cm.c; librdmacm is loaded on first use)
 __all__ += ["CMEvent", "CMID", "CMListener", "has_rdmacm"]
 __all__ += enums.__all__
+
+# Extended CQ, device capabilities, device memory, flow steering, ODP
+from ._ibverbs import CQEx, DM, Flow, WCEx  # noqa: E402,F401
+from ._objects import (  # noqa: E402,F401
+    CQInitAttrEx,
+    CQModerationCaps,
+    DeviceAttrEx,
+    ODPCaps,
+    PacketPacingCaps,
+    PCIAtomicCaps,
+    RSSCaps,
+    TMCaps,
+    TSOCaps,
+)
+from .flow import (  # noqa: E402,F401
+    FlowAttr,
+    FlowSpec,
+    FlowSpecActionDrop,
+    FlowSpecActionTag,
+    FlowSpecESP,
+    FlowSpecEth,
+    FlowSpecGRE,
+    FlowSpecIPv4,
+    FlowSpecIPv4Ext,
+    FlowSpecIPv6,
+    FlowSpecMPLS,
+    FlowSpecTCPUDP,
+    FlowSpecTunnel,
+)
+
+__all__ += [
+    "CQEx",
+    "CQInitAttrEx",
+    "CQModerationCaps",
+    "DM",
+    "DeviceAttrEx",
+    "Flow",
+    "ODPCaps",
+    "PCIAtomicCaps",
+    "PacketPacingCaps",
+    "RSSCaps",
+    "TMCaps",
+    "TSOCaps",
+    "WCEx",
+    "FlowAttr",
+    "FlowSpec",
+    "FlowSpecActionDrop",
+    "FlowSpecActionTag",
+    "FlowSpecESP",
+    "FlowSpecEth",
+    "FlowSpecGRE",
+    "FlowSpecIPv4",
+    "FlowSpecIPv4Ext",
+    "FlowSpecIPv6",
+    "FlowSpecMPLS",
+    "FlowSpecTCPUDP",
+    "FlowSpecTunnel",
+]

@@ -315,3 +315,103 @@ class AHAttr:
     def __repr__(self):
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
         return f"AHAttr({inner})"
+
+
+# ---------------------------------------------------------------------------
+# Extended CQ and device capabilities (Context.create_cq_ex, query_device_ex)
+# ---------------------------------------------------------------------------
+
+__all__ += [
+    "CQInitAttrEx",
+    "DeviceAttrEx",
+    "ODPCaps",
+    "TSOCaps",
+    "RSSCaps",
+    "PacketPacingCaps",
+    "TMCaps",
+    "CQModerationCaps",
+    "PCIAtomicCaps",
+]
+
+
+class CQInitAttrEx:
+    """``struct ibv_cq_init_attr_ex`` for ``Context.create_cq_ex``.
+
+    ``wc_flags`` (``CreateCQWCFlags``) names the fields that the CQEx's
+    ``read_*`` accessors and ``poll()`` may read; ``flags`` is
+    ``CreateCQAttrFlags``.  Values are checked when the CQ is created."""
+
+    __slots__ = ("cqe", "wc_flags", "channel", "comp_vector", "flags")
+
+    def __init__(
+        self,
+        cqe: int,
+        wc_flags: int = 0,
+        channel=None,
+        comp_vector: int = 0,
+        flags: int = 0,
+    ):
+        self.cqe = cqe
+        self.wc_flags = wc_flags
+        self.channel = channel
+        self.comp_vector = comp_vector
+        self.flags = flags
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"CQInitAttrEx({inner})"
+
+
+class DeviceAttrEx(_Record):
+    """``struct ibv_device_attr_ex``: ``orig_attr`` (a DeviceAttr), the
+    nested caps as records (``odp_caps``, ``tso_caps``, ``rss_caps``,
+    ``packet_pacing_caps``, ``tm_caps``, ``cq_mod_caps``,
+    ``pci_atomic_caps``), the scalar fields by their C names, and
+    ``legacy``: True when the provider has no ``query_device_ex`` and only
+    ``orig_attr`` is filled (the rest reads 0)."""
+
+    __slots__ = ()
+
+
+class ODPCaps(_Record):
+    """``struct ibv_odp_caps``: general_caps (ODPGeneralCaps) and the
+    per-transport rc_odp_caps, uc_odp_caps, ud_odp_caps
+    (ODPTransportCapBits)."""
+
+    __slots__ = ()
+
+
+class TSOCaps(_Record):
+    """``struct ibv_tso_caps``: max_tso, supported_qpts."""
+
+    __slots__ = ()
+
+
+class RSSCaps(_Record):
+    """``struct ibv_rss_caps``."""
+
+    __slots__ = ()
+
+
+class PacketPacingCaps(_Record):
+    """``struct ibv_packet_pacing_caps``."""
+
+    __slots__ = ()
+
+
+class TMCaps(_Record):
+    """``struct ibv_tm_caps`` (tag matching)."""
+
+    __slots__ = ()
+
+
+class CQModerationCaps(_Record):
+    """``struct ibv_cq_moderation_caps``: max_cq_count, max_cq_period."""
+
+    __slots__ = ()
+
+
+class PCIAtomicCaps(_Record):
+    """``struct ibv_pci_atomic_caps``: fetch_add, swap, compare_swap."""
+
+    __slots__ = ()

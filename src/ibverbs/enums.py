@@ -21,6 +21,13 @@ _FLAGS = {
     "SRQAttrMask",
     "DeviceCapFlags",
     "PortCapFlags",
+    "CreateCQWCFlags",
+    "CreateCQAttrFlags",
+    "ODPTransportCapBits",
+    "ODPGeneralCaps",
+    "RawPacketCaps",
+    "AdviseMRFlags",
+    "FlowFlags",
 }
 
 __all__ = sorted(_constants)
@@ -57,3 +64,13 @@ GIDType: type[enum.IntEnum]
 DeviceCapFlags: type[enum.IntFlag]
 PortCapFlags: type[enum.IntFlag]
 LinkLayer: type[enum.IntEnum]
+CreateCQWCFlags: type[enum.IntFlag]
+CreateCQAttrFlags: type[enum.IntFlag]
+ODPTransportCapBits: type[enum.IntFlag]
+ODPGeneralCaps: type[enum.IntFlag]
+RawPacketCaps: type[enum.IntFlag]
+AdviseMRAdvice: type[enum.IntEnum]
+AdviseMRFlags: type[enum.IntFlag]
+FlowAttrType: type[enum.IntEnum]
+FlowFlags: type[enum.IntFlag]
+FlowSpecType: type[enum.IntEnum]

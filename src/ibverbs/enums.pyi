@@ -6,20 +6,30 @@ import enum
 
 __all__ = [
     "AccessFlags",
+    "AdviseMRAdvice",
+    "AdviseMRFlags",
     "AtomicCap",
     "CMEventType",
+    "CreateCQAttrFlags",
+    "CreateCQWCFlags",
     "DeviceCapFlags",
     "EventType",
+    "FlowAttrType",
+    "FlowFlags",
+    "FlowSpecType",
     "GIDType",
     "LinkLayer",
     "MTU",
     "MigState",
     "NodeType",
+    "ODPGeneralCaps",
+    "ODPTransportCapBits",
     "PortCapFlags",
     "PortState",
     "QPAttrMask",
     "QPState",
     "QPType",
+    "RawPacketCaps",
     "SRQAttrMask",
     "SendFlags",
     "TransportType",
@@ -41,6 +51,14 @@ class AccessFlags(enum.IntFlag):
     FLUSH_GLOBAL = 256
     FLUSH_PERSISTENT = 512
     RELAXED_ORDERING = 1048576
+
+class AdviseMRAdvice(enum.IntEnum):
+    PREFETCH = 0
+    PREFETCH_WRITE = 1
+    PREFETCH_NO_FAULT = 2
+
+class AdviseMRFlags(enum.IntFlag):
+    FLUSH = 1
 
 class AtomicCap(enum.IntEnum):
     NONE = 0
@@ -64,6 +82,23 @@ class CMEventType(enum.IntEnum):
     MULTICAST_ERROR = 13
     ADDR_CHANGE = 14
     TIMEWAIT_EXIT = 15
+
+class CreateCQAttrFlags(enum.IntFlag):
+    SINGLE_THREADED = 1
+    IGNORE_OVERRUN = 2
+
+class CreateCQWCFlags(enum.IntFlag):
+    BYTE_LEN = 1
+    IMM = 2
+    QP_NUM = 4
+    SRC_QP = 8
+    SLID = 16
+    SL = 32
+    DLID_PATH_BITS = 64
+    COMPLETION_TIMESTAMP = 128
+    CVLAN = 256
+    FLOW_TAG = 512
+    COMPLETION_TIMESTAMP_WALLCLOCK = 2048
 
 class DeviceCapFlags(enum.IntFlag):
     RESIZE_MAX_WR = 1
@@ -113,6 +148,33 @@ class EventType(enum.IntEnum):
     GID_CHANGE = 18
     WQ_FATAL = 19
 
+class FlowAttrType(enum.IntEnum):
+    NORMAL = 0
+    ALL_DEFAULT = 1
+    MC_DEFAULT = 2
+    SNIFFER = 3
+
+class FlowFlags(enum.IntFlag):
+    DONT_TRAP = 2
+    EGRESS = 4
+
+class FlowSpecType(enum.IntEnum):
+    ETH = 32
+    IPV4 = 48
+    IPV6 = 49
+    IPV4_EXT = 50
+    ESP = 52
+    TCP = 64
+    UDP = 65
+    VXLAN_TUNNEL = 80
+    GRE = 81
+    MPLS = 96
+    INNER = 256
+    ACTION_TAG = 4096
+    ACTION_DROP = 4097
+    ACTION_HANDLE = 4098
+    ACTION_COUNT = 4099
+
 class GIDType(enum.IntEnum):
     IB = 0
     ROCE_V1 = 1
@@ -144,6 +206,18 @@ class NodeType(enum.IntEnum):
     USNIC = 5
     USNIC_UDP = 6
     UNSPECIFIED = 7
+
+class ODPGeneralCaps(enum.IntFlag):
+    SUPPORT = 1
+    SUPPORT_IMPLICIT = 2
+
+class ODPTransportCapBits(enum.IntFlag):
+    SUPPORT_SEND = 1
+    SUPPORT_RECV = 2
+    SUPPORT_WRITE = 4
+    SUPPORT_READ = 8
+    SUPPORT_ATOMIC = 16
+    SUPPORT_SRQ_RECV = 32
 
 class PortCapFlags(enum.IntFlag):
     SM = 2
@@ -221,6 +295,12 @@ class QPType(enum.IntEnum):
     XRC_SEND = 9
     XRC_RECV = 10
     DRIVER = 255
+
+class RawPacketCaps(enum.IntFlag):
+    CVLAN_STRIPPING = 1
+    SCATTER_FCS = 2
+    IP_CSUM = 4
+    DELAY_DROP = 8
 
 class SRQAttrMask(enum.IntFlag):
     MAX_WR = 1

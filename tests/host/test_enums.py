@@ -34,6 +34,16 @@ PREFIX = {
     "PortCapFlags": "IBV_PORT_",
     "LinkLayer": "IBV_LINK_LAYER_",
     "CMEventType": "RDMA_CM_EVENT_",
+    "CreateCQWCFlags": "IBV_WC_EX_WITH_",
+    "CreateCQAttrFlags": "IBV_CREATE_CQ_ATTR_",
+    "ODPTransportCapBits": "IBV_ODP_",
+    "ODPGeneralCaps": "IBV_ODP_",
+    "RawPacketCaps": "IBV_RAW_PACKET_CAP_",
+    "AdviseMRAdvice": "IBV_ADVISE_MR_ADVICE_",
+    "AdviseMRFlags": "IBV_ADVISE_MR_FLAG_",
+    "FlowAttrType": "IBV_FLOW_ATTR_",
+    "FlowFlags": "IBV_FLOW_ATTR_FLAGS_",
+    "FlowSpecType": "IBV_FLOW_SPEC_",
 }
 
 

@@ -198,3 +198,37 @@ def misuse(ctx: ib.Context, pd: ib.PD, mr: ib.MR, qp: ib.QP) -> None:
     ib.QPInfo.from_bytes("not bytes")  # type: ignore[arg-type]
     ib.CMID.resolve(b"host")  # type: ignore[arg-type]
     ib.CMListener("7471")  # type: ignore[arg-type]
+
+
+def extended_cq_and_device_caps(ctx: ib.Context, pd: ib.PD, qp: ib.QP) -> None:
+    """Extended CQ, query_device_ex, device memory, flow steering, ODP."""
+    flags = ib.CreateCQWCFlags.BYTE_LEN | ib.CreateCQWCFlags.COMPLETION_TIMESTAMP
+    cq: ib.CQEx = ctx.create_cq_ex(ib.CQInitAttrEx(64, wc_flags=flags))
+    base: ib.CQ = cq  # a CQEx is a CQ: QPs take it
+    wcs: list[ib.WCEx] = cq.poll(16)
+    ts: int | None = wcs[0].completion_ts if wcs else None
+    if cq.start_poll():
+        try:
+            while True:
+                wr_id: int = cq.wr_id
+                n: int = cq.read_byte_len()
+                t: int = cq.read_completion_ts()
+                del wr_id, n, t
+                if not cq.next_poll():
+                    break
+        finally:
+            cq.end_poll()
+    attr: ib.DeviceAttrEx = ctx.query_device_ex()
+    odp: int = attr.odp_caps.general_caps
+    dm: ib.DM = ctx.alloc_dm(4096)
+    dm.copy_to(0, b"abcd")
+    data: bytes = dm.copy_from(0, 4)
+    dmr: ib.MR = pd.reg_dm_mr(dm, 0, 4096, ib.AccessFlags.ZERO_BASED)
+    rule = ib.FlowAttr(port=1, specs=[ib.FlowSpecEth(ether_type=0x0800), ib.FlowSpecActionDrop()])
+    raw: bytes = rule.to_bytes()
+    flow: ib.Flow = qp.create_flow(rule)
+    odp_mr: ib.MR = pd.reg_implicit_odp_mr(ib.AccessFlags.LOCAL_WRITE)
+    pd.advise_mr(ib.AdviseMRAdvice.PREFETCH, ib.AdviseMRFlags.FLUSH, [odp_mr.sge(4096)])
+    for h in (flow, dmr, dm, odp_mr, cq):
+        h.close()
+    del base, ts, odp, data, raw

@@ -282,6 +282,25 @@ static PyObject *context_create_comp_channel(PyObject *self, PyObject *unused)
 	return channel_create((ContextObject *)self);
 }
 
+static PyObject *context_create_cq_ex(PyObject *self, PyObject *args,
+				      PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return cqex_create((ContextObject *)self, args, kw);
+}
+
+static PyObject *context_alloc_dm(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return dm_create((ContextObject *)self, args, kw);
+}
+
+static PyObject *context_query_device_ex(PyObject *self, PyObject *unused)
+{
+	HANDLE_CHECK(self);
+	return device_query_ex((ContextObject *)self);
+}
+
 static PyObject *context_get_async_event(PyObject *self, PyObject *unused)
 {
 	HANDLE_CHECK(self);
@@ -389,6 +408,12 @@ static PyMethodDef context_methods[] = {
 	  "for the Context of a CMID (close the CMID)." },
 	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },
 	{ "__exit__", context_exit, METH_VARARGS, NULL },
+	{ "create_cq_ex", KW context_create_cq_ex, METH_VARARGS | METH_KEYWORDS,
+	  "create_cq_ex(init_attr: CQInitAttrEx) -> CQEx (ibv_create_cq_ex)" },
+	{ "query_device_ex", context_query_device_ex, METH_NOARGS,
+	  "query_device_ex() -> DeviceAttrEx (ibv_query_device_ex)" },
+	{ "alloc_dm", KW context_alloc_dm, METH_VARARGS | METH_KEYWORDS,
+	  "alloc_dm(length, log_align_req=0) -> DM (ibv_alloc_dm)" },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -466,5 +466,8 @@ static PyType_Slot cq_slots[] = {
 	{ 0, NULL }
 };
 
+/* BASETYPE for CQEx (cq_ex.c); tp_new refuses every class. */
 PyType_Spec CQ_spec = { "ibverbs._ibverbs.CQ", sizeof(CQObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cq_slots };
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
+				Py_TPFLAGS_BASETYPE,
+			cq_slots };

@@ -149,6 +149,11 @@ typedef struct {
 	PyTypeObject *CMID_type;
 	PyTypeObject *CMListener_type;
 	PyTypeObject *CMEvent_type;
+	/* Extended CQ, device memory, flow steering (cq_ex.c, dm.c, flow.c) */
+	PyTypeObject *CQEx_type;
+	PyTypeObject *WCEx_type;
+	PyTypeObject *DM_type;
+	PyTypeObject *Flow_type;
 } module_state;
 
 extern module_state ST;
@@ -505,5 +510,24 @@ int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a);
 PyObject *enum_from_int(const char *cls, long v);
 /* attrs.c: "RESET", "INIT", ... for an enum ibv_qp_state, "?" if none. */
 const char *qp_state_name(unsigned int s);
+
+/* ------------------------------------------------------------------ */
+/* Extended CQ, device attributes, device memory, flow steering, ODP   */
+/* (cq_ex.c, device_ex.c, dm.c, flow.c, odp.c).  The verbs they use    */
+/* are static inline in verbs.h over verbs_context ops (no symbol).    */
+/* ------------------------------------------------------------------ */
+
+extern PyType_Spec CQEx_spec; /* cq_ex.c; base: CQ */
+extern PyType_Spec WCEx_spec; /* cq_ex.c; base: WC */
+extern PyType_Spec DM_spec; /* dm.c */
+extern PyType_Spec Flow_spec; /* flow.c */
+PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw);
+PyObject *device_query_ex(ContextObject *ctx);
+PyObject *dm_create(ContextObject *ctx, PyObject *args, PyObject *kw);
+PyObject *dm_reg_mr(PDObject *pd, PyObject *args, PyObject *kw);
+PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw);
+PyObject *flow_mod_layouts(PyObject *mod, PyObject *unused);
+PyObject *odp_reg_implicit(PDObject *pd, PyObject *args, PyObject *kw);
+PyObject *odp_advise_mr(PDObject *pd, PyObject *args, PyObject *kw);
 
 #endif /* IBVERBS_EXT_H */

@@ -106,6 +106,8 @@ static PyMethodDef module_methods[] = {
 	  "Whether librdmacm.so.1 (the connection manager) can be loaded." },
 	{ "_rdmacm_status", cm_mod_rdmacm_status, METH_NOARGS,
 	  "(True, library path) or (False, why librdmacm cannot be loaded)." },
+	{ "_flow_layouts", flow_mod_layouts, METH_NOARGS,
+	  "{spec: (sizeof, offsetof val, offsetof mask, sizeof filter)}." },
 	{ NULL, NULL, 0, NULL }
 };
 
@@ -135,7 +137,19 @@ static const struct {
 		   { "CMID", &CMID_spec, &ST.CMID_type },
 		   { "CMListener", &CMListener_spec, &ST.CMListener_type },
 		   { "CMEvent", &CMEvent_spec, &ST.CMEvent_type },
+		   { "DM", &DM_spec, &ST.DM_type },
+		   { "Flow", &Flow_spec, &ST.Flow_type },
 		   { NULL, NULL, NULL } };
+
+/* Subclasses of the types above, made after them. */
+static const struct {
+	const char *name;
+	PyType_Spec *spec;
+	PyTypeObject **slot;
+	PyTypeObject **base;
+} subtype_table[] = { { "CQEx", &CQEx_spec, &ST.CQEx_type, &ST.CQ_type },
+		      { "WCEx", &WCEx_spec, &ST.WCEx_type, &ST.WC_type },
+		      { NULL, NULL, NULL, NULL } };
 
 static const struct {
 	const char *name;
@@ -188,6 +202,21 @@ static int module_exec(PyObject *m)
 		*type_table[i].slot = (PyTypeObject *)t;
 		Py_INCREF(t);
 		if (PyModule_AddObject(m, type_table[i].name, t) < 0) {
+			Py_DECREF(t);
+			return -1;
+		}
+	}
+	for (i = 0; subtype_table[i].name; i++) {
+		PyObject *t = PyType_FromSpecWithBases(
+			subtype_table[i].spec,
+			(PyObject *)*subtype_table[i].base);
+
+		if (t == NULL)
+			return -1;
+		Py_XDECREF((PyObject *)*subtype_table[i].slot);
+		*subtype_table[i].slot = (PyTypeObject *)t;
+		Py_INCREF(t);
+		if (PyModule_AddObject(m, subtype_table[i].name, t) < 0) {
 			Py_DECREF(t);
 			return -1;
 		}

@@ -34,6 +34,9 @@ PD_FACTORY(pd_reg_dmabuf_mr, mr_create_dmabuf)
 PD_FACTORY(pd_create_qp, qp_create)
 PD_FACTORY(pd_create_srq, srq_create)
 PD_FACTORY(pd_create_ah, ah_create)
+PD_FACTORY(pd_reg_dm_mr, dm_reg_mr)
+PD_FACTORY(pd_reg_implicit_odp_mr, odp_reg_implicit)
+PD_FACTORY(pd_advise_mr, odp_advise_mr)
 #undef PD_FACTORY
 
 static PyObject *pd_get_handle(PyObject *self, void *closure)
@@ -61,6 +64,14 @@ static PyMethodDef pd_methods[] = {
 	  "create_srq(max_wr=.., max_sge=1, srq_limit=0) -> SRQ" },
 	{ "create_ah", KW pd_create_ah, METH_VARARGS | METH_KEYWORDS,
 	  "create_ah(attr) -> AH (ibv_create_ah)" },
+	{ "reg_dm_mr", KW pd_reg_dm_mr, METH_VARARGS | METH_KEYWORDS,
+	  "reg_dm_mr(dm, offset, length, access) -> MR (ibv_reg_dm_mr)" },
+	{ "reg_implicit_odp_mr", KW pd_reg_implicit_odp_mr,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "reg_implicit_odp_mr(access=0) -> MR over the whole address space "
+	  "(ibv_reg_mr(NULL, SIZE_MAX, access | ON_DEMAND))" },
+	{ "advise_mr", KW pd_advise_mr, METH_VARARGS | METH_KEYWORDS,
+	  "advise_mr(advice, flags, sg_list) (ibv_advise_mr)" },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };

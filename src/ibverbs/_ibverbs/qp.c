@@ -939,6 +939,8 @@ static PyMethodDef qp_methods[] = {
 	  "to_rts(psn=0, *, timeout=14, retry_cnt=7, rnr_retry=7, "
 	  "max_rd_atomic=1): RTR -> RTS (the RC-only fields are ignored "
 	  "for UC/UD)." },
+	{ "create_flow", KW flow_create, METH_VARARGS | METH_KEYWORDS,
+	  "create_flow(flow_attr) -> Flow (ibv_create_flow; flow.c)" },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };

@@ -148,6 +148,12 @@ static PyObject *wc_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 				"WC() takes keyword arguments only");
 		return NULL;
 	}
+	/* Allocated at WC's size, without GC: no subclass of it. */
+	if (type != ST.WC_type) {
+		PyErr_Format(PyExc_TypeError, "cannot create %R instances",
+			     (PyObject *)type);
+		return NULL;
+	}
 	o = wc_alloc(type);
 	if (o == NULL)
 		return NULL;
@@ -257,5 +263,6 @@ static PyType_Slot wc_slots[] = {
 	{ 0, NULL }
 };
 
+/* BASETYPE for WCEx (cq_ex.c); wc_tp_new builds WCs only. */
 PyType_Spec WC_spec = { "ibverbs._ibverbs.WC", sizeof(WCObject), 0,
-			Py_TPFLAGS_DEFAULT, wc_slots };
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, wc_slots };

@@ -11,6 +11,7 @@ RSS (KiB), of /proc/self/fd, and the device's kernel object counts
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -133,7 +134,58 @@ def cycles(device):
         mr = ib.reg_tensor(s["pd"], s["buf"], 0)
         del qp, cq, mr
 
+    def cqex_data_path(s):
+        # A CQEx with a QP on it, an empty raw session and an empty poll().
+        cq = s["ctx"].create_cq_ex(ib.CQInitAttrEx(8, wc_flags=ib.CreateCQWCFlags.BYTE_LEN))
+        qp = s["pd"].create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq))
+        qp.close()
+        assert cq.start_poll() is False
+        assert cq.poll(4) == []
+        cq.close()
+
+    def cqex_gc(s):
+        # Dropped, not closed, with a QP on it: GC closes both in order.
+        cq = s["ctx"].create_cq_ex(ib.CQInitAttrEx(8))
+        qp = s["pd"].create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq))
+        del qp, cq
+
+    unsupported = (errno.EOPNOTSUPP, errno.ENOSYS)
+
+    def dm_cycle(s):
+        # rxe has no device memory: then the refused path must leak nothing.
+        try:
+            dm = s["ctx"].alloc_dm(4096)
+        except ib.VerbsError as e:
+            assert e.errno in unsupported, e
+            return
+        mr = s["pd"].reg_dm_mr(dm, 0, 4096, ib.AccessFlags.ZERO_BASED)
+        mr.close()
+        dm.close()
+
+    def flow_cycle(s):
+        # rxe has no flow steering: then the refused path must leak nothing.
+        qp = s["pd"].create_qp(
+            ib.QPInitAttr(send_cq=s["cq"], recv_cq=s["cq"], qp_type=ib.QPType.UD)
+        )
+        try:
+            qp.create_flow(s["flow"]).close()
+        except ib.VerbsError as e:
+            assert e.errno in unsupported, e
+        qp.close()
+
+    def with_flow(s):
+        s["flow"] = ib.FlowAttr(port=PORT, specs=[ib.FlowSpecEth(ether_type=0x0800)])
+        return s
+
     return {
+        "CQEx": (
+            base,
+            lambda s: s["ctx"].create_cq_ex(ib.CQInitAttrEx(64, wc_flags=0x7F)).close(),
+        ),
+        "CQEx + QP": (base, cqex_data_path),
+        "CQEx + QP (dropped)": (base, cqex_gc),
+        "DM + MR (or EOPNOTSUPP)": (base, dm_cycle),
+        "Flow (or EOPNOTSUPP)": (lambda: with_flow(base()), flow_cycle),
         "Context": (lambda: {}, ctx_cycle),
         "Context (dropped, with a PD)": (lambda: {}, ctx_gc),
         "PD": (base, lambda s: s["ctx"].alloc_pd().close()),

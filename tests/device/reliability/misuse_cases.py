@@ -62,9 +62,14 @@ READABLE_AFTER_CLOSE = {
     "send_cq",
     "recv_cq",
     "srq",
+    "wc_flags",
+    "polling",
 }
 # Methods fine to call after close: close() is idempotent.
 CALLABLE_AFTER_CLOSE = {"close"}
+# Properties that raise on an open handle too: a CQEx's current entry
+# exists only inside a start_poll() session (ValueError outside one).
+READ_RAISES = {"CQEx.wr_id", "CQEx.status"}
 
 
 # ---------------------------------------------------------------------------
@@ -110,7 +115,7 @@ WRONG_TYPES = [
     ("object", object()),
     ("list", [1]),
 ]
-HANDLE_ATTRS = ["ctx", "pd", "mr", "cq", "ch", "qp", "srq", "ah"]
+HANDLE_ATTRS = ["ctx", "pd", "mr", "cq", "ch", "qp", "srq", "ah", "cqx"]
 OBJ_ATTR = {
     "Context": "ctx",
     "PD": "pd",
@@ -224,7 +229,12 @@ class World:
             remote_qkey=0x11111111,
         )
         self.info = ib.QPInfo(self.qp.qp_num, 0, 0, self.gid, PORT, ib.MTU.MTU_1024)
+        self.cqx = self.ctx.create_cq_ex(
+            ib.CQInitAttrEx(16, wc_flags=ib.CreateCQWCFlags.BYTE_LEN | ib.CreateCQWCFlags.QP_NUM)
+        )
+        self.flow_attr = ib.FlowAttr(port=PORT, specs=[ib.FlowSpecEth(ether_type=0x0800)])
         if close:
+            self.cqx.close()
             for o in (
                 self.ah,
                 self.ud,
@@ -288,6 +298,15 @@ DEVICE_METHODS = {
             "query_gid": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32), valid="ok"),
             "query_gid_ex": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32)),
             "query_pkey": M(P("port", PORT, **U8P), P("index", 0, **I32), valid="ok"),
+            "create_cq_ex": M(
+                P("init_attr", lambda w: ib.CQInitAttrEx(4), obj="CQInitAttrEx"), valid="ok"
+            ),
+            "query_device_ex": M(valid="ok"),
+            # rxe: EOPNOTSUPP (no device memory)
+            "alloc_dm": M(
+                P("length", 4096, lo=1, hi=2**64 - 1),
+                P("log_align_req", 0, kw=True, lo=0, hi=63),
+            ),
         },
     ),
     "PD": (
@@ -322,6 +341,21 @@ DEVICE_METHODS = {
                 valid="ok",
             ),
             "create_ah": M(P("attr", lambda w: w.ah_attr, obj="AHAttr"), valid="ok"),
+            # No DM on rxe: every call stops at the dm argument.
+            "reg_dm_mr": M(
+                P("dm", None, obj="DM"),
+                P("offset", 0, **U64),
+                P("length", 64, lo=1, hi=2**64 - 1),
+                P("access", ib.AccessFlags.ZERO_BASED, lo=0, hi=2**31 - 1),
+            ),
+            # rxe: EINVAL (6.1) or EOPNOTSUPP (6.12)
+            "reg_implicit_odp_mr": M(P("access", 0, optional=True, lo=0, hi=2**31 - 1)),
+            # rxe: EOPNOTSUPP (no advise_mr op)
+            "advise_mr": M(
+                P("advice", 0, lo=0, hi=2**31 - 1),
+                P("flags", 0, **U32),
+                P("sg_list", lambda w: [w.sge], obj="list"),
+            ),
         },
     ),
     "MR": (
@@ -387,6 +421,8 @@ DEVICE_METHODS = {
                 P("rnr_retry", 7, kw=True, nullable=True, lo=0, hi=7),
                 P("max_rd_atomic", 1, kw=True, nullable=True, lo=0, hi=255),
             ),
+            # rxe: EOPNOTSUPP (no flow steering)
+            "create_flow": M(P("flow_attr", lambda w: w.flow_attr, obj="FlowAttr")),
         },
     ),
     "SRQ": (
@@ -401,6 +437,39 @@ DEVICE_METHODS = {
         },
     ),
     "AH": ("ah", {}),
+    # Outside a start_poll() session every accessor raises ValueError.
+    "CQEx": (
+        "cqx",
+        {
+            "poll": M(P("num_entries", 4, lo=1, optional=True), valid="ok"),
+            "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
+            "req_notify": M(P("solicited_only", False, kw=True, free=True), valid="ok"),
+            "ack_events": M(P("nevents", 1, lo=1, hi=2**31 - 1, optional=True)),
+            "start_poll": M(valid="ok"),  # empty: False, no session
+            "next_poll": M(),
+            "end_poll": M(),
+            **{
+                f"read_{f}": M()
+                for f in (
+                    "opcode",
+                    "vendor_err",
+                    "byte_len",
+                    "imm_data",
+                    "invalidated_rkey",
+                    "qp_num",
+                    "src_qp",
+                    "wc_flags",
+                    "slid",
+                    "sl",
+                    "dlid_path_bits",
+                    "completion_ts",
+                    "completion_wallclock_ns",
+                    "cvlan",
+                    "flow_tag",
+                )
+            },
+        },
+    ),
 }
 
 # The UD QP posts for real: its valid send goes out.
@@ -521,7 +590,11 @@ def device_cases(device):
                     lambda o=cobj, n=n: getattr(o, n),
                     "any" if n in READABLE_AFTER_CLOSE else "closed",
                 )
-                add(f"{tname}.{n} read", lambda o=obj, n=n: getattr(o, n), "ok")
+                add(
+                    f"{tname}.{n} read",
+                    lambda o=obj, n=n: getattr(o, n),
+                    "raise" if f"{tname}.{n}" in READ_RAISES else "ok",
+                )
                 add(f"{tname}.{n} write", lambda o=obj, n=n: setattr(o, n, 1), "attr")
         for n, spec in methods.items():
             target = obj

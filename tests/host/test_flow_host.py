@@ -1,0 +1,207 @@
+"""Flow steering rules serialized as verbs.h lays them out, checked
+against struct sizes and offsets from the compiled headers (a C program
+built here, independent of the module's own _flow_layouts), and the
+extended-CQ and device-memory pieces that need no device."""
+
+import ipaddress
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+import ibverbs as ib
+from ibverbs import _ibverbs
+from ibverbs.flow import LAYOUTS
+
+SPECS = {
+    "eth": "eth",
+    "ipv4": "ipv4",
+    "ipv4_ext": "ipv4_ext",
+    "ipv6": "ipv6",
+    "esp": "esp",
+    "tcp_udp": "tcp_udp",
+    "gre": "gre",
+    "mpls": "mpls",
+    "tunnel": "tunnel",
+}
+
+
+@pytest.fixture(scope="module")
+def c_layouts(tmp_path_factory):
+    """{name: (sizeof, offsetof val, offsetof mask, sizeof val)} as a C
+    compiler sees <infiniband/verbs.h>."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("flow")
+    lines = ['printf("attr %zu 0 0 0\\n", sizeof(struct ibv_flow_attr));']
+    for name, kind in SPECS.items():
+        st = f"struct ibv_flow_spec_{kind}"
+        lines.append(
+            f'printf("{name} %zu %zu %zu %zu\\n", sizeof({st}), offsetof({st}, val), '
+            f"offsetof({st}, mask), sizeof((({st} *)0)->val));"
+        )
+    lines.append(
+        'printf("action_tag %zu %zu 0 4\\n", sizeof(struct ibv_flow_spec_action_tag), '
+        "offsetof(struct ibv_flow_spec_action_tag, tag_id));"
+    )
+    lines.append('printf("action_drop %zu 0 0 0\\n", sizeof(struct ibv_flow_spec_action_drop));')
+    src = d / "layouts.c"
+    src.write_text(
+        "#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n"
+        "int main(void) {\n" + "\n".join(lines) + "\nreturn 0; }\n"
+    )
+    exe = d / "layouts"
+    subprocess.run(["cc", "-o", str(exe), str(src)], check=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    return {w[0]: tuple(int(x) for x in w[1:]) for w in (ln.split() for ln in out.splitlines())}
+
+
+def test_module_layouts_match_the_headers(c_layouts):
+    assert _ibverbs._flow_layouts() == c_layouts
+    assert LAYOUTS == c_layouts
+
+
+def test_flow_attr_bytes(c_layouts):
+    specs = [
+        ib.FlowSpecEth(dst_mac="01:02:03:04:05:06", ether_type=0x0800),
+        ib.FlowSpecIPv4(src_ip="10.0.0.1", dst_ip="10.0.0.2"),
+        ib.FlowSpecTCPUDP(dst_port=4791, udp=True),
+        ib.FlowSpecActionTag(0x1234),
+        ib.FlowSpecActionDrop(),
+    ]
+    attr = ib.FlowAttr(
+        type=ib.FlowAttrType.NORMAL, priority=3, port=1, flags=ib.FlowFlags.DONT_TRAP, specs=specs
+    )
+    b = attr.to_bytes()
+    sizes = [c_layouts[k][0] for k in ("eth", "ipv4", "tcp_udp", "action_tag", "action_drop")]
+    head = c_layouts["attr"][0]
+    assert len(b) == head + sum(sizes)
+    # struct ibv_flow_attr: comp_mask, type, size, priority, num_of_specs, port, flags
+    comp_mask, typ, size, prio, nspecs, port, flags = struct.unpack_from("@IiHHBBI", b, 0)
+    assert (comp_mask, typ, size, prio, nspecs, port) == (0, 0, len(b), 3, 5, 1)
+    assert flags == ib.FlowFlags.DONT_TRAP
+    off = head
+    # eth: header, then val and mask at the C offsets, network order
+    size_eth, v, m, fsz = c_layouts["eth"]
+    t, sz = struct.unpack_from("=IH", b, off)
+    assert (t, sz) == (ib.FlowSpecType.ETH, size_eth)
+    dst, srcm, etype, vlan = struct.unpack_from("!6s6sHH", b, off + v)
+    assert dst == bytes([1, 2, 3, 4, 5, 6]) and srcm == bytes(6)
+    assert etype == 0x0800 and vlan == 0
+    mdst, msrc, metype, mvlan = struct.unpack_from("!6s6sHH", b, off + m)
+    assert mdst == b"\xff" * 6 and msrc == bytes(6) and metype == 0xFFFF and mvlan == 0
+    off += size_eth
+    # ipv4
+    size4, v, m, _ = c_layouts["ipv4"]
+    assert struct.unpack_from("=IH", b, off) == (ib.FlowSpecType.IPV4, size4)
+    assert struct.unpack_from("!II", b, off + v) == (
+        int(ipaddress.IPv4Address("10.0.0.1")),
+        int(ipaddress.IPv4Address("10.0.0.2")),
+    )
+    assert struct.unpack_from("!II", b, off + m) == (0xFFFFFFFF, 0xFFFFFFFF)
+    off += size4
+    # udp
+    sizeu, v, m, _ = c_layouts["tcp_udp"]
+    assert struct.unpack_from("=IH", b, off) == (ib.FlowSpecType.UDP, sizeu)
+    assert struct.unpack_from("!HH", b, off + v) == (4791, 0)
+    assert struct.unpack_from("!HH", b, off + m) == (0xFFFF, 0)
+    off += sizeu
+    # tag
+    sizet, v, _, _ = c_layouts["action_tag"]
+    assert struct.unpack_from("=IH", b, off) == (ib.FlowSpecType.ACTION_TAG, sizet)
+    assert struct.unpack_from("=I", b, off + v) == (0x1234,)
+    off += sizet
+    assert struct.unpack_from("=IH", b, off) == (
+        ib.FlowSpecType.ACTION_DROP,
+        c_layouts["action_drop"][0],
+    )
+    off += c_layouts["action_drop"][0]
+    assert off == len(b)
+
+
+def test_every_spec_serializes_at_its_c_size(c_layouts):
+    specs = {
+        "eth": ib.FlowSpecEth(src_mac=b"\x02" * 6, vlan_tag=5),
+        "ipv4": ib.FlowSpecIPv4(dst_ip=0x0A000001),
+        "ipv4_ext": ib.FlowSpecIPv4Ext(proto=17, ttl=64),
+        "ipv6": ib.FlowSpecIPv6(dst_ip="fe80::1", flow_label=7, hop_limit=1),
+        "esp": ib.FlowSpecESP(spi=9),
+        "tcp_udp": ib.FlowSpecTCPUDP(src_port=1),
+        "gre": ib.FlowSpecGRE(protocol=0x6558),
+        "mpls": ib.FlowSpecMPLS(label=0x12345),
+        "tunnel": ib.FlowSpecTunnel(tunnel_id=42),
+    }
+    for name, spec in specs.items():
+        raw = spec.to_bytes()
+        assert len(raw) == c_layouts[name][0], name
+        assert struct.unpack_from("=H", raw, 4)[0] == len(raw)
+    v6 = specs["ipv6"].to_bytes()
+    off = c_layouts["ipv6"][1]
+    assert v6[off + 16 : off + 32] == ipaddress.IPv6Address("fe80::1").packed
+    assert struct.unpack_from("!I", v6, off + 32)[0] == 7
+    inner = ib.FlowSpecTunnel(tunnel_id=1, inner=True).to_bytes()
+    t = struct.unpack_from("=I", inner, 0)[0]
+    assert t == ib.FlowSpecType.VXLAN_TUNNEL | ib.FlowSpecType.INNER
+
+
+def test_explicit_masks():
+    s = ib.FlowSpecTCPUDP(dst_port=0x1200, mask={"dst_port": 0xFF00})
+    raw = s.to_bytes()
+    v, m = LAYOUTS["tcp_udp"][1:3]
+    assert struct.unpack_from("!H", raw, m)[0] == 0xFF00
+    assert struct.unpack_from("!H", raw, v)[0] == 0x1200
+
+
+def test_bad_specs_and_attrs():
+    with pytest.raises(TypeError):
+        ib.FlowSpecEth(no_such_field=1)
+    with pytest.raises(ValueError):
+        ib.FlowSpecEth(dst_mac="01:02")
+    with pytest.raises(TypeError):
+        ib.FlowSpecEth(dst_mac=5)
+    with pytest.raises(ValueError):
+        ib.FlowSpecTCPUDP(dst_port=70000)
+    with pytest.raises(TypeError):
+        ib.FlowSpecTCPUDP(dst_port="80")
+    with pytest.raises(TypeError):
+        ib.FlowSpecIPv4(mask={"nope": 1})
+    with pytest.raises(ValueError):
+        ib.FlowSpecActionTag(-1)
+    with pytest.raises(ValueError):
+        ib.FlowAttr(port=0).to_bytes()
+    with pytest.raises(ValueError):
+        ib.FlowAttr(priority=1 << 16).to_bytes()
+    with pytest.raises(TypeError):
+        ib.FlowAttr(specs=[object()]).to_bytes()  # type: ignore[list-item]
+    with pytest.raises(ValueError):
+        ib.FlowAttr(specs=[ib.FlowSpecActionDrop()] * 256).to_bytes()
+    assert "FlowAttr(" in repr(ib.FlowAttr())
+
+
+def test_cq_init_attr_ex_and_wcex():
+    a = ib.CQInitAttrEx(16, wc_flags=ib.CreateCQWCFlags.BYTE_LEN)
+    assert a.cqe == 16 and a.channel is None and a.comp_vector == 0 and a.flags == 0
+    assert "CQInitAttrEx(" in repr(a)
+    assert issubclass(ib.CQEx, ib.CQ) and issubclass(ib.WCEx, ib.WC)
+    with pytest.raises(TypeError):
+        ib.WCEx()
+    with pytest.raises(TypeError):
+        ib.CQEx()
+
+    class MyWC(ib.WC):
+        pass
+
+    # WC is allocated at its own size: no subclass instances from WC().
+    with pytest.raises(TypeError):
+        MyWC(wr_id=1)
+    for t in (ib.CQEx, ib.DM, ib.Flow):
+        with pytest.raises(TypeError):
+            t()
+
+
+def test_on_demand_flags():
+    assert ib.AccessFlags.ON_DEMAND
+    assert int(ib.AdviseMRAdvice.PREFETCH) == 0
+    assert ib.AdviseMRFlags.FLUSH == 1
+    assert ib.ODPGeneralCaps.SUPPORT_IMPLICIT
