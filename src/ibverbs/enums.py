@@ -21,6 +21,7 @@ _FLAGS = {
     "SRQAttrMask",
     "DeviceCapFlags",
     "PortCapFlags",
+    "QPCreateSendOpsFlags",
 }
 
 __all__ = sorted(_constants)
@@ -57,3 +58,4 @@ GIDType: type[enum.IntEnum]
 DeviceCapFlags: type[enum.IntFlag]
 PortCapFlags: type[enum.IntFlag]
 LinkLayer: type[enum.IntEnum]
+QPCreateSendOpsFlags: type[enum.IntFlag]
