@@ -129,26 +129,30 @@ int qpex_keep(PyObject *self, PyObject *o)
 }
 
 /* The batch is over (completed, aborted, or the QP gone): drop what it
- * held.  Decrefs run last, after the state is reset, for they can run
- * arbitrary code (an SGE's owner's finalizer). */
+ * held.  The decrefs run last, on an array detached from the QP, for they
+ * can run arbitrary code (an SGE owner's finalizer) that may use the QP,
+ * even open a new batch. */
 static void batch_release(QPExObject *q)
 {
 	Py_ssize_t i, n = q->n_keep;
+	PyObject **arr = q->keep;
 
 	q->in_batch = 0;
 	q->cur_op = WREX_OP_NONE;
 	q->cur_data = q->cur_ud = 0;
 	q->n_wr = 0;
-	q->n_keep = 0;
+	if (n == 0)
+		return;
+	q->keep = NULL;
+	q->n_keep = q->cap_keep = 0;
 	for (i = 0; i < n; i++) {
-		PyObject *o = q->keep[i];
-
-		if (PyObject_TypeCheck(o, ST.MR_type) ||
-		    PyObject_TypeCheck(o, ST.AH_type))
-			handle_unuse(HANDLE(o));
+		if (PyObject_TypeCheck(arr[i], ST.MR_type) ||
+		    PyObject_TypeCheck(arr[i], ST.AH_type))
+			handle_unuse(HANDLE(arr[i]));
 	}
 	for (i = 0; i < n; i++)
-		Py_DECREF(q->keep[i]);
+		Py_DECREF(arr[i]);
+	PyMem_Free(arr);
 }
 
 /* An open batch ends without posting (close, dealloc, a failed check in
@@ -286,12 +290,13 @@ PyObject *qpex_wr_start(PyObject *self, PyObject *unused)
 PyObject *qpex_wr_complete(PyObject *self, PyObject *unused)
 {
 	QPExObject *q = QPEXO(self);
-	unsigned int n = q->n_wr;
+	unsigned int n = q->n_wr, qpn;
 	int rc;
 
 	HANDLE_CHECK(self);
 	if (!q->in_batch)
 		return not_in_batch("ibv_wr_complete");
+	qpn = QPP(self)->qp_num; /* batch_release can run Python code */
 	if (needs_ud(q)) {
 		ud_missing(q, "ibv_wr_complete");
 		batch_abort(q);
@@ -303,7 +308,7 @@ PyObject *qpex_wr_complete(PyObject *self, PyObject *unused)
 		return verbs_error_fmt(rc, "ibv_wr_complete",
 				       "QP %u: the batch of %u work "
 				       "request(s) was not posted",
-				       QPP(self)->qp_num, n);
+				       qpn, n);
 	Py_RETURN_NONE;
 }
 
