@@ -52,9 +52,13 @@ def header_defines(name, extra):
 
 def probed_defines(extra):
     """Enum members newer than some supported rdma-core headers (enums.c)."""
+    found = []
     if header_defines("IBV_ACCESS_FLUSH_GLOBAL", extra):
-        return [("IBVERBS_HAVE_ACCESS_FLUSH", "1")]
-    return []
+        found.append(("IBVERBS_HAVE_ACCESS_FLUSH", "1"))
+    # ibv_wr_flush and struct ibv_qp_ex's wr_flush (qp_ex.c, wr_ex.c)
+    if header_defines("IBV_QP_EX_WITH_FLUSH", extra):
+        found.append(("IBVERBS_HAVE_WR_FLUSH", "1"))
+    return found
 
 
 def extension():

@@ -49,6 +49,10 @@ from ._objects import (  # noqa: F401
 from .enums import *  # noqa: F401,F403
 from . import enums
 
+# the extended QP (qp_ex.c, wr_ex.c)
+from ._ibverbs import QPEx  # noqa: E402,F401
+from ._objects import QPInitAttrEx  # noqa: E402,F401
+
 
 def _version() -> str:
     try:
@@ -159,6 +163,8 @@ __all__ = [
 ]
 # the connection manager (cm.c; librdmacm is loaded on first use)
 __all__ += ["CMEvent", "CMID", "CMListener", "has_rdmacm"]
+# the extended QP
+__all__ += ["QPEx", "QPInitAttrEx"]
 __all__ += enums.__all__
 
 # Extended CQ, device capabilities, device memory, flow steering, ODP

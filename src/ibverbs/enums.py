@@ -28,6 +28,7 @@ _FLAGS = {
     "RawPacketCaps",
     "AdviseMRFlags",
     "FlowFlags",
+    "QPCreateSendOpsFlags",
 }
 
 __all__ = sorted(_constants)
@@ -74,3 +75,4 @@ AdviseMRFlags: type[enum.IntFlag]
 FlowAttrType: type[enum.IntEnum]
 FlowFlags: type[enum.IntFlag]
 FlowSpecType: type[enum.IntEnum]
+QPCreateSendOpsFlags: type[enum.IntFlag]

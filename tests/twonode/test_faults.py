@@ -44,17 +44,24 @@ CHUNK = 16 * 1024
 
 # The peer process that gets killed: its own context, QP and 8 chunks of
 # memory, connected through the test process (lines of hex on its stdin and
-# stdout); then it waits to be killed.
+# stdout); then it waits to be killed.  What the writes in flight meet
+# depends on the order in which the kernel releases the dead process's
+# objects: no QP any more (silence, so RETRY_EXC_ERR at the sender), or for a
+# moment a QP whose MR is gone (a NAK: REM_ACCESS_ERR).  The MR is
+# registered before the QP, so that the kernel's newest-first release makes
+# the first the rule; the second is a correct outcome too and is accepted.
+# (With the QP created first, one run in a few ended on another status than
+# RETRY_EXC_ERR, on CI and here.)
 PEER_SCRIPT = """
 import sys, time, ibverbs as ib
 dev, gid_index, chunk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 ctx = ib.Context(dev)
 pd = ctx.alloc_pd()
 cq = ctx.create_cq(16)
-qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.RC))
 buf = bytearray(8 * chunk)
 acc = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
 mr = ib.reg_tensor(pd, buf, acc)
+qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.RC))
 info = ib.local_qp_info(qp, ctx.query_port(1), ctx.query_gid(1, gid_index), port=1, psn=0x4242)
 print(info.to_bytes().hex(), mr.addr, mr.rkey, flush=True)
 theirs = ib.QPInfo.from_bytes(bytes.fromhex(sys.stdin.readline().strip()))
@@ -148,19 +155,22 @@ def test_peer_killed_mid_stream(chan, me, node, ctx, pd):
     chan.recv("killed")
     assert told, (
         f"only {len(seen)} writes completed before the kill; statuses "
-        f"{sorted({ib.wc_status_str(s) for s in statuses})}"
+        f"{sorted({WS(s).name for s in statuses})}"
     )
     assert sorted(seen) == posted, "each wr_id must complete exactly once"
     assert seen == posted, "RC completions come in posting order"
     first_err = next(i for i, s in enumerate(statuses) if s != WS.SUCCESS)
-    assert statuses[first_err] == WS.RETRY_EXC_ERR, ib.wc_status_str(statuses[first_err])
+    assert statuses[first_err] in (WS.RETRY_EXC_ERR, WS.REM_ACCESS_ERR), (
+        first_err,
+        [WS(s).name for s in statuses[first_err:]],
+    )
     assert all(s == WS.WR_FLUSH_ERR for s in statuses[first_err + 1 :])
     assert qp.query(ib.QPAttrMask.STATE)[0]["qp_state"] == ib.QPState.ERR
     # 268 ms x (2 retries + 1), plus the kill, on a slow emulated machine.
     elapsed = t_err - t_told
     assert elapsed < 30, f"RETRY_EXC_ERR {elapsed:.1f} s after the kill was asked for"
     print(
-        f"{first_err} writes landed; then RETRY_EXC_ERR and "
+        f"{first_err} writes landed; then {WS(statuses[first_err]).name} and "
         f"{len(statuses) - first_err - 1} flushed, {elapsed:.2f} s after the kill was asked for"
     )
     chan.send("result")
@@ -212,7 +222,7 @@ def test_peer_link_down_then_up(chan, me, ctx, pd):
             )
         )
         (wc,) = poll_until(cq, timeout=30, check=False)
-        assert wc.status == WS.RETRY_EXC_ERR, ib.wc_status_str(wc.status)
+        assert wc.status == WS.RETRY_EXC_ERR, WS(wc.status).name
         chan.send("errored")
         chan.recv("up")
     # A new connection over the restored link works.

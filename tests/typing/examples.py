@@ -232,3 +232,31 @@ def extended_cq_and_device_caps(ctx: ib.Context, pd: ib.PD, qp: ib.QP) -> None:
     for h in (flow, dmr, dm, odp_mr, cq):
         h.close()
     del base, ts, odp, data, raw
+def extended_qp(ctx: ib.Context, pd: ib.PD, cq: ib.CQ, mr: ib.MR, ah: ib.AH) -> None:
+    """The extended QP: a batch of builders and setters."""
+    flags = ib.QPCreateSendOpsFlags.RDMA_WRITE | ib.QPCreateSendOpsFlags.SEND
+    qp = pd.create_qp_ex(ib.QPInitAttrEx(cq, send_ops_flags=flags, max_inline_data=64))
+    assert_type(qp, ib.QPEx)
+    qp2: ib.QP = ctx.create_qp_ex(ib.QPInitAttrEx(cq, pd=pd))
+    qp.wr_flags = ib.SendFlags.SIGNALED
+    qp.wr_start()
+    qp.wr_id = 1
+    qp.wr_rdma_write(mr.rkey, mr.addr + 64)
+    qp.wr_set_sge(mr.sge(8))
+    qp.wr_send()
+    qp.wr_set_sge(mr.lkey, mr.addr, 8)
+    qp.wr_send_imm(5)
+    qp.wr_set_sge_list([mr.sge(8), mr.sge(8, offset=8)])
+    qp.wr_send()
+    qp.wr_set_inline_data(b"hi")
+    qp.wr_send()
+    qp.wr_set_inline_data_list([b"a", bytearray(b"b"), memoryview(b"c")])
+    qp.wr_complete()
+    qp.wr_abort()
+    ops: int = qp.send_ops_flags
+    qp.wr_set_ud_addr(ah, 1, 0x11111111)
+    qp.wr_set_sge("x")  # type: ignore[call-overload]
+    qp.wr_rdma_write("1", 2)  # type: ignore[arg-type]
+    qp.close()
+    qp2.close()
+    del ops

@@ -276,6 +276,13 @@ static PyObject *context_create_cq(PyObject *self, PyObject *args, PyObject *kw)
 	return cq_create((ContextObject *)self, args, kw);
 }
 
+static PyObject *context_create_qp_ex(PyObject *self, PyObject *args,
+				      PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return qpex_create_ctx((ContextObject *)self, args, kw);
+}
+
 static PyObject *context_create_comp_channel(PyObject *self, PyObject *unused)
 {
 	HANDLE_CHECK(self);
@@ -414,6 +421,9 @@ static PyMethodDef context_methods[] = {
 	  "query_device_ex() -> DeviceAttrEx (ibv_query_device_ex)" },
 	{ "alloc_dm", KW context_alloc_dm, METH_VARARGS | METH_KEYWORDS,
 	  "alloc_dm(length, log_align_req=0) -> DM (ibv_alloc_dm)" },
+	{ "create_qp_ex", KW context_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
+	  "create_qp_ex(init_attr) -> QPEx (ibv_create_qp_ex; init_attr.pd "
+	  "names the PD)" },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -176,6 +176,23 @@ def cycles(device):
     def with_flow(s):
         s["flow"] = ib.FlowAttr(port=PORT, specs=[ib.FlowSpecEth(ether_type=0x0800)])
         return s
+    def qpex_cycle(s):
+        ops = ib.QPCreateSendOpsFlags.SEND | ib.QPCreateSendOpsFlags.RDMA_WRITE
+        s["pd"].create_qp_ex(ib.QPInitAttrEx(s["cq"], send_ops_flags=ops)).close()
+
+    def qpex_batch(s):
+        # A batch that holds an SGE (and its MR), closed by close(); one
+        # dropped with its batch open (the deallocator aborts it).
+        if "mr" not in s:
+            s["mr"] = ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS)
+        for drop in (False, True):
+            qp = s["pd"].create_qp_ex(ib.QPInitAttrEx(s["cq"]))
+            qp.wr_start()
+            qp.wr_send()
+            qp.wr_set_sge(s["mr"].sge(64))
+            if not drop:
+                qp.close()
+            del qp
 
     return {
         "CQEx": (
@@ -199,6 +216,8 @@ def cycles(device):
         "AH": (base, lambda s: s["pd"].create_ah(s["ah_attr"]).close()),
         "post_send + poll": (lambda: ud(base()), data_path),
         "SendWRChain post + poll": (lambda: ud(base()), chain_path),
+        "QPEx": (base, qpex_cycle),
+        "QPEx batch (closed, dropped)": (base, qpex_batch),
     }
 
 
