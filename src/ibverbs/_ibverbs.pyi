@@ -576,6 +576,7 @@ class DM(_Handle):
 class Flow(_Handle):
     @property
     def qp(self) -> QP: ...
+
 # ------------------------------------------------------------ extended QP ---
 @final
 class QPEx(QP):

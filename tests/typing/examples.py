@@ -232,6 +232,8 @@ def extended_cq_and_device_caps(ctx: ib.Context, pd: ib.PD, qp: ib.QP) -> None:
     for h in (flow, dmr, dm, odp_mr, cq):
         h.close()
     del base, ts, odp, data, raw
+
+
 def extended_qp(ctx: ib.Context, pd: ib.PD, cq: ib.CQ, mr: ib.MR, ah: ib.AH) -> None:
     """The extended QP: a batch of builders and setters."""
     flags = ib.QPCreateSendOpsFlags.RDMA_WRITE | ib.QPCreateSendOpsFlags.SEND

@@ -176,6 +176,7 @@ def cycles(device):
     def with_flow(s):
         s["flow"] = ib.FlowAttr(port=PORT, specs=[ib.FlowSpecEth(ether_type=0x0800)])
         return s
+
     def qpex_cycle(s):
         ops = ib.QPCreateSendOpsFlags.SEND | ib.QPCreateSendOpsFlags.RDMA_WRITE
         s["pd"].create_qp_ex(ib.QPInitAttrEx(s["cq"], send_ops_flags=ops)).close()
