@@ -52,9 +52,12 @@ def header_defines(name, extra):
 
 def probed_defines(extra):
     """Enum members newer than some supported rdma-core headers (enums.c)."""
-    if header_defines("IBV_ACCESS_FLUSH_GLOBAL", extra):
-        return [("IBVERBS_HAVE_ACCESS_FLUSH", "1")]
-    return []
+    probes = [
+        ("IBV_ACCESS_FLUSH_GLOBAL", "IBVERBS_HAVE_ACCESS_FLUSH"),
+        ("IBV_WR_ATOMIC_WRITE", "IBVERBS_HAVE_WR_ATOMIC_WRITE"),
+        ("IBV_WR_FLUSH", "IBVERBS_HAVE_WR_FLUSH"),
+    ]
+    return [(define, "1") for name, define in probes if header_defines(name, extra)]
 
 
 def extension():

@@ -13,6 +13,7 @@ __all__ = [
     "GIDType",
     "LinkLayer",
     "MTU",
+    "MWType",
     "MigState",
     "NodeType",
     "PortCapFlags",
@@ -129,6 +130,10 @@ class MTU(enum.IntEnum):
     MTU_1024 = 3
     MTU_2048 = 4
     MTU_4096 = 5
+
+class MWType(enum.IntEnum):
+    TYPE_1 = 1
+    TYPE_2 = 2
 
 class MigState(enum.IntEnum):
     MIGRATED = 0
@@ -259,6 +264,7 @@ class WCOpcode(enum.IntEnum):
     BIND_MW = 5
     LOCAL_INV = 6
     TSO = 7
+    ATOMIC_WRITE = 9
     RECV = 128
     RECV_RDMA_WITH_IMM = 129
 
@@ -300,3 +306,4 @@ class WROpcode(enum.IntEnum):
     BIND_MW = 8
     SEND_WITH_INV = 9
     TSO = 10
+    ATOMIC_WRITE = 15

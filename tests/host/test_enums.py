@@ -34,6 +34,7 @@ PREFIX = {
     "PortCapFlags": "IBV_PORT_",
     "LinkLayer": "IBV_LINK_LAYER_",
     "CMEventType": "RDMA_CM_EVENT_",
+    "MWType": "IBV_MW_",
 }
 
 

@@ -260,6 +260,19 @@ static const struct constant constants[] = {
 	C(CMEventType, MULTICAST_ERROR, RDMA_CM_EVENT_MULTICAST_ERROR)
 	C(CMEventType, ADDR_CHANGE, RDMA_CM_EVENT_ADDR_CHANGE)
 	C(CMEventType, TIMEWAIT_EXIT, RDMA_CM_EVENT_TIMEWAIT_EXIT)
+	C(MWType, TYPE_1, IBV_MW_TYPE_1)
+	C(MWType, TYPE_2, IBV_MW_TYPE_2)
+#ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
+	/* rdma-core 42 added atomic write; setup.py probes for it. */
+	C(WROpcode, ATOMIC_WRITE, IBV_WR_ATOMIC_WRITE)
+	C(WCOpcode, ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE)
+#endif
+#ifdef IBVERBS_HAVE_WR_FLUSH
+	/* rdma-core 45 added flush (posted with QP.wr_flush only: struct
+	 * ibv_send_wr has no field for its placement type and level). */
+	C(WROpcode, FLUSH, IBV_WR_FLUSH)
+	C(WCOpcode, FLUSH, IBV_WC_FLUSH)
+#endif
 	{NULL, NULL, 0}
 };
 /* clang-format on */

@@ -149,6 +149,8 @@ typedef struct {
 	PyTypeObject *CMID_type;
 	PyTypeObject *CMListener_type;
 	PyTypeObject *CMEvent_type;
+	PyTypeObject *MW_type;
+	PyObject *MWBindInfo; /* _objects.MWBindInfo (mw.c) */
 } module_state;
 
 extern module_state ST;
@@ -396,6 +398,8 @@ typedef struct {
 	PyObject *ah; /* AHObject or NULL (UD) */
 	PyObject *imm; /* imm_data as given, or NULL */
 	PyObject *chain; /* borrowed: the SendWRChain holding it */
+	PyObject *mw; /* MWObject of a BIND_MW, or NULL (mw.c) */
+	PyObject *bind_mr; /* MRObject of bind_info, or NULL (mw.c) */
 } SendWRObject;
 
 typedef struct {
@@ -505,5 +509,42 @@ int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a);
 PyObject *enum_from_int(const char *cls, long v);
 /* attrs.c: "RESET", "INIT", ... for an enum ibv_qp_state, "?" if none. */
 const char *qp_state_name(unsigned int s);
+
+/* ------------------------------------------------------------------ */
+/* Memory windows (mw.c)                                               */
+/* ------------------------------------------------------------------ */
+
+/* ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw and ibv_inc_rkey are static
+ * inline in <infiniband/verbs.h> (they jump through the provider's op
+ * table, like the data-path verbs): mw.c calls them by name. */
+typedef struct {
+	Handle h; /* obj: struct ibv_mw *; parent: PD */
+} MWObject;
+
+extern PyType_Spec MW_spec; /* mw.c */
+/* PD.alloc_mw(type) */
+PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw);
+/* QP.bind_mw(mw, mw_bind) -> the new rkey (type 1 windows) */
+PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
+/* ibverbs.inc_rkey(rkey) */
+PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg);
+/* SendWR(mw=..., bind_info=...): check and store the bind fields of a
+ * new WR (either may be NULL: not given).  0 or -1. */
+int sendwr_bind_init(SendWRObject *w, PyObject *mw, PyObject *bind_info);
+/* The opcode-dependent checks of the bind fields (BIND_MW needs them,
+ * other opcodes refuse them).  0 or -1 with ValueError. */
+int sendwr_bind_validate(SendWRObject *w);
+/* Before a post: the MW and the MR still open, their current pointers in
+ * the WR.  0, or -1 with VerbsError(EBADF). */
+int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i);
+PyObject *sendwr_get_mw(PyObject *self, void *closure);
+PyObject *sendwr_get_bind_info(PyObject *self, void *closure);
+#define SENDWR_BIND_GETSETS                                             \
+	{ "mw", sendwr_get_mw, NULL, "the MW a BIND_MW binds, or None", \
+	  NULL },                                                       \
+	{                                                               \
+		"bind_info", sendwr_get_bind_info, NULL,                \
+			"MWBindInfo of a BIND_MW, or None", NULL        \
+	}
 
 #endif /* IBVERBS_EXT_H */

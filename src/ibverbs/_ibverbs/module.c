@@ -106,6 +106,8 @@ static PyMethodDef module_methods[] = {
 	  "Whether librdmacm.so.1 (the connection manager) can be loaded." },
 	{ "_rdmacm_status", cm_mod_rdmacm_status, METH_NOARGS,
 	  "(True, library path) or (False, why librdmacm cannot be loaded)." },
+	{ "inc_rkey", mw_mod_inc_rkey, METH_O,
+	  "ibv_inc_rkey(rkey): the rkey with its low 8 bits (the key) plus 1." },
 	{ NULL, NULL, 0, NULL }
 };
 
@@ -135,6 +137,7 @@ static const struct {
 		   { "CMID", &CMID_spec, &ST.CMID_type },
 		   { "CMListener", &CMListener_spec, &ST.CMListener_type },
 		   { "CMEvent", &CMEvent_spec, &ST.CMEvent_type },
+		   { "MW", &MW_spec, &ST.MW_type },
 		   { NULL, NULL, NULL } };
 
 static const struct {
@@ -147,6 +150,7 @@ static const struct {
 		      { "Gid", &ST.Gid },
 		      { "QPCap", &ST.QPCap },
 		      { "AHAttr", &ST.AHAttr },
+		      { "MWBindInfo", &ST.MWBindInfo },
 		      { NULL, NULL } };
 
 static int module_exec(PyObject *m)

@@ -34,6 +34,7 @@ PD_FACTORY(pd_reg_dmabuf_mr, mr_create_dmabuf)
 PD_FACTORY(pd_create_qp, qp_create)
 PD_FACTORY(pd_create_srq, srq_create)
 PD_FACTORY(pd_create_ah, ah_create)
+PD_FACTORY(pd_alloc_mw, mw_create)
 #undef PD_FACTORY
 
 static PyObject *pd_get_handle(PyObject *self, void *closure)
@@ -61,6 +62,8 @@ static PyMethodDef pd_methods[] = {
 	  "create_srq(max_wr=.., max_sge=1, srq_limit=0) -> SRQ" },
 	{ "create_ah", KW pd_create_ah, METH_VARARGS | METH_KEYWORDS,
 	  "create_ah(attr) -> AH (ibv_create_ah)" },
+	{ "alloc_mw", KW pd_alloc_mw, METH_VARARGS | METH_KEYWORDS,
+	  "alloc_mw(type=MWType.TYPE_2) -> MW (ibv_alloc_mw)" },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };

@@ -939,6 +939,8 @@ static PyMethodDef qp_methods[] = {
 	  "to_rts(psn=0, *, timeout=14, retry_cnt=7, rnr_retry=7, "
 	  "max_rd_atomic=1): RTR -> RTS (the RC-only fields are ignored "
 	  "for UC/UD)." },
+	{ "bind_mw", KW qp_bind_mw, METH_VARARGS | METH_KEYWORDS,
+	  "bind_mw(mw, mw_bind) -> int: bind a type 1 MW (ibv_bind_mw)" },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };

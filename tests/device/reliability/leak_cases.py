@@ -133,6 +133,21 @@ def cycles(device):
         mr = ib.reg_tensor(s["pd"], s["buf"], 0)
         del qp, cq, mr
 
+    def mw_cycle(s):
+        # Both types, and a BIND_MW WR holding the window and an MR (built,
+        # never posted), dropped before the window is closed.
+        mr = ib.reg_tensor(s["pd"], s["buf"], ib.AccessFlags.MW_BIND | ib.AccessFlags.LOCAL_WRITE)
+        for t in (ib.MWType.TYPE_1, ib.MWType.TYPE_2):
+            mw = s["pd"].alloc_mw(t)
+            ib.SendWR(
+                opcode=ib.WROpcode.BIND_MW,
+                mw=mw,
+                rkey=ib.inc_rkey(mw.rkey),
+                bind_info=ib.MWBindInfo(mr, mr.addr, 64, ib.AccessFlags.REMOTE_READ),
+            )
+            mw.close()
+        mr.close()
+
     return {
         "Context": (lambda: {}, ctx_cycle),
         "Context (dropped, with a PD)": (lambda: {}, ctx_gc),
@@ -147,6 +162,8 @@ def cycles(device):
         "AH": (base, lambda s: s["pd"].create_ah(s["ah_attr"]).close()),
         "post_send + poll": (lambda: ud(base()), data_path),
         "SendWRChain post + poll": (lambda: ud(base()), chain_path),
+        "MW (types 1 and 2, with a BIND_MW WR)": (base, mw_cycle),
+        "MW (dropped)": (base, lambda s: s["pd"].alloc_mw(ib.MWType.TYPE_2)),
     }
 
 
