@@ -55,7 +55,9 @@ def probed_defines(extra):
     probes = [
         ("IBV_ACCESS_FLUSH_GLOBAL", "IBVERBS_HAVE_ACCESS_FLUSH"),
         ("IBV_WR_ATOMIC_WRITE", "IBVERBS_HAVE_WR_ATOMIC_WRITE"),
-        ("IBV_WR_FLUSH", "IBVERBS_HAVE_WR_FLUSH"),
+        # ibv_wr_flush, struct ibv_qp_ex's wr_flush (qp_ex.c, wr_ex.c) and
+        # IBV_WR_FLUSH/IBV_WC_FLUSH came together (rdma-core 45)
+        ("IBV_QP_EX_WITH_FLUSH", "IBVERBS_HAVE_WR_FLUSH"),
     ]
     return [(define, "1") for name, define in probes if header_defines(name, extra)]
 

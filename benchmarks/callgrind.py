@@ -21,6 +21,8 @@ cost of its two C functions per call.
 - ours-gil-kept / ours-gil-released: the package compiled twice by
                 benchmarks/prepare.py, the second releasing the GIL around
                 ibv_post_send / ibv_poll_cq (the GIL measurement)
+- ours-wrex:    this package's extended QP: the same WRs built with
+                wr_rdma_write + wr_set_sge in one wr_start/wr_complete batch
 - pyverbs:      rdma-core's pyverbs
 - baseline:     the same Python loop calling two trivial builtins: the
                 interpreter's share of a loop iteration with two calls
@@ -59,6 +61,7 @@ def programs(bench: str, dev: str, gid: int, n: int) -> dict:
             os.path.join(bench, "gil-released", "src"),
         ),
         "pyverbs": (py + ["pyverbs", dev, str(gid), str(n)], None),
+        "ours-wrex": (py + ["ours-wrex", dev, str(gid), str(n)], src),
         "baseline": (py + ["baseline", dev, str(gid), str(n)], None),
     }
 
@@ -173,7 +176,7 @@ def main(argv=None) -> int:
             "seconds": round(time.monotonic() - t0, 1),
         }
         if name.startswith("ours"):
-            inc = inclusive(dump, ["qp_post_send", "cq_poll_count"])
+            inc = inclusive(dump, ["qp_post_send", "qpex_wr_complete", "cq_poll_count"])
             r["per_call"] = {k: v / args.iters for k, v in inc.items()}
         results[name] = r
         print(

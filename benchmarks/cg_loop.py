@@ -8,6 +8,8 @@ and set-up cancel out.
     python3 benchmarks/cg_loop.py ours|pyverbs|baseline DEVICE GID_INDEX N
 
 ours:     qp.post_send(wr) + cq.poll_count(1)       (this package)
+ours-wrex: the same WRs through QPEx's wr_start/wr_rdma_write/wr_set_sge/
+          wr_complete (CG_LIST of them in one batch) + cq.poll_count(1)
 pyverbs:  qp.post_send(wr) + cq.poll(1)             (rdma-core's pyverbs)
 baseline: the same Python loop calling two trivial builtins, no verbs: the
           interpreter's share (loop, two calls, test), to subtract.
@@ -61,6 +63,51 @@ def ours(dev, gid_index):
         wr = wrs if os.environ.get("CG_PLAIN") == "1" else ib.SendWRChain(wrs)
     keep = (ctx, pd, mr, cq, qa, qb)
     return qa.post_send, wr, cq.poll_count, (lambda r: r), keep
+
+
+def ours_wrex(dev, gid_index):
+    """The same CG_LIST writes (the last signaled) with the extended QP's
+    wr_* calls in one wr_start/wr_complete batch."""
+    import ibverbs as ib
+
+    ctx = ib.Context(dev)
+    pd = ctx.alloc_pd()
+    buf = bytearray(8192)
+    acc = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
+    mr = ib.reg_tensor(pd, buf, acc)
+    cq = ctx.create_cq(256)
+    attr = ib.QPInitAttrEx(
+        send_cq=cq,
+        recv_cq=cq,
+        max_send_wr=64,
+        max_recv_wr=64,
+        send_ops_flags=ib.QPCreateSendOpsFlags.RDMA_WRITE,
+    )
+    qa, qb = pd.create_qp_ex(attr), pd.create_qp_ex(attr)
+    pa = ctx.query_port(1)
+    gid = ctx.query_gid(1, gid_index)
+    ia = ib.local_qp_info(qa, pa, gid, port=1)
+    ibb = ib.local_qp_info(qb, pa, gid, port=1)
+    ib.connect_rc(qa, ibb, port=1, sgid_index=gid_index, access=acc)
+    ib.connect_rc(qb, ia, port=1, sgid_index=gid_index, access=acc)
+    start, write, set_sge, complete = qa.wr_start, qa.wr_rdma_write, qa.wr_set_sge, qa.wr_complete
+    rkey, raddr, lkey, laddr = mr.rkey, mr.addr + 4096, mr.lkey, mr.addr
+    qa.wr_id = 1
+    rest = range(LIST - 1)
+
+    def post(_):
+        start()
+        qa.wr_flags = 0
+        for _ in rest:
+            write(rkey, raddr)
+            set_sge(lkey, laddr, 8)
+        qa.wr_flags = 2  # SIGNALED
+        write(rkey, raddr)
+        set_sge(lkey, laddr, 8)
+        complete()
+
+    keep = (ctx, pd, mr, cq, qa, qb)
+    return post, None, cq.poll_count, (lambda r: r), keep
 
 
 def pyverbs(dev, gid_index):
@@ -145,9 +192,12 @@ LIST = int(os.environ.get("CG_LIST", "1"))
 
 def main():
     impl, dev, gid_index, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    post, wr, poll, _, keep = {"ours": ours, "pyverbs": pyverbs, "baseline": baseline}[impl](
-        dev, gid_index
-    )
+    post, wr, poll, _, keep = {
+        "ours": ours,
+        "ours-wrex": ours_wrex,
+        "pyverbs": pyverbs,
+        "baseline": baseline,
+    }[impl](dev, gid_index)
     loop = loop_pyverbs if impl == "pyverbs" else loop_ours
     start = stop = lambda: None
     if os.environ.get("CG_TOGGLE"):

@@ -53,6 +53,10 @@ from ._objects import (  # noqa: F401
 from .enums import *  # noqa: F401,F403
 from . import enums
 
+# the extended QP (qp_ex.c, wr_ex.c)
+from ._ibverbs import QPEx  # noqa: E402,F401
+from ._objects import QPInitAttrEx  # noqa: E402,F401
+
 
 def _version() -> str:
     try:
@@ -165,4 +169,6 @@ __all__ = [
 __all__ += ["CMEvent", "CMID", "CMListener", "has_rdmacm"]
 # memory windows (mw.c)
 __all__ += ["MW", "MWBind", "MWBindInfo", "inc_rkey"]
+# the extended QP
+__all__ += ["QPEx", "QPInitAttrEx"]
 __all__ += enums.__all__

@@ -22,6 +22,7 @@ __all__ = [
     "QPCap",
     "QPInitAttr",
     "AHAttr",
+    "QPInitAttrEx",
 ]
 
 
@@ -260,6 +261,62 @@ class QPInitAttr:
     def __repr__(self):
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
         return f"QPInitAttr({inner})"
+
+
+class QPInitAttrEx(QPInitAttr):
+    """``struct ibv_qp_init_attr_ex`` for ``PD.create_qp_ex`` and
+    ``Context.create_qp_ex``: QPInitAttr's fields, plus ``send_ops_flags``
+    (QPCreateSendOpsFlags: the ``wr_*`` builders the QP may use; SEND
+    when None), ``pd`` (required by ``Context.create_qp_ex``) and
+    ``create_flags``.  The comp_mask is IBV_QP_INIT_ATTR_PD |
+    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS (| CREATE_FLAGS when create_flags is
+    non-zero)."""
+
+    __slots__ = ("send_ops_flags", "pd", "create_flags")
+
+    def __init__(
+        self,
+        send_cq,
+        recv_cq=None,
+        qp_type=None,
+        max_send_wr: int = 128,
+        max_recv_wr: int = 128,
+        max_send_sge: int = 1,
+        max_recv_sge: int = 1,
+        max_inline_data: int = 0,
+        srq=None,
+        sq_sig_all: bool = False,
+        qp_context=None,
+        *,
+        send_ops_flags=None,
+        pd=None,
+        create_flags: int = 0,
+    ):
+        super().__init__(
+            send_cq,
+            recv_cq,
+            qp_type,
+            max_send_wr,
+            max_recv_wr,
+            max_send_sge,
+            max_recv_sge,
+            max_inline_data,
+            srq,
+            sq_sig_all,
+            qp_context,
+        )
+        from .enums import QPCreateSendOpsFlags
+
+        self.send_ops_flags = (
+            QPCreateSendOpsFlags.SEND if send_ops_flags is None else send_ops_flags
+        )
+        self.pd = pd
+        self.create_flags = create_flags
+
+    def __repr__(self):
+        names = QPInitAttr.__slots__ + QPInitAttrEx.__slots__
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in names)
+        return f"QPInitAttrEx({inner})"
 
 
 class AHAttr:

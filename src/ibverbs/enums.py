@@ -21,6 +21,7 @@ _FLAGS = {
     "SRQAttrMask",
     "DeviceCapFlags",
     "PortCapFlags",
+    "QPCreateSendOpsFlags",
 }
 
 __all__ = sorted(_constants)
@@ -58,3 +59,4 @@ DeviceCapFlags: type[enum.IntFlag]
 PortCapFlags: type[enum.IntFlag]
 LinkLayer: type[enum.IntEnum]
 MWType: type[enum.IntEnum]
+QPCreateSendOpsFlags: type[enum.IntFlag]

@@ -19,6 +19,7 @@ __all__ = [
     "PortCapFlags",
     "PortState",
     "QPAttrMask",
+    "QPCreateSendOpsFlags",
     "QPState",
     "QPType",
     "SRQAttrMask",
@@ -207,6 +208,20 @@ class QPAttrMask(enum.IntFlag):
     CAP = 524288
     DEST_QPN = 1048576
     RATE_LIMIT = 33554432
+
+class QPCreateSendOpsFlags(enum.IntFlag):
+    RDMA_WRITE = 1
+    RDMA_WRITE_WITH_IMM = 2
+    SEND = 4
+    SEND_WITH_IMM = 8
+    RDMA_READ = 16
+    ATOMIC_CMP_AND_SWP = 32
+    ATOMIC_FETCH_AND_ADD = 64
+    LOCAL_INV = 128
+    BIND_MW = 256
+    SEND_WITH_INV = 512
+    TSO = 1024
+    ATOMIC_WRITE = 4096
 
 class QPState(enum.IntEnum):
     RESET = 0

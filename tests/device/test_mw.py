@@ -368,3 +368,71 @@ def test_close_while_bound(ctx, pd, pair, bufs):
     mw.close()
     mr.close()
     assert mr.closed
+
+
+def test_qpex_wr_bind_mw(ctx, pd, bufs):
+    """The extended QP's builder: a type 2 bind in a wr_start batch, which
+    holds the MW and the MR until it ends; then wr_local_inv revokes it."""
+    F = ib.QPCreateSendOpsFlags
+    src, mr_a, dst, mr_b = bufs
+    qa, ca, qb, cb = make_rc_pair(
+        ctx, pd, send_ops_flags=F.RDMA_WRITE | F.RDMA_READ | F.BIND_MW | F.LOCAL_INV
+    )
+    mw = pd.alloc_mw(ib.MWType.TYPE_2)
+    rkey = ib.inc_rkey(mw.rkey)
+    info = ib.MWBindInfo(mr_b, mr_b.addr + 512, 512, WINDOW)
+    # Outside a batch: refused before the provider.
+    with pytest.raises(ib.VerbsError) as e:
+        qb.wr_bind_mw(mw, rkey, info)
+    assert e.value.errno == errno.EINVAL
+    qb.wr_start()
+    # Bad arguments raise and leave the batch usable.
+    with pytest.raises(TypeError, match="must be an MW"):
+        qb.wr_bind_mw(mr_b, rkey, info)
+    with pytest.raises(TypeError, match="bind_info.mr must be an MR"):
+        qb.wr_bind_mw(mw, rkey, ib.MWBindInfo(None, 0, 0))
+    with pytest.raises(ValueError, match="rkey"):
+        qb.wr_bind_mw(mw, 2**32, info)
+    qb.wr_id = 31
+    qb.wr_flags = SIGNALED
+    qb.wr_bind_mw(mw, rkey, info)
+    # The open batch holds the window and the MR: neither closes.
+    for h in (mw, mr_b):
+        with pytest.raises(ib.VerbsError) as e:
+            h.close()
+        assert e.value.errno == errno.EBUSY
+    qb.wr_complete()
+    (wc,) = ok(poll_until(cb), ib.WCOpcode.BIND_MW)
+    assert wc.wr_id == 31
+    mw.rkey = rkey
+    src[:8] = 0x44
+    ok([remote(qa, ca, ib.WROpcode.RDMA_WRITE, mr_a, rkey, mr_b.addr + 512)])
+    assert (dst[512:520] == 0x44).all() and (dst[:512] == 0x22).all()
+    assert (dst[520:] == 0x22).all()
+    qb.wr_start()
+    qb.wr_id = 32
+    qb.wr_flags = SIGNALED
+    qb.wr_local_inv(rkey)
+    qb.wr_complete()
+    ok(poll_until(cb), ib.WCOpcode.LOCAL_INV)
+    refused(qa, ca, mr_a, src, rkey, mr_b.addr + 512, dst)
+    # An aborted batch lets go of them too.
+    mw2 = pd.alloc_mw(ib.MWType.TYPE_2)
+    qb.wr_start()
+    qb.wr_bind_mw(mw2, ib.inc_rkey(mw2.rkey), info)
+    qb.wr_abort()
+    mw2.close()
+    mw.close()
+
+
+def test_qpex_wr_bind_mw_needs_the_op(ctx, pd, cq, bufs):
+    src, mr_a, dst, mr_b = bufs
+    qp = pd.create_qp_ex(ib.QPInitAttrEx(cq, send_ops_flags=ib.QPCreateSendOpsFlags.SEND))
+    mw = pd.alloc_mw(ib.MWType.TYPE_2)
+    qp.wr_start()
+    with pytest.raises(ib.VerbsError, match="BIND_MW") as e:
+        qp.wr_bind_mw(mw, ib.inc_rkey(mw.rkey), ib.MWBindInfo(mr_b, mr_b.addr, 64, WINDOW))
+    assert e.value.errno == errno.EINVAL
+    qp.wr_abort()
+    qp.close()
+    mw.close()

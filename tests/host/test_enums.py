@@ -35,6 +35,7 @@ PREFIX = {
     "LinkLayer": "IBV_LINK_LAYER_",
     "CMEventType": "RDMA_CM_EVENT_",
     "MWType": "IBV_MW_",
+    "QPCreateSendOpsFlags": "IBV_QP_EX_WITH_",
 }
 
 

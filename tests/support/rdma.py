@@ -35,17 +35,24 @@ def make_rc_pair(
     cq_size=256,
     channel=None,
     min_rnr_timer=None,
+    send_ops_flags=None,
 ):
     """Two QPs on one device connected to each other (loopback), each with
-    its own CQ (on `channel` if given).  Returns (qp_a, cq_a, qp_b, cq_b)."""
+    its own CQ (on `channel` if given).  Returns (qp_a, cq_a, qp_b, cq_b).
+    With send_ops_flags both are extended QPs (PD.create_qp_ex)."""
     qp_type = ib.QPType.RC if qp_type is None else qp_type
     port_attr = ctx.query_port(PORT)
     gid = ctx.query_gid(PORT, GID_INDEX)
     out = []
     for _ in range(2):
         cq = ctx.create_cq(cq_size, channel)
-        qp = pd.create_qp(
-            ib.QPInitAttr(
+        if send_ops_flags is None:
+            make, attr, extra_attr = pd.create_qp, ib.QPInitAttr, {}
+        else:
+            make, attr = pd.create_qp_ex, ib.QPInitAttrEx
+            extra_attr = {"send_ops_flags": send_ops_flags}
+        qp = make(
+            attr(
                 send_cq=cq,
                 recv_cq=cq,
                 qp_type=qp_type,
@@ -55,6 +62,7 @@ def make_rc_pair(
                 max_send_sge=max_send_sge,
                 max_recv_sge=max_recv_sge,
                 max_inline_data=max_inline_data,
+                **extra_attr,
             )
         )
         out.append((qp, cq))

@@ -224,5 +224,41 @@ def memory_windows(pd: ib.PD, qp: ib.QP, mr: ib.MR) -> None:
     rkey1: int = qp.bind_mw(mw1, ib.MWBind(info, wr_id=2, send_flags=ib.SendFlags.SIGNALED))
     print(rkey1, mw1.type == ib.MWType.TYPE_1)
     qp.bind_mw(mw1, info)  # type: ignore[arg-type]
+    qpx = pd.create_qp_ex(
+        ib.QPInitAttrEx(qp.send_cq, send_ops_flags=ib.QPCreateSendOpsFlags.BIND_MW)
+    )
+    qpx.wr_start()
+    qpx.wr_bind_mw(mw, ib.inc_rkey(new_rkey), info)
+    qpx.wr_complete()
     mw1.close()
     mw.close()
+
+
+def extended_qp(ctx: ib.Context, pd: ib.PD, cq: ib.CQ, mr: ib.MR, ah: ib.AH) -> None:
+    """The extended QP: a batch of builders and setters."""
+    flags = ib.QPCreateSendOpsFlags.RDMA_WRITE | ib.QPCreateSendOpsFlags.SEND
+    qp = pd.create_qp_ex(ib.QPInitAttrEx(cq, send_ops_flags=flags, max_inline_data=64))
+    assert_type(qp, ib.QPEx)
+    qp2: ib.QP = ctx.create_qp_ex(ib.QPInitAttrEx(cq, pd=pd))
+    qp.wr_flags = ib.SendFlags.SIGNALED
+    qp.wr_start()
+    qp.wr_id = 1
+    qp.wr_rdma_write(mr.rkey, mr.addr + 64)
+    qp.wr_set_sge(mr.sge(8))
+    qp.wr_send()
+    qp.wr_set_sge(mr.lkey, mr.addr, 8)
+    qp.wr_send_imm(5)
+    qp.wr_set_sge_list([mr.sge(8), mr.sge(8, offset=8)])
+    qp.wr_send()
+    qp.wr_set_inline_data(b"hi")
+    qp.wr_send()
+    qp.wr_set_inline_data_list([b"a", bytearray(b"b"), memoryview(b"c")])
+    qp.wr_complete()
+    qp.wr_abort()
+    ops: int = qp.send_ops_flags
+    qp.wr_set_ud_addr(ah, 1, 0x11111111)
+    qp.wr_set_sge("x")  # type: ignore[call-overload]
+    qp.wr_rdma_write("1", 2)  # type: ignore[arg-type]
+    qp.close()
+    qp2.close()
+    del ops

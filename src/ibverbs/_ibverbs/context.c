@@ -276,6 +276,13 @@ static PyObject *context_create_cq(PyObject *self, PyObject *args, PyObject *kw)
 	return cq_create((ContextObject *)self, args, kw);
 }
 
+static PyObject *context_create_qp_ex(PyObject *self, PyObject *args,
+				      PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return qpex_create_ctx((ContextObject *)self, args, kw);
+}
+
 static PyObject *context_create_comp_channel(PyObject *self, PyObject *unused)
 {
 	HANDLE_CHECK(self);
@@ -389,6 +396,9 @@ static PyMethodDef context_methods[] = {
 	  "for the Context of a CMID (close the CMID)." },
 	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },
 	{ "__exit__", context_exit, METH_VARARGS, NULL },
+	{ "create_qp_ex", KW context_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
+	  "create_qp_ex(init_attr) -> QPEx (ibv_create_qp_ex; init_attr.pd "
+	  "names the PD)" },
 	{ NULL, NULL, 0, NULL }
 };
 

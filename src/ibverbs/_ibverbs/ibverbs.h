@@ -67,11 +67,12 @@
 
 /* X(field, symbol, since) - optional verbs: NULL when absent; only the
  * call that needs one raises. */
-#define IBV_OPTIONAL_SYMBOLS(X)                             \
-	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34") \
-	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")   \
-	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")  \
-	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35")
+#define IBV_OPTIONAL_SYMBOLS(X)                                         \
+	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34")             \
+	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")               \
+	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")              \
+	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35") \
+	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")
 
 struct ibv_api {
 #define IBV_DECL_REQ(field, sym) __typeof__(sym) *field;
@@ -151,6 +152,7 @@ typedef struct {
 	PyTypeObject *CMEvent_type;
 	PyTypeObject *MW_type;
 	PyObject *MWBindInfo; /* _objects.MWBindInfo (mw.c) */
+	PyTypeObject *QPEx_type; /* a subclass of QP (qp_ex.c) */
 } module_state;
 
 extern module_state ST;
@@ -428,7 +430,7 @@ typedef struct {
 	int dirty;
 } WRChainObject;
 
-/* Per-WR checks before a post (wr.c): MRs and AH still open; the AH's
+/* Per-WR checks before a post (wr_check.c): MRs, AH, MW still open; the AH's
  * struct ibv_ah * stored in the WR.  0, or -1 with VerbsError(EBADF). */
 int sendwr_ready(SendWRObject *w, Py_ssize_t i);
 int recvwr_ready(RecvWRObject *w, Py_ssize_t i);
@@ -537,6 +539,8 @@ int sendwr_bind_validate(SendWRObject *w);
 /* Before a post: the MW and the MR still open, their current pointers in
  * the WR.  0, or -1 with VerbsError(EBADF). */
 int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i);
+/* QPEx.wr_bind_mw(mw, rkey, bind_info) (in QPEx's method table) */
+PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *sendwr_get_mw(PyObject *self, void *closure);
 PyObject *sendwr_get_bind_info(PyObject *self, void *closure);
 #define SENDWR_BIND_GETSETS                                             \
@@ -546,5 +550,85 @@ PyObject *sendwr_get_bind_info(PyObject *self, void *closure);
 		"bind_info", sendwr_get_bind_info, NULL,                \
 			"MWBindInfo of a BIND_MW, or None", NULL        \
 	}
+
+/* ------------------------------------------------------------------ */
+/* Extended QP (qp_ex.c: creation, batches; wr_ex.c: ibv_wr_* calls)   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A QP created with ibv_create_qp_ex and IBV_QP_INIT_ATTR_SEND_OPS_FLAGS:
+ * a QPObject first, so every QP method works on it, then the
+ * struct ibv_qp_ex * and the state of the wr_start() batch, which the
+ * providers do not check (they crash or deadlock on misuse).
+ */
+typedef struct {
+	QPObject qp;
+	struct ibv_qp_ex *qpx; /* ibv_qp_to_qp_ex(); NULL once closed */
+	uint64_t send_ops_flags; /* as created */
+	int in_batch; /* between wr_start and wr_complete/wr_abort */
+	int cur_op; /* WREX_OP_* of the WR being built; 0: none yet */
+	int cur_data; /* the current WR got its data setter */
+	int cur_ud; /* the current WR got wr_set_ud_addr */
+	unsigned int n_wr; /* builders called in this batch */
+	/* What the open batch references (SGEs, MRs and AHs; MRs and AHs
+	 * marked used, so they cannot be closed until the batch ends). */
+	PyObject **keep;
+	Py_ssize_t n_keep, cap_keep;
+} QPExObject;
+
+#define QPEXO(self) ((QPExObject *)(self))
+
+/* The operations, in the order of enum ibv_qp_create_send_ops_flags. */
+enum {
+	WREX_OP_NONE = 0,
+	WREX_OP_RDMA_WRITE,
+	WREX_OP_RDMA_WRITE_IMM,
+	WREX_OP_SEND,
+	WREX_OP_SEND_IMM,
+	WREX_OP_RDMA_READ,
+	WREX_OP_ATOMIC_CMP_SWP,
+	WREX_OP_ATOMIC_FETCH_ADD,
+	WREX_OP_LOCAL_INV,
+	WREX_OP_BIND_MW,
+	WREX_OP_SEND_INV,
+	WREX_OP_ATOMIC_WRITE,
+	WREX_OP_FLUSH,
+	WREX_OP_COUNT
+};
+
+/* The data setters an operation takes (qpex_begin_setter's data). */
+#define WREX_SET_SGE 1
+#define WREX_SET_INLINE 2
+
+/* qp_ex.c: the type (a subclass of QP, made at module exec) and the
+ * factories of PD and Context. */
+extern PyType_Spec QPEx_spec;
+int qpex_type_init(PyObject *module);
+PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
+PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
+/* qp_ex.c, for wr_ex.c: before a builder (batch open, op in
+ * send_ops_flags, the provider's op set (provided; else EOPNOTSUPP), the
+ * previous WR complete) and before a setter (batch
+ * open, a builder first, the setter allowed for it; data: WREX_SET_*,
+ * 0 for wr_set_ud_addr).  0, or -1 with
+ * VerbsError(EINVAL) naming the verb. */
+int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided);
+int qpex_begin_setter(PyObject *self, int data, const char *verb);
+/* Hold o until the batch ends; an MR or AH is also marked used.  0/-1. */
+int qpex_keep(PyObject *self, PyObject *o);
+/* qp_ex.c: the batch methods, and the guard of post_send and modify:
+ * VerbsError(EBUSY) while a batch is open (the provider holds the send
+ * queue's lock from wr_start to wr_complete).  0 or -1. */
+PyObject *qpex_wr_start(PyObject *self, PyObject *unused);
+PyObject *qpex_wr_complete(PyObject *self, PyObject *unused);
+PyObject *qpex_wr_abort(PyObject *self, PyObject *unused);
+PyObject *qpex_post_send(PyObject *self, PyObject *arg);
+int qpex_check_idle(PyObject *self, const char *what);
+/* wr_ex.c: QPEx's method table (batch, builders, setters). */
+extern PyMethodDef qpex_methods[];
+/* qp.c: qp_create_with() for a given type (QPEx: a subclass of QP). */
+PyObject *qp_create_typed(PDObject *pd, PyObject *init_attr,
+			  const HandleKind *kind, const char *verb,
+			  qp_create_fn create, void *arg, PyTypeObject *type);
 
 #endif /* IBVERBS_EXT_H */

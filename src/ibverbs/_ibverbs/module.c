@@ -196,6 +196,8 @@ static int module_exec(PyObject *m)
 			return -1;
 		}
 	}
+	if (qpex_type_init(m) < 0)
+		return -1;
 	consts = ibv_constants_dict();
 	if (consts == NULL || PyModule_AddObject(m, "_constants", consts) < 0) {
 		Py_XDECREF(consts);

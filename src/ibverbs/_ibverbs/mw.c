@@ -8,7 +8,8 @@
  * posted on the QP that will receive the remote accesses, the caller
  * choosing the new rkey (ibverbs.inc_rkey(mw.rkey)), and invalidated with
  * LOCAL_INV or a peer's SEND_WITH_INV.  This file holds the MW type, those
- * two binding paths' conversions and checks, and inc_rkey.
+ * two binding paths' conversions and checks, the extended QP's
+ * wr_bind_mw (a type 2 bind in a wr_start batch), and inc_rkey.
  *
  * ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw and ibv_inc_rkey are static
  * inline in <infiniband/verbs.h>: they jump through the provider's op
@@ -312,6 +313,46 @@ PyObject *sendwr_get_bind_info(PyObject *self, void *closure)
 	if (w->mw == NULL)
 		Py_RETURN_NONE;
 	return bind_info_to_py(&w->wr.bind_mw.bind_info, w->bind_mr);
+}
+
+/* ------------------------------------------------------------------ */
+/* QPEx.wr_bind_mw: the extended QP's builder (qp_ex.c's batch)        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * wr_bind_mw(mw, rkey, bind_info): a BIND_MW in the open batch; rkey is
+ * the window's new rkey.  The batch holds the MW and the MR (both marked
+ * used, so neither closes) until wr_complete or wr_abort.
+ */
+PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "mw", "rkey", "bind_info", NULL };
+	PyObject *mw, *rkey_o, *info, *mr = NULL, *res = NULL;
+	struct ibv_mw_bind_info bi;
+	uint32_t rkey;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_bind_mw", kwlist,
+					 &mw, &rkey_o, &info))
+		return NULL;
+	if (mw_parse(mw, "mw") < 0 || arg_u32(rkey_o, "rkey", &rkey) < 0 ||
+	    bind_info_from_py(info, &bi, &mr) < 0)
+		return NULL;
+	/* Reading bind_info ran Python code: check the handles again. */
+	if (handle_check(HANDLE(self)) < 0 || handle_check(HANDLE(mw)) < 0 ||
+	    handle_check(HANDLE(mr)) < 0)
+		goto out;
+	bi.mr = HANDLE(mr)->obj;
+	if (qpex_begin_wr(self, WREX_OP_BIND_MW, "ibv_wr_bind_mw",
+			  QPEXO(self)->qpx->wr_bind_mw != NULL) < 0 ||
+	    qpex_keep(self, mw) < 0 || qpex_keep(self, mr) < 0)
+		goto out;
+	ibv_wr_bind_mw(QPEXO(self)->qpx, MWP(mw), rkey, &bi);
+	res = Py_None;
+	Py_INCREF(res);
+out:
+	Py_XDECREF(mr);
+	return res;
 }
 
 /* ------------------------------------------------------------------ */

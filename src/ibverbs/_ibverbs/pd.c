@@ -35,6 +35,7 @@ PD_FACTORY(pd_create_qp, qp_create)
 PD_FACTORY(pd_create_srq, srq_create)
 PD_FACTORY(pd_create_ah, ah_create)
 PD_FACTORY(pd_alloc_mw, mw_create)
+PD_FACTORY(pd_create_qp_ex, qpex_create)
 #undef PD_FACTORY
 
 static PyObject *pd_get_handle(PyObject *self, void *closure)
@@ -64,6 +65,9 @@ static PyMethodDef pd_methods[] = {
 	  "create_ah(attr) -> AH (ibv_create_ah)" },
 	{ "alloc_mw", KW pd_alloc_mw, METH_VARARGS | METH_KEYWORDS,
 	  "alloc_mw(type=MWType.TYPE_2) -> MW (ibv_alloc_mw)" },
+	{ "create_qp_ex", KW pd_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
+	  "create_qp_ex(init_attr) -> QPEx (ibv_create_qp_ex with "
+	  "init_attr.send_ops_flags)" },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };

@@ -296,6 +296,13 @@ PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw)
 PyObject *qp_create_with(PDObject *pd, PyObject *ia, const HandleKind *kind,
 			 const char *verb, qp_create_fn create, void *arg)
 {
+	return qp_create_typed(pd, ia, kind, verb, create, arg, ST.QP_type);
+}
+
+PyObject *qp_create_typed(PDObject *pd, PyObject *ia, const HandleKind *kind,
+			  const char *verb, qp_create_fn create, void *arg,
+			  PyTypeObject *type)
+{
 	PyObject *scq = NULL, *rcq = NULL, *srq = NULL, *res = NULL;
 	struct ibv_qp_init_attr init;
 	struct ibv_qp *qp;
@@ -306,7 +313,7 @@ PyObject *qp_create_with(PDObject *pd, PyObject *ia, const HandleKind *kind,
 		goto out;
 	/* Allocate first: qp_context must be the Python object.  Until
 	 * handle_init() it is linked nowhere, so a failure just frees it. */
-	self = HANDLE_ALLOC(QPObject, ST.QP_type);
+	self = HANDLE_ALLOC(QPObject, type);
 	if (self == NULL)
 		goto out;
 	/* Reading init_attr ran Python code (attribute reads, __bool__; a
@@ -413,7 +420,7 @@ static int qp_modify(PyObject *self, const char *what, struct ibv_qp_attr *attr,
 
 	/* Parsing the attributes may have run Python code (Gid(), an
 	 * AHAttr's attributes) that closed the QP. */
-	if (handle_check(HANDLE(self)) < 0)
+	if (handle_check(HANDLE(self)) < 0 || qpex_check_idle(self, what) < 0)
 		return -1;
 	from = QPP(self)->state;
 	rc = qp_modify_raw(self, attr, mask);
@@ -978,5 +985,9 @@ static PyType_Slot qp_slots[] = {
 	{ 0, NULL }
 };
 
+/* BASETYPE: QPEx (qp_ex.c) derives from it; handle_no_new still keeps
+ * Python code from making instances. */
 PyType_Spec QP_spec = { "ibverbs._ibverbs.QP", sizeof(QPObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, qp_slots };
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
+				Py_TPFLAGS_BASETYPE,
+			qp_slots };

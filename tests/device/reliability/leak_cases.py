@@ -148,6 +148,24 @@ def cycles(device):
             mw.close()
         mr.close()
 
+    def qpex_cycle(s):
+        ops = ib.QPCreateSendOpsFlags.SEND | ib.QPCreateSendOpsFlags.RDMA_WRITE
+        s["pd"].create_qp_ex(ib.QPInitAttrEx(s["cq"], send_ops_flags=ops)).close()
+
+    def qpex_batch(s):
+        # A batch that holds an SGE (and its MR), closed by close(); one
+        # dropped with its batch open (the deallocator aborts it).
+        if "mr" not in s:
+            s["mr"] = ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS)
+        for drop in (False, True):
+            qp = s["pd"].create_qp_ex(ib.QPInitAttrEx(s["cq"]))
+            qp.wr_start()
+            qp.wr_send()
+            qp.wr_set_sge(s["mr"].sge(64))
+            if not drop:
+                qp.close()
+            del qp
+
     return {
         "Context": (lambda: {}, ctx_cycle),
         "Context (dropped, with a PD)": (lambda: {}, ctx_gc),
@@ -164,6 +182,8 @@ def cycles(device):
         "SendWRChain post + poll": (lambda: ud(base()), chain_path),
         "MW (types 1 and 2, with a BIND_MW WR)": (base, mw_cycle),
         "MW (dropped)": (base, lambda s: s["pd"].alloc_mw(ib.MWType.TYPE_2)),
+        "QPEx": (base, qpex_cycle),
+        "QPEx batch (closed, dropped)": (base, qpex_batch),
     }
 
 

@@ -44,6 +44,21 @@ from support import GID_INDEX, PORT  # noqa: E402
 from support.rdma import ALL_ACCESS  # noqa: E402
 
 ALLOWED = (TypeError, ValueError, OverflowError, ib.VerbsError)
+# Every operation an RC extended QP can be created with on rxe.
+_F = ib.QPCreateSendOpsFlags
+QPEX_OPS = (
+    _F.RDMA_WRITE
+    | _F.RDMA_WRITE_WITH_IMM
+    | _F.SEND
+    | _F.SEND_WITH_IMM
+    | _F.RDMA_READ
+    | _F.ATOMIC_CMP_AND_SWP
+    | _F.ATOMIC_FETCH_AND_ADD
+    | _F.LOCAL_INV
+    | _F.BIND_MW
+    | _F.SEND_WITH_INV
+    | _F.ATOMIC_WRITE
+)
 
 # Attributes that are plain Python state, readable after close.
 READABLE_AFTER_CLOSE = {
@@ -62,7 +77,11 @@ READABLE_AFTER_CLOSE = {
     "send_cq",
     "recv_cq",
     "srq",
+    "send_ops_flags",
 }
+# Attributes that are settable (QPEx.wr_id, QPEx.wr_flags; MW.rkey, the
+# C struct field a program assigns).
+WRITABLE = {"wr_id", "wr_flags", "MW.rkey"}
 # Methods fine to call after close: close() is idempotent.
 CALLABLE_AFTER_CLOSE = {"close"}
 
@@ -122,8 +141,6 @@ OBJ_ATTR = {
     "AH": "ah",
     "MW": "mw",
 }
-# Attributes that may be set (the C struct field a program assigns).
-WRITABLE = {"MW.rkey"}
 
 
 def bad_values(p: P, w, closed_w, other_w, other_pd_w):
@@ -207,6 +224,9 @@ class World:
         self.cq_ch = self.ctx.create_cq(16, self.ch)
         self.srq = self.pd.create_srq(max_wr=64)
         self.qp = self.pd.create_qp(ib.QPInitAttr(send_cq=self.cq, recv_cq=self.cq))
+        self.qpx = self.pd.create_qp_ex(
+            ib.QPInitAttrEx(self.cq, send_ops_flags=QPEX_OPS, max_inline_data=64)
+        )
         self.ud = self.pd.create_qp(
             ib.QPInitAttr(send_cq=self.cq, recv_cq=self.cq, qp_type=ib.QPType.UD)
         )
@@ -236,6 +256,7 @@ class World:
                 self.mw1,
                 self.mw,
                 self.ah,
+                self.qpx,
                 self.ud,
                 self.qp,
                 self.srq,
@@ -419,6 +440,70 @@ DEVICE_METHODS = {
     "MW": ("mw", {}),
 }
 
+# The extended QP: the QP's methods, then a batch opened by wr_start's
+# valid call, in which the builders' valid calls reach the provider (their
+# perturbed calls must not), closed by wr_abort's.
+_RKEY = P("rkey", lambda w: w.mr.rkey, **U32)
+_RADDR = P("remote_addr", lambda w: w.mr.addr, **U64)
+DEVICE_METHODS["Context"][1]["create_qp_ex"] = M(
+    P("init_attr", lambda w: ib.QPInitAttrEx(w.cq, pd=w.pd), obj="QPInitAttr"), valid="ok"
+)
+DEVICE_METHODS["PD"][1]["create_qp_ex"] = M(
+    P("init_attr", lambda w: ib.QPInitAttrEx(w.cq), obj="QPInitAttr"), valid="ok"
+)
+DEVICE_METHODS["QPEx"] = (
+    "qpx",
+    {
+        **DEVICE_METHODS["QP"][1],
+        "wr_start": M(valid="ok"),
+        "wr_send": M(valid="ok"),
+        "wr_send_imm": M(P("imm_data", 1, **U32), valid="ok"),
+        "wr_send_inv": M(P("invalidate_rkey", 1, **U32), valid="ok"),
+        "wr_rdma_write": M(_RKEY, _RADDR, valid="ok"),
+        "wr_set_sge": M(
+            P("lkey", lambda w: w.mr.lkey, **U32),
+            P("addr", lambda w: w.mr.addr, **U64),
+            P("length", 8, **U32),
+            valid="ok",
+        ),
+        "wr_rdma_write_imm": M(_RKEY, _RADDR, P("imm_data", 1, **U32), valid="ok"),
+        "wr_set_sge_list": M(P("sg_list", lambda w: [w.sge], obj="list"), valid="ok"),
+        "wr_rdma_read": M(_RKEY, _RADDR, valid="ok"),
+        "wr_atomic_cmp_swp": M(
+            _RKEY, _RADDR, P("compare", 0, **U64), P("swap", 1, **U64), valid="ok"
+        ),
+        "wr_atomic_fetch_add": M(_RKEY, _RADDR, P("add", 1, **U64), valid="ok"),
+        # after wr_atomic_fetch_add, which takes SGEs only: refused (EINVAL)
+        "wr_set_inline_data": M(P("data", b"abc", free=True)),
+        "wr_set_inline_data_list": M(P("buf_list", [b"ab", b"c"], obj="list")),
+        "wr_local_inv": M(P("invalidate_rkey", 1, **U32), valid="ok"),
+        "wr_atomic_write": M(_RKEY, _RADDR, P("data", b"12345678", free=True), valid="ok"),
+        # built against rdma-core 44: EOPNOTSUPP; else not in QPEX_OPS: EINVAL
+        "wr_flush": M(
+            _RKEY,
+            _RADDR,
+            P("len", 8, **U64),
+            P("type", 1, lo=0, hi=255),
+            P("level", 1, lo=0, hi=255),
+        ),
+        # an RC QP: refused (EINVAL)
+        "wr_set_ud_addr": M(
+            P("ah", lambda w: w.ah, obj="AH", foreign="raise"),
+            P("remote_qpn", 1, lo=0, hi=2**24 - 1),
+            P("remote_qkey", 1, **U32),
+        ),
+        # a type 2 window of this PD (the batch is aborted below)
+        "wr_bind_mw": M(
+            P("mw", lambda w: w.mw, obj="MW", foreign="any"),
+            P("rkey", lambda w: ib.inc_rkey(w.mw.rkey), **U32),
+            P("bind_info", lambda w: w.bind_info, obj="MWBindInfo"),
+            valid="ok",
+        ),
+        "wr_abort": M(valid="ok"),
+        "wr_complete": M(),  # no batch open: EINVAL
+    },
+)
+
 # The UD QP posts for real: its valid send goes out.
 UD_METHODS = {
     "post_send": M(P("wr", lambda w: w.ud_wr, obj="SendWR|list"), valid="ok"),
@@ -541,7 +626,7 @@ def device_cases(device):
                 add(
                     f"{tname}.{n} write",
                     lambda o=obj, n=n: setattr(o, n, 1),
-                    "any" if f"{tname}.{n}" in WRITABLE else "attr",
+                    "any" if n in WRITABLE or f"{tname}.{n}" in WRITABLE else "attr",
                 )
         for n, spec in methods.items():
             target = obj
