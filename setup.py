@@ -52,13 +52,14 @@ def header_defines(name, extra):
 
 def probed_defines(extra):
     """Enum members newer than some supported rdma-core headers (enums.c)."""
-    found = []
-    if header_defines("IBV_ACCESS_FLUSH_GLOBAL", extra):
-        found.append(("IBVERBS_HAVE_ACCESS_FLUSH", "1"))
-    # ibv_wr_flush and struct ibv_qp_ex's wr_flush (qp_ex.c, wr_ex.c)
-    if header_defines("IBV_QP_EX_WITH_FLUSH", extra):
-        found.append(("IBVERBS_HAVE_WR_FLUSH", "1"))
-    return found
+    probes = [
+        ("IBV_ACCESS_FLUSH_GLOBAL", "IBVERBS_HAVE_ACCESS_FLUSH"),
+        ("IBV_WR_ATOMIC_WRITE", "IBVERBS_HAVE_WR_ATOMIC_WRITE"),
+        # ibv_wr_flush, struct ibv_qp_ex's wr_flush (qp_ex.c, wr_ex.c) and
+        # IBV_WR_FLUSH/IBV_WC_FLUSH came together (rdma-core 45)
+        ("IBV_QP_EX_WITH_FLUSH", "IBVERBS_HAVE_WR_FLUSH"),
+    ]
+    return [(define, "1") for name, define in probes if header_defines(name, extra)]
 
 
 def extension():

@@ -25,12 +25,14 @@ from ._ibverbs import (  # noqa: F401  (re-exported)
     CMListener,
     CompChannel,
     Context,
+    MW,
     RecvWR,
     RecvWRChain,
     SendWR,
     SendWRChain,
     fork_init,
     has_rdmacm,
+    inc_rkey,
     is_fork_initialized,
     library_path,
     library_version,
@@ -41,6 +43,8 @@ from ._objects import (  # noqa: F401
     CompletionError,
     DeviceAttr,
     Gid,
+    MWBind,
+    MWBindInfo,
     PortAttr,
     QPCap,
     QPInitAttr,
@@ -163,6 +167,8 @@ __all__ = [
 ]
 # the connection manager (cm.c; librdmacm is loaded on first use)
 __all__ += ["CMEvent", "CMID", "CMListener", "has_rdmacm"]
+# memory windows (mw.c)
+__all__ += ["MW", "MWBind", "MWBindInfo", "inc_rkey"]
 # the extended QP
 __all__ += ["QPEx", "QPInitAttrEx"]
 __all__ += enums.__all__

@@ -472,3 +472,45 @@ class PCIAtomicCaps(_Record):
     """``struct ibv_pci_atomic_caps``: fetch_add, swap, compare_swap."""
 
     __slots__ = ()
+class MWBindInfo:
+    """``struct ibv_mw_bind_info``: what a memory window is bound to (the
+    part ``addr``, ``length`` of ``mr``) and the remote access it grants
+    (``mw_access_flags``, AccessFlags: REMOTE_READ, REMOTE_WRITE, ...).
+    ``mr`` needs ``AccessFlags.MW_BIND``; ``length=0`` unbinds a type 1
+    window."""
+
+    __slots__ = ("mr", "addr", "length", "mw_access_flags")
+
+    def __init__(self, mr, addr: int, length: int, mw_access_flags: int = 0):
+        self.mr = mr
+        self.addr = addr
+        self.length = length
+        self.mw_access_flags = mw_access_flags
+
+    def __eq__(self, other):
+        if not isinstance(other, MWBindInfo):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"MWBindInfo({inner})"
+
+
+class MWBind:
+    """``struct ibv_mw_bind`` for ``QP.bind_mw`` (type 1 windows): the
+    bind's ``wr_id`` and ``send_flags`` (SendFlags.SIGNALED asks for a
+    completion) and its ``bind_info`` (an MWBindInfo)."""
+
+    __slots__ = ("wr_id", "send_flags", "bind_info")
+
+    def __init__(self, bind_info: MWBindInfo, wr_id: int = 0, send_flags: int = 0):
+        self.bind_info = bind_info
+        self.wr_id = wr_id
+        self.send_flags = send_flags
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"MWBind({inner})"

@@ -20,6 +20,7 @@ __all__ = [
     "GIDType",
     "LinkLayer",
     "MTU",
+    "MWType",
     "MigState",
     "NodeType",
     "ODPGeneralCaps",
@@ -193,6 +194,10 @@ class MTU(enum.IntEnum):
     MTU_2048 = 4
     MTU_4096 = 5
 
+class MWType(enum.IntEnum):
+    TYPE_1 = 1
+    TYPE_2 = 2
+
 class MigState(enum.IntEnum):
     MIGRATED = 0
     REARM = 1
@@ -354,6 +359,7 @@ class WCOpcode(enum.IntEnum):
     BIND_MW = 5
     LOCAL_INV = 6
     TSO = 7
+    ATOMIC_WRITE = 9
     RECV = 128
     RECV_RDMA_WITH_IMM = 129
 
@@ -395,3 +401,4 @@ class WROpcode(enum.IntEnum):
     BIND_MW = 8
     SEND_WITH_INV = 9
     TSO = 10
+    ATOMIC_WRITE = 15

@@ -44,6 +44,7 @@ PREFIX = {
     "FlowAttrType": "IBV_FLOW_ATTR_",
     "FlowFlags": "IBV_FLOW_ATTR_FLAGS_",
     "FlowSpecType": "IBV_FLOW_SPEC_",
+    "MWType": "IBV_MW_",
     "QPCreateSendOpsFlags": "IBV_QP_EX_WITH_",
 }
 

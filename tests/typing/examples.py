@@ -232,6 +232,38 @@ def extended_cq_and_device_caps(ctx: ib.Context, pd: ib.PD, qp: ib.QP) -> None:
     for h in (flow, dmr, dm, odp_mr, cq):
         h.close()
     del base, ts, odp, data, raw
+def memory_windows(pd: ib.PD, qp: ib.QP, mr: ib.MR) -> None:
+    """README, Memory windows: bind a type 2 window with a SendWR, rotate
+    its rkey, invalidate it; a type 1 window with QP.bind_mw."""
+    mw = pd.alloc_mw(ib.MWType.TYPE_2)
+    assert_type(mw, ib.MW)
+    assert_type(mw.rkey, int)
+    new_rkey = ib.inc_rkey(mw.rkey)
+    info = ib.MWBindInfo(mr, mr.addr, 4096, ib.AccessFlags.REMOTE_WRITE)
+    bind = ib.SendWR(
+        wr_id=1,
+        opcode=ib.WROpcode.BIND_MW,
+        send_flags=ib.SendFlags.SIGNALED,
+        mw=mw,
+        rkey=new_rkey,
+        bind_info=info,
+    )
+    assert_type(bind.mw, ib.MW | None)
+    assert_type(bind.bind_info, ib.MWBindInfo | None)
+    qp.post_send(bind)
+    qp.post_send(ib.SendWR(opcode=ib.WROpcode.LOCAL_INV, rkey=new_rkey))
+    mw1 = pd.alloc_mw(ib.MWType.TYPE_1)
+    rkey1: int = qp.bind_mw(mw1, ib.MWBind(info, wr_id=2, send_flags=ib.SendFlags.SIGNALED))
+    print(rkey1, mw1.type == ib.MWType.TYPE_1)
+    qp.bind_mw(mw1, info)  # type: ignore[arg-type]
+    qpx = pd.create_qp_ex(
+        ib.QPInitAttrEx(qp.send_cq, send_ops_flags=ib.QPCreateSendOpsFlags.BIND_MW)
+    )
+    qpx.wr_start()
+    qpx.wr_bind_mw(mw, ib.inc_rkey(new_rkey), info)
+    qpx.wr_complete()
+    mw1.close()
+    mw.close()
 
 
 def extended_qp(ctx: ib.Context, pd: ib.PD, cq: ib.CQ, mr: ib.MR, ah: ib.AH) -> None:

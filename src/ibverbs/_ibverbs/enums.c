@@ -311,6 +311,19 @@ static const struct constant constants[] = {
 	C(FlowSpecType, ACTION_DROP, IBV_FLOW_SPEC_ACTION_DROP)
 	C(FlowSpecType, ACTION_HANDLE, IBV_FLOW_SPEC_ACTION_HANDLE)
 	C(FlowSpecType, ACTION_COUNT, IBV_FLOW_SPEC_ACTION_COUNT)
+	C(MWType, TYPE_1, IBV_MW_TYPE_1)
+	C(MWType, TYPE_2, IBV_MW_TYPE_2)
+#ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
+	/* rdma-core 42 added atomic write; setup.py probes for it. */
+	C(WROpcode, ATOMIC_WRITE, IBV_WR_ATOMIC_WRITE)
+	C(WCOpcode, ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE)
+#endif
+#ifdef IBVERBS_HAVE_WR_FLUSH
+	/* rdma-core 45 added flush (posted with QP.wr_flush only: struct
+	 * ibv_send_wr has no field for its placement type and level). */
+	C(WROpcode, FLUSH, IBV_WR_FLUSH)
+	C(WCOpcode, FLUSH, IBV_WC_FLUSH)
+#endif
 	C(QPCreateSendOpsFlags, RDMA_WRITE, IBV_QP_EX_WITH_RDMA_WRITE)
 	C(QPCreateSendOpsFlags, RDMA_WRITE_WITH_IMM, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
 	C(QPCreateSendOpsFlags, SEND, IBV_QP_EX_WITH_SEND)

@@ -155,6 +155,8 @@ typedef struct {
 	PyTypeObject *WCEx_type;
 	PyTypeObject *DM_type;
 	PyTypeObject *Flow_type;
+	PyTypeObject *MW_type;
+	PyObject *MWBindInfo; /* _objects.MWBindInfo (mw.c) */
 	PyTypeObject *QPEx_type; /* a subclass of QP (qp_ex.c) */
 } module_state;
 
@@ -403,6 +405,8 @@ typedef struct {
 	PyObject *ah; /* AHObject or NULL (UD) */
 	PyObject *imm; /* imm_data as given, or NULL */
 	PyObject *chain; /* borrowed: the SendWRChain holding it */
+	PyObject *mw; /* MWObject of a BIND_MW, or NULL (mw.c) */
+	PyObject *bind_mr; /* MRObject of bind_info, or NULL (mw.c) */
 } SendWRObject;
 
 typedef struct {
@@ -431,7 +435,7 @@ typedef struct {
 	int dirty;
 } WRChainObject;
 
-/* Per-WR checks before a post (wr.c): MRs and AH still open; the AH's
+/* Per-WR checks before a post (wr_check.c): MRs, AH, MW still open; the AH's
  * struct ibv_ah * stored in the WR.  0, or -1 with VerbsError(EBADF). */
 int sendwr_ready(SendWRObject *w, Py_ssize_t i);
 int recvwr_ready(RecvWRObject *w, Py_ssize_t i);
@@ -531,6 +535,45 @@ PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw);
 PyObject *flow_mod_layouts(PyObject *mod, PyObject *unused);
 PyObject *odp_reg_implicit(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *odp_advise_mr(PDObject *pd, PyObject *args, PyObject *kw);
+/* Memory windows (mw.c)                                               */
+/* ------------------------------------------------------------------ */
+
+/* ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw and ibv_inc_rkey are static
+ * inline in <infiniband/verbs.h> (they jump through the provider's op
+ * table, like the data-path verbs): mw.c calls them by name. */
+typedef struct {
+	Handle h; /* obj: struct ibv_mw *; parent: PD */
+} MWObject;
+
+extern PyType_Spec MW_spec; /* mw.c */
+/* PD.alloc_mw(type) */
+PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw);
+/* QP.bind_mw(mw, mw_bind) -> the new rkey (type 1 windows) */
+PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
+/* ibverbs.inc_rkey(rkey) */
+PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg);
+/* SendWR(mw=..., bind_info=...): check and store the bind fields of a
+ * new WR (either may be NULL: not given).  0 or -1. */
+int sendwr_bind_init(SendWRObject *w, PyObject *mw, PyObject *bind_info);
+/* The opcode-dependent checks of the bind fields (BIND_MW needs them,
+ * other opcodes refuse them).  0 or -1 with ValueError. */
+int sendwr_bind_validate(SendWRObject *w);
+/* Before a post: the MW and the MR still open, their current pointers in
+ * the WR.  0, or -1 with VerbsError(EBADF). */
+int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i);
+/* QPEx.wr_bind_mw(mw, rkey, bind_info) (in QPEx's method table) */
+PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *sendwr_get_mw(PyObject *self, void *closure);
+PyObject *sendwr_get_bind_info(PyObject *self, void *closure);
+#define SENDWR_BIND_GETSETS                                             \
+	{ "mw", sendwr_get_mw, NULL, "the MW a BIND_MW binds, or None", \
+	  NULL },                                                       \
+	{                                                               \
+		"bind_info", sendwr_get_bind_info, NULL,                \
+			"MWBindInfo of a BIND_MW, or None", NULL        \
+	}
+
+/* ------------------------------------------------------------------ */
 /* Extended QP (qp_ex.c: creation, batches; wr_ex.c: ibv_wr_* calls)   */
 /* ------------------------------------------------------------------ */
 

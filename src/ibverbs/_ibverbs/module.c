@@ -108,6 +108,8 @@ static PyMethodDef module_methods[] = {
 	  "(True, library path) or (False, why librdmacm cannot be loaded)." },
 	{ "_flow_layouts", flow_mod_layouts, METH_NOARGS,
 	  "{spec: (sizeof, offsetof val, offsetof mask, sizeof filter)}." },
+	{ "inc_rkey", mw_mod_inc_rkey, METH_O,
+	  "ibv_inc_rkey(rkey): the rkey with its low 8 bits (the key) plus 1." },
 	{ NULL, NULL, 0, NULL }
 };
 
@@ -139,6 +141,7 @@ static const struct {
 		   { "CMEvent", &CMEvent_spec, &ST.CMEvent_type },
 		   { "DM", &DM_spec, &ST.DM_type },
 		   { "Flow", &Flow_spec, &ST.Flow_type },
+		   { "MW", &MW_spec, &ST.MW_type },
 		   { NULL, NULL, NULL } };
 
 /* Subclasses of the types above, made after them. */
@@ -161,6 +164,7 @@ static const struct {
 		      { "Gid", &ST.Gid },
 		      { "QPCap", &ST.QPCap },
 		      { "AHAttr", &ST.AHAttr },
+		      { "MWBindInfo", &ST.MWBindInfo },
 		      { NULL, NULL } };
 
 static int module_exec(PyObject *m)

@@ -37,6 +37,7 @@ PD_FACTORY(pd_create_ah, ah_create)
 PD_FACTORY(pd_reg_dm_mr, dm_reg_mr)
 PD_FACTORY(pd_reg_implicit_odp_mr, odp_reg_implicit)
 PD_FACTORY(pd_advise_mr, odp_advise_mr)
+PD_FACTORY(pd_alloc_mw, mw_create)
 PD_FACTORY(pd_create_qp_ex, qpex_create)
 #undef PD_FACTORY
 
@@ -73,6 +74,8 @@ static PyMethodDef pd_methods[] = {
 	  "(ibv_reg_mr(NULL, SIZE_MAX, access | ON_DEMAND))" },
 	{ "advise_mr", KW pd_advise_mr, METH_VARARGS | METH_KEYWORDS,
 	  "advise_mr(advice, flags, sg_list) (ibv_advise_mr)" },
+	{ "alloc_mw", KW pd_alloc_mw, METH_VARARGS | METH_KEYWORDS,
+	  "alloc_mw(type=MWType.TYPE_2) -> MW (ibv_alloc_mw)" },
 	{ "create_qp_ex", KW pd_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
 	  "create_qp_ex(init_attr) -> QPEx (ibv_create_qp_ex with "
 	  "init_attr.send_ops_flags)" },

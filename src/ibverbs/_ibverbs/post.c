@@ -12,7 +12,7 @@
  * (BENCHMARKS.md, "GIL").
  *
  * The data path is this file and wrchain.c; calls go one way: post.c
- * uses wrchain.c (a chain's head) and wr.c (the per-WR checks), neither
+ * uses wrchain.c (a chain's head) and wr_check.c (the per-WR checks), neither
  * of which calls back here.
  */
 #include "ibverbs.h"

@@ -948,6 +948,8 @@ static PyMethodDef qp_methods[] = {
 	  "for UC/UD)." },
 	{ "create_flow", KW flow_create, METH_VARARGS | METH_KEYWORDS,
 	  "create_flow(flow_attr) -> Flow (ibv_create_flow; flow.c)" },
+	{ "bind_mw", KW qp_bind_mw, METH_VARARGS | METH_KEYWORDS,
+	  "bind_mw(mw, mw_bind) -> int: bind a type 1 MW (ibv_bind_mw)" },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };

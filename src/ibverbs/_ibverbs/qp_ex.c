@@ -123,7 +123,8 @@ int qpex_keep(PyObject *self, PyObject *o)
 	Py_INCREF(o);
 	q->keep[q->n_keep++] = o;
 	if (PyObject_TypeCheck(o, ST.MR_type) ||
-	    PyObject_TypeCheck(o, ST.AH_type))
+	    PyObject_TypeCheck(o, ST.AH_type) ||
+	    PyObject_TypeCheck(o, ST.MW_type))
 		handle_use(HANDLE(o));
 	return 0;
 }
@@ -147,7 +148,8 @@ static void batch_release(QPExObject *q)
 	q->n_keep = q->cap_keep = 0;
 	for (i = 0; i < n; i++) {
 		if (PyObject_TypeCheck(arr[i], ST.MR_type) ||
-		    PyObject_TypeCheck(arr[i], ST.AH_type))
+		    PyObject_TypeCheck(arr[i], ST.AH_type) ||
+		    PyObject_TypeCheck(arr[i], ST.MW_type))
 			handle_unuse(HANDLE(arr[i]));
 	}
 	for (i = 0; i < n; i++)

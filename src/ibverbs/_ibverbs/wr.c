@@ -9,10 +9,9 @@
  *
  * Lifetime: a WR holds its sg_list tuple, each SGE holds its MR, each MR
  * holds the object whose memory it registers, so the memory a WR points
- * into lives as long as the WR.  The checks here (sendwr_ready,
- * recvwr_ready, run by post.c and wrchain.c) refuse to post a WR whose MR
- * or AH was closed in the meantime (VerbsError EBADF): a closed MR has
- * released its memory, and a stale lkey could name a newer region.
+ * into lives as long as the WR (a BIND_MW also holds its MW and MR).
+ * The checks before a post (wr_check.c) refuse to post a WR whose MR or
+ * AH was closed in the meantime (VerbsError EBADF).
  */
 #include "ibverbs.h"
 #include <arpa/inet.h>
@@ -103,25 +102,6 @@ static void sg_list_free(struct ibv_sge *sges, struct ibv_sge *inline_sges)
 		PyMem_Free(sges);
 }
 
-/* 0, or -1 with VerbsError(EBADF) when an SGE points into a closed MR. */
-static int sg_list_check(PyObject *sg_list, Py_ssize_t wr_index)
-{
-	Py_ssize_t i, n = PyTuple_Size(sg_list);
-
-	for (i = 0; i < n; i++) {
-		PyObject *mr = ((SGEObject *)PyTuple_GetItem(sg_list, i))->mr;
-
-		if (mr != NULL && HANDLE(mr)->obj == NULL) {
-			verbs_error_fmt(EBADF, NULL,
-					"work request %zd: sg_list[%zd] points "
-					"into a closed MR",
-					wr_index, i);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 static int wr_id_set(PyObject *v, uint64_t *out)
 {
 	if (v == NULL) {
@@ -147,7 +127,14 @@ static int wr_id_set(PyObject *v, uint64_t *out)
  * An attribute the current opcode does not use reads as 0 and refuses a
  * non-zero value.
  */
-enum wr_mode { MODE_NONE, MODE_UD, MODE_RDMA, MODE_ATOMIC, MODE_INV };
+enum wr_mode {
+	MODE_NONE,
+	MODE_UD,
+	MODE_RDMA,
+	MODE_ATOMIC,
+	MODE_INV,
+	MODE_BIND
+};
 
 /* Remote fields, independent of the union layout. */
 struct wr_remote {
@@ -166,6 +153,9 @@ static enum wr_mode wr_mode_of(int op, int has_ah)
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
+#ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
+	case IBV_WR_ATOMIC_WRITE:
+#endif
 		return MODE_RDMA;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
@@ -173,6 +163,8 @@ static enum wr_mode wr_mode_of(int op, int has_ah)
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_LOCAL_INV:
 		return MODE_INV;
+	case IBV_WR_BIND_MW:
+		return MODE_BIND;
 	default:
 		return has_ah ? MODE_UD : MODE_NONE;
 	}
@@ -206,6 +198,9 @@ static void remote_get(SendWRObject *w, struct wr_remote *r)
 	case MODE_INV:
 		r->rkey = w->wr.invalidate_rkey;
 		break;
+	case MODE_BIND:
+		r->rkey = w->wr.bind_mw.rkey;
+		break;
 	case MODE_NONE:
 		break;
 	}
@@ -223,7 +218,7 @@ static int remote_put(SendWRObject *w, const struct wr_remote *r, int strict)
 		if (r->remote_addr && mode != MODE_RDMA && mode != MODE_ATOMIC)
 			bad = "remote_addr";
 		else if (r->rkey && mode != MODE_RDMA && mode != MODE_ATOMIC &&
-			 mode != MODE_INV)
+			 mode != MODE_INV && mode != MODE_BIND)
 			bad = "rkey";
 		else if (r->compare_add && mode != MODE_ATOMIC)
 			bad = "compare_add";
@@ -280,6 +275,9 @@ static int remote_put(SendWRObject *w, const struct wr_remote *r, int strict)
 	case MODE_INV:
 		w->wr.invalidate_rkey = r->rkey;
 		break;
+	case MODE_BIND:
+		w->wr.bind_mw.rkey = r->rkey;
+		break;
 	case MODE_NONE:
 		break;
 	}
@@ -303,14 +301,17 @@ static int opcode_parse(PyObject *o, int *out)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+#ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
+	case IBV_WR_ATOMIC_WRITE:
+#endif
 		*out = (int)v;
 		return 0;
-	case IBV_WR_BIND_MW:
 	case IBV_WR_TSO:
 		PyErr_Format(PyExc_ValueError,
-			     "opcode %ld (%s) needs fields SendWR does not "
-			     "carry (memory windows and TSO are not supported)",
-			     v, v == IBV_WR_BIND_MW ? "BIND_MW" : "TSO");
+			     "opcode %ld (TSO) needs fields SendWR does not "
+			     "carry (TSO is not supported)",
+			     v);
 		return -1;
 	default:
 		PyErr_Format(PyExc_ValueError, "unknown send opcode %ld", v);
@@ -347,7 +348,7 @@ static int sendwr_validate(SendWRObject *w)
 				"(where the original remote value lands)");
 		return -1;
 	}
-	return 0;
+	return sendwr_bind_validate(w);
 }
 
 static int ah_parse(PyObject *o, PyObject **out)
@@ -380,11 +381,12 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 				  "send_flags", "remote_addr", "rkey",
 				  "imm_data",	"compare_add", "swap",
 				  "ah",		"remote_qpn",  "remote_qkey",
-				  NULL };
+				  "mw",		"bind_info",   NULL };
 	PyObject *wr_id_o = NULL, *sg_o = NULL, *op_o = NULL, *flags_o = NULL;
 	PyObject *imm_o = Py_None, *raddr_o = NULL, *rkey_o = NULL;
 	PyObject *cmp_o = NULL, *swap_o = NULL, *ah_o = Py_None;
 	PyObject *qpn_o = NULL, *qkey_o = NULL, *ah = NULL;
+	PyObject *mw_o = NULL, *bind_o = NULL;
 	struct wr_remote r = { 0 };
 	SendWRObject *self;
 	uint64_t wr_id = 0;
@@ -392,9 +394,9 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	int opcode = IBV_WR_SEND;
 
 	if (!PyArg_ParseTupleAndKeywords(
-		    args, kw, "|OOOOOOOOOOOO:SendWR", kwlist, &wr_id_o, &sg_o,
+		    args, kw, "|OOOOOOOOOOOOOO:SendWR", kwlist, &wr_id_o, &sg_o,
 		    &op_o, &flags_o, &raddr_o, &rkey_o, &imm_o, &cmp_o, &swap_o,
-		    &ah_o, &qpn_o, &qkey_o))
+		    &ah_o, &qpn_o, &qkey_o, &mw_o, &bind_o))
 		return NULL;
 	if ((wr_id_o && arg_u64(wr_id_o, "wr_id", &wr_id) < 0) ||
 	    (op_o && opcode_parse(op_o, &opcode) < 0) ||
@@ -456,7 +458,8 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		if (self->sg_list == NULL)
 			goto fail;
 	}
-	if (sendwr_validate(self) < 0 || remote_put(self, &r, 1) < 0)
+	if (sendwr_bind_init(self, mw_o, bind_o) < 0 ||
+	    sendwr_validate(self) < 0 || remote_put(self, &r, 1) < 0)
 		goto fail;
 	return (PyObject *)self;
 fail:
@@ -470,6 +473,8 @@ static int sendwr_traverse(PyObject *self, visitproc visit, void *arg)
 	Py_VISIT(SWR(self)->sg_list);
 	Py_VISIT(SWR(self)->ah);
 	Py_VISIT(SWR(self)->imm);
+	Py_VISIT(SWR(self)->mw);
+	Py_VISIT(SWR(self)->bind_mr);
 	return 0;
 }
 
@@ -483,6 +488,9 @@ static int sendwr_clear(PyObject *self)
 	Py_CLEAR(w->sg_list);
 	Py_CLEAR(w->ah);
 	Py_CLEAR(w->imm);
+	memset(&w->wr.bind_mw, 0, sizeof(w->wr.bind_mw));
+	Py_CLEAR(w->mw);
+	Py_CLEAR(w->bind_mr);
 	return 0;
 }
 
@@ -496,6 +504,8 @@ static void sendwr_dealloc(PyObject *self)
 	Py_CLEAR(w->sg_list);
 	Py_CLEAR(w->ah);
 	Py_CLEAR(w->imm);
+	Py_CLEAR(w->mw);
+	Py_CLEAR(w->bind_mr);
 	sg_list_free(w->sges, w->sge_inline);
 	w->sges = NULL;
 	tp_free(self);
@@ -808,6 +818,7 @@ static PyGetSetDef sendwr_getset[] = {
 	{ "sg_list", sendwr_get_sg_list, NULL,
 	  "the SGEs (a tuple; build a new WR to change it)", NULL },
 	{ "num_sge", sendwr_get_num_sge, NULL, "len(sg_list)", NULL },
+	SENDWR_BIND_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
@@ -815,13 +826,15 @@ static PyType_Slot sendwr_slots[] = {
 	{ Py_tp_doc,
 	  "SendWR(wr_id=0, sg_list=(), opcode=WROpcode.SEND, send_flags=0,\n"
 	  "       imm_data=None, remote_addr=0, rkey=0, compare_add=0, swap=0,\n"
-	  "       ah=None, remote_qpn=0, remote_qkey=0)\n\n"
+	  "       ah=None, remote_qpn=0, remote_qkey=0, mw=None,\n"
+	  "       bind_info=None)\n\n"
 	  "A send work request (struct ibv_send_wr), converted once and\n"
 	  "posted as is by QP.post_send().  sg_list is an SGE or a sequence of\n"
 	  "SGEs.  imm_data (host order) is required for *_WITH_IMM opcodes and\n"
 	  "refused for others; remote_addr/rkey go with RDMA opcodes,\n"
 	  "compare_add/swap with atomics (which need exactly one 8-byte SGE),\n"
-	  "ah/remote_qpn/remote_qkey with UD SENDs.  A field the opcode does\n"
+	  "ah/remote_qpn/remote_qkey with UD SENDs, mw/bind_info/rkey (the\n"
+	  "new rkey) with BIND_MW.  A field the opcode does\n"
 	  "not use is a ValueError.  Attributes are settable for reuse; setting\n"
 	  "opcode keeps the fields both opcodes use and resets the others.\n"
 	  "The WR keeps its SGEs' MRs (and their memory) and its AH alive." },
@@ -964,35 +977,3 @@ static PyType_Slot recvwr_slots[] = {
 PyType_Spec RecvWR_spec = { "ibverbs._ibverbs.RecvWR", sizeof(RecvWRObject), 0,
 			    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
 			    recvwr_slots };
-
-/* ------------------------------------------------------------------ */
-/* Checks before a post (post.c, wrchain.c)                            */
-/* ------------------------------------------------------------------ */
-
-/* Per-WR checks before posting: MRs still open, AH still open (and its
- * current struct ibv_ah * in the WR). */
-int sendwr_ready(SendWRObject *w, Py_ssize_t i)
-{
-	if (w->ah != NULL) {
-		void *ah = HANDLE(w->ah)->obj;
-
-		if (ah == NULL) {
-			verbs_error_fmt(EBADF, NULL,
-					"work request %zd: its "
-					"AH is closed",
-					i);
-			return -1;
-		}
-		w->wr.wr.ud.ah = ah;
-	}
-	if (w->wr.num_sge && sg_list_check(w->sg_list, i) < 0)
-		return -1;
-	return 0;
-}
-
-int recvwr_ready(RecvWRObject *w, Py_ssize_t i)
-{
-	if (w->wr.num_sge && sg_list_check(w->sg_list, i) < 0)
-		return -1;
-	return 0;
-}

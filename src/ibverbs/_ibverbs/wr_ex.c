@@ -679,5 +679,8 @@ PyMethodDef qpex_methods[] = {
 	{ "wr_set_ud_addr", KW wr_set_ud_addr, METH_VARARGS | METH_KEYWORDS,
 	  "wr_set_ud_addr(ah, remote_qpn, remote_qkey): the destination of "
 	  "the last builder's WR on a UD QP (required there)" },
+	{ "wr_bind_mw", KW qpex_wr_bind_mw, METH_VARARGS | METH_KEYWORDS,
+	  "wr_bind_mw(mw, rkey, bind_info): a BIND_MW of mw under the new "
+	  "rkey (mw.c)" },
 	{ NULL, NULL, 0, NULL }
 };

@@ -60,6 +60,9 @@ static int CHFN(check_all)(WRChainObject *c)
 #if WR_IS_SEND
 		if (w->ah != NULL && checked_add(c, w->ah) < 0)
 			return -1;
+		if (w->mw != NULL && (checked_add(c, w->mw) < 0 ||
+				      checked_add(c, w->bind_mr) < 0))
+			return -1;
 #endif
 	}
 	c->dirty = 0;

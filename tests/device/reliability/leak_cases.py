@@ -176,6 +176,20 @@ def cycles(device):
     def with_flow(s):
         s["flow"] = ib.FlowAttr(port=PORT, specs=[ib.FlowSpecEth(ether_type=0x0800)])
         return s
+    def mw_cycle(s):
+        # Both types, and a BIND_MW WR holding the window and an MR (built,
+        # never posted), dropped before the window is closed.
+        mr = ib.reg_tensor(s["pd"], s["buf"], ib.AccessFlags.MW_BIND | ib.AccessFlags.LOCAL_WRITE)
+        for t in (ib.MWType.TYPE_1, ib.MWType.TYPE_2):
+            mw = s["pd"].alloc_mw(t)
+            ib.SendWR(
+                opcode=ib.WROpcode.BIND_MW,
+                mw=mw,
+                rkey=ib.inc_rkey(mw.rkey),
+                bind_info=ib.MWBindInfo(mr, mr.addr, 64, ib.AccessFlags.REMOTE_READ),
+            )
+            mw.close()
+        mr.close()
 
     def qpex_cycle(s):
         ops = ib.QPCreateSendOpsFlags.SEND | ib.QPCreateSendOpsFlags.RDMA_WRITE
@@ -217,6 +231,8 @@ def cycles(device):
         "AH": (base, lambda s: s["pd"].create_ah(s["ah_attr"]).close()),
         "post_send + poll": (lambda: ud(base()), data_path),
         "SendWRChain post + poll": (lambda: ud(base()), chain_path),
+        "MW (types 1 and 2, with a BIND_MW WR)": (base, mw_cycle),
+        "MW (dropped)": (base, lambda s: s["pd"].alloc_mw(ib.MWType.TYPE_2)),
         "QPEx": (base, qpex_cycle),
         "QPEx batch (closed, dropped)": (base, qpex_batch),
     }

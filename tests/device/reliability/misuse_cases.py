@@ -81,8 +81,9 @@ READABLE_AFTER_CLOSE = {
     "polling",
     "send_ops_flags",
 }
-# Attributes that are settable (QPEx.wr_id, QPEx.wr_flags).
-WRITABLE = {"wr_id", "wr_flags"}
+# Attributes that are settable (QPEx.wr_id, QPEx.wr_flags; MW.rkey, the
+# C struct field a program assigns).
+WRITABLE = {"wr_id", "wr_flags", "MW.rkey"}
 # Methods fine to call after close: close() is idempotent.
 CALLABLE_AFTER_CLOSE = {"close"}
 # Properties that raise on an open handle too: a CQEx's current entry
@@ -143,6 +144,7 @@ OBJ_ATTR = {
     "QP": "qp",
     "SRQ": "srq",
     "AH": "ah",
+    "MW": "mw",
 }
 
 
@@ -239,6 +241,10 @@ class World:
         self.gid = self.ctx.query_gid(PORT, GID_INDEX)
         self.ah_attr = ib.AHAttr(dgid=self.gid, sgid_index=GID_INDEX, port_num=PORT)
         self.ah = self.pd.create_ah(self.ah_attr)
+        self.mw = self.pd.alloc_mw(ib.MWType.TYPE_2)
+        self.mw1 = self.pd.alloc_mw(ib.MWType.TYPE_1)
+        self.bind_info = ib.MWBindInfo(self.mr, self.mr.addr, 64, ib.AccessFlags.REMOTE_READ)
+        self.mw_bind = ib.MWBind(self.bind_info)
         self.sge = self.mr.sge(64)
         self.swr = ib.SendWR(wr_id=1, sg_list=[self.sge])
         self.rwr = ib.RecvWR(wr_id=1, sg_list=[self.sge])
@@ -257,6 +263,8 @@ class World:
         if close:
             self.cqx.close()
             for o in (
+                self.mw1,
+                self.mw,
                 self.ah,
                 self.qpx,
                 self.ud,
@@ -378,6 +386,7 @@ DEVICE_METHODS = {
                 P("flags", 0, **U32),
                 P("sg_list", lambda w: [w.sge], obj="list"),
             ),
+            "alloc_mw": M(P("type", ib.MWType.TYPE_2, lo=1, hi=2), valid="ok"),
         },
     ),
     "MR": (
@@ -445,6 +454,11 @@ DEVICE_METHODS = {
             ),
             # rxe: EOPNOTSUPP (no flow steering)
             "create_flow": M(P("flow_attr", lambda w: w.flow_attr, obj="FlowAttr")),
+            # The QP is in RESET: the provider may refuse the valid call.
+            "bind_mw": M(
+                P("mw", lambda w: w.mw1, obj="MW", foreign="raise"),
+                P("mw_bind", lambda w: w.mw_bind, obj="MWBind"),
+            ),
         },
     ),
     "SRQ": (
@@ -492,6 +506,7 @@ DEVICE_METHODS = {
             },
         },
     ),
+    "MW": ("mw", {}),
 }
 
 # The extended QP: the QP's methods, then a batch opened by wr_start's
@@ -545,6 +560,13 @@ DEVICE_METHODS["QPEx"] = (
             P("ah", lambda w: w.ah, obj="AH", foreign="raise"),
             P("remote_qpn", 1, lo=0, hi=2**24 - 1),
             P("remote_qkey", 1, **U32),
+        ),
+        # a type 2 window of this PD (the batch is aborted below)
+        "wr_bind_mw": M(
+            P("mw", lambda w: w.mw, obj="MW", foreign="any"),
+            P("rkey", lambda w: ib.inc_rkey(w.mw.rkey), **U32),
+            P("bind_info", lambda w: w.bind_info, obj="MWBindInfo"),
+            valid="ok",
         ),
         "wr_abort": M(valid="ok"),
         "wr_complete": M(),  # no batch open: EINVAL
@@ -679,7 +701,7 @@ def device_cases(device):
                 add(
                     f"{tname}.{n} write",
                     lambda o=obj, n=n: setattr(o, n, 1),
-                    "any" if n in WRITABLE else "attr",
+                    "any" if n in WRITABLE or f"{tname}.{n}" in WRITABLE else "attr",
                 )
         for n, spec in methods.items():
             target = obj
@@ -1334,6 +1356,7 @@ def special_device_cases(w, cw, ow, opd, device):
         )
     add("AsyncEvent: lifecycle of a CQ_ERR event", lambda: async_event_case(device), "ok")
     cases += cm_cases(w, ow)
+    cases += mw_cases(w, cw, ow)
     return cases
 
 
@@ -1596,6 +1619,112 @@ def host_cases():
     add("get_device_list()", lambda: ib.get_device_list(), "ok")
     for tname in ("PD", "MR", "CQ", "CompChannel", "QP", "SRQ", "AH", "AsyncEvent"):
         add(f"{tname}() direct", lambda t=tname: getattr(ib, t)(), "raise")
+    return cases
+
+
+def mw_cases(w, cw, ow):
+    """Memory windows: closed MWs and MRs inside bind WRs and records,
+    wrong types, a type 2 window given to ibv_bind_mw, the MW's rkey."""
+    cases = []
+
+    def add(name, fn, expect):
+        cases.append((name, fn, expect))
+
+    BIND = ib.WROpcode.BIND_MW
+
+    def bind_wr(mw=None, info=None, **kw):
+        return ib.SendWR(opcode=BIND, mw=mw or w.mw, rkey=1, bind_info=info or w.bind_info, **kw)
+
+    add("SendWR(BIND_MW)", bind_wr, "ok")
+    add("SendWR(BIND_MW, closed MW)", lambda: bind_wr(cw.mw), "closed")
+    add(
+        "SendWR(BIND_MW, bind_info with a closed MR)",
+        lambda: bind_wr(info=ib.MWBindInfo(cw.mr, 0, 64, 0)),
+        "closed",
+    )
+    add("SendWR(BIND_MW, no mw)", lambda: ib.SendWR(opcode=BIND, bind_info=w.bind_info), "raise")
+    add("SendWR(BIND_MW, no bind_info)", lambda: ib.SendWR(opcode=BIND, mw=w.mw), "raise")
+    add("SendWR(BIND_MW, mw=an MR)", lambda: bind_wr(w.mr), "raise")
+    add("SendWR(BIND_MW, bind_info=an MR)", lambda: bind_wr(info=w.mr), "raise")
+    add(
+        "SendWR(BIND_MW, bind_info.mr=None)",
+        lambda: bind_wr(info=ib.MWBindInfo(None, 0, 0)),
+        "raise",
+    )
+    add(
+        "SendWR(BIND_MW, bind_info.mr=an MW)",
+        lambda: bind_wr(info=ib.MWBindInfo(w.mw, 0, 0)),
+        "raise",
+    )
+    add(
+        "SendWR(BIND_MW, bind_info.length=2**64)",
+        lambda: bind_wr(info=ib.MWBindInfo(w.mr, 0, 2**64)),
+        "raise",
+    )
+    add(
+        "SendWR(BIND_MW, bind_info.mw_access_flags=-1)",
+        lambda: bind_wr(info=ib.MWBindInfo(w.mr, 0, 64, -1)),
+        "raise",
+    )
+    add("SendWR(BIND_MW, sg_list)", lambda: bind_wr(sg_list=[w.sge]), "raise")
+    add(
+        "SendWR(RDMA_WRITE, mw)",
+        lambda: ib.SendWR(opcode=ib.WROpcode.RDMA_WRITE, mw=w.mw, bind_info=w.bind_info),
+        "raise",
+    )
+    add(
+        "SendWR(BIND_MW).opcode = SEND",
+        lambda: setattr(bind_wr(), "opcode", ib.WROpcode.SEND),
+        "raise",
+    )
+    add("SendWR(BIND_MW).mw = None", lambda: setattr(bind_wr(), "mw", None), "attr")
+    add("SendWR(SEND).opcode = BIND_MW", lambda: setattr(ib.SendWR(), "opcode", BIND), "raise")
+
+    def post_closed(which):
+        mw = w.pd.alloc_mw(ib.MWType.TYPE_2)
+        mr = ib.reg_tensor(w.pd, w.buf, ib.AccessFlags.MW_BIND | ib.AccessFlags.LOCAL_WRITE)
+        wr = bind_wr(mw, ib.MWBindInfo(mr, mr.addr, 64, 0))
+        (mw if which == "mw" else mr).close()
+        try:
+            w.qp.post_send(wr)
+        finally:
+            mw.close()
+            mr.close()
+
+    add("post_send(BIND_MW whose MW was closed)", lambda: post_closed("mw"), "closed")
+    add("post_send(BIND_MW whose MR was closed)", lambda: post_closed("mr"), "closed")
+    add("bind_mw(a type 2 MW)", lambda: w.qp.bind_mw(w.mw, w.mw_bind), "raise")
+    add("bind_mw(closed MW)", lambda: w.qp.bind_mw(cw.mw1, w.mw_bind), "closed")
+    add(
+        "bind_mw(MWBindInfo with a closed MR)",
+        lambda: w.qp.bind_mw(w.mw1, ib.MWBind(ib.MWBindInfo(cw.mr, 0, 64, 0))),
+        "closed",
+    )
+    add(
+        "bind_mw(MWBindInfo without an MR)",
+        lambda: w.qp.bind_mw(w.mw1, ib.MWBind(ib.MWBindInfo(None, 0, 0))),
+        "raise",
+    )
+    add("bind_mw(a bare MWBindInfo)", lambda: w.qp.bind_mw(w.mw1, w.bind_info), "raise")
+    add(
+        "bind_mw(MWBind(wr_id=-1))",
+        lambda: w.qp.bind_mw(w.mw1, ib.MWBind(w.bind_info, wr_id=-1)),
+        "raise",
+    )
+    add(
+        "bind_mw(MWBind(bind_info=None))",
+        lambda: w.qp.bind_mw(w.mw1, ib.MWBind(None)),
+        "raise",
+    )
+    add("bind_mw on a closed QP", lambda: cw.qp.bind_mw(w.mw1, w.mw_bind), "closed")
+    for lbl, v in (("-1", -1), ("2**32", 2**32), ("str", "1"), ("None", None)):
+        add(f"MW.rkey = {lbl}", lambda v=v: setattr(w.mw, "rkey", v), "raise")
+    add("MW.rkey = 1 after close", lambda: setattr(cw.mw, "rkey", 1), "closed")
+    add("del MW.rkey", lambda: delattr(w.mw, "rkey"), "attr")
+    add("MW() direct", lambda: ib.MW(), "raise")
+    for lbl, v in (("-1", -1), ("2**32", 2**32), ("str", "1"), ("None", None)):
+        add(f"inc_rkey({lbl})", lambda v=v: ib.inc_rkey(v), "raise")
+    add("inc_rkey(0xff)", lambda: ib.inc_rkey(0xFF), "ok")
     return cases
 
 

@@ -30,5 +30,16 @@ def test_misuse_device():
     check_cases(results, crashes, 1000)
     # The table covers every public member of every handle type.
     covered = extra["covered"]
-    assert set(covered) == {"Context", "PD", "MR", "CQ", "CompChannel", "QP", "SRQ", "AH", "QPEx"}
+    assert set(covered) == {
+        "Context",
+        "PD",
+        "MR",
+        "CQ",
+        "CompChannel",
+        "QP",
+        "SRQ",
+        "AH",
+        "MW",
+        "QPEx",
+    }
     assert not [r for r in results if "NOT IN THE MISUSE TABLE" in r["name"]]
