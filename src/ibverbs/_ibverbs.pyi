@@ -587,6 +587,7 @@ class DM(_Handle):
 class Flow(_Handle):
     @property
     def qp(self) -> QP: ...
+
 # ------------------------------------------------------ memory windows ---
 
 @final

@@ -472,6 +472,8 @@ class PCIAtomicCaps(_Record):
     """``struct ibv_pci_atomic_caps``: fetch_add, swap, compare_swap."""
 
     __slots__ = ()
+
+
 class MWBindInfo:
     """``struct ibv_mw_bind_info``: what a memory window is bound to (the
     part ``addr``, ``length`` of ``mr``) and the remote access it grants

@@ -32,7 +32,13 @@ from ibverbs import _ibverbs
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 SO = _ibverbs.__file__
-OPTIONAL = ("ibv_reg_dmabuf_mr", "ibv_reg_mr_iova2", "_ibv_query_gid_ex", "ibv_is_fork_initialized")
+OPTIONAL = (
+    "ibv_reg_dmabuf_mr",
+    "ibv_reg_mr_iova2",
+    "_ibv_query_gid_ex",
+    "ibv_is_fork_initialized",
+    "ibv_qp_to_qp_ex",
+)
 
 
 def _load_noverbs():

@@ -232,6 +232,8 @@ def extended_cq_and_device_caps(ctx: ib.Context, pd: ib.PD, qp: ib.QP) -> None:
     for h in (flow, dmr, dm, odp_mr, cq):
         h.close()
     del base, ts, odp, data, raw
+
+
 def memory_windows(pd: ib.PD, qp: ib.QP, mr: ib.MR) -> None:
     """README, Memory windows: bind a type 2 window with a SendWR, rotate
     its rkey, invalidate it; a type 1 window with QP.bind_mw."""

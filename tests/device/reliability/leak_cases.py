@@ -176,6 +176,7 @@ def cycles(device):
     def with_flow(s):
         s["flow"] = ib.FlowAttr(port=PORT, specs=[ib.FlowSpecEth(ether_type=0x0800)])
         return s
+
     def mw_cycle(s):
         # Both types, and a BIND_MW WR holding the window and an MR (built,
         # never posted), dropped before the window is closed.
