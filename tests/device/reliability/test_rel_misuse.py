@@ -41,5 +41,6 @@ def test_misuse_device():
         "AH",
         "MW",
         "QPEx",
+        "CQEx",
     }
     assert not [r for r in results if "NOT IN THE MISUSE TABLE" in r["name"]]
