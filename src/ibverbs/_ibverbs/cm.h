@@ -151,6 +151,8 @@ PyObject *cmid_disconnect(PyObject *self, PyObject *unused);
 
 /* timeout in seconds (None: no limit) -> milliseconds (-1: no limit) */
 int cm_timeout_arg(PyObject *o, long *ms);
+/* The TimeoutError of a wait: the caller's timeout (ms), what it waited for */
+#define CM_TIMEOUT_FMT "no connection manager event within %ld ms while %s"
 /* A timeout_ms meaning "do not wait": take what is ready, and return 1
  * (no exception) where a wait would have begun. */
 #define CM_NOWAIT (-2L)

@@ -127,9 +127,7 @@ int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
 		if (nowait)
 			return 1;
 		if (timeout_ms >= 0 && cm_now_ms() >= deadline) {
-			PyErr_Format(PyExc_TimeoutError,
-				     "no connection manager "
-				     "event within %ld ms while %s",
+			PyErr_Format(PyExc_TimeoutError, CM_TIMEOUT_FMT,
 				     timeout_ms, what);
 			return -1;
 		}

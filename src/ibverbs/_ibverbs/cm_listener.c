@@ -120,6 +120,14 @@ static PyObject *listener_request(PyObject *self, long ms)
 			left = 0;
 		rc = cm_next_event(HANDLE(self), CMO(self)->ch, left,
 				   "waiting for a connection request", &ev);
+		if (rc < 0 && ms >= 0 &&
+		    PyErr_ExceptionMatches(PyExc_TimeoutError)) {
+			/* Name the caller's timeout, not what was left of it
+			 * after other events. */
+			PyErr_Clear();
+			PyErr_Format(PyExc_TimeoutError, CM_TIMEOUT_FMT, ms,
+				     "waiting for a connection request");
+		}
 		if (rc < 0)
 			return NULL;
 		if (rc > 0)
