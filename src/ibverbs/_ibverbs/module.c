@@ -211,10 +211,15 @@ static int module_exec(PyObject *m)
 		}
 	}
 	for (i = 0; subtype_table[i].name; i++) {
-		PyObject *t = PyType_FromSpecWithBases(
-			subtype_table[i].spec,
-			(PyObject *)*subtype_table[i].base);
+		/* A tuple of bases: CPython 3.9 takes no single type here. */
+		PyObject *bases =
+			PyTuple_Pack(1, (PyObject *)*subtype_table[i].base);
+		PyObject *t;
 
+		if (bases == NULL)
+			return -1;
+		t = PyType_FromSpecWithBases(subtype_table[i].spec, bases);
+		Py_DECREF(bases);
 		if (t == NULL)
 			return -1;
 		Py_XDECREF((PyObject *)*subtype_table[i].slot);
