@@ -119,3 +119,89 @@ def test_from_env_needs_the_rig():
         }
     )
     assert n.me == 1 and n.addr == "198.18.0.2" and n.port == rv.DEFAULT_PORT
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (3, 2, 1, 0), (2, 0, 3, 1)])
+def test_full_mesh_of_four_whatever_order_they_start_in(order):
+    """Node.mesh() on four "nodes" (127.0.0.1-4, one port): each node
+    accepts its higher peers in whatever order they connect; a node that
+    starts late (by ORDER) still meets everyone; every link carries its
+    own pair's messages."""
+    import time
+
+    port = free_port()
+    addrs = [f"127.0.0.{i + 1}" for i in range(4)]
+    out, errors = {}, []
+
+    def side(me):
+        time.sleep(0.15 * order.index(me))
+        node = rv.Node(me, addrs, "dev", port=port)
+        try:
+            links = node.mesh(timeout=20, msg_timeout=20)
+            assert sorted(links) == [p for p in range(4) if p != me]
+            assert all(lk.peer == p for p, lk in links.items())
+            assert node.connect(min(links)) is links[min(links)]  # cached
+            for p, lk in links.items():
+                lk.channel("m").send("who", [me, p])
+            out[me] = {p: lk.channel("m").recv("who") for p, lk in links.items()}
+        except BaseException as e:  # reported by the test thread
+            errors.append(e)
+        finally:
+            node.close()
+
+    threads = [threading.Thread(target=side, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    if errors:
+        raise errors[0]
+    assert out == {me: {p: [p, me] for p in range(4) if p != me} for me in range(4)}
+
+
+def test_a_stranger_is_refused_and_the_listener_survives():
+    """Something that connects and greets with a bad node number gets its
+    socket closed and an error naming what it said; the node is then still
+    reachable by its real peer."""
+    port = free_port()
+    addrs = ["127.0.0.1", "127.0.0.2"]
+    node0 = rv.Node(0, addrs, "dev", port=port)
+    errors = []
+
+    def stranger():
+        import time
+
+        deadline = time.monotonic() + 10
+        while True:  # node 0 listens once connect() runs
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        rv.Link(s, 5, 0).send("", "hello", 7)
+        errors.append(s.recv(1))  # b"": closed without an answer
+        s.close()
+
+    try:
+        with pytest.raises(rv.RendezvousError, match="greeted by 7"):
+            t = threading.Thread(target=stranger)
+            t.start()
+            node0.connect(1, timeout=10)
+        t.join(10)
+        assert errors == [b""]
+
+        def peer():
+            node1 = rv.Node(1, addrs, "dev", port=port)
+            try:
+                node1.connect(0, timeout=10).channel("c").send("x", 1)
+            finally:
+                node1.close()
+
+        t = threading.Thread(target=peer)
+        t.start()
+        assert node0.connect(1, timeout=10).channel("c").recv("x", timeout=10) == 1
+        t.join(10)
+    finally:
+        node0.close()

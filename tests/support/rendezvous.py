@@ -24,6 +24,7 @@ Use::
     from support.rendezvous import Node
     node = Node.from_env()                 # who am I, who are the others
     link = node.connect(peer=1 - node.me)  # one TCP connection per pair
+    links = node.mesh()                    # or one to every other node
     chan = link.channel("test_x")          # a per-test view
     theirs = chan.exchange("qp", info.to_bytes())
     chan.send("done"); chan.recv("done")
@@ -222,6 +223,8 @@ class Node:
         self.device = device
         self.port = port
         self._listener: socket.socket | None = None
+        self._links: dict[int, Link] = {}  # made by connect()
+        self._early: dict[int, Link] = {}  # accepted before connect() asked
 
     @classmethod
     def from_env(cls, environ=os.environ) -> Node:
@@ -242,31 +245,43 @@ class Node:
 
     def connect(self, peer: int, timeout: float = 120.0, msg_timeout: float = 60.0) -> Link:
         """The TCP link to node PEER: the lower-numbered node accepts, the
-        other connects (retrying until TIMEOUT).  Each side says who it is
-        first, so links to several peers can share one listening port."""
+        other connects (retrying until TIMEOUT).  The connecting side says
+        who it is first and the accepting side answers at once, so links
+        to several peers share one listening port and may be made in any
+        order.  A second call for the same peer returns the same link."""
         if peer == self.me or not 0 <= peer < len(self.addrs):
             raise ValueError(f"no peer node {peer} for node {self.me}")
+        if peer in self._links:
+            return self._links[peer]
         deadline = time.monotonic() + timeout
         if self.me < peer:
-            sock = self._accept_from(peer, deadline)
+            link = self._accept_from(peer, deadline, msg_timeout)
         else:
             sock = self._connect_to(peer, deadline)
-        link = Link(sock, self.me, peer, msg_timeout)
-        link.send("", "hello", self.me)
-        got = link.recv("", "hello", timeout=max(1.0, deadline - time.monotonic()))
-        if got != peer:
-            sock.close()
-            raise RendezvousError(f"expected node {peer}, met node {got}")
+            link = Link(sock, self.me, peer, msg_timeout)
+            link.send("", "hello", self.me)
+            got = link.recv("", "hello", timeout=max(1.0, deadline - time.monotonic()))
+            if got != peer:
+                sock.close()
+                raise RendezvousError(f"expected node {peer}, met node {got}")
+        self._links[peer] = link
         return link
 
-    def _accept_from(self, peer: int, deadline: float) -> socket.socket:
+    def mesh(self, timeout: float = 120.0, msg_timeout: float = 60.0) -> dict[int, Link]:
+        """Links to every other node, by node number (a full mesh: every
+        node calls this)."""
+        return {
+            p: self.connect(p, timeout, msg_timeout) for p in range(len(self.addrs)) if p != self.me
+        }
+
+    def _accept_from(self, peer: int, deadline: float, msg_timeout: float) -> Link:
         if self._listener is None:
             ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             ls.bind((self.addr, self.port))
             ls.listen(16)
             self._listener = ls
-        while True:
+        while peer not in self._early:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"node {peer} did not connect to {self.addr}:{self.port}")
@@ -275,7 +290,23 @@ class Node:
                 sock, _ = self._listener.accept()
             except socket.timeout:
                 continue
-            return sock
+            # Whoever connected: learn who it is and answer at once (a
+            # node waiting for our answer may be what another node, and
+            # so our wanted peer, waits for); keep it until asked for.
+            link = Link(sock, self.me, -1, msg_timeout)
+            try:
+                got = link.recv("", "hello", timeout=max(1.0, deadline - time.monotonic()))
+                if not isinstance(got, int) or not self.me < got < len(self.addrs):
+                    raise RendezvousError(f"node {self.me} was greeted by {got!r}")
+                if got in self._early or got in self._links:
+                    raise RendezvousError(f"node {got} connected twice")
+                link.peer = got
+                link.send("", "hello", self.me)
+            except BaseException:
+                sock.close()
+                raise
+            self._early[got] = link
+        return self._early.pop(peer)
 
     def _connect_to(self, peer: int, deadline: float) -> socket.socket:
         while True:
@@ -291,6 +322,11 @@ class Node:
                 time.sleep(0.2)
 
     def close(self) -> None:
+        """Close the listening socket and every link made or accepted."""
+        for link in [*self._links.values(), *self._early.values()]:
+            link.close()
+        self._links.clear()
+        self._early.clear()
         if self._listener is not None:
             self._listener.close()
             self._listener = None
