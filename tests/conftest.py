@@ -11,6 +11,10 @@ integration test passed: an integration run that ran nothing is a defect.
 Tests marked ``runs_last`` (the device removal, which takes rxe0 away
 and adds it back) run after every other test of the session.
 
+With IBVERBS_TEST_SHARD=K/N (set by ``make test-guest``, which runs the
+device suite as two processes side by side) only the test files of shard
+K run; support/shards.py says how files are split.
+
 The shared fixtures (ctx, pd, cq, ...) are in support/fixtures.py, loaded
 here as a plugin; shared helpers are imported from the support package.
 """
@@ -18,6 +22,8 @@ here as a plugin; shared helpers are imported from the support package.
 import os
 
 import pytest
+
+from support import shards
 
 pytest_plugins = ["support.fixtures"]
 
@@ -36,7 +42,15 @@ def _device_name():
     return devs[0].name if devs else None
 
 
+_shard_report = None
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected
 def pytest_collection_modifyitems(config, items):
+    global _shard_report
+    which = shards.select(config, items)
+    if which is not None:
+        _shard_report = shards.Report(which, config.rootpath)
     # A stable sort: the order of everything else is kept.
     items.sort(key=lambda i: i.get_closest_marker("runs_last") is not None)
     need = [i for i in items if i.get_closest_marker("integration")]
@@ -52,6 +66,12 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(skip)
 
 
+def pytest_terminal_summary(terminalreporter):
+    if _shard_report is not None:
+        for line in _shard_report.lines():
+            terminalreporter.write_line(line)
+
+
 _integration_passed = 0
 
 
@@ -59,6 +79,8 @@ def pytest_runtest_logreport(report):
     global _integration_passed
     if report.when == "call" and report.passed and "integration" in report.keywords:
         _integration_passed += 1
+    if _shard_report is not None:
+        _shard_report.add(report)
 
 
 def pytest_sessionfinish(session, exitstatus):

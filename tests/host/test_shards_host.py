@@ -1,0 +1,136 @@
+"""support/shards.py, which splits the device suite between the two pytest
+processes of ``make test-guest``: every file in exactly one shard, the
+torch importers together, the split balanced and the same in every
+process; IBVERBS_TEST_SHARD checked.  The last test shards a real
+collection of the device suite, as the guest does."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from support import TESTS, shards
+
+
+@pytest.mark.parametrize(
+    ("value", "want"), [(None, None), ("", None), ("0/2", (0, 2)), ("1/2", (1, 2)), ("2/3", (2, 3))]
+)
+def test_parse(value, want):
+    assert shards.parse(value) == want
+
+
+@pytest.mark.parametrize("value", ["1", "a/b", "2/2", "-1/2", "0/0", "0/2/3"])
+def test_parse_refuses_what_is_not_k_of_n(value):
+    with pytest.raises(ValueError, match="IBVERBS_TEST_SHARD"):
+        shards.parse(value)
+
+
+def test_assign_every_file_once_balanced_and_fixed():
+    files = sorted(shards.WEIGHTS) + ["tests/device/test_new_file.py"]
+    for count in (1, 2, 3):
+        of = shards.assign(files, count)
+        assert set(of) == set(files) and set(of.values()) <= set(range(count))
+        load = [0.0] * count
+        for f, k in of.items():
+            load[k] += shards.WEIGHTS.get(f, shards.DEFAULT)
+        # Greedy, heaviest first: no shard ends more than the heaviest
+        # unit above another.
+        heaviest = max(
+            [
+                *shards.WEIGHTS.values(),
+                *(sum(shards.WEIGHTS[f] for f in g) for g in shards.TOGETHER),
+            ]
+        )
+        assert max(load) - min(load) <= heaviest, load
+        # The same split whatever order the files come in.
+        assert shards.assign(reversed(files), count) == of
+    assert shards.assign(files, 2)["tests/device/test_new_file.py"] in (0, 1)
+
+
+def test_together_files_share_a_shard():
+    of = shards.assign(["a", "b", "c", "d"], 2, {"a": 5, "b": 5, "c": 5, "d": 5}, [("a", "b")])
+    assert of["a"] == of["b"] != of["c"] == of["d"]
+    # A group whose files were not all collected still goes as one.
+    of = shards.assign(["a", "c", "d"], 2, {"a": 5, "c": 5, "d": 5}, [("a", "b")])
+    assert set(of) == {"a", "c", "d"}
+
+
+def test_weights_name_files_that_exist():
+    root = TESTS.parent
+    missing = [f for f in shards.WEIGHTS if not (root / f).is_file()]
+    assert not missing, f"shards.WEIGHTS lists files that are gone: {missing}"
+
+
+def collect(shard):
+    env = {k: v for k, v in os.environ.items() if k != shards.ENV}
+    if shard is not None:
+        env[shards.ENV] = shard
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-m",
+            "integration",
+            "tests/device",
+            "tests/gpu",
+        ],
+        cwd=TESTS.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    return {line for line in p.stdout.splitlines() if "::" in line}
+
+
+def test_two_shards_of_the_device_suite_split_it_exactly():
+    whole = collect(None)
+    a, b = collect("0/2"), collect("1/2")
+    assert whole and a and b
+    assert a | b == whole and not a & b
+    files = lambda ids: {i.split("::")[0] for i in ids}  # noqa: E731
+    assert not files(a) & files(b)  # whole files, never split
+    assert {"tests/device/test_bootstrap_rxe.py", "tests/gpu/test_gpudirect.py"} <= files(a) or {
+        "tests/device/test_bootstrap_rxe.py",
+        "tests/gpu/test_gpudirect.py",
+    } <= files(b)
+
+
+def test_a_bad_shard_value_stops_the_session():
+    env = dict(os.environ, **{shards.ENV: "2/2"})
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/device/test_srq.py"],
+        cwd=TESTS.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode != 0 and "K must be 0 .. N-1" in p.stdout + p.stderr
+
+
+def test_integration_tests_live_where_the_guest_looks():
+    """tools/guest-suite collects tests/device and tests/gpu only (it saves
+    each guest process seconds of collection): no other directory may hold
+    a test marked integration."""
+    others = [
+        str(p.relative_to(TESTS.parent))
+        for p in sorted(TESTS.iterdir())
+        if p.is_dir() and p.name not in ("device", "gpu", "support", "fakes", "__pycache__")
+    ]
+    env = {k: v for k, v in os.environ.items() if k != shards.ENV}
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "integration", *others],
+        cwd=TESTS.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 5, p.stdout + p.stderr  # 5: nothing collected
+    assert "tests/host" in others and "tests/twonode" in others
