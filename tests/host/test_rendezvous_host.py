@@ -16,24 +16,22 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_pair(body):
+def run_nodes(addrs, side):
+    """side(node) in one thread per "node" at ADDRS (one port for all);
+    returns {node number: what side returned}, or raises the first error."""
     port = free_port()
     out, errors = {}, []
 
-    def side(me):
-        node = rv.Node(me, ["127.0.0.1", "127.0.0.1"], "dev", port=port)
+    def run(me):
+        node = rv.Node(me, addrs, "dev", port=port)
         try:
-            link = node.connect(1 - me, timeout=20, msg_timeout=20)
-            try:
-                out[me] = body(me, link)
-            finally:
-                link.close()
+            out[me] = side(node)
         except BaseException as e:  # reported by the test thread
             errors.append(e)
         finally:
             node.close()
 
-    threads = [threading.Thread(target=side, args=(i,)) for i in (0, 1)]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(addrs))]
     for t in threads:
         t.start()
     for t in threads:
@@ -41,6 +39,17 @@ def run_pair(body):
     if errors:
         raise errors[0]
     return out
+
+
+def run_pair(body):
+    def side(node):
+        link = node.connect(1 - node.me, timeout=20, msg_timeout=20)
+        try:
+            return body(node.me, link)
+        finally:
+            link.close()
+
+    return run_nodes(["127.0.0.1", "127.0.0.1"], side)
 
 
 def test_exchange_bytes_and_structures():
@@ -129,33 +138,18 @@ def test_full_mesh_of_four_whatever_order_they_start_in(order):
     own pair's messages."""
     import time
 
-    port = free_port()
-    addrs = [f"127.0.0.{i + 1}" for i in range(4)]
-    out, errors = {}, []
-
-    def side(me):
+    def side(node):
+        me = node.me
         time.sleep(0.15 * order.index(me))
-        node = rv.Node(me, addrs, "dev", port=port)
-        try:
-            links = node.mesh(timeout=20, msg_timeout=20)
-            assert sorted(links) == [p for p in range(4) if p != me]
-            assert all(lk.peer == p for p, lk in links.items())
-            assert node.connect(min(links)) is links[min(links)]  # cached
-            for p, lk in links.items():
-                lk.channel("m").send("who", [me, p])
-            out[me] = {p: lk.channel("m").recv("who") for p, lk in links.items()}
-        except BaseException as e:  # reported by the test thread
-            errors.append(e)
-        finally:
-            node.close()
+        links = node.mesh(timeout=20, msg_timeout=20)
+        assert sorted(links) == [p for p in range(4) if p != me]
+        assert all(lk.peer == p for p, lk in links.items())
+        assert node.connect(min(links)) is links[min(links)]  # cached
+        for p, lk in links.items():
+            lk.channel("m").send("who", [me, p])
+        return {p: lk.channel("m").recv("who") for p, lk in links.items()}
 
-    threads = [threading.Thread(target=side, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    if errors:
-        raise errors[0]
+    out = run_nodes([f"127.0.0.{i + 1}" for i in range(4)], side)
     assert out == {me: {p: [p, me] for p in range(4) if p != me} for me in range(4)}
 
 
