@@ -106,8 +106,8 @@ def main(argv: list[str]) -> int:
             qp.post_recv(ib.RecvWR(wr_id=1))  # consumed by the WRITE_WITH_IMM
             conn.sendall(mine.to_bytes() + TAIL.pack(mr.addr, mr.rkey))
             print(
-                f"server {mine.gid}: QP {qp.qp_num:#x} connected to "
-                f"QP {theirs.qp_num:#x} at {theirs.gid}; waiting for the write"
+                f"server {ib.Gid(mine.gid)}: QP {qp.qp_num:#x} connected to "
+                f"QP {theirs.qp_num:#x} at {ib.Gid(theirs.gid)}; waiting for the write"
             )
             wc = wait_completion(cq, 120)
             if wc.opcode != ib.WCOpcode.RECV_RDMA_WITH_IMM or wc.imm_data != SIZE:
@@ -116,7 +116,9 @@ def main(argv: list[str]) -> int:
             if bytes(buf) != expected():
                 print("FAILED: the bytes in this host's memory differ")
                 return 1
-            print(f"verified on the server: all {SIZE} bytes written by {theirs.gid} arrived")
+            print(
+                f"verified on the server: all {SIZE} bytes written by {ib.Gid(theirs.gid)} arrived"
+            )
             return 0
 
         sock = res.enter_context(connect_retrying(args.server, args.port, 120))
@@ -142,7 +144,7 @@ def main(argv: list[str]) -> int:
         )
         wait_completion(cq)
         print(
-            f"client {mine.gid}: wrote {SIZE} bytes into {theirs.gid}'s memory "
+            f"client {ib.Gid(mine.gid)}: wrote {SIZE} bytes into {ib.Gid(theirs.gid)}'s memory "
             f"in {(time.perf_counter() - t0) * 1e6:.0f} us"
         )
     return 0

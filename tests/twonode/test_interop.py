@@ -111,3 +111,19 @@ def test_perf_write_bw_next_to_ib_write_bw(chan, me, node):
             f"write_bw 64 KiB across nodes: ibverbs {ours_mbps:.1f} MB/s, "
             f"ib_write_bw {c_mbps:.1f} MB/s, ratio {ours_mbps / c_mbps:.2f}"
         )
+
+
+def test_quickstart_two_hosts_example(chan, me, node):
+    """examples/quickstart_two_hosts.py as make demo runs it: node 1 writes
+    4 KiB into node 0's memory, node 0 checks it; each names the other by
+    its GID in text (::ffff:<the other node's address>)."""
+    example = [sys.executable, str(ROOT / "examples" / "quickstart_two_hosts.py")]
+    args = ["-d", node.device, "-g", str(GID_INDEX), "-p", "18731"]
+    out = serve_and_connect(
+        chan, me, node, example + args + ["--listen", node.addrs[0]], example + args, 18731
+    )
+    peer = f"::ffff:{node.addrs[1 - me]}"
+    if me == 0:
+        assert f"verified on the server: all 4096 bytes written by {peer} arrived" in out, out
+    else:
+        assert f"wrote 4096 bytes into {peer}'s memory" in out, out
