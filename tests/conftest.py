@@ -50,7 +50,7 @@ def pytest_collection_modifyitems(config, items):
     global _shard_report
     which = shards.select(config, items)
     if which is not None:
-        _shard_report = shards.Report(which, config.rootpath)
+        _shard_report = shards.Report(which)
     # A stable sort: the order of everything else is kept.
     items.sort(key=lambda i: i.get_closest_marker("runs_last") is not None)
     need = [i for i in items if i.get_closest_marker("integration")]

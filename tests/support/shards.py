@@ -10,9 +10,10 @@ shard K only (tests/conftest.py calls :func:`select`).
 A whole file goes to one shard (its module fixtures, its order and the
 kernel objects it checks stay together), and the split is fixed: the
 files, heaviest first, each to the shard with the least weight so far
-(ties to the lower shard); the files of a ``TOGETHER`` group go as one.  The weights are the seconds each file took in
-the guest (``WEIGHTS``; a file not listed counts as ``DEFAULT``); the
-split only needs them roughly right.  Each shard prints its files' times
+(ties to the lower shard); the files of a ``TOGETHER`` group go as one.
+The weights are the seconds each file took in the guest (``WEIGHTS``; a
+file not listed counts as ``DEFAULT``); the split only needs them roughly
+right.  Each shard prints its files' times
 at the end of the session, which is what to copy here when they drift.
 """
 
@@ -124,10 +125,10 @@ def select(config, items) -> tuple[int, int] | None:
     if which is None:
         return None
     shard, count = which
-    rootdir = config.rootpath
-    of = assign({file_of(i, rootdir) for i in items}, count)
-    keep = [i for i in items if of[file_of(i, rootdir)] == shard]
-    drop = [i for i in items if of[file_of(i, rootdir)] != shard]
+    where = [(i, file_of(i, config.rootpath)) for i in items]
+    of = assign({f for _, f in where}, count)
+    keep = [i for i, f in where if of[f] == shard]
+    drop = [i for i, f in where if of[f] != shard]
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
@@ -137,9 +138,8 @@ def select(config, items) -> tuple[int, int] | None:
 class Report:
     """Wall time per file of what ran, printed at the end of the session."""
 
-    def __init__(self, which, rootdir):
+    def __init__(self, which):
         self.which = which
-        self.rootdir = rootdir
         self.seconds: dict[str, float] = {}
 
     def add(self, report):

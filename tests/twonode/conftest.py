@@ -4,8 +4,9 @@ These tests run as one pytest process per node under
 ``tools/rxe-vm --nodes 2`` (``make test-twonode``); each test function runs
 on both nodes at once, and its two halves meet over TCP through
 rendezvous.py.  test_mesh.py (fixtures ``mesh_node`` and ``chans``) runs
-under ``--nodes 3`` or more, every node meeting every other.  Outside such a run (no IBVERBS_NODE) every test skips,
-saying so; in such a run, a session where no twonode test passed fails.
+under ``--nodes 3`` or more, every node meeting every other.  Outside such
+a run (no IBVERBS_NODE) every test skips, saying so; in such a run, a
+session where no twonode test passed fails.
 """
 
 import gc
