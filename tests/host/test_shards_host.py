@@ -62,28 +62,24 @@ def test_weights_name_files_that_exist():
     assert not missing, f"shards.WEIGHTS lists files that are gone: {missing}"
 
 
-def collect(shard):
+def pytest_collect(*args, shard=None):
+    """``pytest --collect-only -q ARGS`` in a subprocess, from the
+    repository root, with IBVERBS_TEST_SHARD set to SHARD (or unset)."""
     env = {k: v for k, v in os.environ.items() if k != shards.ENV}
     if shard is not None:
         env[shards.ENV] = shard
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-m",
-            "integration",
-            "tests/device",
-            "tests/gpu",
-        ],
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", *args],
         cwd=TESTS.parent,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def collect(shard):
+    p = pytest_collect("-m", "integration", "tests/device", "tests/gpu", shard=shard)
     assert p.returncode == 0, p.stdout + p.stderr
     return {line for line in p.stdout.splitlines() if "::" in line}
 
@@ -95,22 +91,12 @@ def test_two_shards_of_the_device_suite_split_it_exactly():
     assert a | b == whole and not a & b
     files = lambda ids: {i.split("::")[0] for i in ids}  # noqa: E731
     assert not files(a) & files(b)  # whole files, never split
-    assert {"tests/device/test_bootstrap_rxe.py", "tests/gpu/test_gpudirect.py"} <= files(a) or {
-        "tests/device/test_bootstrap_rxe.py",
-        "tests/gpu/test_gpudirect.py",
-    } <= files(b)
+    torch = {"tests/device/test_bootstrap_rxe.py", "tests/gpu/test_gpudirect.py"}
+    assert torch <= files(a) or torch <= files(b)
 
 
 def test_a_bad_shard_value_stops_the_session():
-    env = dict(os.environ, **{shards.ENV: "2/2"})
-    p = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/device/test_srq.py"],
-        cwd=TESTS.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    p = pytest_collect("tests/device/test_srq.py", shard="2/2")
     assert p.returncode != 0 and "K must be 0 .. N-1" in p.stdout + p.stderr
 
 
@@ -123,14 +109,6 @@ def test_integration_tests_live_where_the_guest_looks():
         for p in sorted(TESTS.iterdir())
         if p.is_dir() and p.name not in ("device", "gpu", "support", "fakes", "__pycache__")
     ]
-    env = {k: v for k, v in os.environ.items() if k != shards.ENV}
-    p = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "integration", *others],
-        cwd=TESTS.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    p = pytest_collect("-m", "integration", *others)
     assert p.returncode == 5, p.stdout + p.stderr  # 5: nothing collected
     assert "tests/host" in others and "tests/twonode" in others
