@@ -550,10 +550,6 @@ _PEERMEM_PATHS = (
     "kernel/mm/memory_peers/nv_mem",
 )
 
-# Verbs errnos of reg_dmabuf_mr that mean "this provider/kernel cannot
-# import a dma-buf": a reason to try the peer-memory path instead.
-_DMABUF_UNSUPPORTED_ERRNOS = (_errno.EOPNOTSUPP, _errno.EPROTONOSUPPORT)
-
 
 def _peermem_module():
     """The sysfs path showing a loaded peer-memory module, or None."""
@@ -613,45 +609,37 @@ def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
     ``element_size()``, ``is_contiguous()``) or with
     ``__cuda_array_interface__``.  Exports the page-aligned range with
     :func:`dmabuf_fd` and registers it with ``pd.reg_dmabuf_mr(offset,
-    nbytes, ptr, fd, access)``; when the export raises, or the NIC refuses
-    dma-bufs (EOPNOTSUPP, EPROTONOSUPPORT), falls back to ``pd.reg_mr(ptr,
-    nbytes, access)`` (the peer-memory path).  Both also get
+    nbytes, ptr, fd, access)``; when the driver cannot be loaded or asked
+    where the memory lives, or the export or ``reg_dmabuf_mr`` raises
+    RuntimeError or OSError, falls back to ``pd.reg_mr(ptr, nbytes,
+    access)`` (the peer-memory path), as the published package does.  Both also get
     ``owner=tensor`` where they take it (an :class:`ibverbs.PD` does), so
     the MR retains the tensor as well.
     Returns a :class:`GpuMR` that retains ``tensor`` until closed.
 
     ValueError/TypeError for tensors that cannot be registered (host
-    memory: use ``ibverbs.reg_tensor``), CudaError when the driver cannot
-    be used, GpuDirectError when no registration path works (it says what
-    each path answered); any other error of ``reg_dmabuf_mr`` is raised as
-    it is.
+    memory: use ``ibverbs.reg_tensor``), GpuDirectError when no
+    registration path works (it says what each path answered, the driver's
+    absence included).
     """
     ptr, length, index = _tensor_range(tensor)
-    drv = _driver()
-    ordinal = _device_ordinal(drv, ptr)
-    if index is not None and index != ordinal:
-        raise ValueError(
-            f"tensor says device cuda:{index}, but the driver "
-            f"places address {ptr:#x} on device {ordinal}"
-        )
-
     attempts = []
+    ordinal = index
     try:
-        fd, start, _ = _export_dmabuf(ptr, length)
+        ordinal = _device_ordinal(_driver(), ptr)
     except (RuntimeError, OSError) as e:  # CudaError is a RuntimeError
-        attempts.append(("dma-buf", f"{e}{_export_hint(e)}"))
+        # No driver to ask: the dma-buf path is closed, reg_mr may still
+        # work (as in the published package, nothing is raised yet).
+        attempts.append(("dma-buf", f"the CUDA driver cannot be used: {e}"))
     else:
-        try:
-            reg = pd.reg_dmabuf_mr
-            mr = reg(ptr - start, length, ptr, fd, access, **_owner_kw(pd, reg, tensor))
-        except VerbsError as e:
-            if e.errno not in _DMABUF_UNSUPPORTED_ERRNOS:
-                raise
-            attempts.append(("dma-buf", str(e)))
-        else:
+        if index is not None and index != ordinal:
+            raise ValueError(
+                f"tensor says device cuda:{index}, but the driver "
+                f"places address {ptr:#x} on device {ordinal}"
+            )
+        mr = _register_dmabuf(pd, tensor, ptr, length, access, attempts)
+        if mr is not None:
             return GpuMR(mr, ptr, length, tensor, path="dmabuf", device=ordinal)
-        finally:
-            os.close(fd)
 
     try:
         mr = pd.reg_mr(ptr, length, access, **_owner_kw(pd, pd.reg_mr, tensor))
@@ -661,6 +649,27 @@ def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
             e.errno or _errno.EOPNOTSUPP, _failure(ptr, length, attempts), attempts=attempts
         ) from e
     return GpuMR(mr, ptr, length, tensor, path="peermem", device=ordinal)
+
+
+def _register_dmabuf(pd, tensor, ptr, length, access, attempts):
+    """The dma-buf path of register_tensor: export the page-aligned range
+    with dmabuf_fd and register it with reg_dmabuf_mr.  The MR, or None
+    with the reason appended to ``attempts`` when the export or the
+    registration raised RuntimeError/OSError (the published package falls
+    back to reg_mr on either)."""
+    try:
+        fd, start, _ = _export_dmabuf(ptr, length)
+    except (RuntimeError, OSError) as e:
+        attempts.append(("dma-buf", f"{e}{_export_hint(e)}"))
+        return None
+    try:
+        reg = pd.reg_dmabuf_mr
+        return reg(ptr - start, length, ptr, fd, access, **_owner_kw(pd, reg, tensor))
+    except (RuntimeError, OSError) as e:
+        attempts.append(("dma-buf", str(e)))
+        return None
+    finally:
+        os.close(fd)
 
 
 def _failure(ptr, length, attempts):

@@ -116,6 +116,10 @@ def connect_rc(
     """Connect ``qp`` (RC or UC, in RESET) to ``remote``: RESET -> INIT
     (``access`` as its remote access flags) -> RTR -> RTS.
 
+    The calls are exactly the published package's: ``qp.to_init(port,
+    access)``, ``qp.to_rtr(remote, sgid_index=..., mtu=...)`` (``to_rtr``
+    takes the port the QP was given at INIT) and ``qp.to_rts(local_psn,
+    **rts_kwargs)``, so code that wraps or fakes a QP sees the same calls.
     The path MTU defaults to the smaller of the local port's active MTU
     (``qp.pd.context.query_port(port)``) and ``remote.mtu``; it is passed
     to ``QP.to_rtr`` explicitly, as ``mtu=``.  The other keywords go to ``QP.to_rts`` (``timeout``,
@@ -130,7 +134,7 @@ def connect_rc(
         local_mtu = qp.pd.context.query_port(port).active_mtu
         mtu = MTU(min(int(local_mtu), int(remote.mtu)))
     qp.to_init(port, access)
-    qp.to_rtr(remote, sgid_index=sgid_index, mtu=mtu, port=port, **rtr_kwargs)
+    qp.to_rtr(remote, sgid_index=sgid_index, mtu=mtu, **rtr_kwargs)
     qp.to_rts(local_psn, **rts_kwargs)
 
 
@@ -272,11 +276,15 @@ def reg_tensor(pd: PD, tensor: Any, access: int) -> MR:
     torch are never imported).  Read-only memory (``bytes``, read-only
     arrays) is only registered without write access (LOCAL_WRITE,
     REMOTE_WRITE, REMOTE_ATOMIC): ValueError otherwise.  CUDA tensors go to
-    ``ibverbs.cuda.register_tensor``.  For a bytearray (or another resizable
+    ``ibverbs.cuda.register_tensor``: any object whose ``is_cuda`` is true
+    is refused with ValueError before anything else is looked at, as the
+    published package does.  For a bytearray (or another resizable
     buffer) ``mr.owner`` is a memoryview of it (``mr.owner.obj`` is the
     bytearray): its buffer export keeps the bytearray from being resized
     while registered.
     """
+    if getattr(tensor, "is_cuda", False):
+        raise ValueError(f"{type(tensor).__name__} is a CUDA tensor (is_cuda is true): {_GPU_HINT}")
     mem = _describe(tensor)
     if mem.device != "cpu":
         raise ValueError(

@@ -476,3 +476,99 @@ def test_10_connect_rc_mtu_on_rxe(ctx, pd):
     assert write(qa, cq, smr.sge(), dmr.addr, dmr.rkey).is_success
     assert (dst == 3).all()
     qa._qp.close(), qb._qp.close(), smr.close(), dmr.close(), cq.close()
+
+
+# ---------------------------------------------------------------------------
+# Issue 24: the last four differences, on rxe0
+# ---------------------------------------------------------------------------
+
+
+class Recording:
+    """A QP wrapper that records every transition and forwards it."""
+
+    def __init__(self, qp):
+        self._qp = qp
+        self.calls = []
+
+    def __getattr__(self, name):
+        return getattr(self._qp, name)
+
+    def _record(self, name, a, k):
+        self.calls.append((name, a, k))
+        return getattr(self._qp, name)(*a, **k)
+
+    def to_init(self, *a, **k):
+        return self._record("to_init", a, k)
+
+    def to_rtr(self, *a, **k):
+        return self._record("to_rtr", a, k)
+
+    def to_rts(self, *a, **k):
+        return self._record("to_rts", a, k)
+
+
+def test_24_1_reg_tensor_refuses_is_cuda_alone(pd):
+    class OnlyIsCuda:
+        is_cuda = True
+
+    with pytest.raises(ValueError, match=r"ibverbs\.cuda\.register_tensor"):
+        ib.reg_tensor(pd, OnlyIsCuda(), ACCESS)
+    # A torch-like CUDA tensor over real host memory: refused as well, so
+    # no MR was registered on the device.
+    host = np.zeros(64, dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"ibverbs\.cuda\.register_tensor"):
+        ib.reg_tensor(pd, DuckTensor(host.ctypes.data, 64, is_cuda=True), ACCESS)
+
+
+def test_24_2_connect_rc_calls_on_real_qps(ctx, pd):
+    pa = ctx.query_port(PORT)
+    gid = ctx.query_gid(PORT, GID_INDEX)
+    cq = ctx.create_cq(16)
+    qa, qb = Recording(new_rc_qp(pd, cq)), Recording(new_rc_qp(pd, cq))
+    ia = ib.local_qp_info(qa, pa, gid, port=PORT, psn=11)
+    ibb = ib.local_qp_info(qb, pa, gid, port=PORT, psn=22)
+    ib.connect_rc(qa, ibb, port=PORT, sgid_index=GID_INDEX, access=ACCESS, local_psn=11)
+    ib.connect_rc(qb, ia, port=PORT, sgid_index=GID_INDEX, access=ACCESS, local_psn=22)
+    mtu = min(pa.active_mtu, ibb.mtu)
+    assert qa.calls == [
+        ("to_init", (PORT, ACCESS), {}),
+        ("to_rtr", (ibb,), {"sgid_index": GID_INDEX, "mtu": mtu}),
+        ("to_rts", (11,), {}),
+    ]
+    # to_rtr found the port by itself: the one given at to_init
+    attr, _ = qa.query()
+    assert attr["port_num"] == PORT and attr["qp_state"] == ib.QPState.RTS
+    src, smr = rig.mkbuf(pd, 256, fill=7)
+    dst, dmr = rig.mkbuf(pd, 256)
+    assert write(qa, cq, smr.sge(), dmr.addr, dmr.rkey).is_success
+    assert (dst == 7).all()
+    qa._qp.close(), qb._qp.close(), smr.close(), dmr.close(), cq.close()
+
+
+def test_24_3_mr_sge_past_the_end_says_exceeds(pd):
+    buf, mr = rig.mkbuf(pd, 4096)
+    with pytest.raises(ValueError, match="exceeds"):
+        mr.sge(4097)
+    with pytest.raises(ValueError, match="exceeds"):
+        mr.sge(100, offset=4000)
+    with pytest.raises(ValueError, match="exceeds"):
+        mr.sge(8, offset=4097)
+    assert mr.sge(96, offset=4000).length == 96  # up to the end is fine
+    mr.close()
+
+
+def test_24_4_register_tensor_without_libcuda_uses_reg_mr(pd, monkeypatch, tmp_path):
+    # No driver library at all: the published package's fallback,
+    # pd.reg_mr on the pointer, registers it (host memory on rxe).
+    monkeypatch.setenv("IBVERBS_LIBCUDA", str(tmp_path / "libcuda.so.1"))
+    cuda._forget_driver()
+    try:
+        host = np.zeros(2 * PAGE, dtype=np.uint8)
+        t = DuckTensor(host.ctypes.data, host.nbytes)
+        gmr = cuda.register_tensor(pd, t, ACCESS)
+        assert gmr.path == "peermem" and gmr.tensor is t
+        assert gmr.mr.addr == host.ctypes.data and gmr.mr.length == host.nbytes
+        gmr.close()
+        assert gmr.closed
+    finally:
+        cuda._forget_driver()

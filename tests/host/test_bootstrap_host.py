@@ -268,10 +268,13 @@ class FakeQP:
         self.closed = False
 
     def to_init(self, port, access):
+        self.port = port
         self.calls.append(("init", port, int(access)))
 
-    def to_rtr(self, remote, *, sgid_index, mtu, port, **kw):
-        self.calls.append(("rtr", remote, sgid_index, port))
+    def to_rtr(self, remote, *, sgid_index, mtu, port=None, **kw):
+        # As QP.to_rtr: without port=, the one the QP was given at INIT
+        # (connect_rc passes none, as the published package does).
+        self.calls.append(("rtr", remote, sgid_index, self.port if port is None else port))
 
     def to_rts(self, psn, **kw):
         self.calls.append(("rts", psn))

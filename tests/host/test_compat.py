@@ -709,3 +709,97 @@ def test_11_readme_install_command():
     text = (ROOT / "README.md").read_text()
     assert "pip install ./ibverbs" not in text
     assert re.search(r"^pip install \.(\s|$)", text, re.M)
+
+
+# ---------------------------------------------------------------------------
+# Issue 24: the last four differences
+# ---------------------------------------------------------------------------
+
+
+class OnlyIsCuda:
+    """An object that says it is CUDA memory and has nothing else."""
+
+    is_cuda = True
+
+
+def test_24_1_reg_tensor_looks_at_is_cuda_first(no_libcuda):
+    class NoPD:
+        def reg_mr(self, *a, **k):
+            raise AssertionError("must not be called")
+
+    with pytest.raises(ValueError, match=r"ibverbs\.cuda\.register_tensor"):
+        ib.reg_tensor(NoPD(), OnlyIsCuda(), ACCESS)
+    # is_cuda false or absent: the object is looked at as before
+    with pytest.raises(TypeError, match="expected a numpy array"):
+        ib.reg_tensor(NoPD(), types.SimpleNamespace(is_cuda=False), ACCESS)
+    assert cuda._driver_instance is None  # no CUDA was touched
+
+
+def test_24_2_connect_rc_makes_the_published_calls():
+    qp = WrappedQP(ib.MTU.MTU_4096)
+    info = ib.QPInfo(7, 5, 0, RAW, 1, ib.MTU.MTU_1024)
+    ib.connect_rc(qp, info, port=1, sgid_index=3, access=ACCESS, local_psn=9, timeout=18)
+    assert qp.calls == [
+        ("to_init", (1, ACCESS), {}),
+        ("to_rtr", (info,), {"sgid_index": 3, "mtu": ib.MTU.MTU_1024}),
+        ("to_rts", (9,), {"timeout": 18}),
+    ]
+    # The RTR keywords still go to to_rtr, and only those.
+    qp = WrappedQP(ib.MTU.MTU_1024)
+    ib.connect_rc(qp, info, port=2, sgid_index=0, access=0, min_rnr_timer=1, retry_cnt=3)
+    assert qp.calls[1] == (
+        "to_rtr",
+        (info,),
+        {"sgid_index": 0, "mtu": ib.MTU.MTU_1024, "min_rnr_timer": 1},
+    )
+    assert qp.calls[2] == ("to_rts", (0,), {"retry_cnt": 3})
+    # to_rtr's port defaults to the QP's own: the docstring and stub say so.
+    assert "port to the QP's port" in ib.QP.to_rtr.__doc__
+    stub = (ROOT / "src" / "ibverbs" / "_ibverbs.pyi").read_text()
+    assert re.search(r"def to_rtr\([^)]*port: int \| None = None", stub, re.S)
+
+
+def test_24_4_register_tensor_falls_back_without_a_driver(no_libcuda):
+    # No libcuda at all: the dma-buf path is closed, reg_mr (positional)
+    # is tried, as the published package does.
+    pd = PublishedStylePD()
+    t = DuckTensor(0x10000, 4 * PAGE)
+    g = cuda.register_tensor(pd, t, ACCESS)
+    assert pd.calls == [("reg_mr", (0x10000, 4 * PAGE, ACCESS))]
+    assert g.path == "peermem" and g.tensor is t and g.addr == 0x10000
+
+    # Both fail: one error, both reasons in its message.
+    class NothingWorks(PublishedStylePD):
+        def reg_mr(self, addr, length, access):
+            self.calls.append(("reg_mr", (addr, length, access)))
+            raise ib.VerbsError(errno.EFAULT, "Bad address", "ibv_reg_mr")
+
+    pd = NothingWorks()
+    with pytest.raises(cuda.GpuDirectError) as info:
+        cuda.register_tensor(pd, t, ACCESS)
+    text = str(info.value)
+    assert "no-libcuda.so.1" in text and "ibv_reg_mr" in text
+    assert [path for path, _ in info.value.attempts] == ["dma-buf", "peer memory"]
+
+
+def test_24_4_any_dmabuf_registration_error_falls_back(fake):
+    # reg_dmabuf_mr raising OSError or RuntimeError, whatever its errno:
+    # reg_mr follows, and the export's fd is closed.
+    ptr = fake.alloc_tracked(PAGE)
+    for exc in (
+        ib.VerbsError(errno.EINVAL, "Invalid argument", "ibv_reg_dmabuf_mr"),
+        OSError(errno.EIO, "I/O error"),
+        RuntimeError("provider refused"),
+    ):
+
+        class Refusing(PublishedStylePD):
+            def reg_dmabuf_mr(self, offset, length, iova, fd, access):
+                self.calls.append(("reg_dmabuf_mr", (offset, length, iova, access)))
+                raise exc
+
+        pd = Refusing()
+        g = cuda.register_tensor(pd, DuckTensor(ptr, 64), ACCESS)
+        assert [c[0] for c in pd.calls] == ["reg_dmabuf_mr", "reg_mr"]
+        assert pd.calls[1] == ("reg_mr", (ptr, 64, ACCESS))
+        assert g.path == "peermem"
+        assert fake.open_exports() == 0

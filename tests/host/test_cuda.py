@@ -11,6 +11,7 @@ import gc
 import importlib.util
 import os
 import pickle
+import re
 import subprocess
 import sys
 import weakref
@@ -658,15 +659,17 @@ def test_error_when_peermem_registration_fails(fake, peermem):
     assert len(e.attempts) == 2
 
 
-def test_other_dmabuf_errors_are_not_a_reason_to_fall_back(fake, peermem):
+def test_other_dmabuf_errors_fall_back_too(fake, peermem):
+    # As in the published package: any OSError of reg_dmabuf_mr, not only
+    # "no dma-buf support", sends the registration to reg_mr (issue 24).
     peermem()
     ptr = fake.alloc(PAGE)
     err = verbs_error(errno.EINVAL, "ibv_reg_dmabuf_mr")
     pd = FakePD(dmabuf_error=err)
-    with pytest.raises(ib.VerbsError) as info:
-        cuda.register_tensor(pd, CudaArray(ptr, (PAGE,)), ACCESS)
-    assert info.value is err
-    assert pd.names() == ["reg_dmabuf_mr"]
+    gmr = cuda.register_tensor(pd, CudaArray(ptr, (PAGE,)), ACCESS)
+    assert pd.names() == ["reg_dmabuf_mr", "reg_mr"]
+    assert gmr.path == "peermem"
+    assert fake.open_exports() == 0
 
 
 def test_any_export_error_falls_back_to_reg_mr(fake):
@@ -689,21 +692,31 @@ def test_any_export_error_falls_back_to_reg_mr(fake):
 def test_stub_library(fake):
     fake.set_mode(fake.MODE_STUB)
     with pytest.raises(CudaError) as info:
-        cuda.register_tensor(FakePD(), CudaArray(0x10000, (8,)), ACCESS)
+        cuda.synchronize()
     e = info.value
     assert isinstance(e, RuntimeError)
     assert e.code == 34 and e.name == "CUDA_ERROR_STUB_LIBRARY"
     assert e.operation == "cuInit"
     assert "CUDA driver is a stub library" in str(e)
     assert fake.path in str(e)
+    # register_tensor does not stop there: reg_mr is tried (issue 24), and
+    # when it fails too, the driver's answer is one of the two reasons.
+    with pytest.raises(GpuDirectError) as info:
+        cuda.register_tensor(no_reg_mr(), CudaArray(0x10000, (8,)), ACCESS)
+    assert "CUDA_ERROR_STUB_LIBRARY" in str(info.value) and fake.path in str(info.value)
+    gmr = cuda.register_tensor(FakePD(), CudaArray(0x10000, (8,)), ACCESS)
+    assert gmr.path == "peermem" and gmr.device is None
 
 
 def test_stub_library_after_init(fake):
     ptr = fake.alloc(PAGE)
     cuda.register_tensor(FakePD(), CudaArray(ptr, (PAGE,)), ACCESS)
     fake.set_mode(fake.MODE_STUB)
-    with pytest.raises(CudaError, match="CUDA_ERROR_STUB_LIBRARY"):
-        cuda.register_tensor(FakePD(), CudaArray(ptr, (PAGE,)), ACCESS)
+    with pytest.raises(GpuDirectError, match="CUDA_ERROR_STUB_LIBRARY"):
+        cuda.register_tensor(no_reg_mr(), CudaArray(ptr, (PAGE,)), ACCESS)
+    pd = FakePD()
+    assert cuda.register_tensor(pd, CudaArray(ptr, (PAGE,)), ACCESS).path == "peermem"
+    assert pd.names() == ["reg_mr"]
 
 
 def test_no_device(fake):
@@ -725,11 +738,16 @@ def test_missing_libcuda(monkeypatch, tmp_path):
     cuda._forget_driver()
     try:
         with pytest.raises(CudaError) as info:
-            cuda.register_tensor(FakePD(), CudaArray(0x10000, (8,)), ACCESS)
+            cuda.flush_gpudirect_writes()
         assert info.value.code is None
         assert missing in str(info.value)
-        with pytest.raises(CudaError):
-            cuda.flush_gpudirect_writes()
+        # No driver: register_tensor falls back to reg_mr (issue 24) ...
+        pd = FakePD()
+        assert cuda.register_tensor(pd, CudaArray(0x10000, (8,)), ACCESS).path == "peermem"
+        assert pd.names() == ["reg_mr"]
+        # ... and names the missing library when that fails too.
+        with pytest.raises(GpuDirectError, match=re.escape(missing)):
+            cuda.register_tensor(no_reg_mr(), CudaArray(0x10000, (8,)), ACCESS)
     finally:
         cuda._forget_driver()
 

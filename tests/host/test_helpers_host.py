@@ -164,7 +164,7 @@ def test_connect_rc_sequence():
     )
     assert qp.calls == [
         ("to_init", (1, RW), {}),
-        ("to_rtr", (remote,), dict(sgid_index=3, mtu=ib.MTU.MTU_1024, port=1, min_rnr_timer=1)),
+        ("to_rtr", (remote,), dict(sgid_index=3, mtu=ib.MTU.MTU_1024, min_rnr_timer=1)),
         ("to_rts", (0x77,), dict(rnr_retry=5, timeout=10)),
     ]
 

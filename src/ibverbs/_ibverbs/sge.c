@@ -74,8 +74,8 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		}
 		if (off > m->length) {
 			PyErr_Format(PyExc_ValueError,
-				     "offset %llu is past the end of the MR "
-				     "(length %llu)",
+				     "offset %llu exceeds the MR's length "
+				     "%llu (past the end of the MR)",
 				     (unsigned long long)off,
 				     (unsigned long long)m->length);
 			goto fail;
@@ -106,9 +106,9 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 			}
 			if (want > avail) {
 				PyErr_Format(PyExc_ValueError,
-					     "offset %llu + length %llu runs "
-					     "past the end of the MR (length "
-					     "%llu)",
+					     "offset %llu + length %llu "
+					     "exceeds the MR's length %llu "
+					     "(runs past the end of the MR)",
 					     (unsigned long long)off,
 					     (unsigned long long)want,
 					     (unsigned long long)m->length);
