@@ -435,6 +435,15 @@ typedef struct {
 	int dirty;
 } WRChainObject;
 
+/* The names the WR templates (post_link.h, wrchain_kind.h) define, from
+ * the one prefix a kind header sets (wr_kind_send.h: WR_PREFIX sendwr):
+ * WRFN(link) is sendwr_link, CHFN(head) sendwrchain_head.  Each template
+ * function carries its expanded names in the comment above it. */
+#define WR_PASTE(a, b, c) a##b##_##c
+#define WR_XPASTE(a, b, c) WR_PASTE(a, b, c)
+#define WRFN(name) WR_XPASTE(WR_PREFIX, , name)
+#define CHFN(name) WR_XPASTE(WR_PREFIX, chain, name)
+
 /* Per-WR checks before a post (wr_check.c): MRs, AH, MW still open; the AH's
  * struct ibv_ah * stored in the WR.  0, or -1 with VerbsError(EBADF). */
 int sendwr_ready(SendWRObject *w, Py_ssize_t i);

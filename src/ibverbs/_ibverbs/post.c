@@ -21,37 +21,13 @@
 /* Linking and unlinking (the template is post_link.h)                 */
 /* ------------------------------------------------------------------ */
 
-#define WRFN(name) sendwr_##name
-#define WR_OBJ SendWRObject
-#define WR_NATIVE struct ibv_send_wr
-#define WR_TYPE ST.SendWR_type
-#define WR_CHAIN_TYPE ST.SendWRChain_type
-#define WR_CHAIN_HEAD sendwrchain_head
-#define WR_NAME "SendWR"
+#include "wr_kind_send.h"
 #include "post_link.h"
-#undef WRFN
-#undef WR_OBJ
-#undef WR_NATIVE
-#undef WR_TYPE
-#undef WR_CHAIN_TYPE
-#undef WR_CHAIN_HEAD
-#undef WR_NAME
+#include "wr_kind_undef.h"
 
-#define WRFN(name) recvwr_##name
-#define WR_OBJ RecvWRObject
-#define WR_NATIVE struct ibv_recv_wr
-#define WR_TYPE ST.RecvWR_type
-#define WR_CHAIN_TYPE ST.RecvWRChain_type
-#define WR_CHAIN_HEAD recvwrchain_head
-#define WR_NAME "RecvWR"
+#include "wr_kind_recv.h"
 #include "post_link.h"
-#undef WRFN
-#undef WR_OBJ
-#undef WR_NATIVE
-#undef WR_TYPE
-#undef WR_CHAIN_TYPE
-#undef WR_CHAIN_HEAD
-#undef WR_NAME
+#include "wr_kind_undef.h"
 
 /* ------------------------------------------------------------------ */
 /* Checks after linking, messages after a failed post                  */
