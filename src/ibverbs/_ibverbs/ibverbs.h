@@ -376,6 +376,18 @@ typedef struct {
 #define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
 #define QPO(self) ((QPObject *)(self))
 
+/* qp.c: ibv_modify_qp raising a VerbsError that names the transition
+ * ("to_rtr: RC QP 17 INIT -> RTR"), and ibv_query_qp returning its code;
+ * both GIL-free, the QP busy.  0 / -1 resp. an errno. */
+int qp_modify(PyObject *self, const char *what, struct ibv_qp_attr *attr,
+	      int mask);
+int qp_query_raw(PyObject *self, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init);
+/* qp_connect.c: the state transitions (QP methods). */
+PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw);
+
 typedef struct {
 	Handle h; /* obj: struct ibv_ah *; parent: PD */
 } AHObject;
