@@ -371,6 +371,8 @@ typedef struct {
 	struct ibv_qp_cap cap; /* as returned by ibv_create_qp */
 	int sq_sig_all;
 	PyObject *cmid; /* the CMID whose QP this is, or NULL */
+	int in_batch; /* QPEx (qp_ex.c): between wr_start and
+		       * wr_complete/wr_abort; 0 on a plain QP */
 } QPObject;
 
 #define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
@@ -383,6 +385,19 @@ int qp_modify(PyObject *self, const char *what, struct ibv_qp_attr *attr,
 	      int mask);
 int qp_query_raw(PyObject *self, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init);
+/* VerbsError(EBUSY) naming what, while a QPEx's wr_start() batch is open
+ * (in_batch: the provider holds the send queue's lock until wr_complete);
+ * post_send (post.c) and qp_modify (qp.c) check it.  0 or -1. */
+static inline int qp_check_idle(PyObject *self, const char *what)
+{
+	if (!QPO(self)->in_batch)
+		return 0;
+	verbs_error_fmt(EBUSY, NULL,
+			"%s: a wr_start() batch is open on this QP; "
+			"wr_complete() or wr_abort() first",
+			what);
+	return -1;
+}
 /* qp_connect.c: the state transitions (QP methods). */
 PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw);
@@ -608,7 +623,6 @@ typedef struct {
 	QPObject qp;
 	struct ibv_qp_ex *qpx; /* ibv_qp_to_qp_ex(); NULL once closed */
 	uint64_t send_ops_flags; /* as created */
-	int in_batch; /* between wr_start and wr_complete/wr_abort */
 	int cur_op; /* WREX_OP_* of the WR being built; 0: none yet */
 	int cur_data; /* the current WR got its data setter */
 	int cur_ud; /* the current WR got wr_set_ud_addr */
@@ -646,7 +660,6 @@ enum {
 /* qp_ex.c: the type (a subclass of QP, made at module exec) and the
  * factories of PD and Context. */
 extern PyType_Spec QPEx_spec;
-int qpex_type_init(PyObject *module);
 PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
 /* qp_ex.c, for wr_ex.c: before a builder (batch open, op in
@@ -659,14 +672,11 @@ int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided);
 int qpex_begin_setter(PyObject *self, int data, const char *verb);
 /* Hold o until the batch ends; an MR or AH is also marked used.  0/-1. */
 int qpex_keep(PyObject *self, PyObject *o);
-/* qp_ex.c: the batch methods, and the guard of post_send and modify:
- * VerbsError(EBUSY) while a batch is open (the provider holds the send
- * queue's lock from wr_start to wr_complete).  0 or -1. */
+/* qp_ex.c: the batch methods (the guard of post_send and modify is
+ * qp_check_idle, qp.c). */
 PyObject *qpex_wr_start(PyObject *self, PyObject *unused);
 PyObject *qpex_wr_complete(PyObject *self, PyObject *unused);
 PyObject *qpex_wr_abort(PyObject *self, PyObject *unused);
-PyObject *qpex_post_send(PyObject *self, PyObject *arg);
-int qpex_check_idle(PyObject *self, const char *what);
 /* wr_ex.c: QPEx's method table (batch, builders, setters). */
 extern PyMethodDef qpex_methods[];
 /* qp.c: qp_create_with() for a given type (QPEx: a subclass of QP). */

@@ -108,6 +108,9 @@ PyObject *qp_post_send(PyObject *self, PyObject *arg)
 	int rc;
 
 	HANDLE_CHECK(self);
+	/* A QPEx's open wr_start() batch holds the send queue's lock. */
+	if (QPO(self)->in_batch && qp_check_idle(self, "post_send") < 0)
+		return NULL;
 	head = sendwr_link(arg);
 	if (head == NULL)
 		return NULL;

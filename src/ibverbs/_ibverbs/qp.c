@@ -417,7 +417,7 @@ int qp_modify(PyObject *self, const char *what, struct ibv_qp_attr *attr,
 
 	/* Parsing the attributes may have run Python code (Gid(), an
 	 * AHAttr's attributes) that closed the QP. */
-	if (handle_check(HANDLE(self)) < 0 || qpex_check_idle(self, what) < 0)
+	if (handle_check(HANDLE(self)) < 0 || qp_check_idle(self, what) < 0)
 		return -1;
 	from = QPP(self)->state;
 	rc = qp_modify_raw(self, attr, mask);
@@ -601,7 +601,8 @@ static PyMethodDef qp_methods[] = {
 	{ "post_send", qp_post_send, METH_O,
 	  "post_send(wr_or_list): post a SendWR or a list of them as one "
 	  "chained ibv_post_send. On failure, VerbsError names the rejected "
-	  "WR's index." },
+	  "WR's index; VerbsError(EBUSY) while a QPEx's wr_start() batch "
+	  "is open." },
 	{ "post_recv", qp_post_recv, METH_O,
 	  "post_recv(wr_or_list): post a RecvWR or a list (ibv_post_recv). "
 	  "A QP with an SRQ refuses (ValueError)." },

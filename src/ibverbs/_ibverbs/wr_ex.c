@@ -623,9 +623,6 @@ static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
 /* ------------------------------------------------------------------ */
 
 PyMethodDef qpex_methods[] = {
-	{ "post_send", qpex_post_send, METH_O,
-	  "post_send(wr_or_list): as QP.post_send; VerbsError(EBUSY) while a "
-	  "wr_start() batch is open." },
 	{ "wr_start", qpex_wr_start, METH_NOARGS,
 	  "wr_start(): open a batch (ibv_wr_start). VerbsError(EINVAL) if one "
 	  "is open already." },
