@@ -33,7 +33,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ibverbs" / "_ibverbs"
 AUDITED = {
     # poll() on a CompChannel's or a Context's fd.  The channel/Context
     # is busy; the CQs of a channel are not touched until the GIL is back
-    # (the event is read and matched under the GIL, channel.c).
+    # (the event is read and matched under the GIL, channel.c;
+    # fd_wait_readable is in handle.c).
     "fd_wait_readable": "h",
     # ibv_reg_mr / ibv_reg_dmabuf_mr on the PD (busy); its Context cannot
     # close while the PD is open; the memory itself is the caller's

@@ -283,7 +283,7 @@ void handle_dealloc(Handle *h);
 #define HANDLE_BUSY_ENTER(h) (HANDLE(h)->busy++)
 #define HANDLE_BUSY_EXIT(h) (HANDLE(h)->busy--)
 
-/* channel.c, shared with event.c: wait with the GIL released (h marked
+/* handle.c, for channel.c and event.c: wait with the GIL released (h marked
  * busy, EINTR runs signal handlers) until fd is readable, then re-check
  * with the GIL held so that the caller's read cannot block.  0 or -1
  * with an exception set. */
