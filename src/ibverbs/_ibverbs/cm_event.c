@@ -309,12 +309,12 @@ static PyObject *cmevent_get_status(PyObject *self, void *closure)
 
 static PyObject *cmevent_get_private_data(PyObject *self, void *closure)
 {
-	return cm_get_obj(((CMEventObject *)self)->private_data);
+	return obj_or_none(((CMEventObject *)self)->private_data);
 }
 
 static PyObject *cmevent_get_cmid(PyObject *self, void *closure)
 {
-	return cm_get_obj(((CMEventObject *)self)->cmid);
+	return obj_or_none(((CMEventObject *)self)->cmid);
 }
 
 static PyObject *cmevent_repr(PyObject *self)

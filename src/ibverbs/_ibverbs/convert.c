@@ -116,3 +116,11 @@ PyObject *make_record(PyObject *cls, PyObject *kwargs)
 	Py_DECREF(kwargs);
 	return res;
 }
+
+PyObject *obj_or_none(PyObject *o)
+{
+	if (o == NULL)
+		o = Py_None;
+	Py_INCREF(o);
+	return o;
+}

@@ -216,6 +216,9 @@ int dict_set_int(PyObject *d, const char *key, long v);
 int dict_set_str(PyObject *d, const char *key, const char *v);
 /* Call cls(**kwargs) and steal kwargs. */
 PyObject *make_record(PyObject *cls, PyObject *kwargs);
+/* o, or None for NULL, as a new reference: a getter's body for an
+ * optional reference (QP.srq, CMID.qp, ...). */
+PyObject *obj_or_none(PyObject *o);
 
 /* ------------------------------------------------------------------ */
 /* Handles (handle.c): the lifetime protocol shared by every           */

@@ -538,34 +538,26 @@ static PyObject *qp_get_state(PyObject *self, void *closure)
 	return enum_from_int("QPState", attr.qp_state);
 }
 
-static PyObject *get_ref(PyObject *o)
-{
-	if (o == NULL)
-		o = Py_None;
-	Py_INCREF(o);
-	return o;
-}
-
 static PyObject *qp_get_send_cq(PyObject *self, void *closure)
 {
-	return get_ref(QPO(self)->send_cq);
+	return obj_or_none(QPO(self)->send_cq);
 }
 
 static PyObject *qp_get_recv_cq(PyObject *self, void *closure)
 {
-	return get_ref(QPO(self)->recv_cq);
+	return obj_or_none(QPO(self)->recv_cq);
 }
 
 static PyObject *qp_get_srq(PyObject *self, void *closure)
 {
-	return get_ref(QPO(self)->srq);
+	return obj_or_none(QPO(self)->srq);
 }
 
 static PyObject *qp_get_context(PyObject *self, void *closure)
 {
 	Handle *pd = HANDLE(self)->parent;
 
-	return get_ref(pd ? (PyObject *)pd->parent : NULL);
+	return obj_or_none(pd ? (PyObject *)pd->parent : NULL);
 }
 
 static PyObject *qp_get_cap(PyObject *self, void *closure)
