@@ -504,7 +504,7 @@ Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,
 			 struct ibv_recv_wr **bad);
 /* For a UD QP, after sendwr_link: every WR must be a SEND(_WITH_IMM) with
  * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
- * ValueError naming the WR's index (the caller then unlinks). */
+ * ValueError naming the WR's index (the caller then unlinks); wr_check.c. */
 int sendwr_check_ud(const struct ibv_send_wr *head);
 /* post.c: the data-path methods (METH_O; the WR objects hold the native
  * structs, linked in place; GIL kept, no allocation). */

@@ -12,8 +12,8 @@
  * (BENCHMARKS.md, "GIL").
  *
  * The data path is this file and wrchain.c; calls go one way: post.c
- * uses wrchain.c (a chain's head) and wr_check.c (the per-WR checks), neither
- * of which calls back here.
+ * uses wrchain.c (a chain's head) and wr_check.c (the per-WR checks, and
+ * sendwr_check_ud after linking), neither of which calls back here.
  */
 #include "ibverbs.h"
 
@@ -30,36 +30,8 @@
 #include "wr_kind_undef.h"
 
 /* ------------------------------------------------------------------ */
-/* Checks after linking, messages after a failed post                  */
+/* Messages after a failed post                                       */
 /* ------------------------------------------------------------------ */
-
-int sendwr_check_ud(const struct ibv_send_wr *head)
-{
-	const struct ibv_send_wr *w;
-	Py_ssize_t i = 0;
-
-	for (w = head; w != NULL; w = w->next, i++) {
-		if (w->opcode != IBV_WR_SEND &&
-		    w->opcode != IBV_WR_SEND_WITH_IMM) {
-			PyErr_Format(
-				PyExc_ValueError,
-				"work request %zd: a UD QP only posts SEND "
-				"and SEND_WITH_IMM",
-				i);
-			return -1;
-		}
-		if (w->wr.ud.ah == NULL) {
-			PyErr_Format(
-				PyExc_ValueError,
-				"work request %zd: a send on a UD QP needs "
-				"an AH (SendWR(ah=..., remote_qpn=..., "
-				"remote_qkey=...))",
-				i);
-			return -1;
-		}
-	}
-	return 0;
-}
 
 /* Out of line: the post failed; say which WR and, for a QP (qp_state:
  * its state's name) and the usual causes, why; qp NULL: the SRQ.
