@@ -200,6 +200,10 @@ PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...);
 /* For verbs returning NULL / -1 and setting errno: errno or EINVAL-ish
  * fallback when a provider forgot to set it. */
 PyObject *verbs_error_errno(const char *op);
+/* As verbs_error_fmt, with each item of attrs (a dict) set on the
+ * exception (CMEvent errors: event, status, private_data). */
+PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
+			   const char *fmt, ...);
 
 /* ------------------------------------------------------------------ */
 /* Converters (convert.c)                                              */
