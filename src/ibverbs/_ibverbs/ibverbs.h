@@ -588,6 +588,8 @@ typedef struct {
 	Handle h; /* obj: struct ibv_mw *; parent: PD */
 } MWObject;
 
+#define MWP(self) ((struct ibv_mw *)HANDLE(self)->obj)
+
 extern PyType_Spec MW_spec; /* mw.c */
 /* PD.alloc_mw(type) */
 PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw);
@@ -604,7 +606,12 @@ int sendwr_bind_validate(SendWRObject *w);
 /* Before a post: the MW and the MR still open, their current pointers in
  * the WR.  0, or -1 with VerbsError(EBADF). */
 int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i);
-/* QPEx.wr_bind_mw(mw, rkey, bind_info) (in QPEx's method table) */
+/* mw.c, for QPEx.wr_bind_mw: an MWBindInfo into *bi (*mr_out: a new
+ * reference to its MR), and o an open MW (TypeError/EBADF).  0 or -1. */
+int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
+		      PyObject **mr_out);
+int mw_parse(PyObject *o, const char *name);
+/* QPEx.wr_bind_mw(mw, rkey, bind_info) (wr_ex.c) */
 PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *sendwr_get_mw(PyObject *self, void *closure);
 PyObject *sendwr_get_bind_info(PyObject *self, void *closure);
