@@ -226,8 +226,9 @@ PyObject *obj_or_none(PyObject *o);
 
 /* ------------------------------------------------------------------ */
 /* Handles (handle.c): the lifetime protocol shared by every           */
-/* kernel-object wrapper (Context, PD, MR, CompChannel, CQ, QP, SRQ,   */
-/* AH).                                                                */
+/* kernel-object wrapper (each type whose file calls handle_init:      */
+/* Context, PD, MR, CompChannel, CQ, CQEx, QP, QPEx, SRQ, AH, MW, DM,  */
+/* Flow, CMID, CMListener).                                            */
 /* ------------------------------------------------------------------ */
 
 typedef struct Handle Handle;

@@ -6,9 +6,10 @@
  * be closed under it; the references and uses are dropped in
  * qp_release(), after ibv_destroy_qp succeeded.
  *
- * qp_context is the Python object (borrowed), so that an ibv_qp seen in
- * an async event leads back to it (event.c finds elements in the handle
- * tree instead).  The verbs object never outlives the Python object.
+ * qp_context is set to the Python object (borrowed), for what reads the
+ * ibv_qp elsewhere; this package's own async events find their QP in the
+ * handle tree (handle_find, event.c).  The verbs object never outlives
+ * the Python object.
  *
  * The data path (post_send/post_recv, METH_O) is in post.c: the WR
  * objects already hold native ibv_*_wr structs, which it links in place;
