@@ -49,21 +49,30 @@ PyObject *verbs_error(int err, const char *op)
 	return raise_verbs_error(err, op, PyUnicode_FromString(strerror(err)));
 }
 
-PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...)
+/* "strerror(err): fmt..." with attrs (or NULL) set on the exception. */
+static PyObject *raise_fmt(int err, const char *op, PyObject *attrs,
+			   const char *fmt, va_list ap)
 {
 	PyObject *detail, *text;
-	va_list ap;
 
 	if (err < 0)
 		err = -err;
-	va_start(ap, fmt);
 	detail = PyUnicode_FromFormatV(fmt, ap);
-	va_end(ap);
 	if (detail == NULL)
 		return NULL;
 	text = PyUnicode_FromFormat("%s: %U", strerror(err), detail);
 	Py_DECREF(detail);
-	return raise_verbs_error(err, op, text);
+	return raise_verbs_error_attrs(err, op, text, attrs);
+}
+
+PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	raise_fmt(err, op, NULL, fmt, ap);
+	va_end(ap);
+	return NULL;
 }
 
 PyObject *verbs_error_errno(const char *op)
@@ -78,17 +87,10 @@ PyObject *verbs_error_errno(const char *op)
 PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
 			   const char *fmt, ...)
 {
-	PyObject *detail, *text;
 	va_list ap;
 
-	if (err < 0)
-		err = -err;
 	va_start(ap, fmt);
-	detail = PyUnicode_FromFormatV(fmt, ap);
+	raise_fmt(err, op, attrs, fmt, ap);
 	va_end(ap);
-	if (detail == NULL)
-		return NULL;
-	text = PyUnicode_FromFormat("%s: %U", strerror(err), detail);
-	Py_DECREF(detail);
-	return raise_verbs_error_attrs(err, op, text, attrs);
+	return NULL;
 }
