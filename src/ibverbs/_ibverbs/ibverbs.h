@@ -223,6 +223,11 @@ PyObject *make_record(PyObject *cls, PyObject *kwargs);
 /* o, or None for NULL, as a new reference: a getter's body for an
  * optional reference (QP.srq, CMID.qp, ...). */
 PyObject *obj_or_none(PyObject *o);
+/* CQ.poll()/CQEx.poll(): a list of build(elem) for the first n elements
+ * (size bytes each) of a CQ's poll storage *store, which is taken from
+ * the CQ for the loop and given back after it.  NULL on an error. */
+PyObject *list_from_store(void **store, int *store_len, size_t size, int n,
+			  PyObject *(*build)(const void *elem));
 
 /* ------------------------------------------------------------------ */
 /* Handles (handle.c): the lifetime protocol shared by every           */
