@@ -158,7 +158,17 @@ typedef struct {
 	PyTypeObject *MW_type;
 	PyObject *MWBindInfo; /* _objects.MWBindInfo (mw.c) */
 	PyTypeObject *QPEx_type; /* a subclass of QP (qp_ex.c) */
+	/* Python modules the C code reads classes from, imported on first
+	 * use (module_cached): ibverbs.enums and ibverbs.flow import this
+	 * module, so they cannot be imported while it is made. */
+	PyObject *mod_objects; /* ibverbs._objects */
+	PyObject *mod_enums; /* ibverbs.enums */
+	PyObject *mod_flow; /* ibverbs.flow */
 } module_state;
+
+/* module.c: *slot, importing the module name into it on first use; a
+ * borrowed reference, or NULL with ImportError set. */
+PyObject *module_cached(PyObject **slot, const char *name);
 
 extern module_state ST;
 

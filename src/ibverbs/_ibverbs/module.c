@@ -113,6 +113,13 @@ static PyMethodDef module_methods[] = {
 	{ NULL, NULL, 0, NULL }
 };
 
+PyObject *module_cached(PyObject **slot, const char *name)
+{
+	if (*slot == NULL)
+		*slot = PyImport_ImportModule(name);
+	return *slot;
+}
+
 /* ------------------------------------------------------------------ */
 /* Exec: state, types, constants                                       */
 /* ------------------------------------------------------------------ */

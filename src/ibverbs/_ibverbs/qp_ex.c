@@ -595,9 +595,8 @@ static PyObject *get_send_ops_flags(PyObject *self, void *closure)
 
 	if (v == NULL)
 		return NULL;
-	mod = PyImport_ImportModule("ibverbs.enums");
+	mod = module_cached(&ST.mod_enums, "ibverbs.enums");
 	cls = mod ? PyObject_GetAttrString(mod, "QPCreateSendOpsFlags") : NULL;
-	Py_XDECREF(mod);
 	if (cls == NULL) {
 		PyErr_Clear();
 		return v;
