@@ -324,21 +324,18 @@ PyObject *handle_get_parent(PyObject *self, void *closure);
 /* tp_new for types that Python code must not instantiate directly. */
 PyObject *handle_no_new(PyTypeObject *type, PyObject *args, PyObject *kw);
 
-#define HANDLE_METHODS                                                                 \
-	{                                                                              \
-		"close", handle_meth_close, METH_NOARGS,                               \
-		"Destroy the verbs object. Idempotent; EBUSY while children are open." \
-	},                                                                             \
-		{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },                 \
-	{                                                                              \
-		"__exit__", handle_meth_exit, METH_VARARGS, NULL                       \
-	}
+/* clang-format cannot lay out macros that are initializers. */
+/* clang-format off */
+#define HANDLE_METHODS \
+	{ "close", handle_meth_close, METH_NOARGS, \
+	  "Destroy the verbs object. Idempotent; EBUSY while children " \
+	  "are open." }, \
+	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL }, \
+	{ "__exit__", handle_meth_exit, METH_VARARGS, NULL }
 
-#define HANDLE_GETSETS                                       \
-	{                                                    \
-		"closed", handle_get_closed, NULL,           \
-			"True once close() succeeded.", NULL \
-	}
+#define HANDLE_GETSETS \
+	{ "closed", handle_get_closed, NULL, "True once close() succeeded.", NULL }
+/* clang-format on */
 
 /* Allocate a new, zeroed instance of a type; PyType_GenericAlloc already
  * tracks GC types.  Call handle_init() next. */
