@@ -33,7 +33,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ibverbs" / "_ibverbs"
 AUDITED = {
     # poll() on a CompChannel's or a Context's fd.  The channel/Context
     # is busy; the CQs of a channel are not touched until the GIL is back
-    # (the event is read and matched under the GIL, channel.c).
+    # (the event is read and matched under the GIL, channel.c;
+    # fd_wait_readable is in handle.c).
     "fd_wait_readable": "h",
     # ibv_reg_mr / ibv_reg_dmabuf_mr on the PD (busy); its Context cannot
     # close while the PD is open; the memory itself is the caller's
@@ -327,3 +328,134 @@ def test_file_and_macro_size(path):
 
 def test_macro_lengths_counts_continuations():
     assert macro_lengths("#define A 1\n#define B \\\n\tx \\\n\ty\nint z;\n") == {"A": 1, "B": 3}
+
+
+# ---------------------------------------------------------------------
+# No include or call cycle between two type files.  Calls are read from
+# the objects (nm), so template names (sendwr_link) and method tables
+# count: file A uses B when an undefined symbol of A.o is defined in B.o.
+# module.c is the module itself (its type table names every type; ST,
+# the module state, is used by all) and is left out; a type split in
+# halves (HACKING.md: "when the type's file is full") is one node.
+# ---------------------------------------------------------------------
+
+NOT_A_TYPE_FILE = {"module.c"}
+HALVES = {"qp_connect.c": "qp.c", "wr_ex.c": "qp_ex.c"}
+# Headers a .c file may include with quotes, and who may include them.
+TEMPLATES = {
+    "post_link.h": {"post.c"},
+    "wrchain_kind.h": {"wrchain.c"},
+    "wr_kind_send.h": {"post.c", "wrchain.c"},
+    "wr_kind_recv.h": {"post.c", "wrchain.c"},
+    "wr_kind_undef.h": {"post.c", "wrchain.c"},
+}
+SHARED_HEADERS = {"ibverbs.h", "cm.h"}
+
+
+def object_symbols(tmp: Path) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """(symbol -> the .c defining it, .c -> the symbols it uses)."""
+    import shutil
+    import subprocess
+    import sysconfig
+    from concurrent.futures import ThreadPoolExecutor
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc and shutil.which("nm"), "cc and nm (binutils) are needed"
+    inc = sysconfig.get_paths()["include"]
+
+    def compile_one(c: Path) -> Path:
+        o = tmp / (c.stem + ".o")
+        subprocess.run(
+            [cc, "-c", "-O0", "-std=gnu11", "-DPy_LIMITED_API=0x03090000"]
+            + ["-I", inc, str(c), "-o", str(o)],
+            check=True,
+        )
+        return o
+
+    sources = sorted(SRC.glob("*.c"))
+    with ThreadPoolExecutor(4) as ex:
+        objs = list(ex.map(compile_one, sources))
+    defs: dict[str, str] = {}
+    uses: dict[str, set[str]] = {}
+    for o in objs:
+        f = o.stem + ".c"
+        out = subprocess.run(["nm", str(o)], capture_output=True, text=True, check=True)
+        for line in out.stdout.splitlines():
+            p = line.split()
+            if len(p) == 3 and p[1] in "TDBRC":
+                defs[p[2]] = f
+            elif len(p) == 2 and p[0] == "U":
+                uses.setdefault(f, set()).add(p[1])
+    return defs, uses
+
+
+def file_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    res: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                res.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return res
+
+
+def test_file_cycles_finds_a_cycle():
+    assert file_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert file_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_call_cycle_between_type_files(tmp_path):
+    defs, uses = object_symbols(tmp_path)
+    node = lambda f: HALVES.get(f, f)  # noqa: E731
+    edges: dict[str, set[str]] = {}
+    why: dict[tuple[str, str], set[str]] = {}
+    for f, syms in uses.items():
+        for s in syms:
+            g = defs.get(s)
+            if g is None or NOT_A_TYPE_FILE & {f, g} or node(f) == node(g):
+                continue
+            edges.setdefault(node(f), set()).add(node(g))
+            why.setdefault((node(f), node(g)), set()).add(s)
+    assert "sendwr_link" in defs and defs["sendwr_link"] == "post.c"
+    cycles = file_cycles(edges)
+    detail = [{(a, b): sorted(why[(a, b)]) for a in c for b in c if (a, b) in why} for c in cycles]
+    assert cycles == [], detail
+
+
+def test_no_include_cycle_between_type_files():
+    errors = []
+    for path in sorted(SRC.glob("*.[ch]")):
+        for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', path.read_text(), re.M):
+            if inc in SHARED_HEADERS and path.name not in SHARED_HEADERS:
+                continue
+            if path.name == "cm.h" and inc == "ibverbs.h":
+                continue
+            if path.name in TEMPLATES.get(inc, ()):
+                continue
+            errors.append(f"{path.name} includes {inc}")
+    assert errors == []

@@ -3,30 +3,15 @@ connected to its partner on the peer node, through a rendezvous Channel."""
 
 from __future__ import annotations
 
-import os
 import select
 import subprocess
 import time
 
-import numpy as np
-
 import ibverbs as ib
+from support import GID_INDEX, PORT
+from support.rdma import ALL_ACCESS, mkbuf  # noqa: F401 (tests/twonode import it here)
 
-PORT = int(os.environ.get("IBVERBS_TEST_PORT", "1"))
-GID_INDEX = int(os.environ.get("IBVERBS_TEST_GID_INDEX", "1"))
 SIGNALED = ib.SendFlags.SIGNALED
-ALL_ACCESS = (
-    ib.AccessFlags.LOCAL_WRITE
-    | ib.AccessFlags.REMOTE_WRITE
-    | ib.AccessFlags.REMOTE_READ
-    | ib.AccessFlags.REMOTE_ATOMIC
-)
-
-
-def mkbuf(pd, n, fill=0, dtype=np.uint8, access=ALL_ACCESS):
-    """A numpy buffer of n items filled with FILL, and its MR."""
-    buf = np.full(n, fill, dtype=dtype)
-    return buf, pd.reg_mr(buf.ctypes.data, buf.nbytes, access)
 
 
 def poll_until(cq, n=1, timeout=20.0, check=True):

@@ -50,15 +50,13 @@ PyObject *enum_from_int(const char *cls, long v)
 {
 	PyObject *mod, *type = NULL, *res = NULL;
 
-	/* ibverbs.enums imports _ibverbs, so it is in sys.modules by the
-	 * time any verb returns; this is a dict lookup. */
-	mod = PyImport_ImportModule("ibverbs.enums");
+	/* ibverbs.enums imports _ibverbs: imported on the first call. */
+	mod = module_cached(&ST.mod_enums, "ibverbs.enums");
 	if (mod != NULL)
 		type = PyObject_GetAttrString(mod, cls);
 	if (type != NULL)
 		res = PyObject_CallFunction(type, "l", v);
 	Py_XDECREF(type);
-	Py_XDECREF(mod);
 	if (res == NULL) {
 		/* A value the headers this was built with do not name (a newer
 		 * provider): report the number rather than fail the query. */

@@ -1,7 +1,7 @@
 /*
  * channel.c - CompChannel: a completion event channel
- * (ibv_comp_channel), and the blocking-wait helper it shares with async
- * events (event.c).
+ * (ibv_comp_channel).  The blocking wait on its fd is fd_wait_readable
+ * (handle.c), shared with async events (event.c).
  *
  * Why wait with poll() and read under the GIL: ibv_destroy_cq/qp/srq
  * block until every event already *read* for the object has been acked.
@@ -12,86 +12,6 @@
  * object and counted in one GIL-held step, where the read cannot block.
  */
 #include "ibverbs.h"
-#include <fcntl.h>
-#include <poll.h>
-
-/* ------------------------------------------------------------------ */
-/* Helpers shared with event.c                                         */
-/* ------------------------------------------------------------------ */
-
-int fd_is_nonblocking(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl >= 0 && (fl & O_NONBLOCK);
-}
-
-/* Non-blocking readability check, with the GIL held: > 0 readable, 0 not,
- * -1 with an exception set. */
-static int fd_readable_now(int fd)
-{
-	struct pollfd p = { fd, POLLIN, 0 };
-	int rc;
-
-	do
-		rc = poll(&p, 1, 0);
-	while (rc < 0 && errno == EINTR);
-	if (rc < 0) {
-		verbs_error(errno, "poll");
-		return -1;
-	}
-	return rc;
-}
-
-int fd_wait_readable(Handle *h, int fd)
-{
-	struct pollfd p;
-	int rc, err;
-
-	for (;;) {
-		p.fd = fd;
-		p.events = POLLIN;
-		p.revents = 0;
-		/* busy: close() of h refuses while we sleep on its fd */
-		HANDLE_BUSY_ENTER(h);
-		Py_BEGIN_ALLOW_THREADS
-		rc = poll(&p, 1, -1);
-		err = errno;
-		Py_END_ALLOW_THREADS
-		HANDLE_BUSY_EXIT(h);
-		if (rc < 0 && err != EINTR) {
-			verbs_error(err, "poll");
-			return -1;
-		}
-		if (rc < 0) {
-			/* Let Ctrl-C through; a handler may close h. */
-			if (PyErr_CheckSignals() < 0 || handle_check(h) < 0)
-				return -1;
-			continue;
-		}
-		/* Another thread may have taken the event since poll()
-		 * returned: look again now that the GIL is ours. */
-		rc = fd_readable_now(fd);
-		if (rc != 0)
-			return rc < 0 ? -1 : 0;
-	}
-}
-
-Handle *handle_find(Handle *root, const void *obj)
-{
-	Handle *c, *found;
-
-	if (obj == NULL)
-		return NULL;
-	for (c = root->children; c != NULL; c = c->sib_next) {
-		if (c->obj == obj)
-			return c;
-		found = handle_find(c, obj);
-		if (found != NULL)
-			return found;
-	}
-	return NULL;
-}
 
 /* ------------------------------------------------------------------ */
 /* CompChannel                                                         */

@@ -232,14 +232,6 @@ void cm_set_ref(PyObject **slot, PyObject *v)
 	Py_XDECREF(old);
 }
 
-PyObject *cm_get_obj(PyObject *o)
-{
-	if (o == NULL)
-		o = Py_None;
-	Py_INCREF(o);
-	return o;
-}
-
 /* A new CMID/CMListener owning id and ch (the caller destroys them on
  * failure only when *owned stays 0). */
 PyObject *cmid_wrap(PyTypeObject *tp, const HandleKind *kind,
@@ -636,22 +628,22 @@ static PyObject *cmid_get_context(PyObject *self, void *closure)
 
 PyObject *cmid_get_host(PyObject *self, void *closure)
 {
-	return cm_get_obj(CMO(self)->host);
+	return obj_or_none(CMO(self)->host);
 }
 
 static PyObject *cmid_get_source(PyObject *self, void *closure)
 {
-	return cm_get_obj(CMO(self)->source);
+	return obj_or_none(CMO(self)->source);
 }
 
 static PyObject *cmid_get_private_data(PyObject *self, void *closure)
 {
-	return cm_get_obj(CMO(self)->private_data);
+	return obj_or_none(CMO(self)->private_data);
 }
 
 static PyObject *cmid_get_qp(PyObject *self, void *closure)
 {
-	return cm_get_obj((PyObject *)CMO(self)->qp);
+	return obj_or_none((PyObject *)CMO(self)->qp);
 }
 
 PyObject *cmid_get_port(PyObject *self, void *closure)

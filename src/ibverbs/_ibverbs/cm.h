@@ -112,8 +112,6 @@ PyObject *cm_addrinfo_error(int rc, const char *what, const char *node,
 PyObject *cm_addr_str(const struct sockaddr *sa, int *port);
 /* *slot = v (a new reference), dropping the old value. */
 void cm_set_ref(PyObject **slot, PyObject *v);
-/* o (None for NULL), a new reference: the getters' body. */
-PyObject *cm_get_obj(PyObject *o);
 /* A new CMID/CMListener owning id and ch (the caller destroys them on
  * failure only when *owned stays 0). */
 PyObject *cmid_wrap(PyTypeObject *tp, const HandleKind *kind,

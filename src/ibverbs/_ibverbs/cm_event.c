@@ -163,43 +163,39 @@ static const char *event_name(int event)
 PyObject *cm_event_error(int err, const char *op, const cm_event_copy *ev,
 			 const char *fmt, ...)
 {
-	PyObject *detail, *text, *exc, *v;
+	PyObject *detail, *attrs, *v;
 	va_list ap;
 
-	if (err < 0)
-		err = -err;
 	va_start(ap, fmt);
 	detail = PyUnicode_FromFormatV(fmt, ap);
 	va_end(ap);
 	if (detail == NULL)
 		return NULL;
-	text = PyUnicode_FromFormat("%s: %U (%s, status %d)", strerror(err),
-				    detail, event_name(ev->event), ev->status);
-	Py_DECREF(detail);
-	if (text == NULL)
-		return NULL;
-	exc = PyObject_CallFunction(ST.VerbsError, "iOs", err, text, op);
-	Py_DECREF(text);
-	if (exc == NULL)
-		return NULL;
+	attrs = PyDict_New();
+	if (attrs == NULL)
+		goto out;
 	v = enum_from_int("CMEventType", ev->event);
-	if (v == NULL || PyObject_SetAttrString(exc, "event", v) < 0)
+	if (v == NULL || PyDict_SetItemString(attrs, "event", v) < 0)
 		goto fail;
 	Py_DECREF(v);
 	v = PyLong_FromLong(ev->status);
-	if (v == NULL || PyObject_SetAttrString(exc, "status", v) < 0)
+	if (v == NULL || PyDict_SetItemString(attrs, "status", v) < 0)
 		goto fail;
 	Py_DECREF(v);
 	v = PyBytes_FromStringAndSize((const char *)ev->pdata, ev->pdata_len);
-	if (v == NULL || PyObject_SetAttrString(exc, "private_data", v) < 0)
+	if (v == NULL || PyDict_SetItemString(attrs, "private_data", v) < 0)
 		goto fail;
 	Py_DECREF(v);
-	PyErr_SetObject(ST.VerbsError, exc);
-	Py_DECREF(exc);
+	verbs_error_with(err, op, attrs, "%U (%s, status %d)", detail,
+			 event_name(ev->event), ev->status);
+	Py_DECREF(attrs);
+out:
+	Py_DECREF(detail);
 	return NULL;
 fail:
 	Py_XDECREF(v);
-	Py_DECREF(exc);
+	Py_DECREF(attrs);
+	Py_DECREF(detail);
 	return NULL;
 }
 
@@ -309,12 +305,12 @@ static PyObject *cmevent_get_status(PyObject *self, void *closure)
 
 static PyObject *cmevent_get_private_data(PyObject *self, void *closure)
 {
-	return cm_get_obj(((CMEventObject *)self)->private_data);
+	return obj_or_none(((CMEventObject *)self)->private_data);
 }
 
 static PyObject *cmevent_get_cmid(PyObject *self, void *closure)
 {
-	return cm_get_obj(((CMEventObject *)self)->cmid);
+	return obj_or_none(((CMEventObject *)self)->cmid);
 }
 
 static PyObject *cmevent_repr(PyObject *self)

@@ -194,14 +194,17 @@ static int poll_result(struct ibv_cq *cq, int rc, int n, struct ibv_wc *wcs)
 	return rc;
 }
 
+static PyObject *wc_build(const void *elem)
+{
+	return wc_new(elem);
+}
+
 static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 {
 	CQObject *c = (CQObject *)self;
 	struct ibv_cq *cq;
-	struct ibv_wc *wcs;
-	PyObject *list;
 	long want;
-	int n, rc, i, wcs_len;
+	int n, rc;
 
 	HANDLE_CHECK(self);
 	if (parse_num_entries(args, kw, &want) < 0)
@@ -216,33 +219,8 @@ static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 	rc = poll_result(cq, ibv_poll_cq(cq, n, c->wcs), n, c->wcs);
 	if (rc <= 0)
 		return rc < 0 ? NULL : PyList_New(0);
-	/* Building the WCs allocates, and a GC pass can run Python code
-	 * that lets another thread poll this CQ, which would overwrite or
-	 * reallocate c->wcs under us: take the storage for the loop. */
-	wcs = c->wcs;
-	wcs_len = c->wcs_len;
-	c->wcs = NULL;
-	c->wcs_len = 0;
-	list = PyList_New(rc);
-	/* On a failure the completions already reaped are lost: only a
-	 * MemoryError can get here, after which little else works either. */
-	for (i = 0; list != NULL && i < rc; i++) {
-		PyObject *wc = wc_new(&wcs[i]);
-
-		if (wc == NULL) {
-			Py_CLEAR(list);
-			break;
-		}
-		PyList_SetItem(list, i, wc);
-	}
-	/* Give it back, unless a concurrent poll made new storage. */
-	if (c->wcs == NULL) {
-		c->wcs = wcs;
-		c->wcs_len = wcs_len;
-	} else {
-		PyMem_Free(wcs);
-	}
-	return list;
+	return list_from_store((void **)&c->wcs, &c->wcs_len, sizeof(*c->wcs),
+			       rc, wc_build);
 }
 
 /*

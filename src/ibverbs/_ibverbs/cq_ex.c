@@ -560,13 +560,17 @@ static int cqex_reserve(CQExObject *c, int n)
 	return 0;
 }
 
+static PyObject *wcex_build(const void *elem)
+{
+	return wcex_from(elem);
+}
+
 static PyObject *cqex_poll(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "num_entries", NULL };
 	CQExObject *c = CQX(self);
-	PyObject *o = NULL, *list;
-	struct wc_ex *store;
-	int n = 1, got, err, i, store_len;
+	PyObject *o = NULL;
+	int n = 1, got, err;
 
 	if (cqex_check_open(self) < 0)
 		return NULL;
@@ -579,31 +583,10 @@ static PyObject *cqex_poll(PyObject *self, PyObject *args, PyObject *kw)
 	got = cqex_reap(c, n, &err);
 	if (got == 0 && err)
 		return verbs_error(err, "ibv_start_poll");
-	/* Building the WCs allocates: a GC pass may run code that polls
-	 * this CQ again, so take the storage for the loop (as cq.c does). */
-	store = c->store;
-	store_len = c->store_len;
-	c->store = NULL;
-	c->store_len = 0;
-	list = PyList_New(got);
-	for (i = 0; list != NULL && i < got; i++) {
-		PyObject *wc = wcex_from(&store[i]);
-
-		if (wc == NULL) {
-			Py_CLEAR(list);
-			break;
-		}
-		PyList_SetItem(list, i, wc);
-	}
-	if (c->store == NULL) {
-		c->store = store;
-		c->store_len = store_len;
-	} else {
-		PyMem_Free(store);
-	}
 	/* A failed next_poll after some entries: those are returned, and
 	 * the next call reports the error if it persists. */
-	return list;
+	return list_from_store((void **)&c->store, &c->store_len,
+			       sizeof(*c->store), got, wcex_build);
 }
 
 static PyObject *cqex_poll_count(PyObject *self, PyObject *arg)

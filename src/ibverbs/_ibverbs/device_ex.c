@@ -20,13 +20,12 @@ static PyObject *record(const char *name, PyObject *d)
 
 	if (d == NULL)
 		return NULL;
-	mod = PyImport_ImportModule("ibverbs._objects");
+	mod = module_cached(&ST.mod_objects, "ibverbs._objects");
 	if (mod == NULL) {
 		Py_DECREF(d);
 		return NULL;
 	}
 	cls = PyObject_GetAttrString(mod, name);
-	Py_DECREF(mod);
 	if (cls == NULL) {
 		Py_DECREF(d);
 		return NULL;

@@ -8,9 +8,13 @@
 #include <stdarg.h>
 #include <string.h>
 
-static PyObject *raise_verbs_error(int err, const char *op, PyObject *text)
+/* Raise VerbsError(err, text[, op]), each item of attrs (a dict, or NULL)
+ * set on it as an attribute; steals text (NULL: an error is set). */
+static PyObject *raise_verbs_error_attrs(int err, const char *op,
+					 PyObject *text, PyObject *attrs)
 {
-	PyObject *exc;
+	PyObject *exc, *k, *v;
+	Py_ssize_t pos = 0;
 
 	if (text == NULL)
 		return NULL;
@@ -22,9 +26,20 @@ static PyObject *raise_verbs_error(int err, const char *op, PyObject *text)
 	Py_DECREF(text);
 	if (exc == NULL)
 		return NULL;
+	while (attrs != NULL && PyDict_Next(attrs, &pos, &k, &v)) {
+		if (PyObject_SetAttr(exc, k, v) < 0) {
+			Py_DECREF(exc);
+			return NULL;
+		}
+	}
 	PyErr_SetObject(ST.VerbsError, exc);
 	Py_DECREF(exc);
 	return NULL;
+}
+
+static PyObject *raise_verbs_error(int err, const char *op, PyObject *text)
+{
+	return raise_verbs_error_attrs(err, op, text, NULL);
 }
 
 PyObject *verbs_error(int err, const char *op)
@@ -34,21 +49,30 @@ PyObject *verbs_error(int err, const char *op)
 	return raise_verbs_error(err, op, PyUnicode_FromString(strerror(err)));
 }
 
-PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...)
+/* "strerror(err): fmt..." with attrs (or NULL) set on the exception. */
+static PyObject *raise_fmt(int err, const char *op, PyObject *attrs,
+			   const char *fmt, va_list ap)
 {
 	PyObject *detail, *text;
-	va_list ap;
 
 	if (err < 0)
 		err = -err;
-	va_start(ap, fmt);
 	detail = PyUnicode_FromFormatV(fmt, ap);
-	va_end(ap);
 	if (detail == NULL)
 		return NULL;
 	text = PyUnicode_FromFormat("%s: %U", strerror(err), detail);
 	Py_DECREF(detail);
-	return raise_verbs_error(err, op, text);
+	return raise_verbs_error_attrs(err, op, text, attrs);
+}
+
+PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	raise_fmt(err, op, NULL, fmt, ap);
+	va_end(ap);
+	return NULL;
 }
 
 PyObject *verbs_error_errno(const char *op)
@@ -58,4 +82,15 @@ PyObject *verbs_error_errno(const char *op)
 	int err = errno ? errno : EINVAL;
 
 	return verbs_error(err, op);
+}
+
+PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
+			   const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	raise_fmt(err, op, attrs, fmt, ap);
+	va_end(ap);
+	return NULL;
 }

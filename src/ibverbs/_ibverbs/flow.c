@@ -80,13 +80,12 @@ static int flow_buf_check(const char *p, Py_ssize_t n)
 /* isinstance(o, ibverbs.flow.FlowAttr): 1, 0, or -1 with an error. */
 static int flow_is_attr(PyObject *o)
 {
-	PyObject *mod = PyImport_ImportModule("ibverbs.flow"), *cls;
+	PyObject *mod = module_cached(&ST.mod_flow, "ibverbs.flow"), *cls;
 	int rc;
 
 	if (mod == NULL)
 		return -1;
 	cls = PyObject_GetAttrString(mod, "FlowAttr");
-	Py_DECREF(mod);
 	if (cls == NULL)
 		return -1;
 	rc = PyObject_IsInstance(o, cls);

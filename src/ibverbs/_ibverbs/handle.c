@@ -15,8 +15,13 @@
  *   (os.register_at_fork) marks every inherited handle closed in the
  *   child, without calling any verb: there they raise EBADF, and
  *   close()/deallocation do nothing.
+ * - Waiting on a handle's fd (a CompChannel's, a Context's async fd)
+ *   releases the GIL with the handle busy: fd_wait_readable, at the end;
+ *   handle_find looks an object up in a handle's subtree (event.c).
  */
 #include "ibverbs.h"
+#include <fcntl.h>
+#include <poll.h>
 
 /* Open handles without a parent (Contexts), linked like children. */
 static Handle *roots;
@@ -323,5 +328,83 @@ PyObject *handle_no_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		     "cannot create %R instances directly; use the factory "
 		     "method of its parent",
 		     (PyObject *)type);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Waiting on a handle's fd (CompChannel, Context's async events)     */
+/* ------------------------------------------------------------------ */
+
+int fd_is_nonblocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* Non-blocking readability check, with the GIL held: > 0 readable, 0 not,
+ * -1 with an exception set. */
+static int fd_readable_now(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	int rc;
+
+	do
+		rc = poll(&p, 1, 0);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0) {
+		verbs_error(errno, "poll");
+		return -1;
+	}
+	return rc;
+}
+
+int fd_wait_readable(Handle *h, int fd)
+{
+	struct pollfd p;
+	int rc, err;
+
+	for (;;) {
+		p.fd = fd;
+		p.events = POLLIN;
+		p.revents = 0;
+		/* busy: close() of h refuses while we sleep on its fd */
+		HANDLE_BUSY_ENTER(h);
+		Py_BEGIN_ALLOW_THREADS
+		rc = poll(&p, 1, -1);
+		err = errno;
+		Py_END_ALLOW_THREADS
+		HANDLE_BUSY_EXIT(h);
+		if (rc < 0 && err != EINTR) {
+			verbs_error(err, "poll");
+			return -1;
+		}
+		if (rc < 0) {
+			/* Let Ctrl-C through; a handler may close h. */
+			if (PyErr_CheckSignals() < 0 || handle_check(h) < 0)
+				return -1;
+			continue;
+		}
+		/* Another thread may have taken the event since poll()
+		 * returned: look again now that the GIL is ours. */
+		rc = fd_readable_now(fd);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+	}
+}
+
+Handle *handle_find(Handle *root, const void *obj)
+{
+	Handle *c, *found;
+
+	if (obj == NULL)
+		return NULL;
+	for (c = root->children; c != NULL; c = c->sib_next) {
+		if (c->obj == obj)
+			return c;
+		found = handle_find(c, obj);
+		if (found != NULL)
+			return found;
+	}
 	return NULL;
 }

@@ -159,7 +159,17 @@ typedef struct {
 	PyTypeObject *MW_type;
 	PyObject *MWBindInfo; /* _objects.MWBindInfo (mw.c) */
 	PyTypeObject *QPEx_type; /* a subclass of QP (qp_ex.c) */
+	/* Python modules the C code reads classes from, imported on first
+	 * use (module_cached): ibverbs.enums and ibverbs.flow import this
+	 * module, so they cannot be imported while it is made. */
+	PyObject *mod_objects; /* ibverbs._objects */
+	PyObject *mod_enums; /* ibverbs.enums */
+	PyObject *mod_flow; /* ibverbs.flow */
 } module_state;
+
+/* module.c: *slot, importing the module name into it on first use; a
+ * borrowed reference, or NULL with ImportError set. */
+PyObject *module_cached(PyObject **slot, const char *name);
 
 extern module_state ST;
 
@@ -201,6 +211,10 @@ PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...);
 /* For verbs returning NULL / -1 and setting errno: errno or EINVAL-ish
  * fallback when a provider forgot to set it. */
 PyObject *verbs_error_errno(const char *op);
+/* As verbs_error_fmt, with each item of attrs (a dict) set on the
+ * exception (CMEvent errors: event, status, private_data). */
+PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
+			   const char *fmt, ...);
 
 /* ------------------------------------------------------------------ */
 /* Converters (convert.c)                                              */
@@ -217,11 +231,20 @@ int dict_set_int(PyObject *d, const char *key, long v);
 int dict_set_str(PyObject *d, const char *key, const char *v);
 /* Call cls(**kwargs) and steal kwargs. */
 PyObject *make_record(PyObject *cls, PyObject *kwargs);
+/* o, or None for NULL, as a new reference: a getter's body for an
+ * optional reference (QP.srq, CMID.qp, ...). */
+PyObject *obj_or_none(PyObject *o);
+/* CQ.poll()/CQEx.poll(): a list of build(elem) for the first n elements
+ * (size bytes each) of a CQ's poll storage *store, which is taken from
+ * the CQ for the loop and given back after it.  NULL on an error. */
+PyObject *list_from_store(void **store, int *store_len, size_t size, int n,
+			  PyObject *(*build)(const void *elem));
 
 /* ------------------------------------------------------------------ */
 /* Handles (handle.c): the lifetime protocol shared by every           */
-/* kernel-object wrapper (Context, PD, MR, CompChannel, CQ, QP, SRQ,   */
-/* AH).                                                                */
+/* kernel-object wrapper (each type whose file calls handle_init:      */
+/* Context, PD, MR, CompChannel, CQ, CQEx, QP, QPEx, SRQ, AH, MW, DM,  */
+/* Flow, CMID, CMListener).                                            */
 /* ------------------------------------------------------------------ */
 
 typedef struct Handle Handle;
@@ -284,7 +307,7 @@ void handle_dealloc(Handle *h);
 #define HANDLE_BUSY_ENTER(h) (HANDLE(h)->busy++)
 #define HANDLE_BUSY_EXIT(h) (HANDLE(h)->busy--)
 
-/* channel.c, shared with event.c: wait with the GIL released (h marked
+/* handle.c, for channel.c and event.c: wait with the GIL released (h marked
  * busy, EINTR runs signal handlers) until fd is readable, then re-check
  * with the GIL held so that the caller's read cannot block.  0 or -1
  * with an exception set. */
@@ -302,21 +325,18 @@ PyObject *handle_get_parent(PyObject *self, void *closure);
 /* tp_new for types that Python code must not instantiate directly. */
 PyObject *handle_no_new(PyTypeObject *type, PyObject *args, PyObject *kw);
 
-#define HANDLE_METHODS                                                                 \
-	{                                                                              \
-		"close", handle_meth_close, METH_NOARGS,                               \
-		"Destroy the verbs object. Idempotent; EBUSY while children are open." \
-	},                                                                             \
-		{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },                 \
-	{                                                                              \
-		"__exit__", handle_meth_exit, METH_VARARGS, NULL                       \
-	}
+/* clang-format cannot lay out macros that are initializers. */
+/* clang-format off */
+#define HANDLE_METHODS \
+	{ "close", handle_meth_close, METH_NOARGS, \
+	  "Destroy the verbs object. Idempotent; EBUSY while children " \
+	  "are open." }, \
+	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL }, \
+	{ "__exit__", handle_meth_exit, METH_VARARGS, NULL }
 
-#define HANDLE_GETSETS                                       \
-	{                                                    \
-		"closed", handle_get_closed, NULL,           \
-			"True once close() succeeded.", NULL \
-	}
+#define HANDLE_GETSETS \
+	{ "closed", handle_get_closed, NULL, "True once close() succeeded.", NULL }
+/* clang-format on */
 
 /* Allocate a new, zeroed instance of a type; PyType_GenericAlloc already
  * tracks GC types.  Call handle_init() next. */
@@ -372,10 +392,37 @@ typedef struct {
 	struct ibv_qp_cap cap; /* as returned by ibv_create_qp */
 	int sq_sig_all;
 	PyObject *cmid; /* the CMID whose QP this is, or NULL */
+	int in_batch; /* QPEx (qp_ex.c): between wr_start and
+		       * wr_complete/wr_abort; 0 on a plain QP */
 } QPObject;
 
 #define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
 #define QPO(self) ((QPObject *)(self))
+
+/* qp.c: ibv_modify_qp raising a VerbsError that names the transition
+ * ("to_rtr: RC QP 17 INIT -> RTR"), and ibv_query_qp returning its code;
+ * both GIL-free, the QP busy.  0 / -1 resp. an errno. */
+int qp_modify(PyObject *self, const char *what, struct ibv_qp_attr *attr,
+	      int mask);
+int qp_query_raw(PyObject *self, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init);
+/* VerbsError(EBUSY) naming what, while a QPEx's wr_start() batch is open
+ * (in_batch: the provider holds the send queue's lock until wr_complete);
+ * post_send (post.c) and qp_modify (qp.c) check it.  0 or -1. */
+static inline int qp_check_idle(PyObject *self, const char *what)
+{
+	if (!QPO(self)->in_batch)
+		return 0;
+	verbs_error_fmt(EBUSY, NULL,
+			"%s: a wr_start() batch is open on this QP; "
+			"wr_complete() or wr_abort() first",
+			what);
+	return -1;
+}
+/* qp_connect.c: the state transitions (QP methods). */
+PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw);
 
 typedef struct {
 	Handle h; /* obj: struct ibv_ah *; parent: PD */
@@ -436,6 +483,15 @@ typedef struct {
 	int dirty;
 } WRChainObject;
 
+/* The names the WR templates (post_link.h, wrchain_kind.h) define, from
+ * the one prefix a kind header sets (wr_kind_send.h: WR_PREFIX sendwr):
+ * WRFN(link) is sendwr_link, CHFN(head) sendwrchain_head.  Each template
+ * function carries its expanded names in the comment above it. */
+#define WR_PASTE(a, b, c) a##b##_##c
+#define WR_XPASTE(a, b, c) WR_PASTE(a, b, c)
+#define WRFN(name) WR_XPASTE(WR_PREFIX, , name)
+#define CHFN(name) WR_XPASTE(WR_PREFIX, chain, name)
+
 /* Per-WR checks before a post (wr_check.c): MRs, AH, MW still open; the AH's
  * struct ibv_ah * stored in the WR.  0, or -1 with VerbsError(EBADF). */
 int sendwr_ready(SendWRObject *w, Py_ssize_t i);
@@ -466,7 +522,7 @@ Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,
 			 struct ibv_recv_wr **bad);
 /* For a UD QP, after sendwr_link: every WR must be a SEND(_WITH_IMM) with
  * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
- * ValueError naming the WR's index (the caller then unlinks). */
+ * ValueError naming the WR's index (the caller then unlinks); wr_check.c. */
 int sendwr_check_ud(const struct ibv_send_wr *head);
 /* post.c: the data-path methods (METH_O; the WR objects hold the native
  * structs, linked in place; GIL kept, no allocation). */
@@ -546,6 +602,8 @@ typedef struct {
 	Handle h; /* obj: struct ibv_mw *; parent: PD */
 } MWObject;
 
+#define MWP(self) ((struct ibv_mw *)HANDLE(self)->obj)
+
 extern PyType_Spec MW_spec; /* mw.c */
 /* PD.alloc_mw(type) */
 PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw);
@@ -562,7 +620,12 @@ int sendwr_bind_validate(SendWRObject *w);
 /* Before a post: the MW and the MR still open, their current pointers in
  * the WR.  0, or -1 with VerbsError(EBADF). */
 int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i);
-/* QPEx.wr_bind_mw(mw, rkey, bind_info) (in QPEx's method table) */
+/* mw.c, for QPEx.wr_bind_mw: an MWBindInfo into *bi (*mr_out: a new
+ * reference to its MR), and o an open MW (TypeError/EBADF).  0 or -1. */
+int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
+		      PyObject **mr_out);
+int mw_parse(PyObject *o, const char *name);
+/* QPEx.wr_bind_mw(mw, rkey, bind_info) (wr_ex.c) */
 PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *sendwr_get_mw(PyObject *self, void *closure);
 PyObject *sendwr_get_bind_info(PyObject *self, void *closure);
@@ -588,7 +651,6 @@ typedef struct {
 	QPObject qp;
 	struct ibv_qp_ex *qpx; /* ibv_qp_to_qp_ex(); NULL once closed */
 	uint64_t send_ops_flags; /* as created */
-	int in_batch; /* between wr_start and wr_complete/wr_abort */
 	int cur_op; /* WREX_OP_* of the WR being built; 0: none yet */
 	int cur_data; /* the current WR got its data setter */
 	int cur_ud; /* the current WR got wr_set_ud_addr */
@@ -626,7 +688,6 @@ enum {
 /* qp_ex.c: the type (a subclass of QP, made at module exec) and the
  * factories of PD and Context. */
 extern PyType_Spec QPEx_spec;
-int qpex_type_init(PyObject *module);
 PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
 /* qp_ex.c, for wr_ex.c: before a builder (batch open, op in
@@ -639,14 +700,11 @@ int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided);
 int qpex_begin_setter(PyObject *self, int data, const char *verb);
 /* Hold o until the batch ends; an MR or AH is also marked used.  0/-1. */
 int qpex_keep(PyObject *self, PyObject *o);
-/* qp_ex.c: the batch methods, and the guard of post_send and modify:
- * VerbsError(EBUSY) while a batch is open (the provider holds the send
- * queue's lock from wr_start to wr_complete).  0 or -1. */
+/* qp_ex.c: the batch methods (the guard of post_send and modify is
+ * qp_check_idle, qp.c). */
 PyObject *qpex_wr_start(PyObject *self, PyObject *unused);
 PyObject *qpex_wr_complete(PyObject *self, PyObject *unused);
 PyObject *qpex_wr_abort(PyObject *self, PyObject *unused);
-PyObject *qpex_post_send(PyObject *self, PyObject *arg);
-int qpex_check_idle(PyObject *self, const char *what);
 /* wr_ex.c: QPEx's method table (batch, builders, setters). */
 extern PyMethodDef qpex_methods[];
 /* qp.c: qp_create_with() for a given type (QPEx: a subclass of QP). */

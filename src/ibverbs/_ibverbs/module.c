@@ -113,6 +113,13 @@ static PyMethodDef module_methods[] = {
 	{ NULL, NULL, 0, NULL }
 };
 
+PyObject *module_cached(PyObject **slot, const char *name)
+{
+	if (*slot == NULL)
+		*slot = PyImport_ImportModule(name);
+	return *slot;
+}
+
 /* ------------------------------------------------------------------ */
 /* Exec: state, types, constants                                       */
 /* ------------------------------------------------------------------ */
@@ -152,6 +159,7 @@ static const struct {
 	PyTypeObject **base;
 } subtype_table[] = { { "CQEx", &CQEx_spec, &ST.CQEx_type, &ST.CQ_type },
 		      { "WCEx", &WCEx_spec, &ST.WCEx_type, &ST.WC_type },
+		      { "QPEx", &QPEx_spec, &ST.QPEx_type, &ST.QP_type },
 		      { NULL, NULL, NULL, NULL } };
 
 static const struct {
@@ -230,8 +238,6 @@ static int module_exec(PyObject *m)
 			return -1;
 		}
 	}
-	if (qpex_type_init(m) < 0)
-		return -1;
 	consts = ibv_constants_dict();
 	if (consts == NULL || PyModule_AddObject(m, "_constants", consts) < 0) {
 		Py_XDECREF(consts);

@@ -8,8 +8,8 @@
  * posted on the QP that will receive the remote accesses, the caller
  * choosing the new rkey (ibverbs.inc_rkey(mw.rkey)), and invalidated with
  * LOCAL_INV or a peer's SEND_WITH_INV.  This file holds the MW type, those
- * two binding paths' conversions and checks, the extended QP's
- * wr_bind_mw (a type 2 bind in a wr_start batch), and inc_rkey.
+ * two binding paths' conversions and checks (also used by the extended
+ * QP's wr_bind_mw, in wr_ex.c with QPEx's other builders), and inc_rkey.
  *
  * ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw and ibv_inc_rkey are static
  * inline in <infiniband/verbs.h>: they jump through the provider's op
@@ -17,8 +17,6 @@
  */
 #include "ibverbs.h"
 #include <limits.h>
-
-#define MWP(self) ((struct ibv_mw *)HANDLE(self)->obj)
 
 static int mw_destroy(Handle *h)
 {
@@ -94,8 +92,8 @@ static PyObject *field(PyObject *o, const char *name, const char *what)
  * of a type 1 window): rxe dereferences it (seen: SIGSEGV in
  * ibv_bind_mw).  length=0 unbinds instead.
  */
-static int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
-			     PyObject **mr_out)
+int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
+		      PyObject **mr_out)
 {
 	PyObject *mr = NULL, *addr = NULL, *length = NULL, *flags = NULL;
 	long access;
@@ -158,7 +156,7 @@ static PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi,
 	return make_record(ST.MWBindInfo, kw);
 }
 
-static int mw_parse(PyObject *o, const char *name)
+int mw_parse(PyObject *o, const char *name)
 {
 	if (!PyObject_TypeCheck(o, ST.MW_type)) {
 		PyErr_Format(PyExc_TypeError, "%s must be an MW, not %R", name,
@@ -313,46 +311,6 @@ PyObject *sendwr_get_bind_info(PyObject *self, void *closure)
 	if (w->mw == NULL)
 		Py_RETURN_NONE;
 	return bind_info_to_py(&w->wr.bind_mw.bind_info, w->bind_mr);
-}
-
-/* ------------------------------------------------------------------ */
-/* QPEx.wr_bind_mw: the extended QP's builder (qp_ex.c's batch)        */
-/* ------------------------------------------------------------------ */
-
-/*
- * wr_bind_mw(mw, rkey, bind_info): a BIND_MW in the open batch; rkey is
- * the window's new rkey.  The batch holds the MW and the MR (both marked
- * used, so neither closes) until wr_complete or wr_abort.
- */
-PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "mw", "rkey", "bind_info", NULL };
-	PyObject *mw, *rkey_o, *info, *mr = NULL, *res = NULL;
-	struct ibv_mw_bind_info bi;
-	uint32_t rkey;
-
-	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_bind_mw", kwlist,
-					 &mw, &rkey_o, &info))
-		return NULL;
-	if (mw_parse(mw, "mw") < 0 || arg_u32(rkey_o, "rkey", &rkey) < 0 ||
-	    bind_info_from_py(info, &bi, &mr) < 0)
-		return NULL;
-	/* Reading bind_info ran Python code: check the handles again. */
-	if (handle_check(HANDLE(self)) < 0 || handle_check(HANDLE(mw)) < 0 ||
-	    handle_check(HANDLE(mr)) < 0)
-		goto out;
-	bi.mr = HANDLE(mr)->obj;
-	if (qpex_begin_wr(self, WREX_OP_BIND_MW, "ibv_wr_bind_mw",
-			  QPEXO(self)->qpx->wr_bind_mw != NULL) < 0 ||
-	    qpex_keep(self, mw) < 0 || qpex_keep(self, mr) < 0)
-		goto out;
-	ibv_wr_bind_mw(QPEXO(self)->qpx, MWP(mw), rkey, &bi);
-	res = Py_None;
-	Py_INCREF(res);
-out:
-	Py_XDECREF(mr);
-	return res;
 }
 
 /* ------------------------------------------------------------------ */

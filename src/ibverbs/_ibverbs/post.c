@@ -12,8 +12,8 @@
  * (BENCHMARKS.md, "GIL").
  *
  * The data path is this file and wrchain.c; calls go one way: post.c
- * uses wrchain.c (a chain's head) and wr_check.c (the per-WR checks), neither
- * of which calls back here.
+ * uses wrchain.c (a chain's head) and wr_check.c (the per-WR checks, and
+ * sendwr_check_ud after linking), neither of which calls back here.
  */
 #include "ibverbs.h"
 
@@ -21,69 +21,17 @@
 /* Linking and unlinking (the template is post_link.h)                 */
 /* ------------------------------------------------------------------ */
 
-#define WRFN(name) sendwr_##name
-#define WR_OBJ SendWRObject
-#define WR_NATIVE struct ibv_send_wr
-#define WR_TYPE ST.SendWR_type
-#define WR_CHAIN_TYPE ST.SendWRChain_type
-#define WR_CHAIN_HEAD sendwrchain_head
-#define WR_NAME "SendWR"
+#include "wr_kind_send.h"
 #include "post_link.h"
-#undef WRFN
-#undef WR_OBJ
-#undef WR_NATIVE
-#undef WR_TYPE
-#undef WR_CHAIN_TYPE
-#undef WR_CHAIN_HEAD
-#undef WR_NAME
+#include "wr_kind_undef.h"
 
-#define WRFN(name) recvwr_##name
-#define WR_OBJ RecvWRObject
-#define WR_NATIVE struct ibv_recv_wr
-#define WR_TYPE ST.RecvWR_type
-#define WR_CHAIN_TYPE ST.RecvWRChain_type
-#define WR_CHAIN_HEAD recvwrchain_head
-#define WR_NAME "RecvWR"
+#include "wr_kind_recv.h"
 #include "post_link.h"
-#undef WRFN
-#undef WR_OBJ
-#undef WR_NATIVE
-#undef WR_TYPE
-#undef WR_CHAIN_TYPE
-#undef WR_CHAIN_HEAD
-#undef WR_NAME
+#include "wr_kind_undef.h"
 
 /* ------------------------------------------------------------------ */
-/* Checks after linking, messages after a failed post                  */
+/* Messages after a failed post                                       */
 /* ------------------------------------------------------------------ */
-
-int sendwr_check_ud(const struct ibv_send_wr *head)
-{
-	const struct ibv_send_wr *w;
-	Py_ssize_t i = 0;
-
-	for (w = head; w != NULL; w = w->next, i++) {
-		if (w->opcode != IBV_WR_SEND &&
-		    w->opcode != IBV_WR_SEND_WITH_IMM) {
-			PyErr_Format(
-				PyExc_ValueError,
-				"work request %zd: a UD QP only posts SEND "
-				"and SEND_WITH_IMM",
-				i);
-			return -1;
-		}
-		if (w->wr.ud.ah == NULL) {
-			PyErr_Format(
-				PyExc_ValueError,
-				"work request %zd: a send on a UD QP needs "
-				"an AH (SendWR(ah=..., remote_qpn=..., "
-				"remote_qkey=...))",
-				i);
-			return -1;
-		}
-	}
-	return 0;
-}
 
 /* Out of line: the post failed; say which WR and, for a QP (qp_state:
  * its state's name) and the usual causes, why; qp NULL: the SRQ.
@@ -132,6 +80,9 @@ PyObject *qp_post_send(PyObject *self, PyObject *arg)
 	int rc;
 
 	HANDLE_CHECK(self);
+	/* A QPEx's open wr_start() batch holds the send queue's lock. */
+	if (QPO(self)->in_batch && qp_check_idle(self, "post_send") < 0)
+		return NULL;
 	head = sendwr_link(arg);
 	if (head == NULL)
 		return NULL;

@@ -1,18 +1,23 @@
 /*
  * post_link.h - template: linking WRs for one post, and naming the WR a
  * failed post rejected.  post.c includes it twice, once per kind (as
- * CPython's Objects/stringlib/ does), after defining:
+ * CPython's Objects/stringlib/ does), between a kind header
+ * (wr_kind_send.h, wr_kind_recv.h) and wr_kind_undef.h.  It uses:
  *
- *   WRFN(name)      the function name for this kind (sendwr_##name)
+ *   WR_PREFIX       the kind's prefix (sendwr); names come from it:
+ *   WRFN(name)      this kind's function (sendwr_##name; ibverbs.h)
+ *   CHFN(name)      its chain's function (sendwrchain_##name)
  *   WR_OBJ          the WR object type (SendWRObject)
  *   WR_NATIVE       the native struct (struct ibv_send_wr)
  *   WR_TYPE         the WR's heap type (ST.SendWR_type)
  *   WR_CHAIN_TYPE   the chain's heap type (ST.SendWRChain_type)
- *   WR_CHAIN_HEAD   the chain's head function (sendwrchain_head)
  *   WR_NAME         the Python name, a string literal ("SendWR")
  *
- * and undefines them afterwards.  Defines WRFN(link), WRFN(unlink) and
- * WRFN(failed) (declared in ibverbs.h) and static helpers.
+ * and calls WRFN(ready) (sendwr_ready, wr_check.c), CHFN(head)
+ * (sendwrchain_head, wrchain.c) and wr_member_error (wrchain.c).
+ * Defines WRFN(link), WRFN(unlink) and WRFN(failed) (declared in
+ * ibverbs.h) and static helpers; the comment above each function names
+ * what it expands to, so grep finds the definition.
  *
  * The list/tuple case: the fast path links in one pass.  A WR outside a
  * chain always has next == NULL (every list is unlinked right after its
@@ -24,11 +29,13 @@
  * once in a list).  Unlinking walks the native list: no item lookups.
  */
 
+/* sendwr_item, recvwr_item */
 static PyObject *WRFN(item)(PyObject *arg, int is_list, Py_ssize_t i)
 {
 	return is_list ? PyList_GetItem(arg, i) : PyTuple_GetItem(arg, i);
 }
 
+/* sendwr_unlink_items, recvwr_unlink_items */
 static void WRFN(unlink_items)(PyObject *arg, int is_list)
 {
 	Py_ssize_t i, n = is_list ? PyList_Size(arg) : PyTuple_Size(arg);
@@ -44,6 +51,7 @@ static void WRFN(unlink_items)(PyObject *arg, int is_list)
 
 static WR_NATIVE *WRFN(link_slow)(PyObject *arg, int is_list, Py_ssize_t n);
 
+/* sendwr_check_item, recvwr_check_item */
 static int WRFN(check_item)(PyObject *o, Py_ssize_t i)
 {
 	if (Py_TYPE(o) != WR_TYPE) {
@@ -57,6 +65,7 @@ static int WRFN(check_item)(PyObject *o, Py_ssize_t i)
 	return WRFN(ready)((WR_OBJ *)o, i);
 }
 
+/* sendwr_link_items, recvwr_link_items */
 /* Links items 0..n-1.  An item already linked (a non-NULL next, or the
  * tail) is met twice: in the fast pass that sends us to the slow one,
  * which first clears every next (so a stale one cannot fool it) and
@@ -96,6 +105,7 @@ fail:
 	return NULL;
 }
 
+/* sendwr_link_slow, recvwr_link_slow */
 static WR_NATIVE *WRFN(link_slow)(PyObject *arg, int is_list, Py_ssize_t n)
 {
 	Py_ssize_t i;
@@ -108,6 +118,7 @@ static WR_NATIVE *WRFN(link_slow)(PyObject *arg, int is_list, Py_ssize_t n)
 	return WRFN(link_items)(arg, is_list, n, 1);
 }
 
+/* sendwr_link, recvwr_link */
 WR_NATIVE *WRFN(link)(PyObject *arg)
 {
 	Py_ssize_t n;
@@ -126,7 +137,7 @@ WR_NATIVE *WRFN(link)(PyObject *arg)
 		return &w->wr;
 	}
 	if (Py_TYPE(arg) == WR_CHAIN_TYPE)
-		return WR_CHAIN_HEAD(arg);
+		return CHFN(head)(arg);
 	is_list = PyList_Check(arg);
 	if (!is_list && !PyTuple_Check(arg)) {
 		PyErr_Format(PyExc_TypeError,
@@ -144,6 +155,7 @@ WR_NATIVE *WRFN(link)(PyObject *arg)
 	return WRFN(link_items)(arg, is_list, n, 0);
 }
 
+/* sendwr_unlink, recvwr_unlink */
 void WRFN(unlink)(PyObject *arg)
 {
 	PyObject *first = NULL;
@@ -163,6 +175,7 @@ void WRFN(unlink)(PyObject *arg)
 	}
 }
 
+/* sendwr_index, recvwr_index */
 static Py_ssize_t WRFN(index)(PyObject *arg, const WR_NATIVE *bad)
 {
 	Py_ssize_t i, n;
@@ -191,6 +204,7 @@ static Py_ssize_t WRFN(index)(PyObject *arg, const WR_NATIVE *bad)
 	return -1;
 }
 
+/* sendwr_failed, recvwr_failed */
 Py_ssize_t WRFN(failed)(PyObject *arg, WR_NATIVE *head, WR_NATIVE **bad)
 {
 	Py_ssize_t idx;

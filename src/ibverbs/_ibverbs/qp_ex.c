@@ -16,7 +16,8 @@
  * (mlx5 and rxe take the send queue's spinlock in wr_start and release it
  * in wr_complete/wr_abort).  So this file keeps the batch's state and
  * every builder and setter checks it before the provider is called
- * (VerbsError EINVAL); post_send and modify refuse (EBUSY) while a batch
+ * (VerbsError EINVAL); post_send and modify refuse (EBUSY, qp_check_idle
+ * in ibverbs.h: the flag is the base QPObject's in_batch) while a batch
  * is open, for they take the same lock.  close() during a batch, and the
  * deallocation of a QPEx whose batch is open, abort the batch first
  * (ibv_wr_abort: nothing of it is posted), then destroy the QP.
@@ -144,7 +145,7 @@ static void batch_release(QPExObject *q)
 	Py_ssize_t i, n = q->n_keep;
 	PyObject **arr = q->keep;
 
-	q->in_batch = 0;
+	q->qp.in_batch = 0;
 	q->cur_op = WREX_OP_NONE;
 	q->cur_data = q->cur_ud = 0;
 	q->n_wr = 0;
@@ -167,7 +168,7 @@ static void batch_release(QPExObject *q)
  * wr_complete). */
 static void batch_abort(QPExObject *q)
 {
-	if (!q->in_batch)
+	if (!q->qp.in_batch)
 		return;
 	if (q->qpx != NULL && HANDLE(q)->obj != NULL)
 		ibv_wr_abort(q->qpx);
@@ -184,7 +185,7 @@ int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided)
 {
 	QPExObject *q = QPEXO(self);
 
-	if (!q->in_batch) {
+	if (!q->qp.in_batch) {
 		not_in_batch(verb);
 		return -1;
 	}
@@ -214,7 +215,7 @@ int qpex_begin_setter(PyObject *self, int data, const char *verb)
 {
 	QPExObject *q = QPEXO(self);
 
-	if (!q->in_batch) {
+	if (!q->qp.in_batch) {
 		not_in_batch(verb);
 		return -1;
 	}
@@ -261,19 +262,8 @@ int qpex_begin_setter(PyObject *self, int data, const char *verb)
 	return 0;
 }
 
-int qpex_check_idle(PyObject *self, const char *what)
-{
-	if (!PyObject_TypeCheck(self, ST.QPEx_type) || !QPEXO(self)->in_batch)
-		return 0;
-	verbs_error_fmt(EBUSY, NULL,
-			"%s: a wr_start() batch is open on this QP; "
-			"wr_complete() or wr_abort() first",
-			what);
-	return -1;
-}
-
 /* ------------------------------------------------------------------ */
-/* wr_start, wr_complete, wr_abort; post_send's guard                  */
+/* wr_start, wr_complete, wr_abort                                    */
 /* ------------------------------------------------------------------ */
 
 PyObject *qpex_wr_start(PyObject *self, PyObject *unused)
@@ -281,14 +271,14 @@ PyObject *qpex_wr_start(PyObject *self, PyObject *unused)
 	QPExObject *q = QPEXO(self);
 
 	HANDLE_CHECK(self);
-	if (q->in_batch)
+	if (q->qp.in_batch)
 		return verbs_error_fmt(EINVAL, "ibv_wr_start",
 				       "a batch is already open (%u work "
 				       "requests): wr_complete() or "
 				       "wr_abort() it first",
 				       q->n_wr);
 	ibv_wr_start(q->qpx);
-	q->in_batch = 1;
+	q->qp.in_batch = 1;
 	q->cur_op = WREX_OP_NONE;
 	q->cur_data = q->cur_ud = 0;
 	q->n_wr = 0;
@@ -302,7 +292,7 @@ PyObject *qpex_wr_complete(PyObject *self, PyObject *unused)
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!q->in_batch)
+	if (!q->qp.in_batch)
 		return not_in_batch("ibv_wr_complete");
 	qpn = QPP(self)->qp_num; /* batch_release can run Python code */
 	if (needs_ud(q)) {
@@ -325,14 +315,6 @@ PyObject *qpex_wr_abort(PyObject *self, PyObject *unused)
 	HANDLE_CHECK(self);
 	batch_abort(QPEXO(self));
 	Py_RETURN_NONE;
-}
-
-PyObject *qpex_post_send(PyObject *self, PyObject *arg)
-{
-	HANDLE_CHECK(self);
-	if (qpex_check_idle(self, "post_send") < 0)
-		return NULL;
-	return qp_post_send(self, arg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -619,9 +601,8 @@ static PyObject *get_send_ops_flags(PyObject *self, void *closure)
 
 	if (v == NULL)
 		return NULL;
-	mod = PyImport_ImportModule("ibverbs.enums");
+	mod = module_cached(&ST.mod_enums, "ibverbs.enums");
 	cls = mod ? PyObject_GetAttrString(mod, "QPCreateSendOpsFlags") : NULL;
-	Py_XDECREF(mod);
 	if (cls == NULL) {
 		PyErr_Clear();
 		return v;
@@ -640,7 +621,7 @@ static PyObject *qpex_repr(PyObject *self)
 		return PyUnicode_FromString("<ibverbs.QPEx closed>");
 	return PyUnicode_FromFormat("<ibverbs.QPEx qp_num=%u %s%s>", qp->qp_num,
 				    qp_state_name(qp->state),
-				    QPEXO(self)->in_batch ? " batch open" : "");
+				    QPO(self)->in_batch ? " batch open" : "");
 }
 
 static PyGetSetDef qpex_getset[] = {
@@ -671,23 +652,3 @@ static PyType_Slot qpex_slots[] = {
 
 PyType_Spec QPEx_spec = { "ibverbs._ibverbs.QPEx", sizeof(QPExObject), 0,
 			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, qpex_slots };
-
-int qpex_type_init(PyObject *module)
-{
-	PyObject *bases = PyTuple_Pack(1, (PyObject *)ST.QP_type), *t;
-
-	if (bases == NULL)
-		return -1;
-	t = PyType_FromSpecWithBases(&QPEx_spec, bases);
-	Py_DECREF(bases);
-	if (t == NULL)
-		return -1;
-	Py_XDECREF((PyObject *)ST.QPEx_type);
-	ST.QPEx_type = (PyTypeObject *)t;
-	Py_INCREF(t);
-	if (PyModule_AddObject(module, "QPEx", t) < 0) {
-		Py_DECREF(t);
-		return -1;
-	}
-	return 0;
-}

@@ -54,11 +54,11 @@ static const struct {
 	size_t off, size;
 	uint64_t max;
 } wc_fields[] = {
-#define F(f, max)                                            \
-	{                                                    \
-#f, offsetof(struct ibv_wc, f),              \
-			sizeof(((struct ibv_wc *)0)->f), max \
-	}
+/* clang-format cannot lay out a macro that is an initializer. */
+/* clang-format off */
+#define F(f, max) \
+	{ #f, offsetof(struct ibv_wc, f), sizeof(((struct ibv_wc *)0)->f), max }
+	/* clang-format on */
 	F(wr_id, UINT64_MAX),
 	F(status, INT32_MAX),
 	F(opcode, INT32_MAX),

@@ -4,6 +4,7 @@
  * it was built (VerbsError EBADF), since a closed MR has released its
  * memory and a stale lkey could name a newer region.  The handles' current
  * pointers (the AH, the MW and MR of a BIND_MW) are stored in the WR here.
+ * sendwr_check_ud checks a linked list for a UD QP (post.c).
  */
 #include "ibverbs.h"
 
@@ -53,5 +54,34 @@ int recvwr_ready(RecvWRObject *w, Py_ssize_t i)
 {
 	if (w->wr.num_sge && sg_list_check(w->sg_list, i) < 0)
 		return -1;
+	return 0;
+}
+
+/* After linking, for a UD QP: providers dereference wr.ud.ah unchecked. */
+int sendwr_check_ud(const struct ibv_send_wr *head)
+{
+	const struct ibv_send_wr *w;
+	Py_ssize_t i = 0;
+
+	for (w = head; w != NULL; w = w->next, i++) {
+		if (w->opcode != IBV_WR_SEND &&
+		    w->opcode != IBV_WR_SEND_WITH_IMM) {
+			PyErr_Format(
+				PyExc_ValueError,
+				"work request %zd: a UD QP only posts SEND "
+				"and SEND_WITH_IMM",
+				i);
+			return -1;
+		}
+		if (w->wr.ud.ah == NULL) {
+			PyErr_Format(
+				PyExc_ValueError,
+				"work request %zd: a send on a UD QP needs "
+				"an AH (SendWR(ah=..., remote_qpn=..., "
+				"remote_qkey=...))",
+				i);
+			return -1;
+		}
+	}
 	return 0;
 }

@@ -627,13 +627,50 @@ static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* ------------------------------------------------------------------ */
+/* wr_bind_mw (its MW and MWBindInfo parsed by mw.c)                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * wr_bind_mw(mw, rkey, bind_info): a BIND_MW in the open batch; rkey is
+ * the window's new rkey.  The batch holds the MW and the MR (both marked
+ * used, so neither closes) until wr_complete or wr_abort.
+ */
+PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "mw", "rkey", "bind_info", NULL };
+	PyObject *mw, *rkey_o, *info, *mr = NULL, *res = NULL;
+	struct ibv_mw_bind_info bi;
+	uint32_t rkey;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_bind_mw", kwlist,
+					 &mw, &rkey_o, &info))
+		return NULL;
+	if (mw_parse(mw, "mw") < 0 || arg_u32(rkey_o, "rkey", &rkey) < 0 ||
+	    bind_info_from_py(info, &bi, &mr) < 0)
+		return NULL;
+	/* Reading bind_info ran Python code: check the handles again. */
+	if (handle_check(HANDLE(self)) < 0 || handle_check(HANDLE(mw)) < 0 ||
+	    handle_check(HANDLE(mr)) < 0)
+		goto out;
+	bi.mr = HANDLE(mr)->obj;
+	if (qpex_begin_wr(self, WREX_OP_BIND_MW, "ibv_wr_bind_mw",
+			  QPEXO(self)->qpx->wr_bind_mw != NULL) < 0 ||
+	    qpex_keep(self, mw) < 0 || qpex_keep(self, mr) < 0)
+		goto out;
+	ibv_wr_bind_mw(QPEXO(self)->qpx, MWP(mw), rkey, &bi);
+	res = Py_None;
+	Py_INCREF(res);
+out:
+	Py_XDECREF(mr);
+	return res;
+}
+
+/* ------------------------------------------------------------------ */
 /* QPEx's methods (the QP's are inherited)                             */
 /* ------------------------------------------------------------------ */
 
 PyMethodDef qpex_methods[] = {
-	{ "post_send", qpex_post_send, METH_O,
-	  "post_send(wr_or_list): as QP.post_send; VerbsError(EBUSY) while a "
-	  "wr_start() batch is open." },
 	{ "wr_start", qpex_wr_start, METH_NOARGS,
 	  "wr_start(): open a batch (ibv_wr_start). VerbsError(EINVAL) if one "
 	  "is open already." },

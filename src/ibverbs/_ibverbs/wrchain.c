@@ -141,37 +141,13 @@ static PyObject *chain_enter(PyObject *self, PyObject *unused)
 /* The two kinds (the template is wrchain_kind.h)                      */
 /* ------------------------------------------------------------------ */
 
-#define CHFN(name) sendwrchain_##name
-#define WR_OBJ SendWRObject
-#define WR_NATIVE struct ibv_send_wr
-#define WR_TYPE ST.SendWR_type
-#define WR_READY sendwr_ready
-#define WR_NAME "SendWR"
-#define WR_IS_SEND 1
+#include "wr_kind_send.h"
 #include "wrchain_kind.h"
-#undef CHFN
-#undef WR_OBJ
-#undef WR_NATIVE
-#undef WR_TYPE
-#undef WR_READY
-#undef WR_NAME
-#undef WR_IS_SEND
+#include "wr_kind_undef.h"
 
-#define CHFN(name) recvwrchain_##name
-#define WR_OBJ RecvWRObject
-#define WR_NATIVE struct ibv_recv_wr
-#define WR_TYPE ST.RecvWR_type
-#define WR_READY recvwr_ready
-#define WR_NAME "RecvWR"
-#define WR_IS_SEND 0
+#include "wr_kind_recv.h"
 #include "wrchain_kind.h"
-#undef CHFN
-#undef WR_OBJ
-#undef WR_NATIVE
-#undef WR_TYPE
-#undef WR_READY
-#undef WR_NAME
-#undef WR_IS_SEND
+#include "wr_kind_undef.h"
 
 static PyType_Slot sendwrchain_slots[] = {
 	{ Py_tp_doc,

@@ -1,20 +1,26 @@
 /*
  * wrchain_kind.h - template: the SendWRChain or RecvWRChain type's
  * functions.  wrchain.c includes it twice, once per kind (as CPython's
- * Objects/stringlib/ does), after defining:
+ * Objects/stringlib/ does), between a kind header (wr_kind_send.h,
+ * wr_kind_recv.h) and wr_kind_undef.h.  It uses:
  *
- *   CHFN(name)    the function name for this kind (sendwrchain_##name)
+ *   WR_PREFIX     the kind's prefix (sendwr); names come from it:
+ *   CHFN(name)    this kind's chain function (sendwrchain_##name;
+ *                 ibverbs.h)
+ *   WRFN(name)    the member's function (sendwr_##name)
  *   WR_OBJ        the member WR object type (SendWRObject)
  *   WR_NATIVE     the native struct (struct ibv_send_wr)
  *   WR_TYPE       the member's heap type (ST.SendWR_type)
- *   WR_READY      the per-WR check before a post (sendwr_ready, wr.c)
  *   WR_NAME       the member's Python name, a string literal ("SendWR")
  *   WR_IS_SEND    1 when members carry an AH (send), else 0
  *
- * and undefines them afterwards.  The two kinds differ only in these;
- * the helpers that do not depend on the kind are in wrchain.c.
+ * and calls WRFN(ready) (sendwr_ready, wr_check.c) and the kind-free
+ * helpers of wrchain.c (checked_*, chain_length, ...).  The comment
+ * above each function names what it expands to, so grep finds the
+ * definition.
  */
 
+/* sendwrchain_unbind, recvwrchain_unbind */
 /* Unlink the first n members and let them go, then the items: n is
  * every member on release (idempotent), those claimed so far when a
  * build fails (the others may belong to another chain). */
@@ -38,11 +44,13 @@ static void CHFN(unbind)(WRChainObject *c, Py_ssize_t n)
 	Py_DECREF(items);
 }
 
+/* sendwrchain_do_release, recvwrchain_do_release */
 static void CHFN(do_release)(WRChainObject *c)
 {
 	CHFN(unbind)(c, chain_length((PyObject *)c));
 }
 
+/* sendwrchain_check_all, recvwrchain_check_all */
 /* Check every member; record the MRs/AHs to look at between posts. */
 static int CHFN(check_all)(WRChainObject *c)
 {
@@ -53,7 +61,7 @@ static int CHFN(check_all)(WRChainObject *c)
 	for (i = 0; i < n; i++) {
 		WR_OBJ *w = (WR_OBJ *)PyTuple_GetItem(c->items, i);
 
-		if (WR_READY(w, i) < 0)
+		if (WRFN(ready)(w, i) < 0)
 			return -1;
 		if (checked_add_sges(c, w->sg_list) < 0)
 			return -1;
@@ -69,6 +77,7 @@ static int CHFN(check_all)(WRChainObject *c)
 	return 0;
 }
 
+/* sendwrchain_head, recvwrchain_head */
 WR_NATIVE *CHFN(head)(PyObject *self)
 {
 	WRChainObject *c = CH(self);
@@ -93,6 +102,7 @@ WR_NATIVE *CHFN(head)(PyObject *self)
 	return (WR_NATIVE *)c->head;
 }
 
+/* sendwrchain_new, recvwrchain_new */
 static PyObject *CHFN(new)(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "wrs", NULL };
@@ -171,12 +181,14 @@ fail:
 	return NULL;
 }
 
+/* sendwrchain_clear, recvwrchain_clear */
 static int CHFN(clear)(PyObject *self)
 {
 	CHFN(do_release)(CH(self));
 	return 0;
 }
 
+/* sendwrchain_dealloc, recvwrchain_dealloc */
 static void CHFN(dealloc)(PyObject *self)
 {
 	PyTypeObject *tp = Py_TYPE(self);
@@ -189,18 +201,21 @@ static void CHFN(dealloc)(PyObject *self)
 	Py_DECREF(tp);
 }
 
+/* sendwrchain_meth_release, recvwrchain_meth_release */
 static PyObject *CHFN(meth_release)(PyObject *self, PyObject *unused)
 {
 	CHFN(do_release)(CH(self));
 	Py_RETURN_NONE;
 }
 
+/* sendwrchain_exit, recvwrchain_exit */
 static PyObject *CHFN(exit)(PyObject *self, PyObject *args)
 {
 	CHFN(do_release)(CH(self));
 	Py_RETURN_FALSE;
 }
 
+/* sendwrchain_repr, recvwrchain_repr */
 static PyObject *CHFN(repr)(PyObject *self)
 {
 	if (CH(self)->items == NULL)
@@ -209,6 +224,7 @@ static PyObject *CHFN(repr)(PyObject *self)
 				    chain_length(self));
 }
 
+/* sendwrchain_methods, recvwrchain_methods */
 static PyMethodDef CHFN(methods)[] = {
 	{ "release", CHFN(meth_release), METH_NOARGS,
 	  "Unlink the members: each can be posted on its own again. "
@@ -218,6 +234,7 @@ static PyMethodDef CHFN(methods)[] = {
 	{ NULL, NULL, 0, NULL }
 };
 
+/* sendwrchain_getset, recvwrchain_getset */
 static PyGetSetDef CHFN(getset)[] = { { "released", chain_get_released, NULL,
 					"True once release() was called.",
 					NULL },
