@@ -11,8 +11,10 @@ newer, and a libibverbs that lacks newer verbs still imports.
 - The installed distribution's metadata: BSD-3-Clause, Python >= 3.9, the
   ``test`` and ``gpu`` extras, and one version, pyproject.toml's.
 
-The wheel-level claims (file name tag, ``auditwheel show``, every CPython
-on the machine) are checked by ``make wheel`` and tools/test-wheels.
+The wheel-level claims (file name tag, ``auditwheel show``, NEEDED and the
+glibc 2.17 floor, for x86_64 and aarch64) are tests/host/test_wheel.py's;
+every CPython on the machine is tools/test-wheels'; builds against
+rdma-core 33's and the newest headers are test_rdma_core_headers.py's.
 """
 
 import importlib.metadata
