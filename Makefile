@@ -33,7 +33,7 @@ build: deps venv
 
 # make wheel comes before test-host, whose tests/host/test_wheel.py checks
 # the wheels it writes (and fails, rather than skips, when one is missing).
-test: build lint wheel test-host test-guest test-twonode test-wheels
+test: build lint wheel test-host test-guest test-twonode test-wheels test-distros
 test: export IBVERBS_REQUIRE_WHEELS = 1
 
 test-host:
@@ -181,6 +181,27 @@ wheel: deps venv $(VENV)/.wheel-tools
 
 test-wheels: wheel
 	tools/test-wheels $(DIST)/ibverbs-*-cp39-abi3-*x86_64.whl
+	tools/distro-roots host-suite $(DIST)/ibverbs-*-cp39-abi3-*x86_64.whl sid
+
+# ---- The distribution matrix (tools/distro-roots) ---------------------------
+#
+# make test-distros  Debian 11 "bullseye" (glibc 2.31, Python 3.9, rdma-core
+#                    33) and Debian unstable "sid" (Python 3.14 and 3.15,
+#                    rdma-core 65) as root file systems made by mmdebstrap
+#                    (cached in ~/.cache/ibverbs-distros); in each, the
+#                    wheel (pip install --no-index) and the sdist (built by
+#                    that root's pip, gcc and headers) in a venv per Python;
+#                    then one two-node guest boot in which each install,
+#                    chrooted, runs the device subset of
+#                    tools/distro-subset.txt on rxe0 with the root's own
+#                    libibverbs, providers and librdmacm.
+#                    make test-wheels also runs the host suite under sid's
+#                    3.14 and 3.15 (tools/distro-roots host-suite).
+
+.PHONY: test-distros
+
+test-distros: wheel
+	tools/distro-roots test $(DIST)
 
 typecheck: build
 	$(VPY) -m mypy
