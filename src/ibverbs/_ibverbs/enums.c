@@ -338,7 +338,9 @@ static const struct constant constants[] = {
 	C(QPCreateSendOpsFlags, BIND_MW, IBV_QP_EX_WITH_BIND_MW),
 	C(QPCreateSendOpsFlags, SEND_WITH_INV, IBV_QP_EX_WITH_SEND_WITH_INV),
 	C(QPCreateSendOpsFlags, TSO, IBV_QP_EX_WITH_TSO),
+#ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
 	C(QPCreateSendOpsFlags, ATOMIC_WRITE, IBV_QP_EX_WITH_ATOMIC_WRITE),
+#endif
 #ifdef IBVERBS_HAVE_WR_FLUSH
 	C(QPCreateSendOpsFlags, FLUSH, IBV_QP_EX_WITH_FLUSH),
 #endif

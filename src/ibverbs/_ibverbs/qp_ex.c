@@ -44,6 +44,12 @@
 #else
 #define WREX_FLUSH_BIT (1ull << 11)
 #endif
+/* Likewise IBV_QP_EX_WITH_ATOMIC_WRITE before rdma-core 42. */
+#ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
+#define WREX_ATOMIC_WRITE_BIT IBV_QP_EX_WITH_ATOMIC_WRITE
+#else
+#define WREX_ATOMIC_WRITE_BIT (1ull << 12)
+#endif
 
 static const struct {
 	const char *verb; /* "ibv_wr_send" */
@@ -81,7 +87,7 @@ static const struct {
 			       IBV_QP_EX_WITH_SEND_WITH_INV,
 			       WREX_SET_SGE | WREX_SET_INLINE },
 	[WREX_OP_ATOMIC_WRITE] = { "ibv_wr_atomic_write", "ATOMIC_WRITE",
-				   IBV_QP_EX_WITH_ATOMIC_WRITE, 0 },
+				   WREX_ATOMIC_WRITE_BIT, 0 },
 	[WREX_OP_FLUSH] = { "ibv_wr_flush", "FLUSH", WREX_FLUSH_BIT, 0 },
 };
 

@@ -237,11 +237,19 @@ static PyObject *wr_atomic_write(PyObject *self, PyObject *args, PyObject *kw)
 			     data);
 		return NULL;
 	}
+#ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
 	if (qpex_begin_wr(self, WREX_OP_ATOMIC_WRITE, "ibv_wr_atomic_write",
 			  QPX(self)->wr_atomic_write != NULL) < 0)
 		return NULL;
 	ibv_wr_atomic_write(QPX(self), rkey, addr, p);
 	Py_RETURN_NONE;
+#else
+	(void)p;
+	return verbs_error_fmt(EOPNOTSUPP, "ibv_wr_atomic_write",
+			       "the rdma-core headers this module was built "
+			       "against lack ibv_wr_atomic_write (rdma-core 42 "
+			       "or newer declares it)");
+#endif
 }
 
 /* wr_flush(rkey, remote_addr, len, type, level).  Built against headers
