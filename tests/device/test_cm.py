@@ -129,10 +129,25 @@ def connect_retrying(port, private_data=b"", timeout=TIMEOUT):
 
 
 def tool(name):
+    """The path of rdma-core's C program NAME, or a skip. Call it from a
+    fixture only, never from a test's body: a skip raised there after the
+    test opened a listener (or started a thread waiting on one) would leave
+    it open and busy for the tests that follow (tests/host/test_cm_skips.py
+    checks)."""
     path = shutil.which(name)
     if path is None:
         pytest.skip(f"{name} (rdma-core's rdmacm-utils) is not installed")
     return path
+
+
+@pytest.fixture
+def rdma_server():
+    return tool("rdma_server")
+
+
+@pytest.fixture
+def rdma_client():
+    return tool("rdma_client")
 
 
 def run_serving(listener, handler, timeout=TIMEOUT):
@@ -164,10 +179,10 @@ def run_serving(listener, handler, timeout=TIMEOUT):
 # --------------------------------------------------------------------------
 
 
-def test_python_client_against_c_rdma_server():
+def test_python_client_against_c_rdma_server(rdma_server):
     port = new_port()
     srv = subprocess.Popen(
-        [tool("rdma_server"), "-s", SERVER, "-p", str(port)],
+        [rdma_server, "-s", SERVER, "-p", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -191,7 +206,7 @@ def test_python_client_against_c_rdma_server():
     assert srv.returncode == 0, out
 
 
-def test_c_rdma_client_against_python_listener():
+def test_c_rdma_client_against_python_listener(rdma_client):
     port = new_port()
     got = {}
     with ib.CMListener(port, SERVER) as listener:
@@ -214,7 +229,7 @@ def test_c_rdma_client_against_python_listener():
 
         join = run_serving(listener, serve)
         cli = subprocess.run(
-            [tool("rdma_client"), "-s", SERVER, "-p", str(port)],
+            [rdma_client, "-s", SERVER, "-p", str(port)],
             capture_output=True,
             text=True,
             timeout=TIMEOUT,
