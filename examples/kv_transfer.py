@@ -211,8 +211,19 @@ class Endpoint:
         gid = self.ctx.query_gid(PORT, gid_index)
         self.info = ib.local_qp_info(self.qp, self.ctx.query_port(PORT), gid, port=PORT)
 
-    def connect(self, theirs: ib.QPInfo) -> None:
-        ib.connect_rc(self.qp, theirs, port=PORT, sgid_index=self.gid_index, access=ACCESS)
+    def connect(self, theirs: ib.QPInfo, timeout: int = 16, retry_cnt: int = 7) -> None:
+        """RESET -> RTS.  A WR not acknowledged within 4.096 us * 2**TIMEOUT
+        (16: 268 ms) is sent again, RETRY_CNT times, then fails: how long
+        a dead peer takes to be noticed."""
+        ib.connect_rc(
+            self.qp,
+            theirs,
+            port=PORT,
+            sgid_index=self.gid_index,
+            access=ACCESS,
+            timeout=timeout,
+            retry_cnt=retry_cnt,
+        )
 
 
 # ----------------------------------------------------------------- sender
@@ -324,7 +335,7 @@ def sender(args) -> int:
             },
         )
         reply = recv_msg(sock)
-        ep.connect(ib.QPInfo.from_bytes(bytes.fromhex(reply["qp"])))
+        ep.connect(ib.QPInfo.from_bytes(bytes.fromhex(reply["qp"])), retry_cnt=args.retry_cnt)
 
         t0 = time.perf_counter()
         batch = prepare(ep, pool, reply, pairs, args.chain, args.max_write)
@@ -392,8 +403,15 @@ def wait_imm(ep: Endpoint, sock: socket.socket, imm: int, timeout: float) -> Non
         if left <= 0:
             raise TimeoutError(f"no completion of batch {imm} within {timeout} s")
         ready = select.select([ep.channel.fd, sock], [], [], left)[0]
-        if sock in ready and not sock.recv(1, socket.MSG_PEEK):
-            raise ConnectionError("the sender closed the connection mid-batch")
+        if sock in ready:
+            try:
+                gone = not sock.recv(1, socket.MSG_PEEK)
+            except OSError as e:  # a reset: the sender's process died
+                gone, why = True, e.strerror
+            else:
+                why = "closed"
+            if gone:
+                raise ConnectionError(f"the sender went away mid-batch (connection {why})")
         if ep.channel.fd in ready:
             ep.channel.get_cq_event()
             ep.cq.ack_events(1)
@@ -465,7 +483,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--scatter", action="store_true", help="random blocks on both sides")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batches", type=int, default=3, help="batches (each timed)")
-    p.add_argument("--depth", type=int, default=256, help="send queue depth (WRs in flight)")
+    p.add_argument("--retry-cnt", type=int, default=7, help="transport retries (sender)")
+    p.add_argument("--depth", type=int, default=128, help="send queue depth (WRs in flight)")
     p.add_argument("--chain", type=int, default=16, help="WRs per post (SendWRChain)")
     p.add_argument("--max-write", type=size, default=1 << 20, help="largest merged WRITE")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per batch")
