@@ -54,6 +54,7 @@ ENGINES = ["ib_write_bw", "ibverbs-perf", "kv_transfer", "mooncake", "nixl"]
 UCX_ENV = {"UCX_TLS": "rc_verbs,ud_verbs", "UCX_IB_GID_INDEX": "1"}
 LIBIBVERBS = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1"
 _port = [18900]
+VERBOSE = [1500]  # characters of a failed run's output kept
 
 
 def port():
@@ -88,11 +89,12 @@ def pair(server, client, *, env_s=None, env_c=None, timeout=600, wait_port=None)
         if s.poll() is None:
             s.kill()
             s.communicate()
-    for name, rc, out in (("server", s.returncode, s_out), ("client", c.returncode, c.stdout)):
-        if rc == 139 and ("RESULT " in out or "verified" in out):
+    for name, rc, out in (("client", c.returncode, c.stdout), ("server", s.returncode, s_out)):
+        # 139 through a shell, -11 (SIGSEGV) from Popen
+        if rc in (139, -11) and ("RESULT " in out or "verified" in out):
             continue
         if rc != 0:
-            raise Failed(f"{name} exited {rc}: {out[-1500:]}")
+            raise Failed(f"{name} exited {rc}: {out[-VERBOSE[0] :]}")
     return s_out, c.stdout
 
 
@@ -263,7 +265,10 @@ def main():
     ap.add_argument(
         "--peer-python", dest="peer_py", default=str(ROOT / "build/peers-venv/bin/python")
     )
+    ap.add_argument("--verbose", action="store_true", help="print failures in full")
     a = ap.parse_args()
+    if a.verbose:
+        VERBOSE[0] = 20000
     if os.environ.get("IBVERBS_NODE", "0") != "0":
         return 0  # node 0's instance drives both devices
     addrs = os.environ.get("IBVERBS_NODE_ADDRS", "198.18.0.1,198.18.0.2").split(",")
@@ -284,7 +289,11 @@ def main():
                     r = {"error": str(e)}
                 r["wall_s"] = time.monotonic() - t0
                 samples[pname][eng].append(r)
-                shown = f"{r['gbps']:.4f} GB/s" if "gbps" in r else f"FAILED {r['error'][:300]}"
+                shown = (
+                    f"{r['gbps']:.4f} GB/s"
+                    if "gbps" in r
+                    else f"FAILED {r['error'][: VERBOSE[0] if a.verbose else 300]}"
+                )
                 print(f"round {rnd} {pname} {eng}: {shown} ({r['wall_s']:.0f} s)", flush=True)
     summary = summarize(samples)
     out = Path(a.out)
