@@ -10,7 +10,7 @@ RXE_VM   := tools/rxe-vm
 OUT      := $(CURDIR)/build/out
 PYTEST   := $(VPY) -m pytest -rfEs
 
-.PHONY: all deps venv build test test-host test-guest test-twonode demo bench wheel \
+.PHONY: all deps venv build test test-host test-guest test-twonode demo bench bench-peers wheel \
 	test-wheels sanitize clean lint format pycache
 
 all: build
@@ -104,6 +104,30 @@ bench: build
 		/usr/bin/python3 benchmarks/callgrind.py --out $(OUT) || s=1; \
 		/usr/bin/python3 benchmarks/callgrind.py --list 16 --out $(OUT) \
 			--only c,ours,pyverbs,baseline || s=1; exit $$s'
+
+# The peer transfer engines side by side (BENCHMARKS.md, "Peer transfer
+# engines"): ib_write_bw, python -m ibverbs perf write_bw,
+# examples/kv_transfer.py, Mooncake and NIXL across the two nodes of one
+# --nodes 2 boot, interleaved rounds.  Mooncake and NIXL go into their own
+# venv (build/peers-venv, about 150 MB from PyPI; nixl-cu12 without its
+# dependencies: its declared torch would pull CUDA wheels, and it imports
+# torch only when handed tensors).  An engine that does not install is
+# reported as failed in the table, not dropped.  Not part of make test.
+# Results: build/out/peers.{json,md,svg}, peers-samples.json.
+PEERS_VENV := build/peers-venv
+PEERS_PY   := $(PEERS_VENV)/bin/python
+
+$(PEERS_VENV)/.created:
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_PY) -m pip install -q --upgrade pip
+	-$(PEERS_PY) -m pip install -q numpy mooncake-transfer-engine-non-cuda==0.3.13.post1
+	-$(PEERS_PY) -m pip install -q --no-deps nixl-cu12==1.5.1
+	@touch $@
+
+bench-peers: build $(PEERS_VENV)/.created
+	@mkdir -p $(OUT)
+	$(RXE_VM) --nodes 2 --mem 3072 --timeout 3000 --rw $(OUT) -- \
+		$(VPY) benchmarks/peers.py --rounds 3 --out $(OUT)
 
 clean:
 	rm -rf build dist src/*.egg-info src/ibverbs/*.so
