@@ -4,6 +4,7 @@ providers would crash on, refused before the provider is called."""
 
 import errno
 import os
+import re
 import time
 
 import numpy as np
@@ -309,6 +310,62 @@ def test_flush(pair, bufs):
         with pytest.raises(ib.VerbsError) as ei:
             qa.wr_flush(mr_b.rkey, mr_b.addr, 8, 1, 1)
         assert ei.value.errno == errno.EOPNOTSUPP and "headers" in str(ei.value)
+
+
+def _kernel():
+    return tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+
+
+@pytest.mark.skipif(
+    "FLUSH" not in F.__members__,
+    reason="built against rdma-core headers without ibv_wr_flush (rdma-core 45); "
+    "make test-distros runs this with Debian unstable's rdma-core 65 (the sdist build)",
+)
+def test_flush_with_the_newest_headers(ctx, pd):
+    """A real FLUSH where the headers have it (rdma-core 45+): every step
+    from QP creation to the completion goes to rxe.  rxe executes FLUSH
+    from Linux 6.2 on; an older kernel must refuse it somewhere, and the
+    test says where and with what."""
+    access = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
+    flush = ib.AccessFlags.FLUSH_GLOBAL
+    answer = None
+    opened = []
+    try:
+        try:
+            qa, ca, qb, cb = make_rc_pair(
+                ctx, pd, send_ops_flags=F.FLUSH | F.RDMA_WRITE, access=access | flush
+            )
+            opened += [qa, qb, ca, cb]
+        except ib.VerbsError as e:
+            answer = f"creating or connecting the QP: {errno.errorcode[e.errno]}"
+        if answer is None:
+            buf = np.zeros(4096, dtype=np.uint8)
+            try:
+                mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, access | flush, owner=buf)
+                opened.insert(0, mr)
+            except ib.VerbsError as e:
+                answer = f"reg_mr with FLUSH_GLOBAL: {errno.errorcode[e.errno]}"
+        if answer is None:
+            qa.wr_flags = SIGNALED
+            qa.wr_start()
+            qa.wr_flush(mr.rkey, mr.addr, 64, 1, 0)  # IBV_FLUSH_GLOBAL, IBV_FLUSH_RANGE
+            try:
+                qa.wr_complete()
+            except ib.VerbsError as e:
+                answer = f"posting the FLUSH: {errno.errorcode[e.errno]}"
+            else:
+                (wc,) = poll_until(ca, 1)
+                answer = "completed" if wc.is_success else f"completion {wc.status.name}"
+                if wc.is_success:
+                    assert wc.opcode == ib.WCOpcode.FLUSH
+        print(f"rxe on Linux {os.uname().release}, rdma-core {ib.library_version}: {answer}")
+        if _kernel() >= (6, 2):
+            assert answer == "completed"
+        else:
+            assert answer != "completed", "rxe before Linux 6.2 has no FLUSH"
+    finally:
+        for h in opened:
+            h.close()
 
 
 # ---- batches ------------------------------------------------------------
