@@ -369,7 +369,10 @@ def object_symbols(tmp: Path) -> tuple[dict[str, str], dict[str, set[str]]]:
     # (without them compat.h would redeclare what these headers declare).
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_ibverbs_setup", SRC.parents[2] / "setup.py")
+    setup_py = SRC.parents[2] / "setup.py"
+    if not setup_py.exists():  # tools/test-wheels: the C sources as text only
+        pytest.skip("no setup.py beside the C sources: the build's defines are unknown")
+    spec = importlib.util.spec_from_file_location("_ibverbs_setup", setup_py)
     setup = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(setup)
     defines = [f"-D{k}={v}" for k, v in setup.DEFINES + setup.probed_defines([])]
