@@ -386,59 +386,406 @@ static PyObject *context_ack_async_event(PyObject *self, PyObject *ev)
 	return async_event_ack_for((ContextObject *)self, ev);
 }
 
+PyDoc_STRVAR(context_query_device__doc__,
+	     "query_device() -> DeviceAttr\n"
+	     "\n"
+	     "Query the device's attributes and limits.\n"
+	     "\n"
+	     "Wraps ``ibv_query_device`` (man page ibv_query_device(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A DeviceAttr (fw_ver, node_guid, max_qp, max_cqe, max_mr,\n"
+	     "    phys_port_cnt, ...); GUIDs are host-order ints.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
+PyDoc_STRVAR(context_query_port__doc__,
+	     "query_port(port_num) -> PortAttr\n"
+	     "\n"
+	     "Query a port's attributes (state, MTUs, LID, link layer, ...).\n"
+	     "\n"
+	     "Wraps ``ibv_query_port`` (man page ibv_query_port(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port_num: the port, from 1.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A PortAttr; its ``port_num`` is the port asked for.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: port_num is not an int.\n"
+	     "    ValueError: port_num is outside 1..255.\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. EINVAL for no such port).");
+
+PyDoc_STRVAR(context_query_gid__doc__,
+	     "query_gid(port_num, index) -> Gid\n"
+	     "\n"
+	     "Read one entry of a port's GID table.\n"
+	     "\n"
+	     "Wraps ``ibv_query_gid`` (man page ibv_query_gid(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port_num: the port, from 1.\n"
+	     "    index: the GID table index, from 0.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The Gid (all zeros for an unused entry on most devices).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: port_num outside 1..255 or a negative index.\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. EINVAL past the table).");
+
+PyDoc_STRVAR(context_query_gid_ex__doc__,
+	     "query_gid_ex(port, index) -> tuple[Gid, int, int]\n"
+	     "\n"
+	     "Read a GID table entry with its type and network device.\n"
+	     "\n"
+	     "Wraps ``ibv_query_gid_ex`` (man page ibv_query_gid_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port: the port, from 1 (positional only).\n"
+	     "    index: the GID table index, from 0 (positional only).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    ``(gid, gid_type, ndev_ifindex)``: gid_type is a\n"
+	     "    ``GIDType`` value (IB, RoCE v1, RoCE v2), ndev_ifindex the\n"
+	     "    interface index of the netdev behind a RoCE GID.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int, or not 2 given.\n"
+	     "    ValueError: port outside 1..255 or a negative index.\n"
+	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	     "        when libibverbs lacks the verb (rdma-core < 32); else\n"
+	     "        the verb failed (``errno``, e.g. ENODATA for an empty\n"
+	     "        entry).");
+
+PyDoc_STRVAR(context_query_pkey__doc__,
+	     "query_pkey(port, index) -> int\n"
+	     "\n"
+	     "Read one entry of a port's P_Key table.\n"
+	     "\n"
+	     "Wraps ``ibv_query_pkey`` (man page ibv_query_pkey(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port: the port, from 1 (positional only).\n"
+	     "    index: the P_Key table index, from 0 (positional only).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The P_Key, in host order (0xffff: the default partition).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int, or not 2 given.\n"
+	     "    ValueError: port outside 1..255 or a negative index.\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
+PyDoc_STRVAR(context_alloc_pd__doc__,
+	     "alloc_pd() -> PD\n"
+	     "\n"
+	     "Allocate a protection domain on this device.\n"
+	     "\n"
+	     "Wraps ``ibv_alloc_pd`` (man page ibv_alloc_pd(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new PD (a child of this Context).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. ENOMEM).");
+
+PyDoc_STRVAR(context_create_cq__doc__,
+	     "create_cq(cqe, channel=None, comp_vector=0) -> CQ\n"
+	     "\n"
+	     "Create a completion queue for at least ``cqe`` entries.\n"
+	     "\n"
+	     "With a ``channel``, ``CQ.req_notify()`` arms the CQ to signal\n"
+	     "its next completion there; the CQ uses the channel, which\n"
+	     "refuses ``close()`` (EBUSY) until the CQ is closed.\n"
+	     "\n"
+	     "Wraps ``ibv_create_cq`` (man page ibv_create_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    cqe: minimum number of entries, 1 or more.\n"
+	     "    channel: a CompChannel of this Context, or None.\n"
+	     "    comp_vector: the completion vector (interrupt), from 0\n"
+	     "        to ``num_comp_vectors - 1``.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new CQ; ``cqe`` holds the size the provider chose.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: channel is not a CompChannel or None, or a\n"
+	     "        number is not an int.\n"
+	     "    ValueError: channel belongs to another Context, or cqe or\n"
+	     "        comp_vector is out of range.\n"
+	     "    VerbsError: EBADF if the Context or channel is closed;\n"
+	     "        else the verb failed (``errno``, e.g. EINVAL for a cqe\n"
+	     "        past the device's max_cqe).");
+
+PyDoc_STRVAR(context_create_comp_channel__doc__,
+	     "create_comp_channel() -> CompChannel\n"
+	     "\n"
+	     "Create a completion event channel.\n"
+	     "\n"
+	     "Wraps ``ibv_create_comp_channel`` (man page\n"
+	     "ibv_create_comp_channel(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new CompChannel; give it to ``create_cq(channel=...)``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. EMFILE).");
+
+PyDoc_STRVAR(context_get_async_event__doc__,
+	     "get_async_event() -> AsyncEvent\n"
+	     "\n"
+	     "Wait for the device's next asynchronous event and return it.\n"
+	     "\n"
+	     "Waits with the GIL released (the Context refuses ``close()``\n"
+	     "meanwhile; Ctrl-C interrupts it). When ``async_fd`` was made\n"
+	     "non-blocking, it does not wait. Ack the event (``ack()``,\n"
+	     "``with event:`` or ``ack_async_event()``): destroying the QP,\n"
+	     "CQ or SRQ it names waits for that.\n"
+	     "\n"
+	     "Wraps ``ibv_get_async_event`` (man page\n"
+	     "ibv_get_async_event(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The AsyncEvent (event_type, element, ...).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    KeyboardInterrupt: a signal handler raised during the wait.\n"
+	     "    VerbsError: EAGAIN with a non-blocking fd and no event\n"
+	     "        pending; EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
+PyDoc_STRVAR(context_ack_async_event__doc__,
+	     "ack_async_event(event) -> None\n"
+	     "\n"
+	     "Acknowledge an AsyncEvent of this Context.\n"
+	     "\n"
+	     "The same as ``event.ack()``: idempotent, an event acked\n"
+	     "already is left alone.\n"
+	     "\n"
+	     "Wraps ``ibv_ack_async_event`` (man page\n"
+	     "ibv_get_async_event(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    event: an AsyncEvent from ``get_async_event()``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: event is not an AsyncEvent.\n"
+	     "    ValueError: the event belongs to another Context.\n"
+	     "    VerbsError: EBADF once the Context is closed.");
+
+PyDoc_STRVAR(context_close__doc__,
+	     "close() -> None\n"
+	     "\n"
+	     "Close the device.\n"
+	     "\n"
+	     "Idempotent: closing a closed Context does nothing. The\n"
+	     "Context stays open and usable after a refusal.\n"
+	     "\n"
+	     "Wraps ``ibv_close_device`` (man page ibv_open_device(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBUSY while children (PDs, CQs, channels, DMs)\n"
+	     "        are open, another thread waits in a blocking call on "
+	     "it,\n"
+	     "        or it is the Context of a CMID (close the CMID); else\n"
+	     "        the verb failed (``errno``).");
+
+PyDoc_STRVAR(context_enter__doc__,
+	     "__enter__() -> Context\n"
+	     "\n"
+	     "Enter a ``with`` block: return the Context itself.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed.");
+
+PyDoc_STRVAR(context_exit__doc__,
+	     "__exit__(exc_type, exc, tb) -> False\n"
+	     "\n"
+	     "Leave a ``with`` block: ``close()`` the Context.\n"
+	     "\n"
+	     "Does not swallow the block's exception.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: as ``close()`` (EBUSY while children are open\n"
+	     "        or for a CMID's Context).");
+
+PyDoc_STRVAR(context_create_cq_ex__doc__,
+	     "create_cq_ex(init_attr) -> CQEx\n"
+	     "\n"
+	     "Create an extended completion queue.\n"
+	     "\n"
+	     "``init_attr`` is a ``CQInitAttrEx``: cqe, wc_flags\n"
+	     "(``CreateCQWCFlags``: the fields ``poll()`` and the\n"
+	     "``read_*()`` accessors may read; TM_INFO is not offered),\n"
+	     "channel, comp_vector and flags (``CreateCQAttrFlags``).\n"
+	     "\n"
+	     "Wraps ``ibv_create_cq_ex`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new CQEx.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: init_attr lacks a field, or a field has the\n"
+	     "        wrong type.\n"
+	     "    ValueError: wc_flags has bits a CQEx does not take, a value\n"
+	     "        is out of range, or the channel is of another Context.\n"
+	     "    VerbsError: EBADF if the Context or channel is closed;\n"
+	     "        EOPNOTSUPP when the provider has no extended CQ; else\n"
+	     "        the verb failed (``errno``).");
+
+PyDoc_STRVAR(context_query_device_ex__doc__,
+	     "query_device_ex() -> DeviceAttrEx\n"
+	     "\n"
+	     "Query the device's extended attributes and capabilities.\n"
+	     "\n"
+	     "Falls back to ``ibv_query_device`` when the provider has no\n"
+	     "extended query or answers EOPNOTSUPP/ENOSYS, as verbs.h does;\n"
+	     "``legacy`` is True then and the extended fields read 0.\n"
+	     "\n"
+	     "Wraps ``ibv_query_device_ex`` (man page\n"
+	     "ibv_query_device_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A DeviceAttrEx: ``orig_attr`` (a DeviceAttr), odp_caps,\n"
+	     "    tso_caps, rss_caps, ..., max_dm_size, phys_port_cnt_ex.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
+PyDoc_STRVAR(context_alloc_dm__doc__,
+	     "alloc_dm(length, log_align_req=0) -> DM\n"
+	     "\n"
+	     "Allocate ``length`` bytes of device memory.\n"
+	     "\n"
+	     "Wraps ``ibv_alloc_dm`` (man page ibv_alloc_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    length: bytes, 1 or more (see ``max_dm_size`` of\n"
+	     "        ``query_device_ex()``).\n"
+	     "    log_align_req: log2 of the alignment wanted, 0..63.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new DM.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: length is 0 or a value is out of range.\n"
+	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	     "        when the provider has no device memory; else the verb\n"
+	     "        failed (``errno``, e.g. ENOMEM).");
+
+PyDoc_STRVAR(context_create_qp_ex__doc__,
+	     "create_qp_ex(init_attr) -> QPEx\n"
+	     "\n"
+	     "Create an extended QP in the PD that ``init_attr.pd`` names.\n"
+	     "\n"
+	     "The same as ``init_attr.pd.create_qp_ex(init_attr)``, after\n"
+	     "checking that the PD is one of this Context's.\n"
+	     "\n"
+	     "Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
+	     "ibv_create_qp_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new QPEx, in the RESET state.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: init_attr has no pd, or it is not a PD; a field\n"
+	     "        has the wrong type.\n"
+	     "    ValueError: the PD belongs to another Context; as\n"
+	     "        ``PD.create_qp_ex()``.\n"
+	     "    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
+	     "        EOPNOTSUPP as ``PD.create_qp_ex()``; else the verb\n"
+	     "        failed (``errno``).");
+
+PyDoc_STRVAR(context__doc__,
+	     "Context(name)\n"
+	     "\n"
+	     "Open the RDMA device called ``name`` (``struct ibv_context``).\n"
+	     "\n"
+	     "The root of the object tree: PDs, CQs, completion channels\n"
+	     "and DMs are its children. Use it as a context manager or call\n"
+	     "``close()``. ``ibverbs.get_device_list()`` lists the devices.\n"
+	     "\n"
+	     "Wraps ``ibv_get_device_list`` and ``ibv_open_device`` (man\n"
+	     "pages ibv_get_device_list(3), ibv_open_device(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    name: the device name, e.g. ``\"rxe0\"`` or ``\"mlx5_0\"``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: name is not a str.\n"
+	     "    VerbsError: ENODEV when no device has that name (or none\n"
+	     "        can be listed); else ``ibv_open_device`` failed\n"
+	     "        (``errno``).");
+
 static PyMethodDef context_methods[] = {
 	{ "query_device", context_query_device, METH_NOARGS,
-	  "ibv_query_device() -> DeviceAttr" },
+	  context_query_device__doc__ },
 	{ "query_port", KW context_query_port, METH_VARARGS | METH_KEYWORDS,
-	  "query_port(port_num) -> PortAttr (ibv_query_port)" },
+	  context_query_port__doc__ },
 	{ "query_gid", KW context_query_gid, METH_VARARGS | METH_KEYWORDS,
-	  "query_gid(port_num, index) -> Gid (ibv_query_gid)" },
+	  context_query_gid__doc__ },
 	{ "query_gid_ex", context_query_gid_ex, METH_VARARGS,
-	  "query_gid_ex(port, index) -> (Gid, gid_type, ndev_ifindex)" },
+	  context_query_gid_ex__doc__ },
 	{ "query_pkey", context_query_pkey, METH_VARARGS,
-	  "query_pkey(port, index) -> int (ibv_query_pkey)" },
-	{ "alloc_pd", context_alloc_pd, METH_NOARGS,
-	  "alloc_pd() -> PD (ibv_alloc_pd)" },
+	  context_query_pkey__doc__ },
+	{ "alloc_pd", context_alloc_pd, METH_NOARGS, context_alloc_pd__doc__ },
 	{ "create_cq", (PyCFunction)(void (*)(void))context_create_cq,
-	  METH_VARARGS | METH_KEYWORDS,
-	  "create_cq(cqe, channel=None, comp_vector=0) -> CQ" },
+	  METH_VARARGS | METH_KEYWORDS, context_create_cq__doc__ },
 	{ "create_comp_channel", context_create_comp_channel, METH_NOARGS,
-	  "create_comp_channel() -> CompChannel" },
+	  context_create_comp_channel__doc__ },
 	{ "get_async_event", context_get_async_event, METH_NOARGS,
-	  "get_async_event() -> AsyncEvent; blocks (GIL released) unless "
-	  "async_fd is non-blocking, then VerbsError(EAGAIN)." },
+	  context_get_async_event__doc__ },
 	{ "ack_async_event", context_ack_async_event, METH_O,
-	  "ack_async_event(event): ack an AsyncEvent of this context "
-	  "(ibv_ack_async_event; the same as event.ack(), idempotent)." },
-	{ "close", context_close, METH_NOARGS,
-	  "Close the device. Idempotent; EBUSY while children are open, and "
-	  "for the Context of a CMID (close the CMID)." },
-	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },
-	{ "__exit__", context_exit, METH_VARARGS, NULL },
+	  context_ack_async_event__doc__ },
+	{ "close", context_close, METH_NOARGS, context_close__doc__ },
+	{ "__enter__", handle_meth_enter, METH_NOARGS, context_enter__doc__ },
+	{ "__exit__", context_exit, METH_VARARGS, context_exit__doc__ },
 	{ "create_cq_ex", KW context_create_cq_ex, METH_VARARGS | METH_KEYWORDS,
-	  "create_cq_ex(init_attr: CQInitAttrEx) -> CQEx (ibv_create_cq_ex)" },
+	  context_create_cq_ex__doc__ },
 	{ "query_device_ex", context_query_device_ex, METH_NOARGS,
-	  "query_device_ex() -> DeviceAttrEx (ibv_query_device_ex)" },
+	  context_query_device_ex__doc__ },
 	{ "alloc_dm", KW context_alloc_dm, METH_VARARGS | METH_KEYWORDS,
-	  "alloc_dm(length, log_align_req=0) -> DM (ibv_alloc_dm)" },
+	  context_alloc_dm__doc__ },
 	{ "create_qp_ex", KW context_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
-	  "create_qp_ex(init_attr) -> QPEx (ibv_create_qp_ex; init_attr.pd "
-	  "names the PD)" },
+	  context_create_qp_ex__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef context_getset[] = {
-	{ "name", context_get_name, NULL, "device name", NULL },
-	{ "num_comp_vectors", context_get_num_comp_vectors, NULL, NULL, NULL },
+	{ "name", context_get_name, NULL,
+	  "The device's name, as given to ``Context(name)``.", NULL },
+	{ "num_comp_vectors", context_get_num_comp_vectors, NULL,
+	  "Number of completion vectors (interrupts) for\n"
+	  "``create_cq(comp_vector=...)``; EBADF once closed.",
+	  NULL },
 	{ "async_fd", context_get_async_fd, NULL,
-	  "fd to select/poll for async events", NULL },
-	{ "cmd_fd", context_get_cmd_fd, NULL, NULL, NULL },
+	  "The file descriptor of async events, to select/poll on before\n"
+	  "``get_async_event()``; EBADF once closed.",
+	  NULL },
+	{ "cmd_fd", context_get_cmd_fd, NULL,
+	  "The file descriptor of the device's command channel\n"
+	  "(``ibv_context.cmd_fd``); EBADF once closed.",
+	  NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+/* clang-format off */
 static PyType_Slot context_slots[] = {
-	{ Py_tp_doc, "Context(name): an opened RDMA device (ibv_context)." },
+	{ Py_tp_doc, (void *)context__doc__ },
 	{ Py_tp_new, context_new },
 	{ Py_tp_dealloc, context_dealloc },
 	{ Py_tp_traverse, context_traverse },
@@ -447,6 +794,7 @@ static PyType_Slot context_slots[] = {
 	{ Py_tp_getset, context_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 PyType_Spec Context_spec = { "ibverbs._ibverbs.Context", sizeof(ContextObject),
 			     0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,

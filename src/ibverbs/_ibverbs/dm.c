@@ -316,28 +316,82 @@ static PyObject *dm_repr(PyObject *self)
 				    (unsigned long long)DMO(self)->length);
 }
 
+PyDoc_STRVAR(dm_copy_to__doc__,
+	     "copy_to(offset, data) -> None\n"
+	     "\n"
+	     "Write ``data`` into the device memory at ``offset``.\n"
+	     "\n"
+	     "A bytearray is copied first (it could be resized meanwhile).\n"
+	     "Empty data writes nothing.\n"
+	     "\n"
+	     "Wraps ``ibv_memcpy_to_dm`` (man page ibv_alloc_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    offset: start within the DM.\n"
+	     "    data: bytes or bytearray.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: data is not bytes or bytearray, or offset is\n"
+	     "        not an int.\n"
+	     "    ValueError: offset + len(data) passes the DM's end.\n"
+	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+PyDoc_STRVAR(dm_copy_from__doc__,
+	     "copy_from(offset, length) -> bytes\n"
+	     "\n"
+	     "Read ``length`` bytes of the device memory at ``offset``.\n"
+	     "\n"
+	     "Wraps ``ibv_memcpy_from_dm`` (man page ibv_alloc_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    offset: start within the DM.\n"
+	     "    length: bytes to read (0 gives b\"\").\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The bytes read.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: offset or length is not an int.\n"
+	     "    ValueError: offset + length passes the DM's end.\n"
+	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+PyDoc_STRVAR(dm__doc__,
+	     "Device memory (``struct ibv_dm``): memory on the adapter.\n"
+	     "\n"
+	     "Made by ``Context.alloc_dm()``; read and written with\n"
+	     "``copy_from()`` and ``copy_to()``, registered for RDMA with\n"
+	     "``PD.reg_dm_mr()``. ``close()`` wraps ``ibv_free_dm`` (man\n"
+	     "page ibv_alloc_dm(3)) and refuses with EBUSY while an MR over\n"
+	     "it is open.");
+
 static PyMethodDef dm_methods[] = {
 	{ "copy_to", KW dm_copy_to, METH_VARARGS | METH_KEYWORDS,
-	  "copy_to(offset, data): write bytes into the device memory "
-	  "(ibv_memcpy_to_dm); ValueError past the end." },
+	  dm_copy_to__doc__ },
 	{ "copy_from", KW dm_copy_from, METH_VARARGS | METH_KEYWORDS,
-	  "copy_from(offset, length) -> bytes (ibv_memcpy_from_dm)." },
+	  dm_copy_from__doc__ },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef dm_getset[] = {
-	{ "length", dm_get_length, NULL, "bytes allocated", NULL },
+	{ "length", dm_get_length, NULL, "Bytes allocated.", NULL },
 	{ "log_align_req", dm_get_log_align_req, NULL,
-	  "log2 of the alignment asked for", NULL },
-	{ "handle", dm_get_handle, NULL, "kernel handle of the DM", NULL },
-	{ "context", handle_get_parent, NULL, "the Context", NULL },
+	  "log2 of the alignment asked for at allocation.", NULL },
+	{ "handle", dm_get_handle, NULL,
+	  "The DM's kernel handle (``ibv_dm.handle``); EBADF once closed,\n"
+	  "EOPNOTSUPP when built against rdma-core < 35 headers.",
+	  NULL },
+	{ "context", handle_get_parent, NULL,
+	  "The Context the DM was allocated on.", NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+/* clang-format off */
 static PyType_Slot dm_slots[] = {
-	{ Py_tp_doc, "Device memory (ibv_dm); from Context.alloc_dm()." },
+	{ Py_tp_doc, (void *)dm__doc__ },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, dm_dealloc },
 	{ Py_tp_traverse, dm_traverse },
@@ -346,6 +400,7 @@ static PyType_Slot dm_slots[] = {
 	{ Py_tp_getset, dm_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 PyType_Spec DM_spec = { "ibverbs._ibverbs.DM", sizeof(DMObject), 0,
 			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, dm_slots };

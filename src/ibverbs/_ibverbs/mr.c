@@ -306,39 +306,78 @@ static PyObject *mr_repr(PyObject *self)
 				    m->is_dmabuf ? " dma-buf" : "", buf);
 }
 
+PyDoc_STRVAR(mr_sge__doc__,
+	     "sge(length=None, offset=0) -> SGE\n"
+	     "\n"
+	     "Build an SGE for ``[offset, offset + length)`` of this MR.\n"
+	     "\n"
+	     "The same as ``SGE(mr, length, offset=offset)``: the SGE holds\n"
+	     "the MR, its ``lkey`` and the address ``mr.addr + offset``.\n"
+	     "No verb is called.\n"
+	     "\n"
+	     "Args:\n"
+	     "    length: bytes; None covers the rest of the MR.\n"
+	     "    offset: start within the MR.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new SGE.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: length or offset is not an int.\n"
+	     "    ValueError: the range passes the end of the MR, or the\n"
+	     "        length does not fit the SGE's 32 bits.\n"
+	     "    VerbsError: EBADF once the MR is closed.");
+
+PyDoc_STRVAR(mr__doc__,
+	     "A registered memory region (``struct ibv_mr``).\n"
+	     "\n"
+	     "Made by ``PD.reg_mr()``, ``PD.reg_dmabuf_mr()``,\n"
+	     "``PD.reg_dm_mr()`` or ``PD.reg_implicit_odp_mr()``. Its\n"
+	     "``lkey`` goes into local SGEs, its ``rkey`` to the peer.\n"
+	     "``close()`` wraps ``ibv_dereg_mr`` (man page ibv_reg_mr(3))\n"
+	     "and then releases ``owner``.");
+
 static PyMethodDef mr_methods[] = {
-	{ "sge", KW mr_sge, METH_VARARGS | METH_KEYWORDS,
-	  "sge(length=None, offset=0) -> SGE for [offset, offset+length) of "
-	  "this MR (default: up to the end); ValueError past the end." },
+	{ "sge", KW mr_sge, METH_VARARGS | METH_KEYWORDS, mr_sge__doc__ },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef mr_getset[] = {
 	{ "addr", mr_get_addr, NULL,
-	  "start address (the iova for a dma-buf MR)", NULL },
-	{ "length", mr_get_length, NULL, "length in bytes", NULL },
-	{ "lkey", mr_get_lkey, NULL, "local key", NULL },
-	{ "rkey", mr_get_rkey, NULL, "remote key", NULL },
-	{ "handle", mr_get_handle, NULL, "kernel handle of the MR", NULL },
-	{ "pd", handle_get_parent, NULL, "the PD", NULL },
+	  "Start address of the region (the iova of a dma-buf MR, the\n"
+	  "offset in the DM of a device memory MR); EBADF once closed.",
+	  NULL },
+	{ "length", mr_get_length, NULL,
+	  "Length of the region in bytes; EBADF once closed.", NULL },
+	{ "lkey", mr_get_lkey, NULL,
+	  "The local key (``ibv_mr.lkey``) that SGEs carry; EBADF once\n"
+	  "closed.",
+	  NULL },
+	{ "rkey", mr_get_rkey, NULL,
+	  "The remote key (``ibv_mr.rkey``) a peer uses for RDMA and\n"
+	  "atomics on this region; EBADF once closed.",
+	  NULL },
+	{ "handle", mr_get_handle, NULL,
+	  "The MR's kernel handle (``ibv_mr.handle``); EBADF once closed.",
+	  NULL },
+	{ "pd", handle_get_parent, NULL, "The PD the MR was registered in.",
+	  NULL },
 	{ "owner", mr_get_owner, NULL,
-	  "the object whose memory is registered (None for a bare address); "
-	  "released on close",
+	  "The object that keeps the memory alive (a DM for a device\n"
+	  "memory MR; None for a bare address); released on close.",
 	  NULL },
 	{ "access", mr_get_access, NULL,
-	  "the AccessFlags it was registered "
-	  "with",
-	  NULL },
+	  "The ``AccessFlags`` the MR was registered with.", NULL },
 	{ "is_dmabuf", mr_get_is_dmabuf, NULL,
-	  "True when registered from a dma-buf fd", NULL },
+	  "True when the MR was registered from a dma-buf fd.", NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+/* clang-format off */
 static PyType_Slot mr_slots[] = {
-	{ Py_tp_doc, "A registered memory region (ibv_mr); from PD.reg_mr() "
-		     "or PD.reg_dmabuf_mr()." },
+	{ Py_tp_doc, (void *)mr__doc__ },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, mr_dealloc },
 	{ Py_tp_traverse, mr_traverse },
@@ -348,6 +387,7 @@ static PyType_Slot mr_slots[] = {
 	{ Py_tp_getset, mr_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 PyType_Spec MR_spec = { "ibverbs._ibverbs.MR", sizeof(MRObject), 0,
 			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, mr_slots };
