@@ -115,26 +115,60 @@ static PyObject *channel_repr(PyObject *self)
 				    CHAN(self)->fd);
 }
 
-static PyMethodDef channel_methods[] = {
-	{ "get_cq_event", channel_get_cq_event, METH_NOARGS,
-	  "get_cq_event() -> CQ: wait (GIL released) for a completion event "
-	  "and return the CQ it is for; ack it with cq.ack_events().  With a "
-	  "non-blocking fd and no event: VerbsError(EAGAIN)." },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
-};
+PyDoc_STRVAR(channel_get_cq_event__doc__,
+	     "get_cq_event() -> CQ\n"
+	     "\n"
+	     "Wait for the next completion event and return its CQ.\n"
+	     "\n"
+	     "Waits with the GIL released (the channel refuses ``close()``\n"
+	     "meanwhile; Ctrl-C interrupts it); with a non-blocking ``fd``\n"
+	     "it does not wait. The event counts in the CQ's\n"
+	     "``events_unacked``: ack it with ``cq.ack_events()``, and call\n"
+	     "``cq.req_notify()`` again for the next one.\n"
+	     "\n"
+	     "Wraps ``ibv_get_cq_event`` (man page ibv_get_cq_event(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The CQ (or CQEx) the event is for.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    KeyboardInterrupt: a signal handler raised during the wait.\n"
+	     "    VerbsError: EAGAIN with a non-blocking fd and no event;\n"
+	     "        ESTALE for an event of a CQ whose destroy failed (the\n"
+	     "        event is acked and dropped); EBADF once the channel is\n"
+	     "        closed; else the verb failed (``errno``).");
+
+PyDoc_STRVAR(channel__doc__,
+	     "A completion event channel (``struct ibv_comp_channel``).\n"
+	     "\n"
+	     "Made by ``Context.create_comp_channel()``; CQs created with it\n"
+	     "(``create_cq(channel=...)``) report armed completions there,\n"
+	     "which ``get_cq_event()`` waits for, or select/poll on ``fd``.\n"
+	     "``close()`` wraps ``ibv_destroy_comp_channel`` (man page\n"
+	     "ibv_create_comp_channel(3)) and refuses with EBUSY while a CQ\n"
+	     "uses the channel.");
+
+static PyMethodDef channel_methods[] = { { "get_cq_event", channel_get_cq_event,
+					   METH_NOARGS,
+					   channel_get_cq_event__doc__ },
+					 HANDLE_METHODS,
+					 { NULL, NULL, 0, NULL } };
 
 static PyGetSetDef channel_getset[] = {
 	{ "fd", channel_get_fd, NULL,
-	  "file descriptor to select/poll for completion events", NULL },
-	{ "context", handle_get_parent, NULL, "the Context", NULL },
+	  "The channel's file descriptor, to select/poll on for\n"
+	  "completion events (set O_NONBLOCK to make get_cq_event()\n"
+	  "return at once); EBADF once closed.",
+	  NULL },
+	{ "context", handle_get_parent, NULL,
+	  "The Context the channel was created on.", NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+/* clang-format off */
 static PyType_Slot channel_slots[] = {
-	{ Py_tp_doc, "A completion event channel (ibv_comp_channel); from "
-		     "Context.create_comp_channel()." },
+	{ Py_tp_doc, (void *)channel__doc__ },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, channel_dealloc },
 	{ Py_tp_traverse, channel_traverse },
@@ -143,6 +177,7 @@ static PyType_Slot channel_slots[] = {
 	{ Py_tp_getset, channel_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 PyType_Spec CompChannel_spec = { "ibverbs._ibverbs.CompChannel",
 				 sizeof(CompChannelObject), 0,

@@ -402,39 +402,137 @@ static PyObject *cq_repr(PyObject *self)
 		((CQObject *)self)->channel ? " with channel" : "");
 }
 
+PyDoc_STRVAR(cq_poll__doc__,
+	     "poll(num_entries=1) -> list[WC]\n"
+	     "\n"
+	     "Reap up to ``num_entries`` completions, without waiting.\n"
+	     "\n"
+	     "One ``ibv_poll_cq`` call; more than the CQ's ``cqe`` is asked\n"
+	     "as ``cqe``. A failed completion is returned like any other:\n"
+	     "check ``wc.status`` (or ``wc.raise_for_status()``).\n"
+	     "\n"
+	     "Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most completions to return, 1 or more.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A list of WC, oldest first; [] when none is ready.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is less than 1.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when "
+	     "the\n"
+	     "        provider cannot poll; EIO when it returns a bad count.");
+
+PyDoc_STRVAR(cq_poll_count__doc__,
+	     "poll_count(num_entries) -> int\n"
+	     "\n"
+	     "Reap up to ``num_entries`` completions and count them.\n"
+	     "\n"
+	     "The zero-allocation polling path: one ``ibv_poll_cq`` call\n"
+	     "into storage the CQ keeps, no WC objects built. Every reaped\n"
+	     "completion is consumed; if one failed, CompletionError is\n"
+	     "raised for the first failed one (the count is lost then).\n"
+	     "\n"
+	     "Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most to reap, 1..2**63-1 (positional).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    How many completions were reaped (0 when none is ready).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is out of range.\n"
+	     "    CompletionError: a reaped completion failed (``.wc`` is "
+	     "it).\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP or EIO\n"
+	     "        as ``poll()``.");
+
+PyDoc_STRVAR(cq_req_notify__doc__,
+	     "req_notify(solicited_only=False) -> None\n"
+	     "\n"
+	     "Arm the CQ: its next completion sends an event to its channel.\n"
+	     "\n"
+	     "Arms once: call it again after each ``get_cq_event()``, and\n"
+	     "poll after arming so that no completion is missed.\n"
+	     "\n"
+	     "Wraps ``ibv_req_notify_cq`` (man page ibv_req_notify_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    solicited_only: only a solicited completion (or an error)\n"
+	     "        triggers the event.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+PyDoc_STRVAR(cq_ack_events__doc__,
+	     "ack_events(nevents=1) -> None\n"
+	     "\n"
+	     "Acknowledge completion events got by ``get_cq_event()``.\n"
+	     "\n"
+	     "Closing the CQ acks what is left, so acking is needed only to\n"
+	     "keep ``events_unacked`` small; ack in batches for speed.\n"
+	     "\n"
+	     "Wraps ``ibv_ack_cq_events`` (man page ibv_get_cq_event(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    nevents: how many, 1 or more.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: nevents is not an int.\n"
+	     "    ValueError: nevents is out of range or more than\n"
+	     "        ``events_unacked``.\n"
+	     "    VerbsError: EBADF once the CQ is closed.");
+
+PyDoc_STRVAR(cq__doc__,
+	     "A completion queue (``struct ibv_cq``).\n"
+	     "\n"
+	     "Made by ``Context.create_cq()``. ``poll()`` and\n"
+	     "``poll_count()`` reap completions; with a channel,\n"
+	     "``req_notify()`` and ``CompChannel.get_cq_event()`` wait for\n"
+	     "them. QPs use their CQs: ``close()`` (``ibv_destroy_cq``, man\n"
+	     "page ibv_create_cq(3)) refuses with EBUSY until they are\n"
+	     "closed. The base class of CQEx.");
+
 static PyMethodDef cq_methods[] = {
-	{ "poll", KW cq_poll, METH_VARARGS | METH_KEYWORDS,
-	  "poll(num_entries=1) -> list[WC]: reap up to num_entries "
-	  "completions (one ibv_poll_cq call); [] when none is ready." },
-	{ "poll_count", cq_poll_count, METH_O,
-	  "poll_count(num_entries) -> int: reap up to num_entries completions "
-	  "in one ibv_poll_cq call without building WC objects (the "
-	  "zero-allocation path); raises CompletionError if one failed." },
+	{ "poll", KW cq_poll, METH_VARARGS | METH_KEYWORDS, cq_poll__doc__ },
+	{ "poll_count", cq_poll_count, METH_O, cq_poll_count__doc__ },
 	{ "req_notify", KW cq_req_notify, METH_VARARGS | METH_KEYWORDS,
-	  "req_notify(solicited_only=False): arm the CQ to send the next "
-	  "completion event to its channel (ibv_req_notify_cq)." },
+	  cq_req_notify__doc__ },
 	{ "ack_events", KW cq_ack_events, METH_VARARGS | METH_KEYWORDS,
-	  "ack_events(nevents=1): ack that many events got from "
-	  "CompChannel.get_cq_event(); ValueError for more CQ events than "
-	  "were delivered "
-	  "(ibv_ack_cq_events)." },
+	  cq_ack_events__doc__ },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef cq_getset[] = {
-	{ "cqe", cq_get_cqe, NULL, "number of entries (as allocated)", NULL },
-	{ "handle", cq_get_handle, NULL, "kernel handle of the CQ", NULL },
-	{ "channel", cq_get_channel, NULL, "the CompChannel, or None", NULL },
-	{ "context", handle_get_parent, NULL, "the Context", NULL },
+	{ "cqe", cq_get_cqe, NULL,
+	  "The number of entries the provider allocated (at least the\n"
+	  "``cqe`` asked for); EBADF once closed.",
+	  NULL },
+	{ "handle", cq_get_handle, NULL,
+	  "The CQ's kernel handle (``ibv_cq.handle``); EBADF once closed.",
+	  NULL },
+	{ "channel", cq_get_channel, NULL,
+	  "The CompChannel given at creation, or None.", NULL },
+	{ "context", handle_get_parent, NULL,
+	  "The Context the CQ was created on.", NULL },
 	{ "events_unacked", cq_get_events_unacked, NULL,
-	  "completion events got and not yet acked", NULL },
+	  "Completion events ``get_cq_event()`` delivered for this CQ and\n"
+	  "not yet acked with ``ack_events()``.",
+	  NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+/* clang-format off */
 static PyType_Slot cq_slots[] = {
-	{ Py_tp_doc, "A completion queue (ibv_cq); from Context.create_cq()." },
+	{ Py_tp_doc, (void *)cq__doc__ },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, cq_dealloc },
 	{ Py_tp_traverse, cq_traverse },
@@ -443,6 +541,7 @@ static PyType_Slot cq_slots[] = {
 	{ Py_tp_getset, cq_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 /* BASETYPE for CQEx (cq_ex.c); tp_new refuses every class. */
 PyType_Spec CQ_spec = { "ibverbs._ibverbs.CQ", sizeof(CQObject), 0,

@@ -684,62 +684,212 @@ static PyObject *cqex_repr(PyObject *self)
 		CQX(self)->polling ? " polling" : "");
 }
 
-#define R(name, doc)                                              \
-	{                                                         \
-		"read_" #name, cqex_read_##name, METH_NOARGS, doc \
+PyDoc_STRVAR(cqex_poll__doc__,
+	     "poll(num_entries=1) -> list[WCEx]\n"
+	     "\n"
+	     "Reap up to ``num_entries`` completions, without waiting.\n"
+	     "\n"
+	     "One start/next/end_poll session in C (never ``ibv_poll_cq``);\n"
+	     "each WCEx holds the fields asked for in ``wc_flags``. A failed\n"
+	     "completion is returned like any other: check ``wc.status``.\n"
+	     "\n"
+	     "Wraps ``ibv_start_poll``, ``ibv_next_poll``, ``ibv_end_poll``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most completions to return, 1 or more.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A list of WCEx, oldest first; [] when none is ready.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is less than 1, or a\n"
+	     "        ``start_poll()`` session is open.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else\n"
+	     "        ``ibv_start_poll`` failed (``errno``).");
+
+PyDoc_STRVAR(cqex_poll_count__doc__,
+	     "poll_count(num_entries) -> int\n"
+	     "\n"
+	     "Reap up to ``num_entries`` completions and count them.\n"
+	     "\n"
+	     "As ``poll()``, without building WCEx objects: a failed one\n"
+	     "raises CompletionError (for the first, after reaping all).\n"
+	     "\n"
+	     "Wraps ``ibv_start_poll``, ``ibv_next_poll`` and\n"
+	     "``ibv_end_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most to reap, 1..2**63-1 (positional).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    How many completions were reaped (0 when none is ready).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is out of range, or a\n"
+	     "        ``start_poll()`` session is open.\n"
+	     "    CompletionError: a reaped completion failed (``.wc`` is a\n"
+	     "        WCEx).\n"
+	     "    VerbsError: EBADF once the CQ is closed; else\n"
+	     "        ``ibv_start_poll`` failed (``errno``).");
+
+PyDoc_STRVAR(cqex_start_poll__doc__,
+	     "start_poll() -> bool\n"
+	     "\n"
+	     "Open a polling session on the oldest completion.\n"
+	     "\n"
+	     "On True, read the entry with ``read_*()``, ``wr_id`` and\n"
+	     "``status``, move on with ``next_poll()``, end with\n"
+	     "``end_poll()``; ``poll()`` and ``close()`` refuse meanwhile.\n"
+	     "\n"
+	     "Wraps ``ibv_start_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    True with a session open; False when the CQ is empty (no\n"
+	     "    session: do not call ``end_poll()``).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: a session is open already.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+PyDoc_STRVAR(cqex_next_poll__doc__,
+	     "next_poll() -> bool\n"
+	     "\n"
+	     "Move the open session to the next completion.\n"
+	     "\n"
+	     "After False the session stays open with no current entry:\n"
+	     "call ``end_poll()``.\n"
+	     "\n"
+	     "Wraps ``ibv_next_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    True on a new entry; False when no more is ready.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``; the session has no entry then).");
+
+PyDoc_STRVAR(cqex_end_poll__doc__,
+	     "end_poll() -> None\n"
+	     "\n"
+	     "Close the session that ``start_poll()`` opened.\n"
+	     "\n"
+	     "The entries read are consumed.\n"
+	     "\n"
+	     "Wraps ``ibv_end_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open.\n"
+	     "    VerbsError: EBADF once the CQ is closed.");
+
+PyDoc_STRVAR(cqex_close__doc__,
+	     "close() -> None\n"
+	     "\n"
+	     "Destroy the extended CQ.\n"
+	     "\n"
+	     "Idempotent; the CQ stays usable after a refusal.\n"
+	     "\n"
+	     "Wraps ``ibv_destroy_cq`` (man page ibv_create_cq(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBUSY while a ``start_poll()`` session is open,\n"
+	     "        a QP uses the CQ or a thread waits on it; else the verb\n"
+	     "        failed (``errno``).");
+
+PyDoc_STRVAR(cqex_exit__doc__,
+	     "__exit__(exc_type, exc, tb) -> False\n"
+	     "\n"
+	     "Leave a ``with`` block: end an open session, then ``close()``.\n"
+	     "\n"
+	     "A session left open (an exception in the loop) is ended with\n"
+	     "``ibv_end_poll`` first.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: as ``close()``.");
+
+PyDoc_STRVAR(cqex__doc__,
+	     "An extended completion queue (``struct ibv_cq_ex``).\n"
+	     "\n"
+	     "Made by ``Context.create_cq_ex(CQInitAttrEx(...))``; a CQ\n"
+	     "for QPs, notification and channels. It polls with start/next/\n"
+	     "end_poll sessions (man page ibv_create_cq_ex(3)): one in C in\n"
+	     "``poll()``, or one across calls from ``start_poll()``.");
+
+/* read_<name>()'s docstring; need: NEED("BIT") for a wc_flags bit, or "". */
+#define NEED(bit) \
+	",\n        or ``CreateCQWCFlags." bit "``\n        was not asked for"
+#define RDOC(name, what, need)                                             \
+	"read_" #name "() -> int\n\n" what "\n\nReads the current entry "  \
+	"of the open start_poll() session.\n\nWraps ``ibv_wc_read_" #name  \
+	"``\n(man page ibv_create_cq_ex(3)).\n\nRaises:\n    ValueError: " \
+	"no session is open, no current entry" need ".\n    VerbsError: "  \
+	"EBADF once the CQ is closed; EOPNOTSUPP when\n        the "       \
+	"provider has no such op."
+#define R(name, what, need)                                   \
+	{                                                     \
+		"read_" #name, cqex_read_##name, METH_NOARGS, \
+			RDOC(name, what, need)                \
 	}
 static PyMethodDef cqex_methods[] = {
 	{ "poll", KW cqex_poll, METH_VARARGS | METH_KEYWORDS,
-	  "poll(num_entries=1) -> list[WCEx]: one start/next/end_poll "
-	  "session in C; each WC carries the fields asked for in wc_flags." },
-	{ "poll_count", cqex_poll_count, METH_O,
-	  "poll_count(num_entries) -> int: reap without building WCs; "
-	  "CompletionError for the first failed one." },
-	{ "start_poll", cqex_start_poll, METH_NOARGS,
-	  "start_poll() -> bool: open a session on the first entry; False "
-	  "when the CQ is empty (no session: do not call end_poll())." },
-	{ "next_poll", cqex_next_poll, METH_NOARGS,
-	  "next_poll() -> bool: move to the next entry; False when none." },
-	{ "end_poll", cqex_end_poll, METH_NOARGS,
-	  "end_poll(): close the session that start_poll() opened." },
-	R(opcode, "the current entry's WCOpcode"),
-	R(vendor_err, "the current entry's vendor error"),
-	R(byte_len, "bytes received (wc_flags BYTE_LEN)"),
-	R(imm_data, "immediate data, host order (wc_flags IMM)"),
-	R(invalidated_rkey, "the rkey a SEND_WITH_INV invalidated (IMM)"),
-	R(qp_num, "local QP number (wc_flags QP_NUM)"),
-	R(src_qp, "remote QP number (wc_flags SRC_QP)"),
-	R(wc_flags, "WCFlags of the current entry"),
-	R(slid, "source LID (wc_flags SLID)"),
-	R(sl, "service level (wc_flags SL)"),
-	R(dlid_path_bits, "DLID path bits (wc_flags DLID_PATH_BITS)"),
-	R(completion_ts, "device clock ticks (COMPLETION_TIMESTAMP)"),
-	R(completion_wallclock_ns,
-	  "wall clock in ns (COMPLETION_TIMESTAMP_WALLCLOCK)"),
-	R(cvlan, "customer VLAN (wc_flags CVLAN)"),
-	R(flow_tag, "flow tag (wc_flags FLOW_TAG)"),
-	{ "close", cqex_close, METH_NOARGS,
-	  "Destroy the CQ. Idempotent; EBUSY while children are open or a "
-	  "start_poll() session is." },
-	{ "__exit__", cqex_exit, METH_VARARGS, NULL },
+	  cqex_poll__doc__ },
+	{ "poll_count", cqex_poll_count, METH_O, cqex_poll_count__doc__ },
+	{ "start_poll", cqex_start_poll, METH_NOARGS, cqex_start_poll__doc__ },
+	{ "next_poll", cqex_next_poll, METH_NOARGS, cqex_next_poll__doc__ },
+	{ "end_poll", cqex_end_poll, METH_NOARGS, cqex_end_poll__doc__ },
+	R(opcode, "The current entry's opcode (a ``WCOpcode``).", ""),
+	R(vendor_err, "The current entry's vendor error syndrome.", ""),
+	R(byte_len, "Bytes the current entry received.", NEED("BYTE_LEN")),
+	R(imm_data, "The entry's immediate data, in host order.", NEED("IMM")),
+	R(invalidated_rkey, "The rkey a SEND_WITH_INV invalidated.",
+	  NEED("IMM")),
+	R(qp_num, "The number of the entry's local QP.", NEED("QP_NUM")),
+	R(src_qp, "The remote QP number (UD receives).", NEED("SRC_QP")),
+	R(wc_flags, "The entry's ``WCFlags`` (GRH, WITH_IMM, ...).", ""),
+	R(slid, "The source LID (UD receives).", NEED("SLID")),
+	R(sl, "The service level (UD receives).", NEED("SL")),
+	R(dlid_path_bits, "The destination LID path bits.",
+	  NEED("DLID_PATH_BITS")),
+	R(completion_ts, "The time stamp, in device clock ticks.",
+	  NEED("COMPLETION_TIMESTAMP")),
+	R(completion_wallclock_ns, "The time stamp, in wall clock ns.",
+	  NEED("COMPLETION_TIMESTAMP_WALLCLOCK")),
+	R(cvlan, "The customer VLAN of the entry.", NEED("CVLAN")),
+	R(flow_tag, "The flow tag of the entry (flow steering).",
+	  NEED("FLOW_TAG")),
+	{ "close", cqex_close, METH_NOARGS, cqex_close__doc__ },
+	{ "__exit__", cqex_exit, METH_VARARGS, cqex_exit__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
 #undef R
+#undef RDOC
+#undef NEED
 
 static PyGetSetDef cqex_getset[] = {
-	{ "wr_id", cqex_get_wr_id, NULL, "the current entry's wr_id", NULL },
-	{ "status", cqex_get_status, NULL, "the current entry's WCStatus",
+	{ "wr_id", cqex_get_wr_id, NULL,
+	  "The ``wr_id`` of the open session's current entry; ValueError\n"
+	  "outside a session or without an entry, EBADF once closed.",
+	  NULL },
+	{ "status", cqex_get_status, NULL,
+	  "The ``WCStatus`` of the open session's current entry;\n"
+	  "ValueError outside a session or without an entry.",
 	  NULL },
 	{ "wc_flags", cqex_get_wc_flags, NULL,
-	  "the CreateCQWCFlags asked for at creation", NULL },
+	  "The ``CreateCQWCFlags`` asked for at creation: the fields the\n"
+	  "entries carry.",
+	  NULL },
 	{ "polling", cqex_get_polling, NULL,
-	  "True while a start_poll() session is open", NULL },
+	  "True while a ``start_poll()`` session is open.", NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+/* clang-format off */
 static PyType_Slot cqex_slots[] = {
-	{ Py_tp_doc, "An extended completion queue (ibv_cq_ex); from "
-		     "Context.create_cq_ex(CQInitAttrEx(...)). A CQ." },
+	{ Py_tp_doc, (void *)cqex__doc__ },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, cqex_dealloc },
 	{ Py_tp_traverse, cqex_traverse },
@@ -748,6 +898,7 @@ static PyType_Slot cqex_slots[] = {
 	{ Py_tp_getset, cqex_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 PyType_Spec CQEx_spec = { "ibverbs._ibverbs.CQEx", sizeof(CQExObject), 0,
 			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cqex_slots };
@@ -804,22 +955,38 @@ static void wcex_dealloc(PyObject *self)
 
 static PyGetSetDef wcex_getset[] = {
 	{ "completion_ts", wcex_get_ts, NULL,
-	  "device clock ticks (None unless asked for in wc_flags)", NULL },
+	  "Completion time stamp in device clock ticks; None unless\n"
+	  "``CreateCQWCFlags.COMPLETION_TIMESTAMP`` was asked for.",
+	  NULL },
 	{ "completion_wallclock_ns", wcex_get_wallclock, NULL,
-	  "wall clock, ns (None unless asked for in wc_flags)", NULL },
-	{ "cvlan", wcex_get_cvlan, NULL, "customer VLAN (or None)", NULL },
-	{ "flow_tag", wcex_get_flow_tag, NULL, "flow tag (or None)", NULL },
+	  "Completion time stamp in wall clock ns; None unless\n"
+	  "``COMPLETION_TIMESTAMP_WALLCLOCK`` was asked for.",
+	  NULL },
+	{ "cvlan", wcex_get_cvlan, NULL,
+	  "The customer VLAN tag; None unless ``CVLAN`` was asked for.", NULL },
+	{ "flow_tag", wcex_get_flow_tag, NULL,
+	  "The flow tag of the steering rule that matched; None unless\n"
+	  "``FLOW_TAG`` was asked for.",
+	  NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+PyDoc_STRVAR(wcex__doc__,
+	     "A work completion from ``CQEx.poll()``, with extended fields.\n"
+	     "\n"
+	     "A WC plus the fields an extended CQ reports; each reads None\n"
+	     "unless its CQEx asked for it in ``wc_flags``. ``WCEx()``\n"
+	     "raises TypeError: only a CQEx makes them.");
+
+/* clang-format off */
 static PyType_Slot wcex_slots[] = {
-	{ Py_tp_doc, "A WC from CQEx.poll(), with the extended fields its "
-		     "CQEx asked for (the others read None)." },
+	{ Py_tp_doc, (void *)wcex__doc__ },
 	{ Py_tp_new, wcex_tp_new },
 	{ Py_tp_dealloc, wcex_dealloc },
 	{ Py_tp_getset, wcex_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 PyType_Spec WCEx_spec = { "ibverbs._ibverbs.WCEx", sizeof(WCExObject), 0,
 			  Py_TPFLAGS_DEFAULT, wcex_slots };
