@@ -72,15 +72,25 @@ static PyObject *ah_repr(PyObject *self)
 static PyMethodDef ah_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
 
 static PyGetSetDef ah_getset[] = {
-	{ "pd", handle_get_parent, NULL, "the PD", NULL },
-	{ "handle", ah_get_handle, NULL, "kernel handle of the AH", NULL },
+	{ "pd", handle_get_parent, NULL, "The PD the AH was created in.",
+	  NULL },
+	{ "handle", ah_get_handle, NULL,
+	  "The AH's kernel handle (``ibv_ah.handle``); EBADF once closed.",
+	  NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+PyDoc_STRVAR(ah__doc__,
+	     "An address handle (``struct ibv_ah``): a UD destination.\n"
+	     "\n"
+	     "Made by ``PD.create_ah(AHAttr(...))``; a ``SendWR(ah=...)``\n"
+	     "or ``QPEx.wr_set_ud_addr()`` names it. ``close()`` wraps\n"
+	     "``ibv_destroy_ah`` (man page ibv_create_ah(3)).");
+
+/* clang-format off */
 static PyType_Slot ah_slots[] = {
-	{ Py_tp_doc, "An address handle (ibv_ah) for UD sends; from "
-		     "PD.create_ah(AHAttr(...))." },
+	{ Py_tp_doc, (void *)ah__doc__ },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, ah_dealloc },
 	{ Py_tp_traverse, ah_traverse },
@@ -89,6 +99,7 @@ static PyType_Slot ah_slots[] = {
 	{ Py_tp_getset, ah_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 PyType_Spec AH_spec = { "ibverbs._ibverbs.AH", sizeof(AHObject), 0,
 			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, ah_slots };

@@ -228,21 +228,32 @@ static PyObject *flow_repr(PyObject *self)
 
 static PyMethodDef flow_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
 
-static PyGetSetDef flow_getset[] = { { "qp", handle_get_parent, NULL,
-				       "the QP it steers to", NULL },
-				     HANDLE_GETSETS,
-				     { NULL, NULL, NULL, NULL, NULL } };
+static PyGetSetDef flow_getset[] = {
+	{ "qp", handle_get_parent, NULL,
+	  "The QP the matching packets are steered to.", NULL },
+	HANDLE_GETSETS,
+	{ NULL, NULL, NULL, NULL, NULL }
+};
 
-static PyType_Slot flow_slots[] = { { Py_tp_doc,
-				      "A flow steering rule (ibv_flow); from "
-				      "QP.create_flow(FlowAttr(...))." },
-				    { Py_tp_new, handle_no_new },
-				    { Py_tp_dealloc, flow_dealloc },
-				    { Py_tp_traverse, flow_traverse },
-				    { Py_tp_repr, flow_repr },
-				    { Py_tp_methods, flow_methods },
-				    { Py_tp_getset, flow_getset },
-				    { 0, NULL } };
+PyDoc_STRVAR(flow__doc__,
+	     "A flow steering rule (``struct ibv_flow``) attached to a QP.\n"
+	     "\n"
+	     "Made by ``QP.create_flow(FlowAttr(...))``; a child of the QP.\n"
+	     "``close()`` wraps ``ibv_destroy_flow`` (man page\n"
+	     "ibv_create_flow(3)).");
+
+/* clang-format off */
+static PyType_Slot flow_slots[] = {
+	{ Py_tp_doc, (void *)flow__doc__ },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, flow_dealloc },
+	{ Py_tp_traverse, flow_traverse },
+	{ Py_tp_repr, flow_repr },
+	{ Py_tp_methods, flow_methods },
+	{ Py_tp_getset, flow_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
 
 PyType_Spec Flow_spec = { "ibverbs._ibverbs.Flow", sizeof(FlowObject), 0,
 			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, flow_slots };

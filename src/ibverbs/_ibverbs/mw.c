@@ -376,18 +376,35 @@ static PyMethodDef mw_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
 
 static PyGetSetDef mw_getset[] = {
 	{ "rkey", mw_get_rkey, mw_set_rkey,
-	  "ibv_mw.rkey, the window's current rkey (what a peer uses); "
-	  "after a type 2 bind completes, set it to the bind's rkey",
+	  "The window's current rkey (``ibv_mw.rkey``), what a peer\n"
+	  "uses. Settable: after a type 2 bind completes, set it to the\n"
+	  "bind's rkey. EBADF once closed.",
 	  NULL },
-	{ "handle", mw_get_handle, NULL, "kernel handle of the MW", NULL },
-	{ "type", mw_get_type, NULL, "MWType.TYPE_1 or TYPE_2", NULL },
-	{ "pd", handle_get_parent, NULL, "the PD", NULL },
+	{ "handle", mw_get_handle, NULL,
+	  "The MW's kernel handle (``ibv_mw.handle``); EBADF once closed.",
+	  NULL },
+	{ "type", mw_get_type, NULL,
+	  "``MWType.TYPE_1`` or ``MWType.TYPE_2``; EBADF once closed.", NULL },
+	{ "pd", handle_get_parent, NULL, "The PD the MW was allocated in.",
+	  NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+PyDoc_STRVAR(mw__doc__,
+	     "A memory window (``struct ibv_mw``): a remote key for part of "
+	     "an MR.\n"
+	     "\n"
+	     "Made by ``PD.alloc_mw(type)``. A type 1 window is bound with\n"
+	     "``QP.bind_mw()``; a type 2 one with a\n"
+	     "``SendWR(opcode=BIND_MW, ...)`` or ``QPEx.wr_bind_mw()`` and\n"
+	     "invalidated with LOCAL_INV or a peer's SEND_WITH_INV.\n"
+	     "``close()`` wraps ``ibv_dealloc_mw`` (man page\n"
+	     "ibv_alloc_mw(3)).");
+
+/* clang-format off */
 static PyType_Slot mw_slots[] = {
-	{ Py_tp_doc, "A memory window (ibv_mw); from PD.alloc_mw(type)." },
+	{ Py_tp_doc, (void *)mw__doc__ },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, mw_dealloc },
 	{ Py_tp_traverse, mw_traverse },
@@ -396,6 +413,7 @@ static PyType_Slot mw_slots[] = {
 	{ Py_tp_getset, mw_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 PyType_Spec MW_spec = { "ibverbs._ibverbs.MW", sizeof(MWObject), 0,
 			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, mw_slots };

@@ -590,66 +590,317 @@ static PyObject *qp_repr(PyObject *self)
 				    qp_state_name(qp->state));
 }
 
+PyDoc_STRVAR(qp_post_send__doc__,
+	     "post_send(wr_or_list) -> None\n"
+	     "\n"
+	     "Post send work requests on the send queue.\n"
+	     "\n"
+	     "Takes one SendWR, a list or tuple of them (linked into one\n"
+	     "chain, posted in one call), or a SendWRChain. Allocates\n"
+	     "nothing and never blocks; the GIL is kept. A WR's SGEs, AH\n"
+	     "and MW are checked open first. Completions arrive on the\n"
+	     "send CQ (all of them with ``sq_sig_all``, else the SIGNALED\n"
+	     "ones).\n"
+	     "\n"
+	     "Wraps ``ibv_post_send`` (man page ibv_post_send(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    wr_or_list: SendWR, list/tuple of SendWR, or SendWRChain\n"
+	     "        (positional only).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: not a SendWR, a list/tuple of them or a chain.\n"
+	     "    ValueError: an empty list, a WR twice or one that belongs\n"
+	     "        to a chain, a released chain, or on a UD QP a WR\n"
+	     "        without an AH or not a SEND/SEND_WITH_IMM.\n"
+	     "    VerbsError: EBADF if the QP, an SGE's MR, an AH or an MW\n"
+	     "        is closed; EBUSY while a QPEx ``wr_start()`` batch is\n"
+	     "        open; else the provider refused (``errno``, e.g. ENOMEM\n"
+	     "        for a full queue, EINVAL): the message names the index\n"
+	     "        and wr_id of the WR it rejected.");
+
+PyDoc_STRVAR(qp_post_recv__doc__,
+	     "post_recv(wr_or_list) -> None\n"
+	     "\n"
+	     "Post receive work requests on the receive queue.\n"
+	     "\n"
+	     "Takes one RecvWR, a list or tuple of them (posted in one\n"
+	     "call), or a RecvWRChain; no allocation, GIL kept.\n"
+	     "\n"
+	     "Wraps ``ibv_post_recv`` (man page ibv_post_recv(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    wr_or_list: RecvWR, list/tuple of RecvWR, or RecvWRChain\n"
+	     "        (positional only).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: not a RecvWR, a list/tuple of them or a chain.\n"
+	     "    ValueError: the QP receives through an SRQ (post to\n"
+	     "        ``qp.srq``), an empty list, a WR twice or one of a\n"
+	     "        chain, or a released chain.\n"
+	     "    VerbsError: EBADF if the QP or an SGE's MR is closed; else\n"
+	     "        the provider refused (``errno``, e.g. ENOMEM): the\n"
+	     "        message names the WR it rejected.");
+
+PyDoc_STRVAR(qp_modify__doc__,
+	     "modify(mask, **attrs) -> None\n"
+	     "\n"
+	     "Modify the QP's attributes (a state transition, a timeout, "
+	     "...).\n"
+	     "\n"
+	     "The keywords are ``struct ibv_qp_attr`` field names\n"
+	     "(qp_state, path_mtu, dest_qp_num, rq_psn, ...); ``ah_attr``\n"
+	     "and ``alt_ah_attr`` take an AHAttr, ``cap`` a QPCap. ``mask``\n"
+	     "(``QPAttrMask``, also as ``attr_mask=``) says which the\n"
+	     "verb applies. ``to_init()``, ``to_rtr()`` and ``to_rts()``\n"
+	     "build the usual transitions. Runs with the GIL released.\n"
+	     "\n"
+	     "Wraps ``ibv_modify_qp`` (man page ibv_modify_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    mask: ``QPAttrMask`` bits.\n"
+	     "    attrs: the attribute values, by keyword.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: no mask or two, an unknown attribute, or a\n"
+	     "        value of the wrong type.\n"
+	     "    ValueError: a value is out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
+	     "        ``wr_start()`` batch is open; else the verb failed\n"
+	     "        (``errno``, e.g. EINVAL for a mask the transition\n"
+	     "        does not allow; the message names the transition).");
+
+PyDoc_STRVAR(qp_query__doc__,
+	     "query(mask=...) -> tuple[dict, QPCap]\n"
+	     "\n"
+	     "Query the QP's current attributes from the device.\n"
+	     "\n"
+	     "Runs with the GIL released.\n"
+	     "\n"
+	     "Wraps ``ibv_query_qp`` (man page ibv_query_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    mask: ``QPAttrMask`` bits to ask for; default: every\n"
+	     "        attribute a QP reports (not RATE_LIMIT).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    ``(attrs, cap)``: a dict of the ``struct ibv_qp_attr``\n"
+	     "    fields the mask covers (qp_state, path_mtu, ah_attr, ...)\n"
+	     "    and the QPCap the device reports now.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: mask is not an int.\n"
+	     "    ValueError: mask is out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+PyDoc_STRVAR(qp_to_init__doc__,
+	     "to_init(port, access=0, pkey_index=0, qkey=None) -> None\n"
+	     "\n"
+	     "Move the QP from RESET to INIT.\n"
+	     "\n"
+	     "The mask depends on the QP type: RC/UC set the port, P_Key\n"
+	     "index and access flags; UD the port, P_Key index and Q_Key;\n"
+	     "RAW_PACKET only the port.\n"
+	     "\n"
+	     "Wraps ``ibv_modify_qp`` (man page ibv_modify_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port: the port, 1..255.\n"
+	     "    access: ``AccessFlags`` the QP allows its peer (RC/UC:\n"
+	     "        REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC).\n"
+	     "    pkey_index: P_Key table index.\n"
+	     "    qkey: Q_Key of a UD QP (None: 0x11111111).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
+	     "        ``wr_start()`` batch is open; else the verb failed\n"
+	     "        (``errno``, e.g. EINVAL when the QP is not in RESET).");
+
+PyDoc_STRVAR(qp_to_rtr__doc__,
+	     "to_rtr(remote, sgid_index=..., mtu=None, hop_limit=64, "
+	     "min_rnr_timer=12, max_dest_rd_atomic=1, sl=0, "
+	     "traffic_class=0, *, port=None, flow_label=0) -> None\n"
+	     "\n"
+	     "Move the QP from INIT to RTR (ready to receive).\n"
+	     "\n"
+	     "For RC and UC, ``remote`` is the peer's QPInfo (qp_num, psn,\n"
+	     "lid, gid, mtu): it sets the address vector (global when the\n"
+	     "gid is not zero), the destination QP and the receive PSN.\n"
+	     "mtu defaults to min(remote.mtu, the port's active_mtu);\n"
+	     "port to the QP's port (the one to_init() set). UD and\n"
+	     "RAW_PACKET QPs set only the state: remote may be None.\n"
+	     "\n"
+	     "Wraps ``ibv_modify_qp`` (man page ibv_modify_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    remote: the peer's QPInfo (RC/UC), or None (UD).\n"
+	     "    sgid_index: local GID index (required for RC/UC).\n"
+	     "    mtu: path ``MTU``, or None for the default above.\n"
+	     "    hop_limit: GRH hop limit.\n"
+	     "    min_rnr_timer: RC: RNR NAK timer code, 0..31.\n"
+	     "    max_dest_rd_atomic: RC: incoming RDMA reads/atomics.\n"
+	     "    sl: service level, 0..15.\n"
+	     "    traffic_class: GRH traffic class.\n"
+	     "    port: the local port, or None for the QP's.\n"
+	     "    flow_label: GRH flow label, 0..0xfffff.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: remote is not a QPInfo, or sgid_index is\n"
+	     "        missing for an RC/UC QP, or a value is not an int.\n"
+	     "    ValueError: a value is out of range, or remote.gid is not\n"
+	     "        16 bytes.\n"
+	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
+	     "        ``wr_start()`` batch is open; a failed\n"
+	     "        ``ibv_query_port``/``ibv_query_qp`` for the defaults;\n"
+	     "        else the verb failed (``errno``, e.g. EINVAL).");
+
+PyDoc_STRVAR(qp_to_rts__doc__,
+	     "to_rts(psn=0, timeout=14, retry_cnt=7, rnr_retry=7, "
+	     "max_rd_atomic=1) -> None\n"
+	     "\n"
+	     "Move the QP from RTR to RTS (ready to send).\n"
+	     "\n"
+	     "All types set the send PSN; only RC also sets the timeout,\n"
+	     "retry counts and outstanding RDMA reads/atomics (ignored for\n"
+	     "UC and UD).\n"
+	     "\n"
+	     "Wraps ``ibv_modify_qp`` (man page ibv_modify_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    psn: the first send PSN (the peer's RTR ``psn``), 24 bits.\n"
+	     "    timeout: RC: local ACK timeout code, 0..31.\n"
+	     "    retry_cnt: RC: retries on timeout, 0..7.\n"
+	     "    rnr_retry: RC: retries on RNR NAK, 0..7 (7: forever).\n"
+	     "    max_rd_atomic: RC: outgoing RDMA reads/atomics.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
+	     "        ``wr_start()`` batch is open; else the verb failed\n"
+	     "        (``errno``, e.g. EINVAL when the QP is not in RTR).");
+
+PyDoc_STRVAR(qp_create_flow__doc__,
+	     "create_flow(flow_attr) -> Flow\n"
+	     "\n"
+	     "Attach a flow steering rule: matching packets go to this QP.\n"
+	     "\n"
+	     "``flow_attr`` is an ``ibverbs.flow.FlowAttr`` or its\n"
+	     "``to_bytes()``; the buffer's sizes are checked before the\n"
+	     "provider reads it. The Flow is a child of the QP.\n"
+	     "\n"
+	     "Wraps ``ibv_create_flow`` (man page ibv_create_flow(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    flow_attr: FlowAttr or bytes.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new Flow.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: flow_attr is neither a FlowAttr nor bytes.\n"
+	     "    ValueError: the buffer is malformed (sizes, spec count).\n"
+	     "    VerbsError: EBADF once the QP is closed; EOPNOTSUPP when\n"
+	     "        the provider has no flow steering; else the verb failed\n"
+	     "        (``errno``, e.g. EINVAL for an unsupported spec).");
+
+PyDoc_STRVAR(qp_bind_mw__doc__,
+	     "bind_mw(mw, mw_bind) -> int\n"
+	     "\n"
+	     "Bind a type 1 memory window to part of an MR.\n"
+	     "\n"
+	     "Posts the bind on the send queue; it completes on the send\n"
+	     "CQ like a WR (signaled with ``SendFlags.SIGNALED``). A\n"
+	     "bind_info length of 0 unbinds. The provider picks the new\n"
+	     "rkey. Type 2 windows bind with a SendWR(opcode=BIND_MW) or\n"
+	     "``QPEx.wr_bind_mw()``.\n"
+	     "\n"
+	     "Wraps ``ibv_bind_mw`` (man page ibv_bind_mw(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    mw: a type 1 MW.\n"
+	     "    mw_bind: an MWBind (wr_id, send_flags, bind_info).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The window's new rkey.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: mw is not an MW, or mw_bind or its bind_info\n"
+	     "        lacks a field or has a wrong type.\n"
+	     "    ValueError: a value is out of range.\n"
+	     "    VerbsError: EINVAL for a type 2 window; EBADF if the QP,\n"
+	     "        the MW or the MR is closed; else the verb failed\n"
+	     "        (``errno``).");
+
+PyDoc_STRVAR(qp__doc__,
+	     "A queue pair (``struct ibv_qp``) of any type (RC, UC, UD, ...).\n"
+	     "\n"
+	     "Made by ``PD.create_qp(QPInitAttr(...))``. Connect it with\n"
+	     "``to_init()``, ``to_rtr()`` and ``to_rts()`` (or ``modify()``),\n"
+	     "then post with ``post_send()`` and ``post_recv()``. It uses\n"
+	     "its CQs and SRQ, which refuse ``close()`` until it is closed.\n"
+	     "``close()`` wraps ``ibv_destroy_qp`` (man page\n"
+	     "ibv_create_qp(3)). The base class of QPEx.");
+
 static PyMethodDef qp_methods[] = {
-	{ "post_send", qp_post_send, METH_O,
-	  "post_send(wr_or_list): post a SendWR or a list of them as one "
-	  "chained ibv_post_send. On failure, VerbsError names the rejected "
-	  "WR's index; VerbsError(EBUSY) while a QPEx's wr_start() batch "
-	  "is open." },
-	{ "post_recv", qp_post_recv, METH_O,
-	  "post_recv(wr_or_list): post a RecvWR or a list (ibv_post_recv). "
-	  "A QP with an SRQ refuses (ValueError)." },
+	{ "post_send", qp_post_send, METH_O, qp_post_send__doc__ },
+	{ "post_recv", qp_post_recv, METH_O, qp_post_recv__doc__ },
 	{ "modify", KW qp_meth_modify, METH_VARARGS | METH_KEYWORDS,
-	  "modify(mask, **attrs) (ibv_modify_qp; mask also as attr_mask=): "
-	  "keywords are struct "
-	  "ibv_qp_attr field names; ah_attr takes an AHAttr, cap a QPCap." },
+	  qp_modify__doc__ },
 	{ "query", KW qp_meth_query, METH_VARARGS | METH_KEYWORDS,
-	  "query(mask=all) -> (dict of attributes, QPCap) (ibv_query_qp)" },
+	  qp_query__doc__ },
 	{ "to_init", KW qp_to_init, METH_VARARGS | METH_KEYWORDS,
-	  "to_init(port, access, pkey_index=0, qkey=None): RESET -> INIT. "
-	  "access applies to RC/UC, qkey to UD only (default 0x11111111)." },
+	  qp_to_init__doc__ },
 	{ "to_rtr", KW qp_to_rtr, METH_VARARGS | METH_KEYWORDS,
-	  "to_rtr(remote, *, sgid_index, mtu=None, port=None, "
-	  "max_dest_rd_atomic=1, min_rnr_timer=12, hop_limit=64, sl=0, "
-	  "traffic_class=0, flow_label=0): INIT -> RTR. remote is a QPInfo "
-	  "(None for UD). mtu defaults to min(remote.mtu, the port's "
-	  "active_mtu); port to the QP's port." },
+	  qp_to_rtr__doc__ },
 	{ "to_rts", KW qp_to_rts, METH_VARARGS | METH_KEYWORDS,
-	  "to_rts(psn=0, *, timeout=14, retry_cnt=7, rnr_retry=7, "
-	  "max_rd_atomic=1): RTR -> RTS (the RC-only fields are ignored "
-	  "for UC/UD)." },
+	  qp_to_rts__doc__ },
 	{ "create_flow", KW flow_create, METH_VARARGS | METH_KEYWORDS,
-	  "create_flow(flow_attr) -> Flow (ibv_create_flow; flow.c)" },
+	  qp_create_flow__doc__ },
 	{ "bind_mw", KW qp_bind_mw, METH_VARARGS | METH_KEYWORDS,
-	  "bind_mw(mw, mw_bind) -> int: bind a type 1 MW (ibv_bind_mw)" },
+	  qp_bind_mw__doc__ },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef qp_getset[] = {
-	{ "qp_num", qp_get_qp_num, NULL, "the QP number", NULL },
-	{ "qp_type", qp_get_qp_type, NULL, "QPType", NULL },
-	{ "state", qp_get_state, NULL, "current QPState (ibv_query_qp)", NULL },
-	{ "pd", handle_get_parent, NULL, "the PD", NULL },
-	{ "context", qp_get_context, NULL, "the Context", NULL },
-	{ "send_cq", qp_get_send_cq, NULL, "the send CQ (None once closed)",
+	{ "qp_num", qp_get_qp_num, NULL,
+	  "The QP number the peer addresses; EBADF once closed.", NULL },
+	{ "qp_type", qp_get_qp_type, NULL,
+	  "The ``QPType`` it was created with.", NULL },
+	{ "state", qp_get_state, NULL,
+	  "The current ``QPState``, as the device reports it (an error\n"
+	  "completion moves a QP to ERR); wraps ``ibv_query_qp``.",
 	  NULL },
-	{ "recv_cq", qp_get_recv_cq, NULL, "the receive CQ (None once closed)",
+	{ "pd", handle_get_parent, NULL, "The PD the QP was created in.",
 	  NULL },
-	{ "srq", qp_get_srq, NULL, "the SRQ, or None", NULL },
+	{ "context", qp_get_context, NULL, "The Context of the QP's PD.",
+	  NULL },
+	{ "send_cq", qp_get_send_cq, NULL,
+	  "The send CQ (None once the QP is closed).", NULL },
+	{ "recv_cq", qp_get_recv_cq, NULL,
+	  "The receive CQ (None once the QP is closed).", NULL },
+	{ "srq", qp_get_srq, NULL, "The SRQ the QP receives through, or None.",
+	  NULL },
 	{ "cap", qp_get_cap, NULL,
-	  "QPCap as ibv_create_qp reported it (query() has the device's current view)",
+	  "The QPCap ``ibv_create_qp`` granted (``query()`` has the\n"
+	  "device's current view).",
 	  NULL },
-	{ "sq_sig_all", qp_get_sq_sig_all, NULL, "every send WR is signaled",
+	{ "sq_sig_all", qp_get_sq_sig_all, NULL,
+	  "True when every send WR completes with a completion.", NULL },
+	{ "handle", qp_get_handle, NULL,
+	  "The QP's kernel handle (``ibv_qp.handle``); EBADF once closed.",
 	  NULL },
-	{ "handle", qp_get_handle, NULL, "kernel handle of the QP", NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+/* clang-format off */
 static PyType_Slot qp_slots[] = {
-	{ Py_tp_doc,
-	  "A queue pair (ibv_qp); from PD.create_qp(QPInitAttr(...))." },
+	{ Py_tp_doc, (void *)qp__doc__ },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, qp_dealloc },
 	{ Py_tp_traverse, qp_traverse },
@@ -658,6 +909,7 @@ static PyType_Slot qp_slots[] = {
 	{ Py_tp_getset, qp_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 /* BASETYPE: QPEx (qp_ex.c) derives from it; handle_no_new still keeps
  * Python code from making instances. */

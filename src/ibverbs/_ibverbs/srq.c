@@ -151,28 +151,96 @@ static PyObject *srq_repr(PyObject *self)
 				    SRQP(self)->handle);
 }
 
+PyDoc_STRVAR(srq_post_recv__doc__,
+	     "post_recv(wr_or_list) -> None\n"
+	     "\n"
+	     "Post receive work requests on the shared receive queue.\n"
+	     "\n"
+	     "Takes one RecvWR, a list or tuple of them (posted in one\n"
+	     "call), or a RecvWRChain; no allocation, GIL kept. Any QP\n"
+	     "created with this SRQ consumes them.\n"
+	     "\n"
+	     "Wraps ``ibv_post_srq_recv`` (man page ibv_post_srq_recv(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    wr_or_list: RecvWR, list/tuple of RecvWR, or RecvWRChain\n"
+	     "        (positional only).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: not a RecvWR, a list/tuple of them or a chain.\n"
+	     "    ValueError: an empty list, a WR twice or one of a chain,\n"
+	     "        or a released chain.\n"
+	     "    VerbsError: EBADF if the SRQ or an SGE's MR is closed;\n"
+	     "        else the provider refused (``errno``, e.g. ENOMEM for a\n"
+	     "        full queue): the message names the WR it rejected.");
+
+PyDoc_STRVAR(srq_modify__doc__,
+	     "modify(max_wr=None, srq_limit=None) -> None\n"
+	     "\n"
+	     "Resize the SRQ or arm its limit event.\n"
+	     "\n"
+	     "Only the arguments given are applied (the mask is theirs).\n"
+	     "A non-zero ``srq_limit`` arms the SRQ_LIMIT_REACHED async\n"
+	     "event, sent once when fewer WRs than that are left.\n"
+	     "\n"
+	     "Wraps ``ibv_modify_srq`` (man page ibv_modify_srq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    max_wr: the new number of WRs (providers may refuse).\n"
+	     "    srq_limit: the limit, 0..2**32-1.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: neither is given, or a value is not an int.\n"
+	     "    ValueError: a value is out of range.\n"
+	     "    VerbsError: EBADF once the SRQ is closed; else the verb\n"
+	     "        failed (``errno``, e.g. EINVAL or EOPNOTSUPP for a\n"
+	     "        resize).");
+
+PyDoc_STRVAR(srq_query__doc__,
+	     "query() -> dict[str, int]\n"
+	     "\n"
+	     "Query the SRQ's current attributes.\n"
+	     "\n"
+	     "Wraps ``ibv_query_srq`` (man page ibv_query_srq(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    ``{\"max_wr\": ..., \"max_sge\": ..., \"srq_limit\": ...}``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the SRQ is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+PyDoc_STRVAR(srq__doc__,
+	     "A shared receive queue (``struct ibv_srq``).\n"
+	     "\n"
+	     "Made by ``PD.create_srq()``; QPs created with it\n"
+	     "(``QPInitAttr(srq=...)``) take their receives from it, and\n"
+	     "it refuses ``close()`` until they are closed. ``close()``\n"
+	     "wraps ``ibv_destroy_srq`` (man page ibv_create_srq(3)).");
+
 static PyMethodDef srq_methods[] = {
-	{ "post_recv", srq_post_recv, METH_O,
-	  "post_recv(wr_or_list): post RecvWRs (a list as one chained call)." },
+	{ "post_recv", srq_post_recv, METH_O, srq_post_recv__doc__ },
 	{ "modify", KW srq_modify, METH_VARARGS | METH_KEYWORDS,
-	  "modify(max_wr=None, srq_limit=None) (ibv_modify_srq). A non-zero "
-	  "srq_limit arms the SRQ_LIMIT_REACHED async event." },
-	{ "query", srq_query, METH_NOARGS,
-	  "query() -> dict(max_wr, max_sge, srq_limit) (ibv_query_srq)" },
+	  srq_modify__doc__ },
+	{ "query", srq_query, METH_NOARGS, srq_query__doc__ },
 	HANDLE_METHODS,
 	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef srq_getset[] = {
-	{ "pd", handle_get_parent, NULL, "the PD", NULL },
-	{ "handle", srq_get_handle, NULL, "kernel handle of the SRQ", NULL },
+	{ "pd", handle_get_parent, NULL, "The PD the SRQ was created in.",
+	  NULL },
+	{ "handle", srq_get_handle, NULL,
+	  "The SRQ's kernel handle (``ibv_srq.handle``); EBADF once\n"
+	  "closed.",
+	  NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+/* clang-format off */
 static PyType_Slot srq_slots[] = {
-	{ Py_tp_doc,
-	  "A shared receive queue (ibv_srq); from PD.create_srq()." },
+	{ Py_tp_doc, (void *)srq__doc__ },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, srq_dealloc },
 	{ Py_tp_traverse, srq_traverse },
@@ -181,6 +249,7 @@ static PyType_Slot srq_slots[] = {
 	{ Py_tp_getset, srq_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 PyType_Spec SRQ_spec = { "ibverbs._ibverbs.SRQ", sizeof(SRQObject), 0,
 			 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, srq_slots };
