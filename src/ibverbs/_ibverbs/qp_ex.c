@@ -626,21 +626,37 @@ static PyObject *qpex_repr(PyObject *self)
 
 static PyGetSetDef qpex_getset[] = {
 	{ "wr_id", get_wr_id, set_wr_id,
-	  "wr_id of the next builder's work request (ibv_qp_ex.wr_id)", NULL },
+	  "The wr_id of the WRs the next builders start\n"
+	  "(``ibv_qp_ex.wr_id``); settable; EBADF once closed.",
+	  NULL },
 	{ "wr_flags", get_wr_flags, set_wr_flags,
-	  "SendFlags of the next builder's work request (ibv_qp_ex.wr_flags)",
+	  "The ``SendFlags`` of the WRs the next builders start\n"
+	  "(``ibv_qp_ex.wr_flags``); settable; EBADF once closed.",
 	  NULL },
 	{ "send_ops_flags", get_send_ops_flags, NULL,
-	  "QPCreateSendOpsFlags the QP was created with", NULL },
+	  "The ``QPCreateSendOpsFlags`` the QP was created with: the\n"
+	  "builders it may use.",
+	  NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+PyDoc_STRVAR(qpex__doc__,
+	     "An extended QP (``struct ibv_qp_ex``) that posts with ibv_wr_*.\n"
+	     "\n"
+	     "Made by ``PD.create_qp_ex(QPInitAttrEx(...))`` or\n"
+	     "``Context.create_qp_ex()``. A QP (modify, to_init/to_rtr/\n"
+	     "to_rts, post_recv, query, close work as on any QP) that also\n"
+	     "posts in batches: ``wr_start()``, builders (``wr_send()``,\n"
+	     "``wr_rdma_write()``, ...) each followed by its setters\n"
+	     "(``wr_set_sge()``, ...), then ``wr_complete()`` or\n"
+	     "``wr_abort()`` (man page ibv_wr_post(3)). The builders the QP\n"
+	     "may use are its ``send_ops_flags``; each call checks the\n"
+	     "batch's state before the provider sees it. ``close()`` aborts\n"
+	     "an open batch first.");
+
+/* clang-format off */
 static PyType_Slot qpex_slots[] = {
-	{ Py_tp_doc,
-	  "An extended QP (ibv_qp_ex); from PD.create_qp_ex(QPInitAttrEx(...))."
-	  "\n\nA QP that also posts with the ibv_wr_* calls: wr_start(), "
-	  "builders (wr_send(), wr_rdma_write(), ...) each followed by its "
-	  "setters (wr_set_sge(), ...), then wr_complete() or wr_abort()." },
+	{ Py_tp_doc, (void *)qpex__doc__ },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, qpex_dealloc },
 	{ Py_tp_traverse, qpex_traverse },
@@ -649,6 +665,7 @@ static PyType_Slot qpex_slots[] = {
 	{ Py_tp_getset, qpex_getset },
 	{ 0, NULL }
 };
+/* clang-format on */
 
 PyType_Spec QPEx_spec = { "ibverbs._ibverbs.QPEx", sizeof(QPExObject), 0,
 			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, qpex_slots };

@@ -666,66 +666,318 @@ out:
 	return res;
 }
 
+PyDoc_STRVAR(wrex_start__doc__,
+	     "wr_start() -> None\n"
+	     "\n"
+	     "Open a batch of work requests on the send queue.\n"
+	     "\n"
+	     "Then call builders (``wr_send()``, ...), each followed by its\n"
+	     "setters, and end with ``wr_complete()`` or ``wr_abort()``.\n"
+	     "``post_send()`` and ``modify()`` refuse (EBUSY) meanwhile.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_start`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EINVAL when a batch is open already; EBADF\n"
+	     "        once the QP is closed.");
+
+PyDoc_STRVAR(wrex_complete__doc__,
+	     "wr_complete() -> None\n"
+	     "\n"
+	     "Post the open batch and close it.\n"
+	     "\n"
+	     "On failure nothing of the batch was posted. Either way the\n"
+	     "batch ends and what it held is released.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_complete`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: on a UD QP, the last WR has no\n"
+	     "        ``wr_set_ud_addr()`` (the batch is aborted).\n"
+	     "    VerbsError: EINVAL when no batch is open; EBADF once the\n"
+	     "        QP is closed; else the provider refused (``errno``).");
+
+PyDoc_STRVAR(wrex_abort__doc__,
+	     "wr_abort() -> None\n"
+	     "\n"
+	     "Discard the open batch: none of its WRs is posted.\n"
+	     "\n"
+	     "Does nothing when no batch is open.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_abort`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the QP is closed.");
+
+PyDoc_STRVAR(wrex_atomic_write__doc__,
+	     "wr_atomic_write(rkey, remote_addr, data) -> None\n"
+	     "\n"
+	     "Start an ATOMIC_WRITE of 8 bytes to the peer (no setters).\n"
+	     "\n"
+	     "The provider copies ``data`` during the call.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_atomic_write`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    rkey: the remote rkey, 32 bits.\n"
+	     "    remote_addr: the remote address (8-byte aligned).\n"
+	     "    data: exactly 8 bytes (bytes or bytearray).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: data is not 8 bytes, or rkey/remote_addr not\n"
+	     "        an int.\n"
+	     "    ValueError: rkey or remote_addr is out of range.\n"
+	     "    VerbsError: EOPNOTSUPP when built against rdma-core < 42\n"
+	     "        headers or the provider lacks it; EINVAL outside a\n"
+	     "        batch or when ATOMIC_WRITE is not in\n"
+	     "        ``send_ops_flags``; EBADF once the QP is closed.");
+
+PyDoc_STRVAR(wrex_flush__doc__,
+	     "wr_flush(rkey, remote_addr, len, type, level) -> None\n"
+	     "\n"
+	     "Start a FLUSH: make a range of the peer's memory persistent or\n"
+	     "globally visible (no setters).\n"
+	     "\n"
+	     "Wraps ``ibv_wr_flush`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    rkey: the remote rkey, 32 bits.\n"
+	     "    remote_addr: start of the range, 64 bits.\n"
+	     "    len: bytes, 64 bits.\n"
+	     "    type: ``IBV_FLUSH_GLOBAL`` or ``IBV_FLUSH_PERSISTENT``.\n"
+	     "    level: ``IBV_FLUSH_RANGE`` or ``IBV_FLUSH_MR``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range (type and level:\n"
+	     "        0..255).\n"
+	     "    VerbsError: EOPNOTSUPP when built against rdma-core < 45\n"
+	     "        headers or the provider lacks it; EINVAL outside a\n"
+	     "        batch or when FLUSH is not in ``send_ops_flags``;\n"
+	     "        EBADF once the QP is closed.");
+
+PyDoc_STRVAR(wrex_set_sge__doc__,
+	     "wr_set_sge(sge) -> None\n"
+	     "\n"
+	     "Give the last builder's WR its data: one SGE.\n"
+	     "\n"
+	     "Also ``wr_set_sge(lkey, addr, length)``. An SGE object (and\n"
+	     "its MR) is held, the MR marked used, until the batch ends.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_sge`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    sge: an SGE; or lkey, addr and length as ints.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: neither an SGE nor three ints.\n"
+	     "    ValueError: a value is out of range, or max_send_sge is 0.\n"
+	     "    VerbsError: EBADF if the SGE's MR or the QP is closed;\n"
+	     "        EINVAL outside a batch, with no builder before it, when\n"
+	     "        the WR takes no SGE or has its data already;\n"
+	     "        EOPNOTSUPP when the provider lacks it.");
+
+PyDoc_STRVAR(wrex_set_sge_list__doc__,
+	     "wr_set_sge_list(sg_list) -> None\n"
+	     "\n"
+	     "Give the last builder's WR its data: a list of SGEs.\n"
+	     "\n"
+	     "The SGEs (and their MRs) are held until the batch ends.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_sge_list`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    sg_list: a list or tuple of SGEs.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: sg_list is not a list/tuple of SGEs.\n"
+	     "    ValueError: more SGEs than the QP's max_send_sge.\n"
+	     "    VerbsError: EBADF if an SGE's MR or the QP is closed;\n"
+	     "        EINVAL outside a batch, with no builder before it, when\n"
+	     "        the WR takes no SGE or has its data already;\n"
+	     "        EOPNOTSUPP when the provider lacks it.");
+
+PyDoc_STRVAR(wrex_set_inline_data__doc__,
+	     "wr_set_inline_data(data) -> None\n"
+	     "\n"
+	     "Give the last builder's WR its data inline.\n"
+	     "\n"
+	     "The provider copies the bytes now (no MR needed).\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_inline_data`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    data: a bytes-like object (bytes, bytearray, memoryview).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: data is not bytes-like.\n"
+	     "    ValueError: more bytes than the QP's max_inline_data.\n"
+	     "    VerbsError: EINVAL outside a batch, with no builder before\n"
+	     "        it, when the WR takes no inline data or has its data\n"
+	     "        already; EOPNOTSUPP when the provider lacks it; EBADF\n"
+	     "        once the QP is closed.");
+
+PyDoc_STRVAR(wrex_set_inline_data_list__doc__,
+	     "wr_set_inline_data_list(buf_list) -> None\n"
+	     "\n"
+	     "Give the last builder's WR its data inline, from several "
+	     "buffers.\n"
+	     "\n"
+	     "The provider copies the bytes now.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_inline_data_list`` (man page\n"
+	     "ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    buf_list: a list or tuple of bytes-like objects.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: not a list/tuple of bytes-like objects.\n"
+	     "    ValueError: more bytes in all than max_inline_data.\n"
+	     "    VerbsError: as ``wr_set_inline_data()``.");
+
+PyDoc_STRVAR(wrex_set_ud_addr__doc__,
+	     "wr_set_ud_addr(ah, remote_qpn, remote_qkey) -> None\n"
+	     "\n"
+	     "Give the last builder's WR its UD destination (required on UD).\n"
+	     "\n"
+	     "The AH is held, and marked used, until the batch ends.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_ud_addr`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    ah: an AH of the QP's Context.\n"
+	     "    remote_qpn: the destination QP number, 24 bits.\n"
+	     "    remote_qkey: its Q_Key, 32 bits.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: ah is not an AH, or a number is not an int.\n"
+	     "    ValueError: a number is out of range, or the AH belongs to\n"
+	     "        another Context.\n"
+	     "    VerbsError: EBADF if the AH or the QP is closed; EINVAL\n"
+	     "        outside a batch, with no builder before it, on a non-UD\n"
+	     "        QP or when the WR has its destination already;\n"
+	     "        EOPNOTSUPP when the provider lacks it.");
+
+PyDoc_STRVAR(wrex_bind_mw__doc__,
+	     "wr_bind_mw(mw, rkey, bind_info) -> None\n"
+	     "\n"
+	     "Start a BIND_MW: bind a type 2 window under a new rkey.\n"
+	     "\n"
+	     "The MW and the MR are held, and marked used, until the batch\n"
+	     "ends. Choose the rkey with ``ibverbs.inc_rkey(mw.rkey)``; set\n"
+	     "``mw.rkey`` to it once the bind completes.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_bind_mw`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    mw: the MW.\n"
+	     "    rkey: the window's new rkey, 32 bits.\n"
+	     "    bind_info: an MWBindInfo (mr, addr, length,\n"
+	     "        mw_access_flags).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: mw is not an MW, or bind_info lacks a field.\n"
+	     "    ValueError: a value is out of range.\n"
+	     "    VerbsError: EBADF if the QP, MW or MR is closed; EINVAL\n"
+	     "        outside a batch or when BIND_MW is not in\n"
+	     "        ``send_ops_flags``; EOPNOTSUPP when the provider lacks\n"
+	     "        it.");
+
+/* A builder's docstring: its signature, what it starts, its verb, its
+ * Args ("" for none) and the QPCreateSendOpsFlags member it needs; then
+ * the errors every builder shares. */
+#define WR_DOC(sig, what, verb, args, op)                                  \
+	sig " -> None\n\n" what "\n\nWraps ``" verb                        \
+	    "`` (man page ibv_wr_post(3)).\n\n" args                       \
+	    "Raises:\n    TypeError: an argument is not an int.\n"         \
+	    "    ValueError: an argument is out of range, or on a UD QP\n" \
+	    "        the previous WR has no ``wr_set_ud_addr()``.\n"       \
+	    "    VerbsError: EINVAL outside a batch or when\n        " op  \
+	    " is not in ``send_ops_flags``; EOPNOTSUPP when\n"             \
+	    "        the provider lacks it; EBADF once the QP is closed."
+#define RKEY_ADDR                                      \
+	"Args:\n    rkey: the remote rkey, 32 bits.\n" \
+	"    remote_addr: the remote address, 64 bits.\n"
+#define IMM "    imm_data: 32-bit immediate data, in host order.\n"
+#define SETTERS                                       \
+	"Its data comes next: ``wr_set_sge*()`` or\n" \
+	"``wr_set_inline_data*()``."
+
 /* ------------------------------------------------------------------ */
 /* QPEx's methods (the QP's are inherited)                             */
 /* ------------------------------------------------------------------ */
 
 PyMethodDef qpex_methods[] = {
-	{ "wr_start", qpex_wr_start, METH_NOARGS,
-	  "wr_start(): open a batch (ibv_wr_start). VerbsError(EINVAL) if one "
-	  "is open already." },
-	{ "wr_complete", qpex_wr_complete, METH_NOARGS,
-	  "wr_complete(): post the batch (ibv_wr_complete); the provider's "
-	  "error is a VerbsError and then nothing of the batch was posted." },
-	{ "wr_abort", qpex_wr_abort, METH_NOARGS,
-	  "wr_abort(): discard the open batch (ibv_wr_abort); does nothing "
-	  "when none is open." },
-	{ "wr_send", wr_send, METH_NOARGS, "wr_send(): a SEND (ibv_wr_send)" },
+	{ "wr_start", qpex_wr_start, METH_NOARGS, wrex_start__doc__ },
+	{ "wr_complete", qpex_wr_complete, METH_NOARGS, wrex_complete__doc__ },
+	{ "wr_abort", qpex_wr_abort, METH_NOARGS, wrex_abort__doc__ },
+	{ "wr_send", wr_send, METH_NOARGS,
+	  WR_DOC("wr_send()", "Start a SEND in the open batch.\n\n" SETTERS,
+		 "ibv_wr_send", "", "SEND") },
 	{ "wr_send_imm", KW wr_send_imm, METH_VARARGS | METH_KEYWORDS,
-	  "wr_send_imm(imm_data): a SEND_WITH_IMM; imm_data in host order" },
+	  WR_DOC("wr_send_imm(imm_data)",
+		 "Start a SEND_WITH_IMM in the open batch.\n\n" SETTERS,
+		 "ibv_wr_send_imm", "Args:\n" IMM "\n", "SEND_WITH_IMM") },
 	{ "wr_send_inv", KW wr_send_inv, METH_VARARGS | METH_KEYWORDS,
-	  "wr_send_inv(invalidate_rkey): a SEND_WITH_INV" },
+	  WR_DOC("wr_send_inv(invalidate_rkey)",
+		 "Start a SEND_WITH_INV: a send that invalidates the peer's\n"
+		 "``invalidate_rkey`` (an MW's).\n\n" SETTERS,
+		 "ibv_wr_send_inv", "", "SEND_WITH_INV") },
 	{ "wr_rdma_write", KW wr_rdma_write, METH_VARARGS | METH_KEYWORDS,
-	  "wr_rdma_write(rkey, remote_addr): an RDMA_WRITE" },
+	  WR_DOC("wr_rdma_write(rkey, remote_addr)",
+		 "Start an RDMA_WRITE to the peer's memory.\n\n" SETTERS,
+		 "ibv_wr_rdma_write", RKEY_ADDR "\n", "RDMA_WRITE") },
 	{ "wr_rdma_write_imm", KW wr_rdma_write_imm,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "wr_rdma_write_imm(rkey, remote_addr, imm_data): an "
-	  "RDMA_WRITE_WITH_IMM; imm_data in host order" },
+	  WR_DOC("wr_rdma_write_imm(rkey, remote_addr, imm_data)",
+		 "Start an RDMA_WRITE_WITH_IMM: the peer also gets a receive\n"
+		 "completion with ``imm_data``.\n\n" SETTERS,
+		 "ibv_wr_rdma_write_imm", RKEY_ADDR IMM "\n",
+		 "RDMA_WRITE_WITH_IMM") },
 	{ "wr_rdma_read", KW wr_rdma_read, METH_VARARGS | METH_KEYWORDS,
-	  "wr_rdma_read(rkey, remote_addr): an RDMA_READ" },
+	  WR_DOC("wr_rdma_read(rkey, remote_addr)",
+		 "Start an RDMA_READ; the SGEs set next receive the data.",
+		 "ibv_wr_rdma_read", RKEY_ADDR "\n", "RDMA_READ") },
 	{ "wr_atomic_cmp_swp", KW wr_atomic_cmp_swp,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "wr_atomic_cmp_swp(rkey, remote_addr, compare, swap): the 8-byte "
-	  "SGE set next receives the old value" },
+	  WR_DOC("wr_atomic_cmp_swp(rkey, remote_addr, compare, swap)",
+		 "Start an 8-byte compare-and-swap on the peer's memory:\n"
+		 "``swap`` is written where ``compare`` matches. The 8-byte\n"
+		 "SGE set next receives the old value.",
+		 "ibv_wr_atomic_cmp_swp", RKEY_ADDR "\n",
+		 "ATOMIC_CMP_AND_SWP") },
 	{ "wr_atomic_fetch_add", KW wr_atomic_fetch_add,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "wr_atomic_fetch_add(rkey, remote_addr, add): the 8-byte SGE set "
-	  "next receives the old value" },
+	  WR_DOC("wr_atomic_fetch_add(rkey, remote_addr, add)",
+		 "Start an 8-byte fetch-and-add of ``add`` on the peer's\n"
+		 "memory. The 8-byte SGE set next receives the old value.",
+		 "ibv_wr_atomic_fetch_add", RKEY_ADDR "\n",
+		 "ATOMIC_FETCH_AND_ADD") },
 	{ "wr_local_inv", KW wr_local_inv, METH_VARARGS | METH_KEYWORDS,
-	  "wr_local_inv(invalidate_rkey): a LOCAL_INV" },
+	  WR_DOC("wr_local_inv(invalidate_rkey)",
+		 "Start a LOCAL_INV: invalidate the rkey of a local MW (no\n"
+		 "data).",
+		 "ibv_wr_local_inv", "", "LOCAL_INV") },
 	{ "wr_atomic_write", KW wr_atomic_write, METH_VARARGS | METH_KEYWORDS,
-	  "wr_atomic_write(rkey, remote_addr, data): an ATOMIC_WRITE of the "
-	  "8 bytes data" },
+	  wrex_atomic_write__doc__ },
 	{ "wr_flush", KW wr_flush, METH_VARARGS | METH_KEYWORDS,
-	  "wr_flush(rkey, remote_addr, len, type, level): a FLUSH "
-	  "(VerbsError EOPNOTSUPP when built against rdma-core < 45)" },
+	  wrex_flush__doc__ },
 	{ "wr_set_sge", KW wr_set_sge, METH_VARARGS | METH_KEYWORDS,
-	  "wr_set_sge(sge) or wr_set_sge(lkey, addr, length): the data of "
-	  "the last builder's WR; an SGE (and its MR) is held until the "
-	  "batch ends" },
+	  wrex_set_sge__doc__ },
 	{ "wr_set_sge_list", KW wr_set_sge_list, METH_VARARGS | METH_KEYWORDS,
-	  "wr_set_sge_list(sg_list): a list of SGEs as the data" },
+	  wrex_set_sge_list__doc__ },
 	{ "wr_set_inline_data", KW wr_set_inline_data,
-	  METH_VARARGS | METH_KEYWORDS,
-	  "wr_set_inline_data(data): a bytes-like object, copied now" },
+	  METH_VARARGS | METH_KEYWORDS, wrex_set_inline_data__doc__ },
 	{ "wr_set_inline_data_list", KW wr_set_inline_data_list,
-	  METH_VARARGS | METH_KEYWORDS,
-	  "wr_set_inline_data_list(buf_list): bytes-like objects, copied now" },
+	  METH_VARARGS | METH_KEYWORDS, wrex_set_inline_data_list__doc__ },
 	{ "wr_set_ud_addr", KW wr_set_ud_addr, METH_VARARGS | METH_KEYWORDS,
-	  "wr_set_ud_addr(ah, remote_qpn, remote_qkey): the destination of "
-	  "the last builder's WR on a UD QP (required there)" },
+	  wrex_set_ud_addr__doc__ },
 	{ "wr_bind_mw", KW qpex_wr_bind_mw, METH_VARARGS | METH_KEYWORDS,
-	  "wr_bind_mw(mw, rkey, bind_info): a BIND_MW of mw under the new "
-	  "rkey (mw.c)" },
+	  wrex_bind_mw__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
+#undef WR_DOC
+#undef RKEY_ADDR
+#undef IMM
+#undef SETTERS
