@@ -285,6 +285,50 @@ void handle_dealloc(Handle *h)
 	Py_DECREF(tp);
 }
 
+/* The docstrings of HANDLE_METHODS and HANDLE_GETSETS (ibverbs.h): what
+ * every handle type shares. */
+
+const char handle_close__doc__[] =
+	"close() -> None\n"
+	"\n"
+	"Destroy the object and release what it holds.\n"
+	"\n"
+	"Idempotent: closing a closed object does nothing. After a\n"
+	"refusal the object stays open and usable. Every method of a\n"
+	"closed object raises VerbsError(EBADF).\n"
+	"\n"
+	"Wraps the type's destroy verb (``ibv_dealloc_pd``,\n"
+	"``ibv_dereg_mr``, ``ibv_destroy_qp``, ...: the class docstring\n"
+	"names it).\n"
+	"\n"
+	"Raises:\n"
+	"    VerbsError: EBUSY while children are open, other objects\n"
+	"        use it (QPs of a CQ or SRQ, CQs of a channel, unacked\n"
+	"        AsyncEvents) or a thread waits in a blocking call on\n"
+	"        it; else the destroy verb failed (``errno``).";
+
+const char handle_enter__doc__[] =
+	"__enter__() -> Self\n"
+	"\n"
+	"Enter a ``with`` block: return the object itself.\n"
+	"\n"
+	"Raises:\n"
+	"    VerbsError: EBADF once the object is closed.";
+
+const char handle_exit__doc__[] =
+	"__exit__(exc_type, exc, tb) -> False\n"
+	"\n"
+	"Leave a ``with`` block: ``close()`` the object.\n"
+	"\n"
+	"Does not swallow the block's exception.\n"
+	"\n"
+	"Raises:\n"
+	"    VerbsError: as ``close()`` (EBUSY while children are open).";
+
+const char handle_closed__doc__[] =
+	"True once ``close()`` succeeded (or, in a child process, for\n"
+	"every handle inherited across ``fork()``).";
+
 PyObject *handle_meth_close(PyObject *self, PyObject *unused)
 {
 	if (handle_close(HANDLE(self)) < 0)
