@@ -439,7 +439,7 @@ PyDoc_STRVAR(cq_poll_count__doc__,
 	     "Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
 	     "\n"
 	     "Args:\n"
-	     "    num_entries: the most to reap, 1..2**63-1 (positional).\n"
+	     "    num_entries: the most to reap, ``1..2**63-1`` (positional).\n"
 	     "\n"
 	     "Returns:\n"
 	     "    How many completions were reaped (0 when none is ready).\n"

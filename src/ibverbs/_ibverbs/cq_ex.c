@@ -721,7 +721,7 @@ PyDoc_STRVAR(cqex_poll_count__doc__,
 	     "``ibv_end_poll`` (man page ibv_create_cq_ex(3)).\n"
 	     "\n"
 	     "Args:\n"
-	     "    num_entries: the most to reap, 1..2**63-1 (positional).\n"
+	     "    num_entries: the most to reap, ``1..2**63-1`` (positional).\n"
 	     "\n"
 	     "Returns:\n"
 	     "    How many completions were reaped (0 when none is ready).\n"

@@ -164,7 +164,7 @@ PyDoc_STRVAR(pd_create_srq__doc__,
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: a value is outside 0..2**32-1.\n"
+	     "    ValueError: a value is outside ``0..2**32-1``.\n"
 	     "    VerbsError: EBADF once the PD is closed; else the verb\n"
 	     "        failed (``errno``, e.g. EINVAL past the device limits).");
 
@@ -288,7 +288,7 @@ PyDoc_STRVAR(pd_alloc_mw__doc__,
 PyDoc_STRVAR(pd_create_qp_ex__doc__,
 	     "create_qp_ex(init_attr) -> QPEx\n"
 	     "\n"
-	     "Create an extended QP that posts with the ibv_wr_* calls.\n"
+	     "Create an extended QP that posts with the ``ibv_wr_*`` calls.\n"
 	     "\n"
 	     "``init_attr`` is a ``QPInitAttrEx``: QPInitAttr's fields plus\n"
 	     "``send_ops_flags`` (``QPCreateSendOpsFlags``: the builders the\n"

@@ -641,7 +641,7 @@ static PyGetSetDef qpex_getset[] = {
 };
 
 PyDoc_STRVAR(qpex__doc__,
-	     "An extended QP (``struct ibv_qp_ex``) that posts with ibv_wr_*.\n"
+	     "An extended QP (``struct ibv_qp_ex``): posts with ``ibv_wr_*``.\n"
 	     "\n"
 	     "Made by ``PD.create_qp_ex(QPInitAttrEx(...))`` or\n"
 	     "``Context.create_qp_ex()``. A QP (modify, to_init/to_rtr/\n"

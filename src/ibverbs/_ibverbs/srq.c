@@ -187,7 +187,7 @@ PyDoc_STRVAR(srq_modify__doc__,
 	     "\n"
 	     "Args:\n"
 	     "    max_wr: the new number of WRs (providers may refuse).\n"
-	     "    srq_limit: the limit, 0..2**32-1.\n"
+	     "    srq_limit: the limit, ``0..2**32-1``.\n"
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: neither is given, or a value is not an int.\n"
