@@ -333,7 +333,8 @@ PyDoc_STRVAR(dm_copy_to__doc__,
 	     "Raises:\n"
 	     "    TypeError: data is not bytes or bytearray, or offset is\n"
 	     "        not an int.\n"
-	     "    ValueError: offset + len(data) passes the DM's end.\n"
+	     "    ValueError: offset is negative, or offset + len(data)\n"
+	     "        passes the DM's end.\n"
 	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
 	     "        failed (``errno``).");
 
@@ -353,7 +354,8 @@ PyDoc_STRVAR(dm_copy_from__doc__,
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: offset or length is not an int.\n"
-	     "    ValueError: offset + length passes the DM's end.\n"
+	     "    ValueError: offset or length is negative, or offset +\n"
+	     "        length passes the DM's end.\n"
 	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
 	     "        failed (``errno``).");
 

@@ -757,17 +757,19 @@ PyDoc_STRVAR(wrex_flush__doc__,
 	     "        EBADF once the QP is closed.");
 
 PyDoc_STRVAR(wrex_set_sge__doc__,
-	     "wr_set_sge(sge) -> None\n"
+	     "wr_set_sge(lkey, addr, length) -> None\n"
 	     "\n"
 	     "Give the last builder's WR its data: one SGE.\n"
 	     "\n"
-	     "Also ``wr_set_sge(lkey, addr, length)``. An SGE object (and\n"
-	     "its MR) is held, the MR marked used, until the batch ends.\n"
+	     "Also ``wr_set_sge(sge)`` with an SGE object, which (with its\n"
+	     "MR, marked used) is held until the batch ends.\n"
 	     "\n"
 	     "Wraps ``ibv_wr_set_sge`` (man page ibv_wr_post(3)).\n"
 	     "\n"
 	     "Args:\n"
-	     "    sge: an SGE; or lkey, addr and length as ints.\n"
+	     "    lkey: the lkey, or an SGE object (given alone).\n"
+	     "    addr: the address (with an lkey).\n"
+	     "    length: bytes, 32 bits (with an lkey).\n"
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: neither an SGE nor three ints.\n"
