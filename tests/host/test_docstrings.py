@@ -46,8 +46,9 @@ def _signature_only(text: str, name: str) -> bool:
     return re.fullmatch(rf"{re.escape(name)}\(.*\)(\s*->\s*[^:;.]+)?", text, re.S) is not None
 
 
-# A verb's name in prose: ibv_reg_mr, rdma_connect (not ibv_wc.status).
-VERB = re.compile(r"\b(?:ibv|rdma)_[a-z0-9_]+\b")
+# A verb's name in prose: ibv_reg_mr, rdma_connect; not a type
+# (struct ibv_wc, enum ibv_mtu) nor a field (ibv_sge.addr).
+VERB = re.compile(r"(?<!struct )(?<!union )(?<!enum )\b(?:ibv|rdma)_[a-z0-9_]+\b(?![.\w*])")
 # A man page reference: ibv_reg_mr(3), rdma_cm(7).
 MAN_PAGE = re.compile(r"\b(?:ibv|rdma)_[a-z0-9_]+\([1-8]\)")
 
@@ -88,16 +89,23 @@ def _problem(doc: str | None, name: str, is_callable: bool) -> str | None:
 
 
 def _class_members(cls: type):
-    """(name, raw attribute) of what the package defines on ``cls``."""
+    """(name, raw attribute, its docstring) of what the package defines on
+    ``cls``.  A slot's docstring is its value in a dict ``__slots__`` (which
+    Sphinx and pydoc read; CPython before 3.13 does not copy it onto the
+    member descriptor)."""
     seen = set()
     for base in cls.__mro__:
         if base in _FOREIGN or not _ours(base):
             continue
+        slots = vars(base).get("__slots__")
         for name, raw in vars(base).items():
             if name.startswith("_") or name in seen:
                 continue
             seen.add(name)
-            yield name, raw
+            doc = getattr(getattr(raw, "__func__", raw), "__doc__", None)
+            if isinstance(raw, types.MemberDescriptorType) and isinstance(slots, dict):
+                doc = doc or slots.get(name)
+            yield name, raw, doc
 
 
 def _walk():
@@ -123,14 +131,11 @@ def _walk():
             yield qual, obj.__doc__, not inspect.isclass(obj)
             if not inspect.isclass(obj) or issubclass(obj, enum.Enum):
                 continue  # enum members need no docstring
-            for mname, raw in _class_members(obj):
+            for mname, raw, doc in _class_members(obj):
                 if isinstance(raw, _CALLABLES):
-                    doc = getattr(raw, "__func__", raw).__doc__
                     yield f"{qual}.{mname}", doc, True
-                elif isinstance(raw, _ATTRIBUTES):
-                    yield f"{qual}.{mname}", raw.__doc__, False
-                elif inspect.isclass(raw) and _ours(raw):
-                    yield f"{qual}.{mname}", raw.__doc__, False
+                elif isinstance(raw, _ATTRIBUTES) or (inspect.isclass(raw) and _ours(raw)):
+                    yield f"{qual}.{mname}", doc, False
 
 
 def undocumented() -> list[str]:
@@ -178,6 +183,8 @@ def test_the_walk_sees_the_api():
         ("Register memory.\n\nWraps ``ibv_reg_mr`` (ibv_reg_mr(3)).", True, None),
         ("reg_mr(addr) -> MR\n\nRegister memory, ibv_reg_mr(3).", True, None),
         ("A completion (``struct ibv_wc``).", False, None),
+        ("Pack the ``struct ibv_flow_spec_*``.", True, None),
+        ("Read ``ibv_sge.addr``.", True, None),
     ],
 )
 def test_the_rules(doc, is_callable, problem):
