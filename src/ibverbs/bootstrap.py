@@ -55,13 +55,23 @@ _DEFAULT_ACCESS = AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE | AccessFla
 
 
 class Store(Protocol):
-    """The part of ``torch.distributed.Store`` used here."""
+    """The part of ``torch.distributed.Store`` used here: any object with
+    these three methods (a ``TCPStore``, ``FileStore``, ``HashStore``, or
+    ``torch_store()``'s) works as the rendezvous of the functions here."""
 
-    def set(self, key: str, value: bytes, /) -> None: ...
+    def set(self, key: str, value: bytes, /) -> None:
+        """Store ``value`` under ``key``, replacing what was there."""
+        ...
 
-    def get(self, key: str, /) -> bytes: ...
+    def get(self, key: str, /) -> bytes:
+        """The value under ``key``, waiting (up to the store's own
+        timeout) until some rank has set it."""
+        ...
 
-    def add(self, key: str, amount: int, /) -> int: ...
+    def add(self, key: str, amount: int, /) -> int:
+        """Add ``amount`` to the integer counter under ``key`` (0 when
+        unset) atomically and return the new value."""
+        ...
 
 
 class RemoteMR(NamedTuple):

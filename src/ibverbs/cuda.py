@@ -720,40 +720,49 @@ class GpuMR:
 
     @property
     def addr(self) -> int:
+        """The device address to hand to peers (the iova the MR maps)."""
         return self._addr
 
     @property
     def length(self) -> int:
+        """The registered size in bytes."""
         return self._length
 
     @property
     def lkey(self) -> int:
+        """The MR's local key (VerbsError(EBADF) once closed)."""
         self._check()
         return self._mr.lkey
 
     @property
     def rkey(self) -> int:
+        """The MR's remote key, for peers (VerbsError(EBADF) once closed)."""
         self._check()
         return self._mr.rkey
 
     @property
     def mr(self) -> MR:
+        """The :class:`ibverbs.MR` of the registration."""
         return self._mr
 
     @property
     def tensor(self) -> Any:
+        """The tensor kept alive, None once closed or when none was given."""
         return self._tensor
 
     @property
     def path(self) -> str | None:
+        """How the memory was registered: ``"dmabuf"``, ``"peermem"`` or None."""
         return self._path
 
     @property
     def device(self) -> int | None:
+        """The CUDA device ordinal, or None when not known."""
         return self._device
 
     @property
     def closed(self) -> bool:
+        """True once close() ran or the MR was closed."""
         return self._closed or bool(self._mr.closed)
 
     def sge(self, length: int | None = None, offset: int = 0) -> SGE:

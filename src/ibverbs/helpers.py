@@ -71,6 +71,8 @@ class QPInfo:
         self.gid = Gid(self.gid).raw
 
     def to_bytes(self) -> bytes:
+        """The 28-byte big-endian wire record (see the class); raises
+        nothing, the fields were checked when built."""
         return _WIRE.pack(self.qp_num, self.psn, self.lid, self.gid, self.port, int(self.mtu))
 
     @classmethod
