@@ -617,10 +617,15 @@ def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
     the MR retains the tensor as well.
     Returns a :class:`GpuMR` that retains ``tensor`` until closed.
 
-    ValueError/TypeError for tensors that cannot be registered (host
-    memory: use ``ibverbs.reg_tensor``), GpuDirectError when no
-    registration path works (it says what each path answered, the driver's
-    absence included).
+    Wraps ``ibv_reg_dmabuf_mr`` or ``ibv_reg_mr`` through the PD (man page
+    ibv_reg_mr(3)), and the CUDA driver's ``cuMemGetHandleForAddressRange``.
+
+    Raises:
+        ValueError: a tensor that cannot be registered: host memory (use
+            ``ibverbs.reg_tensor``), not contiguous, empty.
+        TypeError: not a tensor.
+        GpuDirectError: no registration path worked (it says what each
+            path answered, the driver's absence included).
     """
     ptr, length, index = _tensor_range(tensor)
     attempts = []
@@ -770,7 +775,14 @@ class GpuMR:
         ``offset`` into the region; ValueError when the range exceeds the
         region, for an offset outside it, or over 2**32 - 1 bytes (split
         the transfer into several SGEs).  The SGE's ``owner`` is this
-        GpuMR, which it keeps alive (and with it the tensor)."""
+        GpuMR, which it keeps alive (and with it the tensor).  Calls no
+        verb.
+
+        Raises:
+            ValueError: the range is outside the region or longer than
+                2**32 - 1 bytes.
+            VerbsError: the GpuMR is closed (EBADF).
+        """
         self._check()
         offset = operator.index(offset)
         if offset < 0 or offset > self._length:
@@ -801,7 +813,15 @@ class GpuMR:
         return SGE(addr, length, lkey=mr.lkey, owner=self)
 
     def close(self) -> None:
-        """Deregister the MR and drop the tensor.  Idempotent."""
+        """Deregister the MR and drop the tensor.  Idempotent.
+
+        Wraps ``ibv_dereg_mr`` through ``MR.close`` (man page
+        ibv_reg_mr(3)).
+
+        Raises:
+            VerbsError: the MR cannot be deregistered (``errno`` says
+                why, e.g. EBUSY); the GpuMR stays open.
+        """
         if self._closed:
             return
         self._mr.close()
