@@ -829,7 +829,7 @@ static PyGetSetDef sendwr_getset[] = {
 static PyType_Slot sendwr_slots[] = {
 	{ Py_tp_doc,
 	  "SendWR(wr_id=0, sg_list=(), opcode=WROpcode.SEND, send_flags=0, "
-	  "imm_data=None, remote_addr=0, rkey=0, compare_add=0, swap=0, "
+	  "remote_addr=0, rkey=0, imm_data=None, compare_add=0, swap=0, "
 	  "ah=None, remote_qpn=0, remote_qkey=0, mw=None, bind_info=None)\n"
 	  "\n"
 	  "A send work request (struct ibv_send_wr), converted once when\n"
