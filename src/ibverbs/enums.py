@@ -37,8 +37,8 @@ __all__ = sorted(_constants)
 _DOCS = {
     "AccessFlags": "Memory access rights (``enum ibv_access_flags``): ``PD.reg_mr``'s\n"
     "``access``, ``QP.to_init``'s ``access``, a window's bind.",
-    "AdviseMRAdvice": "What ``PD.advise_mr`` asks of an ODP MR (``enum ib_uverbs_advise_mr_advice``).",
-    "AdviseMRFlags": "Flags of ``PD.advise_mr`` (``IB_UVERBS_ADVISE_MR_FLAG_*``).",
+    "AdviseMRAdvice": "What ``PD.advise_mr`` asks of an ODP MR (``IBV_ADVISE_MR_ADVICE_*``).",
+    "AdviseMRFlags": "Flags of ``PD.advise_mr`` (``IBV_ADVISE_MR_FLAG_*``).",
     "AtomicCap": "How atomic operations are atomic on a device (``enum ibv_atomic_cap``,\n"
     "``DeviceAttr.atomic_cap``).",
     "CMEventType": "Connection manager event types (``enum rdma_cm_event_type``,\n"
