@@ -708,7 +708,8 @@ static PyMethodDef cmid_methods[] = {
 	  "        resolve).\n"
 	  "    TimeoutError: no event within the timeout.\n"
 	  "    TypeError: host is not a str.\n"
-	  "    ValueError: an argument is out of range or empty.\n"
+	  "    ValueError: port or timeout_ms out of range, host empty, or\n"
+	  "        source not a non-empty str.\n"
 	  "    ImportError: librdmacm cannot be loaded." },
 	{ "create_qp", KW cmid_create_qp, METH_VARARGS | METH_KEYWORDS,
 	  "create_qp(pd, init_attr) -> QP\n"

@@ -287,9 +287,8 @@ static PyType_Slot listener_slots[] = {
 	  "    backlog: pending requests the kernel queues, at least 1.\n"
 	  "\n"
 	  "Raises:\n"
-	  "    VerbsError: a verb failed (EADDRINUSE: the port is taken;\n"
-	  "        EADDRNOTAVAIL or ENODEV: no RDMA device has that\n"
-	  "        address).\n"
+	  "    VerbsError: a verb failed (``errno`` says why, e.g.\n"
+	  "        EADDRINUSE when the port is taken).\n"
 	  "    TypeError: host is not a str.\n"
 	  "    ValueError: port or backlog out of range, host empty.\n"
 	  "    ImportError: librdmacm cannot be loaded." },
