@@ -20,6 +20,7 @@ Enum classes need a docstring, their members do not.  No device needed.
 
 from __future__ import annotations
 
+import collections
 import enum
 import importlib
 import inspect
@@ -62,7 +63,11 @@ _CALLABLES = (
     classmethod,
     staticmethod,
 )
-_ATTRIBUTES = (property, types.GetSetDescriptorType, types.MemberDescriptorType)
+# A NamedTuple's field is a _tuplegetter, documented "Alias for field
+# number N" unless the package says more.
+_FIELD = type(collections.namedtuple("_T", "a").a)
+_ATTRIBUTES = (property, types.GetSetDescriptorType, types.MemberDescriptorType, _FIELD)
+_GENERATED = re.compile(r"Alias for field number \d+")
 
 
 def _ours(obj: object) -> bool:
@@ -79,7 +84,7 @@ def _public_names(module: types.ModuleType) -> list[str]:
 def _problem(doc: str | None, name: str, is_callable: bool) -> str | None:
     """What is wrong with the docstring of ``name``, or None."""
     text = inspect.cleandoc(doc).strip() if doc else ""
-    if not text:
+    if not text or _GENERATED.fullmatch(text):
         return "no docstring"
     if _signature_only(text, name):
         return "only a signature line"
@@ -161,6 +166,8 @@ def test_the_walk_sees_the_api():
         "ibverbs.enums.AccessFlags",  # enum class
         "ibverbs.aio.completions",
         "ibverbs.bootstrap.Store.get",
+        "ibverbs.bootstrap.RemoteMR.rkey",  # NamedTuple field
+        "ibverbs.Gid.raw",  # slot documented in a dict __slots__
         "ibverbs.flow.FlowAttr",
     ):
         assert expected in names, expected
@@ -173,6 +180,7 @@ def test_the_walk_sees_the_api():
     [
         (None, False, "no docstring"),
         ("  \n ", True, "no docstring"),
+        ("Alias for field number 2", False, "no docstring"),
         ("reg_mr(addr, length, access=0) -> MR", True, "only a signature line"),
         ("reg_mr(addr,\n       length) -> MR | None\n", True, "only a signature line"),
         ("reg_mr(qp_num: int, lid: int)", False, "only a signature line"),
