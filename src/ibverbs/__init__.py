@@ -73,9 +73,23 @@ __version__ = _version()
 
 
 class Device:
-    """An RDMA device by name (``ibv_device``).  ``open()`` -> Context."""
+    """An RDMA device of this host (``struct ibv_device``), by name.
 
-    __slots__ = ("name", "guid", "node_type", "transport_type", "ibdev_path")
+    ``get_device_list()`` returns them; ``Device("rxe0")`` names one
+    without checking it exists (``open()`` does).  Equal when name and
+    GUID are.
+
+    Raises:
+        TypeError: name is not a str.
+    """
+
+    __slots__ = {
+        "name": "The kernel's name of the device, e.g. ``mlx5_0`` or ``rxe0``.",
+        "guid": "The node GUID in host byte order (0 when not known).",
+        "node_type": "A NodeType value: CA, RNIC, ...",
+        "transport_type": "A TransportType value: IB (also RoCE), IWARP, ...",
+        "ibdev_path": "Its uverbs sysfs directory, ``/sys/class/infiniband_verbs/uverbsN``.",
+    }
 
     def __init__(
         self,
@@ -94,8 +108,17 @@ class Device:
         self.ibdev_path = ibdev_path
 
     def open(self) -> Context:
-        """Open the device (``ibv_open_device``); VerbsError(ENODEV) when
-        there is no device of that name."""
+        """Open the device: the same as ``Context(self.name)``.
+
+        Wraps ``ibv_open_device`` (man page ibv_open_device(3)).
+
+        Returns:
+            The new Context.
+
+        Raises:
+            VerbsError: ENODEV when there is no device of that name, or
+                the verb failed (``errno`` says why).
+        """
         return Context(self.name)
 
     def __eq__(self, other: object) -> bool:
@@ -111,8 +134,16 @@ class Device:
 
 
 def get_device_list() -> list[Device]:
-    """The RDMA devices of this host (``ibv_get_device_list``); an empty
-    list when the kernel has no RDMA support."""
+    """The RDMA devices of this host.
+
+    Wraps ``ibv_get_device_list`` (man page ibv_get_device_list(3)).
+
+    Returns:
+        A list of Device, empty when the kernel has no RDMA support.
+
+    Raises:
+        VerbsError: the verb failed for another reason (e.g. EPERM).
+    """
     return [
         Device(d["name"], d["guid"], d["node_type"], d["transport_type"], d["ibdev_path"])
         for d in _ibverbs._device_list()

@@ -79,6 +79,16 @@ def _port_info(ctx, dev: str, port: int) -> dict:
 
 
 def device_info(name: str) -> dict:
+    """What ``python -m ibverbs info`` shows of device ``name``, as a dict:
+    its attributes and each port's state, MTU, link layer and GIDs.
+
+    Wraps ``ibv_open_device``, ``ibv_query_device``, ``ibv_query_port`` and
+    ``ibv_query_gid`` (man pages ibv_open_device(3), ibv_query_device(3),
+    ibv_query_port(3), ibv_query_gid(3)).
+
+    Raises:
+        VerbsError: a verb failed (ENODEV: no such device).
+    """
     with ib.Context(name) as ctx:
         da = ctx.query_device()
         ports = [_port_info(ctx, name, p) for p in range(1, da.phys_port_cnt + 1)]
@@ -134,6 +144,9 @@ def _rdmacm_json() -> dict:
 
 
 def cmd_info(args) -> int:
+    """``python -m ibverbs info``: print every device (or ``--device``) as text or
+    JSON; returns the exit code.
+    """
     names = [args.device] if args.device else [d.name for d in ib.get_device_list()]
     info = [device_info(n) for n in names]
     if args.json:
@@ -157,6 +170,9 @@ PERF_HELP = "perftest-style benchmarks (bandwidth, message rate, latency)"
 
 
 def main(argv=None) -> int:
+    """The command line: ``python -m ibverbs info|perf ...``; returns the exit
+    code.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="python -m ibverbs")
     sub = parser.add_subparsers(dest="cmd", required=True)

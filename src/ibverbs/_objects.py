@@ -149,12 +149,18 @@ class QPCap(_Record):
 
 
 class Gid:
-    """A 16-byte GID (``union ibv_gid``).
+    """A 16-byte GID (``union ibv_gid``), immutable.
 
-    ``Gid(raw_bytes)``, ``Gid("fe80::1")`` (IPv6 text) or ``Gid(gid)``.
+    ``Gid(raw_bytes)``, ``Gid("fe80::1")`` (IPv6 text) or ``Gid(gid)``;
+    ``str()`` gives the IPv6 text.  A Gid equals (and hashes like) its 16
+    raw bytes.  ``Context.query_gid`` returns them.
+
+    Raises:
+        ValueError: not 16 bytes, or text that is not an IPv6 address.
+        TypeError: another type.
     """
 
-    __slots__ = ("raw",)
+    __slots__ = {"raw": "The 16 bytes, network order."}
     raw: bytes
 
     def __init__(self, value: Gid | str | bytes | bytearray | memoryview = bytes(16)) -> None:
@@ -178,13 +184,16 @@ class Gid:
 
     @property
     def subnet_prefix(self) -> int:
+        """The first 8 bytes as an int (``ibv_gid.global.subnet_prefix``)."""
         return int.from_bytes(self.raw[:8], "big")
 
     @property
     def interface_id(self) -> int:
+        """The last 8 bytes as an int (``ibv_gid.global.interface_id``)."""
         return int.from_bytes(self.raw[8:], "big")
 
     def is_zero(self) -> bool:
+        """True for the all-zero GID (an unused GID table entry)."""
         return self.raw == bytes(16)
 
     def __bytes__(self) -> bytes:
@@ -214,21 +223,29 @@ class Gid:
 
 
 class QPInitAttr:
-    """``struct ibv_qp_init_attr`` for ``PD.create_qp``."""
+    """``struct ibv_qp_init_attr`` for ``PD.create_qp`` (and
+    ``CMID.create_qp``): the CQs, the transport and the queue sizes.
 
-    __slots__ = (
-        "send_cq",
-        "recv_cq",
-        "qp_type",
-        "srq",
-        "max_send_wr",
-        "max_recv_wr",
-        "max_send_sge",
-        "max_recv_sge",
-        "max_inline_data",
-        "sq_sig_all",
-        "qp_context",
-    )
+    A plain record: values are checked when the QP is created.  The
+    ``max_*`` fields are the sizes asked for; the QP's ``cap`` says what
+    the device gave.  ``recv_cq`` defaults to ``send_cq``, ``qp_type`` to
+    ``QPType.RC``.
+    """
+
+    __slots__ = {
+        "send_cq": "The CQ of the send queue's completions.",
+        "recv_cq": "The CQ of the receive queue's completions.",
+        "qp_type": "The transport, a QPType (RC, UC, UD, RAW_PACKET).",
+        "srq": "An SRQ the QP receives from, or None.",
+        "max_send_wr": "Send work requests outstanding at most.",
+        "max_recv_wr": "Receive work requests outstanding at most (0 with an SRQ).",
+        "max_send_sge": "SGEs per send work request at most.",
+        "max_recv_sge": "SGEs per receive work request at most.",
+        "max_inline_data": "Bytes a send may carry inline (SendFlags.INLINE).",
+        "sq_sig_all": "True: every send completes with a WC, not only SIGNALED ones.",
+        "qp_context": "Kept for the C struct's shape and not passed on: the native "
+        "qp_context is the QP object itself.",
+    }
 
     def __init__(
         self,
@@ -270,9 +287,13 @@ class QPInitAttrEx(QPInitAttr):
     when None), ``pd`` (required by ``Context.create_qp_ex``) and
     ``create_flags``.  The comp_mask is IBV_QP_INIT_ATTR_PD |
     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS (| CREATE_FLAGS when create_flags is
-    non-zero)."""
+    non-zero).  Values are checked when the QP is created."""
 
-    __slots__ = ("send_ops_flags", "pd", "create_flags")
+    __slots__ = {
+        "send_ops_flags": "QPCreateSendOpsFlags: the ``wr_*`` builders the QP may use.",
+        "pd": "The PD of the QP (required by ``Context.create_qp_ex``).",
+        "create_flags": "``enum ibv_qp_create_flags`` bits, 0 for none.",
+    }
 
     def __init__(
         self,
@@ -314,7 +335,7 @@ class QPInitAttrEx(QPInitAttr):
         self.create_flags = create_flags
 
     def __repr__(self):
-        names = QPInitAttr.__slots__ + QPInitAttrEx.__slots__
+        names = (*QPInitAttr.__slots__, *QPInitAttrEx.__slots__)
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in names)
         return f"QPInitAttrEx({inner})"
 
@@ -322,21 +343,27 @@ class QPInitAttrEx(QPInitAttr):
 class AHAttr:
     """``struct ibv_ah_attr`` (with its GRH) for ``PD.create_ah`` and the
     ``ah_attr`` of ``QP.modify``.  ``dgid`` takes a Gid, 16 bytes or IPv6
-    text; giving one turns ``is_global`` on."""
+    text; giving one turns ``is_global`` on.  A plain record: values are
+    checked when the AH or QP uses it.
 
-    __slots__ = (
-        "dgid",
-        "sgid_index",
-        "port_num",
-        "is_global",
-        "hop_limit",
-        "dlid",
-        "sl",
-        "traffic_class",
-        "flow_label",
-        "src_path_bits",
-        "static_rate",
-    )
+    Raises:
+        ValueError: dgid is not a GID (see Gid).
+        TypeError: dgid is of another type.
+    """
+
+    __slots__ = {
+        "dgid": "The destination GID (a Gid), or None without a GRH.",
+        "sgid_index": "The index of the source GID in the port's GID table.",
+        "port_num": "The local port, from 1.",
+        "is_global": "True: the packets carry a GRH (RoCE always needs one).",
+        "hop_limit": "The GRH hop limit.",
+        "dlid": "The destination LID (InfiniBand; 0 on RoCE).",
+        "sl": "The service level.",
+        "traffic_class": "The GRH traffic class.",
+        "flow_label": "The GRH flow label.",
+        "src_path_bits": "The source LID path bits (InfiniBand).",
+        "static_rate": "The injection rate limit (``enum ibv_rate``, 0: none).",
+    }
 
     def __init__(
         self,
@@ -398,7 +425,13 @@ class CQInitAttrEx:
     ``read_*`` accessors and ``poll()`` may read; ``flags`` is
     ``CreateCQAttrFlags``.  Values are checked when the CQ is created."""
 
-    __slots__ = ("cqe", "wc_flags", "channel", "comp_vector", "flags")
+    __slots__ = {
+        "cqe": "Completions the CQ holds at least.",
+        "wc_flags": "CreateCQWCFlags: the fields the CQ reports.",
+        "channel": "A CompChannel for its notifications, or None.",
+        "comp_vector": "The completion vector (interrupt), below ``Context.num_comp_vectors``.",
+        "flags": "CreateCQAttrFlags.",
+    }
 
     def __init__(
         self,
@@ -479,9 +512,14 @@ class MWBindInfo:
     part ``addr``, ``length`` of ``mr``) and the remote access it grants
     (``mw_access_flags``, AccessFlags: REMOTE_READ, REMOTE_WRITE, ...).
     ``mr`` needs ``AccessFlags.MW_BIND``; ``length=0`` unbinds a type 1
-    window."""
+    window.  A plain record: values are checked by the bind."""
 
-    __slots__ = ("mr", "addr", "length", "mw_access_flags")
+    __slots__ = {
+        "mr": "The MR the window opens into.",
+        "addr": "The start address of the window, inside the MR.",
+        "length": "The window's length in bytes (0 unbinds a type 1 window).",
+        "mw_access_flags": "AccessFlags the window grants remote peers.",
+    }
 
     def __init__(self, mr, addr: int, length: int, mw_access_flags: int = 0):
         self.mr = mr
@@ -506,7 +544,11 @@ class MWBind:
     bind's ``wr_id`` and ``send_flags`` (SendFlags.SIGNALED asks for a
     completion) and its ``bind_info`` (an MWBindInfo)."""
 
-    __slots__ = ("wr_id", "send_flags", "bind_info")
+    __slots__ = {
+        "wr_id": "The cookie of the bind's work completion.",
+        "send_flags": "SendFlags of the bind (SIGNALED asks for a completion).",
+        "bind_info": "The MWBindInfo: what the window is bound to.",
+    }
 
     def __init__(self, bind_info: MWBindInfo, wr_id: int = 0, send_flags: int = 0):
         self.bind_info = bind_info

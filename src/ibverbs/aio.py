@@ -261,9 +261,32 @@ def _check_num(num_entries: int) -> None:
 
 
 async def poll(cq: CQ, num_entries: int = 16) -> list[WC]:
-    """Up to ``num_entries`` completions of ``cq``, at least one: waits
-    (without polling in a loop) until there is one.  The CQ must have been
-    created with a ``CompChannel``; its fd is made non-blocking."""
+    """Await up to ``num_entries`` completions of ``cq``, at least one.
+
+    Polls; when the CQ is empty, arms it, polls once more (a completion
+    that came before the arming raises no event), then waits for the
+    CQ's completion channel to turn readable with its fd registered with
+    the running loop, never polling in a loop.  The channel's fd is made
+    non-blocking.  Completions that ``completions()`` polled but did not
+    yield come first.
+
+    Wraps ``ibv_poll_cq``, ``ibv_req_notify_cq``, ``ibv_get_cq_event`` and
+    ``ibv_ack_cq_events`` (man pages ibv_poll_cq(3),
+    ibv_req_notify_cq(3), ibv_get_cq_event(3)).
+
+    Args:
+        cq: a CQ created with a CompChannel.
+        num_entries: the most completions to return, at least 1.
+
+    Returns:
+        A non-empty list of WC.
+
+    Raises:
+        ValueError: the CQ has no CompChannel, or num_entries < 1.
+        TypeError: num_entries is not an int.
+        VerbsError: a verb failed (EBADF once the CQ or channel is
+            closed); every task waiting on the channel gets it.
+    """
     _check_num(num_entries)
     out = _take_leftover(cq, num_entries)
     if out:
@@ -295,9 +318,21 @@ async def poll(cq: CQ, num_entries: int = 16) -> list[WC]:
 
 
 async def completions(cq: CQ, num_entries: int = 16) -> AsyncIterator[WC]:
-    """``async for wc in completions(cq)``: every completion of ``cq``, for
-    ever.  Polls up to ``num_entries`` at a time; what it polled but did not
-    yield when the loop over it stops goes to the next ``poll(cq)``."""
+    """Iterate over every completion of ``cq``, for ever:
+    ``async for wc in completions(cq)``.
+
+    Takes up to ``num_entries`` at a time with ``poll()``; what it took
+    but did not yield when the loop over it stops goes to the next
+    ``poll(cq)`` or ``completions(cq)``.
+
+    Wraps ``ibv_poll_cq`` and the CQ event verbs as ``poll()`` does (man
+    pages ibv_poll_cq(3), ibv_get_cq_event(3)).
+
+    Raises:
+        ValueError: the CQ has no CompChannel, or num_entries < 1.
+        TypeError: num_entries is not an int.
+        VerbsError: as ``poll()``.
+    """
     _check_num(num_entries)
     while True:
         got = _take_leftover(cq, 1)
@@ -310,10 +345,21 @@ async def completions(cq: CQ, num_entries: int = 16) -> AsyncIterator[WC]:
 
 
 async def async_events(ctx: Context) -> AsyncIterator[AsyncEvent]:
-    """``async for ev in async_events(ctx)``: the device's asynchronous
-    events (port state changes, QP and CQ errors, ...), for ever, each one
-    already acked (its attributes stay readable).  ``ctx.async_fd`` is made
-    non-blocking."""
+    """Iterate over the device's asynchronous events, for ever:
+    ``async for ev in async_events(ctx)``.
+
+    Port state changes, QP and CQ errors, ...: each event is acked before
+    it is yielded (its attributes stay readable).  ``ctx.async_fd`` is
+    made non-blocking; between events the task waits for it to turn
+    readable.
+
+    Wraps ``ibv_get_async_event`` and ``ibv_ack_async_event`` (man page
+    ibv_get_async_event(3)).
+
+    Raises:
+        VerbsError: the read failed other than with EAGAIN (EBADF once
+            the Context is closed).
+    """
     loop = _loop()
     fd = ctx.async_fd
     while True:
@@ -381,9 +427,22 @@ def _expire(fut: asyncio.Future[None]) -> None:
 async def resolve(
     host: str, port: int = 4420, source: str | None = None, *, timeout_ms: int = 2000
 ) -> CMID:
-    """``CMID.resolve(...)`` in the running loop's default executor: address
-    and route resolution wait in C (the GIL released) without blocking the
-    loop."""
+    """Await ``CMID.resolve(host, port, source, timeout_ms=...)``.
+
+    Runs it in the running loop's default executor: address and route
+    resolution wait in C (the GIL released) without blocking the loop.
+
+    Wraps ``rdma_resolve_addr`` and ``rdma_resolve_route`` through
+    ``CMID.resolve`` (man pages rdma_resolve_addr(3),
+    rdma_resolve_route(3)).
+
+    Returns:
+        The resolved CMID.
+
+    Raises:
+        VerbsError, TimeoutError, TypeError, ValueError, ImportError: as
+            ``CMID.resolve``.
+    """
     from ._ibverbs import CMID
 
     return await _loop().run_in_executor(
@@ -401,10 +460,25 @@ async def connect(
     rnr_retry_count: int = 7,
     timeout: float | None = None,
 ) -> bytes:
-    """``cmid.connect(...)`` awaited: the peer's private data once the
-    connection is established.  A reject, an unreachable peer or a timeout
-    raise what ``connect`` raises (``VerbsError`` with ``.event``, or
-    ``TimeoutError``)."""
+    """Await ``cmid.connect(...)``: start it, then take the CMID's events
+    whenever its fd turns readable, until the connection is established.
+
+    The arguments are ``CMID.connect``'s.  A cancelled connect leaves its
+    attempt under way: close the CMID (its QP first).
+
+    Wraps ``rdma_connect`` and ``rdma_get_cm_event`` through
+    ``CMID.start_connect`` and ``CMID.poll_established`` (man pages
+    rdma_connect(3), rdma_get_cm_event(3)).
+
+    Returns:
+        The peer's private data.
+
+    Raises:
+        VerbsError: as ``CMID.connect`` (a reject is ECONNREFUSED with
+            ``event``, ``status`` and ``private_data``).
+        TimeoutError: not established within ``timeout`` seconds.
+        ValueError, TypeError: as ``CMID.connect``.
+    """
     ms = _timeout_ms(timeout)
     cmid.start_connect(
         private_data,
@@ -426,8 +500,20 @@ async def accept(
     rnr_retry_count: int = 7,
     timeout: float | None = None,
 ) -> None:
-    """``cmid.accept(...)`` awaited: returns once the connection is
-    established; errors as ``accept``."""
+    """Await ``cmid.accept(...)``: start it, then take the CMID's events
+    whenever its fd turns readable, until the connection is established.
+
+    The arguments are ``CMID.accept``'s; ``cmid`` comes from a listener.
+
+    Wraps ``rdma_accept`` and ``rdma_get_cm_event`` through
+    ``CMID.start_accept`` and ``CMID.poll_established`` (man pages
+    rdma_accept(3), rdma_get_cm_event(3)).
+
+    Raises:
+        VerbsError: as ``CMID.accept``.
+        TimeoutError: not established within ``timeout`` seconds.
+        ValueError, TypeError: as ``CMID.accept``.
+    """
     ms = _timeout_ms(timeout)
     cmid.start_accept(
         private_data,
@@ -439,14 +525,50 @@ async def accept(
 
 
 async def get_request(listener: CMListener, *, timeout: float | None = None) -> CMID:
-    """``listener.get_request()`` awaited: the next incoming connection."""
+    """Await the next connection request of ``listener``.
+
+    Takes the listener's events whenever its fd turns readable; a
+    cancelled call loses no request (the next call takes it).
+
+    Wraps ``rdma_get_cm_event`` and ``rdma_migrate_id`` through
+    ``CMListener.poll_request`` (man pages rdma_get_cm_event(3),
+    rdma_migrate_id(3)).
+
+    Args:
+        listener: the CMListener.
+        timeout: seconds to wait, None for no limit.
+
+    Returns:
+        The request's CMID.
+
+    Raises:
+        TimeoutError: no request within the timeout.
+        VerbsError: as ``CMListener.get_request``.
+        TypeError, ValueError: timeout is not a number, or out of range.
+    """
     ms = _timeout_ms(timeout)
     return await _until(listener, listener.poll_request, ms, "waiting for a connection request")
 
 
 async def get_event(obj: CMID | CMListener, *, timeout: float | None = None) -> CMEvent:
-    """``obj.get_event()`` awaited: the next event of a CMID or listener
-    (already acknowledged), e.g. the peer's ``DISCONNECTED``."""
+    """Await the next event of a CMID or CMListener (already acknowledged),
+    e.g. the peer's ``DISCONNECTED``.
+
+    Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` through
+    ``poll_event`` (man page rdma_get_cm_event(3)).
+
+    Args:
+        obj: the CMID or CMListener.
+        timeout: seconds to wait, None for no limit.
+
+    Returns:
+        The CMEvent.
+
+    Raises:
+        TimeoutError: no event within the timeout.
+        VerbsError: reading the event channel failed (EBADF when closed).
+        TypeError, ValueError: timeout is not a number, or out of range.
+    """
     ms = _timeout_ms(timeout)
     return await _until(obj, obj.poll_event, ms, "waiting for an event")
 

@@ -55,21 +55,37 @@ _DEFAULT_ACCESS = AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE | AccessFla
 
 
 class Store(Protocol):
-    """The part of ``torch.distributed.Store`` used here."""
+    """The part of ``torch.distributed.Store`` used here: any object with
+    these three methods (a ``TCPStore``, ``FileStore``, ``HashStore``, or
+    ``torch_store()``'s) works as the rendezvous of the functions here."""
 
-    def set(self, key: str, value: bytes, /) -> None: ...
+    def set(self, key: str, value: bytes, /) -> None:
+        """Store ``value`` under ``key``, replacing what was there."""
+        ...
 
-    def get(self, key: str, /) -> bytes: ...
+    def get(self, key: str, /) -> bytes:
+        """The value under ``key``, waiting (up to the store's own
+        timeout) until some rank has set it."""
+        ...
 
-    def add(self, key: str, amount: int, /) -> int: ...
+    def add(self, key: str, amount: int, /) -> int:
+        """Add ``amount`` to the integer counter under ``key`` (0 when
+        unset) atomically and return the new value."""
+        ...
 
 
 class RemoteMR(NamedTuple):
-    """What a peer needs to address one-sided writes and reads to an MR."""
+    """What a peer needs to address one-sided writes and reads to an MR
+    (``exchange_mr`` returns them)."""
 
     addr: int
     length: int
     rkey: int
+
+
+RemoteMR.addr.__doc__ = "The MR's start address, the remote_addr of RDMA work requests."
+RemoteMR.length.__doc__ = "The MR's length in bytes."
+RemoteMR.rkey.__doc__ = "The MR's remote key."
 
 
 _REMOTE_MR = struct.Struct(">QQI")
@@ -147,9 +163,27 @@ def allgather(
 ) -> list[bytes]:
     """Every rank's ``data``, indexed by rank, on every rank.
 
-    ``TimeoutError`` after ``timeout`` seconds names the ranks that never
-    arrived.  All ranks must call it (and the other collectives of this
-    module, with the same prefix) in the same order.
+    All ranks must call it (and the other collectives of this module,
+    with the same prefix) in the same order.  Uses only the store; calls
+    no verb.
+
+    Args:
+        store: the key-value store (see Store).
+        rank: this rank, 0..world_size-1.
+        world_size: the number of ranks.
+        data: what this rank contributes (bytes).
+        prefix: the key prefix; one prefix per group of ranks.
+        timeout: seconds to wait for the other ranks.
+
+    Returns:
+        A list of world_size bytes objects.
+
+    Raises:
+        TimeoutError: not every rank arrived within ``timeout`` seconds
+            (the message names the ranks that did not).
+        TypeError: rank, world_size or timeout is not a number.
+        ValueError: rank outside 0..world_size-1, world_size < 1, an
+            empty prefix, or timeout <= 0.
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
@@ -165,8 +199,16 @@ def barrier(
     prefix: str = "ibverbs",
     timeout: float = DEFAULT_TIMEOUT,
 ) -> None:
-    """Return once every rank has called it; ``TimeoutError`` (naming the
-    ranks that did not) after ``timeout`` seconds."""
+    """Return once every rank has called it.  Uses only the store; calls no
+    verb.
+
+    Raises:
+        TimeoutError: not every rank arrived within ``timeout`` seconds
+            (the message names the ranks that did not).
+        TypeError: rank, world_size or timeout is not a number.
+        ValueError: rank outside 0..world_size-1, world_size < 1, an
+            empty prefix, or timeout <= 0.
+    """
     _exchange(store, rank, world_size, None, prefix, timeout, "barrier")
 
 
@@ -179,9 +221,19 @@ def exchange_mr(
     prefix: str = "ibverbs",
     timeout: float = DEFAULT_TIMEOUT,
 ) -> list[RemoteMR]:
-    """``RemoteMR(addr, length, rkey)`` of every rank's ``mr`` (an ``MR``,
-    an ``ibverbs.cuda.GpuMR`` or anything with those three attributes),
-    indexed by rank."""
+    """``RemoteMR(addr, length, rkey)`` of every rank's ``mr``, indexed by
+    rank, through ``allgather``.  Calls no verb.
+
+    Args:
+        mr: an ``MR``, an ``ibverbs.cuda.GpuMR`` or anything with
+            ``addr``, ``length`` and ``rkey``.
+
+    Raises:
+        TypeError: mr lacks addr, length or rkey.
+        ValueError: a field does not fit its record (addr and length 64
+            bits, rkey 32), or a rank sent a malformed record.
+        TimeoutError: as ``allgather``.
+    """
     try:
         mine = _REMOTE_MR.pack(int(mr.addr), int(mr.length), int(mr.rkey))
     except AttributeError:
@@ -227,9 +279,23 @@ _V4_MAPPED = bytes(10) + b"\xff\xff"
 
 def pick_gid_index(ctx: Context, port: int = 1) -> int | None:
     """The GID index every rank uses when ``connect_mesh`` gets
-    ``gid_index=None``: on an InfiniBand port None (the LID addresses the
-    peer); on Ethernet (RoCE) the lowest index holding a RoCE v2 GID with an
-    IPv4-mapped address.  ``ValueError`` when the port has none."""
+    ``gid_index=None``.
+
+    On an InfiniBand port None (the LID addresses the peer); on Ethernet
+    (RoCE) the lowest index holding a RoCE v2 GID with an IPv4-mapped
+    address (the type from ``ibv_query_gid_ex``, or sysfs where libibverbs
+    lacks it).
+
+    Wraps ``ibv_query_port``, ``ibv_query_gid`` and ``ibv_query_gid_ex``
+    (man pages ibv_query_port(3), ibv_query_gid(3),
+    ibv_query_gid_ex(3)).
+
+    Raises:
+        ValueError: the port has no such GID (give the netdev an IPv4
+            address, or pass gid_index).
+        VerbsError: querying the port failed (e.g. EINVAL for a port
+            the device lacks).
+    """
     attr = ctx.query_port(port)
     if attr.link_layer == LinkLayer.INFINIBAND:
         return None
@@ -275,6 +341,23 @@ def connect_mesh(
     ``gid_index=None`` applies :func:`pick_gid_index` and logs the choice on
     the ``ibverbs.bootstrap`` logger.  On failure the QPs created here are
     closed again.
+
+    Wraps ``ibv_create_qp`` and ``ibv_modify_qp`` (through
+    ``PD.create_qp`` and ``connect_rc``) and ``ibv_query_port`` and
+    ``ibv_query_gid`` (man pages ibv_create_qp(3), ibv_modify_qp(3),
+    ibv_query_port(3), ibv_query_gid(3)).
+
+    Raises:
+        VerbsError: a verb failed (e.g. ENOMEM creating a QP, EINVAL in
+            a transition).
+        TypeError: qp_init sets send_cq, recv_cq or qp_type, or rank,
+            world_size or timeout is not a number.
+        ValueError: no usable GID (see ``pick_gid_index``), a peer sent
+            records of another world_size, rank outside
+            0..world_size-1, world_size < 1, an empty prefix, or
+            timeout <= 0.
+        TimeoutError: not every rank arrived within ``timeout`` seconds
+            (the message names the ranks that did not).
     """
     _check_group(rank, world_size)
     ctx = pd.context
@@ -356,6 +439,12 @@ def torch_store(*, timeout: float = DEFAULT_TIMEOUT) -> tuple[Any, int, int]:
     initialized; else torch's own ``env://`` rendezvous, which builds the
     ``TCPStore`` (rank 0 serves it, or torchrun's agent does, under a prefix
     per restart attempt).  Needs torch (``pip install ibverbs[torch]``).
+    Calls no verb.
+
+    Raises:
+        ImportError: torch is not installed.
+        RuntimeError: torch has no ``torch.distributed``, or the
+            environment variables are missing.
     """
     try:
         import torch.distributed as dist

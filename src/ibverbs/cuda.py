@@ -617,10 +617,15 @@ def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
     the MR retains the tensor as well.
     Returns a :class:`GpuMR` that retains ``tensor`` until closed.
 
-    ValueError/TypeError for tensors that cannot be registered (host
-    memory: use ``ibverbs.reg_tensor``), GpuDirectError when no
-    registration path works (it says what each path answered, the driver's
-    absence included).
+    Wraps ``ibv_reg_dmabuf_mr`` or ``ibv_reg_mr`` through the PD (man page
+    ibv_reg_mr(3)), and the CUDA driver's ``cuMemGetHandleForAddressRange``.
+
+    Raises:
+        ValueError: a tensor that cannot be registered: host memory (use
+            ``ibverbs.reg_tensor``), not contiguous, empty.
+        TypeError: not a tensor.
+        GpuDirectError: no registration path worked (it says what each
+            path answered, the driver's absence included).
     """
     ptr, length, index = _tensor_range(tensor)
     attempts = []
@@ -720,40 +725,49 @@ class GpuMR:
 
     @property
     def addr(self) -> int:
+        """The device address to hand to peers (the iova the MR maps)."""
         return self._addr
 
     @property
     def length(self) -> int:
+        """The registered size in bytes."""
         return self._length
 
     @property
     def lkey(self) -> int:
+        """The MR's local key (VerbsError(EBADF) once closed)."""
         self._check()
         return self._mr.lkey
 
     @property
     def rkey(self) -> int:
+        """The MR's remote key, for peers (VerbsError(EBADF) once closed)."""
         self._check()
         return self._mr.rkey
 
     @property
     def mr(self) -> MR:
+        """The :class:`ibverbs.MR` of the registration."""
         return self._mr
 
     @property
     def tensor(self) -> Any:
+        """The tensor kept alive, None once closed or when none was given."""
         return self._tensor
 
     @property
     def path(self) -> str | None:
+        """How the memory was registered: ``"dmabuf"``, ``"peermem"`` or None."""
         return self._path
 
     @property
     def device(self) -> int | None:
+        """The CUDA device ordinal, or None when not known."""
         return self._device
 
     @property
     def closed(self) -> bool:
+        """True once close() ran or the MR was closed."""
         return self._closed or bool(self._mr.closed)
 
     def sge(self, length: int | None = None, offset: int = 0) -> SGE:
@@ -761,7 +775,14 @@ class GpuMR:
         ``offset`` into the region; ValueError when the range exceeds the
         region, for an offset outside it, or over 2**32 - 1 bytes (split
         the transfer into several SGEs).  The SGE's ``owner`` is this
-        GpuMR, which it keeps alive (and with it the tensor)."""
+        GpuMR, which it keeps alive (and with it the tensor).  Calls no
+        verb.
+
+        Raises:
+            ValueError: the range is outside the region or longer than
+                2**32 - 1 bytes.
+            VerbsError: the GpuMR is closed (EBADF).
+        """
         self._check()
         offset = operator.index(offset)
         if offset < 0 or offset > self._length:
@@ -792,7 +813,15 @@ class GpuMR:
         return SGE(addr, length, lkey=mr.lkey, owner=self)
 
     def close(self) -> None:
-        """Deregister the MR and drop the tensor.  Idempotent."""
+        """Deregister the MR and drop the tensor.  Idempotent.
+
+        Wraps ``ibv_dereg_mr`` through ``MR.close`` (man page
+        ibv_reg_mr(3)).
+
+        Raises:
+            VerbsError: the MR cannot be deregistered (``errno`` says
+                why, e.g. EBUSY); the GpuMR stays open.
+        """
         if self._closed:
             return
         self._mr.close()

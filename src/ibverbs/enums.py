@@ -33,10 +33,66 @@ _FLAGS = {
 
 __all__ = sorted(_constants)
 
+# Each class's docstring: what the C enum is and where it is used.
+_DOCS = {
+    "AccessFlags": "Memory access rights (``enum ibv_access_flags``): ``PD.reg_mr``'s\n"
+    "``access``, ``QP.to_init``'s ``access``, a window's bind.",
+    "AdviseMRAdvice": "What ``PD.advise_mr`` asks of an ODP MR (``IBV_ADVISE_MR_ADVICE_*``).",
+    "AdviseMRFlags": "Flags of ``PD.advise_mr`` (``IBV_ADVISE_MR_FLAG_*``).",
+    "AtomicCap": "How atomic operations are atomic on a device (``enum ibv_atomic_cap``,\n"
+    "``DeviceAttr.atomic_cap``).",
+    "CMEventType": "Connection manager event types (``enum rdma_cm_event_type``,\n"
+    "``CMEvent.event``).",
+    "CreateCQAttrFlags": "Flags of an extended CQ (``enum ibv_create_cq_attr_flags``,\n"
+    "``CQInitAttrEx.flags``).",
+    "CreateCQWCFlags": "The completion fields an extended CQ reports\n"
+    "(``enum ibv_create_cq_wc_flags``, ``CQInitAttrEx.wc_flags``).",
+    "DeviceCapFlags": "Device capabilities (``enum ibv_device_cap_flags``,\n"
+    "``DeviceAttr.device_cap_flags``).",
+    "EventType": "Asynchronous event types (``enum ibv_event_type``,\n``AsyncEvent.event_type``).",
+    "FlowAttrType": "Kinds of flow steering rule (``enum ibv_flow_attr_type``,\n"
+    "``FlowAttr.type``).",
+    "FlowFlags": "Flags of a flow steering rule (``enum ibv_flow_flags``, ``FlowAttr.flags``).",
+    "FlowSpecType": "Flow spec headers and actions (``enum ibv_flow_spec_type``); ``INNER``\n"
+    "marks a header inside a tunnel.",
+    "GIDType": "GID types of a port's GID table entries (``enum ibv_gid_type``):\n"
+    "InfiniBand, RoCE v1, RoCE v2.",
+    "LinkLayer": "A port's link layer (``IBV_LINK_LAYER_*``, ``PortAttr.link_layer``).",
+    "MTU": "Path MTUs (``enum ibv_mtu``): ``PortAttr.active_mtu``, ``QP.to_rtr``'s\n``mtu``.",
+    "MWType": "Memory window types (``enum ibv_mw_type``, ``PD.alloc_mw``).",
+    "MigState": "Path migration states of a QP (``enum ibv_mig_state``).",
+    "NodeType": "Kinds of RDMA device (``enum ibv_node_type``, ``Device.node_type``).",
+    "ODPGeneralCaps": "On-demand paging support of a device (``enum ibv_odp_general_caps``,\n"
+    "``ODPCaps.general_caps``).",
+    "ODPTransportCapBits": "Operations a transport can do on ODP memory\n"
+    "(``enum ibv_odp_transport_cap_bits``, ``ODPCaps``' per-transport caps).",
+    "PortCapFlags": "Port capabilities (``enum ibv_port_cap_flags``, ``PortAttr.port_cap_flags``).",
+    "PortState": "Logical port states (``enum ibv_port_state``, ``PortAttr.state``).",
+    "QPAttrMask": "Which QP attributes ``QP.modify`` sets or ``QP.query`` reads\n"
+    "(``enum ibv_qp_attr_mask``).",
+    "QPCreateSendOpsFlags": "The work request builders an extended QP enables\n"
+    "(``enum ibv_qp_create_send_ops_flags``, ``QPInitAttrEx.send_ops_flags``).",
+    "QPState": "QP states (``enum ibv_qp_state``): RESET -> INIT -> RTR -> RTS, ERR.",
+    "QPType": "QP transport types (``enum ibv_qp_type``, ``QPInitAttr.qp_type``).",
+    "RawPacketCaps": "Raw packet QP capabilities (``enum ibv_raw_packet_caps``,\n"
+    "``DeviceAttrEx.raw_packet_caps``).",
+    "SRQAttrMask": "Which SRQ attributes ``SRQ.modify`` sets (``enum ibv_srq_attr_mask``).",
+    "SendFlags": "Flags of a send work request (``enum ibv_send_flags``,\n``SendWR.send_flags``).",
+    "TransportType": "Transports of an RDMA device (``enum ibv_transport_type``,\n"
+    "``Device.transport_type``).",
+    "WCFlags": "Flags of a work completion (``enum ibv_wc_flags``, ``WC.wc_flags``).",
+    "WCOpcode": "What a work completion completed (``enum ibv_wc_opcode``, ``WC.opcode``).",
+    "WCStatus": "Status of a work completion (``enum ibv_wc_status``, ``WC.status``);\n"
+    "``WC.status_str`` is libibverbs' text for it.",
+    "WROpcode": "Opcodes of a send work request (``enum ibv_wr_opcode``, ``SendWR.opcode``).",
+}
+
 
 def _build(name: str, members: dict) -> type:
     base = enum.IntFlag if name in _FLAGS else enum.IntEnum
-    return base(name, sorted(members.items(), key=lambda kv: kv[1]), module=__name__)
+    cls = base(name, sorted(members.items(), key=lambda kv: kv[1]), module=__name__)
+    cls.__doc__ = _DOCS.get(name)  # none: tests/host/test_docstrings.py says so
+    return cls
 
 
 for _name, _members in _constants.items():

@@ -89,7 +89,24 @@ def _conv(kind: str, name: str, v: Any) -> Any:
 class FlowSpec:
     """A spec of a flow rule: the fields of its ``val`` struct and their
     ``mask``.  ``inner=True`` matches the inner headers of a tunnel
-    (``FlowSpecType.INNER``)."""
+    (``FlowSpecType.INNER``).
+
+    The base of the ``FlowSpec*`` classes, which say which fields they
+    take; a field given is matched exactly unless ``mask`` says which
+    bits, a field left out (or None) is not matched.  Builds bytes only:
+    ``QP.create_flow`` calls the verb.
+
+    Args:
+        mask: field name -> mask value, for a partial match.
+        inner: match the inner headers of a tunnel.
+        **fields: the header fields, in host order.
+
+    Raises:
+        TypeError: an unknown field or mask entry, or a value of the
+            wrong type.
+        ValueError: a value out of its field's range, or a malformed
+            MAC or IP address.
+    """
 
     LAYOUT: ClassVar[str] = ""
     TYPE: ClassVar[int] = 0
@@ -115,6 +132,8 @@ class FlowSpec:
 
     @property
     def spec_type(self) -> int:
+        """The FlowSpecType value written in the spec, with INNER for an
+        inner match."""
         return int(self.TYPE) | (int(FlowSpecType.INNER) if self.inner else 0)
 
     def _filter(self, values: dict[str, Any]) -> bytes:
@@ -124,7 +143,9 @@ class FlowSpec:
         return struct.pack(fmt, *args)
 
     def to_bytes(self) -> bytes:
-        """The ``struct ibv_flow_spec_*`` as the C compiler lays it out."""
+        """The ``struct ibv_flow_spec_*`` as the C compiler lays it out:
+        type, size, then the ``val`` and ``mask`` filters in network
+        order.  Calls no verb; raises nothing for a spec that built."""
         size, off_val, off_mask, fsize = LAYOUTS[self.LAYOUT]
         buf = bytearray(size)
         struct.pack_into("=IH", buf, 0, self.spec_type, size)
@@ -209,6 +230,7 @@ class FlowSpecTCPUDP(FlowSpec):
 
     @property
     def spec_type(self) -> int:
+        """FlowSpecType.UDP or TCP, with INNER for an inner match."""
         base = FlowSpecType.UDP if self.udp else FlowSpecType.TCP
         return int(base) | (int(FlowSpecType.INNER) if self.inner else 0)
 
@@ -238,7 +260,13 @@ class FlowSpecTunnel(FlowSpec):
 
 
 class FlowSpecActionTag(FlowSpec):
-    """``ibv_flow_spec_action_tag``: tag_id (reported as WC flow_tag)."""
+    """``struct ibv_flow_spec_action_tag``: mark what the rule matches
+    with ``tag_id`` (a CQEx reports it as ``flow_tag``).
+
+    Raises:
+        TypeError: tag_id is not an int.
+        ValueError: tag_id does not fit 32 bits.
+    """
 
     LAYOUT = "action_tag"
     TYPE = FlowSpecType.ACTION_TAG
@@ -248,6 +276,8 @@ class FlowSpecActionTag(FlowSpec):
         self.tag_id = _conv("u32", "tag_id", tag_id)
 
     def to_bytes(self) -> bytes:
+        """The ``struct ibv_flow_spec_action_tag``: type, size, tag_id.
+        Calls no verb."""
         size, off, _, _ = LAYOUTS[self.LAYOUT]
         buf = bytearray(size)
         struct.pack_into("=IH", buf, 0, self.spec_type, size)
@@ -259,7 +289,7 @@ class FlowSpecActionTag(FlowSpec):
 
 
 class FlowSpecActionDrop(FlowSpec):
-    """``ibv_flow_spec_action_drop``: drop what the rule matches."""
+    """``struct ibv_flow_spec_action_drop``: drop what the rule matches."""
 
     LAYOUT = "action_drop"
     TYPE = FlowSpecType.ACTION_DROP
@@ -268,6 +298,8 @@ class FlowSpecActionDrop(FlowSpec):
         super().__init__()
 
     def to_bytes(self) -> bytes:
+        """The ``struct ibv_flow_spec_action_drop``: type and size only.
+        Calls no verb."""
         size = LAYOUTS[self.LAYOUT][0]
         buf = bytearray(size)
         struct.pack_into("=IH", buf, 0, self.spec_type, size)
@@ -283,9 +315,20 @@ _ATTR = struct.Struct("@IiHHBBI")
 
 
 class FlowAttr:
-    """``struct ibv_flow_attr`` and its specs, for ``QP.create_flow``."""
+    """``struct ibv_flow_attr`` and its specs, for ``QP.create_flow``.
 
-    __slots__ = ("type", "priority", "port", "flags", "specs")
+    A plain record; ``to_bytes()`` checks the fields.  Building one calls
+    no verb: ``QP.create_flow`` calls ``ibv_create_flow`` (man page
+    ibv_create_flow(3)).
+    """
+
+    __slots__ = {
+        "type": "A FlowAttrType: NORMAL, ALL_DEFAULT, MC_DEFAULT or SNIFFER.",
+        "priority": "The rule's priority, 0..65535 (lower is matched first).",
+        "port": "The port the rule applies to, from 1.",
+        "flags": "FlowFlags bits (DONT_TRAP, EGRESS).",
+        "specs": "The list of FlowSpec objects the packet must all match.",
+    }
 
     def __init__(
         self,
@@ -303,7 +346,13 @@ class FlowAttr:
 
     def to_bytes(self) -> bytes:
         """The attr and its specs in one buffer, as ``ibv_create_flow``
-        takes them; ``ValueError``/``TypeError`` for a bad field."""
+        takes them (man page ibv_create_flow(3)); calls no verb.
+
+        Raises:
+            TypeError: a field is not an int, or a spec not a FlowSpec.
+            ValueError: a field out of range, more than 255 specs, or
+                more than 65535 bytes in all.
+        """
         for name, v, lo, hi in (
             ("type", self.type, 0, 2**31 - 1),
             ("priority", self.priority, 0, 0xFFFF),

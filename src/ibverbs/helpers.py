@@ -51,6 +51,12 @@ class QPInfo:
     ``gid`` is the 16 raw bytes of the wire format; a :class:`Gid` (or IPv6
     text) given on construction is stored as its ``.raw``.  A ``Gid``
     compares equal to its raw bytes, so ``info.gid == ctx.query_gid(...)``.
+    Calls no verb.
+
+    Raises:
+        TypeError: a field of the wrong type.
+        ValueError: qp_num or psn above 2**24-1, lid above 65535, port
+            outside 1..255, mtu outside 1..5, or gid not a GID.
     """
 
     qp_num: int
@@ -71,11 +77,18 @@ class QPInfo:
         self.gid = Gid(self.gid).raw
 
     def to_bytes(self) -> bytes:
+        """The 28-byte big-endian wire record (see the class); raises
+        nothing, the fields were checked when built."""
         return _WIRE.pack(self.qp_num, self.psn, self.lid, self.gid, self.port, int(self.mtu))
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> QPInfo:
-        """Parse ``to_bytes()`` output; ValueError for anything else."""
+        """Parse a record ``to_bytes()`` wrote.
+
+        Raises:
+            ValueError: not bytes-like, not exactly 28 bytes, or a field out
+                of range.
+        """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ValueError(f"QPInfo.from_bytes() takes bytes, not {type(data).__name__}")
         data = bytes(data)
@@ -91,9 +104,23 @@ class QPInfo:
 def local_qp_info(
     qp: QP, port_attr: PortAttr, gid: Gid | bytes, *, port: int, psn: int = 0
 ) -> QPInfo:
-    """The QPInfo to send to a peer for ``qp`` on ``port``: LID and active
-    MTU from ``port_attr`` (``Context.query_port(port)``), ``gid`` from
-    ``Context.query_gid(port, index)`` (stored as its 16 raw bytes)."""
+    """The QPInfo to send to a peer for ``qp`` on ``port``.
+
+    Takes the LID and active MTU from ``port_attr``
+    (``Context.query_port(port)``) and the GID from
+    ``Context.query_gid(port, index)`` (stored as its 16 raw bytes); calls
+    no verb itself.
+
+    Args:
+        qp: the local QP (its ``qp_num``).
+        port_attr: the PortAttr of ``port``.
+        gid: the local GID the peer addresses (a Gid or 16 bytes).
+        port: the local port number.
+        psn: the starting PSN of the QP's send queue (24 bits).
+
+    Raises:
+        TypeError, ValueError: a field QPInfo refuses.
+    """
     return QPInfo(qp.qp_num, psn, port_attr.lid, Gid(gid).raw, port, port_attr.active_mtu)
 
 
@@ -122,10 +149,30 @@ def connect_rc(
     **rts_kwargs)``, so code that wraps or fakes a QP sees the same calls.
     The path MTU defaults to the smaller of the local port's active MTU
     (``qp.pd.context.query_port(port)``) and ``remote.mtu``; it is passed
-    to ``QP.to_rtr`` explicitly, as ``mtu=``.  The other keywords go to ``QP.to_rts`` (``timeout``,
-    ``retry_cnt``, ``rnr_retry``, ``max_rd_atomic``), except the RTR ones
-    (``max_dest_rd_atomic``, ``min_rnr_timer``, ``hop_limit``, ``sl``,
-    ``traffic_class``, ``flow_label``), which go to ``QP.to_rtr``.
+    to ``QP.to_rtr`` explicitly, as ``mtu=``.  The other keywords go to
+    ``QP.to_rts`` (``timeout``, ``retry_cnt``, ``rnr_retry``,
+    ``max_rd_atomic``), except the RTR ones (``max_dest_rd_atomic``,
+    ``min_rnr_timer``, ``hop_limit``, ``sl``, ``traffic_class``,
+    ``flow_label``), which go to ``QP.to_rtr``.
+
+    Wraps ``ibv_modify_qp`` three times through the QP's methods, and
+    ``ibv_query_port`` when ``mtu`` is None (man pages ibv_modify_qp(3),
+    ibv_query_port(3)).
+
+    Args:
+        qp: the QP, in RESET.
+        remote: the peer's QPInfo.
+        port: the local port.
+        sgid_index: the local GID index (RoCE; any value on InfiniBand).
+        access: AccessFlags the peer may use (REMOTE_WRITE, ...).
+        local_psn: the starting PSN of the local send queue.
+        mtu: the path MTU, or None for the smaller of both ports'.
+
+    Raises:
+        TypeError: remote is not a QPInfo.
+        VerbsError: a transition failed (``errno``, e.g. EINVAL for a QP
+            not in RESET or an attribute the device refuses).
+        ValueError: an attribute out of range (as ``QP.to_rtr``).
     """
     if not isinstance(remote, QPInfo):
         raise TypeError(f"remote must be a QPInfo, not {type(remote).__name__}")
@@ -256,11 +303,18 @@ def _describe(tensor) -> _Mem:
 
 
 def tensor_addr_len(tensor: Any) -> tuple[int, int]:
-    """``(address, nbytes)`` of a contiguous, non-empty tensor or buffer:
-    numpy array, torch tensor (CPU or CUDA: a device address then), bytes,
-    bytearray or another C-contiguous buffer.  ValueError when empty or not
-    contiguous.  The address is only valid while the object lives (and, for
-    a bytearray, is not resized)."""
+    """``(address, nbytes)`` of a contiguous, non-empty tensor or buffer.
+
+    Takes a numpy array, torch tensor (CPU or CUDA: a device address
+    then), bytes, bytearray or another C-contiguous buffer.  The address
+    is only valid while the object lives (and, for a bytearray, is not
+    resized).  Calls no verb.
+
+    Raises:
+        ValueError: empty, not contiguous, or a read-only buffer other
+            than bytes.
+        TypeError: not a tensor nor a buffer.
+    """
     mem = _describe(tensor)
     if isinstance(mem.owner, memoryview) and mem.owner is not tensor:
         mem.owner.release()
@@ -275,13 +329,29 @@ def reg_tensor(pd: PD, tensor: Any, access: int) -> MR:
     bytearray or other writable C-contiguous buffer (duck-typed: numpy and
     torch are never imported).  Read-only memory (``bytes``, read-only
     arrays) is only registered without write access (LOCAL_WRITE,
-    REMOTE_WRITE, REMOTE_ATOMIC): ValueError otherwise.  CUDA tensors go to
+    REMOTE_WRITE, REMOTE_ATOMIC).  CUDA tensors go to
     ``ibverbs.cuda.register_tensor``: any object whose ``is_cuda`` is true
-    is refused with ValueError before anything else is looked at, as the
-    published package does.  For a bytearray (or another resizable
-    buffer) ``mr.owner`` is a memoryview of it (``mr.owner.obj`` is the
-    bytearray): its buffer export keeps the bytearray from being resized
-    while registered.
+    is refused before anything else is looked at, as the published package
+    does.  For a bytearray (or another resizable buffer) ``mr.owner`` is a
+    memoryview of it (``mr.owner.obj`` is the bytearray): its buffer
+    export keeps the bytearray from being resized while registered.
+
+    Wraps ``ibv_reg_mr`` through ``PD.reg_mr`` (man page ibv_reg_mr(3)).
+
+    Args:
+        pd: the PD to register with.
+        tensor: the memory.
+        access: AccessFlags of the MR.
+
+    Returns:
+        The new MR.
+
+    Raises:
+        ValueError: a CUDA or other device tensor, empty or not
+            contiguous memory, or write access to read-only memory.
+        TypeError: not a tensor nor a buffer.
+        VerbsError: the verb failed (e.g. ENOMEM over the locked-memory
+            limit, EFAULT).
     """
     if getattr(tensor, "is_cuda", False):
         raise ValueError(f"{type(tensor).__name__} is a CUDA tensor (is_cuda is true): {_GPU_HINT}")

@@ -62,7 +62,9 @@ _CFG_KEYS = (
 
 
 class PerfError(Exception):
-    pass
+    """A benchmark cannot run as asked (bad options, the two sides disagree); the
+    CLI prints it and exits 1.
+    """
 
 
 # ---------------------------------------------------------------- TCP side
@@ -97,6 +99,12 @@ def _recv_msg(sock: socket.socket):
 
 
 def parse_size(text: str) -> int:
+    """Bytes from ``"64"``, ``"4K"``, ``"1M"``, ``"1G"`` (a trailing ``B``
+    allowed), for argparse.
+
+    Raises:
+        argparse.ArgumentTypeError: not a size, or outside 1 B .. 1 GiB.
+    """
     t = text.strip().upper().rstrip("B")
     mult = 1
     if t and t[-1] in "KMG":
@@ -112,6 +120,11 @@ def parse_size(text: str) -> int:
 
 
 def parse_sizes(text: str) -> list[int]:
+    """The sizes of a comma-separated list (``"64,4K,1M"``), for argparse.
+
+    Raises:
+        argparse.ArgumentTypeError: as ``parse_size``.
+    """
     return [parse_size(s) for s in text.split(",") if s.strip()]
 
 
@@ -129,6 +142,13 @@ def unit_of(args) -> int:
 
 
 def check_args(args) -> None:
+    """Check the options that depend on each other; calls no verb.
+
+    Raises:
+        PerfError: --post-list/--cq-mod/--qps/--tx-depth/--rx-depth below
+            1, --cq-mod not a multiple of --post-list or above --tx-depth,
+            several QPs for a latency test, or a bad --cpus list.
+    """
     if args.post_list < 1 or args.cq_mod < 1:
         raise PerfError("--post-list and --cq-mod must be >= 1")
     if unit_of(args) % args.post_list:
@@ -189,12 +209,17 @@ class Endpoint:
         self.remote: dict = {}
 
     def src(self, i: int) -> int:
+        """The offset of QP ``i``'s source slot in the buffer."""
         return 2 * i * self.slot
 
     def landing(self, i: int) -> int:
+        """The offset of QP ``i``'s landing slot in the buffer."""
         return (2 * i + 1) * self.slot
 
     def info(self) -> dict:
+        """What the peer needs, as JSON-ready values: each QP's QPInfo (hex), the
+        MR's address, rkey and length, the slot size.  Calls no verb.
+        """
         qps = [
             ib.local_qp_info(
                 qp, self.port_attr, self.gid, port=self.args.ib_port, psn=(0x1000 + i) & 0xFFFFFF
@@ -210,6 +235,14 @@ class Endpoint:
         }
 
     def connect(self, remote: dict) -> None:
+        """Connect each QP to the peer's QP of the same index with
+        ``ibverbs.connect_rc`` (``ibv_modify_qp``, man page ibv_modify_qp(3)),
+        read/atomic depth the device's ``max_qp_rd_atom`` up to 16.
+
+        Raises:
+            PerfError: the two sides disagree on the QPs or the buffer.
+            VerbsError: a transition failed.
+        """
         if len(remote["qps"]) != len(self.qps) or remote["slot"] != self.slot:
             raise PerfError("the two sides disagree on the QPs or the buffer")
         rd = max(1, min(16, self.ctx.query_device().max_qp_rd_atom))
@@ -228,9 +261,16 @@ class Endpoint:
         self.remote = remote
 
     def remote_addr(self, off: int) -> int:
+        """The peer's address at offset ``off`` of its buffer."""
         return self.remote["addr"] + off
 
     def close(self) -> None:
+        """Close the QPs, CQs, MR, PD and Context, in that order (``ibv_destroy_qp``,
+        ``ibv_dereg_mr``, ...; man page ibv_create_qp(3) and the others).
+
+        Raises:
+            VerbsError: a close was refused (EBUSY).
+        """
         for qp in self.qps:
             qp.close()
         self.scq.close()
@@ -578,6 +618,14 @@ def _server_size(ep: Endpoint, conn, size: int, iters: int) -> None:
 
 
 def run_server(args) -> int:
+    """Serve one client: take its options over TCP, build the Endpoint,
+    exchange QPInfo, run the test's passive side.  Returns the exit code.
+
+    Raises:
+        PerfError: the client's options are inconsistent.
+        VerbsError: a verb failed.
+        OSError: the TCP side failed (e.g. the port is taken).
+    """
     host = "127.0.0.1" if args.loopback else ""
     with socket.create_server((host, args.port)) as srv:
         if args.ready_fd is not None:
@@ -724,12 +772,14 @@ def run_loopback(args, emit=None) -> list[dict]:
 
 
 def format_header(test: str) -> str:
+    """The header line of the text output for ``test``."""
     if test in BW_TESTS:
         return f"{'test':<10} {'bytes':>8} {'msgs':>9} {'K msg/s':>10} {'MB/s':>10}"
     return f"{'test':<10} {'bytes':>8} {'iters':>9} {'t_avg[us]':>10} {'rtt[us]':>10}"
 
 
 def format_result(res: dict) -> str:
+    """One result (a dict of ``run_client``) as a text line."""
     if "lat_us" in res:
         return (
             f"{res['test']:<10} {res['size']:>8} {res['iters']:>9} "
@@ -769,6 +819,11 @@ def run(argv: list[str]) -> list[dict]:
 
 
 def cmd_perf(args) -> int:
+    """``python -m ibverbs perf``: the server, the client, or both over
+    loopback; prints text or JSON lines.  Returns the exit code: 1 with a
+    message for a PerfError, a failed completion, a lost connection or a
+    timeout; other errors (VerbsError) propagate.
+    """
     try:
         _complete(args)
         if getattr(args, "server_only", False) or (args.server is None and not args.loopback):
@@ -802,6 +857,7 @@ class _IntermixedParser(argparse.ArgumentParser):
     _nested = False
 
     def parse_known_args(self, args=None, namespace=None):
+        """argparse's, taking positionals intermixed with options."""
         if self._nested:
             return super().parse_known_args(args, namespace)
         self._nested = True
@@ -812,6 +868,7 @@ class _IntermixedParser(argparse.ArgumentParser):
 
 
 def add_parser(sub) -> None:
+    """Add the ``perf`` subcommand and its options to ``sub``."""
     p = sub.add_parser(
         "perf",
         help="perftest-style benchmarks (bandwidth, message rate, latency)",

@@ -679,71 +679,286 @@ static PyObject *cmid_repr(PyObject *self)
 
 static PyMethodDef cmid_methods[] = {
 	{ "resolve", KW cmid_resolve, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
-	  "resolve(host, port=4420, source=None, *, timeout_ms=2000) -> CMID: "
-	  "resolve the address and route of an RC connection (TCP port space)." },
+	  "resolve(host, port=4420, source=None, *, timeout_ms=2000) -> CMID\n"
+	  "\n"
+	  "Resolve the address and route to a peer for an RC connection.\n"
+	  "\n"
+	  "Makes an event channel and an id in the TCP port space, resolves\n"
+	  "the address, then the route, waiting for each event.  The new\n"
+	  "CMID's ``context`` is the device librdmacm chose.  librdmacm is\n"
+	  "loaded on the first call.\n"
+	  "\n"
+	  "Wraps ``rdma_getaddrinfo``, ``rdma_create_id``,\n"
+	  "``rdma_resolve_addr`` and ``rdma_resolve_route`` (man pages\n"
+	  "rdma_getaddrinfo(3), rdma_create_id(3), rdma_resolve_addr(3),\n"
+	  "rdma_resolve_route(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    host: the peer's name or address (a non-empty str).\n"
+	  "    port: the peer's port, 1..65535.\n"
+	  "    source: the local address to bind, or None for any.\n"
+	  "    timeout_ms: the limit of each of the two steps, in ms.\n"
+	  "\n"
+	  "Returns:\n"
+	  "    The resolved CMID, ready for ``create_qp``.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: a verb failed or an error event came\n"
+	  "        (``errno``, e.g. EHOSTUNREACH for a name that does not\n"
+	  "        resolve).\n"
+	  "    TimeoutError: no event within the timeout.\n"
+	  "    TypeError: host is not a str.\n"
+	  "    ValueError: port or timeout_ms out of range, host empty, or\n"
+	  "        source not a non-empty str.\n"
+	  "    ImportError: librdmacm cannot be loaded." },
 	{ "create_qp", KW cmid_create_qp, METH_VARARGS | METH_KEYWORDS,
-	  "create_qp(pd, init_attr) -> QP (rdma_create_qp; RC; one per CMID)" },
+	  "create_qp(pd, init_attr) -> QP\n"
+	  "\n"
+	  "Create the CMID's RC QP; connect() and accept() move it through\n"
+	  "its states.  One QP per CMID; close it before the CMID.\n"
+	  "\n"
+	  "Wraps ``rdma_create_qp`` (man page rdma_create_qp(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    pd: a PD of this CMID's ``context``.\n"
+	  "    init_attr: a QPInitAttr with ``qp_type`` RC.\n"
+	  "\n"
+	  "Returns:\n"
+	  "    The new QP (also ``self.qp``).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed; EBUSY when the CMID has a QP,\n"
+	  "        EBADF when the CMID or the PD is closed.\n"
+	  "    TypeError: pd is not a PD.\n"
+	  "    ValueError: the PD belongs to another Context, or the QP\n"
+	  "        type is not RC." },
 	{ "connect", KW cmid_connect, METH_VARARGS | METH_KEYWORDS,
-	  "connect(private_data=b'', *, responder_resources=1, initiator_depth=1, "
-	  "retry_count=7, rnr_retry_count=7, timeout=None) -> bytes: the "
-	  "peer's private data." },
+	  "connect(private_data=b'', *, responder_resources=1, "
+	  "initiator_depth=1, retry_count=7, rnr_retry_count=7, "
+	  "timeout=None) -> bytes\n"
+	  "\n"
+	  "Connect to the resolved peer and wait until the connection is\n"
+	  "established.  The CMID needs its QP (``create_qp``) first.\n"
+	  "\n"
+	  "Wraps ``rdma_connect`` (man page rdma_connect(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    private_data: sent with the request (56 bytes at most over\n"
+	  "        InfiniBand and RoCE, 255 over iWARP).\n"
+	  "    responder_resources: RDMA reads and atomics in flight the\n"
+	  "        peer may send to us, 0..255.\n"
+	  "    initiator_depth: RDMA reads and atomics in flight we send,\n"
+	  "        0..255.\n"
+	  "    retry_count: transport retries after a timeout, 0..255 (the\n"
+	  "        IB CM keeps 3 bits: 0..7).\n"
+	  "    rnr_retry_count: receiver-not-ready retries (7: forever).\n"
+	  "    timeout: seconds to wait, None for no limit.\n"
+	  "\n"
+	  "Returns:\n"
+	  "    The peer's private data from its accept.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed or the attempt ended in an\n"
+	  "        error event (ECONNREFUSED: rejected, with ``event``,\n"
+	  "        ``status`` and ``private_data`` attributes); EISCONN when\n"
+	  "        connected, EALREADY while another attempt is under way.\n"
+	  "    TimeoutError: not established within the timeout (the\n"
+	  "        attempt stays under way: ``poll_established()``).\n"
+	  "    ValueError: no QP, a CMID from a listener, private_data too\n"
+	  "        long, or an argument out of range." },
 	{ "accept", KW cmid_accept, METH_VARARGS | METH_KEYWORDS,
-	  "accept(private_data=b'', *, responder_resources=1, initiator_depth=1, "
-	  "rnr_retry_count=7, timeout=None): accept a request and wait until "
-	  "the connection is established." },
+	  "accept(private_data=b'', *, responder_resources=1, "
+	  "initiator_depth=1, rnr_retry_count=7, timeout=None)\n"
+	  "\n"
+	  "Accept a connection request and wait until the connection is\n"
+	  "established.  Only for a CMID from ``CMListener.get_request()``,\n"
+	  "with its QP (``create_qp``) made.\n"
+	  "\n"
+	  "Wraps ``rdma_accept`` (man page rdma_accept(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    private_data: sent with the reply (196 bytes at most over\n"
+	  "        InfiniBand and RoCE, 255 over iWARP).\n"
+	  "    responder_resources: RDMA reads and atomics in flight the\n"
+	  "        peer may send to us, 0..255.\n"
+	  "    initiator_depth: RDMA reads and atomics in flight we send,\n"
+	  "        0..255.\n"
+	  "    rnr_retry_count: receiver-not-ready retries (7: forever).\n"
+	  "    timeout: seconds to wait, None for no limit.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed or the attempt ended in an\n"
+	  "        error event; EALREADY while another attempt is under way.\n"
+	  "    TimeoutError: not established within the timeout.\n"
+	  "    ValueError: not a request, already answered, no QP,\n"
+	  "        private_data too long, or an argument out of range." },
 	{ "reject", KW cmid_reject, METH_VARARGS | METH_KEYWORDS,
-	  "reject(private_data=b''): refuse a request." },
+	  "reject(private_data=b'')\n"
+	  "\n"
+	  "Refuse a connection request; the peer's connect() raises\n"
+	  "VerbsError(ECONNREFUSED) with this private data.\n"
+	  "\n"
+	  "Wraps ``rdma_reject`` (man page rdma_reject(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed (EBADF when closed).\n"
+	  "    ValueError: not a request, already answered, or private_data\n"
+	  "        longer than the transport carries (148 bytes over\n"
+	  "        InfiniBand and RoCE)." },
 	{ "start_connect", KW cmid_start_connect, METH_VARARGS | METH_KEYWORDS,
 	  "start_connect(private_data=b'', *, responder_resources=1, "
-	  "initiator_depth=1, retry_count=7, rnr_retry_count=7): rdma_connect "
-	  "without waiting; poll_established() finishes it." },
+	  "initiator_depth=1, retry_count=7, rnr_retry_count=7)\n"
+	  "\n"
+	  "Start connecting without waiting; ``poll_established()``\n"
+	  "finishes it once ``fd`` is readable (``ibverbs.aio`` does this).\n"
+	  "The arguments are connect()'s, less the timeout.\n"
+	  "\n"
+	  "Wraps ``rdma_connect`` (man page rdma_connect(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed; EISCONN when connected, EALREADY\n"
+	  "        while another attempt is under way.\n"
+	  "    ValueError: as connect()." },
 	{ "start_accept", KW cmid_start_accept, METH_VARARGS | METH_KEYWORDS,
 	  "start_accept(private_data=b'', *, responder_resources=1, "
-	  "initiator_depth=1, rnr_retry_count=7): rdma_accept without "
-	  "waiting; poll_established() finishes it." },
+	  "initiator_depth=1, rnr_retry_count=7)\n"
+	  "\n"
+	  "Start accepting a request without waiting;\n"
+	  "``poll_established()`` finishes it.  The arguments are\n"
+	  "accept()'s, less the timeout.\n"
+	  "\n"
+	  "Wraps ``rdma_accept`` (man page rdma_accept(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed; EALREADY while another attempt\n"
+	  "        is under way.\n"
+	  "    ValueError: as accept()." },
 	{ "poll_established", cmid_poll_established, METH_NOARGS,
-	  "poll_established() -> bytes | None: the events ready on .fd, never "
-	  "waiting; the peer's private data once the connection started by "
-	  "start_connect()/start_accept() is established, None while it is "
-	  "not; the errors connect()/accept() raise." },
+	  "poll_established() -> bytes | None\n"
+	  "\n"
+	  "Take the events ready on ``fd`` without waiting, to finish what\n"
+	  "start_connect() or start_accept() began.\n"
+	  "\n"
+	  "Reads events with ``rdma_get_cm_event`` (man page\n"
+	  "rdma_get_cm_event(3)), acknowledging each.\n"
+	  "\n"
+	  "Returns:\n"
+	  "    The peer's private data once the connection is established\n"
+	  "    (b'' after an accept), None while it is not yet.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the attempt ended in an error event, as\n"
+	  "        connect() and accept() raise it.\n"
+	  "    ValueError: no connect or accept is under way." },
 	{ "poll_event", cmid_poll_event, METH_NOARGS,
-	  "poll_event() -> CMEvent | None: the next event, None when none is "
-	  "ready (never waits)." },
+	  "poll_event() -> CMEvent | None\n"
+	  "\n"
+	  "Take the next event of this CMID if one is ready, never waiting.\n"
+	  "An ESTABLISHED or DISCONNECTED event updates ``connected`` (a\n"
+	  "peer's disconnect is answered with ``rdma_disconnect``).\n"
+	  "\n"
+	  "Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` (man page\n"
+	  "rdma_get_cm_event(3)).\n"
+	  "\n"
+	  "Returns:\n"
+	  "    The event, already acknowledged, or None when none is ready.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: reading the event channel failed (EBADF when\n"
+	  "        closed)." },
 	{ "disconnect", cmid_disconnect, METH_NOARGS,
-	  "rdma_disconnect(); a no-op when not connected." },
+	  "disconnect()\n"
+	  "\n"
+	  "Tear the connection down: the QP moves to the error state, its\n"
+	  "outstanding work requests flush, and the peer gets a\n"
+	  "DISCONNECTED event.  A no-op when not connected.\n"
+	  "\n"
+	  "Wraps ``rdma_disconnect`` (man page rdma_disconnect(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed (EBADF when closed)." },
 	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
-	  "get_event(timeout=None) -> CMEvent; TimeoutError when none came." },
+	  "get_event(timeout=None) -> CMEvent\n"
+	  "\n"
+	  "Wait for the next event of this CMID (the GIL released), as\n"
+	  "poll_event() takes it.\n"
+	  "\n"
+	  "Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` (man page\n"
+	  "rdma_get_cm_event(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    timeout: seconds to wait, None for no limit.\n"
+	  "\n"
+	  "Returns:\n"
+	  "    The event, already acknowledged.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TimeoutError: no event within the timeout.\n"
+	  "    VerbsError: reading the event channel failed (EBADF when\n"
+	  "        closed).\n"
+	  "    ValueError: timeout is negative." },
 	{ "close", cmid_meth_close, METH_NOARGS,
-	  "Destroy the id. Idempotent; EBUSY while its QP, or PDs/CQs of its "
-	  "Context, are open." },
+	  "close()\n"
+	  "\n"
+	  "Destroy the id, its event channel and the Context librdmacm\n"
+	  "opened for it.  Idempotent; the CMID stays usable after a\n"
+	  "refusal.\n"
+	  "\n"
+	  "Wraps ``rdma_destroy_id`` (man page rdma_destroy_id(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: EBUSY while its QP, or PDs, CQs, ... of its\n"
+	  "        Context, are open, or another thread waits on it." },
 	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },
 	{ "__exit__", cmid_meth_exit, METH_VARARGS, NULL },
 	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef cmid_getset[] = {
-	{ "fd", cmid_get_fd, NULL, "the event channel's file descriptor",
+	{ "fd", cmid_get_fd, NULL,
+	  "The event channel's file descriptor: readable when an event is "
+	  "ready (VerbsError(EBADF) once closed).",
 	  NULL },
 	{ "context", cmid_get_context, NULL,
-	  "the Context librdmacm opened (owned by the CMID)", NULL },
-	{ "host", cmid_get_host, NULL,
-	  "the host resolved (the peer's address for an incoming request)",
+	  "The Context of the device librdmacm bound the id to; owned by "
+	  "the CMID and closed with it.",
 	  NULL },
-	{ "port", cmid_get_port, NULL, "the port resolved (the peer's)", NULL },
-	{ "source", cmid_get_source, NULL, "the source address, or None",
+	{ "host", cmid_get_host, NULL,
+	  "The host given to resolve(), or the peer's address for a CMID "
+	  "from a listener.",
+	  NULL },
+	{ "port", cmid_get_port, NULL,
+	  "The port given to resolve(), or the peer's port for a CMID from "
+	  "a listener.",
+	  NULL },
+	{ "source", cmid_get_source, NULL,
+	  "The local address: resolve()'s source (None when not given), or "
+	  "the address a request came in on.",
 	  NULL },
 	{ "private_data", cmid_get_private_data, NULL,
-	  "an incoming request's private data (None otherwise)", NULL },
-	{ "qp", cmid_get_qp, NULL, "the QP of create_qp(), or None", NULL },
-	{ "connected", cmid_get_connected, NULL, "True while connected", NULL },
+	  "The private data of the connection request (bytes) for a CMID "
+	  "from a listener; None otherwise.",
+	  NULL },
+	{ "qp", cmid_get_qp, NULL, "The QP made by create_qp(), or None.",
+	  NULL },
+	{ "connected", cmid_get_connected, NULL,
+	  "True from ESTABLISHED until a disconnect or close.", NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot cmid_slots[] = {
-	{ Py_tp_doc, "An RDMA connection manager id (rdma_cm_id): "
-		     "CMID.resolve() for the active side, "
-		     "CMListener.get_request() for the passive one." },
+	{ Py_tp_doc,
+	  "An RDMA connection manager id (struct rdma_cm_id) for one RC\n"
+	  "connection.\n"
+	  "\n"
+	  "Not built directly: ``CMID.resolve()`` makes the active side,\n"
+	  "``CMListener.get_request()`` the passive one.  Each has its own\n"
+	  "event channel (``fd``).  Close order: the QP, then the CMID\n"
+	  "(which closes its Context); a context manager closes it.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TypeError: on ``CMID()``." },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, cmid_dealloc },
 	{ Py_tp_traverse, cmid_traverse },

@@ -322,19 +322,32 @@ static PyObject *cmevent_repr(PyObject *self)
 }
 
 static PyGetSetDef cmevent_getset[] = {
-	{ "event", cmevent_get_event, NULL, "CMEventType", NULL },
+	{ "event", cmevent_get_event, NULL,
+	  "The event's type, a CMEventType (the value of enum "
+	  "rdma_cm_event_type).",
+	  NULL },
 	{ "status", cmevent_get_status, NULL,
-	  "the event's status (a negative errno, or a reject reason)", NULL },
+	  "The event's status: 0, a negative errno, or for REJECTED the "
+	  "reject reason the transport gave.",
+	  NULL },
 	{ "private_data", cmevent_get_private_data, NULL,
-	  "the private data the event carried (bytes)", NULL },
+	  "The private data the event carried (bytes; b'' when none).", NULL },
 	{ "cmid", cmevent_get_cmid, NULL,
-	  "CONNECT_REQUEST: the new CMID; None otherwise", NULL },
+	  "For CONNECT_REQUEST, the new CMID of the request (on its own "
+	  "event channel); None otherwise.",
+	  NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot cmevent_slots[] = {
-	{ Py_tp_doc, "A connection manager event (rdma_cm_event), already "
-		     "acknowledged." },
+	{ Py_tp_doc,
+	  "A connection manager event (struct rdma_cm_event), copied and\n"
+	  "already acknowledged.\n"
+	  "\n"
+	  "Returned by ``get_event()`` and ``poll_event()`` of CMID and\n"
+	  "CMListener, which read it with ``rdma_get_cm_event`` and\n"
+	  "acknowledge it with ``rdma_ack_cm_event`` at once (man page\n"
+	  "rdma_get_cm_event(3)).  Not built directly (TypeError)." },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, cmevent_dealloc },
 	{ Py_tp_traverse, cmevent_traverse },

@@ -175,38 +175,123 @@ static PyObject *listener_repr(PyObject *self)
 
 static PyMethodDef listener_methods[] = {
 	{ "get_request", KW listener_get_request, METH_VARARGS | METH_KEYWORDS,
-	  "get_request(timeout=None) -> CMID: the next incoming connection; "
-	  "TimeoutError when none came." },
+	  "get_request(timeout=None) -> CMID\n"
+	  "\n"
+	  "Wait (the GIL released) for the next connection request; other\n"
+	  "events (an address change) are skipped.  The new CMID has its\n"
+	  "own event channel and outlives the listener; answer it with\n"
+	  "``create_qp`` then ``accept``, or ``reject``.\n"
+	  "\n"
+	  "Wraps ``rdma_get_cm_event`` and ``rdma_migrate_id`` (man pages\n"
+	  "rdma_get_cm_event(3), rdma_migrate_id(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    timeout: seconds to wait, None for no limit.\n"
+	  "\n"
+	  "Returns:\n"
+	  "    The CMID of the request (``private_data``, ``host``,\n"
+	  "    ``port`` say who asked).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TimeoutError: no request within the timeout.\n"
+	  "    VerbsError: reading the channel failed (EBADF when closed),\n"
+	  "        or ENODEV when the device went away.\n"
+	  "    ValueError: timeout is negative." },
 	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
-	  "get_event(timeout=None) -> CMEvent (a CONNECT_REQUEST's .cmid is "
-	  "the new CMID)." },
+	  "get_event(timeout=None) -> CMEvent\n"
+	  "\n"
+	  "Wait (the GIL released) for the next event of the listener, of\n"
+	  "any type; a CONNECT_REQUEST's ``cmid`` is the new CMID.\n"
+	  "\n"
+	  "Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` (man page\n"
+	  "rdma_get_cm_event(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    timeout: seconds to wait, None for no limit.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TimeoutError: no event within the timeout.\n"
+	  "    VerbsError: reading the channel failed (EBADF when closed).\n"
+	  "    ValueError: timeout is negative." },
 	{ "poll_request", listener_poll_request, METH_NOARGS,
-	  "poll_request() -> CMID | None: the next incoming connection, None "
-	  "when none is ready (never waits)." },
+	  "poll_request() -> CMID | None\n"
+	  "\n"
+	  "Take the next connection request if one is ready, never\n"
+	  "waiting; as get_request() otherwise.\n"
+	  "\n"
+	  "Wraps ``rdma_get_cm_event`` and ``rdma_migrate_id`` (man pages\n"
+	  "rdma_get_cm_event(3), rdma_migrate_id(3)).\n"
+	  "\n"
+	  "Returns:\n"
+	  "    The request's CMID, or None when no request is ready.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: as get_request()." },
 	{ "poll_event", cmid_poll_event, METH_NOARGS,
-	  "poll_event() -> CMEvent | None: the next event, None when none is "
-	  "ready (never waits)." },
+	  "poll_event() -> CMEvent | None\n"
+	  "\n"
+	  "Take the next event if one is ready, never waiting.\n"
+	  "\n"
+	  "Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` (man page\n"
+	  "rdma_get_cm_event(3)).\n"
+	  "\n"
+	  "Returns:\n"
+	  "    The event, already acknowledged, or None.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: reading the channel failed (EBADF when closed)." },
 	{ "close", cmid_meth_close, METH_NOARGS,
-	  "Stop listening (rdma_destroy_id); CMIDs it produced stay open. "
-	  "Idempotent." },
+	  "close()\n"
+	  "\n"
+	  "Stop listening and destroy the id and its event channel; the\n"
+	  "CMIDs it produced stay open.  Idempotent.\n"
+	  "\n"
+	  "Wraps ``rdma_destroy_id`` (man page rdma_destroy_id(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: EBUSY while another thread waits on it." },
 	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },
 	{ "__exit__", cmid_meth_exit, METH_VARARGS, NULL },
 	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef listener_getset[] = {
-	{ "fd", cmid_get_fd, NULL, "the event channel's file descriptor",
+	{ "fd", cmid_get_fd, NULL,
+	  "The event channel's file descriptor: readable when a request or "
+	  "event is ready (VerbsError(EBADF) once closed).",
 	  NULL },
-	{ "host", cmid_get_host, NULL, "the address bound, or None (any)",
-	  NULL },
-	{ "port", cmid_get_port, NULL, "the port listened on", NULL },
+	{ "host", cmid_get_host, NULL,
+	  "The address bound as given, or None (every address).", NULL },
+	{ "port", cmid_get_port, NULL,
+	  "The port listened on (the one the kernel chose for port 0).", NULL },
 	HANDLE_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot listener_slots[] = {
-	{ Py_tp_doc, "CMListener(port, host=None, *, backlog=16): listen for "
-		     "RDMA connection manager requests (rdma_listen)." },
+	{ Py_tp_doc,
+	  "CMListener(port, host=None, *, backlog=16)\n"
+	  "\n"
+	  "Listen for RDMA connection manager requests (RC, TCP port\n"
+	  "space) on its own event channel.  librdmacm is loaded on first\n"
+	  "use.\n"
+	  "\n"
+	  "Wraps ``rdma_create_id``, ``rdma_bind_addr`` and ``rdma_listen``\n"
+	  "(man pages rdma_create_id(3), rdma_bind_addr(3),\n"
+	  "rdma_listen(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    port: 0..65535; 0 lets the kernel choose (see ``port``).\n"
+	  "    host: the local address to bind (a str), None for every\n"
+	  "        IPv4 address.\n"
+	  "    backlog: pending requests the kernel queues, at least 1.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: a verb failed (``errno`` says why, e.g.\n"
+	  "        EADDRINUSE when the port is taken).\n"
+	  "    TypeError: host is not a str.\n"
+	  "    ValueError: port or backlog out of range, host empty.\n"
+	  "    ImportError: librdmacm cannot be loaded." },
 	{ Py_tp_new, listener_new },
 	{ Py_tp_dealloc, cmid_dealloc },
 	{ Py_tp_traverse, cmid_traverse },

@@ -279,29 +279,47 @@ static void event_dealloc(PyObject *self)
 
 static PyMethodDef event_methods[] = {
 	{ "ack", event_meth_ack, METH_NOARGS,
-	  "Acknowledge the event (ibv_ack_async_event); idempotent.  Until "
-	  "then its QP/CQ/SRQ cannot be closed." },
+	  "ack()\n"
+	  "\n"
+	  "Acknowledge the event.  Until then the QP, CQ or SRQ it names\n"
+	  "cannot be closed (its close() raises VerbsError(EBUSY)).\n"
+	  "Idempotent; leaving a ``with`` block or dropping the event acks\n"
+	  "it too.  Raises nothing.\n"
+	  "\n"
+	  "Wraps ``ibv_ack_async_event`` (man page ibv_get_async_event(3))." },
 	{ "__enter__", event_enter, METH_NOARGS, NULL },
 	{ "__exit__", event_exit, METH_VARARGS, "ack()" },
 	{ NULL, NULL, 0, NULL }
 };
 
 static PyGetSetDef event_getset[] = {
-	{ "event_type", event_get_event_type, NULL, "EventType value", NULL },
+	{ "event_type", event_get_event_type, NULL,
+	  "The event's type, an int value of EventType.", NULL },
 	{ "event_type_str", event_get_event_type_str, NULL,
-	  "the event type's name (ibv_event_type_str)", NULL },
+	  "The event type as text, from ibv_event_type_str(3).", NULL },
 	{ "element_type", event_get_element_type, NULL,
-	  "'qp', 'cq', 'srq', 'wq', 'port' or 'device'", NULL },
+	  "What the event is about: 'qp', 'cq', 'srq', 'wq', 'port' or "
+	  "'device'.",
+	  NULL },
 	{ "element", event_get_element, NULL,
-	  "the QP/CQ/SRQ object, the port number, or None", NULL },
-	{ "context", event_get_context, NULL, "the Context", NULL },
-	{ "acked", event_get_acked, NULL, "True once acked", NULL },
+	  "The QP, CQ or SRQ object the event is about, the port number for "
+	  "a port event, or None (a device event, a WQ, or an object not "
+	  "made through this package).",
+	  NULL },
+	{ "context", event_get_context, NULL,
+	  "The Context the event came from.", NULL },
+	{ "acked", event_get_acked, NULL, "True once ack() ran.", NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot event_slots[] = {
-	{ Py_tp_doc, "An asynchronous event (ibv_async_event); from "
-		     "Context.get_async_event()." },
+	{ Py_tp_doc,
+	  "An asynchronous event of a device (struct ibv_async_event).\n"
+	  "\n"
+	  "Returned by ``Context.get_async_event()``, which reads it with\n"
+	  "``ibv_get_async_event`` (man page ibv_get_async_event(3)).  Ack\n"
+	  "it (``ack()``, a ``with`` block, or dropping it): until then its\n"
+	  "element cannot be closed.  Not built directly (TypeError)." },
 	{ Py_tp_new, handle_no_new },
 	{ Py_tp_dealloc, event_dealloc },
 	{ Py_tp_traverse, event_traverse },

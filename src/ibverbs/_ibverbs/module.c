@@ -93,23 +93,91 @@ static PyObject *mod_event_type_str(PyObject *mod, PyObject *arg)
 
 static PyMethodDef module_methods[] = {
 	{ "_device_list", mod_device_list, METH_NOARGS,
-	  "List the RDMA devices as dicts (ibv_get_device_list)." },
+	  "_device_list() -> list[dict]\n"
+	  "\n"
+	  "The RDMA devices as dicts (name, guid, node_type, transport_type,\n"
+	  "ibdev_path, dev_name); ``ibverbs.get_device_list()`` wraps them.\n"
+	  "An empty list when the kernel has no RDMA support (ENOSYS).\n"
+	  "\n"
+	  "Wraps ``ibv_get_device_list`` (man page ibv_get_device_list(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed for another reason." },
 	{ "fork_init", mod_fork_init, METH_NOARGS,
-	  "Call ibv_fork_init(): make registered memory safe across fork()." },
+	  "fork_init()\n"
+	  "\n"
+	  "Make registered memory safe across ``fork()`` on kernels that\n"
+	  "need it: registered pages are left out of a child (madvise\n"
+	  "DONTFORK).  Call it before opening any device; do not call it\n"
+	  "where ``is_fork_initialized()`` returns 2 (the kernel copies\n"
+	  "registered pages on fork).\n"
+	  "\n"
+	  "Wraps ``ibv_fork_init`` (man page ibv_fork_init(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed (EINVAL once resources exist)." },
 	{ "is_fork_initialized", mod_is_fork_initialized, METH_NOARGS,
-	  "ibv_is_fork_initialized(): 0 disabled, 1 enabled, 2 unneeded." },
+	  "is_fork_initialized() -> int\n"
+	  "\n"
+	  "Whether fork protection is on.\n"
+	  "\n"
+	  "Wraps ``ibv_is_fork_initialized`` (man page\n"
+	  "ibv_is_fork_initialized(3)).\n"
+	  "\n"
+	  "Returns:\n"
+	  "    0 disabled, 1 enabled (``fork_init()`` ran), 2 unneeded (the\n"
+	  "    kernel copies registered pages on fork).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: EOPNOTSUPP when libibverbs predates the verb\n"
+	  "        (rdma-core 35)." },
 	{ "wc_status_str", mod_wc_status_str, METH_O,
-	  "libibverbs' text for a completion status." },
+	  "wc_status_str(status) -> str\n"
+	  "\n"
+	  "libibverbs' text for a completion status (a WCStatus value).\n"
+	  "\n"
+	  "Wraps ``ibv_wc_status_str`` (man page ibv_event_type_str(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TypeError: status is not an int.\n"
+	  "    ValueError: status is negative or above 2**31-1." },
 	{ "event_type_str", mod_event_type_str, METH_O,
-	  "libibverbs' text for an async event type." },
+	  "event_type_str(event_type) -> str\n"
+	  "\n"
+	  "libibverbs' text for an async event type (an EventType value).\n"
+	  "\n"
+	  "Wraps ``ibv_event_type_str`` (man page ibv_event_type_str(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TypeError: event_type is not an int.\n"
+	  "    ValueError: event_type is negative or above 2**31-1." },
 	{ "has_rdmacm", cm_mod_has_rdmacm, METH_NOARGS,
-	  "Whether librdmacm.so.1 (the connection manager) can be loaded." },
+	  "has_rdmacm() -> bool\n"
+	  "\n"
+	  "Whether the connection manager can be used: loads librdmacm.so.1\n"
+	  "(``dlopen``, once) and checks it has every symbol CMID and\n"
+	  "CMListener need.  Calls no verb; raises nothing." },
 	{ "_rdmacm_status", cm_mod_rdmacm_status, METH_NOARGS,
-	  "(True, library path) or (False, why librdmacm cannot be loaded)." },
+	  "_rdmacm_status() -> tuple[bool, str]\n"
+	  "\n"
+	  "(True, the library's path) or (False, why librdmacm cannot be\n"
+	  "loaded).  Calls no verb." },
 	{ "_flow_layouts", flow_mod_layouts, METH_NOARGS,
-	  "{spec: (sizeof, offsetof val, offsetof mask, sizeof filter)}." },
+	  "_flow_layouts() -> dict\n"
+	  "\n"
+	  "{spec: (sizeof, offsetof val, offsetof mask, sizeof filter)} of\n"
+	  "the compiled flow spec structs, for ``ibverbs.flow``." },
 	{ "inc_rkey", mw_mod_inc_rkey, METH_O,
-	  "ibv_inc_rkey(rkey): the rkey with its low 8 bits (the key) plus 1." },
+	  "inc_rkey(rkey) -> int\n"
+	  "\n"
+	  "The next rkey for a type 2 memory window bind: ``rkey`` with its\n"
+	  "low 8 bits (the key part) incremented, wrapping at 0xff.\n"
+	  "\n"
+	  "Wraps ``ibv_inc_rkey`` (man page ibv_inc_rkey(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TypeError: rkey is not an int.\n"
+	  "    ValueError: rkey does not fit 32 bits." },
 	{ NULL, NULL, 0, NULL }
 };
 
@@ -264,7 +332,8 @@ static PyModuleDef_Slot module_slots[] = { { Py_mod_exec, module_exec },
 static struct PyModuleDef module_def = {
 	PyModuleDef_HEAD_INIT,
 	"ibverbs._ibverbs",
-	"libibverbs bindings (C core). Use the ibverbs package instead.",
+	"The C core of ibverbs: libibverbs (dlopened at import) as types and\n"
+	"functions.  Use the ibverbs package, which re-exports them.",
 	0,
 	module_methods,
 	module_slots,

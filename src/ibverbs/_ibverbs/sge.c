@@ -266,27 +266,48 @@ static Py_hash_t sge_hash(PyObject *self)
 }
 
 static PyGetSetDef sge_getset[] = {
-	{ "addr", sge_get_addr, NULL, "start address (ibv_sge.addr)", NULL },
-	{ "length", sge_get_length, NULL, "length in bytes (ibv_sge.length)",
+	{ "addr", sge_get_addr, NULL, "The start address (ibv_sge.addr).",
 	  NULL },
-	{ "lkey", sge_get_lkey, NULL, "local key (ibv_sge.lkey)", NULL },
-	{ "mr", sge_get_mr, NULL, "the MR it points into, or None", NULL },
+	{ "length", sge_get_length, NULL,
+	  "The length in bytes (ibv_sge.length).", NULL },
+	{ "lkey", sge_get_lkey, NULL,
+	  "The local key of the memory (ibv_sge.lkey).", NULL },
+	{ "mr", sge_get_mr, NULL,
+	  "The MR the SGE was built from, or None (a raw address).", NULL },
 	{ "owner", sge_get_owner, NULL,
-	  "what it keeps alive: owner= as given "
-	  "(a GpuMR's SGEs: the GpuMR), else the MR, else None",
+	  "What the SGE keeps alive: owner= as given (a GpuMR for its "
+	  "SGEs), else the MR, else None.",
 	  NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot sge_slots[] = {
 	{ Py_tp_doc,
-	  "SGE(mr_or_addr, length=None, lkey=None, offset=0, *, owner=None)\n\n"
-	  "A scatter/gather element (struct ibv_sge).  From an MR: addr is\n"
-	  "the MR's address + offset, lkey the MR's, and the range must\n"
-	  "lie inside the MR (ValueError otherwise; length=None takes the rest\n"
-	  "of the MR).  From an int address: length and lkey= are required.\n"
-	  "length < 2**32, offset >= 0.  Immutable; keeps its MR (and so its\n"
-	  "memory) alive, and owner= (SGE.owner: that, else the MR)." },
+	  "SGE(mr_or_addr, length=None, lkey=None, offset=0, *, owner=None)\n"
+	  "\n"
+	  "A scatter/gather element (struct ibv_sge): a range of registered\n"
+	  "memory that a work request reads or writes.  Immutable, hashable,\n"
+	  "compared by value; calls no verb.\n"
+	  "\n"
+	  "From an MR, ``addr`` is the MR's address + offset and ``lkey``\n"
+	  "the MR's, and the range must lie inside the MR; the SGE keeps\n"
+	  "the MR (and so its memory) alive.  From an int address, length\n"
+	  "and lkey are required and nothing is checked.\n"
+	  "\n"
+	  "Args:\n"
+	  "    mr_or_addr: an MR, or an int virtual address.\n"
+	  "    length: bytes, below 2**32; None with an MR takes the rest\n"
+	  "        of the MR after offset.\n"
+	  "    lkey: the local key; with an MR it must equal the MR's.\n"
+	  "    offset: bytes from the start, >= 0.\n"
+	  "    owner: an object to keep alive with the SGE (``owner``).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    ValueError: the range runs past the MR, length does not fit\n"
+	  "        32 bits, offset is negative, lkey differs from the MR's,\n"
+	  "        or a raw address lacks length or lkey.\n"
+	  "    TypeError: mr_or_addr is neither an MR nor an int.\n"
+	  "    VerbsError: the MR is closed (EBADF)." },
 	{ Py_tp_new, sge_new },
 	{ Py_tp_dealloc, sge_dealloc },
 	{ Py_tp_traverse, sge_traverse },

@@ -219,41 +219,75 @@ static PyObject *wc_repr(PyObject *self)
 			READONLY, doc                           \
 	}
 static PyMemberDef wc_members[] = {
-	M("wr_id", T_ULONGLONG, wr_id, "the wr_id of the work request"),
-	M("status", T_INT, status, "ibv_wc_status (WCStatus value)"),
-	M("opcode", T_INT, opcode, "ibv_wc_opcode (WCOpcode value)"),
-	M("vendor_err", T_UINT, vendor_err, "provider-specific error code"),
-	M("byte_len", T_UINT, byte_len, "bytes transferred"),
+	M("wr_id", T_ULONGLONG, wr_id,
+	  "The wr_id of the work request this completion is for."),
+	M("status", T_INT, status,
+	  "The completion status, an int value of WCStatus (0: SUCCESS)."),
+	M("opcode", T_INT, opcode,
+	  "What completed, an int value of WCOpcode (valid only when status "
+	  "is SUCCESS)."),
+	M("vendor_err", T_UINT, vendor_err,
+	  "The provider's own error code for a failed completion."),
+	M("byte_len", T_UINT, byte_len,
+	  "Bytes transferred: the received length for a receive, the read "
+	  "length for an RDMA read."),
 	M("invalidated_rkey", T_UINT, invalidated_rkey,
-	  "rkey invalidated (wc_flags has WITH_INV)"),
-	M("qp_num", T_UINT, qp_num, "local QP number"),
-	M("src_qp", T_UINT, src_qp, "remote QP number (UD)"),
-	M("wc_flags", T_UINT, wc_flags, "WCFlags bits"),
-	M("pkey_index", T_USHORT, pkey_index, NULL),
-	M("slid", T_USHORT, slid, NULL),
-	M("sl", T_UBYTE, sl, NULL),
-	M("dlid_path_bits", T_UBYTE, dlid_path_bits, NULL),
+	  "The rkey the peer invalidated (when wc_flags has WITH_INV)."),
+	M("qp_num", T_UINT, qp_num, "The local QP number the WR was on."),
+	M("src_qp", T_UINT, src_qp, "The sender's QP number (UD receives)."),
+	M("wc_flags", T_UINT, wc_flags,
+	  "WCFlags bits as an int: GRH, WITH_IMM, WITH_INV, ..."),
+	M("pkey_index", T_USHORT, pkey_index,
+	  "The P_Key index of a UD receive (GSI QPs)."),
+	M("slid", T_USHORT, slid,
+	  "The sender's LID (UD receives on InfiniBand)."),
+	M("sl", T_UBYTE, sl,
+	  "The service level of the received packet (UD receives)."),
+	M("dlid_path_bits", T_UBYTE, dlid_path_bits,
+	  "The destination LID path bits of a UD receive (InfiniBand)."),
 	{ NULL, 0, 0, 0, NULL }
 };
 #undef M
 
 static PyGetSetDef wc_getset[] = {
 	{ "imm_data", wc_get_imm_data, NULL,
-	  "immediate data in host byte order (wc_flags has WITH_IMM)", NULL },
-	{ "is_success", wc_get_is_success, NULL, "status == SUCCESS", NULL },
+	  "The immediate data in host byte order (meaningful when wc_flags "
+	  "has WITH_IMM).",
+	  NULL },
+	{ "is_success", wc_get_is_success, NULL, "True when status is SUCCESS.",
+	  NULL },
 	{ "status_str", wc_get_status_str, NULL,
-	  "the status as text (ibv_wc_status_str)", NULL },
+	  "The status as text, from ibv_wc_status_str(3).", NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyMethodDef wc_methods[] = {
 	{ "raise_for_status", wc_raise_for_status, METH_NOARGS,
-	  "Raise CompletionError unless status is SUCCESS." },
+	  "raise_for_status()\n"
+	  "\n"
+	  "Check the completion's status; calls no verb.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    CompletionError: status is not SUCCESS (the error holds\n"
+	  "        this WC, its status and vendor_err)." },
 	{ NULL, NULL, 0, NULL }
 };
 
 static PyType_Slot wc_slots[] = {
-	{ Py_tp_doc, "A work completion (struct ibv_wc), from CQ.poll()." },
+	{ Py_tp_doc,
+	  "WC(**fields)\n"
+	  "\n"
+	  "A work completion: a copy of one struct ibv_wc.\n"
+	  "\n"
+	  "``CQ.poll()`` returns them, read with ``ibv_poll_cq`` (man page\n"
+	  "ibv_poll_cq(3)).  ``status`` and ``opcode`` are plain ints for\n"
+	  "speed; ``WCStatus(wc.status)`` names one.  ``WC(**fields)``\n"
+	  "builds one by hand (tests, fakes): every field is a keyword,\n"
+	  "the others are 0.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TypeError: a positional argument or an unknown keyword.\n"
+	  "    ValueError: a field out of its C type's range." },
 	{ Py_tp_new, wc_tp_new },
 	{ Py_tp_dealloc, wc_dealloc },
 	{ Py_tp_repr, wc_repr },

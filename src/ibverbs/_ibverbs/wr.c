@@ -791,53 +791,66 @@ static PyObject *sendwr_repr(PyObject *self)
 
 static PyGetSetDef sendwr_getset[] = {
 	{ "wr_id", sendwr_get_wr_id, sendwr_set_wr_id,
-	  "user cookie returned in the WC (u64)", NULL },
+	  "The caller's 64-bit cookie, returned as WC.wr_id.", NULL },
 	{ "opcode", sendwr_get_opcode, sendwr_set_opcode,
-	  "WROpcode; fields the new opcode does not use are reset to 0", NULL },
+	  "The WROpcode; setting it zeroes the fields the new one does not use.",
+	  NULL },
 	{ "send_flags", sendwr_get_send_flags, sendwr_set_send_flags,
-	  "SendFlags (FENCE, SIGNALED, SOLICITED, INLINE)", NULL },
+	  "SendFlags: FENCE, SIGNALED, SOLICITED, INLINE.", NULL },
 	{ "imm_data", sendwr_get_imm_data, sendwr_set_imm_data,
-	  "immediate data in host order (sent big-endian), or None", NULL },
+	  "Immediate data in host order (WITH_IMM opcodes), or None.", NULL },
 	{ "remote_addr", sendwr_get_remote, sendwr_set_remote,
-	  "remote address (RDMA and atomic opcodes)", (void *)F_REMOTE_ADDR },
+	  "The remote address of an RDMA or atomic opcode.",
+	  (void *)F_REMOTE_ADDR },
 	{ "rkey", sendwr_get_remote, sendwr_set_remote,
-	  "remote key (RDMA, atomic); the rkey to invalidate for "
-	  "SEND_WITH_INV/LOCAL_INV",
+	  "The remote key (RDMA, atomics); the rkey to invalidate "
+	  "(SEND_WITH_INV, LOCAL_INV); the new rkey (BIND_MW).",
 	  (void *)F_RKEY },
 	{ "compare_add", sendwr_get_remote, sendwr_set_remote,
-	  "compare (CMP_AND_SWP) or add (FETCH_AND_ADD) operand",
+	  "The value to compare (CMP_AND_SWP) or to add (FETCH_AND_ADD).",
 	  (void *)F_COMPARE_ADD },
 	{ "swap", sendwr_get_remote, sendwr_set_remote,
-	  "swap operand (CMP_AND_SWP)", (void *)F_SWAP },
+	  "The value to swap in (CMP_AND_SWP).", (void *)F_SWAP },
 	{ "remote_qpn", sendwr_get_remote, sendwr_set_remote,
-	  "destination QP number (UD, needs an AH)", (void *)F_REMOTE_QPN },
+	  "The destination QP number of a UD send (24 bits; needs an ah).",
+	  (void *)F_REMOTE_QPN },
 	{ "remote_qkey", sendwr_get_remote, sendwr_set_remote,
-	  "destination Q_Key (UD, needs an AH)", (void *)F_REMOTE_QKEY },
-	{ "ah", sendwr_get_ah, sendwr_set_ah, "the AH of a UD send, or None",
-	  NULL },
+	  "The destination Q_Key of a UD send (needs an ah).",
+	  (void *)F_REMOTE_QKEY },
+	{ "ah", sendwr_get_ah, sendwr_set_ah,
+	  "The AH of a UD send (SEND or SEND_WITH_IMM), or None.", NULL },
 	{ "sg_list", sendwr_get_sg_list, NULL,
-	  "the SGEs (a tuple; build a new WR to change it)", NULL },
-	{ "num_sge", sendwr_get_num_sge, NULL, "len(sg_list)", NULL },
+	  "The SGEs, a tuple; read-only (build a new WR to change it).", NULL },
+	{ "num_sge", sendwr_get_num_sge, NULL, "The length of sg_list.", NULL },
 	SENDWR_BIND_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot sendwr_slots[] = {
 	{ Py_tp_doc,
-	  "SendWR(wr_id=0, sg_list=(), opcode=WROpcode.SEND, send_flags=0,\n"
-	  "       imm_data=None, remote_addr=0, rkey=0, compare_add=0, swap=0,\n"
-	  "       ah=None, remote_qpn=0, remote_qkey=0, mw=None,\n"
-	  "       bind_info=None)\n\n"
-	  "A send work request (struct ibv_send_wr), converted once and\n"
-	  "posted as is by QP.post_send().  sg_list is an SGE or a sequence of\n"
-	  "SGEs.  imm_data (host order) is required for *_WITH_IMM opcodes and\n"
-	  "refused for others; remote_addr/rkey go with RDMA opcodes,\n"
-	  "compare_add/swap with atomics (which need exactly one 8-byte SGE),\n"
-	  "ah/remote_qpn/remote_qkey with UD SENDs, mw/bind_info/rkey (the\n"
-	  "new rkey) with BIND_MW.  A field the opcode does\n"
-	  "not use is a ValueError.  Attributes are settable for reuse; setting\n"
-	  "opcode keeps the fields both opcodes use and resets the others.\n"
-	  "The WR keeps its SGEs' MRs (and their memory) and its AH alive." },
+	  "SendWR(wr_id=0, sg_list=(), opcode=WROpcode.SEND, send_flags=0, "
+	  "remote_addr=0, rkey=0, imm_data=None, compare_add=0, swap=0, "
+	  "ah=None, remote_qpn=0, remote_qkey=0, mw=None, bind_info=None)\n"
+	  "\n"
+	  "A send work request (struct ibv_send_wr), converted once when\n"
+	  "built and posted as is by ``QP.post_send()`` (``ibv_post_send``,\n"
+	  "man page ibv_post_send(3)).  Building it calls no verb.\n"
+	  "\n"
+	  "Each opcode takes its own fields: ``imm_data`` the WITH_IMM\n"
+	  "opcodes, ``remote_addr`` and ``rkey`` RDMA and atomics,\n"
+	  "``compare_add`` and ``swap`` atomics (with exactly one 8-byte\n"
+	  "SGE), ``ah``, ``remote_qpn`` and ``remote_qkey`` UD sends,\n"
+	  "``mw``, ``bind_info`` and ``rkey`` (the new rkey) BIND_MW.\n"
+	  "Each keyword is the attribute of that name (``sg_list``: an SGE\n"
+	  "or an iterable of SGEs); attributes are settable for reuse.  The\n"
+	  "WR keeps its SGEs' MRs (and their memory) and its AH alive.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    ValueError: a field the opcode does not use, a WITH_IMM\n"
+	  "        opcode without imm_data, an atomic without one 8-byte\n"
+	  "        SGE, an unknown or TSO opcode, a value out of range.\n"
+	  "    TypeError: sg_list holds something other than SGEs, ah is\n"
+	  "        not an AH, or a field is not an int." },
 	{ Py_tp_new, sendwr_new },
 	{ Py_tp_dealloc, sendwr_dealloc },
 	{ Py_tp_traverse, sendwr_traverse },
@@ -952,19 +965,26 @@ static PyObject *recvwr_repr(PyObject *self)
 
 static PyGetSetDef recvwr_getset[] = {
 	{ "wr_id", recvwr_get_wr_id, recvwr_set_wr_id,
-	  "user cookie returned in the WC (u64)", NULL },
+	  "The caller's 64-bit cookie, returned as WC.wr_id.", NULL },
 	{ "sg_list", recvwr_get_sg_list, NULL,
-	  "the SGEs (a tuple; build a new WR to change it)", NULL },
-	{ "num_sge", recvwr_get_num_sge, NULL, "len(sg_list)", NULL },
+	  "The SGEs, a tuple; read-only (build a new WR to change it).", NULL },
+	{ "num_sge", recvwr_get_num_sge, NULL, "The length of sg_list.", NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot recvwr_slots[] = {
 	{ Py_tp_doc,
-	  "RecvWR(wr_id=0, sg_list=())\n\n"
+	  "RecvWR(wr_id=0, sg_list=())\n"
+	  "\n"
 	  "A receive work request (struct ibv_recv_wr), posted as is by\n"
-	  "QP.post_recv() / SRQ.post_recv().  sg_list is an SGE or a sequence\n"
-	  "of SGEs; the WR keeps their MRs (and their memory) alive." },
+	  "``QP.post_recv()`` and ``SRQ.post_recv()`` (``ibv_post_recv``,\n"
+	  "man page ibv_post_recv(3)).  Building it calls no verb; the WR\n"
+	  "keeps its SGEs' MRs (and their memory) alive.  ``sg_list``, an\n"
+	  "SGE or an iterable of SGEs, is where the message lands.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TypeError: sg_list holds something other than SGEs.\n"
+	  "    ValueError: wr_id out of range, or sg_list too long." },
 	{ Py_tp_new, recvwr_new },
 	{ Py_tp_dealloc, recvwr_dealloc },
 	{ Py_tp_traverse, recvwr_traverse },

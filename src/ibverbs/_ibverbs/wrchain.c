@@ -151,16 +151,28 @@ static PyObject *chain_enter(PyObject *self, PyObject *unused)
 
 static PyType_Slot sendwrchain_slots[] = {
 	{ Py_tp_doc,
-	  "SendWRChain(wrs)\n\n"
-	  "SendWRs linked through wr.next once, to be posted as one\n"
-	  "ibv_post_send() many times: qp.post_send(chain).  Unlike a list,\n"
-	  "a chain is not linked and checked again on every post; each post\n"
-	  "only checks that the MRs and AHs its members use are still open.\n"
-	  "The members are the WR objects given, not copies: setting one's\n"
-	  "wr_id, send_flags, remote_addr, ... is seen by the next post.\n"
-	  "A member cannot be posted on its own, in a list or in another\n"
-	  "chain until release() (also called by `with` and when the chain\n"
-	  "is freed).  len(chain) and chain[i] give the members." },
+	  "SendWRChain(wrs)\n"
+	  "\n"
+	  "SendWRs linked through ``wr.next`` once, to be posted as one\n"
+	  "``ibv_post_send`` call many times: ``qp.post_send(chain)`` (man\n"
+	  "page ibv_post_send(3)).  Building it calls no verb.\n"
+	  "\n"
+	  "Unlike a list, a chain is not linked and checked again on every\n"
+	  "post; each post only checks that the MRs and AHs its members use\n"
+	  "are still open.  The members are the WR objects given, not\n"
+	  "copies: setting one's ``wr_id``, ``send_flags``, ``remote_addr``,\n"
+	  "... is seen by the next post.  A member cannot be posted on its\n"
+	  "own, in a list or in another chain until ``release()`` (also\n"
+	  "called by ``with`` and when the chain is freed).  ``len(chain)``\n"
+	  "and ``chain[i]`` give the members.\n"
+	  "\n"
+	  "Args:\n"
+	  "    wrs: a non-empty sequence of SendWRs, each once.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TypeError: wrs is one SendWR, or holds something else.\n"
+	  "    ValueError: wrs is empty, holds a WR twice, or a WR that\n"
+	  "        belongs to another chain." },
 	{ Py_tp_new, sendwrchain_new },
 	{ Py_tp_dealloc, sendwrchain_dealloc },
 	{ Py_tp_traverse, chain_traverse },
@@ -181,12 +193,23 @@ PyType_Spec SendWRChain_spec = { "ibverbs._ibverbs.SendWRChain",
 
 static PyType_Slot recvwrchain_slots[] = {
 	{ Py_tp_doc,
-	  "RecvWRChain(wrs)\n\n"
-	  "RecvWRs linked through wr.next once, to be posted as one\n"
-	  "ibv_post_recv() many times: qp.post_recv(chain) or\n"
-	  "srq.post_recv(chain).  As SendWRChain: the members are the WR\n"
-	  "objects given, each post only checks that their MRs are still\n"
-	  "open, and a member belongs to the chain until release()." },
+	  "RecvWRChain(wrs)\n"
+	  "\n"
+	  "RecvWRs linked through ``wr.next`` once, to be posted as one\n"
+	  "``ibv_post_recv`` or ``ibv_post_srq_recv`` call many times:\n"
+	  "``qp.post_recv(chain)`` or ``srq.post_recv(chain)`` (man pages\n"
+	  "ibv_post_recv(3), ibv_post_srq_recv(3)).  As SendWRChain: the\n"
+	  "members are the WR objects given, each post only checks that\n"
+	  "their MRs are still open, and a member belongs to the chain\n"
+	  "until ``release()``.\n"
+	  "\n"
+	  "Args:\n"
+	  "    wrs: a non-empty sequence of RecvWRs, each once.\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TypeError: wrs is one RecvWR, or holds something else.\n"
+	  "    ValueError: wrs is empty, holds a WR twice, or a WR that\n"
+	  "        belongs to another chain." },
 	{ Py_tp_new, recvwrchain_new },
 	{ Py_tp_dealloc, recvwrchain_dealloc },
 	{ Py_tp_traverse, chain_traverse },

@@ -227,8 +227,11 @@ static PyObject *CHFN(repr)(PyObject *self)
 /* sendwrchain_methods, recvwrchain_methods */
 static PyMethodDef CHFN(methods)[] = {
 	{ "release", CHFN(meth_release), METH_NOARGS,
-	  "Unlink the members: each can be posted on its own again. "
-	  "Idempotent; a released chain cannot be posted." },
+	  "release()\n"
+	  "\n"
+	  "Unlink the members: each can be posted on its own again, and\n"
+	  "the chain cannot (posting it raises ValueError).  Idempotent;\n"
+	  "calls no verb." },
 	{ "__enter__", chain_enter, METH_NOARGS, NULL },
 	{ "__exit__", CHFN(exit), METH_VARARGS, "release() the chain." },
 	{ NULL, NULL, 0, NULL }
