@@ -325,17 +325,19 @@ PyObject *handle_get_parent(PyObject *self, void *closure);
 /* tp_new for types that Python code must not instantiate directly. */
 PyObject *handle_no_new(PyTypeObject *type, PyObject *args, PyObject *kw);
 
+/* Their docstrings (handle.c). */
+extern const char handle_close__doc__[], handle_enter__doc__[],
+	handle_exit__doc__[], handle_closed__doc__[];
+
 /* clang-format cannot lay out macros that are initializers. */
 /* clang-format off */
 #define HANDLE_METHODS \
-	{ "close", handle_meth_close, METH_NOARGS, \
-	  "Destroy the verbs object. Idempotent; EBUSY while children " \
-	  "are open." }, \
-	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL }, \
-	{ "__exit__", handle_meth_exit, METH_VARARGS, NULL }
+	{ "close", handle_meth_close, METH_NOARGS, handle_close__doc__ }, \
+	{ "__enter__", handle_meth_enter, METH_NOARGS, handle_enter__doc__ }, \
+	{ "__exit__", handle_meth_exit, METH_VARARGS, handle_exit__doc__ }
 
 #define HANDLE_GETSETS \
-	{ "closed", handle_get_closed, NULL, "True once close() succeeded.", NULL }
+	{ "closed", handle_get_closed, NULL, handle_closed__doc__, NULL }
 /* clang-format on */
 
 /* Allocate a new, zeroed instance of a type; PyType_GenericAlloc already
