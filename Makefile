@@ -10,7 +10,7 @@ RXE_VM   := tools/rxe-vm
 OUT      := $(CURDIR)/build/out
 PYTEST   := $(VPY) -m pytest -rfEs
 
-.PHONY: all deps venv build test test-host test-guest test-twonode demo bench bench-peers wheel \
+.PHONY: all deps venv prefetch build test test-host test-guest test-twonode demo bench bench-peers wheel \
 	test-wheels sanitize clean lint format pycache
 
 all: build
@@ -33,8 +33,16 @@ build: deps venv
 
 # make wheel comes before test-host, whose tests/host/test_wheel.py checks
 # the wheels it writes (and fails, rather than skips, when one is missing).
-test: build lint wheel test-host test-guest test-twonode test-wheels test-distros test-arm64
+test: prefetch build lint wheel test-host test-guest test-twonode test-wheels test-distros test-arm64
 test: export IBVERBS_REQUIRE_WHEELS = 1
+
+# The guest caches (kernel, distribution roots, arm64 root) filled in the
+# background while the build and the host tests run (tools/prefetch; log in
+# build/out/prefetch.log): on a fresh machine their 6-7 minutes of downloads
+# and unpacking then overlap the steps before the guests.  The steps that
+# use a cache wait on its lock, so none starts on a half-built entry.
+prefetch: deps venv
+	@tools/prefetch start
 
 test-host:
 	$(PYTEST) -m 'not integration and not twonode' tests
