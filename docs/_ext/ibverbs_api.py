@@ -1,0 +1,395 @@
+"""The API reference of ibverbs, enumerated from the modules at build time.
+
+``.. ibverbs-api:: GROUP`` documents every public name (the ``__all__`` of
+the modules in ``MODULES``) that ``placement`` puts in GROUP, so a new public
+name appears in the reference without an edit here: a name that no rule
+names goes to the ``module`` group.  At the end of reading, every public
+name must have been documented exactly once (a warning otherwise, an error
+under ``-W``).
+
+Pure-Python names go through autodoc (their signatures are their own).  The
+C types and functions of ``ibverbs._ibverbs`` have no
+``__text_signature__``: their signatures and attribute types come from the
+stub ``_ibverbs.pyi`` (``ibverbs_stubs``), their text from their docstrings
+without the opening signature line, through napoleon (Google style).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import re
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.ext.napoleon import GoogleDocstring
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective, switch_source_input
+from sphinx.util.nodes import nested_parse_with_titles
+
+from ibverbs_stubs import StubIndex
+
+logger = logging.getLogger(__name__)
+
+# The public modules, in the order their names are claimed: a name that a
+# later module re-exports (ibverbs re-exports the enums and the flow specs)
+# is documented once, in the first module whose own object it is.
+MODULES = [
+    "ibverbs.enums",
+    "ibverbs.flow",
+    "ibverbs.aio",
+    "ibverbs.bootstrap",
+    "ibverbs.cuda",
+    "ibverbs",
+]
+
+# Groups of the ibverbs package's names: (group, rules).  A rule is a name
+# or a regular expression matched against the whole name; the first group
+# with a matching rule wins.  The other modules are a group each, named by
+# the module.
+GROUP_RULES: list[tuple[str, list[str]]] = [
+    ("errors", ["VerbsError", "CompletionError", r".*Error"]),
+    (
+        "devices",
+        [
+            "Device",
+            "get_device_list",
+            "Context",
+            "DeviceAttr",
+            "DeviceAttrEx",
+            "PortAttr",
+            "Gid",
+            r".*Caps",
+            "AsyncEvent",
+        ],
+    ),
+    (
+        "memory",
+        [
+            "PD",
+            "MR",
+            "MW",
+            "MWBind",
+            "MWBindInfo",
+            "DM",
+            "inc_rkey",
+            "reg_tensor",
+            "tensor_addr_len",
+        ],
+    ),
+    ("cq", ["CQ", "CQEx", "CQInitAttrEx", "CompChannel", "WC", "WCEx", r"CQ.*", r"WC.*"]),
+    (
+        "qp",
+        [
+            "QP",
+            "QPEx",
+            "QPInitAttr",
+            "QPInitAttrEx",
+            "QPCap",
+            "QPInfo",
+            "connect_rc",
+            "local_qp_info",
+            r"QP.*",
+            "SRQ",
+            "AH",
+            "AHAttr",
+        ],
+    ),
+    ("wr", ["SGE", "SendWR", "RecvWR", "SendWRChain", "RecvWRChain", r".*WR(Chain)?"]),
+    ("cm", ["CMID", "CMListener", "CMEvent", r"CM.*", "has_rdmacm"]),
+    ("flow", ["Flow", r"Flow.*"]),
+]
+DEFAULT_GROUP = "module"
+
+C_MODULE = "ibverbs._ibverbs"
+
+
+def placement(module: str, name: str) -> tuple[str, int]:
+    """The group (reference page) of ``module.name`` and its rank there:
+    the index of the first rule that names it (the page's order)."""
+    if module != "ibverbs":
+        return module.rsplit(".", 1)[1], 0
+    for group, rules in GROUP_RULES:
+        for i, rule in enumerate(rules):
+            if re.fullmatch(rule, name):
+                return group, i
+    return DEFAULT_GROUP, 0
+
+
+def public_names() -> dict[str, tuple[str, int, object]]:
+    """Every public name, once, in ``__all__`` order: full name -> (group,
+    rank in the group, object)."""
+    seen: dict[int, str] = {}
+    out: dict[str, tuple[str, object]] = {}
+    for modname in MODULES:
+        mod = importlib.import_module(modname)
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if (inspect.isclass(obj) or inspect.isroutine(obj)) and id(obj) in seen:
+                continue  # re-exported: documented where it is defined
+            if inspect.isclass(obj) or inspect.isroutine(obj):
+                seen[id(obj)] = modname
+            out[f"{modname}.{name}"] = (*placement(modname, name), obj)
+    return out
+
+
+# ------------------------------------------------------------ docstrings ---
+
+_SIG_START = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\(")
+
+
+def strip_signature(doc: str, name: str) -> str:
+    """The docstring without its opening ``name(args) -> Ret`` (the stub is
+    where the signature comes from); text after a ``:`` on that line, the
+    one-line form, is kept."""
+    doc = inspect.cleandoc(doc or "")
+    m = _SIG_START.match(doc)
+    if not m or m.group(1) != name:
+        return doc
+    depth, i = 0, m.end() - 1
+    while i < len(doc):
+        depth += {"(": 1, ")": -1}.get(doc[i], 0)
+        i += 1
+        if depth == 0:
+            break
+    rest = doc[i:]
+    first, _, tail = rest.partition("\n")
+    first = re.sub(r"^\s*->\s*[^:]*", "", first)  # the return annotation
+    first = re.sub(r"^\s*:\s*", "", first)
+    return inspect.cleandoc(first + "\n" + tail) if first.strip() else inspect.cleandoc(tail)
+
+
+def rst_lines(app, doc: str, what: str, name: str, obj: object) -> list[str]:
+    """A Google-style docstring as reStructuredText lines (napoleon)."""
+    if not doc.strip():
+        return []
+    return str(GoogleDocstring(doc, app.config, app, what, name, obj)).splitlines()
+
+
+# ------------------------------------------------------------ the C types ---
+
+
+def _sig_lines(head: str, member) -> list[str]:
+    lines = []
+    for i, (args, ret) in enumerate(member.overloads or [(member.args, member.returns)]):
+        text = f"{args} -> {ret}" if ret and ret != "Self" else args
+        lines.append(f"{head}{text}" if i == 0 else " " * len(head.split("::")[0]) + "   " + text)
+    return lines
+
+
+class CWriter:
+    """rST for one class or function of the C extension, from its stub."""
+
+    def __init__(self, app, stubs: StubIndex, source: str):
+        self.app, self.stubs, self.source = app, stubs, source
+
+    def warn(self, msg: str) -> None:
+        logger.warning(msg, location=self.source)
+
+    def function(self, fullname: str, obj) -> list[str]:
+        name = fullname.rsplit(".", 1)[1]
+        stub = self.stubs.function(name)
+        if stub is None:
+            self.warn(f"{fullname}: no signature in _ibverbs.pyi")
+            return []
+        lines = _sig_lines(f".. py:function:: {name}", stub)
+        lines += [f"   :canonical: {C_MODULE}.{name}", ""]
+        doc = rst_lines(self.app, strip_signature(obj.__doc__, name), "function", fullname, obj)
+        return lines + ["   " + x for x in doc] + [""]
+
+    def data(self, fullname: str, obj) -> list[str]:
+        name = fullname.rsplit(".", 1)[1]
+        if name not in self.stubs.data:
+            self.warn(f"{fullname}: not in _ibverbs.pyi")
+            return []
+        typ, doc = self.stubs.data[name]
+        lines = [f".. py:data:: {name}", f"   :type: {typ}", ""]
+        doc_lines = rst_lines(self.app, inspect.cleandoc(doc or ""), "data", fullname, obj)
+        return lines + ["   " + x for x in doc_lines] + [""]
+
+    def cls(self, fullname: str, obj: type) -> list[str]:
+        name = obj.__name__
+        if name not in self.stubs.classes:
+            self.warn(f"{fullname}: class not in _ibverbs.pyi")
+            return []
+        ctor = self.stubs.constructor(name)
+        if ctor is not None:
+            lines = _sig_lines(f".. py:class:: {name}", ctor)
+        else:  # made by a factory method, never by calling the class
+            lines = [f".. py:class:: {name}"]
+        lines += [f"   :canonical: {C_MODULE}.{name}"]
+        if not obj.__flags__ & (1 << 10):  # Py_TPFLAGS_BASETYPE: not subclassable
+            lines.append("   :final:")
+        lines.append("")
+        base = obj.__base__
+        if base is not None and base is not object:
+            lines += [f"   Bases: :py:class:`{base.__name__}`", ""]
+        doc = rst_lines(self.app, strip_signature(obj.__doc__, name), "class", fullname, obj)
+        lines += ["   " + x for x in doc] + [""]
+        attrs, methods = [], []
+        for member, value in vars(obj).items():
+            if member.startswith("_"):
+                continue
+            kind = type(value).__name__
+            if kind in ("getset_descriptor", "member_descriptor"):
+                attrs.append((member, value))
+            else:
+                methods.append((member, value))
+        # methods (in the order of the type's method table), then attributes
+        for member, value in methods:
+            lines += self._method(name, member, value, fullname)
+        for member, value in attrs:
+            lines += self._attribute(name, member, value, fullname)
+        return lines
+
+    def _attribute(self, cls: str, member: str, value, fullname: str) -> list[str]:
+        stub = self.stubs.member(cls, member)
+        if stub is None or stub.kind not in ("property", "attribute"):
+            self.warn(f"{fullname}.{member}: no attribute or property in _ibverbs.pyi")
+            return []
+        directive = "property" if stub.kind == "property" else "attribute"
+        lines = [f"   .. py:{directive}:: {member}"]
+        if stub.returns:
+            lines.append(f"      :type: {stub.returns}")
+        lines.append("")
+        # napoleon's "attribute" reading takes "x: y" for a type: not here
+        doc = rst_lines(
+            self.app, inspect.cleandoc(value.__doc__ or ""), "method", f"{fullname}.{member}", value
+        )
+        return lines + ["      " + x for x in doc] + [""]
+
+    def _method(self, cls: str, member: str, value, fullname: str) -> list[str]:
+        stub = self.stubs.member(cls, member)
+        if stub is None or stub.kind not in ("method", "classmethod", "staticmethod"):
+            self.warn(f"{fullname}.{member}: no method in _ibverbs.pyi")
+            return []
+        lines = _sig_lines(f"   .. py:method:: {member}", stub)
+        if stub.kind != "method":
+            lines.append(f"      :{stub.kind}:")
+        lines.append("")
+        doc = rst_lines(
+            self.app,
+            strip_signature(value.__doc__, member),
+            "method",
+            f"{fullname}.{member}",
+            value,
+        )
+        return lines + ["      " + x for x in doc] + [""]
+
+
+# ------------------------------------------------------------ the directive ---
+
+
+def _is_c(obj) -> bool:
+    return getattr(obj, "__module__", None) == C_MODULE
+
+
+class ApiDirective(SphinxDirective):
+    """``.. ibverbs-api:: GROUP``: every public name of GROUP."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        group = self.arguments[0]
+        app = self.env.app
+        stubs = app.ibverbs_stubs
+        names = [(full, r, obj) for full, (g, r, obj) in public_names().items() if g == group]
+        if not names:
+            logger.warning(
+                f"ibverbs-api: no public name in group {group!r}", location=self.get_location()
+            )
+        writer = CWriter(app, stubs, self.get_location())
+        lines: list[str] = []
+        current = None
+
+        # classes first, then functions, then data; each in the order of
+        # the group's rules, then of __all__ (sorted() is stable)
+        def rank(item):
+            obj = item[2]
+            return (0 if inspect.isclass(obj) else 1 if callable(obj) else 2), item[1]
+
+        sources: list[tuple[str, int]] = []
+        for fullname, _, obj in sorted(names, key=rank):
+            sources += [(f"<ibverbs-api {group}>", i) for i in range(len(lines) - len(sources))]
+            module = fullname.rsplit(".", 1)[0]
+            if module != current:
+                lines += [f".. py:currentmodule:: {module}", ""]
+                current = module
+            if _is_c(obj):
+                if inspect.isclass(obj):
+                    lines += writer.cls(fullname, obj)
+                elif callable(obj):
+                    lines += writer.function(fullname, obj)
+            elif module == "ibverbs" and not (inspect.isclass(obj) or callable(obj)):
+                # data of the package: from the C module (its stub) or Python
+                name = fullname.rsplit(".", 1)[1]
+                if name in stubs.data:
+                    lines += writer.data(fullname, obj)
+                else:
+                    lines += [f".. autodata:: {fullname}", "   :no-value:", ""]
+            elif inspect.isclass(obj):
+                lines += [f".. autoclass:: {fullname}", "   :members:", "   :undoc-members:", ""]
+                if obj.__base__ is not object and not obj.__base__.__name__.startswith("_"):
+                    lines.insert(-1, "   :show-inheritance:")
+            elif callable(obj):
+                lines += [f".. autofunction:: {fullname}", ""]
+            else:
+                lines += [f".. autodata:: {fullname}", ""]
+            # warnings say "docstring of NAME:LINE", LINE counted from the
+            # block's first line (the directive with the signature)
+            sources += [(f"docstring of {fullname}", i) for i in range(len(lines) - len(sources))]
+        self.env.note_dependency(str(stubs.path))
+        node = nodes.container()
+        if os.environ.get("IBVERBS_DOCS_DUMP"):  # the generated rST, to debug
+            dump = Path(os.environ["IBVERBS_DOCS_DUMP"]) / f"{group}.rst"
+            dump.parent.mkdir(parents=True, exist_ok=True)
+            dump.write_text("\n".join(lines) + "\n")
+        content = StringList(lines, items=sources)
+        with switch_source_input(self.state, content):  # warnings name the docstring
+            nested_parse_with_titles(self.state, content, node)
+        done = self.env.domaindata.setdefault("ibverbs_api", {})
+        for fullname, _, _ in names:
+            done.setdefault(fullname, set()).add(self.env.docname)
+        return node.children
+
+
+def _purge(app, env, docname):
+    for docs in env.domaindata.get("ibverbs_api", {}).values():
+        docs.discard(docname)
+
+
+def _check_all_documented(app, env):
+    """Every public name is documented once, on one page."""
+    done = env.domaindata.get("ibverbs_api", {})
+    for fullname, (group, _, _) in public_names().items():
+        pages = sorted(done.get(fullname, ()))
+        if not pages:
+            logger.warning(
+                f"{fullname} (group {group!r}) is on no reference page: add "
+                f"'.. ibverbs-api:: {group}' to a page under docs/reference"
+            )
+        elif len(pages) > 1:
+            logger.warning(f"{fullname} is documented on {len(pages)} pages: {pages}")
+
+
+def _skip_private_or_inherited_doc(app, what, name, obj, options, lines):
+    """Drop a docstring that is only the type's own (``str``'s for a str
+    constant): a constant's text is its ``#:`` comment or nothing."""
+    if what in ("data", "attribute") and lines:
+        own_doc = type(obj).__doc__
+        own = inspect.cleandoc(own_doc).splitlines() if isinstance(own_doc, str) else []
+        if own and lines[: len(own)] == own:
+            del lines[:]
+
+
+def setup(app):
+    root = Path(app.confdir).parent
+    app.ibverbs_stubs = StubIndex(root / "src" / "ibverbs" / "_ibverbs.pyi")
+    app.add_directive("ibverbs-api", ApiDirective)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-check-consistency", _check_all_documented)
+    app.connect("autodoc-process-docstring", _skip_private_or_inherited_doc)
+    return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True}

@@ -1,0 +1,91 @@
+"""Sphinx configuration of the ibverbs site (make docs -> build/docs).
+
+The reference is generated from the code: docs/_ext/ibverbs_api.py lists the
+public names of the modules at build time, autodoc reads the Python ones,
+the stub src/ibverbs/_ibverbs.pyi gives the C extension's signatures, and
+napoleon reads the Google-style docstrings.  The guides (docs/guides/*.md)
+are MyST Markdown.  Every warning is an error (make docs: -W --keep-going),
+every cross-reference must resolve (nitpicky) and every #anchor of a guide
+must exist (myst_heading_anchors; tools/docs-check checks the built HTML).
+"""
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "_ext"))
+
+import ibverbs  # noqa: E402  (the in-place build of make build)
+
+project = "ibverbs"
+author = "The ibverbs developers"
+copyright = "The ibverbs developers"
+release = ibverbs.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "myst_parser",
+    "ibverbs_api",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build"]
+templates_path: list[str] = []
+
+# ---- strictness ---------------------------------------------------------
+nitpicky = True
+# Names that cannot resolve: the standard library's classes in the stubs'
+# and modules' annotations (there is no inventory of the Python docs
+# offline: intersphinx would fetch it over the network at every build).
+nitpick_ignore = [
+    ("py:class", name)
+    for name in (
+        "collections.abc.Iterable",
+        "collections.abc.Iterator",
+        "collections.abc.Callable",
+        "collections.abc.AsyncIterator",
+        "collections.abc.Sequence",
+        "collections.abc.Mapping",
+        "Iterable",
+        "Iterator",
+        "types.TracebackType",
+        "TracebackType",
+        "asyncio.AbstractEventLoop",
+        "asyncio.events.AbstractEventLoop",
+        "enum.IntEnum",
+        "enum.IntFlag",
+        "logging.Logger",
+        "ctypes.c_void_p",
+        # typing_extensions' Buffer (collections.abc.Buffer from 3.12)
+        "typing_extensions.Buffer",
+    )
+]
+
+# ---- autodoc, napoleon ------------------------------------------------------
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_inherit_docstrings = False  # a name's text is its own docstring
+autodoc_preserve_defaults = True
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+napoleon_use_rtype = False  # "Returns:" text is prose, not a type to link
+toc_object_entries_show_parents = "hide"
+add_module_names = False
+python_use_unqualified_type_names = True
+
+# ---- MyST (the guides) --------------------------------------------------
+myst_heading_anchors = 4  # "#section-title" links of the guides resolve
+myst_enable_extensions = ["colon_fence", "deflist"]
+suppress_warnings: list[str] = []
+
+# ---- HTML ---------------------------------------------------------------
+html_theme = "furo"
+html_title = f"ibverbs {release}"
+html_static_path = ["_static"]
+html_css_files = ["ibverbs.css"]
+html_show_sourcelink = False
+html_copy_source = False
+html_last_updated_fmt = None
