@@ -385,7 +385,38 @@ def _skip_private_or_inherited_doc(app, what, name, obj, options, lines):
             del lines[:]
 
 
+def _napoleon_for_attributes_too(app) -> None:
+    """Read the docstring of an attribute, property or constant as prose.
+
+    napoleon reads an attribute's first line ``X: text`` as "type X, then
+    text" (Google style for attributes), which turns a sentence such as
+    "How the memory was registered: ..." into a type to link.  Here the
+    types come from the annotations and stubs, and a getter's docstring is
+    one or two sentences: napoleon's handler is swapped for one that reads
+    them as it reads a function's (sections only).
+    """
+    from sphinx.ext import napoleon
+
+    found = [
+        listener
+        for listener in app.events.listeners["autodoc-process-docstring"]
+        if listener.handler is napoleon._process_docstring
+    ]
+    if len(found) != 1:
+        raise RuntimeError("ibverbs_api: napoleon's autodoc-process-docstring handler not found")
+    app.disconnect(found[0].id)
+
+    def process(app, what, name, obj, options, lines):
+        if what in ("attribute", "property", "data"):
+            what = "method"
+        napoleon._process_docstring(app, what, name, obj, options, lines)
+
+    app.connect("autodoc-process-docstring", process, priority=found[0].priority)
+
+
 def setup(app):
+    app.setup_extension("sphinx.ext.napoleon")
+    _napoleon_for_attributes_too(app)
     root = Path(app.confdir).parent
     app.ibverbs_stubs = StubIndex(root / "src" / "ibverbs" / "_ibverbs.pyi")
     app.add_directive("ibverbs-api", ApiDirective)
