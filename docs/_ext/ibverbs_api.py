@@ -29,7 +29,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, switch_source_input
 from sphinx.util.nodes import nested_parse_with_titles
 
-from ibverbs_stubs import StubIndex
+from ibverbs_stubs import StubIndex, strip_signature
 
 logger = logging.getLogger(__name__)
 
@@ -136,29 +136,6 @@ def public_names() -> dict[str, tuple[str, int, object]]:
 
 
 # ------------------------------------------------------------ docstrings ---
-
-_SIG_START = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\(")
-
-
-def strip_signature(doc: str, name: str) -> str:
-    """The docstring without its opening ``name(args) -> Ret`` (the stub is
-    where the signature comes from); text after a ``:`` on that line, the
-    one-line form, is kept."""
-    doc = inspect.cleandoc(doc or "")
-    m = _SIG_START.match(doc)
-    if not m or m.group(1) != name:
-        return doc
-    depth, i = 0, m.end() - 1
-    while i < len(doc):
-        depth += {"(": 1, ")": -1}.get(doc[i], 0)
-        i += 1
-        if depth == 0:
-            break
-    rest = doc[i:]
-    first, _, tail = rest.partition("\n")
-    first = re.sub(r"^\s*->\s*[^:]*", "", first)  # the return annotation
-    first = re.sub(r"^\s*:\s*", "", first)
-    return inspect.cleandoc(first + "\n" + tail) if first.strip() else inspect.cleandoc(tail)
 
 
 def rst_lines(app, doc: str, what: str, name: str, obj: object) -> list[str]:

@@ -12,6 +12,8 @@ bases, with the type variables of a generic base replaced.
 from __future__ import annotations
 
 import ast
+import inspect
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -221,3 +223,28 @@ class StubIndex:
             return None
         sigs = [(_arglist(d, False, self.aliases), _unparse(d.returns, self.aliases)) for d in defs]
         return StubMember("function", sigs[0][0], sigs[0][1], sigs)
+
+
+_SIG_START = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\(")
+
+
+def strip_signature(doc: str, name: str) -> str:
+    """The docstring without its opening ``name(args) -> Ret`` (the stub is
+    where the signature comes from).  What follows on that line is kept:
+    the text after a ``:`` (the one-line form) or a remark in parentheses."""
+    doc = inspect.cleandoc(doc or "")
+    m = _SIG_START.match(doc)
+    if not m or m.group(1) != name:
+        return doc
+    depth, i = 0, m.end() - 1
+    while i < len(doc):
+        depth += {"(": 1, ")": -1}.get(doc[i], 0)
+        i += 1
+        if depth == 0:
+            break
+    rest = doc[i:]
+    first, _, tail = rest.partition("\n")
+    # the return annotation ends at a ":" or a " (" that opens a remark
+    first = re.sub(r"^\s*->\s*.*?(?=:|\s\(|$)", "", first)
+    first = re.sub(r"^\s*:\s*", "", first)
+    return inspect.cleandoc(first + "\n" + tail) if first.strip() else inspect.cleandoc(tail)
