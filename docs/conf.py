@@ -28,6 +28,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "myst_parser",
     "ibverbs_api",
+    "ibverbs_guides",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
