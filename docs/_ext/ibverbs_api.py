@@ -259,6 +259,43 @@ class CWriter:
 # ------------------------------------------------------------ the directive ---
 
 
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph (a period
+    inside a ``literal`` does not end it)."""
+    para = " ".join(doc.strip().split("\n\n")[0].split())
+    literal, i = False, 0
+    while i < len(para):
+        if para.startswith("``", i):
+            literal = not literal
+            i += 2
+            continue
+        if not literal and para[i] == "." and (i + 1 == len(para) or para[i + 1] == " "):
+            return para[: i + 1]
+        i += 1
+    return para
+
+
+def summary(ordered, stubs: StubIndex) -> list[str]:
+    """A list of the page's names, each with its first sentence."""
+    out = []
+    for fullname, _, obj in ordered:
+        name = fullname.rsplit(".", 1)[1]
+        if inspect.isclass(obj):
+            role, doc = "class", obj.__doc__ if "__doc__" in vars(obj) else ""
+        elif callable(obj):
+            role, doc = "func", obj.__doc__
+        else:
+            role, doc = "data", stubs.data.get(name, ("", ""))[1] if _is_c_data(fullname) else ""
+        text = first_sentence(strip_signature(doc or "", name))
+        out.append(f"- :py:{role}:`~{fullname}`" + (f" -- {text}" if text else ""))
+    return out + [""] if out else []
+
+
+def _is_c_data(fullname: str) -> bool:
+    module, name = fullname.rsplit(".", 1)
+    return module == "ibverbs" and name in vars(importlib.import_module(C_MODULE))
+
+
 def _is_c(obj) -> bool:
     return getattr(obj, "__module__", None) == C_MODULE
 
@@ -288,8 +325,10 @@ class ApiDirective(SphinxDirective):
             obj = item[2]
             return (0 if inspect.isclass(obj) else 1 if callable(obj) else 2), item[1]
 
+        ordered = sorted(names, key=rank)
+        lines += summary(ordered, stubs)
         sources: list[tuple[str, int]] = []
-        for fullname, _, obj in sorted(names, key=rank):
+        for fullname, _, obj in ordered:
             sources += [(f"<ibverbs-api {group}>", i) for i in range(len(lines) - len(sources))]
             module = fullname.rsplit(".", 1)[0]
             if module != current:
