@@ -73,3 +73,8 @@ html_css_files = ["ibverbs.css"]
 html_show_sourcelink = False
 html_copy_source = False
 html_last_updated_fmt = None
+# The site is read from build/docs as files: a search result's text
+# snippet is fetched from its page, which a file:// page may not do (CORS:
+# the search throws in the console, tools/docs-check fails).  Without the
+# snippets the search works the same from a file and from a server.
+html_show_search_summary = False
