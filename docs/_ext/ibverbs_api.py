@@ -122,7 +122,7 @@ def public_names() -> dict[str, tuple[str, int, object]]:
     """Every public name, once, in ``__all__`` order: full name -> (group,
     rank in the group, object)."""
     seen: dict[int, str] = {}
-    out: dict[str, tuple[str, object]] = {}
+    out: dict[str, tuple[str, int, object]] = {}
     for modname in MODULES:
         mod = importlib.import_module(modname)
         for name in mod.__all__:
@@ -284,16 +284,12 @@ def summary(ordered, stubs: StubIndex) -> list[str]:
             role, doc = "class", obj.__doc__ if "__doc__" in vars(obj) else ""
         elif callable(obj):
             role, doc = "func", obj.__doc__
-        else:
-            role, doc = "data", stubs.data.get(name, ("", ""))[1] if _is_c_data(fullname) else ""
+        else:  # a constant's text: its stub's docstring, if the C module's
+            from_c = fullname == f"ibverbs.{name}" and name in stubs.data
+            role, doc = "data", stubs.data[name][1] if from_c else ""
         text = first_sentence(strip_signature(doc or "", name))
         out.append(f"- :py:{role}:`~{fullname}`" + (f" -- {text}" if text else ""))
     return out + [""] if out else []
-
-
-def _is_c_data(fullname: str) -> bool:
-    module, name = fullname.rsplit(".", 1)
-    return module == "ibverbs" and name in vars(importlib.import_module(C_MODULE))
 
 
 def _is_c(obj) -> bool:
@@ -391,7 +387,7 @@ def _check_all_documented(app, env):
             logger.warning(f"{fullname} is documented on {len(pages)} pages: {pages}")
 
 
-def _skip_private_or_inherited_doc(app, what, name, obj, options, lines):
+def _drop_type_docstring(app, what, name, obj, options, lines):
     """Drop a docstring that is only the type's own (``str``'s for a str
     constant): a constant's text is its ``#:`` comment or nothing."""
     if what in ("data", "attribute") and lines:
@@ -438,5 +434,5 @@ def setup(app):
     app.add_directive("ibverbs-api", ApiDirective)
     app.connect("env-purge-doc", _purge)
     app.connect("env-check-consistency", _check_all_documented)
-    app.connect("autodoc-process-docstring", _skip_private_or_inherited_doc)
+    app.connect("autodoc-process-docstring", _drop_type_docstring)
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True}
