@@ -149,10 +149,13 @@ def rst_lines(app, doc: str, what: str, name: str, obj: object) -> list[str]:
 
 
 def _sig_lines(head: str, member) -> list[str]:
+    """The directive line ``head`` (``.. py:method:: name``) with the
+    signature, and one more line per further overload of the stub."""
+    prefix, name = head.split(":: ")
     lines = []
     for i, (args, ret) in enumerate(member.overloads or [(member.args, member.returns)]):
-        text = f"{args} -> {ret}" if ret and ret != "Self" else args
-        lines.append(f"{head}{text}" if i == 0 else " " * len(head.split("::")[0]) + "   " + text)
+        text = f"{name}{args} -> {ret}" if ret and ret != "Self" else f"{name}{args}"
+        lines.append(f"{prefix}:: {text}" if i == 0 else " " * (len(prefix) + 3) + text)
     return lines
 
 

@@ -96,6 +96,9 @@ def test_stub_only_bases_and_generics_resolve(stubs):
     assert index.member("CMID", "resolve").kind == "classmethod"
     assert index.member("CMID", "resolve").args.startswith("(host: str")
     assert index.function("inc_rkey").args == "(rkey: int, /)"
+    # overloads: one signature each
+    sge = index.member("QPEx", "wr_set_sge").overloads
+    assert sge == [("(lkey: SGE)", "None"), ("(lkey: int, addr: int, length: int)", "None")]
     # a private import alias reads as the name it stands for
     inline = index.member("QPEx", "wr_set_inline_data").args
     assert inline == "(data: typing_extensions.Buffer)"
