@@ -84,17 +84,12 @@ def _decorators(fn: ast.FunctionDef) -> set[str]:
     return names
 
 
-def _member_from_def(fn: ast.FunctionDef) -> tuple[StubMember, bool]:
+def _kind(fn: ast.FunctionDef) -> str:
     decos = _decorators(fn)
-    if "property" in decos:
-        return StubMember("property"), False
-    if "classmethod" in decos:
-        kind = "classmethod"
-    elif "staticmethod" in decos:
-        kind = "staticmethod"
-    else:
-        kind = "method"
-    return StubMember(kind), "overload" in decos
+    for kind in ("property", "classmethod", "staticmethod"):
+        if kind in decos:
+            return kind
+    return "method"
 
 
 class StubIndex:
@@ -190,7 +185,7 @@ class StubIndex:
         return None
 
     def _from_defs(self, defs: list[ast.FunctionDef], mapping: dict[str, str]) -> StubMember:
-        first, _ = _member_from_def(defs[0])
+        first = StubMember(_kind(defs[0]))
         if first.kind == "property":
             first.returns = _unparse(defs[0].returns, mapping)
             return first
