@@ -1,17 +1,23 @@
 """The API reference of ibverbs, enumerated from the modules at build time.
 
-``.. ibverbs-api:: GROUP`` documents every public name (the ``__all__`` of
-the modules in ``MODULES``) that ``placement`` puts in GROUP, so a new public
-name appears in the reference without an edit here: a name that no rule
-names goes to the ``module`` group.  At the end of reading, every public
-name must have been documented exactly once (a warning otherwise, an error
-under ``-W``).
+Every public name (the ``__all__`` of the modules in ``MODULES``) gets a
+page of its own, docs/reference/api/FULLNAME.rst, written at
+``builder-inited`` (``generate_pages``, as autosummary does; git ignores
+the folder), whose ``.. ibverbs-object:: FULLNAME`` documents it.  A group
+page's ``.. ibverbs-api:: GROUP`` lists the names ``placement`` puts in
+GROUP, each with its first sentence, and links their pages; the enums are
+documented whole on their page (``INLINE_GROUPS``).  So a new public name
+appears in the reference without an edit here: a name that no rule names
+goes to the ``module`` group.  At the end of reading, every public name
+must have been documented exactly once (a warning otherwise, an error
+under ``-W``), and Sphinx itself warns of a page that no toctree links.
 
 Pure-Python names go through autodoc (their signatures are their own).  The
 C types and functions of ``ibverbs._ibverbs`` have no
 ``__text_signature__``: their signatures and attribute types come from the
 stub ``_ibverbs.pyi`` (``ibverbs_stubs``), their text from their docstrings
-without the opening signature line, through napoleon (Google style).
+without the opening signature line, through napoleon (Google style).  A
+class opens with the list of its methods and attributes.
 """
 
 from __future__ import annotations
@@ -208,6 +214,7 @@ class CWriter:
             lines += [f"   Bases: :py:class:`{base.__name__}`", ""]
         doc = rst_lines(self.app, strip_signature(obj.__doc__, name), "class", fullname, obj)
         lines += ["   " + x for x in doc] + [""]
+        lines += ["   " + x for x in member_summary(obj)]
         attrs, methods = [], []
         for member, value in vars(obj).items():
             if member.startswith("_"):
@@ -295,80 +302,197 @@ def summary(ordered, stubs: StubIndex) -> list[str]:
     return out + [""] if out else []
 
 
+def member_summary(cls: type) -> list[str]:
+    """The public methods and attributes a class defines, each linked to
+    its entry below and followed by its first sentence: the class page's
+    table of contents."""
+    methods, attrs = [], []
+    slots = vars(cls).get("__slots__")
+    slot_docs = slots if isinstance(slots, dict) else {}  # __slots__ = {name: doc}
+    for member, value in vars(cls).items():
+        if member.startswith("_"):
+            continue
+        func = value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
+        if type(value).__name__ in ("getset_descriptor", "member_descriptor") or not callable(func):
+            doc = getattr(value, "__doc__", None) if not isinstance(value, (int, str)) else ""
+            doc = doc if isinstance(doc, str) else slot_docs.get(member) or ""
+            attrs.append((member, doc))
+        else:
+            methods.append((member, func.__doc__ or ""))
+    out = []
+    for title, items in (("Methods", methods), ("Attributes", attrs)):
+        if items:
+            out += [f".. rubric:: {title}", ""]
+            for member, doc in items:
+                text = first_sentence(strip_signature(inspect.cleandoc(doc), member))
+                out.append(f"- :py:obj:`{member}`" + (f" -- {text}" if text else ""))
+            out.append("")
+    return out
+
+
+def _class_summary(app, what, name, obj, options, lines):
+    """The member summary of a Python class, after its docstring (autodoc)."""
+    if what in ("class", "exception") and name.startswith("ibverbs"):
+        extra = member_summary(obj)
+        if extra:
+            lines += [""] + extra
+
+
 def _is_c(obj) -> bool:
     return getattr(obj, "__module__", None) == C_MODULE
 
 
-class ApiDirective(SphinxDirective):
-    """``.. ibverbs-api:: GROUP``: every public name of GROUP."""
+def object_lines(app, stubs: StubIndex, writer: CWriter, fullname: str, obj) -> list[str]:
+    """rST documenting one public name."""
+    module, name = fullname.rsplit(".", 1)
+    lines = [f".. py:currentmodule:: {module}", ""]
+    if _is_c(obj):
+        if inspect.isclass(obj):
+            lines += writer.cls(fullname, obj)
+        elif callable(obj):
+            lines += writer.function(fullname, obj)
+    elif module == "ibverbs" and not (inspect.isclass(obj) or callable(obj)):
+        # data of the package: from the C module (its stub) or Python
+        if name in stubs.data:
+            lines += writer.data(fullname, obj)
+        else:
+            lines += [f".. autodata:: {fullname}", "   :no-value:", ""]
+    elif inspect.isclass(obj):
+        lines += [f".. autoclass:: {fullname}", "   :members:", "   :undoc-members:"]
+        if obj.__base__ is not object and not obj.__base__.__name__.startswith("_"):
+            lines.append("   :show-inheritance:")
+        lines.append("")
+    elif callable(obj):
+        lines += [f".. autofunction:: {fullname}", ""]
+    else:
+        lines += [f".. autodata:: {fullname}", ""]
+    return lines
+
+
+def _ordered(group: str) -> list[tuple[str, int, object]]:
+    """The names of a group: classes first, then functions, then data; each
+    in the order of the group's rules, then of ``__all__``."""
+    names = [(full, r, obj) for full, (g, r, obj) in public_names().items() if g == group]
+
+    def rank(item):
+        obj = item[2]
+        return (0 if inspect.isclass(obj) else 1 if callable(obj) else 2), item[1]
+
+    return sorted(names, key=rank)
+
+
+class _Generated(SphinxDirective):
+    def parse_generated(self, lines: list[str], sources: list[tuple[str, int]], label: str):
+        if os.environ.get("IBVERBS_DOCS_DUMP"):  # the generated rST, to debug
+            dump = Path(os.environ["IBVERBS_DOCS_DUMP"]) / f"{label}.rst"
+            dump.parent.mkdir(parents=True, exist_ok=True)
+            dump.write_text("\n".join(lines) + "\n")
+        node = nodes.container()
+        content = StringList(lines, items=sources)
+        with switch_source_input(self.state, content):  # warnings name the docstring
+            nested_parse_with_titles(self.state, content, node)
+        return node.children
+
+
+class ApiDirective(_Generated):
+    """``.. ibverbs-api:: GROUP``: the names of GROUP, each with its first
+    sentence and linked to its own page (``api/FULLNAME``, written by
+    ``generate_pages``)."""
 
     required_arguments = 1
     has_content = False
 
     def run(self) -> list[nodes.Node]:
         group = self.arguments[0]
-        app = self.env.app
-        stubs = app.ibverbs_stubs
-        names = [(full, r, obj) for full, (g, r, obj) in public_names().items() if g == group]
-        if not names:
+        ordered = _ordered(group)
+        if not ordered:
             logger.warning(
                 f"ibverbs-api: no public name in group {group!r}", location=self.get_location()
             )
+        app = self.env.app
+        stubs = app.ibverbs_stubs
+        lines = summary(ordered, stubs)
+        sources = [(f"<ibverbs-api {group}>", i) for i in range(len(lines))]
+        if group not in INLINE_GROUPS:
+            lines += [".. toctree::", "   :hidden:", ""]
+            lines += [f"   {API_DIR}/{fullname}" for fullname, _, _ in ordered] + [""]
+            sources = [(f"<ibverbs-api {group}>", i) for i in range(len(lines))]
+            return self.parse_generated(lines, sources, f"group-{group}")
         writer = CWriter(app, stubs, self.get_location())
-        lines: list[str] = []
-        current = None
-
-        # classes first, then functions, then data; each in the order of
-        # the group's rules, then of __all__ (sorted() is stable)
-        def rank(item):
-            obj = item[2]
-            return (0 if inspect.isclass(obj) else 1 if callable(obj) else 2), item[1]
-
-        ordered = sorted(names, key=rank)
-        lines += summary(ordered, stubs)
-        sources: list[tuple[str, int]] = []
-        for fullname, _, obj in ordered:
-            sources += [(f"<ibverbs-api {group}>", i) for i in range(len(lines) - len(sources))]
-            module = fullname.rsplit(".", 1)[0]
-            if module != current:
-                lines += [f".. py:currentmodule:: {module}", ""]
-                current = module
-            if _is_c(obj):
-                if inspect.isclass(obj):
-                    lines += writer.cls(fullname, obj)
-                elif callable(obj):
-                    lines += writer.function(fullname, obj)
-            elif module == "ibverbs" and not (inspect.isclass(obj) or callable(obj)):
-                # data of the package: from the C module (its stub) or Python
-                name = fullname.rsplit(".", 1)[1]
-                if name in stubs.data:
-                    lines += writer.data(fullname, obj)
-                else:
-                    lines += [f".. autodata:: {fullname}", "   :no-value:", ""]
-            elif inspect.isclass(obj):
-                lines += [f".. autoclass:: {fullname}", "   :members:", "   :undoc-members:", ""]
-                if obj.__base__ is not object and not obj.__base__.__name__.startswith("_"):
-                    lines.insert(-1, "   :show-inheritance:")
-            elif callable(obj):
-                lines += [f".. autofunction:: {fullname}", ""]
-            else:
-                lines += [f".. autodata:: {fullname}", ""]
-            # warnings say "docstring of NAME:LINE", LINE counted from the
-            # block's first line (the directive with the signature)
-            sources += [(f"docstring of {fullname}", i) for i in range(len(lines) - len(sources))]
-        self.env.note_dependency(str(stubs.path))
-        node = nodes.container()
-        if os.environ.get("IBVERBS_DOCS_DUMP"):  # the generated rST, to debug
-            dump = Path(os.environ["IBVERBS_DOCS_DUMP"]) / f"{group}.rst"
-            dump.parent.mkdir(parents=True, exist_ok=True)
-            dump.write_text("\n".join(lines) + "\n")
-        content = StringList(lines, items=sources)
-        with switch_source_input(self.state, content):  # warnings name the docstring
-            nested_parse_with_titles(self.state, content, node)
         done = self.env.domaindata.setdefault("ibverbs_api", {})
-        for fullname, _, _ in names:
+        for fullname, _, obj in ordered:
+            lines += object_lines(app, stubs, writer, fullname, obj)
+            sources += [(f"docstring of {fullname}", i) for i in range(len(lines) - len(sources))]
             done.setdefault(fullname, set()).add(self.env.docname)
-        return node.children
+        self.env.note_dependency(str(stubs.path))
+        return self.parse_generated(lines, sources, f"group-{group}")
+
+
+class ObjectDirective(_Generated):
+    """``.. ibverbs-object:: FULLNAME``: one public name, documented."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        fullname = self.arguments[0]
+        names = public_names()
+        if fullname not in names:
+            logger.warning(f"{fullname} is not a public name", location=self.get_location())
+            return []
+        app = self.env.app
+        stubs = app.ibverbs_stubs
+        writer = CWriter(app, stubs, self.get_location())
+        lines = object_lines(app, stubs, writer, fullname, names[fullname][2])
+        # warnings say "docstring of NAME:LINE", LINE counted from the
+        # block's first line
+        sources = [(f"docstring of {fullname}", i) for i in range(len(lines))]
+        self.env.note_dependency(str(stubs.path))
+        done = self.env.domaindata.setdefault("ibverbs_api", {})
+        done.setdefault(fullname, set()).add(self.env.docname)
+        return self.parse_generated(lines, sources, fullname)
+
+
+# ------------------------------------------------------------ the pages ---
+
+API_DIR = "api"  # under docs/reference, generated, ignored by git
+# Groups documented whole on their own page, not a page per name: the enums,
+# 34 classes that are each a list of members (a page each would add a third
+# to the build's time for pages of three lines).
+INLINE_GROUPS = {"enums"}
+
+
+def page_title(fullname: str) -> str:
+    """``QP`` for a name ibverbs exports, ``aio.poll`` for one of a
+    submodule that it does not."""
+    module, name = fullname.rsplit(".", 1)
+    if module == "ibverbs" or module in ("ibverbs.enums", "ibverbs.flow"):
+        return name
+    return f"{module.removeprefix('ibverbs.')}.{name}"
+
+
+def generate_pages(app) -> None:
+    """One page per public name in docs/reference/api (as autosummary
+    does): a file is rewritten only when its text changes, and a page whose
+    name is gone is removed."""
+    folder = Path(app.srcdir) / "reference" / API_DIR
+    folder.mkdir(exist_ok=True)
+    wanted = {}
+    for fullname, (group, _, _) in public_names().items():
+        if group in INLINE_GROUPS:
+            continue
+        title = page_title(fullname)
+        wanted[f"{fullname}.rst"] = (
+            f".. generated by docs/_ext/ibverbs_api.py: do not edit\n\n"
+            f"{title}\n{'=' * len(title)}\n\n.. ibverbs-object:: {fullname}\n"
+        )
+    for path in folder.glob("*.rst"):
+        if path.name not in wanted:
+            path.unlink()
+    for name, text in wanted.items():
+        path = folder / name
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
 
 
 def _purge(app, env, docname):
@@ -435,7 +559,10 @@ def setup(app):
     root = Path(app.confdir).parent
     app.ibverbs_stubs = StubIndex(root / "src" / "ibverbs" / "_ibverbs.pyi")
     app.add_directive("ibverbs-api", ApiDirective)
+    app.add_directive("ibverbs-object", ObjectDirective)
+    app.connect("builder-inited", generate_pages)
     app.connect("env-purge-doc", _purge)
     app.connect("env-check-consistency", _check_all_documented)
     app.connect("autodoc-process-docstring", _drop_type_docstring)
+    app.connect("autodoc-process-docstring", _class_summary, priority=600)
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True}
