@@ -11,7 +11,7 @@ OUT      := $(CURDIR)/build/out
 PYTEST   := $(VPY) -m pytest -rfEs
 
 .PHONY: all deps venv prefetch build test test-host test-guest test-twonode demo bench bench-peers wheel \
-	test-wheels sanitize clean lint format pycache
+	test-wheels sanitize clean lint format pycache docs
 
 all: build
 
@@ -33,7 +33,7 @@ build: deps venv
 
 # make wheel comes before test-host, whose tests/host/test_wheel.py checks
 # the wheels it writes (and fails, rather than skips, when one is missing).
-test: prefetch build lint wheel test-host test-guest test-twonode test-wheels test-distros test-arm64
+test: prefetch build lint docs wheel test-host test-guest test-twonode test-wheels test-distros test-arm64
 test: export IBVERBS_REQUIRE_WHEELS = 1
 
 # The guest caches (kernel, distribution roots, arm64 root) filled in the
@@ -46,6 +46,21 @@ prefetch: deps venv
 
 test-host:
 	$(PYTEST) -m 'not integration and not twonode' tests
+
+# The documentation site, build/docs (Sphinx, docs/conf.py): the guides
+# (docs/guides/*.md) and the reference, generated from the code's
+# docstrings and stubs (docs/_ext).  Warnings are errors, every
+# cross-reference must resolve; a fresh environment each time (-E: an
+# incremental build would not repeat the warnings of unchanged pages).  Then
+# tools/docs-check: every relative link and anchor of the HTML, and headless
+# Chromium loads the landing page, the QP page and a search for post_send
+# (screenshots in build/docs/screenshots).
+DOCS_OUT := build/docs
+
+docs: build
+	rm -rf $(DOCS_OUT)
+	$(VPY) -m sphinx -E -W --keep-going -q -b html -d build/docs-doctrees docs $(DOCS_OUT)
+	$(VPY) tools/docs-check $(DOCS_OUT)
 
 # One guest boot with two nodes, the device suite split in two pytest
 # processes that run side by side, each on its own rxe device (the guest's
