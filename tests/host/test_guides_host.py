@@ -114,6 +114,14 @@ def test_pairs_have_both_halves():
             assert server.options["role"] == "server" and client.options["role"] == "client"
 
 
+def test_readme_quickstart_is_the_guides():
+    """README.md shows the quickstart guide's program, unchanged (it runs
+    once, as the guide's)."""
+    (readme,) = [b for b in guides.blocks(guides.README) if b.kind == "device"]
+    first = next(b for b in guides.blocks(guides.GUIDES / "quickstart.md") if b.kind == "device")
+    assert readme.code == first.code and readme.expected == first.expected
+
+
 def test_blocks_run_elsewhere_exist():
     for key, test in guides.ELSEWHERE.items():
         found = guides.find(key)

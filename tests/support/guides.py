@@ -29,6 +29,8 @@ Options after ``host``/``device``/``twonode``, as ``key=value``:
 - ``name=N`` names a block; ``after=N`` runs the block named N of the
   same file first, in the same program (a setup the guide shows once and
   several snippets continue; the combination must be a complete program).
+  A setup that other blocks continue runs only as their beginning, and a
+  program shown twice (README.md's quickstart is the guide's) runs once.
 - ``pair=P role=server|client``: two blocks that run together.  On a
   device the server starts first and the client runs beside it; on the
   two-node rig the server runs on node 0 and the client on node 1.  A
@@ -253,7 +255,19 @@ def pairs(kind: str) -> list[tuple[str, Block, Block]]:
 
 
 def singles(kind: str) -> list[Block]:
-    return [b for b in all_blocks(kind) if "pair" not in b.options]
+    """The blocks of one kind that run alone: not half of a pair, and not a
+    setup that other blocks continue (it runs as their ``after=``)."""
+    every = all_blocks(kind)
+    continued = {(b.path, b.options["after"]) for b in every if "after" in b.options}
+    out, seen = [], set()
+    for b in every:
+        if "pair" in b.options or (b.path, b.options.get("name")) in continued:
+            continue
+        if (b.lang, b.program(), tuple(sorted(b.options.items()))) in seen:
+            continue  # the same program again (README's quickstart is the guide's)
+        seen.add((b.lang, b.program(), tuple(sorted(b.options.items()))))
+        out.append(b)
+    return out
 
 
 # Blocks that another test runs, in a way of its own (in its process, with
