@@ -495,47 +495,25 @@ def test_resolve_errors():
 
 
 # --------------------------------------------------------------------------
-# The README's example
+# The guide's example
 # --------------------------------------------------------------------------
 
 
-def readme_blocks():
-    """The two Python blocks of the README's "Connection manager" section."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Connection manager") :]
-    section = section[: section.index("\n## ", 5)]
-    blocks = section.split("```python\n")[1:3]
-    return [b[: b.index("```")].replace("198.18.0.1", SERVER) for b in blocks]
+def test_readme_example(device_name):
+    """The server and client of docs/guides/connection-manager.md (once the
+    README's), each a program of its own, on this node's device and address
+    (support.guides runs them; the guides' device test leaves them to this
+    one: support.guides.ELSEWHERE)."""
+    from support import guides
 
-
-def test_readme_example():
-    server_code, client_code = readme_blocks()
-    assert "CMListener(7471" in server_code and "CMID.resolve" in client_code
-    srv = subprocess.Popen(
-        [sys.executable, "-c", server_code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    server, client = sorted(
+        guides.find("connection-manager.md:cm"), key=lambda b: b.options["role"] != "server"
     )
-    try:
-        deadline = time.monotonic() + TIMEOUT
-        while True:  # until the server listens: before, the CM rejects
-            cli = subprocess.run(
-                [sys.executable, "-c", client_code], capture_output=True, text=True, timeout=TIMEOUT
-            )
-            if (
-                "ECONNREFUSED" not in cli.stderr
-                and "Connection refused" not in cli.stderr
-                or time.monotonic() > deadline
-            ):
-                break
-            time.sleep(0.5)
-        out, _ = srv.communicate(timeout=TIMEOUT)
-    finally:
-        stop(srv)
-    assert cli.returncode == 0, cli.stdout + cli.stderr
-    assert srv.returncode == 0, out
-    assert "b'hello over rdma!'" in cli.stdout
+    assert "CMListener(7471" in server.code and "CMID.resolve" in client.code
+    (srv_rc, srv_out), (cli_rc, cli_out) = guides.run_pair(server, client, device_name, SERVER)
+    guides.check_output(server, srv_rc, srv_out, " (server)")
+    guides.check_output(client, cli_rc, cli_out, " (client)")
+    assert "b'hello over rdma!'" in cli_out
 
 
 # --------------------------------------------------------------------------
