@@ -94,6 +94,8 @@ def agent(addr, port=AGENT_PORT, idle=3600.0):
             with conn:
                 req = kv_transfer.recv_msg(conn)
                 if req.get("quit"):
+                    srv.close()  # before the answer: the next agent may take the port
+                    kv_transfer.send_msg(conn, {"bye": True})
                     return 0
                 try:
                     p = subprocess.run(
@@ -128,7 +130,9 @@ def stop_agent(a):
     """Tell node 1's agent to leave (it may be gone already)."""
     with contextlib.suppress(OSError, SystemExit):
         with kv_transfer.connect_retrying(a.addr1, AGENT_PORT, 5) as sock:
+            sock.settimeout(30)
             kv_transfer.send_msg(sock, {"quit": True})
+            kv_transfer.recv_msg(sock)
 
 
 def pair(a, server, client, *, env_s=None, env_c=None, timeout=600, wait_port=None):

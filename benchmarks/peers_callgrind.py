@@ -26,7 +26,8 @@ engine's worker and polling threads are in its figure, and so is any
 polling while the (emulated) wire is busy: both senders poll their CQs
 without sleeping, kv_transfer in the calling thread, Mooncake in its
 worker threads.  callgrind_annotate's inclusive figures of the biggest
-functions are kept in the JSON to show where the instructions went.
+functions (and of their own, self, costs) are kept in the JSON to show
+where the instructions went.
 Writes OUT/peers-callgrind.json and prints instructions per block.
 """
 
@@ -67,10 +68,15 @@ def totals(path: str) -> int:
     raise RuntimeError(f"no totals in {path}")
 
 
-def top(path: str, n: int = 12) -> list[tuple[int, str]]:
-    """The N biggest inclusive costs (instructions, function) of a dump."""
+def top(path: str, n: int = 12, inclusive: bool = True) -> list[tuple[int, str]]:
+    """The N biggest inclusive (or self) costs (instructions, function) of a dump."""
     out = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", f"--threshold={99}", path],
+        [
+            "callgrind_annotate",
+            f"--inclusive={'yes' if inclusive else 'no'}",
+            "--threshold=99",
+            path,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -127,6 +133,7 @@ def count(a, pat, engine: str) -> dict:
         "verified": verified,
         "dump": os.path.basename(found[-1]),
         "top_inclusive": top(found[-1]),
+        "top_self": top(found[-1], inclusive=False),
         **({"notes": notes} if notes else {}),
     }
 
