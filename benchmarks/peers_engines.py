@@ -215,7 +215,7 @@ def main():
     a = p.parse_args()
     if a.role == "target":
         srv = socket.create_server((a.ip, int(a.ctl)))
-        srv.settimeout(300)
+        srv.settimeout(1800)  # an initiator under valgrind takes minutes to come
         sock = srv.accept()[0]
         job = recv_msg(sock)
         keep, buf = (mooncake_target if a.engine == "mooncake" else nixl_target)(a, sock, job)
@@ -235,7 +235,7 @@ def main():
     src = pool(job["pool_blocks"], job["block_size"], True)
     job["crcs"] = crcs(src, [s for s, _ in job["pairs"]], job["block_size"])
     host, port = a.ctl.rsplit(":", 1)
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 1800
     while True:
         try:
             sock = socket.create_connection((host, int(port)), 10)
