@@ -418,6 +418,8 @@ def report_runs(out: Path) -> str:
     """A table of every full boot kept in OUT/peers-runs: kv_transfer's
     median over each reference engine's median, that boot's, per target."""
     runs = []
+    if not (out / "peers-runs").is_dir():
+        return "no boot's figures in " + str(out / "peers-runs") + "\n"
     for f in sorted((out / "peers-runs").glob("run-*.json"), key=lambda f: int(f.stem[4:])):
         data = json.loads(f.read_text())
         if not data.get("meta", {}).get("quick"):
@@ -475,6 +477,7 @@ def main():
     a = ap.parse_args()
     if a.report_runs:
         md = report_runs(Path(a.out))
+        Path(a.out).mkdir(parents=True, exist_ok=True)
         (Path(a.out) / "peers-boots.md").write_text(md)
         print(md)
         return 0
