@@ -16,8 +16,12 @@ Patterns (each written node 1 -> node 0, rxe1 -> rxe0):
 ib_write_bw and perf write_bw move the same number of messages of the
 same size, contiguous (they know no scatter) and unverified;
 kv_transfer, Mooncake (batch_transfer_sync_write) and NIXL (one
-initialize_xfer + transfer; "nixl+handle" counts the handle's creation)
-write the same pairs and the receiver checks every block's CRC32.
+initialize_xfer + transfer) write the same pairs and the receiver checks
+every block's CRC32.  Two entries per engine where the set-up of a batch
+is apart from its transfer: "nixl" times transfer() to DONE, "nixl+handle"
+also get_xfer_descs and initialize_xfer; "kv_transfer+handle" also
+kv_transfer.prepare.  "kv_transfer-contig" (16k only, a diagnostic) moves
+the same 4,096 x 16 KiB unmerged but in order, not scattered.
 
 The command runs once per node.  Node 1's instance serves node 0's
 requests (benchmarks/peers.py's "agent": run this command line with these
