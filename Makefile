@@ -131,14 +131,21 @@ bench: build
 # The peer transfer engines side by side (BENCHMARKS.md, "Peer transfer
 # engines"): ib_write_bw, python -m ibverbs perf write_bw,
 # examples/kv_transfer.py, Mooncake and NIXL across the two nodes of one
-# --nodes 2 boot, interleaved rounds.  Mooncake and NIXL go into their own
-# venv (build/peers-venv, about 150 MB from PyPI; nixl-cu12 without its
+# --nodes 2 boot, interleaved rounds; node 0 runs each receiving side,
+# node 1 each sending side.  Mooncake and NIXL go into their own venv
+# (build/peers-venv, about 150 MB from PyPI; nixl-cu12 without its
 # dependencies: its declared torch would pull CUDA wheels, and it imports
 # torch only when handed tensors).  An engine that does not install is
 # reported as failed in the table, not dropped.  Not part of make test.
-# Results: build/out/peers.{json,md,svg}, peers-samples.json.
-PEERS_VENV := build/peers-venv
-PEERS_PY   := $(PEERS_VENV)/bin/python
+# PEERS_BOOTS=3 boots three times (each boot's figures are kept apart in
+# build/out/peers-runs/run-N.{json,md}; peers-boots.md sums them up).
+# Results: build/out/peers.{json,md,svg} (the last boot), peers-samples.json.
+# make bench-peers-callgrind: user-space instructions per 16 KiB block,
+# kv_transfer's sender next to Mooncake's (build/out/peers-callgrind.json).
+PEERS_VENV  := build/peers-venv
+PEERS_PY    := $(PEERS_VENV)/bin/python
+PEERS_BOOTS ?= 1
+PEERS_ROUNDS ?= 3
 
 $(PEERS_VENV)/.created:
 	$(PYTHON) -m venv $(PEERS_VENV)
@@ -147,10 +154,22 @@ $(PEERS_VENV)/.created:
 	-$(PEERS_PY) -m pip install -q --no-deps nixl-cu12==1.5.1
 	@touch $@
 
+.PHONY: bench-peers-callgrind
+
 bench-peers: build $(PEERS_VENV)/.created
 	@mkdir -p $(OUT)
+	@for i in $$(seq $(PEERS_BOOTS)); do \
+		echo "bench-peers: boot $$i of $(PEERS_BOOTS)"; \
+		$(RXE_VM) --nodes 2 --mem 3072 --timeout 3000 --rw $(OUT) -- \
+			$(VPY) benchmarks/peers.py --rounds $(PEERS_ROUNDS) --out $(OUT) || exit 1; \
+	done
+	$(VPY) benchmarks/peers.py --report-runs --out $(OUT)
+
+bench-peers-callgrind: build $(PEERS_VENV)/.created
+	@mkdir -p $(OUT) build/bench
+	cc -O2 -Wall -shared -fPIC -o build/bench/cgtoggle.so benchmarks/cgtoggle.c
 	$(RXE_VM) --nodes 2 --mem 3072 --timeout 3000 --rw $(OUT) -- \
-		$(VPY) benchmarks/peers.py --rounds 3 --out $(OUT)
+		$(VPY) benchmarks/peers_callgrind.py --out $(OUT)
 
 clean:
 	rm -rf build dist src/*.egg-info src/ibverbs/*.so

@@ -420,7 +420,7 @@ def wait_imm(ep: Endpoint, sock: socket.socket, imm: int, timeout: float) -> Non
 def receiver(args) -> int:
     with contextlib.ExitStack() as stack:
         srv = stack.enter_context(socket.create_server((args.serve, args.port)))
-        srv.settimeout(120)
+        srv.settimeout(max(120.0, args.timeout))  # how long the sender may take to come
         sock = stack.enter_context(srv.accept()[0])
         job = recv_msg(sock)
         ep = Endpoint(stack, args.device, args.gid_index, 16, events=True)
