@@ -27,6 +27,7 @@ DEFAULT = 3.0
 # Seconds per file in the guest (rxe0/rxe1 of one --nodes 2 boot, quiet
 # 2-core host, 2026-12-01), as the shard report prints them.
 WEIGHTS = {
+    "tests/device/test_guides_device.py": 50.0,
     "tests/device/reliability/test_rel_leaks.py": 21.3,
     "tests/device/test_bootstrap_rxe.py": 20.0,
     "tests/device/reliability/test_rel_races.py": 17.0,
