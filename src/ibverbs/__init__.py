@@ -69,6 +69,8 @@ def _version() -> str:
         return "0+unknown"
 
 
+#: The installed distribution's version (``importlib.metadata``), or
+#: ``"0+unknown"`` when running from a source tree that pip did not install.
 __version__ = _version()
 
 
