@@ -47,7 +47,8 @@ nothing is left unrun by accident.
 How a block runs: ``python`` blocks with the interpreter running the tests
 (the venv's), as a program of its own (``python -c``; ``__name__`` is
 ``"__main__"``); ``sh`` blocks with ``sh -e -c``, with that interpreter's
-directory first on PATH (so ``python`` is the venv's).  Both run in the
+directory first on PATH (so ``python`` is the venv's; where that directory
+has no ``python``, a private one with a symlink comes first).  Both run in the
 repository root.  In device and twonode blocks the examples' rig names are
 replaced by this node's: ``rxe0`` (``rxe1`` too, on the two-node rig) by
 its RDMA device (``IBVERBS_TEST_DEVICE``) and ``198.18.0.1`` by the
@@ -58,11 +59,14 @@ Soft-RoCE guest's IPv4 RoCE v2 GID.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,9 +320,30 @@ def command(block: Block, code: str) -> list[str]:
     return ["sh", "-e", "-c", code]
 
 
+_python_dir: str | None = None
+
+
+def python_dir() -> str:
+    """A directory whose ``python`` is the interpreter running the tests: its
+    own directory where it has one (a venv), else a private one holding a
+    ``python`` symlink (the arm64 guest's root has python3.11 and python3,
+    no ``python``), removed at exit."""
+    global _python_dir
+    here = os.path.dirname(sys.executable)
+    own = os.path.join(here, "python")
+    if os.path.exists(own) and os.path.samefile(own, sys.executable):
+        return here
+    if _python_dir is None:
+        _python_dir = tempfile.mkdtemp(prefix="ibverbs-guides-")
+        atexit.register(shutil.rmtree, _python_dir, True)
+        os.symlink(sys.executable, os.path.join(_python_dir, "python"))
+    return _python_dir
+
+
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    dirs = dict.fromkeys([python_dir(), os.path.dirname(sys.executable)])
+    env["PATH"] = os.pathsep.join([*dirs, env.get("PATH", "")])
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
     return env
