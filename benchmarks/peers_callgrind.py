@@ -46,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import peers  # noqa: E402
+from callgrind import totals  # noqa: E402
 
 VALGRIND = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
 
@@ -58,14 +59,6 @@ def dumps(prefix: str) -> list[str]:
             if "Client Request: loop" in f.read(4096):
                 found.append(path)
     return sorted(found, key=lambda p: int(p.rsplit(".", 1)[1].split("-")[0]))
-
-
-def totals(path: str) -> int:
-    with open(path, errors="replace") as f:
-        for line in f:
-            if line.startswith(("summary:", "totals:")):
-                return int(line.split()[1])
-    raise RuntimeError(f"no totals in {path}")
 
 
 def top(path: str, n: int = 12, inclusive: bool = True) -> list[tuple[int, str]]:
