@@ -46,9 +46,9 @@ rdma link add rxd type rxe netdev vd
 sleep 3
 rdma link
 pp() { # server-dev client-dev server-addr port label
-  ibv_rc_pingpong -d $1 -g 1 -s 4096 -n $N -p $4 >/tmp/s.$4 2>&1 &
+  ibv_rc_pingpong -d "$1" -g 1 -s 4096 -n "$N" -p "$4" >"/tmp/s.$4" 2>&1 &
   sleep 1
-  ibv_rc_pingpong -d $2 -g 1 -s 4096 -n $N -p $4 $3 2>&1 | grep iters | sed "s/^/$5: /"
+  ibv_rc_pingpong -d "$2" -g 1 -s 4096 -n "$N" -p "$4" "$3" 2>&1 | grep iters | sed "s/^/$5: /"
   wait
 }
 N=${N:-500}

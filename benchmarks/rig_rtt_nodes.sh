@@ -12,10 +12,10 @@ while [ $c -lt "$NODES" ]; do
   for r in 1 2 3; do
     p=$((18600 + c * 10 + r))
     if [ "$IBVERBS_NODE" = 0 ]; then
-      ibv_rc_pingpong -d "$IBVERBS_DEVICE" -g $G -s 4096 -n $N -p $p >/dev/null 2>&1 || exit 1
+      ibv_rc_pingpong -d "$IBVERBS_DEVICE" -g "$G" -s 4096 -n "$N" -p $p >/dev/null 2>&1 || exit 1
     elif [ "$IBVERBS_NODE" = $c ]; then
       t=0 # the server may still be serving an earlier client: retry
-      until out=$(ibv_rc_pingpong -d "$IBVERBS_DEVICE" -g $G -s 4096 -n $N -p $p "$SERVER" 2>&1); do
+      until out=$(ibv_rc_pingpong -d "$IBVERBS_DEVICE" -g "$G" -s 4096 -n "$N" -p $p "$SERVER" 2>&1); do
         t=$((t + 1))
         case "$out" in *"Couldn't connect"*) [ $t -lt 120 ] && { sleep 1; continue; } ;; esac
         echo "$out"; exit 1
