@@ -178,7 +178,9 @@ clean:
 #
 # make lint     checks, rewrites nothing: ruff's lint rules and formatting
 #               (pyproject.toml, [tool.ruff]), clang-format on every tracked
-#               C file.
+#               C file, shellcheck on every tracked shell script (found by
+#               its first line or its name: tools/shell-scripts), the guest
+#               stages in tools/rxe-vm.d among them.
 # make format   rewrites the tree the way make lint wants it.
 
 C_FILES = $(shell git ls-files '*.c' '*.h')
@@ -188,6 +190,7 @@ lint: build
 	$(RUFF) check .
 	$(RUFF) format --check .
 	clang-format --dry-run --Werror $(C_FILES)
+	shellcheck -x $$(tools/shell-scripts)
 
 format: build
 	$(RUFF) format .
