@@ -68,6 +68,7 @@ import os
 import threading
 from typing import Any
 
+from . import _tensor
 from ._ibverbs import MR, PD, SGE
 from ._objects import VerbsError
 
@@ -371,41 +372,74 @@ _HOST_HINT = "register host memory with ibverbs.reg_tensor(pd, tensor, access)"
 def _tensor_range(tensor):
     """(device pointer, nbytes, device index or None) of a CUDA tensor.
 
-    Duck-typed: a torch-like tensor (``data_ptr()``, ``is_cuda`` or
-    ``device.type``, ``is_contiguous()``, ``nbytes`` or ``numel() *
-    element_size()``) or an object with ``__cuda_array_interface__``.
-    Raises ValueError for host, non-contiguous or empty tensors, TypeError
-    for anything else.  Touches no CUDA.
+    Duck-typed (``ibverbs._tensor``): a torch-like tensor (``data_ptr()``,
+    ``is_cuda`` or ``device.type``, ``is_contiguous()``, ``nbytes`` or
+    ``numel() * element_size()``) or an object with
+    ``__cuda_array_interface__``; ``__dlpack_device__`` says where other
+    objects live.  Raises ValueError for host, other devices',
+    non-contiguous or empty tensors, TypeError for anything else.  Touches
+    no CUDA.
     """
-    device: Any = getattr(tensor, "device", None)
-    if callable(getattr(tensor, "data_ptr", None)):
-        is_cuda = getattr(tensor, "is_cuda", None)
-        if is_cuda is None:
-            # No is_cuda: device.type decides; with neither, the driver
-            # does (_device_ordinal refuses memory that is not CUDA's).
-            is_cuda = getattr(device, "type", "cuda") == "cuda"
-        if not is_cuda:
-            where = f"device {device}" if device is not None else "is_cuda is False"
-            raise ValueError(f"not a CUDA tensor ({where}): {_HOST_HINT}")
-        ptr, nbytes = tensor_ptr_len(tensor)
-        if nbytes == 0:
-            raise ValueError("tensor is empty: nothing to register")
-        return ptr, nbytes, getattr(device, "index", None)
-
-    cai = getattr(tensor, "__cuda_array_interface__", None)
-    if cai is not None:
-        return _cai_range(cai)
-
-    if hasattr(tensor, "__array_interface__"):
-        raise ValueError(f"not CUDA memory ({type(tensor).__name__}): {_HOST_HINT}")
-    try:
-        memoryview(tensor).release()
-    except TypeError:
+    mem = _tensor.describe(tensor, buffers="where")
+    name = type(tensor).__name__
+    if mem is None:
         raise TypeError(
             "register_tensor() takes a CUDA tensor (torch-like, or with "
-            f"__cuda_array_interface__), not {type(tensor).__name__}"
-        ) from None
-    raise ValueError(f"not CUDA memory ({type(tensor).__name__}): {_HOST_HINT}")
+            f"__cuda_array_interface__), not {name}"
+        )
+    if mem.kind == "torch":
+        is_cuda = getattr(tensor, "is_cuda", None)
+        if is_cuda is None:
+            # No is_cuda: device.type (or __dlpack_device__) decides; with
+            # neither, the driver does (_device_ordinal refuses memory
+            # that is not CUDA's).
+            is_cuda = mem.device is None or mem.device in _tensor.CUDA_DEVICES
+        if not is_cuda:
+            device = getattr(tensor, "device", None)
+            if device is not None:
+                where = f"device {device}"
+            elif getattr(tensor, "is_cuda", None) is False:
+                where = "is_cuda is False"
+            else:
+                where = f"__dlpack_device__ {mem.device}"
+            raise ValueError(f"not a CUDA tensor ({where}): {_HOST_HINT}")
+    elif mem.kind != "cuda_array_interface":
+        if mem.device in _tensor.CUDA_DEVICES:
+            raise TypeError(
+                f"{name} is on {mem.device}:{mem.index} (__dlpack_device__) but gives "
+                "no address: register_tensor() takes data_ptr() or __cuda_array_interface__"
+            )
+        if not mem.host:
+            raise ValueError(
+                f"{name} lives on device {mem.device!r}, not in CUDA memory: "
+                "ibverbs.cuda registers CUDA memory only"
+            )
+        raise ValueError(f"not CUDA memory ({name}): {_HOST_HINT}")
+    ptr, nbytes = _checked_range(tensor, mem)
+    if nbytes == 0:
+        raise ValueError("tensor is empty: nothing to register")
+    return ptr, nbytes, mem.index
+
+
+def _checked_range(tensor, mem):
+    """(pointer, nbytes) of a torch-like or CUDA-array-interface Memory,
+    with tensor_ptr_len's checks."""
+    if mem.kind == "torch":
+        if not mem.contiguous:
+            raise ValueError("tensor is not contiguous: register a .contiguous() copy")
+        if mem.nbytes is None:
+            raise _tensor.unknown_size(tensor)
+        return mem.addr, mem.nbytes
+    if mem.nbytes == 0:
+        raise ValueError("tensor is empty: nothing to register")
+    if not mem.contiguous:
+        shape, strides = mem.layout
+        strides = None if strides is None else tuple(strides)
+        raise ValueError(
+            f"array is not C-contiguous (shape {shape}, strides "
+            f"{strides}): register a contiguous copy"
+        )
+    return mem.addr, mem.nbytes
 
 
 def tensor_ptr_len(tensor: Any) -> tuple[int, int]:
@@ -414,58 +448,13 @@ def tensor_ptr_len(tensor: Any) -> tuple[int, int]:
     ``__cuda_array_interface__``.  ValueError when not contiguous,
     TypeError for anything else.  Touches no CUDA and does not check where
     the memory lives (:func:`register_tensor` does)."""
-    data_ptr = getattr(tensor, "data_ptr", None)
-    if callable(data_ptr):
-        is_contiguous = getattr(tensor, "is_contiguous", None)
-        if callable(is_contiguous) and not is_contiguous():
-            raise ValueError("tensor is not contiguous: register a .contiguous() copy")
-        numel = getattr(tensor, "numel", None)
-        element_size = getattr(tensor, "element_size", None)
-        if callable(numel) and callable(element_size):
-            nbytes = int(numel()) * int(element_size())
-        elif isinstance(getattr(tensor, "nbytes", None), int):
-            nbytes = tensor.nbytes
-        else:
-            raise TypeError(
-                f"cannot tell the size of {type(tensor).__name__} "
-                "(no numel()/element_size() or nbytes)"
-            )
-        return int(data_ptr()), int(nbytes)
-    cai = getattr(tensor, "__cuda_array_interface__", None)
-    if cai is not None:
-        ptr, nbytes, _ = _cai_range(cai)
-        return ptr, nbytes
-    raise TypeError(
-        "expected a tensor exposing data_ptr() or "
-        f"__cuda_array_interface__, not {type(tensor).__name__}"
-    )
-
-
-def _cai_range(cai):
-    """(pointer, nbytes, None) from a __cuda_array_interface__ dict."""
-    try:
-        ptr = int(cai["data"][0])
-        shape = tuple(int(n) for n in cai["shape"])
-        typestr = cai["typestr"]
-        itemsize = int(typestr[2:])
-    except (KeyError, IndexError, TypeError, ValueError) as e:
-        raise TypeError(f"malformed __cuda_array_interface__: {e!r}") from None
-    count = 1
-    for n in shape:
-        count *= n
-    if count == 0:
-        raise ValueError("tensor is empty: nothing to register")
-    strides = cai.get("strides")
-    if strides is not None:
-        expected = itemsize
-        for n, st in zip(reversed(shape), reversed(tuple(strides))):
-            if n != 1 and st != expected:
-                raise ValueError(
-                    f"array is not C-contiguous (shape {shape}, strides "
-                    f"{tuple(strides)}): register a contiguous copy"
-                )
-            expected *= n
-    return ptr, count * itemsize, None
+    mem = _tensor.describe(tensor, buffers="no")
+    if mem is None:
+        raise TypeError(
+            "expected a tensor exposing data_ptr() or "
+            f"__cuda_array_interface__, not {type(tensor).__name__}"
+        )
+    return _checked_range(tensor, mem)
 
 
 def _device_ordinal(drv, ptr):
