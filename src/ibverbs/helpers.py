@@ -195,8 +195,9 @@ _WRITABLE_ACCESS = AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE | AccessFl
 _GPU_HINT = "register GPU memory with ibverbs.cuda.register_tensor(pd, tensor, access)"
 
 
-def _describe(tensor) -> _tensor.Memory:
-    """The memory of a host or device tensor, with reg_tensor's checks."""
+def _describe(tensor) -> tuple[_tensor.Memory, int]:
+    """The memory of a host or device tensor and its size, with
+    reg_tensor's checks."""
     mem = _tensor.describe(tensor)
     if mem is None:
         raise TypeError(
@@ -213,7 +214,17 @@ def _describe(tensor) -> _tensor.Memory:
         )
     if mem.nbytes == 0:
         raise ValueError("cannot register an empty tensor (0 bytes)")
-    return mem
+    return mem, mem.nbytes
+
+
+def _address(tensor, mem: _tensor.Memory) -> int:
+    """The address of ``mem``; ValueError when nothing gives one."""
+    if mem.addr is None:
+        raise ValueError(
+            f"{type(tensor).__name__} lives on device {mem.device!r} (__dlpack_device__) "
+            "and gives no address: expose data_ptr() or __cuda_array_interface__"
+        )
+    return mem.addr
 
 
 def tensor_addr_len(tensor: Any) -> tuple[int, int]:
@@ -229,15 +240,10 @@ def tensor_addr_len(tensor: Any) -> tuple[int, int]:
             than bytes.
         TypeError: not a tensor nor a buffer.
     """
-    mem = _describe(tensor)
+    mem, nbytes = _describe(tensor)
     if mem.owner is not tensor:
         mem.release()
-    if mem.addr is None:
-        raise ValueError(
-            f"{type(tensor).__name__} lives on device {mem.device!r} (__dlpack_device__) "
-            "and gives no address: expose data_ptr() or __cuda_array_interface__"
-        )
-    return mem.addr, mem.nbytes
+    return _address(tensor, mem), nbytes
 
 
 def reg_tensor(pd: PD, tensor: Any, access: int) -> MR:
@@ -276,7 +282,7 @@ def reg_tensor(pd: PD, tensor: Any, access: int) -> MR:
     """
     if getattr(tensor, "is_cuda", False):
         raise ValueError(f"{type(tensor).__name__} is a CUDA tensor (is_cuda is true): {_GPU_HINT}")
-    mem = _describe(tensor)
+    mem, nbytes = _describe(tensor)
     if mem.device is not None and not mem.host:
         raise ValueError(
             f"{type(tensor).__name__} lives on device {mem.device!r}, not in "
@@ -288,4 +294,4 @@ def reg_tensor(pd: PD, tensor: Any, access: int) -> MR:
             "registered without LOCAL_WRITE, REMOTE_WRITE and REMOTE_ATOMIC "
             f"(access={int(access):#x})"
         )
-    return pd.reg_mr(mem.addr, mem.nbytes, access, owner=mem.owner)
+    return pd.reg_mr(_address(tensor, mem), nbytes, access, owner=mem.owner)
