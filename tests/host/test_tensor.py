@@ -203,3 +203,20 @@ def test_tensor_ptr_len_over_each_protocol():
     with pytest.raises(ValueError, match="empty"):
         cuda.tensor_ptr_len(CAIOnly(0x10000, (0,)))
     assert tensor_addr_len(TorchLike(device=Dev("cuda", 0))) == (0x7000, 64)
+
+
+def test_real_torch_cpu_tensor():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(8, dtype=torch.int32)
+    mem = _tensor.describe(t)
+    assert (mem.kind, mem.addr, mem.nbytes, mem.device, mem.host) == (
+        "torch",
+        t.data_ptr(),
+        32,
+        "cpu",
+        True,
+    )
+    assert _tensor.dlpack_device(t) == ("cpu", 0)
+    assert not _tensor.describe(t.view(2, 4).t()).contiguous
+    with pytest.raises(ValueError, match=r"not a CUDA tensor \(device cpu\)"):
+        cuda.register_tensor(None, t, 0)
