@@ -59,15 +59,16 @@ Errors:
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno as _errno
 import inspect
 import operator
 import os
-import threading
 from typing import Any
 
+from . import _cuda_driver as _cu
+from . import _tensor
+from ._cuda_driver import CudaError
 from ._ibverbs import MR, PD, SGE
 from ._objects import VerbsError
 
@@ -83,79 +84,8 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------
-# cuda.h constants (the driver ABI; they never change once published)
-# --------------------------------------------------------------------------
-
-_CUDA_ERROR_INVALID_VALUE = 1
-_CUDA_ERROR_STUB_LIBRARY = 34
-_CUDA_ERROR_INVALID_CONTEXT = 201
-_CUDA_ERROR_NOT_SUPPORTED = 801
-
-_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
-_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
-_CU_MEMORYTYPE_HOST = 1
-_CU_MEMORYTYPE_DEVICE = 2
-_CU_MEMORYTYPE_ARRAY = 3
-_CU_MEMORYTYPE_UNIFIED = 4
-_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1
-
-_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS = 117
-_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING = 118
-_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST = 1 << 0
-_CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER = 100
-_CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES = 200
-_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX = 0
-_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER = 100
-_CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES = 200
-
-# Names and texts for the codes we may meet when the driver cannot name
-# them itself (the toolkit's stub libcuda fails every call, cuGetErrorName
-# included).  The driver's own answer is used whenever it gives one.
-_FALLBACK_ERRORS = {
-    1: ("CUDA_ERROR_INVALID_VALUE", "invalid argument"),
-    2: ("CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
-    3: ("CUDA_ERROR_NOT_INITIALIZED", "initialization error"),
-    4: ("CUDA_ERROR_DEINITIALIZED", "driver shutting down"),
-    34: ("CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"),
-    36: ("CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER", "API call requires a newer CUDA driver"),
-    46: ("CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA-capable device(s) is/are busy or unavailable"),
-    100: ("CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"),
-    101: ("CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"),
-    201: ("CUDA_ERROR_INVALID_CONTEXT", "invalid device context"),
-    801: ("CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
-    999: ("CUDA_ERROR_UNKNOWN", "unknown error"),
-}
-
-_DEFAULT_LIBCUDA = "libcuda.so.1"
-
-# --------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------
-
-
-class CudaError(RuntimeError):
-    """A CUDA driver call failed, or libcuda cannot be used at all.
-
-    ``code`` is the driver's ``CUresult`` (None when the library could not
-    be loaded or lacks an entry point), ``name`` and ``text`` the driver's
-    own name and description of it (``cuGetErrorName`` /
-    ``cuGetErrorString``), ``operation`` the call that failed.
-    """
-
-    def __init__(self, code, name, text, operation=None):
-        self.code = code
-        self.name = name
-        self.text = text
-        self.operation = operation
-        where = f"{operation}: " if operation else ""
-        if code is None:
-            msg = f"{where}{text}"
-        else:
-            msg = f"{where}{name} ({code}): {text}"
-        super().__init__(msg)
-
-    def __reduce__(self):
-        return (type(self), (self.code, self.name, self.text, self.operation))
 
 
 class GpuDirectError(VerbsError):
@@ -179,189 +109,6 @@ def _closed_error():
 
 
 # --------------------------------------------------------------------------
-# The driver library (ctypes)
-# --------------------------------------------------------------------------
-
-_c_int, _c_uint, _c_void_p = ctypes.c_int, ctypes.c_uint, ctypes.c_void_p
-_c_u64, _c_size_t = ctypes.c_uint64, ctypes.c_size_t
-_P = ctypes.POINTER
-
-# Symbol -> argument types; every entry point returns a CUresult.  The
-# names are the ones the driver exports for the ABI that cuda.h declares:
-# cuda.h maps cuCtxPushCurrent to cuCtxPushCurrent_v2 and so on, and the
-# unversioned symbols that a driver still exports are the old ABI.
-_SIGNATURES = {
-    "cuInit": (_c_uint,),
-    "cuDriverGetVersion": (_P(_c_int),),
-    "cuGetErrorName": (_c_int, _P(ctypes.c_char_p)),
-    "cuGetErrorString": (_c_int, _P(ctypes.c_char_p)),
-    "cuDeviceGet": (_P(_c_int), _c_int),
-    "cuDeviceGetAttribute": (_P(_c_int), _c_int, _c_int),
-    "cuDevicePrimaryCtxRetain": (_P(_c_void_p), _c_int),
-    "cuDevicePrimaryCtxRelease_v2": (_c_int,),
-    "cuCtxGetCurrent": (_P(_c_void_p),),
-    "cuCtxGetDevice": (_P(_c_int),),
-    "cuCtxSynchronize": (),
-    "cuCtxPushCurrent_v2": (_c_void_p,),
-    "cuCtxPopCurrent_v2": (_P(_c_void_p),),
-    "cuPointerGetAttribute": (_c_void_p, _c_int, _c_u64),
-    "cuMemGetHandleForAddressRange": (_c_void_p, _c_u64, _c_size_t, _c_int, ctypes.c_ulonglong),
-    "cuFlushGPUDirectRDMAWrites": (_c_int, _c_int),
-}
-
-# Entry points that older drivers lack: the release that added each.
-_SINCE = {
-    "cuMemGetHandleForAddressRange": "CUDA 11.7 (driver 515)",
-    "cuFlushGPUDirectRDMAWrites": "CUDA 11.3 (driver 465)",
-}
-
-
-class _Driver:
-    """A loaded libcuda with lazily resolved entry points."""
-
-    def __init__(self, path):
-        self.path = path
-        try:
-            self.lib = ctypes.CDLL(path)
-        except OSError as e:
-            if path == _DEFAULT_LIBCUDA:
-                why = (
-                    "is the NVIDIA driver installed? libcuda.so.1 comes "
-                    "with the driver, not with the CUDA toolkit"
-                )
-            else:
-                why = "IBVERBS_LIBCUDA names it"
-            raise CudaError(None, None, f"cannot load {path} ({why}): {e}", "dlopen") from None
-        self._fns = {}
-
-    def fn(self, name):
-        """The entry point, or None when the library does not export it."""
-        try:
-            return self._fns[name]
-        except KeyError:
-            pass
-        try:
-            f = getattr(self.lib, name)
-        except AttributeError:
-            f = None
-        else:
-            f.argtypes = _SIGNATURES[name]
-            f.restype = _c_int
-        self._fns[name] = f
-        return f
-
-    def require(self, name):
-        f = self.fn(name)
-        if f is None:
-            since = _SINCE.get(name)
-            need = f" (added in {since})" if since else ""
-            raise CudaError(
-                None,
-                None,
-                f"{self.path} does not export {name}{need}; "
-                f"the NVIDIA driver is too old{self._version()}",
-                name,
-            )
-        return f
-
-    def _version(self):
-        """ ", which supports CUDA X.Y" from cuDriverGetVersion, or ""."""
-        f = self.fn("cuDriverGetVersion")
-        v = _c_int()
-        if f is None or f(ctypes.byref(v)) != 0:
-            return ""
-        return f", which supports CUDA {v.value // 1000}.{v.value % 1000 // 10}"
-
-    def call(self, name, *args):
-        rc = self.require(name)(*args)
-        if rc != 0:
-            raise self.error(rc, name)
-
-    def error(self, code, operation):
-        """CudaError for a CUresult, named by the driver when it can."""
-        fallback = _FALLBACK_ERRORS.get(code, (f"CUresult {code}", "unknown error"))
-        name, text = fallback
-        s = ctypes.c_char_p()
-        f = self.fn("cuGetErrorName")
-        if f is not None and f(code, ctypes.byref(s)) == 0 and s.value:
-            name = s.value.decode("ascii", "replace")
-        s = ctypes.c_char_p()
-        f = self.fn("cuGetErrorString")
-        if f is not None and f(code, ctypes.byref(s)) == 0 and s.value:
-            text = s.value.decode("utf-8", "replace")
-        if code == _CUDA_ERROR_STUB_LIBRARY:
-            text += (
-                f" ({self.path} is the CUDA toolkit's stub; the NVIDIA "
-                "driver's libcuda.so.1 must come first on the library path)"
-            )
-        return CudaError(code, name, text, operation)
-
-    def attribute(self, attr, device):
-        value = _c_int()
-        self.call("cuDeviceGetAttribute", ctypes.byref(value), attr, device)
-        return value.value
-
-
-_lock = threading.Lock()
-_driver_instance: _Driver | None = None
-
-
-def _driver():
-    """The loaded driver, after one successful cuInit(0)."""
-    global _driver_instance
-    d = _driver_instance
-    if d is not None:
-        return d
-    with _lock:
-        if _driver_instance is None:
-            d = _Driver(os.environ.get("IBVERBS_LIBCUDA") or _DEFAULT_LIBCUDA)
-            d.call("cuInit", 0)
-            _driver_instance = d
-        return _driver_instance
-
-
-def _forget_driver():
-    """Drop the loaded driver so that the next use loads and initialises
-    it again (tests; the library itself stays mapped)."""
-    global _driver_instance
-    with _lock:
-        _driver_instance = None
-
-
-def _current_device(drv):
-    """The device of the calling thread's current context, or None."""
-    ctx = _c_void_p()
-    drv.call("cuCtxGetCurrent", ctypes.byref(ctx))
-    if not ctx.value:
-        return None
-    dev = _c_int()
-    drv.call("cuCtxGetDevice", ctypes.byref(dev))
-    return dev.value
-
-
-@contextlib.contextmanager
-def _device_context(drv, ordinal):
-    """Run the block with a context of device ``ordinal`` current: the
-    caller's when it already is one, else that device's primary context
-    (the one torch and the CUDA runtime use), pushed and popped."""
-    if _current_device(drv) == ordinal:
-        yield
-        return
-    dev = _c_int()
-    drv.call("cuDeviceGet", ctypes.byref(dev), ordinal)
-    ctx = _c_void_p()
-    drv.call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
-    try:
-        drv.call("cuCtxPushCurrent_v2", ctx)
-        try:
-            yield
-        finally:
-            drv.call("cuCtxPopCurrent_v2", ctypes.byref(_c_void_p()))
-    finally:
-        drv.call("cuDevicePrimaryCtxRelease_v2", dev)
-
-
-# --------------------------------------------------------------------------
 # Tensors
 # --------------------------------------------------------------------------
 
@@ -371,41 +118,74 @@ _HOST_HINT = "register host memory with ibverbs.reg_tensor(pd, tensor, access)"
 def _tensor_range(tensor):
     """(device pointer, nbytes, device index or None) of a CUDA tensor.
 
-    Duck-typed: a torch-like tensor (``data_ptr()``, ``is_cuda`` or
-    ``device.type``, ``is_contiguous()``, ``nbytes`` or ``numel() *
-    element_size()``) or an object with ``__cuda_array_interface__``.
-    Raises ValueError for host, non-contiguous or empty tensors, TypeError
-    for anything else.  Touches no CUDA.
+    Duck-typed (``ibverbs._tensor``): a torch-like tensor (``data_ptr()``,
+    ``is_cuda`` or ``device.type``, ``is_contiguous()``, ``nbytes`` or
+    ``numel() * element_size()``) or an object with
+    ``__cuda_array_interface__``; ``__dlpack_device__`` says where other
+    objects live.  Raises ValueError for host, other devices',
+    non-contiguous or empty tensors, TypeError for anything else.  Touches
+    no CUDA.
     """
-    device: Any = getattr(tensor, "device", None)
-    if callable(getattr(tensor, "data_ptr", None)):
-        is_cuda = getattr(tensor, "is_cuda", None)
-        if is_cuda is None:
-            # No is_cuda: device.type decides; with neither, the driver
-            # does (_device_ordinal refuses memory that is not CUDA's).
-            is_cuda = getattr(device, "type", "cuda") == "cuda"
-        if not is_cuda:
-            where = f"device {device}" if device is not None else "is_cuda is False"
-            raise ValueError(f"not a CUDA tensor ({where}): {_HOST_HINT}")
-        ptr, nbytes = tensor_ptr_len(tensor)
-        if nbytes == 0:
-            raise ValueError("tensor is empty: nothing to register")
-        return ptr, nbytes, getattr(device, "index", None)
-
-    cai = getattr(tensor, "__cuda_array_interface__", None)
-    if cai is not None:
-        return _cai_range(cai)
-
-    if hasattr(tensor, "__array_interface__"):
-        raise ValueError(f"not CUDA memory ({type(tensor).__name__}): {_HOST_HINT}")
-    try:
-        memoryview(tensor).release()
-    except TypeError:
+    mem = _tensor.describe(tensor, buffers="where")
+    name = type(tensor).__name__
+    if mem is None:
         raise TypeError(
             "register_tensor() takes a CUDA tensor (torch-like, or with "
-            f"__cuda_array_interface__), not {type(tensor).__name__}"
-        ) from None
-    raise ValueError(f"not CUDA memory ({type(tensor).__name__}): {_HOST_HINT}")
+            f"__cuda_array_interface__), not {name}"
+        )
+    if mem.kind == "torch":
+        is_cuda = getattr(tensor, "is_cuda", None)
+        if is_cuda is None:
+            # No is_cuda: device.type (or __dlpack_device__) decides; with
+            # neither, the driver does (_device_ordinal refuses memory
+            # that is not CUDA's).
+            is_cuda = mem.device is None or mem.device in _tensor.CUDA_DEVICES
+        if not is_cuda:
+            device = getattr(tensor, "device", None)
+            if device is not None:
+                where = f"device {device}"
+            elif getattr(tensor, "is_cuda", None) is False:
+                where = "is_cuda is False"
+            else:
+                where = f"__dlpack_device__ {mem.device}"
+            raise ValueError(f"not a CUDA tensor ({where}): {_HOST_HINT}")
+    elif mem.kind != "cuda_array_interface":
+        if mem.device in _tensor.CUDA_DEVICES:
+            raise TypeError(
+                f"{name} is on {mem.device}:{mem.index} (__dlpack_device__) but gives "
+                "no address: register_tensor() takes data_ptr() or __cuda_array_interface__"
+            )
+        if not mem.host:
+            raise ValueError(
+                f"{name} lives on device {mem.device!r}, not in CUDA memory: "
+                "ibverbs.cuda registers CUDA memory only"
+            )
+        raise ValueError(f"not CUDA memory ({name}): {_HOST_HINT}")
+    ptr, nbytes = _checked_range(tensor, mem)
+    if nbytes == 0:
+        raise ValueError("tensor is empty: nothing to register")
+    return ptr, nbytes, mem.index
+
+
+def _checked_range(tensor, mem):
+    """(pointer, nbytes) of a torch-like or CUDA-array-interface Memory,
+    with tensor_ptr_len's checks."""
+    if mem.kind == "torch":
+        if not mem.contiguous:
+            raise ValueError("tensor is not contiguous: register a .contiguous() copy")
+        if mem.nbytes is None:
+            raise _tensor.unknown_size(tensor)
+        return mem.addr, mem.nbytes
+    if mem.nbytes == 0:
+        raise ValueError("tensor is empty: nothing to register")
+    if not mem.contiguous:
+        shape, strides = mem.layout
+        strides = None if strides is None else tuple(strides)
+        raise ValueError(
+            f"array is not C-contiguous (shape {shape}, strides "
+            f"{strides}): register a contiguous copy"
+        )
+    return mem.addr, mem.nbytes
 
 
 def tensor_ptr_len(tensor: Any) -> tuple[int, int]:
@@ -414,67 +194,22 @@ def tensor_ptr_len(tensor: Any) -> tuple[int, int]:
     ``__cuda_array_interface__``.  ValueError when not contiguous,
     TypeError for anything else.  Touches no CUDA and does not check where
     the memory lives (:func:`register_tensor` does)."""
-    data_ptr = getattr(tensor, "data_ptr", None)
-    if callable(data_ptr):
-        is_contiguous = getattr(tensor, "is_contiguous", None)
-        if callable(is_contiguous) and not is_contiguous():
-            raise ValueError("tensor is not contiguous: register a .contiguous() copy")
-        numel = getattr(tensor, "numel", None)
-        element_size = getattr(tensor, "element_size", None)
-        if callable(numel) and callable(element_size):
-            nbytes = int(numel()) * int(element_size())
-        elif isinstance(getattr(tensor, "nbytes", None), int):
-            nbytes = tensor.nbytes
-        else:
-            raise TypeError(
-                f"cannot tell the size of {type(tensor).__name__} "
-                "(no numel()/element_size() or nbytes)"
-            )
-        return int(data_ptr()), int(nbytes)
-    cai = getattr(tensor, "__cuda_array_interface__", None)
-    if cai is not None:
-        ptr, nbytes, _ = _cai_range(cai)
-        return ptr, nbytes
-    raise TypeError(
-        "expected a tensor exposing data_ptr() or "
-        f"__cuda_array_interface__, not {type(tensor).__name__}"
-    )
-
-
-def _cai_range(cai):
-    """(pointer, nbytes, None) from a __cuda_array_interface__ dict."""
-    try:
-        ptr = int(cai["data"][0])
-        shape = tuple(int(n) for n in cai["shape"])
-        typestr = cai["typestr"]
-        itemsize = int(typestr[2:])
-    except (KeyError, IndexError, TypeError, ValueError) as e:
-        raise TypeError(f"malformed __cuda_array_interface__: {e!r}") from None
-    count = 1
-    for n in shape:
-        count *= n
-    if count == 0:
-        raise ValueError("tensor is empty: nothing to register")
-    strides = cai.get("strides")
-    if strides is not None:
-        expected = itemsize
-        for n, st in zip(reversed(shape), reversed(tuple(strides))):
-            if n != 1 and st != expected:
-                raise ValueError(
-                    f"array is not C-contiguous (shape {shape}, strides "
-                    f"{tuple(strides)}): register a contiguous copy"
-                )
-            expected *= n
-    return ptr, count * itemsize, None
+    mem = _tensor.describe(tensor, buffers="no")
+    if mem is None:
+        raise TypeError(
+            "expected a tensor exposing data_ptr() or "
+            f"__cuda_array_interface__, not {type(tensor).__name__}"
+        )
+    return _checked_range(tensor, mem)
 
 
 def _device_ordinal(drv, ptr):
     """The device of a CUDA device pointer; ValueError for memory that is
     not device memory."""
-    memtype = _c_uint()
+    memtype = ctypes.c_uint()
     f = drv.require("cuPointerGetAttribute")
-    rc = f(ctypes.byref(memtype), _CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr)
-    if rc == _CUDA_ERROR_INVALID_VALUE:
+    rc = f(ctypes.byref(memtype), _cu.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr)
+    if rc == _cu.CUDA_ERROR_INVALID_VALUE:
         raise ValueError(
             f"address {ptr:#x} is not CUDA memory "
             f"(cuPointerGetAttribute: CUDA_ERROR_INVALID_VALUE): "
@@ -482,16 +217,16 @@ def _device_ordinal(drv, ptr):
         )
     if rc != 0:
         raise drv.error(rc, "cuPointerGetAttribute")
-    if memtype.value != _CU_MEMORYTYPE_DEVICE:
+    if memtype.value != _cu.CU_MEMORYTYPE_DEVICE:
         kind = {
-            _CU_MEMORYTYPE_HOST: "host",
-            _CU_MEMORYTYPE_ARRAY: "a CUDA array",
-            _CU_MEMORYTYPE_UNIFIED: "unified",
+            _cu.CU_MEMORYTYPE_HOST: "host",
+            _cu.CU_MEMORYTYPE_ARRAY: "a CUDA array",
+            _cu.CU_MEMORYTYPE_UNIFIED: "unified",
         }.get(memtype.value, "not device")
         raise ValueError(f"address {ptr:#x} is {kind} memory, not device memory: {_HOST_HINT}")
-    ordinal = _c_int()
+    ordinal = ctypes.c_int()
     drv.call(
-        "cuPointerGetAttribute", ctypes.byref(ordinal), _CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr
+        "cuPointerGetAttribute", ctypes.byref(ordinal), _cu.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr
     )
     return ordinal.value
 
@@ -516,12 +251,12 @@ def dmabuf_fd(ptr: int, length: int) -> int:
         raise ValueError(
             f"length must be positive and page-aligned (a multiple of {page}), got {length}"
         )
-    drv = _driver()
+    drv = _cu.driver()
     export = drv.require("cuMemGetHandleForAddressRange")
     device = _device_ordinal(drv, ptr)
-    fd = _c_int(-1)
-    with _device_context(drv, device):
-        rc = export(ctypes.byref(fd), ptr, length, _CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)
+    fd = ctypes.c_int(-1)
+    with _cu.device_context(drv, device):
+        rc = export(ctypes.byref(fd), ptr, length, _cu.CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0)
     if rc != 0:
         raise drv.error(rc, "cuMemGetHandleForAddressRange")
     return fd.value
@@ -574,9 +309,9 @@ def _peermem_state():
 
 def _export_hint(e):
     code = getattr(e, "code", None)
-    if code == _CUDA_ERROR_NOT_SUPPORTED:
+    if code == _cu.CUDA_ERROR_NOT_SUPPORTED:
         return "; this driver or kernel cannot export dma-bufs"
-    if code == _CUDA_ERROR_INVALID_VALUE:
+    if code == _cu.CUDA_ERROR_INVALID_VALUE:
         return (
             "; the allocation cannot be exported as a dma-buf (torch: set "
             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before CUDA "
@@ -631,7 +366,7 @@ def register_tensor(pd: PD, tensor: Any, access: int) -> GpuMR:
     attempts = []
     ordinal = index
     try:
-        ordinal = _device_ordinal(_driver(), ptr)
+        ordinal = _device_ordinal(_cu.driver(), ptr)
     except (RuntimeError, OSError) as e:  # CudaError is a RuntimeError
         # No driver to ask: the dma-buf path is closed, reg_mr may still
         # work (as in the published package, nothing is raised yet).
@@ -853,19 +588,7 @@ def synchronize() -> None:
     (``cuCtxSynchronize``): call it before posting a work request that
     reads memory a kernel or copy produced.  CudaError when it fails (no
     current context: CUDA_ERROR_INVALID_CONTEXT)."""
-    _driver().call("cuCtxSynchronize")
-
-
-def _device_attribute_or_zero(drv, attr, device):
-    """A device attribute; 0 when the driver does not know it (older than
-    the attribute), which for both GPUDirect attributes means "none"."""
-    value = _c_int()
-    rc = drv.require("cuDeviceGetAttribute")(ctypes.byref(value), attr, device)
-    if rc == _CUDA_ERROR_INVALID_VALUE:
-        return 0
-    if rc != 0:
-        raise drv.error(rc, "cuDeviceGetAttribute")
-    return value.value
+    _cu.driver().call("cuCtxSynchronize")
 
 
 def flush_gpudirect_writes(*, all_devices: bool = False) -> bool:
@@ -885,34 +608,34 @@ def flush_gpudirect_writes(*, all_devices: bool = False) -> bool:
     the device offers none).  CudaError when the thread has no current CUDA
     context (torch: run inside ``torch.cuda.device(dst.device)``).
     """
-    drv = _driver()
-    device = _current_device(drv)
+    drv = _cu.driver()
+    device = _cu.current_device(drv)
     if device is None:
         raise CudaError(
-            _CUDA_ERROR_INVALID_CONTEXT,
+            _cu.CUDA_ERROR_INVALID_CONTEXT,
             "CUDA_ERROR_INVALID_CONTEXT",
             "no current CUDA context on this thread: make the "
             "destination device current first (torch: "
             "with torch.cuda.device(dst.device): ...)",
             "cuCtxGetCurrent",
         )
-    ordering = _device_attribute_or_zero(
-        drv, _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING, device
+    ordering = _cu.device_attribute_or_zero(
+        drv, _cu.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING, device
     )
     if all_devices:
-        needed = _CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES
-        scope = _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES
+        needed = _cu.CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES
+        scope = _cu.CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES
     else:
-        needed = _CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER
-        scope = _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER
+        needed = _cu.CU_GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER
+        scope = _cu.CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER
     if ordering >= needed:
         return False
-    options = _device_attribute_or_zero(
-        drv, _CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS, device
+    options = _cu.device_attribute_or_zero(
+        drv, _cu.CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS, device
     )
-    if not options & _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST:
+    if not options & _cu.CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST:
         return False
     drv.call(
-        "cuFlushGPUDirectRDMAWrites", _CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX, scope
+        "cuFlushGPUDirectRDMAWrites", _cu.CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX, scope
     )
     return True

@@ -8,16 +8,17 @@ Nothing here is on the data path; it is plain Python over the verbs API.
   QP through RESET -> INIT -> RTR -> RTS towards a remote one (RC or UC).
 - :func:`tensor_addr_len` and :func:`reg_tensor` take numpy arrays, torch
   CPU tensors, ``bytes``, ``bytearray`` and other buffer objects, duck-typed:
-  neither numpy nor torch is imported.
+  neither numpy nor torch is imported (``ibverbs._tensor`` reads them, as
+  it does for ``ibverbs.cuda``).
 """
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import struct
 from typing import TYPE_CHECKING, Any
 
+from . import _tensor
 from ._objects import Gid
 from .enums import MTU, AccessFlags
 
@@ -194,112 +195,36 @@ _WRITABLE_ACCESS = AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE | AccessFl
 _GPU_HINT = "register GPU memory with ibverbs.cuda.register_tensor(pd, tensor, access)"
 
 
-class _Mem:
-    """What we learned about a tensor: its memory and how to retain it."""
-
-    __slots__ = ("addr", "nbytes", "readonly", "device", "owner")
-
-    def __init__(self, addr, nbytes, readonly, device, owner):
-        self.addr = addr
-        self.nbytes = nbytes
-        self.readonly = readonly
-        self.device = device  # "cpu", or e.g. "cuda"
-        self.owner = owner
-
-
-def _c_contiguous(shape, strides, itemsize) -> bool:
-    if strides is None:
-        return True
-    expect = itemsize
-    for dim, stride in zip(reversed(shape), reversed(strides)):
-        if dim != 1 and stride != expect:
-            return False
-        expect *= dim
-    return True
-
-
-def _from_array_interface(obj, ai, device) -> _Mem:
-    addr, readonly = ai["data"]
-    shape = tuple(ai.get("shape", ()))
-    itemsize = int(ai["typestr"][2:])
-    nbytes = getattr(obj, "nbytes", None)
-    if not isinstance(nbytes, int):
-        nbytes = itemsize
-        for dim in shape:
-            nbytes *= dim
-    else:
-        itemsize = getattr(obj, "itemsize", itemsize)
-    flags: Any = getattr(obj, "flags", None)
-    try:
-        contiguous = bool(flags["C_CONTIGUOUS"])
-    except (TypeError, KeyError, IndexError):
-        contiguous = _c_contiguous(shape, ai.get("strides"), itemsize)
-    if nbytes and not contiguous:
+def _describe(tensor) -> tuple[_tensor.Memory, int]:
+    """The memory of a host or device tensor and its size, with
+    reg_tensor's checks."""
+    mem = _tensor.describe(tensor)
+    if mem is None:
+        raise TypeError(
+            "expected a numpy array, a torch tensor, bytes, bytearray or "
+            f"another buffer object, not {type(tensor).__name__}"
+        )
+    if mem.nbytes is None:
+        raise _tensor.unknown_size(tensor)
+    if mem.nbytes and not mem.contiguous:
+        if mem.kind == "torch":
+            raise ValueError("the tensor is not contiguous: register tensor.contiguous() instead")
         raise ValueError(
             "the array is not C-contiguous: register a contiguous copy (numpy.ascontiguousarray)"
         )
-    return _Mem(int(addr or 0), int(nbytes), bool(readonly), device, obj)
-
-
-def _from_torch(t) -> _Mem:
-    device = getattr(getattr(t, "device", None), "type", None)
-    if device is None:  # duck-typed: is_cuda alone says where it lives
-        device = "cuda" if getattr(t, "is_cuda", False) else "cpu"
-    nbytes = int(t.numel()) * int(t.element_size())
-    if nbytes and not t.is_contiguous():
-        raise ValueError("the tensor is not contiguous: register tensor.contiguous() instead")
-    return _Mem(int(t.data_ptr()), nbytes, False, str(device), t)
-
-
-def _from_buffer(obj) -> _Mem:
-    try:
-        view = memoryview(obj)
-    except TypeError:
-        raise TypeError(
-            "expected a numpy array, a torch tensor, bytes, bytearray or "
-            f"another buffer object, not {type(obj).__name__}"
-        ) from None
-    nbytes = view.nbytes
-    if nbytes and not view.c_contiguous:
-        view.release()
-        raise ValueError("the buffer is not C-contiguous")
-    if isinstance(obj, bytes):
-        # Immutable and never resized: the bytes object itself retains it.
-        view.release()
-        addr = ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value or 0
-        return _Mem(addr, nbytes, True, "cpu", obj)
-    if view.readonly:
-        view.release()
-        raise ValueError(
-            f"read-only {type(obj).__name__} buffers are not supported (only "
-            "bytes); pass a writable buffer or a numpy array over it"
-        )
-    if nbytes == 0:
-        return _Mem(0, 0, False, "cpu", view)
-    # The address of a writable buffer, through a ctypes view of it.  The
-    # memoryview "view" holds a buffer export: while it lives, a bytearray
-    # cannot be resized (which would move its memory), so it is what an MR
-    # retains.
-    arr = (ctypes.c_char * nbytes).from_buffer(view)
-    addr = ctypes.addressof(arr)
-    del arr
-    return _Mem(addr, nbytes, False, "cpu", view)
-
-
-def _describe(tensor) -> _Mem:
-    if isinstance(tensor, (bytes, bytearray, memoryview)):
-        mem = _from_buffer(tensor)
-    elif hasattr(tensor, "data_ptr") and hasattr(tensor, "element_size"):
-        mem = _from_torch(tensor)
-    elif hasattr(tensor, "__cuda_array_interface__"):
-        mem = _from_array_interface(tensor, tensor.__cuda_array_interface__, "cuda")
-    elif hasattr(tensor, "__array_interface__"):
-        mem = _from_array_interface(tensor, tensor.__array_interface__, "cpu")
-    else:
-        mem = _from_buffer(tensor)
     if mem.nbytes == 0:
         raise ValueError("cannot register an empty tensor (0 bytes)")
-    return mem
+    return mem, mem.nbytes
+
+
+def _address(tensor, mem: _tensor.Memory) -> int:
+    """The address of ``mem``; ValueError when nothing gives one."""
+    if mem.addr is None:
+        raise ValueError(
+            f"{type(tensor).__name__} lives on device {mem.device!r} (__dlpack_device__) "
+            "and gives no address: expose data_ptr() or __cuda_array_interface__"
+        )
+    return mem.addr
 
 
 def tensor_addr_len(tensor: Any) -> tuple[int, int]:
@@ -315,10 +240,10 @@ def tensor_addr_len(tensor: Any) -> tuple[int, int]:
             than bytes.
         TypeError: not a tensor nor a buffer.
     """
-    mem = _describe(tensor)
-    if isinstance(mem.owner, memoryview) and mem.owner is not tensor:
-        mem.owner.release()
-    return mem.addr, mem.nbytes
+    mem, nbytes = _describe(tensor)
+    if mem.owner is not tensor:
+        mem.release()
+    return _address(tensor, mem), nbytes
 
 
 def reg_tensor(pd: PD, tensor: Any, access: int) -> MR:
@@ -347,16 +272,18 @@ def reg_tensor(pd: PD, tensor: Any, access: int) -> MR:
         The new MR.
 
     Raises:
-        ValueError: a CUDA or other device tensor, empty or not
-            contiguous memory, or write access to read-only memory.
+        ValueError: a CUDA or other device tensor (``device.type``,
+            ``__cuda_array_interface__`` or ``__dlpack_device__`` say where
+            it lives), empty or not contiguous memory, or write access to
+            read-only memory.
         TypeError: not a tensor nor a buffer.
         VerbsError: the verb failed (e.g. ENOMEM over the locked-memory
             limit, EFAULT).
     """
     if getattr(tensor, "is_cuda", False):
         raise ValueError(f"{type(tensor).__name__} is a CUDA tensor (is_cuda is true): {_GPU_HINT}")
-    mem = _describe(tensor)
-    if mem.device != "cpu":
+    mem, nbytes = _describe(tensor)
+    if mem.device is not None and not mem.host:
         raise ValueError(
             f"{type(tensor).__name__} lives on device {mem.device!r}, not in "
             f"host memory: {_GPU_HINT}"
@@ -367,4 +294,4 @@ def reg_tensor(pd: PD, tensor: Any, access: int) -> MR:
             "registered without LOCAL_WRITE, REMOTE_WRITE and REMOTE_ATOMIC "
             f"(access={int(access):#x})"
         )
-    return pd.reg_mr(mem.addr, mem.nbytes, access, owner=mem.owner)
+    return pd.reg_mr(_address(tensor, mem), nbytes, access, owner=mem.owner)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import ibverbs as ib
+import ibverbs._cuda_driver as _cuda_driver
 import ibverbs.cuda as cuda
 import support.rdma as rig
 from support import GID_INDEX, PORT
@@ -221,7 +222,7 @@ def fake(monkeypatch, tmp_path, fake_path):
     sysfs = tmp_path / "sys"
     sysfs.mkdir()  # no peer-memory module: reg_mr is tried all the same
     monkeypatch.setenv("IBVERBS_SYSFS_ROOT", str(sysfs))
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     f = build.FakeCuda(fake_path)
     f.reset()
     ptrs = []
@@ -233,7 +234,7 @@ def fake(monkeypatch, tmp_path, fake_path):
     f.alloc_tracked = alloc
     yield f
     gc.collect()
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     f.reset()
     for p in ptrs:
         f.free(p)
@@ -561,7 +562,7 @@ def test_24_4_register_tensor_without_libcuda_uses_reg_mr(pd, monkeypatch, tmp_p
     # No driver library at all: the published package's fallback,
     # pd.reg_mr on the pointer, registers it (host memory on rxe).
     monkeypatch.setenv("IBVERBS_LIBCUDA", str(tmp_path / "libcuda.so.1"))
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     try:
         host = np.zeros(2 * PAGE, dtype=np.uint8)
         t = DuckTensor(host.ctypes.data, host.nbytes)
@@ -571,4 +572,4 @@ def test_24_4_register_tensor_without_libcuda_uses_reg_mr(pd, monkeypatch, tmp_p
         gmr.close()
         assert gmr.closed
     finally:
-        cuda._forget_driver()
+        _cuda_driver.forget_driver()

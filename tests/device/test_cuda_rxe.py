@@ -15,6 +15,7 @@ import weakref
 import pytest
 
 import ibverbs as ib
+import ibverbs._cuda_driver as _cuda_driver
 import ibverbs.cuda as cuda
 
 from support import TESTS
@@ -64,14 +65,14 @@ def fake(monkeypatch, tmp_path, fake_path):
     sysfs = tmp_path / "sys"
     sysfs.mkdir()
     monkeypatch.setenv("IBVERBS_SYSFS_ROOT", str(sysfs))
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     f = build.FakeCuda(fake_path)
     f.reset()
     f.sysfs = sysfs
     f.allocated = []
     yield f
     gc.collect()
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     f.reset()
     for ptr in f.allocated:
         f.free(ptr)

@@ -47,6 +47,7 @@ from pathlib import Path
 import pytest
 
 import ibverbs as ib
+import ibverbs._cuda_driver as _cuda_driver
 import ibverbs.cuda as cuda
 
 pytestmark = pytest.mark.gpu_driver
@@ -346,12 +347,12 @@ def backend(request, monkeypatch, tmp_path, findings):
         torch = request.getfixturevalue("real_torch")
         monkeypatch.delenv("IBVERBS_LIBCUDA", raising=False)
         b = RealBackend(torch)
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     try:
         yield b
     finally:
         b.close()
-        cuda._forget_driver()
+        _cuda_driver.forget_driver()
 
 
 def need_device(backend, device):
@@ -360,7 +361,7 @@ def need_device(backend, device):
 
 
 def driver_lib():
-    return cuda._driver().lib
+    return _cuda_driver.driver().lib
 
 
 def pointer_attribute(ptr, attr, ctype):
@@ -682,7 +683,7 @@ def test_pointer_attributes_of_device_memory(backend, findings, device):
     rc, ordinal = pointer_attribute(ptr, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ctypes.c_int)
     assert (rc, ordinal) == (0, device)
     # and what register_tensor makes of them (last byte: same answer)
-    drv = cuda._driver()
+    drv = _cuda_driver.driver()
     assert cuda._device_ordinal(drv, ptr) == device
     assert cuda._device_ordinal(drv, ptr + 3 * PAGE + 4) == device
     note(
@@ -704,7 +705,7 @@ def test_pointer_attributes_of_host_memory(backend, findings):
     pinned = backend.alloc_host(2 * PAGE)
     rc, memtype = pointer_attribute(pinned, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ctypes.c_uint)
     assert (rc, memtype) == (0, CU_MEMORYTYPE_HOST)
-    drv = cuda._driver()
+    drv = _cuda_driver.driver()
     with pytest.raises(ValueError, match="host memory") as e1:
         cuda._device_ordinal(drv, pinned)
     # pageable memory the driver never saw: "not CUDA memory", or host
@@ -743,13 +744,13 @@ def test_flush_gpudirect_writes_in_the_tensors_context(backend, findings, device
     if backend.name == "fake":
         # a device that does not order NIC writes but offers the host flush
         backend.fake.set_gpudirect(device, 0, 1)
-    drv = cuda._driver()
+    drv = _cuda_driver.driver()
     with backend.current(t.device.index):
-        assert cuda._current_device(drv) == device
+        assert _cuda_driver.current_device(drv) == device
         ordering = device_attribute(ATTR_WRITES_ORDERING, device)
         options = device_attribute(ATTR_FLUSH_WRITES_OPTIONS, device)
         flushed = cuda.flush_gpudirect_writes()
-        assert cuda._current_device(drv) == device
+        assert _cuda_driver.current_device(drv) == device
     # its rule, from the two attributes it reads (the published package's
     # flush returns None: then only the fake shows whether it flushed)
     want = (
@@ -771,7 +772,7 @@ def test_flush_gpudirect_writes_in_the_tensors_context(backend, findings, device
 
 def test_flush_without_a_context_is_a_cuda_error(backend):
     backend.alloc(PAGE)  # the driver is up on the main thread
-    cuda._driver()
+    _cuda_driver.driver()
     if backend.name == "fake":
         backend.fake.set_current(-1)
     out = {}
@@ -796,7 +797,7 @@ def test_synchronize_in_the_tensors_context(backend, device):
     if sync is None:
         pytest.skip("cuda.synchronize() is not there yet (issue 12 adds it)")
     t = backend.alloc(PAGE, device=device)
-    drv = cuda._driver()
+    drv = _cuda_driver.driver()
     with backend.current(t.device.index):
         pending = backend.busy(device)
         if pending is not None:
@@ -809,7 +810,7 @@ def test_synchronize_in_the_tensors_context(backend, device):
             raise
         if pending is not None:
             assert pending.query(), "synchronize() returned before the work was done"
-        assert cuda._current_device(drv) == device
+        assert _cuda_driver.current_device(drv) == device
 
 
 # --------------------------------------------------------------------------

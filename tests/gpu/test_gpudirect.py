@@ -13,6 +13,7 @@ import threading
 import pytest
 
 import ibverbs as ib
+import ibverbs._cuda_driver as _cuda_driver
 import ibverbs.cuda as cuda
 
 from support import rdma as rig  # make_rc_pair, poll_until, ALL_ACCESS
@@ -37,7 +38,7 @@ def _export_or_skip(ptr, n):
     try:
         return cuda._export_dmabuf(ptr, n)
     except cuda.CudaError as e:
-        if e.code is None or e.code == cuda._CUDA_ERROR_NOT_SUPPORTED:
+        if e.code is None or e.code == _cuda_driver.CUDA_ERROR_NOT_SUPPORTED:
             pytest.skip(f"this CUDA driver cannot export dma-bufs: {e}")
         raise
 
@@ -96,7 +97,10 @@ def test_driver_export_from_a_thread_without_a_context(torch):
     th.join()
     if "error" in out:
         e = out["error"]
-        if isinstance(e, cuda.CudaError) and e.code in (None, cuda._CUDA_ERROR_NOT_SUPPORTED):
+        if isinstance(e, cuda.CudaError) and e.code in (
+            None,
+            _cuda_driver.CUDA_ERROR_NOT_SUPPORTED,
+        ):
             pytest.skip(f"this CUDA driver cannot export dma-bufs: {e}")
         raise e
     fd, start, length = out["result"]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import ibverbs as ib
+import ibverbs._cuda_driver as _cuda_driver
 import ibverbs.cuda as cuda
 from ibverbs import _ibverbs
 
@@ -354,7 +355,7 @@ def fake(monkeypatch, tmp_path, fake_path):
     sysfs = tmp_path / "sys"
     sysfs.mkdir()  # no peer-memory module
     monkeypatch.setenv("IBVERBS_SYSFS_ROOT", str(sysfs))
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     f = build.FakeCuda(fake_path)
     f.reset()
     allocated = []
@@ -362,7 +363,7 @@ def fake(monkeypatch, tmp_path, fake_path):
         allocated.append(f.alloc(n, 0, misalign)) or allocated[-1]
     )
     yield f
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     f.reset()
     for p in allocated:
         f.free(p)
@@ -371,9 +372,9 @@ def fake(monkeypatch, tmp_path, fake_path):
 @pytest.fixture
 def no_libcuda(monkeypatch, tmp_path):
     monkeypatch.setenv("IBVERBS_LIBCUDA", str(tmp_path / "no-libcuda.so.1"))
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     yield
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
 
 
 class DuckTensor:
@@ -433,7 +434,7 @@ def test_4_dmabuf_fd_checks_before_loading_libcuda(no_libcuda):
     for length in (0, -PAGE, PAGE + 1):
         with pytest.raises(ValueError, match="positive and page-aligned"):
             cuda.dmabuf_fd(PAGE, length)
-    assert cuda._driver_instance is None  # libcuda never loaded
+    assert _cuda_driver._driver_instance is None  # libcuda never loaded
     with pytest.raises(cuda.CudaError):  # a good range: now it is needed
         cuda.dmabuf_fd(PAGE, PAGE)
 
@@ -468,7 +469,7 @@ def test_4_tensor_ptr_len(no_libcuda):
         cuda.tensor_ptr_len(DuckTensor(0x7000, 96, contiguous=False))
     with pytest.raises(TypeError):
         cuda.tensor_ptr_len(object())
-    assert cuda._driver_instance is None
+    assert _cuda_driver._driver_instance is None
 
 
 def test_4_gpumr_by_hand():
@@ -732,7 +733,7 @@ def test_24_1_reg_tensor_looks_at_is_cuda_first(no_libcuda):
     # is_cuda false or absent: the object is looked at as before
     with pytest.raises(TypeError, match="expected a numpy array"):
         ib.reg_tensor(NoPD(), types.SimpleNamespace(is_cuda=False), ACCESS)
-    assert cuda._driver_instance is None  # no CUDA was touched
+    assert _cuda_driver._driver_instance is None  # no CUDA was touched
 
 
 def test_24_2_connect_rc_makes_the_published_calls():

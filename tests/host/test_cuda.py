@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import ibverbs as ib
+import ibverbs._cuda_driver as _cuda_driver
 import ibverbs.cuda as cuda
 from ibverbs.cuda import CudaError, GpuDirectError, GpuMR
 
@@ -83,7 +84,7 @@ def _use_fake(monkeypatch, tmp_path, path):
     sysfs = tmp_path / "sys"
     sysfs.mkdir()
     monkeypatch.setenv("IBVERBS_SYSFS_ROOT", str(sysfs))
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     f = Fake(path)
     f.reset()
     return f
@@ -95,7 +96,7 @@ def fake(monkeypatch, tmp_path, fake_path):
     yield f
     gc.collect()
     assert f.open_exports() == 0, "an exported dma-buf fd leaked"
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     f.reset()
     f.free_all()
 
@@ -104,7 +105,7 @@ def fake(monkeypatch, tmp_path, fake_path):
 def fake_nodmabuf(monkeypatch, tmp_path, fake_nodmabuf_path):
     f = _use_fake(monkeypatch, tmp_path, fake_nodmabuf_path)
     yield f
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     f.reset()
     f.free_all()
 
@@ -451,10 +452,10 @@ def host_objects():
 @pytest.mark.parametrize("obj", host_objects(), ids=lambda o: type(o).__name__)
 def test_refuses_host_tensors_without_touching_cuda(monkeypatch, tmp_path, obj):
     monkeypatch.setenv("IBVERBS_LIBCUDA", str(tmp_path / "no-libcuda.so.1"))
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     with pytest.raises(ValueError, match=r"ibverbs\.reg_tensor"):
         cuda.register_tensor(FakePD(), obj, ACCESS)
-    assert cuda._driver_instance is None
+    assert _cuda_driver._driver_instance is None
 
 
 def test_refuses_other_objects():
@@ -515,8 +516,8 @@ def test_entry_points_are_the_versioned_names():
     # old ABI.  (The fake exports only the versioned ones, so the context
     # tests above fail if the wrong name is resolved.)
     for old in ("cuCtxPushCurrent", "cuCtxPopCurrent", "cuDevicePrimaryCtxRelease"):
-        assert old not in cuda._SIGNATURES
-        assert old + "_v2" in cuda._SIGNATURES
+        assert old not in _cuda_driver.SIGNATURES
+        assert old + "_v2" in _cuda_driver.SIGNATURES
 
 
 def test_cuinit_called_once(fake):
@@ -533,7 +534,7 @@ def test_import_does_not_load_libcuda_or_torch(fake_path):
         "maps = open('/proc/self/maps').read()\n"
         "assert 'libcuda' not in maps, 'libcuda mapped at import'\n"
         "assert 'torch' not in sys.modules\n"
-        "ibverbs.cuda._driver()\n"
+        "ibverbs._cuda_driver.driver()\n"
         "assert 'libcuda' in open('/proc/self/maps').read()\n"
     )
     env = dict(os.environ, IBVERBS_LIBCUDA=fake_path)
@@ -735,7 +736,7 @@ def test_no_device(fake):
 def test_missing_libcuda(monkeypatch, tmp_path):
     missing = str(tmp_path / "libcuda.so.1")
     monkeypatch.setenv("IBVERBS_LIBCUDA", missing)
-    cuda._forget_driver()
+    _cuda_driver.forget_driver()
     try:
         with pytest.raises(CudaError) as info:
             cuda.flush_gpudirect_writes()
@@ -749,7 +750,7 @@ def test_missing_libcuda(monkeypatch, tmp_path):
         with pytest.raises(GpuDirectError, match=re.escape(missing)):
             cuda.register_tensor(no_reg_mr(), CudaArray(0x10000, (8,)), ACCESS)
     finally:
-        cuda._forget_driver()
+        _cuda_driver.forget_driver()
 
 
 def test_errors_pickle():
@@ -972,9 +973,9 @@ def test_constants_match_cuda_h(cuda_h):
     import re
 
     names = {
-        n[1:]: v
-        for n, v in vars(cuda).items()
-        if n.startswith(("_CU_", "_CUDA_ERROR_")) and isinstance(v, int)
+        n: v
+        for n, v in vars(_cuda_driver).items()
+        if n.startswith(("CU_", "CUDA_ERROR_")) and isinstance(v, int)
     }
     assert len(names) > 10
     for name, value in names.items():
@@ -984,7 +985,7 @@ def test_constants_match_cuda_h(cuda_h):
         parts = text.split("<<")
         header_value = int(parts[0], 0) << (int(parts[1], 0) if len(parts) > 1 else 0)
         assert value == header_value, f"{name}: {value} != cuda.h's {text}"
-    for code, (name, _) in cuda._FALLBACK_ERRORS.items():
+    for code, (name, _) in _cuda_driver.FALLBACK_ERRORS.items():
         assert re.search(rf"\b{name}\s*=\s*{code}\b", cuda_h), name
 
 
@@ -992,7 +993,7 @@ def test_entry_point_names_match_cuda_h(cuda_h):
     import re
 
     remaps = dict(re.findall(r"#define\s+(cu\w+)\s+(cu\w+_v\d+)\b", cuda_h))
-    for name in cuda._SIGNATURES:
+    for name in _cuda_driver.SIGNATURES:
         assert name not in remaps, f"{name} is remapped by cuda.h to {remaps[name]}"
         if re.search(r"_v\d+$", name):
             assert name in remaps.values(), f"cuda.h maps nothing to {name}"

@@ -10,6 +10,7 @@ import pytest
 
 from ibverbs import perf
 from ibverbs.perf import PerfError
+from ibverbs.perf.options import parse_cpus
 
 
 def parse(*argv):
@@ -36,13 +37,13 @@ def test_unknown_test_is_refused():
 
 @pytest.mark.parametrize("text,want", [("0,1", (0, 1)), ("3, 7", (3, 7)), (None, None), ("", None)])
 def test_cpus(text, want):
-    assert perf._parse_cpus(text) == want
+    assert parse_cpus(text) == want
 
 
 @pytest.mark.parametrize("text", ["1", "0,1,2", "a,b", "0;1"])
 def test_bad_cpus(text):
     with pytest.raises(PerfError, match="--cpus wants SERVER,CLIENT"):
-        perf._parse_cpus(text)
+        parse_cpus(text)
 
 
 @pytest.mark.parametrize(

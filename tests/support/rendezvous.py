@@ -37,7 +37,8 @@ the route lookup takes the local route and this control link runs over lo:
 it survives a node's RDMA link going down (tests of that fault need it).
 With --separate-vms it crosses the one link between the guests.
 Messages are JSON (bytes are carried as hex), each framed by a 4-byte
-length and tagged with a channel name and a message name, so the two sides
+length (``ibverbs._oob``, which ``ibverbs.perf`` uses too) and tagged with
+a channel name and a message name, so the two sides
 of one test cannot read each other's messages from another test.  A
 message for a channel that is not being read is kept until it is.
 
@@ -50,15 +51,14 @@ instead of waiting out its timeout.  A peer that exits closes the socket:
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import struct
 import time
 from typing import Any
 
+from ibverbs import _oob
+
 DEFAULT_PORT = 18600
-_LEN = struct.Struct(">I")
 _END = "\x00end"
 
 
@@ -75,38 +75,11 @@ class PeerFailed(RendezvousError):
     sending the message we wait for."""
 
 
-def _encode(obj: Any) -> Any:
-    if isinstance(obj, (bytes, bytearray, memoryview)):
-        return {"$bytes": bytes(obj).hex()}
-    if isinstance(obj, dict):
-        return {str(k): _encode(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_encode(v) for v in obj]
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    raise TypeError(
-        f"cannot send a {type(obj).__name__} (bytes, str, numbers, lists and dicts only)"
-    )
-
-
-def _decode(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        if set(obj) == {"$bytes"}:
-            return bytes.fromhex(obj["$bytes"])
-        return {k: _decode(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_decode(v) for v in obj]
-    return obj
-
-
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise PeerGone("the peer closed the connection")
-        buf += chunk
-    return bytes(buf)
+    try:
+        return _oob.recv_exact(sock, n)
+    except _oob.Closed:
+        raise PeerGone("the peer closed the connection") from None
 
 
 class Link:
@@ -119,31 +92,24 @@ class Link:
         self.timeout = timeout
         self._pending: dict[tuple[str, str], list[Any]] = {}
         self._ended: dict[str, str] = {}
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     # -- raw messages ---------------------------------------------------------
     def send(self, channel: str, name: str, value: Any = None) -> None:
-        data = json.dumps([channel, name, _encode(value)]).encode()
         self.sock.settimeout(self.timeout)
-        self.sock.sendall(_LEN.pack(len(data)) + data)
+        _oob.send(self.sock, [channel, name, value])
 
     def _read_one(self, deadline: float) -> None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise socket.timeout
-        self.sock.settimeout(left)
-        head = self.sock.recv(1)  # the only read that may time out
-        if not head:
-            raise PeerGone("the peer closed the connection")
-        # Once a message has begun, read all of it (with the link's
-        # timeout), so that a deadline never leaves half a frame behind.
-        self.sock.settimeout(self.timeout)
-        (n,) = _LEN.unpack(head + _recv_exact(self.sock, _LEN.size - 1))
-        channel, name, value = json.loads(_recv_exact(self.sock, n))
+        # Only the first byte waits for the deadline: once a message has
+        # begun, all of it is read (with the link's timeout), so that a
+        # deadline never leaves half a frame behind.
+        try:
+            channel, name, value = _oob.recv(self.sock, deadline=deadline, timeout=self.timeout)
+        except _oob.Closed:
+            raise PeerGone("the peer closed the connection") from None
         if name == _END:
             self._ended[channel] = value
         else:
-            self._pending.setdefault((channel, name), []).append(_decode(value))
+            self._pending.setdefault((channel, name), []).append(value)
 
     def recv(self, channel: str, name: str, timeout: float | None = None) -> Any:
         """The next message NAME on CHANNEL from the peer."""
@@ -160,7 +126,7 @@ class Link:
                 )
             try:
                 self._read_one(deadline)
-            except socket.timeout:
+            except TimeoutError:
                 raise TimeoutError(
                     f"no {name!r} from node {self.peer} on {channel!r} within the timeout"
                 ) from None
@@ -276,19 +242,14 @@ class Node:
 
     def _accept_from(self, peer: int, deadline: float, msg_timeout: float) -> Link:
         if self._listener is None:
-            ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            ls.bind((self.addr, self.port))
-            ls.listen(16)
-            self._listener = ls
+            self._listener = _oob.listen(self.addr, self.port, 16)
         while peer not in self._early:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"node {peer} did not connect to {self.addr}:{self.port}")
-            self._listener.settimeout(left)
             try:
-                sock, _ = self._listener.accept()
-            except socket.timeout:
+                sock = _oob.accept(self._listener, left)
+            except TimeoutError:
                 continue
             # Whoever connected: learn who it is and answer at once (a
             # node waiting for our answer may be what another node, and
@@ -309,17 +270,14 @@ class Node:
         return self._early.pop(peer)
 
     def _connect_to(self, peer: int, deadline: float) -> socket.socket:
-        while True:
-            try:
-                # No source address: in the shared-kernel rig the link then
-                # runs over lo, so it survives a node's link going down.
-                return socket.create_connection((self.addrs[peer], self.port), timeout=5.0)
-            except OSError as e:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"cannot reach node {peer} at {self.addrs[peer]}:{self.port}: {e}"
-                    ) from None
-                time.sleep(0.2)
+        # No source address: in the shared-kernel rig the link then runs
+        # over lo, so it survives a node's link going down.
+        try:
+            return _oob.connect(
+                self.addrs[peer], self.port, timeout=max(0.0, deadline - time.monotonic())
+            )
+        except TimeoutError as e:
+            raise TimeoutError(f"node {peer}: {e}") from None
 
     def close(self) -> None:
         """Close the listening socket and every link made or accepted."""
@@ -341,15 +299,8 @@ def exchange_once(
     within TIMEOUT seconds."""
     n = len(payload)
     if listen:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as ls:
-            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            ls.bind((addr, port))
-            ls.listen(1)
-            ls.settimeout(timeout)
-            try:
-                conn, _ = ls.accept()
-            except socket.timeout:
-                raise TimeoutError(f"nobody connected to {addr}:{port}") from None
+        with _oob.listen(addr, port, 1) as ls:
+            conn = _oob.accept(ls, timeout)
             with conn:
                 conn.settimeout(timeout)
                 try:
@@ -358,9 +309,7 @@ def exchange_once(
                 except socket.timeout:
                     raise TimeoutError("the client sent nothing") from None
                 return theirs
-    with socket.create_connection(
-        (addr, port), timeout=timeout, source_address=(source, 0) if source else None
-    ) as s:
+    with _oob.connect(addr, port, timeout=timeout, retry=False, source=source) as s:
         s.settimeout(timeout)
         try:
             s.sendall(payload)
