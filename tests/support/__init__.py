@@ -1,8 +1,8 @@
-"""What the tests share: the device, port and GID index they use, and the
-helpers that were copied between directories (rdma.py: an RC pair,
-buffers, polling, async events; process.py: resource counters and the
-subprocess case runner; fixtures.py: ctx, pd, cq, ..., loaded for every
-test by tests/conftest.py).
+"""What the tests share: the device, port and GID index they use, a free
+TCP port, and the helpers that were copied between directories (rdma.py:
+an RC pair, buffers, polling, async events; process.py: resource counters
+and the subprocess case runner; fixtures.py: ctx, pd, cq, the RC pair,
+..., loaded for every test by tests/conftest.py).
 
 pytest puts tests/ on sys.path (pyproject.toml, ``pythonpath``), so a
 test imports ``from support import PORT``; a script run in a subprocess
@@ -12,6 +12,7 @@ inserts ``TESTS`` itself.  Nothing here imports conftest.
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -33,3 +34,11 @@ def device_name():
 
     devs = ib.get_device_list()
     return devs[0].name if devs else None
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that nothing listens on now at HOST ("" for every
+    address), for a server the test starts next."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
