@@ -50,7 +50,7 @@ def _exchange(cmid, qp, cq, mr, buf, payload):
     """One SEND each way; returns what arrived in this side's memory."""
     ctypes.memmove(buf, payload, MSG)
     qp.post_send(ib.SendWR(wr_id=2, sg_list=[mr.sge(MSG)], send_flags=ib.SendFlags.SIGNALED))
-    wcs = poll_until(cq, 2, timeout=TIMEOUT)
+    wcs = poll_until(cq, 2, timeout=TIMEOUT, check=True)
     assert sorted(w.wr_id for w in wcs) == [1, 2]
     return buf.raw[MSG:]
 
