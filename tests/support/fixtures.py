@@ -1,6 +1,6 @@
 """Fixtures for every test directory (tests/conftest.py loads this module
 as a plugin): the device's name, a Context, PD and CQ on it, the port
-and GID index."""
+and GID index, and an RC pair."""
 
 from __future__ import annotations
 
@@ -49,3 +49,20 @@ def pd(ctx):
 @pytest.fixture
 def cq(ctx):
     return ctx.create_cq(256)
+
+
+@pytest.fixture
+def pair_options():
+    """Keyword arguments of support.rdma.make_rc_pair for ``pair``: none
+    here; a test module that needs others overrides this fixture."""
+    return {}
+
+
+@pytest.fixture
+def pair(ctx, pd, pair_options):
+    """Two RC QPs on the device connected to each other (loopback), each
+    with its own CQ: (qp_a, cq_a, qp_b, cq_b), built by make_rc_pair with
+    ``pair_options``.  Left to the GC, as ctx's other children."""
+    from support.rdma import make_rc_pair
+
+    return make_rc_pair(ctx, pd, **pair_options)
