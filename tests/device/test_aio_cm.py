@@ -7,10 +7,7 @@ wait that costs no CPU.  Addresses as in test_cm.py (IBVERBS_TEST_CM_*)."""
 import asyncio
 import ctypes
 import errno
-import json
 import os
-import shutil
-import subprocess
 import time
 
 import pytest
@@ -18,6 +15,7 @@ import pytest
 import ibverbs as ib
 from ibverbs import aio
 from ibverbs.enums import CMEventType
+from support.process import cm_counts
 
 pytestmark = pytest.mark.integration
 
@@ -58,24 +56,11 @@ def run(kind, coro):
         loop.close()
 
 
-def resource_counts(device):
-    """`rdma resource show`'s counts of the device (cm_id, qp, cq, pd, mr)."""
-    if shutil.which("rdma") is None:
-        pytest.skip("the rdma tool (iproute2) is not installed")
-    out = subprocess.run(
-        ["rdma", "-j", "resource", "show"], capture_output=True, text=True, timeout=60
-    ).stdout
-    for entry in json.loads(out or "[]"):
-        if entry.get("ifname") == device:
-            return {k: entry.get(k) for k in ("cm_id", "qp", "cq", "pd", "mr")}
-    pytest.skip(f"`rdma resource show` does not list {device}")
-
-
 def assert_counts_back(device, before):
     deadline = time.monotonic() + TIMEOUT
-    while resource_counts(device) != before and time.monotonic() < deadline:
+    while cm_counts(device) != before and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert resource_counts(device) == before
+    assert cm_counts(device) == before
 
 
 class Conn:
@@ -175,7 +160,7 @@ async def serve_and_connect(port):
 
 @pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
 def test_server_accepts_n_clients_concurrently(loop_kind, device_name):
-    before = resource_counts(device_name)
+    before = cm_counts(device_name)
     t0 = time.monotonic()
     served, clients = run(loop_kind, serve_and_connect(new_port()))
     print(f"\n{loop_kind}: {N} connections accepted and served in {time.monotonic() - t0:.2f} s")
@@ -276,7 +261,7 @@ def test_get_request_timeout_is_timeout_error():
 
 
 def test_cancelled_get_request_and_connect_leave_nothing(device_name):
-    before = resource_counts(device_name)
+    before = cm_counts(device_name)
     port = new_port()
 
     async def cancel(task):

@@ -23,6 +23,7 @@ import pytest
 
 import ibverbs as ib
 from ibverbs.enums import CMEventType
+from support.process import cm_counts
 
 pytestmark = pytest.mark.integration
 
@@ -521,25 +522,11 @@ def test_readme_example(device_name):
 # --------------------------------------------------------------------------
 
 
-def cm_id_count(device):
-    import json
-
-    if shutil.which("rdma") is None:
-        pytest.skip("the rdma tool (iproute2) is not installed")
-    out = subprocess.run(
-        ["rdma", "-j", "resource", "show"], capture_output=True, text=True, timeout=60
-    ).stdout
-    for entry in json.loads(out or "[]"):
-        if entry.get("ifname") == device:
-            return {k: entry.get(k) for k in ("cm_id", "qp", "cq", "pd", "mr")}
-    pytest.skip(f"`rdma resource show` does not list {device}")
-
-
 def test_dropped_connections_are_destroyed_by_the_gc(device_name):
     import gc
 
     gc.collect()
-    before = cm_id_count(device_name)
+    before = cm_counts(device_name)
     port = new_port()
     with ib.CMListener(port, SERVER) as listener:
 
@@ -556,6 +543,6 @@ def test_dropped_connections_are_destroyed_by_the_gc(device_name):
         gc.collect()
     gc.collect()
     deadline = time.monotonic() + TIMEOUT
-    while cm_id_count(device_name) != before and time.monotonic() < deadline:
+    while cm_counts(device_name) != before and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert cm_id_count(device_name) == before
+    assert cm_counts(device_name) == before

@@ -46,6 +46,19 @@ def rdma_counts(device):
     return None
 
 
+def cm_counts(device):
+    """The device's cm_id, qp, cq, pd and mr counts (rdma_counts; an
+    absent kind is None); skips the test when `rdma` cannot tell."""
+    import pytest
+
+    if shutil.which("rdma") is None:
+        pytest.skip("the rdma tool (iproute2) is not installed")
+    counts = rdma_counts(device)
+    if counts is None:
+        pytest.skip(f"`rdma resource show` does not list {device}")
+    return {k: counts.get(k) for k in ("cm_id", "qp", "cq", "pd", "mr")}
+
+
 def full_gc():
     for _ in range(3):
         gc.collect()
