@@ -1,6 +1,6 @@
 """Fixtures for every test directory (tests/conftest.py loads this module
 as a plugin): the device's name, a Context, PD and CQ on it, the port
-and GID index, and an RC pair."""
+and GID index, an RC pair, and ibverbs.cuda on the fake libcuda."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import gc
 
 import pytest
 
-from support import GID_INDEX, PORT
+from support import GID_INDEX, PORT, TESTS
 from support import device_name as _device_name
 
 
@@ -66,3 +66,58 @@ def pair(ctx, pd, pair_options):
     from support.rdma import make_rc_pair
 
     return make_rc_pair(ctx, pd, **pair_options)
+
+
+def fakes_build():
+    """tests/fakes/build.py, which builds the test-only C libraries (loaded
+    by path: tests/fakes is no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_ibverbs_fakes_build", TESTS / "fakes" / "build.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def fake_libcuda(tmp_path_factory):
+    """The path of the fake libcuda (tests/fakes/fakecuda.c), built into a
+    temporary folder; skips without a C compiler."""
+    build = fakes_build()
+    if build.compiler() is None:
+        pytest.skip("no C compiler (cc/gcc/clang or $CC) to build the fake libcuda")
+    return build.build_fakecuda(tmp_path_factory.mktemp("fakecuda"))
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch, tmp_path, fake_libcuda):
+    """ibverbs.cuda on the fake libcuda (IBVERBS_LIBCUDA), with an empty
+    sysfs root (IBVERBS_SYSFS_ROOT: no peer-memory module), the driver
+    forgotten before and after.  Yields the fake's controller (FakeCuda),
+    reset, with ``sysfs``, and ``alloc_tracked(n, misalign=0)``, whose
+    "device memory" (``allocated``) is freed afterwards."""
+    import ibverbs.cuda as cuda
+
+    monkeypatch.setenv("IBVERBS_LIBCUDA", fake_libcuda)
+    sysfs = tmp_path / "sys"
+    sysfs.mkdir()
+    monkeypatch.setenv("IBVERBS_SYSFS_ROOT", str(sysfs))
+    cuda._forget_driver()
+    f = fakes_build().FakeCuda(fake_libcuda)
+    f.reset()
+    f.sysfs = sysfs
+    f.allocated = []
+
+    def alloc_tracked(n, misalign=0):
+        f.allocated.append(f.alloc(n, 0, misalign))
+        return f.allocated[-1]
+
+    f.alloc_tracked = alloc_tracked
+    yield f
+    gc.collect()
+    cuda._forget_driver()
+    f.reset()
+    for ptr in f.allocated:
+        f.free(ptr)
