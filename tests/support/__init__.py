@@ -36,6 +36,17 @@ def device_name():
     return devs[0].name if devs else None
 
 
+_next_cm_port = [7471 + (os.getpid() % 400) * 10]
+
+
+def cm_port() -> int:
+    """An rdma_cm port no earlier test of this process used (rdma_cm ports
+    are not visible to the socket API, so no bind() probe as free_port
+    does); each process starts from its own range."""
+    _next_cm_port[0] += 1
+    return _next_cm_port[0]
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that nothing listens on now at HOST ("" for every
     address), for a server the test starts next."""

@@ -52,6 +52,18 @@ def cq(ctx):
 
 
 @pytest.fixture
+def need_cm():
+    """Skips unless librdmacm loads and a device is listed (the rdma_cm
+    tests: ``pytest.mark.usefixtures("need_cm")``)."""
+    import ibverbs as ib
+
+    if not ib.has_rdmacm():
+        pytest.skip("librdmacm.so.1 cannot be loaded: " + ib._ibverbs._rdmacm_status()[1])
+    if not ib.get_device_list():
+        pytest.skip("no RDMA device")
+
+
+@pytest.fixture
 def pair_options():
     """Keyword arguments of support.rdma.make_rc_pair for ``pair``: none
     here; a test module that needs others overrides this fixture."""
