@@ -39,16 +39,21 @@ def make_rc_pair(
     channel=None,
     min_rnr_timer=None,
     send_ops_flags=None,
+    wc_flags=None,
 ):
     """Two QPs on one device connected to each other (loopback), each with
     its own CQ (on `channel` if given).  Returns (qp_a, cq_a, qp_b, cq_b).
-    With send_ops_flags both are extended QPs (PD.create_qp_ex)."""
+    With send_ops_flags both are extended QPs (PD.create_qp_ex); with
+    wc_flags both CQs are extended CQs reading those fields (CQEx)."""
     qp_type = ib.QPType.RC if qp_type is None else qp_type
     port_attr = ctx.query_port(PORT)
     gid = ctx.query_gid(PORT, GID_INDEX)
     out = []
     for _ in range(2):
-        cq = ctx.create_cq(cq_size, channel)
+        if wc_flags is None:
+            cq = ctx.create_cq(cq_size, channel)
+        else:
+            cq = ctx.create_cq_ex(ib.CQInitAttrEx(cq_size, wc_flags=wc_flags, channel=channel))
         if send_ops_flags is None:
             make, attr, extra_attr = pd.create_qp, ib.QPInitAttr, {}
         else:
