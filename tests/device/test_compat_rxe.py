@@ -294,19 +294,7 @@ def test_6_async_event_and_wc_text(ctx, pd):
     qa, ca, qb, cb = rig.make_rc_pair(ctx, pd, cq_size=1)
     small = ca
     buf, mr = rig.mkbuf(pd, 64)
-    qa.post_send(
-        [
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[mr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=mr.addr + 32,
-                rkey=mr.rkey,
-            )
-            for i in range(small.cqe + 3)
-        ]
-    )
+    rig.overrun_cq(qa, small, mr, offset=32)
     deadline = time.monotonic() + 15
     while True:  # the overrun CQ raises IBV_EVENT_CQ_ERR
         r, _, _ = select.select([ctx.async_fd], [], [], max(0.0, deadline - time.monotonic()))

@@ -19,6 +19,7 @@ from support import GID_INDEX, PORT
 from support.rdma import (
     ALL_ACCESS,
     drain_async_events,
+    overrun_cq,
     set_link,
     wait_async_event,
     wait_port_active,
@@ -58,20 +59,7 @@ def overflow_cq(ctx, pd):
     ib.connect_rc(qb, ia, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS)
     buf = np.zeros(4096, dtype=np.uint8)
     mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS, owner=buf)
-    # More signaled completions than the CQ holds, never polled.
-    qa.post_send(
-        [
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[mr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=mr.addr + 1024,
-                rkey=mr.rkey,
-            )
-            for i in range(small.cqe + 3)
-        ]
-    )
+    overrun_cq(qa, small, mr, offset=1024)
     return small, qa, qb, other, mr
 
 

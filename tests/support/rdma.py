@@ -101,6 +101,25 @@ def make_rc_pair(
     return qa, ca, qb, cb
 
 
+def overrun_cq(qp, cq, mr, offset=0):
+    """Post more signaled RDMA writes on QP than CQ (its send CQ) holds,
+    never to be polled: 8 bytes each, MR to itself at OFFSET.  rxe then
+    reports CQ_ERR for CQ."""
+    qp.post_send(
+        [
+            ib.SendWR(
+                wr_id=i,
+                sg_list=[mr.sge(8)],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                send_flags=ib.SendFlags.SIGNALED,
+                remote_addr=mr.addr + offset,
+                rkey=mr.rkey,
+            )
+            for i in range(cq.cqe + 3)
+        ]
+    )
+
+
 def mkbuf(pd, n, access=ALL_ACCESS, dtype=None, fill=0):
     """A numpy buffer of n items (uint8 unless dtype says otherwise),
     filled with fill, and its MR."""
