@@ -10,7 +10,7 @@ import pytest
 import ibverbs as ib
 
 from support import GID_INDEX, PORT
-from support.rdma import make_rc_pair, mkbuf, poll_until
+from support.rdma import make_rc_pair, mkbuf, poll_until, write_wr
 
 pytestmark = pytest.mark.integration
 
@@ -179,16 +179,7 @@ def test_poll_count_and_a_failed_completion(ctx, pd):
     qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=64, wc_flags=STANDARD)
     src, smr = mkbuf(pd, 64)
     # A write to a bad rkey fails with REM_ACCESS_ERR (the QP then errors).
-    qa.post_send(
-        ib.SendWR(
-            wr_id=5,
-            sg_list=[smr.sge(8)],
-            opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=ib.SendFlags.SIGNALED,
-            remote_addr=smr.addr,
-            rkey=(smr.rkey + 0x100) & 0xFFFFFFFF,
-        )
-    )
+    qa.post_send(write_wr(smr, 8, smr, wr_id=5, rkey=(smr.rkey + 0x100) & 0xFFFFFFFF))
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -215,16 +206,7 @@ def test_accessor_misuse(ctx, pd):
         ca.end_poll()
     src, smr = mkbuf(pd, 64)
     for i in range(2):
-        qa.post_send(
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[smr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=smr.addr + 32,
-                rkey=smr.rkey,
-            )
-        )
+        qa.post_send(write_wr(smr, 8, smr, at=32, wr_id=i))
     deadline = time.monotonic() + 10
     while not ca.start_poll():
         assert time.monotonic() < deadline
@@ -262,16 +244,7 @@ def test_session_left_open_is_ended_by_dealloc_and_exit(ctx, pd):
     src, smr = mkbuf(pd, 64)
     for use_with in (False, True):
         qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=64, wc_flags=STANDARD)
-        qa.post_send(
-            ib.SendWR(
-                wr_id=1,
-                sg_list=[smr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=smr.addr + 8,
-                rkey=smr.rkey,
-            )
-        )
+        qa.post_send(write_wr(smr, 8, smr, at=8, wr_id=1))
         deadline = time.monotonic() + 10
         while not ca.start_poll():
             assert time.monotonic() < deadline
@@ -293,16 +266,7 @@ def test_completion_channel_returns_the_cq_ex(ctx, pd):
     assert ca.channel is ch
     src, smr = mkbuf(pd, 64)
     ca.req_notify()
-    qa.post_send(
-        ib.SendWR(
-            wr_id=3,
-            sg_list=[smr.sge(8)],
-            opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=ib.SendFlags.SIGNALED,
-            remote_addr=smr.addr + 8,
-            rkey=smr.rkey,
-        )
-    )
+    qa.post_send(write_wr(smr, 8, smr, at=8, wr_id=3))
     got = ch.get_cq_event()
     assert got is ca
     ca.ack_events(1)
@@ -332,16 +296,7 @@ def test_completion_timestamps(ctx, pd, flag, field):
     src, smr = mkbuf(pd, 64)
     stamps = []
     for i in range(2):
-        qa.post_send(
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[smr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=smr.addr + 32,
-                rkey=smr.rkey,
-            )
-        )
+        qa.post_send(write_wr(smr, 8, smr, at=32, wr_id=i))
         (wc,) = poll_until(ca, 1)
         wc.raise_for_status()
         stamps.append(getattr(wc, field))

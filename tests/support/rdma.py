@@ -101,23 +101,24 @@ def make_rc_pair(
     return qa, ca, qb, cb
 
 
+def write_wr(src, length, dest, *, at=0, wr_id=0, rkey=None, signaled=True):
+    """A SendWR that RDMA-writes the first LENGTH bytes of MR SRC to MR DEST
+    at offset AT (with DEST's rkey unless RKEY), signaled unless told."""
+    return ib.SendWR(
+        wr_id=wr_id,
+        sg_list=[src.sge(length)],
+        opcode=ib.WROpcode.RDMA_WRITE,
+        send_flags=ib.SendFlags.SIGNALED if signaled else 0,
+        remote_addr=dest.addr + at,
+        rkey=dest.rkey if rkey is None else rkey,
+    )
+
+
 def overrun_cq(qp, cq, mr, offset=0):
     """Post more signaled RDMA writes on QP than CQ (its send CQ) holds,
     never to be polled: 8 bytes each, MR to itself at OFFSET.  rxe then
     reports CQ_ERR for CQ."""
-    qp.post_send(
-        [
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[mr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=mr.addr + offset,
-                rkey=mr.rkey,
-            )
-            for i in range(cq.cqe + 3)
-        ]
-    )
+    qp.post_send([write_wr(mr, 8, mr, at=offset, wr_id=i) for i in range(cq.cqe + 3)])
 
 
 def mkbuf(pd, n, access=ALL_ACCESS, dtype=None, fill=0):
