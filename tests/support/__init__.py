@@ -1,8 +1,11 @@
 """What the tests share: the device, port and GID index they use, a free
-TCP port, and the helpers that were copied between directories (rdma.py:
-an RC pair, buffers, polling, async events; process.py: resource counters
+TCP port and an rdma_cm port, and the helpers that were copied between
+directories, each defined once (rdma.py: an RC pair, buffers, work
+requests, polling, async events, the link; process.py: resource counters
 and the subprocess case runner; fixtures.py: ctx, pd, cq, the RC pair,
-..., loaded for every test by tests/conftest.py).
+the fake libcuda, ..., loaded for every test by tests/conftest.py;
+fakes.py: the fake PD of the host tests; shards.py: the guest's split of
+the device suite, by shard-durations.json).
 
 pytest puts tests/ on sys.path (pyproject.toml, ``pythonpath``), so a
 test imports ``from support import PORT``; a script run in a subprocess
