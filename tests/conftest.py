@@ -26,7 +26,7 @@ import os
 
 import pytest
 
-from support import shards
+from support import device_name, shards
 
 pytest_plugins = ["support.fixtures"]
 
@@ -35,15 +35,11 @@ STORE_DURATIONS = os.environ.get(shards.STORE_ENV)
 
 
 def _device_name():
-    name = os.environ.get("IBVERBS_TEST_DEVICE")
-    if name:
-        return name
+    """support.device_name, or None where ibverbs does not import."""
     try:
-        import ibverbs
+        return device_name()
     except ImportError:
         return None
-    devs = ibverbs.get_device_list()
-    return devs[0].name if devs else None
 
 
 _timings = None  # seconds per file, when sharded or storing durations
