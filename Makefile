@@ -11,7 +11,7 @@ OUT      := $(CURDIR)/build/out
 PYTEST   := $(VPY) -m pytest -rfEs
 
 .PHONY: all deps venv prefetch build test test-host test-guest test-twonode demo bench bench-peers wheel \
-	test-wheels sanitize clean lint format pycache docs
+	test-wheels sanitize clean lint format pycache docs shard-durations
 
 all: build
 
@@ -72,6 +72,19 @@ test-guest: pycache
 	@mkdir -p $(OUT)
 	IBVERBS_REQUIRE_INTEGRATION=1 $(RXE_VM) --nodes 2 --rw $(OUT) -- \
 		sh tools/guest-suite $(VPY)
+
+# Re-record tests/support/shard-durations.json, the seconds each device test
+# file takes in the guest, by which test-guest splits the suite in two
+# (tests/support/shards.py): test-guest's run, each process writing the
+# durations of its files (tools/guest-suite --store-durations), merged here.
+# Only a passing run is recorded.  Commit the file when the split drifts.
+shard-durations: pycache
+	@mkdir -p $(OUT)
+	rm -f $(OUT)/shard-durations.*.json
+	IBVERBS_REQUIRE_INTEGRATION=1 $(RXE_VM) --nodes 2 --rw $(OUT) -- \
+		sh tools/guest-suite --store-durations $(OUT)/shard-durations $(VPY)
+	$(VPY) tests/support/shards.py merge tests/support/shard-durations.json \
+		$(OUT)/shard-durations.*.json
 
 # Bytecode for the guests, written here: in a guest the tree is read-only
 # (and PYTHONDONTWRITEBYTECODE=1), so every pytest process there would

@@ -13,7 +13,10 @@ and adds it back) run after every other test of the session.
 
 With IBVERBS_TEST_SHARD=K/N (set by ``make test-guest``, which runs the
 device suite as two processes side by side) only the test files of shard
-K run; support/shards.py says how files are split.
+K run; support/shards.py says how files are split, by the durations in
+support/shard-durations.json.  With IBVERBS_STORE_DURATIONS=PATH the
+session writes the seconds each test file took to PATH (JSON, the format
+of that file; ``make shard-durations`` records it from a guest run).
 
 The shared fixtures (ctx, pd, cq, ...) are in support/fixtures.py, loaded
 here as a plugin; shared helpers are imported from the support package.
@@ -23,34 +26,31 @@ import os
 
 import pytest
 
-from support import shards
+from support import device_name, shards
 
 pytest_plugins = ["support.fixtures"]
 
 REQUIRE = os.environ.get("IBVERBS_REQUIRE_INTEGRATION") == "1"
+STORE_DURATIONS = os.environ.get(shards.STORE_ENV)
 
 
 def _device_name():
-    name = os.environ.get("IBVERBS_TEST_DEVICE")
-    if name:
-        return name
+    """support.device_name, or None where ibverbs does not import."""
     try:
-        import ibverbs
+        return device_name()
     except ImportError:
         return None
-    devs = ibverbs.get_device_list()
-    return devs[0].name if devs else None
 
 
-_shard_report = None
+_timings = None  # seconds per file, when sharded or storing durations
 
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
 def pytest_collection_modifyitems(config, items):
-    global _shard_report
+    global _timings
     which = shards.select(config, items)
-    if which is not None:
-        _shard_report = shards.Report(which)
+    if which is not None or STORE_DURATIONS:
+        _timings = shards.Timings(which)
     # A stable sort: the order of everything else is kept.
     items.sort(key=lambda i: i.get_closest_marker("runs_last") is not None)
     need = [i for i in items if i.get_closest_marker("integration")]
@@ -67,8 +67,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_terminal_summary(terminalreporter):
-    if _shard_report is not None:
-        for line in _shard_report.lines():
+    if _timings is not None and _timings.which is not None:
+        for line in _timings.lines():
             terminalreporter.write_line(line)
 
 
@@ -79,11 +79,13 @@ def pytest_runtest_logreport(report):
     global _integration_passed
     if report.when == "call" and report.passed and "integration" in report.keywords:
         _integration_passed += 1
-    if _shard_report is not None:
-        _shard_report.add(report)
+    if _timings is not None:
+        _timings.add(report)
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if STORE_DURATIONS and _timings is not None:
+        _timings.write(STORE_DURATIONS)
     if REQUIRE and _integration_passed == 0 and exitstatus == 0:
         print("\nIBVERBS_REQUIRE_INTEGRATION: no integration test passed")
         session.exitstatus = 1

@@ -7,10 +7,7 @@ wait that costs no CPU.  Addresses as in test_cm.py (IBVERBS_TEST_CM_*)."""
 import asyncio
 import ctypes
 import errno
-import json
 import os
-import shutil
-import subprocess
 import time
 
 import pytest
@@ -18,29 +15,16 @@ import pytest
 import ibverbs as ib
 from ibverbs import aio
 from ibverbs.enums import CMEventType
+from support import cm_port
+from support.process import cm_counts
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("need_cm")]
 
 SERVER = os.environ.get("IBVERBS_TEST_CM_SERVER", "198.18.0.1")
 SOURCE = os.environ.get("IBVERBS_TEST_CM_SOURCE") or None
 TIMEOUT = 60.0  # the guest is emulated: be generous
 MSG = 32
 N = 4
-
-_next_port = [20000 + (os.getpid() % 1000) * 10]
-
-
-def new_port():
-    _next_port[0] += 1
-    return _next_port[0]
-
-
-@pytest.fixture(autouse=True)
-def _need_cm():
-    if not ib.has_rdmacm():
-        pytest.skip("librdmacm.so.1 cannot be loaded: " + ib._ibverbs._rdmacm_status()[1])
-    if not ib.get_device_list():
-        pytest.skip("no RDMA device")
 
 
 def new_loop(kind):
@@ -58,24 +42,11 @@ def run(kind, coro):
         loop.close()
 
 
-def resource_counts(device):
-    """`rdma resource show`'s counts of the device (cm_id, qp, cq, pd, mr)."""
-    if shutil.which("rdma") is None:
-        pytest.skip("the rdma tool (iproute2) is not installed")
-    out = subprocess.run(
-        ["rdma", "-j", "resource", "show"], capture_output=True, text=True, timeout=60
-    ).stdout
-    for entry in json.loads(out or "[]"):
-        if entry.get("ifname") == device:
-            return {k: entry.get(k) for k in ("cm_id", "qp", "cq", "pd", "mr")}
-    pytest.skip(f"`rdma resource show` does not list {device}")
-
-
 def assert_counts_back(device, before):
     deadline = time.monotonic() + TIMEOUT
-    while resource_counts(device) != before and time.monotonic() < deadline:
+    while cm_counts(device) != before and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert resource_counts(device) == before
+    assert cm_counts(device) == before
 
 
 class Conn:
@@ -175,9 +146,9 @@ async def serve_and_connect(port):
 
 @pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
 def test_server_accepts_n_clients_concurrently(loop_kind, device_name):
-    before = resource_counts(device_name)
+    before = cm_counts(device_name)
     t0 = time.monotonic()
-    served, clients = run(loop_kind, serve_and_connect(new_port()))
+    served, clients = run(loop_kind, serve_and_connect(cm_port()))
     print(f"\n{loop_kind}: {N} connections accepted and served in {time.monotonic() - t0:.2f} s")
     assert sorted(served) == sorted(clients) == list(range(N))
     for i in range(N):
@@ -206,7 +177,7 @@ def connect_error(cmid_connect):
 
 @pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
 def test_connect_to_nobody_raises_what_blocking_connect_raises(loop_kind):
-    port = new_port()
+    port = cm_port()
     blocking = Conn(ib.CMID.resolve(SERVER, port, SOURCE))
     eb = connect_error(lambda: blocking.cmid.connect(timeout=30))
     blocking.close()
@@ -228,7 +199,7 @@ def test_connect_to_nobody_raises_what_blocking_connect_raises(loop_kind):
 
 
 def test_reject_reaches_the_awaiting_client():
-    port = new_port()
+    port = cm_port()
 
     async def main():
         with ib.CMListener(port, SERVER) as listener:
@@ -261,7 +232,7 @@ def test_get_request_timeout_is_timeout_error():
             await aio.get_request(listener, timeout=0.3)
         return time.monotonic() - t0, str(ei.value)
 
-    with ib.CMListener(new_port(), SERVER) as listener:
+    with ib.CMListener(cm_port(), SERVER) as listener:
         took, text = asyncio.run(main(listener))
         with pytest.raises(TimeoutError) as ei:
             listener.get_request(timeout=0.3)
@@ -276,8 +247,8 @@ def test_get_request_timeout_is_timeout_error():
 
 
 def test_cancelled_get_request_and_connect_leave_nothing(device_name):
-    before = resource_counts(device_name)
-    port = new_port()
+    before = cm_counts(device_name)
+    port = cm_port()
 
     async def cancel(task):
         await asyncio.sleep(0.5)
@@ -329,7 +300,7 @@ def test_idle_wait_uses_no_cpu():
             await t
         return cpu, wall
 
-    with ib.CMListener(new_port(), SERVER) as listener:
+    with ib.CMListener(cm_port(), SERVER) as listener:
         cpu, wall = asyncio.run(main(listener))
     print(
         f"\nidle get_request: {cpu * 1000:.1f} ms CPU in {wall:.2f} s "
@@ -353,7 +324,7 @@ def test_readme_asyncio_cm_program(capsys):
     (block,) = guides.find("asyncio.md:aio-cm")
     ns = {"__name__": "guide_aio_cm"}
     exec(compile(block.code, block.where, "exec"), ns)
-    ns["HOST"], ns["PORT"] = SERVER, new_port()
+    ns["HOST"], ns["PORT"] = SERVER, cm_port()
     asyncio.run(asyncio.wait_for(ns["main"](), 4 * TIMEOUT))
     out = capsys.readouterr().out
     guides.check_output(block, 0, out)

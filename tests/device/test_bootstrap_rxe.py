@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from support.rankrun import check_mesh, free_port, mesh_write_rank, run_ranks, torchrun_env
+from support import free_port
+from support.rankrun import check_mesh, mesh_write_rank, run_ranks, torchrun_env
 
 pytestmark = pytest.mark.integration
 

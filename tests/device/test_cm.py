@@ -23,8 +23,10 @@ import pytest
 
 import ibverbs as ib
 from ibverbs.enums import CMEventType
+from support import cm_port
+from support.process import cm_counts
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("need_cm")]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -32,23 +34,6 @@ SERVER = os.environ.get("IBVERBS_TEST_CM_SERVER", "198.18.0.1")
 SOURCE = os.environ.get("IBVERBS_TEST_CM_SOURCE") or None
 TIMEOUT = 60.0  # the guest is emulated: be generous
 MSG = 16
-
-_next_port = [7471 + (os.getpid() % 400) * 10]
-
-
-def new_port():
-    """A port no earlier test of this run used (rdma_cm ports are not
-    visible to the socket API, so no bind() probe)."""
-    _next_port[0] += 1
-    return _next_port[0]
-
-
-@pytest.fixture(autouse=True)
-def _need_cm():
-    if not ib.has_rdmacm():
-        pytest.skip("librdmacm.so.1 cannot be loaded: " + ib._ibverbs._rdmacm_status()[1])
-    if not ib.get_device_list():
-        pytest.skip("no RDMA device")
 
 
 class Buf:
@@ -180,7 +165,7 @@ def run_serving(listener, handler, timeout=TIMEOUT):
 
 
 def test_python_client_against_c_rdma_server(rdma_server):
-    port = new_port()
+    port = cm_port()
     srv = subprocess.Popen(
         [rdma_server, "-s", SERVER, "-p", str(port)],
         stdout=subprocess.PIPE,
@@ -207,7 +192,7 @@ def test_python_client_against_c_rdma_server(rdma_server):
 
 
 def test_c_rdma_client_against_python_listener(rdma_client):
-    port = new_port()
+    port = cm_port()
     got = {}
     with ib.CMListener(port, SERVER) as listener:
         assert listener.port == port
@@ -262,7 +247,7 @@ def wait_line(proc, needle, timeout=TIMEOUT):
 
 
 def test_examples_python_to_python():
-    port = new_port()
+    port = cm_port()
     srv = subprocess.Popen(
         [sys.executable, str(EXAMPLES / "cm_server.py"), "-s", SERVER, "-p", str(port)],
         stdout=subprocess.PIPE,
@@ -290,7 +275,7 @@ def test_examples_python_to_python():
 
 
 def test_private_data_both_ways_and_events():
-    port = new_port()
+    port = cm_port()
     with ib.CMListener(port, SERVER) as listener:
         seen = {}
 
@@ -348,7 +333,7 @@ def test_listener_on_any_address_and_event_fd():
 
 
 def test_get_request_timeout():
-    with ib.CMListener(new_port(), SERVER) as listener:
+    with ib.CMListener(cm_port(), SERVER) as listener:
         t0 = time.monotonic()
         with pytest.raises(TimeoutError):
             listener.get_request(timeout=0.3)
@@ -363,7 +348,7 @@ def test_get_request_timeout():
 
 
 def test_connect_to_nobody_fails_within_the_timeout():
-    conn = Conn(ib.CMID.resolve(SERVER, new_port(), SOURCE))
+    conn = Conn(ib.CMID.resolve(SERVER, cm_port(), SOURCE))
     t0 = time.monotonic()
     with pytest.raises((ib.VerbsError, TimeoutError)) as ei:
         conn.cmid.connect(timeout=30)
@@ -377,7 +362,7 @@ def test_connect_to_nobody_fails_within_the_timeout():
 
 
 def test_reject_carries_private_data():
-    port = new_port()
+    port = cm_port()
     with ib.CMListener(port, SERVER) as listener:
 
         def serve(cmid):
@@ -413,7 +398,7 @@ PEER = textwrap.dedent("""
 
 
 def test_peer_killed_is_disconnected_and_wrs_flush():
-    port = new_port()
+    port = cm_port()
     peer = subprocess.Popen(
         [sys.executable, "-c", PEER, SERVER, str(port)],
         stdout=subprocess.PIPE,
@@ -442,7 +427,7 @@ def test_peer_killed_is_disconnected_and_wrs_flush():
 
 
 def test_ownership_and_state_errors(device_name):
-    cmid = ib.CMID.resolve(SERVER, new_port(), SOURCE, timeout_ms=5000)
+    cmid = ib.CMID.resolve(SERVER, cm_port(), SOURCE, timeout_ms=5000)
     ctx = cmid.context
     assert cmid.source == SOURCE and cmid.host == SERVER
     assert isinstance(ctx, ib.Context)
@@ -521,26 +506,12 @@ def test_readme_example(device_name):
 # --------------------------------------------------------------------------
 
 
-def cm_id_count(device):
-    import json
-
-    if shutil.which("rdma") is None:
-        pytest.skip("the rdma tool (iproute2) is not installed")
-    out = subprocess.run(
-        ["rdma", "-j", "resource", "show"], capture_output=True, text=True, timeout=60
-    ).stdout
-    for entry in json.loads(out or "[]"):
-        if entry.get("ifname") == device:
-            return {k: entry.get(k) for k in ("cm_id", "qp", "cq", "pd", "mr")}
-    pytest.skip(f"`rdma resource show` does not list {device}")
-
-
 def test_dropped_connections_are_destroyed_by_the_gc(device_name):
     import gc
 
     gc.collect()
-    before = cm_id_count(device_name)
-    port = new_port()
+    before = cm_counts(device_name)
+    port = cm_port()
     with ib.CMListener(port, SERVER) as listener:
 
         def serve(cmid):
@@ -556,6 +527,6 @@ def test_dropped_connections_are_destroyed_by_the_gc(device_name):
         gc.collect()
     gc.collect()
     deadline = time.monotonic() + TIMEOUT
-    while cm_id_count(device_name) != before and time.monotonic() < deadline:
+    while cm_counts(device_name) != before and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert cm_id_count(device_name) == before
+    assert cm_counts(device_name) == before

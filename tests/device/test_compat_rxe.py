@@ -9,11 +9,9 @@ device, one test per point of issue 12 at least.
 import ctypes
 import errno
 import gc
-import importlib.util
 import os
 import select
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,18 +24,9 @@ from support import GID_INDEX, PORT
 
 pytestmark = pytest.mark.integration
 
-TESTS = Path(__file__).resolve().parents[1]
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-build = _load("_ibverbs_fakes_build", TESTS / "fakes" / "build.py")
 ACCESS = rig.ALL_ACCESS
 
 
@@ -209,37 +198,6 @@ def test_3_mr_and_sge_owner(pd):
 # ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def fake_path(tmp_path_factory):
-    if build.compiler() is None:
-        pytest.skip("no C compiler (cc/gcc/clang or $CC) to build the fake libcuda")
-    return build.build_fakecuda(tmp_path_factory.mktemp("fakecuda"))
-
-
-@pytest.fixture
-def fake(monkeypatch, tmp_path, fake_path):
-    monkeypatch.setenv("IBVERBS_LIBCUDA", fake_path)
-    sysfs = tmp_path / "sys"
-    sysfs.mkdir()  # no peer-memory module: reg_mr is tried all the same
-    monkeypatch.setenv("IBVERBS_SYSFS_ROOT", str(sysfs))
-    _cuda_driver.forget_driver()
-    f = build.FakeCuda(fake_path)
-    f.reset()
-    ptrs = []
-
-    def alloc(n, misalign=0):
-        ptrs.append(f.alloc(n, 0, misalign))
-        return ptrs[-1]
-
-    f.alloc_tracked = alloc
-    yield f
-    gc.collect()
-    _cuda_driver.forget_driver()
-    f.reset()
-    for p in ptrs:
-        f.free(p)
-
-
 class DuckTensor:
     """The parts of a torch tensor that the published package reads."""
 
@@ -260,10 +218,10 @@ class DuckTensor:
         return self._contiguous
 
 
-def test_4_cuda_helpers_with_a_real_pd(fake, ctx, pd):
+def test_4_cuda_helpers_with_a_real_pd(fake_cuda, ctx, pd):
     qa, ca, qb, cb = rig.make_rc_pair(ctx, pd)
     n = 2 * PAGE
-    ptr = fake.alloc_tracked(n + PAGE, misalign=128)
+    ptr = fake_cuda.alloc_tracked(n + PAGE, misalign=128)
     t = DuckTensor(ptr, n)
     assert cuda.tensor_ptr_len(t) == (ptr, n)
     start = ptr - ptr % PAGE
@@ -299,11 +257,11 @@ def test_4_cuda_helpers_with_a_real_pd(fake, ctx, pd):
     assert gmr.closed and gmr.tensor is None
     for h in (qa, qb, dmr, ca, cb):
         h.close()
-    assert fake.open_exports() == 0
+    assert fake_cuda.open_exports() == 0
 
 
-def test_5_duck_typed_tensors_with_a_real_pd(fake, pd, monkeypatch):
-    ptr = fake.alloc_tracked(PAGE)
+def test_5_duck_typed_tensors_with_a_real_pd(fake_cuda, pd, monkeypatch):
+    ptr = fake_cuda.alloc_tracked(PAGE)
     with pytest.raises(ValueError, match=r"ibverbs\.cuda\.register_tensor"):
         ib.reg_tensor(pd, DuckTensor(ptr, 64, is_cuda=True), ACCESS)
     with pytest.raises(ValueError, match=r"ibverbs\.reg_tensor"):
@@ -337,19 +295,7 @@ def test_6_async_event_and_wc_text(ctx, pd):
     qa, ca, qb, cb = rig.make_rc_pair(ctx, pd, cq_size=1)
     small = ca
     buf, mr = rig.mkbuf(pd, 64)
-    qa.post_send(
-        [
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[mr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=mr.addr + 32,
-                rkey=mr.rkey,
-            )
-            for i in range(small.cqe + 3)
-        ]
-    )
+    rig.overrun_cq(qa, small, mr, offset=32)
     deadline = time.monotonic() + 15
     while True:  # the overrun CQ raises IBV_EVENT_CQ_ERR
         r, _, _ = select.select([ctx.async_fd], [], [], max(0.0, deadline - time.monotonic()))

@@ -5,40 +5,17 @@ import errno
 import gc
 import time
 
-import numpy as np
 import pytest
 
 import ibverbs as ib
 
 from support import GID_INDEX, PORT
-from support.rdma import ALL_ACCESS
+from support.rdma import make_rc_pair, mkbuf, poll_until, write_wr
 
 pytestmark = pytest.mark.integration
 
 F = ib.CreateCQWCFlags
 STANDARD = F.BYTE_LEN | F.IMM | F.QP_NUM | F.SRC_QP | F.SLID | F.SL | F.DLID_PATH_BITS
-
-
-def rc_pair_ex(ctx, pd, wc_flags=STANDARD, channel=None):
-    """Two connected RC QPs, each on its own CQEx."""
-    port_attr = ctx.query_port(PORT)
-    gid = ctx.query_gid(PORT, GID_INDEX)
-    out = []
-    for _ in range(2):
-        cq = ctx.create_cq_ex(ib.CQInitAttrEx(64, wc_flags=wc_flags, channel=channel))
-        qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq))
-        out.append((qp, cq))
-    (qa, ca), (qb, cb) = out
-    ia = ib.local_qp_info(qa, port_attr, gid, port=PORT, psn=0x111)
-    ibb = ib.local_qp_info(qb, port_attr, gid, port=PORT, psn=0x222)
-    ib.connect_rc(qa, ibb, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS, local_psn=0x111)
-    ib.connect_rc(qb, ia, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS, local_psn=0x222)
-    return qa, ca, qb, cb
-
-
-def buf_mr(pd, n, fill=0):
-    buf = np.full(n, fill, dtype=np.uint8)
-    return buf, pd.reg_mr(buf.ctypes.data, n, ALL_ACCESS, owner=buf)
 
 
 def wait_entries(cq, n, timeout=10.0):
@@ -69,15 +46,6 @@ def wait_entries(cq, n, timeout=10.0):
     return got
 
 
-def poll_n(cq, n, timeout=10.0):
-    got = []
-    deadline = time.monotonic() + timeout
-    while len(got) < n:
-        got += cq.poll(n - len(got))
-        assert time.monotonic() < deadline, f"timed out: {len(got)} of {n}"
-    return got
-
-
 def test_cq_ex_is_a_cq(ctx):
     cq = ctx.create_cq_ex(ib.CQInitAttrEx(16, wc_flags=STANDARD))
     assert isinstance(cq, ib.CQ) and isinstance(cq, ib.CQEx)
@@ -98,9 +66,9 @@ def test_cq_ex_is_a_cq(ctx):
 
 
 def test_raw_iteration_send_imm_and_write_imm(ctx, pd):
-    qa, ca, qb, cb = rc_pair_ex(ctx, pd)
-    src, smr = buf_mr(pd, 256, 7)
-    dst, dmr = buf_mr(pd, 256)
+    qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=64, wc_flags=STANDARD)
+    src, smr = mkbuf(pd, 256, fill=7)
+    dst, dmr = mkbuf(pd, 256)
     qb.post_recv([ib.RecvWR(wr_id=100 + i, sg_list=[dmr.sge(128)]) for i in range(2)])
     qa.post_send(
         ib.SendWR(
@@ -139,9 +107,9 @@ def test_raw_iteration_send_imm_and_write_imm(ctx, pd):
 
 
 def test_poll_returns_wcs_with_the_fields(ctx, pd):
-    qa, ca, qb, cb = rc_pair_ex(ctx, pd)
-    src, smr = buf_mr(pd, 64, 3)
-    dst, dmr = buf_mr(pd, 64)
+    qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=64, wc_flags=STANDARD)
+    src, smr = mkbuf(pd, 64, fill=3)
+    dst, dmr = mkbuf(pd, 64)
     qb.post_recv(ib.RecvWR(wr_id=9, sg_list=[dmr.sge(64)]))
     qa.post_send(
         ib.SendWR(
@@ -152,8 +120,8 @@ def test_poll_returns_wcs_with_the_fields(ctx, pd):
             imm_data=77,
         )
     )
-    (s,) = poll_n(ca, 1)
-    (r,) = poll_n(cb, 1)
+    (s,) = poll_until(ca, 1)
+    (r,) = poll_until(cb, 1)
     for wc in (s, r):
         assert isinstance(wc, ib.WC) and isinstance(wc, ib.WCEx)
         wc.raise_for_status()
@@ -182,8 +150,8 @@ def test_ud_src_qp_and_sl(ctx, pd):
     qa, qb = qps
     gid = ctx.query_gid(PORT, GID_INDEX)
     ah = pd.create_ah(ib.AHAttr(dgid=gid, sgid_index=GID_INDEX, port_num=PORT))
-    src, smr = buf_mr(pd, 64, 5)
-    dst, dmr = buf_mr(pd, 40 + 64)
+    src, smr = mkbuf(pd, 64, fill=5)
+    dst, dmr = mkbuf(pd, 40 + 64)
     qb.post_recv(ib.RecvWR(wr_id=20, sg_list=[dmr.sge()]))
     qa.post_send(
         ib.SendWR(
@@ -208,19 +176,10 @@ def test_ud_src_qp_and_sl(ctx, pd):
 
 
 def test_poll_count_and_a_failed_completion(ctx, pd):
-    qa, ca, qb, cb = rc_pair_ex(ctx, pd)
-    src, smr = buf_mr(pd, 64)
+    qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=64, wc_flags=STANDARD)
+    src, smr = mkbuf(pd, 64)
     # A write to a bad rkey fails with REM_ACCESS_ERR (the QP then errors).
-    qa.post_send(
-        ib.SendWR(
-            wr_id=5,
-            sg_list=[smr.sge(8)],
-            opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=ib.SendFlags.SIGNALED,
-            remote_addr=smr.addr,
-            rkey=(smr.rkey + 0x100) & 0xFFFFFFFF,
-        )
-    )
+    qa.post_send(write_wr(smr, 8, smr, wr_id=5, rkey=(smr.rkey + 0x100) & 0xFFFFFFFF))
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -233,7 +192,7 @@ def test_poll_count_and_a_failed_completion(ctx, pd):
 
 
 def test_accessor_misuse(ctx, pd):
-    qa, ca, qb, cb = rc_pair_ex(ctx, pd, wc_flags=F.BYTE_LEN)
+    qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=64, wc_flags=F.BYTE_LEN)
     # Outside a session: every accessor raises before the provider.
     for name in ("read_opcode", "read_byte_len", "read_vendor_err", "read_wc_flags"):
         with pytest.raises(ValueError, match="outside a start_poll"):
@@ -245,18 +204,9 @@ def test_accessor_misuse(ctx, pd):
         ca.next_poll()
     with pytest.raises(ValueError):
         ca.end_poll()
-    src, smr = buf_mr(pd, 64)
+    src, smr = mkbuf(pd, 64)
     for i in range(2):
-        qa.post_send(
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[smr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=smr.addr + 32,
-                rkey=smr.rkey,
-            )
-        )
+        qa.post_send(write_wr(smr, 8, smr, at=32, wr_id=i))
     deadline = time.monotonic() + 10
     while not ca.start_poll():
         assert time.monotonic() < deadline
@@ -291,19 +241,10 @@ def test_accessor_misuse(ctx, pd):
 
 
 def test_session_left_open_is_ended_by_dealloc_and_exit(ctx, pd):
-    src, smr = buf_mr(pd, 64)
+    src, smr = mkbuf(pd, 64)
     for use_with in (False, True):
-        qa, ca, qb, cb = rc_pair_ex(ctx, pd)
-        qa.post_send(
-            ib.SendWR(
-                wr_id=1,
-                sg_list=[smr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=smr.addr + 8,
-                rkey=smr.rkey,
-            )
-        )
+        qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=64, wc_flags=STANDARD)
+        qa.post_send(write_wr(smr, 8, smr, at=8, wr_id=1))
         deadline = time.monotonic() + 10
         while not ca.start_poll():
             assert time.monotonic() < deadline
@@ -321,24 +262,15 @@ def test_session_left_open_is_ended_by_dealloc_and_exit(ctx, pd):
 
 def test_completion_channel_returns_the_cq_ex(ctx, pd):
     ch = ctx.create_comp_channel()
-    qa, ca, qb, cb = rc_pair_ex(ctx, pd, channel=ch)
+    qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=64, wc_flags=STANDARD, channel=ch)
     assert ca.channel is ch
-    src, smr = buf_mr(pd, 64)
+    src, smr = mkbuf(pd, 64)
     ca.req_notify()
-    qa.post_send(
-        ib.SendWR(
-            wr_id=3,
-            sg_list=[smr.sge(8)],
-            opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=ib.SendFlags.SIGNALED,
-            remote_addr=smr.addr + 8,
-            rkey=smr.rkey,
-        )
-    )
+    qa.post_send(write_wr(smr, 8, smr, at=8, wr_id=3))
     got = ch.get_cq_event()
     assert got is ca
     ca.ack_events(1)
-    (wc,) = poll_n(ca, 1)
+    (wc,) = poll_until(ca, 1)
     assert wc.wr_id == 3
 
 
@@ -360,21 +292,12 @@ def test_completion_timestamps(ctx, pd, flag, field):
         )
     if flag == F.COMPLETION_TIMESTAMP:
         assert ctx.query_device_ex().completion_timestamp_mask != 0
-    qa, ca, qb, cb = rc_pair_ex(ctx, pd, wc_flags=STANDARD | flag)
-    src, smr = buf_mr(pd, 64)
+    qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=64, wc_flags=STANDARD | flag)
+    src, smr = mkbuf(pd, 64)
     stamps = []
     for i in range(2):
-        qa.post_send(
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[smr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=smr.addr + 32,
-                rkey=smr.rkey,
-            )
-        )
-        (wc,) = poll_n(ca, 1)
+        qa.post_send(write_wr(smr, 8, smr, at=32, wr_id=i))
+        (wc,) = poll_until(ca, 1)
         wc.raise_for_status()
         stamps.append(getattr(wc, field))
     assert None not in stamps and stamps[1] >= stamps[0] > 0

@@ -8,7 +8,6 @@ peer-memory fallback (reg_mr on the raw pointer) and move data in and out.
 import ctypes
 import errno
 import gc
-import importlib.util
 import os
 import weakref
 
@@ -18,7 +17,6 @@ import ibverbs as ib
 import ibverbs._cuda_driver as _cuda_driver
 import ibverbs.cuda as cuda
 
-from support import TESTS
 from support import rdma as rig  # make_rc_pair, poll_until, ALL_ACCESS
 
 pytestmark = pytest.mark.integration
@@ -26,14 +24,6 @@ pytestmark = pytest.mark.integration
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-build = _load("_ibverbs_fakes_build", TESTS / "fakes" / "build.py")
 ACCESS = rig.ALL_ACCESS
 
 
@@ -52,35 +42,9 @@ class CudaArray:
         }
 
 
-@pytest.fixture(scope="module")
-def fake_path(tmp_path_factory):
-    if build.compiler() is None:
-        pytest.skip("no C compiler (cc/gcc/clang or $CC) to build the fake libcuda")
-    return build.build_fakecuda(tmp_path_factory.mktemp("fakecuda"))
-
-
-@pytest.fixture
-def fake(monkeypatch, tmp_path, fake_path):
-    monkeypatch.setenv("IBVERBS_LIBCUDA", fake_path)
-    sysfs = tmp_path / "sys"
-    sysfs.mkdir()
-    monkeypatch.setenv("IBVERBS_SYSFS_ROOT", str(sysfs))
-    _cuda_driver.forget_driver()
-    f = build.FakeCuda(fake_path)
-    f.reset()
-    f.sysfs = sysfs
-    f.allocated = []
-    yield f
-    gc.collect()
-    _cuda_driver.forget_driver()
-    f.reset()
-    for ptr in f.allocated:
-        f.free(ptr)
-
-
-def gpu_alloc(fake, n, misalign=0):
-    ptr = fake.alloc(n, 0, misalign)
-    fake.allocated.append(ptr)
+def gpu_alloc(fake_cuda, n, misalign=0):
+    ptr = fake_cuda.alloc(n, 0, misalign)
+    fake_cuda.allocated.append(ptr)
     return ptr
 
 
@@ -88,12 +52,12 @@ def nfds():
     return len(os.listdir("/proc/self/fd"))
 
 
-def test_rxe_refuses_dmabuf_then_reg_mr_without_peer_memory(fake, pd):
+def test_rxe_refuses_dmabuf_then_reg_mr_without_peer_memory(fake_cuda, pd):
     # rxe answers EOPNOTSUPP to the dma-buf; reg_mr is tried next even with
     # no peer-memory module loaded (as the published package does), and on
     # rxe (the fake's device memory is host memory) it works.
     n = 3 * PAGE + 100
-    ptr = gpu_alloc(fake, n, misalign=40)
+    ptr = gpu_alloc(fake_cuda, n, misalign=40)
     t = CudaArray(ptr, n)
     cuda.register_tensor(pd, t, ACCESS).close()  # warm up
     before = nfds()
@@ -103,16 +67,16 @@ def test_rxe_refuses_dmabuf_then_reg_mr_without_peer_memory(fake, pd):
         gmr.close()
     # the export happened, for the page-aligned range ...
     start = ptr - ptr % PAGE
-    assert fake.last_export()["ptr"] == start
-    assert fake.last_export()["size"] == -(-(ptr + n - start) // PAGE) * PAGE
-    assert fake.export_calls() == 21
+    assert fake_cuda.last_export()["ptr"] == start
+    assert fake_cuda.last_export()["size"] == -(-(ptr + n - start) // PAGE) * PAGE
+    assert fake_cuda.export_calls() == 21
     # nothing leaked
-    assert fake.open_exports() == 0
+    assert fake_cuda.open_exports() == 0
     assert nfds() == before
 
 
-def test_rxe_reg_dmabuf_mr_answers_eopnotsupp(fake, pd):
-    ptr = gpu_alloc(fake, PAGE)
+def test_rxe_reg_dmabuf_mr_answers_eopnotsupp(fake_cuda, pd):
+    ptr = gpu_alloc(fake_cuda, PAGE)
     fd, start, length = cuda._export_dmabuf(ptr, PAGE)
     try:
         with pytest.raises(ib.VerbsError) as info:
@@ -120,13 +84,13 @@ def test_rxe_reg_dmabuf_mr_answers_eopnotsupp(fake, pd):
     finally:
         os.close(fd)
     assert info.value.errno == errno.EOPNOTSUPP
-    assert fake.open_exports() == 0
+    assert fake_cuda.open_exports() == 0
 
 
-def test_rxe_peer_memory_fallback(fake, pd):
-    (fake.sysfs / "module" / "nvidia_peermem").mkdir(parents=True)
+def test_rxe_peer_memory_fallback(fake_cuda, pd):
+    (fake_cuda.sysfs / "module" / "nvidia_peermem").mkdir(parents=True)
     n = 2 * PAGE + 10
-    ptr = gpu_alloc(fake, n, misalign=8)
+    ptr = gpu_alloc(fake_cuda, n, misalign=8)
     t = CudaArray(ptr, n)
     tref = weakref.ref(t)
     before = nfds()
@@ -137,7 +101,7 @@ def test_rxe_peer_memory_fallback(fake, pd):
     assert gmr.lkey == gmr.mr.lkey and gmr.rkey == gmr.mr.rkey
     sge = gmr.sge(100, offset=8)
     assert (sge.addr, sge.length, sge.lkey) == (ptr + 8, 100, gmr.lkey)
-    assert fake.open_exports() == 0
+    assert fake_cuda.open_exports() == 0
     mr = gmr.mr
     del t
     gc.collect()
@@ -149,12 +113,12 @@ def test_rxe_peer_memory_fallback(fake, pd):
     assert nfds() == before
 
 
-def test_rxe_rdma_on_fallback_regions(fake, ctx, pd):
-    (fake.sysfs / "module" / "nv_peer_mem").mkdir(parents=True)
+def test_rxe_rdma_on_fallback_regions(fake_cuda, ctx, pd):
+    (fake_cuda.sysfs / "module" / "nv_peer_mem").mkdir(parents=True)
     n = 3000
-    src_ptr = gpu_alloc(fake, n, misalign=123)
-    dst_ptr = gpu_alloc(fake, n, misalign=7)
-    back_ptr = gpu_alloc(fake, n)
+    src_ptr = gpu_alloc(fake_cuda, n, misalign=123)
+    dst_ptr = gpu_alloc(fake_cuda, n, misalign=7)
+    back_ptr = gpu_alloc(fake_cuda, n)
     pattern = bytes((i * 7 + 3) & 0xFF for i in range(n))
     ctypes.memmove(src_ptr, pattern, n)
     src = cuda.register_tensor(pd, CudaArray(src_ptr, n), ACCESS)

@@ -15,11 +15,6 @@ SIGNALED = ib.SendFlags.SIGNALED
 S = ib.WCStatus
 
 
-@pytest.fixture
-def pair(ctx, pd):
-    return make_rc_pair(ctx, pd)
-
-
 def test_bad_rkey_rem_access_err(pd, pair):
     qa, ca, qb, cb = pair
     src, mr_a = mkbuf(pd, 64, fill=1)

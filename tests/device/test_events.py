@@ -6,9 +6,7 @@ up: it needs root and the guest's network, and restores the link.
 
 import errno
 import os
-import select
 import shutil
-import subprocess
 import threading
 import time
 
@@ -18,64 +16,18 @@ import pytest
 import ibverbs as ib
 
 from support import GID_INDEX, PORT
-from support.rdma import ALL_ACCESS
+from support.rdma import (
+    ALL_ACCESS,
+    drain_async_events,
+    overrun_cq,
+    set_link,
+    wait_async_event,
+    wait_port_active,
+)
 
 pytestmark = pytest.mark.integration
 
 ET = ib.EventType
-NETDEV = os.environ.get("IBVERBS_TEST_NETDEV", "veth0")
-
-
-def wait_event(ctx, event_type, timeout=15.0):
-    """The next async event of event_type; acks the others on the way."""
-    deadline = time.monotonic() + timeout
-    seen = []
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise AssertionError(f"no {event_type!r} within {timeout} s; saw {seen}")
-        r, _, _ = select.select([ctx.async_fd], [], [], left)
-        if not r:
-            continue
-        ev = ctx.get_async_event()
-        if ev.event_type == event_type:
-            return ev
-        seen.append(ET(ev.event_type).name)
-        ev.ack()
-
-
-def drain_events(ctx):
-    """Ack every event pending now; returns their types."""
-    blocking = os.get_blocking(ctx.async_fd)
-    os.set_blocking(ctx.async_fd, False)
-    types = []
-    try:
-        while True:
-            try:
-                ev = ctx.get_async_event()
-            except ib.VerbsError as e:
-                assert e.errno == errno.EAGAIN
-                return types
-            types.append(ev.event_type)
-            ev.ack()
-    finally:
-        os.set_blocking(ctx.async_fd, blocking)
-
-
-def link(state):
-    subprocess.run(["ip", "link", "set", NETDEV, state], check=True)
-
-
-def wait_port_active(ctx, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (
-            ctx.query_port(PORT).state == ib.PortState.ACTIVE
-            and not ctx.query_gid(PORT, GID_INDEX).is_zero()
-        ):
-            return
-        time.sleep(0.1)
-    raise AssertionError("port did not come back ACTIVE")
 
 
 def test_nonblocking_async_fd_without_event_is_eagain(ctx):
@@ -107,26 +59,13 @@ def overflow_cq(ctx, pd):
     ib.connect_rc(qb, ia, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS)
     buf = np.zeros(4096, dtype=np.uint8)
     mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS, owner=buf)
-    # More signaled completions than the CQ holds, never polled.
-    qa.post_send(
-        [
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[mr.sge(8)],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=mr.addr + 1024,
-                rkey=mr.rkey,
-            )
-            for i in range(small.cqe + 3)
-        ]
-    )
+    overrun_cq(qa, small, mr, offset=1024)
     return small, qa, qb, other, mr
 
 
 def test_cq_overflow_event_holds_the_cq(ctx, pd):
     small, qa, qb, other, mr = overflow_cq(ctx, pd)
-    ev = wait_event(ctx, ET.CQ_ERR)
+    ev = wait_async_event(ctx, ET.CQ_ERR, timeout=15)
     assert ev.element_type == "cq"
     assert ev.element is small
     assert ev.context is ctx
@@ -167,12 +106,12 @@ def test_cq_overflow_event_holds_the_cq(ctx, pd):
 
 def test_event_context_manager_acks(ctx, pd):
     small, qa, qb, other, mr = overflow_cq(ctx, pd)
-    with wait_event(ctx, ET.CQ_ERR) as ev:
+    with wait_async_event(ctx, ET.CQ_ERR, timeout=15) as ev:
         assert ev.element is small
     assert ev.acked
     qa.close()
     time.sleep(0.2)
-    drain_events(ctx)
+    drain_async_events(ctx)
     small.close()
     assert small.closed
 
@@ -182,7 +121,7 @@ def test_event_context_manager_acks(ctx, pd):
     reason="needs root and ip(8) (runs in the rxe guest)",
 )
 def test_link_flap_delivers_port_events(ctx):
-    drain_events(ctx)
+    drain_async_events(ctx)
     result = []
 
     def waiter():
@@ -200,28 +139,28 @@ def test_link_flap_delivers_port_events(ctx):
         with pytest.raises(ib.VerbsError, match="another thread") as ei:
             ctx.close()
         assert ei.value.errno == errno.EBUSY
-        link("down")
+        set_link("down")
         t.join(15)
         assert not t.is_alive()
     finally:
         if t.is_alive():
-            link("down")
+            set_link("down")
             t.join(15)
-        link("up")
+        set_link("up")
     (ev,) = result
     assert isinstance(ev, ib.AsyncEvent), ev
     if ev.event_type != ET.PORT_ERR:  # e.g. a GID change came first
         ev.ack()
-        ev = wait_event(ctx, ET.PORT_ERR)
+        ev = wait_async_event(ctx, ET.PORT_ERR, timeout=15)
     assert ev.element_type == "port"
     assert ev.element == PORT
     assert ev.context is ctx
     assert "port" in repr(ev).lower()
     ev.ack()
-    ev = wait_event(ctx, ET.PORT_ACTIVE)
+    ev = wait_async_event(ctx, ET.PORT_ACTIVE, timeout=15)
     assert ev.element_type == "port" and ev.element == PORT
     ev.ack()
-    wait_port_active(ctx)
-    drain_events(ctx)
+    wait_port_active(ctx, timeout=20)
+    drain_async_events(ctx)
     ctx.close()
     assert ctx.closed

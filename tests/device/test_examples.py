@@ -2,7 +2,6 @@
 rdma-core's C ibv_rc_pingpong in both directions (loopback on one device)."""
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from support import GID_INDEX as _GID_INDEX
+from support import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -30,12 +30,6 @@ def c_pingpong():
     if tool is None:
         pytest.skip("ibv_rc_pingpong (rdma-core's ibverbs-utils) is not installed")
     return tool
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
 
 
 def listening(port):
@@ -103,7 +97,7 @@ def local_qpn(out):
 
 def test_python_client_with_c_server(device_name):
     tool = c_pingpong()
-    port = free_port()
+    port = free_port("")
     args = pingpong_args(device_name, port)
     server_out, client_out = run_pair([tool, *args], py("rc_pingpong.py", *args, "localhost"), port)
     # each side learned the other's QP number from the exchange
@@ -113,7 +107,7 @@ def test_python_client_with_c_server(device_name):
 
 def test_python_server_with_c_client(device_name):
     tool = c_pingpong()
-    port = free_port()
+    port = free_port("")
     args = pingpong_args(device_name, port)
     server_out, client_out = run_pair(py("rc_pingpong.py", *args), [tool, *args, "localhost"], port)
     assert remote_qpn(client_out) == local_qpn(server_out)
@@ -121,13 +115,13 @@ def test_python_server_with_c_client(device_name):
 
 
 def test_python_both_ends_with_other_sizes(device_name):
-    port = free_port()
+    port = free_port("")
     args = pingpong_args(device_name, port) + ["-s", "100", "-r", "4", "-m", "512"]
     run_pair(py("rc_pingpong.py", *args), py("rc_pingpong.py", *args, "localhost"), port)
 
 
 def test_pingpong_client_without_server_fails_cleanly(device_name):
-    port = free_port()
+    port = free_port("")
     res = subprocess.run(
         py(
             "rc_pingpong.py",

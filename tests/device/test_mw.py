@@ -31,11 +31,6 @@ WINDOW = ib.AccessFlags.REMOTE_WRITE | ib.AccessFlags.REMOTE_READ
 
 
 @pytest.fixture
-def pair(ctx, pd):
-    return make_rc_pair(ctx, pd)
-
-
-@pytest.fixture
 def bufs(pd):
     """The requester's source (0x11) and the target memory (0x22) that the
     windows open, both MW_BIND-capable."""

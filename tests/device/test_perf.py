@@ -5,7 +5,6 @@ command line; the others call ibverbs.perf.run() (same code, no
 interpreter start-up)."""
 
 import json
-import socket
 import subprocess
 import sys
 
@@ -13,15 +12,9 @@ import pytest
 
 from ibverbs.perf import PerfError, run
 
-from support import GID_INDEX, PORT
+from support import GID_INDEX, PORT, free_port
 
 pytestmark = pytest.mark.integration
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def perf(device_name, test, *args):

@@ -8,7 +8,7 @@ import pytest
 
 import ibverbs as ib
 
-from support.rdma import ALL_ACCESS, make_rc_pair
+from support.rdma import ALL_ACCESS
 
 pytestmark = pytest.mark.integration
 
@@ -28,10 +28,12 @@ def count_until(cq, n, timeout=10.0, batch=64):
 
 
 @pytest.fixture
-def pair(ctx, pd):
+def pair(pair, pd):
+    """support's RC pair with a registered buffer: (mr, buf, qa, ca, qb,
+    cb), all closed afterwards."""
     buf = bytearray(8192)
     mr = ib.reg_tensor(pd, buf, ALL_ACCESS)
-    qa, ca, qb, cb = make_rc_pair(ctx, pd)
+    qa, ca, qb, cb = pair
     yield mr, buf, qa, ca, qb, cb
     for o in (qa, qb, ca, cb, mr):
         o.close()

@@ -35,8 +35,8 @@ RC_OPS = (
 
 
 @pytest.fixture
-def pair(ctx, pd):
-    return make_rc_pair(ctx, pd, send_ops_flags=RC_OPS, max_inline_data=64, max_send_sge=4)
+def pair_options():
+    return {"send_ops_flags": RC_OPS, "max_inline_data": 64, "max_send_sge": 4}
 
 
 @pytest.fixture

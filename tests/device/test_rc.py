@@ -18,11 +18,6 @@ pytestmark = pytest.mark.integration
 SIGNALED = ib.SendFlags.SIGNALED
 
 
-@pytest.fixture
-def pair(ctx, pd):
-    return make_rc_pair(ctx, pd)
-
-
 def test_send_recv(pd, pair):
     qa, ca, qb, cb = pair
     src, mr_a = mkbuf(pd, 256)

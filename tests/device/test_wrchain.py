@@ -18,11 +18,6 @@ SIGNALED = ib.SendFlags.SIGNALED
 WRITE = ib.WROpcode.RDMA_WRITE
 
 
-@pytest.fixture
-def pair(ctx, pd):
-    return make_rc_pair(ctx, pd)
-
-
 def writes(mr_src, mr_dst, n, size, signal_last=True):
     return [
         ib.SendWR(

@@ -9,7 +9,6 @@ is written down below (names and signatures read from its wheel).
 """
 
 import errno
-import importlib.util
 import os
 import pickle
 import re
@@ -26,7 +25,6 @@ import ibverbs.cuda as cuda
 from ibverbs import _ibverbs
 
 ROOT = Path(__file__).resolve().parents[2]
-FAKES = ROOT / "tests" / "fakes"
 PAGE = os.sysconf("SC_PAGE_SIZE")
 ACCESS = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
 
@@ -332,43 +330,6 @@ def test_3_sge_owner():
 # ---------------------------------------------------------------------------
 
 
-def _load_build():
-    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_build", FAKES / "build.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-build = _load_build()
-
-
-@pytest.fixture(scope="module")
-def fake_path(tmp_path_factory):
-    if build.compiler() is None:
-        pytest.skip("no C compiler (cc/gcc/clang or $CC) to build the fake libcuda")
-    return build.build_fakecuda(tmp_path_factory.mktemp("fakecuda"))
-
-
-@pytest.fixture
-def fake(monkeypatch, tmp_path, fake_path):
-    monkeypatch.setenv("IBVERBS_LIBCUDA", fake_path)
-    sysfs = tmp_path / "sys"
-    sysfs.mkdir()  # no peer-memory module
-    monkeypatch.setenv("IBVERBS_SYSFS_ROOT", str(sysfs))
-    _cuda_driver.forget_driver()
-    f = build.FakeCuda(fake_path)
-    f.reset()
-    allocated = []
-    f.alloc_tracked = lambda n, misalign=0: (
-        allocated.append(f.alloc(n, 0, misalign)) or allocated[-1]
-    )
-    yield f
-    _cuda_driver.forget_driver()
-    f.reset()
-    for p in allocated:
-        f.free(p)
-
-
 @pytest.fixture
 def no_libcuda(monkeypatch, tmp_path):
     monkeypatch.setenv("IBVERBS_LIBCUDA", str(tmp_path / "no-libcuda.so.1"))
@@ -439,27 +400,27 @@ def test_4_dmabuf_fd_checks_before_loading_libcuda(no_libcuda):
         cuda.dmabuf_fd(PAGE, PAGE)
 
 
-def test_4_dmabuf_fd_exports(fake):
-    ptr = fake.alloc_tracked(3 * PAGE)
+def test_4_dmabuf_fd_exports(fake_cuda):
+    ptr = fake_cuda.alloc_tracked(3 * PAGE)
     start = ptr - ptr % PAGE
     fd = cuda.dmabuf_fd(start, PAGE)
     try:
         assert isinstance(fd, int) and os.fstat(fd).st_size == PAGE
-        assert fake.last_export()["ptr"] == start
-        assert fake.last_export()["size"] == PAGE
+        assert fake_cuda.last_export()["ptr"] == start
+        assert fake_cuda.last_export()["size"] == PAGE
     finally:
         os.close(fd)
-    assert fake.open_exports() == 0
+    assert fake_cuda.open_exports() == 0
 
 
-def test_4_synchronize(fake):
+def test_4_synchronize(fake_cuda):
     with pytest.raises(cuda.CudaError) as info:  # no current context
         cuda.synchronize()
     assert isinstance(info.value, RuntimeError) and info.value.code == 201
-    assert fake.sync_calls() == 0
-    fake.set_current(0)
+    assert fake_cuda.sync_calls() == 0
+    fake_cuda.set_current(0)
     cuda.synchronize()
-    assert fake.sync_calls() == 1
+    assert fake_cuda.sync_calls() == 1
 
 
 def test_4_tensor_ptr_len(no_libcuda):
@@ -501,8 +462,8 @@ def test_4_gpumr_by_hand():
     assert cuda.GpuMR(mr, 1, 2, path="dmabuf", device=0).path == "dmabuf"
 
 
-def test_4_gpumr_sge_owner_from_register_tensor(fake):
-    ptr = fake.alloc_tracked(2 * PAGE, misalign=64)
+def test_4_gpumr_sge_owner_from_register_tensor(fake_cuda):
+    ptr = fake_cuda.alloc_tracked(2 * PAGE, misalign=64)
     t = DuckTensor(ptr, PAGE)
     pd = PublishedStylePD()
     g = cuda.register_tensor(pd, t, ACCESS)
@@ -516,8 +477,8 @@ def test_4_gpumr_sge_owner_from_register_tensor(fake):
 # ---------------------------------------------------------------------------
 
 
-def test_5_register_tensor_duck_typed(fake):
-    ptr = fake.alloc_tracked(4 * PAGE, misalign=100)
+def test_5_register_tensor_duck_typed(fake_cuda):
+    ptr = fake_cuda.alloc_tracked(4 * PAGE, misalign=100)
     with pytest.raises(ValueError, match=r"ibverbs\.reg_tensor"):
         cuda.register_tensor(PublishedStylePD(), DuckTensor(ptr, 64, is_cuda=False), ACCESS)
     with pytest.raises(ValueError, match="contiguous"):
@@ -534,11 +495,11 @@ def test_5_register_tensor_duck_typed(fake):
         ("reg_mr", (ptr, 2 * PAGE, ACCESS)),
     ]
     assert g.tensor is t and g.addr == ptr and g.length == 2 * PAGE
-    assert fake.open_exports() == 0
+    assert fake_cuda.open_exports() == 0
 
 
-def test_5_export_failure_falls_back_to_reg_mr(fake, monkeypatch):
-    ptr = fake.alloc_tracked(PAGE)
+def test_5_export_failure_falls_back_to_reg_mr(fake_cuda, monkeypatch):
+    ptr = fake_cuda.alloc_tracked(PAGE)
 
     def refuse(p, n):
         raise RuntimeError("cuMemGetHandleForAddressRange failed")
@@ -783,10 +744,10 @@ def test_24_4_register_tensor_falls_back_without_a_driver(no_libcuda):
     assert [path for path, _ in info.value.attempts] == ["dma-buf", "peer memory"]
 
 
-def test_24_4_any_dmabuf_registration_error_falls_back(fake):
+def test_24_4_any_dmabuf_registration_error_falls_back(fake_cuda):
     # reg_dmabuf_mr raising OSError or RuntimeError, whatever its errno:
     # reg_mr follows, and the export's fd is closed.
-    ptr = fake.alloc_tracked(PAGE)
+    ptr = fake_cuda.alloc_tracked(PAGE)
     for exc in (
         ib.VerbsError(errno.EINVAL, "Invalid argument", "ibv_reg_dmabuf_mr"),
         OSError(errno.EIO, "I/O error"),
@@ -803,4 +764,4 @@ def test_24_4_any_dmabuf_registration_error_falls_back(fake):
         assert [c[0] for c in pd.calls] == ["reg_dmabuf_mr", "reg_mr"]
         assert pd.calls[1] == ("reg_mr", (ptr, 64, ACCESS))
         assert g.path == "peermem"
-        assert fake.open_exports() == 0
+        assert fake_cuda.open_exports() == 0

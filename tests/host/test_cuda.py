@@ -23,6 +23,7 @@ import ibverbs as ib
 import ibverbs._cuda_driver as _cuda_driver
 import ibverbs.cuda as cuda
 from ibverbs.cuda import CudaError, GpuDirectError, GpuMR
+from support.fakes import FakePD
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
@@ -184,60 +185,8 @@ class OldTorchLike(TorchLike):
     nbytes = None
 
 
-class FakeMR:
-    def __init__(self, addr, length, lkey, rkey):
-        self.addr, self.length, self.lkey, self.rkey = addr, length, lkey, rkey
-        self.closed = False
-        self.close_error = None
-
-    def close(self):
-        if self.close_error is not None:
-            raise self.close_error
-        self.closed = True
-
-
 def verbs_error(err, op):
     return ib.VerbsError(err, os.strerror(err), op)
-
-
-class FakePD:
-    """Records registrations; each can be told to fail."""
-
-    def __init__(self, dmabuf_error=None, reg_mr_error=None):
-        self.dmabuf_error = dmabuf_error
-        self.reg_mr_error = reg_mr_error
-        self.calls = []
-
-    def reg_dmabuf_mr(self, offset, length, iova, fd, access, *, owner=None):
-        st = os.fstat(fd)  # the fd is open during the call
-        self.calls.append(
-            (
-                "reg_dmabuf_mr",
-                {
-                    "offset": offset,
-                    "length": length,
-                    "iova": iova,
-                    "fd": fd,
-                    "access": access,
-                    "fd_size": st.st_size,
-                    "owner": owner,
-                },
-            )
-        )
-        if self.dmabuf_error is not None:
-            raise self.dmabuf_error
-        return FakeMR(offset, length, 0x1111, 0x2222)
-
-    def reg_mr(self, addr, length, access, *, owner=None):
-        self.calls.append(
-            ("reg_mr", {"addr": addr, "length": length, "access": access, "owner": owner})
-        )
-        if self.reg_mr_error is not None:
-            raise self.reg_mr_error
-        return FakeMR(addr, length, 0x3333, 0x4444)
-
-    def names(self):
-        return [name for name, _ in self.calls]
 
 
 def nfds():

@@ -12,6 +12,7 @@ import pytest
 import ibverbs as ib
 from ibverbs import AccessFlags, Gid, QPInfo
 from ibverbs.helpers import connect_rc, local_qp_info, reg_tensor, tensor_addr_len
+from support.fakes import FakePD
 
 GID = Gid("fe80::1234:5678:9abc:def0")
 RW = AccessFlags.LOCAL_WRITE | AccessFlags.REMOTE_WRITE
@@ -186,15 +187,6 @@ def test_connect_rc_wants_a_qpinfo():
 # ---------------------------------------------------------------------------
 
 
-class FakePD:
-    def __init__(self):
-        self.calls = []
-
-    def reg_mr(self, addr, length, access, owner=None):
-        self.calls.append((addr, length, access, owner))
-        return ("mr", addr, length)
-
-
 def numpy():
     return pytest.importorskip("numpy")
 
@@ -204,9 +196,10 @@ def test_numpy_array():
     a = np.arange(16, dtype=np.uint32)
     assert tensor_addr_len(a) == (a.ctypes.data, 64)
     pd = FakePD()
-    assert reg_tensor(pd, a, RW) == ("mr", a.ctypes.data, 64)
-    assert pd.calls == [(a.ctypes.data, 64, RW, a)]
-    assert pd.calls[0][3] is a
+    mr = reg_tensor(pd, a, RW)
+    assert (mr.addr, mr.length) == (a.ctypes.data, 64)
+    assert pd.registered() == [(a.ctypes.data, 64, RW, a)]
+    assert pd.registered()[0][3] is a
 
 
 def test_numpy_slice_and_views():
@@ -237,7 +230,7 @@ def test_numpy_read_only():
             reg_tensor(FakePD(), a, acc)
     pd = FakePD()
     reg_tensor(pd, a, RO)
-    assert pd.calls == [(a.ctypes.data, 64, RO, a)]
+    assert pd.registered() == [(a.ctypes.data, 64, RO, a)]
     reg_tensor(pd, a, 0)
 
 
@@ -248,7 +241,7 @@ def test_bytearray():
     b.extend(b"!")  # tensor_addr_len does not pin it
     pd = FakePD()
     reg_tensor(pd, b, RW)
-    addr, n, acc, owner = pd.calls[0]
+    addr, n, acc, owner = pd.registered()[0]
     assert n == 12 and ctypes.string_at(addr, n) == b"hello world!"
     assert isinstance(owner, memoryview) and owner.obj is b
     # the owner pins the bytearray: it cannot move while registered
@@ -264,7 +257,7 @@ def test_bytes_read_only_access_only():
     assert n == len(data) and ctypes.string_at(addr, n) == data
     pd = FakePD()
     reg_tensor(pd, data, RO)
-    assert pd.calls == [(addr, n, RO, data)] and pd.calls[0][3] is data
+    assert pd.registered() == [(addr, n, RO, data)] and pd.registered()[0][3] is data
     for acc in (
         AccessFlags.LOCAL_WRITE,
         AccessFlags.REMOTE_WRITE,
@@ -288,7 +281,7 @@ def test_other_buffers():
     mv = memoryview(bytearray(10))
     pd = FakePD()
     reg_tensor(pd, mv[2:6], RW)
-    assert pd.calls[0][1] == 4
+    assert pd.registered()[0][1] == 4
     with pytest.raises(ValueError, match="contiguous"):
         reg_tensor(FakePD(), mv[::2], RW)
     with pytest.raises(ValueError, match="read-only"):
@@ -328,7 +321,7 @@ def test_torch_like_cpu_tensor():
     assert tensor_addr_len(t) == (0x10000, 512)
     pd = FakePD()
     reg_tensor(pd, t, RW)
-    assert pd.calls == [(0x10000, 512, RW, t)]
+    assert pd.registered() == [(0x10000, 512, RW, t)]
 
 
 def test_torch_like_refusals():

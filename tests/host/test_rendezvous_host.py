@@ -8,12 +8,7 @@ import threading
 import pytest
 
 import support.rendezvous as rv
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from support import free_port
 
 
 def run_nodes(addrs, side):

@@ -1,9 +1,12 @@
 """support/shards.py, which splits the device suite between the two pytest
 processes of ``make test-guest``: every file in exactly one shard, the
 torch importers together, the split balanced and the same in every
-process; IBVERBS_TEST_SHARD checked.  The last test shards a real
-collection of the device suite, as the guest does."""
+process; IBVERBS_TEST_SHARD checked; the durations it splits by recorded
+by a session (IBVERBS_STORE_DURATIONS) and merged (make shard-durations).
+The last tests shard a real collection of the device suite, as the guest
+does."""
 
+import json
 import os
 import subprocess
 import sys
@@ -27,19 +30,20 @@ def test_parse_refuses_what_is_not_k_of_n(value):
 
 
 def test_assign_every_file_once_balanced_and_fixed():
-    files = sorted(shards.WEIGHTS) + ["tests/device/test_new_file.py"]
+    weights = shards.durations()
+    files = sorted(weights) + ["tests/device/test_new_file.py"]
     for count in (1, 2, 3):
         of = shards.assign(files, count)
         assert set(of) == set(files) and set(of.values()) <= set(range(count))
         load = [0.0] * count
         for f, k in of.items():
-            load[k] += shards.WEIGHTS.get(f, shards.DEFAULT)
+            load[k] += weights.get(f, shards.DEFAULT)
         # Greedy, heaviest first: no shard ends more than the heaviest
         # unit above another.
         heaviest = max(
             [
-                *shards.WEIGHTS.values(),
-                *(sum(shards.WEIGHTS[f] for f in g) for g in shards.TOGETHER),
+                *weights.values(),
+                *(sum(weights[f] for f in g) for g in shards.TOGETHER),
             ]
         )
         assert max(load) - min(load) <= heaviest, load
@@ -56,10 +60,36 @@ def test_together_files_share_a_shard():
     assert set(of) == {"a", "c", "d"}
 
 
-def test_weights_name_files_that_exist():
+def test_durations_name_files_that_exist():
     root = TESTS.parent
-    missing = [f for f in shards.WEIGHTS if not (root / f).is_file()]
-    assert not missing, f"shards.WEIGHTS lists files that are gone: {missing}"
+    weights = shards.durations()
+    assert weights and all(s >= 0 for s in weights.values())
+    missing = [f for f in weights if not (root / f).is_file()]
+    assert not missing, (
+        f"{shards.DURATIONS.name} lists files that are gone: {missing} (make shard-durations)"
+    )
+
+
+def test_durations_round_trip_and_merge(tmp_path):
+    a, b, out = tmp_path / "d.0.json", tmp_path / "d.1.json", tmp_path / "d.json"
+    shards.write_durations(a, {"y.py": 2.04, "x.py": 1.26})
+    shards.write_durations(b, {"z.py": 0.01, "x.py": 0.5})
+    assert json.loads(a.read_text()) == {"x.py": 1.3, "y.py": 2.0}
+    assert list(json.loads(a.read_text())) == ["x.py", "y.py"]  # sorted
+    out.write_text('{"gone.py": 9}')  # written afresh, not merged into
+    assert shards.merge(out, [a, b]) == {"x.py": 1.3, "y.py": 2.0, "z.py": 0.0}
+    assert shards.read_durations(out) == {"x.py": 1.3, "y.py": 2.0, "z.py": 0.0}
+    p = subprocess.run(
+        [sys.executable, shards.__file__, "merge", str(out), str(a)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 0 and "2 files" in p.stdout, p.stdout + p.stderr
+    assert shards.read_durations(out) == {"x.py": 1.3, "y.py": 2.0}
+    out.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="file: seconds"):
+        shards.read_durations(out)
 
 
 def pytest_collect(*args, shard=None):
@@ -93,6 +123,33 @@ def test_two_shards_of_the_device_suite_split_it_exactly():
     assert not files(a) & files(b)  # whole files, never split
     torch = {"tests/device/test_bootstrap_rxe.py", "tests/gpu/test_gpudirect.py"}
     assert torch <= files(a) or torch <= files(b)
+
+
+def test_a_session_stores_the_durations_of_what_ran(tmp_path):
+    """IBVERBS_STORE_DURATIONS=PATH: the seconds per file of the tests that
+    ran, in the format shard-durations.json has."""
+    out = tmp_path / "durations.json"
+    env = {k: v for k, v in os.environ.items() if k != shards.ENV}
+    env[shards.STORE_ENV] = str(out)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "tests/host/test_shards_host.py",
+            "-k",
+            "test_parse",
+        ],
+        cwd=TESTS.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = shards.read_durations(out)
+    assert list(got) == ["tests/host/test_shards_host.py"] and got[list(got)[0]] >= 0
 
 
 def test_a_bad_shard_value_stops_the_session():

@@ -1,8 +1,11 @@
-"""What the tests share: the device, port and GID index they use, and the
-helpers that were copied between directories (rdma.py: an RC pair,
-buffers, polling, async events; process.py: resource counters and the
-subprocess case runner; fixtures.py: ctx, pd, cq, ..., loaded for every
-test by tests/conftest.py).
+"""What the tests share: the device, port and GID index they use, a free
+TCP port and an rdma_cm port, and the helpers that were copied between
+directories, each defined once (rdma.py: an RC pair, buffers, work
+requests, polling, async events, the link; process.py: resource counters
+and the subprocess case runner; fixtures.py: ctx, pd, cq, the RC pair,
+the fake libcuda, ..., loaded for every test by tests/conftest.py;
+fakes.py: the fake PD of the host tests; shards.py: the guest's split of
+the device suite, by shard-durations.json).
 
 pytest puts tests/ on sys.path (pyproject.toml, ``pythonpath``), so a
 test imports ``from support import PORT``; a script run in a subprocess
@@ -12,6 +15,7 @@ inserts ``TESTS`` itself.  Nothing here imports conftest.
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -33,3 +37,22 @@ def device_name():
 
     devs = ib.get_device_list()
     return devs[0].name if devs else None
+
+
+_next_cm_port = [7471 + (os.getpid() % 400) * 10]
+
+
+def cm_port() -> int:
+    """An rdma_cm port no earlier test of this process used (rdma_cm ports
+    are not visible to the socket API, so no bind() probe as free_port
+    does); each process starts from its own range."""
+    _next_cm_port[0] += 1
+    return _next_cm_port[0]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that nothing listens on now at HOST ("" for every
+    address), for a server the test starts next."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]

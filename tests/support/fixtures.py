@@ -1,6 +1,6 @@
 """Fixtures for every test directory (tests/conftest.py loads this module
 as a plugin): the device's name, a Context, PD and CQ on it, the port
-and GID index."""
+and GID index, an RC pair, and ibverbs.cuda on the fake libcuda."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import gc
 
 import pytest
 
-from support import GID_INDEX, PORT
+from support import GID_INDEX, PORT, TESTS
 from support import device_name as _device_name
 
 
@@ -49,3 +49,87 @@ def pd(ctx):
 @pytest.fixture
 def cq(ctx):
     return ctx.create_cq(256)
+
+
+@pytest.fixture
+def need_cm():
+    """Skips unless librdmacm loads and a device is listed (the rdma_cm
+    tests: ``pytest.mark.usefixtures("need_cm")``)."""
+    import ibverbs as ib
+
+    if not ib.has_rdmacm():
+        pytest.skip("librdmacm.so.1 cannot be loaded: " + ib._ibverbs._rdmacm_status()[1])
+    if not ib.get_device_list():
+        pytest.skip("no RDMA device")
+
+
+@pytest.fixture
+def pair_options():
+    """Keyword arguments of support.rdma.make_rc_pair for ``pair``: none
+    here; a test module that needs others overrides this fixture."""
+    return {}
+
+
+@pytest.fixture
+def pair(ctx, pd, pair_options):
+    """Two RC QPs on the device connected to each other (loopback), each
+    with its own CQ: (qp_a, cq_a, qp_b, cq_b), built by make_rc_pair with
+    ``pair_options``.  Left to the GC, as ctx's other children."""
+    from support.rdma import make_rc_pair
+
+    return make_rc_pair(ctx, pd, **pair_options)
+
+
+def fakes_build():
+    """tests/fakes/build.py, which builds the test-only C libraries (loaded
+    by path: tests/fakes is no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_ibverbs_fakes_build", TESTS / "fakes" / "build.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def fake_libcuda(tmp_path_factory):
+    """The path of the fake libcuda (tests/fakes/fakecuda.c), built into a
+    temporary folder; skips without a C compiler."""
+    build = fakes_build()
+    if build.compiler() is None:
+        pytest.skip("no C compiler (cc/gcc/clang or $CC) to build the fake libcuda")
+    return build.build_fakecuda(tmp_path_factory.mktemp("fakecuda"))
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch, tmp_path, fake_libcuda):
+    """ibverbs.cuda on the fake libcuda (IBVERBS_LIBCUDA), with an empty
+    sysfs root (IBVERBS_SYSFS_ROOT: no peer-memory module), the driver
+    forgotten before and after.  Yields the fake's controller (FakeCuda),
+    reset, with ``sysfs``, and ``alloc_tracked(n, misalign=0)``, whose
+    "device memory" (``allocated``) is freed afterwards."""
+    import ibverbs._cuda_driver as driver
+
+    monkeypatch.setenv("IBVERBS_LIBCUDA", fake_libcuda)
+    sysfs = tmp_path / "sys"
+    sysfs.mkdir()
+    monkeypatch.setenv("IBVERBS_SYSFS_ROOT", str(sysfs))
+    driver.forget_driver()
+    f = fakes_build().FakeCuda(fake_libcuda)
+    f.reset()
+    f.sysfs = sysfs
+    f.allocated = []
+
+    def alloc_tracked(n, misalign=0):
+        f.allocated.append(f.alloc(n, 0, misalign))
+        return f.allocated[-1]
+
+    f.alloc_tracked = alloc_tracked
+    yield f
+    gc.collect()
+    driver.forget_driver()
+    f.reset()
+    for ptr in f.allocated:
+        f.free(ptr)

@@ -71,6 +71,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from support import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 GUIDES = ROOT / "docs" / "guides"
 README = ROOT / "README.md"
@@ -422,14 +424,6 @@ def run_pair(
             srv.kill()
             srv.communicate()
     return res, cli
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ranks=N: one interpreter imports what the block imports from torch (about

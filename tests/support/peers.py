@@ -3,30 +3,16 @@ connected to its partner on the peer node, through a rendezvous Channel."""
 
 from __future__ import annotations
 
-import select
 import subprocess
 import time
 
 import ibverbs as ib
 from support import GID_INDEX, PORT
-from support.rdma import ALL_ACCESS, mkbuf  # noqa: F401 (tests/twonode import it here)
+
+# tests/twonode import these here: one definition, in support/rdma.py.
+from support.rdma import ALL_ACCESS, mkbuf, poll_until, wait_async_event  # noqa: F401
 
 SIGNALED = ib.SendFlags.SIGNALED
-
-
-def poll_until(cq, n=1, timeout=20.0, check=True):
-    """Poll CQ until N completions arrived (raising for a failed one unless
-    CHECK is false); fails on timeout."""
-    got = []
-    deadline = time.monotonic() + timeout
-    while len(got) < n:
-        got.extend(cq.poll(n - len(got)))
-        if len(got) < n and time.monotonic() > deadline:
-            raise AssertionError(f"timed out: {len(got)} of {n} completions")
-    if check:
-        for wc in got:
-            wc.raise_for_status()
-    return got
 
 
 def rc_qp(
@@ -106,25 +92,6 @@ def wait_listening(port, proc=None, timeout=60.0):
             )
         time.sleep(0.1)
     raise AssertionError(f"nothing listens on TCP port {port}")
-
-
-def wait_async_event(ctx, event_type, timeout=20.0):
-    """The next async event of EVENT_TYPE (acked); acks others on the way."""
-    deadline = time.monotonic() + timeout
-    seen = []
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise AssertionError(f"no {event_type!r} within {timeout} s; saw {seen}")
-        r, _, _ = select.select([ctx.async_fd], [], [], left)
-        if not r:
-            continue
-        ev = ctx.get_async_event()
-        t = ev.event_type
-        ev.ack()
-        if t == event_type:
-            return
-        seen.append(ib.EventType(t).name)
 
 
 def port_state(ctx):

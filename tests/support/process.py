@@ -46,9 +46,48 @@ def rdma_counts(device):
     return None
 
 
+def cm_counts(device):
+    """The device's cm_id, qp, cq, pd and mr counts (rdma_counts; an
+    absent kind is None); skips the test when `rdma` cannot tell."""
+    import pytest
+
+    if shutil.which("rdma") is None:
+        pytest.skip("the rdma tool (iproute2) is not installed")
+    counts = rdma_counts(device)
+    if counts is None:
+        pytest.skip(f"`rdma resource show` does not list {device}")
+    return {k: counts.get(k) for k in ("cm_id", "qp", "cq", "pd", "mr")}
+
+
 def full_gc():
     for _ in range(3):
         gc.collect()
+
+
+def measure(device):
+    """After a full GC: (RSS in KiB, open fds, the device's rdma_counts)."""
+    full_gc()
+    return rss_kib(), fd_count(), rdma_counts(device)
+
+
+def print_leak_result(kind, cycles, before, after, t0):
+    """The JSON line a leak case prints for test_rel_leaks.py: the growth
+    between two measure()s over CYCLES cycles of KIND, since T0."""
+    (rss0, fd0, k0), (rss1, fd1, k1) = before, after
+    print(
+        json.dumps(
+            {
+                "type": kind,
+                "cycles": cycles,
+                "rss_growth_kib": rss1 - rss0,
+                "fd_growth": fd1 - fd0,
+                "rdma_before": k0,
+                "rdma_after": k1,
+                "seconds": round(time.monotonic() - t0, 1),
+            }
+        ),
+        flush=True,
+    )
 
 
 # ---------------------------------------------------------------------------

@@ -17,17 +17,10 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import socket
 import sys
 import time
 import traceback
 import warnings
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def torchrun_env(rank, world_size, master_addr, master_port, local_rank=None):

@@ -1,15 +1,18 @@
-"""RDMA helpers for the device tests: an RC pair on one device, buffers,
-polling, async events.  Imports ibverbs (support/__init__.py does not)."""
+"""RDMA helpers for the device and two-node tests: an RC pair on one
+device, buffers, polling, async events, the link of the device's netdev.
+Imports ibverbs (support/__init__.py does not)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import select
+import subprocess
 import time
 
 import ibverbs as ib
 
-from support import GID_INDEX, PORT
+from support import GID_INDEX, NETDEV, PORT
 
 ALL_ACCESS = (
     ib.AccessFlags.LOCAL_WRITE
@@ -36,16 +39,21 @@ def make_rc_pair(
     channel=None,
     min_rnr_timer=None,
     send_ops_flags=None,
+    wc_flags=None,
 ):
     """Two QPs on one device connected to each other (loopback), each with
     its own CQ (on `channel` if given).  Returns (qp_a, cq_a, qp_b, cq_b).
-    With send_ops_flags both are extended QPs (PD.create_qp_ex)."""
+    With send_ops_flags both are extended QPs (PD.create_qp_ex); with
+    wc_flags both CQs are extended CQs reading those fields (CQEx)."""
     qp_type = ib.QPType.RC if qp_type is None else qp_type
     port_attr = ctx.query_port(PORT)
     gid = ctx.query_gid(PORT, GID_INDEX)
     out = []
     for _ in range(2):
-        cq = ctx.create_cq(cq_size, channel)
+        if wc_flags is None:
+            cq = ctx.create_cq(cq_size, channel)
+        else:
+            cq = ctx.create_cq_ex(ib.CQInitAttrEx(cq_size, wc_flags=wc_flags, channel=channel))
         if send_ops_flags is None:
             make, attr, extra_attr = pd.create_qp, ib.QPInitAttr, {}
         else:
@@ -93,6 +101,26 @@ def make_rc_pair(
     return qa, ca, qb, cb
 
 
+def write_wr(src, length, dest, *, at=0, wr_id=0, rkey=None, signaled=True):
+    """A SendWR that RDMA-writes the first LENGTH bytes of MR SRC to MR DEST
+    at offset AT (with DEST's rkey unless RKEY), signaled unless told."""
+    return ib.SendWR(
+        wr_id=wr_id,
+        sg_list=[src.sge(length)],
+        opcode=ib.WROpcode.RDMA_WRITE,
+        send_flags=ib.SendFlags.SIGNALED if signaled else 0,
+        remote_addr=dest.addr + at,
+        rkey=dest.rkey if rkey is None else rkey,
+    )
+
+
+def overrun_cq(qp, cq, mr, offset=0):
+    """Post more signaled RDMA writes on QP than CQ (its send CQ) holds,
+    never to be polled: 8 bytes each, MR to itself at OFFSET.  rxe then
+    reports CQ_ERR for CQ."""
+    qp.post_send([write_wr(mr, 8, mr, at=offset, wr_id=i) for i in range(cq.cqe + 3)])
+
+
 def mkbuf(pd, n, access=ALL_ACCESS, dtype=None, fill=0):
     """A numpy buffer of n items (uint8 unless dtype says otherwise),
     filled with fill, and its MR."""
@@ -111,9 +139,10 @@ def ok(wcs, opcode=None):
     return wcs
 
 
-def poll_until(cq, n=1, timeout=10.0):
-    """Poll until n completions arrived; returns them (AssertionError on
-    timeout)."""
+def poll_until(cq, n=1, timeout=10.0, *, check=False):
+    """Poll CQ until N completions arrived and return them; AssertionError
+    after TIMEOUT seconds.  With CHECK, a failed completion raises
+    (``WC.raise_for_status``); without, the caller reads the statuses."""
     got = []
     deadline = time.monotonic() + timeout
     while len(got) < n:
@@ -122,17 +151,25 @@ def poll_until(cq, n=1, timeout=10.0):
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out: {len(got)} of {n} completions")
             time.sleep(0.0005)
+    if check:
+        for wc in got:
+            wc.raise_for_status()
     return got
 
 
-def wait_async_event(ctx, event_type, timeout=10.0):
-    """The next async event of event_type (others are acked on the way);
-    None on timeout.  Works with a blocking or non-blocking async_fd."""
+def wait_async_event(ctx, event_type, timeout=10.0, *, ack=False, or_none=False):
+    """The next async event of EVENT_TYPE; the others are acked on the way.
+    It is returned unacked (the caller acks it, or holds it) unless ACK.
+    After TIMEOUT seconds: AssertionError naming the events seen, or None
+    with OR_NONE.  Works with a blocking or non-blocking async_fd."""
     deadline = time.monotonic() + timeout
+    seen = []
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return None
+            if or_none:
+                return None
+            raise AssertionError(f"no {event_type!r} within {timeout} s; saw {seen}")
         r, _, _ = select.select([ctx.async_fd], [], [], left)
         if not r:
             continue
@@ -145,7 +182,10 @@ def wait_async_event(ctx, event_type, timeout=10.0):
         finally:
             os.set_blocking(ctx.async_fd, was)
         if ev.event_type == event_type:
+            if ack:
+                ev.ack()
             return ev
+        seen.append(ib.EventType(ev.event_type).name)
         ev.ack()
 
 
@@ -158,9 +198,29 @@ def drain_async_events(ctx):
         while True:
             try:
                 ev = ctx.get_async_event()
-            except ib.VerbsError:
+            except ib.VerbsError as e:
+                if e.errno != errno.EAGAIN:
+                    raise
                 return types
             types.append(int(ev.event_type))
             ev.ack()
     finally:
         os.set_blocking(ctx.async_fd, was)
+
+
+def set_link(state, netdev=NETDEV):
+    """Take the device's netdev "down" or "up" (ip(8); root)."""
+    subprocess.run(["ip", "link", "set", netdev, state], check=True, timeout=60)
+
+
+def wait_port_active(ctx, timeout=30.0):
+    """Wait until PORT is ACTIVE again with its GID (after a link flap)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (
+            ctx.query_port(PORT).state == ib.PortState.ACTIVE
+            and not ctx.query_gid(PORT, GID_INDEX).is_zero()
+        ):
+            return
+        time.sleep(0.1)
+    raise AssertionError("port did not come back ACTIVE with its GID")

@@ -1,4 +1,5 @@
-"""Split one test session into N shards that run side by side.
+"""Split one test session into N shards that run side by side, by the
+durations recorded from a real run.
 
 ``make test-guest`` boots one guest with two nodes (``tools/rxe-vm --nodes
 2``) and runs the device suite as two pytest processes, one per node, each
@@ -11,58 +12,75 @@ A whole file goes to one shard (its module fixtures, its order and the
 kernel objects it checks stay together), and the split is fixed: the
 files, heaviest first, each to the shard with the least weight so far
 (ties to the lower shard); the files of a ``TOGETHER`` group go as one.
-The weights are the seconds each file took in the guest (``WEIGHTS``; a
-file not listed counts as ``DEFAULT``); the split only needs them roughly
-right.  Each shard prints its files' times
-at the end of the session, which is what to copy here when they drift.
+A file's weight is the seconds it took in the guest (setup, call and
+teardown of its tests), as recorded in ``shard-durations.json`` beside
+this module; a file not listed counts as ``DEFAULT``.  The split only
+needs them roughly right.
+
+The durations are recorded, not written by hand: with
+``IBVERBS_STORE_DURATIONS=PATH`` a session writes the seconds of each file
+that ran to PATH (JSON, ``{file: seconds}``; tests/conftest.py), ``tools/
+guest-suite --store-durations PREFIX`` has each node's process write
+``PREFIX.K.json``, and ``make shard-durations`` runs the device suite that
+way in the guest and merges the parts into shard-durations.json
+(``python tests/support/shards.py merge OUT PART...``), to be committed.
+Each shard also prints its files' times at the end of the session.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+from functools import lru_cache
+from pathlib import Path
 
 ENV = "IBVERBS_TEST_SHARD"
+STORE_ENV = "IBVERBS_STORE_DURATIONS"
 DEFAULT = 3.0
+DURATIONS = Path(__file__).resolve().with_name("shard-durations.json")
 
-# Seconds per file in the guest (rxe0/rxe1 of one --nodes 2 boot, quiet
-# 2-core host, 2026-12-01), as the shard report prints them.
-WEIGHTS = {
-    "tests/device/test_guides_device.py": 50.0,
-    "tests/device/reliability/test_rel_leaks.py": 21.3,
-    "tests/device/test_bootstrap_rxe.py": 20.0,
-    "tests/device/reliability/test_rel_races.py": 17.0,
-    "tests/gpu/test_gpudirect.py": 14.5,
-    "tests/device/test_cm.py": 11.9,
-    "tests/device/test_examples.py": 11.5,
-    "tests/device/reliability/test_rel_fork.py": 9.8,
-    "tests/device/test_context.py": 9.0,
-    "tests/device/reliability/test_rel_state_machine.py": 8.8,
-    "tests/device/test_portability_rxe.py": 7.8,
-    "tests/device/test_mr.py": 7.7,
-    "tests/device/test_cq.py": 7.4,
-    "tests/device/reliability/test_rel_faults.py": 7.0,
-    "tests/device/test_rc.py": 6.6,
-    "tests/device/test_aio.py": 6.1,
-    "tests/device/test_cuda_rxe.py": 5.9,
-    "tests/device/test_aio_cm.py": 5.3,
-    "tests/device/test_compat_rxe.py": 4.8,
-    "tests/device/test_qp_ex.py": 4.7,
-    "tests/device/test_mw.py": 4.7,
-    "tests/device/test_qp.py": 4.4,
-    "tests/device/test_helpers.py": 4.2,
-    "tests/device/test_errors.py": 3.7,
-    "tests/device/test_perf.py": 3.4,
-    "tests/device/test_wrchain.py": 2.9,
-    "tests/device/reliability/test_rel_misuse.py": 2.4,
-    "tests/device/test_srq.py": 2.0,
-    "tests/device/reliability/test_rel_security.py": 1.8,
-    "tests/device/test_uc_ud.py": 1.6,
-    "tests/device/test_poll_count.py": 1.6,
-    "tests/device/test_cq_ex.py": 1.5,
-    "tests/device/test_events.py": 1.3,
-    "tests/device/test_dm_flow_odp.py": 0.8,
-    "tests/device/test_atomic_write.py": 0.1,
-}
+
+def read_durations(path=DURATIONS) -> dict[str, float]:
+    """``{file: seconds}`` from a durations file (the recorded one by
+    default); ValueError naming the file for anything else."""
+    with open(path) as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, (int, float)) for k, v in data.items()
+    ):
+        raise ValueError(f"{path}: expected a JSON object of file: seconds")
+    return {k: float(v) for k, v in data.items()}
+
+
+@lru_cache(maxsize=None)
+def durations() -> dict[str, float]:
+    """The recorded seconds per file (shard-durations.json), read once."""
+    return read_durations()
+
+
+def write_durations(path, seconds) -> None:
+    """Write ``{file: seconds}`` to PATH (sorted, to 0.1 s), through a
+    temporary file so that a reader never sees half of it."""
+    data = {f: round(s, 1) for f, s in sorted(seconds.items())}
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def merge(out, parts) -> dict[str, float]:
+    """Write to OUT the durations of the files in the PARTS (one per
+    process of a run; a file in several counts its longest), and return
+    them.  OUT is written afresh: a file that no part ran is dropped."""
+    merged: dict[str, float] = {}
+    for part in parts:
+        for f, s in read_durations(part).items():
+            merged[f] = max(s, merged.get(f, 0.0))
+    write_durations(out, merged)
+    return merged
+
 
 # Files that go to one shard together: each imports torch (14-20 s in the
 # guest), which a process pays once.
@@ -89,7 +107,7 @@ def parse(value: str | None) -> tuple[int, int] | None:
 def assign(files, count: int, weights=None, together=None) -> dict[str, int]:
     """The shard of each file: the heaviest first (a TOGETHER group as one,
     its weights summed), each to the shard with the least weight so far."""
-    weights = WEIGHTS if weights is None else weights
+    weights = durations() if weights is None else weights
     together = TOGETHER if together is None else together
     files = set(files)
     units, grouped = [], set()
@@ -136,10 +154,12 @@ def select(config, items) -> tuple[int, int] | None:
     return which
 
 
-class Report:
-    """Wall time per file of what ran, printed at the end of the session."""
+class Timings:
+    """Wall time per file of what ran (setup, call and teardown of each
+    test): printed at the end of a sharded session, written to the
+    durations file when asked (tests/conftest.py)."""
 
-    def __init__(self, which):
+    def __init__(self, which=None):
         self.which = which
         self.seconds: dict[str, float] = {}
 
@@ -153,3 +173,21 @@ class Report:
         yield f"shard {k}/{n}: {len(self.seconds)} files, {total:.0f} s of tests"
         for f, s in sorted(self.seconds.items(), key=lambda x: -x[1]):
             yield f"    {s:6.1f} s  {f}"
+
+    def write(self, path):
+        write_durations(path, self.seconds)
+
+
+def main(argv) -> int:
+    """``python tests/support/shards.py merge OUT PART...`` (make
+    shard-durations)."""
+    if len(argv) < 3 or argv[0] != "merge":
+        print("usage: shards.py merge OUT PART...", file=sys.stderr)
+        return 2
+    merged = merge(argv[1], argv[2:])
+    print(f"{argv[1]}: {len(merged)} files, {sum(merged.values()):.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

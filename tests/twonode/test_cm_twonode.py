@@ -32,6 +32,15 @@ def _qp(cmid, pd, cq):
     return cmid.create_qp(pd, ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=2, max_recv_wr=2))
 
 
+def _agree_port(chan, me, base):
+    """Node 0 picks an rdma_cm port (BASE + 0..99) and tells node 1."""
+    if me == 0:
+        port = base + int(time.time()) % 100
+        chan.send("port", port)
+        return port
+    return chan.recv("port")
+
+
 def _resolve(node, port):
     """CMID.resolve of node 0's address from this node's own address (the
     source must be bound: without it the route lookup on a shared kernel
@@ -50,18 +59,14 @@ def _exchange(cmid, qp, cq, mr, buf, payload):
     """One SEND each way; returns what arrived in this side's memory."""
     ctypes.memmove(buf, payload, MSG)
     qp.post_send(ib.SendWR(wr_id=2, sg_list=[mr.sge(MSG)], send_flags=ib.SendFlags.SIGNALED))
-    wcs = poll_until(cq, 2, timeout=TIMEOUT)
+    wcs = poll_until(cq, 2, timeout=TIMEOUT, check=True)
     assert sorted(w.wr_id for w in wcs) == [1, 2]
     return buf.raw[MSG:]
 
 
 def test_cm_listener_and_cmid_across_nodes(chan, me, node):
     assert ib.has_rdmacm(), "librdmacm.so.1 did not load (tools/install-deps installs it)"
-    if me == 0:
-        port = 7600 + int(time.time()) % 100
-        chan.send("port", port)
-    else:
-        port = chan.recv("port")
+    port = _agree_port(chan, me, 7600)
     if me == 0:
         with ib.CMListener(port, node.addr) as listener:
             chan.send("listening")
@@ -102,11 +107,7 @@ def test_cm_listener_and_cmid_across_nodes(chan, me, node):
 
 
 def test_cmid_against_c_rdma_server_on_the_peer(chan, me, node):
-    if me == 0:
-        port = 7700 + int(time.time()) % 100
-        chan.send("port", port)
-    else:
-        port = chan.recv("port")
+    port = _agree_port(chan, me, 7700)
     if me == 0:
         exe = shutil.which("rdma_server")
         assert exe, "rdma_server not found (package rdmacm-utils, tools/install-deps)"

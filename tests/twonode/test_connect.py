@@ -40,7 +40,7 @@ def test_rtr_attributes_name_the_peer(chan, me, ctx, pd):
     qp.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr.sge(32, 32)]))
     chan.barrier("posted")
     qp.post_send(ib.SendWR(wr_id=2, sg_list=[mr.sge(32)], send_flags=SIGNALED))
-    wcs = poll_until(cq, 2)
+    wcs = poll_until(cq, 2, timeout=20, check=True)
     assert sorted(w.opcode for w in wcs) == sorted([ib.WCOpcode.SEND, ib.WCOpcode.RECV])
     assert (buf[32:] == 0xA0 + (1 - me)).all()
 
@@ -76,10 +76,10 @@ def test_mtu_negotiation_and_1mib_write(chan, me, ctx, pd):
                 send_flags=SIGNALED,
             )
         )
-        poll_until(cq, timeout=60)
+        poll_until(cq, timeout=60, check=True)
         chan.send("sha256", hashlib.sha256(buf).hexdigest())
     else:
-        (wc,) = poll_until(cq, timeout=60)
+        (wc,) = poll_until(cq, timeout=60, check=True)
         assert wc.imm_data == size and wc.byte_len == size and wc.wr_id == 5
         assert hashlib.sha256(buf).hexdigest() == chan.recv("sha256")
     print(

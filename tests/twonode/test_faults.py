@@ -199,13 +199,13 @@ def test_peer_link_down_then_up(chan, me, ctx, pd):
     if me == 1:
         _link("down")
         try:
-            wait_async_event(ctx, ib.EventType.PORT_ERR)
+            wait_async_event(ctx, ib.EventType.PORT_ERR, timeout=20, ack=True)
             _wait_port(ctx, ib.PortState.DOWN)
             chan.send("down")
             chan.recv("errored")
         finally:
             _link("up")
-        wait_async_event(ctx, ib.EventType.PORT_ACTIVE)
+        wait_async_event(ctx, ib.EventType.PORT_ACTIVE, timeout=20, ack=True)
         _wait_port(ctx, ib.PortState.ACTIVE)
         assert ctx.query_gid(PORT, GID_INDEX) == gid
         chan.send("up")
@@ -241,7 +241,7 @@ def test_peer_link_down_then_up(chan, me, ctx, pd):
                 send_flags=SIGNALED,
             )
         )
-        poll_until(cq2, timeout=30)
+        poll_until(cq2, timeout=30, check=True)
         chan.send("written")
     else:
         chan.recv("written")

@@ -82,7 +82,7 @@ def test_rc_full_mesh_every_node_writes_into_every_other(mesh_node, chans, me, c
                 ),
             ]
         )
-    wcs = poll_until(cq, 2 * len(peers), timeout=60)
+    wcs = poll_until(cq, 2 * len(peers), timeout=60, check=True)
     assert sorted(w.wr_id for w in wcs) == sorted(
         [200 + p for p in peers] + [500 + p for p in peers]
     )
@@ -147,7 +147,7 @@ def test_ud_one_qp_reaches_every_peer(mesh_node, chans, me, ctx, pd):
                 remote_qkey=QKEY,
             )
         )
-    wcs = poll_until(cq, 2 * len(peers), timeout=60)
+    wcs = poll_until(cq, 2 * len(peers), timeout=60, check=True)
     recvs = [w for w in wcs if w.opcode == ib.WCOpcode.RECV]
     assert sorted(w.wr_id for w in wcs if w.opcode != ib.WCOpcode.RECV) == [300 + p for p in peers]
     assert sorted(w.src_qp for w in recvs) == sorted(qpn.values())

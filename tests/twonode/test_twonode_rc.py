@@ -51,7 +51,7 @@ def test_send_recv_imm_multi_sge_inline(chan, me, ctx, pd):
             ib.SendWR(wr_id=3, sg_list=[mr_i.sge()], send_flags=SIGNALED | ib.SendFlags.INLINE)
         )
         inl[:] = 0
-        wcs = poll_until(cq, 3)
+        wcs = poll_until(cq, 3, timeout=20, check=True)
         assert sorted(w.wr_id for w in wcs) == [1, 2, 3]
         chan.send(
             "expect",
@@ -59,7 +59,7 @@ def test_send_recv_imm_multi_sge_inline(chan, me, ctx, pd):
         )
     else:
         want = chan.recv("expect")
-        wcs = poll_until(cq, 3)
+        wcs = poll_until(cq, 3, timeout=20, check=True)
         assert [w.wr_id for w in wcs] == [100, 101, 102]
         a, b, c = wcs
         assert a.opcode == ib.WCOpcode.RECV and a.byte_len == 800
@@ -111,7 +111,7 @@ def test_write_write_imm_and_read(chan, me, ctx, pd):
                 ),
             ]
         )
-        wcs = poll_until(cq, 3)
+        wcs = poll_until(cq, 3, timeout=20, check=True)
         assert [(w.wr_id, w.opcode) for w in wcs] == [
             (1, ib.WCOpcode.RDMA_WRITE),
             (2, ib.WCOpcode.RDMA_WRITE),
@@ -122,7 +122,7 @@ def test_write_write_imm_and_read(chan, me, ctx, pd):
         chan.send("written", bytes(buf[:3096]))
     else:
         chan.send("read source", bytes(buf[4096:]))
-        (wc,) = poll_until(cq)
+        (wc,) = poll_until(cq, timeout=20, check=True)
         assert wc.opcode == ib.WCOpcode.RECV_RDMA_WITH_IMM and wc.imm_data == 77
         assert wc.byte_len == 96 and wc.wr_id == 9
         assert bytes(buf[100:3196]) == chan.recv("written")
@@ -152,7 +152,7 @@ def test_atomics(chan, me, ctx, pd):
                     **kw,
                 )
             )
-            (wc,) = poll_until(cq)
+            (wc,) = poll_until(cq, timeout=20, check=True)
             assert wc.wr_id == wr_id
             return int(words[slot])
 

@@ -47,7 +47,7 @@ def test_ud_through_ah_from_remote_gid(chan, me, node, ctx, pd):
             remote_qkey=QKEY,
         )
     )
-    wcs = poll_until(cq, 2)
+    wcs = poll_until(cq, 2, timeout=20, check=True)
     (got,) = [w for w in wcs if w.opcode == ib.WCOpcode.RECV]
     assert got.wr_id == 50 and got.byte_len == GRH + n
     assert got.wc_flags & ib.WCFlags.GRH and got.wc_flags & ib.WCFlags.WITH_IMM
@@ -72,7 +72,7 @@ def test_srq_shared_by_qps_from_the_peer(chan, me, ctx, pd):
         dst, mr = mkbuf(pd, 4 * 256)
         srq.post_recv([ib.RecvWR(wr_id=i, sg_list=[mr.sge(256, 256 * i)]) for i in range(4)])
         chan.send("posted")
-        wcs = poll_until(cq, 4)
+        wcs = poll_until(cq, 4, timeout=20, check=True)
         by_qp = {}
         for wc in wcs:
             assert wc.opcode == ib.WCOpcode.RECV and wc.byte_len == 100
@@ -99,7 +99,7 @@ def test_srq_shared_by_qps_from_the_peer(chan, me, ctx, pd):
                     send_flags=SIGNALED,
                 )
             )
-        poll_until(cq, 4)
+        poll_until(cq, 4, timeout=20, check=True)
         chan.recv("checked")
 
 
@@ -127,4 +127,4 @@ def test_comp_channel_woken_by_remote_traffic(chan, me, ctx, pd):
         buf[:] = 0xC3
         chan.recv("armed")
         qp.post_send(ib.SendWR(wr_id=8, sg_list=[mr.sge()], send_flags=SIGNALED))
-        poll_until(cq)
+        poll_until(cq, timeout=20, check=True)

@@ -16,7 +16,6 @@ measured cycles, after a warm-up.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import sys
 import threading
@@ -28,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import ibverbs as ib  # noqa: E402
 from ibverbs.enums import CMEventType  # noqa: E402
 
-from support.process import fd_count, full_gc, rdma_counts, rss_kib  # noqa: E402
+from support.process import measure, print_leak_result  # noqa: E402
 
 ADDR = os.environ.get("IBVERBS_TEST_CM_SERVER", "198.18.0.1")
 SOURCE = os.environ.get("IBVERBS_TEST_CM_SOURCE") or None
@@ -118,26 +117,11 @@ def main(argv):
     device, n = argv[1], int(argv[2])
     with ib.CMListener(0, ADDR) as listener:
         run(listener, min(20, n))  # warm-up: caches, lazy loads
-        full_gc()
-        rss0, fd0, k0 = rss_kib(), fd_count(), rdma_counts(device)
+        before = measure(device)
         t0 = time.monotonic()
         run(listener, n)
-        full_gc()
-        rss1, fd1, k1 = rss_kib(), fd_count(), rdma_counts(device)
-    print(
-        json.dumps(
-            {
-                "type": "cm_connect",
-                "cycles": n,
-                "rss_growth_kib": rss1 - rss0,
-                "fd_growth": fd1 - fd0,
-                "rdma_before": k0,
-                "rdma_after": k1,
-                "seconds": round(time.monotonic() - t0, 1),
-            }
-        ),
-        flush=True,
-    )
+        after = measure(device)
+    print_leak_result("cm_connect", n, before, after, t0)
     print("DONE", flush=True)
 
 

@@ -24,7 +24,7 @@ import ibverbs as ib  # noqa: E402
 
 from support import GID_INDEX, PORT  # noqa: E402
 from support.rdma import ALL_ACCESS  # noqa: E402
-from support.process import fd_count, full_gc, rdma_counts, rss_kib  # noqa: E402
+from support.process import fd_count, full_gc, measure, print_leak_result, rdma_counts  # noqa: E402
 
 
 def cycles(device):
@@ -252,26 +252,11 @@ def main(argv):
         warm = min(200, max(20, n // 10))
         for _ in range(warm):
             cycle(state)
-        full_gc()
-        rss0, fd0, k0 = rss_kib(), fd_count(), rdma_counts(device)
+        before = measure(device)
         for _ in range(n):
             cycle(state)
-        full_gc()
-        rss1, fd1, k1 = rss_kib(), fd_count(), rdma_counts(device)
-        print(
-            json.dumps(
-                {
-                    "type": name,
-                    "cycles": n,
-                    "rss_growth_kib": rss1 - rss0,
-                    "fd_growth": fd1 - fd0,
-                    "rdma_before": k0,
-                    "rdma_after": k1,
-                    "seconds": round(time.monotonic() - t0, 1),
-                }
-            ),
-            flush=True,
-        )
+        after = measure(device)
+        print_leak_result(name, n, before, after, t0)
         for key in ("ud", "ah", "mr", "cq", "pd", "ctx"):
             o = state.pop(key, None)
             if o is not None:

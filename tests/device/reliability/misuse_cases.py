@@ -1376,7 +1376,7 @@ def async_event_case(device):
             for i in range(32)
         ]
     )
-    ev = wait_async_event(ctx, ib.EventType.CQ_ERR)
+    ev = wait_async_event(ctx, ib.EventType.CQ_ERR, or_none=True)
     assert ev is not None, "no CQ_ERR event after a CQ overrun"
     cq = ev.element
     assert cq is ca or cq is cb, ev

@@ -39,17 +39,16 @@ class Buf(bytearray):
 # ---------------------------------------------------------------------------
 
 
-def remote_write(ctx, pd, addr, rkey, data=b"\xee" * 64):
-    """RDMA-write data to (addr, rkey) from a fresh connected QP; the
-    completion status."""
+def one_sided(ctx, pd, opcode, buf, access, addr, rkey):
+    """Post one OPCODE (RDMA write or read) of BUF, registered with ACCESS,
+    to (addr, rkey) from a fresh connected QP; the completion status."""
     qa, ca, qb, cb = make_rc_pair(ctx, pd, rnr_retry=0)
-    src = bytearray(data)
-    mr = ib.reg_tensor(pd, src, 0)
+    mr = ib.reg_tensor(pd, buf, access)
     qa.post_send(
         ib.SendWR(
             wr_id=1,
             sg_list=[mr.sge()],
-            opcode=ib.WROpcode.RDMA_WRITE,
+            opcode=opcode,
             send_flags=SIG,
             remote_addr=addr,
             rkey=rkey,
@@ -61,23 +60,15 @@ def remote_write(ctx, pd, addr, rkey, data=b"\xee" * 64):
     return st
 
 
+def remote_write(ctx, pd, addr, rkey, data=b"\xee" * 64):
+    """RDMA-write data to (addr, rkey) from a fresh connected QP; the
+    completion status."""
+    return one_sided(ctx, pd, ib.WROpcode.RDMA_WRITE, bytearray(data), 0, addr, rkey)
+
+
 def remote_read(ctx, pd, addr, rkey, n=64):
-    qa, ca, qb, cb = make_rc_pair(ctx, pd, rnr_retry=0)
     dst = bytearray(n)
-    mr = ib.reg_tensor(pd, dst, A.LOCAL_WRITE)
-    qa.post_send(
-        ib.SendWR(
-            wr_id=1,
-            sg_list=[mr.sge()],
-            opcode=ib.WROpcode.RDMA_READ,
-            send_flags=SIG,
-            remote_addr=addr,
-            rkey=rkey,
-        )
-    )
-    st = poll_until(ca, 1, timeout=30)[0].status
-    for o in (qa, qb, ca, cb, mr):
-        o.close()
+    st = one_sided(ctx, pd, ib.WROpcode.RDMA_READ, dst, A.LOCAL_WRITE, addr, rkey)
     return st, bytes(dst)
 
 
