@@ -31,6 +31,9 @@ CFLAGS = [
     "-fvisibility=hidden",
 ]
 DEFINES = [("Py_LIMITED_API", "0x03090000")]
+# The C core: every *.c below it, in family folders (its README.md); the
+# files include its headers by their path from here ("qp/qp.h").
+C_ROOT = "src/ibverbs/_ibverbs"
 
 
 # Every verb, struct member, enum member and flag newer than rdma-core 33
@@ -110,7 +113,7 @@ def probed_defines(extra):
 # cc) would bring a second libc's headers beside rdma-core's and Python's
 # and a 45 MB download, for the same file.  auditwheel show / repair then
 # finds the manylinux2014 tag in the file; tests/host/test_wheel.py checks.
-GLIBC_FLOOR_HEADER = "src/ibverbs/_ibverbs/glibc_floor.h"
+GLIBC_FLOOR_HEADER = f"{C_ROOT}/glibc_floor.h"
 
 
 def glibc_floor_flags():
@@ -128,8 +131,9 @@ def extension():
     floor_cflags, floor_ldflags = glibc_floor_flags()
     return Extension(
         "ibverbs._ibverbs",
-        sources=sorted(glob.glob("src/ibverbs/_ibverbs/*.c")),
-        depends=glob.glob("src/ibverbs/_ibverbs/*.h"),
+        sources=sorted(glob.glob(f"{C_ROOT}/**/*.c", recursive=True)),
+        depends=sorted(glob.glob(f"{C_ROOT}/**/*.h", recursive=True)),
+        include_dirs=[C_ROOT],
         define_macros=DEFINES + probed_defines(extra),
         py_limited_api=True,
         extra_compile_args=CFLAGS + extra + floor_cflags,

@@ -19,7 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <infiniband/verbs.h>
-#include "compat.h"
+#include "core/compat.h"
 #include <stdint.h>
 #include <errno.h>
 #include <endian.h>

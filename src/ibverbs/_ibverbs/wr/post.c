@@ -21,13 +21,13 @@
 /* Linking and unlinking (the template is post_link.h)                 */
 /* ------------------------------------------------------------------ */
 
-#include "wr_kind_send.h"
-#include "post_link.h"
-#include "wr_kind_undef.h"
+#include "wr/templates/wr_kind_send.h"
+#include "wr/templates/post_link.h"
+#include "wr/templates/wr_kind_undef.h"
 
-#include "wr_kind_recv.h"
-#include "post_link.h"
-#include "wr_kind_undef.h"
+#include "wr/templates/wr_kind_recv.h"
+#include "wr/templates/post_link.h"
+#include "wr/templates/wr_kind_undef.h"
 
 /* ------------------------------------------------------------------ */
 /* Messages after a failed post                                       */

@@ -14,7 +14,7 @@
  *   A CMID from get_request() is independent of its listener: it moves
  *     to its own event channel (rdma_migrate_id).
  */
-#include "cm.h"
+#include "cm/cm.h"
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <string.h>

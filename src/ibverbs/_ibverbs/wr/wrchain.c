@@ -141,13 +141,13 @@ static PyObject *chain_enter(PyObject *self, PyObject *unused)
 /* The two kinds (the template is wrchain_kind.h)                      */
 /* ------------------------------------------------------------------ */
 
-#include "wr_kind_send.h"
-#include "wrchain_kind.h"
-#include "wr_kind_undef.h"
+#include "wr/templates/wr_kind_send.h"
+#include "wr/templates/wrchain_kind.h"
+#include "wr/templates/wr_kind_undef.h"
 
-#include "wr_kind_recv.h"
-#include "wrchain_kind.h"
-#include "wr_kind_undef.h"
+#include "wr/templates/wr_kind_recv.h"
+#include "wr/templates/wrchain_kind.h"
+#include "wr/templates/wr_kind_undef.h"
 
 static PyType_Slot sendwrchain_slots[] = {
 	{ Py_tp_doc,

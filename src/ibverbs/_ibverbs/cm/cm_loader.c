@@ -6,7 +6,7 @@
  * `import ibverbs` works where it is absent; the module still NEEDs only
  * libc.  $IBVERBS_LIBRDMACM (test-only) names another file.
  */
-#include "cm.h"
+#include "cm/cm.h"
 #include <dlfcn.h>
 #include <stdlib.h>
 

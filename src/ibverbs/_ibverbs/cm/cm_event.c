@@ -13,7 +13,7 @@
  * waits for every event it handed out to be acked, so none may stay
  * unacked.
  */
-#include "cm.h"
+#include "cm/cm.h"
 #include <poll.h>
 #include <string.h>
 #include <time.h>

@@ -5,7 +5,7 @@
  * it: it moves to its own event channel (rdma_migrate_id).  The handle
  * plumbing, close() and the getters are CMID's (cm.c).
  */
-#include "cm.h"
+#include "cm/cm.h"
 #include <arpa/inet.h>
 #include <string.h>
 

@@ -7,7 +7,7 @@
  * and the started forms share the argument checks and the verb
  * (cmid_start_*_args) and the wait for ESTABLISHED (cmid_finish).
  */
-#include "cm.h"
+#include "cm/cm.h"
 #include <string.h>
 
 /* What the transport carries as private data in a REQ/REP/REJ. */
