@@ -421,10 +421,6 @@ static inline int qp_check_idle(PyObject *self, const char *what)
 			what);
 	return -1;
 }
-/* qp_connect.c: the state transitions (QP methods). */
-PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw);
 
 typedef struct {
 	Handle h; /* obj: struct ibv_ah *; parent: PD */
@@ -627,8 +623,6 @@ int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i);
 int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
 		      PyObject **mr_out);
 int mw_parse(PyObject *o, const char *name);
-/* QPEx.wr_bind_mw(mw, rkey, bind_info) (wr_ex.c) */
-PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *sendwr_get_mw(PyObject *self, void *closure);
 PyObject *sendwr_get_bind_info(PyObject *self, void *closure);
 #define SENDWR_BIND_GETSETS                                             \
@@ -640,7 +634,7 @@ PyObject *sendwr_get_bind_info(PyObject *self, void *closure);
 	}
 
 /* ------------------------------------------------------------------ */
-/* Extended QP (qp_ex.c: creation, batches; wr_ex.c: ibv_wr_* calls)   */
+/* Extended QP (qp_ex.c: creation, batches, the ibv_wr_* calls)        */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -692,23 +686,6 @@ enum {
 extern PyType_Spec QPEx_spec;
 PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
-/* qp_ex.c, for wr_ex.c: before a builder (batch open, op in
- * send_ops_flags, the provider's op set (provided; else EOPNOTSUPP), the
- * previous WR complete) and before a setter (batch
- * open, a builder first, the setter allowed for it; data: WREX_SET_*,
- * 0 for wr_set_ud_addr).  0, or -1 with
- * VerbsError(EINVAL) naming the verb. */
-int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided);
-int qpex_begin_setter(PyObject *self, int data, const char *verb);
-/* Hold o until the batch ends; an MR or AH is also marked used.  0/-1. */
-int qpex_keep(PyObject *self, PyObject *o);
-/* qp_ex.c: the batch methods (the guard of post_send and modify is
- * qp_check_idle, qp.c). */
-PyObject *qpex_wr_start(PyObject *self, PyObject *unused);
-PyObject *qpex_wr_complete(PyObject *self, PyObject *unused);
-PyObject *qpex_wr_abort(PyObject *self, PyObject *unused);
-/* wr_ex.c: QPEx's method table (batch, builders, setters). */
-extern PyMethodDef qpex_methods[];
 /* qp.c: qp_create_with() for a given type (QPEx: a subclass of QP). */
 PyObject *qp_create_typed(PDObject *pd, PyObject *init_attr,
 			  const HandleKind *kind, const char *verb,
