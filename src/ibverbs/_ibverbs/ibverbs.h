@@ -194,7 +194,9 @@ extern PyType_Spec CMListener_spec; /* cm_listener.c */
 extern PyType_Spec CMEvent_spec; /* cm_event.c */
 /* cm_loader.c: has_rdmacm() and _rdmacm_status() (librdmacm is loaded lazily) */
 PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused);
+extern const char cm_mod_has_rdmacm__doc__[]; /* beside it */
 PyObject *cm_mod_rdmacm_status(PyObject *mod, PyObject *unused);
+extern const char cm_mod_rdmacm_status__doc__[]; /* beside it */
 
 /* enums.c: a dict {class name: {member name: value}} from the headers */
 PyObject *ibv_constants_dict(void);
@@ -527,6 +529,10 @@ int sendwr_check_ud(const struct ibv_send_wr *head);
 PyObject *qp_post_send(PyObject *self, PyObject *arg);
 PyObject *qp_post_recv(PyObject *self, PyObject *arg);
 PyObject *srq_post_recv(PyObject *self, PyObject *arg);
+/* Their docstrings, beside them in post.c (the method tables of qp.c and
+ * srq.c name them). */
+extern const char qp_post_send__doc__[], qp_post_recv__doc__[],
+	srq_post_recv__doc__[];
 
 /* Constructors used by the parent types' factory methods. Each returns a
  * new reference or NULL with an exception set. */
@@ -587,7 +593,9 @@ PyObject *device_query_ex(ContextObject *ctx);
 PyObject *dm_create(ContextObject *ctx, PyObject *args, PyObject *kw);
 PyObject *dm_reg_mr(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw);
+extern const char qp_create_flow__doc__[]; /* QP.create_flow, flow.c */
 PyObject *flow_mod_layouts(PyObject *mod, PyObject *unused);
+extern const char flow_mod_layouts__doc__[]; /* beside it */
 PyObject *odp_reg_implicit(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *odp_advise_mr(PDObject *pd, PyObject *args, PyObject *kw);
 /* Memory windows (mw.c)                                               */
@@ -607,8 +615,10 @@ extern PyType_Spec MW_spec; /* mw.c */
 PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw);
 /* QP.bind_mw(mw, mw_bind) -> the new rkey (type 1 windows) */
 PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
+extern const char qp_bind_mw__doc__[]; /* beside it in mw.c */
 /* ibverbs.inc_rkey(rkey) */
 PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg);
+extern const char mw_mod_inc_rkey__doc__[]; /* beside it */
 /* SendWR(mw=..., bind_info=...): check and store the bind fields of a
  * new WR (either may be NULL: not given).  0 or -1. */
 int sendwr_bind_init(SendWRObject *w, PyObject *mw, PyObject *bind_info);

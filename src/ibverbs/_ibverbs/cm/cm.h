@@ -142,6 +142,12 @@ PyObject *cmid_start_accept(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cmid_poll_established(PyObject *self, PyObject *unused);
 PyObject *cmid_reject(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *cmid_disconnect(PyObject *self, PyObject *unused);
+/* Their docstrings, beside them in cm_connect.c (cm.c's method table
+ * names them). */
+extern const char cmid_connect__doc__[], cmid_accept__doc__[],
+	cmid_reject__doc__[], cmid_start_connect__doc__[],
+	cmid_start_accept__doc__[], cmid_poll_established__doc__[],
+	cmid_disconnect__doc__[];
 
 /* ------------------------------------------------------------------ */
 /* cm_event.c: waiting for events                                      */

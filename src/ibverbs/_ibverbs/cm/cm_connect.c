@@ -189,6 +189,41 @@ static int cmid_start_connect_args(PyObject *self, PyObject *args, PyObject *kw,
 	return 0;
 }
 
+const char cmid_connect__doc__[] = PyDoc_STR(
+	"connect(private_data=b'', *, responder_resources=1, "
+	"initiator_depth=1, retry_count=7, rnr_retry_count=7, "
+	"timeout=None) -> bytes\n"
+	"\n"
+	"Connect to the resolved peer and wait until the connection is\n"
+	"established.  The CMID needs its QP (``create_qp``) first.\n"
+	"\n"
+	"Wraps ``rdma_connect`` (man page rdma_connect(3)).\n"
+	"\n"
+	"Args:\n"
+	"    private_data: sent with the request (56 bytes at most over\n"
+	"        InfiniBand and RoCE, 255 over iWARP).\n"
+	"    responder_resources: RDMA reads and atomics in flight the\n"
+	"        peer may send to us, 0..255.\n"
+	"    initiator_depth: RDMA reads and atomics in flight we send,\n"
+	"        0..255.\n"
+	"    retry_count: transport retries after a timeout, 0..255 (the\n"
+	"        IB CM keeps 3 bits: 0..7).\n"
+	"    rnr_retry_count: receiver-not-ready retries (7: forever).\n"
+	"    timeout: seconds to wait, None for no limit.\n"
+	"\n"
+	"Returns:\n"
+	"    The peer's private data from its accept.\n"
+	"\n"
+	"Raises:\n"
+	"    VerbsError: the verb failed or the attempt ended in an\n"
+	"        error event (ECONNREFUSED: rejected, with ``event``,\n"
+	"        ``status`` and ``private_data`` attributes); EISCONN when\n"
+	"        connected, EALREADY while another attempt is under way.\n"
+	"    TimeoutError: not established within the timeout (the\n"
+	"        attempt stays under way: ``poll_established()``).\n"
+	"    ValueError: no QP, a CMID from a listener, private_data too\n"
+	"        long, or an argument out of range.");
+
 PyObject *cmid_connect(PyObject *self, PyObject *args, PyObject *kw)
 {
 	long ms;
@@ -197,6 +232,21 @@ PyObject *cmid_connect(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	return cmid_finish(CMO(self), ms);
 }
+
+const char cmid_start_connect__doc__[] = PyDoc_STR(
+	"start_connect(private_data=b'', *, responder_resources=1, "
+	"initiator_depth=1, retry_count=7, rnr_retry_count=7)\n"
+	"\n"
+	"Start connecting without waiting; ``poll_established()``\n"
+	"finishes it once ``fd`` is readable (``ibverbs.aio`` does this).\n"
+	"The arguments are connect()'s, less the timeout.\n"
+	"\n"
+	"Wraps ``rdma_connect`` (man page rdma_connect(3)).\n"
+	"\n"
+	"Raises:\n"
+	"    VerbsError: the verb failed; EISCONN when connected, EALREADY\n"
+	"        while another attempt is under way.\n"
+	"    ValueError: as connect().");
 
 PyObject *cmid_start_connect(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -275,6 +325,33 @@ static int cmid_start_accept_args(PyObject *self, PyObject *args, PyObject *kw,
 	return 0;
 }
 
+const char cmid_accept__doc__[] = PyDoc_STR(
+	"accept(private_data=b'', *, responder_resources=1, "
+	"initiator_depth=1, rnr_retry_count=7, timeout=None)\n"
+	"\n"
+	"Accept a connection request and wait until the connection is\n"
+	"established.  Only for a CMID from ``CMListener.get_request()``,\n"
+	"with its QP (``create_qp``) made.\n"
+	"\n"
+	"Wraps ``rdma_accept`` (man page rdma_accept(3)).\n"
+	"\n"
+	"Args:\n"
+	"    private_data: sent with the reply (196 bytes at most over\n"
+	"        InfiniBand and RoCE, 255 over iWARP).\n"
+	"    responder_resources: RDMA reads and atomics in flight the\n"
+	"        peer may send to us, 0..255.\n"
+	"    initiator_depth: RDMA reads and atomics in flight we send,\n"
+	"        0..255.\n"
+	"    rnr_retry_count: receiver-not-ready retries (7: forever).\n"
+	"    timeout: seconds to wait, None for no limit.\n"
+	"\n"
+	"Raises:\n"
+	"    VerbsError: the verb failed or the attempt ended in an\n"
+	"        error event; EALREADY while another attempt is under way.\n"
+	"    TimeoutError: not established within the timeout.\n"
+	"    ValueError: not a request, already answered, no QP,\n"
+	"        private_data too long, or an argument out of range.");
+
 PyObject *cmid_accept(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PyObject *r;
@@ -289,12 +366,45 @@ PyObject *cmid_accept(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
+const char cmid_start_accept__doc__[] = PyDoc_STR(
+	"start_accept(private_data=b'', *, responder_resources=1, "
+	"initiator_depth=1, rnr_retry_count=7)\n"
+	"\n"
+	"Start accepting a request without waiting;\n"
+	"``poll_established()`` finishes it.  The arguments are\n"
+	"accept()'s, less the timeout.\n"
+	"\n"
+	"Wraps ``rdma_accept`` (man page rdma_accept(3)).\n"
+	"\n"
+	"Raises:\n"
+	"    VerbsError: the verb failed; EALREADY while another attempt\n"
+	"        is under way.\n"
+	"    ValueError: as accept().");
+
 PyObject *cmid_start_accept(PyObject *self, PyObject *args, PyObject *kw)
 {
 	if (cmid_start_accept_args(self, args, kw, NULL) < 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
+
+const char cmid_poll_established__doc__[] = PyDoc_STR(
+	"poll_established() -> bytes | None\n"
+	"\n"
+	"Take the events ready on ``fd`` without waiting, to finish what\n"
+	"start_connect() or start_accept() began.\n"
+	"\n"
+	"Reads events with ``rdma_get_cm_event`` (man page\n"
+	"rdma_get_cm_event(3)), acknowledging each.\n"
+	"\n"
+	"Returns:\n"
+	"    The peer's private data once the connection is established\n"
+	"    (b'' after an accept), None while it is not yet.\n"
+	"\n"
+	"Raises:\n"
+	"    VerbsError: the attempt ended in an error event, as\n"
+	"        connect() and accept() raise it.\n"
+	"    ValueError: no connect or accept is under way.");
 
 PyObject *cmid_poll_established(PyObject *self, PyObject *unused)
 {
@@ -308,6 +418,20 @@ PyObject *cmid_poll_established(PyObject *self, PyObject *unused)
 	}
 	return cmid_finish(CMO(self), CM_NOWAIT);
 }
+
+const char cmid_reject__doc__[] = PyDoc_STR(
+	"reject(private_data=b'')\n"
+	"\n"
+	"Refuse a connection request; the peer's connect() raises\n"
+	"VerbsError(ECONNREFUSED) with this private data.\n"
+	"\n"
+	"Wraps ``rdma_reject`` (man page rdma_reject(3)).\n"
+	"\n"
+	"Raises:\n"
+	"    VerbsError: the verb failed (EBADF when closed).\n"
+	"    ValueError: not a request, already answered, or private_data\n"
+	"        longer than the transport carries (148 bytes over\n"
+	"        InfiniBand and RoCE).");
 
 PyObject *cmid_reject(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -328,6 +452,18 @@ PyObject *cmid_reject(PyObject *self, PyObject *args, PyObject *kw)
 	c->answered = 1;
 	Py_RETURN_NONE;
 }
+
+const char cmid_disconnect__doc__[] = PyDoc_STR(
+	"disconnect()\n"
+	"\n"
+	"Tear the connection down: the QP moves to the error state, its\n"
+	"outstanding work requests flush, and the peer gets a\n"
+	"DISCONNECTED event.  A no-op when not connected.\n"
+	"\n"
+	"Wraps ``rdma_disconnect`` (man page rdma_disconnect(3)).\n"
+	"\n"
+	"Raises:\n"
+	"    VerbsError: the verb failed (EBADF when closed).");
 
 PyObject *cmid_disconnect(PyObject *self, PyObject *unused)
 {

@@ -60,6 +60,13 @@ int cm_load(void)
 	return 0;
 }
 
+const char cm_mod_has_rdmacm__doc__[] = PyDoc_STR(
+	"has_rdmacm() -> bool\n"
+	"\n"
+	"Whether the connection manager can be used: loads librdmacm.so.1\n"
+	"(``dlopen``, once) and checks it has every symbol CMID and\n"
+	"CMListener need.  Calls no verb; raises nothing.");
+
 /* has_rdmacm() -> bool */
 PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused)
 {
@@ -68,6 +75,12 @@ PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused)
 	PyErr_Clear();
 	Py_RETURN_FALSE;
 }
+
+const char cm_mod_rdmacm_status__doc__[] = PyDoc_STR(
+	"_rdmacm_status() -> tuple[bool, str]\n"
+	"\n"
+	"(True, the library's path) or (False, why librdmacm cannot be\n"
+	"loaded).  Calls no verb.");
 
 /* _rdmacm_status() -> (True, path) or (False, why) */
 PyObject *cm_mod_rdmacm_status(PyObject *mod, PyObject *unused)

@@ -152,32 +152,12 @@ static PyMethodDef module_methods[] = {
 	  "    TypeError: event_type is not an int.\n"
 	  "    ValueError: event_type is negative or above 2**31-1." },
 	{ "has_rdmacm", cm_mod_has_rdmacm, METH_NOARGS,
-	  "has_rdmacm() -> bool\n"
-	  "\n"
-	  "Whether the connection manager can be used: loads librdmacm.so.1\n"
-	  "(``dlopen``, once) and checks it has every symbol CMID and\n"
-	  "CMListener need.  Calls no verb; raises nothing." },
+	  cm_mod_has_rdmacm__doc__ },
 	{ "_rdmacm_status", cm_mod_rdmacm_status, METH_NOARGS,
-	  "_rdmacm_status() -> tuple[bool, str]\n"
-	  "\n"
-	  "(True, the library's path) or (False, why librdmacm cannot be\n"
-	  "loaded).  Calls no verb." },
+	  cm_mod_rdmacm_status__doc__ },
 	{ "_flow_layouts", flow_mod_layouts, METH_NOARGS,
-	  "_flow_layouts() -> dict\n"
-	  "\n"
-	  "{spec: (sizeof, offsetof val, offsetof mask, sizeof filter)} of\n"
-	  "the compiled flow spec structs, for ``ibverbs.flow``." },
-	{ "inc_rkey", mw_mod_inc_rkey, METH_O,
-	  "inc_rkey(rkey) -> int\n"
-	  "\n"
-	  "The next rkey for a type 2 memory window bind: ``rkey`` with its\n"
-	  "low 8 bits (the key part) incremented, wrapping at 0xff.\n"
-	  "\n"
-	  "Wraps ``ibv_inc_rkey`` (man page ibv_inc_rkey(3)).\n"
-	  "\n"
-	  "Raises:\n"
-	  "    TypeError: rkey is not an int.\n"
-	  "    ValueError: rkey does not fit 32 bits." },
+	  flow_mod_layouts__doc__ },
+	{ "inc_rkey", mw_mod_inc_rkey, METH_O, mw_mod_inc_rkey__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
 

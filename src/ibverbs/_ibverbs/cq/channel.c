@@ -58,6 +58,29 @@ static PyObject *orphan_cq_event(struct ibv_cq *cq)
 			       "destroyed cleanly; event acked and dropped");
 }
 
+PyDoc_STRVAR(channel_get_cq_event__doc__,
+	     "get_cq_event() -> CQ\n"
+	     "\n"
+	     "Wait for the next completion event and return its CQ.\n"
+	     "\n"
+	     "Waits with the GIL released (the channel refuses ``close()``\n"
+	     "meanwhile; Ctrl-C interrupts it); with a non-blocking ``fd``\n"
+	     "it does not wait. The event counts in the CQ's\n"
+	     "``events_unacked``: ack it with ``cq.ack_events()``, and call\n"
+	     "``cq.req_notify()`` again for the next one.\n"
+	     "\n"
+	     "Wraps ``ibv_get_cq_event`` (man page ibv_get_cq_event(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The CQ (or CQEx) the event is for.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    KeyboardInterrupt: a signal handler raised during the wait.\n"
+	     "    VerbsError: EAGAIN with a non-blocking fd and no event;\n"
+	     "        ESTALE for an event of a CQ whose destroy failed (the\n"
+	     "        event is acked and dropped); EBADF once the channel is\n"
+	     "        closed; else the verb failed (``errno``).");
+
 static PyObject *channel_get_cq_event(PyObject *self, PyObject *unused)
 {
 	struct ibv_comp_channel *ch;
@@ -114,29 +137,6 @@ static PyObject *channel_repr(PyObject *self)
 	return PyUnicode_FromFormat("<ibverbs.CompChannel fd=%d>",
 				    CHAN(self)->fd);
 }
-
-PyDoc_STRVAR(channel_get_cq_event__doc__,
-	     "get_cq_event() -> CQ\n"
-	     "\n"
-	     "Wait for the next completion event and return its CQ.\n"
-	     "\n"
-	     "Waits with the GIL released (the channel refuses ``close()``\n"
-	     "meanwhile; Ctrl-C interrupts it); with a non-blocking ``fd``\n"
-	     "it does not wait. The event counts in the CQ's\n"
-	     "``events_unacked``: ack it with ``cq.ack_events()``, and call\n"
-	     "``cq.req_notify()`` again for the next one.\n"
-	     "\n"
-	     "Wraps ``ibv_get_cq_event`` (man page ibv_get_cq_event(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The CQ (or CQEx) the event is for.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    KeyboardInterrupt: a signal handler raised during the wait.\n"
-	     "    VerbsError: EAGAIN with a non-blocking fd and no event;\n"
-	     "        ESTALE for an event of a CQ whose destroy failed (the\n"
-	     "        event is acked and dropped); EBADF once the channel is\n"
-	     "        closed; else the verb failed (``errno``).");
 
 PyDoc_STRVAR(channel__doc__,
 	     "A completion event channel (``struct ibv_comp_channel``).\n"

@@ -199,6 +199,30 @@ static PyObject *wc_build(const void *elem)
 	return wc_new(elem);
 }
 
+PyDoc_STRVAR(cq_poll__doc__,
+	     "poll(num_entries=1) -> list[WC]\n"
+	     "\n"
+	     "Reap up to ``num_entries`` completions, without waiting.\n"
+	     "\n"
+	     "One ``ibv_poll_cq`` call; more than the CQ's ``cqe`` is asked\n"
+	     "as ``cqe``. A failed completion is returned like any other:\n"
+	     "check ``wc.status`` (or ``wc.raise_for_status()``).\n"
+	     "\n"
+	     "Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most completions to return, 1 or more.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A list of WC, oldest first; [] when none is ready.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is less than 1.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when "
+	     "the\n"
+	     "        provider cannot poll; EIO when it returns a bad count.");
+
 static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 {
 	CQObject *c = (CQObject *)self;
@@ -222,6 +246,32 @@ static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 	return list_from_store((void **)&c->wcs, &c->wcs_len, sizeof(*c->wcs),
 			       rc, wc_build);
 }
+
+PyDoc_STRVAR(cq_poll_count__doc__,
+	     "poll_count(num_entries) -> int\n"
+	     "\n"
+	     "Reap up to ``num_entries`` completions and count them.\n"
+	     "\n"
+	     "The zero-allocation polling path: one ``ibv_poll_cq`` call\n"
+	     "into storage the CQ keeps, no WC objects built. Every reaped\n"
+	     "completion is consumed; if one failed, CompletionError is\n"
+	     "raised for the first failed one (the count is lost then).\n"
+	     "\n"
+	     "Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most to reap, ``1..2**63-1`` (positional).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    How many completions were reaped (0 when none is ready).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is out of range.\n"
+	     "    CompletionError: a reaped completion failed (``.wc`` is "
+	     "it).\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP or EIO\n"
+	     "        as ``poll()``.");
 
 /*
  * poll_count(n): the zero-allocation polling path.  Reaps up to n
@@ -300,6 +350,24 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 /* Notification                                                        */
 /* ------------------------------------------------------------------ */
 
+PyDoc_STRVAR(cq_req_notify__doc__,
+	     "req_notify(solicited_only=False) -> None\n"
+	     "\n"
+	     "Arm the CQ: its next completion sends an event to its channel.\n"
+	     "\n"
+	     "Arms once: call it again after each ``get_cq_event()``, and\n"
+	     "poll after arming so that no completion is missed.\n"
+	     "\n"
+	     "Wraps ``ibv_req_notify_cq`` (man page ibv_req_notify_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    solicited_only: only a solicited completion (or an error)\n"
+	     "        triggers the event.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``).");
+
 static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "solicited_only", NULL };
@@ -316,6 +384,25 @@ static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 		return verbs_error(rc, "ibv_req_notify_cq");
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(cq_ack_events__doc__,
+	     "ack_events(nevents=1) -> None\n"
+	     "\n"
+	     "Acknowledge completion events got by ``get_cq_event()``.\n"
+	     "\n"
+	     "Closing the CQ acks what is left, so acking is needed only to\n"
+	     "keep ``events_unacked`` small; ack in batches for speed.\n"
+	     "\n"
+	     "Wraps ``ibv_ack_cq_events`` (man page ibv_get_cq_event(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    nevents: how many, 1 or more.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: nevents is not an int.\n"
+	     "    ValueError: nevents is out of range or more than\n"
+	     "        ``events_unacked``.\n"
+	     "    VerbsError: EBADF once the CQ is closed.");
 
 static PyObject *cq_ack_events(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -401,93 +488,6 @@ static PyObject *cq_repr(PyObject *self)
 		"<ibverbs.CQ cqe=%d%s>", CQP(self)->cqe,
 		((CQObject *)self)->channel ? " with channel" : "");
 }
-
-PyDoc_STRVAR(cq_poll__doc__,
-	     "poll(num_entries=1) -> list[WC]\n"
-	     "\n"
-	     "Reap up to ``num_entries`` completions, without waiting.\n"
-	     "\n"
-	     "One ``ibv_poll_cq`` call; more than the CQ's ``cqe`` is asked\n"
-	     "as ``cqe``. A failed completion is returned like any other:\n"
-	     "check ``wc.status`` (or ``wc.raise_for_status()``).\n"
-	     "\n"
-	     "Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    num_entries: the most completions to return, 1 or more.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    A list of WC, oldest first; [] when none is ready.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: num_entries is not an int.\n"
-	     "    ValueError: num_entries is less than 1.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when "
-	     "the\n"
-	     "        provider cannot poll; EIO when it returns a bad count.");
-
-PyDoc_STRVAR(cq_poll_count__doc__,
-	     "poll_count(num_entries) -> int\n"
-	     "\n"
-	     "Reap up to ``num_entries`` completions and count them.\n"
-	     "\n"
-	     "The zero-allocation polling path: one ``ibv_poll_cq`` call\n"
-	     "into storage the CQ keeps, no WC objects built. Every reaped\n"
-	     "completion is consumed; if one failed, CompletionError is\n"
-	     "raised for the first failed one (the count is lost then).\n"
-	     "\n"
-	     "Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    num_entries: the most to reap, ``1..2**63-1`` (positional).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    How many completions were reaped (0 when none is ready).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: num_entries is not an int.\n"
-	     "    ValueError: num_entries is out of range.\n"
-	     "    CompletionError: a reaped completion failed (``.wc`` is "
-	     "it).\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP or EIO\n"
-	     "        as ``poll()``.");
-
-PyDoc_STRVAR(cq_req_notify__doc__,
-	     "req_notify(solicited_only=False) -> None\n"
-	     "\n"
-	     "Arm the CQ: its next completion sends an event to its channel.\n"
-	     "\n"
-	     "Arms once: call it again after each ``get_cq_event()``, and\n"
-	     "poll after arming so that no completion is missed.\n"
-	     "\n"
-	     "Wraps ``ibv_req_notify_cq`` (man page ibv_req_notify_cq(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    solicited_only: only a solicited completion (or an error)\n"
-	     "        triggers the event.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
-	     "        failed (``errno``).");
-
-PyDoc_STRVAR(cq_ack_events__doc__,
-	     "ack_events(nevents=1) -> None\n"
-	     "\n"
-	     "Acknowledge completion events got by ``get_cq_event()``.\n"
-	     "\n"
-	     "Closing the CQ acks what is left, so acking is needed only to\n"
-	     "keep ``events_unacked`` small; ack in batches for speed.\n"
-	     "\n"
-	     "Wraps ``ibv_ack_cq_events`` (man page ibv_get_cq_event(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    nevents: how many, 1 or more.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: nevents is not an int.\n"
-	     "    ValueError: nevents is out of range or more than\n"
-	     "        ``events_unacked``.\n"
-	     "    VerbsError: EBADF once the CQ is closed.");
 
 PyDoc_STRVAR(cq__doc__,
 	     "A completion queue (``struct ibv_cq``).\n"

@@ -322,6 +322,26 @@ static int cqex_check_open(PyObject *self)
 	return 0;
 }
 
+PyDoc_STRVAR(cqex_start_poll__doc__,
+	     "start_poll() -> bool\n"
+	     "\n"
+	     "Open a polling session on the oldest completion.\n"
+	     "\n"
+	     "On True, read the entry with ``read_*()``, ``wr_id`` and\n"
+	     "``status``, move on with ``next_poll()``, end with\n"
+	     "``end_poll()``; ``poll()`` and ``close()`` refuse meanwhile.\n"
+	     "\n"
+	     "Wraps ``ibv_start_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    True with a session open; False when the CQ is empty (no\n"
+	     "    session: do not call ``end_poll()``).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: a session is open already.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``).");
+
 static PyObject *cqex_start_poll(PyObject *self, PyObject *unused)
 {
 	struct ibv_poll_cq_attr attr = { 0 };
@@ -352,6 +372,24 @@ static int cqex_check_session(PyObject *self, const char *what)
 	return 0;
 }
 
+PyDoc_STRVAR(cqex_next_poll__doc__,
+	     "next_poll() -> bool\n"
+	     "\n"
+	     "Move the open session to the next completion.\n"
+	     "\n"
+	     "After False the session stays open with no current entry:\n"
+	     "call ``end_poll()``.\n"
+	     "\n"
+	     "Wraps ``ibv_next_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    True on a new entry; False when no more is ready.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``; the session has no entry then).");
+
 static PyObject *cqex_next_poll(PyObject *self, PyObject *unused)
 {
 	CQExObject *c = CQX(self);
@@ -374,6 +412,19 @@ static void cqex_end(CQExObject *c)
 	c->polling = 0;
 	c->has_entry = 0;
 }
+
+PyDoc_STRVAR(cqex_end_poll__doc__,
+	     "end_poll() -> None\n"
+	     "\n"
+	     "Close the session that ``start_poll()`` opened.\n"
+	     "\n"
+	     "The entries read are consumed.\n"
+	     "\n"
+	     "Wraps ``ibv_end_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open.\n"
+	     "    VerbsError: EBADF once the CQ is closed.");
 
 static PyObject *cqex_end_poll(PyObject *self, PyObject *unused)
 {
@@ -565,6 +616,31 @@ static PyObject *wcex_build(const void *elem)
 	return wcex_from(elem);
 }
 
+PyDoc_STRVAR(cqex_poll__doc__,
+	     "poll(num_entries=1) -> list[WCEx]\n"
+	     "\n"
+	     "Reap up to ``num_entries`` completions, without waiting.\n"
+	     "\n"
+	     "One start/next/end_poll session in C (never ``ibv_poll_cq``);\n"
+	     "each WCEx holds the fields asked for in ``wc_flags``. A failed\n"
+	     "completion is returned like any other: check ``wc.status``.\n"
+	     "\n"
+	     "Wraps ``ibv_start_poll``, ``ibv_next_poll``, ``ibv_end_poll``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most completions to return, 1 or more.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A list of WCEx, oldest first; [] when none is ready.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is less than 1, or a\n"
+	     "        ``start_poll()`` session is open.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else\n"
+	     "        ``ibv_start_poll`` failed (``errno``).");
+
 static PyObject *cqex_poll(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "num_entries", NULL };
@@ -588,6 +664,32 @@ static PyObject *cqex_poll(PyObject *self, PyObject *args, PyObject *kw)
 	return list_from_store((void **)&c->store, &c->store_len,
 			       sizeof(*c->store), got, wcex_build);
 }
+
+PyDoc_STRVAR(cqex_poll_count__doc__,
+	     "poll_count(num_entries) -> int\n"
+	     "\n"
+	     "Reap up to ``num_entries`` completions and count them.\n"
+	     "\n"
+	     "As ``poll()``, without building WCEx objects: a failed one\n"
+	     "raises CompletionError (for the first, after reaping all).\n"
+	     "\n"
+	     "Wraps ``ibv_start_poll``, ``ibv_next_poll`` and\n"
+	     "``ibv_end_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most to reap, ``1..2**63-1`` (positional).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    How many completions were reaped (0 when none is ready).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is out of range, or a\n"
+	     "        ``start_poll()`` session is open.\n"
+	     "    CompletionError: a reaped completion failed (``.wc`` is a\n"
+	     "        WCEx).\n"
+	     "    VerbsError: EBADF once the CQ is closed; else\n"
+	     "        ``ibv_start_poll`` failed (``errno``).");
 
 static PyObject *cqex_poll_count(PyObject *self, PyObject *arg)
 {
@@ -624,6 +726,20 @@ static PyObject *cqex_poll_count(PyObject *self, PyObject *arg)
 /* Lifetime, attributes                                                */
 /* ------------------------------------------------------------------ */
 
+PyDoc_STRVAR(cqex_close__doc__,
+	     "close() -> None\n"
+	     "\n"
+	     "Destroy the extended CQ.\n"
+	     "\n"
+	     "Idempotent; the CQ stays usable after a refusal.\n"
+	     "\n"
+	     "Wraps ``ibv_destroy_cq`` (man page ibv_create_cq(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBUSY while a ``start_poll()`` session is open,\n"
+	     "        a QP uses the CQ or a thread waits on it; else the verb\n"
+	     "        failed (``errno``).");
+
 static PyObject *cqex_close(PyObject *self, PyObject *unused)
 {
 	if (HANDLE(self)->obj != NULL && CQX(self)->polling)
@@ -632,6 +748,17 @@ static PyObject *cqex_close(PyObject *self, PyObject *unused)
 				       "end_poll() first");
 	return handle_meth_close(self, unused);
 }
+
+PyDoc_STRVAR(cqex_exit__doc__,
+	     "__exit__(exc_type, exc, tb) -> False\n"
+	     "\n"
+	     "Leave a ``with`` block: end an open session, then ``close()``.\n"
+	     "\n"
+	     "A session left open (an exception in the loop) is ended with\n"
+	     "``ibv_end_poll`` first.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: as ``close()``.");
 
 static PyObject *cqex_exit(PyObject *self, PyObject *args)
 {
@@ -683,133 +810,6 @@ static PyObject *cqex_repr(PyObject *self)
 		CQX(self)->cq.channel ? " with channel" : "",
 		CQX(self)->polling ? " polling" : "");
 }
-
-PyDoc_STRVAR(cqex_poll__doc__,
-	     "poll(num_entries=1) -> list[WCEx]\n"
-	     "\n"
-	     "Reap up to ``num_entries`` completions, without waiting.\n"
-	     "\n"
-	     "One start/next/end_poll session in C (never ``ibv_poll_cq``);\n"
-	     "each WCEx holds the fields asked for in ``wc_flags``. A failed\n"
-	     "completion is returned like any other: check ``wc.status``.\n"
-	     "\n"
-	     "Wraps ``ibv_start_poll``, ``ibv_next_poll``, ``ibv_end_poll``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    num_entries: the most completions to return, 1 or more.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    A list of WCEx, oldest first; [] when none is ready.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: num_entries is not an int.\n"
-	     "    ValueError: num_entries is less than 1, or a\n"
-	     "        ``start_poll()`` session is open.\n"
-	     "    VerbsError: EBADF once the CQ is closed; else\n"
-	     "        ``ibv_start_poll`` failed (``errno``).");
-
-PyDoc_STRVAR(cqex_poll_count__doc__,
-	     "poll_count(num_entries) -> int\n"
-	     "\n"
-	     "Reap up to ``num_entries`` completions and count them.\n"
-	     "\n"
-	     "As ``poll()``, without building WCEx objects: a failed one\n"
-	     "raises CompletionError (for the first, after reaping all).\n"
-	     "\n"
-	     "Wraps ``ibv_start_poll``, ``ibv_next_poll`` and\n"
-	     "``ibv_end_poll`` (man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    num_entries: the most to reap, ``1..2**63-1`` (positional).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    How many completions were reaped (0 when none is ready).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: num_entries is not an int.\n"
-	     "    ValueError: num_entries is out of range, or a\n"
-	     "        ``start_poll()`` session is open.\n"
-	     "    CompletionError: a reaped completion failed (``.wc`` is a\n"
-	     "        WCEx).\n"
-	     "    VerbsError: EBADF once the CQ is closed; else\n"
-	     "        ``ibv_start_poll`` failed (``errno``).");
-
-PyDoc_STRVAR(cqex_start_poll__doc__,
-	     "start_poll() -> bool\n"
-	     "\n"
-	     "Open a polling session on the oldest completion.\n"
-	     "\n"
-	     "On True, read the entry with ``read_*()``, ``wr_id`` and\n"
-	     "``status``, move on with ``next_poll()``, end with\n"
-	     "``end_poll()``; ``poll()`` and ``close()`` refuse meanwhile.\n"
-	     "\n"
-	     "Wraps ``ibv_start_poll`` (man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    True with a session open; False when the CQ is empty (no\n"
-	     "    session: do not call ``end_poll()``).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: a session is open already.\n"
-	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
-	     "        failed (``errno``).");
-
-PyDoc_STRVAR(cqex_next_poll__doc__,
-	     "next_poll() -> bool\n"
-	     "\n"
-	     "Move the open session to the next completion.\n"
-	     "\n"
-	     "After False the session stays open with no current entry:\n"
-	     "call ``end_poll()``.\n"
-	     "\n"
-	     "Wraps ``ibv_next_poll`` (man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    True on a new entry; False when no more is ready.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open.\n"
-	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
-	     "        failed (``errno``; the session has no entry then).");
-
-PyDoc_STRVAR(cqex_end_poll__doc__,
-	     "end_poll() -> None\n"
-	     "\n"
-	     "Close the session that ``start_poll()`` opened.\n"
-	     "\n"
-	     "The entries read are consumed.\n"
-	     "\n"
-	     "Wraps ``ibv_end_poll`` (man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open.\n"
-	     "    VerbsError: EBADF once the CQ is closed.");
-
-PyDoc_STRVAR(cqex_close__doc__,
-	     "close() -> None\n"
-	     "\n"
-	     "Destroy the extended CQ.\n"
-	     "\n"
-	     "Idempotent; the CQ stays usable after a refusal.\n"
-	     "\n"
-	     "Wraps ``ibv_destroy_cq`` (man page ibv_create_cq(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBUSY while a ``start_poll()`` session is open,\n"
-	     "        a QP uses the CQ or a thread waits on it; else the verb\n"
-	     "        failed (``errno``).");
-
-PyDoc_STRVAR(cqex_exit__doc__,
-	     "__exit__(exc_type, exc, tb) -> False\n"
-	     "\n"
-	     "Leave a ``with`` block: end an open session, then ``close()``.\n"
-	     "\n"
-	     "A session left open (an exception in the loop) is ended with\n"
-	     "``ibv_end_poll`` first.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: as ``close()``.");
 
 PyDoc_STRVAR(cqex__doc__,
 	     "An extended completion queue (``struct ibv_cq_ex``).\n"

@@ -83,6 +83,21 @@ static void context_dealloc(PyObject *self)
 /* Queries                                                             */
 /* ------------------------------------------------------------------ */
 
+PyDoc_STRVAR(context_query_device__doc__,
+	     "query_device() -> DeviceAttr\n"
+	     "\n"
+	     "Query the device's attributes and limits.\n"
+	     "\n"
+	     "Wraps ``ibv_query_device`` (man page ibv_query_device(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A DeviceAttr (fw_ver, node_guid, max_qp, max_cqe, max_mr,\n"
+	     "    phys_port_cnt, ...); GUIDs are host-order ints.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
 static PyObject *context_query_device(PyObject *self, PyObject *unused)
 {
 	struct ibv_device_attr a;
@@ -136,6 +151,25 @@ static int parse_port(PyObject *o, uint8_t *port)
 /* ibv_query_port is a header macro: port_query (attrs.c) does what it
  * does, through the dlsym table. */
 
+PyDoc_STRVAR(context_query_port__doc__,
+	     "query_port(port_num) -> PortAttr\n"
+	     "\n"
+	     "Query a port's attributes (state, MTUs, LID, link layer, ...).\n"
+	     "\n"
+	     "Wraps ``ibv_query_port`` (man page ibv_query_port(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port_num: the port, from 1.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A PortAttr; its ``port_num`` is the port asked for.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: port_num is not an int.\n"
+	     "    ValueError: port_num is outside 1..255.\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. EINVAL for no such port).");
+
 static PyObject *context_query_port(PyObject *self, PyObject *args,
 				    PyObject *kw)
 {
@@ -184,6 +218,26 @@ static PyObject *gid_to_py(const union ibv_gid *gid)
 					    NULL) /* steals nothing */;
 }
 
+PyDoc_STRVAR(context_query_gid__doc__,
+	     "query_gid(port_num, index) -> Gid\n"
+	     "\n"
+	     "Read one entry of a port's GID table.\n"
+	     "\n"
+	     "Wraps ``ibv_query_gid`` (man page ibv_query_gid(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port_num: the port, from 1.\n"
+	     "    index: the GID table index, from 0.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The Gid (all zeros for an unused entry on most devices).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: port_num outside 1..255 or a negative index.\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. EINVAL past the table).");
+
 static PyObject *context_query_gid(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "port_num", "index", NULL };
@@ -212,6 +266,30 @@ static PyObject *context_query_gid(PyObject *self, PyObject *args, PyObject *kw)
 	Py_DECREF(raw);
 	return res;
 }
+
+PyDoc_STRVAR(context_query_gid_ex__doc__,
+	     "query_gid_ex(port, index) -> tuple[Gid, int, int]\n"
+	     "\n"
+	     "Read a GID table entry with its type and network device.\n"
+	     "\n"
+	     "Wraps ``ibv_query_gid_ex`` (man page ibv_query_gid_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port: the port, from 1 (positional only).\n"
+	     "    index: the GID table index, from 0 (positional only).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    ``(gid, gid_type, ndev_ifindex)``: gid_type is a\n"
+	     "    ``GIDType`` value (IB, RoCE v1, RoCE v2), ndev_ifindex the\n"
+	     "    interface index of the netdev behind a RoCE GID.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int, or not 2 given.\n"
+	     "    ValueError: port outside 1..255 or a negative index.\n"
+	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	     "        when libibverbs lacks the verb (rdma-core < 32); else\n"
+	     "        the verb failed (``errno``, e.g. ENODATA for an empty\n"
+	     "        entry).");
 
 /* query_gid_ex(port, index) -> (Gid, gid_type, ndev_ifindex) */
 static PyObject *context_query_gid_ex(PyObject *self, PyObject *args)
@@ -242,6 +320,26 @@ static PyObject *context_query_gid_ex(PyObject *self, PyObject *args)
 			     (unsigned)e.ndev_ifindex);
 }
 
+PyDoc_STRVAR(context_query_pkey__doc__,
+	     "query_pkey(port, index) -> int\n"
+	     "\n"
+	     "Read one entry of a port's P_Key table.\n"
+	     "\n"
+	     "Wraps ``ibv_query_pkey`` (man page ibv_query_pkey(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port: the port, from 1 (positional only).\n"
+	     "    index: the P_Key table index, from 0 (positional only).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The P_Key, in host order (0xffff: the default partition).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int, or not 2 given.\n"
+	     "    ValueError: port outside 1..255 or a negative index.\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
 static PyObject *context_query_pkey(PyObject *self, PyObject *args)
 {
 	PyObject *port_o, *index_o;
@@ -268,13 +366,71 @@ static PyObject *context_query_pkey(PyObject *self, PyObject *args)
 /* Factories                                                           */
 /* ------------------------------------------------------------------ */
 
-static PyObject *context_alloc_pd(PyObject *self, PyObject *unused);
+/* The PD factory lives here because PD's constructor is trivial. */
+extern const HandleKind pd_kind; /* pd.c */
+
+PyDoc_STRVAR(context_alloc_pd__doc__,
+	     "alloc_pd() -> PD\n"
+	     "\n"
+	     "Allocate a protection domain on this device.\n"
+	     "\n"
+	     "Wraps ``ibv_alloc_pd`` (man page ibv_alloc_pd(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new PD (a child of this Context).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. ENOMEM).");
+
+static PyObject *context_alloc_pd(PyObject *self, PyObject *unused)
+{
+	struct ibv_pd *pd;
+	PDObject *o;
+
+	HANDLE_CHECK(self);
+	errno = 0;
+	pd = IBV.alloc_pd(CTX(self));
+	if (pd == NULL)
+		return verbs_error_errno("ibv_alloc_pd");
+	o = HANDLE_ALLOC(PDObject, ST.PD_type);
+	if (o == NULL) {
+		IBV.dealloc_pd(pd);
+		return NULL;
+	}
+	handle_init(HANDLE(o), &pd_kind, HANDLE(self));
+	HANDLE(o)->obj = pd;
+	return (PyObject *)o;
+}
 
 static PyObject *context_create_cq(PyObject *self, PyObject *args, PyObject *kw)
 {
 	HANDLE_CHECK(self);
 	return cq_create((ContextObject *)self, args, kw);
 }
+
+PyDoc_STRVAR(context_create_qp_ex__doc__,
+	     "create_qp_ex(init_attr) -> QPEx\n"
+	     "\n"
+	     "Create an extended QP in the PD that ``init_attr.pd`` names.\n"
+	     "\n"
+	     "The same as ``init_attr.pd.create_qp_ex(init_attr)``, after\n"
+	     "checking that the PD is one of this Context's.\n"
+	     "\n"
+	     "Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
+	     "ibv_create_qp_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new QPEx, in the RESET state.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: init_attr has no pd, or it is not a PD; a field\n"
+	     "        has the wrong type.\n"
+	     "    ValueError: the PD belongs to another Context; as\n"
+	     "        ``PD.create_qp_ex()``.\n"
+	     "    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
+	     "        EOPNOTSUPP as ``PD.create_qp_ex()``; else the verb\n"
+	     "        failed (``errno``).");
 
 static PyObject *context_create_qp_ex(PyObject *self, PyObject *args,
 				      PyObject *kw)
@@ -283,11 +439,50 @@ static PyObject *context_create_qp_ex(PyObject *self, PyObject *args,
 	return qpex_create_ctx((ContextObject *)self, args, kw);
 }
 
+PyDoc_STRVAR(context_create_comp_channel__doc__,
+	     "create_comp_channel() -> CompChannel\n"
+	     "\n"
+	     "Create a completion event channel.\n"
+	     "\n"
+	     "Wraps ``ibv_create_comp_channel`` (man page\n"
+	     "ibv_create_comp_channel(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new CompChannel; give it to ``create_cq(channel=...)``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. EMFILE).");
+
 static PyObject *context_create_comp_channel(PyObject *self, PyObject *unused)
 {
 	HANDLE_CHECK(self);
 	return channel_create((ContextObject *)self);
 }
+
+PyDoc_STRVAR(context_create_cq_ex__doc__,
+	     "create_cq_ex(init_attr) -> CQEx\n"
+	     "\n"
+	     "Create an extended completion queue.\n"
+	     "\n"
+	     "``init_attr`` is a ``CQInitAttrEx``: cqe, wc_flags\n"
+	     "(``CreateCQWCFlags``: the fields ``poll()`` and the\n"
+	     "``read_*()`` accessors may read; TM_INFO is not offered),\n"
+	     "channel, comp_vector and flags (``CreateCQAttrFlags``).\n"
+	     "\n"
+	     "Wraps ``ibv_create_cq_ex`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new CQEx.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: init_attr lacks a field, or a field has the\n"
+	     "        wrong type.\n"
+	     "    ValueError: wc_flags has bits a CQEx does not take, a value\n"
+	     "        is out of range, or the channel is of another Context.\n"
+	     "    VerbsError: EBADF if the Context or channel is closed;\n"
+	     "        EOPNOTSUPP when the provider has no extended CQ; else\n"
+	     "        the verb failed (``errno``).");
 
 static PyObject *context_create_cq_ex(PyObject *self, PyObject *args,
 				      PyObject *kw)
@@ -296,17 +491,82 @@ static PyObject *context_create_cq_ex(PyObject *self, PyObject *args,
 	return cqex_create((ContextObject *)self, args, kw);
 }
 
+PyDoc_STRVAR(context_alloc_dm__doc__,
+	     "alloc_dm(length, log_align_req=0) -> DM\n"
+	     "\n"
+	     "Allocate ``length`` bytes of device memory.\n"
+	     "\n"
+	     "Wraps ``ibv_alloc_dm`` (man page ibv_alloc_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    length: bytes, 1 or more (see ``max_dm_size`` of\n"
+	     "        ``query_device_ex()``).\n"
+	     "    log_align_req: log2 of the alignment wanted, 0..63.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new DM.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: length is 0 or a value is out of range.\n"
+	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	     "        when the provider has no device memory; else the verb\n"
+	     "        failed (``errno``, e.g. ENOMEM).");
+
 static PyObject *context_alloc_dm(PyObject *self, PyObject *args, PyObject *kw)
 {
 	HANDLE_CHECK(self);
 	return dm_create((ContextObject *)self, args, kw);
 }
 
+PyDoc_STRVAR(context_query_device_ex__doc__,
+	     "query_device_ex() -> DeviceAttrEx\n"
+	     "\n"
+	     "Query the device's extended attributes and capabilities.\n"
+	     "\n"
+	     "Falls back to ``ibv_query_device`` when the provider has no\n"
+	     "extended query or answers EOPNOTSUPP/ENOSYS, as verbs.h does;\n"
+	     "``legacy`` is True then and the extended fields read 0.\n"
+	     "\n"
+	     "Wraps ``ibv_query_device_ex`` (man page\n"
+	     "ibv_query_device_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A DeviceAttrEx: ``orig_attr`` (a DeviceAttr), odp_caps,\n"
+	     "    tso_caps, rss_caps, ..., max_dm_size, phys_port_cnt_ex.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
 static PyObject *context_query_device_ex(PyObject *self, PyObject *unused)
 {
 	HANDLE_CHECK(self);
 	return device_query_ex((ContextObject *)self);
 }
+
+PyDoc_STRVAR(context_get_async_event__doc__,
+	     "get_async_event() -> AsyncEvent\n"
+	     "\n"
+	     "Wait for the device's next asynchronous event and return it.\n"
+	     "\n"
+	     "Waits with the GIL released (the Context refuses ``close()``\n"
+	     "meanwhile; Ctrl-C interrupts it). When ``async_fd`` was made\n"
+	     "non-blocking, it does not wait. Ack the event (``ack()``,\n"
+	     "``with event:`` or ``ack_async_event()``): until then the QP,\n"
+	     "CQ or SRQ it names refuses ``close()`` (EBUSY).\n"
+	     "\n"
+	     "Wraps ``ibv_get_async_event`` (man page\n"
+	     "ibv_get_async_event(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The AsyncEvent (event_type, element, ...).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    KeyboardInterrupt: a signal handler raised during the wait.\n"
+	     "    VerbsError: EAGAIN with a non-blocking fd and no event\n"
+	     "        pending; EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
 
 static PyObject *context_get_async_event(PyObject *self, PyObject *unused)
 {
@@ -359,12 +619,40 @@ static int context_owned_by_cm(PyObject *self)
 	return 1;
 }
 
+PyDoc_STRVAR(context_close__doc__,
+	     "close() -> None\n"
+	     "\n"
+	     "Close the device.\n"
+	     "\n"
+	     "Idempotent: closing a closed Context does nothing. The\n"
+	     "Context stays open and usable after a refusal.\n"
+	     "\n"
+	     "Wraps ``ibv_close_device`` (man page ibv_open_device(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBUSY while children (PDs, CQs, channels, DMs)\n"
+	     "        are open, another thread waits in a blocking call on "
+	     "it,\n"
+	     "        or it is the Context of a CMID (close the CMID); else\n"
+	     "        the verb failed (``errno``).");
+
 static PyObject *context_close(PyObject *self, PyObject *unused)
 {
 	if (context_owned_by_cm(self))
 		return NULL;
 	return handle_meth_close(self, unused);
 }
+
+PyDoc_STRVAR(context_exit__doc__,
+	     "__exit__(exc_type, exc, tb) -> False\n"
+	     "\n"
+	     "Leave a ``with`` block: ``close()`` the Context.\n"
+	     "\n"
+	     "Does not swallow the block's exception.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: as ``close()`` (EBUSY while children are open\n"
+	     "        or for a CMID's Context).");
 
 static PyObject *context_exit(PyObject *self, PyObject *args)
 {
@@ -380,123 +668,30 @@ static PyObject *context_repr(PyObject *self)
 				    HANDLE(self)->obj ? "" : " closed");
 }
 
+PyDoc_STRVAR(context_ack_async_event__doc__,
+	     "ack_async_event(event) -> None\n"
+	     "\n"
+	     "Acknowledge an AsyncEvent of this Context.\n"
+	     "\n"
+	     "The same as ``event.ack()``: idempotent, an event acked\n"
+	     "already is left alone.\n"
+	     "\n"
+	     "Wraps ``ibv_ack_async_event`` (man page\n"
+	     "ibv_get_async_event(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    event: an AsyncEvent from ``get_async_event()``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: event is not an AsyncEvent.\n"
+	     "    ValueError: the event belongs to another Context.\n"
+	     "    VerbsError: EBADF once the Context is closed.");
+
 static PyObject *context_ack_async_event(PyObject *self, PyObject *ev)
 {
 	HANDLE_CHECK(self);
 	return async_event_ack_for((ContextObject *)self, ev);
 }
-
-PyDoc_STRVAR(context_query_device__doc__,
-	     "query_device() -> DeviceAttr\n"
-	     "\n"
-	     "Query the device's attributes and limits.\n"
-	     "\n"
-	     "Wraps ``ibv_query_device`` (man page ibv_query_device(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    A DeviceAttr (fw_ver, node_guid, max_qp, max_cqe, max_mr,\n"
-	     "    phys_port_cnt, ...); GUIDs are host-order ints.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``).");
-
-PyDoc_STRVAR(context_query_port__doc__,
-	     "query_port(port_num) -> PortAttr\n"
-	     "\n"
-	     "Query a port's attributes (state, MTUs, LID, link layer, ...).\n"
-	     "\n"
-	     "Wraps ``ibv_query_port`` (man page ibv_query_port(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    port_num: the port, from 1.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    A PortAttr; its ``port_num`` is the port asked for.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: port_num is not an int.\n"
-	     "    ValueError: port_num is outside 1..255.\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``, e.g. EINVAL for no such port).");
-
-PyDoc_STRVAR(context_query_gid__doc__,
-	     "query_gid(port_num, index) -> Gid\n"
-	     "\n"
-	     "Read one entry of a port's GID table.\n"
-	     "\n"
-	     "Wraps ``ibv_query_gid`` (man page ibv_query_gid(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    port_num: the port, from 1.\n"
-	     "    index: the GID table index, from 0.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The Gid (all zeros for an unused entry on most devices).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: port_num outside 1..255 or a negative index.\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``, e.g. EINVAL past the table).");
-
-PyDoc_STRVAR(context_query_gid_ex__doc__,
-	     "query_gid_ex(port, index) -> tuple[Gid, int, int]\n"
-	     "\n"
-	     "Read a GID table entry with its type and network device.\n"
-	     "\n"
-	     "Wraps ``ibv_query_gid_ex`` (man page ibv_query_gid_ex(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    port: the port, from 1 (positional only).\n"
-	     "    index: the GID table index, from 0 (positional only).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    ``(gid, gid_type, ndev_ifindex)``: gid_type is a\n"
-	     "    ``GIDType`` value (IB, RoCE v1, RoCE v2), ndev_ifindex the\n"
-	     "    interface index of the netdev behind a RoCE GID.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int, or not 2 given.\n"
-	     "    ValueError: port outside 1..255 or a negative index.\n"
-	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
-	     "        when libibverbs lacks the verb (rdma-core < 32); else\n"
-	     "        the verb failed (``errno``, e.g. ENODATA for an empty\n"
-	     "        entry).");
-
-PyDoc_STRVAR(context_query_pkey__doc__,
-	     "query_pkey(port, index) -> int\n"
-	     "\n"
-	     "Read one entry of a port's P_Key table.\n"
-	     "\n"
-	     "Wraps ``ibv_query_pkey`` (man page ibv_query_pkey(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    port: the port, from 1 (positional only).\n"
-	     "    index: the P_Key table index, from 0 (positional only).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The P_Key, in host order (0xffff: the default partition).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int, or not 2 given.\n"
-	     "    ValueError: port outside 1..255 or a negative index.\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``).");
-
-PyDoc_STRVAR(context_alloc_pd__doc__,
-	     "alloc_pd() -> PD\n"
-	     "\n"
-	     "Allocate a protection domain on this device.\n"
-	     "\n"
-	     "Wraps ``ibv_alloc_pd`` (man page ibv_alloc_pd(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new PD (a child of this Context).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``, e.g. ENOMEM).");
 
 PyDoc_STRVAR(context_create_cq__doc__,
 	     "create_cq(cqe, channel=None, comp_vector=0) -> CQ\n"
@@ -527,80 +722,6 @@ PyDoc_STRVAR(context_create_cq__doc__,
 	     "        else the verb failed (``errno``, e.g. EINVAL for a cqe\n"
 	     "        past the device's max_cqe).");
 
-PyDoc_STRVAR(context_create_comp_channel__doc__,
-	     "create_comp_channel() -> CompChannel\n"
-	     "\n"
-	     "Create a completion event channel.\n"
-	     "\n"
-	     "Wraps ``ibv_create_comp_channel`` (man page\n"
-	     "ibv_create_comp_channel(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new CompChannel; give it to ``create_cq(channel=...)``.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``, e.g. EMFILE).");
-
-PyDoc_STRVAR(context_get_async_event__doc__,
-	     "get_async_event() -> AsyncEvent\n"
-	     "\n"
-	     "Wait for the device's next asynchronous event and return it.\n"
-	     "\n"
-	     "Waits with the GIL released (the Context refuses ``close()``\n"
-	     "meanwhile; Ctrl-C interrupts it). When ``async_fd`` was made\n"
-	     "non-blocking, it does not wait. Ack the event (``ack()``,\n"
-	     "``with event:`` or ``ack_async_event()``): until then the QP,\n"
-	     "CQ or SRQ it names refuses ``close()`` (EBUSY).\n"
-	     "\n"
-	     "Wraps ``ibv_get_async_event`` (man page\n"
-	     "ibv_get_async_event(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The AsyncEvent (event_type, element, ...).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    KeyboardInterrupt: a signal handler raised during the wait.\n"
-	     "    VerbsError: EAGAIN with a non-blocking fd and no event\n"
-	     "        pending; EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``).");
-
-PyDoc_STRVAR(context_ack_async_event__doc__,
-	     "ack_async_event(event) -> None\n"
-	     "\n"
-	     "Acknowledge an AsyncEvent of this Context.\n"
-	     "\n"
-	     "The same as ``event.ack()``: idempotent, an event acked\n"
-	     "already is left alone.\n"
-	     "\n"
-	     "Wraps ``ibv_ack_async_event`` (man page\n"
-	     "ibv_get_async_event(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    event: an AsyncEvent from ``get_async_event()``.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: event is not an AsyncEvent.\n"
-	     "    ValueError: the event belongs to another Context.\n"
-	     "    VerbsError: EBADF once the Context is closed.");
-
-PyDoc_STRVAR(context_close__doc__,
-	     "close() -> None\n"
-	     "\n"
-	     "Close the device.\n"
-	     "\n"
-	     "Idempotent: closing a closed Context does nothing. The\n"
-	     "Context stays open and usable after a refusal.\n"
-	     "\n"
-	     "Wraps ``ibv_close_device`` (man page ibv_open_device(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBUSY while children (PDs, CQs, channels, DMs)\n"
-	     "        are open, another thread waits in a blocking call on "
-	     "it,\n"
-	     "        or it is the Context of a CMID (close the CMID); else\n"
-	     "        the verb failed (``errno``).");
-
 PyDoc_STRVAR(context_enter__doc__,
 	     "__enter__() -> Context\n"
 	     "\n"
@@ -608,106 +729,6 @@ PyDoc_STRVAR(context_enter__doc__,
 	     "\n"
 	     "Raises:\n"
 	     "    VerbsError: EBADF once the Context is closed.");
-
-PyDoc_STRVAR(context_exit__doc__,
-	     "__exit__(exc_type, exc, tb) -> False\n"
-	     "\n"
-	     "Leave a ``with`` block: ``close()`` the Context.\n"
-	     "\n"
-	     "Does not swallow the block's exception.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: as ``close()`` (EBUSY while children are open\n"
-	     "        or for a CMID's Context).");
-
-PyDoc_STRVAR(context_create_cq_ex__doc__,
-	     "create_cq_ex(init_attr) -> CQEx\n"
-	     "\n"
-	     "Create an extended completion queue.\n"
-	     "\n"
-	     "``init_attr`` is a ``CQInitAttrEx``: cqe, wc_flags\n"
-	     "(``CreateCQWCFlags``: the fields ``poll()`` and the\n"
-	     "``read_*()`` accessors may read; TM_INFO is not offered),\n"
-	     "channel, comp_vector and flags (``CreateCQAttrFlags``).\n"
-	     "\n"
-	     "Wraps ``ibv_create_cq_ex`` (man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new CQEx.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: init_attr lacks a field, or a field has the\n"
-	     "        wrong type.\n"
-	     "    ValueError: wc_flags has bits a CQEx does not take, a value\n"
-	     "        is out of range, or the channel is of another Context.\n"
-	     "    VerbsError: EBADF if the Context or channel is closed;\n"
-	     "        EOPNOTSUPP when the provider has no extended CQ; else\n"
-	     "        the verb failed (``errno``).");
-
-PyDoc_STRVAR(context_query_device_ex__doc__,
-	     "query_device_ex() -> DeviceAttrEx\n"
-	     "\n"
-	     "Query the device's extended attributes and capabilities.\n"
-	     "\n"
-	     "Falls back to ``ibv_query_device`` when the provider has no\n"
-	     "extended query or answers EOPNOTSUPP/ENOSYS, as verbs.h does;\n"
-	     "``legacy`` is True then and the extended fields read 0.\n"
-	     "\n"
-	     "Wraps ``ibv_query_device_ex`` (man page\n"
-	     "ibv_query_device_ex(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    A DeviceAttrEx: ``orig_attr`` (a DeviceAttr), odp_caps,\n"
-	     "    tso_caps, rss_caps, ..., max_dm_size, phys_port_cnt_ex.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``).");
-
-PyDoc_STRVAR(context_alloc_dm__doc__,
-	     "alloc_dm(length, log_align_req=0) -> DM\n"
-	     "\n"
-	     "Allocate ``length`` bytes of device memory.\n"
-	     "\n"
-	     "Wraps ``ibv_alloc_dm`` (man page ibv_alloc_dm(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    length: bytes, 1 or more (see ``max_dm_size`` of\n"
-	     "        ``query_device_ex()``).\n"
-	     "    log_align_req: log2 of the alignment wanted, 0..63.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new DM.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: length is 0 or a value is out of range.\n"
-	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
-	     "        when the provider has no device memory; else the verb\n"
-	     "        failed (``errno``, e.g. ENOMEM).");
-
-PyDoc_STRVAR(context_create_qp_ex__doc__,
-	     "create_qp_ex(init_attr) -> QPEx\n"
-	     "\n"
-	     "Create an extended QP in the PD that ``init_attr.pd`` names.\n"
-	     "\n"
-	     "The same as ``init_attr.pd.create_qp_ex(init_attr)``, after\n"
-	     "checking that the PD is one of this Context's.\n"
-	     "\n"
-	     "Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
-	     "ibv_create_qp_ex(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new QPEx, in the RESET state.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: init_attr has no pd, or it is not a PD; a field\n"
-	     "        has the wrong type.\n"
-	     "    ValueError: the PD belongs to another Context; as\n"
-	     "        ``PD.create_qp_ex()``.\n"
-	     "    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
-	     "        EOPNOTSUPP as ``PD.create_qp_ex()``; else the verb\n"
-	     "        failed (``errno``).");
 
 PyDoc_STRVAR(context__doc__,
 	     "Context(name)\n"
@@ -799,29 +820,3 @@ static PyType_Slot context_slots[] = {
 PyType_Spec Context_spec = { "ibverbs._ibverbs.Context", sizeof(ContextObject),
 			     0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
 			     context_slots };
-
-/* ------------------------------------------------------------------ */
-/* PD factory lives here because PD's constructor is trivial           */
-/* ------------------------------------------------------------------ */
-
-extern const HandleKind pd_kind; /* pd.c */
-
-static PyObject *context_alloc_pd(PyObject *self, PyObject *unused)
-{
-	struct ibv_pd *pd;
-	PDObject *o;
-
-	HANDLE_CHECK(self);
-	errno = 0;
-	pd = IBV.alloc_pd(CTX(self));
-	if (pd == NULL)
-		return verbs_error_errno("ibv_alloc_pd");
-	o = HANDLE_ALLOC(PDObject, ST.PD_type);
-	if (o == NULL) {
-		IBV.dealloc_pd(pd);
-		return NULL;
-	}
-	handle_init(HANDLE(o), &pd_kind, HANDLE(self));
-	HANDLE(o)->obj = pd;
-	return (PyObject *)o;
-}

@@ -100,6 +100,28 @@ static int dm_range(PyObject *self, PyObject *off_o, uint64_t *off,
 	return 0;
 }
 
+PyDoc_STRVAR(dm_copy_to__doc__,
+	     "copy_to(offset, data) -> None\n"
+	     "\n"
+	     "Write ``data`` into the device memory at ``offset``.\n"
+	     "\n"
+	     "A bytearray is copied first (it could be resized meanwhile).\n"
+	     "Empty data writes nothing.\n"
+	     "\n"
+	     "Wraps ``ibv_memcpy_to_dm`` (man page ibv_alloc_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    offset: start within the DM.\n"
+	     "    data: bytes or bytearray.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: data is not bytes or bytearray, or offset is\n"
+	     "        not an int.\n"
+	     "    ValueError: offset is negative, or offset + len(data)\n"
+	     "        passes the DM's end.\n"
+	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
+	     "        failed (``errno``).");
+
 static PyObject *dm_copy_to(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "offset", "data", NULL };
@@ -149,6 +171,27 @@ static PyObject *dm_copy_to(PyObject *self, PyObject *args, PyObject *kw)
 				       (unsigned long long)off, n);
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(dm_copy_from__doc__,
+	     "copy_from(offset, length) -> bytes\n"
+	     "\n"
+	     "Read ``length`` bytes of the device memory at ``offset``.\n"
+	     "\n"
+	     "Wraps ``ibv_memcpy_from_dm`` (man page ibv_alloc_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    offset: start within the DM.\n"
+	     "    length: bytes to read (0 gives b\"\").\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The bytes read.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: offset or length is not an int.\n"
+	     "    ValueError: offset or length is negative, or offset +\n"
+	     "        length passes the DM's end.\n"
+	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
+	     "        failed (``errno``).");
 
 static PyObject *dm_copy_from(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -315,49 +358,6 @@ static PyObject *dm_repr(PyObject *self)
 	return PyUnicode_FromFormat("<ibverbs.DM length=%llu>",
 				    (unsigned long long)DMO(self)->length);
 }
-
-PyDoc_STRVAR(dm_copy_to__doc__,
-	     "copy_to(offset, data) -> None\n"
-	     "\n"
-	     "Write ``data`` into the device memory at ``offset``.\n"
-	     "\n"
-	     "A bytearray is copied first (it could be resized meanwhile).\n"
-	     "Empty data writes nothing.\n"
-	     "\n"
-	     "Wraps ``ibv_memcpy_to_dm`` (man page ibv_alloc_dm(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    offset: start within the DM.\n"
-	     "    data: bytes or bytearray.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: data is not bytes or bytearray, or offset is\n"
-	     "        not an int.\n"
-	     "    ValueError: offset is negative, or offset + len(data)\n"
-	     "        passes the DM's end.\n"
-	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
-	     "        failed (``errno``).");
-
-PyDoc_STRVAR(dm_copy_from__doc__,
-	     "copy_from(offset, length) -> bytes\n"
-	     "\n"
-	     "Read ``length`` bytes of the device memory at ``offset``.\n"
-	     "\n"
-	     "Wraps ``ibv_memcpy_from_dm`` (man page ibv_alloc_dm(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    offset: start within the DM.\n"
-	     "    length: bytes to read (0 gives b\"\").\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The bytes read.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: offset or length is not an int.\n"
-	     "    ValueError: offset or length is negative, or offset +\n"
-	     "        length passes the DM's end.\n"
-	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
-	     "        failed (``errno``).");
 
 PyDoc_STRVAR(dm__doc__,
 	     "Device memory (``struct ibv_dm``): memory on the adapter.\n"

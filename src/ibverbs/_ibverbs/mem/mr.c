@@ -186,6 +186,28 @@ PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw)
 /* MR.sge()                                                            */
 /* ------------------------------------------------------------------ */
 
+PyDoc_STRVAR(mr_sge__doc__,
+	     "sge(length=None, offset=0) -> SGE\n"
+	     "\n"
+	     "Build an SGE for ``[offset, offset + length)`` of this MR.\n"
+	     "\n"
+	     "The same as ``SGE(mr, length, offset=offset)``: the SGE holds\n"
+	     "the MR, its ``lkey`` and the address ``mr.addr + offset``.\n"
+	     "No verb is called.\n"
+	     "\n"
+	     "Args:\n"
+	     "    length: bytes; None covers the rest of the MR.\n"
+	     "    offset: start within the MR.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new SGE.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: length or offset is not an int.\n"
+	     "    ValueError: the range passes the end of the MR, or the\n"
+	     "        length does not fit the SGE's 32 bits.\n"
+	     "    VerbsError: EBADF once the MR is closed.");
+
 /* sge(length=None, offset=0) -> SGE covering [offset, offset+length):
  * SGE(self, length, offset=offset), whose constructor checks the range. */
 static PyObject *mr_sge(PyObject *self, PyObject *args, PyObject *kw)
@@ -305,28 +327,6 @@ static PyObject *mr_repr(PyObject *self)
 	return PyUnicode_FromFormat("<ibverbs.MR%s %s>",
 				    m->is_dmabuf ? " dma-buf" : "", buf);
 }
-
-PyDoc_STRVAR(mr_sge__doc__,
-	     "sge(length=None, offset=0) -> SGE\n"
-	     "\n"
-	     "Build an SGE for ``[offset, offset + length)`` of this MR.\n"
-	     "\n"
-	     "The same as ``SGE(mr, length, offset=offset)``: the SGE holds\n"
-	     "the MR, its ``lkey`` and the address ``mr.addr + offset``.\n"
-	     "No verb is called.\n"
-	     "\n"
-	     "Args:\n"
-	     "    length: bytes; None covers the rest of the MR.\n"
-	     "    offset: start within the MR.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new SGE.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: length or offset is not an int.\n"
-	     "    ValueError: the range passes the end of the MR, or the\n"
-	     "        length does not fit the SGE's 32 bits.\n"
-	     "    VerbsError: EBADF once the MR is closed.");
 
 PyDoc_STRVAR(mr__doc__,
 	     "A registered memory region (``struct ibv_mr``).\n"

@@ -54,6 +54,18 @@ PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw)
 	return (PyObject *)self;
 }
 
+const char mw_mod_inc_rkey__doc__[] = PyDoc_STR(
+	"inc_rkey(rkey) -> int\n"
+	"\n"
+	"The next rkey for a type 2 memory window bind: ``rkey`` with its\n"
+	"low 8 bits (the key part) incremented, wrapping at 0xff.\n"
+	"\n"
+	"Wraps ``ibv_inc_rkey`` (man page ibv_inc_rkey(3)).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: rkey is not an int.\n"
+	"    ValueError: rkey does not fit 32 bits.");
+
 /* ibverbs.inc_rkey(rkey) */
 PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg)
 {
@@ -169,6 +181,34 @@ int mw_parse(PyObject *o, const char *name)
 /* ------------------------------------------------------------------ */
 /* QP.bind_mw: type 1 windows                                          */
 /* ------------------------------------------------------------------ */
+
+const char qp_bind_mw__doc__[] = PyDoc_STR(
+	"bind_mw(mw, mw_bind) -> int\n"
+	"\n"
+	"Bind a type 1 memory window to part of an MR.\n"
+	"\n"
+	"Posts the bind on the send queue; it completes on the send\n"
+	"CQ like a WR (signaled with ``SendFlags.SIGNALED``). A\n"
+	"bind_info length of 0 unbinds. The provider picks the new\n"
+	"rkey. Type 2 windows bind with a SendWR(opcode=BIND_MW) or\n"
+	"``QPEx.wr_bind_mw()``.\n"
+	"\n"
+	"Wraps ``ibv_bind_mw`` (man page ibv_bind_mw(3)).\n"
+	"\n"
+	"Args:\n"
+	"    mw: a type 1 MW.\n"
+	"    mw_bind: an MWBind (wr_id, send_flags, bind_info).\n"
+	"\n"
+	"Returns:\n"
+	"    The window's new rkey.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: mw is not an MW, or mw_bind or its bind_info\n"
+	"        lacks a field or has a wrong type.\n"
+	"    ValueError: a value is out of range.\n"
+	"    VerbsError: EINVAL for a type 2 window; EBADF if the QP,\n"
+	"        the MW or the MR is closed; else the verb failed\n"
+	"        (``errno``).");
 
 /*
  * QP.bind_mw(mw, mw_bind): post the bind (ibv_bind_mw) and return the

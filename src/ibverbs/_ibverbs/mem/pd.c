@@ -23,38 +23,6 @@ static void pd_dealloc(PyObject *self)
 	handle_dealloc(HANDLE(self));
 }
 
-#define PD_FACTORY(meth, fn)                                                \
-	static PyObject *meth(PyObject *self, PyObject *args, PyObject *kw) \
-	{                                                                   \
-		HANDLE_CHECK(self);                                         \
-		return fn((PDObject *)self, args, kw);                      \
-	}
-PD_FACTORY(pd_reg_mr, mr_create)
-PD_FACTORY(pd_reg_dmabuf_mr, mr_create_dmabuf)
-PD_FACTORY(pd_create_qp, qp_create)
-PD_FACTORY(pd_create_srq, srq_create)
-PD_FACTORY(pd_create_ah, ah_create)
-PD_FACTORY(pd_reg_dm_mr, dm_reg_mr)
-PD_FACTORY(pd_reg_implicit_odp_mr, odp_reg_implicit)
-PD_FACTORY(pd_advise_mr, odp_advise_mr)
-PD_FACTORY(pd_alloc_mw, mw_create)
-PD_FACTORY(pd_create_qp_ex, qpex_create)
-#undef PD_FACTORY
-
-static PyObject *pd_get_handle(PyObject *self, void *closure)
-{
-	HANDLE_CHECK(self);
-	return PyLong_FromUnsignedLong(PDP(self)->handle);
-}
-
-static PyObject *pd_repr(PyObject *self)
-{
-	if (HANDLE(self)->obj == NULL)
-		return PyUnicode_FromString("<ibverbs.PD closed>");
-	return PyUnicode_FromFormat("<ibverbs.PD handle=%u>",
-				    PDP(self)->handle);
-}
-
 PyDoc_STRVAR(pd_reg_mr__doc__,
 	     "reg_mr(addr, length, access=0, *, owner=None) -> MR\n"
 	     "\n"
@@ -89,6 +57,14 @@ PyDoc_STRVAR(pd_reg_mr__doc__,
 	     "        (rdma-core < 29); else the verb failed (``errno``, e.g.\n"
 	     "        EFAULT for unmapped memory, ENOMEM past the pin limit).");
 
+/* The factory methods: each checks the PD open and calls the new
+ * type's constructor (in that type's file). */
+static PyObject *pd_reg_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return mr_create((PDObject *)self, args, kw);
+}
+
 PyDoc_STRVAR(pd_reg_dmabuf_mr__doc__,
 	     "reg_dmabuf_mr(offset, length, iova, fd, access=0, *, "
 	     "owner=None) -> MR\n"
@@ -120,6 +96,12 @@ PyDoc_STRVAR(pd_reg_dmabuf_mr__doc__,
 	     "        closed; EOPNOTSUPP when libibverbs lacks the verb\n"
 	     "        (rdma-core < 34); else the verb failed (``errno``).");
 
+static PyObject *pd_reg_dmabuf_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return mr_create_dmabuf((PDObject *)self, args, kw);
+}
+
 PyDoc_STRVAR(pd_create_qp__doc__,
 	     "create_qp(init_attr) -> QP\n"
 	     "\n"
@@ -147,6 +129,12 @@ PyDoc_STRVAR(pd_create_qp__doc__,
 	     "        else the verb failed (``errno``, e.g. EINVAL for\n"
 	     "        capacities beyond the device's limits).");
 
+static PyObject *pd_create_qp(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return qp_create((PDObject *)self, args, kw);
+}
+
 PyDoc_STRVAR(pd_create_srq__doc__,
 	     "create_srq(max_wr=128, max_sge=1, srq_limit=0) -> SRQ\n"
 	     "\n"
@@ -167,6 +155,12 @@ PyDoc_STRVAR(pd_create_srq__doc__,
 	     "    ValueError: a value is outside ``0..2**32-1``.\n"
 	     "    VerbsError: EBADF once the PD is closed; else the verb\n"
 	     "        failed (``errno``, e.g. EINVAL past the device limits).");
+
+static PyObject *pd_create_srq(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return srq_create((PDObject *)self, args, kw);
+}
 
 PyDoc_STRVAR(pd_create_ah__doc__,
 	     "create_ah(attr) -> AH\n"
@@ -189,6 +183,12 @@ PyDoc_STRVAR(pd_create_ah__doc__,
 	     "    ValueError: a field is out of range or dgid is no GID.\n"
 	     "    VerbsError: EBADF once the PD is closed; else the verb\n"
 	     "        failed (``errno``, e.g. EINVAL for a bad sgid_index).");
+
+static PyObject *pd_create_ah(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return ah_create((PDObject *)self, args, kw);
+}
 
 PyDoc_STRVAR(pd_reg_dm_mr__doc__,
 	     "reg_dm_mr(dm, offset, length, access) -> MR\n"
@@ -219,6 +219,12 @@ PyDoc_STRVAR(pd_reg_dm_mr__doc__,
 	     "        EOPNOTSUPP when the provider has no device memory;\n"
 	     "        else the verb failed (``errno``).");
 
+static PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return dm_reg_mr((PDObject *)self, args, kw);
+}
+
 PyDoc_STRVAR(pd_reg_implicit_odp_mr__doc__,
 	     "reg_implicit_odp_mr(access=0) -> MR\n"
 	     "\n"
@@ -243,6 +249,13 @@ PyDoc_STRVAR(pd_reg_implicit_odp_mr__doc__,
 	     "        failed (``errno``, e.g. EINVAL or EOPNOTSUPP where the\n"
 	     "        device has no implicit ODP).");
 
+static PyObject *pd_reg_implicit_odp_mr(PyObject *self, PyObject *args,
+					PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return odp_reg_implicit((PDObject *)self, args, kw);
+}
+
 PyDoc_STRVAR(pd_advise_mr__doc__,
 	     "advise_mr(advice, flags, sg_list) -> None\n"
 	     "\n"
@@ -263,6 +276,12 @@ PyDoc_STRVAR(pd_advise_mr__doc__,
 	     "    VerbsError: EBADF if the PD or an SGE's MR is closed;\n"
 	     "        EOPNOTSUPP when the provider has no such op; else the\n"
 	     "        verb failed (``errno``).");
+
+static PyObject *pd_advise_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return odp_advise_mr((PDObject *)self, args, kw);
+}
 
 PyDoc_STRVAR(pd_alloc_mw__doc__,
 	     "alloc_mw(type) -> MW\n"
@@ -286,6 +305,12 @@ PyDoc_STRVAR(pd_alloc_mw__doc__,
 	     "    ValueError: type is neither 1 nor 2.\n"
 	     "    VerbsError: EBADF once the PD is closed; else the verb\n"
 	     "        failed (``errno``, e.g. EOPNOTSUPP without windows).");
+
+static PyObject *pd_alloc_mw(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return mw_create((PDObject *)self, args, kw);
+}
 
 PyDoc_STRVAR(pd_create_qp_ex__doc__,
 	     "create_qp_ex(init_attr) -> QPEx\n"
@@ -311,6 +336,26 @@ PyDoc_STRVAR(pd_create_qp_ex__doc__,
 	     "        EOPNOTSUPP when libibverbs lacks ``ibv_qp_to_qp_ex`` or\n"
 	     "        the provider makes no extended QP; else the verb failed\n"
 	     "        (``errno``).");
+
+static PyObject *pd_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return qpex_create((PDObject *)self, args, kw);
+}
+
+static PyObject *pd_get_handle(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(PDP(self)->handle);
+}
+
+static PyObject *pd_repr(PyObject *self)
+{
+	if (HANDLE(self)->obj == NULL)
+		return PyUnicode_FromString("<ibverbs.PD closed>");
+	return PyUnicode_FromFormat("<ibverbs.PD handle=%u>",
+				    PDP(self)->handle);
+}
 
 PyDoc_STRVAR(pd__doc__,
 	     "A protection domain (``struct ibv_pd``).\n"

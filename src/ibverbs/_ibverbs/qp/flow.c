@@ -93,6 +93,30 @@ static int flow_is_attr(PyObject *o)
 	return rc;
 }
 
+const char qp_create_flow__doc__[] = PyDoc_STR(
+	"create_flow(flow_attr) -> Flow\n"
+	"\n"
+	"Attach a flow steering rule: matching packets go to this QP.\n"
+	"\n"
+	"``flow_attr`` is an ``ibverbs.flow.FlowAttr`` or its\n"
+	"``to_bytes()``; the buffer's sizes are checked before the\n"
+	"provider reads it. The Flow is a child of the QP.\n"
+	"\n"
+	"Wraps ``ibv_create_flow`` (man page ibv_create_flow(3)).\n"
+	"\n"
+	"Args:\n"
+	"    flow_attr: FlowAttr or bytes.\n"
+	"\n"
+	"Returns:\n"
+	"    The new Flow.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: flow_attr is neither a FlowAttr nor bytes.\n"
+	"    ValueError: the buffer is malformed (sizes, spec count).\n"
+	"    VerbsError: EBADF once the QP is closed; EOPNOTSUPP when\n"
+	"        the provider has no flow steering; else the verb failed\n"
+	"        (``errno``, e.g. EINVAL for an unsupported spec).");
+
 /* QP.create_flow(flow_attr): a FlowAttr (anything with to_bytes()) or
  * its bytes. */
 PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
@@ -172,6 +196,12 @@ PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
 	HANDLE(self)->obj = flow;
 	return (PyObject *)self;
 }
+
+const char flow_mod_layouts__doc__[] = PyDoc_STR(
+	"_flow_layouts() -> dict\n"
+	"\n"
+	"{spec: (sizeof, offsetof val, offsetof mask, sizeof filter)} of\n"
+	"the compiled flow spec structs, for ``ibverbs.flow``.");
 
 /* _flow_layouts() -> {name: (sizeof, offsetof val, offsetof mask,
  * sizeof filter)}, "attr": (sizeof ibv_flow_attr, 0, 0, 0). */

@@ -279,6 +279,21 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb)
 /* wr_start, wr_complete, wr_abort                                    */
 /* ------------------------------------------------------------------ */
 
+PyDoc_STRVAR(wrex_start__doc__,
+	     "wr_start() -> None\n"
+	     "\n"
+	     "Open a batch of work requests on the send queue.\n"
+	     "\n"
+	     "Then call builders (``wr_send()``, ...), each followed by its\n"
+	     "setters, and end with ``wr_complete()`` or ``wr_abort()``.\n"
+	     "``post_send()`` and ``modify()`` refuse (EBUSY) meanwhile.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_start`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EINVAL when a batch is open already; EBADF\n"
+	     "        once the QP is closed.");
+
 static PyObject *qpex_wr_start(PyObject *self, PyObject *unused)
 {
 	QPExObject *q = QPEXO(self);
@@ -297,6 +312,22 @@ static PyObject *qpex_wr_start(PyObject *self, PyObject *unused)
 	q->n_wr = 0;
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(wrex_complete__doc__,
+	     "wr_complete() -> None\n"
+	     "\n"
+	     "Post the open batch and close it.\n"
+	     "\n"
+	     "On failure nothing of the batch was posted. Either way the\n"
+	     "batch ends and what it held is released.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_complete`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: on a UD QP, the last WR has no\n"
+	     "        ``wr_set_ud_addr()`` (the batch is aborted).\n"
+	     "    VerbsError: EINVAL when no batch is open; EBADF once the\n"
+	     "        QP is closed; else the provider refused (``errno``).");
 
 static PyObject *qpex_wr_complete(PyObject *self, PyObject *unused)
 {
@@ -322,6 +353,18 @@ static PyObject *qpex_wr_complete(PyObject *self, PyObject *unused)
 				       qpn, n);
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(wrex_abort__doc__,
+	     "wr_abort() -> None\n"
+	     "\n"
+	     "Discard the open batch: none of its WRs is posted.\n"
+	     "\n"
+	     "Does nothing when no batch is open.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_abort`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the QP is closed.");
 
 static PyObject *qpex_wr_abort(PyObject *self, PyObject *unused)
 {
@@ -755,6 +798,29 @@ static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(wrex_atomic_write__doc__,
+	     "wr_atomic_write(rkey, remote_addr, data) -> None\n"
+	     "\n"
+	     "Start an ATOMIC_WRITE of 8 bytes to the peer (no setters).\n"
+	     "\n"
+	     "The provider copies ``data`` during the call.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_atomic_write`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    rkey: the remote rkey, 32 bits.\n"
+	     "    remote_addr: the remote address (8-byte aligned).\n"
+	     "    data: exactly 8 bytes (bytes or bytearray).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: data is not 8 bytes, or rkey/remote_addr not\n"
+	     "        an int.\n"
+	     "    ValueError: rkey or remote_addr is out of range.\n"
+	     "    VerbsError: EOPNOTSUPP when built against rdma-core < 42\n"
+	     "        headers or the provider lacks it; EINVAL outside a\n"
+	     "        batch or when ATOMIC_WRITE is not in\n"
+	     "        ``send_ops_flags``; EBADF once the QP is closed.");
+
 /* wr_atomic_write(rkey, remote_addr, data): data is the 8 bytes to write
  * (bytes or bytearray); the provider copies them during the call. */
 static PyObject *wr_atomic_write(PyObject *self, PyObject *args, PyObject *kw)
@@ -796,6 +862,30 @@ static PyObject *wr_atomic_write(PyObject *self, PyObject *args, PyObject *kw)
 			       "or newer declares it)");
 #endif
 }
+
+PyDoc_STRVAR(wrex_flush__doc__,
+	     "wr_flush(rkey, remote_addr, len, type, level) -> None\n"
+	     "\n"
+	     "Start a FLUSH: make a range of the peer's memory persistent or\n"
+	     "globally visible (no setters).\n"
+	     "\n"
+	     "Wraps ``ibv_wr_flush`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    rkey: the remote rkey, 32 bits.\n"
+	     "    remote_addr: start of the range, 64 bits.\n"
+	     "    len: bytes, 64 bits.\n"
+	     "    type: ``IBV_FLUSH_GLOBAL`` or ``IBV_FLUSH_PERSISTENT``.\n"
+	     "    level: ``IBV_FLUSH_RANGE`` or ``IBV_FLUSH_MR``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range (type and level:\n"
+	     "        0..255).\n"
+	     "    VerbsError: EOPNOTSUPP when built against rdma-core < 45\n"
+	     "        headers or the provider lacks it; EINVAL outside a\n"
+	     "        batch or when FLUSH is not in ``send_ops_flags``;\n"
+	     "        EBADF once the QP is closed.");
 
 /* wr_flush(rkey, remote_addr, len, type, level).  Built against headers
  * without ibv_wr_flush (rdma-core < 45): EOPNOTSUPP, after the checks. */
@@ -868,6 +958,29 @@ static int check_num_sge(PyObject *self, Py_ssize_t n, const char *verb)
 	return 0;
 }
 
+PyDoc_STRVAR(wrex_set_sge__doc__,
+	     "wr_set_sge(lkey, addr, length) -> None\n"
+	     "\n"
+	     "Give the last builder's WR its data: one SGE.\n"
+	     "\n"
+	     "Also ``wr_set_sge(sge)`` with an SGE object, which (with its\n"
+	     "MR, marked used) is held until the batch ends.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_sge`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    lkey: the lkey, or an SGE object (given alone).\n"
+	     "    addr: the address (with an lkey).\n"
+	     "    length: bytes, 32 bits (with an lkey).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: neither an SGE nor three ints.\n"
+	     "    ValueError: a value is out of range, or max_send_sge is 0.\n"
+	     "    VerbsError: EBADF if the SGE's MR or the QP is closed;\n"
+	     "        EINVAL outside a batch, with no builder before it, when\n"
+	     "        the WR takes no SGE or has its data already;\n"
+	     "        EOPNOTSUPP when the provider lacks it.");
+
 /* wr_set_sge(sge) or wr_set_sge(lkey, addr, length) */
 static PyObject *wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -916,6 +1029,26 @@ static PyObject *wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 #define SMALL_LIST 16
+
+PyDoc_STRVAR(wrex_set_sge_list__doc__,
+	     "wr_set_sge_list(sg_list) -> None\n"
+	     "\n"
+	     "Give the last builder's WR its data: a list of SGEs.\n"
+	     "\n"
+	     "The SGEs (and their MRs) are held until the batch ends.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_sge_list`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    sg_list: a list or tuple of SGEs.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: sg_list is not a list/tuple of SGEs.\n"
+	     "    ValueError: more SGEs than the QP's max_send_sge.\n"
+	     "    VerbsError: EBADF if an SGE's MR or the QP is closed;\n"
+	     "        EINVAL outside a batch, with no builder before it, when\n"
+	     "        the WR takes no SGE or has its data already;\n"
+	     "        EOPNOTSUPP when the provider lacks it.");
 
 /* wr_set_sge_list(sges): a list or tuple of SGE objects. */
 static PyObject *wr_set_sge_list(PyObject *self, PyObject *args, PyObject *kw)
@@ -1040,6 +1173,26 @@ static int check_inline_len(PyObject *self, size_t total, const char *verb)
 	return 0;
 }
 
+PyDoc_STRVAR(wrex_set_inline_data__doc__,
+	     "wr_set_inline_data(data) -> None\n"
+	     "\n"
+	     "Give the last builder's WR its data inline.\n"
+	     "\n"
+	     "The provider copies the bytes now (no MR needed).\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_inline_data`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    data: a bytes-like object (bytes, bytearray, memoryview).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: data is not bytes-like.\n"
+	     "    ValueError: more bytes than the QP's max_inline_data.\n"
+	     "    VerbsError: EINVAL outside a batch, with no builder before\n"
+	     "        it, when the WR takes no inline data or has its data\n"
+	     "        already; EOPNOTSUPP when the provider lacks it; EBADF\n"
+	     "        once the QP is closed.");
+
 static PyObject *wr_set_inline_data(PyObject *self, PyObject *args,
 				    PyObject *kw)
 {
@@ -1066,6 +1219,25 @@ static PyObject *wr_set_inline_data(PyObject *self, PyObject *args,
 	Py_DECREF(hold);
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(wrex_set_inline_data_list__doc__,
+	     "wr_set_inline_data_list(buf_list) -> None\n"
+	     "\n"
+	     "Give the last builder's WR its data inline, from several "
+	     "buffers.\n"
+	     "\n"
+	     "The provider copies the bytes now.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_inline_data_list`` (man page\n"
+	     "ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    buf_list: a list or tuple of bytes-like objects.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: not a list/tuple of bytes-like objects.\n"
+	     "    ValueError: more bytes in all than max_inline_data.\n"
+	     "    VerbsError: as ``wr_set_inline_data()``.");
 
 static PyObject *wr_set_inline_data_list(PyObject *self, PyObject *args,
 					 PyObject *kw)
@@ -1130,6 +1302,29 @@ out:
 	return res;
 }
 
+PyDoc_STRVAR(wrex_set_ud_addr__doc__,
+	     "wr_set_ud_addr(ah, remote_qpn, remote_qkey) -> None\n"
+	     "\n"
+	     "Give the last builder's WR its UD destination (required on UD).\n"
+	     "\n"
+	     "The AH is held, and marked used, until the batch ends.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_ud_addr`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    ah: an AH of the QP's Context.\n"
+	     "    remote_qpn: the destination QP number, 24 bits.\n"
+	     "    remote_qkey: its Q_Key, 32 bits.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: ah is not an AH, or a number is not an int.\n"
+	     "    ValueError: a number is out of range, or the AH belongs to\n"
+	     "        another Context.\n"
+	     "    VerbsError: EBADF if the AH or the QP is closed; EINVAL\n"
+	     "        outside a batch, with no builder before it, on a non-UD\n"
+	     "        QP or when the WR has its destination already;\n"
+	     "        EOPNOTSUPP when the provider lacks it.");
+
 static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "ah", "remote_qpn", "remote_qkey", NULL };
@@ -1175,6 +1370,31 @@ static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
 /* wr_bind_mw (its MW and MWBindInfo parsed by mw.c)                  */
 /* ------------------------------------------------------------------ */
 
+PyDoc_STRVAR(wrex_bind_mw__doc__,
+	     "wr_bind_mw(mw, rkey, bind_info) -> None\n"
+	     "\n"
+	     "Start a BIND_MW: bind a type 2 window under a new rkey.\n"
+	     "\n"
+	     "The MW and the MR are held, and marked used, until the batch\n"
+	     "ends. Choose the rkey with ``ibverbs.inc_rkey(mw.rkey)``; set\n"
+	     "``mw.rkey`` to it once the bind completes.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_bind_mw`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    mw: the MW.\n"
+	     "    rkey: the window's new rkey, 32 bits.\n"
+	     "    bind_info: an MWBindInfo (mr, addr, length,\n"
+	     "        mw_access_flags).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: mw is not an MW, or bind_info lacks a field.\n"
+	     "    ValueError: a value is out of range.\n"
+	     "    VerbsError: EBADF if the QP, MW or MR is closed; EINVAL\n"
+	     "        outside a batch or when BIND_MW is not in\n"
+	     "        ``send_ops_flags``; EOPNOTSUPP when the provider lacks\n"
+	     "        it.");
+
 /*
  * wr_bind_mw(mw, rkey, bind_info): a BIND_MW in the open batch; rkey is
  * the window's new rkey.  The batch holds the MW and the MR (both marked
@@ -1210,226 +1430,6 @@ out:
 	Py_XDECREF(mr);
 	return res;
 }
-
-PyDoc_STRVAR(wrex_start__doc__,
-	     "wr_start() -> None\n"
-	     "\n"
-	     "Open a batch of work requests on the send queue.\n"
-	     "\n"
-	     "Then call builders (``wr_send()``, ...), each followed by its\n"
-	     "setters, and end with ``wr_complete()`` or ``wr_abort()``.\n"
-	     "``post_send()`` and ``modify()`` refuse (EBUSY) meanwhile.\n"
-	     "\n"
-	     "Wraps ``ibv_wr_start`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EINVAL when a batch is open already; EBADF\n"
-	     "        once the QP is closed.");
-
-PyDoc_STRVAR(wrex_complete__doc__,
-	     "wr_complete() -> None\n"
-	     "\n"
-	     "Post the open batch and close it.\n"
-	     "\n"
-	     "On failure nothing of the batch was posted. Either way the\n"
-	     "batch ends and what it held is released.\n"
-	     "\n"
-	     "Wraps ``ibv_wr_complete`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: on a UD QP, the last WR has no\n"
-	     "        ``wr_set_ud_addr()`` (the batch is aborted).\n"
-	     "    VerbsError: EINVAL when no batch is open; EBADF once the\n"
-	     "        QP is closed; else the provider refused (``errno``).");
-
-PyDoc_STRVAR(wrex_abort__doc__,
-	     "wr_abort() -> None\n"
-	     "\n"
-	     "Discard the open batch: none of its WRs is posted.\n"
-	     "\n"
-	     "Does nothing when no batch is open.\n"
-	     "\n"
-	     "Wraps ``ibv_wr_abort`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the QP is closed.");
-
-PyDoc_STRVAR(wrex_atomic_write__doc__,
-	     "wr_atomic_write(rkey, remote_addr, data) -> None\n"
-	     "\n"
-	     "Start an ATOMIC_WRITE of 8 bytes to the peer (no setters).\n"
-	     "\n"
-	     "The provider copies ``data`` during the call.\n"
-	     "\n"
-	     "Wraps ``ibv_wr_atomic_write`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    rkey: the remote rkey, 32 bits.\n"
-	     "    remote_addr: the remote address (8-byte aligned).\n"
-	     "    data: exactly 8 bytes (bytes or bytearray).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: data is not 8 bytes, or rkey/remote_addr not\n"
-	     "        an int.\n"
-	     "    ValueError: rkey or remote_addr is out of range.\n"
-	     "    VerbsError: EOPNOTSUPP when built against rdma-core < 42\n"
-	     "        headers or the provider lacks it; EINVAL outside a\n"
-	     "        batch or when ATOMIC_WRITE is not in\n"
-	     "        ``send_ops_flags``; EBADF once the QP is closed.");
-
-PyDoc_STRVAR(wrex_flush__doc__,
-	     "wr_flush(rkey, remote_addr, len, type, level) -> None\n"
-	     "\n"
-	     "Start a FLUSH: make a range of the peer's memory persistent or\n"
-	     "globally visible (no setters).\n"
-	     "\n"
-	     "Wraps ``ibv_wr_flush`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    rkey: the remote rkey, 32 bits.\n"
-	     "    remote_addr: start of the range, 64 bits.\n"
-	     "    len: bytes, 64 bits.\n"
-	     "    type: ``IBV_FLUSH_GLOBAL`` or ``IBV_FLUSH_PERSISTENT``.\n"
-	     "    level: ``IBV_FLUSH_RANGE`` or ``IBV_FLUSH_MR``.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: an argument is out of range (type and level:\n"
-	     "        0..255).\n"
-	     "    VerbsError: EOPNOTSUPP when built against rdma-core < 45\n"
-	     "        headers or the provider lacks it; EINVAL outside a\n"
-	     "        batch or when FLUSH is not in ``send_ops_flags``;\n"
-	     "        EBADF once the QP is closed.");
-
-PyDoc_STRVAR(wrex_set_sge__doc__,
-	     "wr_set_sge(lkey, addr, length) -> None\n"
-	     "\n"
-	     "Give the last builder's WR its data: one SGE.\n"
-	     "\n"
-	     "Also ``wr_set_sge(sge)`` with an SGE object, which (with its\n"
-	     "MR, marked used) is held until the batch ends.\n"
-	     "\n"
-	     "Wraps ``ibv_wr_set_sge`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    lkey: the lkey, or an SGE object (given alone).\n"
-	     "    addr: the address (with an lkey).\n"
-	     "    length: bytes, 32 bits (with an lkey).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: neither an SGE nor three ints.\n"
-	     "    ValueError: a value is out of range, or max_send_sge is 0.\n"
-	     "    VerbsError: EBADF if the SGE's MR or the QP is closed;\n"
-	     "        EINVAL outside a batch, with no builder before it, when\n"
-	     "        the WR takes no SGE or has its data already;\n"
-	     "        EOPNOTSUPP when the provider lacks it.");
-
-PyDoc_STRVAR(wrex_set_sge_list__doc__,
-	     "wr_set_sge_list(sg_list) -> None\n"
-	     "\n"
-	     "Give the last builder's WR its data: a list of SGEs.\n"
-	     "\n"
-	     "The SGEs (and their MRs) are held until the batch ends.\n"
-	     "\n"
-	     "Wraps ``ibv_wr_set_sge_list`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    sg_list: a list or tuple of SGEs.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: sg_list is not a list/tuple of SGEs.\n"
-	     "    ValueError: more SGEs than the QP's max_send_sge.\n"
-	     "    VerbsError: EBADF if an SGE's MR or the QP is closed;\n"
-	     "        EINVAL outside a batch, with no builder before it, when\n"
-	     "        the WR takes no SGE or has its data already;\n"
-	     "        EOPNOTSUPP when the provider lacks it.");
-
-PyDoc_STRVAR(wrex_set_inline_data__doc__,
-	     "wr_set_inline_data(data) -> None\n"
-	     "\n"
-	     "Give the last builder's WR its data inline.\n"
-	     "\n"
-	     "The provider copies the bytes now (no MR needed).\n"
-	     "\n"
-	     "Wraps ``ibv_wr_set_inline_data`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    data: a bytes-like object (bytes, bytearray, memoryview).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: data is not bytes-like.\n"
-	     "    ValueError: more bytes than the QP's max_inline_data.\n"
-	     "    VerbsError: EINVAL outside a batch, with no builder before\n"
-	     "        it, when the WR takes no inline data or has its data\n"
-	     "        already; EOPNOTSUPP when the provider lacks it; EBADF\n"
-	     "        once the QP is closed.");
-
-PyDoc_STRVAR(wrex_set_inline_data_list__doc__,
-	     "wr_set_inline_data_list(buf_list) -> None\n"
-	     "\n"
-	     "Give the last builder's WR its data inline, from several "
-	     "buffers.\n"
-	     "\n"
-	     "The provider copies the bytes now.\n"
-	     "\n"
-	     "Wraps ``ibv_wr_set_inline_data_list`` (man page\n"
-	     "ibv_wr_post(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    buf_list: a list or tuple of bytes-like objects.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: not a list/tuple of bytes-like objects.\n"
-	     "    ValueError: more bytes in all than max_inline_data.\n"
-	     "    VerbsError: as ``wr_set_inline_data()``.");
-
-PyDoc_STRVAR(wrex_set_ud_addr__doc__,
-	     "wr_set_ud_addr(ah, remote_qpn, remote_qkey) -> None\n"
-	     "\n"
-	     "Give the last builder's WR its UD destination (required on UD).\n"
-	     "\n"
-	     "The AH is held, and marked used, until the batch ends.\n"
-	     "\n"
-	     "Wraps ``ibv_wr_set_ud_addr`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    ah: an AH of the QP's Context.\n"
-	     "    remote_qpn: the destination QP number, 24 bits.\n"
-	     "    remote_qkey: its Q_Key, 32 bits.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: ah is not an AH, or a number is not an int.\n"
-	     "    ValueError: a number is out of range, or the AH belongs to\n"
-	     "        another Context.\n"
-	     "    VerbsError: EBADF if the AH or the QP is closed; EINVAL\n"
-	     "        outside a batch, with no builder before it, on a non-UD\n"
-	     "        QP or when the WR has its destination already;\n"
-	     "        EOPNOTSUPP when the provider lacks it.");
-
-PyDoc_STRVAR(wrex_bind_mw__doc__,
-	     "wr_bind_mw(mw, rkey, bind_info) -> None\n"
-	     "\n"
-	     "Start a BIND_MW: bind a type 2 window under a new rkey.\n"
-	     "\n"
-	     "The MW and the MR are held, and marked used, until the batch\n"
-	     "ends. Choose the rkey with ``ibverbs.inc_rkey(mw.rkey)``; set\n"
-	     "``mw.rkey`` to it once the bind completes.\n"
-	     "\n"
-	     "Wraps ``ibv_wr_bind_mw`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    mw: the MW.\n"
-	     "    rkey: the window's new rkey, 32 bits.\n"
-	     "    bind_info: an MWBindInfo (mr, addr, length,\n"
-	     "        mw_access_flags).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: mw is not an MW, or bind_info lacks a field.\n"
-	     "    ValueError: a value is out of range.\n"
-	     "    VerbsError: EBADF if the QP, MW or MR is closed; EINVAL\n"
-	     "        outside a batch or when BIND_MW is not in\n"
-	     "        ``send_ops_flags``; EOPNOTSUPP when the provider lacks\n"
-	     "        it.");
 
 /* A builder's docstring: its signature, what it starts, its verb, its
  * Args ("" for none) and the QPCreateSendOpsFlags member it needs; then

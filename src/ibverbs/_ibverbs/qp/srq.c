@@ -80,6 +80,28 @@ static void srq_dealloc(PyObject *self)
 /* Control                                                             */
 /* ------------------------------------------------------------------ */
 
+PyDoc_STRVAR(srq_modify__doc__,
+	     "modify(max_wr=None, srq_limit=None) -> None\n"
+	     "\n"
+	     "Resize the SRQ or arm its limit event.\n"
+	     "\n"
+	     "Only the arguments given are applied (the mask is theirs).\n"
+	     "A non-zero ``srq_limit`` arms the SRQ_LIMIT_REACHED async\n"
+	     "event, sent once when fewer WRs than that are left.\n"
+	     "\n"
+	     "Wraps ``ibv_modify_srq`` (man page ibv_modify_srq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    max_wr: the new number of WRs (providers may refuse).\n"
+	     "    srq_limit: the limit, ``0..2**32-1``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: neither is given, or a value is not an int.\n"
+	     "    ValueError: a value is out of range.\n"
+	     "    VerbsError: EBADF once the SRQ is closed; else the verb\n"
+	     "        failed (``errno``, e.g. EINVAL or EOPNOTSUPP for a\n"
+	     "        resize).");
+
 /* modify(max_wr=None, srq_limit=None): the mask is what was given. */
 static PyObject *srq_modify(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -114,6 +136,20 @@ static PyObject *srq_modify(PyObject *self, PyObject *args, PyObject *kw)
 				       attr.max_wr, attr.srq_limit, mask);
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(srq_query__doc__,
+	     "query() -> dict[str, int]\n"
+	     "\n"
+	     "Query the SRQ's current attributes.\n"
+	     "\n"
+	     "Wraps ``ibv_query_srq`` (man page ibv_query_srq(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    ``{\"max_wr\": ..., \"max_sge\": ..., \"srq_limit\": ...}``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the SRQ is closed; else the verb\n"
+	     "        failed (``errno``).");
 
 static PyObject *srq_query(PyObject *self, PyObject *unused)
 {
@@ -150,65 +186,6 @@ static PyObject *srq_repr(PyObject *self)
 	return PyUnicode_FromFormat("<ibverbs.SRQ handle=%u>",
 				    SRQP(self)->handle);
 }
-
-PyDoc_STRVAR(srq_post_recv__doc__,
-	     "post_recv(wr_or_list) -> None\n"
-	     "\n"
-	     "Post receive work requests on the shared receive queue.\n"
-	     "\n"
-	     "Takes one RecvWR, a list or tuple of them (posted in one\n"
-	     "call), or a RecvWRChain; no allocation, GIL kept. Any QP\n"
-	     "created with this SRQ consumes them.\n"
-	     "\n"
-	     "Wraps ``ibv_post_srq_recv`` (man page ibv_post_srq_recv(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    wr_or_list: RecvWR, list/tuple of RecvWR, or RecvWRChain\n"
-	     "        (positional only).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: not a RecvWR, a list/tuple of them or a chain.\n"
-	     "    ValueError: an empty list, a WR twice or one of a chain,\n"
-	     "        or a released chain.\n"
-	     "    VerbsError: EBADF if the SRQ or an SGE's MR is closed;\n"
-	     "        else the provider refused (``errno``, e.g. ENOMEM for a\n"
-	     "        full queue): the message names the WR it rejected.");
-
-PyDoc_STRVAR(srq_modify__doc__,
-	     "modify(max_wr=None, srq_limit=None) -> None\n"
-	     "\n"
-	     "Resize the SRQ or arm its limit event.\n"
-	     "\n"
-	     "Only the arguments given are applied (the mask is theirs).\n"
-	     "A non-zero ``srq_limit`` arms the SRQ_LIMIT_REACHED async\n"
-	     "event, sent once when fewer WRs than that are left.\n"
-	     "\n"
-	     "Wraps ``ibv_modify_srq`` (man page ibv_modify_srq(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    max_wr: the new number of WRs (providers may refuse).\n"
-	     "    srq_limit: the limit, ``0..2**32-1``.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: neither is given, or a value is not an int.\n"
-	     "    ValueError: a value is out of range.\n"
-	     "    VerbsError: EBADF once the SRQ is closed; else the verb\n"
-	     "        failed (``errno``, e.g. EINVAL or EOPNOTSUPP for a\n"
-	     "        resize).");
-
-PyDoc_STRVAR(srq_query__doc__,
-	     "query() -> dict[str, int]\n"
-	     "\n"
-	     "Query the SRQ's current attributes.\n"
-	     "\n"
-	     "Wraps ``ibv_query_srq`` (man page ibv_query_srq(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    ``{\"max_wr\": ..., \"max_sge\": ..., \"srq_limit\": ...}``.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the SRQ is closed; else the verb\n"
-	     "        failed (``errno``).");
 
 PyDoc_STRVAR(srq__doc__,
 	     "A shared receive queue (``struct ibv_srq``).\n"

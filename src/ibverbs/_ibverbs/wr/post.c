@@ -73,6 +73,35 @@ static PyObject *post_error(int rc, const char *verb, const char *kind,
 /* QP.post_send(), QP.post_recv()                                      */
 /* ------------------------------------------------------------------ */
 
+const char qp_post_send__doc__[] = PyDoc_STR(
+	"post_send(wr_or_list) -> None\n"
+	"\n"
+	"Post send work requests on the send queue.\n"
+	"\n"
+	"Takes one SendWR, a list or tuple of them (linked into one\n"
+	"chain, posted in one call), or a SendWRChain. Allocates\n"
+	"nothing and never blocks; the GIL is kept. A WR's SGEs, AH\n"
+	"and MW are checked open first. Completions arrive on the\n"
+	"send CQ (all of them with ``sq_sig_all``, else the SIGNALED\n"
+	"ones).\n"
+	"\n"
+	"Wraps ``ibv_post_send`` (man page ibv_post_send(3)).\n"
+	"\n"
+	"Args:\n"
+	"    wr_or_list: SendWR, list/tuple of SendWR, or SendWRChain\n"
+	"        (positional only).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: not a SendWR, a list/tuple of them or a chain.\n"
+	"    ValueError: an empty list, a WR twice or one that belongs\n"
+	"        to a chain, a released chain, or on a UD QP a WR\n"
+	"        without an AH or not a SEND/SEND_WITH_IMM.\n"
+	"    VerbsError: EBADF if the QP, an SGE's MR, an AH or an MW\n"
+	"        is closed; EBUSY while a QPEx ``wr_start()`` batch is\n"
+	"        open; else the provider refused (``errno``, e.g. ENOMEM\n"
+	"        for a full queue, EINVAL): the message names the index\n"
+	"        and wr_id of the WR it rejected.");
+
 PyObject *qp_post_send(PyObject *self, PyObject *arg)
 {
 	struct ibv_send_wr *head, *bad = NULL;
@@ -109,6 +138,29 @@ PyObject *qp_post_send(PyObject *self, PyObject *arg)
 			  bad ? bad->wr_id : 0, QPP(self),
 			  qp_state_name(QPP(self)->state));
 }
+
+const char qp_post_recv__doc__[] = PyDoc_STR(
+	"post_recv(wr_or_list) -> None\n"
+	"\n"
+	"Post receive work requests on the receive queue.\n"
+	"\n"
+	"Takes one RecvWR, a list or tuple of them (posted in one\n"
+	"call), or a RecvWRChain; no allocation, GIL kept.\n"
+	"\n"
+	"Wraps ``ibv_post_recv`` (man page ibv_post_recv(3)).\n"
+	"\n"
+	"Args:\n"
+	"    wr_or_list: RecvWR, list/tuple of RecvWR, or RecvWRChain\n"
+	"        (positional only).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: not a RecvWR, a list/tuple of them or a chain.\n"
+	"    ValueError: the QP receives through an SRQ (post to\n"
+	"        ``qp.srq``), an empty list, a WR twice or one of a\n"
+	"        chain, or a released chain.\n"
+	"    VerbsError: EBADF if the QP or an SGE's MR is closed; else\n"
+	"        the provider refused (``errno``, e.g. ENOMEM): the\n"
+	"        message names the WR it rejected.");
 
 PyObject *qp_post_recv(PyObject *self, PyObject *arg)
 {
@@ -148,6 +200,29 @@ PyObject *qp_post_recv(PyObject *self, PyObject *arg)
 /* ------------------------------------------------------------------ */
 /* SRQ.post_recv()                                                     */
 /* ------------------------------------------------------------------ */
+
+const char srq_post_recv__doc__[] = PyDoc_STR(
+	"post_recv(wr_or_list) -> None\n"
+	"\n"
+	"Post receive work requests on the shared receive queue.\n"
+	"\n"
+	"Takes one RecvWR, a list or tuple of them (posted in one\n"
+	"call), or a RecvWRChain; no allocation, GIL kept. Any QP\n"
+	"created with this SRQ consumes them.\n"
+	"\n"
+	"Wraps ``ibv_post_srq_recv`` (man page ibv_post_srq_recv(3)).\n"
+	"\n"
+	"Args:\n"
+	"    wr_or_list: RecvWR, list/tuple of RecvWR, or RecvWRChain\n"
+	"        (positional only).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: not a RecvWR, a list/tuple of them or a chain.\n"
+	"    ValueError: an empty list, a WR twice or one of a chain,\n"
+	"        or a released chain.\n"
+	"    VerbsError: EBADF if the SRQ or an SGE's MR is closed;\n"
+	"        else the provider refused (``errno``, e.g. ENOMEM for a\n"
+	"        full queue): the message names the WR it rejected.");
 
 /* post_recv(wr_or_list): METH_O, no allocation, GIL kept (never blocks). */
 PyObject *srq_post_recv(PyObject *self, PyObject *arg)
