@@ -656,6 +656,24 @@ static int parse_ints(PyObject *args, PyObject *kw, const char *fmt,
 /* Builders                                                            */
 /* ------------------------------------------------------------------ */
 
+PyDoc_STRVAR(wrex_send__doc__,
+	     "wr_send() -> None\n"
+	     "\n"
+	     "Start a SEND in the open batch.\n"
+	     "\n"
+	     "Its data comes next: ``wr_set_sge*()`` or\n"
+	     "``wr_set_inline_data*()``.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_send`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range, or on a UD QP\n"
+	     "        the previous WR has no ``wr_set_ud_addr()``.\n"
+	     "    VerbsError: EINVAL outside a batch or when\n"
+	     "        SEND is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	     "        the provider lacks it; EBADF once the QP is closed.");
+
 static PyObject *wr_send(PyObject *self, PyObject *unused)
 {
 	HANDLE_CHECK(self);
@@ -665,6 +683,28 @@ static PyObject *wr_send(PyObject *self, PyObject *unused)
 	ibv_wr_send(QPX(self));
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(
+	wrex_send_imm__doc__,
+	"wr_send_imm(imm_data) -> None\n"
+	"\n"
+	"Start a SEND_WITH_IMM in the open batch.\n"
+	"\n"
+	"Its data comes next: ``wr_set_sge*()`` or\n"
+	"``wr_set_inline_data*()``.\n"
+	"\n"
+	"Wraps ``ibv_wr_send_imm`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    imm_data: 32-bit immediate data, in host order.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        SEND_WITH_IMM is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
 
 static PyObject *wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -681,6 +721,30 @@ static PyObject *wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 	ibv_wr_send_imm(QPX(self), htobe32((uint32_t)v[0]));
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(
+	wrex_send_inv__doc__,
+	"wr_send_inv(invalidate_rkey) -> None\n"
+	"\n"
+	"Start a SEND_WITH_INV: a send that invalidates the peer's\n"
+	"``invalidate_rkey`` (an MW's).\n"
+	"\n"
+	"Its data comes next: ``wr_set_sge*()`` or\n"
+	"``wr_set_inline_data*()``.\n"
+	"\n"
+	"Wraps ``ibv_wr_send_inv`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    invalidate_rkey: the rkey the peer invalidates on receipt (of one\n"
+	"    of its MWs), 32 bits.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        SEND_WITH_INV is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
 
 static PyObject *wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -701,6 +765,28 @@ static PyObject *wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 static char *kw_rdma[] = { "rkey", "remote_addr", NULL };
 static const int bits_rdma[] = { 32, 64 };
 
+PyDoc_STRVAR(wrex_rdma_write__doc__,
+	     "wr_rdma_write(rkey, remote_addr) -> None\n"
+	     "\n"
+	     "Start an RDMA_WRITE to the peer's memory.\n"
+	     "\n"
+	     "Its data comes next: ``wr_set_sge*()`` or\n"
+	     "``wr_set_inline_data*()``.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_rdma_write`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    rkey: the remote rkey, 32 bits.\n"
+	     "    remote_addr: the remote address, 64 bits.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range, or on a UD QP\n"
+	     "        the previous WR has no ``wr_set_ud_addr()``.\n"
+	     "    VerbsError: EINVAL outside a batch or when\n"
+	     "        RDMA_WRITE is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	     "        the provider lacks it; EBADF once the QP is closed.");
+
 static PyObject *wr_rdma_write(PyObject *self, PyObject *args, PyObject *kw)
 {
 	uint64_t v[2];
@@ -714,6 +800,31 @@ static PyObject *wr_rdma_write(PyObject *self, PyObject *args, PyObject *kw)
 	ibv_wr_rdma_write(QPX(self), (uint32_t)v[0], v[1]);
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(
+	wrex_rdma_write_imm__doc__,
+	"wr_rdma_write_imm(rkey, remote_addr, imm_data) -> None\n"
+	"\n"
+	"Start an RDMA_WRITE_WITH_IMM: the peer also gets a receive\n"
+	"completion with ``imm_data``.\n"
+	"\n"
+	"Its data comes next: ``wr_set_sge*()`` or\n"
+	"``wr_set_inline_data*()``.\n"
+	"\n"
+	"Wraps ``ibv_wr_rdma_write_imm`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    rkey: the remote rkey, 32 bits.\n"
+	"    remote_addr: the remote address, 64 bits.\n"
+	"    imm_data: 32-bit immediate data, in host order.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        RDMA_WRITE_WITH_IMM is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
 
 static PyObject *wr_rdma_write_imm(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -732,6 +843,25 @@ static PyObject *wr_rdma_write_imm(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(wrex_rdma_read__doc__,
+	     "wr_rdma_read(rkey, remote_addr) -> None\n"
+	     "\n"
+	     "Start an RDMA_READ; the SGEs set next receive the data.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_rdma_read`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    rkey: the remote rkey, 32 bits.\n"
+	     "    remote_addr: the remote address, 64 bits.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range, or on a UD QP\n"
+	     "        the previous WR has no ``wr_set_ud_addr()``.\n"
+	     "    VerbsError: EINVAL outside a batch or when\n"
+	     "        RDMA_READ is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	     "        the provider lacks it; EBADF once the QP is closed.");
+
 static PyObject *wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 {
 	uint64_t v[2];
@@ -745,6 +875,30 @@ static PyObject *wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 	ibv_wr_rdma_read(QPX(self), (uint32_t)v[0], v[1]);
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(
+	wrex_atomic_cmp_swp__doc__,
+	"wr_atomic_cmp_swp(rkey, remote_addr, compare, swap) -> None\n"
+	"\n"
+	"Start an 8-byte compare-and-swap on the peer's memory:\n"
+	"``swap`` is written where ``compare`` matches. The 8-byte\n"
+	"SGE set next receives the old value.\n"
+	"\n"
+	"Wraps ``ibv_wr_atomic_cmp_swp`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    rkey: the remote rkey, 32 bits.\n"
+	"    remote_addr: the remote address, 64 bits.\n"
+	"    compare: the value expected at remote_addr, 64 bits.\n"
+	"    swap: the value written there when it matches, 64 bits.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        ATOMIC_CMP_AND_SWP is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
 
 static PyObject *wr_atomic_cmp_swp(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -762,6 +916,28 @@ static PyObject *wr_atomic_cmp_swp(PyObject *self, PyObject *args, PyObject *kw)
 	ibv_wr_atomic_cmp_swp(QPX(self), (uint32_t)v[0], v[1], v[2], v[3]);
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(
+	wrex_atomic_fetch_add__doc__,
+	"wr_atomic_fetch_add(rkey, remote_addr, add) -> None\n"
+	"\n"
+	"Start an 8-byte fetch-and-add of ``add`` on the peer's\n"
+	"memory. The 8-byte SGE set next receives the old value.\n"
+	"\n"
+	"Wraps ``ibv_wr_atomic_fetch_add`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    rkey: the remote rkey, 32 bits.\n"
+	"    remote_addr: the remote address, 64 bits.\n"
+	"    add: the value added at remote_addr, 64 bits (wraps).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        ATOMIC_FETCH_AND_ADD is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
 
 static PyObject *wr_atomic_fetch_add(PyObject *self, PyObject *args,
 				     PyObject *kw)
@@ -781,6 +957,26 @@ static PyObject *wr_atomic_fetch_add(PyObject *self, PyObject *args,
 	ibv_wr_atomic_fetch_add(QPX(self), (uint32_t)v[0], v[1], v[2]);
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(
+	wrex_local_inv__doc__,
+	"wr_local_inv(invalidate_rkey) -> None\n"
+	"\n"
+	"Start a LOCAL_INV: invalidate the rkey of a local MW (no\n"
+	"data).\n"
+	"\n"
+	"Wraps ``ibv_wr_local_inv`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    invalidate_rkey: the rkey of the local MW to invalidate, 32 bits.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        LOCAL_INV is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
 
 static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -1434,23 +1630,6 @@ out:
 /* A builder's docstring: its signature, what it starts, its verb, its
  * Args ("" for none) and the QPCreateSendOpsFlags member it needs; then
  * the errors every builder shares. */
-#define WR_DOC(sig, what, verb, args, op)                                  \
-	sig " -> None\n\n" what "\n\nWraps ``" verb                        \
-	    "`` (man page ibv_wr_post(3)).\n\n" args                       \
-	    "Raises:\n    TypeError: an argument is not an int.\n"         \
-	    "    ValueError: an argument is out of range, or on a UD QP\n" \
-	    "        the previous WR has no ``wr_set_ud_addr()``.\n"       \
-	    "    VerbsError: EINVAL outside a batch or when\n        " op  \
-	    " is not in ``send_ops_flags``; EOPNOTSUPP when\n"             \
-	    "        the provider lacks it; EBADF once the QP is closed."
-#define RKEY_ADDR                                      \
-	"Args:\n    rkey: the remote rkey, 32 bits.\n" \
-	"    remote_addr: the remote address, 64 bits.\n"
-#define IMM "    imm_data: 32-bit immediate data, in host order.\n"
-#define SETTERS                                       \
-	"Its data comes next: ``wr_set_sge*()`` or\n" \
-	"``wr_set_inline_data*()``."
-
 /* ------------------------------------------------------------------ */
 /* QPEx's methods (the QP's are inherited)                             */
 /* ------------------------------------------------------------------ */
@@ -1459,53 +1638,23 @@ static PyMethodDef qpex_methods[] = {
 	{ "wr_start", qpex_wr_start, METH_NOARGS, wrex_start__doc__ },
 	{ "wr_complete", qpex_wr_complete, METH_NOARGS, wrex_complete__doc__ },
 	{ "wr_abort", qpex_wr_abort, METH_NOARGS, wrex_abort__doc__ },
-	{ "wr_send", wr_send, METH_NOARGS,
-	  WR_DOC("wr_send()", "Start a SEND in the open batch.\n\n" SETTERS,
-		 "ibv_wr_send", "", "SEND") },
+	{ "wr_send", wr_send, METH_NOARGS, wrex_send__doc__ },
 	{ "wr_send_imm", KW wr_send_imm, METH_VARARGS | METH_KEYWORDS,
-	  WR_DOC("wr_send_imm(imm_data)",
-		 "Start a SEND_WITH_IMM in the open batch.\n\n" SETTERS,
-		 "ibv_wr_send_imm", "Args:\n" IMM "\n", "SEND_WITH_IMM") },
+	  wrex_send_imm__doc__ },
 	{ "wr_send_inv", KW wr_send_inv, METH_VARARGS | METH_KEYWORDS,
-	  WR_DOC("wr_send_inv(invalidate_rkey)",
-		 "Start a SEND_WITH_INV: a send that invalidates the peer's\n"
-		 "``invalidate_rkey`` (an MW's).\n\n" SETTERS,
-		 "ibv_wr_send_inv", "", "SEND_WITH_INV") },
+	  wrex_send_inv__doc__ },
 	{ "wr_rdma_write", KW wr_rdma_write, METH_VARARGS | METH_KEYWORDS,
-	  WR_DOC("wr_rdma_write(rkey, remote_addr)",
-		 "Start an RDMA_WRITE to the peer's memory.\n\n" SETTERS,
-		 "ibv_wr_rdma_write", RKEY_ADDR "\n", "RDMA_WRITE") },
+	  wrex_rdma_write__doc__ },
 	{ "wr_rdma_write_imm", KW wr_rdma_write_imm,
-	  METH_VARARGS | METH_KEYWORDS,
-	  WR_DOC("wr_rdma_write_imm(rkey, remote_addr, imm_data)",
-		 "Start an RDMA_WRITE_WITH_IMM: the peer also gets a receive\n"
-		 "completion with ``imm_data``.\n\n" SETTERS,
-		 "ibv_wr_rdma_write_imm", RKEY_ADDR IMM "\n",
-		 "RDMA_WRITE_WITH_IMM") },
+	  METH_VARARGS | METH_KEYWORDS, wrex_rdma_write_imm__doc__ },
 	{ "wr_rdma_read", KW wr_rdma_read, METH_VARARGS | METH_KEYWORDS,
-	  WR_DOC("wr_rdma_read(rkey, remote_addr)",
-		 "Start an RDMA_READ; the SGEs set next receive the data.",
-		 "ibv_wr_rdma_read", RKEY_ADDR "\n", "RDMA_READ") },
+	  wrex_rdma_read__doc__ },
 	{ "wr_atomic_cmp_swp", KW wr_atomic_cmp_swp,
-	  METH_VARARGS | METH_KEYWORDS,
-	  WR_DOC("wr_atomic_cmp_swp(rkey, remote_addr, compare, swap)",
-		 "Start an 8-byte compare-and-swap on the peer's memory:\n"
-		 "``swap`` is written where ``compare`` matches. The 8-byte\n"
-		 "SGE set next receives the old value.",
-		 "ibv_wr_atomic_cmp_swp", RKEY_ADDR "\n",
-		 "ATOMIC_CMP_AND_SWP") },
+	  METH_VARARGS | METH_KEYWORDS, wrex_atomic_cmp_swp__doc__ },
 	{ "wr_atomic_fetch_add", KW wr_atomic_fetch_add,
-	  METH_VARARGS | METH_KEYWORDS,
-	  WR_DOC("wr_atomic_fetch_add(rkey, remote_addr, add)",
-		 "Start an 8-byte fetch-and-add of ``add`` on the peer's\n"
-		 "memory. The 8-byte SGE set next receives the old value.",
-		 "ibv_wr_atomic_fetch_add", RKEY_ADDR "\n",
-		 "ATOMIC_FETCH_AND_ADD") },
+	  METH_VARARGS | METH_KEYWORDS, wrex_atomic_fetch_add__doc__ },
 	{ "wr_local_inv", KW wr_local_inv, METH_VARARGS | METH_KEYWORDS,
-	  WR_DOC("wr_local_inv(invalidate_rkey)",
-		 "Start a LOCAL_INV: invalidate the rkey of a local MW (no\n"
-		 "data).",
-		 "ibv_wr_local_inv", "", "LOCAL_INV") },
+	  wrex_local_inv__doc__ },
 	{ "wr_atomic_write", KW wr_atomic_write, METH_VARARGS | METH_KEYWORDS,
 	  wrex_atomic_write__doc__ },
 	{ "wr_flush", KW wr_flush, METH_VARARGS | METH_KEYWORDS,
@@ -1524,10 +1673,6 @@ static PyMethodDef qpex_methods[] = {
 	  wrex_bind_mw__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
-#undef WR_DOC
-#undef RKEY_ADDR
-#undef IMM
-#undef SETTERS
 
 /* ------------------------------------------------------------------ */
 /* wr_id, wr_flags, send_ops_flags                                     */
