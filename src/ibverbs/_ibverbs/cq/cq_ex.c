@@ -461,43 +461,312 @@ static struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what,
 }
 
 /* read_<field>(): fn is the provider's op, conv builds the result. */
-#define CQEX_READER(field, need, conv)                                       \
-	static PyObject *cqex_read_##field(PyObject *self, PyObject *unused) \
-	{                                                                    \
-		struct ibv_cq_ex *cq =                                       \
-			cqex_entry(self, "read_" #field "()", need);         \
-		if (cq == NULL)                                              \
-			return NULL;                                         \
-		if (cq->read_##field == NULL)                                \
-			return verbs_error_fmt(EOPNOTSUPP,                   \
-					       "ibv_wc_read_" #field,        \
-					       "the provider has no op");    \
-		return conv(cq->read_##field(cq));                           \
+/* CQEX_READER(fn, field, need, conv) defines fn, the method read_<field>:
+ * the open session's current entry (cqex_entry, which checks the
+ * CreateCQWCFlags bit need), the provider's read_<field> op, its value
+ * through conv.  Each use names the function it defines. */
+#define CQEX_READER(fn, field, need, conv)                                \
+	static PyObject *fn(PyObject *self, PyObject *unused)             \
+	{                                                                 \
+		struct ibv_cq_ex *cq =                                    \
+			cqex_entry(self, "read_" #field "()", need);      \
+		if (cq == NULL)                                           \
+			return NULL;                                      \
+		if (cq->read_##field == NULL)                             \
+			return verbs_error_fmt(EOPNOTSUPP,                \
+					       "ibv_wc_read_" #field,     \
+					       "the provider has no op"); \
+		return conv(cq->read_##field(cq));                        \
 	}
 #define U32(v) PyLong_FromUnsignedLong((unsigned long)(v))
 #define U64(v) PyLong_FromUnsignedLongLong((unsigned long long)(v))
 #define IMM(v) PyLong_FromUnsignedLong(be32toh(v))
 #define OPCODE(v) enum_from_int("WCOpcode", (long)(v))
-CQEX_READER(opcode, 0, OPCODE)
-CQEX_READER(vendor_err, 0, U32)
-CQEX_READER(byte_len, IBV_WC_EX_WITH_BYTE_LEN, U32)
-CQEX_READER(imm_data, IBV_WC_EX_WITH_IMM, IMM)
-CQEX_READER(qp_num, IBV_WC_EX_WITH_QP_NUM, U32)
-CQEX_READER(src_qp, IBV_WC_EX_WITH_SRC_QP, U32)
-CQEX_READER(wc_flags, 0, U32)
-CQEX_READER(slid, IBV_WC_EX_WITH_SLID, U32)
-CQEX_READER(sl, IBV_WC_EX_WITH_SL, U32)
-CQEX_READER(dlid_path_bits, IBV_WC_EX_WITH_DLID_PATH_BITS, U32)
-CQEX_READER(completion_ts, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, U64)
-CQEX_READER(completion_wallclock_ns,
+
+PyDoc_STRVAR(cqex_read_opcode__doc__,
+	     "read_opcode() -> int\n"
+	     "\n"
+	     "The current entry's opcode (a ``WCOpcode``).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_opcode``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_opcode, opcode, 0, OPCODE)
+
+PyDoc_STRVAR(cqex_read_vendor_err__doc__,
+	     "read_vendor_err() -> int\n"
+	     "\n"
+	     "The current entry's vendor error syndrome.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_vendor_err``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_vendor_err, vendor_err, 0, U32)
+
+PyDoc_STRVAR(cqex_read_byte_len__doc__,
+	     "read_byte_len() -> int\n"
+	     "\n"
+	     "Bytes the current entry received.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_byte_len``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.BYTE_LEN``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_byte_len, byte_len, IBV_WC_EX_WITH_BYTE_LEN, U32)
+
+PyDoc_STRVAR(cqex_read_imm_data__doc__,
+	     "read_imm_data() -> int\n"
+	     "\n"
+	     "The entry's immediate data, in host order.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_imm_data``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.IMM``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_imm_data, imm_data, IBV_WC_EX_WITH_IMM, IMM)
+
+PyDoc_STRVAR(cqex_read_qp_num__doc__,
+	     "read_qp_num() -> int\n"
+	     "\n"
+	     "The number of the entry's local QP.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_qp_num``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.QP_NUM``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_qp_num, qp_num, IBV_WC_EX_WITH_QP_NUM, U32)
+
+PyDoc_STRVAR(cqex_read_src_qp__doc__,
+	     "read_src_qp() -> int\n"
+	     "\n"
+	     "The remote QP number (UD receives).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_src_qp``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.SRC_QP``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_src_qp, src_qp, IBV_WC_EX_WITH_SRC_QP, U32)
+
+PyDoc_STRVAR(cqex_read_wc_flags__doc__,
+	     "read_wc_flags() -> int\n"
+	     "\n"
+	     "The entry's ``WCFlags`` (GRH, WITH_IMM, ...).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_wc_flags``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_wc_flags, wc_flags, 0, U32)
+
+PyDoc_STRVAR(cqex_read_slid__doc__,
+	     "read_slid() -> int\n"
+	     "\n"
+	     "The source LID (UD receives).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_slid``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.SLID``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_slid, slid, IBV_WC_EX_WITH_SLID, U32)
+
+PyDoc_STRVAR(cqex_read_sl__doc__,
+	     "read_sl() -> int\n"
+	     "\n"
+	     "The service level (UD receives).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_sl``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.SL``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_sl, sl, IBV_WC_EX_WITH_SL, U32)
+
+PyDoc_STRVAR(cqex_read_dlid_path_bits__doc__,
+	     "read_dlid_path_bits() -> int\n"
+	     "\n"
+	     "The destination LID path bits.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_dlid_path_bits``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.DLID_PATH_BITS``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_dlid_path_bits, dlid_path_bits,
+	    IBV_WC_EX_WITH_DLID_PATH_BITS, U32)
+
+PyDoc_STRVAR(cqex_read_completion_ts__doc__,
+	     "read_completion_ts() -> int\n"
+	     "\n"
+	     "The time stamp, in device clock ticks.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_completion_ts``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.COMPLETION_TIMESTAMP``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_completion_ts, completion_ts,
+	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, U64)
+
+PyDoc_STRVAR(cqex_read_completion_wallclock_ns__doc__,
+	     "read_completion_wallclock_ns() -> int\n"
+	     "\n"
+	     "The time stamp, in wall clock ns.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_completion_wallclock_ns``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.COMPLETION_TIMESTAMP_WALLCLOCK``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_completion_wallclock_ns, completion_wallclock_ns,
 	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, U64)
-CQEX_READER(cvlan, IBV_WC_EX_WITH_CVLAN, U32)
-CQEX_READER(flow_tag, IBV_WC_EX_WITH_FLOW_TAG, U32)
+
+PyDoc_STRVAR(cqex_read_cvlan__doc__,
+	     "read_cvlan() -> int\n"
+	     "\n"
+	     "The customer VLAN of the entry.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_cvlan``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.CVLAN``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_cvlan, cvlan, IBV_WC_EX_WITH_CVLAN, U32)
+
+PyDoc_STRVAR(cqex_read_flow_tag__doc__,
+	     "read_flow_tag() -> int\n"
+	     "\n"
+	     "The flow tag of the entry (flow steering).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_flow_tag``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.FLOW_TAG``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_flow_tag, flow_tag, IBV_WC_EX_WITH_FLOW_TAG, U32)
 #undef CQEX_READER
 #undef U32
 #undef U64
 #undef IMM
 #undef OPCODE
+
+PyDoc_STRVAR(cqex_read_invalidated_rkey__doc__,
+	     "read_invalidated_rkey() -> int\n"
+	     "\n"
+	     "The rkey a SEND_WITH_INV invalidated.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_invalidated_rkey``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.IMM``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
 
 static PyObject *cqex_read_invalidated_rkey(PyObject *self, PyObject *unused)
 {
@@ -820,20 +1089,6 @@ PyDoc_STRVAR(cqex__doc__,
 	     "``poll()``, or one across calls from ``start_poll()``.");
 
 /* read_<name>()'s docstring; need: NEED("BIT") for a wc_flags bit, or "". */
-#define NEED(bit) \
-	",\n        or ``CreateCQWCFlags." bit "``\n        was not asked for"
-#define RDOC(name, what, need)                                             \
-	"read_" #name "() -> int\n\n" what "\n\nReads the current entry "  \
-	"of the open start_poll() session.\n\nWraps ``ibv_wc_read_" #name  \
-	"``\n(man page ibv_create_cq_ex(3)).\n\nRaises:\n    ValueError: " \
-	"no session is open, no current entry" need ".\n    VerbsError: "  \
-	"EBADF once the CQ is closed; EOPNOTSUPP when\n        the "       \
-	"provider has no such op."
-#define R(name, what, need)                                   \
-	{                                                     \
-		"read_" #name, cqex_read_##name, METH_NOARGS, \
-			RDOC(name, what, need)                \
-	}
 static PyMethodDef cqex_methods[] = {
 	{ "poll", KW cqex_poll, METH_VARARGS | METH_KEYWORDS,
 	  cqex_poll__doc__ },
@@ -841,33 +1096,37 @@ static PyMethodDef cqex_methods[] = {
 	{ "start_poll", cqex_start_poll, METH_NOARGS, cqex_start_poll__doc__ },
 	{ "next_poll", cqex_next_poll, METH_NOARGS, cqex_next_poll__doc__ },
 	{ "end_poll", cqex_end_poll, METH_NOARGS, cqex_end_poll__doc__ },
-	R(opcode, "The current entry's opcode (a ``WCOpcode``).", ""),
-	R(vendor_err, "The current entry's vendor error syndrome.", ""),
-	R(byte_len, "Bytes the current entry received.", NEED("BYTE_LEN")),
-	R(imm_data, "The entry's immediate data, in host order.", NEED("IMM")),
-	R(invalidated_rkey, "The rkey a SEND_WITH_INV invalidated.",
-	  NEED("IMM")),
-	R(qp_num, "The number of the entry's local QP.", NEED("QP_NUM")),
-	R(src_qp, "The remote QP number (UD receives).", NEED("SRC_QP")),
-	R(wc_flags, "The entry's ``WCFlags`` (GRH, WITH_IMM, ...).", ""),
-	R(slid, "The source LID (UD receives).", NEED("SLID")),
-	R(sl, "The service level (UD receives).", NEED("SL")),
-	R(dlid_path_bits, "The destination LID path bits.",
-	  NEED("DLID_PATH_BITS")),
-	R(completion_ts, "The time stamp, in device clock ticks.",
-	  NEED("COMPLETION_TIMESTAMP")),
-	R(completion_wallclock_ns, "The time stamp, in wall clock ns.",
-	  NEED("COMPLETION_TIMESTAMP_WALLCLOCK")),
-	R(cvlan, "The customer VLAN of the entry.", NEED("CVLAN")),
-	R(flow_tag, "The flow tag of the entry (flow steering).",
-	  NEED("FLOW_TAG")),
+	{ "read_opcode", cqex_read_opcode, METH_NOARGS,
+	  cqex_read_opcode__doc__ },
+	{ "read_vendor_err", cqex_read_vendor_err, METH_NOARGS,
+	  cqex_read_vendor_err__doc__ },
+	{ "read_byte_len", cqex_read_byte_len, METH_NOARGS,
+	  cqex_read_byte_len__doc__ },
+	{ "read_imm_data", cqex_read_imm_data, METH_NOARGS,
+	  cqex_read_imm_data__doc__ },
+	{ "read_invalidated_rkey", cqex_read_invalidated_rkey, METH_NOARGS,
+	  cqex_read_invalidated_rkey__doc__ },
+	{ "read_qp_num", cqex_read_qp_num, METH_NOARGS,
+	  cqex_read_qp_num__doc__ },
+	{ "read_src_qp", cqex_read_src_qp, METH_NOARGS,
+	  cqex_read_src_qp__doc__ },
+	{ "read_wc_flags", cqex_read_wc_flags, METH_NOARGS,
+	  cqex_read_wc_flags__doc__ },
+	{ "read_slid", cqex_read_slid, METH_NOARGS, cqex_read_slid__doc__ },
+	{ "read_sl", cqex_read_sl, METH_NOARGS, cqex_read_sl__doc__ },
+	{ "read_dlid_path_bits", cqex_read_dlid_path_bits, METH_NOARGS,
+	  cqex_read_dlid_path_bits__doc__ },
+	{ "read_completion_ts", cqex_read_completion_ts, METH_NOARGS,
+	  cqex_read_completion_ts__doc__ },
+	{ "read_completion_wallclock_ns", cqex_read_completion_wallclock_ns,
+	  METH_NOARGS, cqex_read_completion_wallclock_ns__doc__ },
+	{ "read_cvlan", cqex_read_cvlan, METH_NOARGS, cqex_read_cvlan__doc__ },
+	{ "read_flow_tag", cqex_read_flow_tag, METH_NOARGS,
+	  cqex_read_flow_tag__doc__ },
 	{ "close", cqex_close, METH_NOARGS, cqex_close__doc__ },
 	{ "__exit__", cqex_exit, METH_VARARGS, cqex_exit__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
-#undef R
-#undef RDOC
-#undef NEED
 
 static PyGetSetDef cqex_getset[] = {
 	{ "wr_id", cqex_get_wr_id, NULL,
