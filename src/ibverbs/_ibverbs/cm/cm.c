@@ -679,8 +679,6 @@ static PyObject *cmid_repr(PyObject *self)
 
 static PyMethodDef cmid_methods[] = {
 	{ "resolve", KW cmid_resolve, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
-	  "resolve(host, port=4420, source=None, *, timeout_ms=2000) -> CMID\n"
-	  "\n"
 	  "Resolve the address and route to a peer for an RC connection.\n"
 	  "\n"
 	  "Makes an event channel and an id in the TCP port space, resolves\n"
@@ -712,8 +710,6 @@ static PyMethodDef cmid_methods[] = {
 	  "        source not a non-empty str.\n"
 	  "    ImportError: librdmacm cannot be loaded." },
 	{ "create_qp", KW cmid_create_qp, METH_VARARGS | METH_KEYWORDS,
-	  "create_qp(pd, init_attr) -> QP\n"
-	  "\n"
 	  "Create the CMID's RC QP; connect() and accept() move it through\n"
 	  "its states.  One QP per CMID; close it before the CMID.\n"
 	  "\n"
@@ -745,8 +741,6 @@ static PyMethodDef cmid_methods[] = {
 	{ "poll_established", cmid_poll_established, METH_NOARGS,
 	  cmid_poll_established__doc__ },
 	{ "poll_event", cmid_poll_event, METH_NOARGS,
-	  "poll_event() -> CMEvent | None\n"
-	  "\n"
 	  "Take the next event of this CMID if one is ready, never waiting.\n"
 	  "An ESTABLISHED or DISCONNECTED event updates ``connected`` (a\n"
 	  "peer's disconnect is answered with ``rdma_disconnect``).\n"
@@ -762,8 +756,6 @@ static PyMethodDef cmid_methods[] = {
 	  "        closed)." },
 	{ "disconnect", cmid_disconnect, METH_NOARGS, cmid_disconnect__doc__ },
 	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
-	  "get_event(timeout=None) -> CMEvent\n"
-	  "\n"
 	  "Wait for the next event of this CMID (the GIL released), as\n"
 	  "poll_event() takes it.\n"
 	  "\n"
@@ -782,8 +774,6 @@ static PyMethodDef cmid_methods[] = {
 	  "        closed).\n"
 	  "    ValueError: timeout is negative." },
 	{ "close", cmid_meth_close, METH_NOARGS,
-	  "close()\n"
-	  "\n"
 	  "Destroy the id, its event channel and the Context librdmacm\n"
 	  "opened for it.  Idempotent; the CMID stays usable after a\n"
 	  "refusal.\n"

@@ -175,8 +175,6 @@ static PyObject *listener_repr(PyObject *self)
 
 static PyMethodDef listener_methods[] = {
 	{ "get_request", KW listener_get_request, METH_VARARGS | METH_KEYWORDS,
-	  "get_request(timeout=None) -> CMID\n"
-	  "\n"
 	  "Wait (the GIL released) for the next connection request; other\n"
 	  "events (an address change) are skipped.  The new CMID has its\n"
 	  "own event channel and outlives the listener; answer it with\n"
@@ -198,8 +196,6 @@ static PyMethodDef listener_methods[] = {
 	  "        or ENODEV when the device went away.\n"
 	  "    ValueError: timeout is negative." },
 	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
-	  "get_event(timeout=None) -> CMEvent\n"
-	  "\n"
 	  "Wait (the GIL released) for the next event of the listener, of\n"
 	  "any type; a CONNECT_REQUEST's ``cmid`` is the new CMID.\n"
 	  "\n"
@@ -214,8 +210,6 @@ static PyMethodDef listener_methods[] = {
 	  "    VerbsError: reading the channel failed (EBADF when closed).\n"
 	  "    ValueError: timeout is negative." },
 	{ "poll_request", listener_poll_request, METH_NOARGS,
-	  "poll_request() -> CMID | None\n"
-	  "\n"
 	  "Take the next connection request if one is ready, never\n"
 	  "waiting; as get_request() otherwise.\n"
 	  "\n"
@@ -228,8 +222,6 @@ static PyMethodDef listener_methods[] = {
 	  "Raises:\n"
 	  "    VerbsError: as get_request()." },
 	{ "poll_event", cmid_poll_event, METH_NOARGS,
-	  "poll_event() -> CMEvent | None\n"
-	  "\n"
 	  "Take the next event if one is ready, never waiting.\n"
 	  "\n"
 	  "Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` (man page\n"
@@ -241,8 +233,6 @@ static PyMethodDef listener_methods[] = {
 	  "Raises:\n"
 	  "    VerbsError: reading the channel failed (EBADF when closed)." },
 	{ "close", cmid_meth_close, METH_NOARGS,
-	  "close()\n"
-	  "\n"
 	  "Stop listening and destroy the id and its event channel; the\n"
 	  "CMIDs it produced stay open.  Idempotent.\n"
 	  "\n"
@@ -270,8 +260,6 @@ static PyGetSetDef listener_getset[] = {
 
 static PyType_Slot listener_slots[] = {
 	{ Py_tp_doc,
-	  "CMListener(port, host=None, *, backlog=16)\n"
-	  "\n"
 	  "Listen for RDMA connection manager requests (RC, TCP port\n"
 	  "space) on its own event channel.  librdmacm is loaded on first\n"
 	  "use.\n"

@@ -61,8 +61,6 @@ int cm_load(void)
 }
 
 const char cm_mod_has_rdmacm__doc__[] = PyDoc_STR(
-	"has_rdmacm() -> bool\n"
-	"\n"
 	"Whether the connection manager can be used: loads librdmacm.so.1\n"
 	"(``dlopen``, once) and checks it has every symbol CMID and\n"
 	"CMListener need.  Calls no verb; raises nothing.");
@@ -77,8 +75,6 @@ PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused)
 }
 
 const char cm_mod_rdmacm_status__doc__[] = PyDoc_STR(
-	"_rdmacm_status() -> tuple[bool, str]\n"
-	"\n"
 	"(True, the library's path) or (False, why librdmacm cannot be\n"
 	"loaded).  Calls no verb.");
 

@@ -289,8 +289,6 @@ void handle_dealloc(Handle *h)
  * every handle type shares. */
 
 const char handle_close__doc__[] =
-	"close() -> None\n"
-	"\n"
 	"Destroy the object and release what it holds.\n"
 	"\n"
 	"Idempotent: closing a closed object does nothing. After a\n"
@@ -308,16 +306,12 @@ const char handle_close__doc__[] =
 	"        it; else the destroy verb failed (``errno``).";
 
 const char handle_enter__doc__[] =
-	"__enter__() -> Self\n"
-	"\n"
 	"Enter a ``with`` block: return the object itself.\n"
 	"\n"
 	"Raises:\n"
 	"    VerbsError: EBADF once the object is closed.";
 
 const char handle_exit__doc__[] =
-	"__exit__(exc_type, exc, tb) -> False\n"
-	"\n"
 	"Leave a ``with`` block: ``close()`` the object.\n"
 	"\n"
 	"Does not swallow the block's exception.\n"

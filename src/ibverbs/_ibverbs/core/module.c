@@ -93,8 +93,6 @@ static PyObject *mod_event_type_str(PyObject *mod, PyObject *arg)
 
 static PyMethodDef module_methods[] = {
 	{ "_device_list", mod_device_list, METH_NOARGS,
-	  "_device_list() -> list[dict]\n"
-	  "\n"
 	  "The RDMA devices as dicts (name, guid, node_type, transport_type,\n"
 	  "ibdev_path, dev_name); ``ibverbs.get_device_list()`` wraps them.\n"
 	  "An empty list when the kernel has no RDMA support (ENOSYS).\n"
@@ -104,8 +102,6 @@ static PyMethodDef module_methods[] = {
 	  "Raises:\n"
 	  "    VerbsError: the verb failed for another reason." },
 	{ "fork_init", mod_fork_init, METH_NOARGS,
-	  "fork_init()\n"
-	  "\n"
 	  "Make registered memory safe across ``fork()`` on kernels that\n"
 	  "need it: registered pages are left out of a child (madvise\n"
 	  "DONTFORK).  Call it before opening any device; do not call it\n"
@@ -117,8 +113,6 @@ static PyMethodDef module_methods[] = {
 	  "Raises:\n"
 	  "    VerbsError: the verb failed (EINVAL once resources exist)." },
 	{ "is_fork_initialized", mod_is_fork_initialized, METH_NOARGS,
-	  "is_fork_initialized() -> int\n"
-	  "\n"
 	  "Whether fork protection is on.\n"
 	  "\n"
 	  "Wraps ``ibv_is_fork_initialized`` (man page\n"
@@ -132,21 +126,23 @@ static PyMethodDef module_methods[] = {
 	  "    VerbsError: EOPNOTSUPP when libibverbs predates the verb\n"
 	  "        (rdma-core 35)." },
 	{ "wc_status_str", mod_wc_status_str, METH_O,
-	  "wc_status_str(status) -> str\n"
-	  "\n"
 	  "libibverbs' text for a completion status (a WCStatus value).\n"
 	  "\n"
 	  "Wraps ``ibv_wc_status_str`` (man page ibv_event_type_str(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    status: a WCStatus value (or int).\n"
 	  "\n"
 	  "Raises:\n"
 	  "    TypeError: status is not an int.\n"
 	  "    ValueError: status is negative or above 2**31-1." },
 	{ "event_type_str", mod_event_type_str, METH_O,
-	  "event_type_str(event_type) -> str\n"
-	  "\n"
 	  "libibverbs' text for an async event type (an EventType value).\n"
 	  "\n"
 	  "Wraps ``ibv_event_type_str`` (man page ibv_event_type_str(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    event_type: an EventType value (or int).\n"
 	  "\n"
 	  "Raises:\n"
 	  "    TypeError: event_type is not an int.\n"

@@ -59,8 +59,6 @@ static PyObject *orphan_cq_event(struct ibv_cq *cq)
 }
 
 PyDoc_STRVAR(channel_get_cq_event__doc__,
-	     "get_cq_event() -> CQ\n"
-	     "\n"
 	     "Wait for the next completion event and return its CQ.\n"
 	     "\n"
 	     "Waits with the GIL released (the channel refuses ``close()``\n"

@@ -200,8 +200,6 @@ static PyObject *wc_build(const void *elem)
 }
 
 PyDoc_STRVAR(cq_poll__doc__,
-	     "poll(num_entries=1) -> list[WC]\n"
-	     "\n"
 	     "Reap up to ``num_entries`` completions, without waiting.\n"
 	     "\n"
 	     "One ``ibv_poll_cq`` call; more than the CQ's ``cqe`` is asked\n"
@@ -248,8 +246,6 @@ static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(cq_poll_count__doc__,
-	     "poll_count(num_entries) -> int\n"
-	     "\n"
 	     "Reap up to ``num_entries`` completions and count them.\n"
 	     "\n"
 	     "The zero-allocation polling path: one ``ibv_poll_cq`` call\n"
@@ -351,8 +347,6 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(cq_req_notify__doc__,
-	     "req_notify(solicited_only=False) -> None\n"
-	     "\n"
 	     "Arm the CQ: its next completion sends an event to its channel.\n"
 	     "\n"
 	     "Arms once: call it again after each ``get_cq_event()``, and\n"
@@ -386,8 +380,6 @@ static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(cq_ack_events__doc__,
-	     "ack_events(nevents=1) -> None\n"
-	     "\n"
 	     "Acknowledge completion events got by ``get_cq_event()``.\n"
 	     "\n"
 	     "Closing the CQ acks what is left, so acking is needed only to\n"

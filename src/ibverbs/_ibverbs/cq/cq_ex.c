@@ -323,8 +323,6 @@ static int cqex_check_open(PyObject *self)
 }
 
 PyDoc_STRVAR(cqex_start_poll__doc__,
-	     "start_poll() -> bool\n"
-	     "\n"
 	     "Open a polling session on the oldest completion.\n"
 	     "\n"
 	     "On True, read the entry with ``read_*()``, ``wr_id`` and\n"
@@ -373,8 +371,6 @@ static int cqex_check_session(PyObject *self, const char *what)
 }
 
 PyDoc_STRVAR(cqex_next_poll__doc__,
-	     "next_poll() -> bool\n"
-	     "\n"
 	     "Move the open session to the next completion.\n"
 	     "\n"
 	     "After False the session stays open with no current entry:\n"
@@ -414,8 +410,6 @@ static void cqex_end(CQExObject *c)
 }
 
 PyDoc_STRVAR(cqex_end_poll__doc__,
-	     "end_poll() -> None\n"
-	     "\n"
 	     "Close the session that ``start_poll()`` opened.\n"
 	     "\n"
 	     "The entries read are consumed.\n"
@@ -484,8 +478,6 @@ static struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what,
 #define OPCODE(v) enum_from_int("WCOpcode", (long)(v))
 
 PyDoc_STRVAR(cqex_read_opcode__doc__,
-	     "read_opcode() -> int\n"
-	     "\n"
 	     "The current entry's opcode (a ``WCOpcode``).\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -501,8 +493,6 @@ PyDoc_STRVAR(cqex_read_opcode__doc__,
 CQEX_READER(cqex_read_opcode, opcode, 0, OPCODE)
 
 PyDoc_STRVAR(cqex_read_vendor_err__doc__,
-	     "read_vendor_err() -> int\n"
-	     "\n"
 	     "The current entry's vendor error syndrome.\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -518,8 +508,6 @@ PyDoc_STRVAR(cqex_read_vendor_err__doc__,
 CQEX_READER(cqex_read_vendor_err, vendor_err, 0, U32)
 
 PyDoc_STRVAR(cqex_read_byte_len__doc__,
-	     "read_byte_len() -> int\n"
-	     "\n"
 	     "Bytes the current entry received.\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -537,8 +525,6 @@ PyDoc_STRVAR(cqex_read_byte_len__doc__,
 CQEX_READER(cqex_read_byte_len, byte_len, IBV_WC_EX_WITH_BYTE_LEN, U32)
 
 PyDoc_STRVAR(cqex_read_imm_data__doc__,
-	     "read_imm_data() -> int\n"
-	     "\n"
 	     "The entry's immediate data, in host order.\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -556,8 +542,6 @@ PyDoc_STRVAR(cqex_read_imm_data__doc__,
 CQEX_READER(cqex_read_imm_data, imm_data, IBV_WC_EX_WITH_IMM, IMM)
 
 PyDoc_STRVAR(cqex_read_qp_num__doc__,
-	     "read_qp_num() -> int\n"
-	     "\n"
 	     "The number of the entry's local QP.\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -575,8 +559,6 @@ PyDoc_STRVAR(cqex_read_qp_num__doc__,
 CQEX_READER(cqex_read_qp_num, qp_num, IBV_WC_EX_WITH_QP_NUM, U32)
 
 PyDoc_STRVAR(cqex_read_src_qp__doc__,
-	     "read_src_qp() -> int\n"
-	     "\n"
 	     "The remote QP number (UD receives).\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -594,8 +576,6 @@ PyDoc_STRVAR(cqex_read_src_qp__doc__,
 CQEX_READER(cqex_read_src_qp, src_qp, IBV_WC_EX_WITH_SRC_QP, U32)
 
 PyDoc_STRVAR(cqex_read_wc_flags__doc__,
-	     "read_wc_flags() -> int\n"
-	     "\n"
 	     "The entry's ``WCFlags`` (GRH, WITH_IMM, ...).\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -611,8 +591,6 @@ PyDoc_STRVAR(cqex_read_wc_flags__doc__,
 CQEX_READER(cqex_read_wc_flags, wc_flags, 0, U32)
 
 PyDoc_STRVAR(cqex_read_slid__doc__,
-	     "read_slid() -> int\n"
-	     "\n"
 	     "The source LID (UD receives).\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -630,8 +608,6 @@ PyDoc_STRVAR(cqex_read_slid__doc__,
 CQEX_READER(cqex_read_slid, slid, IBV_WC_EX_WITH_SLID, U32)
 
 PyDoc_STRVAR(cqex_read_sl__doc__,
-	     "read_sl() -> int\n"
-	     "\n"
 	     "The service level (UD receives).\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -649,8 +625,6 @@ PyDoc_STRVAR(cqex_read_sl__doc__,
 CQEX_READER(cqex_read_sl, sl, IBV_WC_EX_WITH_SL, U32)
 
 PyDoc_STRVAR(cqex_read_dlid_path_bits__doc__,
-	     "read_dlid_path_bits() -> int\n"
-	     "\n"
 	     "The destination LID path bits.\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -669,8 +643,6 @@ CQEX_READER(cqex_read_dlid_path_bits, dlid_path_bits,
 	    IBV_WC_EX_WITH_DLID_PATH_BITS, U32)
 
 PyDoc_STRVAR(cqex_read_completion_ts__doc__,
-	     "read_completion_ts() -> int\n"
-	     "\n"
 	     "The time stamp, in device clock ticks.\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -689,8 +661,6 @@ CQEX_READER(cqex_read_completion_ts, completion_ts,
 	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, U64)
 
 PyDoc_STRVAR(cqex_read_completion_wallclock_ns__doc__,
-	     "read_completion_wallclock_ns() -> int\n"
-	     "\n"
 	     "The time stamp, in wall clock ns.\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -709,8 +679,6 @@ CQEX_READER(cqex_read_completion_wallclock_ns, completion_wallclock_ns,
 	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, U64)
 
 PyDoc_STRVAR(cqex_read_cvlan__doc__,
-	     "read_cvlan() -> int\n"
-	     "\n"
 	     "The customer VLAN of the entry.\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -728,8 +696,6 @@ PyDoc_STRVAR(cqex_read_cvlan__doc__,
 CQEX_READER(cqex_read_cvlan, cvlan, IBV_WC_EX_WITH_CVLAN, U32)
 
 PyDoc_STRVAR(cqex_read_flow_tag__doc__,
-	     "read_flow_tag() -> int\n"
-	     "\n"
 	     "The flow tag of the entry (flow steering).\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -752,8 +718,6 @@ CQEX_READER(cqex_read_flow_tag, flow_tag, IBV_WC_EX_WITH_FLOW_TAG, U32)
 #undef OPCODE
 
 PyDoc_STRVAR(cqex_read_invalidated_rkey__doc__,
-	     "read_invalidated_rkey() -> int\n"
-	     "\n"
 	     "The rkey a SEND_WITH_INV invalidated.\n"
 	     "\n"
 	     "Reads the current entry of the open start_poll() session.\n"
@@ -886,8 +850,6 @@ static PyObject *wcex_build(const void *elem)
 }
 
 PyDoc_STRVAR(cqex_poll__doc__,
-	     "poll(num_entries=1) -> list[WCEx]\n"
-	     "\n"
 	     "Reap up to ``num_entries`` completions, without waiting.\n"
 	     "\n"
 	     "One start/next/end_poll session in C (never ``ibv_poll_cq``);\n"
@@ -935,8 +897,6 @@ static PyObject *cqex_poll(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(cqex_poll_count__doc__,
-	     "poll_count(num_entries) -> int\n"
-	     "\n"
 	     "Reap up to ``num_entries`` completions and count them.\n"
 	     "\n"
 	     "As ``poll()``, without building WCEx objects: a failed one\n"
@@ -996,8 +956,6 @@ static PyObject *cqex_poll_count(PyObject *self, PyObject *arg)
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(cqex_close__doc__,
-	     "close() -> None\n"
-	     "\n"
 	     "Destroy the extended CQ.\n"
 	     "\n"
 	     "Idempotent; the CQ stays usable after a refusal.\n"
@@ -1019,8 +977,6 @@ static PyObject *cqex_close(PyObject *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(cqex_exit__doc__,
-	     "__exit__(exc_type, exc, tb) -> False\n"
-	     "\n"
 	     "Leave a ``with`` block: end an open session, then ``close()``.\n"
 	     "\n"
 	     "A session left open (an exception in the loop) is ended with\n"

@@ -263,8 +263,6 @@ static PyGetSetDef wc_getset[] = {
 
 static PyMethodDef wc_methods[] = {
 	{ "raise_for_status", wc_raise_for_status, METH_NOARGS,
-	  "raise_for_status()\n"
-	  "\n"
 	  "Check the completion's status; calls no verb.\n"
 	  "\n"
 	  "Raises:\n"
@@ -275,8 +273,6 @@ static PyMethodDef wc_methods[] = {
 
 static PyType_Slot wc_slots[] = {
 	{ Py_tp_doc,
-	  "WC(**fields)\n"
-	  "\n"
 	  "A work completion: a copy of one struct ibv_wc.\n"
 	  "\n"
 	  "``CQ.poll()`` returns them, read with ``ibv_poll_cq`` (man page\n"
@@ -284,6 +280,10 @@ static PyType_Slot wc_slots[] = {
 	  "speed; ``WCStatus(wc.status)`` names one.  ``WC(**fields)``\n"
 	  "builds one by hand (tests, fakes): every field is a keyword,\n"
 	  "the others are 0.\n"
+	  "\n"
+	  "Args:\n"
+	  "    fields: the WC's fields by name (wr_id, status, opcode,\n"
+	  "        byte_len, ...).\n"
 	  "\n"
 	  "Raises:\n"
 	  "    TypeError: a positional argument or an unknown keyword.\n"

@@ -84,8 +84,6 @@ static void context_dealloc(PyObject *self)
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(context_query_device__doc__,
-	     "query_device() -> DeviceAttr\n"
-	     "\n"
 	     "Query the device's attributes and limits.\n"
 	     "\n"
 	     "Wraps ``ibv_query_device`` (man page ibv_query_device(3)).\n"
@@ -152,8 +150,6 @@ static int parse_port(PyObject *o, uint8_t *port)
  * does, through the dlsym table. */
 
 PyDoc_STRVAR(context_query_port__doc__,
-	     "query_port(port_num) -> PortAttr\n"
-	     "\n"
 	     "Query a port's attributes (state, MTUs, LID, link layer, ...).\n"
 	     "\n"
 	     "Wraps ``ibv_query_port`` (man page ibv_query_port(3)).\n"
@@ -219,8 +215,6 @@ static PyObject *gid_to_py(const union ibv_gid *gid)
 }
 
 PyDoc_STRVAR(context_query_gid__doc__,
-	     "query_gid(port_num, index) -> Gid\n"
-	     "\n"
 	     "Read one entry of a port's GID table.\n"
 	     "\n"
 	     "Wraps ``ibv_query_gid`` (man page ibv_query_gid(3)).\n"
@@ -268,8 +262,6 @@ static PyObject *context_query_gid(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(context_query_gid_ex__doc__,
-	     "query_gid_ex(port, index) -> tuple[Gid, int, int]\n"
-	     "\n"
 	     "Read a GID table entry with its type and network device.\n"
 	     "\n"
 	     "Wraps ``ibv_query_gid_ex`` (man page ibv_query_gid_ex(3)).\n"
@@ -321,8 +313,6 @@ static PyObject *context_query_gid_ex(PyObject *self, PyObject *args)
 }
 
 PyDoc_STRVAR(context_query_pkey__doc__,
-	     "query_pkey(port, index) -> int\n"
-	     "\n"
 	     "Read one entry of a port's P_Key table.\n"
 	     "\n"
 	     "Wraps ``ibv_query_pkey`` (man page ibv_query_pkey(3)).\n"
@@ -370,8 +360,6 @@ static PyObject *context_query_pkey(PyObject *self, PyObject *args)
 extern const HandleKind pd_kind; /* pd.c */
 
 PyDoc_STRVAR(context_alloc_pd__doc__,
-	     "alloc_pd() -> PD\n"
-	     "\n"
 	     "Allocate a protection domain on this device.\n"
 	     "\n"
 	     "Wraps ``ibv_alloc_pd`` (man page ibv_alloc_pd(3)).\n"
@@ -409,28 +397,30 @@ static PyObject *context_create_cq(PyObject *self, PyObject *args, PyObject *kw)
 	return cq_create((ContextObject *)self, args, kw);
 }
 
-PyDoc_STRVAR(context_create_qp_ex__doc__,
-	     "create_qp_ex(init_attr) -> QPEx\n"
-	     "\n"
-	     "Create an extended QP in the PD that ``init_attr.pd`` names.\n"
-	     "\n"
-	     "The same as ``init_attr.pd.create_qp_ex(init_attr)``, after\n"
-	     "checking that the PD is one of this Context's.\n"
-	     "\n"
-	     "Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
-	     "ibv_create_qp_ex(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new QPEx, in the RESET state.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: init_attr has no pd, or it is not a PD; a field\n"
-	     "        has the wrong type.\n"
-	     "    ValueError: the PD belongs to another Context; as\n"
-	     "        ``PD.create_qp_ex()``.\n"
-	     "    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
-	     "        EOPNOTSUPP as ``PD.create_qp_ex()``; else the verb\n"
-	     "        failed (``errno``).");
+PyDoc_STRVAR(
+	context_create_qp_ex__doc__,
+	"Create an extended QP in the PD that ``init_attr.pd`` names.\n"
+	"\n"
+	"The same as ``init_attr.pd.create_qp_ex(init_attr)``, after\n"
+	"checking that the PD is one of this Context's.\n"
+	"\n"
+	"Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
+	"ibv_create_qp_ex(3)).\n"
+	"\n"
+	"Args:\n"
+	"    init_attr: a QPInitAttrEx whose ``pd`` is a PD of this Context.\n"
+	"\n"
+	"Returns:\n"
+	"    The new QPEx, in the RESET state.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: init_attr has no pd, or it is not a PD; a field\n"
+	"        has the wrong type.\n"
+	"    ValueError: the PD belongs to another Context; as\n"
+	"        ``PD.create_qp_ex()``.\n"
+	"    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
+	"        EOPNOTSUPP as ``PD.create_qp_ex()``; else the verb\n"
+	"        failed (``errno``).");
 
 static PyObject *context_create_qp_ex(PyObject *self, PyObject *args,
 				      PyObject *kw)
@@ -440,8 +430,6 @@ static PyObject *context_create_qp_ex(PyObject *self, PyObject *args,
 }
 
 PyDoc_STRVAR(context_create_comp_channel__doc__,
-	     "create_comp_channel() -> CompChannel\n"
-	     "\n"
 	     "Create a completion event channel.\n"
 	     "\n"
 	     "Wraps ``ibv_create_comp_channel`` (man page\n"
@@ -461,8 +449,6 @@ static PyObject *context_create_comp_channel(PyObject *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(context_create_cq_ex__doc__,
-	     "create_cq_ex(init_attr) -> CQEx\n"
-	     "\n"
 	     "Create an extended completion queue.\n"
 	     "\n"
 	     "``init_attr`` is a ``CQInitAttrEx``: cqe, wc_flags\n"
@@ -471,6 +457,9 @@ PyDoc_STRVAR(context_create_cq_ex__doc__,
 	     "channel, comp_vector and flags (``CreateCQAttrFlags``).\n"
 	     "\n"
 	     "Wraps ``ibv_create_cq_ex`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    init_attr: a CQInitAttrEx (or any object with its fields).\n"
 	     "\n"
 	     "Returns:\n"
 	     "    The new CQEx.\n"
@@ -492,8 +481,6 @@ static PyObject *context_create_cq_ex(PyObject *self, PyObject *args,
 }
 
 PyDoc_STRVAR(context_alloc_dm__doc__,
-	     "alloc_dm(length, log_align_req=0) -> DM\n"
-	     "\n"
 	     "Allocate ``length`` bytes of device memory.\n"
 	     "\n"
 	     "Wraps ``ibv_alloc_dm`` (man page ibv_alloc_dm(3)).\n"
@@ -520,8 +507,6 @@ static PyObject *context_alloc_dm(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(context_query_device_ex__doc__,
-	     "query_device_ex() -> DeviceAttrEx\n"
-	     "\n"
 	     "Query the device's extended attributes and capabilities.\n"
 	     "\n"
 	     "Falls back to ``ibv_query_device`` when the provider has no\n"
@@ -546,8 +531,6 @@ static PyObject *context_query_device_ex(PyObject *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(context_get_async_event__doc__,
-	     "get_async_event() -> AsyncEvent\n"
-	     "\n"
 	     "Wait for the device's next asynchronous event and return it.\n"
 	     "\n"
 	     "Waits with the GIL released (the Context refuses ``close()``\n"
@@ -620,8 +603,6 @@ static int context_owned_by_cm(PyObject *self)
 }
 
 PyDoc_STRVAR(context_close__doc__,
-	     "close() -> None\n"
-	     "\n"
 	     "Close the device.\n"
 	     "\n"
 	     "Idempotent: closing a closed Context does nothing. The\n"
@@ -644,8 +625,6 @@ static PyObject *context_close(PyObject *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(context_exit__doc__,
-	     "__exit__(exc_type, exc, tb) -> False\n"
-	     "\n"
 	     "Leave a ``with`` block: ``close()`` the Context.\n"
 	     "\n"
 	     "Does not swallow the block's exception.\n"
@@ -669,8 +648,6 @@ static PyObject *context_repr(PyObject *self)
 }
 
 PyDoc_STRVAR(context_ack_async_event__doc__,
-	     "ack_async_event(event) -> None\n"
-	     "\n"
 	     "Acknowledge an AsyncEvent of this Context.\n"
 	     "\n"
 	     "The same as ``event.ack()``: idempotent, an event acked\n"
@@ -694,8 +671,6 @@ static PyObject *context_ack_async_event(PyObject *self, PyObject *ev)
 }
 
 PyDoc_STRVAR(context_create_cq__doc__,
-	     "create_cq(cqe, channel=None, comp_vector=0) -> CQ\n"
-	     "\n"
 	     "Create a completion queue for at least ``cqe`` entries.\n"
 	     "\n"
 	     "With a ``channel``, ``CQ.req_notify()`` arms the CQ to signal\n"
@@ -723,16 +698,12 @@ PyDoc_STRVAR(context_create_cq__doc__,
 	     "        past the device's max_cqe).");
 
 PyDoc_STRVAR(context_enter__doc__,
-	     "__enter__() -> Context\n"
-	     "\n"
 	     "Enter a ``with`` block: return the Context itself.\n"
 	     "\n"
 	     "Raises:\n"
 	     "    VerbsError: EBADF once the Context is closed.");
 
 PyDoc_STRVAR(context__doc__,
-	     "Context(name)\n"
-	     "\n"
 	     "Open the RDMA device called ``name`` (``struct ibv_context``).\n"
 	     "\n"
 	     "The root of the object tree: PDs, CQs, completion channels\n"

@@ -279,8 +279,6 @@ static void event_dealloc(PyObject *self)
 
 static PyMethodDef event_methods[] = {
 	{ "ack", event_meth_ack, METH_NOARGS,
-	  "ack()\n"
-	  "\n"
 	  "Acknowledge the event.  Until then the QP, CQ or SRQ it names\n"
 	  "cannot be closed (its close() raises VerbsError(EBUSY)).\n"
 	  "Idempotent; leaving a ``with`` block or dropping the event acks\n"

@@ -101,8 +101,6 @@ static int dm_range(PyObject *self, PyObject *off_o, uint64_t *off,
 }
 
 PyDoc_STRVAR(dm_copy_to__doc__,
-	     "copy_to(offset, data) -> None\n"
-	     "\n"
 	     "Write ``data`` into the device memory at ``offset``.\n"
 	     "\n"
 	     "A bytearray is copied first (it could be resized meanwhile).\n"
@@ -173,8 +171,6 @@ static PyObject *dm_copy_to(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(dm_copy_from__doc__,
-	     "copy_from(offset, length) -> bytes\n"
-	     "\n"
 	     "Read ``length`` bytes of the device memory at ``offset``.\n"
 	     "\n"
 	     "Wraps ``ibv_memcpy_from_dm`` (man page ibv_alloc_dm(3)).\n"

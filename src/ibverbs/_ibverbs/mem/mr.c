@@ -187,8 +187,6 @@ PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw)
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(mr_sge__doc__,
-	     "sge(length=None, offset=0) -> SGE\n"
-	     "\n"
 	     "Build an SGE for ``[offset, offset + length)`` of this MR.\n"
 	     "\n"
 	     "The same as ``SGE(mr, length, offset=offset)``: the SGE holds\n"

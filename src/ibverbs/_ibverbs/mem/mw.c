@@ -55,12 +55,13 @@ PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw)
 }
 
 const char mw_mod_inc_rkey__doc__[] = PyDoc_STR(
-	"inc_rkey(rkey) -> int\n"
-	"\n"
 	"The next rkey for a type 2 memory window bind: ``rkey`` with its\n"
 	"low 8 bits (the key part) incremented, wrapping at 0xff.\n"
 	"\n"
 	"Wraps ``ibv_inc_rkey`` (man page ibv_inc_rkey(3)).\n"
+	"\n"
+	"Args:\n"
+	"    rkey: the window's current rkey, 32 bits.\n"
 	"\n"
 	"Raises:\n"
 	"    TypeError: rkey is not an int.\n"
@@ -183,8 +184,6 @@ int mw_parse(PyObject *o, const char *name)
 /* ------------------------------------------------------------------ */
 
 const char qp_bind_mw__doc__[] = PyDoc_STR(
-	"bind_mw(mw, mw_bind) -> int\n"
-	"\n"
 	"Bind a type 1 memory window to part of an MR.\n"
 	"\n"
 	"Posts the bind on the send queue; it completes on the send\n"

@@ -24,8 +24,6 @@ static void pd_dealloc(PyObject *self)
 }
 
 PyDoc_STRVAR(pd_reg_mr__doc__,
-	     "reg_mr(addr, length, access=0, *, owner=None) -> MR\n"
-	     "\n"
 	     "Register ``length`` bytes of memory at ``addr`` for RDMA.\n"
 	     "\n"
 	     "The memory is given as an integer address (host or GPU\n"
@@ -66,9 +64,6 @@ static PyObject *pd_reg_mr(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(pd_reg_dmabuf_mr__doc__,
-	     "reg_dmabuf_mr(offset, length, iova, fd, access=0, *, "
-	     "owner=None) -> MR\n"
-	     "\n"
 	     "Register ``length`` bytes of a dma-buf (GPU memory) for RDMA.\n"
 	     "\n"
 	     "The region starts ``offset`` bytes into the dma-buf ``fd`` and\n"
@@ -103,8 +98,6 @@ static PyObject *pd_reg_dmabuf_mr(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(pd_create_qp__doc__,
-	     "create_qp(init_attr) -> QP\n"
-	     "\n"
 	     "Create a queue pair in this PD.\n"
 	     "\n"
 	     "``init_attr`` is a ``QPInitAttr`` (or any object with its\n"
@@ -116,6 +109,9 @@ PyDoc_STRVAR(pd_create_qp__doc__,
 	     "``QP.cap`` holds the capacities the provider granted.\n"
 	     "\n"
 	     "Wraps ``ibv_create_qp`` (man page ibv_create_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    init_attr: a QPInitAttr, or any object with its fields.\n"
 	     "\n"
 	     "Returns:\n"
 	     "    The new QP, in the RESET state.\n"
@@ -136,8 +132,6 @@ static PyObject *pd_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(pd_create_srq__doc__,
-	     "create_srq(max_wr=128, max_sge=1, srq_limit=0) -> SRQ\n"
-	     "\n"
 	     "Create a shared receive queue in this PD.\n"
 	     "\n"
 	     "Wraps ``ibv_create_srq`` (man page ibv_create_srq(3)).\n"
@@ -163,8 +157,6 @@ static PyObject *pd_create_srq(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(pd_create_ah__doc__,
-	     "create_ah(attr) -> AH\n"
-	     "\n"
 	     "Create an address handle, the destination of UD sends.\n"
 	     "\n"
 	     "``attr`` is an ``AHAttr`` (or any object with some of its\n"
@@ -173,6 +165,9 @@ PyDoc_STRVAR(pd_create_ah__doc__,
 	     "``is_global`` says otherwise.\n"
 	     "\n"
 	     "Wraps ``ibv_create_ah`` (man page ibv_create_ah(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    attr: an AHAttr, or any object with some of its fields.\n"
 	     "\n"
 	     "Returns:\n"
 	     "    The new AH.\n"
@@ -191,8 +186,6 @@ static PyObject *pd_create_ah(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(pd_reg_dm_mr__doc__,
-	     "reg_dm_mr(dm, offset, length, access) -> MR\n"
-	     "\n"
 	     "Register part of a device memory allocation as an MR.\n"
 	     "\n"
 	     "The MR is zero-based: SGEs address it by the offset from its\n"
@@ -226,8 +219,6 @@ static PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(pd_reg_implicit_odp_mr__doc__,
-	     "reg_implicit_odp_mr(access=0) -> MR\n"
-	     "\n"
 	     "Register the whole address space as an implicit ODP MR.\n"
 	     "\n"
 	     "Calls ``ibv_reg_mr(pd, NULL, SIZE_MAX, access | ON_DEMAND)``:\n"
@@ -257,8 +248,6 @@ static PyObject *pd_reg_implicit_odp_mr(PyObject *self, PyObject *args,
 }
 
 PyDoc_STRVAR(pd_advise_mr__doc__,
-	     "advise_mr(advice, flags, sg_list) -> None\n"
-	     "\n"
 	     "Give the provider advice about ODP memory (prefetch it).\n"
 	     "\n"
 	     "Wraps ``ibv_advise_mr`` (man page ibv_advise_mr(3)).\n"
@@ -284,8 +273,6 @@ static PyObject *pd_advise_mr(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(pd_alloc_mw__doc__,
-	     "alloc_mw(type) -> MW\n"
-	     "\n"
 	     "Allocate a memory window in this PD.\n"
 	     "\n"
 	     "A type 1 window is bound with ``QP.bind_mw()``, a type 2 one\n"
@@ -313,8 +300,6 @@ static PyObject *pd_alloc_mw(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(pd_create_qp_ex__doc__,
-	     "create_qp_ex(init_attr) -> QPEx\n"
-	     "\n"
 	     "Create an extended QP that posts with the ``ibv_wr_*`` calls.\n"
 	     "\n"
 	     "``init_attr`` is a ``QPInitAttrEx``: QPInitAttr's fields plus\n"
@@ -324,6 +309,9 @@ PyDoc_STRVAR(pd_create_qp_ex__doc__,
 	     "\n"
 	     "Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
 	     "ibv_create_qp_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    init_attr: a QPInitAttrEx, or any object with its fields.\n"
 	     "\n"
 	     "Returns:\n"
 	     "    The new QPEx, in the RESET state.\n"

@@ -94,8 +94,6 @@ static int flow_is_attr(PyObject *o)
 }
 
 const char qp_create_flow__doc__[] = PyDoc_STR(
-	"create_flow(flow_attr) -> Flow\n"
-	"\n"
 	"Attach a flow steering rule: matching packets go to this QP.\n"
 	"\n"
 	"``flow_attr`` is an ``ibverbs.flow.FlowAttr`` or its\n"
@@ -198,8 +196,6 @@ PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
 }
 
 const char flow_mod_layouts__doc__[] = PyDoc_STR(
-	"_flow_layouts() -> dict\n"
-	"\n"
 	"{spec: (sizeof, offsetof val, offsetof mask, sizeof filter)} of\n"
 	"the compiled flow spec structs, for ``ibverbs.flow``.");
 

@@ -445,8 +445,6 @@ int qp_modify(PyObject *self, const char *what, struct ibv_qp_attr *attr,
 }
 
 PyDoc_STRVAR(qp_modify__doc__,
-	     "modify(mask, **attrs) -> None\n"
-	     "\n"
 	     "Modify the QP's attributes (a state transition, a timeout, "
 	     "...).\n"
 	     "\n"
@@ -512,8 +510,6 @@ static PyObject *qp_meth_modify(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(qp_query__doc__,
-	     "query(mask=...) -> tuple[dict, QPCap]\n"
-	     "\n"
 	     "Query the QP's current attributes from the device.\n"
 	     "\n"
 	     "Runs with the GIL released.\n"
@@ -584,8 +580,6 @@ static int arg_opt_int(PyObject *o, const char *name, long min, long max,
 }
 
 PyDoc_STRVAR(qp_to_init__doc__,
-	     "to_init(port, access=0, pkey_index=0, qkey=None) -> None\n"
-	     "\n"
 	     "Move the QP from RESET to INIT.\n"
 	     "\n"
 	     "The mask depends on the QP type: RC/UC set the port, P_Key\n"
@@ -834,10 +828,6 @@ static int rtr_connected(PyObject *self, struct rtr_args *a,
 }
 
 PyDoc_STRVAR(qp_to_rtr__doc__,
-	     "to_rtr(remote, sgid_index=..., mtu=None, hop_limit=64, "
-	     "min_rnr_timer=12, max_dest_rd_atomic=1, sl=0, "
-	     "traffic_class=0, *, port=None, flow_label=0) -> None\n"
-	     "\n"
 	     "Move the QP from INIT to RTR (ready to receive).\n"
 	     "\n"
 	     "For RC and UC, ``remote`` is the peer's QPInfo (qp_num, psn,\n"
@@ -913,9 +903,6 @@ static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(qp_to_rts__doc__,
-	     "to_rts(psn=0, timeout=14, retry_cnt=7, rnr_retry=7, "
-	     "max_rd_atomic=1) -> None\n"
-	     "\n"
 	     "Move the QP from RTR to RTS (ready to send).\n"
 	     "\n"
 	     "All types set the send PSN; only RC also sets the timeout,\n"

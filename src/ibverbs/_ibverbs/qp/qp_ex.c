@@ -280,8 +280,6 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb)
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(wrex_start__doc__,
-	     "wr_start() -> None\n"
-	     "\n"
 	     "Open a batch of work requests on the send queue.\n"
 	     "\n"
 	     "Then call builders (``wr_send()``, ...), each followed by its\n"
@@ -314,8 +312,6 @@ static PyObject *qpex_wr_start(PyObject *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(wrex_complete__doc__,
-	     "wr_complete() -> None\n"
-	     "\n"
 	     "Post the open batch and close it.\n"
 	     "\n"
 	     "On failure nothing of the batch was posted. Either way the\n"
@@ -355,8 +351,6 @@ static PyObject *qpex_wr_complete(PyObject *self, PyObject *unused)
 }
 
 PyDoc_STRVAR(wrex_abort__doc__,
-	     "wr_abort() -> None\n"
-	     "\n"
 	     "Discard the open batch: none of its WRs is posted.\n"
 	     "\n"
 	     "Does nothing when no batch is open.\n"
@@ -657,8 +651,6 @@ static int parse_ints(PyObject *args, PyObject *kw, const char *fmt,
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(wrex_send__doc__,
-	     "wr_send() -> None\n"
-	     "\n"
 	     "Start a SEND in the open batch.\n"
 	     "\n"
 	     "Its data comes next: ``wr_set_sge*()`` or\n"
@@ -686,8 +678,6 @@ static PyObject *wr_send(PyObject *self, PyObject *unused)
 
 PyDoc_STRVAR(
 	wrex_send_imm__doc__,
-	"wr_send_imm(imm_data) -> None\n"
-	"\n"
 	"Start a SEND_WITH_IMM in the open batch.\n"
 	"\n"
 	"Its data comes next: ``wr_set_sge*()`` or\n"
@@ -724,8 +714,6 @@ static PyObject *wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 
 PyDoc_STRVAR(
 	wrex_send_inv__doc__,
-	"wr_send_inv(invalidate_rkey) -> None\n"
-	"\n"
 	"Start a SEND_WITH_INV: a send that invalidates the peer's\n"
 	"``invalidate_rkey`` (an MW's).\n"
 	"\n"
@@ -736,7 +724,7 @@ PyDoc_STRVAR(
 	"\n"
 	"Args:\n"
 	"    invalidate_rkey: the rkey the peer invalidates on receipt (of one\n"
-	"    of its MWs), 32 bits.\n"
+	"        of its MWs), 32 bits.\n"
 	"\n"
 	"Raises:\n"
 	"    TypeError: an argument is not an int.\n"
@@ -766,8 +754,6 @@ static char *kw_rdma[] = { "rkey", "remote_addr", NULL };
 static const int bits_rdma[] = { 32, 64 };
 
 PyDoc_STRVAR(wrex_rdma_write__doc__,
-	     "wr_rdma_write(rkey, remote_addr) -> None\n"
-	     "\n"
 	     "Start an RDMA_WRITE to the peer's memory.\n"
 	     "\n"
 	     "Its data comes next: ``wr_set_sge*()`` or\n"
@@ -803,8 +789,6 @@ static PyObject *wr_rdma_write(PyObject *self, PyObject *args, PyObject *kw)
 
 PyDoc_STRVAR(
 	wrex_rdma_write_imm__doc__,
-	"wr_rdma_write_imm(rkey, remote_addr, imm_data) -> None\n"
-	"\n"
 	"Start an RDMA_WRITE_WITH_IMM: the peer also gets a receive\n"
 	"completion with ``imm_data``.\n"
 	"\n"
@@ -844,8 +828,6 @@ static PyObject *wr_rdma_write_imm(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(wrex_rdma_read__doc__,
-	     "wr_rdma_read(rkey, remote_addr) -> None\n"
-	     "\n"
 	     "Start an RDMA_READ; the SGEs set next receive the data.\n"
 	     "\n"
 	     "Wraps ``ibv_wr_rdma_read`` (man page ibv_wr_post(3)).\n"
@@ -878,8 +860,6 @@ static PyObject *wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 
 PyDoc_STRVAR(
 	wrex_atomic_cmp_swp__doc__,
-	"wr_atomic_cmp_swp(rkey, remote_addr, compare, swap) -> None\n"
-	"\n"
 	"Start an 8-byte compare-and-swap on the peer's memory:\n"
 	"``swap`` is written where ``compare`` matches. The 8-byte\n"
 	"SGE set next receives the old value.\n"
@@ -919,8 +899,6 @@ static PyObject *wr_atomic_cmp_swp(PyObject *self, PyObject *args, PyObject *kw)
 
 PyDoc_STRVAR(
 	wrex_atomic_fetch_add__doc__,
-	"wr_atomic_fetch_add(rkey, remote_addr, add) -> None\n"
-	"\n"
 	"Start an 8-byte fetch-and-add of ``add`` on the peer's\n"
 	"memory. The 8-byte SGE set next receives the old value.\n"
 	"\n"
@@ -960,8 +938,6 @@ static PyObject *wr_atomic_fetch_add(PyObject *self, PyObject *args,
 
 PyDoc_STRVAR(
 	wrex_local_inv__doc__,
-	"wr_local_inv(invalidate_rkey) -> None\n"
-	"\n"
 	"Start a LOCAL_INV: invalidate the rkey of a local MW (no\n"
 	"data).\n"
 	"\n"
@@ -995,8 +971,6 @@ static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(wrex_atomic_write__doc__,
-	     "wr_atomic_write(rkey, remote_addr, data) -> None\n"
-	     "\n"
 	     "Start an ATOMIC_WRITE of 8 bytes to the peer (no setters).\n"
 	     "\n"
 	     "The provider copies ``data`` during the call.\n"
@@ -1060,8 +1034,6 @@ static PyObject *wr_atomic_write(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(wrex_flush__doc__,
-	     "wr_flush(rkey, remote_addr, len, type, level) -> None\n"
-	     "\n"
 	     "Start a FLUSH: make a range of the peer's memory persistent or\n"
 	     "globally visible (no setters).\n"
 	     "\n"
@@ -1155,8 +1127,6 @@ static int check_num_sge(PyObject *self, Py_ssize_t n, const char *verb)
 }
 
 PyDoc_STRVAR(wrex_set_sge__doc__,
-	     "wr_set_sge(lkey, addr, length) -> None\n"
-	     "\n"
 	     "Give the last builder's WR its data: one SGE.\n"
 	     "\n"
 	     "Also ``wr_set_sge(sge)`` with an SGE object, which (with its\n"
@@ -1227,8 +1197,6 @@ static PyObject *wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 #define SMALL_LIST 16
 
 PyDoc_STRVAR(wrex_set_sge_list__doc__,
-	     "wr_set_sge_list(sg_list) -> None\n"
-	     "\n"
 	     "Give the last builder's WR its data: a list of SGEs.\n"
 	     "\n"
 	     "The SGEs (and their MRs) are held until the batch ends.\n"
@@ -1370,8 +1338,6 @@ static int check_inline_len(PyObject *self, size_t total, const char *verb)
 }
 
 PyDoc_STRVAR(wrex_set_inline_data__doc__,
-	     "wr_set_inline_data(data) -> None\n"
-	     "\n"
 	     "Give the last builder's WR its data inline.\n"
 	     "\n"
 	     "The provider copies the bytes now (no MR needed).\n"
@@ -1417,8 +1383,6 @@ static PyObject *wr_set_inline_data(PyObject *self, PyObject *args,
 }
 
 PyDoc_STRVAR(wrex_set_inline_data_list__doc__,
-	     "wr_set_inline_data_list(buf_list) -> None\n"
-	     "\n"
 	     "Give the last builder's WR its data inline, from several "
 	     "buffers.\n"
 	     "\n"
@@ -1499,8 +1463,6 @@ out:
 }
 
 PyDoc_STRVAR(wrex_set_ud_addr__doc__,
-	     "wr_set_ud_addr(ah, remote_qpn, remote_qkey) -> None\n"
-	     "\n"
 	     "Give the last builder's WR its UD destination (required on UD).\n"
 	     "\n"
 	     "The AH is held, and marked used, until the batch ends.\n"
@@ -1567,8 +1529,6 @@ static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(wrex_bind_mw__doc__,
-	     "wr_bind_mw(mw, rkey, bind_info) -> None\n"
-	     "\n"
 	     "Start a BIND_MW: bind a type 2 window under a new rkey.\n"
 	     "\n"
 	     "The MW and the MR are held, and marked used, until the batch\n"

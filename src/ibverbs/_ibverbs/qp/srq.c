@@ -81,8 +81,6 @@ static void srq_dealloc(PyObject *self)
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(srq_modify__doc__,
-	     "modify(max_wr=None, srq_limit=None) -> None\n"
-	     "\n"
 	     "Resize the SRQ or arm its limit event.\n"
 	     "\n"
 	     "Only the arguments given are applied (the mask is theirs).\n"
@@ -138,8 +136,6 @@ static PyObject *srq_modify(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(srq_query__doc__,
-	     "query() -> dict[str, int]\n"
-	     "\n"
 	     "Query the SRQ's current attributes.\n"
 	     "\n"
 	     "Wraps ``ibv_query_srq`` (man page ibv_query_srq(3)).\n"

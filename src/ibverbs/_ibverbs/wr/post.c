@@ -74,8 +74,6 @@ static PyObject *post_error(int rc, const char *verb, const char *kind,
 /* ------------------------------------------------------------------ */
 
 const char qp_post_send__doc__[] = PyDoc_STR(
-	"post_send(wr_or_list) -> None\n"
-	"\n"
 	"Post send work requests on the send queue.\n"
 	"\n"
 	"Takes one SendWR, a list or tuple of them (linked into one\n"
@@ -140,8 +138,6 @@ PyObject *qp_post_send(PyObject *self, PyObject *arg)
 }
 
 const char qp_post_recv__doc__[] = PyDoc_STR(
-	"post_recv(wr_or_list) -> None\n"
-	"\n"
 	"Post receive work requests on the receive queue.\n"
 	"\n"
 	"Takes one RecvWR, a list or tuple of them (posted in one\n"
@@ -202,8 +198,6 @@ PyObject *qp_post_recv(PyObject *self, PyObject *arg)
 /* ------------------------------------------------------------------ */
 
 const char srq_post_recv__doc__[] = PyDoc_STR(
-	"post_recv(wr_or_list) -> None\n"
-	"\n"
 	"Post receive work requests on the shared receive queue.\n"
 	"\n"
 	"Takes one RecvWR, a list or tuple of them (posted in one\n"

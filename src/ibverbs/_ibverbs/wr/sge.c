@@ -283,8 +283,6 @@ static PyGetSetDef sge_getset[] = {
 
 static PyType_Slot sge_slots[] = {
 	{ Py_tp_doc,
-	  "SGE(mr_or_addr, length=None, lkey=None, offset=0, *, owner=None)\n"
-	  "\n"
 	  "A scatter/gather element (struct ibv_sge): a range of registered\n"
 	  "memory that a work request reads or writes.  Immutable, hashable,\n"
 	  "compared by value; calls no verb.\n"

@@ -793,24 +793,30 @@ static PyGetSetDef sendwr_getset[] = {
 	{ "wr_id", sendwr_get_wr_id, sendwr_set_wr_id,
 	  "The caller's 64-bit cookie, returned as WC.wr_id.", NULL },
 	{ "opcode", sendwr_get_opcode, sendwr_set_opcode,
-	  "The WROpcode; setting it zeroes the fields the new one does not use.",
+	  "The WROpcode.  Setting it keeps the fields both opcodes use and "
+	  "resets the others to 0 (ValueError for an unknown opcode).",
 	  NULL },
 	{ "send_flags", sendwr_get_send_flags, sendwr_set_send_flags,
 	  "SendFlags: FENCE, SIGNALED, SOLICITED, INLINE.", NULL },
 	{ "imm_data", sendwr_get_imm_data, sendwr_set_imm_data,
-	  "Immediate data in host order (WITH_IMM opcodes), or None.", NULL },
+	  "The immediate data in host byte order (sent big-endian), or None; "
+	  "only for the WITH_IMM opcodes (ValueError otherwise).",
+	  NULL },
 	{ "remote_addr", sendwr_get_remote, sendwr_set_remote,
-	  "The remote address of an RDMA or atomic opcode.",
+	  "The remote virtual address of an RDMA or atomic opcode "
+	  "(ValueError for another opcode).",
 	  (void *)F_REMOTE_ADDR },
 	{ "rkey", sendwr_get_remote, sendwr_set_remote,
-	  "The remote key (RDMA, atomics); the rkey to invalidate "
-	  "(SEND_WITH_INV, LOCAL_INV); the new rkey (BIND_MW).",
+	  "The remote key of an RDMA or atomic opcode; the rkey to "
+	  "invalidate for SEND_WITH_INV and LOCAL_INV; the new rkey for "
+	  "BIND_MW.",
 	  (void *)F_RKEY },
 	{ "compare_add", sendwr_get_remote, sendwr_set_remote,
-	  "The value to compare (CMP_AND_SWP) or to add (FETCH_AND_ADD).",
+	  "The value to compare (ATOMIC_CMP_AND_SWP) or to add "
+	  "(ATOMIC_FETCH_AND_ADD).",
 	  (void *)F_COMPARE_ADD },
 	{ "swap", sendwr_get_remote, sendwr_set_remote,
-	  "The value to swap in (CMP_AND_SWP).", (void *)F_SWAP },
+	  "The value to swap in (ATOMIC_CMP_AND_SWP).", (void *)F_SWAP },
 	{ "remote_qpn", sendwr_get_remote, sendwr_set_remote,
 	  "The destination QP number of a UD send (24 bits; needs an ah).",
 	  (void *)F_REMOTE_QPN },
@@ -821,17 +827,14 @@ static PyGetSetDef sendwr_getset[] = {
 	  "The AH of a UD send (SEND or SEND_WITH_IMM), or None.", NULL },
 	{ "sg_list", sendwr_get_sg_list, NULL,
 	  "The SGEs, a tuple; read-only (build a new WR to change it).", NULL },
-	{ "num_sge", sendwr_get_num_sge, NULL, "The length of sg_list.", NULL },
+	{ "num_sge", sendwr_get_num_sge, NULL, "The number of SGEs in sg_list.",
+	  NULL },
 	SENDWR_BIND_GETSETS,
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot sendwr_slots[] = {
 	{ Py_tp_doc,
-	  "SendWR(wr_id=0, sg_list=(), opcode=WROpcode.SEND, send_flags=0, "
-	  "remote_addr=0, rkey=0, imm_data=None, compare_add=0, swap=0, "
-	  "ah=None, remote_qpn=0, remote_qkey=0, mw=None, bind_info=None)\n"
-	  "\n"
 	  "A send work request (struct ibv_send_wr), converted once when\n"
 	  "built and posted as is by ``QP.post_send()`` (``ibv_post_send``,\n"
 	  "man page ibv_post_send(3)).  Building it calls no verb.\n"
@@ -841,9 +844,27 @@ static PyType_Slot sendwr_slots[] = {
 	  "``compare_add`` and ``swap`` atomics (with exactly one 8-byte\n"
 	  "SGE), ``ah``, ``remote_qpn`` and ``remote_qkey`` UD sends,\n"
 	  "``mw``, ``bind_info`` and ``rkey`` (the new rkey) BIND_MW.\n"
-	  "Each keyword is the attribute of that name (``sg_list``: an SGE\n"
-	  "or an iterable of SGEs); attributes are settable for reuse.  The\n"
-	  "WR keeps its SGEs' MRs (and their memory) and its AH alive.\n"
+	  "Attributes are settable for reuse.  The WR keeps its SGEs' MRs\n"
+	  "(and their memory) and its AH alive.\n"
+	  "\n"
+	  "Args:\n"
+	  "    wr_id: the 64-bit cookie the completion returns.\n"
+	  "    sg_list: an SGE or an iterable of SGEs.\n"
+	  "    opcode: a WROpcode (or int).\n"
+	  "    send_flags: SendFlags.\n"
+	  "    remote_addr: the remote virtual address (RDMA, atomics).\n"
+	  "    rkey: the remote key (RDMA, atomics); the rkey to\n"
+	  "        invalidate (SEND_WITH_INV, LOCAL_INV); the new rkey\n"
+	  "        (BIND_MW).\n"
+	  "    imm_data: immediate data in host byte order, or None.\n"
+	  "    compare_add: the value to compare (ATOMIC_CMP_AND_SWP) or\n"
+	  "        to add (ATOMIC_FETCH_AND_ADD).\n"
+	  "    swap: the value to swap in (ATOMIC_CMP_AND_SWP).\n"
+	  "    ah: the AH of a UD send, or None.\n"
+	  "    remote_qpn: the destination QP number of a UD send.\n"
+	  "    remote_qkey: the destination Q_Key of a UD send.\n"
+	  "    mw: the MW a BIND_MW binds, or None.\n"
+	  "    bind_info: the MWBindInfo of a BIND_MW, or None.\n"
 	  "\n"
 	  "Raises:\n"
 	  "    ValueError: a field the opcode does not use, a WITH_IMM\n"
@@ -968,19 +989,22 @@ static PyGetSetDef recvwr_getset[] = {
 	  "The caller's 64-bit cookie, returned as WC.wr_id.", NULL },
 	{ "sg_list", recvwr_get_sg_list, NULL,
 	  "The SGEs, a tuple; read-only (build a new WR to change it).", NULL },
-	{ "num_sge", recvwr_get_num_sge, NULL, "The length of sg_list.", NULL },
+	{ "num_sge", recvwr_get_num_sge, NULL, "The number of SGEs in sg_list.",
+	  NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
 static PyType_Slot recvwr_slots[] = {
 	{ Py_tp_doc,
-	  "RecvWR(wr_id=0, sg_list=())\n"
-	  "\n"
 	  "A receive work request (struct ibv_recv_wr), posted as is by\n"
 	  "``QP.post_recv()`` and ``SRQ.post_recv()`` (``ibv_post_recv``,\n"
 	  "man page ibv_post_recv(3)).  Building it calls no verb; the WR\n"
-	  "keeps its SGEs' MRs (and their memory) alive.  ``sg_list``, an\n"
-	  "SGE or an iterable of SGEs, is where the message lands.\n"
+	  "keeps its SGEs' MRs (and their memory) alive.\n"
+	  "\n"
+	  "Args:\n"
+	  "    wr_id: the 64-bit cookie the completion returns.\n"
+	  "    sg_list: an SGE or an iterable of SGEs, where the message\n"
+	  "        lands.\n"
 	  "\n"
 	  "Raises:\n"
 	  "    TypeError: sg_list holds something other than SGEs.\n"

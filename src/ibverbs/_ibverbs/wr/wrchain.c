@@ -151,8 +151,6 @@ static PyObject *chain_enter(PyObject *self, PyObject *unused)
 
 static PyType_Slot sendwrchain_slots[] = {
 	{ Py_tp_doc,
-	  "SendWRChain(wrs)\n"
-	  "\n"
 	  "SendWRs linked through ``wr.next`` once, to be posted as one\n"
 	  "``ibv_post_send`` call many times: ``qp.post_send(chain)`` (man\n"
 	  "page ibv_post_send(3)).  Building it calls no verb.\n"
@@ -193,8 +191,6 @@ PyType_Spec SendWRChain_spec = { "ibverbs._ibverbs.SendWRChain",
 
 static PyType_Slot recvwrchain_slots[] = {
 	{ Py_tp_doc,
-	  "RecvWRChain(wrs)\n"
-	  "\n"
 	  "RecvWRs linked through ``wr.next`` once, to be posted as one\n"
 	  "``ibv_post_recv`` or ``ibv_post_srq_recv`` call many times:\n"
 	  "``qp.post_recv(chain)`` or ``srq.post_recv(chain)`` (man pages\n"

@@ -227,8 +227,6 @@ static PyObject *CHFN(repr)(PyObject *self)
 /* sendwrchain_methods, recvwrchain_methods */
 static PyMethodDef CHFN(methods)[] = {
 	{ "release", CHFN(meth_release), METH_NOARGS,
-	  "release()\n"
-	  "\n"
 	  "Unlink the members: each can be posted on its own again, and\n"
 	  "the chain cannot (posting it raises ValueError).  Idempotent;\n"
 	  "calls no verb." },
