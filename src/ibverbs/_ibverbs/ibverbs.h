@@ -619,29 +619,13 @@ extern const char qp_bind_mw__doc__[]; /* beside it in mw.c */
 /* ibverbs.inc_rkey(rkey) */
 PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg);
 extern const char mw_mod_inc_rkey__doc__[]; /* beside it */
-/* SendWR(mw=..., bind_info=...): check and store the bind fields of a
- * new WR (either may be NULL: not given).  0 or -1. */
-int sendwr_bind_init(SendWRObject *w, PyObject *mw, PyObject *bind_info);
-/* The opcode-dependent checks of the bind fields (BIND_MW needs them,
- * other opcodes refuse them).  0 or -1 with ValueError. */
-int sendwr_bind_validate(SendWRObject *w);
-/* Before a post: the MW and the MR still open, their current pointers in
- * the WR.  0, or -1 with VerbsError(EBADF). */
-int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i);
-/* mw.c, for QPEx.wr_bind_mw: an MWBindInfo into *bi (*mr_out: a new
+/* mw.c, for QPEx.wr_bind_mw and SendWR(bind_info=): an MWBindInfo into *bi (*mr_out: a new
  * reference to its MR), and o an open MW (TypeError/EBADF).  0 or -1. */
 int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
 		      PyObject **mr_out);
 int mw_parse(PyObject *o, const char *name);
-PyObject *sendwr_get_mw(PyObject *self, void *closure);
-PyObject *sendwr_get_bind_info(PyObject *self, void *closure);
-#define SENDWR_BIND_GETSETS                                             \
-	{ "mw", sendwr_get_mw, NULL, "the MW a BIND_MW binds, or None", \
-	  NULL },                                                       \
-	{                                                               \
-		"bind_info", sendwr_get_bind_info, NULL,                \
-			"MWBindInfo of a BIND_MW, or None", NULL        \
-	}
+/* mw.c, for SendWR.bind_info: an MWBindInfo of *bi and mr. */
+PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi, PyObject *mr);
 
 /* ------------------------------------------------------------------ */
 /* Extended QP (qp_ex.c: creation, batches, the ibv_wr_* calls)        */

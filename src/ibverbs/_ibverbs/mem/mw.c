@@ -7,9 +7,9 @@
  * SendWR(opcode=BIND_MW, mw=..., rkey=new_rkey, bind_info=MWBindInfo(...))
  * posted on the QP that will receive the remote accesses, the caller
  * choosing the new rkey (ibverbs.inc_rkey(mw.rkey)), and invalidated with
- * LOCAL_INV or a peer's SEND_WITH_INV.  This file holds the MW type, those
- * two binding paths' conversions and checks (also used by the extended
- * QP's wr_bind_mw, in wr_ex.c with QPEx's other builders), and inc_rkey.
+ * LOCAL_INV or a peer's SEND_WITH_INV.  This file holds the MW type,
+ * QP.bind_mw, the conversions of an MWBindInfo (used by SendWR's BIND_MW
+ * fields in wr/wr.c and QPEx.wr_bind_mw in qp/qp_ex.c), and inc_rkey.
  *
  * ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw and ibv_inc_rkey are static
  * inline in <infiniband/verbs.h>: they jump through the provider's op
@@ -152,8 +152,7 @@ out:
 }
 
 /* An MWBindInfo of *bi and mr. */
-static PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi,
-				 PyObject *mr)
+PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi, PyObject *mr)
 {
 	PyObject *kw, *flags;
 
@@ -261,95 +260,6 @@ out:
 	Py_XDECREF(info);
 	Py_XDECREF(mr);
 	return res;
-}
-
-/* ------------------------------------------------------------------ */
-/* SendWR(opcode=BIND_MW, mw=..., bind_info=...): type 2 windows       */
-/* ------------------------------------------------------------------ */
-
-int sendwr_bind_init(SendWRObject *w, PyObject *mw, PyObject *bind_info)
-{
-	PyObject *mr;
-
-	if (mw == Py_None)
-		mw = NULL;
-	if (bind_info == Py_None)
-		bind_info = NULL;
-	if (mw == NULL && bind_info == NULL)
-		return 0;
-	if (mw == NULL || bind_info == NULL) {
-		PyErr_SetString(PyExc_ValueError,
-				"a BIND_MW needs both mw= and bind_info=");
-		return -1;
-	}
-	if (mw_parse(mw, "mw") < 0 ||
-	    bind_info_from_py(bind_info, &w->wr.bind_mw.bind_info, &mr) < 0)
-		return -1;
-	if (handle_check(HANDLE(mw)) < 0) {
-		Py_DECREF(mr);
-		return -1;
-	}
-	Py_INCREF(mw);
-	w->mw = mw;
-	w->bind_mr = mr;
-	w->wr.bind_mw.mw = MWP(mw);
-	return 0;
-}
-
-int sendwr_bind_validate(SendWRObject *w)
-{
-	if (w->wr.opcode == IBV_WR_BIND_MW) {
-		if (w->mw == NULL) {
-			PyErr_SetString(PyExc_ValueError,
-					"BIND_MW needs mw=, bind_info= and "
-					"rkey= (the new rkey)");
-			return -1;
-		}
-		if (w->wr.num_sge != 0) {
-			PyErr_SetString(PyExc_ValueError,
-					"BIND_MW carries no sg_list");
-			return -1;
-		}
-	} else if (w->mw != NULL) {
-		PyErr_SetString(PyExc_ValueError,
-				"mw and bind_info only go with opcode BIND_MW");
-		return -1;
-	}
-	return 0;
-}
-
-int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i)
-{
-	void *mw = HANDLE(w->mw)->obj, *mr = HANDLE(w->bind_mr)->obj;
-
-	if (mw == NULL || mr == NULL) {
-		verbs_error_fmt(EBADF, NULL,
-				"work request %zd: its %s is closed", i,
-				mw == NULL ? "MW" : "bind_info's MR");
-		return -1;
-	}
-	w->wr.bind_mw.mw = mw;
-	w->wr.bind_mw.bind_info.mr = mr;
-	return 0;
-}
-
-PyObject *sendwr_get_mw(PyObject *self, void *closure)
-{
-	PyObject *mw = ((SendWRObject *)self)->mw;
-
-	if (mw == NULL)
-		Py_RETURN_NONE;
-	Py_INCREF(mw);
-	return mw;
-}
-
-PyObject *sendwr_get_bind_info(PyObject *self, void *closure)
-{
-	SendWRObject *w = (SendWRObject *)self;
-
-	if (w->mw == NULL)
-		Py_RETURN_NONE;
-	return bind_info_to_py(&w->wr.bind_mw.bind_info, w->bind_mr);
 }
 
 /* ------------------------------------------------------------------ */

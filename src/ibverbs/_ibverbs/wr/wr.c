@@ -115,6 +115,79 @@ static int wr_id_set(PyObject *v, uint64_t *out)
 /* SendWR                                                              */
 /* ------------------------------------------------------------------ */
 
+/* The fields of a BIND_MW (type 2 windows): mw and bind_info, both or
+ * neither given, then checked against the opcode. */
+
+static int sendwr_bind_init(SendWRObject *w, PyObject *mw, PyObject *bind_info)
+{
+	PyObject *mr;
+
+	if (mw == Py_None)
+		mw = NULL;
+	if (bind_info == Py_None)
+		bind_info = NULL;
+	if (mw == NULL && bind_info == NULL)
+		return 0;
+	if (mw == NULL || bind_info == NULL) {
+		PyErr_SetString(PyExc_ValueError,
+				"a BIND_MW needs both mw= and bind_info=");
+		return -1;
+	}
+	if (mw_parse(mw, "mw") < 0 ||
+	    bind_info_from_py(bind_info, &w->wr.bind_mw.bind_info, &mr) < 0)
+		return -1;
+	if (handle_check(HANDLE(mw)) < 0) {
+		Py_DECREF(mr);
+		return -1;
+	}
+	Py_INCREF(mw);
+	w->mw = mw;
+	w->bind_mr = mr;
+	w->wr.bind_mw.mw = MWP(mw);
+	return 0;
+}
+
+static int sendwr_bind_validate(SendWRObject *w)
+{
+	if (w->wr.opcode == IBV_WR_BIND_MW) {
+		if (w->mw == NULL) {
+			PyErr_SetString(PyExc_ValueError,
+					"BIND_MW needs mw=, bind_info= and "
+					"rkey= (the new rkey)");
+			return -1;
+		}
+		if (w->wr.num_sge != 0) {
+			PyErr_SetString(PyExc_ValueError,
+					"BIND_MW carries no sg_list");
+			return -1;
+		}
+	} else if (w->mw != NULL) {
+		PyErr_SetString(PyExc_ValueError,
+				"mw and bind_info only go with opcode BIND_MW");
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *sendwr_get_mw(PyObject *self, void *closure)
+{
+	PyObject *mw = ((SendWRObject *)self)->mw;
+
+	if (mw == NULL)
+		Py_RETURN_NONE;
+	Py_INCREF(mw);
+	return mw;
+}
+
+static PyObject *sendwr_get_bind_info(PyObject *self, void *closure)
+{
+	SendWRObject *w = (SendWRObject *)self;
+
+	if (w->mw == NULL)
+		Py_RETURN_NONE;
+	return bind_info_to_py(&w->wr.bind_mw.bind_info, w->bind_mr);
+}
+
 /*
  * The union wr.wr of struct ibv_send_wr holds different members for
  * different opcodes; the Python attributes map onto the one in use:
@@ -829,7 +902,9 @@ static PyGetSetDef sendwr_getset[] = {
 	  "The SGEs, a tuple; read-only (build a new WR to change it).", NULL },
 	{ "num_sge", sendwr_get_num_sge, NULL, "The number of SGEs in sg_list.",
 	  NULL },
-	SENDWR_BIND_GETSETS,
+	{ "mw", sendwr_get_mw, NULL, "the MW a BIND_MW binds, or None", NULL },
+	{ "bind_info", sendwr_get_bind_info, NULL,
+	  "MWBindInfo of a BIND_MW, or None", NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 

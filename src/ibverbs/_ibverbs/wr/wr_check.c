@@ -29,6 +29,23 @@ static int sg_list_check(PyObject *sg_list, Py_ssize_t wr_index)
 
 /* Per-WR checks before posting: MRs still open, AH still open (and its
  * current struct ibv_ah * in the WR), the MW and MR of a BIND_MW too. */
+/* Before a post: the MW and the MR of a BIND_MW still open, their current
+ * pointers in the WR.  0, or -1 with VerbsError(EBADF). */
+static int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i)
+{
+	void *mw = HANDLE(w->mw)->obj, *mr = HANDLE(w->bind_mr)->obj;
+
+	if (mw == NULL || mr == NULL) {
+		verbs_error_fmt(EBADF, NULL,
+				"work request %zd: its %s is closed", i,
+				mw == NULL ? "MW" : "bind_info's MR");
+		return -1;
+	}
+	w->wr.bind_mw.mw = mw;
+	w->wr.bind_mw.bind_info.mr = mr;
+	return 0;
+}
+
 int sendwr_ready(SendWRObject *w, Py_ssize_t i)
 {
 	if (w->ah != NULL) {
