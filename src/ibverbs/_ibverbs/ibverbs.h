@@ -236,12 +236,6 @@ PyObject *make_record(PyObject *cls, PyObject *kwargs);
 /* o, or None for NULL, as a new reference: a getter's body for an
  * optional reference (QP.srq, CMID.qp, ...). */
 PyObject *obj_or_none(PyObject *o);
-/* CQ.poll()/CQEx.poll(): a list of build(elem) for the first n elements
- * (size bytes each) of a CQ's poll storage *store, which is taken from
- * the CQ for the loop and given back after it.  NULL on an error. */
-PyObject *list_from_store(void **store, int *store_len, size_t size, int n,
-			  PyObject *(*build)(const void *elem));
-
 /* ------------------------------------------------------------------ */
 /* Handles (handle.c): the lifetime protocol shared by every           */
 /* kernel-object wrapper (each type whose file calls handle_init:      */
@@ -428,112 +422,6 @@ typedef struct {
 	Handle h; /* obj: struct ibv_ah *; parent: PD */
 } AHObject;
 
-/* SGE (sge.c) and work requests (wr.c).  A WR object holds the native
- * struct, ready to post with no per-call conversion; small SGE lists live
- * inside the object.  "keep" holds what the SGEs point into (SGE -> MR -> owner) and
- * the AH, so a WR keeps that memory alive while it exists. */
-#define WR_INLINE_SGES 2
-
-typedef struct {
-	PyObject_HEAD
-	struct ibv_sge sge;
-	PyObject *mr; /* MRObject or NULL for a raw address */
-	PyObject *owner; /* SGE.owner: owner= given, else NULL (mr) */
-} SGEObject;
-
-#define SGEP(self) (&((SGEObject *)(self))->sge)
-
-typedef struct {
-	PyObject_HEAD
-	struct ibv_send_wr wr; /* wr.next is NULL except while posting,
-				      or while in a SendWRChain */
-	struct ibv_sge *sges; /* sge_inline or PyMem_Malloc'd */
-	struct ibv_sge sge_inline[WR_INLINE_SGES];
-	PyObject *sg_list; /* tuple of SGE objects */
-	PyObject *ah; /* AHObject or NULL (UD) */
-	PyObject *imm; /* imm_data as given, or NULL */
-	PyObject *chain; /* borrowed: the SendWRChain holding it */
-	PyObject *mw; /* MWObject of a BIND_MW, or NULL (mw.c) */
-	PyObject *bind_mr; /* MRObject of bind_info, or NULL (mw.c) */
-} SendWRObject;
-
-typedef struct {
-	PyObject_HEAD
-	struct ibv_recv_wr wr;
-	struct ibv_sge *sges;
-	struct ibv_sge sge_inline[WR_INLINE_SGES];
-	PyObject *sg_list;
-	PyObject *chain; /* borrowed: the RecvWRChain holding it */
-} RecvWRObject;
-
-/*
- * SendWRChain / RecvWRChain (wrchain.c): WRs linked through wr.next once,
- * posted many times.  Each member's "chain" points back here; a member
- * cannot be posted on its own, nor join another chain, until release().
- * Between posts only the handles in "checked" (the distinct MRs and AHs
- * the members use) are looked at; "dirty" (set when a member's AH
- * changes, or a check failed) asks for every member to be checked again.
- */
-typedef struct {
-	PyObject_HEAD
-	PyObject *items; /* tuple of the member WRs; NULL: released */
-	void *head; /* &first member->wr */
-	PyObject **checked; /* strong references (PyMem_Malloc'd) */
-	Py_ssize_t n_checked, cap_checked;
-	int dirty;
-} WRChainObject;
-
-/* The names the WR templates (post_link.h, wrchain_kind.h) define, from
- * the one prefix a kind header sets (wr_kind_send.h: WR_PREFIX sendwr):
- * WRFN(link) is sendwr_link, CHFN(head) sendwrchain_head.  Each template
- * function carries its expanded names in the comment above it. */
-#define WR_PASTE(a, b, c) a##b##_##c
-#define WR_XPASTE(a, b, c) WR_PASTE(a, b, c)
-#define WRFN(name) WR_XPASTE(WR_PREFIX, , name)
-#define CHFN(name) WR_XPASTE(WR_PREFIX, chain, name)
-
-/* Per-WR checks before a post (wr_check.c): MRs, AH, MW still open; the AH's
- * struct ibv_ah * stored in the WR.  0, or -1 with VerbsError(EBADF). */
-int sendwr_ready(SendWRObject *w, Py_ssize_t i);
-int recvwr_ready(RecvWRObject *w, Py_ssize_t i);
-/* The head of a chain ready to post (wrchain.c), or NULL with an error
- * set (released, a member's MR or AH closed). */
-struct ibv_send_wr *sendwrchain_head(PyObject *chain);
-struct ibv_recv_wr *recvwrchain_head(PyObject *chain);
-/* A member of a chain cannot be posted alone or in a list: ValueError,
- * -1 (wrchain.c; used by post.c too). */
-int wr_member_error(const char *kind, Py_ssize_t i);
-
-/* post.c: link one WR, a list/tuple of WRs or a SendWRChain/RecvWRChain
- * (linked already) through wr.next for one post, without allocating.
- * Returns the head, or NULL with TypeError/ValueError set (wrong type,
- * empty list, an AH that was closed).  The caller holds "arg" for the
- * duration of the post and calls *_unlink afterwards. */
-struct ibv_send_wr *sendwr_link(PyObject *arg);
-void sendwr_unlink(PyObject *arg);
-struct ibv_recv_wr *recvwr_link(PyObject *arg);
-void recvwr_unlink(PyObject *arg);
-/* After a failed post of head: sets *bad to head for a single WR the
- * provider did not name, unlinks arg and returns *bad's position in arg
- * (0 for a single WR, the index in a list or chain), or -1. */
-Py_ssize_t sendwr_failed(PyObject *arg, struct ibv_send_wr *head,
-			 struct ibv_send_wr **bad);
-Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,
-			 struct ibv_recv_wr **bad);
-/* For a UD QP, after sendwr_link: every WR must be a SEND(_WITH_IMM) with
- * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
- * ValueError naming the WR's index (the caller then unlinks); wr_check.c. */
-int sendwr_check_ud(const struct ibv_send_wr *head);
-/* post.c: the data-path methods (METH_O; the WR objects hold the native
- * structs, linked in place; GIL kept, no allocation). */
-PyObject *qp_post_send(PyObject *self, PyObject *arg);
-PyObject *qp_post_recv(PyObject *self, PyObject *arg);
-PyObject *srq_post_recv(PyObject *self, PyObject *arg);
-/* Their docstrings, beside them in post.c (the method tables of qp.c and
- * srq.c name them). */
-extern const char qp_post_send__doc__[], qp_post_recv__doc__[],
-	srq_post_recv__doc__[];
-
 /* Constructors used by the parent types' factory methods. Each returns a
  * new reference or NULL with an exception set. */
 PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw); /* mr.c */
@@ -543,16 +431,6 @@ PyObject *cq_create(ContextObject *ctx, PyObject *args,
 		    PyObject *kw); /* cq.c */
 PyObject *channel_create(ContextObject *ctx); /* channel.c */
 PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw); /* qp.c */
-/* qp.c, for cm.c: PD.create_qp's body with another creating call (it
- * returns NULL with errno, or with a Python exception set), the QP's
- * kind and the verb named in errors; qp_release is qp_kind's release. */
-typedef struct ibv_qp *(*qp_create_fn)(struct ibv_pd *pd,
-				       struct ibv_qp_init_attr *init,
-				       void *arg);
-PyObject *qp_create_with(PDObject *pd, PyObject *init_attr,
-			 const HandleKind *kind, const char *verb,
-			 qp_create_fn create, void *arg);
-void qp_release(Handle *h);
 PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw); /* srq.c */
 PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw); /* ah.c */
 PyObject *async_event_get(ContextObject *ctx); /* event.c */
@@ -575,9 +453,6 @@ int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a);
 /* attrs.c: ibverbs.enums.<cls>(v), or a plain int when v is not a member
  * (or the enums module is not importable yet).  New reference. */
 PyObject *enum_from_int(const char *cls, long v);
-/* attrs.c: "RESET", "INIT", ... for an enum ibv_qp_state, "?" if none. */
-const char *qp_state_name(unsigned int s);
-
 /* ------------------------------------------------------------------ */
 /* Extended CQ, device attributes, device memory, flow steering, ODP   */
 /* (cq_ex.c, device_ex.c, dm.c, flow.c, odp.c).  The verbs they use    */
@@ -601,15 +476,6 @@ PyObject *odp_advise_mr(PDObject *pd, PyObject *args, PyObject *kw);
 /* Memory windows (mw.c)                                               */
 /* ------------------------------------------------------------------ */
 
-/* ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw and ibv_inc_rkey are static
- * inline in <infiniband/verbs.h> (they jump through the provider's op
- * table, like the data-path verbs): mw.c calls them by name. */
-typedef struct {
-	Handle h; /* obj: struct ibv_mw *; parent: PD */
-} MWObject;
-
-#define MWP(self) ((struct ibv_mw *)HANDLE(self)->obj)
-
 extern PyType_Spec MW_spec; /* mw.c */
 /* PD.alloc_mw(type) */
 PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw);
@@ -619,70 +485,13 @@ extern const char qp_bind_mw__doc__[]; /* beside it in mw.c */
 /* ibverbs.inc_rkey(rkey) */
 PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg);
 extern const char mw_mod_inc_rkey__doc__[]; /* beside it */
-/* mw.c, for QPEx.wr_bind_mw and SendWR(bind_info=): an MWBindInfo into *bi (*mr_out: a new
- * reference to its MR), and o an open MW (TypeError/EBADF).  0 or -1. */
-int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
-		      PyObject **mr_out);
-int mw_parse(PyObject *o, const char *name);
-/* mw.c, for SendWR.bind_info: an MWBindInfo of *bi and mr. */
-PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi, PyObject *mr);
-
 /* ------------------------------------------------------------------ */
-/* Extended QP (qp_ex.c: creation, batches, the ibv_wr_* calls)        */
+/* Extended QP (qp/qp_ex.c)                                            */
 /* ------------------------------------------------------------------ */
-
-/*
- * A QP created with ibv_create_qp_ex and IBV_QP_INIT_ATTR_SEND_OPS_FLAGS:
- * a QPObject first, so every QP method works on it, then the
- * struct ibv_qp_ex * and the state of the wr_start() batch, which the
- * providers do not check (they crash or deadlock on misuse).
- */
-typedef struct {
-	QPObject qp;
-	struct ibv_qp_ex *qpx; /* ibv_qp_to_qp_ex(); NULL once closed */
-	uint64_t send_ops_flags; /* as created */
-	int cur_op; /* WREX_OP_* of the WR being built; 0: none yet */
-	int cur_data; /* the current WR got its data setter */
-	int cur_ud; /* the current WR got wr_set_ud_addr */
-	unsigned int n_wr; /* builders called in this batch */
-	/* What the open batch references (SGEs, MRs and AHs; MRs and AHs
-	 * marked used, so they cannot be closed until the batch ends). */
-	PyObject **keep;
-	Py_ssize_t n_keep, cap_keep;
-} QPExObject;
-
-#define QPEXO(self) ((QPExObject *)(self))
-
-/* The operations, in the order of enum ibv_qp_create_send_ops_flags. */
-enum {
-	WREX_OP_NONE = 0,
-	WREX_OP_RDMA_WRITE,
-	WREX_OP_RDMA_WRITE_IMM,
-	WREX_OP_SEND,
-	WREX_OP_SEND_IMM,
-	WREX_OP_RDMA_READ,
-	WREX_OP_ATOMIC_CMP_SWP,
-	WREX_OP_ATOMIC_FETCH_ADD,
-	WREX_OP_LOCAL_INV,
-	WREX_OP_BIND_MW,
-	WREX_OP_SEND_INV,
-	WREX_OP_ATOMIC_WRITE,
-	WREX_OP_FLUSH,
-	WREX_OP_COUNT
-};
-
-/* The data setters an operation takes (qpex_begin_setter's data). */
-#define WREX_SET_SGE 1
-#define WREX_SET_INLINE 2
 
 /* qp_ex.c: the type (a subclass of QP, made at module exec) and the
  * factories of PD and Context. */
 extern PyType_Spec QPEx_spec;
 PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
-/* qp.c: qp_create_with() for a given type (QPEx: a subclass of QP). */
-PyObject *qp_create_typed(PDObject *pd, PyObject *init_attr,
-			  const HandleKind *kind, const char *verb,
-			  qp_create_fn create, void *arg, PyTypeObject *type);
-
 #endif /* IBVERBS_EXT_H */

@@ -15,6 +15,7 @@
  *     to its own event channel (rdma_migrate_id).
  */
 #include "cm/cm.h"
+#include "qp/qp.h"
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <string.h>

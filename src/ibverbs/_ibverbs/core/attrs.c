@@ -28,21 +28,6 @@ int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a)
 }
 
 /* ------------------------------------------------------------------ */
-/* Names                                                               */
-/* ------------------------------------------------------------------ */
-
-static const char *const qp_state_names[] = {
-	"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", "UNKNOWN"
-};
-
-const char *qp_state_name(unsigned int s)
-{
-	return s < sizeof(qp_state_names) / sizeof(qp_state_names[0]) ?
-		       qp_state_names[s] :
-		       "?";
-}
-
-/* ------------------------------------------------------------------ */
 /* Enums                                                               */
 /* ------------------------------------------------------------------ */
 

@@ -124,38 +124,3 @@ PyObject *obj_or_none(PyObject *o)
 	Py_INCREF(o);
 	return o;
 }
-
-PyObject *list_from_store(void **store, int *store_len, size_t size, int n,
-			  PyObject *(*build)(const void *elem))
-{
-	char *mine = *store;
-	int mine_len = *store_len, i;
-	PyObject *list;
-
-	/* Building the records allocates, and a GC pass can run Python
-	 * code that lets another thread poll the same CQ, which would
-	 * overwrite or reallocate the storage under us: take it for the
-	 * loop. */
-	*store = NULL;
-	*store_len = 0;
-	list = PyList_New(n);
-	/* On a failure the completions already reaped are lost: only a
-	 * MemoryError can get here, after which little else works either. */
-	for (i = 0; list != NULL && i < n; i++) {
-		PyObject *o = build(mine + (size_t)i * size);
-
-		if (o == NULL) {
-			Py_CLEAR(list);
-			break;
-		}
-		PyList_SetItem(list, i, o);
-	}
-	/* Give it back, unless a concurrent poll made new storage. */
-	if (*store == NULL) {
-		*store = mine;
-		*store_len = mine_len;
-	} else {
-		PyMem_Free(mine);
-	}
-	return list;
-}

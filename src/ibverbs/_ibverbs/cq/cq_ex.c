@@ -20,6 +20,7 @@
  * refuses with EBUSY while a session is open; the deallocator ends it.
  */
 #include "ibverbs.h"
+#include "cq/cq.h"
 #include <structmember.h>
 #include <stddef.h>
 #include <string.h>

@@ -16,6 +16,7 @@
  * table, so they are called by name (no exported symbol is involved).
  */
 #include "ibverbs.h"
+#include "mem/mem.h"
 #include <limits.h>
 
 static int mw_destroy(Handle *h)

@@ -8,6 +8,7 @@
  * verbs_get_ctx_op; EOPNOTSUPP without one).
  */
 #include "ibverbs.h"
+#include "wr/wr.h"
 #include <limits.h>
 #include <string.h>
 

@@ -23,6 +23,8 @@
  * kept.
  */
 #include "ibverbs.h"
+#include "qp/qp.h"
+#include "wr/wr.h"
 #include <stddef.h>
 #include <string.h>
 

@@ -44,7 +44,54 @@
  * file relies on: the buffer is not held.
  */
 #include "ibverbs.h"
+#include "mem/mem.h"
+#include "qp/qp.h"
+#include "wr/wr.h"
 #include <string.h>
+
+/*
+ * A QP created with ibv_create_qp_ex and IBV_QP_INIT_ATTR_SEND_OPS_FLAGS:
+ * a QPObject first, so every QP method works on it, then the
+ * struct ibv_qp_ex * and the state of the wr_start() batch, which the
+ * providers do not check (they crash or deadlock on misuse).
+ */
+typedef struct {
+	QPObject qp;
+	struct ibv_qp_ex *qpx; /* ibv_qp_to_qp_ex(); NULL once closed */
+	uint64_t send_ops_flags; /* as created */
+	int cur_op; /* WREX_OP_* of the WR being built; 0: none yet */
+	int cur_data; /* the current WR got its data setter */
+	int cur_ud; /* the current WR got wr_set_ud_addr */
+	unsigned int n_wr; /* builders called in this batch */
+	/* What the open batch references (SGEs, MRs and AHs; MRs and AHs
+	 * marked used, so they cannot be closed until the batch ends). */
+	PyObject **keep;
+	Py_ssize_t n_keep, cap_keep;
+} QPExObject;
+
+#define QPEXO(self) ((QPExObject *)(self))
+
+/* The operations, in the order of enum ibv_qp_create_send_ops_flags. */
+enum {
+	WREX_OP_NONE = 0,
+	WREX_OP_RDMA_WRITE,
+	WREX_OP_RDMA_WRITE_IMM,
+	WREX_OP_SEND,
+	WREX_OP_SEND_IMM,
+	WREX_OP_RDMA_READ,
+	WREX_OP_ATOMIC_CMP_SWP,
+	WREX_OP_ATOMIC_FETCH_ADD,
+	WREX_OP_LOCAL_INV,
+	WREX_OP_BIND_MW,
+	WREX_OP_SEND_INV,
+	WREX_OP_ATOMIC_WRITE,
+	WREX_OP_FLUSH,
+	WREX_OP_COUNT
+};
+
+/* The data setters an operation takes (qpex_begin_setter's data). */
+#define WREX_SET_SGE 1
+#define WREX_SET_INLINE 2
 
 /* ------------------------------------------------------------------ */
 /* What each operation is (the verb's name, its send_ops_flags bit, the */

@@ -16,6 +16,8 @@
  * sendwr_check_ud after linking), neither of which calls back here.
  */
 #include "ibverbs.h"
+#include "qp/qp.h"
+#include "wr/wr.h"
 
 /* ------------------------------------------------------------------ */
 /* Linking and unlinking (the template is post_link.h)                 */

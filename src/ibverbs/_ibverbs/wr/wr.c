@@ -14,6 +14,8 @@
  * AH was closed in the meantime (VerbsError EBADF).
  */
 #include "ibverbs.h"
+#include "mem/mem.h"
+#include "wr/wr.h"
 #include <arpa/inet.h>
 #include <string.h>
 

@@ -7,6 +7,7 @@
  * sendwr_check_ud checks a linked list for a UD QP (post.c).
  */
 #include "ibverbs.h"
+#include "wr/wr.h"
 
 /* 0, or -1 with VerbsError(EBADF) when an SGE points into a closed MR. */
 static int sg_list_check(PyObject *sg_list, Py_ssize_t wr_index)

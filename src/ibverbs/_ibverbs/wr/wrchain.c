@@ -20,6 +20,7 @@
  * list, or join another chain until release() (or the chain's end).
  */
 #include "ibverbs.h"
+#include "wr/wr.h"
 
 #define CH(o) ((WRChainObject *)(o))
 
