@@ -5,7 +5,7 @@
  * (wr_kind_send.h, wr_kind_recv.h) and wr_kind_undef.h.  It uses:
  *
  *   WR_PREFIX       the kind's prefix (sendwr); names come from it:
- *   WRFN(name)      this kind's function (sendwr_##name; ibverbs.h)
+ *   WRFN(name)      this kind's function (sendwr_##name; wr/wr.h)
  *   CHFN(name)      its chain's function (sendwrchain_##name)
  *   WR_OBJ          the WR object type (SendWRObject)
  *   WR_NATIVE       the native struct (struct ibv_send_wr)
@@ -16,7 +16,7 @@
  * and calls WRFN(ready) (sendwr_ready, wr_check.c), CHFN(head)
  * (sendwrchain_head, wrchain.c) and wr_member_error (wrchain.c).
  * Defines WRFN(link), WRFN(unlink) and WRFN(failed) (declared in
- * ibverbs.h) and static helpers; the comment above each function names
+ * wr/wr.h) and static helpers; the comment above each function names
  * what it expands to, so grep finds the definition.
  *
  * The list/tuple case: the fast path links in one pass.  A WR outside a

@@ -2,7 +2,7 @@
  * wr_kind_recv.h - the parameters of the WR templates (post_link.h,
  * wrchain_kind.h) for receive WRs.  Include it, then the template, then
  * wr_kind_undef.h.  The names a template defines are WRFN(x) and CHFN(x)
- * (ibverbs.h), here recvwr_x and recvwrchain_x.
+ * (wr/wr.h), here recvwr_x and recvwrchain_x.
  */
 #define WR_PREFIX recvwr
 #define WR_OBJ RecvWRObject

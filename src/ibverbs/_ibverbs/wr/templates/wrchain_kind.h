@@ -6,7 +6,7 @@
  *
  *   WR_PREFIX     the kind's prefix (sendwr); names come from it:
  *   CHFN(name)    this kind's chain function (sendwrchain_##name;
- *                 ibverbs.h)
+ *                 wr/wr.h)
  *   WRFN(name)    the member's function (sendwr_##name)
  *   WR_OBJ        the member WR object type (SendWRObject)
  *   WR_NATIVE     the native struct (struct ibv_send_wr)
