@@ -460,7 +460,7 @@ PyObject *enum_from_int(const char *cls, long v);
 /* ------------------------------------------------------------------ */
 
 extern PyType_Spec CQEx_spec; /* cq_ex.c; base: CQ */
-extern PyType_Spec WCEx_spec; /* cq_ex.c; base: WC */
+extern PyType_Spec WCEx_spec; /* wc_ex.c; base: WC */
 extern PyType_Spec DM_spec; /* dm.c */
 extern PyType_Spec Flow_spec; /* flow.c */
 PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw);
