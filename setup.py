@@ -1,7 +1,7 @@
 """Build the C core as one abi3 extension against the CPython Limited API.
 
 The extension includes the rdma-core headers but does not link
-libibverbs: it dlopens libibverbs.so.1 at import (loader.c).
+libibverbs: it dlopens libibverbs.so.1 at import (core/loader.c).
 
 This file is the one place that names the extension's compiler flags.
 Tools that build it another way go through it (tools/devbuild, and so
@@ -31,6 +31,9 @@ CFLAGS = [
     "-fvisibility=hidden",
 ]
 DEFINES = [("Py_LIMITED_API", "0x03090000")]
+# The C core: every *.c below it, in family folders (its README.md); the
+# files include its headers by their path from here ("qp/qp.h").
+C_ROOT = "src/ibverbs/_ibverbs"
 
 
 # Every verb, struct member, enum member and flag newer than rdma-core 33
@@ -45,25 +48,25 @@ PROBES = [
     # the loader still finds them in a newer libibverbs at run time
     ("&ibv_reg_dmabuf_mr", "IBVERBS_HAVE_REG_DMABUF_MR", 34),
     ("&ibv_is_fork_initialized", "IBVERBS_HAVE_IS_FORK_INITIALIZED", 35),
-    # struct ibv_dm's handle (dm.c), with ibv_import_dm
+    # struct ibv_dm's handle (mem/dm.c), with ibv_import_dm
     ("sizeof(((struct ibv_dm *)0)->handle)", "IBVERBS_HAVE_DM_HANDLE", 35),
-    # struct ibv_device_attr_ex's 32-bit port count (device_ex.c)
+    # struct ibv_device_attr_ex's 32-bit port count (device/device_ex.c)
     (
         "sizeof(((struct ibv_device_attr_ex *)0)->phys_port_cnt_ex)",
         "IBVERBS_HAVE_PHYS_PORT_CNT_EX",
         36,
     ),
-    # atomic write: IBV_WR_ATOMIC_WRITE (wr.c, enums.c), the send-ops bit
-    # (qp_ex.c, enums.c), struct ibv_qp_ex's wr_atomic_write (wr_ex.c)
+    # atomic write: IBV_WR_ATOMIC_WRITE (wr/wr.c, core/enums.c), the
+    # send-ops bit and struct ibv_qp_ex's wr_atomic_write (qp/qp_ex.c)
     (
         "IBV_WR_ATOMIC_WRITE + IBV_QP_EX_WITH_ATOMIC_WRITE"
         " + sizeof(((struct ibv_qp_ex *)0)->wr_atomic_write)",
         "IBVERBS_HAVE_WR_ATOMIC_WRITE",
         42,
     ),
-    # enum ibv_access_flags' flush bits (enums.c)
+    # enum ibv_access_flags' flush bits (core/enums.c)
     ("IBV_ACCESS_FLUSH_GLOBAL", "IBVERBS_HAVE_ACCESS_FLUSH", 45),
-    # ibv_wr_flush, struct ibv_qp_ex's wr_flush (qp_ex.c, wr_ex.c) and
+    # ibv_wr_flush, struct ibv_qp_ex's wr_flush (qp/qp_ex.c) and
     # IBV_WR_FLUSH/IBV_WC_FLUSH came together
     (
         "IBV_QP_EX_WITH_FLUSH + sizeof(((struct ibv_qp_ex *)0)->wr_flush)",
@@ -110,7 +113,7 @@ def probed_defines(extra):
 # cc) would bring a second libc's headers beside rdma-core's and Python's
 # and a 45 MB download, for the same file.  auditwheel show / repair then
 # finds the manylinux2014 tag in the file; tests/host/test_wheel.py checks.
-GLIBC_FLOOR_HEADER = "src/ibverbs/_ibverbs/glibc_floor.h"
+GLIBC_FLOOR_HEADER = f"{C_ROOT}/glibc_floor.h"
 
 
 def glibc_floor_flags():
@@ -128,8 +131,9 @@ def extension():
     floor_cflags, floor_ldflags = glibc_floor_flags()
     return Extension(
         "ibverbs._ibverbs",
-        sources=sorted(glob.glob("src/ibverbs/_ibverbs/*.c")),
-        depends=glob.glob("src/ibverbs/_ibverbs/*.h"),
+        sources=sorted(glob.glob(f"{C_ROOT}/**/*.c", recursive=True)),
+        depends=sorted(glob.glob(f"{C_ROOT}/**/*.h", recursive=True)),
+        include_dirs=[C_ROOT],
         define_macros=DEFINES + probed_defines(extra),
         py_limited_api=True,
         extra_compile_args=CFLAGS + extra + floor_cflags,

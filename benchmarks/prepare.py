@@ -11,7 +11,7 @@
 Both GIL variants are compiled here the same way, by setup.py build_ext
 (the flags named there), so that they differ in one define only:
 -DIBVERBS_BENCH_RELEASE_GIL, which selects the GIL-released code paths
-(post.c, cq.c).  The released variant
+(wr/post.c, cq/cq.c).  The released variant
 exists only for this measurement: the shipped code keeps the GIL on the
 data path (BENCHMARKS.md, "GIL").
 

@@ -15,8 +15,9 @@ under ``-W``), and Sphinx itself warns of a page that no toctree links.
 Pure-Python names go through autodoc (their signatures are their own).  The
 C types and functions of ``ibverbs._ibverbs`` have no
 ``__text_signature__``: their signatures and attribute types come from the
-stub ``_ibverbs.pyi`` (``ibverbs_stubs``), their text from their docstrings
-without the opening signature line, through napoleon (Google style).  A
+stub ``_ibverbs.pyi`` (``ibverbs_stubs``), the one place a signature is
+written, their text from their docstrings (which carry none; a generated
+one, a NamedTuple's, is dropped), through napoleon (Google style).  A
 class opens with the list of its methods and attributes.
 """
 

@@ -1,7 +1,8 @@
 """Signatures of the C extension ``ibverbs._ibverbs``, read from its stub.
 
-The extension has no ``__text_signature__``: its docstrings open with a
-signature line instead.  The stub ``src/ibverbs/_ibverbs.pyi`` is what
+The extension has no ``__text_signature__`` and its docstrings carry no
+signature line (tests/host/test_c_docs.py).  The stub
+``src/ibverbs/_ibverbs.pyi`` is the one place a signature is written: it is what
 ``mypy.stubtest`` checks against the built module, so the reference takes
 every signature and attribute type of the C types from there, with ``ast``
 (never a copy by hand).  Names a stub class inherits from a base that exists

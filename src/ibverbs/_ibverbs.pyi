@@ -1,4 +1,4 @@
-"""Type stubs for the C core, ``ibverbs._ibverbs`` (src/ibverbs/_ibverbs/*.c).
+"""Type stubs for the C core, ``ibverbs._ibverbs`` (src/ibverbs/_ibverbs/, README.md there).
 
 Read off the extension's PyMethodDef / PyGetSetDef / PyMemberDef tables and
 its argument parsing; checked against the built module by

@@ -173,7 +173,7 @@ def test_every_probe_names_a_release_between_34_and_the_newest():
     # Every probed define is used by the C sources, and every IBVERBS_HAVE_
     # the C sources test is probed.
     used = set()
-    for f in (ROOT / "src" / "ibverbs" / "_ibverbs").glob("*.[ch]"):
+    for f in (ROOT / "src" / "ibverbs" / "_ibverbs").rglob("*.[ch]"):
         for word in f.read_text().replace("(", " ").replace(")", " ").split():
             if word.startswith("IBVERBS_HAVE_"):
                 used.add(word)

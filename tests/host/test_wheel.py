@@ -162,7 +162,7 @@ def test_sdist_carries_every_source_file():
     top = f"ibverbs-{_version()}/"
     with tarfile.open(found[0]) as t:
         names = {n[len(top) :] for n in t.getnames() if n.startswith(top)}
-    c_files = {f"src/ibverbs/_ibverbs/{p.name}" for p in C_DIR.glob("*.[ch]")}
+    c_files = {str(p.relative_to(ROOT)) for p in C_DIR.rglob("*.[ch]")}
     assert c_files and c_files <= names, sorted(c_files - names)
     py_files = {str(p.relative_to(ROOT)) for p in (ROOT / "src" / "ibverbs").glob("*.py")}
     assert py_files <= names, sorted(py_files - names)

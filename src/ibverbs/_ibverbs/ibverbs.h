@@ -19,7 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <infiniband/verbs.h>
-#include "compat.h"
+#include "core/compat.h"
 #include <stdint.h>
 #include <errno.h>
 #include <endian.h>
@@ -194,7 +194,9 @@ extern PyType_Spec CMListener_spec; /* cm_listener.c */
 extern PyType_Spec CMEvent_spec; /* cm_event.c */
 /* cm_loader.c: has_rdmacm() and _rdmacm_status() (librdmacm is loaded lazily) */
 PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused);
+extern const char cm_mod_has_rdmacm__doc__[]; /* beside it */
 PyObject *cm_mod_rdmacm_status(PyObject *mod, PyObject *unused);
+extern const char cm_mod_rdmacm_status__doc__[]; /* beside it */
 
 /* enums.c: a dict {class name: {member name: value}} from the headers */
 PyObject *ibv_constants_dict(void);
@@ -234,12 +236,6 @@ PyObject *make_record(PyObject *cls, PyObject *kwargs);
 /* o, or None for NULL, as a new reference: a getter's body for an
  * optional reference (QP.srq, CMID.qp, ...). */
 PyObject *obj_or_none(PyObject *o);
-/* CQ.poll()/CQEx.poll(): a list of build(elem) for the first n elements
- * (size bytes each) of a CQ's poll storage *store, which is taken from
- * the CQ for the loop and given back after it.  NULL on an error. */
-PyObject *list_from_store(void **store, int *store_len, size_t size, int n,
-			  PyObject *(*build)(const void *elem));
-
 /* ------------------------------------------------------------------ */
 /* Handles (handle.c): the lifetime protocol shared by every           */
 /* kernel-object wrapper (each type whose file calls handle_init:      */
@@ -421,116 +417,10 @@ static inline int qp_check_idle(PyObject *self, const char *what)
 			what);
 	return -1;
 }
-/* qp_connect.c: the state transitions (QP methods). */
-PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw);
 
 typedef struct {
 	Handle h; /* obj: struct ibv_ah *; parent: PD */
 } AHObject;
-
-/* SGE (sge.c) and work requests (wr.c).  A WR object holds the native
- * struct, ready to post with no per-call conversion; small SGE lists live
- * inside the object.  "keep" holds what the SGEs point into (SGE -> MR -> owner) and
- * the AH, so a WR keeps that memory alive while it exists. */
-#define WR_INLINE_SGES 2
-
-typedef struct {
-	PyObject_HEAD
-	struct ibv_sge sge;
-	PyObject *mr; /* MRObject or NULL for a raw address */
-	PyObject *owner; /* SGE.owner: owner= given, else NULL (mr) */
-} SGEObject;
-
-#define SGEP(self) (&((SGEObject *)(self))->sge)
-
-typedef struct {
-	PyObject_HEAD
-	struct ibv_send_wr wr; /* wr.next is NULL except while posting,
-				      or while in a SendWRChain */
-	struct ibv_sge *sges; /* sge_inline or PyMem_Malloc'd */
-	struct ibv_sge sge_inline[WR_INLINE_SGES];
-	PyObject *sg_list; /* tuple of SGE objects */
-	PyObject *ah; /* AHObject or NULL (UD) */
-	PyObject *imm; /* imm_data as given, or NULL */
-	PyObject *chain; /* borrowed: the SendWRChain holding it */
-	PyObject *mw; /* MWObject of a BIND_MW, or NULL (mw.c) */
-	PyObject *bind_mr; /* MRObject of bind_info, or NULL (mw.c) */
-} SendWRObject;
-
-typedef struct {
-	PyObject_HEAD
-	struct ibv_recv_wr wr;
-	struct ibv_sge *sges;
-	struct ibv_sge sge_inline[WR_INLINE_SGES];
-	PyObject *sg_list;
-	PyObject *chain; /* borrowed: the RecvWRChain holding it */
-} RecvWRObject;
-
-/*
- * SendWRChain / RecvWRChain (wrchain.c): WRs linked through wr.next once,
- * posted many times.  Each member's "chain" points back here; a member
- * cannot be posted on its own, nor join another chain, until release().
- * Between posts only the handles in "checked" (the distinct MRs and AHs
- * the members use) are looked at; "dirty" (set when a member's AH
- * changes, or a check failed) asks for every member to be checked again.
- */
-typedef struct {
-	PyObject_HEAD
-	PyObject *items; /* tuple of the member WRs; NULL: released */
-	void *head; /* &first member->wr */
-	PyObject **checked; /* strong references (PyMem_Malloc'd) */
-	Py_ssize_t n_checked, cap_checked;
-	int dirty;
-} WRChainObject;
-
-/* The names the WR templates (post_link.h, wrchain_kind.h) define, from
- * the one prefix a kind header sets (wr_kind_send.h: WR_PREFIX sendwr):
- * WRFN(link) is sendwr_link, CHFN(head) sendwrchain_head.  Each template
- * function carries its expanded names in the comment above it. */
-#define WR_PASTE(a, b, c) a##b##_##c
-#define WR_XPASTE(a, b, c) WR_PASTE(a, b, c)
-#define WRFN(name) WR_XPASTE(WR_PREFIX, , name)
-#define CHFN(name) WR_XPASTE(WR_PREFIX, chain, name)
-
-/* Per-WR checks before a post (wr_check.c): MRs, AH, MW still open; the AH's
- * struct ibv_ah * stored in the WR.  0, or -1 with VerbsError(EBADF). */
-int sendwr_ready(SendWRObject *w, Py_ssize_t i);
-int recvwr_ready(RecvWRObject *w, Py_ssize_t i);
-/* The head of a chain ready to post (wrchain.c), or NULL with an error
- * set (released, a member's MR or AH closed). */
-struct ibv_send_wr *sendwrchain_head(PyObject *chain);
-struct ibv_recv_wr *recvwrchain_head(PyObject *chain);
-/* A member of a chain cannot be posted alone or in a list: ValueError,
- * -1 (wrchain.c; used by post.c too). */
-int wr_member_error(const char *kind, Py_ssize_t i);
-
-/* post.c: link one WR, a list/tuple of WRs or a SendWRChain/RecvWRChain
- * (linked already) through wr.next for one post, without allocating.
- * Returns the head, or NULL with TypeError/ValueError set (wrong type,
- * empty list, an AH that was closed).  The caller holds "arg" for the
- * duration of the post and calls *_unlink afterwards. */
-struct ibv_send_wr *sendwr_link(PyObject *arg);
-void sendwr_unlink(PyObject *arg);
-struct ibv_recv_wr *recvwr_link(PyObject *arg);
-void recvwr_unlink(PyObject *arg);
-/* After a failed post of head: sets *bad to head for a single WR the
- * provider did not name, unlinks arg and returns *bad's position in arg
- * (0 for a single WR, the index in a list or chain), or -1. */
-Py_ssize_t sendwr_failed(PyObject *arg, struct ibv_send_wr *head,
-			 struct ibv_send_wr **bad);
-Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,
-			 struct ibv_recv_wr **bad);
-/* For a UD QP, after sendwr_link: every WR must be a SEND(_WITH_IMM) with
- * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
- * ValueError naming the WR's index (the caller then unlinks); wr_check.c. */
-int sendwr_check_ud(const struct ibv_send_wr *head);
-/* post.c: the data-path methods (METH_O; the WR objects hold the native
- * structs, linked in place; GIL kept, no allocation). */
-PyObject *qp_post_send(PyObject *self, PyObject *arg);
-PyObject *qp_post_recv(PyObject *self, PyObject *arg);
-PyObject *srq_post_recv(PyObject *self, PyObject *arg);
 
 /* Constructors used by the parent types' factory methods. Each returns a
  * new reference or NULL with an exception set. */
@@ -541,16 +431,6 @@ PyObject *cq_create(ContextObject *ctx, PyObject *args,
 		    PyObject *kw); /* cq.c */
 PyObject *channel_create(ContextObject *ctx); /* channel.c */
 PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw); /* qp.c */
-/* qp.c, for cm.c: PD.create_qp's body with another creating call (it
- * returns NULL with errno, or with a Python exception set), the QP's
- * kind and the verb named in errors; qp_release is qp_kind's release. */
-typedef struct ibv_qp *(*qp_create_fn)(struct ibv_pd *pd,
-				       struct ibv_qp_init_attr *init,
-				       void *arg);
-PyObject *qp_create_with(PDObject *pd, PyObject *init_attr,
-			 const HandleKind *kind, const char *verb,
-			 qp_create_fn create, void *arg);
-void qp_release(Handle *h);
 PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw); /* srq.c */
 PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw); /* ah.c */
 PyObject *async_event_get(ContextObject *ctx); /* event.c */
@@ -573,9 +453,6 @@ int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a);
 /* attrs.c: ibverbs.enums.<cls>(v), or a plain int when v is not a member
  * (or the enums module is not importable yet).  New reference. */
 PyObject *enum_from_int(const char *cls, long v);
-/* attrs.c: "RESET", "INIT", ... for an enum ibv_qp_state, "?" if none. */
-const char *qp_state_name(unsigned int s);
-
 /* ------------------------------------------------------------------ */
 /* Extended CQ, device attributes, device memory, flow steering, ODP   */
 /* (cq_ex.c, device_ex.c, dm.c, flow.c, odp.c).  The verbs they use    */
@@ -583,7 +460,7 @@ const char *qp_state_name(unsigned int s);
 /* ------------------------------------------------------------------ */
 
 extern PyType_Spec CQEx_spec; /* cq_ex.c; base: CQ */
-extern PyType_Spec WCEx_spec; /* cq_ex.c; base: WC */
+extern PyType_Spec WCEx_spec; /* wc_ex.c; base: WC */
 extern PyType_Spec DM_spec; /* dm.c */
 extern PyType_Spec Flow_spec; /* flow.c */
 PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw);
@@ -591,127 +468,30 @@ PyObject *device_query_ex(ContextObject *ctx);
 PyObject *dm_create(ContextObject *ctx, PyObject *args, PyObject *kw);
 PyObject *dm_reg_mr(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw);
+extern const char qp_create_flow__doc__[]; /* QP.create_flow, flow.c */
 PyObject *flow_mod_layouts(PyObject *mod, PyObject *unused);
+extern const char flow_mod_layouts__doc__[]; /* beside it */
 PyObject *odp_reg_implicit(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *odp_advise_mr(PDObject *pd, PyObject *args, PyObject *kw);
 /* Memory windows (mw.c)                                               */
 /* ------------------------------------------------------------------ */
-
-/* ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw and ibv_inc_rkey are static
- * inline in <infiniband/verbs.h> (they jump through the provider's op
- * table, like the data-path verbs): mw.c calls them by name. */
-typedef struct {
-	Handle h; /* obj: struct ibv_mw *; parent: PD */
-} MWObject;
-
-#define MWP(self) ((struct ibv_mw *)HANDLE(self)->obj)
 
 extern PyType_Spec MW_spec; /* mw.c */
 /* PD.alloc_mw(type) */
 PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw);
 /* QP.bind_mw(mw, mw_bind) -> the new rkey (type 1 windows) */
 PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
+extern const char qp_bind_mw__doc__[]; /* beside it in mw.c */
 /* ibverbs.inc_rkey(rkey) */
 PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg);
-/* SendWR(mw=..., bind_info=...): check and store the bind fields of a
- * new WR (either may be NULL: not given).  0 or -1. */
-int sendwr_bind_init(SendWRObject *w, PyObject *mw, PyObject *bind_info);
-/* The opcode-dependent checks of the bind fields (BIND_MW needs them,
- * other opcodes refuse them).  0 or -1 with ValueError. */
-int sendwr_bind_validate(SendWRObject *w);
-/* Before a post: the MW and the MR still open, their current pointers in
- * the WR.  0, or -1 with VerbsError(EBADF). */
-int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i);
-/* mw.c, for QPEx.wr_bind_mw: an MWBindInfo into *bi (*mr_out: a new
- * reference to its MR), and o an open MW (TypeError/EBADF).  0 or -1. */
-int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
-		      PyObject **mr_out);
-int mw_parse(PyObject *o, const char *name);
-/* QPEx.wr_bind_mw(mw, rkey, bind_info) (wr_ex.c) */
-PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *sendwr_get_mw(PyObject *self, void *closure);
-PyObject *sendwr_get_bind_info(PyObject *self, void *closure);
-#define SENDWR_BIND_GETSETS                                             \
-	{ "mw", sendwr_get_mw, NULL, "the MW a BIND_MW binds, or None", \
-	  NULL },                                                       \
-	{                                                               \
-		"bind_info", sendwr_get_bind_info, NULL,                \
-			"MWBindInfo of a BIND_MW, or None", NULL        \
-	}
-
+extern const char mw_mod_inc_rkey__doc__[]; /* beside it */
 /* ------------------------------------------------------------------ */
-/* Extended QP (qp_ex.c: creation, batches; wr_ex.c: ibv_wr_* calls)   */
+/* Extended QP (qp/qp_ex.c)                                            */
 /* ------------------------------------------------------------------ */
-
-/*
- * A QP created with ibv_create_qp_ex and IBV_QP_INIT_ATTR_SEND_OPS_FLAGS:
- * a QPObject first, so every QP method works on it, then the
- * struct ibv_qp_ex * and the state of the wr_start() batch, which the
- * providers do not check (they crash or deadlock on misuse).
- */
-typedef struct {
-	QPObject qp;
-	struct ibv_qp_ex *qpx; /* ibv_qp_to_qp_ex(); NULL once closed */
-	uint64_t send_ops_flags; /* as created */
-	int cur_op; /* WREX_OP_* of the WR being built; 0: none yet */
-	int cur_data; /* the current WR got its data setter */
-	int cur_ud; /* the current WR got wr_set_ud_addr */
-	unsigned int n_wr; /* builders called in this batch */
-	/* What the open batch references (SGEs, MRs and AHs; MRs and AHs
-	 * marked used, so they cannot be closed until the batch ends). */
-	PyObject **keep;
-	Py_ssize_t n_keep, cap_keep;
-} QPExObject;
-
-#define QPEXO(self) ((QPExObject *)(self))
-
-/* The operations, in the order of enum ibv_qp_create_send_ops_flags. */
-enum {
-	WREX_OP_NONE = 0,
-	WREX_OP_RDMA_WRITE,
-	WREX_OP_RDMA_WRITE_IMM,
-	WREX_OP_SEND,
-	WREX_OP_SEND_IMM,
-	WREX_OP_RDMA_READ,
-	WREX_OP_ATOMIC_CMP_SWP,
-	WREX_OP_ATOMIC_FETCH_ADD,
-	WREX_OP_LOCAL_INV,
-	WREX_OP_BIND_MW,
-	WREX_OP_SEND_INV,
-	WREX_OP_ATOMIC_WRITE,
-	WREX_OP_FLUSH,
-	WREX_OP_COUNT
-};
-
-/* The data setters an operation takes (qpex_begin_setter's data). */
-#define WREX_SET_SGE 1
-#define WREX_SET_INLINE 2
 
 /* qp_ex.c: the type (a subclass of QP, made at module exec) and the
  * factories of PD and Context. */
 extern PyType_Spec QPEx_spec;
 PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
-/* qp_ex.c, for wr_ex.c: before a builder (batch open, op in
- * send_ops_flags, the provider's op set (provided; else EOPNOTSUPP), the
- * previous WR complete) and before a setter (batch
- * open, a builder first, the setter allowed for it; data: WREX_SET_*,
- * 0 for wr_set_ud_addr).  0, or -1 with
- * VerbsError(EINVAL) naming the verb. */
-int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided);
-int qpex_begin_setter(PyObject *self, int data, const char *verb);
-/* Hold o until the batch ends; an MR or AH is also marked used.  0/-1. */
-int qpex_keep(PyObject *self, PyObject *o);
-/* qp_ex.c: the batch methods (the guard of post_send and modify is
- * qp_check_idle, qp.c). */
-PyObject *qpex_wr_start(PyObject *self, PyObject *unused);
-PyObject *qpex_wr_complete(PyObject *self, PyObject *unused);
-PyObject *qpex_wr_abort(PyObject *self, PyObject *unused);
-/* wr_ex.c: QPEx's method table (batch, builders, setters). */
-extern PyMethodDef qpex_methods[];
-/* qp.c: qp_create_with() for a given type (QPEx: a subclass of QP). */
-PyObject *qp_create_typed(PDObject *pd, PyObject *init_attr,
-			  const HandleKind *kind, const char *verb,
-			  qp_create_fn create, void *arg, PyTypeObject *type);
-
 #endif /* IBVERBS_EXT_H */

@@ -1,0 +1,183 @@
+/*
+ * cm.h - declarations shared by the connection manager's files: cm.c
+ * (CMID and the helpers the CM types share), cm_listener.c (CMListener),
+ * cm_event.c (waiting for events, CMEvent) and cm_loader.c (the lazy
+ * loader of librdmacm.so.1).  Only these files include it; the module
+ * sees the type specs and module functions declared in ibverbs.h.
+ */
+#ifndef IBVERBS_CM_H
+#define IBVERBS_CM_H
+
+#include "ibverbs.h"
+#include <rdma/rdma_cma.h>
+#include <limits.h>
+
+/* ------------------------------------------------------------------ */
+/* The dlsym table of librdmacm (cm_loader.c)                          */
+/* ------------------------------------------------------------------ */
+
+#define RDMACM_SYMBOLS(X)                                    \
+	X(create_event_channel, rdma_create_event_channel)   \
+	X(destroy_event_channel, rdma_destroy_event_channel) \
+	X(create_id, rdma_create_id)                         \
+	X(destroy_id, rdma_destroy_id)                       \
+	X(bind_addr, rdma_bind_addr)                         \
+	X(resolve_addr, rdma_resolve_addr)                   \
+	X(resolve_route, rdma_resolve_route)                 \
+	X(create_qp, rdma_create_qp)                         \
+	X(destroy_qp, rdma_destroy_qp)                       \
+	X(connect, rdma_connect)                             \
+	X(listen, rdma_listen)                               \
+	X(accept, rdma_accept)                               \
+	X(reject, rdma_reject)                               \
+	X(disconnect, rdma_disconnect)                       \
+	X(get_cm_event, rdma_get_cm_event)                   \
+	X(ack_cm_event, rdma_ack_cm_event)                   \
+	X(event_str, rdma_event_str)                         \
+	X(migrate_id, rdma_migrate_id)                       \
+	X(getaddrinfo, rdma_getaddrinfo)                     \
+	X(freeaddrinfo, rdma_freeaddrinfo)
+
+struct rdmacm_api {
+#define CM_DECL(field, sym) __typeof__(sym) *field;
+	RDMACM_SYMBOLS(CM_DECL)
+#undef CM_DECL
+	void *lib;
+	char path[PATH_MAX];
+};
+
+extern struct rdmacm_api CM;
+
+/* Load librdmacm once.  0, or -1 with ImportError naming the library (or
+ * the missing symbol) and the package that provides it. */
+int cm_load(void);
+
+/* ------------------------------------------------------------------ */
+/* Objects                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+	Handle h; /* obj: struct rdma_cm_id *; a root */
+	struct rdma_event_channel *ch;
+	PyObject *context; /* ContextObject (child) or NULL */
+	PyObject *host; /* str (peer address), or None */
+	PyObject *source; /* str or None */
+	PyObject *private_data; /* passive: what the request carried */
+	QPObject *qp; /* borrowed: the open QP, or NULL */
+	int port;
+	int passive; /* from get_request() */
+	int connected;
+	int answered; /* passive: accepted or rejected */
+	int pending; /* CM_PENDING_*: a connect/accept awaits its ESTABLISHED */
+} CMIDObject;
+
+/* CMIDObject.pending */
+enum { CM_PENDING_NONE, CM_PENDING_CONNECT, CM_PENDING_ACCEPT };
+
+typedef struct {
+	PyObject_HEAD
+	int event;
+	int status;
+	PyObject *private_data; /* bytes */
+	PyObject *cmid; /* CONNECT_REQUEST: the new CMID; else None */
+} CMEventObject;
+
+#define CMO(self) ((CMIDObject *)(self))
+#define CMID_ID(self) ((struct rdma_cm_id *)HANDLE(self)->obj)
+
+/* A copied and acknowledged event. */
+typedef struct {
+	int event;
+	int status;
+	int pdata_len;
+	unsigned char pdata[256];
+	struct rdma_cm_id *new_id; /* CONNECT_REQUEST */
+} cm_event_copy;
+
+/* The kinds of a CMID and of a CMListener (cm.c). */
+extern const HandleKind cmid_kind;
+extern const HandleKind cm_listener_kind;
+
+/* ------------------------------------------------------------------ */
+/* cm.c: helpers and the handle plumbing CMListener shares             */
+/* ------------------------------------------------------------------ */
+
+/* A str argument as UTF-8: non-empty, without NUL.  New bytes, or NULL
+ * with ValueError/TypeError naming it. */
+PyObject *cm_text_arg(PyObject *o, const char *name, int type_is_value);
+/* rdma_getaddrinfo's failure rc as VerbsError.  Returns NULL. */
+PyObject *cm_addrinfo_error(int rc, const char *what, const char *node,
+			    const char *service);
+/* "198.18.0.1" for an IPv4/IPv6 sockaddr, None otherwise; *port too. */
+PyObject *cm_addr_str(const struct sockaddr *sa, int *port);
+/* *slot = v (a new reference), dropping the old value. */
+void cm_set_ref(PyObject **slot, PyObject *v);
+/* A new CMID/CMListener owning id and ch (the caller destroys them on
+ * failure only when *owned stays 0). */
+PyObject *cmid_wrap(PyTypeObject *tp, const HandleKind *kind,
+		    struct rdma_cm_id *id, struct rdma_event_channel *ch,
+		    int *owned);
+/* The CMID of a CONNECT_REQUEST, moved to its own channel. */
+PyObject *cm_request_cmid(const cm_event_copy *ev);
+/* Slots, methods and getters of CMID that CMListener uses too. */
+int cmid_traverse(PyObject *self, visitproc visit, void *arg);
+int cmid_clear(PyObject *self);
+void cmid_dealloc(PyObject *self);
+PyObject *cmid_get_event(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_meth_close(PyObject *self, PyObject *unused);
+PyObject *cmid_meth_exit(PyObject *self, PyObject *args);
+PyObject *cmid_get_fd(PyObject *self, void *closure);
+PyObject *cmid_get_host(PyObject *self, void *closure);
+PyObject *cmid_get_port(PyObject *self, void *closure);
+PyObject *cmid_poll_event(PyObject *self, PyObject *unused);
+
+/* ------------------------------------------------------------------ */
+/* cm_connect.c: CMID's methods that connect                           */
+/* ------------------------------------------------------------------ */
+
+PyObject *cmid_connect(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_start_connect(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_accept(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_start_accept(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_poll_established(PyObject *self, PyObject *unused);
+PyObject *cmid_reject(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *cmid_disconnect(PyObject *self, PyObject *unused);
+/* Their docstrings, beside them in cm_connect.c (cm.c's method table
+ * names them). */
+extern const char cmid_connect__doc__[], cmid_accept__doc__[],
+	cmid_reject__doc__[], cmid_start_connect__doc__[],
+	cmid_start_accept__doc__[], cmid_poll_established__doc__[],
+	cmid_disconnect__doc__[];
+
+/* ------------------------------------------------------------------ */
+/* cm_event.c: waiting for events                                      */
+/* ------------------------------------------------------------------ */
+
+/* timeout in seconds (None: no limit) -> milliseconds (-1: no limit) */
+int cm_timeout_arg(PyObject *o, long *ms);
+/* The TimeoutError of a wait: the caller's timeout (ms), what it waited for */
+#define CM_TIMEOUT_FMT "no connection manager event within %ld ms while %s"
+/* A timeout_ms meaning "do not wait": take what is ready, and return 1
+ * (no exception) where a wait would have begun. */
+#define CM_NOWAIT (-2L)
+/* CLOCK_MONOTONIC in milliseconds. */
+long cm_now_ms(void);
+/* Wait up to timeout_ms (-1: no limit) for the next event of ch, copy it
+ * and acknowledge it; h (NULL while ch has no owner yet) is marked busy
+ * while the GIL is released.  0, or -1 with an exception set; with
+ * CM_NOWAIT, 1 when no event is ready. */
+int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
+		  const char *what, cm_event_copy *ev);
+/* Raise VerbsError(err, text, op) with the event's .event, .status and
+ * .private_data attached.  Returns NULL. */
+PyObject *cm_event_error(int err, const char *op, const cm_event_copy *ev,
+			 const char *fmt, ...);
+/* Wait for "want" after an asynchronous call named op; the error events
+ * become VerbsError(op).  0 or -1; with CM_NOWAIT, 1 when the events
+ * ready are used up before "want" came. */
+int cm_expect(Handle *h, struct rdma_event_channel *ch, long ms, int want,
+	      const char *op, const char *what, cm_event_copy *ev);
+/* A new CMEvent of ev; steals cmid (NULL: None). */
+PyObject *cm_event_new(const cm_event_copy *ev, PyObject *cmid);
+
+#endif /* IBVERBS_CM_H */

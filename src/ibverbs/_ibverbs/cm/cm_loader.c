@@ -1,0 +1,96 @@
+/*
+ * cm_loader.c - the lazy loader of librdmacm.so.1, has_rdmacm() and
+ * _rdmacm_status().
+ *
+ * librdmacm is dlopened on the first CM call, never at import, so that
+ * `import ibverbs` works where it is absent; the module still NEEDs only
+ * libc.  $IBVERBS_LIBRDMACM (test-only) names another file.
+ */
+#include "cm/cm.h"
+#include <dlfcn.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------------ */
+/* The lazy loader                                                     */
+/* ------------------------------------------------------------------ */
+
+struct rdmacm_api CM;
+
+static const char CM_DEFAULT_LIB[] = "librdmacm.so.1";
+
+int cm_load(void)
+{
+	const char *libname = getenv("IBVERBS_LIBRDMACM");
+	Dl_info info;
+	void *lib;
+
+	if (CM.lib != NULL)
+		return 0;
+	if (libname == NULL || libname[0] == '\0')
+		libname = CM_DEFAULT_LIB;
+	lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
+	if (lib == NULL) {
+		const char *why = dlerror();
+
+		PyErr_Format(
+			PyExc_ImportError,
+			"the RDMA connection manager needs %s (rdma-core's "
+			"librdmacm; install librdmacm1 on Debian/Ubuntu or "
+			"librdmacm on RHEL/Fedora): %s",
+			libname, why ? why : "dlopen failed");
+		return -1;
+	}
+#define CM_LOAD(field, sym)                                                  \
+	*(void **)(&CM.field) = dlsym(lib, #sym);                            \
+	if (CM.field == NULL) {                                              \
+		PyErr_Format(PyExc_ImportError,                              \
+			     "%s lacks the symbol %s (rdma-core too old or " \
+			     "not librdmacm; install librdmacm1 on "         \
+			     "Debian/Ubuntu or librdmacm on RHEL/Fedora)",   \
+			     libname, #sym);                                 \
+		dlclose(lib);                                                \
+		return -1;                                                   \
+	}
+	RDMACM_SYMBOLS(CM_LOAD)
+#undef CM_LOAD
+	snprintf(CM.path, sizeof(CM.path), "%s", libname);
+	if (dladdr((void *)CM.create_id, &info) && info.dli_fname)
+		snprintf(CM.path, sizeof(CM.path), "%s", info.dli_fname);
+	CM.lib = lib;
+	return 0;
+}
+
+const char cm_mod_has_rdmacm__doc__[] = PyDoc_STR(
+	"Whether the connection manager can be used: loads librdmacm.so.1\n"
+	"(``dlopen``, once) and checks it has every symbol CMID and\n"
+	"CMListener need.  Calls no verb; raises nothing.");
+
+/* has_rdmacm() -> bool */
+PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused)
+{
+	if (cm_load() == 0)
+		Py_RETURN_TRUE;
+	PyErr_Clear();
+	Py_RETURN_FALSE;
+}
+
+const char cm_mod_rdmacm_status__doc__[] = PyDoc_STR(
+	"(True, the library's path) or (False, why librdmacm cannot be\n"
+	"loaded).  Calls no verb.");
+
+/* _rdmacm_status() -> (True, path) or (False, why) */
+PyObject *cm_mod_rdmacm_status(PyObject *mod, PyObject *unused)
+{
+	PyObject *t, *v, *tb, *msg;
+
+	if (cm_load() == 0)
+		return Py_BuildValue("(Os)", Py_True, CM.path);
+	PyErr_Fetch(&t, &v, &tb);
+	msg = v ? PyObject_Str(v) : NULL;
+	Py_XDECREF(t);
+	Py_XDECREF(v);
+	Py_XDECREF(tb);
+	if (msg == NULL)
+		return NULL;
+	return Py_BuildValue("(ON)", Py_False, msg);
+}

@@ -1,0 +1,126 @@
+/*
+ * convert.c - argument converters and builders of result objects, shared
+ * by every type: Python ints to C integers with range checks whose
+ * messages name the argument, and dicts or Python-level records from C
+ * values.
+ */
+#include "ibverbs.h"
+
+int arg_u64(PyObject *o, const char *name, uint64_t *out)
+{
+	unsigned long long v;
+
+	if (!PyLong_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "%s must be an int, not %R", name,
+			     (PyObject *)Py_TYPE(o));
+		return -1;
+	}
+	v = PyLong_AsUnsignedLongLong(o);
+	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_ValueError, "%s must be in range 0..2**64-1",
+			     name);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int arg_u32(PyObject *o, const char *name, uint32_t *out)
+{
+	uint64_t v;
+
+	if (arg_u64(o, name, &v) < 0)
+		goto range;
+	if (v > UINT32_MAX)
+		goto range;
+	*out = (uint32_t)v;
+	return 0;
+range:
+	if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_ValueError))
+		return -1;
+	PyErr_Clear();
+	PyErr_Format(PyExc_ValueError, "%s must be in range 0..2**32-1", name);
+	return -1;
+}
+
+int arg_int(PyObject *o, const char *name, long min, long max, long *out)
+{
+	long v;
+
+	if (!PyLong_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "%s must be an int, not %R", name,
+			     (PyObject *)Py_TYPE(o));
+		return -1;
+	}
+	v = PyLong_AsLong(o);
+	if ((v == -1 && PyErr_Occurred()) || v < min || v > max) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_ValueError, "%s must be in range %ld..%ld",
+			     name, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int dict_set_u64(PyObject *d, const char *key, uint64_t v)
+{
+	PyObject *o = PyLong_FromUnsignedLongLong(v);
+	int rc;
+
+	if (o == NULL)
+		return -1;
+	rc = PyDict_SetItemString(d, key, o);
+	Py_DECREF(o);
+	return rc;
+}
+
+int dict_set_int(PyObject *d, const char *key, long v)
+{
+	PyObject *o = PyLong_FromLong(v);
+	int rc;
+
+	if (o == NULL)
+		return -1;
+	rc = PyDict_SetItemString(d, key, o);
+	Py_DECREF(o);
+	return rc;
+}
+
+int dict_set_str(PyObject *d, const char *key, const char *v)
+{
+	PyObject *o = PyUnicode_FromString(v ? v : "");
+	int rc;
+
+	if (o == NULL)
+		return -1;
+	rc = PyDict_SetItemString(d, key, o);
+	Py_DECREF(o);
+	return rc;
+}
+
+PyObject *make_record(PyObject *cls, PyObject *kwargs)
+{
+	PyObject *args, *res;
+
+	if (kwargs == NULL)
+		return NULL;
+	args = PyTuple_New(0);
+	if (args == NULL) {
+		Py_DECREF(kwargs);
+		return NULL;
+	}
+	res = PyObject_Call(cls, args, kwargs);
+	Py_DECREF(args);
+	Py_DECREF(kwargs);
+	return res;
+}
+
+PyObject *obj_or_none(PyObject *o)
+{
+	if (o == NULL)
+		o = Py_None;
+	Py_INCREF(o);
+	return o;
+}

@@ -1,0 +1,324 @@
+/*
+ * module.c - the _ibverbs extension module: multi-phase init, the
+ * process-wide state, type creation and the module-level functions.
+ */
+#include "ibverbs.h"
+
+module_state ST;
+static int module_executed;
+
+/* ------------------------------------------------------------------ */
+/* Module-level functions                                              */
+/* ------------------------------------------------------------------ */
+
+static PyObject *device_dict(struct ibv_device *dev)
+{
+	PyObject *d = PyDict_New();
+
+	if (d == NULL)
+		return NULL;
+	if (dict_set_str(d, "name", IBV.get_device_name(dev)) < 0 ||
+	    dict_set_u64(d, "guid", be64toh(IBV.get_device_guid(dev))) < 0 ||
+	    dict_set_int(d, "node_type", dev->node_type) < 0 ||
+	    dict_set_int(d, "transport_type", dev->transport_type) < 0 ||
+	    dict_set_str(d, "ibdev_path", dev->ibdev_path) < 0 ||
+	    dict_set_str(d, "dev_name", dev->dev_name) < 0) {
+		Py_DECREF(d);
+		return NULL;
+	}
+	return d;
+}
+
+static PyObject *mod_device_list(PyObject *mod, PyObject *unused)
+{
+	struct ibv_device **list;
+	PyObject *res;
+	int i, n = 0;
+
+	errno = 0;
+	list = IBV.get_device_list(&n);
+	if (list == NULL) {
+		/* ENOSYS: the kernel has no RDMA subsystem; that is "no
+		 * devices", not an error. */
+		if (errno == ENOSYS)
+			return PyList_New(0);
+		return verbs_error_errno("ibv_get_device_list");
+	}
+	res = PyList_New(0);
+	for (i = 0; res != NULL && i < n; i++) {
+		PyObject *d = device_dict(list[i]);
+
+		if (d == NULL || PyList_Append(res, d) < 0)
+			Py_CLEAR(res);
+		Py_XDECREF(d);
+	}
+	IBV.free_device_list(list);
+	return res;
+}
+
+static PyObject *mod_fork_init(PyObject *mod, PyObject *unused)
+{
+	int rc = IBV.fork_init();
+
+	if (rc != 0)
+		return verbs_error(rc, "ibv_fork_init");
+	Py_RETURN_NONE;
+}
+
+static PyObject *mod_is_fork_initialized(PyObject *mod, PyObject *unused)
+{
+	IBV_REQUIRE_OPTIONAL(is_fork_initialized, ibv_is_fork_initialized,
+			     "rdma-core 35");
+	/* IBV_FORK_DISABLED 0, IBV_FORK_ENABLED 1, IBV_FORK_UNNEEDED 2 */
+	return PyLong_FromLong((long)IBV.is_fork_initialized());
+}
+
+static PyObject *mod_wc_status_str(PyObject *mod, PyObject *arg)
+{
+	long v;
+
+	if (arg_int(arg, "status", 0, INT32_MAX, &v) < 0)
+		return NULL;
+	return PyUnicode_FromString(IBV.wc_status_str((enum ibv_wc_status)v));
+}
+
+static PyObject *mod_event_type_str(PyObject *mod, PyObject *arg)
+{
+	long v;
+
+	if (arg_int(arg, "event_type", 0, INT32_MAX, &v) < 0)
+		return NULL;
+	return PyUnicode_FromString(IBV.event_type_str((enum ibv_event_type)v));
+}
+
+static PyMethodDef module_methods[] = {
+	{ "_device_list", mod_device_list, METH_NOARGS,
+	  "The RDMA devices as dicts (name, guid, node_type, transport_type,\n"
+	  "ibdev_path, dev_name); ``ibverbs.get_device_list()`` wraps them.\n"
+	  "An empty list when the kernel has no RDMA support (ENOSYS).\n"
+	  "\n"
+	  "Wraps ``ibv_get_device_list`` (man page ibv_get_device_list(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed for another reason." },
+	{ "fork_init", mod_fork_init, METH_NOARGS,
+	  "Make registered memory safe across ``fork()`` on kernels that\n"
+	  "need it: registered pages are left out of a child (madvise\n"
+	  "DONTFORK).  Call it before opening any device; do not call it\n"
+	  "where ``is_fork_initialized()`` returns 2 (the kernel copies\n"
+	  "registered pages on fork).\n"
+	  "\n"
+	  "Wraps ``ibv_fork_init`` (man page ibv_fork_init(3)).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: the verb failed (EINVAL once resources exist)." },
+	{ "is_fork_initialized", mod_is_fork_initialized, METH_NOARGS,
+	  "Whether fork protection is on.\n"
+	  "\n"
+	  "Wraps ``ibv_is_fork_initialized`` (man page\n"
+	  "ibv_is_fork_initialized(3)).\n"
+	  "\n"
+	  "Returns:\n"
+	  "    0 disabled, 1 enabled (``fork_init()`` ran), 2 unneeded (the\n"
+	  "    kernel copies registered pages on fork).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    VerbsError: EOPNOTSUPP when libibverbs predates the verb\n"
+	  "        (rdma-core 35)." },
+	{ "wc_status_str", mod_wc_status_str, METH_O,
+	  "libibverbs' text for a completion status (a WCStatus value).\n"
+	  "\n"
+	  "Wraps ``ibv_wc_status_str`` (man page ibv_event_type_str(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    status: a WCStatus value (or int).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TypeError: status is not an int.\n"
+	  "    ValueError: status is negative or above 2**31-1." },
+	{ "event_type_str", mod_event_type_str, METH_O,
+	  "libibverbs' text for an async event type (an EventType value).\n"
+	  "\n"
+	  "Wraps ``ibv_event_type_str`` (man page ibv_event_type_str(3)).\n"
+	  "\n"
+	  "Args:\n"
+	  "    event_type: an EventType value (or int).\n"
+	  "\n"
+	  "Raises:\n"
+	  "    TypeError: event_type is not an int.\n"
+	  "    ValueError: event_type is negative or above 2**31-1." },
+	{ "has_rdmacm", cm_mod_has_rdmacm, METH_NOARGS,
+	  cm_mod_has_rdmacm__doc__ },
+	{ "_rdmacm_status", cm_mod_rdmacm_status, METH_NOARGS,
+	  cm_mod_rdmacm_status__doc__ },
+	{ "_flow_layouts", flow_mod_layouts, METH_NOARGS,
+	  flow_mod_layouts__doc__ },
+	{ "inc_rkey", mw_mod_inc_rkey, METH_O, mw_mod_inc_rkey__doc__ },
+	{ NULL, NULL, 0, NULL }
+};
+
+PyObject *module_cached(PyObject **slot, const char *name)
+{
+	if (*slot == NULL)
+		*slot = PyImport_ImportModule(name);
+	return *slot;
+}
+
+/* ------------------------------------------------------------------ */
+/* Exec: state, types, constants                                       */
+/* ------------------------------------------------------------------ */
+
+static const struct {
+	const char *name;
+	PyType_Spec *spec;
+	PyTypeObject **slot;
+} type_table[] = { { "Context", &Context_spec, &ST.Context_type },
+		   { "PD", &PD_spec, &ST.PD_type },
+		   { "MR", &MR_spec, &ST.MR_type },
+		   { "CompChannel", &CompChannel_spec, &ST.CompChannel_type },
+		   { "CQ", &CQ_spec, &ST.CQ_type },
+		   { "QP", &QP_spec, &ST.QP_type },
+		   { "SRQ", &SRQ_spec, &ST.SRQ_type },
+		   { "AH", &AH_spec, &ST.AH_type },
+		   { "SGE", &SGE_spec, &ST.SGE_type },
+		   { "SendWR", &SendWR_spec, &ST.SendWR_type },
+		   { "RecvWR", &RecvWR_spec, &ST.RecvWR_type },
+		   { "SendWRChain", &SendWRChain_spec, &ST.SendWRChain_type },
+		   { "RecvWRChain", &RecvWRChain_spec, &ST.RecvWRChain_type },
+		   { "WC", &WC_spec, &ST.WC_type },
+		   { "AsyncEvent", &AsyncEvent_spec, &ST.AsyncEvent_type },
+		   { "CMID", &CMID_spec, &ST.CMID_type },
+		   { "CMListener", &CMListener_spec, &ST.CMListener_type },
+		   { "CMEvent", &CMEvent_spec, &ST.CMEvent_type },
+		   { "DM", &DM_spec, &ST.DM_type },
+		   { "Flow", &Flow_spec, &ST.Flow_type },
+		   { "MW", &MW_spec, &ST.MW_type },
+		   { NULL, NULL, NULL } };
+
+/* Subclasses of the types above, made after them. */
+static const struct {
+	const char *name;
+	PyType_Spec *spec;
+	PyTypeObject **slot;
+	PyTypeObject **base;
+} subtype_table[] = { { "CQEx", &CQEx_spec, &ST.CQEx_type, &ST.CQ_type },
+		      { "WCEx", &WCEx_spec, &ST.WCEx_type, &ST.WC_type },
+		      { "QPEx", &QPEx_spec, &ST.QPEx_type, &ST.QP_type },
+		      { NULL, NULL, NULL, NULL } };
+
+static const struct {
+	const char *name;
+	PyObject **slot;
+} pyclass_table[] = { { "VerbsError", &ST.VerbsError },
+		      { "CompletionError", &ST.CompletionError },
+		      { "DeviceAttr", &ST.DeviceAttr },
+		      { "PortAttr", &ST.PortAttr },
+		      { "Gid", &ST.Gid },
+		      { "QPCap", &ST.QPCap },
+		      { "AHAttr", &ST.AHAttr },
+		      { "MWBindInfo", &ST.MWBindInfo },
+		      { NULL, NULL } };
+
+static int module_exec(PyObject *m)
+{
+	PyObject *objects, *consts;
+	int i;
+
+	if (module_executed) {
+		PyErr_SetString(PyExc_ImportError,
+				"ibverbs._ibverbs cannot be loaded more than "
+				"once per process");
+		return -1;
+	}
+	objects = PyImport_ImportModule("ibverbs._objects");
+	if (objects == NULL)
+		return -1;
+	for (i = 0; pyclass_table[i].name; i++) {
+		PyObject *c =
+			PyObject_GetAttrString(objects, pyclass_table[i].name);
+
+		if (c == NULL) {
+			Py_DECREF(objects);
+			return -1;
+		}
+		Py_XDECREF(*pyclass_table[i].slot);
+		*pyclass_table[i].slot = c;
+	}
+	Py_DECREF(objects);
+
+	if (ibv_loader_init(m) < 0 || handle_module_init(m) < 0)
+		return -1;
+
+	for (i = 0; type_table[i].name; i++) {
+		PyObject *t = PyType_FromSpec(type_table[i].spec);
+
+		if (t == NULL)
+			return -1;
+		Py_XDECREF((PyObject *)*type_table[i].slot);
+		*type_table[i].slot = (PyTypeObject *)t;
+		Py_INCREF(t);
+		if (PyModule_AddObject(m, type_table[i].name, t) < 0) {
+			Py_DECREF(t);
+			return -1;
+		}
+	}
+	for (i = 0; subtype_table[i].name; i++) {
+		/* A tuple of bases: CPython 3.9 takes no single type here. */
+		PyObject *bases =
+			PyTuple_Pack(1, (PyObject *)*subtype_table[i].base);
+		PyObject *t;
+
+		if (bases == NULL)
+			return -1;
+		t = PyType_FromSpecWithBases(subtype_table[i].spec, bases);
+		Py_DECREF(bases);
+		if (t == NULL)
+			return -1;
+		Py_XDECREF((PyObject *)*subtype_table[i].slot);
+		*subtype_table[i].slot = (PyTypeObject *)t;
+		Py_INCREF(t);
+		if (PyModule_AddObject(m, subtype_table[i].name, t) < 0) {
+			Py_DECREF(t);
+			return -1;
+		}
+	}
+	consts = ibv_constants_dict();
+	if (consts == NULL || PyModule_AddObject(m, "_constants", consts) < 0) {
+		Py_XDECREF(consts);
+		return -1;
+	}
+	consts = ibv_abi_constants();
+	if (consts == NULL ||
+	    PyModule_AddObject(m, "_abi_constants", consts) < 0) {
+		Py_XDECREF(consts);
+		return -1;
+	}
+	module_executed = 1;
+	return 0;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+	return 0;
+}
+
+static PyModuleDef_Slot module_slots[] = { { Py_mod_exec, module_exec },
+					   { 0, NULL } };
+
+static struct PyModuleDef module_def = {
+	PyModuleDef_HEAD_INIT,
+	"ibverbs._ibverbs",
+	"The C core of ibverbs: libibverbs (dlopened at import) as types and\n"
+	"functions.  Use the ibverbs package, which re-exports them.",
+	0,
+	module_methods,
+	module_slots,
+	module_traverse,
+	NULL,
+	NULL,
+};
+
+PyMODINIT_FUNC PyInit__ibverbs(void)
+{
+	return PyModuleDef_Init(&module_def);
+}

@@ -1,0 +1,183 @@
+/*
+ * channel.c - CompChannel: a completion event channel
+ * (ibv_comp_channel).  The blocking wait on its fd is fd_wait_readable
+ * (handle.c), shared with async events (event.c).
+ *
+ * Why wait with poll() and read under the GIL: ibv_destroy_cq/qp/srq
+ * block until every event already *read* for the object has been acked.
+ * If a thread read an event with the GIL released and another thread
+ * destroyed the object before the first one counted the event, the
+ * destroy would wait forever with the GIL held.  So the GIL-free part
+ * only waits for readability; the event is read, matched to its Python
+ * object and counted in one GIL-held step, where the read cannot block.
+ */
+#include "ibverbs.h"
+
+/* ------------------------------------------------------------------ */
+/* CompChannel                                                         */
+/* ------------------------------------------------------------------ */
+
+#define CHAN(self) ((struct ibv_comp_channel *)HANDLE(self)->obj)
+
+static int channel_destroy(Handle *h)
+{
+	return IBV.destroy_comp_channel((struct ibv_comp_channel *)h->obj);
+}
+
+static const HandleKind channel_kind = { "CompChannel",
+					 "ibv_destroy_comp_channel",
+					 channel_destroy, NULL };
+
+PyObject *channel_create(ContextObject *ctx)
+{
+	struct ibv_comp_channel *ch;
+	CompChannelObject *o;
+
+	errno = 0;
+	ch = IBV.create_comp_channel((struct ibv_context *)HANDLE(ctx)->obj);
+	if (ch == NULL)
+		return verbs_error_errno("ibv_create_comp_channel");
+	o = HANDLE_ALLOC(CompChannelObject, ST.CompChannel_type);
+	if (o == NULL) {
+		IBV.destroy_comp_channel(ch);
+		return NULL;
+	}
+	handle_init(HANDLE(o), &channel_kind, HANDLE(ctx));
+	HANDLE(o)->obj = ch;
+	return (PyObject *)o;
+}
+
+/* An event for a CQ that has no Python object any more: only possible
+ * when a CQ's destroy failed in its dealloc and the ibv_cq was leaked
+ * (destroying a CQ drops its unread events).  Ack it and say so. */
+static PyObject *orphan_cq_event(struct ibv_cq *cq)
+{
+	IBV.ack_cq_events(cq, 1);
+	return verbs_error_fmt(ESTALE, "ibv_get_cq_event",
+			       "completion event for a CQ that was not "
+			       "destroyed cleanly; event acked and dropped");
+}
+
+PyDoc_STRVAR(channel_get_cq_event__doc__,
+	     "Wait for the next completion event and return its CQ.\n"
+	     "\n"
+	     "Waits with the GIL released (the channel refuses ``close()``\n"
+	     "meanwhile; Ctrl-C interrupts it); with a non-blocking ``fd``\n"
+	     "it does not wait. The event counts in the CQ's\n"
+	     "``events_unacked``: ack it with ``cq.ack_events()``, and call\n"
+	     "``cq.req_notify()`` again for the next one.\n"
+	     "\n"
+	     "Wraps ``ibv_get_cq_event`` (man page ibv_get_cq_event(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The CQ (or CQEx) the event is for.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    KeyboardInterrupt: a signal handler raised during the wait.\n"
+	     "    VerbsError: EAGAIN with a non-blocking fd and no event;\n"
+	     "        ESTALE for an event of a CQ whose destroy failed (the\n"
+	     "        event is acked and dropped); EBADF once the channel is\n"
+	     "        closed; else the verb failed (``errno``).");
+
+static PyObject *channel_get_cq_event(PyObject *self, PyObject *unused)
+{
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	Handle *found;
+
+	HANDLE_CHECK(self);
+	ch = CHAN(self);
+	if (!fd_is_nonblocking(ch->fd) &&
+	    fd_wait_readable(HANDLE(self), ch->fd) < 0)
+		return NULL;
+	/* Readable (or non-blocking): this read does not block. */
+	if (IBV.get_cq_event(ch, &cq, &cq_ctx) != 0) {
+		int err = errno ? errno : EIO;
+
+		if (err == EAGAIN)
+			return verbs_error_fmt(
+				EAGAIN, "ibv_get_cq_event",
+				"no completion event pending "
+				"(the channel fd is non-blocking)");
+		return verbs_error(err, "ibv_get_cq_event");
+	}
+	/* cq_context is our CQObject; trust it only once found among the
+	 * open CQs of this context. */
+	found = handle_find(HANDLE(self)->parent, cq);
+	if (found == NULL || (void *)found != cq_ctx)
+		return orphan_cq_event(cq);
+	((CQObject *)found)->events_unacked++;
+	Py_INCREF((PyObject *)found);
+	return (PyObject *)found;
+}
+
+static PyObject *channel_get_fd(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromLong(CHAN(self)->fd);
+}
+
+static int channel_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void channel_dealloc(PyObject *self)
+{
+	handle_dealloc(HANDLE(self));
+}
+
+static PyObject *channel_repr(PyObject *self)
+{
+	if (HANDLE(self)->obj == NULL)
+		return PyUnicode_FromString("<ibverbs.CompChannel closed>");
+	return PyUnicode_FromFormat("<ibverbs.CompChannel fd=%d>",
+				    CHAN(self)->fd);
+}
+
+PyDoc_STRVAR(channel__doc__,
+	     "A completion event channel (``struct ibv_comp_channel``).\n"
+	     "\n"
+	     "Made by ``Context.create_comp_channel()``; CQs created with it\n"
+	     "(``create_cq(channel=...)``) report armed completions there,\n"
+	     "which ``get_cq_event()`` waits for, or select/poll on ``fd``.\n"
+	     "``close()`` wraps ``ibv_destroy_comp_channel`` (man page\n"
+	     "ibv_create_comp_channel(3)) and refuses with EBUSY while a CQ\n"
+	     "uses the channel.");
+
+static PyMethodDef channel_methods[] = { { "get_cq_event", channel_get_cq_event,
+					   METH_NOARGS,
+					   channel_get_cq_event__doc__ },
+					 HANDLE_METHODS,
+					 { NULL, NULL, 0, NULL } };
+
+static PyGetSetDef channel_getset[] = {
+	{ "fd", channel_get_fd, NULL,
+	  "The channel's file descriptor, to select/poll on for\n"
+	  "completion events (set O_NONBLOCK to make get_cq_event()\n"
+	  "return at once); EBADF once closed.",
+	  NULL },
+	{ "context", handle_get_parent, NULL,
+	  "The Context the channel was created on.", NULL },
+	HANDLE_GETSETS,
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+/* clang-format off */
+static PyType_Slot channel_slots[] = {
+	{ Py_tp_doc, (void *)channel__doc__ },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, channel_dealloc },
+	{ Py_tp_traverse, channel_traverse },
+	{ Py_tp_repr, channel_repr },
+	{ Py_tp_methods, channel_methods },
+	{ Py_tp_getset, channel_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
+
+PyType_Spec CompChannel_spec = { "ibverbs._ibverbs.CompChannel",
+				 sizeof(CompChannelObject), 0,
+				 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+				 channel_slots };

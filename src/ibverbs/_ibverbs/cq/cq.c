@@ -1,0 +1,578 @@
+/*
+ * cq.c - CQ: a completion queue (ibv_cq), polled on the data path.
+ *
+ * poll(n) reaps up to n completions with ONE ibv_poll_cq call (the
+ * static inline from verbs.h, straight into the provider) into storage
+ * kept in the object, then wraps each in a WC.  It never blocks, so it
+ * keeps the GIL.  cq_context is the CQObject itself, so that
+ * CompChannel.get_cq_event() can return this very object.
+ */
+#include "ibverbs.h"
+#include "cq/cq.h"
+#include <limits.h>
+
+#define CQP(self) ((struct ibv_cq *)HANDLE(self)->obj)
+
+static int cq_destroy(Handle *h)
+{
+	CQObject *self = (CQObject *)h;
+	struct ibv_cq *cq = h->obj;
+
+	/* ibv_destroy_cq waits until every event got is acked: ack ours. */
+	if (self->events_unacked) {
+		IBV.ack_cq_events(cq, self->events_unacked);
+		self->events_unacked = 0;
+	}
+	return IBV.destroy_cq(cq);
+}
+
+static void cq_release(Handle *h)
+{
+	CQObject *self = (CQObject *)h;
+
+	if (self->channel != NULL) {
+		handle_unuse(HANDLE(self->channel));
+		Py_CLEAR(self->channel);
+	}
+}
+
+static const HandleKind cq_kind = { "CQ", "ibv_destroy_cq", cq_destroy,
+				    cq_release };
+
+/* None, or an open CompChannel of ctx; NULL with an exception set. */
+static int check_channel(ContextObject *ctx, PyObject *channel)
+{
+	if (!PyObject_TypeCheck(channel, ST.CompChannel_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "channel must be a CompChannel or None, not %R",
+			     (PyObject *)Py_TYPE(channel));
+		return -1;
+	}
+	if (handle_check(HANDLE(channel)) < 0)
+		return -1;
+	if (HANDLE(channel)->parent != HANDLE(ctx)) {
+		PyErr_SetString(PyExc_ValueError,
+				"channel belongs to another Context");
+		return -1;
+	}
+	return 0;
+}
+
+PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "cqe", "channel", "comp_vector", NULL };
+	PyObject *cqe_o, *channel = Py_None, *vec_o = NULL;
+	struct ibv_comp_channel *ch = NULL;
+	struct ibv_cq *cq;
+	long cqe, vec = 0;
+	CQObject *self;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:create_cq", kwlist,
+					 &cqe_o, &channel, &vec_o))
+		return NULL;
+	if (arg_int(cqe_o, "cqe", 1, INT32_MAX, &cqe) < 0)
+		return NULL;
+	if (vec_o != NULL &&
+	    arg_int(vec_o, "comp_vector", 0, INT32_MAX, &vec) < 0)
+		return NULL;
+	if (channel != Py_None) {
+		if (check_channel(ctx, channel) < 0)
+			return NULL;
+		ch = HANDLE(channel)->obj;
+	}
+	/* Allocated first: its address is the cq_context.  Not linked into
+	 * the Context until the verb succeeded, so a failure only frees it. */
+	self = HANDLE_ALLOC(CQObject, ST.CQ_type);
+	if (self == NULL)
+		return NULL;
+	/* A GC pass in the allocation may have run finalizers (Python code)
+	 * that closed the Context or the channel: check again. */
+	if (handle_check(HANDLE(ctx)) < 0 ||
+	    (ch != NULL && handle_check(HANDLE(channel)) < 0)) {
+		Py_DECREF(self);
+		return NULL;
+	}
+	errno = 0;
+	cq = IBV.create_cq((struct ibv_context *)HANDLE(ctx)->obj, (int)cqe,
+			   self, ch, (int)vec);
+	if (cq == NULL) {
+		int err = errno ? errno : EINVAL;
+
+		Py_DECREF(self);
+		return verbs_error_fmt(err, "ibv_create_cq", "cqe=%ld", cqe);
+	}
+	handle_init(HANDLE(self), &cq_kind, HANDLE(ctx));
+	HANDLE(self)->obj = cq;
+	if (channel != Py_None) {
+		Py_INCREF(channel);
+		self->channel = channel;
+		handle_use(HANDLE(channel));
+	}
+	return (PyObject *)self;
+}
+
+/* ------------------------------------------------------------------ */
+/* Poll                                                                */
+/* ------------------------------------------------------------------ */
+
+/* Make room for n completions in self->wcs. */
+static int cq_reserve(CQObject *self, int n)
+{
+	struct ibv_wc *p;
+
+	if (n <= self->wcs_len)
+		return 0;
+	p = PyMem_Realloc(self->wcs, (size_t)n * sizeof(*p));
+	if (p == NULL) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	self->wcs = p;
+	self->wcs_len = n;
+	return 0;
+}
+
+static int parse_num_entries(PyObject *args, PyObject *kw, long *n)
+{
+	static char *kwlist[] = { "num_entries", NULL };
+	PyObject *o = NULL;
+
+	/* Fast path: poll() and poll(n) build nothing but a C long. */
+	if (kw == NULL) {
+		Py_ssize_t nargs = PyTuple_Size(args);
+
+		if (nargs == 0) {
+			*n = 1;
+			return 0;
+		}
+		if (nargs == 1)
+			o = PyTuple_GetItem(args, 0);
+	}
+	if (o == NULL &&
+	    !PyArg_ParseTupleAndKeywords(args, kw, "|O:poll", kwlist, &o))
+		return -1;
+	if (o == NULL) {
+		*n = 1;
+		return 0;
+	}
+	if (PyLong_Check(o)) {
+		int overflow;
+
+		*n = PyLong_AsLongAndOverflow(o, &overflow);
+		if (*n == -1 && PyErr_Occurred())
+			return -1;
+		if (overflow > 0)
+			*n = LONG_MAX; /* huge: clamped to the CQ's size */
+		if (*n >= 1 && overflow >= 0)
+			return 0;
+	} else {
+		PyErr_Format(PyExc_TypeError,
+			     "num_entries must be an int, not %R",
+			     (PyObject *)Py_TYPE(o));
+		return -1;
+	}
+	PyErr_Format(PyExc_ValueError, "num_entries must be >= 1, got %S", o);
+	return -1;
+}
+
+/*
+ * ibv_poll_cq's result as a count, or -1 with VerbsError set.  A provider
+ * without the op returns EOPNOTSUPP as a *positive* count; when that is
+ * also a possible count, ask again for 0 entries: a real poll returns 0.
+ */
+static int poll_result(struct ibv_cq *cq, int rc, int n, struct ibv_wc *wcs)
+{
+	if (rc < 0) {
+		/* Providers disagree on what a negative value means. */
+		verbs_error_fmt(EIO, "ibv_poll_cq", "the provider returned %d",
+				rc);
+		return -1;
+	}
+	if (rc > n || (rc == EOPNOTSUPP && ibv_poll_cq(cq, 0, wcs) != 0)) {
+		verbs_error(rc == EOPNOTSUPP ? EOPNOTSUPP : EIO, "ibv_poll_cq");
+		return -1;
+	}
+	return rc;
+}
+
+static PyObject *wc_build(const void *elem)
+{
+	return wc_new(elem);
+}
+
+PyObject *list_from_store(void **store, int *store_len, size_t size, int n,
+			  PyObject *(*build)(const void *elem))
+{
+	char *mine = *store;
+	int mine_len = *store_len, i;
+	PyObject *list;
+
+	/* Building the records allocates, and a GC pass can run Python
+	 * code that lets another thread poll the same CQ, which would
+	 * overwrite or reallocate the storage under us: take it for the
+	 * loop. */
+	*store = NULL;
+	*store_len = 0;
+	list = PyList_New(n);
+	/* On a failure the completions already reaped are lost: only a
+	 * MemoryError can get here, after which little else works either. */
+	for (i = 0; list != NULL && i < n; i++) {
+		PyObject *o = build(mine + (size_t)i * size);
+
+		if (o == NULL) {
+			Py_CLEAR(list);
+			break;
+		}
+		PyList_SetItem(list, i, o);
+	}
+	/* Give it back, unless a concurrent poll made new storage. */
+	if (*store == NULL) {
+		*store = mine;
+		*store_len = mine_len;
+	} else {
+		PyMem_Free(mine);
+	}
+	return list;
+}
+
+PyDoc_STRVAR(cq_poll__doc__,
+	     "Reap up to ``num_entries`` completions, without waiting.\n"
+	     "\n"
+	     "One ``ibv_poll_cq`` call; more than the CQ's ``cqe`` is asked\n"
+	     "as ``cqe``. A failed completion is returned like any other:\n"
+	     "check ``wc.status`` (or ``wc.raise_for_status()``).\n"
+	     "\n"
+	     "Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most completions to return, 1 or more.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A list of WC, oldest first; [] when none is ready.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is less than 1.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when "
+	     "the\n"
+	     "        provider cannot poll; EIO when it returns a bad count.");
+
+static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
+{
+	CQObject *c = (CQObject *)self;
+	struct ibv_cq *cq;
+	long want;
+	int n, rc;
+
+	HANDLE_CHECK(self);
+	if (parse_num_entries(args, kw, &want) < 0)
+		return NULL;
+	cq = CQP(self);
+	/* A CQ never holds more than cqe entries: no need for more room. */
+	n = want > cq->cqe ? cq->cqe : (int)want;
+	if (n < 1)
+		n = 1;
+	if (cq_reserve(c, n) < 0)
+		return NULL;
+	rc = poll_result(cq, ibv_poll_cq(cq, n, c->wcs), n, c->wcs);
+	if (rc <= 0)
+		return rc < 0 ? NULL : PyList_New(0);
+	return list_from_store((void **)&c->wcs, &c->wcs_len, sizeof(*c->wcs),
+			       rc, wc_build);
+}
+
+PyDoc_STRVAR(cq_poll_count__doc__,
+	     "Reap up to ``num_entries`` completions and count them.\n"
+	     "\n"
+	     "The zero-allocation polling path: one ``ibv_poll_cq`` call\n"
+	     "into storage the CQ keeps, no WC objects built. Every reaped\n"
+	     "completion is consumed; if one failed, CompletionError is\n"
+	     "raised for the first failed one (the count is lost then).\n"
+	     "\n"
+	     "Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most to reap, ``1..2**63-1`` (positional).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    How many completions were reaped (0 when none is ready).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is out of range.\n"
+	     "    CompletionError: a reaped completion failed (``.wc`` is "
+	     "it).\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP or EIO\n"
+	     "        as ``poll()``.");
+
+/*
+ * poll_count(n): the zero-allocation polling path.  Reaps up to n
+ * completions in one ibv_poll_cq call into the CQ's storage and returns
+ * how many; builds no WC objects (the count is a small int, usually
+ * cached).  If any reaped completion failed, raises CompletionError for
+ * the first failed one (its .wc is a WC copy) after reaping all n.
+ */
+static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
+{
+	CQObject *c = (CQObject *)self;
+	struct ibv_cq *cq;
+	long want;
+	int n, rc, i;
+
+	HANDLE_CHECK(self);
+	want = PyLong_Check(arg) ? PyLong_AsLong(arg) : -1;
+	if (want < 1) {
+		if (!PyLong_Check(arg))
+			PyErr_Format(PyExc_TypeError,
+				     "num_entries must be an int, not %R",
+				     (PyObject *)Py_TYPE(arg));
+		else if (!PyErr_Occurred() ||
+			 PyErr_ExceptionMatches(PyExc_OverflowError)) {
+			PyErr_Clear();
+			PyErr_Format(
+				PyExc_ValueError,
+				"num_entries must be in 1..2**63-1, got %S",
+				arg);
+		}
+		return NULL;
+	}
+	cq = CQP(self);
+	n = want > cq->cqe ? cq->cqe : (int)want;
+	if (n < 1)
+		n = 1;
+	if (n > c->wcs_len && cq_reserve(c, n) < 0)
+		return NULL;
+#ifdef IBVERBS_BENCH_RELEASE_GIL
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+#endif
+	rc = ibv_poll_cq(cq, n, c->wcs);
+#ifdef IBVERBS_BENCH_RELEASE_GIL
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+#endif
+	if (rc == 0)
+		return PyLong_FromLong(0);
+	rc = poll_result(cq, rc, n, c->wcs);
+	if (rc < 0)
+		return NULL;
+	for (i = 0; i < rc; i++) {
+		if (c->wcs[i].status != IBV_WC_SUCCESS) {
+			/* A copy: wc_new allocates, and a GC pass may let
+			 * another thread poll into c->wcs. */
+			struct ibv_wc bad = c->wcs[i];
+			PyObject *wc = wc_new(&bad), *exc;
+
+			if (wc == NULL)
+				return NULL;
+			exc = PyObject_CallFunctionObjArgs(ST.CompletionError,
+							   wc, NULL);
+			Py_DECREF(wc);
+			if (exc != NULL) {
+				PyErr_SetObject(ST.CompletionError, exc);
+				Py_DECREF(exc);
+			}
+			return NULL;
+		}
+	}
+	return PyLong_FromLong(rc);
+}
+
+/* ------------------------------------------------------------------ */
+/* Notification                                                        */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(cq_req_notify__doc__,
+	     "Arm the CQ: its next completion sends an event to its channel.\n"
+	     "\n"
+	     "Arms once: call it again after each ``get_cq_event()``, and\n"
+	     "poll after arming so that no completion is missed.\n"
+	     "\n"
+	     "Wraps ``ibv_req_notify_cq`` (man page ibv_req_notify_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    solicited_only: only a solicited completion (or an error)\n"
+	     "        triggers the event.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "solicited_only", NULL };
+	int solicited = 0, rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|p:req_notify", kwlist,
+					 &solicited))
+		return NULL;
+	/* "p" called __bool__, which may have closed the CQ. */
+	HANDLE_CHECK(self);
+	rc = ibv_req_notify_cq(CQP(self), solicited);
+	if (rc != 0)
+		return verbs_error(rc, "ibv_req_notify_cq");
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(cq_ack_events__doc__,
+	     "Acknowledge completion events got by ``get_cq_event()``.\n"
+	     "\n"
+	     "Closing the CQ acks what is left, so acking is needed only to\n"
+	     "keep ``events_unacked`` small; ack in batches for speed.\n"
+	     "\n"
+	     "Wraps ``ibv_ack_cq_events`` (man page ibv_get_cq_event(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    nevents: how many, 1 or more.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: nevents is not an int.\n"
+	     "    ValueError: nevents is out of range or more than\n"
+	     "        ``events_unacked``.\n"
+	     "    VerbsError: EBADF once the CQ is closed.");
+
+static PyObject *cq_ack_events(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "nevents", NULL };
+	CQObject *c = (CQObject *)self;
+	PyObject *o = NULL;
+	long n = 1;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:ack_events", kwlist, &o))
+		return NULL;
+	if (o != NULL && arg_int(o, "nevents", 1, INT32_MAX, &n) < 0)
+		return NULL;
+	if ((unsigned long)n > c->events_unacked) {
+		PyErr_Format(PyExc_ValueError,
+			     "cannot ack %ld event(s): that is more CQ events "
+			     "than the %u delivered by get_cq_event() and not "
+			     "yet acked",
+			     n, c->events_unacked);
+		return NULL;
+	}
+	IBV.ack_cq_events(CQP(self), (unsigned int)n);
+	c->events_unacked -= (unsigned int)n;
+	Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Attributes, lifetime                                                */
+/* ------------------------------------------------------------------ */
+
+static PyObject *cq_get_cqe(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromLong(CQP(self)->cqe);
+}
+
+static PyObject *cq_get_handle(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(CQP(self)->handle);
+}
+
+static PyObject *cq_get_channel(PyObject *self, void *closure)
+{
+	PyObject *ch = ((CQObject *)self)->channel;
+
+	if (ch == NULL)
+		Py_RETURN_NONE;
+	Py_INCREF(ch);
+	return ch;
+}
+
+static PyObject *cq_get_events_unacked(PyObject *self, void *closure)
+{
+	return PyLong_FromUnsignedLong(((CQObject *)self)->events_unacked);
+}
+
+static int cq_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(((CQObject *)self)->channel);
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void cq_dealloc(PyObject *self)
+{
+	CQObject *c = (CQObject *)self;
+
+	PyObject_GC_UnTrack(self);
+	handle_close_quiet(HANDLE(self));
+	/* Still set if the destroy failed (the ibv_cq is leaked and keeps
+	 * using the channel) or the CQ never got created. */
+	Py_CLEAR(c->channel);
+	PyMem_Free(c->wcs);
+	c->wcs = NULL;
+	handle_dealloc(HANDLE(self));
+}
+
+static PyObject *cq_repr(PyObject *self)
+{
+	if (HANDLE(self)->obj == NULL)
+		return PyUnicode_FromString("<ibverbs.CQ closed>");
+	return PyUnicode_FromFormat(
+		"<ibverbs.CQ cqe=%d%s>", CQP(self)->cqe,
+		((CQObject *)self)->channel ? " with channel" : "");
+}
+
+PyDoc_STRVAR(cq__doc__,
+	     "A completion queue (``struct ibv_cq``).\n"
+	     "\n"
+	     "Made by ``Context.create_cq()``. ``poll()`` and\n"
+	     "``poll_count()`` reap completions; with a channel,\n"
+	     "``req_notify()`` and ``CompChannel.get_cq_event()`` wait for\n"
+	     "them. QPs use their CQs: ``close()`` (``ibv_destroy_cq``, man\n"
+	     "page ibv_create_cq(3)) refuses with EBUSY until they are\n"
+	     "closed. The base class of CQEx.");
+
+static PyMethodDef cq_methods[] = {
+	{ "poll", KW cq_poll, METH_VARARGS | METH_KEYWORDS, cq_poll__doc__ },
+	{ "poll_count", cq_poll_count, METH_O, cq_poll_count__doc__ },
+	{ "req_notify", KW cq_req_notify, METH_VARARGS | METH_KEYWORDS,
+	  cq_req_notify__doc__ },
+	{ "ack_events", KW cq_ack_events, METH_VARARGS | METH_KEYWORDS,
+	  cq_ack_events__doc__ },
+	HANDLE_METHODS,
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef cq_getset[] = {
+	{ "cqe", cq_get_cqe, NULL,
+	  "The number of entries the provider allocated (at least the\n"
+	  "``cqe`` asked for); EBADF once closed.",
+	  NULL },
+	{ "handle", cq_get_handle, NULL,
+	  "The CQ's kernel handle (``ibv_cq.handle``); EBADF once closed.",
+	  NULL },
+	{ "channel", cq_get_channel, NULL,
+	  "The CompChannel given at creation, or None.", NULL },
+	{ "context", handle_get_parent, NULL,
+	  "The Context the CQ was created on.", NULL },
+	{ "events_unacked", cq_get_events_unacked, NULL,
+	  "Completion events ``get_cq_event()`` delivered for this CQ and\n"
+	  "not yet acked with ``ack_events()``.",
+	  NULL },
+	HANDLE_GETSETS,
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+/* clang-format off */
+static PyType_Slot cq_slots[] = {
+	{ Py_tp_doc, (void *)cq__doc__ },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, cq_dealloc },
+	{ Py_tp_traverse, cq_traverse },
+	{ Py_tp_repr, cq_repr },
+	{ Py_tp_methods, cq_methods },
+	{ Py_tp_getset, cq_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
+
+/* BASETYPE for CQEx (cq_ex.c); tp_new refuses every class. */
+PyType_Spec CQ_spec = { "ibverbs._ibverbs.CQ", sizeof(CQObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
+				Py_TPFLAGS_BASETYPE,
+			cq_slots };

@@ -1,0 +1,1098 @@
+/*
+ * cq_ex.c - CQEx: an extended completion queue (ibv_cq_ex), and the
+ * building of the WCEx records its poll() returns (the WCEx type is in
+ * wc_ex.c).
+ *
+ * CQEx is a subclass of CQ (PyType_FromSpecWithBases), so a QP takes it
+ * as its send or receive CQ, and close(), req_notify(), ack_events() and
+ * the channel work as for a CQ; the handle's obj is ibv_cq_ex_to_cq().
+ *
+ * It never calls ibv_poll_cq: a provider's classic poll and its
+ * start_poll session may share a lock (rxe takes the CQ's spinlock in
+ * start_poll and drops it in end_poll), so CQEx overrides poll() and
+ * poll_count() with loops over start_poll/next_poll/end_poll.
+ *
+ * The raw iteration keeps one session open across Python calls:
+ * start_poll() opens it, next_poll() moves on, end_poll() closes it; the
+ * read_*() accessors and the wr_id/status properties read the current
+ * entry.  An accessor outside a session, after the last entry, or for a
+ * field not asked for in wc_flags raises ValueError before reaching the
+ * provider (providers read whatever the CQE holds, or crash).  close()
+ * refuses with EBUSY while a session is open; the deallocator ends it.
+ */
+#include "ibverbs.h"
+#include "cq/cq.h"
+#include <structmember.h>
+#include <stddef.h>
+#include <string.h>
+#include <limits.h>
+#include <stdio.h>
+
+typedef struct {
+	CQObject cq;
+	struct ibv_cq_ex *cq_ex;
+	uint64_t wc_flags; /* as asked for at creation */
+	int polling; /* a start_poll session is open */
+	int has_entry; /* ... and it stands on an entry */
+	struct wc_ex *store; /* poll()'s storage */
+	int store_len;
+} CQExObject;
+
+#define CQX(self) ((CQExObject *)(self))
+
+/* The wc_flags bits a CQEx accepts (verbs.h's IBV_CREATE_CQ_SUP_WC_FLAGS
+ * less TM_INFO, which needs tag matching, not offered here). */
+#define CQEX_WC_FLAGS (IBV_CREATE_CQ_SUP_WC_FLAGS & ~IBV_WC_EX_WITH_TM_INFO)
+
+/* ------------------------------------------------------------------ */
+/* Creation, destruction                                               */
+/* ------------------------------------------------------------------ */
+
+static int cqex_destroy(Handle *h)
+{
+	CQObject *self = (CQObject *)h;
+	struct ibv_cq *cq = h->obj;
+
+	if (self->events_unacked) {
+		IBV.ack_cq_events(cq, self->events_unacked);
+		self->events_unacked = 0;
+	}
+	return IBV.destroy_cq(cq);
+}
+
+static void cqex_release(Handle *h)
+{
+	CQObject *self = (CQObject *)h;
+
+	CQX(h)->cq_ex = NULL;
+	if (self->channel != NULL) {
+		handle_unuse(HANDLE(self->channel));
+		Py_CLEAR(self->channel);
+	}
+}
+
+static const HandleKind cqex_kind = { "CQEx", "ibv_destroy_cq", cqex_destroy,
+				      cqex_release };
+
+/* Attribute `name` of the init attr, or NULL with AttributeError. */
+static PyObject *attr_get(PyObject *o, const char *name)
+{
+	PyObject *v = PyObject_GetAttrString(o, name);
+
+	if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_TypeError,
+			     "init_attr must be a CQInitAttrEx (no %s in %R)",
+			     name, (PyObject *)Py_TYPE(o));
+	}
+	return v;
+}
+
+/* The fields of a CQInitAttrEx; *channel is a new reference or NULL. */
+static int init_attr_parse(ContextObject *ctx, PyObject *o,
+			   struct ibv_cq_init_attr_ex *a, PyObject **channel)
+{
+	PyObject *cqe = NULL, *flags = NULL, *vec = NULL, *cflags = NULL;
+	PyObject *ch = NULL;
+	long v, vv;
+	uint64_t wf;
+	int rc = -1;
+
+	*channel = NULL;
+	memset(a, 0, sizeof(*a));
+	if ((cqe = attr_get(o, "cqe")) == NULL ||
+	    (flags = attr_get(o, "wc_flags")) == NULL ||
+	    (vec = attr_get(o, "comp_vector")) == NULL ||
+	    (cflags = attr_get(o, "flags")) == NULL ||
+	    (ch = attr_get(o, "channel")) == NULL)
+		goto out;
+	if (arg_int(cqe, "cqe", 1, INT32_MAX, &v) < 0)
+		goto out;
+	a->cqe = (uint32_t)v;
+	if (arg_u64(flags, "wc_flags", &wf) < 0)
+		goto out;
+	if (wf & ~(uint64_t)CQEX_WC_FLAGS) {
+		char bits[24]; /* PyErr_Format has no %llx */
+
+		snprintf(bits, sizeof(bits), "0x%llx",
+			 (unsigned long long)(wf & ~(uint64_t)CQEX_WC_FLAGS));
+		PyErr_Format(PyExc_ValueError,
+			     "wc_flags has bits no CQEx takes: %s "
+			     "(CreateCQWCFlags, TM_INFO excepted)",
+			     bits);
+		goto out;
+	}
+	a->wc_flags = wf;
+	if (arg_int(vec, "comp_vector", 0, INT32_MAX, &v) < 0)
+		goto out;
+	a->comp_vector = (uint32_t)v;
+	if (arg_int(cflags, "flags", 0,
+		    IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
+			    IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN,
+		    &vv) < 0)
+		goto out;
+	a->flags = (uint32_t)vv;
+	if (vv)
+		a->comp_mask |= IBV_CQ_INIT_ATTR_MASK_FLAGS;
+	if (ch != Py_None) {
+		if (!PyObject_TypeCheck(ch, ST.CompChannel_type)) {
+			PyErr_Format(PyExc_TypeError,
+				     "channel must be a CompChannel or None, "
+				     "not %R",
+				     (PyObject *)Py_TYPE(ch));
+			goto out;
+		}
+		if (handle_check(HANDLE(ch)) < 0)
+			goto out;
+		if (HANDLE(ch)->parent != HANDLE(ctx)) {
+			PyErr_SetString(PyExc_ValueError,
+					"channel belongs to another Context");
+			goto out;
+		}
+		*channel = ch;
+		ch = NULL;
+	}
+	rc = 0;
+out:
+	Py_XDECREF(cqe);
+	Py_XDECREF(flags);
+	Py_XDECREF(vec);
+	Py_XDECREF(cflags);
+	Py_XDECREF(ch);
+	return rc;
+}
+
+/* Context.create_cq_ex(init_attr) */
+PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "init_attr", NULL };
+	struct ibv_cq_init_attr_ex a;
+	struct ibv_cq_ex *cq;
+	PyObject *o, *channel;
+	CQExObject *self;
+	int err;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_cq_ex", kwlist,
+					 &o))
+		return NULL;
+	if (init_attr_parse(ctx, o, &a, &channel) < 0)
+		return NULL;
+	/* Allocated first: its address is the cq_context. */
+	self = HANDLE_ALLOC(CQExObject, ST.CQEx_type);
+	if (self == NULL) {
+		Py_XDECREF(channel);
+		return NULL;
+	}
+	/* Reading the attributes or a GC pass may have run Python code
+	 * that closed the Context or the channel: check again. */
+	if (handle_check(HANDLE(ctx)) < 0 ||
+	    (channel != NULL && handle_check(HANDLE(channel)) < 0)) {
+		Py_XDECREF(channel);
+		Py_DECREF(self);
+		return NULL;
+	}
+	a.cq_context = self;
+	a.channel = channel ? HANDLE(channel)->obj : NULL;
+	errno = 0;
+	cq = ibv_create_cq_ex((struct ibv_context *)HANDLE(ctx)->obj, &a);
+	err = errno ? errno : EINVAL;
+	if (cq == NULL) {
+		Py_XDECREF(channel);
+		Py_DECREF(self);
+		return verbs_error_fmt(err, "ibv_create_cq_ex",
+				       "cqe=%u wc_flags=0x%x flags=0x%x", a.cqe,
+				       (unsigned int)a.wc_flags, a.flags);
+	}
+	handle_init(HANDLE(self), &cqex_kind, HANDLE(ctx));
+	HANDLE(self)->obj = ibv_cq_ex_to_cq(cq);
+	self->cq_ex = cq;
+	self->wc_flags = a.wc_flags;
+	if (channel != NULL) {
+		self->cq.channel = channel; /* the reference taken above */
+		handle_use(HANDLE(channel));
+	}
+	return (PyObject *)self;
+}
+
+/* ------------------------------------------------------------------ */
+/* One entry into a struct wc_ex                                       */
+/* ------------------------------------------------------------------ */
+
+static void read_entry(struct ibv_cq_ex *cq, uint64_t f, struct wc_ex *x)
+{
+	struct ibv_wc *wc = &x->wc;
+
+	memset(x, 0, sizeof(*x));
+	wc->wr_id = cq->wr_id;
+	wc->status = cq->status;
+	if (cq->read_vendor_err)
+		wc->vendor_err = ibv_wc_read_vendor_err(cq);
+	if ((f & IBV_WC_EX_WITH_QP_NUM) && cq->read_qp_num)
+		wc->qp_num = ibv_wc_read_qp_num(cq);
+	/* As with ibv_poll_cq, a failed entry has nothing else valid. */
+	if (wc->status != IBV_WC_SUCCESS)
+		return;
+	if (cq->read_opcode)
+		wc->opcode = ibv_wc_read_opcode(cq);
+	if (cq->read_wc_flags)
+		wc->wc_flags = ibv_wc_read_wc_flags(cq);
+	if ((f & IBV_WC_EX_WITH_BYTE_LEN) && cq->read_byte_len)
+		wc->byte_len = ibv_wc_read_byte_len(cq);
+	if ((f & IBV_WC_EX_WITH_IMM) && cq->read_imm_data) {
+		if (wc->wc_flags & IBV_WC_WITH_INV)
+			wc->invalidated_rkey = ibv_wc_read_invalidated_rkey(cq);
+		else if (wc->wc_flags & IBV_WC_WITH_IMM)
+			wc->imm_data = ibv_wc_read_imm_data(cq);
+	}
+	if ((f & IBV_WC_EX_WITH_SRC_QP) && cq->read_src_qp)
+		wc->src_qp = ibv_wc_read_src_qp(cq);
+	if ((f & IBV_WC_EX_WITH_SLID) && cq->read_slid)
+		wc->slid = (uint16_t)ibv_wc_read_slid(cq);
+	if ((f & IBV_WC_EX_WITH_SL) && cq->read_sl)
+		wc->sl = ibv_wc_read_sl(cq);
+	if ((f & IBV_WC_EX_WITH_DLID_PATH_BITS) && cq->read_dlid_path_bits)
+		wc->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+	if ((f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) &&
+	    cq->read_completion_ts) {
+		x->completion_ts = ibv_wc_read_completion_ts(cq);
+		x->have |= HAVE_TS;
+	}
+	if ((f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) &&
+	    cq->read_completion_wallclock_ns) {
+		x->completion_wallclock_ns =
+			ibv_wc_read_completion_wallclock_ns(cq);
+		x->have |= HAVE_WALLCLOCK;
+	}
+	if ((f & IBV_WC_EX_WITH_CVLAN) && cq->read_cvlan) {
+		x->cvlan = ibv_wc_read_cvlan(cq);
+		x->have |= HAVE_CVLAN;
+	}
+	if ((f & IBV_WC_EX_WITH_FLOW_TAG) && cq->read_flow_tag) {
+		x->flow_tag = ibv_wc_read_flow_tag(cq);
+		x->have |= HAVE_FLOW_TAG;
+	}
+}
+
+static PyObject *wcex_from(const struct wc_ex *x)
+{
+	WCExObject *o = PyObject_Malloc(sizeof(WCExObject));
+
+	if (o == NULL)
+		return PyErr_NoMemory();
+	PyObject_Init((PyObject *)o, ST.WCEx_type);
+	o->x = *x;
+	return (PyObject *)o;
+}
+
+/* ------------------------------------------------------------------ */
+/* The raw iteration                                                   */
+/* ------------------------------------------------------------------ */
+
+static int cqex_check_open(PyObject *self)
+{
+	if (handle_check(HANDLE(self)) < 0)
+		return -1;
+	if (CQX(self)->polling) {
+		PyErr_SetString(PyExc_ValueError,
+				"a start_poll() session is open on this CQEx: "
+				"call end_poll() first");
+		return -1;
+	}
+	return 0;
+}
+
+PyDoc_STRVAR(cqex_start_poll__doc__,
+	     "Open a polling session on the oldest completion.\n"
+	     "\n"
+	     "On True, read the entry with ``read_*()``, ``wr_id`` and\n"
+	     "``status``, move on with ``next_poll()``, end with\n"
+	     "``end_poll()``; ``poll()`` and ``close()`` refuse meanwhile.\n"
+	     "\n"
+	     "Wraps ``ibv_start_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    True with a session open; False when the CQ is empty (no\n"
+	     "    session: do not call ``end_poll()``).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: a session is open already.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+static PyObject *cqex_start_poll(PyObject *self, PyObject *unused)
+{
+	struct ibv_poll_cq_attr attr = { 0 };
+	CQExObject *c = CQX(self);
+	int rc;
+
+	if (cqex_check_open(self) < 0)
+		return NULL;
+	rc = ibv_start_poll(c->cq_ex, &attr);
+	if (rc == ENOENT)
+		Py_RETURN_FALSE; /* no session: end_poll() must not follow */
+	if (rc != 0)
+		return verbs_error(rc, "ibv_start_poll");
+	c->polling = 1;
+	c->has_entry = 1;
+	Py_RETURN_TRUE;
+}
+
+static int cqex_check_session(PyObject *self, const char *what)
+{
+	if (handle_check(HANDLE(self)) < 0)
+		return -1;
+	if (!CQX(self)->polling) {
+		PyErr_Format(PyExc_ValueError,
+			     "%s outside a start_poll() session", what);
+		return -1;
+	}
+	return 0;
+}
+
+PyDoc_STRVAR(cqex_next_poll__doc__,
+	     "Move the open session to the next completion.\n"
+	     "\n"
+	     "After False the session stays open with no current entry:\n"
+	     "call ``end_poll()``.\n"
+	     "\n"
+	     "Wraps ``ibv_next_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    True on a new entry; False when no more is ready.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``; the session has no entry then).");
+
+static PyObject *cqex_next_poll(PyObject *self, PyObject *unused)
+{
+	CQExObject *c = CQX(self);
+	int rc;
+
+	if (cqex_check_session(self, "next_poll()") < 0)
+		return NULL;
+	rc = ibv_next_poll(c->cq_ex);
+	c->has_entry = rc == 0;
+	if (rc == ENOENT)
+		Py_RETURN_FALSE;
+	if (rc != 0)
+		return verbs_error(rc, "ibv_next_poll");
+	Py_RETURN_TRUE;
+}
+
+static void cqex_end(CQExObject *c)
+{
+	ibv_end_poll(c->cq_ex);
+	c->polling = 0;
+	c->has_entry = 0;
+}
+
+PyDoc_STRVAR(cqex_end_poll__doc__,
+	     "Close the session that ``start_poll()`` opened.\n"
+	     "\n"
+	     "The entries read are consumed.\n"
+	     "\n"
+	     "Wraps ``ibv_end_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open.\n"
+	     "    VerbsError: EBADF once the CQ is closed.");
+
+static PyObject *cqex_end_poll(PyObject *self, PyObject *unused)
+{
+	if (cqex_check_session(self, "end_poll()") < 0)
+		return NULL;
+	cqex_end(CQX(self));
+	Py_RETURN_NONE;
+}
+
+/* The open session's current entry, with `need` (a wc_flags bit, or 0)
+ * asked for at creation; NULL with ValueError set. */
+static struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what,
+				    uint64_t need)
+{
+	CQExObject *c = CQX(self);
+
+	if (cqex_check_session(self, what) < 0)
+		return NULL;
+	if (!c->has_entry) {
+		PyErr_Format(PyExc_ValueError,
+			     "%s: no current entry (next_poll() returned "
+			     "False or failed)",
+			     what);
+		return NULL;
+	}
+	if (need && !(c->wc_flags & need)) {
+		PyErr_Format(PyExc_ValueError,
+			     "%s: the CQEx was created without that field in "
+			     "wc_flags (CreateCQWCFlags 0x%x)",
+			     what, (unsigned int)need);
+		return NULL;
+	}
+	return c->cq_ex;
+}
+
+/* read_<field>(): fn is the provider's op, conv builds the result. */
+/* CQEX_READER(fn, field, need, conv) defines fn, the method read_<field>:
+ * the open session's current entry (cqex_entry, which checks the
+ * CreateCQWCFlags bit need), the provider's read_<field> op, its value
+ * through conv.  Each use names the function it defines. */
+#define CQEX_READER(fn, field, need, conv)                                \
+	static PyObject *fn(PyObject *self, PyObject *unused)             \
+	{                                                                 \
+		struct ibv_cq_ex *cq =                                    \
+			cqex_entry(self, "read_" #field "()", need);      \
+		if (cq == NULL)                                           \
+			return NULL;                                      \
+		if (cq->read_##field == NULL)                             \
+			return verbs_error_fmt(EOPNOTSUPP,                \
+					       "ibv_wc_read_" #field,     \
+					       "the provider has no op"); \
+		return conv(cq->read_##field(cq));                        \
+	}
+#define U32(v) PyLong_FromUnsignedLong((unsigned long)(v))
+#define U64(v) PyLong_FromUnsignedLongLong((unsigned long long)(v))
+#define IMM(v) PyLong_FromUnsignedLong(be32toh(v))
+#define OPCODE(v) enum_from_int("WCOpcode", (long)(v))
+
+PyDoc_STRVAR(cqex_read_opcode__doc__,
+	     "The current entry's opcode (a ``WCOpcode``).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_opcode``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_opcode, opcode, 0, OPCODE)
+
+PyDoc_STRVAR(cqex_read_vendor_err__doc__,
+	     "The current entry's vendor error syndrome.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_vendor_err``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_vendor_err, vendor_err, 0, U32)
+
+PyDoc_STRVAR(cqex_read_byte_len__doc__,
+	     "Bytes the current entry received.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_byte_len``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.BYTE_LEN``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_byte_len, byte_len, IBV_WC_EX_WITH_BYTE_LEN, U32)
+
+PyDoc_STRVAR(cqex_read_imm_data__doc__,
+	     "The entry's immediate data, in host order.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_imm_data``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.IMM``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_imm_data, imm_data, IBV_WC_EX_WITH_IMM, IMM)
+
+PyDoc_STRVAR(cqex_read_qp_num__doc__,
+	     "The number of the entry's local QP.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_qp_num``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.QP_NUM``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_qp_num, qp_num, IBV_WC_EX_WITH_QP_NUM, U32)
+
+PyDoc_STRVAR(cqex_read_src_qp__doc__,
+	     "The remote QP number (UD receives).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_src_qp``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.SRC_QP``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_src_qp, src_qp, IBV_WC_EX_WITH_SRC_QP, U32)
+
+PyDoc_STRVAR(cqex_read_wc_flags__doc__,
+	     "The entry's ``WCFlags`` (GRH, WITH_IMM, ...).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_wc_flags``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_wc_flags, wc_flags, 0, U32)
+
+PyDoc_STRVAR(cqex_read_slid__doc__,
+	     "The source LID (UD receives).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_slid``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.SLID``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_slid, slid, IBV_WC_EX_WITH_SLID, U32)
+
+PyDoc_STRVAR(cqex_read_sl__doc__,
+	     "The service level (UD receives).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_sl``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.SL``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_sl, sl, IBV_WC_EX_WITH_SL, U32)
+
+PyDoc_STRVAR(cqex_read_dlid_path_bits__doc__,
+	     "The destination LID path bits.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_dlid_path_bits``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.DLID_PATH_BITS``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_dlid_path_bits, dlid_path_bits,
+	    IBV_WC_EX_WITH_DLID_PATH_BITS, U32)
+
+PyDoc_STRVAR(cqex_read_completion_ts__doc__,
+	     "The time stamp, in device clock ticks.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_completion_ts``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.COMPLETION_TIMESTAMP``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_completion_ts, completion_ts,
+	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, U64)
+
+PyDoc_STRVAR(cqex_read_completion_wallclock_ns__doc__,
+	     "The time stamp, in wall clock ns.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_completion_wallclock_ns``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.COMPLETION_TIMESTAMP_WALLCLOCK``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_completion_wallclock_ns, completion_wallclock_ns,
+	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, U64)
+
+PyDoc_STRVAR(cqex_read_cvlan__doc__,
+	     "The customer VLAN of the entry.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_cvlan``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.CVLAN``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_cvlan, cvlan, IBV_WC_EX_WITH_CVLAN, U32)
+
+PyDoc_STRVAR(cqex_read_flow_tag__doc__,
+	     "The flow tag of the entry (flow steering).\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_flow_tag``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.FLOW_TAG``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+CQEX_READER(cqex_read_flow_tag, flow_tag, IBV_WC_EX_WITH_FLOW_TAG, U32)
+#undef CQEX_READER
+#undef U32
+#undef U64
+#undef IMM
+#undef OPCODE
+
+PyDoc_STRVAR(cqex_read_invalidated_rkey__doc__,
+	     "The rkey a SEND_WITH_INV invalidated.\n"
+	     "\n"
+	     "Reads the current entry of the open start_poll() session.\n"
+	     "\n"
+	     "Wraps ``ibv_wc_read_invalidated_rkey``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: no session is open, no current entry,\n"
+	     "        or ``CreateCQWCFlags.IMM``\n"
+	     "        was not asked for.\n"
+	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no such op.");
+
+static PyObject *cqex_read_invalidated_rkey(PyObject *self, PyObject *unused)
+{
+	struct ibv_cq_ex *cq =
+		cqex_entry(self, "read_invalidated_rkey()", IBV_WC_EX_WITH_IMM);
+
+	if (cq == NULL)
+		return NULL;
+	if (cq->read_imm_data == NULL)
+		return verbs_error_fmt(EOPNOTSUPP,
+				       "ibv_wc_read_invalidated_rkey",
+				       "the provider has no op");
+	return PyLong_FromUnsignedLong(ibv_wc_read_invalidated_rkey(cq));
+}
+
+static PyObject *cqex_get_wr_id(PyObject *self, void *closure)
+{
+	struct ibv_cq_ex *cq = cqex_entry(self, "wr_id", 0);
+
+	return cq ? PyLong_FromUnsignedLongLong(cq->wr_id) : NULL;
+}
+
+static PyObject *cqex_get_status(PyObject *self, void *closure)
+{
+	struct ibv_cq_ex *cq = cqex_entry(self, "status", 0);
+
+	return cq ? enum_from_int("WCStatus", (long)cq->status) : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* poll(n) and poll_count(n) over one session                          */
+/* ------------------------------------------------------------------ */
+
+/* num_entries: poll() clamps a huge one to the CQ's size (as CQ.poll
+ * does); poll_count() takes 1..2**63-1 (as CQ.poll_count does). */
+static int parse_n(PyObject *o, struct ibv_cq_ex *cq, int *n, int clamp)
+{
+	long v;
+	int overflow;
+
+	if (!PyLong_Check(o)) {
+		PyErr_Format(PyExc_TypeError,
+			     "num_entries must be an int, not %R",
+			     (PyObject *)Py_TYPE(o));
+		return -1;
+	}
+	v = PyLong_AsLongAndOverflow(o, &overflow);
+	if (v == -1 && PyErr_Occurred())
+		return -1;
+	if (overflow > 0 && clamp) {
+		v = LONG_MAX;
+		overflow = 0;
+	}
+	if (v < 1 || overflow != 0) {
+		PyErr_Format(
+			PyExc_ValueError,
+			clamp ? "num_entries must be >= 1, got %S" :
+				"num_entries must be in 1..2**63-1, got %S",
+			o);
+		return -1;
+	}
+	/* A CQ never holds more than cqe entries. */
+	*n = v > cq->cqe ? (cq->cqe > 0 ? cq->cqe : 1) : (int)v;
+	return 0;
+}
+
+/* Reap up to n entries into c->store in one session; the count, or -1
+ * with VerbsError (entries reaped before a failed next_poll are kept in
+ * the count: the caller returns them). */
+static int cqex_reap(CQExObject *c, int n, int *err)
+{
+	struct ibv_poll_cq_attr attr = { 0 };
+	int rc, i = 0;
+
+	*err = 0;
+	rc = ibv_start_poll(c->cq_ex, &attr);
+	if (rc == ENOENT)
+		return 0;
+	if (rc != 0) {
+		*err = rc;
+		return 0;
+	}
+	for (;;) {
+		read_entry(c->cq_ex, c->wc_flags, &c->store[i++]);
+		if (i == n)
+			break;
+		rc = ibv_next_poll(c->cq_ex);
+		if (rc != 0) {
+			if (rc != ENOENT)
+				*err = rc;
+			break;
+		}
+	}
+	ibv_end_poll(c->cq_ex);
+	return i;
+}
+
+static int cqex_reserve(CQExObject *c, int n)
+{
+	struct wc_ex *p;
+
+	if (n <= c->store_len)
+		return 0;
+	p = PyMem_Realloc(c->store, (size_t)n * sizeof(*p));
+	if (p == NULL) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	c->store = p;
+	c->store_len = n;
+	return 0;
+}
+
+static PyObject *wcex_build(const void *elem)
+{
+	return wcex_from(elem);
+}
+
+PyDoc_STRVAR(cqex_poll__doc__,
+	     "Reap up to ``num_entries`` completions, without waiting.\n"
+	     "\n"
+	     "One start/next/end_poll session in C (never ``ibv_poll_cq``);\n"
+	     "each WCEx holds the fields asked for in ``wc_flags``. A failed\n"
+	     "completion is returned like any other: check ``wc.status``.\n"
+	     "\n"
+	     "Wraps ``ibv_start_poll``, ``ibv_next_poll``, ``ibv_end_poll``\n"
+	     "(man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most completions to return, 1 or more.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A list of WCEx, oldest first; [] when none is ready.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is less than 1, or a\n"
+	     "        ``start_poll()`` session is open.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else\n"
+	     "        ``ibv_start_poll`` failed (``errno``).");
+
+static PyObject *cqex_poll(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "num_entries", NULL };
+	CQExObject *c = CQX(self);
+	PyObject *o = NULL;
+	int n = 1, got, err;
+
+	if (cqex_check_open(self) < 0)
+		return NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:poll", kwlist, &o))
+		return NULL;
+	if (o != NULL && parse_n(o, c->cq_ex, &n, 1) < 0)
+		return NULL;
+	if (cqex_check_open(self) < 0 || cqex_reserve(c, n) < 0)
+		return NULL;
+	got = cqex_reap(c, n, &err);
+	if (got == 0 && err)
+		return verbs_error(err, "ibv_start_poll");
+	/* A failed next_poll after some entries: those are returned, and
+	 * the next call reports the error if it persists. */
+	return list_from_store((void **)&c->store, &c->store_len,
+			       sizeof(*c->store), got, wcex_build);
+}
+
+PyDoc_STRVAR(cqex_poll_count__doc__,
+	     "Reap up to ``num_entries`` completions and count them.\n"
+	     "\n"
+	     "As ``poll()``, without building WCEx objects: a failed one\n"
+	     "raises CompletionError (for the first, after reaping all).\n"
+	     "\n"
+	     "Wraps ``ibv_start_poll``, ``ibv_next_poll`` and\n"
+	     "``ibv_end_poll`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    num_entries: the most to reap, ``1..2**63-1`` (positional).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    How many completions were reaped (0 when none is ready).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: num_entries is not an int.\n"
+	     "    ValueError: num_entries is out of range, or a\n"
+	     "        ``start_poll()`` session is open.\n"
+	     "    CompletionError: a reaped completion failed (``.wc`` is a\n"
+	     "        WCEx).\n"
+	     "    VerbsError: EBADF once the CQ is closed; else\n"
+	     "        ``ibv_start_poll`` failed (``errno``).");
+
+static PyObject *cqex_poll_count(PyObject *self, PyObject *arg)
+{
+	CQExObject *c = CQX(self);
+	int n, got, err, i;
+
+	if (cqex_check_open(self) < 0 || parse_n(arg, c->cq_ex, &n, 0) < 0 ||
+	    cqex_reserve(c, n) < 0)
+		return NULL;
+	got = cqex_reap(c, n, &err);
+	if (got == 0 && err)
+		return verbs_error(err, "ibv_start_poll");
+	for (i = 0; i < got; i++) {
+		if (c->store[i].wc.status != IBV_WC_SUCCESS) {
+			struct wc_ex bad = c->store[i];
+			PyObject *wc = wcex_from(&bad), *exc;
+
+			if (wc == NULL)
+				return NULL;
+			exc = PyObject_CallFunctionObjArgs(ST.CompletionError,
+							   wc, NULL);
+			Py_DECREF(wc);
+			if (exc != NULL) {
+				PyErr_SetObject(ST.CompletionError, exc);
+				Py_DECREF(exc);
+			}
+			return NULL;
+		}
+	}
+	return PyLong_FromLong(got);
+}
+
+/* ------------------------------------------------------------------ */
+/* Lifetime, attributes                                                */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(cqex_close__doc__,
+	     "Destroy the extended CQ.\n"
+	     "\n"
+	     "Idempotent; the CQ stays usable after a refusal.\n"
+	     "\n"
+	     "Wraps ``ibv_destroy_cq`` (man page ibv_create_cq(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBUSY while a ``start_poll()`` session is open,\n"
+	     "        a QP uses the CQ or a thread waits on it; else the verb\n"
+	     "        failed (``errno``).");
+
+static PyObject *cqex_close(PyObject *self, PyObject *unused)
+{
+	if (HANDLE(self)->obj != NULL && CQX(self)->polling)
+		return verbs_error_fmt(EBUSY, "ibv_destroy_cq",
+				       "a start_poll() session is open: call "
+				       "end_poll() first");
+	return handle_meth_close(self, unused);
+}
+
+PyDoc_STRVAR(cqex_exit__doc__,
+	     "Leave a ``with`` block: end an open session, then ``close()``.\n"
+	     "\n"
+	     "A session left open (an exception in the loop) is ended with\n"
+	     "``ibv_end_poll`` first.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: as ``close()``.");
+
+static PyObject *cqex_exit(PyObject *self, PyObject *args)
+{
+	CQExObject *c = CQX(self);
+
+	/* Leaving a with-block ends a session left open (an exception in
+	 * the loop), then closes. */
+	if (HANDLE(self)->obj != NULL && c->polling)
+		cqex_end(c);
+	return handle_meth_exit(self, args);
+}
+
+static int cqex_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(CQX(self)->cq.channel);
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void cqex_dealloc(PyObject *self)
+{
+	CQExObject *c = CQX(self);
+	destructor base;
+
+	if (HANDLE(self)->obj != NULL && c->polling)
+		cqex_end(c);
+	PyMem_Free(c->store);
+	c->store = NULL;
+	base = (destructor)PyType_GetSlot(ST.CQ_type, Py_tp_dealloc);
+	base(self);
+}
+
+static PyObject *cqex_get_wc_flags(PyObject *self, void *closure)
+{
+	return PyLong_FromUnsignedLongLong(CQX(self)->wc_flags);
+}
+
+static PyObject *cqex_get_polling(PyObject *self, void *closure)
+{
+	return PyBool_FromLong(CQX(self)->polling);
+}
+
+static PyObject *cqex_repr(PyObject *self)
+{
+	if (HANDLE(self)->obj == NULL)
+		return PyUnicode_FromString("<ibverbs.CQEx closed>");
+	return PyUnicode_FromFormat(
+		"<ibverbs.CQEx cqe=%d wc_flags=0x%x%s%s>",
+		CQX(self)->cq_ex->cqe, (unsigned)CQX(self)->wc_flags,
+		CQX(self)->cq.channel ? " with channel" : "",
+		CQX(self)->polling ? " polling" : "");
+}
+
+PyDoc_STRVAR(cqex__doc__,
+	     "An extended completion queue (``struct ibv_cq_ex``).\n"
+	     "\n"
+	     "Made by ``Context.create_cq_ex(CQInitAttrEx(...))``; a CQ\n"
+	     "for QPs, notification and channels. It polls with start/next/\n"
+	     "end_poll sessions (man page ibv_create_cq_ex(3)): one in C in\n"
+	     "``poll()``, or one across calls from ``start_poll()``.");
+
+/* read_<name>()'s docstring; need: NEED("BIT") for a wc_flags bit, or "". */
+static PyMethodDef cqex_methods[] = {
+	{ "poll", KW cqex_poll, METH_VARARGS | METH_KEYWORDS,
+	  cqex_poll__doc__ },
+	{ "poll_count", cqex_poll_count, METH_O, cqex_poll_count__doc__ },
+	{ "start_poll", cqex_start_poll, METH_NOARGS, cqex_start_poll__doc__ },
+	{ "next_poll", cqex_next_poll, METH_NOARGS, cqex_next_poll__doc__ },
+	{ "end_poll", cqex_end_poll, METH_NOARGS, cqex_end_poll__doc__ },
+	{ "read_opcode", cqex_read_opcode, METH_NOARGS,
+	  cqex_read_opcode__doc__ },
+	{ "read_vendor_err", cqex_read_vendor_err, METH_NOARGS,
+	  cqex_read_vendor_err__doc__ },
+	{ "read_byte_len", cqex_read_byte_len, METH_NOARGS,
+	  cqex_read_byte_len__doc__ },
+	{ "read_imm_data", cqex_read_imm_data, METH_NOARGS,
+	  cqex_read_imm_data__doc__ },
+	{ "read_invalidated_rkey", cqex_read_invalidated_rkey, METH_NOARGS,
+	  cqex_read_invalidated_rkey__doc__ },
+	{ "read_qp_num", cqex_read_qp_num, METH_NOARGS,
+	  cqex_read_qp_num__doc__ },
+	{ "read_src_qp", cqex_read_src_qp, METH_NOARGS,
+	  cqex_read_src_qp__doc__ },
+	{ "read_wc_flags", cqex_read_wc_flags, METH_NOARGS,
+	  cqex_read_wc_flags__doc__ },
+	{ "read_slid", cqex_read_slid, METH_NOARGS, cqex_read_slid__doc__ },
+	{ "read_sl", cqex_read_sl, METH_NOARGS, cqex_read_sl__doc__ },
+	{ "read_dlid_path_bits", cqex_read_dlid_path_bits, METH_NOARGS,
+	  cqex_read_dlid_path_bits__doc__ },
+	{ "read_completion_ts", cqex_read_completion_ts, METH_NOARGS,
+	  cqex_read_completion_ts__doc__ },
+	{ "read_completion_wallclock_ns", cqex_read_completion_wallclock_ns,
+	  METH_NOARGS, cqex_read_completion_wallclock_ns__doc__ },
+	{ "read_cvlan", cqex_read_cvlan, METH_NOARGS, cqex_read_cvlan__doc__ },
+	{ "read_flow_tag", cqex_read_flow_tag, METH_NOARGS,
+	  cqex_read_flow_tag__doc__ },
+	{ "close", cqex_close, METH_NOARGS, cqex_close__doc__ },
+	{ "__exit__", cqex_exit, METH_VARARGS, cqex_exit__doc__ },
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef cqex_getset[] = {
+	{ "wr_id", cqex_get_wr_id, NULL,
+	  "The ``wr_id`` of the open session's current entry; ValueError\n"
+	  "outside a session or without an entry, EBADF once closed.",
+	  NULL },
+	{ "status", cqex_get_status, NULL,
+	  "The ``WCStatus`` of the open session's current entry;\n"
+	  "ValueError outside a session or without an entry.",
+	  NULL },
+	{ "wc_flags", cqex_get_wc_flags, NULL,
+	  "The ``CreateCQWCFlags`` asked for at creation: the fields the\n"
+	  "entries carry.",
+	  NULL },
+	{ "polling", cqex_get_polling, NULL,
+	  "True while a ``start_poll()`` session is open.", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+/* clang-format off */
+static PyType_Slot cqex_slots[] = {
+	{ Py_tp_doc, (void *)cqex__doc__ },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, cqex_dealloc },
+	{ Py_tp_traverse, cqex_traverse },
+	{ Py_tp_repr, cqex_repr },
+	{ Py_tp_methods, cqex_methods },
+	{ Py_tp_getset, cqex_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
+
+PyType_Spec CQEx_spec = { "ibverbs._ibverbs.CQEx", sizeof(CQExObject), 0,
+			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cqex_slots };

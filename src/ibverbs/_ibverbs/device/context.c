@@ -1,0 +1,793 @@
+/*
+ * context.c - Context: an opened device (ibv_context) and its queries.
+ */
+#include "ibverbs.h"
+#include <string.h>
+#include <arpa/inet.h>
+
+static int context_destroy(Handle *h)
+{
+	return IBV.close_device((struct ibv_context *)h->obj);
+}
+
+static const HandleKind context_kind = { "Context", "ibv_close_device",
+					 context_destroy, NULL };
+
+#define CTX(self) ((struct ibv_context *)HANDLE(self)->obj)
+
+/* Context(name): open the device called name. */
+static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "name", NULL };
+	const char *name;
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	ContextObject *self;
+	int i, n = 0, err = 0;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s:Context", kwlist, &name))
+		return NULL;
+	errno = 0;
+	list = IBV.get_device_list(&n);
+	if (list == NULL)
+		return verbs_error_fmt(
+			errno == ENOSYS ? ENODEV : (errno ? errno : ENODEV),
+			"ibv_get_device_list",
+			"cannot list RDMA devices to open %s", name);
+	for (i = 0; i < n; i++) {
+		if (strcmp(IBV.get_device_name(list[i]), name) == 0) {
+			errno = 0;
+			ctx = IBV.open_device(list[i]);
+			err = errno ? errno : ENODEV;
+			break;
+		}
+	}
+	IBV.free_device_list(list);
+	if (i == n)
+		return verbs_error_fmt(ENODEV, "ibv_open_device",
+				       "no RDMA device named '%s'", name);
+	if (ctx == NULL)
+		return verbs_error_fmt(err, "ibv_open_device", "%s", name);
+
+	self = (ContextObject *)PyType_GenericAlloc(type, 0);
+	if (self == NULL) {
+		IBV.close_device(ctx);
+		return NULL;
+	}
+	handle_init(HANDLE(self), &context_kind, NULL);
+	HANDLE(self)->obj = ctx;
+	self->name = PyUnicode_FromString(name);
+	if (self->name == NULL) {
+		Py_DECREF(self);
+		return NULL;
+	}
+	return (PyObject *)self;
+}
+
+static int context_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void context_dealloc(PyObject *self)
+{
+	ContextObject *c = (ContextObject *)self;
+
+	PyObject_GC_UnTrack(self);
+	handle_close_quiet(HANDLE(self));
+	Py_CLEAR(c->name);
+	handle_dealloc(HANDLE(self));
+}
+
+/* ------------------------------------------------------------------ */
+/* Queries                                                             */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(context_query_device__doc__,
+	     "Query the device's attributes and limits.\n"
+	     "\n"
+	     "Wraps ``ibv_query_device`` (man page ibv_query_device(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A DeviceAttr (fw_ver, node_guid, max_qp, max_cqe, max_mr,\n"
+	     "    phys_port_cnt, ...); GUIDs are host-order ints.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
+static PyObject *context_query_device(PyObject *self, PyObject *unused)
+{
+	struct ibv_device_attr a;
+	PyObject *d;
+	int rc;
+
+	HANDLE_CHECK(self);
+	memset(&a, 0, sizeof(a));
+	rc = IBV.query_device(CTX(self), &a);
+	if (rc != 0)
+		return verbs_error(rc, "ibv_query_device");
+	d = PyDict_New();
+	if (d == NULL)
+		return NULL;
+/* clang-format off */
+#define U(f) if (dict_set_u64(d, #f, (uint64_t)a.f) < 0) goto fail;
+	if (dict_set_str(d, "fw_ver", a.fw_ver) < 0)
+		goto fail;
+	U(node_guid) U(sys_image_guid) U(max_mr_size) U(page_size_cap)
+	U(vendor_id) U(vendor_part_id) U(hw_ver) U(max_qp) U(max_qp_wr)
+	U(device_cap_flags) U(max_sge) U(max_sge_rd) U(max_cq) U(max_cqe)
+	U(max_mr) U(max_pd) U(max_qp_rd_atom) U(max_ee_rd_atom)
+	U(max_res_rd_atom) U(max_qp_init_rd_atom) U(max_ee_init_rd_atom)
+	U(atomic_cap) U(max_ee) U(max_rdd) U(max_mw) U(max_raw_ipv6_qp)
+	U(max_raw_ethy_qp) U(max_mcast_grp) U(max_mcast_qp_attach)
+	U(max_total_mcast_qp_attach) U(max_ah) U(max_fmr) U(max_map_per_fmr)
+	U(max_srq) U(max_srq_wr) U(max_srq_sge) U(max_pkeys)
+	U(local_ca_ack_delay) U(phys_port_cnt)
+#undef U
+		/* clang-format on */
+		/* GUIDs are big-endian on the wire; report them as numbers. */
+		if (dict_set_u64(d, "node_guid", be64toh(a.node_guid)) < 0 ||
+		    dict_set_u64(d, "sys_image_guid",
+				 be64toh(a.sys_image_guid)) < 0) goto fail;
+	return make_record(ST.DeviceAttr, d);
+fail:
+	Py_DECREF(d);
+	return NULL;
+}
+
+static int parse_port(PyObject *o, uint8_t *port)
+{
+	long v;
+
+	if (arg_int(o, "port", 1, 255, &v) < 0)
+		return -1;
+	*port = (uint8_t)v;
+	return 0;
+}
+
+/* ibv_query_port is a header macro: port_query (attrs.c) does what it
+ * does, through the dlsym table. */
+
+PyDoc_STRVAR(context_query_port__doc__,
+	     "Query a port's attributes (state, MTUs, LID, link layer, ...).\n"
+	     "\n"
+	     "Wraps ``ibv_query_port`` (man page ibv_query_port(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port_num: the port, from 1.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A PortAttr; its ``port_num`` is the port asked for.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: port_num is not an int.\n"
+	     "    ValueError: port_num is outside 1..255.\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. EINVAL for no such port).");
+
+static PyObject *context_query_port(PyObject *self, PyObject *args,
+				    PyObject *kw)
+{
+	static char *kwlist[] = { "port_num", NULL };
+	struct ibv_port_attr a;
+	PyObject *arg;
+	uint8_t port;
+	PyObject *d;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:query_port", kwlist,
+					 &arg))
+		return NULL;
+	if (parse_port(arg, &port) < 0)
+		return NULL;
+	rc = port_query(CTX(self), port, &a);
+	if (rc != 0)
+		return verbs_error_fmt(rc, "ibv_query_port", "port %d", port);
+	d = PyDict_New();
+	if (d == NULL)
+		return NULL;
+/* clang-format off */
+#define U(f) if (dict_set_u64(d, #f, (uint64_t)a.f) < 0) goto fail;
+	U(state) U(max_mtu) U(active_mtu) U(gid_tbl_len) U(port_cap_flags)
+	U(max_msg_sz) U(bad_pkey_cntr) U(qkey_viol_cntr) U(pkey_tbl_len)
+	U(lid) U(sm_lid) U(lmc) U(max_vl_num) U(sm_sl) U(subnet_timeout)
+	U(init_type_reply) U(active_width) U(active_speed) U(phys_state)
+	U(link_layer) U(flags) U(port_cap_flags2)
+#undef U
+		/* clang-format on */
+		if (dict_set_int(d, "port_num", port) < 0) goto fail;
+	return make_record(ST.PortAttr, d);
+fail:
+	Py_DECREF(d);
+	return NULL;
+}
+
+static PyObject *gid_to_py(const union ibv_gid *gid)
+{
+	PyObject *raw = PyBytes_FromStringAndSize((const char *)gid->raw, 16);
+
+	if (raw == NULL)
+		return NULL;
+	return PyObject_CallFunctionObjArgs(ST.Gid, raw,
+					    NULL) /* steals nothing */;
+}
+
+PyDoc_STRVAR(context_query_gid__doc__,
+	     "Read one entry of a port's GID table.\n"
+	     "\n"
+	     "Wraps ``ibv_query_gid`` (man page ibv_query_gid(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port_num: the port, from 1.\n"
+	     "    index: the GID table index, from 0.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The Gid (all zeros for an unused entry on most devices).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: port_num outside 1..255 or a negative index.\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. EINVAL past the table).");
+
+static PyObject *context_query_gid(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "port_num", "index", NULL };
+	PyObject *port_o, *index_o, *raw, *res;
+	union ibv_gid gid;
+	uint8_t port;
+	long index;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:query_gid", kwlist,
+					 &port_o, &index_o))
+		return NULL;
+	if (parse_port(port_o, &port) < 0 ||
+	    arg_int(index_o, "index", 0, INT32_MAX, &index) < 0)
+		return NULL;
+	rc = IBV.query_gid(CTX(self), port, (int)index, &gid);
+	if (rc != 0)
+		return verbs_error_fmt(rc < 0 ? (errno ? errno : EINVAL) : rc,
+				       "ibv_query_gid", "port %d index %ld",
+				       port, index);
+	raw = PyBytes_FromStringAndSize((const char *)gid.raw, 16);
+	if (raw == NULL)
+		return NULL;
+	res = PyObject_CallFunctionObjArgs(ST.Gid, raw, NULL);
+	Py_DECREF(raw);
+	return res;
+}
+
+PyDoc_STRVAR(context_query_gid_ex__doc__,
+	     "Read a GID table entry with its type and network device.\n"
+	     "\n"
+	     "Wraps ``ibv_query_gid_ex`` (man page ibv_query_gid_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port: the port, from 1 (positional only).\n"
+	     "    index: the GID table index, from 0 (positional only).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    ``(gid, gid_type, ndev_ifindex)``: gid_type is a\n"
+	     "    ``GIDType`` value (IB, RoCE v1, RoCE v2), ndev_ifindex the\n"
+	     "    interface index of the netdev behind a RoCE GID.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int, or not 2 given.\n"
+	     "    ValueError: port outside 1..255 or a negative index.\n"
+	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	     "        when libibverbs lacks the verb (rdma-core < 32); else\n"
+	     "        the verb failed (``errno``, e.g. ENODATA for an empty\n"
+	     "        entry).");
+
+/* query_gid_ex(port, index) -> (Gid, gid_type, ndev_ifindex) */
+static PyObject *context_query_gid_ex(PyObject *self, PyObject *args)
+{
+	PyObject *port_o, *index_o, *g;
+	struct ibv_gid_entry e;
+	uint8_t port;
+	long index;
+	int rc;
+
+	HANDLE_CHECK(self);
+	IBV_REQUIRE_OPTIONAL(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32");
+	if (!PyArg_UnpackTuple(args, "query_gid_ex", 2, 2, &port_o, &index_o))
+		return NULL;
+	if (parse_port(port_o, &port) < 0 ||
+	    arg_int(index_o, "index", 0, INT32_MAX, &index) < 0)
+		return NULL;
+	memset(&e, 0, sizeof(e));
+	rc = IBV.query_gid_ex(CTX(self), port, (uint32_t)index, &e, 0,
+			      sizeof(e));
+	if (rc != 0)
+		return verbs_error_fmt(rc, "ibv_query_gid_ex",
+				       "port %d index %ld", port, index);
+	g = gid_to_py(&e.gid);
+	if (g == NULL)
+		return NULL;
+	return Py_BuildValue("(NII)", g, (unsigned)e.gid_type,
+			     (unsigned)e.ndev_ifindex);
+}
+
+PyDoc_STRVAR(context_query_pkey__doc__,
+	     "Read one entry of a port's P_Key table.\n"
+	     "\n"
+	     "Wraps ``ibv_query_pkey`` (man page ibv_query_pkey(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port: the port, from 1 (positional only).\n"
+	     "    index: the P_Key table index, from 0 (positional only).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The P_Key, in host order (0xffff: the default partition).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int, or not 2 given.\n"
+	     "    ValueError: port outside 1..255 or a negative index.\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
+static PyObject *context_query_pkey(PyObject *self, PyObject *args)
+{
+	PyObject *port_o, *index_o;
+	uint8_t port;
+	long index;
+	__be16 pkey;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_UnpackTuple(args, "query_pkey", 2, 2, &port_o, &index_o))
+		return NULL;
+	if (parse_port(port_o, &port) < 0 ||
+	    arg_int(index_o, "index", 0, INT32_MAX, &index) < 0)
+		return NULL;
+	rc = IBV.query_pkey(CTX(self), port, (int)index, &pkey);
+	if (rc != 0)
+		return verbs_error_fmt(rc < 0 ? (errno ? errno : EINVAL) : rc,
+				       "ibv_query_pkey", "port %d index %ld",
+				       port, index);
+	return PyLong_FromLong(ntohs(pkey));
+}
+
+/* ------------------------------------------------------------------ */
+/* Factories                                                           */
+/* ------------------------------------------------------------------ */
+
+/* The PD factory lives here because PD's constructor is trivial. */
+extern const HandleKind pd_kind; /* pd.c */
+
+PyDoc_STRVAR(context_alloc_pd__doc__,
+	     "Allocate a protection domain on this device.\n"
+	     "\n"
+	     "Wraps ``ibv_alloc_pd`` (man page ibv_alloc_pd(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new PD (a child of this Context).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. ENOMEM).");
+
+static PyObject *context_alloc_pd(PyObject *self, PyObject *unused)
+{
+	struct ibv_pd *pd;
+	PDObject *o;
+
+	HANDLE_CHECK(self);
+	errno = 0;
+	pd = IBV.alloc_pd(CTX(self));
+	if (pd == NULL)
+		return verbs_error_errno("ibv_alloc_pd");
+	o = HANDLE_ALLOC(PDObject, ST.PD_type);
+	if (o == NULL) {
+		IBV.dealloc_pd(pd);
+		return NULL;
+	}
+	handle_init(HANDLE(o), &pd_kind, HANDLE(self));
+	HANDLE(o)->obj = pd;
+	return (PyObject *)o;
+}
+
+static PyObject *context_create_cq(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return cq_create((ContextObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(
+	context_create_qp_ex__doc__,
+	"Create an extended QP in the PD that ``init_attr.pd`` names.\n"
+	"\n"
+	"The same as ``init_attr.pd.create_qp_ex(init_attr)``, after\n"
+	"checking that the PD is one of this Context's.\n"
+	"\n"
+	"Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
+	"ibv_create_qp_ex(3)).\n"
+	"\n"
+	"Args:\n"
+	"    init_attr: a QPInitAttrEx whose ``pd`` is a PD of this Context.\n"
+	"\n"
+	"Returns:\n"
+	"    The new QPEx, in the RESET state.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: init_attr has no pd, or it is not a PD; a field\n"
+	"        has the wrong type.\n"
+	"    ValueError: the PD belongs to another Context; as\n"
+	"        ``PD.create_qp_ex()``.\n"
+	"    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
+	"        EOPNOTSUPP as ``PD.create_qp_ex()``; else the verb\n"
+	"        failed (``errno``).");
+
+static PyObject *context_create_qp_ex(PyObject *self, PyObject *args,
+				      PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return qpex_create_ctx((ContextObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(context_create_comp_channel__doc__,
+	     "Create a completion event channel.\n"
+	     "\n"
+	     "Wraps ``ibv_create_comp_channel`` (man page\n"
+	     "ibv_create_comp_channel(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new CompChannel; give it to ``create_cq(channel=...)``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``, e.g. EMFILE).");
+
+static PyObject *context_create_comp_channel(PyObject *self, PyObject *unused)
+{
+	HANDLE_CHECK(self);
+	return channel_create((ContextObject *)self);
+}
+
+PyDoc_STRVAR(context_create_cq_ex__doc__,
+	     "Create an extended completion queue.\n"
+	     "\n"
+	     "``init_attr`` is a ``CQInitAttrEx``: cqe, wc_flags\n"
+	     "(``CreateCQWCFlags``: the fields ``poll()`` and the\n"
+	     "``read_*()`` accessors may read; TM_INFO is not offered),\n"
+	     "channel, comp_vector and flags (``CreateCQAttrFlags``).\n"
+	     "\n"
+	     "Wraps ``ibv_create_cq_ex`` (man page ibv_create_cq_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    init_attr: a CQInitAttrEx (or any object with its fields).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new CQEx.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: init_attr lacks a field, or a field has the\n"
+	     "        wrong type.\n"
+	     "    ValueError: wc_flags has bits a CQEx does not take, a value\n"
+	     "        is out of range, or the channel is of another Context.\n"
+	     "    VerbsError: EBADF if the Context or channel is closed;\n"
+	     "        EOPNOTSUPP when the provider has no extended CQ; else\n"
+	     "        the verb failed (``errno``).");
+
+static PyObject *context_create_cq_ex(PyObject *self, PyObject *args,
+				      PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return cqex_create((ContextObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(context_alloc_dm__doc__,
+	     "Allocate ``length`` bytes of device memory.\n"
+	     "\n"
+	     "Wraps ``ibv_alloc_dm`` (man page ibv_alloc_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    length: bytes, 1 or more (see ``max_dm_size`` of\n"
+	     "        ``query_device_ex()``).\n"
+	     "    log_align_req: log2 of the alignment wanted, 0..63.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new DM.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: length is 0 or a value is out of range.\n"
+	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	     "        when the provider has no device memory; else the verb\n"
+	     "        failed (``errno``, e.g. ENOMEM).");
+
+static PyObject *context_alloc_dm(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return dm_create((ContextObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(context_query_device_ex__doc__,
+	     "Query the device's extended attributes and capabilities.\n"
+	     "\n"
+	     "Falls back to ``ibv_query_device`` when the provider has no\n"
+	     "extended query or answers EOPNOTSUPP/ENOSYS, as verbs.h does;\n"
+	     "``legacy`` is True then and the extended fields read 0.\n"
+	     "\n"
+	     "Wraps ``ibv_query_device_ex`` (man page\n"
+	     "ibv_query_device_ex(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A DeviceAttrEx: ``orig_attr`` (a DeviceAttr), odp_caps,\n"
+	     "    tso_caps, rss_caps, ..., max_dm_size, phys_port_cnt_ex.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
+static PyObject *context_query_device_ex(PyObject *self, PyObject *unused)
+{
+	HANDLE_CHECK(self);
+	return device_query_ex((ContextObject *)self);
+}
+
+PyDoc_STRVAR(context_get_async_event__doc__,
+	     "Wait for the device's next asynchronous event and return it.\n"
+	     "\n"
+	     "Waits with the GIL released (the Context refuses ``close()``\n"
+	     "meanwhile; Ctrl-C interrupts it). When ``async_fd`` was made\n"
+	     "non-blocking, it does not wait. Ack the event (``ack()``,\n"
+	     "``with event:`` or ``ack_async_event()``): until then the QP,\n"
+	     "CQ or SRQ it names refuses ``close()`` (EBUSY).\n"
+	     "\n"
+	     "Wraps ``ibv_get_async_event`` (man page\n"
+	     "ibv_get_async_event(3)).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The AsyncEvent (event_type, element, ...).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    KeyboardInterrupt: a signal handler raised during the wait.\n"
+	     "    VerbsError: EAGAIN with a non-blocking fd and no event\n"
+	     "        pending; EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``).");
+
+static PyObject *context_get_async_event(PyObject *self, PyObject *unused)
+{
+	HANDLE_CHECK(self);
+	return async_event_get((ContextObject *)self);
+}
+
+/* ------------------------------------------------------------------ */
+/* Attributes                                                          */
+/* ------------------------------------------------------------------ */
+
+static PyObject *context_get_name(PyObject *self, void *closure)
+{
+	PyObject *n = ((ContextObject *)self)->name;
+
+	Py_INCREF(n);
+	return n;
+}
+
+static PyObject *context_get_num_comp_vectors(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromLong(CTX(self)->num_comp_vectors);
+}
+
+static PyObject *context_get_async_fd(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromLong(CTX(self)->async_fd);
+}
+
+static PyObject *context_get_cmd_fd(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromLong(CTX(self)->cmd_fd);
+}
+
+/* A Context with a parent was opened by librdmacm for a CMID (cm.c): the
+ * device is the CM's, and only closing the CMID releases it. */
+static int context_owned_by_cm(PyObject *self)
+{
+	Handle *owner = HANDLE(self)->parent;
+
+	if (owner == NULL || HANDLE(self)->obj == NULL)
+		return 0;
+	verbs_error_fmt(EBUSY, "ibv_close_device",
+			"this Context belongs to "
+			"%R (librdmacm opened the device); close that instead",
+			(PyObject *)owner);
+	return 1;
+}
+
+PyDoc_STRVAR(context_close__doc__,
+	     "Close the device.\n"
+	     "\n"
+	     "Idempotent: closing a closed Context does nothing. The\n"
+	     "Context stays open and usable after a refusal.\n"
+	     "\n"
+	     "Wraps ``ibv_close_device`` (man page ibv_open_device(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBUSY while children (PDs, CQs, channels, DMs)\n"
+	     "        are open, another thread waits in a blocking call on "
+	     "it,\n"
+	     "        or it is the Context of a CMID (close the CMID); else\n"
+	     "        the verb failed (``errno``).");
+
+static PyObject *context_close(PyObject *self, PyObject *unused)
+{
+	if (context_owned_by_cm(self))
+		return NULL;
+	return handle_meth_close(self, unused);
+}
+
+PyDoc_STRVAR(context_exit__doc__,
+	     "Leave a ``with`` block: ``close()`` the Context.\n"
+	     "\n"
+	     "Does not swallow the block's exception.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: as ``close()`` (EBUSY while children are open\n"
+	     "        or for a CMID's Context).");
+
+static PyObject *context_exit(PyObject *self, PyObject *args)
+{
+	if (context_owned_by_cm(self))
+		return NULL;
+	return handle_meth_exit(self, args);
+}
+
+static PyObject *context_repr(PyObject *self)
+{
+	return PyUnicode_FromFormat("<ibverbs.Context %R%s>",
+				    ((ContextObject *)self)->name,
+				    HANDLE(self)->obj ? "" : " closed");
+}
+
+PyDoc_STRVAR(context_ack_async_event__doc__,
+	     "Acknowledge an AsyncEvent of this Context.\n"
+	     "\n"
+	     "The same as ``event.ack()``: idempotent, an event acked\n"
+	     "already is left alone.\n"
+	     "\n"
+	     "Wraps ``ibv_ack_async_event`` (man page\n"
+	     "ibv_get_async_event(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    event: an AsyncEvent from ``get_async_event()``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: event is not an AsyncEvent.\n"
+	     "    ValueError: the event belongs to another Context.\n"
+	     "    VerbsError: EBADF once the Context is closed.");
+
+static PyObject *context_ack_async_event(PyObject *self, PyObject *ev)
+{
+	HANDLE_CHECK(self);
+	return async_event_ack_for((ContextObject *)self, ev);
+}
+
+PyDoc_STRVAR(context_create_cq__doc__,
+	     "Create a completion queue for at least ``cqe`` entries.\n"
+	     "\n"
+	     "With a ``channel``, ``CQ.req_notify()`` arms the CQ to signal\n"
+	     "its next completion there; the CQ uses the channel, which\n"
+	     "refuses ``close()`` (EBUSY) until the CQ is closed.\n"
+	     "\n"
+	     "Wraps ``ibv_create_cq`` (man page ibv_create_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    cqe: minimum number of entries, 1 or more.\n"
+	     "    channel: a CompChannel of this Context, or None.\n"
+	     "    comp_vector: the completion vector (interrupt), from 0\n"
+	     "        to ``num_comp_vectors - 1``.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new CQ; ``cqe`` holds the size the provider chose.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: channel is not a CompChannel or None, or a\n"
+	     "        number is not an int.\n"
+	     "    ValueError: channel belongs to another Context, or cqe or\n"
+	     "        comp_vector is out of range.\n"
+	     "    VerbsError: EBADF if the Context or channel is closed;\n"
+	     "        else the verb failed (``errno``, e.g. EINVAL for a cqe\n"
+	     "        past the device's max_cqe).");
+
+PyDoc_STRVAR(context_enter__doc__,
+	     "Enter a ``with`` block: return the Context itself.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the Context is closed.");
+
+PyDoc_STRVAR(context__doc__,
+	     "Open the RDMA device called ``name`` (``struct ibv_context``).\n"
+	     "\n"
+	     "The root of the object tree: PDs, CQs, completion channels\n"
+	     "and DMs are its children. Use it as a context manager or call\n"
+	     "``close()``. ``ibverbs.get_device_list()`` lists the devices.\n"
+	     "\n"
+	     "Wraps ``ibv_get_device_list`` and ``ibv_open_device`` (man\n"
+	     "pages ibv_get_device_list(3), ibv_open_device(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    name: the device name, e.g. ``\"rxe0\"`` or ``\"mlx5_0\"``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: name is not a str.\n"
+	     "    VerbsError: ENODEV when no device has that name (or none\n"
+	     "        can be listed); else ``ibv_open_device`` failed\n"
+	     "        (``errno``).");
+
+static PyMethodDef context_methods[] = {
+	{ "query_device", context_query_device, METH_NOARGS,
+	  context_query_device__doc__ },
+	{ "query_port", KW context_query_port, METH_VARARGS | METH_KEYWORDS,
+	  context_query_port__doc__ },
+	{ "query_gid", KW context_query_gid, METH_VARARGS | METH_KEYWORDS,
+	  context_query_gid__doc__ },
+	{ "query_gid_ex", context_query_gid_ex, METH_VARARGS,
+	  context_query_gid_ex__doc__ },
+	{ "query_pkey", context_query_pkey, METH_VARARGS,
+	  context_query_pkey__doc__ },
+	{ "alloc_pd", context_alloc_pd, METH_NOARGS, context_alloc_pd__doc__ },
+	{ "create_cq", (PyCFunction)(void (*)(void))context_create_cq,
+	  METH_VARARGS | METH_KEYWORDS, context_create_cq__doc__ },
+	{ "create_comp_channel", context_create_comp_channel, METH_NOARGS,
+	  context_create_comp_channel__doc__ },
+	{ "get_async_event", context_get_async_event, METH_NOARGS,
+	  context_get_async_event__doc__ },
+	{ "ack_async_event", context_ack_async_event, METH_O,
+	  context_ack_async_event__doc__ },
+	{ "close", context_close, METH_NOARGS, context_close__doc__ },
+	{ "__enter__", handle_meth_enter, METH_NOARGS, context_enter__doc__ },
+	{ "__exit__", context_exit, METH_VARARGS, context_exit__doc__ },
+	{ "create_cq_ex", KW context_create_cq_ex, METH_VARARGS | METH_KEYWORDS,
+	  context_create_cq_ex__doc__ },
+	{ "query_device_ex", context_query_device_ex, METH_NOARGS,
+	  context_query_device_ex__doc__ },
+	{ "alloc_dm", KW context_alloc_dm, METH_VARARGS | METH_KEYWORDS,
+	  context_alloc_dm__doc__ },
+	{ "create_qp_ex", KW context_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
+	  context_create_qp_ex__doc__ },
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef context_getset[] = {
+	{ "name", context_get_name, NULL,
+	  "The device's name, as given to ``Context(name)``.", NULL },
+	{ "num_comp_vectors", context_get_num_comp_vectors, NULL,
+	  "Number of completion vectors (interrupts) for\n"
+	  "``create_cq(comp_vector=...)``; EBADF once closed.",
+	  NULL },
+	{ "async_fd", context_get_async_fd, NULL,
+	  "The file descriptor of async events, to select/poll on before\n"
+	  "``get_async_event()``; EBADF once closed.",
+	  NULL },
+	{ "cmd_fd", context_get_cmd_fd, NULL,
+	  "The file descriptor of the device's command channel\n"
+	  "(``ibv_context.cmd_fd``); EBADF once closed.",
+	  NULL },
+	HANDLE_GETSETS,
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+/* clang-format off */
+static PyType_Slot context_slots[] = {
+	{ Py_tp_doc, (void *)context__doc__ },
+	{ Py_tp_new, context_new },
+	{ Py_tp_dealloc, context_dealloc },
+	{ Py_tp_traverse, context_traverse },
+	{ Py_tp_repr, context_repr },
+	{ Py_tp_methods, context_methods },
+	{ Py_tp_getset, context_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
+
+PyType_Spec Context_spec = { "ibverbs._ibverbs.Context", sizeof(ContextObject),
+			     0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+			     context_slots };

@@ -1,0 +1,404 @@
+/*
+ * dm.c - DM: device memory (ibv_dm), a child of Context, and
+ * PD.reg_dm_mr(), an MR over it.
+ *
+ * ibv_alloc_dm, ibv_free_dm, ibv_reg_dm_mr, ibv_memcpy_to_dm and
+ * ibv_memcpy_from_dm are static inline in verbs.h (provider ops behind
+ * verbs_get_ctx_op, which answers EOPNOTSUPP when the provider has none),
+ * so they are called by name: no symbol is involved.
+ *
+ * The Limited API of 3.9 has no buffer protocol: copy_to() takes bytes
+ * or a bytearray.  Offsets and lengths are checked against the DM's
+ * length before the provider sees them.  An MR over a DM keeps it alive
+ * (MR.owner) and uses it, so DM.close() refuses with EBUSY while one is
+ * registered.
+ */
+#include "ibverbs.h"
+#include <limits.h>
+#include <string.h>
+
+typedef struct {
+	Handle h; /* obj: struct ibv_dm *; parent: Context */
+	uint64_t length;
+	uint32_t log_align_req;
+} DMObject;
+
+#define DMP(self) ((struct ibv_dm *)HANDLE(self)->obj)
+#define DMO(self) ((DMObject *)(self))
+
+static int dm_destroy(Handle *h)
+{
+	return ibv_free_dm((struct ibv_dm *)h->obj);
+}
+
+static const HandleKind dm_kind = { "DM", "ibv_free_dm", dm_destroy, NULL };
+
+/* Context.alloc_dm(length, log_align_req=0) */
+PyObject *dm_create(ContextObject *ctx, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "length", "log_align_req", NULL };
+	struct ibv_alloc_dm_attr attr;
+	PyObject *len_o, *align_o = NULL;
+	uint64_t length;
+	long align = 0;
+	struct ibv_dm *dm;
+	DMObject *self;
+	int err;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:alloc_dm", kwlist,
+					 &len_o, &align_o))
+		return NULL;
+	if (arg_u64(len_o, "length", &length) < 0)
+		return NULL;
+	if (length == 0 || length > SIZE_MAX) {
+		PyErr_Format(PyExc_ValueError,
+			     "length must be in range 1..%zu, got %S",
+			     (size_t)SIZE_MAX, len_o);
+		return NULL;
+	}
+	if (align_o != NULL &&
+	    arg_int(align_o, "log_align_req", 0, 63, &align) < 0)
+		return NULL;
+	memset(&attr, 0, sizeof(attr));
+	attr.length = (size_t)length;
+	attr.log_align_req = (uint32_t)align;
+	errno = 0;
+	dm = ibv_alloc_dm((struct ibv_context *)HANDLE(ctx)->obj, &attr);
+	err = errno ? errno : EINVAL;
+	if (dm == NULL)
+		return verbs_error_fmt(err, "ibv_alloc_dm",
+				       "length=%llu log_align_req=%ld",
+				       (unsigned long long)length, align);
+	self = HANDLE_ALLOC(DMObject, ST.DM_type);
+	if (self == NULL) {
+		ibv_free_dm(dm);
+		return NULL;
+	}
+	handle_init(HANDLE(self), &dm_kind, HANDLE(ctx));
+	HANDLE(self)->obj = dm;
+	self->length = length;
+	self->log_align_req = (uint32_t)align;
+	return (PyObject *)self;
+}
+
+/* offset and length within the DM: 0, or -1 with ValueError. */
+static int dm_range(PyObject *self, PyObject *off_o, uint64_t *off,
+		    uint64_t len)
+{
+	uint64_t size = DMO(self)->length;
+
+	if (arg_u64(off_o, "offset", off) < 0)
+		return -1;
+	if (*off > size || len > size - *off) {
+		PyErr_Format(PyExc_ValueError,
+			     "offset %llu + length %llu is beyond the DM's "
+			     "%llu bytes",
+			     (unsigned long long)*off, (unsigned long long)len,
+			     (unsigned long long)size);
+		return -1;
+	}
+	return 0;
+}
+
+PyDoc_STRVAR(dm_copy_to__doc__,
+	     "Write ``data`` into the device memory at ``offset``.\n"
+	     "\n"
+	     "A bytearray is copied first (it could be resized meanwhile).\n"
+	     "Empty data writes nothing.\n"
+	     "\n"
+	     "Wraps ``ibv_memcpy_to_dm`` (man page ibv_alloc_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    offset: start within the DM.\n"
+	     "    data: bytes or bytearray.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: data is not bytes or bytearray, or offset is\n"
+	     "        not an int.\n"
+	     "    ValueError: offset is negative, or offset + len(data)\n"
+	     "        passes the DM's end.\n"
+	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+static PyObject *dm_copy_to(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "offset", "data", NULL };
+	PyObject *off_o, *data, *hold;
+	Py_ssize_t n;
+	uint64_t off;
+	char *p;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:copy_to", kwlist, &off_o,
+					 &data))
+		return NULL;
+	if (PyBytes_Check(data)) {
+		if (PyBytes_AsStringAndSize(data, &p, &n) < 0)
+			return NULL;
+		hold = data;
+		Py_INCREF(hold);
+	} else if (PyByteArray_Check(data)) {
+		/* A copy: the bytearray could be resized meanwhile. */
+		hold = PyBytes_FromStringAndSize(PyByteArray_AsString(data),
+						 PyByteArray_Size(data));
+		if (hold == NULL)
+			return NULL;
+		p = PyBytes_AsString(hold);
+		n = PyBytes_Size(hold);
+	} else {
+		PyErr_Format(PyExc_TypeError,
+			     "data must be bytes or bytearray, not %R",
+			     (PyObject *)Py_TYPE(data));
+		return NULL;
+	}
+	if (dm_range(self, off_o, &off, (uint64_t)n) < 0) {
+		Py_DECREF(hold);
+		return NULL;
+	}
+	/* Converting offset ran no Python code, but be strict. */
+	if (handle_check(HANDLE(self)) < 0) {
+		Py_DECREF(hold);
+		return NULL;
+	}
+	rc = n ? ibv_memcpy_to_dm(DMP(self), off, p, (size_t)n) : 0;
+	Py_DECREF(hold);
+	if (rc != 0)
+		return verbs_error_fmt(rc, "ibv_memcpy_to_dm",
+				       "offset=%llu length=%zd",
+				       (unsigned long long)off, n);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(dm_copy_from__doc__,
+	     "Read ``length`` bytes of the device memory at ``offset``.\n"
+	     "\n"
+	     "Wraps ``ibv_memcpy_from_dm`` (man page ibv_alloc_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    offset: start within the DM.\n"
+	     "    length: bytes to read (0 gives b\"\").\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The bytes read.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: offset or length is not an int.\n"
+	     "    ValueError: offset or length is negative, or offset +\n"
+	     "        length passes the DM's end.\n"
+	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+static PyObject *dm_copy_from(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "offset", "length", NULL };
+	PyObject *off_o, *len_o, *res;
+	uint64_t off, len;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:copy_from", kwlist,
+					 &off_o, &len_o))
+		return NULL;
+	if (arg_u64(len_o, "length", &len) < 0 ||
+	    dm_range(self, off_o, &off, len) < 0)
+		return NULL;
+	res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
+	if (res == NULL)
+		return NULL;
+	if (handle_check(HANDLE(self)) < 0) {
+		Py_DECREF(res);
+		return NULL;
+	}
+	rc = len ? ibv_memcpy_from_dm(PyBytes_AsString(res), DMP(self), off,
+				      (size_t)len) :
+		   0;
+	if (rc != 0) {
+		Py_DECREF(res);
+		return verbs_error_fmt(rc, "ibv_memcpy_from_dm",
+				       "offset=%llu length=%llu",
+				       (unsigned long long)off,
+				       (unsigned long long)len);
+	}
+	return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* PD.reg_dm_mr(dm, offset, length, access)                            */
+/* ------------------------------------------------------------------ */
+
+static int dm_mr_destroy(Handle *h)
+{
+	return IBV.dereg_mr((struct ibv_mr *)h->obj);
+}
+
+/* Deregistered: the DM is no longer used and may go. */
+static void dm_mr_release(Handle *h)
+{
+	MRObject *m = (MRObject *)h;
+
+	if (m->owner != NULL) {
+		handle_unuse(HANDLE(m->owner));
+		Py_CLEAR(m->owner);
+	}
+}
+
+static const HandleKind dm_mr_kind = { "MR", "ibv_dereg_mr", dm_mr_destroy,
+				       dm_mr_release };
+
+PyObject *dm_reg_mr(PDObject *pd, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "dm", "offset", "length", "access", NULL };
+	PyObject *dm, *off_o, *len_o, *acc_o;
+	uint64_t off, len;
+	struct ibv_mr *mr;
+	MRObject *o;
+	long access;
+	int err;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO:reg_dm_mr", kwlist,
+					 &dm, &off_o, &len_o, &acc_o))
+		return NULL;
+	if (!PyObject_TypeCheck(dm, ST.DM_type)) {
+		PyErr_Format(PyExc_TypeError, "dm must be a DM, not %R",
+			     (PyObject *)Py_TYPE(dm));
+		return NULL;
+	}
+	if (handle_check(HANDLE(dm)) < 0)
+		return NULL;
+	if (HANDLE(dm)->parent != HANDLE(pd)->parent) {
+		PyErr_SetString(PyExc_ValueError,
+				"dm belongs to another Context than the PD");
+		return NULL;
+	}
+	if (arg_u64(len_o, "length", &len) < 0 ||
+	    arg_int(acc_o, "access", 0, INT_MAX, &access) < 0 ||
+	    dm_range(dm, off_o, &off, len) < 0)
+		return NULL;
+	if (len == 0) {
+		PyErr_SetString(PyExc_ValueError, "length must be >= 1");
+		return NULL;
+	}
+	o = HANDLE_ALLOC(MRObject, ST.MR_type);
+	if (o == NULL)
+		return NULL;
+	if (handle_check(HANDLE(pd)) < 0 || handle_check(HANDLE(dm)) < 0) {
+		Py_DECREF(o);
+		return NULL;
+	}
+	errno = 0;
+	mr = ibv_reg_dm_mr((struct ibv_pd *)HANDLE(pd)->obj, DMP(dm), off,
+			   (size_t)len, (unsigned int)access);
+	err = errno ? errno : EINVAL;
+	if (mr == NULL) {
+		Py_DECREF(o);
+		return verbs_error_fmt(err, "ibv_reg_dm_mr",
+				       "offset=%llu length=%llu access=0x%x",
+				       (unsigned long long)off,
+				       (unsigned long long)len,
+				       (unsigned int)access);
+	}
+	handle_init(HANDLE(o), &dm_mr_kind, HANDLE(pd));
+	HANDLE(o)->obj = mr;
+	Py_INCREF(dm);
+	o->owner = dm;
+	handle_use(HANDLE(dm));
+	/* Registered zero-based: addresses start at the offset. */
+	o->addr = (uint64_t)(uintptr_t)mr->addr;
+	o->length = len;
+	o->access = (int)access;
+	return (PyObject *)o;
+}
+
+/* ------------------------------------------------------------------ */
+/* Attributes, lifetime                                                */
+/* ------------------------------------------------------------------ */
+
+static PyObject *dm_get_length(PyObject *self, void *closure)
+{
+	return PyLong_FromUnsignedLongLong(DMO(self)->length);
+}
+
+static PyObject *dm_get_log_align_req(PyObject *self, void *closure)
+{
+	return PyLong_FromUnsignedLong(DMO(self)->log_align_req);
+}
+
+static PyObject *dm_get_handle(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+#ifdef IBVERBS_HAVE_DM_HANDLE
+	return PyLong_FromUnsignedLong(DMP(self)->handle);
+#else
+	return verbs_error_fmt(EOPNOTSUPP, "ibv_dm.handle",
+			       "the rdma-core headers this module was built "
+			       "against lack struct ibv_dm's handle (rdma-core "
+			       "35 or newer has it)");
+#endif
+}
+
+static int dm_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void dm_dealloc(PyObject *self)
+{
+	handle_dealloc(HANDLE(self));
+}
+
+static PyObject *dm_repr(PyObject *self)
+{
+	if (HANDLE(self)->obj == NULL)
+		return PyUnicode_FromString("<ibverbs.DM closed>");
+	return PyUnicode_FromFormat("<ibverbs.DM length=%llu>",
+				    (unsigned long long)DMO(self)->length);
+}
+
+PyDoc_STRVAR(dm__doc__,
+	     "Device memory (``struct ibv_dm``): memory on the adapter.\n"
+	     "\n"
+	     "Made by ``Context.alloc_dm()``; read and written with\n"
+	     "``copy_from()`` and ``copy_to()``, registered for RDMA with\n"
+	     "``PD.reg_dm_mr()``. ``close()`` wraps ``ibv_free_dm`` (man\n"
+	     "page ibv_alloc_dm(3)) and refuses with EBUSY while an MR over\n"
+	     "it is open.");
+
+static PyMethodDef dm_methods[] = {
+	{ "copy_to", KW dm_copy_to, METH_VARARGS | METH_KEYWORDS,
+	  dm_copy_to__doc__ },
+	{ "copy_from", KW dm_copy_from, METH_VARARGS | METH_KEYWORDS,
+	  dm_copy_from__doc__ },
+	HANDLE_METHODS,
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef dm_getset[] = {
+	{ "length", dm_get_length, NULL, "Bytes allocated.", NULL },
+	{ "log_align_req", dm_get_log_align_req, NULL,
+	  "log2 of the alignment asked for at allocation.", NULL },
+	{ "handle", dm_get_handle, NULL,
+	  "The DM's kernel handle (``ibv_dm.handle``); EBADF once closed,\n"
+	  "EOPNOTSUPP when built against rdma-core < 35 headers.",
+	  NULL },
+	{ "context", handle_get_parent, NULL,
+	  "The Context the DM was allocated on.", NULL },
+	HANDLE_GETSETS,
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+/* clang-format off */
+static PyType_Slot dm_slots[] = {
+	{ Py_tp_doc, (void *)dm__doc__ },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, dm_dealloc },
+	{ Py_tp_traverse, dm_traverse },
+	{ Py_tp_repr, dm_repr },
+	{ Py_tp_methods, dm_methods },
+	{ Py_tp_getset, dm_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
+
+PyType_Spec DM_spec = { "ibverbs._ibverbs.DM", sizeof(DMObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, dm_slots };

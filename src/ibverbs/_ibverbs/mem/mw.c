@@ -1,0 +1,369 @@
+/*
+ * mw.c - MW: a memory window (ibv_mw), a remote key for a part of an MR
+ * that can be bound, moved and invalidated without registering memory.
+ *
+ * Binding: a type 1 window is bound with QP.bind_mw(mw, MWBind(...))
+ * (ibv_bind_mw, which picks the next rkey itself); a type 2 window with a
+ * SendWR(opcode=BIND_MW, mw=..., rkey=new_rkey, bind_info=MWBindInfo(...))
+ * posted on the QP that will receive the remote accesses, the caller
+ * choosing the new rkey (ibverbs.inc_rkey(mw.rkey)), and invalidated with
+ * LOCAL_INV or a peer's SEND_WITH_INV.  This file holds the MW type,
+ * QP.bind_mw, the conversions of an MWBindInfo (used by SendWR's BIND_MW
+ * fields in wr/wr.c and QPEx.wr_bind_mw in qp/qp_ex.c), and inc_rkey.
+ *
+ * ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw and ibv_inc_rkey are static
+ * inline in <infiniband/verbs.h>: they jump through the provider's op
+ * table, so they are called by name (no exported symbol is involved).
+ */
+#include "ibverbs.h"
+#include "mem/mem.h"
+#include <limits.h>
+
+static int mw_destroy(Handle *h)
+{
+	return ibv_dealloc_mw((struct ibv_mw *)h->obj);
+}
+
+static const HandleKind mw_kind = { "MW", "ibv_dealloc_mw", mw_destroy, NULL };
+
+/* PD.alloc_mw(type) */
+PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "type", NULL };
+	PyObject *type_o;
+	struct ibv_mw *mw;
+	MWObject *self;
+	long type;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:alloc_mw", kwlist,
+					 &type_o))
+		return NULL;
+	if (arg_int(type_o, "type", IBV_MW_TYPE_1, IBV_MW_TYPE_2, &type) < 0)
+		return NULL;
+	errno = 0;
+	mw = ibv_alloc_mw((struct ibv_pd *)HANDLE(pd)->obj,
+			  (enum ibv_mw_type)type);
+	if (mw == NULL)
+		return verbs_error_errno("ibv_alloc_mw");
+	self = HANDLE_ALLOC(MWObject, ST.MW_type);
+	if (self == NULL) {
+		ibv_dealloc_mw(mw);
+		return NULL;
+	}
+	handle_init(HANDLE(self), &mw_kind, HANDLE(pd));
+	HANDLE(self)->obj = mw;
+	return (PyObject *)self;
+}
+
+const char mw_mod_inc_rkey__doc__[] = PyDoc_STR(
+	"The next rkey for a type 2 memory window bind: ``rkey`` with its\n"
+	"low 8 bits (the key part) incremented, wrapping at 0xff.\n"
+	"\n"
+	"Wraps ``ibv_inc_rkey`` (man page ibv_inc_rkey(3)).\n"
+	"\n"
+	"Args:\n"
+	"    rkey: the window's current rkey, 32 bits.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: rkey is not an int.\n"
+	"    ValueError: rkey does not fit 32 bits.");
+
+/* ibverbs.inc_rkey(rkey) */
+PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg)
+{
+	uint32_t rkey;
+
+	if (arg_u32(arg, "rkey", &rkey) < 0)
+		return NULL;
+	return PyLong_FromUnsignedLong(ibv_inc_rkey(rkey));
+}
+
+/* ------------------------------------------------------------------ */
+/* struct ibv_mw_bind_info from an MWBindInfo                          */
+/* ------------------------------------------------------------------ */
+
+/* Read attribute name of o; a missing one is a TypeError naming what o
+ * should be.  New reference or NULL. */
+static PyObject *field(PyObject *o, const char *name, const char *what)
+{
+	PyObject *v = PyObject_GetAttrString(o, name);
+
+	if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_TypeError,
+			     "%s must be an %s (or have its field %s), not %R",
+			     what, what[0] == 'b' ? "MWBindInfo" : "MWBind",
+			     name, (PyObject *)Py_TYPE(o));
+	}
+	return v;
+}
+
+/*
+ * Convert bind_info (mr, addr, length, mw_access_flags) into *bi; *mr_out
+ * gets a new reference to the MR.  0 or -1.
+ *
+ * The MR is required even where verbs.h allows NULL (ibv_bind_mw's unbind
+ * of a type 1 window): rxe dereferences it (seen: SIGSEGV in
+ * ibv_bind_mw).  length=0 unbinds instead.
+ */
+int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
+		      PyObject **mr_out)
+{
+	PyObject *mr = NULL, *addr = NULL, *length = NULL, *flags = NULL;
+	long access;
+	int rc = -1;
+
+	memset(bi, 0, sizeof(*bi));
+	*mr_out = NULL;
+	if ((mr = field(o, "mr", "bind_info")) == NULL ||
+	    (addr = field(o, "addr", "bind_info")) == NULL ||
+	    (length = field(o, "length", "bind_info")) == NULL ||
+	    (flags = field(o, "mw_access_flags", "bind_info")) == NULL)
+		goto out;
+	if (arg_u64(addr, "bind_info.addr", &bi->addr) < 0 ||
+	    arg_u64(length, "bind_info.length", &bi->length) < 0 ||
+	    arg_int(flags, "bind_info.mw_access_flags", 0, UINT_MAX, &access) <
+		    0)
+		goto out;
+	bi->mw_access_flags = (unsigned int)access;
+	if (!PyObject_TypeCheck(mr, ST.MR_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "bind_info.mr must be an MR (length=0 unbinds), "
+			     "not %R",
+			     (PyObject *)Py_TYPE(mr));
+		goto out;
+	}
+	if (handle_check(HANDLE(mr)) < 0)
+		goto out;
+	if (bi->length > UINT64_MAX - bi->addr) {
+		PyErr_SetString(PyExc_ValueError,
+				"bind_info.addr + length overflows");
+		goto out;
+	}
+	bi->mr = HANDLE(mr)->obj;
+	Py_INCREF(mr);
+	*mr_out = mr;
+	rc = 0;
+out:
+	Py_XDECREF(mr);
+	Py_XDECREF(addr);
+	Py_XDECREF(length);
+	Py_XDECREF(flags);
+	return rc;
+}
+
+/* An MWBindInfo of *bi and mr. */
+PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi, PyObject *mr)
+{
+	PyObject *kw, *flags;
+
+	flags = enum_from_int("AccessFlags", (long)bi->mw_access_flags);
+	if (flags == NULL)
+		return NULL;
+	kw = Py_BuildValue("{sOsKsKsN}", "mr", mr, "addr",
+			   (unsigned long long)bi->addr, "length",
+			   (unsigned long long)bi->length, "mw_access_flags",
+			   flags);
+	if (kw == NULL)
+		return NULL;
+	return make_record(ST.MWBindInfo, kw);
+}
+
+int mw_parse(PyObject *o, const char *name)
+{
+	if (!PyObject_TypeCheck(o, ST.MW_type)) {
+		PyErr_Format(PyExc_TypeError, "%s must be an MW, not %R", name,
+			     (PyObject *)Py_TYPE(o));
+		return -1;
+	}
+	return handle_check(HANDLE(o));
+}
+
+/* ------------------------------------------------------------------ */
+/* QP.bind_mw: type 1 windows                                          */
+/* ------------------------------------------------------------------ */
+
+const char qp_bind_mw__doc__[] = PyDoc_STR(
+	"Bind a type 1 memory window to part of an MR.\n"
+	"\n"
+	"Posts the bind on the send queue; it completes on the send\n"
+	"CQ like a WR (signaled with ``SendFlags.SIGNALED``). A\n"
+	"bind_info length of 0 unbinds. The provider picks the new\n"
+	"rkey. Type 2 windows bind with a SendWR(opcode=BIND_MW) or\n"
+	"``QPEx.wr_bind_mw()``.\n"
+	"\n"
+	"Wraps ``ibv_bind_mw`` (man page ibv_bind_mw(3)).\n"
+	"\n"
+	"Args:\n"
+	"    mw: a type 1 MW.\n"
+	"    mw_bind: an MWBind (wr_id, send_flags, bind_info).\n"
+	"\n"
+	"Returns:\n"
+	"    The window's new rkey.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: mw is not an MW, or mw_bind or its bind_info\n"
+	"        lacks a field or has a wrong type.\n"
+	"    ValueError: a value is out of range.\n"
+	"    VerbsError: EINVAL for a type 2 window; EBADF if the QP,\n"
+	"        the MW or the MR is closed; else the verb failed\n"
+	"        (``errno``).");
+
+/*
+ * QP.bind_mw(mw, mw_bind): post the bind (ibv_bind_mw) and return the
+ * window's new rkey, which the provider chose.  The bind completes on the
+ * send CQ like a WR (signaled with SendFlags.SIGNALED).
+ */
+PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "mw", "mw_bind", NULL };
+	PyObject *mw, *bind_o, *wr_id = NULL, *flags = NULL, *info = NULL;
+	PyObject *mr = NULL, *res = NULL;
+	struct ibv_mw_bind bind;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:bind_mw", kwlist, &mw,
+					 &bind_o))
+		return NULL;
+	if (mw_parse(mw, "mw") < 0)
+		return NULL;
+	memset(&bind, 0, sizeof(bind));
+	if ((wr_id = field(bind_o, "wr_id", "mw_bind")) == NULL ||
+	    (flags = field(bind_o, "send_flags", "mw_bind")) == NULL ||
+	    (info = field(bind_o, "bind_info", "mw_bind")) == NULL)
+		goto out;
+	if (arg_u64(wr_id, "mw_bind.wr_id", &bind.wr_id) < 0 ||
+	    arg_u32(flags, "mw_bind.send_flags", &bind.send_flags) < 0 ||
+	    bind_info_from_py(info, &bind.bind_info, &mr) < 0)
+		goto out;
+	/* Reading the records ran Python code, which may have closed a
+	 * handle: check them again right before the verb. */
+	if (handle_check(HANDLE(self)) < 0 || handle_check(HANDLE(mw)) < 0 ||
+	    handle_check(HANDLE(mr)) < 0)
+		goto out;
+	bind.bind_info.mr = HANDLE(mr)->obj;
+	if (MWP(mw)->type != IBV_MW_TYPE_1) {
+		verbs_error_fmt(EINVAL, "ibv_bind_mw",
+				"QP.bind_mw binds type 1 windows; bind a "
+				"type 2 window with a SendWR(opcode=BIND_MW)");
+		goto out;
+	}
+	rc = ibv_bind_mw(QPP(self), MWP(mw), &bind);
+	if (rc != 0) {
+		verbs_error(rc, "ibv_bind_mw");
+		goto out;
+	}
+	res = PyLong_FromUnsignedLong(MWP(mw)->rkey);
+out:
+	Py_XDECREF(wr_id);
+	Py_XDECREF(flags);
+	Py_XDECREF(info);
+	Py_XDECREF(mr);
+	return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* The MW type                                                         */
+/* ------------------------------------------------------------------ */
+
+static int mw_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void mw_dealloc(PyObject *self)
+{
+	handle_dealloc(HANDLE(self));
+}
+
+static PyObject *mw_get_rkey(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(MWP(self)->rkey);
+}
+
+/* What a C program does with mw->rkey = rkey: rxe leaves ibv_mw.rkey as it
+ * was after a type 2 bind posted as a SendWR, and takes it as the window's
+ * current key in the next BIND_MW (MW_BIND_ERR when it is stale). */
+static int mw_set_rkey(PyObject *self, PyObject *v, void *closure)
+{
+	uint32_t rkey;
+
+	if (v == NULL) {
+		PyErr_SetString(PyExc_AttributeError, "cannot delete rkey");
+		return -1;
+	}
+	if (handle_check(HANDLE(self)) < 0 || arg_u32(v, "rkey", &rkey) < 0)
+		return -1;
+	MWP(self)->rkey = rkey;
+	return 0;
+}
+
+static PyObject *mw_get_handle(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(MWP(self)->handle);
+}
+
+static PyObject *mw_get_type(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return enum_from_int("MWType", MWP(self)->type);
+}
+
+static PyObject *mw_repr(PyObject *self)
+{
+	struct ibv_mw *mw = HANDLE(self)->obj;
+
+	if (mw == NULL)
+		return PyUnicode_FromString("<ibverbs.MW closed>");
+	return PyUnicode_FromFormat("<ibverbs.MW type=%d rkey=0x%x handle=%u>",
+				    (int)mw->type, mw->rkey, mw->handle);
+}
+
+static PyMethodDef mw_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
+
+static PyGetSetDef mw_getset[] = {
+	{ "rkey", mw_get_rkey, mw_set_rkey,
+	  "The window's current rkey (``ibv_mw.rkey``), what a peer\n"
+	  "uses. Settable: after a type 2 bind completes, set it to the\n"
+	  "bind's rkey. EBADF once closed.",
+	  NULL },
+	{ "handle", mw_get_handle, NULL,
+	  "The MW's kernel handle (``ibv_mw.handle``); EBADF once closed.",
+	  NULL },
+	{ "type", mw_get_type, NULL,
+	  "``MWType.TYPE_1`` or ``MWType.TYPE_2``; EBADF once closed.", NULL },
+	{ "pd", handle_get_parent, NULL, "The PD the MW was allocated in.",
+	  NULL },
+	HANDLE_GETSETS,
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+PyDoc_STRVAR(mw__doc__,
+	     "A memory window (``struct ibv_mw``): a remote key for part of "
+	     "an MR.\n"
+	     "\n"
+	     "Made by ``PD.alloc_mw(type)``. A type 1 window is bound with\n"
+	     "``QP.bind_mw()``; a type 2 one with a\n"
+	     "``SendWR(opcode=BIND_MW, ...)`` or ``QPEx.wr_bind_mw()`` and\n"
+	     "invalidated with LOCAL_INV or a peer's SEND_WITH_INV.\n"
+	     "``close()`` wraps ``ibv_dealloc_mw`` (man page\n"
+	     "ibv_alloc_mw(3)).");
+
+/* clang-format off */
+static PyType_Slot mw_slots[] = {
+	{ Py_tp_doc, (void *)mw__doc__ },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, mw_dealloc },
+	{ Py_tp_traverse, mw_traverse },
+	{ Py_tp_repr, mw_repr },
+	{ Py_tp_methods, mw_methods },
+	{ Py_tp_getset, mw_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
+
+PyType_Spec MW_spec = { "ibverbs._ibverbs.MW", sizeof(MWObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, mw_slots };

@@ -1,0 +1,403 @@
+/*
+ * pd.c - PD: a protection domain, and the factories of its children
+ * (MR, QP, SRQ, AH), which live in their own files.
+ */
+#include "ibverbs.h"
+
+static int pd_destroy(Handle *h)
+{
+	return IBV.dealloc_pd((struct ibv_pd *)h->obj);
+}
+
+const HandleKind pd_kind = { "PD", "ibv_dealloc_pd", pd_destroy, NULL };
+
+#define PDP(self) ((struct ibv_pd *)HANDLE(self)->obj)
+
+static int pd_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void pd_dealloc(PyObject *self)
+{
+	handle_dealloc(HANDLE(self));
+}
+
+PyDoc_STRVAR(pd_reg_mr__doc__,
+	     "Register ``length`` bytes of memory at ``addr`` for RDMA.\n"
+	     "\n"
+	     "The memory is given as an integer address (host or GPU\n"
+	     "virtual address); ``owner`` is any object that keeps it alive\n"
+	     "(an array, a tensor, an mmap), held until the MR is closed.\n"
+	     "Pinning runs with the GIL released; the PD's ``close()``\n"
+	     "refuses with EBUSY meanwhile. Access bits of the optional\n"
+	     "range (``AccessFlags.RELAXED_ORDERING``, ...) register through\n"
+	     "``ibv_reg_mr_iova2``, as verbs.h does.\n"
+	     "\n"
+	     "Wraps ``ibv_reg_mr`` (man page ibv_reg_mr(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    addr: start address of the region (an int).\n"
+	     "    length: bytes, 1 or more.\n"
+	     "    access: ``AccessFlags`` (LOCAL_WRITE, REMOTE_READ, ...).\n"
+	     "    owner: the object whose memory this is, or None.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new MR (a child of this PD).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: addr, length or access is not an int (use\n"
+	     "        ``ibverbs.reg_tensor()`` for arrays and tensors).\n"
+	     "    ValueError: length is 0, addr + length overflows, or a\n"
+	     "        value is out of range.\n"
+	     "    VerbsError: EBADF once the PD is closed; EOPNOTSUPP for\n"
+	     "        optional-range bits without ``ibv_reg_mr_iova2``\n"
+	     "        (rdma-core < 29); else the verb failed (``errno``, e.g.\n"
+	     "        EFAULT for unmapped memory, ENOMEM past the pin limit).");
+
+/* The factory methods: each checks the PD open and calls the new
+ * type's constructor (in that type's file). */
+static PyObject *pd_reg_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return mr_create((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_reg_dmabuf_mr__doc__,
+	     "Register ``length`` bytes of a dma-buf (GPU memory) for RDMA.\n"
+	     "\n"
+	     "The region starts ``offset`` bytes into the dma-buf ``fd`` and\n"
+	     "is addressed as ``iova`` in work requests (``MR.addr``).\n"
+	     "``owner`` (e.g. the tensor) is held until the MR is closed.\n"
+	     "The verb runs with the GIL released.\n"
+	     "\n"
+	     "Wraps ``ibv_reg_dmabuf_mr`` (man page ibv_reg_mr(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    offset: start of the region within the dma-buf.\n"
+	     "    length: bytes, 1 or more.\n"
+	     "    iova: the address work requests use for its first byte.\n"
+	     "    fd: the dma-buf file descriptor.\n"
+	     "    access: ``AccessFlags``.\n"
+	     "    owner: the object that owns the memory, or None.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new MR (``is_dmabuf`` is True).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: length is 0 or a value is out of range.\n"
+	     "    VerbsError: EBADF for a negative fd or once the PD is\n"
+	     "        closed; EOPNOTSUPP when libibverbs lacks the verb\n"
+	     "        (rdma-core < 34); else the verb failed (``errno``).");
+
+static PyObject *pd_reg_dmabuf_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return mr_create_dmabuf((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_create_qp__doc__,
+	     "Create a queue pair in this PD.\n"
+	     "\n"
+	     "``init_attr`` is a ``QPInitAttr`` (or any object with its\n"
+	     "fields): send_cq (required), recv_cq (default: send_cq),\n"
+	     "qp_type (default RC), srq, the capacities (max_send_wr=128,\n"
+	     "max_recv_wr=128, max_send_sge=1, max_recv_sge=1,\n"
+	     "max_inline_data=0) and sq_sig_all. The QP uses its CQs and\n"
+	     "SRQ: they refuse ``close()`` (EBUSY) until the QP is closed.\n"
+	     "``QP.cap`` holds the capacities the provider granted.\n"
+	     "\n"
+	     "Wraps ``ibv_create_qp`` (man page ibv_create_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    init_attr: a QPInitAttr, or any object with its fields.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new QP, in the RESET state.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: a CQ or SRQ field has the wrong type, or\n"
+	     "        send_cq is None.\n"
+	     "    ValueError: a CQ of another Context, an SRQ of another PD,\n"
+	     "        or a capacity out of range.\n"
+	     "    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
+	     "        else the verb failed (``errno``, e.g. EINVAL for\n"
+	     "        capacities beyond the device's limits).");
+
+static PyObject *pd_create_qp(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return qp_create((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_create_srq__doc__,
+	     "Create a shared receive queue in this PD.\n"
+	     "\n"
+	     "Wraps ``ibv_create_srq`` (man page ibv_create_srq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    max_wr: receive work requests it holds.\n"
+	     "    max_sge: scatter entries per work request.\n"
+	     "    srq_limit: the SRQ_LIMIT_REACHED threshold (0: none).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new SRQ.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: a value is outside ``0..2**32-1``.\n"
+	     "    VerbsError: EBADF once the PD is closed; else the verb\n"
+	     "        failed (``errno``, e.g. EINVAL past the device limits).");
+
+static PyObject *pd_create_srq(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return srq_create((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_create_ah__doc__,
+	     "Create an address handle, the destination of UD sends.\n"
+	     "\n"
+	     "``attr`` is an ``AHAttr`` (or any object with some of its\n"
+	     "fields: dlid, sl, port_num, dgid, sgid_index, hop_limit, ...);\n"
+	     "a ``dgid`` makes the address global (RoCE needs one) unless\n"
+	     "``is_global`` says otherwise.\n"
+	     "\n"
+	     "Wraps ``ibv_create_ah`` (man page ibv_create_ah(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    attr: an AHAttr, or any object with some of its fields.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new AH.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: attr has none of AHAttr's fields, or a field\n"
+	     "        has the wrong type.\n"
+	     "    ValueError: a field is out of range or dgid is no GID.\n"
+	     "    VerbsError: EBADF once the PD is closed; else the verb\n"
+	     "        failed (``errno``, e.g. EINVAL for a bad sgid_index).");
+
+static PyObject *pd_create_ah(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return ah_create((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_reg_dm_mr__doc__,
+	     "Register part of a device memory allocation as an MR.\n"
+	     "\n"
+	     "The MR is zero-based: SGEs address it by the offset from its\n"
+	     "start, and ``access`` must include ``AccessFlags.ZERO_BASED``.\n"
+	     "It holds the DM (``MR.owner``) and uses it, so ``dm.close()``\n"
+	     "refuses with EBUSY until the MR is closed.\n"
+	     "\n"
+	     "Wraps ``ibv_reg_dm_mr`` (man page ibv_alloc_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    dm: a DM of this PD's Context.\n"
+	     "    offset: start within the DM.\n"
+	     "    length: bytes, 1 or more, within the DM.\n"
+	     "    access: ``AccessFlags``.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new MR.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: dm is not a DM, or a value is not an int.\n"
+	     "    ValueError: dm is of another Context, length is 0, or the\n"
+	     "        range passes the DM's end.\n"
+	     "    VerbsError: EBADF if the PD or the DM is closed;\n"
+	     "        EOPNOTSUPP when the provider has no device memory;\n"
+	     "        else the verb failed (``errno``).");
+
+static PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return dm_reg_mr((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_reg_implicit_odp_mr__doc__,
+	     "Register the whole address space as an implicit ODP MR.\n"
+	     "\n"
+	     "Calls ``ibv_reg_mr(pd, NULL, SIZE_MAX, access | ON_DEMAND)``:\n"
+	     "pages are mapped on demand as work requests touch them.\n"
+	     "The MR's ``addr`` is 0 and its ``length`` SIZE_MAX.\n"
+	     "\n"
+	     "Wraps ``ibv_reg_mr`` (man page ibv_reg_mr(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    access: ``AccessFlags``; ON_DEMAND is added.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new MR.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: access is not an int.\n"
+	     "    ValueError: access is out of range.\n"
+	     "    VerbsError: EBADF once the PD is closed; else the verb\n"
+	     "        failed (``errno``, e.g. EINVAL or EOPNOTSUPP where the\n"
+	     "        device has no implicit ODP).");
+
+static PyObject *pd_reg_implicit_odp_mr(PyObject *self, PyObject *args,
+					PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return odp_reg_implicit((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_advise_mr__doc__,
+	     "Give the provider advice about ODP memory (prefetch it).\n"
+	     "\n"
+	     "Wraps ``ibv_advise_mr`` (man page ibv_advise_mr(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    advice: ``AdviseMRAdvice`` (PREFETCH, PREFETCH_WRITE,\n"
+	     "        PREFETCH_NO_FAULT).\n"
+	     "    flags: ``AdviseMRFlags`` (FLUSH waits for the prefetch).\n"
+	     "    sg_list: a list or tuple of SGEs over MRs of this PD.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: sg_list is not a list or tuple of SGEs.\n"
+	     "    ValueError: sg_list is empty or an SGE's MR belongs to\n"
+	     "        another PD.\n"
+	     "    VerbsError: EBADF if the PD or an SGE's MR is closed;\n"
+	     "        EOPNOTSUPP when the provider has no such op; else the\n"
+	     "        verb failed (``errno``).");
+
+static PyObject *pd_advise_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return odp_advise_mr((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_alloc_mw__doc__,
+	     "Allocate a memory window in this PD.\n"
+	     "\n"
+	     "A type 1 window is bound with ``QP.bind_mw()``, a type 2 one\n"
+	     "with a ``SendWR(opcode=BIND_MW, ...)`` or "
+	     "``QPEx.wr_bind_mw()``.\n"
+	     "\n"
+	     "Wraps ``ibv_alloc_mw`` (man page ibv_alloc_mw(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    type: ``MWType.TYPE_1`` or ``MWType.TYPE_2``.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new MW.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: type is not an int.\n"
+	     "    ValueError: type is neither 1 nor 2.\n"
+	     "    VerbsError: EBADF once the PD is closed; else the verb\n"
+	     "        failed (``errno``, e.g. EOPNOTSUPP without windows).");
+
+static PyObject *pd_alloc_mw(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return mw_create((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_create_qp_ex__doc__,
+	     "Create an extended QP that posts with the ``ibv_wr_*`` calls.\n"
+	     "\n"
+	     "``init_attr`` is a ``QPInitAttrEx``: QPInitAttr's fields plus\n"
+	     "``send_ops_flags`` (``QPCreateSendOpsFlags``: the builders the\n"
+	     "QP may use; SEND when None), ``create_flags`` and ``pd``\n"
+	     "(None or this PD).\n"
+	     "\n"
+	     "Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
+	     "ibv_create_qp_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    init_attr: a QPInitAttrEx, or any object with its fields.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new QPEx, in the RESET state.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: a field has the wrong type.\n"
+	     "    ValueError: init_attr.pd is another PD, a CQ or SRQ is of\n"
+	     "        another Context or PD, or a value is out of range.\n"
+	     "    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
+	     "        EOPNOTSUPP when libibverbs lacks ``ibv_qp_to_qp_ex`` or\n"
+	     "        the provider makes no extended QP; else the verb failed\n"
+	     "        (``errno``).");
+
+static PyObject *pd_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return qpex_create((PDObject *)self, args, kw);
+}
+
+static PyObject *pd_get_handle(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(PDP(self)->handle);
+}
+
+static PyObject *pd_repr(PyObject *self)
+{
+	if (HANDLE(self)->obj == NULL)
+		return PyUnicode_FromString("<ibverbs.PD closed>");
+	return PyUnicode_FromFormat("<ibverbs.PD handle=%u>",
+				    PDP(self)->handle);
+}
+
+PyDoc_STRVAR(pd__doc__,
+	     "A protection domain (``struct ibv_pd``).\n"
+	     "\n"
+	     "Made by ``Context.alloc_pd()``; the parent of the MRs, QPs,\n"
+	     "SRQs, AHs and MWs made by its factory methods. ``close()``\n"
+	     "wraps ``ibv_dealloc_pd`` (man page ibv_alloc_pd(3)).");
+
+static PyMethodDef pd_methods[] = {
+	{ "reg_mr", KW pd_reg_mr, METH_VARARGS | METH_KEYWORDS,
+	  pd_reg_mr__doc__ },
+	{ "reg_dmabuf_mr", KW pd_reg_dmabuf_mr, METH_VARARGS | METH_KEYWORDS,
+	  pd_reg_dmabuf_mr__doc__ },
+	{ "create_qp", KW pd_create_qp, METH_VARARGS | METH_KEYWORDS,
+	  pd_create_qp__doc__ },
+	{ "create_srq", KW pd_create_srq, METH_VARARGS | METH_KEYWORDS,
+	  pd_create_srq__doc__ },
+	{ "create_ah", KW pd_create_ah, METH_VARARGS | METH_KEYWORDS,
+	  pd_create_ah__doc__ },
+	{ "reg_dm_mr", KW pd_reg_dm_mr, METH_VARARGS | METH_KEYWORDS,
+	  pd_reg_dm_mr__doc__ },
+	{ "reg_implicit_odp_mr", KW pd_reg_implicit_odp_mr,
+	  METH_VARARGS | METH_KEYWORDS, pd_reg_implicit_odp_mr__doc__ },
+	{ "advise_mr", KW pd_advise_mr, METH_VARARGS | METH_KEYWORDS,
+	  pd_advise_mr__doc__ },
+	{ "alloc_mw", KW pd_alloc_mw, METH_VARARGS | METH_KEYWORDS,
+	  pd_alloc_mw__doc__ },
+	{ "create_qp_ex", KW pd_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
+	  pd_create_qp_ex__doc__ },
+	HANDLE_METHODS,
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef pd_getset[] = {
+	{ "handle", pd_get_handle, NULL,
+	  "The PD's kernel handle (``ibv_pd.handle``).", NULL },
+	{ "context", handle_get_parent, NULL, "The Context this PD belongs to.",
+	  NULL },
+	HANDLE_GETSETS,
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+/* clang-format off */
+static PyType_Slot pd_slots[] = {
+	{ Py_tp_doc, (void *)pd__doc__ },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, pd_dealloc },
+	{ Py_tp_traverse, pd_traverse },
+	{ Py_tp_repr, pd_repr },
+	{ Py_tp_methods, pd_methods },
+	{ Py_tp_getset, pd_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
+
+PyType_Spec PD_spec = { "ibverbs._ibverbs.PD", sizeof(PDObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, pd_slots };

@@ -1,0 +1,1132 @@
+/*
+ * qp.c - QP: a queue pair (ibv_qp) of any type (RC, UC, UD, ...).
+ *
+ * Ownership: the QP is a child of its PD and "uses" its send/recv CQs and
+ * its SRQ (handle_use), holding a reference to each, so none of them can
+ * be closed under it; the references and uses are dropped in
+ * qp_release(), after ibv_destroy_qp succeeded.
+ *
+ * qp_context is set to the Python object (borrowed), for what reads the
+ * ibv_qp elsewhere; this package's own async events find their QP in the
+ * handle tree (handle_find, event.c).  The verbs object never outlives
+ * the Python object.
+ *
+ * The connection: to_init(), to_rtr() and to_rts(), the state
+ * transitions with the attribute masks each QP type needs, and the parsing
+ * of the remote end's QPInfo (any object with qp_num, psn, lid, gid and
+ * mtu) into the address vector; each goes through qp_modify(), which names
+ * the transition in a failure.
+ *
+ * The data path (post_send/post_recv, METH_O) is in wr/post.c: the WR
+ * objects already hold native ibv_*_wr structs, which it links in place;
+ * the inline verbs jump straight to the provider.  No allocation, GIL
+ * kept.
+ */
+#include "ibverbs.h"
+#include "qp/qp.h"
+#include "wr/wr.h"
+#include <stddef.h>
+#include <string.h>
+
+static const char *type_name(int t)
+{
+	switch (t) {
+	case IBV_QPT_RC:
+		return "RC";
+	case IBV_QPT_UC:
+		return "UC";
+	case IBV_QPT_UD:
+		return "UD";
+	case IBV_QPT_RAW_PACKET:
+		return "RAW_PACKET";
+	case IBV_QPT_XRC_SEND:
+		return "XRC_SEND";
+	case IBV_QPT_XRC_RECV:
+		return "XRC_RECV";
+	default:
+		return "QP";
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Lifetime                                                            */
+/* ------------------------------------------------------------------ */
+
+static int qp_destroy(Handle *h)
+{
+	return IBV.destroy_qp((struct ibv_qp *)h->obj);
+}
+
+/* After a successful destroy: the CQs and SRQ may be closed again. */
+void qp_release(Handle *h)
+{
+	QPObject *q = (QPObject *)h;
+
+	if (q->send_cq)
+		handle_unuse(HANDLE(q->send_cq));
+	if (q->recv_cq)
+		handle_unuse(HANDLE(q->recv_cq));
+	if (q->srq)
+		handle_unuse(HANDLE(q->srq));
+	Py_CLEAR(q->send_cq);
+	Py_CLEAR(q->recv_cq);
+	Py_CLEAR(q->srq);
+}
+
+static const HandleKind qp_kind = { "QP", "ibv_destroy_qp", qp_destroy,
+				    qp_release };
+
+static int qp_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	QPObject *q = QPO(self);
+
+	Py_VISIT(q->send_cq);
+	Py_VISIT(q->recv_cq);
+	Py_VISIT(q->srq);
+	Py_VISIT(q->cmid);
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void qp_dealloc(PyObject *self)
+{
+	QPObject *q = QPO(self);
+
+	PyObject_GC_UnTrack(self);
+	handle_close_quiet(HANDLE(self));
+	/* Non-NULL only if the destroy failed (reported as unraisable):
+	 * the CQs stay marked used, as the kernel QP still uses them. */
+	Py_CLEAR(q->send_cq);
+	Py_CLEAR(q->recv_cq);
+	Py_CLEAR(q->srq);
+	Py_CLEAR(q->cmid);
+	handle_dealloc(HANDLE(self));
+}
+
+/* ------------------------------------------------------------------ */
+/* PD.create_qp(init_attr)                                             */
+/* ------------------------------------------------------------------ */
+
+/* getattr that tells "missing" (0, *out NULL) from an error (-1). */
+static int opt_attr(PyObject *o, const char *name, PyObject **out)
+{
+	*out = PyObject_GetAttrString(o, name);
+	if (*out != NULL)
+		return 0;
+	if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+		return -1;
+	PyErr_Clear();
+	return 0;
+}
+
+static int init_u32(PyObject *ia, const char *name, uint32_t dflt,
+		    uint32_t *out)
+{
+	PyObject *v;
+	char what[40];
+	int rc;
+
+	if (opt_attr(ia, name, &v) < 0)
+		return -1;
+	*out = dflt;
+	if (v == NULL || v == Py_None) {
+		Py_XDECREF(v);
+		return 0;
+	}
+	snprintf(what, sizeof(what), "init_attr.%s", name);
+	rc = arg_u32(v, what, out);
+	Py_DECREF(v);
+	return rc;
+}
+
+/* A CQ of the PD's Context; returns a new reference. */
+static PyObject *get_cq(PDObject *pd, PyObject *ia, const char *name,
+			PyObject *dflt)
+{
+	PyObject *cq;
+
+	if (opt_attr(ia, name, &cq) < 0)
+		return NULL;
+	if (cq == NULL || cq == Py_None) {
+		Py_XDECREF(cq);
+		if (dflt == NULL) {
+			PyErr_Format(PyExc_TypeError,
+				     "init_attr.%s must be a CQ, not None",
+				     name);
+			return NULL;
+		}
+		Py_INCREF(dflt);
+		return dflt;
+	}
+	if (!PyObject_TypeCheck(cq, ST.CQ_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "init_attr.%s must be a CQ, not %R", name,
+			     (PyObject *)Py_TYPE(cq));
+		goto fail;
+	}
+	if (handle_check(HANDLE(cq)) < 0)
+		goto fail;
+	if (HANDLE(cq)->parent != HANDLE(pd)->parent) {
+		PyErr_Format(
+			PyExc_ValueError,
+			"init_attr.%s belongs to another Context than the PD",
+			name);
+		goto fail;
+	}
+	return cq;
+fail:
+	Py_DECREF(cq);
+	return NULL;
+}
+
+/* The SRQ (new reference) or NULL with no error for None. */
+static int get_srq(PDObject *pd, PyObject *ia, PyObject **out)
+{
+	PyObject *srq;
+
+	*out = NULL;
+	if (opt_attr(ia, "srq", &srq) < 0)
+		return -1;
+	if (srq == NULL || srq == Py_None) {
+		Py_XDECREF(srq);
+		return 0;
+	}
+	if (!PyObject_TypeCheck(srq, ST.SRQ_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "init_attr.srq must be an SRQ or None, not %R",
+			     (PyObject *)Py_TYPE(srq));
+		goto fail;
+	}
+	if (handle_check(HANDLE(srq)) < 0)
+		goto fail;
+	if (HANDLE(srq)->parent != HANDLE(pd)) {
+		PyErr_SetString(PyExc_ValueError,
+				"init_attr.srq belongs to another PD");
+		goto fail;
+	}
+	*out = srq;
+	return 0;
+fail:
+	Py_DECREF(srq);
+	return -1;
+}
+
+static int get_qp_type(PyObject *ia, enum ibv_qp_type *out)
+{
+	PyObject *v;
+	long t;
+	int rc;
+
+	if (opt_attr(ia, "qp_type", &v) < 0)
+		return -1;
+	*out = IBV_QPT_RC;
+	if (v == NULL || v == Py_None) {
+		Py_XDECREF(v);
+		return 0;
+	}
+	rc = arg_int(v, "init_attr.qp_type", 0, INT32_MAX, &t);
+	Py_DECREF(v);
+	*out = (enum ibv_qp_type)t;
+	return rc;
+}
+
+static int get_sig_all(PyObject *ia, int *out)
+{
+	PyObject *v;
+
+	if (opt_attr(ia, "sq_sig_all", &v) < 0)
+		return -1;
+	*out = v ? PyObject_IsTrue(v) : 0;
+	Py_XDECREF(v);
+	return *out < 0 ? -1 : 0;
+}
+
+/* Fill *init from a QPInitAttr-like object; new references to the CQs
+ * and SRQ (srq may be NULL) go to the caller. */
+static int read_init_attr(PDObject *pd, PyObject *ia,
+			  struct ibv_qp_init_attr *init, PyObject **scq,
+			  PyObject **rcq, PyObject **srq)
+{
+	struct ibv_qp_cap *c = &init->cap;
+
+	memset(init, 0, sizeof(*init));
+	*scq = get_cq(pd, ia, "send_cq", NULL);
+	if (*scq == NULL)
+		return -1;
+	*rcq = get_cq(pd, ia, "recv_cq", *scq);
+	if (*rcq == NULL)
+		return -1;
+	if (get_srq(pd, ia, srq) < 0 || get_qp_type(ia, &init->qp_type) < 0 ||
+	    get_sig_all(ia, &init->sq_sig_all) < 0 ||
+	    init_u32(ia, "max_send_wr", 128, &c->max_send_wr) < 0 ||
+	    init_u32(ia, "max_recv_wr", 128, &c->max_recv_wr) < 0 ||
+	    init_u32(ia, "max_send_sge", 1, &c->max_send_sge) < 0 ||
+	    init_u32(ia, "max_recv_sge", 1, &c->max_recv_sge) < 0 ||
+	    init_u32(ia, "max_inline_data", 0, &c->max_inline_data) < 0)
+		return -1;
+	init->send_cq = HANDLE(*scq)->obj;
+	init->recv_cq = HANDLE(*rcq)->obj;
+	init->srq = *srq ? HANDLE(*srq)->obj : NULL;
+	return 0;
+}
+
+static PyObject *create_error(int err, const char *verb,
+			      const struct ibv_qp_init_attr *i)
+{
+	return verbs_error_fmt(err, verb,
+			       "%s QP with max_send_wr=%u max_recv_wr=%u "
+			       "max_send_sge=%u max_recv_sge=%u "
+			       "max_inline_data=%u%s",
+			       type_name(i->qp_type), i->cap.max_send_wr,
+			       i->cap.max_recv_wr, i->cap.max_send_sge,
+			       i->cap.max_recv_sge, i->cap.max_inline_data,
+			       i->srq ? " and an SRQ" : "");
+}
+
+static struct ibv_qp *plain_create(struct ibv_pd *pd,
+				   struct ibv_qp_init_attr *init, void *arg)
+{
+	return IBV.create_qp(pd, init);
+}
+
+PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "init_attr", NULL };
+	PyObject *ia;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp", kwlist, &ia))
+		return NULL;
+	return qp_create_with(pd, ia, &qp_kind, "ibv_create_qp", plain_create,
+			      NULL);
+}
+
+PyObject *qp_create_with(PDObject *pd, PyObject *ia, const HandleKind *kind,
+			 const char *verb, qp_create_fn create, void *arg)
+{
+	return qp_create_typed(pd, ia, kind, verb, create, arg, ST.QP_type);
+}
+
+PyObject *qp_create_typed(PDObject *pd, PyObject *ia, const HandleKind *kind,
+			  const char *verb, qp_create_fn create, void *arg,
+			  PyTypeObject *type)
+{
+	PyObject *scq = NULL, *rcq = NULL, *srq = NULL, *res = NULL;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp *qp;
+	QPObject *self;
+	int err;
+
+	if (read_init_attr(pd, ia, &init, &scq, &rcq, &srq) < 0)
+		goto out;
+	/* Allocate first: qp_context must be the Python object.  Until
+	 * handle_init() it is linked nowhere, so a failure just frees it. */
+	self = HANDLE_ALLOC(QPObject, type);
+	if (self == NULL)
+		goto out;
+	/* Reading init_attr ran Python code (attribute reads, __bool__; a
+	 * GC pass in the allocation can run finalizers): another thread or
+	 * that code may have closed the PD, a CQ or the SRQ since they were
+	 * checked.  Check again and take the pointers now. */
+	if (handle_check(HANDLE(pd)) < 0 || handle_check(HANDLE(scq)) < 0 ||
+	    handle_check(HANDLE(rcq)) < 0 ||
+	    (srq != NULL && handle_check(HANDLE(srq)) < 0)) {
+		Py_DECREF(self);
+		goto out;
+	}
+	init.send_cq = HANDLE(scq)->obj;
+	init.recv_cq = HANDLE(rcq)->obj;
+	init.srq = srq ? HANDLE(srq)->obj : NULL;
+	init.qp_context = self;
+	errno = 0;
+	qp = create((struct ibv_pd *)HANDLE(pd)->obj, &init, arg);
+	if (qp == NULL) {
+		err = errno ? errno : EINVAL;
+		Py_DECREF(self);
+		if (!PyErr_Occurred())
+			create_error(err, verb, &init);
+		goto out;
+	}
+	handle_init(HANDLE(self), kind, HANDLE(pd));
+	HANDLE(self)->obj = qp;
+	self->qp_type = init.qp_type;
+	self->cap = init.cap; /* create_qp wrote back the actual caps */
+	self->sq_sig_all = init.sq_sig_all;
+	/* Steal the references; mark the CQs/SRQ used until destroy. */
+	self->send_cq = scq;
+	self->recv_cq = rcq;
+	self->srq = srq;
+	scq = rcq = srq = NULL;
+	handle_use(HANDLE(self->send_cq));
+	handle_use(HANDLE(self->recv_cq));
+	if (self->srq)
+		handle_use(HANDLE(self->srq));
+	res = (PyObject *)self;
+out:
+	Py_XDECREF(scq);
+	Py_XDECREF(rcq);
+	Py_XDECREF(srq);
+	return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* modify / query (the field table is in attrs.c)                      */
+/* ------------------------------------------------------------------ */
+
+/* What query() asks for by default: every attribute a QP reports (not
+ * RATE_LIMIT, which is set-only on most providers). */
+#define QP_QUERY_ALL                                                           \
+	(IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY |        \
+	 IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY | \
+	 IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |     \
+	 IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |          \
+	 IBV_QP_ALT_PATH | IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN |              \
+	 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PATH_MIG_STATE | IBV_QP_CAP |      \
+	 IBV_QP_DEST_QPN)
+
+/* ibv_modify_qp / ibv_query_qp are syscalls (slow on some devices): run
+ * them without the GIL; "busy" makes a concurrent close() refuse. */
+static int qp_modify_raw(PyObject *self, struct ibv_qp_attr *attr, int mask)
+{
+	struct ibv_qp *qp = QPP(self);
+	int rc;
+
+	if (qp == NULL)
+		return EBADF; /* closed by Python code the caller ran */
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+	rc = IBV.modify_qp(qp, attr, mask);
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+	return rc;
+}
+
+int qp_query_raw(PyObject *self, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init)
+{
+	struct ibv_qp *qp = QPP(self);
+	int rc;
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	if (qp == NULL)
+		return EBADF; /* closed by Python code the caller ran */
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+	rc = IBV.query_qp(qp, attr, mask, init);
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+	return rc;
+}
+
+/* Modify, raising VerbsError(ibv_modify_qp) that names the transition. */
+int qp_modify(PyObject *self, const char *what, struct ibv_qp_attr *attr,
+	      int mask)
+{
+	unsigned int from;
+	int rc;
+
+	/* Parsing the attributes may have run Python code (Gid(), an
+	 * AHAttr's attributes) that closed the QP. */
+	if (handle_check(HANDLE(self)) < 0 || qp_check_idle(self, what) < 0)
+		return -1;
+	from = QPP(self)->state;
+	rc = qp_modify_raw(self, attr, mask);
+	if (rc == 0)
+		return 0;
+	if (mask & IBV_QP_STATE)
+		verbs_error_fmt(rc, "ibv_modify_qp",
+				"%s: %s QP %u %s -> %s (attr_mask 0x%x)", what,
+				type_name(QPO(self)->qp_type),
+				QPP(self)->qp_num, qp_state_name(from),
+				qp_state_name(attr->qp_state), mask);
+	else
+		verbs_error_fmt(rc, "ibv_modify_qp",
+				"%s: %s QP %u in %s (attr_mask 0x%x)", what,
+				type_name(QPO(self)->qp_type),
+				QPP(self)->qp_num, qp_state_name(from), mask);
+	return -1;
+}
+
+PyDoc_STRVAR(qp_modify__doc__,
+	     "Modify the QP's attributes (a state transition, a timeout, "
+	     "...).\n"
+	     "\n"
+	     "The keywords are ``struct ibv_qp_attr`` field names\n"
+	     "(qp_state, path_mtu, dest_qp_num, rq_psn, ...); ``ah_attr``\n"
+	     "and ``alt_ah_attr`` take an AHAttr, ``cap`` a QPCap. ``mask``\n"
+	     "(``QPAttrMask``, also as ``attr_mask=``) says which the\n"
+	     "verb applies. ``to_init()``, ``to_rtr()`` and ``to_rts()``\n"
+	     "build the usual transitions. Runs with the GIL released.\n"
+	     "\n"
+	     "Wraps ``ibv_modify_qp`` (man page ibv_modify_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    mask: ``QPAttrMask`` bits.\n"
+	     "    attrs: the attribute values, by keyword.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: no mask or two, an unknown attribute, or a\n"
+	     "        value of the wrong type.\n"
+	     "    ValueError: a value is out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
+	     "        ``wr_start()`` batch is open; else the verb failed\n"
+	     "        (``errno``, e.g. EINVAL for a mask the transition\n"
+	     "        does not allow; the message names the transition).");
+
+/* modify(mask, **attrs); the published package names it attr_mask. */
+static PyObject *qp_meth_modify(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PyObject *mask_o = NULL, *alias_o = NULL;
+	struct ibv_qp_attr attr;
+	long mask;
+
+	HANDLE_CHECK(self);
+	if (kw) {
+		mask_o = PyDict_GetItemString(kw, "mask");
+		alias_o = PyDict_GetItemString(kw, "attr_mask");
+	}
+	if (PyTuple_Size(args) > 1 ||
+	    (PyTuple_Size(args) == 1 && (mask_o || alias_o)) ||
+	    (mask_o && alias_o)) {
+		PyErr_SetString(PyExc_TypeError,
+				"modify(mask, **attrs) takes one mask (mask= "
+				"or attr_mask=) and attributes by keyword");
+		return NULL;
+	}
+	if (PyTuple_Size(args) == 1)
+		mask_o = PyTuple_GetItem(args, 0);
+	else if (mask_o == NULL)
+		mask_o = alias_o;
+	if (mask_o == NULL) {
+		PyErr_SetString(PyExc_TypeError,
+				"modify() missing required argument 'mask'");
+		return NULL;
+	}
+	if (arg_int(mask_o, "mask", 0, INT32_MAX, &mask) < 0)
+		return NULL;
+	memset(&attr, 0, sizeof(attr));
+	if (qp_attr_from_kw(kw, &attr) < 0)
+		return NULL;
+	if (qp_modify(self, "modify", &attr, (int)mask) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(qp_query__doc__,
+	     "Query the QP's current attributes from the device.\n"
+	     "\n"
+	     "Runs with the GIL released.\n"
+	     "\n"
+	     "Wraps ``ibv_query_qp`` (man page ibv_query_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    mask: ``QPAttrMask`` bits to ask for; default: every\n"
+	     "        attribute a QP reports (not RATE_LIMIT).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    ``(attrs, cap)``: a dict of the ``struct ibv_qp_attr``\n"
+	     "    fields the mask covers (qp_state, path_mtu, ah_attr, ...)\n"
+	     "    and the QPCap the device reports now.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: mask is not an int.\n"
+	     "    ValueError: mask is out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+/* query(mask=all) -> (dict of the fields the mask covers, QPCap) */
+static PyObject *qp_meth_query(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "mask", NULL };
+	PyObject *mask_o = NULL, *d, *cap;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	long mask = QP_QUERY_ALL;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:query", kwlist, &mask_o))
+		return NULL;
+	if (mask_o && arg_int(mask_o, "mask", 0, INT32_MAX, &mask) < 0)
+		return NULL;
+	rc = qp_query_raw(self, &attr, (int)mask, &init);
+	if (rc != 0)
+		return verbs_error_fmt(rc, "ibv_query_qp",
+				       "QP %u, attr_mask 0x%lx",
+				       QPP(self)->qp_num, mask);
+	d = qp_attr_to_dict(&attr, (int)mask);
+	if (d == NULL)
+		return NULL;
+	cap = qp_cap_to_py(&init.cap);
+	if (cap == NULL) {
+		Py_DECREF(d);
+		return NULL;
+	}
+	return Py_BuildValue("(NN)", d, cap);
+}
+
+/* Default Q_Key of to_init() for UD QPs (both ends must agree). */
+#define QP_DEFAULT_QKEY 0x11111111u
+
+/* ------------------------------------------------------------------ */
+/* State transitions with the masks each QP type needs                 */
+/* ------------------------------------------------------------------ */
+
+static int arg_opt_int(PyObject *o, const char *name, long min, long max,
+		       long dflt, long *out)
+{
+	if (o == NULL || o == Py_None) {
+		*out = dflt;
+		return 0;
+	}
+	return arg_int(o, name, min, max, out);
+}
+
+PyDoc_STRVAR(qp_to_init__doc__,
+	     "Move the QP from RESET to INIT.\n"
+	     "\n"
+	     "The mask depends on the QP type: RC/UC set the port, P_Key\n"
+	     "index and access flags; UD the port, P_Key index and Q_Key;\n"
+	     "RAW_PACKET only the port.\n"
+	     "\n"
+	     "Wraps ``ibv_modify_qp`` (man page ibv_modify_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    port: the port, 1..255.\n"
+	     "    access: ``AccessFlags`` the QP allows its peer (RC/UC:\n"
+	     "        REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC).\n"
+	     "    pkey_index: P_Key table index.\n"
+	     "    qkey: Q_Key of a UD QP (None: 0x11111111).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
+	     "        ``wr_start()`` batch is open; else the verb failed\n"
+	     "        (``errno``, e.g. EINVAL when the QP is not in RESET).");
+
+/* to_init(port, access, pkey_index=0, qkey=None)
+ * RC/UC: STATE|PKEY_INDEX|PORT|ACCESS_FLAGS; UD: STATE|PKEY_INDEX|PORT|QKEY
+ * with qkey defaulting to 0x11111111; RAW_PACKET: STATE|PORT. */
+static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "port", "access", "pkey_index", "qkey",
+				  NULL };
+	PyObject *port_o, *access_o = NULL, *pkey_o = NULL, *qkey_o = NULL;
+	struct ibv_qp_attr attr;
+	long port, access = 0, pkey, qkey;
+	int mask = IBV_QP_STATE | IBV_QP_PORT;
+
+	HANDLE_CHECK(self);
+	/* access defaults to 0 (no remote access), as in the published
+	 * package. */
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:to_init", kwlist,
+					 &port_o, &access_o, &pkey_o, &qkey_o))
+		return NULL;
+	if (arg_int(port_o, "port", 1, UINT8_MAX, &port) < 0 ||
+	    (access_o != NULL &&
+	     arg_int(access_o, "access", 0, INT32_MAX, &access) < 0) ||
+	    arg_opt_int(pkey_o, "pkey_index", 0, UINT16_MAX, 0, &pkey) < 0 ||
+	    arg_opt_int(qkey_o, "qkey", 0, UINT32_MAX, QP_DEFAULT_QKEY, &qkey) <
+		    0)
+		return NULL;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_INIT;
+	attr.port_num = (uint8_t)port;
+	attr.pkey_index = (uint16_t)pkey;
+	attr.qkey = (uint32_t)qkey;
+	attr.qp_access_flags = (unsigned int)access;
+	switch (QPO(self)->qp_type) {
+	case IBV_QPT_UD:
+		mask |= IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
+		break;
+	case IBV_QPT_RAW_PACKET:
+		break;
+	default:
+		mask |= IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS;
+		break;
+	}
+	if (qp_modify(self, "to_init", &attr, mask) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* remote.<name>; a remote without it (None, not a QPInfo) is a
+ * TypeError, not an AttributeError. */
+static PyObject *remote_attr(PyObject *remote, const char *name)
+{
+	PyObject *v = PyObject_GetAttrString(remote, name);
+
+	if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_TypeError,
+			     "remote must be a QPInfo, not %R (it has no "
+			     "attribute '%s')",
+			     (PyObject *)Py_TYPE(remote), name);
+	}
+	return v;
+}
+
+/* An integer attribute of the remote QPInfo, range-checked. */
+static int remote_int(PyObject *remote, const char *name, long min, long max,
+		      long *out)
+{
+	PyObject *v = remote_attr(remote, name);
+	char what[32];
+	int rc;
+
+	if (v == NULL)
+		return -1;
+	snprintf(what, sizeof(what), "remote.%s", name);
+	rc = arg_int(v, what, min, max, out);
+	Py_DECREF(v);
+	return rc;
+}
+
+/* The remote GID (a Gid, 16 bytes or None) into the AV; is_global when it
+ * is non-zero, as RoCE needs. */
+static int remote_gid(PyObject *remote, struct ibv_ah_attr *ah)
+{
+	PyObject *g = remote_attr(remote, "gid"), *raw = NULL;
+	static const uint8_t zero[16];
+	int rc = -1;
+
+	if (g == NULL)
+		return -1;
+	if (g == Py_None) {
+		rc = 0;
+		goto out;
+	}
+	if (PyBytes_Check(g)) {
+		raw = g;
+		Py_INCREF(raw);
+	} else {
+		PyObject *gid = PyObject_CallFunctionObjArgs(ST.Gid, g, NULL);
+
+		if (gid == NULL)
+			goto out;
+		raw = PyObject_GetAttrString(gid, "raw");
+		Py_DECREF(gid);
+		if (raw == NULL)
+			goto out;
+	}
+	if (!PyBytes_Check(raw) || PyBytes_Size(raw) != 16) {
+		PyErr_SetString(PyExc_ValueError,
+				"remote.gid must be 16 bytes");
+		goto out;
+	}
+	memcpy(ah->grh.dgid.raw, PyBytes_AsString(raw), 16);
+	ah->is_global = memcmp(ah->grh.dgid.raw, zero, 16) != 0;
+	rc = 0;
+out:
+	Py_XDECREF(raw);
+	Py_DECREF(g);
+	return rc;
+}
+
+/* The local port: as given, else the one the QP was moved to INIT on. */
+static int local_port(PyObject *self, PyObject *port_o, uint8_t *port)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	long v;
+	int rc;
+
+	if (port_o != NULL && port_o != Py_None) {
+		if (arg_int(port_o, "port", 1, UINT8_MAX, &v) < 0)
+			return -1;
+		*port = (uint8_t)v;
+		return 0;
+	}
+	rc = qp_query_raw(self, &attr, IBV_QP_PORT, &init);
+	if (rc != 0) {
+		verbs_error_fmt(rc, "ibv_query_qp",
+				"to_rtr: finding the "
+				"QP's port (pass port=)");
+		return -1;
+	}
+	*port = attr.port_num ? attr.port_num : 1;
+	return 0;
+}
+
+/* Path MTU: as given, else min(remote.mtu, the local port's active_mtu). */
+static int path_mtu(PyObject *self, PyObject *remote, PyObject *mtu_o,
+		    uint8_t port, enum ibv_mtu *mtu)
+{
+	struct ibv_port_attr pa;
+	long v;
+	int rc;
+
+	if (mtu_o != NULL && mtu_o != Py_None) {
+		if (arg_int(mtu_o, "mtu", IBV_MTU_256, IBV_MTU_4096, &v) < 0)
+			return -1;
+		*mtu = (enum ibv_mtu)v;
+		return 0;
+	}
+	if (remote_int(remote, "mtu", IBV_MTU_256, IBV_MTU_4096, &v) < 0 ||
+	    handle_check(HANDLE(self)) < 0) /* that ran Python code */
+		return -1;
+	rc = port_query(QPP(self)->context, port, &pa);
+	if (rc != 0) {
+		verbs_error_fmt(rc, "ibv_query_port",
+				"to_rtr: port %d "
+				"(for the default path MTU)",
+				port);
+		return -1;
+	}
+	*mtu = (enum ibv_mtu)(v < (long)pa.active_mtu ? v :
+							(long)pa.active_mtu);
+	return 0;
+}
+
+struct rtr_args {
+	PyObject *remote, *sgid_index, *mtu, *port, *max_dest_rd_atomic,
+		*min_rnr_timer, *hop_limit, *sl, *traffic_class, *flow_label;
+};
+
+/* The RC/UC part of to_rtr: address vector, path MTU, remote QPN/PSN. */
+static int rtr_connected(PyObject *self, struct rtr_args *a,
+			 struct ibv_qp_attr *attr)
+{
+	struct ibv_ah_attr *ah = &attr->ah_attr;
+	long qpn, psn, lid, sgid, hop, sl, tc, fl, rd, rnr;
+	uint8_t port;
+
+	if (a->sgid_index == NULL) {
+		PyErr_SetString(PyExc_TypeError,
+				"to_rtr() missing required "
+				"keyword argument 'sgid_index' (RC/UC QPs)");
+		return -1;
+	}
+	if (remote_int(a->remote, "qp_num", 0, QPN_MAX, &qpn) < 0 ||
+	    remote_int(a->remote, "psn", 0, PSN_MAX, &psn) < 0 ||
+	    remote_int(a->remote, "lid", 0, UINT16_MAX, &lid) < 0 ||
+	    remote_gid(a->remote, ah) < 0 ||
+	    arg_int(a->sgid_index, "sgid_index", 0, UINT8_MAX, &sgid) < 0 ||
+	    arg_opt_int(a->hop_limit, "hop_limit", 0, UINT8_MAX, 64, &hop) <
+		    0 ||
+	    arg_opt_int(a->sl, "sl", 0, 15, 0, &sl) < 0 ||
+	    arg_opt_int(a->traffic_class, "traffic_class", 0, UINT8_MAX, 0,
+			&tc) < 0 ||
+	    arg_opt_int(a->flow_label, "flow_label", 0, 0xfffff, 0, &fl) < 0 ||
+	    arg_opt_int(a->max_dest_rd_atomic, "max_dest_rd_atomic", 0,
+			UINT8_MAX, 1, &rd) < 0 ||
+	    arg_opt_int(a->min_rnr_timer, "min_rnr_timer", 0, 31, 12, &rnr) <
+		    0 ||
+	    local_port(self, a->port, &port) < 0 ||
+	    path_mtu(self, a->remote, a->mtu, port, &attr->path_mtu) < 0)
+		return -1;
+	attr->dest_qp_num = (uint32_t)qpn;
+	attr->rq_psn = (uint32_t)psn;
+	attr->max_dest_rd_atomic = (uint8_t)rd;
+	attr->min_rnr_timer = (uint8_t)rnr;
+	ah->dlid = (uint16_t)lid;
+	ah->sl = (uint8_t)sl;
+	ah->port_num = port;
+	ah->grh.sgid_index = (uint8_t)sgid;
+	ah->grh.hop_limit = (uint8_t)hop;
+	ah->grh.traffic_class = (uint8_t)tc;
+	ah->grh.flow_label = (uint32_t)fl;
+	return 0;
+}
+
+PyDoc_STRVAR(qp_to_rtr__doc__,
+	     "Move the QP from INIT to RTR (ready to receive).\n"
+	     "\n"
+	     "For RC and UC, ``remote`` is the peer's QPInfo (qp_num, psn,\n"
+	     "lid, gid, mtu): it sets the address vector (global when the\n"
+	     "gid is not zero), the destination QP and the receive PSN.\n"
+	     "mtu defaults to min(remote.mtu, the port's active_mtu);\n"
+	     "port to the QP's port (the one to_init() set). UD and\n"
+	     "RAW_PACKET QPs set only the state: remote may be None.\n"
+	     "\n"
+	     "Wraps ``ibv_modify_qp`` (man page ibv_modify_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    remote: the peer's QPInfo (RC/UC), or None (UD).\n"
+	     "    sgid_index: local GID index (required for RC/UC).\n"
+	     "    mtu: path ``MTU``, or None for the default above.\n"
+	     "    hop_limit: GRH hop limit.\n"
+	     "    min_rnr_timer: RC: RNR NAK timer code, 0..31.\n"
+	     "    max_dest_rd_atomic: RC: incoming RDMA reads/atomics.\n"
+	     "    sl: service level, 0..15.\n"
+	     "    traffic_class: GRH traffic class.\n"
+	     "    port: the local port, or None for the QP's.\n"
+	     "    flow_label: GRH flow label, 0..0xfffff.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: remote is not a QPInfo, or sgid_index is\n"
+	     "        missing for an RC/UC QP, or a value is not an int.\n"
+	     "    ValueError: a value is out of range, or remote.gid is not\n"
+	     "        16 bytes.\n"
+	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
+	     "        ``wr_start()`` batch is open; a failed\n"
+	     "        ``ibv_query_port``/``ibv_query_qp`` for the defaults;\n"
+	     "        else the verb failed (``errno``, e.g. EINVAL).");
+
+/* to_rtr(remote, *, sgid_index, mtu=None, port=None, max_dest_rd_atomic=1,
+ *        min_rnr_timer=12, hop_limit=64, sl=0, traffic_class=0,
+ *        flow_label=0)
+ * RC: STATE|AV|PATH_MTU|DEST_QPN|RQ_PSN|MAX_DEST_RD_ATOMIC|MIN_RNR_TIMER;
+ * UC: STATE|AV|PATH_MTU|DEST_QPN|RQ_PSN; UD (remote may be None): STATE. */
+static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	/* Positional order as in the published package; port and
+	 * flow_label keyword-only. */
+	static char *kwlist[] = {
+		"remote",	 "sgid_index",	       "mtu", "hop_limit",
+		"min_rnr_timer", "max_dest_rd_atomic", "sl",  "traffic_class",
+		"port",		 "flow_label",	       NULL
+	};
+	struct rtr_args a = { NULL };
+	struct ibv_qp_attr attr;
+	int type = QPO(self)->qp_type, mask = IBV_QP_STATE;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kw, "O|OOOOOOO$OO:to_rtr", kwlist, &a.remote,
+		    &a.sgid_index, &a.mtu, &a.hop_limit, &a.min_rnr_timer,
+		    &a.max_dest_rd_atomic, &a.sl, &a.traffic_class, &a.port,
+		    &a.flow_label))
+		return NULL;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	if (type != IBV_QPT_UD && type != IBV_QPT_RAW_PACKET) {
+		if (rtr_connected(self, &a, &attr) < 0)
+			return NULL;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN;
+		if (type != IBV_QPT_UC)
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER;
+	}
+	if (qp_modify(self, "to_rtr", &attr, mask) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(qp_to_rts__doc__,
+	     "Move the QP from RTR to RTS (ready to send).\n"
+	     "\n"
+	     "All types set the send PSN; only RC also sets the timeout,\n"
+	     "retry counts and outstanding RDMA reads/atomics (ignored for\n"
+	     "UC and UD).\n"
+	     "\n"
+	     "Wraps ``ibv_modify_qp`` (man page ibv_modify_qp(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    psn: the first send PSN (the peer's RTR ``psn``), 24 bits.\n"
+	     "    timeout: RC: local ACK timeout code, 0..31.\n"
+	     "    retry_cnt: RC: retries on timeout, 0..7.\n"
+	     "    rnr_retry: RC: retries on RNR NAK, 0..7 (7: forever).\n"
+	     "    max_rd_atomic: RC: outgoing RDMA reads/atomics.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
+	     "        ``wr_start()`` batch is open; else the verb failed\n"
+	     "        (``errno``, e.g. EINVAL when the QP is not in RTR).");
+
+/* to_rts(psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1)
+ * RC: STATE|SQ_PSN|TIMEOUT|RETRY_CNT|RNR_RETRY|MAX_QP_RD_ATOMIC;
+ * UC/UD: STATE|SQ_PSN. */
+static PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "psn",       "timeout",	"retry_cnt",
+				  "rnr_retry", "max_rd_atomic", NULL };
+	PyObject *psn_o = NULL, *to_o = NULL, *retry_o = NULL, *rnr_o = NULL,
+		 *rd_o = NULL;
+	struct ibv_qp_attr attr;
+	long psn, to, retry, rnr, rd;
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOO:to_rts", kwlist,
+					 &psn_o, &to_o, &retry_o, &rnr_o,
+					 &rd_o))
+		return NULL;
+	if (arg_opt_int(psn_o, "psn", 0, PSN_MAX, 0, &psn) < 0 ||
+	    arg_opt_int(to_o, "timeout", 0, 31, 14, &to) < 0 ||
+	    arg_opt_int(retry_o, "retry_cnt", 0, 7, 7, &retry) < 0 ||
+	    arg_opt_int(rnr_o, "rnr_retry", 0, 7, 7, &rnr) < 0 ||
+	    arg_opt_int(rd_o, "max_rd_atomic", 0, UINT8_MAX, 1, &rd) < 0)
+		return NULL;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = (uint32_t)psn;
+	attr.timeout = (uint8_t)to;
+	attr.retry_cnt = (uint8_t)retry;
+	attr.rnr_retry = (uint8_t)rnr;
+	attr.max_rd_atomic = (uint8_t)rd;
+	if (QPO(self)->qp_type == IBV_QPT_RC)
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	if (qp_modify(self, "to_rts", &attr, mask) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Attributes                                                          */
+/* ------------------------------------------------------------------ */
+
+static PyObject *qp_get_qp_num(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(QPP(self)->qp_num);
+}
+
+static PyObject *qp_get_qp_type(PyObject *self, void *closure)
+{
+	return enum_from_int("QPType", QPO(self)->qp_type);
+}
+
+/* The device's view (ibv_query_qp), so a QP that an error completion
+ * moved to ERR reads ERR; libibverbs also refreshes qp->state. */
+static PyObject *qp_get_state(PyObject *self, void *closure)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+	int rc;
+
+	HANDLE_CHECK(self);
+	rc = qp_query_raw(self, &attr, IBV_QP_STATE, &init);
+	if (rc != 0)
+		return verbs_error_fmt(rc, "ibv_query_qp", "QP %u state",
+				       QPP(self)->qp_num);
+	return enum_from_int("QPState", attr.qp_state);
+}
+
+static PyObject *qp_get_send_cq(PyObject *self, void *closure)
+{
+	return obj_or_none(QPO(self)->send_cq);
+}
+
+static PyObject *qp_get_recv_cq(PyObject *self, void *closure)
+{
+	return obj_or_none(QPO(self)->recv_cq);
+}
+
+static PyObject *qp_get_srq(PyObject *self, void *closure)
+{
+	return obj_or_none(QPO(self)->srq);
+}
+
+static PyObject *qp_get_context(PyObject *self, void *closure)
+{
+	Handle *pd = HANDLE(self)->parent;
+
+	return obj_or_none(pd ? (PyObject *)pd->parent : NULL);
+}
+
+static PyObject *qp_get_cap(PyObject *self, void *closure)
+{
+	return qp_cap_to_py(&QPO(self)->cap);
+}
+
+static PyObject *qp_get_sq_sig_all(PyObject *self, void *closure)
+{
+	return PyBool_FromLong(QPO(self)->sq_sig_all);
+}
+
+static PyObject *qp_get_handle(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLong(QPP(self)->handle);
+}
+
+/* Uses the cached state: a repr must not make a syscall. */
+static PyObject *qp_repr(PyObject *self)
+{
+	struct ibv_qp *qp = QPP(self);
+
+	if (qp == NULL)
+		return PyUnicode_FromFormat("<ibverbs.QP %s closed>",
+					    type_name(QPO(self)->qp_type));
+	return PyUnicode_FromFormat("<ibverbs.QP %s qp_num=%u %s>",
+				    type_name(QPO(self)->qp_type), qp->qp_num,
+				    qp_state_name(qp->state));
+}
+
+PyDoc_STRVAR(qp__doc__,
+	     "A queue pair (``struct ibv_qp``) of any type (RC, UC, UD, ...).\n"
+	     "\n"
+	     "Made by ``PD.create_qp(QPInitAttr(...))``. Connect it with\n"
+	     "``to_init()``, ``to_rtr()`` and ``to_rts()`` (or ``modify()``),\n"
+	     "then post with ``post_send()`` and ``post_recv()``. It uses\n"
+	     "its CQs and SRQ, which refuse ``close()`` until it is closed.\n"
+	     "``close()`` wraps ``ibv_destroy_qp`` (man page\n"
+	     "ibv_create_qp(3)). The base class of QPEx.");
+
+static PyMethodDef qp_methods[] = {
+	{ "post_send", qp_post_send, METH_O, qp_post_send__doc__ },
+	{ "post_recv", qp_post_recv, METH_O, qp_post_recv__doc__ },
+	{ "modify", KW qp_meth_modify, METH_VARARGS | METH_KEYWORDS,
+	  qp_modify__doc__ },
+	{ "query", KW qp_meth_query, METH_VARARGS | METH_KEYWORDS,
+	  qp_query__doc__ },
+	{ "to_init", KW qp_to_init, METH_VARARGS | METH_KEYWORDS,
+	  qp_to_init__doc__ },
+	{ "to_rtr", KW qp_to_rtr, METH_VARARGS | METH_KEYWORDS,
+	  qp_to_rtr__doc__ },
+	{ "to_rts", KW qp_to_rts, METH_VARARGS | METH_KEYWORDS,
+	  qp_to_rts__doc__ },
+	{ "create_flow", KW flow_create, METH_VARARGS | METH_KEYWORDS,
+	  qp_create_flow__doc__ },
+	{ "bind_mw", KW qp_bind_mw, METH_VARARGS | METH_KEYWORDS,
+	  qp_bind_mw__doc__ },
+	HANDLE_METHODS,
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef qp_getset[] = {
+	{ "qp_num", qp_get_qp_num, NULL,
+	  "The QP number the peer addresses; EBADF once closed.", NULL },
+	{ "qp_type", qp_get_qp_type, NULL,
+	  "The ``QPType`` it was created with.", NULL },
+	{ "state", qp_get_state, NULL,
+	  "The current ``QPState``, as the device reports it (an error\n"
+	  "completion moves a QP to ERR); wraps ``ibv_query_qp``.",
+	  NULL },
+	{ "pd", handle_get_parent, NULL, "The PD the QP was created in.",
+	  NULL },
+	{ "context", qp_get_context, NULL, "The Context of the QP's PD.",
+	  NULL },
+	{ "send_cq", qp_get_send_cq, NULL,
+	  "The send CQ (None once the QP is closed).", NULL },
+	{ "recv_cq", qp_get_recv_cq, NULL,
+	  "The receive CQ (None once the QP is closed).", NULL },
+	{ "srq", qp_get_srq, NULL, "The SRQ the QP receives through, or None.",
+	  NULL },
+	{ "cap", qp_get_cap, NULL,
+	  "The QPCap ``ibv_create_qp`` granted (``query()`` has the\n"
+	  "device's current view).",
+	  NULL },
+	{ "sq_sig_all", qp_get_sq_sig_all, NULL,
+	  "True when every send WR completes with a completion.", NULL },
+	{ "handle", qp_get_handle, NULL,
+	  "The QP's kernel handle (``ibv_qp.handle``); EBADF once closed.",
+	  NULL },
+	HANDLE_GETSETS,
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+/* clang-format off */
+static PyType_Slot qp_slots[] = {
+	{ Py_tp_doc, (void *)qp__doc__ },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, qp_dealloc },
+	{ Py_tp_traverse, qp_traverse },
+	{ Py_tp_repr, qp_repr },
+	{ Py_tp_methods, qp_methods },
+	{ Py_tp_getset, qp_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
+
+/* BASETYPE: QPEx (qp_ex.c) derives from it; handle_no_new still keeps
+ * Python code from making instances. */
+PyType_Spec QP_spec = { "ibverbs._ibverbs.QP", sizeof(QPObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
+				Py_TPFLAGS_BASETYPE,
+			qp_slots };

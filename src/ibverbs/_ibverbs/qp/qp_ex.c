@@ -1,0 +1,1802 @@
+/*
+ * qp_ex.c - QPEx: a QP created with ibv_create_qp_ex and a set of
+ * send_ops_flags, which posts through the ibv_wr_* calls: its batch
+ * (wr_start, wr_complete, wr_abort), the builders (wr_send,
+ * wr_rdma_write, ..., one per operation), the setters that attach data or
+ * a UD destination to the work request the last builder started, and its
+ * method table.
+ *
+ * Each builder and setter converts and checks its arguments first
+ * (TypeError, ValueError; a closed MR or AH: VerbsError EBADF), then the
+ * batch's state (VerbsError EINVAL outside wr_start/wr_complete, for an
+ * operation not in send_ops_flags, a setter without a builder or one the
+ * operation does not take), and only then calls the verbs.h inline, which
+ * jumps to the provider.  GIL kept: nothing here blocks.  A new builder is
+ * one function calling qpex_begin_wr() with its WREX_OP_* (and whether the
+ * provider set the op) before the inline, and one line in qpex_methods.
+ *
+ * QPEx is a subclass of QP (PyType_FromSpecWithBases): its object starts
+ * with a QPObject, so modify, to_init/to_rtr/to_rts, post_recv, query and
+ * close work as on any QP, and qp_create_typed() (qp.c) reads the init
+ * attributes.  ibv_create_qp_ex is a static inline of verbs.h that calls
+ * the exported ibv_create_qp by name for a comp_mask of PD alone; this
+ * file calls the provider's create_qp_ex op itself (verbs_get_ctx_op) with
+ * IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, as verbs.h does.
+ *
+ * The batch.  The providers check nothing: a builder outside
+ * wr_start/wr_complete, an operation the QP was not created for, a
+ * setter with no builder before it or wr_start twice crash or deadlock
+ * (mlx5 and rxe take the send queue's spinlock in wr_start and release it
+ * in wr_complete/wr_abort).  So this file keeps the batch's state and
+ * every builder and setter checks it before the provider is called
+ * (VerbsError EINVAL); post_send and modify refuse (EBUSY, qp_check_idle
+ * in ibverbs.h: the flag is the base QPObject's in_batch) while a batch
+ * is open, for they take the same lock.  close() during a batch, and the
+ * deallocation of a QPEx whose batch is open, abort the batch first
+ * (ibv_wr_abort: nothing of it is posted), then destroy the QP.
+ *
+ * What a batch references stays alive until it ends: the SGE objects
+ * given to the setters (and so their MRs and memory) and the AHs of
+ * wr_set_ud_addr are held, the MRs and AHs marked used (handle_use), so
+ * closing one raises EBUSY until wr_complete or wr_abort.  Inline data is
+ * copied by the provider during the setter (the ibv_wr_post man page:
+ * "Inline setters will copy the send data during the setter"), which this
+ * file relies on: the buffer is not held.
+ */
+#include "ibverbs.h"
+#include "mem/mem.h"
+#include "qp/qp.h"
+#include "wr/wr.h"
+#include <string.h>
+
+/*
+ * A QP created with ibv_create_qp_ex and IBV_QP_INIT_ATTR_SEND_OPS_FLAGS:
+ * a QPObject first, so every QP method works on it, then the
+ * struct ibv_qp_ex * and the state of the wr_start() batch, which the
+ * providers do not check (they crash or deadlock on misuse).
+ */
+typedef struct {
+	QPObject qp;
+	struct ibv_qp_ex *qpx; /* ibv_qp_to_qp_ex(); NULL once closed */
+	uint64_t send_ops_flags; /* as created */
+	int cur_op; /* WREX_OP_* of the WR being built; 0: none yet */
+	int cur_data; /* the current WR got its data setter */
+	int cur_ud; /* the current WR got wr_set_ud_addr */
+	unsigned int n_wr; /* builders called in this batch */
+	/* What the open batch references (SGEs, MRs and AHs; MRs and AHs
+	 * marked used, so they cannot be closed until the batch ends). */
+	PyObject **keep;
+	Py_ssize_t n_keep, cap_keep;
+} QPExObject;
+
+#define QPEXO(self) ((QPExObject *)(self))
+
+/* The operations, in the order of enum ibv_qp_create_send_ops_flags. */
+enum {
+	WREX_OP_NONE = 0,
+	WREX_OP_RDMA_WRITE,
+	WREX_OP_RDMA_WRITE_IMM,
+	WREX_OP_SEND,
+	WREX_OP_SEND_IMM,
+	WREX_OP_RDMA_READ,
+	WREX_OP_ATOMIC_CMP_SWP,
+	WREX_OP_ATOMIC_FETCH_ADD,
+	WREX_OP_LOCAL_INV,
+	WREX_OP_BIND_MW,
+	WREX_OP_SEND_INV,
+	WREX_OP_ATOMIC_WRITE,
+	WREX_OP_FLUSH,
+	WREX_OP_COUNT
+};
+
+/* The data setters an operation takes (qpex_begin_setter's data). */
+#define WREX_SET_SGE 1
+#define WREX_SET_INLINE 2
+
+/* ------------------------------------------------------------------ */
+/* What each operation is (the verb's name, its send_ops_flags bit, the */
+/* data setters it takes)                                               */
+/* ------------------------------------------------------------------ */
+
+/* IBV_QP_EX_WITH_FLUSH is absent from rdma-core 44's headers: rdma-core's
+ * ABI value, only used to name the bit in a message. */
+#ifdef IBVERBS_HAVE_WR_FLUSH
+#define WREX_FLUSH_BIT IBV_QP_EX_WITH_FLUSH
+#else
+#define WREX_FLUSH_BIT (1ull << 11)
+#endif
+/* Likewise IBV_QP_EX_WITH_ATOMIC_WRITE before rdma-core 42. */
+#ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
+#define WREX_ATOMIC_WRITE_BIT IBV_QP_EX_WITH_ATOMIC_WRITE
+#else
+#define WREX_ATOMIC_WRITE_BIT (1ull << 12)
+#endif
+
+static const struct {
+	const char *verb; /* "ibv_wr_send" */
+	const char *flag; /* the QPCreateSendOpsFlags member */
+	uint64_t bit;
+	int setters; /* WREX_SET_SGE | WREX_SET_INLINE */
+} ops[WREX_OP_COUNT] = {
+	[WREX_OP_RDMA_WRITE] = { "ibv_wr_rdma_write", "RDMA_WRITE",
+				 IBV_QP_EX_WITH_RDMA_WRITE,
+				 WREX_SET_SGE | WREX_SET_INLINE },
+	[WREX_OP_RDMA_WRITE_IMM] = { "ibv_wr_rdma_write_imm",
+				     "RDMA_WRITE_WITH_IMM",
+				     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+				     WREX_SET_SGE | WREX_SET_INLINE },
+	[WREX_OP_SEND] = { "ibv_wr_send", "SEND", IBV_QP_EX_WITH_SEND,
+			   WREX_SET_SGE | WREX_SET_INLINE },
+	[WREX_OP_SEND_IMM] = { "ibv_wr_send_imm", "SEND_WITH_IMM",
+			       IBV_QP_EX_WITH_SEND_WITH_IMM,
+			       WREX_SET_SGE | WREX_SET_INLINE },
+	[WREX_OP_RDMA_READ] = { "ibv_wr_rdma_read", "RDMA_READ",
+				IBV_QP_EX_WITH_RDMA_READ, WREX_SET_SGE },
+	[WREX_OP_ATOMIC_CMP_SWP] = { "ibv_wr_atomic_cmp_swp",
+				     "ATOMIC_CMP_AND_SWP",
+				     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+				     WREX_SET_SGE },
+	[WREX_OP_ATOMIC_FETCH_ADD] = { "ibv_wr_atomic_fetch_add",
+				       "ATOMIC_FETCH_AND_ADD",
+				       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+				       WREX_SET_SGE },
+	[WREX_OP_LOCAL_INV] = { "ibv_wr_local_inv", "LOCAL_INV",
+				IBV_QP_EX_WITH_LOCAL_INV, 0 },
+	[WREX_OP_BIND_MW] = { "ibv_wr_bind_mw", "BIND_MW",
+			      IBV_QP_EX_WITH_BIND_MW, 0 },
+	[WREX_OP_SEND_INV] = { "ibv_wr_send_inv", "SEND_WITH_INV",
+			       IBV_QP_EX_WITH_SEND_WITH_INV,
+			       WREX_SET_SGE | WREX_SET_INLINE },
+	[WREX_OP_ATOMIC_WRITE] = { "ibv_wr_atomic_write", "ATOMIC_WRITE",
+				   WREX_ATOMIC_WRITE_BIT, 0 },
+	[WREX_OP_FLUSH] = { "ibv_wr_flush", "FLUSH", WREX_FLUSH_BIT, 0 },
+};
+
+/* ------------------------------------------------------------------ */
+/* The batch's state                                                   */
+/* ------------------------------------------------------------------ */
+
+static int needs_ud(QPExObject *q)
+{
+	return q->qp.qp_type == IBV_QPT_UD && q->cur_op != WREX_OP_NONE &&
+	       !q->cur_ud;
+}
+
+static PyObject *ud_missing(QPExObject *q, const char *verb)
+{
+	PyErr_Format(PyExc_ValueError,
+		     "%s: work request %u of the batch (%s on a UD QP) has "
+		     "no destination: call wr_set_ud_addr(ah, remote_qpn, "
+		     "remote_qkey) after its builder",
+		     verb, q->n_wr - 1, ops[q->cur_op].verb);
+	return NULL;
+}
+
+static int qpex_keep(PyObject *self, PyObject *o)
+{
+	QPExObject *q = QPEXO(self);
+
+	if (q->n_keep == q->cap_keep) {
+		Py_ssize_t cap = q->cap_keep ? 2 * q->cap_keep : 16;
+		PyObject **k = PyMem_Realloc(q->keep, cap * sizeof(*k));
+
+		if (k == NULL) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		q->keep = k;
+		q->cap_keep = cap;
+	}
+	Py_INCREF(o);
+	q->keep[q->n_keep++] = o;
+	if (PyObject_TypeCheck(o, ST.MR_type) ||
+	    PyObject_TypeCheck(o, ST.AH_type) ||
+	    PyObject_TypeCheck(o, ST.MW_type))
+		handle_use(HANDLE(o));
+	return 0;
+}
+
+/* The batch is over (completed, aborted, or the QP gone): drop what it
+ * held.  The decrefs run last, on an array detached from the QP, for they
+ * can run arbitrary code (an SGE owner's finalizer) that may use the QP,
+ * even open a new batch. */
+static void batch_release(QPExObject *q)
+{
+	Py_ssize_t i, n = q->n_keep;
+	PyObject **arr = q->keep;
+
+	q->qp.in_batch = 0;
+	q->cur_op = WREX_OP_NONE;
+	q->cur_data = q->cur_ud = 0;
+	q->n_wr = 0;
+	if (n == 0)
+		return;
+	q->keep = NULL;
+	q->n_keep = q->cap_keep = 0;
+	for (i = 0; i < n; i++) {
+		if (PyObject_TypeCheck(arr[i], ST.MR_type) ||
+		    PyObject_TypeCheck(arr[i], ST.AH_type) ||
+		    PyObject_TypeCheck(arr[i], ST.MW_type))
+			handle_unuse(HANDLE(arr[i]));
+	}
+	for (i = 0; i < n; i++)
+		Py_DECREF(arr[i]);
+	PyMem_Free(arr);
+}
+
+/* An open batch ends without posting (close, dealloc, a failed check in
+ * wr_complete). */
+static void batch_abort(QPExObject *q)
+{
+	if (!q->qp.in_batch)
+		return;
+	if (q->qpx != NULL && HANDLE(q)->obj != NULL)
+		ibv_wr_abort(q->qpx);
+	batch_release(q);
+}
+
+static PyObject *not_in_batch(const char *verb)
+{
+	return verbs_error_fmt(EINVAL, verb,
+			       "no batch is open: call wr_start() first");
+}
+
+static int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided)
+{
+	QPExObject *q = QPEXO(self);
+
+	if (!q->qp.in_batch) {
+		not_in_batch(verb);
+		return -1;
+	}
+	if (!(q->send_ops_flags & ops[op].bit)) {
+		verbs_error_fmt(EINVAL, verb,
+				"%s is not in this QP's send_ops_flags "
+				"(create it with QPCreateSendOpsFlags.%s)",
+				ops[op].flag, ops[op].flag);
+		return -1;
+	}
+	if (!provided) {
+		verbs_error_fmt(EOPNOTSUPP, verb,
+				"the provider does not implement it");
+		return -1;
+	}
+	if (needs_ud(q)) {
+		ud_missing(q, verb);
+		return -1;
+	}
+	q->cur_op = op;
+	q->cur_data = q->cur_ud = 0;
+	q->n_wr++;
+	return 0;
+}
+
+static int qpex_begin_setter(PyObject *self, int data, const char *verb)
+{
+	QPExObject *q = QPEXO(self);
+
+	if (!q->qp.in_batch) {
+		not_in_batch(verb);
+		return -1;
+	}
+	if (q->cur_op == WREX_OP_NONE) {
+		verbs_error_fmt(EINVAL, verb,
+				"no work request to attach it to: call a "
+				"builder (wr_send(), wr_rdma_write(), ...) "
+				"first");
+		return -1;
+	}
+	if (data == 0) { /* wr_set_ud_addr */
+		if (q->qp.qp_type != IBV_QPT_UD) {
+			verbs_error_fmt(EINVAL, verb,
+					"wr_set_ud_addr is for UD QPs only");
+			return -1;
+		}
+		if (q->cur_ud) {
+			verbs_error_fmt(EINVAL, verb,
+					"work request %u already has its "
+					"destination",
+					q->n_wr - 1);
+			return -1;
+		}
+		q->cur_ud = 1;
+		return 0;
+	}
+	if (!(ops[q->cur_op].setters & data)) {
+		verbs_error_fmt(EINVAL, verb, "%s takes %s",
+				ops[q->cur_op].verb,
+				ops[q->cur_op].setters == WREX_SET_SGE ?
+					"SGEs only (wr_set_sge, "
+					"wr_set_sge_list), not inline data" :
+					"no data setter");
+		return -1;
+	}
+	if (q->cur_data) {
+		verbs_error_fmt(EINVAL, verb,
+				"work request %u (%s) already has its data: "
+				"one data setter per work request",
+				q->n_wr - 1, ops[q->cur_op].verb);
+		return -1;
+	}
+	q->cur_data = 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* wr_start, wr_complete, wr_abort                                    */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(wrex_start__doc__,
+	     "Open a batch of work requests on the send queue.\n"
+	     "\n"
+	     "Then call builders (``wr_send()``, ...), each followed by its\n"
+	     "setters, and end with ``wr_complete()`` or ``wr_abort()``.\n"
+	     "``post_send()`` and ``modify()`` refuse (EBUSY) meanwhile.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_start`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EINVAL when a batch is open already; EBADF\n"
+	     "        once the QP is closed.");
+
+static PyObject *qpex_wr_start(PyObject *self, PyObject *unused)
+{
+	QPExObject *q = QPEXO(self);
+
+	HANDLE_CHECK(self);
+	if (q->qp.in_batch)
+		return verbs_error_fmt(EINVAL, "ibv_wr_start",
+				       "a batch is already open (%u work "
+				       "requests): wr_complete() or "
+				       "wr_abort() it first",
+				       q->n_wr);
+	ibv_wr_start(q->qpx);
+	q->qp.in_batch = 1;
+	q->cur_op = WREX_OP_NONE;
+	q->cur_data = q->cur_ud = 0;
+	q->n_wr = 0;
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(wrex_complete__doc__,
+	     "Post the open batch and close it.\n"
+	     "\n"
+	     "On failure nothing of the batch was posted. Either way the\n"
+	     "batch ends and what it held is released.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_complete`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    ValueError: on a UD QP, the last WR has no\n"
+	     "        ``wr_set_ud_addr()`` (the batch is aborted).\n"
+	     "    VerbsError: EINVAL when no batch is open; EBADF once the\n"
+	     "        QP is closed; else the provider refused (``errno``).");
+
+static PyObject *qpex_wr_complete(PyObject *self, PyObject *unused)
+{
+	QPExObject *q = QPEXO(self);
+	unsigned int n = q->n_wr, qpn;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!q->qp.in_batch)
+		return not_in_batch("ibv_wr_complete");
+	qpn = QPP(self)->qp_num; /* batch_release can run Python code */
+	if (needs_ud(q)) {
+		ud_missing(q, "ibv_wr_complete");
+		batch_abort(q);
+		return NULL;
+	}
+	rc = ibv_wr_complete(q->qpx);
+	batch_release(q);
+	if (rc != 0)
+		return verbs_error_fmt(rc, "ibv_wr_complete",
+				       "QP %u: the batch of %u work "
+				       "request(s) was not posted",
+				       qpn, n);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(wrex_abort__doc__,
+	     "Discard the open batch: none of its WRs is posted.\n"
+	     "\n"
+	     "Does nothing when no batch is open.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_abort`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the QP is closed.");
+
+static PyObject *qpex_wr_abort(PyObject *self, PyObject *unused)
+{
+	HANDLE_CHECK(self);
+	batch_abort(QPEXO(self));
+	Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Lifetime                                                            */
+/* ------------------------------------------------------------------ */
+
+/* An open batch is aborted first: its WRs are discarded, none posted. */
+static int qpex_destroy(Handle *h)
+{
+	QPExObject *q = (QPExObject *)h;
+	int rc;
+
+	batch_abort(q);
+	rc = IBV.destroy_qp((struct ibv_qp *)h->obj);
+	if (rc == 0)
+		q->qpx = NULL;
+	return rc;
+}
+
+static const HandleKind qpex_kind = { "QPEx", "ibv_destroy_qp", qpex_destroy,
+				      qp_release };
+
+static int qpex_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	QPExObject *q = QPEXO(self);
+	traverseproc base =
+		(traverseproc)PyType_GetSlot(ST.QP_type, Py_tp_traverse);
+	Py_ssize_t i;
+
+	for (i = 0; i < q->n_keep; i++)
+		Py_VISIT(q->keep[i]);
+	return base(self, visit, arg);
+}
+
+static void qpex_dealloc(PyObject *self)
+{
+	QPExObject *q = QPEXO(self);
+	destructor base = (destructor)PyType_GetSlot(ST.QP_type, Py_tp_dealloc);
+
+	PyObject_GC_UnTrack(self);
+	handle_close_quiet(HANDLE(self)); /* aborts an open batch */
+	/* Still open only if the destroy failed or the QP was inherited
+	 * across fork(): drop the references, no verb. */
+	batch_release(q);
+	PyMem_Free(q->keep);
+	q->keep = NULL;
+	base(self);
+}
+
+/* ------------------------------------------------------------------ */
+/* PD.create_qp_ex(init_attr), Context.create_qp_ex(init_attr)         */
+/* ------------------------------------------------------------------ */
+
+struct ex_args {
+	uint64_t send_ops_flags;
+	uint32_t create_flags;
+};
+
+static struct ibv_qp *ex_create(struct ibv_pd *pd,
+				struct ibv_qp_init_attr *init, void *arg)
+{
+	struct ex_args *a = arg;
+	struct ibv_qp_init_attr_ex ex;
+	struct verbs_context *vctx;
+	struct ibv_qp *qp;
+
+	memset(&ex, 0, sizeof(ex));
+	ex.qp_context = init->qp_context;
+	ex.send_cq = init->send_cq;
+	ex.recv_cq = init->recv_cq;
+	ex.srq = init->srq;
+	ex.cap = init->cap;
+	ex.qp_type = init->qp_type;
+	ex.sq_sig_all = init->sq_sig_all;
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ex.pd = pd;
+	ex.send_ops_flags = a->send_ops_flags;
+	if (a->create_flags) {
+		ex.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+		ex.create_flags = a->create_flags;
+	}
+	vctx = verbs_get_ctx_op(pd->context, create_qp_ex);
+	if (vctx == NULL) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = vctx->create_qp_ex(pd->context, &ex);
+	if (qp != NULL)
+		init->cap = ex.cap; /* the actual caps, as create_qp writes */
+	return qp;
+}
+
+/* init_attr.<name> as an unsigned integer; missing or None: dflt. */
+static int ia_uint(PyObject *ia, const char *name, uint64_t max, uint64_t dflt,
+		   uint64_t *out)
+{
+	PyObject *v = PyObject_GetAttrString(ia, name);
+	char what[48];
+	int rc;
+
+	*out = dflt;
+	if (v == NULL) {
+		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+			return -1;
+		PyErr_Clear();
+		return 0;
+	}
+	if (v == Py_None) {
+		Py_DECREF(v);
+		return 0;
+	}
+	snprintf(what, sizeof(what), "init_attr.%s", name);
+	rc = arg_u64(v, what, out);
+	Py_DECREF(v);
+	if (rc == 0 && *out > max) {
+		PyErr_Format(PyExc_ValueError, "%s must be in range 0..%llu",
+			     what, (unsigned long long)max);
+		return -1;
+	}
+	return rc;
+}
+
+/* init_attr.pd: missing or None, or this very PD. */
+static int ia_pd_matches(PDObject *pd, PyObject *ia)
+{
+	PyObject *v = PyObject_GetAttrString(ia, "pd");
+	int rc = 0;
+
+	if (v == NULL) {
+		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+			return -1;
+		PyErr_Clear();
+		return 0;
+	}
+	if (v != Py_None && v != (PyObject *)pd) {
+		PyErr_Format(PyExc_ValueError,
+			     "init_attr.pd is %R, not the PD whose "
+			     "create_qp_ex was called",
+			     v);
+		rc = -1;
+	}
+	Py_DECREF(v);
+	return rc;
+}
+
+static PyObject *create_ex(PDObject *pd, PyObject *ia)
+{
+	struct ex_args a;
+	uint64_t cf;
+	PyObject *res;
+	struct ibv_qp_ex *qpx;
+	QPExObject *q;
+
+	IBV_REQUIRE_OPTIONAL(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24");
+	if (ia_pd_matches(pd, ia) < 0 ||
+	    ia_uint(ia, "send_ops_flags", UINT64_MAX, IBV_QP_EX_WITH_SEND,
+		    &a.send_ops_flags) < 0 ||
+	    ia_uint(ia, "create_flags", UINT32_MAX, 0, &cf) < 0)
+		return NULL;
+	a.create_flags = (uint32_t)cf;
+	if (handle_check(HANDLE(pd)) < 0) /* that ran Python code */
+		return NULL;
+	res = qp_create_typed(pd, ia, &qpex_kind, "ibv_create_qp_ex", ex_create,
+			      &a, ST.QPEx_type);
+	if (res == NULL)
+		return NULL;
+	q = QPEXO(res);
+	qpx = IBV.qp_to_qp_ex(QPP(res));
+	if (qpx == NULL) {
+		/* The provider made a plain QP: destroy it. */
+		if (handle_close(HANDLE(res)) < 0)
+			PyErr_Clear();
+		Py_DECREF(res);
+		return verbs_error_fmt(EOPNOTSUPP, "ibv_qp_to_qp_ex",
+				       "the provider created no extended QP "
+				       "(it lacks the ibv_wr_* API)");
+	}
+	q->qpx = qpx;
+	q->send_ops_flags = a.send_ops_flags;
+	return res;
+}
+
+PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "init_attr", NULL };
+	PyObject *ia;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp_ex", kwlist,
+					 &ia))
+		return NULL;
+	return create_ex(pd, ia);
+}
+
+/* Context.create_qp_ex(init_attr): init_attr.pd is required and must be
+ * a PD of this Context (ibv_create_qp_ex takes both). */
+PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "init_attr", NULL };
+	PyObject *ia, *pd;
+	PyObject *res = NULL;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp_ex", kwlist,
+					 &ia))
+		return NULL;
+	pd = PyObject_GetAttrString(ia, "pd");
+	if (pd == NULL) {
+		if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_TypeError,
+				     "init_attr must be a QPInitAttrEx with "
+				     "a pd, not %R",
+				     (PyObject *)Py_TYPE(ia));
+		}
+		return NULL;
+	}
+	if (!PyObject_TypeCheck(pd, ST.PD_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "init_attr.pd must be a PD (Context.create_qp_ex "
+			     "needs one), not %R",
+			     (PyObject *)Py_TYPE(pd));
+		goto out;
+	}
+	if (handle_check(HANDLE(pd)) < 0)
+		goto out;
+	if (HANDLE(pd)->parent != HANDLE(ctx)) {
+		PyErr_SetString(PyExc_ValueError,
+				"init_attr.pd belongs to another Context");
+		goto out;
+	}
+	res = create_ex((PDObject *)pd, ia);
+out:
+	Py_DECREF(pd);
+	return res;
+}
+
+#define QPX(self) (QPEXO(self)->qpx)
+
+/* The provider left the op NULL: it does not implement it. */
+static PyObject *provider_lacks(const char *verb)
+{
+	return verbs_error_fmt(EOPNOTSUPP, verb,
+			       "the provider does not implement it");
+}
+
+#define NEED_OP(self, field, verb)                   \
+	do {                                         \
+		if (QPX(self)->field == NULL)        \
+			return provider_lacks(verb); \
+	} while (0)
+
+/* Parse up to 5 integer arguments named in kwlist (u32 when bits is 32,
+ * else u64).  0 or -1. */
+static int parse_ints(PyObject *args, PyObject *kw, const char *fmt,
+		      char **kwlist, const int *bits, uint64_t *out)
+{
+	PyObject *o[5] = { NULL };
+	int i;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &o[0], &o[1],
+					 &o[2], &o[3], &o[4]))
+		return -1;
+	for (i = 0; kwlist[i] != NULL; i++) {
+		if (bits[i] == 32) {
+			uint32_t v;
+
+			if (arg_u32(o[i], kwlist[i], &v) < 0)
+				return -1;
+			out[i] = v;
+		} else if (bits[i] == 8) {
+			long v;
+
+			if (arg_int(o[i], kwlist[i], 0, UINT8_MAX, &v) < 0)
+				return -1;
+			out[i] = (uint64_t)v;
+		} else if (arg_u64(o[i], kwlist[i], &out[i]) < 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Builders                                                            */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(wrex_send__doc__,
+	     "Start a SEND in the open batch.\n"
+	     "\n"
+	     "Its data comes next: ``wr_set_sge*()`` or\n"
+	     "``wr_set_inline_data*()``.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_send`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range, or on a UD QP\n"
+	     "        the previous WR has no ``wr_set_ud_addr()``.\n"
+	     "    VerbsError: EINVAL outside a batch or when\n"
+	     "        SEND is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	     "        the provider lacks it; EBADF once the QP is closed.");
+
+static PyObject *wr_send(PyObject *self, PyObject *unused)
+{
+	HANDLE_CHECK(self);
+	if (qpex_begin_wr(self, WREX_OP_SEND, "ibv_wr_send",
+			  QPX(self)->wr_send != NULL) < 0)
+		return NULL;
+	ibv_wr_send(QPX(self));
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(
+	wrex_send_imm__doc__,
+	"Start a SEND_WITH_IMM in the open batch.\n"
+	"\n"
+	"Its data comes next: ``wr_set_sge*()`` or\n"
+	"``wr_set_inline_data*()``.\n"
+	"\n"
+	"Wraps ``ibv_wr_send_imm`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    imm_data: 32-bit immediate data, in host order.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        SEND_WITH_IMM is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
+
+static PyObject *wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "imm_data", NULL };
+	static const int bits[] = { 32 };
+	uint64_t v[1];
+
+	HANDLE_CHECK(self);
+	if (parse_ints(args, kw, "O:wr_send_imm", kwlist, bits, v) < 0)
+		return NULL;
+	if (qpex_begin_wr(self, WREX_OP_SEND_IMM, "ibv_wr_send_imm",
+			  QPX(self)->wr_send_imm != NULL) < 0)
+		return NULL;
+	ibv_wr_send_imm(QPX(self), htobe32((uint32_t)v[0]));
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(
+	wrex_send_inv__doc__,
+	"Start a SEND_WITH_INV: a send that invalidates the peer's\n"
+	"``invalidate_rkey`` (an MW's).\n"
+	"\n"
+	"Its data comes next: ``wr_set_sge*()`` or\n"
+	"``wr_set_inline_data*()``.\n"
+	"\n"
+	"Wraps ``ibv_wr_send_inv`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    invalidate_rkey: the rkey the peer invalidates on receipt (of one\n"
+	"        of its MWs), 32 bits.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        SEND_WITH_INV is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
+
+static PyObject *wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "invalidate_rkey", NULL };
+	static const int bits[] = { 32 };
+	uint64_t v[1];
+
+	HANDLE_CHECK(self);
+	if (parse_ints(args, kw, "O:wr_send_inv", kwlist, bits, v) < 0)
+		return NULL;
+	if (qpex_begin_wr(self, WREX_OP_SEND_INV, "ibv_wr_send_inv",
+			  QPX(self)->wr_send_inv != NULL) < 0)
+		return NULL;
+	ibv_wr_send_inv(QPX(self), (uint32_t)v[0]);
+	Py_RETURN_NONE;
+}
+
+static char *kw_rdma[] = { "rkey", "remote_addr", NULL };
+static const int bits_rdma[] = { 32, 64 };
+
+PyDoc_STRVAR(wrex_rdma_write__doc__,
+	     "Start an RDMA_WRITE to the peer's memory.\n"
+	     "\n"
+	     "Its data comes next: ``wr_set_sge*()`` or\n"
+	     "``wr_set_inline_data*()``.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_rdma_write`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    rkey: the remote rkey, 32 bits.\n"
+	     "    remote_addr: the remote address, 64 bits.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range, or on a UD QP\n"
+	     "        the previous WR has no ``wr_set_ud_addr()``.\n"
+	     "    VerbsError: EINVAL outside a batch or when\n"
+	     "        RDMA_WRITE is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	     "        the provider lacks it; EBADF once the QP is closed.");
+
+static PyObject *wr_rdma_write(PyObject *self, PyObject *args, PyObject *kw)
+{
+	uint64_t v[2];
+
+	HANDLE_CHECK(self);
+	if (parse_ints(args, kw, "OO:wr_rdma_write", kw_rdma, bits_rdma, v) < 0)
+		return NULL;
+	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE, "ibv_wr_rdma_write",
+			  QPX(self)->wr_rdma_write != NULL) < 0)
+		return NULL;
+	ibv_wr_rdma_write(QPX(self), (uint32_t)v[0], v[1]);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(
+	wrex_rdma_write_imm__doc__,
+	"Start an RDMA_WRITE_WITH_IMM: the peer also gets a receive\n"
+	"completion with ``imm_data``.\n"
+	"\n"
+	"Its data comes next: ``wr_set_sge*()`` or\n"
+	"``wr_set_inline_data*()``.\n"
+	"\n"
+	"Wraps ``ibv_wr_rdma_write_imm`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    rkey: the remote rkey, 32 bits.\n"
+	"    remote_addr: the remote address, 64 bits.\n"
+	"    imm_data: 32-bit immediate data, in host order.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        RDMA_WRITE_WITH_IMM is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
+
+static PyObject *wr_rdma_write_imm(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "rkey", "remote_addr", "imm_data", NULL };
+	static const int bits[] = { 32, 64, 32 };
+	uint64_t v[3];
+
+	HANDLE_CHECK(self);
+	if (parse_ints(args, kw, "OOO:wr_rdma_write_imm", kwlist, bits, v) < 0)
+		return NULL;
+	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE_IMM, "ibv_wr_rdma_write_imm",
+			  QPX(self)->wr_rdma_write_imm != NULL) < 0)
+		return NULL;
+	ibv_wr_rdma_write_imm(QPX(self), (uint32_t)v[0], v[1],
+			      htobe32((uint32_t)v[2]));
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(wrex_rdma_read__doc__,
+	     "Start an RDMA_READ; the SGEs set next receive the data.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_rdma_read`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    rkey: the remote rkey, 32 bits.\n"
+	     "    remote_addr: the remote address, 64 bits.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range, or on a UD QP\n"
+	     "        the previous WR has no ``wr_set_ud_addr()``.\n"
+	     "    VerbsError: EINVAL outside a batch or when\n"
+	     "        RDMA_READ is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	     "        the provider lacks it; EBADF once the QP is closed.");
+
+static PyObject *wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
+{
+	uint64_t v[2];
+
+	HANDLE_CHECK(self);
+	if (parse_ints(args, kw, "OO:wr_rdma_read", kw_rdma, bits_rdma, v) < 0)
+		return NULL;
+	if (qpex_begin_wr(self, WREX_OP_RDMA_READ, "ibv_wr_rdma_read",
+			  QPX(self)->wr_rdma_read != NULL) < 0)
+		return NULL;
+	ibv_wr_rdma_read(QPX(self), (uint32_t)v[0], v[1]);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(
+	wrex_atomic_cmp_swp__doc__,
+	"Start an 8-byte compare-and-swap on the peer's memory:\n"
+	"``swap`` is written where ``compare`` matches. The 8-byte\n"
+	"SGE set next receives the old value.\n"
+	"\n"
+	"Wraps ``ibv_wr_atomic_cmp_swp`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    rkey: the remote rkey, 32 bits.\n"
+	"    remote_addr: the remote address, 64 bits.\n"
+	"    compare: the value expected at remote_addr, 64 bits.\n"
+	"    swap: the value written there when it matches, 64 bits.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        ATOMIC_CMP_AND_SWP is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
+
+static PyObject *wr_atomic_cmp_swp(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "rkey", "remote_addr", "compare", "swap",
+				  NULL };
+	static const int bits[] = { 32, 64, 64, 64 };
+	uint64_t v[4];
+
+	HANDLE_CHECK(self);
+	if (parse_ints(args, kw, "OOOO:wr_atomic_cmp_swp", kwlist, bits, v) < 0)
+		return NULL;
+	if (qpex_begin_wr(self, WREX_OP_ATOMIC_CMP_SWP, "ibv_wr_atomic_cmp_swp",
+			  QPX(self)->wr_atomic_cmp_swp != NULL) < 0)
+		return NULL;
+	ibv_wr_atomic_cmp_swp(QPX(self), (uint32_t)v[0], v[1], v[2], v[3]);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(
+	wrex_atomic_fetch_add__doc__,
+	"Start an 8-byte fetch-and-add of ``add`` on the peer's\n"
+	"memory. The 8-byte SGE set next receives the old value.\n"
+	"\n"
+	"Wraps ``ibv_wr_atomic_fetch_add`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    rkey: the remote rkey, 32 bits.\n"
+	"    remote_addr: the remote address, 64 bits.\n"
+	"    add: the value added at remote_addr, 64 bits (wraps).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        ATOMIC_FETCH_AND_ADD is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
+
+static PyObject *wr_atomic_fetch_add(PyObject *self, PyObject *args,
+				     PyObject *kw)
+{
+	static char *kwlist[] = { "rkey", "remote_addr", "add", NULL };
+	static const int bits[] = { 32, 64, 64 };
+	uint64_t v[3];
+
+	HANDLE_CHECK(self);
+	if (parse_ints(args, kw, "OOO:wr_atomic_fetch_add", kwlist, bits, v) <
+	    0)
+		return NULL;
+	if (qpex_begin_wr(self, WREX_OP_ATOMIC_FETCH_ADD,
+			  "ibv_wr_atomic_fetch_add",
+			  QPX(self)->wr_atomic_fetch_add != NULL) < 0)
+		return NULL;
+	ibv_wr_atomic_fetch_add(QPX(self), (uint32_t)v[0], v[1], v[2]);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(
+	wrex_local_inv__doc__,
+	"Start a LOCAL_INV: invalidate the rkey of a local MW (no\n"
+	"data).\n"
+	"\n"
+	"Wraps ``ibv_wr_local_inv`` (man page ibv_wr_post(3)).\n"
+	"\n"
+	"Args:\n"
+	"    invalidate_rkey: the rkey of the local MW to invalidate, 32 bits.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: an argument is out of range, or on a UD QP\n"
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"
+	"    VerbsError: EINVAL outside a batch or when\n"
+	"        LOCAL_INV is not in ``send_ops_flags``; EOPNOTSUPP when\n"
+	"        the provider lacks it; EBADF once the QP is closed.");
+
+static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "invalidate_rkey", NULL };
+	static const int bits[] = { 32 };
+	uint64_t v[1];
+
+	HANDLE_CHECK(self);
+	if (parse_ints(args, kw, "O:wr_local_inv", kwlist, bits, v) < 0)
+		return NULL;
+	if (qpex_begin_wr(self, WREX_OP_LOCAL_INV, "ibv_wr_local_inv",
+			  QPX(self)->wr_local_inv != NULL) < 0)
+		return NULL;
+	ibv_wr_local_inv(QPX(self), (uint32_t)v[0]);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(wrex_atomic_write__doc__,
+	     "Start an ATOMIC_WRITE of 8 bytes to the peer (no setters).\n"
+	     "\n"
+	     "The provider copies ``data`` during the call.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_atomic_write`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    rkey: the remote rkey, 32 bits.\n"
+	     "    remote_addr: the remote address (8-byte aligned).\n"
+	     "    data: exactly 8 bytes (bytes or bytearray).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: data is not 8 bytes, or rkey/remote_addr not\n"
+	     "        an int.\n"
+	     "    ValueError: rkey or remote_addr is out of range.\n"
+	     "    VerbsError: EOPNOTSUPP when built against rdma-core < 42\n"
+	     "        headers or the provider lacks it; EINVAL outside a\n"
+	     "        batch or when ATOMIC_WRITE is not in\n"
+	     "        ``send_ops_flags``; EBADF once the QP is closed.");
+
+/* wr_atomic_write(rkey, remote_addr, data): data is the 8 bytes to write
+ * (bytes or bytearray); the provider copies them during the call. */
+static PyObject *wr_atomic_write(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "rkey", "remote_addr", "data", NULL };
+	PyObject *rkey_o, *addr_o, *data;
+	const char *p;
+	uint64_t addr;
+	uint32_t rkey;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_atomic_write",
+					 kwlist, &rkey_o, &addr_o, &data) ||
+	    arg_u32(rkey_o, "rkey", &rkey) < 0 ||
+	    arg_u64(addr_o, "remote_addr", &addr) < 0)
+		return NULL;
+	if (PyBytes_Check(data) && PyBytes_Size(data) == 8) {
+		p = PyBytes_AsString(data);
+	} else if (PyByteArray_Check(data) && PyByteArray_Size(data) == 8) {
+		p = PyByteArray_AsString(data);
+	} else {
+		PyErr_Format(PyExc_TypeError,
+			     "data must be 8 bytes (bytes or bytearray), not "
+			     "%R",
+			     data);
+		return NULL;
+	}
+#ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
+	if (qpex_begin_wr(self, WREX_OP_ATOMIC_WRITE, "ibv_wr_atomic_write",
+			  QPX(self)->wr_atomic_write != NULL) < 0)
+		return NULL;
+	ibv_wr_atomic_write(QPX(self), rkey, addr, p);
+	Py_RETURN_NONE;
+#else
+	(void)p;
+	return verbs_error_fmt(EOPNOTSUPP, "ibv_wr_atomic_write",
+			       "the rdma-core headers this module was built "
+			       "against lack ibv_wr_atomic_write (rdma-core 42 "
+			       "or newer declares it)");
+#endif
+}
+
+PyDoc_STRVAR(wrex_flush__doc__,
+	     "Start a FLUSH: make a range of the peer's memory persistent or\n"
+	     "globally visible (no setters).\n"
+	     "\n"
+	     "Wraps ``ibv_wr_flush`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    rkey: the remote rkey, 32 bits.\n"
+	     "    remote_addr: start of the range, 64 bits.\n"
+	     "    len: bytes, 64 bits.\n"
+	     "    type: ``IBV_FLUSH_GLOBAL`` or ``IBV_FLUSH_PERSISTENT``.\n"
+	     "    level: ``IBV_FLUSH_RANGE`` or ``IBV_FLUSH_MR``.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: an argument is out of range (type and level:\n"
+	     "        0..255).\n"
+	     "    VerbsError: EOPNOTSUPP when built against rdma-core < 45\n"
+	     "        headers or the provider lacks it; EINVAL outside a\n"
+	     "        batch or when FLUSH is not in ``send_ops_flags``;\n"
+	     "        EBADF once the QP is closed.");
+
+/* wr_flush(rkey, remote_addr, len, type, level).  Built against headers
+ * without ibv_wr_flush (rdma-core < 45): EOPNOTSUPP, after the checks. */
+static PyObject *wr_flush(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "rkey", "remote_addr", "len",
+				  "type", "level",	 NULL };
+	static const int bits[] = { 32, 64, 64, 8, 8 };
+	uint64_t v[5];
+
+	HANDLE_CHECK(self);
+	if (parse_ints(args, kw, "OOOOO:wr_flush", kwlist, bits, v) < 0)
+		return NULL;
+#ifdef IBVERBS_HAVE_WR_FLUSH
+	if (qpex_begin_wr(self, WREX_OP_FLUSH, "ibv_wr_flush",
+			  QPX(self)->wr_flush != NULL) < 0)
+		return NULL;
+	ibv_wr_flush(QPX(self), (uint32_t)v[0], v[1], (size_t)v[2],
+		     (uint8_t)v[3], (uint8_t)v[4]);
+	Py_RETURN_NONE;
+#else
+	return verbs_error_fmt(EOPNOTSUPP, "ibv_wr_flush",
+			       "the rdma-core headers this module was built "
+			       "against lack ibv_wr_flush (rdma-core 45 or "
+			       "newer declares it)");
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* Setters                                                             */
+/* ------------------------------------------------------------------ */
+
+/* An SGE object: its struct, its MR checked open.  0 or -1. */
+static int sge_of(PyObject *o, const char *what, struct ibv_sge *out)
+{
+	SGEObject *s = (SGEObject *)o;
+
+	if (!PyObject_TypeCheck(o, ST.SGE_type)) {
+		PyErr_Format(PyExc_TypeError, "%s must be an SGE, not %R", what,
+			     (PyObject *)Py_TYPE(o));
+		return -1;
+	}
+	if (s->mr != NULL && handle_check(HANDLE(s->mr)) < 0)
+		return -1;
+	*out = s->sge;
+	return 0;
+}
+
+/* Hold an SGE (and mark its MR used) until the batch ends. */
+static int keep_sge(PyObject *self, PyObject *o)
+{
+	PyObject *mr = ((SGEObject *)o)->mr;
+
+	if (qpex_keep(self, o) < 0)
+		return -1;
+	return mr != NULL ? qpex_keep(self, mr) : 0;
+}
+
+static int check_num_sge(PyObject *self, Py_ssize_t n, const char *verb)
+{
+	uint32_t max = QPO(self)->cap.max_send_sge;
+
+	if ((uint64_t)n > max) {
+		PyErr_Format(PyExc_ValueError,
+			     "%s: %zd SGEs, more than the QP's max_send_sge "
+			     "(%u)",
+			     verb, n, max);
+		return -1;
+	}
+	return 0;
+}
+
+PyDoc_STRVAR(wrex_set_sge__doc__,
+	     "Give the last builder's WR its data: one SGE.\n"
+	     "\n"
+	     "Also ``wr_set_sge(sge)`` with an SGE object, which (with its\n"
+	     "MR, marked used) is held until the batch ends.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_sge`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    lkey: the lkey, or an SGE object (given alone).\n"
+	     "    addr: the address (with an lkey).\n"
+	     "    length: bytes, 32 bits (with an lkey).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: neither an SGE nor three ints.\n"
+	     "    ValueError: a value is out of range, or max_send_sge is 0.\n"
+	     "    VerbsError: EBADF if the SGE's MR or the QP is closed;\n"
+	     "        EINVAL outside a batch, with no builder before it, when\n"
+	     "        the WR takes no SGE or has its data already;\n"
+	     "        EOPNOTSUPP when the provider lacks it.");
+
+/* wr_set_sge(sge) or wr_set_sge(lkey, addr, length) */
+static PyObject *wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "lkey", "addr", "length", NULL };
+	PyObject *a = NULL, *b = NULL, *c = NULL;
+	struct ibv_sge sge;
+	int is_obj;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:wr_set_sge", kwlist,
+					 &a, &b, &c))
+		return NULL;
+	is_obj = PyObject_TypeCheck(a, ST.SGE_type);
+	if (is_obj) {
+		if (b != NULL || c != NULL) {
+			PyErr_SetString(PyExc_TypeError,
+					"wr_set_sge() takes an SGE, or lkey, "
+					"addr and length");
+			return NULL;
+		}
+		if (sge_of(a, "sge", &sge) < 0)
+			return NULL;
+	} else {
+		if (b == NULL || c == NULL) {
+			PyErr_Format(PyExc_TypeError,
+				     "wr_set_sge() takes an SGE, or lkey, "
+				     "addr and length (got %R alone)",
+				     (PyObject *)Py_TYPE(a));
+			return NULL;
+		}
+		if (arg_u32(a, "lkey", &sge.lkey) < 0 ||
+		    arg_u64(b, "addr", &sge.addr) < 0 ||
+		    arg_u32(c, "length", &sge.length) < 0)
+			return NULL;
+	}
+	NEED_OP(self, wr_set_sge, "ibv_wr_set_sge");
+	if (check_num_sge(self, 1, "ibv_wr_set_sge") < 0 ||
+	    qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge") < 0)
+		return NULL;
+	if (is_obj && keep_sge(self, a) < 0) {
+		QPEXO(self)->cur_data = 0;
+		return NULL;
+	}
+	ibv_wr_set_sge(QPX(self), sge.lkey, sge.addr, sge.length);
+	Py_RETURN_NONE;
+}
+
+#define SMALL_LIST 16
+
+PyDoc_STRVAR(wrex_set_sge_list__doc__,
+	     "Give the last builder's WR its data: a list of SGEs.\n"
+	     "\n"
+	     "The SGEs (and their MRs) are held until the batch ends.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_sge_list`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    sg_list: a list or tuple of SGEs.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: sg_list is not a list/tuple of SGEs.\n"
+	     "    ValueError: more SGEs than the QP's max_send_sge.\n"
+	     "    VerbsError: EBADF if an SGE's MR or the QP is closed;\n"
+	     "        EINVAL outside a batch, with no builder before it, when\n"
+	     "        the WR takes no SGE or has its data already;\n"
+	     "        EOPNOTSUPP when the provider lacks it.");
+
+/* wr_set_sge_list(sges): a list or tuple of SGE objects. */
+static PyObject *wr_set_sge_list(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "sg_list", NULL };
+	struct ibv_sge small[SMALL_LIST], *arr = small;
+	PyObject *lst, *seq = NULL, *res = NULL;
+	Py_ssize_t i, n;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_sge_list", kwlist,
+					 &lst))
+		return NULL;
+	if (!PyList_Check(lst) && !PyTuple_Check(lst)) {
+		PyErr_Format(PyExc_TypeError,
+			     "sg_list must be a list or tuple of SGEs, not %R",
+			     (PyObject *)Py_TYPE(lst));
+		return NULL;
+	}
+	/* A tuple copy: the SGEs cannot change under us (an SGE's
+	 * __eq__ runs no code, but a list's owner might). */
+	seq = PySequence_Tuple(lst);
+	if (seq == NULL)
+		return NULL;
+	n = PyTuple_Size(seq);
+	if (check_num_sge(self, n, "ibv_wr_set_sge_list") < 0)
+		goto out;
+	if (n > SMALL_LIST) {
+		arr = PyMem_Malloc(n * sizeof(*arr));
+		if (arr == NULL) {
+			PyErr_NoMemory();
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "sg_list[%zd]", i);
+		if (sge_of(PyTuple_GetItem(seq, i), what, &arr[i]) < 0)
+			goto out;
+	}
+	if (QPX(self)->wr_set_sge_list == NULL) {
+		provider_lacks("ibv_wr_set_sge_list");
+		goto out;
+	}
+	if (qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge_list") < 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (keep_sge(self, PyTuple_GetItem(seq, i)) < 0) {
+			QPEXO(self)->cur_data = 0;
+			goto out;
+		}
+	}
+	ibv_wr_set_sge_list(QPX(self), (size_t)n, arr);
+	Py_INCREF(Py_None);
+	res = Py_None;
+out:
+	if (arr != small)
+		PyMem_Free(arr);
+	Py_XDECREF(seq);
+	return res;
+}
+
+/*
+ * The bytes of a buffer for an inline setter: bytes and bytearray
+ * directly, any other buffer (memoryview, array, numpy) through a copy
+ * (the 3.9 Limited API has no buffer protocol).  *hold gets the object
+ * that owns the bytes (new reference), released after the setter: the
+ * provider copies inline data during the call.
+ */
+static int inline_buf(PyObject *o, const char *what, PyObject **hold,
+		      struct ibv_data_buf *out)
+{
+	PyObject *mv;
+
+	if (PyBytes_Check(o) || PyByteArray_Check(o)) {
+		Py_INCREF(o);
+		*hold = o;
+	} else if (PyUnicode_Check(o) || PyLong_Check(o)) {
+		goto bad;
+	} else {
+		mv = PyMemoryView_FromObject(o);
+		if (mv == NULL) {
+			if (!PyErr_ExceptionMatches(PyExc_TypeError))
+				return -1;
+			PyErr_Clear();
+			goto bad;
+		}
+		*hold = PyObject_Bytes(mv);
+		Py_DECREF(mv);
+		if (*hold == NULL)
+			return -1;
+	}
+	if (PyBytes_Check(*hold)) {
+		out->addr = PyBytes_AsString(*hold);
+		out->length = (size_t)PyBytes_Size(*hold);
+	} else {
+		out->addr = PyByteArray_AsString(*hold);
+		out->length = (size_t)PyByteArray_Size(*hold);
+	}
+	return 0;
+bad:
+	PyErr_Format(PyExc_TypeError,
+		     "%s must be a bytes-like object (bytes, bytearray, "
+		     "memoryview, ...), not %R",
+		     what, (PyObject *)Py_TYPE(o));
+	return -1;
+}
+
+static int check_inline_len(PyObject *self, size_t total, const char *verb)
+{
+	uint32_t max = QPO(self)->cap.max_inline_data;
+
+	if (total > max) {
+		PyErr_Format(PyExc_ValueError,
+			     "%s: %zu bytes of inline data, more than the "
+			     "QP's max_inline_data (%u; ask for more in "
+			     "QPInitAttrEx(max_inline_data=...))",
+			     verb, total, max);
+		return -1;
+	}
+	return 0;
+}
+
+PyDoc_STRVAR(wrex_set_inline_data__doc__,
+	     "Give the last builder's WR its data inline.\n"
+	     "\n"
+	     "The provider copies the bytes now (no MR needed).\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_inline_data`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    data: a bytes-like object (bytes, bytearray, memoryview).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: data is not bytes-like.\n"
+	     "    ValueError: more bytes than the QP's max_inline_data.\n"
+	     "    VerbsError: EINVAL outside a batch, with no builder before\n"
+	     "        it, when the WR takes no inline data or has its data\n"
+	     "        already; EOPNOTSUPP when the provider lacks it; EBADF\n"
+	     "        once the QP is closed.");
+
+static PyObject *wr_set_inline_data(PyObject *self, PyObject *args,
+				    PyObject *kw)
+{
+	static char *kwlist[] = { "data", NULL };
+	struct ibv_data_buf buf;
+	PyObject *o, *hold = NULL;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_inline_data",
+					 kwlist, &o) ||
+	    inline_buf(o, "data", &hold, &buf) < 0)
+		return NULL;
+	if (QPX(self)->wr_set_inline_data == NULL) {
+		Py_DECREF(hold);
+		return provider_lacks("ibv_wr_set_inline_data");
+	}
+	if (check_inline_len(self, buf.length, "ibv_wr_set_inline_data") < 0 ||
+	    qpex_begin_setter(self, WREX_SET_INLINE, "ibv_wr_set_inline_data") <
+		    0) {
+		Py_DECREF(hold);
+		return NULL;
+	}
+	ibv_wr_set_inline_data(QPX(self), buf.addr, buf.length);
+	Py_DECREF(hold);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(wrex_set_inline_data_list__doc__,
+	     "Give the last builder's WR its data inline, from several "
+	     "buffers.\n"
+	     "\n"
+	     "The provider copies the bytes now.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_inline_data_list`` (man page\n"
+	     "ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    buf_list: a list or tuple of bytes-like objects.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: not a list/tuple of bytes-like objects.\n"
+	     "    ValueError: more bytes in all than max_inline_data.\n"
+	     "    VerbsError: as ``wr_set_inline_data()``.");
+
+static PyObject *wr_set_inline_data_list(PyObject *self, PyObject *args,
+					 PyObject *kw)
+{
+	static char *kwlist[] = { "buf_list", NULL };
+	struct ibv_data_buf small[SMALL_LIST], *arr = small;
+	PyObject *lst, *seq = NULL, *holds = NULL, *res = NULL;
+	Py_ssize_t i, n;
+	size_t total = 0;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_inline_data_list",
+					 kwlist, &lst))
+		return NULL;
+	if (!PyList_Check(lst) && !PyTuple_Check(lst)) {
+		PyErr_Format(PyExc_TypeError,
+			     "buf_list must be a list or tuple of bytes-like "
+			     "objects, not %R",
+			     (PyObject *)Py_TYPE(lst));
+		return NULL;
+	}
+	seq = PySequence_Tuple(lst);
+	if (seq == NULL)
+		return NULL;
+	n = PyTuple_Size(seq);
+	holds = PyTuple_New(n);
+	if (holds == NULL)
+		goto out;
+	if (n > SMALL_LIST) {
+		arr = PyMem_Malloc(n * sizeof(*arr));
+		if (arr == NULL) {
+			PyErr_NoMemory();
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		PyObject *h = NULL;
+		char what[32];
+
+		snprintf(what, sizeof(what), "buf_list[%zd]", i);
+		if (inline_buf(PyTuple_GetItem(seq, i), what, &h, &arr[i]) < 0)
+			goto out;
+		PyTuple_SetItem(holds, i, h); /* steals h */
+		total += arr[i].length;
+	}
+	if (QPX(self)->wr_set_inline_data_list == NULL) {
+		provider_lacks("ibv_wr_set_inline_data_list");
+		goto out;
+	}
+	if (check_inline_len(self, total, "ibv_wr_set_inline_data_list") < 0 ||
+	    qpex_begin_setter(self, WREX_SET_INLINE,
+			      "ibv_wr_set_inline_data_list") < 0)
+		goto out;
+	ibv_wr_set_inline_data_list(QPX(self), (size_t)n, arr);
+	Py_INCREF(Py_None);
+	res = Py_None;
+out:
+	if (arr != small)
+		PyMem_Free(arr);
+	Py_XDECREF(holds);
+	Py_XDECREF(seq);
+	return res;
+}
+
+PyDoc_STRVAR(wrex_set_ud_addr__doc__,
+	     "Give the last builder's WR its UD destination (required on UD).\n"
+	     "\n"
+	     "The AH is held, and marked used, until the batch ends.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_ud_addr`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    ah: an AH of the QP's Context.\n"
+	     "    remote_qpn: the destination QP number, 24 bits.\n"
+	     "    remote_qkey: its Q_Key, 32 bits.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: ah is not an AH, or a number is not an int.\n"
+	     "    ValueError: a number is out of range, or the AH belongs to\n"
+	     "        another Context.\n"
+	     "    VerbsError: EBADF if the AH or the QP is closed; EINVAL\n"
+	     "        outside a batch, with no builder before it, on a non-UD\n"
+	     "        QP or when the WR has its destination already;\n"
+	     "        EOPNOTSUPP when the provider lacks it.");
+
+static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "ah", "remote_qpn", "remote_qkey", NULL };
+	PyObject *ah, *qpn_o, *qkey_o;
+	uint32_t qpn, qkey;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_set_ud_addr", kwlist,
+					 &ah, &qpn_o, &qkey_o))
+		return NULL;
+	if (!PyObject_TypeCheck(ah, ST.AH_type)) {
+		PyErr_Format(PyExc_TypeError, "ah must be an AH, not %R",
+			     (PyObject *)Py_TYPE(ah));
+		return NULL;
+	}
+	if (handle_check(HANDLE(ah)) < 0 ||
+	    arg_u32(qpn_o, "remote_qpn", &qpn) < 0 ||
+	    arg_u32(qkey_o, "remote_qkey", &qkey) < 0)
+		return NULL;
+	if (qpn > QPN_MAX) {
+		PyErr_SetString(PyExc_ValueError,
+				"remote_qpn must be in range 0..2**24-1");
+		return NULL;
+	}
+	if (HANDLE(ah)->parent->parent != HANDLE(self)->parent->parent) {
+		PyErr_SetString(PyExc_ValueError,
+				"ah belongs to another Context than the QP");
+		return NULL;
+	}
+	NEED_OP(self, wr_set_ud_addr, "ibv_wr_set_ud_addr");
+	if (qpex_begin_setter(self, 0, "ibv_wr_set_ud_addr") < 0)
+		return NULL;
+	if (qpex_keep(self, ah) < 0) {
+		QPEXO(self)->cur_ud = 0;
+		return NULL;
+	}
+	ibv_wr_set_ud_addr(QPX(self), (struct ibv_ah *)HANDLE(ah)->obj, qpn,
+			   qkey);
+	Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* wr_bind_mw (its MW and MWBindInfo parsed by mw.c)                  */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(wrex_bind_mw__doc__,
+	     "Start a BIND_MW: bind a type 2 window under a new rkey.\n"
+	     "\n"
+	     "The MW and the MR are held, and marked used, until the batch\n"
+	     "ends. Choose the rkey with ``ibverbs.inc_rkey(mw.rkey)``; set\n"
+	     "``mw.rkey`` to it once the bind completes.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_bind_mw`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    mw: the MW.\n"
+	     "    rkey: the window's new rkey, 32 bits.\n"
+	     "    bind_info: an MWBindInfo (mr, addr, length,\n"
+	     "        mw_access_flags).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: mw is not an MW, or bind_info lacks a field.\n"
+	     "    ValueError: a value is out of range.\n"
+	     "    VerbsError: EBADF if the QP, MW or MR is closed; EINVAL\n"
+	     "        outside a batch or when BIND_MW is not in\n"
+	     "        ``send_ops_flags``; EOPNOTSUPP when the provider lacks\n"
+	     "        it.");
+
+/*
+ * wr_bind_mw(mw, rkey, bind_info): a BIND_MW in the open batch; rkey is
+ * the window's new rkey.  The batch holds the MW and the MR (both marked
+ * used, so neither closes) until wr_complete or wr_abort.
+ */
+static PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "mw", "rkey", "bind_info", NULL };
+	PyObject *mw, *rkey_o, *info, *mr = NULL, *res = NULL;
+	struct ibv_mw_bind_info bi;
+	uint32_t rkey;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_bind_mw", kwlist,
+					 &mw, &rkey_o, &info))
+		return NULL;
+	if (mw_parse(mw, "mw") < 0 || arg_u32(rkey_o, "rkey", &rkey) < 0 ||
+	    bind_info_from_py(info, &bi, &mr) < 0)
+		return NULL;
+	/* Reading bind_info ran Python code: check the handles again. */
+	if (handle_check(HANDLE(self)) < 0 || handle_check(HANDLE(mw)) < 0 ||
+	    handle_check(HANDLE(mr)) < 0)
+		goto out;
+	bi.mr = HANDLE(mr)->obj;
+	if (qpex_begin_wr(self, WREX_OP_BIND_MW, "ibv_wr_bind_mw",
+			  QPEXO(self)->qpx->wr_bind_mw != NULL) < 0 ||
+	    qpex_keep(self, mw) < 0 || qpex_keep(self, mr) < 0)
+		goto out;
+	ibv_wr_bind_mw(QPEXO(self)->qpx, MWP(mw), rkey, &bi);
+	res = Py_None;
+	Py_INCREF(res);
+out:
+	Py_XDECREF(mr);
+	return res;
+}
+
+/* A builder's docstring: its signature, what it starts, its verb, its
+ * Args ("" for none) and the QPCreateSendOpsFlags member it needs; then
+ * the errors every builder shares. */
+/* ------------------------------------------------------------------ */
+/* QPEx's methods (the QP's are inherited)                             */
+/* ------------------------------------------------------------------ */
+
+static PyMethodDef qpex_methods[] = {
+	{ "wr_start", qpex_wr_start, METH_NOARGS, wrex_start__doc__ },
+	{ "wr_complete", qpex_wr_complete, METH_NOARGS, wrex_complete__doc__ },
+	{ "wr_abort", qpex_wr_abort, METH_NOARGS, wrex_abort__doc__ },
+	{ "wr_send", wr_send, METH_NOARGS, wrex_send__doc__ },
+	{ "wr_send_imm", KW wr_send_imm, METH_VARARGS | METH_KEYWORDS,
+	  wrex_send_imm__doc__ },
+	{ "wr_send_inv", KW wr_send_inv, METH_VARARGS | METH_KEYWORDS,
+	  wrex_send_inv__doc__ },
+	{ "wr_rdma_write", KW wr_rdma_write, METH_VARARGS | METH_KEYWORDS,
+	  wrex_rdma_write__doc__ },
+	{ "wr_rdma_write_imm", KW wr_rdma_write_imm,
+	  METH_VARARGS | METH_KEYWORDS, wrex_rdma_write_imm__doc__ },
+	{ "wr_rdma_read", KW wr_rdma_read, METH_VARARGS | METH_KEYWORDS,
+	  wrex_rdma_read__doc__ },
+	{ "wr_atomic_cmp_swp", KW wr_atomic_cmp_swp,
+	  METH_VARARGS | METH_KEYWORDS, wrex_atomic_cmp_swp__doc__ },
+	{ "wr_atomic_fetch_add", KW wr_atomic_fetch_add,
+	  METH_VARARGS | METH_KEYWORDS, wrex_atomic_fetch_add__doc__ },
+	{ "wr_local_inv", KW wr_local_inv, METH_VARARGS | METH_KEYWORDS,
+	  wrex_local_inv__doc__ },
+	{ "wr_atomic_write", KW wr_atomic_write, METH_VARARGS | METH_KEYWORDS,
+	  wrex_atomic_write__doc__ },
+	{ "wr_flush", KW wr_flush, METH_VARARGS | METH_KEYWORDS,
+	  wrex_flush__doc__ },
+	{ "wr_set_sge", KW wr_set_sge, METH_VARARGS | METH_KEYWORDS,
+	  wrex_set_sge__doc__ },
+	{ "wr_set_sge_list", KW wr_set_sge_list, METH_VARARGS | METH_KEYWORDS,
+	  wrex_set_sge_list__doc__ },
+	{ "wr_set_inline_data", KW wr_set_inline_data,
+	  METH_VARARGS | METH_KEYWORDS, wrex_set_inline_data__doc__ },
+	{ "wr_set_inline_data_list", KW wr_set_inline_data_list,
+	  METH_VARARGS | METH_KEYWORDS, wrex_set_inline_data_list__doc__ },
+	{ "wr_set_ud_addr", KW wr_set_ud_addr, METH_VARARGS | METH_KEYWORDS,
+	  wrex_set_ud_addr__doc__ },
+	{ "wr_bind_mw", KW qpex_wr_bind_mw, METH_VARARGS | METH_KEYWORDS,
+	  wrex_bind_mw__doc__ },
+	{ NULL, NULL, 0, NULL }
+};
+
+/* ------------------------------------------------------------------ */
+/* wr_id, wr_flags, send_ops_flags                                     */
+/* ------------------------------------------------------------------ */
+
+static PyObject *get_wr_id(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return PyLong_FromUnsignedLongLong(QPEXO(self)->qpx->wr_id);
+}
+
+static int set_wr_id(PyObject *self, PyObject *v, void *closure)
+{
+	uint64_t id;
+
+	if (v == NULL) {
+		PyErr_SetString(PyExc_AttributeError, "cannot delete wr_id");
+		return -1;
+	}
+	if (handle_check(HANDLE(self)) < 0 || arg_u64(v, "wr_id", &id) < 0)
+		return -1;
+	QPEXO(self)->qpx->wr_id = id;
+	return 0;
+}
+
+static PyObject *get_wr_flags(PyObject *self, void *closure)
+{
+	HANDLE_CHECK(self);
+	return enum_from_int("SendFlags", (long)QPEXO(self)->qpx->wr_flags);
+}
+
+static int set_wr_flags(PyObject *self, PyObject *v, void *closure)
+{
+	uint32_t f;
+
+	if (v == NULL) {
+		PyErr_SetString(PyExc_AttributeError, "cannot delete wr_flags");
+		return -1;
+	}
+	if (handle_check(HANDLE(self)) < 0 || arg_u32(v, "wr_flags", &f) < 0)
+		return -1;
+	QPEXO(self)->qpx->wr_flags = f;
+	return 0;
+}
+
+static PyObject *get_send_ops_flags(PyObject *self, void *closure)
+{
+	PyObject *v = PyLong_FromUnsignedLongLong(QPEXO(self)->send_ops_flags);
+	PyObject *mod, *cls, *res;
+
+	if (v == NULL)
+		return NULL;
+	mod = module_cached(&ST.mod_enums, "ibverbs.enums");
+	cls = mod ? PyObject_GetAttrString(mod, "QPCreateSendOpsFlags") : NULL;
+	if (cls == NULL) {
+		PyErr_Clear();
+		return v;
+	}
+	res = PyObject_CallFunctionObjArgs(cls, v, NULL);
+	Py_DECREF(cls);
+	Py_DECREF(v);
+	return res;
+}
+
+static PyObject *qpex_repr(PyObject *self)
+{
+	struct ibv_qp *qp = QPP(self);
+
+	if (qp == NULL)
+		return PyUnicode_FromString("<ibverbs.QPEx closed>");
+	return PyUnicode_FromFormat("<ibverbs.QPEx qp_num=%u %s%s>", qp->qp_num,
+				    qp_state_name(qp->state),
+				    QPO(self)->in_batch ? " batch open" : "");
+}
+
+static PyGetSetDef qpex_getset[] = {
+	{ "wr_id", get_wr_id, set_wr_id,
+	  "The wr_id of the WRs the next builders start\n"
+	  "(``ibv_qp_ex.wr_id``); settable; EBADF once closed.",
+	  NULL },
+	{ "wr_flags", get_wr_flags, set_wr_flags,
+	  "The ``SendFlags`` of the WRs the next builders start\n"
+	  "(``ibv_qp_ex.wr_flags``); settable; EBADF once closed.",
+	  NULL },
+	{ "send_ops_flags", get_send_ops_flags, NULL,
+	  "The ``QPCreateSendOpsFlags`` the QP was created with: the\n"
+	  "builders it may use.",
+	  NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+PyDoc_STRVAR(qpex__doc__,
+	     "An extended QP (``struct ibv_qp_ex``): posts with ``ibv_wr_*``.\n"
+	     "\n"
+	     "Made by ``PD.create_qp_ex(QPInitAttrEx(...))`` or\n"
+	     "``Context.create_qp_ex()``. A QP (modify, to_init/to_rtr/\n"
+	     "to_rts, post_recv, query, close work as on any QP) that also\n"
+	     "posts in batches: ``wr_start()``, builders (``wr_send()``,\n"
+	     "``wr_rdma_write()``, ...) each followed by its setters\n"
+	     "(``wr_set_sge()``, ...), then ``wr_complete()`` or\n"
+	     "``wr_abort()`` (man page ibv_wr_post(3)). The builders the QP\n"
+	     "may use are its ``send_ops_flags``; each call checks the\n"
+	     "batch's state before the provider sees it. ``close()`` aborts\n"
+	     "an open batch first.");
+
+/* clang-format off */
+static PyType_Slot qpex_slots[] = {
+	{ Py_tp_doc, (void *)qpex__doc__ },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, qpex_dealloc },
+	{ Py_tp_traverse, qpex_traverse },
+	{ Py_tp_repr, qpex_repr },
+	{ Py_tp_methods, qpex_methods },
+	{ Py_tp_getset, qpex_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
+
+PyType_Spec QPEx_spec = { "ibverbs._ibverbs.QPEx", sizeof(QPExObject), 0,
+			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, qpex_slots };

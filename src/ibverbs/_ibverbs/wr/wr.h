@@ -1,0 +1,117 @@
+/*
+ * wr/wr.h - what the files of wr/ (SGE, SendWR, RecvWR, the
+ * chains, the data path) share, and what qp/ and mem/ use of them: the WR
+ * objects' structs, the names the templates define, linking and posting.
+ */
+#ifndef IBVERBS_WR_WR_H
+#define IBVERBS_WR_WR_H
+
+#include "ibverbs.h"
+
+/* SGE (sge.c) and work requests (wr.c).  A WR object holds the native
+ * struct, ready to post with no per-call conversion; small SGE lists live
+ * inside the object.  "keep" holds what the SGEs point into (SGE -> MR -> owner) and
+ * the AH, so a WR keeps that memory alive while it exists. */
+#define WR_INLINE_SGES 2
+
+typedef struct {
+	PyObject_HEAD
+	struct ibv_sge sge;
+	PyObject *mr; /* MRObject or NULL for a raw address */
+	PyObject *owner; /* SGE.owner: owner= given, else NULL (mr) */
+} SGEObject;
+
+#define SGEP(self) (&((SGEObject *)(self))->sge)
+
+typedef struct {
+	PyObject_HEAD
+	struct ibv_send_wr wr; /* wr.next is NULL except while posting,
+				      or while in a SendWRChain */
+	struct ibv_sge *sges; /* sge_inline or PyMem_Malloc'd */
+	struct ibv_sge sge_inline[WR_INLINE_SGES];
+	PyObject *sg_list; /* tuple of SGE objects */
+	PyObject *ah; /* AHObject or NULL (UD) */
+	PyObject *imm; /* imm_data as given, or NULL */
+	PyObject *chain; /* borrowed: the SendWRChain holding it */
+	PyObject *mw; /* MWObject of a BIND_MW, or NULL (mw.c) */
+	PyObject *bind_mr; /* MRObject of bind_info, or NULL (mw.c) */
+} SendWRObject;
+
+typedef struct {
+	PyObject_HEAD
+	struct ibv_recv_wr wr;
+	struct ibv_sge *sges;
+	struct ibv_sge sge_inline[WR_INLINE_SGES];
+	PyObject *sg_list;
+	PyObject *chain; /* borrowed: the RecvWRChain holding it */
+} RecvWRObject;
+
+/*
+ * SendWRChain / RecvWRChain (wrchain.c): WRs linked through wr.next once,
+ * posted many times.  Each member's "chain" points back here; a member
+ * cannot be posted on its own, nor join another chain, until release().
+ * Between posts only the handles in "checked" (the distinct MRs and AHs
+ * the members use) are looked at; "dirty" (set when a member's AH
+ * changes, or a check failed) asks for every member to be checked again.
+ */
+typedef struct {
+	PyObject_HEAD
+	PyObject *items; /* tuple of the member WRs; NULL: released */
+	void *head; /* &first member->wr */
+	PyObject **checked; /* strong references (PyMem_Malloc'd) */
+	Py_ssize_t n_checked, cap_checked;
+	int dirty;
+} WRChainObject;
+
+/* The names the WR templates (post_link.h, wrchain_kind.h) define, from
+ * the one prefix a kind header sets (wr_kind_send.h: WR_PREFIX sendwr):
+ * WRFN(link) is sendwr_link, CHFN(head) sendwrchain_head.  Each template
+ * function carries its expanded names in the comment above it. */
+#define WR_PASTE(a, b, c) a##b##_##c
+#define WR_XPASTE(a, b, c) WR_PASTE(a, b, c)
+#define WRFN(name) WR_XPASTE(WR_PREFIX, , name)
+#define CHFN(name) WR_XPASTE(WR_PREFIX, chain, name)
+
+/* Per-WR checks before a post (wr_check.c): MRs, AH, MW still open; the AH's
+ * struct ibv_ah * stored in the WR.  0, or -1 with VerbsError(EBADF). */
+int sendwr_ready(SendWRObject *w, Py_ssize_t i);
+int recvwr_ready(RecvWRObject *w, Py_ssize_t i);
+/* The head of a chain ready to post (wrchain.c), or NULL with an error
+ * set (released, a member's MR or AH closed). */
+struct ibv_send_wr *sendwrchain_head(PyObject *chain);
+struct ibv_recv_wr *recvwrchain_head(PyObject *chain);
+/* A member of a chain cannot be posted alone or in a list: ValueError,
+ * -1 (wrchain.c; used by post.c too). */
+int wr_member_error(const char *kind, Py_ssize_t i);
+
+/* post.c: link one WR, a list/tuple of WRs or a SendWRChain/RecvWRChain
+ * (linked already) through wr.next for one post, without allocating.
+ * Returns the head, or NULL with TypeError/ValueError set (wrong type,
+ * empty list, an AH that was closed).  The caller holds "arg" for the
+ * duration of the post and calls *_unlink afterwards. */
+struct ibv_send_wr *sendwr_link(PyObject *arg);
+void sendwr_unlink(PyObject *arg);
+struct ibv_recv_wr *recvwr_link(PyObject *arg);
+void recvwr_unlink(PyObject *arg);
+/* After a failed post of head: sets *bad to head for a single WR the
+ * provider did not name, unlinks arg and returns *bad's position in arg
+ * (0 for a single WR, the index in a list or chain), or -1. */
+Py_ssize_t sendwr_failed(PyObject *arg, struct ibv_send_wr *head,
+			 struct ibv_send_wr **bad);
+Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,
+			 struct ibv_recv_wr **bad);
+/* For a UD QP, after sendwr_link: every WR must be a SEND(_WITH_IMM) with
+ * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
+ * ValueError naming the WR's index (the caller then unlinks); wr_check.c. */
+int sendwr_check_ud(const struct ibv_send_wr *head);
+/* post.c: the data-path methods (METH_O; the WR objects hold the native
+ * structs, linked in place; GIL kept, no allocation). */
+PyObject *qp_post_send(PyObject *self, PyObject *arg);
+PyObject *qp_post_recv(PyObject *self, PyObject *arg);
+PyObject *srq_post_recv(PyObject *self, PyObject *arg);
+/* Their docstrings, beside them in post.c (the method tables of qp.c and
+ * srq.c name them). */
+extern const char qp_post_send__doc__[], qp_post_recv__doc__[],
+	srq_post_recv__doc__[];
+
+#endif /* IBVERBS_WR_WR_H */
