@@ -14,7 +14,6 @@ import weakref
 import pytest
 
 import ibverbs as ib
-import ibverbs._cuda_driver as _cuda_driver
 import ibverbs.cuda as cuda
 
 from support import rdma as rig  # make_rc_pair, poll_until, ALL_ACCESS
