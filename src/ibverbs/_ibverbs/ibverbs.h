@@ -299,6 +299,9 @@ int handle_traverse(Handle *h, visitproc visit, void *arg);
 /* tp_dealloc helper: untrack, close quietly, drop parent, free, decref
  * type.  Type-specific references must be cleared before calling. */
 void handle_dealloc(Handle *h);
+/* The two above as the slots of a type that holds nothing more. */
+int handle_tp_traverse(PyObject *self, visitproc visit, void *arg);
+void handle_tp_dealloc(PyObject *self);
 /* Mark busy around a GIL-free call. */
 #define HANDLE_BUSY_ENTER(h) (HANDLE(h)->busy++)
 #define HANDLE_BUSY_EXIT(h) (HANDLE(h)->busy--)
@@ -334,6 +337,26 @@ extern const char handle_close__doc__[], handle_enter__doc__[],
 
 #define HANDLE_GETSETS \
 	{ "closed", handle_get_closed, NULL, handle_closed__doc__, NULL }
+
+/* A handle type's PyType_Spec `spec` ("ibverbs._ibverbs." name, object
+ * struct T, a GC type with `flags` added) and its slot table spec_slots:
+ * no tp_new (Python code cannot instantiate it), then its doc, dealloc,
+ * traverse, repr, methods and getsets. */
+#define HANDLE_TYPE_SPEC(spec, name, T, flags, doc, dealloc, traverse, \
+			 repr, methods, getset) \
+	static PyType_Slot spec##_slots[] = { \
+		{ Py_tp_doc, (void *)(doc) }, \
+		{ Py_tp_new, handle_no_new }, \
+		{ Py_tp_dealloc, (dealloc) }, \
+		{ Py_tp_traverse, (traverse) }, \
+		{ Py_tp_repr, (repr) }, \
+		{ Py_tp_methods, (methods) }, \
+		{ Py_tp_getset, (getset) }, \
+		{ 0, NULL } \
+	}; \
+	PyType_Spec spec = { "ibverbs._ibverbs." name, sizeof(T), 0, \
+			     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | (flags), \
+			     spec##_slots }
 /* clang-format on */
 
 /* Allocate a new, zeroed instance of a type; PyType_GenericAlloc already

@@ -285,6 +285,16 @@ void handle_dealloc(Handle *h)
 	Py_DECREF(tp);
 }
 
+int handle_tp_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+void handle_tp_dealloc(PyObject *self)
+{
+	handle_dealloc(HANDLE(self));
+}
+
 /* The docstrings of HANDLE_METHODS and HANDLE_GETSETS (ibverbs.h): what
  * every handle type shares. */
 

@@ -558,21 +558,6 @@ static PyGetSetDef cq_getset[] = {
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
-/* clang-format off */
-static PyType_Slot cq_slots[] = {
-	{ Py_tp_doc, (void *)cq__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, cq_dealloc },
-	{ Py_tp_traverse, cq_traverse },
-	{ Py_tp_repr, cq_repr },
-	{ Py_tp_methods, cq_methods },
-	{ Py_tp_getset, cq_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
 /* BASETYPE for CQEx (cq_ex.c); tp_new refuses every class. */
-PyType_Spec CQ_spec = { "ibverbs._ibverbs.CQ", sizeof(CQObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
-				Py_TPFLAGS_BASETYPE,
-			cq_slots };
+HANDLE_TYPE_SPEC(CQ_spec, "CQ", CQObject, Py_TPFLAGS_BASETYPE, cq__doc__,
+		 cq_dealloc, cq_traverse, cq_repr, cq_methods, cq_getset);

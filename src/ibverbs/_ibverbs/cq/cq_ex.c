@@ -1081,18 +1081,5 @@ static PyGetSetDef cqex_getset[] = {
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
-/* clang-format off */
-static PyType_Slot cqex_slots[] = {
-	{ Py_tp_doc, (void *)cqex__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, cqex_dealloc },
-	{ Py_tp_traverse, cqex_traverse },
-	{ Py_tp_repr, cqex_repr },
-	{ Py_tp_methods, cqex_methods },
-	{ Py_tp_getset, cqex_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec CQEx_spec = { "ibverbs._ibverbs.CQEx", sizeof(CQExObject), 0,
-			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cqex_slots };
+HANDLE_TYPE_SPEC(CQEx_spec, "CQEx", CQExObject, 0, cqex__doc__, cqex_dealloc,
+		 cqex_traverse, cqex_repr, cqex_methods, cqex_getset);

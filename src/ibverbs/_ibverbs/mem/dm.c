@@ -337,16 +337,6 @@ static PyObject *dm_get_handle(PyObject *self, void *closure)
 #endif
 }
 
-static int dm_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	return handle_traverse(HANDLE(self), visit, arg);
-}
-
-static void dm_dealloc(PyObject *self)
-{
-	handle_dealloc(HANDLE(self));
-}
-
 static PyObject *dm_repr(PyObject *self)
 {
 	if (HANDLE(self)->obj == NULL)
@@ -387,18 +377,5 @@ static PyGetSetDef dm_getset[] = {
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
-/* clang-format off */
-static PyType_Slot dm_slots[] = {
-	{ Py_tp_doc, (void *)dm__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, dm_dealloc },
-	{ Py_tp_traverse, dm_traverse },
-	{ Py_tp_repr, dm_repr },
-	{ Py_tp_methods, dm_methods },
-	{ Py_tp_getset, dm_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec DM_spec = { "ibverbs._ibverbs.DM", sizeof(DMObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, dm_slots };
+HANDLE_TYPE_SPEC(DM_spec, "DM", DMObject, 0, dm__doc__, handle_tp_dealloc,
+		 handle_tp_traverse, dm_repr, dm_methods, dm_getset);

@@ -1111,22 +1111,7 @@ static PyGetSetDef qp_getset[] = {
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
-/* clang-format off */
-static PyType_Slot qp_slots[] = {
-	{ Py_tp_doc, (void *)qp__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, qp_dealloc },
-	{ Py_tp_traverse, qp_traverse },
-	{ Py_tp_repr, qp_repr },
-	{ Py_tp_methods, qp_methods },
-	{ Py_tp_getset, qp_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
 /* BASETYPE: QPEx (qp_ex.c) derives from it; handle_no_new still keeps
  * Python code from making instances. */
-PyType_Spec QP_spec = { "ibverbs._ibverbs.QP", sizeof(QPObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
-				Py_TPFLAGS_BASETYPE,
-			qp_slots };
+HANDLE_TYPE_SPEC(QP_spec, "QP", QPObject, Py_TPFLAGS_BASETYPE, qp__doc__,
+		 qp_dealloc, qp_traverse, qp_repr, qp_methods, qp_getset);

@@ -1785,18 +1785,5 @@ PyDoc_STRVAR(qpex__doc__,
 	     "batch's state before the provider sees it. ``close()`` aborts\n"
 	     "an open batch first.");
 
-/* clang-format off */
-static PyType_Slot qpex_slots[] = {
-	{ Py_tp_doc, (void *)qpex__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, qpex_dealloc },
-	{ Py_tp_traverse, qpex_traverse },
-	{ Py_tp_repr, qpex_repr },
-	{ Py_tp_methods, qpex_methods },
-	{ Py_tp_getset, qpex_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec QPEx_spec = { "ibverbs._ibverbs.QPEx", sizeof(QPExObject), 0,
-			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, qpex_slots };
+HANDLE_TYPE_SPEC(QPEx_spec, "QPEx", QPExObject, 0, qpex__doc__, qpex_dealloc,
+		 qpex_traverse, qpex_repr, qpex_methods, qpex_getset);

@@ -67,16 +67,6 @@ PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw)
 	return (PyObject *)self;
 }
 
-static int srq_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	return handle_traverse(HANDLE(self), visit, arg);
-}
-
-static void srq_dealloc(PyObject *self)
-{
-	handle_dealloc(HANDLE(self));
-}
-
 /* ------------------------------------------------------------------ */
 /* Control                                                             */
 /* ------------------------------------------------------------------ */
@@ -212,18 +202,5 @@ static PyGetSetDef srq_getset[] = {
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
-/* clang-format off */
-static PyType_Slot srq_slots[] = {
-	{ Py_tp_doc, (void *)srq__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, srq_dealloc },
-	{ Py_tp_traverse, srq_traverse },
-	{ Py_tp_repr, srq_repr },
-	{ Py_tp_methods, srq_methods },
-	{ Py_tp_getset, srq_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec SRQ_spec = { "ibverbs._ibverbs.SRQ", sizeof(SRQObject), 0,
-			 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, srq_slots };
+HANDLE_TYPE_SPEC(SRQ_spec, "SRQ", SRQObject, 0, srq__doc__, handle_tp_dealloc,
+		 handle_tp_traverse, srq_repr, srq_methods, srq_getset);
