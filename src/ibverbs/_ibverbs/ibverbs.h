@@ -228,6 +228,8 @@ int arg_u64(PyObject *o, const char *name, uint64_t *out);
 int arg_u32(PyObject *o, const char *name, uint32_t *out);
 int arg_int(PyObject *o, const char *name, long min, long max, long *out);
 /* Small helpers for building attribute objects. */
+/* d[key] = o, stealing o (NULL: making it failed, -1).  0 / -1. */
+int dict_set_steal(PyObject *d, const char *key, PyObject *o);
 int dict_set_u64(PyObject *d, const char *key, uint64_t v);
 int dict_set_int(PyObject *d, const char *key, long v);
 int dict_set_str(PyObject *d, const char *key, const char *v);
@@ -236,6 +238,8 @@ PyObject *make_record(PyObject *cls, PyObject *kwargs);
 /* o, or None for NULL, as a new reference: a getter's body for an
  * optional reference (QP.srq, CMID.qp, ...). */
 PyObject *obj_or_none(PyObject *o);
+/* getattr that tells "missing" (0, *out NULL) from an error (-1). */
+int attr_optional(PyObject *o, const char *name, PyObject **out);
 /* ------------------------------------------------------------------ */
 /* Handles (handle.c): the lifetime protocol shared by every           */
 /* kernel-object wrapper (each type whose file calls handle_init:      */

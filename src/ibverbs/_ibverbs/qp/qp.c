@@ -106,18 +106,6 @@ static void qp_dealloc(PyObject *self)
 /* PD.create_qp(init_attr)                                             */
 /* ------------------------------------------------------------------ */
 
-/* getattr that tells "missing" (0, *out NULL) from an error (-1). */
-static int opt_attr(PyObject *o, const char *name, PyObject **out)
-{
-	*out = PyObject_GetAttrString(o, name);
-	if (*out != NULL)
-		return 0;
-	if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-		return -1;
-	PyErr_Clear();
-	return 0;
-}
-
 static int init_u32(PyObject *ia, const char *name, uint32_t dflt,
 		    uint32_t *out)
 {
@@ -125,7 +113,7 @@ static int init_u32(PyObject *ia, const char *name, uint32_t dflt,
 	char what[40];
 	int rc;
 
-	if (opt_attr(ia, name, &v) < 0)
+	if (attr_optional(ia, name, &v) < 0)
 		return -1;
 	*out = dflt;
 	if (v == NULL || v == Py_None) {
@@ -144,7 +132,7 @@ static PyObject *get_cq(PDObject *pd, PyObject *ia, const char *name,
 {
 	PyObject *cq;
 
-	if (opt_attr(ia, name, &cq) < 0)
+	if (attr_optional(ia, name, &cq) < 0)
 		return NULL;
 	if (cq == NULL || cq == Py_None) {
 		Py_XDECREF(cq);
@@ -184,7 +172,7 @@ static int get_srq(PDObject *pd, PyObject *ia, PyObject **out)
 	PyObject *srq;
 
 	*out = NULL;
-	if (opt_attr(ia, "srq", &srq) < 0)
+	if (attr_optional(ia, "srq", &srq) < 0)
 		return -1;
 	if (srq == NULL || srq == Py_None) {
 		Py_XDECREF(srq);
@@ -216,7 +204,7 @@ static int get_qp_type(PyObject *ia, enum ibv_qp_type *out)
 	long t;
 	int rc;
 
-	if (opt_attr(ia, "qp_type", &v) < 0)
+	if (attr_optional(ia, "qp_type", &v) < 0)
 		return -1;
 	*out = IBV_QPT_RC;
 	if (v == NULL || v == Py_None) {
@@ -233,7 +221,7 @@ static int get_sig_all(PyObject *ia, int *out)
 {
 	PyObject *v;
 
-	if (opt_attr(ia, "sq_sig_all", &v) < 0)
+	if (attr_optional(ia, "sq_sig_all", &v) < 0)
 		return -1;
 	*out = v ? PyObject_IsTrue(v) : 0;
 	Py_XDECREF(v);

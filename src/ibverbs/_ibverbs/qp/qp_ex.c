@@ -529,17 +529,15 @@ static struct ibv_qp *ex_create(struct ibv_pd *pd,
 static int ia_uint(PyObject *ia, const char *name, uint64_t max, uint64_t dflt,
 		   uint64_t *out)
 {
-	PyObject *v = PyObject_GetAttrString(ia, name);
+	PyObject *v;
 	char what[48];
 	int rc;
 
 	*out = dflt;
-	if (v == NULL) {
-		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-			return -1;
-		PyErr_Clear();
+	if (attr_optional(ia, name, &v) < 0)
+		return -1;
+	if (v == NULL)
 		return 0;
-	}
 	if (v == Py_None) {
 		Py_DECREF(v);
 		return 0;
@@ -558,15 +556,13 @@ static int ia_uint(PyObject *ia, const char *name, uint64_t max, uint64_t dflt,
 /* init_attr.pd: missing or None, or this very PD. */
 static int ia_pd_matches(PDObject *pd, PyObject *ia)
 {
-	PyObject *v = PyObject_GetAttrString(ia, "pd");
+	PyObject *v;
 	int rc = 0;
 
-	if (v == NULL) {
-		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-			return -1;
-		PyErr_Clear();
+	if (attr_optional(ia, "pd", &v) < 0)
+		return -1;
+	if (v == NULL)
 		return 0;
-	}
 	if (v != Py_None && v != (PyObject *)pd) {
 		PyErr_Format(PyExc_ValueError,
 			     "init_attr.pd is %R, not the PD whose "
