@@ -28,6 +28,16 @@
 #include <stddef.h>
 #include <string.h>
 
+/* The Raises section of to_init and to_rts, which take only ints (state:
+ * the one the QP must be in). */
+#define QP_TO_RAISES(state)                                            \
+	"Raises:\n"                                                    \
+	"    TypeError: an argument is not an int.\n"                  \
+	"    ValueError: an argument is out of range.\n"               \
+	"    VerbsError: EBADF once the QP is closed; EBUSY while a\n" \
+	"        ``wr_start()`` batch is open; else the verb failed\n" \
+	"        (``errno``, e.g. EINVAL when the QP is not in " state ")."
+
 static const char *type_name(int t)
 {
 	switch (t) {
@@ -584,13 +594,7 @@ PyDoc_STRVAR(qp_to_init__doc__,
 	     "        REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC).\n"
 	     "    pkey_index: P_Key table index.\n"
 	     "    qkey: Q_Key of a UD QP (None: 0x11111111).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: an argument is out of range.\n"
-	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
-	     "        ``wr_start()`` batch is open; else the verb failed\n"
-	     "        (``errno``, e.g. EINVAL when the QP is not in RESET).");
+	     "\n" QP_TO_RAISES("RESET"));
 
 /* to_init(port, access, pkey_index=0, qkey=None)
  * RC/UC: STATE|PKEY_INDEX|PORT|ACCESS_FLAGS; UD: STATE|PKEY_INDEX|PORT|QKEY
@@ -907,13 +911,7 @@ PyDoc_STRVAR(qp_to_rts__doc__,
 	     "    retry_cnt: RC: retries on timeout, 0..7.\n"
 	     "    rnr_retry: RC: retries on RNR NAK, 0..7 (7: forever).\n"
 	     "    max_rd_atomic: RC: outgoing RDMA reads/atomics.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: an argument is out of range.\n"
-	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
-	     "        ``wr_start()`` batch is open; else the verb failed\n"
-	     "        (``errno``, e.g. EINVAL when the QP is not in RTR).");
+	     "\n" QP_TO_RAISES("RTR"));
 
 /* to_rts(psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1)
  * RC: STATE|SQ_PSN|TIMEOUT|RETRY_CNT|RNR_RETRY|MAX_QP_RD_ATOMIC;
