@@ -285,6 +285,8 @@ void handle_init(Handle *h, const HandleKind *kind, Handle *parent);
 /* Mark "user" as using "used" (used->users++); undone by handle_unuse. */
 void handle_use(Handle *used);
 void handle_unuse(Handle *used);
+/* handle_unuse on the handle *used, if any, then Py_CLEAR(*used). */
+void handle_unuse_clear(PyObject **used);
 /* 0 when open; -1 with VerbsError(EBADF, "<kind> is closed") set. */
 int handle_check(Handle *h);
 #define HANDLE_CHECK(h)                          \

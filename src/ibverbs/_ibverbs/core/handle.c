@@ -139,6 +139,14 @@ void handle_unuse(Handle *used)
 		used->users--;
 }
 
+void handle_unuse_clear(PyObject **used)
+{
+	if (*used != NULL) {
+		handle_unuse(HANDLE(*used));
+		Py_CLEAR(*used);
+	}
+}
+
 int handle_check(Handle *h)
 {
 	if (h->obj != NULL)

@@ -30,10 +30,7 @@ static void cq_release(Handle *h)
 {
 	CQObject *self = (CQObject *)h;
 
-	if (self->channel != NULL) {
-		handle_unuse(HANDLE(self->channel));
-		Py_CLEAR(self->channel);
-	}
+	handle_unuse_clear(&self->channel);
 }
 
 static const HandleKind cq_kind = { "CQ", "ibv_destroy_cq", cq_destroy,

@@ -65,10 +65,7 @@ static void cqex_release(Handle *h)
 	CQObject *self = (CQObject *)h;
 
 	CQX(h)->cq_ex = NULL;
-	if (self->channel != NULL) {
-		handle_unuse(HANDLE(self->channel));
-		Py_CLEAR(self->channel);
-	}
+	handle_unuse_clear(&self->channel);
 }
 
 static const HandleKind cqex_kind = { "CQEx", "ibv_destroy_cq", cqex_destroy,

@@ -237,10 +237,7 @@ static void dm_mr_release(Handle *h)
 {
 	MRObject *m = (MRObject *)h;
 
-	if (m->owner != NULL) {
-		handle_unuse(HANDLE(m->owner));
-		Py_CLEAR(m->owner);
-	}
+	handle_unuse_clear(&m->owner);
 }
 
 static const HandleKind dm_mr_kind = { "MR", "ibv_dereg_mr", dm_mr_destroy,

@@ -72,15 +72,9 @@ void qp_release(Handle *h)
 {
 	QPObject *q = (QPObject *)h;
 
-	if (q->send_cq)
-		handle_unuse(HANDLE(q->send_cq));
-	if (q->recv_cq)
-		handle_unuse(HANDLE(q->recv_cq));
-	if (q->srq)
-		handle_unuse(HANDLE(q->srq));
-	Py_CLEAR(q->send_cq);
-	Py_CLEAR(q->recv_cq);
-	Py_CLEAR(q->srq);
+	handle_unuse_clear(&q->send_cq);
+	handle_unuse_clear(&q->recv_cq);
+	handle_unuse_clear(&q->srq);
 }
 
 static const HandleKind qp_kind = { "QP", "ibv_destroy_qp", qp_destroy,
