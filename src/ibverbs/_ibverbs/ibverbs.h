@@ -344,6 +344,10 @@ extern const char handle_close__doc__[], handle_enter__doc__[],
 #define HANDLE_GETSETS \
 	{ "closed", handle_get_closed, NULL, handle_closed__doc__, NULL }
 
+/* The same, then the end of the table. */
+#define HANDLE_METHODS_END HANDLE_METHODS, { NULL, NULL, 0, NULL }
+#define HANDLE_GETSETS_END HANDLE_GETSETS, { NULL, NULL, NULL, NULL, NULL }
+
 /* A handle type's PyType_Spec `spec` ("ibverbs._ibverbs." name, object
  * struct T, a GC type with `flags` added) and its slot table spec_slots:
  * no tp_new (Python code cannot instantiate it), then its doc, dealloc,

@@ -818,8 +818,7 @@ static PyGetSetDef cmid_getset[] = {
 	  NULL },
 	{ "connected", cmid_get_connected, NULL,
 	  "True from ESTABLISHED until a disconnect or close.", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 static PyType_Slot cmid_slots[] = {

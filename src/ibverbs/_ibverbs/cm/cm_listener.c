@@ -254,8 +254,7 @@ static PyGetSetDef listener_getset[] = {
 	  "The address bound as given, or None (every address).", NULL },
 	{ "port", cmid_get_port, NULL,
 	  "The port listened on (the one the kernel chose for port 0).", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 static PyType_Slot listener_slots[] = {

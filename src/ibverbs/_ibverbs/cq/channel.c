@@ -139,8 +139,7 @@ PyDoc_STRVAR(channel__doc__,
 static PyMethodDef channel_methods[] = { { "get_cq_event", channel_get_cq_event,
 					   METH_NOARGS,
 					   channel_get_cq_event__doc__ },
-					 HANDLE_METHODS,
-					 { NULL, NULL, 0, NULL } };
+					 HANDLE_METHODS_END };
 
 static PyGetSetDef channel_getset[] = {
 	{ "fd", channel_get_fd, NULL,
@@ -150,8 +149,7 @@ static PyGetSetDef channel_getset[] = {
 	  NULL },
 	{ "context", handle_get_parent, NULL,
 	  "The Context the channel was created on.", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 HANDLE_TYPE_SPEC(CompChannel_spec, "CompChannel", CompChannelObject, 0,

@@ -531,8 +531,7 @@ static PyMethodDef cq_methods[] = {
 	  cq_req_notify__doc__ },
 	{ "ack_events", KW cq_ack_events, METH_VARARGS | METH_KEYWORDS,
 	  cq_ack_events__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef cq_getset[] = {
@@ -551,8 +550,7 @@ static PyGetSetDef cq_getset[] = {
 	  "Completion events ``get_cq_event()`` delivered for this CQ and\n"
 	  "not yet acked with ``ack_events()``.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 /* BASETYPE for CQEx (cq_ex.c); tp_new refuses every class. */

@@ -356,8 +356,7 @@ static PyMethodDef dm_methods[] = {
 	  dm_copy_to__doc__ },
 	{ "copy_from", KW dm_copy_from, METH_VARARGS | METH_KEYWORDS,
 	  dm_copy_from__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef dm_getset[] = {
@@ -370,8 +369,7 @@ static PyGetSetDef dm_getset[] = {
 	  NULL },
 	{ "context", handle_get_parent, NULL,
 	  "The Context the DM was allocated on.", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 HANDLE_TYPE_SPEC(DM_spec, "DM", DMObject, 0, dm__doc__, handle_tp_dealloc,

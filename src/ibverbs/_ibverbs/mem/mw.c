@@ -312,7 +312,7 @@ static PyObject *mw_repr(PyObject *self)
 				    (int)mw->type, mw->rkey, mw->handle);
 }
 
-static PyMethodDef mw_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
+static PyMethodDef mw_methods[] = { HANDLE_METHODS_END };
 
 static PyGetSetDef mw_getset[] = {
 	{ "rkey", mw_get_rkey, mw_set_rkey,
@@ -327,8 +327,7 @@ static PyGetSetDef mw_getset[] = {
 	  "``MWType.TYPE_1`` or ``MWType.TYPE_2``; EBADF once closed.", NULL },
 	{ "pd", handle_get_parent, NULL, "The PD the MW was allocated in.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 PyDoc_STRVAR(mw__doc__,

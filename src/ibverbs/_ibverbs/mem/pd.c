@@ -363,8 +363,7 @@ static PyMethodDef pd_methods[] = {
 	  pd_alloc_mw__doc__ },
 	{ "create_qp_ex", KW pd_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
 	  pd_create_qp_ex__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef pd_getset[] = {
@@ -372,8 +371,7 @@ static PyGetSetDef pd_getset[] = {
 	  "The PD's kernel handle (``ibv_pd.handle``).", NULL },
 	{ "context", handle_get_parent, NULL, "The Context this PD belongs to.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 HANDLE_TYPE_SPEC(PD_spec, "PD", PDObject, 0, pd__doc__, handle_tp_dealloc,

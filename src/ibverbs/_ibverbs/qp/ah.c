@@ -59,7 +59,7 @@ static PyObject *ah_repr(PyObject *self)
 	return PyUnicode_FromFormat("<ibverbs.AH handle=%u>", ah->handle);
 }
 
-static PyMethodDef ah_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
+static PyMethodDef ah_methods[] = { HANDLE_METHODS_END };
 
 static PyGetSetDef ah_getset[] = {
 	{ "pd", handle_get_parent, NULL, "The PD the AH was created in.",
@@ -67,8 +67,7 @@ static PyGetSetDef ah_getset[] = {
 	{ "handle", ah_get_handle, NULL,
 	  "The AH's kernel handle (``ibv_ah.handle``); EBADF once closed.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 PyDoc_STRVAR(ah__doc__,

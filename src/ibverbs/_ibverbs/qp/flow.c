@@ -242,13 +242,12 @@ static PyObject *flow_repr(PyObject *self)
 		HANDLE(self)->obj ? "<ibverbs.Flow>" : "<ibverbs.Flow closed>");
 }
 
-static PyMethodDef flow_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
+static PyMethodDef flow_methods[] = { HANDLE_METHODS_END };
 
 static PyGetSetDef flow_getset[] = {
 	{ "qp", handle_get_parent, NULL,
 	  "The QP the matching packets are steered to.", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 PyDoc_STRVAR(flow__doc__,

@@ -1055,8 +1055,7 @@ static PyMethodDef qp_methods[] = {
 	  qp_create_flow__doc__ },
 	{ "bind_mw", KW qp_bind_mw, METH_VARARGS | METH_KEYWORDS,
 	  qp_bind_mw__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef qp_getset[] = {
@@ -1087,8 +1086,7 @@ static PyGetSetDef qp_getset[] = {
 	{ "handle", qp_get_handle, NULL,
 	  "The QP's kernel handle (``ibv_qp.handle``); EBADF once closed.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 /* BASETYPE: QPEx (qp_ex.c) derives from it; handle_no_new still keeps

@@ -187,8 +187,7 @@ static PyMethodDef srq_methods[] = {
 	{ "modify", KW srq_modify, METH_VARARGS | METH_KEYWORDS,
 	  srq_modify__doc__ },
 	{ "query", srq_query, METH_NOARGS, srq_query__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef srq_getset[] = {
@@ -198,8 +197,7 @@ static PyGetSetDef srq_getset[] = {
 	  "The SRQ's kernel handle (``ibv_srq.handle``); EBADF once\n"
 	  "closed.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 HANDLE_TYPE_SPEC(SRQ_spec, "SRQ", SRQObject, 0, srq__doc__, handle_tp_dealloc,
