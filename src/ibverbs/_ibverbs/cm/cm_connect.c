@@ -222,8 +222,7 @@ const char cmid_connect__doc__[] = PyDoc_STR(
 	"Args:\n"
 	"    private_data: sent with the request (56 bytes at most over\n"
 	"        InfiniBand and RoCE, 255 over iWARP).\n" CM_ARGS_CONNECT
-	"    timeout: seconds to wait, None for no limit.\n"
-	"\n"
+		CM_ARG_TIMEOUT "\n"
 	"Returns:\n"
 	"    The peer's private data from its accept.\n"
 	"\n"
@@ -343,8 +342,7 @@ const char cmid_accept__doc__[] = PyDoc_STR(
 	"Args:\n"
 	"    private_data: sent with the reply (196 bytes at most over\n"
 	"        InfiniBand and RoCE, 255 over iWARP).\n" CM_ARGS_ACCEPT
-	"    timeout: seconds to wait, None for no limit.\n"
-	"\n"
+		CM_ARG_TIMEOUT "\n"
 	"Raises:\n"
 	"    VerbsError: the verb failed or the attempt ended in an\n"
 	"        error event; EALREADY while another attempt is under way.\n"
