@@ -228,6 +228,8 @@ int arg_u64(PyObject *o, const char *name, uint64_t *out);
 int arg_u32(PyObject *o, const char *name, uint32_t *out);
 int arg_int(PyObject *o, const char *name, long min, long max, long *out);
 /* Small helpers for building attribute objects. */
+/* d[key] = o, stealing o (NULL: making it failed, -1).  0 / -1. */
+int dict_set_steal(PyObject *d, const char *key, PyObject *o);
 int dict_set_u64(PyObject *d, const char *key, uint64_t v);
 int dict_set_int(PyObject *d, const char *key, long v);
 int dict_set_str(PyObject *d, const char *key, const char *v);
@@ -236,6 +238,8 @@ PyObject *make_record(PyObject *cls, PyObject *kwargs);
 /* o, or None for NULL, as a new reference: a getter's body for an
  * optional reference (QP.srq, CMID.qp, ...). */
 PyObject *obj_or_none(PyObject *o);
+/* getattr that tells "missing" (0, *out NULL) from an error (-1). */
+int attr_optional(PyObject *o, const char *name, PyObject **out);
 /* ------------------------------------------------------------------ */
 /* Handles (handle.c): the lifetime protocol shared by every           */
 /* kernel-object wrapper (each type whose file calls handle_init:      */
@@ -281,6 +285,8 @@ void handle_init(Handle *h, const HandleKind *kind, Handle *parent);
 /* Mark "user" as using "used" (used->users++); undone by handle_unuse. */
 void handle_use(Handle *used);
 void handle_unuse(Handle *used);
+/* handle_unuse on the handle *used, if any, then Py_CLEAR(*used). */
+void handle_unuse_clear(PyObject **used);
 /* 0 when open; -1 with VerbsError(EBADF, "<kind> is closed") set. */
 int handle_check(Handle *h);
 #define HANDLE_CHECK(h)                          \
@@ -299,6 +305,9 @@ int handle_traverse(Handle *h, visitproc visit, void *arg);
 /* tp_dealloc helper: untrack, close quietly, drop parent, free, decref
  * type.  Type-specific references must be cleared before calling. */
 void handle_dealloc(Handle *h);
+/* The two above as the slots of a type that holds nothing more. */
+int handle_tp_traverse(PyObject *self, visitproc visit, void *arg);
+void handle_tp_dealloc(PyObject *self);
 /* Mark busy around a GIL-free call. */
 #define HANDLE_BUSY_ENTER(h) (HANDLE(h)->busy++)
 #define HANDLE_BUSY_EXIT(h) (HANDLE(h)->busy--)
@@ -334,6 +343,30 @@ extern const char handle_close__doc__[], handle_enter__doc__[],
 
 #define HANDLE_GETSETS \
 	{ "closed", handle_get_closed, NULL, handle_closed__doc__, NULL }
+
+/* The same, then the end of the table. */
+#define HANDLE_METHODS_END HANDLE_METHODS, { NULL, NULL, 0, NULL }
+#define HANDLE_GETSETS_END HANDLE_GETSETS, { NULL, NULL, NULL, NULL, NULL }
+
+/* A handle type's PyType_Spec `spec` ("ibverbs._ibverbs." name, object
+ * struct T, a GC type with `flags` added) and its slot table spec_slots:
+ * no tp_new (Python code cannot instantiate it), then its doc, dealloc,
+ * traverse, repr, methods and getsets. */
+#define HANDLE_TYPE_SPEC(spec, name, T, flags, doc, dealloc, traverse, \
+			 repr, methods, getset) \
+	static PyType_Slot spec##_slots[] = { \
+		{ Py_tp_doc, (void *)(doc) }, \
+		{ Py_tp_new, handle_no_new }, \
+		{ Py_tp_dealloc, (dealloc) }, \
+		{ Py_tp_traverse, (traverse) }, \
+		{ Py_tp_repr, (repr) }, \
+		{ Py_tp_methods, (methods) }, \
+		{ Py_tp_getset, (getset) }, \
+		{ 0, NULL } \
+	}; \
+	PyType_Spec spec = { "ibverbs._ibverbs." name, sizeof(T), 0, \
+			     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | (flags), \
+			     spec##_slots }
 /* clang-format on */
 
 /* Allocate a new, zeroed instance of a type; PyType_GenericAlloc already

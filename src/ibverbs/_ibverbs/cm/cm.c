@@ -233,6 +233,29 @@ void cm_set_ref(PyObject **slot, PyObject *v)
 	Py_XDECREF(old);
 }
 
+int cm_create_id(struct rdma_event_channel **ch, struct rdma_cm_id **id)
+{
+	*ch = CM.create_event_channel();
+	if (*ch == NULL) {
+		verbs_error_errno("rdma_create_event_channel");
+		return -1;
+	}
+	if (CM.create_id(*ch, id, NULL, RDMA_PS_TCP) != 0) {
+		*id = NULL;
+		verbs_error_errno("rdma_create_id");
+		return -1;
+	}
+	return 0;
+}
+
+void cm_discard(struct rdma_cm_id *id, struct rdma_event_channel *ch)
+{
+	if (id != NULL)
+		CM.destroy_id(id);
+	if (ch != NULL)
+		CM.destroy_event_channel(ch);
+}
+
 /* A new CMID/CMListener owning id and ch (the caller destroys them on
  * failure only when *owned stays 0). */
 PyObject *cmid_wrap(PyTypeObject *tp, const HandleKind *kind,
@@ -316,16 +339,8 @@ static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 			goto out;
 		}
 	}
-	ch = CM.create_event_channel();
-	if (ch == NULL) {
-		verbs_error_errno("rdma_create_event_channel");
+	if (cm_create_id(&ch, &id) < 0)
 		goto out;
-	}
-	if (CM.create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
-		id = NULL;
-		verbs_error_errno("rdma_create_id");
-		goto out;
-	}
 	if (CM.resolve_addr(id, src ? src->ai_src_addr : NULL, dst->ai_dst_addr,
 			    (int)tmo) != 0) {
 		verbs_error_fmt(errno ? errno : EINVAL, "rdma_resolve_addr",
@@ -354,12 +369,8 @@ static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 	cm_set_ref(&CMO(res)->source, src_o);
 	CMO(res)->port = (int)port;
 out:
-	if (!owned) {
-		if (id != NULL)
-			CM.destroy_id(id);
-		if (ch != NULL)
-			CM.destroy_event_channel(ch);
-	}
+	if (!owned)
+		cm_discard(id, ch);
 	if (dst != NULL)
 		CM.freeaddrinfo(dst);
 	if (src != NULL)
@@ -527,15 +538,9 @@ static PyObject *cm_take_event(PyObject *self, long ms)
 
 PyObject *cmid_get_event(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "timeout", NULL };
-	PyObject *tmo_o = Py_None;
 	long ms;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:get_event", kwlist,
-					 &tmo_o))
-		return NULL;
-	HANDLE_CHECK(self);
-	if (cm_timeout_arg(tmo_o, &ms) < 0)
+	if (cm_timeout_only(self, args, kw, "|O:get_event", &ms) < 0)
 		return NULL;
 	return cm_take_event(self, ms);
 }
@@ -745,10 +750,7 @@ static PyMethodDef cmid_methods[] = {
 	  "Take the next event of this CMID if one is ready, never waiting.\n"
 	  "An ESTABLISHED or DISCONNECTED event updates ``connected`` (a\n"
 	  "peer's disconnect is answered with ``rdma_disconnect``).\n"
-	  "\n"
-	  "Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` (man page\n"
-	  "rdma_get_cm_event(3)).\n"
-	  "\n"
+	  "\n" CM_WRAPS_GET_EVENT "\n"
 	  "Returns:\n"
 	  "    The event, already acknowledged, or None when none is ready.\n"
 	  "\n"
@@ -759,13 +761,8 @@ static PyMethodDef cmid_methods[] = {
 	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
 	  "Wait for the next event of this CMID (the GIL released), as\n"
 	  "poll_event() takes it.\n"
-	  "\n"
-	  "Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` (man page\n"
-	  "rdma_get_cm_event(3)).\n"
-	  "\n"
-	  "Args:\n"
-	  "    timeout: seconds to wait, None for no limit.\n"
-	  "\n"
+	  "\n" CM_WRAPS_GET_EVENT "\n"
+	  "Args:\n" CM_ARG_TIMEOUT "\n"
 	  "Returns:\n"
 	  "    The event, already acknowledged.\n"
 	  "\n"
@@ -784,9 +781,7 @@ static PyMethodDef cmid_methods[] = {
 	  "Raises:\n"
 	  "    VerbsError: EBUSY while its QP, or PDs, CQs, ... of its\n"
 	  "        Context, are open, or another thread waits on it." },
-	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },
-	{ "__exit__", cmid_meth_exit, METH_VARARGS, NULL },
-	{ NULL, NULL, 0, NULL }
+	CMID_CONTEXT_METHODS_END
 };
 
 static PyGetSetDef cmid_getset[] = {
@@ -818,8 +813,7 @@ static PyGetSetDef cmid_getset[] = {
 	  NULL },
 	{ "connected", cmid_get_connected, NULL,
 	  "True from ESTABLISHED until a disconnect or close.", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 static PyType_Slot cmid_slots[] = {

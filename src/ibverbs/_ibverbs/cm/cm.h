@@ -112,8 +112,13 @@ PyObject *cm_addrinfo_error(int rc, const char *what, const char *node,
 PyObject *cm_addr_str(const struct sockaddr *sa, int *port);
 /* *slot = v (a new reference), dropping the old value. */
 void cm_set_ref(PyObject **slot, PyObject *v);
+/* A new event channel *ch and an RC id *id on it (TCP port space); -1
+ * with an exception set, *ch and *id left for cm_discard. */
+int cm_create_id(struct rdma_event_channel **ch, struct rdma_cm_id **id);
+/* Destroy an id and its channel that no CMID owns (either may be NULL). */
+void cm_discard(struct rdma_cm_id *id, struct rdma_event_channel *ch);
 /* A new CMID/CMListener owning id and ch (the caller destroys them on
- * failure only when *owned stays 0). */
+ * failure only when *owned stays 0, with cm_discard). */
 PyObject *cmid_wrap(PyTypeObject *tp, const HandleKind *kind,
 		    struct rdma_cm_id *id, struct rdma_event_channel *ch,
 		    int *owned);
@@ -130,6 +135,18 @@ PyObject *cmid_get_fd(PyObject *self, void *closure);
 PyObject *cmid_get_host(PyObject *self, void *closure);
 PyObject *cmid_get_port(PyObject *self, void *closure);
 PyObject *cmid_poll_event(PyObject *self, PyObject *unused);
+/* What the method tables of CMID and CMListener share: the end of the
+ * table (the context manager; __exit__ closes), and docstring parts. */
+/* clang-format off */
+#define CMID_CONTEXT_METHODS_END \
+	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL }, \
+	{ "__exit__", cmid_meth_exit, METH_VARARGS, NULL }, \
+	{ NULL, NULL, 0, NULL }
+/* clang-format on */
+#define CM_WRAPS_GET_EVENT                                                  \
+	"Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` (man page\n" \
+	"rdma_get_cm_event(3)).\n"
+#define CM_ARG_TIMEOUT "    timeout: seconds to wait, None for no limit.\n"
 
 /* ------------------------------------------------------------------ */
 /* cm_connect.c: CMID's methods that connect                           */
@@ -155,6 +172,10 @@ extern const char cmid_connect__doc__[], cmid_accept__doc__[],
 
 /* timeout in seconds (None: no limit) -> milliseconds (-1: no limit) */
 int cm_timeout_arg(PyObject *o, long *ms);
+/* The arguments of a method whose only one is timeout (fmt: "|O:name"),
+ * on an open self: *ms as cm_timeout_arg.  0, or -1 with an exception. */
+int cm_timeout_only(PyObject *self, PyObject *args, PyObject *kw,
+		    const char *fmt, long *ms);
 /* The TimeoutError of a wait: the caller's timeout (ms), what it waited for */
 #define CM_TIMEOUT_FMT "no connection manager event within %ld ms while %s"
 /* A timeout_ms meaning "do not wait": take what is ready, and return 1

@@ -10,6 +10,21 @@
 #include "cm/cm.h"
 #include <string.h>
 
+/* The arguments that the docstrings of connect, start_connect, accept and
+ * start_accept share (Args: lines, after private_data). */
+#define CM_ARGS_DEPTH                                                      \
+	"    responder_resources: RDMA reads and atomics in flight the\n"  \
+	"        peer may send to us, 0..255.\n"                           \
+	"    initiator_depth: RDMA reads and atomics in flight we send,\n" \
+	"        0..255.\n"
+#define CM_ARG_RETRY                                                        \
+	"    retry_count: transport retries after a timeout, 0..255 (the\n" \
+	"        IB CM keeps 3 bits: 0..7).\n"
+#define CM_ARG_RNR \
+	"    rnr_retry_count: receiver-not-ready retries (7: forever).\n"
+#define CM_ARGS_CONNECT CM_ARGS_DEPTH CM_ARG_RETRY CM_ARG_RNR
+#define CM_ARGS_ACCEPT CM_ARGS_DEPTH CM_ARG_RNR
+
 /* What the transport carries as private data in a REQ/REP/REJ. */
 enum { PD_CONNECT, PD_ACCEPT, PD_REJECT };
 
@@ -117,6 +132,21 @@ static int cmid_need_idle(CMIDObject *c, const char *verb)
 	return -1;
 }
 
+/* The rdma_conn_param of connect and accept, from arguments already
+ * checked (retry: connect's alone; 0 for accept). */
+static void conn_param_set(struct rdma_conn_param *p, const char *pdata,
+			   Py_ssize_t plen, int rr, int idepth, int retry,
+			   int rnr)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = plen ? pdata : NULL;
+	p->private_data_len = (uint8_t)plen;
+	p->responder_resources = (uint8_t)rr;
+	p->initiator_depth = (uint8_t)idepth;
+	p->retry_count = (uint8_t)retry;
+	p->rnr_retry_count = (uint8_t)rnr;
+}
+
 /* rdma_connect with connect()'s arguments; *ms gets the timeout, or the
  * timeout keyword is refused when ms is NULL (start_connect). */
 static int cmid_start_connect_args(PyObject *self, PyObject *args, PyObject *kw,
@@ -174,13 +204,7 @@ static int cmid_start_connect_args(PyObject *self, PyObject *args, PyObject *kw,
 	}
 	if (cmid_need_idle(c, "rdma_connect") < 0 || cmid_need_qp(c, meth) < 0)
 		return -1;
-	memset(&p, 0, sizeof(p));
-	p.private_data = plen ? pdata : NULL;
-	p.private_data_len = (uint8_t)plen;
-	p.responder_resources = (uint8_t)rr;
-	p.initiator_depth = (uint8_t)idepth;
-	p.retry_count = (uint8_t)retry;
-	p.rnr_retry_count = (uint8_t)rnr;
+	conn_param_set(&p, pdata, plen, rr, idepth, retry, rnr);
 	if (CM.connect(CMID_ID(self), &p) != 0) {
 		verbs_error_errno("rdma_connect");
 		return -1;
@@ -197,16 +221,8 @@ const char cmid_connect__doc__[] = PyDoc_STR(
 	"\n"
 	"Args:\n"
 	"    private_data: sent with the request (56 bytes at most over\n"
-	"        InfiniBand and RoCE, 255 over iWARP).\n"
-	"    responder_resources: RDMA reads and atomics in flight the\n"
-	"        peer may send to us, 0..255.\n"
-	"    initiator_depth: RDMA reads and atomics in flight we send,\n"
-	"        0..255.\n"
-	"    retry_count: transport retries after a timeout, 0..255 (the\n"
-	"        IB CM keeps 3 bits: 0..7).\n"
-	"    rnr_retry_count: receiver-not-ready retries (7: forever).\n"
-	"    timeout: seconds to wait, None for no limit.\n"
-	"\n"
+	"        InfiniBand and RoCE, 255 over iWARP).\n" CM_ARGS_CONNECT
+		CM_ARG_TIMEOUT "\n"
 	"Returns:\n"
 	"    The peer's private data from its accept.\n"
 	"\n"
@@ -238,15 +254,7 @@ const char cmid_start_connect__doc__[] = PyDoc_STR(
 	"\n"
 	"Args:\n"
 	"    private_data: sent with the request (56 bytes at most over\n"
-	"        InfiniBand and RoCE, 255 over iWARP).\n"
-	"    responder_resources: RDMA reads and atomics in flight the\n"
-	"        peer may send to us, 0..255.\n"
-	"    initiator_depth: RDMA reads and atomics in flight we send,\n"
-	"        0..255.\n"
-	"    retry_count: transport retries after a timeout, 0..255 (the\n"
-	"        IB CM keeps 3 bits: 0..7).\n"
-	"    rnr_retry_count: receiver-not-ready retries (7: forever).\n"
-	"\n"
+	"        InfiniBand and RoCE, 255 over iWARP).\n" CM_ARGS_CONNECT "\n"
 	"Raises:\n"
 	"    VerbsError: the verb failed; EISCONN when connected, EALREADY\n"
 	"        while another attempt is under way.\n"
@@ -314,12 +322,7 @@ static int cmid_start_accept_args(PyObject *self, PyObject *args, PyObject *kw,
 	    pdata_check(CMID_ID(self), PD_ACCEPT, plen, meth) < 0 ||
 	    cmid_need_request(c, meth) < 0 || cmid_need_qp(c, meth) < 0)
 		return -1;
-	memset(&p, 0, sizeof(p));
-	p.private_data = plen ? pdata : NULL;
-	p.private_data_len = (uint8_t)plen;
-	p.responder_resources = (uint8_t)rr;
-	p.initiator_depth = (uint8_t)idepth;
-	p.rnr_retry_count = (uint8_t)rnr;
+	conn_param_set(&p, pdata, plen, rr, idepth, 0, rnr);
 	if (CM.accept(CMID_ID(self), &p) != 0) {
 		verbs_error_errno("rdma_accept");
 		return -1;
@@ -338,14 +341,8 @@ const char cmid_accept__doc__[] = PyDoc_STR(
 	"\n"
 	"Args:\n"
 	"    private_data: sent with the reply (196 bytes at most over\n"
-	"        InfiniBand and RoCE, 255 over iWARP).\n"
-	"    responder_resources: RDMA reads and atomics in flight the\n"
-	"        peer may send to us, 0..255.\n"
-	"    initiator_depth: RDMA reads and atomics in flight we send,\n"
-	"        0..255.\n"
-	"    rnr_retry_count: receiver-not-ready retries (7: forever).\n"
-	"    timeout: seconds to wait, None for no limit.\n"
-	"\n"
+	"        InfiniBand and RoCE, 255 over iWARP).\n" CM_ARGS_ACCEPT
+		CM_ARG_TIMEOUT "\n"
 	"Raises:\n"
 	"    VerbsError: the verb failed or the attempt ended in an\n"
 	"        error event; EALREADY while another attempt is under way.\n"
@@ -376,13 +373,7 @@ const char cmid_start_accept__doc__[] = PyDoc_STR(
 	"\n"
 	"Args:\n"
 	"    private_data: sent with the reply (196 bytes at most over\n"
-	"        InfiniBand and RoCE, 255 over iWARP).\n"
-	"    responder_resources: RDMA reads and atomics in flight the\n"
-	"        peer may send to us, 0..255.\n"
-	"    initiator_depth: RDMA reads and atomics in flight we send,\n"
-	"        0..255.\n"
-	"    rnr_retry_count: receiver-not-ready retries (7: forever).\n"
-	"\n"
+	"        InfiniBand and RoCE, 255 over iWARP).\n" CM_ARGS_ACCEPT "\n"
 	"Raises:\n"
 	"    VerbsError: the verb failed; EALREADY while another attempt\n"
 	"        is under way.\n"

@@ -51,6 +51,18 @@ int cm_timeout_arg(PyObject *o, long *ms)
 	return 0;
 }
 
+int cm_timeout_only(PyObject *self, PyObject *args, PyObject *kw,
+		    const char *fmt, long *ms)
+{
+	static char *kwlist[] = { "timeout", NULL };
+	PyObject *tmo_o = Py_None;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &tmo_o) ||
+	    handle_check(HANDLE(self)) < 0)
+		return -1;
+	return cm_timeout_arg(tmo_o, ms);
+}
+
 long cm_now_ms(void)
 {
 	struct timespec ts;

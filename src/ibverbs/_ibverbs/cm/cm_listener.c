@@ -62,16 +62,8 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		any.sin_addr.s_addr = htonl(INADDR_ANY);
 		addr = (struct sockaddr *)&any;
 	}
-	ch = CM.create_event_channel();
-	if (ch == NULL) {
-		verbs_error_errno("rdma_create_event_channel");
+	if (cm_create_id(&ch, &id) < 0)
 		goto out;
-	}
-	if (CM.create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
-		id = NULL;
-		verbs_error_errno("rdma_create_id");
-		goto out;
-	}
 	if (CM.bind_addr(id, addr) != 0) {
 		verbs_error_fmt(
 			errno ? errno : EINVAL, "rdma_bind_addr", "%s port %ld",
@@ -93,12 +85,8 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	PyErr_Clear();
 	CMO(res)->port = bound_port ? bound_port : (int)port;
 out:
-	if (!owned) {
-		if (id != NULL)
-			CM.destroy_id(id);
-		if (ch != NULL)
-			CM.destroy_event_channel(ch);
-	}
+	if (!owned)
+		cm_discard(id, ch);
 	if (ai != NULL)
 		CM.freeaddrinfo(ai);
 	Py_XDECREF(host_b);
@@ -145,15 +133,9 @@ static PyObject *listener_request(PyObject *self, long ms)
 static PyObject *listener_get_request(PyObject *self, PyObject *args,
 				      PyObject *kw)
 {
-	static char *kwlist[] = { "timeout", NULL };
-	PyObject *tmo_o = Py_None;
 	long ms;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:get_request", kwlist,
-					 &tmo_o))
-		return NULL;
-	HANDLE_CHECK(self);
-	if (cm_timeout_arg(tmo_o, &ms) < 0)
+	if (cm_timeout_only(self, args, kw, "|O:get_request", &ms) < 0)
 		return NULL;
 	return listener_request(self, ms);
 }
@@ -183,9 +165,7 @@ static PyMethodDef listener_methods[] = {
 	  "Wraps ``rdma_get_cm_event`` and ``rdma_migrate_id`` (man pages\n"
 	  "rdma_get_cm_event(3), rdma_migrate_id(3)).\n"
 	  "\n"
-	  "Args:\n"
-	  "    timeout: seconds to wait, None for no limit.\n"
-	  "\n"
+	  "Args:\n" CM_ARG_TIMEOUT "\n"
 	  "Returns:\n"
 	  "    The CMID of the request (``private_data``, ``host``,\n"
 	  "    ``port`` say who asked).\n"
@@ -198,13 +178,8 @@ static PyMethodDef listener_methods[] = {
 	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
 	  "Wait (the GIL released) for the next event of the listener, of\n"
 	  "any type; a CONNECT_REQUEST's ``cmid`` is the new CMID.\n"
-	  "\n"
-	  "Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` (man page\n"
-	  "rdma_get_cm_event(3)).\n"
-	  "\n"
-	  "Args:\n"
-	  "    timeout: seconds to wait, None for no limit.\n"
-	  "\n"
+	  "\n" CM_WRAPS_GET_EVENT "\n"
+	  "Args:\n" CM_ARG_TIMEOUT "\n"
 	  "Raises:\n"
 	  "    TimeoutError: no event within the timeout.\n"
 	  "    VerbsError: reading the channel failed (EBADF when closed).\n"
@@ -223,10 +198,7 @@ static PyMethodDef listener_methods[] = {
 	  "    VerbsError: as get_request()." },
 	{ "poll_event", cmid_poll_event, METH_NOARGS,
 	  "Take the next event if one is ready, never waiting.\n"
-	  "\n"
-	  "Wraps ``rdma_get_cm_event`` and ``rdma_ack_cm_event`` (man page\n"
-	  "rdma_get_cm_event(3)).\n"
-	  "\n"
+	  "\n" CM_WRAPS_GET_EVENT "\n"
 	  "Returns:\n"
 	  "    The event, already acknowledged, or None.\n"
 	  "\n"
@@ -240,9 +212,7 @@ static PyMethodDef listener_methods[] = {
 	  "\n"
 	  "Raises:\n"
 	  "    VerbsError: EBUSY while another thread waits on it." },
-	{ "__enter__", handle_meth_enter, METH_NOARGS, NULL },
-	{ "__exit__", cmid_meth_exit, METH_VARARGS, NULL },
-	{ NULL, NULL, 0, NULL }
+	CMID_CONTEXT_METHODS_END
 };
 
 static PyGetSetDef listener_getset[] = {
@@ -254,8 +224,7 @@ static PyGetSetDef listener_getset[] = {
 	  "The address bound as given, or None (every address).", NULL },
 	{ "port", cmid_get_port, NULL,
 	  "The port listened on (the one the kernel chose for port 0).", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 static PyType_Slot listener_slots[] = {

@@ -114,14 +114,13 @@ out:
 static int ah_int(PyObject *o, const char *name, long max, long dflt, long *out,
 		  int *found)
 {
-	PyObject *v = PyObject_GetAttrString(o, name);
+	PyObject *v;
 	char what[40];
 	int rc;
 
+	if (attr_optional(o, name, &v) < 0)
+		return -1;
 	if (v == NULL) {
-		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-			return -1;
-		PyErr_Clear();
 		*out = dflt;
 		return 0;
 	}
@@ -161,11 +160,9 @@ int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out)
 		if (ah_int(o, ah_fields[i].name, ah_fields[i].max,
 			   ah_fields[i].dflt, &v[i], &found) < 0)
 			goto out;
-	dgid = PyObject_GetAttrString(o, "dgid");
+	if (attr_optional(o, "dgid", &dgid) < 0)
+		goto out;
 	if (dgid == NULL) {
-		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-			goto out;
-		PyErr_Clear();
 		dgid = Py_None;
 		Py_INCREF(dgid);
 	} else {
@@ -183,11 +180,9 @@ int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out)
 	if (gid_from_py(dgid, &out->grh.dgid) < 0)
 		goto out;
 	/* is_global defaults to "a dgid was given", as in AHAttr(). */
-	is_global = PyObject_GetAttrString(o, "is_global");
+	if (attr_optional(o, "is_global", &is_global) < 0)
+		goto out;
 	if (is_global == NULL) {
-		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-			goto out;
-		PyErr_Clear();
 		global = dgid != Py_None;
 	} else {
 		global = PyObject_IsTrue(is_global);

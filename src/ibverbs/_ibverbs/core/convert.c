@@ -64,9 +64,8 @@ int arg_int(PyObject *o, const char *name, long min, long max, long *out)
 	return 0;
 }
 
-int dict_set_u64(PyObject *d, const char *key, uint64_t v)
+int dict_set_steal(PyObject *d, const char *key, PyObject *o)
 {
-	PyObject *o = PyLong_FromUnsignedLongLong(v);
 	int rc;
 
 	if (o == NULL)
@@ -74,30 +73,21 @@ int dict_set_u64(PyObject *d, const char *key, uint64_t v)
 	rc = PyDict_SetItemString(d, key, o);
 	Py_DECREF(o);
 	return rc;
+}
+
+int dict_set_u64(PyObject *d, const char *key, uint64_t v)
+{
+	return dict_set_steal(d, key, PyLong_FromUnsignedLongLong(v));
 }
 
 int dict_set_int(PyObject *d, const char *key, long v)
 {
-	PyObject *o = PyLong_FromLong(v);
-	int rc;
-
-	if (o == NULL)
-		return -1;
-	rc = PyDict_SetItemString(d, key, o);
-	Py_DECREF(o);
-	return rc;
+	return dict_set_steal(d, key, PyLong_FromLong(v));
 }
 
 int dict_set_str(PyObject *d, const char *key, const char *v)
 {
-	PyObject *o = PyUnicode_FromString(v ? v : "");
-	int rc;
-
-	if (o == NULL)
-		return -1;
-	rc = PyDict_SetItemString(d, key, o);
-	Py_DECREF(o);
-	return rc;
+	return dict_set_steal(d, key, PyUnicode_FromString(v ? v : ""));
 }
 
 PyObject *make_record(PyObject *cls, PyObject *kwargs)
@@ -115,6 +105,17 @@ PyObject *make_record(PyObject *cls, PyObject *kwargs)
 	Py_DECREF(args);
 	Py_DECREF(kwargs);
 	return res;
+}
+
+int attr_optional(PyObject *o, const char *name, PyObject **out)
+{
+	*out = PyObject_GetAttrString(o, name);
+	if (*out != NULL)
+		return 0;
+	if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+		return -1;
+	PyErr_Clear();
+	return 0;
 }
 
 PyObject *obj_or_none(PyObject *o)

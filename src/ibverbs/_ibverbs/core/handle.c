@@ -139,6 +139,14 @@ void handle_unuse(Handle *used)
 		used->users--;
 }
 
+void handle_unuse_clear(PyObject **used)
+{
+	if (*used != NULL) {
+		handle_unuse(HANDLE(*used));
+		Py_CLEAR(*used);
+	}
+}
+
 int handle_check(Handle *h)
 {
 	if (h->obj != NULL)
@@ -283,6 +291,16 @@ void handle_dealloc(Handle *h)
 	Py_CLEAR(h->parent);
 	tp_free(h);
 	Py_DECREF(tp);
+}
+
+int handle_tp_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+void handle_tp_dealloc(PyObject *self)
+{
+	handle_dealloc(HANDLE(self));
 }
 
 /* The docstrings of HANDLE_METHODS and HANDLE_GETSETS (ibverbs.h): what

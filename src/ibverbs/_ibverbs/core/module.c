@@ -219,6 +219,23 @@ static const struct {
 		      { "MWBindInfo", &ST.MWBindInfo },
 		      { NULL, NULL } };
 
+/* Keep the new type t (NULL: its creation failed) in *slot and add it
+ * to the module as name.  0, or -1 with an exception set. */
+static int add_type(PyObject *m, const char *name, PyTypeObject **slot,
+		    PyObject *t)
+{
+	if (t == NULL)
+		return -1;
+	Py_XDECREF((PyObject *)*slot);
+	*slot = (PyTypeObject *)t;
+	Py_INCREF(t);
+	if (PyModule_AddObject(m, name, t) < 0) {
+		Py_DECREF(t);
+		return -1;
+	}
+	return 0;
+}
+
 static int module_exec(PyObject *m)
 {
 	PyObject *objects, *consts;
@@ -250,17 +267,9 @@ static int module_exec(PyObject *m)
 		return -1;
 
 	for (i = 0; type_table[i].name; i++) {
-		PyObject *t = PyType_FromSpec(type_table[i].spec);
-
-		if (t == NULL)
+		if (add_type(m, type_table[i].name, type_table[i].slot,
+			     PyType_FromSpec(type_table[i].spec)) < 0)
 			return -1;
-		Py_XDECREF((PyObject *)*type_table[i].slot);
-		*type_table[i].slot = (PyTypeObject *)t;
-		Py_INCREF(t);
-		if (PyModule_AddObject(m, type_table[i].name, t) < 0) {
-			Py_DECREF(t);
-			return -1;
-		}
 	}
 	for (i = 0; subtype_table[i].name; i++) {
 		/* A tuple of bases: CPython 3.9 takes no single type here. */
@@ -272,15 +281,9 @@ static int module_exec(PyObject *m)
 			return -1;
 		t = PyType_FromSpecWithBases(subtype_table[i].spec, bases);
 		Py_DECREF(bases);
-		if (t == NULL)
+		if (add_type(m, subtype_table[i].name, subtype_table[i].slot,
+			     t) < 0)
 			return -1;
-		Py_XDECREF((PyObject *)*subtype_table[i].slot);
-		*subtype_table[i].slot = (PyTypeObject *)t;
-		Py_INCREF(t);
-		if (PyModule_AddObject(m, subtype_table[i].name, t) < 0) {
-			Py_DECREF(t);
-			return -1;
-		}
 	}
 	consts = ibv_constants_dict();
 	if (consts == NULL || PyModule_AddObject(m, "_constants", consts) < 0) {

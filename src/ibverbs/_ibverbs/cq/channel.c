@@ -118,16 +118,6 @@ static PyObject *channel_get_fd(PyObject *self, void *closure)
 	return PyLong_FromLong(CHAN(self)->fd);
 }
 
-static int channel_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	return handle_traverse(HANDLE(self), visit, arg);
-}
-
-static void channel_dealloc(PyObject *self)
-{
-	handle_dealloc(HANDLE(self));
-}
-
 static PyObject *channel_repr(PyObject *self)
 {
 	if (HANDLE(self)->obj == NULL)
@@ -149,8 +139,7 @@ PyDoc_STRVAR(channel__doc__,
 static PyMethodDef channel_methods[] = { { "get_cq_event", channel_get_cq_event,
 					   METH_NOARGS,
 					   channel_get_cq_event__doc__ },
-					 HANDLE_METHODS,
-					 { NULL, NULL, 0, NULL } };
+					 HANDLE_METHODS_END };
 
 static PyGetSetDef channel_getset[] = {
 	{ "fd", channel_get_fd, NULL,
@@ -160,24 +149,9 @@ static PyGetSetDef channel_getset[] = {
 	  NULL },
 	{ "context", handle_get_parent, NULL,
 	  "The Context the channel was created on.", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
-/* clang-format off */
-static PyType_Slot channel_slots[] = {
-	{ Py_tp_doc, (void *)channel__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, channel_dealloc },
-	{ Py_tp_traverse, channel_traverse },
-	{ Py_tp_repr, channel_repr },
-	{ Py_tp_methods, channel_methods },
-	{ Py_tp_getset, channel_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec CompChannel_spec = { "ibverbs._ibverbs.CompChannel",
-				 sizeof(CompChannelObject), 0,
-				 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-				 channel_slots };
+HANDLE_TYPE_SPEC(CompChannel_spec, "CompChannel", CompChannelObject, 0,
+		 channel__doc__, handle_tp_dealloc, handle_tp_traverse,
+		 channel_repr, channel_methods, channel_getset);

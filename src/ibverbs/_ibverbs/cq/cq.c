@@ -30,10 +30,7 @@ static void cq_release(Handle *h)
 {
 	CQObject *self = (CQObject *)h;
 
-	if (self->channel != NULL) {
-		handle_unuse(HANDLE(self->channel));
-		Py_CLEAR(self->channel);
-	}
+	handle_unuse_clear(&self->channel);
 }
 
 static const HandleKind cq_kind = { "CQ", "ibv_destroy_cq", cq_destroy,
@@ -534,8 +531,7 @@ static PyMethodDef cq_methods[] = {
 	  cq_req_notify__doc__ },
 	{ "ack_events", KW cq_ack_events, METH_VARARGS | METH_KEYWORDS,
 	  cq_ack_events__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef cq_getset[] = {
@@ -554,25 +550,9 @@ static PyGetSetDef cq_getset[] = {
 	  "Completion events ``get_cq_event()`` delivered for this CQ and\n"
 	  "not yet acked with ``ack_events()``.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
-
-/* clang-format off */
-static PyType_Slot cq_slots[] = {
-	{ Py_tp_doc, (void *)cq__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, cq_dealloc },
-	{ Py_tp_traverse, cq_traverse },
-	{ Py_tp_repr, cq_repr },
-	{ Py_tp_methods, cq_methods },
-	{ Py_tp_getset, cq_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
 
 /* BASETYPE for CQEx (cq_ex.c); tp_new refuses every class. */
-PyType_Spec CQ_spec = { "ibverbs._ibverbs.CQ", sizeof(CQObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
-				Py_TPFLAGS_BASETYPE,
-			cq_slots };
+HANDLE_TYPE_SPEC(CQ_spec, "CQ", CQObject, Py_TPFLAGS_BASETYPE, cq__doc__,
+		 cq_dealloc, cq_traverse, cq_repr, cq_methods, cq_getset);

@@ -65,10 +65,7 @@ static void cqex_release(Handle *h)
 	CQObject *self = (CQObject *)h;
 
 	CQX(h)->cq_ex = NULL;
-	if (self->channel != NULL) {
-		handle_unuse(HANDLE(self->channel));
-		Py_CLEAR(self->channel);
-	}
+	handle_unuse_clear(&self->channel);
 }
 
 static const HandleKind cqex_kind = { "CQEx", "ibv_destroy_cq", cqex_destroy,
@@ -434,6 +431,23 @@ static struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what,
 }
 
 /* read_<field>(): fn is the provider's op, conv builds the result. */
+/* What the readers' docstrings share: the paragraph that says what they
+ * read, the man page, and the Raises section of a reader whose field
+ * needs CreateCQWCFlags.<flag> (RDX_RAISES) or none (RDX_RAISES_ANY). */
+#define RDX_READS "Reads the current entry of the open start_poll() session.\n"
+#define RDX_MAN "(man page ibv_create_cq_ex(3)).\n"
+#define RDX_VERBS_ERROR                                                  \
+	"    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n" \
+	"        the provider has no such op."
+#define RDX_RAISES(flag)                                          \
+	"Raises:\n"                                               \
+	"    ValueError: no session is open, no current entry,\n" \
+	"        or ``CreateCQWCFlags." flag "``\n"               \
+	"        was not asked for.\n" RDX_VERBS_ERROR
+#define RDX_RAISES_ANY \
+	"Raises:\n"    \
+	"    ValueError: no session is open, no current entry.\n" RDX_VERBS_ERROR
+
 /* CQEX_READER(fn, field, need, conv) defines fn, the method read_<field>:
  * the open session's current entry (cqex_entry, which checks the
  * CreateCQWCFlags bit need), the provider's read_<field> op, its value
@@ -458,236 +472,107 @@ static struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what,
 
 PyDoc_STRVAR(cqex_read_opcode__doc__,
 	     "The current entry's opcode (a ``WCOpcode``).\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_opcode``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_opcode``\n" RDX_MAN "\n" RDX_RAISES_ANY);
 
 CQEX_READER(cqex_read_opcode, opcode, 0, OPCODE)
 
 PyDoc_STRVAR(cqex_read_vendor_err__doc__,
 	     "The current entry's vendor error syndrome.\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_vendor_err``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_vendor_err``\n" RDX_MAN "\n" RDX_RAISES_ANY);
 
 CQEX_READER(cqex_read_vendor_err, vendor_err, 0, U32)
 
 PyDoc_STRVAR(cqex_read_byte_len__doc__,
 	     "Bytes the current entry received.\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_byte_len``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.BYTE_LEN``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_byte_len``\n" RDX_MAN
+	     "\n" RDX_RAISES("BYTE_LEN"));
 
 CQEX_READER(cqex_read_byte_len, byte_len, IBV_WC_EX_WITH_BYTE_LEN, U32)
 
 PyDoc_STRVAR(cqex_read_imm_data__doc__,
 	     "The entry's immediate data, in host order.\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_imm_data``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.IMM``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_imm_data``\n" RDX_MAN "\n" RDX_RAISES("IMM"));
 
 CQEX_READER(cqex_read_imm_data, imm_data, IBV_WC_EX_WITH_IMM, IMM)
 
-PyDoc_STRVAR(cqex_read_qp_num__doc__,
-	     "The number of the entry's local QP.\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_qp_num``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.QP_NUM``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+PyDoc_STRVAR(cqex_read_qp_num__doc__, "The number of the entry's local QP.\n"
+				      "\n" RDX_READS "\n"
+				      "Wraps ``ibv_wc_read_qp_num``\n" RDX_MAN
+				      "\n" RDX_RAISES("QP_NUM"));
 
 CQEX_READER(cqex_read_qp_num, qp_num, IBV_WC_EX_WITH_QP_NUM, U32)
 
-PyDoc_STRVAR(cqex_read_src_qp__doc__,
-	     "The remote QP number (UD receives).\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_src_qp``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.SRC_QP``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+PyDoc_STRVAR(cqex_read_src_qp__doc__, "The remote QP number (UD receives).\n"
+				      "\n" RDX_READS "\n"
+				      "Wraps ``ibv_wc_read_src_qp``\n" RDX_MAN
+				      "\n" RDX_RAISES("SRC_QP"));
 
 CQEX_READER(cqex_read_src_qp, src_qp, IBV_WC_EX_WITH_SRC_QP, U32)
 
 PyDoc_STRVAR(cqex_read_wc_flags__doc__,
 	     "The entry's ``WCFlags`` (GRH, WITH_IMM, ...).\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_wc_flags``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_wc_flags``\n" RDX_MAN "\n" RDX_RAISES_ANY);
 
 CQEX_READER(cqex_read_wc_flags, wc_flags, 0, U32)
 
 PyDoc_STRVAR(cqex_read_slid__doc__,
 	     "The source LID (UD receives).\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_slid``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.SLID``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_slid``\n" RDX_MAN "\n" RDX_RAISES("SLID"));
 
 CQEX_READER(cqex_read_slid, slid, IBV_WC_EX_WITH_SLID, U32)
 
 PyDoc_STRVAR(cqex_read_sl__doc__,
 	     "The service level (UD receives).\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_sl``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.SL``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_sl``\n" RDX_MAN "\n" RDX_RAISES("SL"));
 
 CQEX_READER(cqex_read_sl, sl, IBV_WC_EX_WITH_SL, U32)
 
 PyDoc_STRVAR(cqex_read_dlid_path_bits__doc__,
 	     "The destination LID path bits.\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_dlid_path_bits``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.DLID_PATH_BITS``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_dlid_path_bits``\n" RDX_MAN
+	     "\n" RDX_RAISES("DLID_PATH_BITS"));
 
 CQEX_READER(cqex_read_dlid_path_bits, dlid_path_bits,
 	    IBV_WC_EX_WITH_DLID_PATH_BITS, U32)
 
 PyDoc_STRVAR(cqex_read_completion_ts__doc__,
 	     "The time stamp, in device clock ticks.\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_completion_ts``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.COMPLETION_TIMESTAMP``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_completion_ts``\n" RDX_MAN
+	     "\n" RDX_RAISES("COMPLETION_TIMESTAMP"));
 
 CQEX_READER(cqex_read_completion_ts, completion_ts,
 	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, U64)
 
 PyDoc_STRVAR(cqex_read_completion_wallclock_ns__doc__,
 	     "The time stamp, in wall clock ns.\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_completion_wallclock_ns``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.COMPLETION_TIMESTAMP_WALLCLOCK``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_completion_wallclock_ns``\n" RDX_MAN
+	     "\n" RDX_RAISES("COMPLETION_TIMESTAMP_WALLCLOCK"));
 
 CQEX_READER(cqex_read_completion_wallclock_ns, completion_wallclock_ns,
 	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, U64)
 
 PyDoc_STRVAR(cqex_read_cvlan__doc__,
 	     "The customer VLAN of the entry.\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_cvlan``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.CVLAN``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_cvlan``\n" RDX_MAN "\n" RDX_RAISES("CVLAN"));
 
 CQEX_READER(cqex_read_cvlan, cvlan, IBV_WC_EX_WITH_CVLAN, U32)
 
 PyDoc_STRVAR(cqex_read_flow_tag__doc__,
 	     "The flow tag of the entry (flow steering).\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_flow_tag``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.FLOW_TAG``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_flow_tag``\n" RDX_MAN
+	     "\n" RDX_RAISES("FLOW_TAG"));
 
 CQEX_READER(cqex_read_flow_tag, flow_tag, IBV_WC_EX_WITH_FLOW_TAG, U32)
 #undef CQEX_READER
@@ -698,18 +583,9 @@ CQEX_READER(cqex_read_flow_tag, flow_tag, IBV_WC_EX_WITH_FLOW_TAG, U32)
 
 PyDoc_STRVAR(cqex_read_invalidated_rkey__doc__,
 	     "The rkey a SEND_WITH_INV invalidated.\n"
-	     "\n"
-	     "Reads the current entry of the open start_poll() session.\n"
-	     "\n"
-	     "Wraps ``ibv_wc_read_invalidated_rkey``\n"
-	     "(man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ValueError: no session is open, no current entry,\n"
-	     "        or ``CreateCQWCFlags.IMM``\n"
-	     "        was not asked for.\n"
-	     "    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP when\n"
-	     "        the provider has no such op.");
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_invalidated_rkey``\n" RDX_MAN
+	     "\n" RDX_RAISES("IMM"));
 
 static PyObject *cqex_read_invalidated_rkey(PyObject *self, PyObject *unused)
 {
@@ -1081,18 +957,5 @@ static PyGetSetDef cqex_getset[] = {
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
-/* clang-format off */
-static PyType_Slot cqex_slots[] = {
-	{ Py_tp_doc, (void *)cqex__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, cqex_dealloc },
-	{ Py_tp_traverse, cqex_traverse },
-	{ Py_tp_repr, cqex_repr },
-	{ Py_tp_methods, cqex_methods },
-	{ Py_tp_getset, cqex_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec CQEx_spec = { "ibverbs._ibverbs.CQEx", sizeof(CQExObject), 0,
-			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, cqex_slots };
+HANDLE_TYPE_SPEC(CQEx_spec, "CQEx", CQExObject, 0, cqex__doc__, cqex_dealloc,
+		 cqex_traverse, cqex_repr, cqex_methods, cqex_getset);

@@ -39,14 +39,7 @@ static PyObject *record(const char *name, PyObject *d)
 static int set_record(PyObject *d, const char *key, const char *name,
 		      PyObject *sub)
 {
-	PyObject *r = record(name, sub);
-	int rc;
-
-	if (r == NULL)
-		return -1;
-	rc = PyDict_SetItemString(d, key, r);
-	Py_DECREF(r);
-	return rc;
+	return dict_set_steal(d, key, record(name, sub));
 }
 
 /* clang-format off */

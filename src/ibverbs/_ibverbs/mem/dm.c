@@ -237,10 +237,7 @@ static void dm_mr_release(Handle *h)
 {
 	MRObject *m = (MRObject *)h;
 
-	if (m->owner != NULL) {
-		handle_unuse(HANDLE(m->owner));
-		Py_CLEAR(m->owner);
-	}
+	handle_unuse_clear(&m->owner);
 }
 
 static const HandleKind dm_mr_kind = { "MR", "ibv_dereg_mr", dm_mr_destroy,
@@ -337,16 +334,6 @@ static PyObject *dm_get_handle(PyObject *self, void *closure)
 #endif
 }
 
-static int dm_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	return handle_traverse(HANDLE(self), visit, arg);
-}
-
-static void dm_dealloc(PyObject *self)
-{
-	handle_dealloc(HANDLE(self));
-}
-
 static PyObject *dm_repr(PyObject *self)
 {
 	if (HANDLE(self)->obj == NULL)
@@ -369,8 +356,7 @@ static PyMethodDef dm_methods[] = {
 	  dm_copy_to__doc__ },
 	{ "copy_from", KW dm_copy_from, METH_VARARGS | METH_KEYWORDS,
 	  dm_copy_from__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef dm_getset[] = {
@@ -383,22 +369,8 @@ static PyGetSetDef dm_getset[] = {
 	  NULL },
 	{ "context", handle_get_parent, NULL,
 	  "The Context the DM was allocated on.", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
-/* clang-format off */
-static PyType_Slot dm_slots[] = {
-	{ Py_tp_doc, (void *)dm__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, dm_dealloc },
-	{ Py_tp_traverse, dm_traverse },
-	{ Py_tp_repr, dm_repr },
-	{ Py_tp_methods, dm_methods },
-	{ Py_tp_getset, dm_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec DM_spec = { "ibverbs._ibverbs.DM", sizeof(DMObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, dm_slots };
+HANDLE_TYPE_SPEC(DM_spec, "DM", DMObject, 0, dm__doc__, handle_tp_dealloc,
+		 handle_tp_traverse, dm_repr, dm_methods, dm_getset);

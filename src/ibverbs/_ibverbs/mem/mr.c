@@ -337,8 +337,7 @@ PyDoc_STRVAR(mr__doc__,
 
 static PyMethodDef mr_methods[] = {
 	{ "sge", KW mr_sge, METH_VARARGS | METH_KEYWORDS, mr_sge__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef mr_getset[] = {
@@ -369,8 +368,7 @@ static PyGetSetDef mr_getset[] = {
 	  "The ``AccessFlags`` the MR was registered with.", NULL },
 	{ "is_dmabuf", mr_get_is_dmabuf, NULL,
 	  "True when the MR was registered from a dma-buf fd.", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 /* clang-format off */

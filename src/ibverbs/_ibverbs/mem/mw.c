@@ -267,16 +267,6 @@ out:
 /* The MW type                                                         */
 /* ------------------------------------------------------------------ */
 
-static int mw_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	return handle_traverse(HANDLE(self), visit, arg);
-}
-
-static void mw_dealloc(PyObject *self)
-{
-	handle_dealloc(HANDLE(self));
-}
-
 static PyObject *mw_get_rkey(PyObject *self, void *closure)
 {
 	HANDLE_CHECK(self);
@@ -322,7 +312,7 @@ static PyObject *mw_repr(PyObject *self)
 				    (int)mw->type, mw->rkey, mw->handle);
 }
 
-static PyMethodDef mw_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
+static PyMethodDef mw_methods[] = { HANDLE_METHODS_END };
 
 static PyGetSetDef mw_getset[] = {
 	{ "rkey", mw_get_rkey, mw_set_rkey,
@@ -337,8 +327,7 @@ static PyGetSetDef mw_getset[] = {
 	  "``MWType.TYPE_1`` or ``MWType.TYPE_2``; EBADF once closed.", NULL },
 	{ "pd", handle_get_parent, NULL, "The PD the MW was allocated in.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 PyDoc_STRVAR(mw__doc__,
@@ -352,18 +341,5 @@ PyDoc_STRVAR(mw__doc__,
 	     "``close()`` wraps ``ibv_dealloc_mw`` (man page\n"
 	     "ibv_alloc_mw(3)).");
 
-/* clang-format off */
-static PyType_Slot mw_slots[] = {
-	{ Py_tp_doc, (void *)mw__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, mw_dealloc },
-	{ Py_tp_traverse, mw_traverse },
-	{ Py_tp_repr, mw_repr },
-	{ Py_tp_methods, mw_methods },
-	{ Py_tp_getset, mw_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec MW_spec = { "ibverbs._ibverbs.MW", sizeof(MWObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, mw_slots };
+HANDLE_TYPE_SPEC(MW_spec, "MW", MWObject, 0, mw__doc__, handle_tp_dealloc,
+		 handle_tp_traverse, mw_repr, mw_methods, mw_getset);

@@ -13,16 +13,6 @@ const HandleKind pd_kind = { "PD", "ibv_dealloc_pd", pd_destroy, NULL };
 
 #define PDP(self) ((struct ibv_pd *)HANDLE(self)->obj)
 
-static int pd_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	return handle_traverse(HANDLE(self), visit, arg);
-}
-
-static void pd_dealloc(PyObject *self)
-{
-	handle_dealloc(HANDLE(self));
-}
-
 PyDoc_STRVAR(pd_reg_mr__doc__,
 	     "Register ``length`` bytes of memory at ``addr`` for RDMA.\n"
 	     "\n"
@@ -373,8 +363,7 @@ static PyMethodDef pd_methods[] = {
 	  pd_alloc_mw__doc__ },
 	{ "create_qp_ex", KW pd_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
 	  pd_create_qp_ex__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef pd_getset[] = {
@@ -382,22 +371,8 @@ static PyGetSetDef pd_getset[] = {
 	  "The PD's kernel handle (``ibv_pd.handle``).", NULL },
 	{ "context", handle_get_parent, NULL, "The Context this PD belongs to.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
-/* clang-format off */
-static PyType_Slot pd_slots[] = {
-	{ Py_tp_doc, (void *)pd__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, pd_dealloc },
-	{ Py_tp_traverse, pd_traverse },
-	{ Py_tp_repr, pd_repr },
-	{ Py_tp_methods, pd_methods },
-	{ Py_tp_getset, pd_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec PD_spec = { "ibverbs._ibverbs.PD", sizeof(PDObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, pd_slots };
+HANDLE_TYPE_SPEC(PD_spec, "PD", PDObject, 0, pd__doc__, handle_tp_dealloc,
+		 handle_tp_traverse, pd_repr, pd_methods, pd_getset);

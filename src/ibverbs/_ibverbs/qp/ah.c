@@ -43,16 +43,6 @@ PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw)
 	return (PyObject *)self;
 }
 
-static int ah_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	return handle_traverse(HANDLE(self), visit, arg);
-}
-
-static void ah_dealloc(PyObject *self)
-{
-	handle_dealloc(HANDLE(self));
-}
-
 static PyObject *ah_get_handle(PyObject *self, void *closure)
 {
 	HANDLE_CHECK(self);
@@ -69,7 +59,7 @@ static PyObject *ah_repr(PyObject *self)
 	return PyUnicode_FromFormat("<ibverbs.AH handle=%u>", ah->handle);
 }
 
-static PyMethodDef ah_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
+static PyMethodDef ah_methods[] = { HANDLE_METHODS_END };
 
 static PyGetSetDef ah_getset[] = {
 	{ "pd", handle_get_parent, NULL, "The PD the AH was created in.",
@@ -77,8 +67,7 @@ static PyGetSetDef ah_getset[] = {
 	{ "handle", ah_get_handle, NULL,
 	  "The AH's kernel handle (``ibv_ah.handle``); EBADF once closed.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 PyDoc_STRVAR(ah__doc__,
@@ -88,18 +77,5 @@ PyDoc_STRVAR(ah__doc__,
 	     "or ``QPEx.wr_set_ud_addr()`` names it. ``close()`` wraps\n"
 	     "``ibv_destroy_ah`` (man page ibv_create_ah(3)).");
 
-/* clang-format off */
-static PyType_Slot ah_slots[] = {
-	{ Py_tp_doc, (void *)ah__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, ah_dealloc },
-	{ Py_tp_traverse, ah_traverse },
-	{ Py_tp_repr, ah_repr },
-	{ Py_tp_methods, ah_methods },
-	{ Py_tp_getset, ah_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec AH_spec = { "ibverbs._ibverbs.AH", sizeof(AHObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, ah_slots };
+HANDLE_TYPE_SPEC(AH_spec, "AH", AHObject, 0, ah__doc__, handle_tp_dealloc,
+		 handle_tp_traverse, ah_repr, ah_methods, ah_getset);

@@ -236,29 +236,18 @@ fail:
 	return NULL;
 }
 
-static int flow_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	return handle_traverse(HANDLE(self), visit, arg);
-}
-
-static void flow_dealloc(PyObject *self)
-{
-	handle_dealloc(HANDLE(self));
-}
-
 static PyObject *flow_repr(PyObject *self)
 {
 	return PyUnicode_FromString(
 		HANDLE(self)->obj ? "<ibverbs.Flow>" : "<ibverbs.Flow closed>");
 }
 
-static PyMethodDef flow_methods[] = { HANDLE_METHODS, { NULL, NULL, 0, NULL } };
+static PyMethodDef flow_methods[] = { HANDLE_METHODS_END };
 
 static PyGetSetDef flow_getset[] = {
 	{ "qp", handle_get_parent, NULL,
 	  "The QP the matching packets are steered to.", NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
 PyDoc_STRVAR(flow__doc__,
@@ -268,18 +257,6 @@ PyDoc_STRVAR(flow__doc__,
 	     "``close()`` wraps ``ibv_destroy_flow`` (man page\n"
 	     "ibv_create_flow(3)).");
 
-/* clang-format off */
-static PyType_Slot flow_slots[] = {
-	{ Py_tp_doc, (void *)flow__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, flow_dealloc },
-	{ Py_tp_traverse, flow_traverse },
-	{ Py_tp_repr, flow_repr },
-	{ Py_tp_methods, flow_methods },
-	{ Py_tp_getset, flow_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec Flow_spec = { "ibverbs._ibverbs.Flow", sizeof(FlowObject), 0,
-			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, flow_slots };
+HANDLE_TYPE_SPEC(Flow_spec, "Flow", FlowObject, 0, flow__doc__,
+		 handle_tp_dealloc, handle_tp_traverse, flow_repr, flow_methods,
+		 flow_getset);

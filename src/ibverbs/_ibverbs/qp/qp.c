@@ -28,6 +28,16 @@
 #include <stddef.h>
 #include <string.h>
 
+/* The Raises section of to_init and to_rts, which take only ints (state:
+ * the one the QP must be in). */
+#define QP_TO_RAISES(state)                                            \
+	"Raises:\n"                                                    \
+	"    TypeError: an argument is not an int.\n"                  \
+	"    ValueError: an argument is out of range.\n"               \
+	"    VerbsError: EBADF once the QP is closed; EBUSY while a\n" \
+	"        ``wr_start()`` batch is open; else the verb failed\n" \
+	"        (``errno``, e.g. EINVAL when the QP is not in " state ")."
+
 static const char *type_name(int t)
 {
 	switch (t) {
@@ -62,15 +72,9 @@ void qp_release(Handle *h)
 {
 	QPObject *q = (QPObject *)h;
 
-	if (q->send_cq)
-		handle_unuse(HANDLE(q->send_cq));
-	if (q->recv_cq)
-		handle_unuse(HANDLE(q->recv_cq));
-	if (q->srq)
-		handle_unuse(HANDLE(q->srq));
-	Py_CLEAR(q->send_cq);
-	Py_CLEAR(q->recv_cq);
-	Py_CLEAR(q->srq);
+	handle_unuse_clear(&q->send_cq);
+	handle_unuse_clear(&q->recv_cq);
+	handle_unuse_clear(&q->srq);
 }
 
 static const HandleKind qp_kind = { "QP", "ibv_destroy_qp", qp_destroy,
@@ -106,18 +110,6 @@ static void qp_dealloc(PyObject *self)
 /* PD.create_qp(init_attr)                                             */
 /* ------------------------------------------------------------------ */
 
-/* getattr that tells "missing" (0, *out NULL) from an error (-1). */
-static int opt_attr(PyObject *o, const char *name, PyObject **out)
-{
-	*out = PyObject_GetAttrString(o, name);
-	if (*out != NULL)
-		return 0;
-	if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-		return -1;
-	PyErr_Clear();
-	return 0;
-}
-
 static int init_u32(PyObject *ia, const char *name, uint32_t dflt,
 		    uint32_t *out)
 {
@@ -125,7 +117,7 @@ static int init_u32(PyObject *ia, const char *name, uint32_t dflt,
 	char what[40];
 	int rc;
 
-	if (opt_attr(ia, name, &v) < 0)
+	if (attr_optional(ia, name, &v) < 0)
 		return -1;
 	*out = dflt;
 	if (v == NULL || v == Py_None) {
@@ -144,7 +136,7 @@ static PyObject *get_cq(PDObject *pd, PyObject *ia, const char *name,
 {
 	PyObject *cq;
 
-	if (opt_attr(ia, name, &cq) < 0)
+	if (attr_optional(ia, name, &cq) < 0)
 		return NULL;
 	if (cq == NULL || cq == Py_None) {
 		Py_XDECREF(cq);
@@ -184,7 +176,7 @@ static int get_srq(PDObject *pd, PyObject *ia, PyObject **out)
 	PyObject *srq;
 
 	*out = NULL;
-	if (opt_attr(ia, "srq", &srq) < 0)
+	if (attr_optional(ia, "srq", &srq) < 0)
 		return -1;
 	if (srq == NULL || srq == Py_None) {
 		Py_XDECREF(srq);
@@ -216,7 +208,7 @@ static int get_qp_type(PyObject *ia, enum ibv_qp_type *out)
 	long t;
 	int rc;
 
-	if (opt_attr(ia, "qp_type", &v) < 0)
+	if (attr_optional(ia, "qp_type", &v) < 0)
 		return -1;
 	*out = IBV_QPT_RC;
 	if (v == NULL || v == Py_None) {
@@ -233,7 +225,7 @@ static int get_sig_all(PyObject *ia, int *out)
 {
 	PyObject *v;
 
-	if (opt_attr(ia, "sq_sig_all", &v) < 0)
+	if (attr_optional(ia, "sq_sig_all", &v) < 0)
 		return -1;
 	*out = v ? PyObject_IsTrue(v) : 0;
 	Py_XDECREF(v);
@@ -596,13 +588,7 @@ PyDoc_STRVAR(qp_to_init__doc__,
 	     "        REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC).\n"
 	     "    pkey_index: P_Key table index.\n"
 	     "    qkey: Q_Key of a UD QP (None: 0x11111111).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: an argument is out of range.\n"
-	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
-	     "        ``wr_start()`` batch is open; else the verb failed\n"
-	     "        (``errno``, e.g. EINVAL when the QP is not in RESET).");
+	     "\n" QP_TO_RAISES("RESET"));
 
 /* to_init(port, access, pkey_index=0, qkey=None)
  * RC/UC: STATE|PKEY_INDEX|PORT|ACCESS_FLAGS; UD: STATE|PKEY_INDEX|PORT|QKEY
@@ -919,13 +905,7 @@ PyDoc_STRVAR(qp_to_rts__doc__,
 	     "    retry_cnt: RC: retries on timeout, 0..7.\n"
 	     "    rnr_retry: RC: retries on RNR NAK, 0..7 (7: forever).\n"
 	     "    max_rd_atomic: RC: outgoing RDMA reads/atomics.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: an argument is out of range.\n"
-	     "    VerbsError: EBADF once the QP is closed; EBUSY while a\n"
-	     "        ``wr_start()`` batch is open; else the verb failed\n"
-	     "        (``errno``, e.g. EINVAL when the QP is not in RTR).");
+	     "\n" QP_TO_RAISES("RTR"));
 
 /* to_rts(psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1)
  * RC: STATE|SQ_PSN|TIMEOUT|RETRY_CNT|RNR_RETRY|MAX_QP_RD_ATOMIC;
@@ -1075,8 +1055,7 @@ static PyMethodDef qp_methods[] = {
 	  qp_create_flow__doc__ },
 	{ "bind_mw", KW qp_bind_mw, METH_VARARGS | METH_KEYWORDS,
 	  qp_bind_mw__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef qp_getset[] = {
@@ -1107,26 +1086,10 @@ static PyGetSetDef qp_getset[] = {
 	{ "handle", qp_get_handle, NULL,
 	  "The QP's kernel handle (``ibv_qp.handle``); EBADF once closed.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
-
-/* clang-format off */
-static PyType_Slot qp_slots[] = {
-	{ Py_tp_doc, (void *)qp__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, qp_dealloc },
-	{ Py_tp_traverse, qp_traverse },
-	{ Py_tp_repr, qp_repr },
-	{ Py_tp_methods, qp_methods },
-	{ Py_tp_getset, qp_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
 
 /* BASETYPE: QPEx (qp_ex.c) derives from it; handle_no_new still keeps
  * Python code from making instances. */
-PyType_Spec QP_spec = { "ibverbs._ibverbs.QP", sizeof(QPObject), 0,
-			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
-				Py_TPFLAGS_BASETYPE,
-			qp_slots };
+HANDLE_TYPE_SPEC(QP_spec, "QP", QPObject, Py_TPFLAGS_BASETYPE, qp__doc__,
+		 qp_dealloc, qp_traverse, qp_repr, qp_methods, qp_getset);

@@ -50,6 +50,27 @@
 #include <string.h>
 
 /*
+ * What the docstrings of the builders below share, written once: the
+ * paragraph of a builder whose data comes from the setters, the common
+ * arguments, and the Raises section of a builder that takes only ints
+ * (op: the name of its operation).
+ */
+#define WRX_DATA_NEXT                                 \
+	"Its data comes next: ``wr_set_sge*()`` or\n" \
+	"``wr_set_inline_data*()``.\n"
+#define WRX_ARG_RKEY "    rkey: the remote rkey, 32 bits.\n"
+#define WRX_ARG_RADDR "    remote_addr: the remote address, 64 bits.\n"
+#define WRX_ARG_IMM "    imm_data: 32-bit immediate data, in host order.\n"
+#define WRX_RAISES(op)                                                   \
+	"Raises:\n"                                                      \
+	"    TypeError: an argument is not an int.\n"                    \
+	"    ValueError: an argument is out of range, or on a UD QP\n"   \
+	"        the previous WR has no ``wr_set_ud_addr()``.\n"         \
+	"    VerbsError: EINVAL outside a batch or when\n"               \
+	"        " op " is not in ``send_ops_flags``; EOPNOTSUPP when\n" \
+	"        the provider lacks it; EBADF once the QP is closed."
+
+/*
  * A QP created with ibv_create_qp_ex and IBV_QP_INIT_ATTR_SEND_OPS_FLAGS:
  * a QPObject first, so every QP method works on it, then the
  * struct ibv_qp_ex * and the state of the wr_start() batch, which the
@@ -508,17 +529,15 @@ static struct ibv_qp *ex_create(struct ibv_pd *pd,
 static int ia_uint(PyObject *ia, const char *name, uint64_t max, uint64_t dflt,
 		   uint64_t *out)
 {
-	PyObject *v = PyObject_GetAttrString(ia, name);
+	PyObject *v;
 	char what[48];
 	int rc;
 
 	*out = dflt;
-	if (v == NULL) {
-		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-			return -1;
-		PyErr_Clear();
+	if (attr_optional(ia, name, &v) < 0)
+		return -1;
+	if (v == NULL)
 		return 0;
-	}
 	if (v == Py_None) {
 		Py_DECREF(v);
 		return 0;
@@ -537,15 +556,13 @@ static int ia_uint(PyObject *ia, const char *name, uint64_t max, uint64_t dflt,
 /* init_attr.pd: missing or None, or this very PD. */
 static int ia_pd_matches(PDObject *pd, PyObject *ia)
 {
-	PyObject *v = PyObject_GetAttrString(ia, "pd");
+	PyObject *v;
 	int rc = 0;
 
-	if (v == NULL) {
-		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-			return -1;
-		PyErr_Clear();
+	if (attr_optional(ia, "pd", &v) < 0)
+		return -1;
+	if (v == NULL)
 		return 0;
-	}
 	if (v != Py_None && v != (PyObject *)pd) {
 		PyErr_Format(PyExc_ValueError,
 			     "init_attr.pd is %R, not the PD whose "
@@ -699,19 +716,9 @@ static int parse_ints(PyObject *args, PyObject *kw, const char *fmt,
 
 PyDoc_STRVAR(wrex_send__doc__,
 	     "Start a SEND in the open batch.\n"
-	     "\n"
-	     "Its data comes next: ``wr_set_sge*()`` or\n"
-	     "``wr_set_inline_data*()``.\n"
-	     "\n"
+	     "\n" WRX_DATA_NEXT "\n"
 	     "Wraps ``ibv_wr_send`` (man page ibv_wr_post(3)).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: an argument is out of range, or on a UD QP\n"
-	     "        the previous WR has no ``wr_set_ud_addr()``.\n"
-	     "    VerbsError: EINVAL outside a batch or when\n"
-	     "        SEND is not in ``send_ops_flags``; EOPNOTSUPP when\n"
-	     "        the provider lacks it; EBADF once the QP is closed.");
+	     "\n" WRX_RAISES("SEND"));
 
 static PyObject *wr_send(PyObject *self, PyObject *unused)
 {
@@ -723,25 +730,12 @@ static PyObject *wr_send(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(
-	wrex_send_imm__doc__,
-	"Start a SEND_WITH_IMM in the open batch.\n"
-	"\n"
-	"Its data comes next: ``wr_set_sge*()`` or\n"
-	"``wr_set_inline_data*()``.\n"
-	"\n"
-	"Wraps ``ibv_wr_send_imm`` (man page ibv_wr_post(3)).\n"
-	"\n"
-	"Args:\n"
-	"    imm_data: 32-bit immediate data, in host order.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: an argument is not an int.\n"
-	"    ValueError: an argument is out of range, or on a UD QP\n"
-	"        the previous WR has no ``wr_set_ud_addr()``.\n"
-	"    VerbsError: EINVAL outside a batch or when\n"
-	"        SEND_WITH_IMM is not in ``send_ops_flags``; EOPNOTSUPP when\n"
-	"        the provider lacks it; EBADF once the QP is closed.");
+PyDoc_STRVAR(wrex_send_imm__doc__,
+	     "Start a SEND_WITH_IMM in the open batch.\n"
+	     "\n" WRX_DATA_NEXT "\n"
+	     "Wraps ``ibv_wr_send_imm`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n" WRX_ARG_IMM "\n" WRX_RAISES("SEND_WITH_IMM"));
 
 static PyObject *wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -763,23 +757,13 @@ PyDoc_STRVAR(
 	wrex_send_inv__doc__,
 	"Start a SEND_WITH_INV: a send that invalidates the peer's\n"
 	"``invalidate_rkey`` (an MW's).\n"
-	"\n"
-	"Its data comes next: ``wr_set_sge*()`` or\n"
-	"``wr_set_inline_data*()``.\n"
-	"\n"
+	"\n" WRX_DATA_NEXT "\n"
 	"Wraps ``ibv_wr_send_inv`` (man page ibv_wr_post(3)).\n"
 	"\n"
 	"Args:\n"
 	"    invalidate_rkey: the rkey the peer invalidates on receipt (of one\n"
 	"        of its MWs), 32 bits.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: an argument is not an int.\n"
-	"    ValueError: an argument is out of range, or on a UD QP\n"
-	"        the previous WR has no ``wr_set_ud_addr()``.\n"
-	"    VerbsError: EINVAL outside a batch or when\n"
-	"        SEND_WITH_INV is not in ``send_ops_flags``; EOPNOTSUPP when\n"
-	"        the provider lacks it; EBADF once the QP is closed.");
+	"\n" WRX_RAISES("SEND_WITH_INV"));
 
 static PyObject *wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -802,23 +786,11 @@ static const int bits_rdma[] = { 32, 64 };
 
 PyDoc_STRVAR(wrex_rdma_write__doc__,
 	     "Start an RDMA_WRITE to the peer's memory.\n"
-	     "\n"
-	     "Its data comes next: ``wr_set_sge*()`` or\n"
-	     "``wr_set_inline_data*()``.\n"
-	     "\n"
+	     "\n" WRX_DATA_NEXT "\n"
 	     "Wraps ``ibv_wr_rdma_write`` (man page ibv_wr_post(3)).\n"
 	     "\n"
-	     "Args:\n"
-	     "    rkey: the remote rkey, 32 bits.\n"
-	     "    remote_addr: the remote address, 64 bits.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: an argument is out of range, or on a UD QP\n"
-	     "        the previous WR has no ``wr_set_ud_addr()``.\n"
-	     "    VerbsError: EINVAL outside a batch or when\n"
-	     "        RDMA_WRITE is not in ``send_ops_flags``; EOPNOTSUPP when\n"
-	     "        the provider lacks it; EBADF once the QP is closed.");
+	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR
+	     "\n" WRX_RAISES("RDMA_WRITE"));
 
 static PyObject *wr_rdma_write(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -834,28 +806,14 @@ static PyObject *wr_rdma_write(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(
-	wrex_rdma_write_imm__doc__,
-	"Start an RDMA_WRITE_WITH_IMM: the peer also gets a receive\n"
-	"completion with ``imm_data``.\n"
-	"\n"
-	"Its data comes next: ``wr_set_sge*()`` or\n"
-	"``wr_set_inline_data*()``.\n"
-	"\n"
-	"Wraps ``ibv_wr_rdma_write_imm`` (man page ibv_wr_post(3)).\n"
-	"\n"
-	"Args:\n"
-	"    rkey: the remote rkey, 32 bits.\n"
-	"    remote_addr: the remote address, 64 bits.\n"
-	"    imm_data: 32-bit immediate data, in host order.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: an argument is not an int.\n"
-	"    ValueError: an argument is out of range, or on a UD QP\n"
-	"        the previous WR has no ``wr_set_ud_addr()``.\n"
-	"    VerbsError: EINVAL outside a batch or when\n"
-	"        RDMA_WRITE_WITH_IMM is not in ``send_ops_flags``; EOPNOTSUPP when\n"
-	"        the provider lacks it; EBADF once the QP is closed.");
+PyDoc_STRVAR(wrex_rdma_write_imm__doc__,
+	     "Start an RDMA_WRITE_WITH_IMM: the peer also gets a receive\n"
+	     "completion with ``imm_data``.\n"
+	     "\n" WRX_DATA_NEXT "\n"
+	     "Wraps ``ibv_wr_rdma_write_imm`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR WRX_ARG_IMM
+	     "\n" WRX_RAISES("RDMA_WRITE_WITH_IMM"));
 
 static PyObject *wr_rdma_write_imm(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -879,17 +837,7 @@ PyDoc_STRVAR(wrex_rdma_read__doc__,
 	     "\n"
 	     "Wraps ``ibv_wr_rdma_read`` (man page ibv_wr_post(3)).\n"
 	     "\n"
-	     "Args:\n"
-	     "    rkey: the remote rkey, 32 bits.\n"
-	     "    remote_addr: the remote address, 64 bits.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: an argument is out of range, or on a UD QP\n"
-	     "        the previous WR has no ``wr_set_ud_addr()``.\n"
-	     "    VerbsError: EINVAL outside a batch or when\n"
-	     "        RDMA_READ is not in ``send_ops_flags``; EOPNOTSUPP when\n"
-	     "        the provider lacks it; EBADF once the QP is closed.");
+	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR "\n" WRX_RAISES("RDMA_READ"));
 
 static PyObject *wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -905,27 +853,17 @@ static PyObject *wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(
-	wrex_atomic_cmp_swp__doc__,
-	"Start an 8-byte compare-and-swap on the peer's memory:\n"
-	"``swap`` is written where ``compare`` matches. The 8-byte\n"
-	"SGE set next receives the old value.\n"
-	"\n"
-	"Wraps ``ibv_wr_atomic_cmp_swp`` (man page ibv_wr_post(3)).\n"
-	"\n"
-	"Args:\n"
-	"    rkey: the remote rkey, 32 bits.\n"
-	"    remote_addr: the remote address, 64 bits.\n"
-	"    compare: the value expected at remote_addr, 64 bits.\n"
-	"    swap: the value written there when it matches, 64 bits.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: an argument is not an int.\n"
-	"    ValueError: an argument is out of range, or on a UD QP\n"
-	"        the previous WR has no ``wr_set_ud_addr()``.\n"
-	"    VerbsError: EINVAL outside a batch or when\n"
-	"        ATOMIC_CMP_AND_SWP is not in ``send_ops_flags``; EOPNOTSUPP when\n"
-	"        the provider lacks it; EBADF once the QP is closed.");
+PyDoc_STRVAR(wrex_atomic_cmp_swp__doc__,
+	     "Start an 8-byte compare-and-swap on the peer's memory:\n"
+	     "``swap`` is written where ``compare`` matches. The 8-byte\n"
+	     "SGE set next receives the old value.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_atomic_cmp_swp`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR
+	     "    compare: the value expected at remote_addr, 64 bits.\n"
+	     "    swap: the value written there when it matches, 64 bits.\n"
+	     "\n" WRX_RAISES("ATOMIC_CMP_AND_SWP"));
 
 static PyObject *wr_atomic_cmp_swp(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -944,25 +882,15 @@ static PyObject *wr_atomic_cmp_swp(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(
-	wrex_atomic_fetch_add__doc__,
-	"Start an 8-byte fetch-and-add of ``add`` on the peer's\n"
-	"memory. The 8-byte SGE set next receives the old value.\n"
-	"\n"
-	"Wraps ``ibv_wr_atomic_fetch_add`` (man page ibv_wr_post(3)).\n"
-	"\n"
-	"Args:\n"
-	"    rkey: the remote rkey, 32 bits.\n"
-	"    remote_addr: the remote address, 64 bits.\n"
-	"    add: the value added at remote_addr, 64 bits (wraps).\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: an argument is not an int.\n"
-	"    ValueError: an argument is out of range, or on a UD QP\n"
-	"        the previous WR has no ``wr_set_ud_addr()``.\n"
-	"    VerbsError: EINVAL outside a batch or when\n"
-	"        ATOMIC_FETCH_AND_ADD is not in ``send_ops_flags``; EOPNOTSUPP when\n"
-	"        the provider lacks it; EBADF once the QP is closed.");
+PyDoc_STRVAR(wrex_atomic_fetch_add__doc__,
+	     "Start an 8-byte fetch-and-add of ``add`` on the peer's\n"
+	     "memory. The 8-byte SGE set next receives the old value.\n"
+	     "\n"
+	     "Wraps ``ibv_wr_atomic_fetch_add`` (man page ibv_wr_post(3)).\n"
+	     "\n"
+	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR
+	     "    add: the value added at remote_addr, 64 bits (wraps).\n"
+	     "\n" WRX_RAISES("ATOMIC_FETCH_AND_ADD"));
 
 static PyObject *wr_atomic_fetch_add(PyObject *self, PyObject *args,
 				     PyObject *kw)
@@ -992,14 +920,7 @@ PyDoc_STRVAR(
 	"\n"
 	"Args:\n"
 	"    invalidate_rkey: the rkey of the local MW to invalidate, 32 bits.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: an argument is not an int.\n"
-	"    ValueError: an argument is out of range, or on a UD QP\n"
-	"        the previous WR has no ``wr_set_ud_addr()``.\n"
-	"    VerbsError: EINVAL outside a batch or when\n"
-	"        LOCAL_INV is not in ``send_ops_flags``; EOPNOTSUPP when\n"
-	"        the provider lacks it; EBADF once the QP is closed.");
+	"\n" WRX_RAISES("LOCAL_INV"));
 
 static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -1024,8 +945,7 @@ PyDoc_STRVAR(wrex_atomic_write__doc__,
 	     "\n"
 	     "Wraps ``ibv_wr_atomic_write`` (man page ibv_wr_post(3)).\n"
 	     "\n"
-	     "Args:\n"
-	     "    rkey: the remote rkey, 32 bits.\n"
+	     "Args:\n" WRX_ARG_RKEY
 	     "    remote_addr: the remote address (8-byte aligned).\n"
 	     "    data: exactly 8 bytes (bytes or bytearray).\n"
 	     "\n"
@@ -1086,8 +1006,7 @@ PyDoc_STRVAR(wrex_flush__doc__,
 	     "\n"
 	     "Wraps ``ibv_wr_flush`` (man page ibv_wr_post(3)).\n"
 	     "\n"
-	     "Args:\n"
-	     "    rkey: the remote rkey, 32 bits.\n"
+	     "Args:\n" WRX_ARG_RKEY
 	     "    remote_addr: start of the range, 64 bits.\n"
 	     "    len: bytes, 64 bits.\n"
 	     "    type: ``IBV_FLUSH_GLOBAL`` or ``IBV_FLUSH_PERSISTENT``.\n"
@@ -1785,18 +1704,5 @@ PyDoc_STRVAR(qpex__doc__,
 	     "batch's state before the provider sees it. ``close()`` aborts\n"
 	     "an open batch first.");
 
-/* clang-format off */
-static PyType_Slot qpex_slots[] = {
-	{ Py_tp_doc, (void *)qpex__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, qpex_dealloc },
-	{ Py_tp_traverse, qpex_traverse },
-	{ Py_tp_repr, qpex_repr },
-	{ Py_tp_methods, qpex_methods },
-	{ Py_tp_getset, qpex_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec QPEx_spec = { "ibverbs._ibverbs.QPEx", sizeof(QPExObject), 0,
-			  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, qpex_slots };
+HANDLE_TYPE_SPEC(QPEx_spec, "QPEx", QPExObject, 0, qpex__doc__, qpex_dealloc,
+		 qpex_traverse, qpex_repr, qpex_methods, qpex_getset);

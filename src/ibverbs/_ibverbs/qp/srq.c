@@ -67,16 +67,6 @@ PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw)
 	return (PyObject *)self;
 }
 
-static int srq_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	return handle_traverse(HANDLE(self), visit, arg);
-}
-
-static void srq_dealloc(PyObject *self)
-{
-	handle_dealloc(HANDLE(self));
-}
-
 /* ------------------------------------------------------------------ */
 /* Control                                                             */
 /* ------------------------------------------------------------------ */
@@ -197,8 +187,7 @@ static PyMethodDef srq_methods[] = {
 	{ "modify", KW srq_modify, METH_VARARGS | METH_KEYWORDS,
 	  srq_modify__doc__ },
 	{ "query", srq_query, METH_NOARGS, srq_query__doc__ },
-	HANDLE_METHODS,
-	{ NULL, NULL, 0, NULL }
+	HANDLE_METHODS_END
 };
 
 static PyGetSetDef srq_getset[] = {
@@ -208,22 +197,8 @@ static PyGetSetDef srq_getset[] = {
 	  "The SRQ's kernel handle (``ibv_srq.handle``); EBADF once\n"
 	  "closed.",
 	  NULL },
-	HANDLE_GETSETS,
-	{ NULL, NULL, NULL, NULL, NULL }
+	HANDLE_GETSETS_END
 };
 
-/* clang-format off */
-static PyType_Slot srq_slots[] = {
-	{ Py_tp_doc, (void *)srq__doc__ },
-	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, srq_dealloc },
-	{ Py_tp_traverse, srq_traverse },
-	{ Py_tp_repr, srq_repr },
-	{ Py_tp_methods, srq_methods },
-	{ Py_tp_getset, srq_getset },
-	{ 0, NULL }
-};
-/* clang-format on */
-
-PyType_Spec SRQ_spec = { "ibverbs._ibverbs.SRQ", sizeof(SRQObject), 0,
-			 Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, srq_slots };
+HANDLE_TYPE_SPEC(SRQ_spec, "SRQ", SRQObject, 0, srq__doc__, handle_tp_dealloc,
+		 handle_tp_traverse, srq_repr, srq_methods, srq_getset);
