@@ -20,8 +20,10 @@
  * provider (providers read whatever the CQE holds, or crash).  close()
  * refuses with EBUSY while a session is open; the deallocator ends it.
  */
+#define _GNU_SOURCE /* dladdr */
 #include "ibverbs.h"
 #include "cq/cq.h"
+#include <dlfcn.h>
 #include <structmember.h>
 #include <stddef.h>
 #include <string.h>
@@ -34,6 +36,7 @@ typedef struct {
 	uint64_t wc_flags; /* as asked for at creation */
 	int polling; /* a start_poll session is open */
 	int has_entry; /* ... and it stands on an entry */
+	int per_entry; /* rxe: one entry per provider session (cqex_step) */
 	struct wc_ex *store; /* poll()'s storage */
 	int store_len;
 } CQExObject;
@@ -159,6 +162,22 @@ out:
 	return rc;
 }
 
+/* Whether the CQ's poll ops are the rxe provider's: their code lies in
+ * librxe-rdmav<N>.so (or its librxe.so link), the file libibverbs loads
+ * for rxe in every release.  Used for per_entry (cqex_step). */
+static int cqex_ops_are_rxe(struct ibv_cq_ex *cq)
+{
+	Dl_info info;
+	const char *base;
+
+	if (!dladdr((void *)cq->start_poll, &info) || info.dli_fname == NULL)
+		return 0;
+	base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	return strncmp(base, "librxe", 6) == 0 &&
+	       (base[6] == '-' || base[6] == '.');
+}
+
 /* Context.create_cq_ex(init_attr) */
 PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 {
@@ -204,6 +223,7 @@ PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 	HANDLE(self)->obj = ibv_cq_ex_to_cq(cq);
 	self->cq_ex = cq;
 	self->wc_flags = a.wc_flags;
+	self->per_entry = cqex_ops_are_rxe(cq);
 	if (channel != NULL) {
 		self->cq.channel = channel; /* the reference taken above */
 		handle_use(HANDLE(channel));
@@ -346,6 +366,54 @@ static int cqex_check_session(PyObject *self, const char *what)
 	return 0;
 }
 
+/*
+ * Sessions of one entry on rxe (per_entry).
+ *
+ * The contract (ibv_create_cq_ex(3)): after a successful start_poll,
+ * end_poll follows whatever next_poll answered, ENOENT included.  mlx5
+ * and the other providers keep it; rdma-core's rxe (providers/rxe/rxe.c)
+ * did not until release 59 (and the stable 58.1):
+ * - 34.0 (its first cq_ex, commit e3af50b60) to 54.x: on an empty queue
+ *   cq_next_poll has already advanced its index and stores it as the
+ *   consumer index, and unlocks the CQ (no longer in the stable
+ *   backports of 5e7aa4102: 36.16, ..., 44.11, ..., 54.4).  The end_poll
+ *   that follows advances again: the consumer index is one past the
+ *   producer, so later polls read old or zeroed slots and the kernel
+ *   finds the CQ full.
+ * - 55.0 (b78b414e0) looks ahead before advancing; until 59.0 / 58.1
+ *   (5e7aa4102) its next_poll still unlocks and end_poll unlocks again.
+ * Leaving out end_poll after ENOENT would be right only before those
+ * backports (on them the lock stays taken; from 55.0 the last entry
+ * comes again), and which release is loaded cannot be told.  rxe's
+ * start_poll and end_poll are right in every release, so on rxe a
+ * session holds one entry: moving on is end_poll + start_poll,
+ * next_poll is never called, and after a failed start_poll no provider
+ * session is left to end.
+ * That costs rxe a lock round trip per entry (next to a system call per
+ * post, in software); every other provider keeps one session per batch.
+ * On any provider poll(n) stops at the n-th entry without next_poll.
+ */
+
+/* Move the open session on: 0 on a new entry, ENOENT past the last,
+ * else an errno; sets has_entry.  per_entry: the entry read is
+ * consumed (end_poll) and a new provider session opened, if any is
+ * ready; with none open (has_entry 0) only the new one is tried. */
+static int cqex_step(CQExObject *c)
+{
+	struct ibv_poll_cq_attr attr = { 0 };
+	int rc;
+
+	if (!c->per_entry) {
+		rc = ibv_next_poll(c->cq_ex);
+	} else {
+		if (c->has_entry)
+			ibv_end_poll(c->cq_ex);
+		rc = ibv_start_poll(c->cq_ex, &attr);
+	}
+	c->has_entry = rc == 0;
+	return rc;
+}
+
 PyDoc_STRVAR(cqex_next_poll__doc__,
 	     "Move the open session to the next completion.\n"
 	     "\n"
@@ -369,18 +437,20 @@ static PyObject *cqex_next_poll(PyObject *self, PyObject *unused)
 
 	if (cqex_check_session(self, "next_poll()") < 0)
 		return NULL;
-	rc = ibv_next_poll(c->cq_ex);
-	c->has_entry = rc == 0;
+	rc = cqex_step(c);
 	if (rc == ENOENT)
 		Py_RETURN_FALSE;
 	if (rc != 0)
-		return verbs_error(rc, "ibv_next_poll");
+		return verbs_error(rc, c->per_entry ? "ibv_start_poll" :
+						      "ibv_next_poll");
 	Py_RETURN_TRUE;
 }
 
 static void cqex_end(CQExObject *c)
 {
-	ibv_end_poll(c->cq_ex);
+	/* per_entry without an entry: no provider session is open. */
+	if (c->has_entry || !c->per_entry)
+		ibv_end_poll(c->cq_ex);
 	c->polling = 0;
 	c->has_entry = 0;
 }
@@ -652,26 +722,29 @@ static int parse_n(PyObject *o, struct ibv_cq_ex *cq, int *n, int clamp)
 	return 0;
 }
 
-/* Reap up to n entries into c->store in one session; the count, or -1
- * with VerbsError (entries reaped before a failed next_poll are kept in
- * the count: the caller returns them). */
-static int cqex_reap(CQExObject *c, int n, int *err)
+/* cqex_reap once start_poll has given the first entry: the count.  Out
+ * of line, so that poll() and poll_count() inline cqex_reap's
+ * start_poll (as GCC did before per_entry) and an empty CQ costs no
+ * call. */
+__attribute__((noinline)) static int cqex_reap_open(CQExObject *c, int n,
+						    int *err)
 {
 	struct ibv_poll_cq_attr attr = { 0 };
 	int rc, i = 0;
 
-	*err = 0;
-	rc = ibv_start_poll(c->cq_ex, &attr);
-	if (rc == ENOENT)
-		return 0;
-	if (rc != 0) {
-		*err = rc;
-		return 0;
-	}
 	for (;;) {
 		read_entry(c->cq_ex, c->wc_flags, &c->store[i++]);
 		if (i == n)
 			break;
+		if (c->per_entry) {
+			ibv_end_poll(c->cq_ex);
+			rc = ibv_start_poll(c->cq_ex, &attr);
+			if (rc == 0)
+				continue;
+			if (rc != ENOENT)
+				*err = rc;
+			return i; /* no session is open */
+		}
 		rc = ibv_next_poll(c->cq_ex);
 		if (rc != 0) {
 			if (rc != ENOENT)
@@ -681,6 +754,26 @@ static int cqex_reap(CQExObject *c, int n, int *err)
 	}
 	ibv_end_poll(c->cq_ex);
 	return i;
+}
+
+/* Reap up to n entries into c->store in one session (per_entry: one
+ * session each); the count, with *err set when a verb failed (entries
+ * reaped before a failed next_poll are in the count: the caller
+ * returns them). */
+static int cqex_reap(CQExObject *c, int n, int *err)
+{
+	struct ibv_poll_cq_attr attr = { 0 };
+	int rc;
+
+	*err = 0;
+	rc = ibv_start_poll(c->cq_ex, &attr);
+	if (rc == ENOENT)
+		return 0;
+	if (rc != 0) {
+		*err = rc;
+		return 0;
+	}
+	return cqex_reap_open(c, n, err);
 }
 
 static int cqex_reserve(CQExObject *c, int n)
