@@ -40,13 +40,15 @@ templates_path: list[str] = []
 nitpicky = True
 # The only names that cannot resolve: classes of the standard library and
 # typing_extensions that the enums' bases and the stubs name (the enums'
-# "Bases: IntFlag", QPEx.wr_set_inline_data's Buffer).  Linking them needs
+# "Bases: IntFlag", QPEx.wr_set_inline_data's Buffer, find_gid's ip).  Linking them needs
 # the Python docs' inventory, which intersphinx would fetch over the
 # network at every build; the build stays offline.
 nitpick_ignore = [
     ("py:class", "enum.IntEnum"),
     ("py:class", "enum.IntFlag"),
     ("py:class", "typing_extensions.Buffer"),  # collections.abc.Buffer from 3.12
+    ("py:class", "ipaddress.IPv4Address"),  # Context.find_gid's ip
+    ("py:class", "ipaddress.IPv6Address"),
 ]
 
 # ---- autodoc, napoleon ------------------------------------------------------

@@ -193,7 +193,12 @@ class Endpoint:
     """One side: device, PD, a CQ and an RC QP whose send queue holds DEPTH WRs."""
 
     def __init__(
-        self, stack: contextlib.ExitStack, device: str, gid_index: int, depth: int, events=False
+        self,
+        stack: contextlib.ExitStack,
+        device: str,
+        gid_index: int | None,
+        depth: int,
+        events=False,
     ):
         self.ctx = stack.enter_context(ib.Context(device))
         self.pd = stack.enter_context(self.ctx.alloc_pd())
@@ -207,6 +212,8 @@ class Endpoint:
                 ib.QPInitAttr(send_cq=self.cq, recv_cq=self.cq, max_send_wr=depth, max_recv_wr=16)
             )
         )
+        if gid_index is None:  # the RoCE v2 GID with an IPv4 address
+            gid_index = self.ctx.find_gid(PORT).index
         self.depth, self.gid_index = depth, gid_index
         gid = self.ctx.query_gid(PORT, gid_index)
         self.info = ib.local_qp_info(self.qp, self.ctx.query_port(PORT), gid, port=PORT)
@@ -475,7 +482,9 @@ def main(argv: list[str]) -> int:
     mode.add_argument("--serve", metavar="ADDR", help="receive, listening on ADDR")
     mode.add_argument("--connect", metavar="HOST", help="send to the receiver at HOST")
     p.add_argument("-d", "--device", required=True)
-    p.add_argument("-g", "--gid-index", type=int, default=1)
+    p.add_argument(
+        "-g", "--gid-index", type=int, default=None, help="default: the port's RoCE v2 IPv4 GID"
+    )
     p.add_argument("-p", "--port", type=int, default=TCP_PORT, help="TCP port")
     p.add_argument("--blocks", type=int, default=64, help="pairs to move per batch")
     p.add_argument("--block-size", type=size, default=1 << 20)

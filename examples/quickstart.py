@@ -10,8 +10,8 @@ the bytes arrived.
     python examples/quickstart.py [DEVICE [GID_INDEX]]
 
 DEVICE defaults to $IBVERBS_TEST_DEVICE, else the first device.  GID_INDEX
-defaults to $IBVERBS_GID_INDEX (or $IBVERBS_TEST_GID_INDEX), else 1 on
-Soft-RoCE (rxe: the IPv4-mapped RoCE v2 GID) and 0 elsewhere.
+defaults to $IBVERBS_GID_INDEX (or $IBVERBS_TEST_GID_INDEX), else the port's
+RoCE v2 GID with an IPv4 address (``Context.find_gid``), or 0 on InfiniBand.
 """
 
 from __future__ import annotations
@@ -42,13 +42,15 @@ def pick_device(argv) -> ib.Device:
     return devices[0]
 
 
-def pick_gid_index(argv, dev: ib.Device) -> int:
+def pick_gid_index(argv, ctx: ib.Context) -> int:
     if len(argv) > 2:
         return int(argv[2])
     for var in ("IBVERBS_GID_INDEX", "IBVERBS_TEST_GID_INDEX"):
         if os.environ.get(var):
             return int(os.environ[var])
-    return 1 if dev.name.startswith("rxe") else 0
+    if ctx.query_port(PORT).link_layer == ib.LinkLayer.INFINIBAND:
+        return 0
+    return ctx.find_gid(PORT).index  # the RoCE v2 GID with an IPv4 address
 
 
 def make_buffer(fill: int):
@@ -75,15 +77,14 @@ def poll_one(cq, timeout=10.0):
 
 def main(argv) -> int:
     dev = pick_device(argv)
-    gid_index = pick_gid_index(argv, dev)
-    print(f"device {dev.name}, port {PORT}, GID index {gid_index}")
-
     # Every resource is a context manager; the ExitStack closes them in
     # reverse order of creation (QPs, MRs, CQs, PD, context), however we
     # leave.
     with contextlib.ExitStack() as res:
         # 1. Open the device and set up resources.
         ctx = res.enter_context(dev.open())
+        gid_index = pick_gid_index(argv, ctx)
+        print(f"device {dev.name}, port {PORT}, GID index {gid_index}")
         pd = res.enter_context(ctx.alloc_pd())
         cq_a = res.enter_context(ctx.create_cq(64))
         cq_b = res.enter_context(ctx.create_cq(64))

@@ -73,7 +73,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("server", nargs="?", help="the server's address (client mode)")
     p.add_argument("--listen", metavar="ADDR", help="serve on ADDR (server mode)")
     p.add_argument("-d", "--device", required=True)
-    p.add_argument("-g", "--gid-index", type=int, default=1)
+    p.add_argument(
+        "-g", "--gid-index", type=int, default=None, help="default: the port's RoCE v2 IPv4 GID"
+    )
     p.add_argument("-p", "--port", type=int, default=18530, help="TCP port")
     args = p.parse_args(argv[1:])
     if (args.server is None) == (args.listen is None):
@@ -89,6 +91,8 @@ def main(argv: list[str]) -> int:
         qp = res.enter_context(
             pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.RC))
         )
+        if args.gid_index is None:
+            args.gid_index = ctx.find_gid(PORT).index
         gid = ctx.query_gid(PORT, args.gid_index)
         mine = ib.local_qp_info(
             qp, ctx.query_port(PORT), gid, port=PORT, psn=0x2000 + (args.server is None)

@@ -68,6 +68,7 @@ GROUP_RULES: list[tuple[str, list[str]]] = [
             "DeviceAttrEx",
             "PortAttr",
             "Gid",
+            "GidEntry",
             r".*Caps",
             "AsyncEvent",
         ],

@@ -30,19 +30,28 @@ from ._ibverbs import (  # noqa: F401  (re-exported)
     RecvWRChain,
     SendWR,
     SendWRChain,
+    flow_label_to_udp_sport,
     fork_init,
     has_rdmacm,
     inc_rkey,
     is_fork_initialized,
+    is_qpt_supported,
     library_path,
     library_version,
+    mbps_to_ibv_rate,
+    mult_to_ibv_rate,
+    node_type_str,
     optional_verbs,
+    port_state_str,
+    rate_to_mbps,
+    rate_to_mult,
 )
 from ._objects import (  # noqa: F401
     AHAttr,
     CompletionError,
     DeviceAttr,
     Gid,
+    GidEntry,
     MWBind,
     MWBindInfo,
     PortAttr,
@@ -204,6 +213,19 @@ __all__ += ["CMEvent", "CMID", "CMListener", "has_rdmacm"]
 __all__ += ["MW", "MWBind", "MWBindInfo", "inc_rkey"]
 # the extended QP
 __all__ += ["QPEx", "QPInitAttrEx"]
+# the GID table and the helpers libibverbs answers itself (device/gid.c,
+# core/strings.c)
+__all__ += [
+    "GidEntry",
+    "flow_label_to_udp_sport",
+    "is_qpt_supported",
+    "mbps_to_ibv_rate",
+    "mult_to_ibv_rate",
+    "node_type_str",
+    "port_state_str",
+    "rate_to_mbps",
+    "rate_to_mult",
+]
 __all__ += enums.__all__
 
 # Extended CQ, device capabilities, device memory, flow steering, ODP

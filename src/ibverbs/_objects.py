@@ -19,6 +19,7 @@ __all__ = [
     "DeviceAttr",
     "PortAttr",
     "Gid",
+    "GidEntry",
     "QPCap",
     "QPInitAttr",
     "AHAttr",
@@ -139,6 +140,34 @@ class PortAttr(_Record):
     """``struct ibv_port_attr``, plus ``port_num``."""
 
     __slots__ = ()
+
+
+class GidEntry(_Record):
+    """One entry of a port's GID table (``struct ibv_gid_entry``), from
+    ``Context.query_gid_table`` and ``Context.find_gid``.
+
+    Fields: ``index`` (``gid_index``), ``port`` (``port_num``), ``gid`` (a
+    Gid), ``gid_type`` (a ``GIDType``), ``ndev_ifindex``, plus ``netdev``
+    (the interface's name, None for none) and ``ip``: for a RoCE entry the
+    address the GID holds (an ``ipaddress.IPv4Address`` for an IPv4-mapped
+    GID, else an ``IPv6Address``), None for an InfiniBand one.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, **fields):
+        from .enums import GIDType
+
+        try:
+            fields["gid_type"] = GIDType(fields["gid_type"])
+        except ValueError:
+            pass
+        ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None = None
+        if fields["gid_type"] != GIDType.IB:
+            addr = ipaddress.IPv6Address(bytes(fields["gid"]))
+            ip = addr.ipv4_mapped or addr
+        fields.setdefault("ip", ip)
+        super().__init__(**fields)
 
 
 class QPCap(_Record):

@@ -50,7 +50,7 @@ def exported_functions(lib: str) -> list[str]:
         if len(parts) != 3 or parts[1] not in ("T", "i"):
             continue
         name = parts[2].split("@")[0]
-        if re.fullmatch(r"_?ibv_\w+", name):
+        if re.fullmatch(r"_?ibv_\w+|m(?:ult|bps)_to_ibv_rate", name):
             names.add(name)
     return sorted(names)
 

@@ -353,7 +353,15 @@ TEMPLATES = {
 # The shared header and one per family (what a family's files share
 # beyond it, and what other families use of them); each includes only
 # ibverbs.h.
-SHARED_HEADERS = {"ibverbs.h", "cm/cm.h", "cq/cq.h", "mem/mem.h", "qp/qp.h", "wr/wr.h"}
+SHARED_HEADERS = {
+    "ibverbs.h",
+    "cm/cm.h",
+    "cq/cq.h",
+    "device/device.h",
+    "mem/mem.h",
+    "qp/qp.h",
+    "wr/wr.h",
+}
 # Parts of ibverbs.h kept apart: the declarations old rdma-core headers
 # lack (glibc_floor.h is force-included by setup.py, never by a file).
 PRIVATE_HEADERS = {"core/compat.h": {"ibverbs.h"}}

@@ -38,6 +38,7 @@ OPTIONAL = (
     "ibv_reg_dmabuf_mr",
     "ibv_reg_mr_iova2",
     "_ibv_query_gid_ex",
+    "_ibv_query_gid_table",
     "ibv_is_fork_initialized",
     "ibv_qp_to_qp_ex",
 )

@@ -23,7 +23,25 @@ TESTS = Path(__file__).resolve().parents[1]
 # tools/rxe-vm sets these in the guest (rxe0, port 1, the IPv4 GID's index).
 DEVICE = os.environ.get("IBVERBS_TEST_DEVICE")
 PORT = int(os.environ.get("IBVERBS_TEST_PORT", "1"))
-GID_INDEX = int(os.environ.get("IBVERBS_TEST_GID_INDEX", "1"))
+
+
+def _gid_index() -> int:
+    """$IBVERBS_TEST_GID_INDEX (the rig finds it in sysfs), else the RoCE v2
+    IPv4 GID that Context.find_gid picks on $IBVERBS_TEST_DEVICE, else 1."""
+    if os.environ.get("IBVERBS_TEST_GID_INDEX"):
+        return int(os.environ["IBVERBS_TEST_GID_INDEX"])
+    if DEVICE:
+        try:
+            import ibverbs as ib
+
+            with ib.Context(DEVICE) as ctx:
+                return ctx.find_gid(PORT).index
+        except (ImportError, OSError, ValueError):
+            pass
+    return 1
+
+
+GID_INDEX = _gid_index()
 # The netdev under the device (the link-flap and device-removal tests).
 NETDEV = os.environ.get("IBVERBS_TEST_NETDEV", "veth0")
 

@@ -45,7 +45,17 @@ def quickstart(remote_bytes: bytes, peer_addr: int, peer_rkey: int, buf: Any) ->
     assert_type(qp, ib.QP)
 
     # 4. Exchange connection info with the peer out-of-band, then connect.
-    port, gid_index = 1, 1
+    port = 1
+    entry = ctx.find_gid(port)  # the RoCE v2 GID with an IPv4 address
+    assert_type(entry, ib.GidEntry)
+    gid_index: int = entry.index
+    assert_type(ctx.query_gid_table(), list[ib.GidEntry])
+    assert_type(ctx.get_pkey_index(port, 0xFFFF), int)
+    assert_type(ctx.get_device_index(), int)
+    assert_type(ib.port_state_str(ib.PortState.ACTIVE) + ib.node_type_str(ib.NodeType.CA), str)
+    assert_type(ib.rate_to_mbps(ib.mult_to_ibv_rate(4)) + ib.rate_to_mult(3), int)
+    assert_type(ib.flow_label_to_udp_sport(0x12345) + ib.mbps_to_ibv_rate(10000), int)
+    assert_type(ib.is_qpt_supported(0, ib.QPType.RAW_PACKET), bool)
     port_attr = ctx.query_port(port)
     gid = ctx.query_gid(port, gid_index)
     assert_type(port_attr, ib.PortAttr)

@@ -28,6 +28,19 @@
 /* The dlsym table (loader.c)                                          */
 /* ------------------------------------------------------------------ */
 
+/* The ones libibverbs answers itself, without a provider op
+ * (device/gid.c, core/strings.c). */
+#define IBV_REQUIRED_LOOKUPS(X)                   \
+	X(node_type_str, ibv_node_type_str)       \
+	X(port_state_str, ibv_port_state_str)     \
+	X(rate_to_mult, ibv_rate_to_mult)         \
+	X(mult_to_ibv_rate, mult_to_ibv_rate)     \
+	X(rate_to_mbps, ibv_rate_to_mbps)         \
+	X(mbps_to_ibv_rate, mbps_to_ibv_rate)     \
+	X(get_pkey_index, ibv_get_pkey_index)     \
+	X(get_device_index, ibv_get_device_index) \
+	X(resolve_eth_l2_from_gid, ibv_resolve_eth_l2_from_gid)
+
 /* X(field, symbol) - required verbs: a missing one is an ImportError. */
 #define IBV_REQUIRED_SYMBOLS(X)                           \
 	X(get_device_list, ibv_get_device_list)           \
@@ -64,7 +77,8 @@
 	X(ack_async_event, ibv_ack_async_event)           \
 	X(fork_init, ibv_fork_init)                       \
 	X(wc_status_str, ibv_wc_status_str)               \
-	X(event_type_str, ibv_event_type_str)
+	X(event_type_str, ibv_event_type_str)             \
+	IBV_REQUIRED_LOOKUPS(X)
 
 /* X(field, symbol, since) - optional verbs: NULL when absent; only the
  * call that needs one raises. */
@@ -72,6 +86,7 @@
 	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34")             \
 	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")               \
 	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")              \
+	X(query_gid_table, _ibv_query_gid_table, "rdma-core 32")        \
 	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35") \
 	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")
 
@@ -130,6 +145,7 @@ typedef struct {
 	PyObject *DeviceAttr;
 	PyObject *PortAttr;
 	PyObject *Gid;
+	PyObject *GidEntry;
 	PyObject *QPCap;
 	PyObject *AHAttr; /* QP.query()'s ah_attr (attrs.c) */
 	/* Our heap types */
@@ -518,6 +534,23 @@ extern const char qp_bind_mw__doc__[]; /* beside it in mw.c */
 /* ibverbs.inc_rkey(rkey) */
 PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg);
 extern const char mw_mod_inc_rkey__doc__[]; /* beside it */
+/* core/strings.c: the string, rate and static inline helpers */
+PyObject *mod_node_type_str(PyObject *mod, PyObject *arg);
+extern const char mod_node_type_str__doc__[]; /* beside it */
+PyObject *mod_port_state_str(PyObject *mod, PyObject *arg);
+extern const char mod_port_state_str__doc__[]; /* beside it */
+PyObject *mod_rate_to_mult(PyObject *mod, PyObject *arg);
+extern const char mod_rate_to_mult__doc__[]; /* beside it */
+PyObject *mod_rate_to_mbps(PyObject *mod, PyObject *arg);
+extern const char mod_rate_to_mbps__doc__[]; /* beside it */
+PyObject *mod_mult_to_ibv_rate(PyObject *mod, PyObject *arg);
+extern const char mod_mult_to_ibv_rate__doc__[]; /* beside it */
+PyObject *mod_mbps_to_ibv_rate(PyObject *mod, PyObject *arg);
+extern const char mod_mbps_to_ibv_rate__doc__[]; /* beside it */
+PyObject *mod_flow_label_to_udp_sport(PyObject *mod, PyObject *arg);
+extern const char mod_flow_label_to_udp_sport__doc__[]; /* beside it */
+PyObject *mod_is_qpt_supported(PyObject *mod, PyObject *args);
+extern const char mod_is_qpt_supported__doc__[]; /* beside it */
 /* ------------------------------------------------------------------ */
 /* Extended QP (qp/qp_ex.c)                                            */
 /* ------------------------------------------------------------------ */

@@ -328,6 +328,16 @@ DEVICE_METHODS = {
             "query_gid": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32), valid="ok"),
             "query_gid_ex": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32)),
             "query_pkey": M(P("port", PORT, **U8P), P("index", 0, **I32), valid="ok"),
+            "query_gid_table": M(valid="ok"),
+            "find_gid": M(
+                P("port", PORT, optional=True, **U8P), P("gid_type", 2, kw=True, **I32), valid="ok"
+            ),
+            "get_pkey_index": M(
+                P("port", PORT, **U8P), P("pkey", 0xFFFF, lo=0, hi=0xFFFF), valid="ok"
+            ),
+            "get_device_index": M(valid="ok"),
+            # rxe resolves its own GID's neighbour, or answers with an errno
+            "resolve_eth_l2_from_gid": M(P("ah_attr", lambda w: w.ah_attr, obj="AHAttr")),
             "create_cq_ex": M(
                 P("init_attr", lambda w: ib.CQInitAttrEx(4), obj="CQInitAttrEx"), valid="ok"
             ),

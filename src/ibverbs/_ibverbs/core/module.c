@@ -154,6 +154,20 @@ static PyMethodDef module_methods[] = {
 	{ "_flow_layouts", flow_mod_layouts, METH_NOARGS,
 	  flow_mod_layouts__doc__ },
 	{ "inc_rkey", mw_mod_inc_rkey, METH_O, mw_mod_inc_rkey__doc__ },
+	{ "node_type_str", mod_node_type_str, METH_O,
+	  mod_node_type_str__doc__ },
+	{ "port_state_str", mod_port_state_str, METH_O,
+	  mod_port_state_str__doc__ },
+	{ "rate_to_mult", mod_rate_to_mult, METH_O, mod_rate_to_mult__doc__ },
+	{ "rate_to_mbps", mod_rate_to_mbps, METH_O, mod_rate_to_mbps__doc__ },
+	{ "mult_to_ibv_rate", mod_mult_to_ibv_rate, METH_O,
+	  mod_mult_to_ibv_rate__doc__ },
+	{ "mbps_to_ibv_rate", mod_mbps_to_ibv_rate, METH_O,
+	  mod_mbps_to_ibv_rate__doc__ },
+	{ "flow_label_to_udp_sport", mod_flow_label_to_udp_sport, METH_O,
+	  mod_flow_label_to_udp_sport__doc__ },
+	{ "is_qpt_supported", mod_is_qpt_supported, METH_VARARGS,
+	  mod_is_qpt_supported__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
 
@@ -214,6 +228,7 @@ static const struct {
 		      { "DeviceAttr", &ST.DeviceAttr },
 		      { "PortAttr", &ST.PortAttr },
 		      { "Gid", &ST.Gid },
+		      { "GidEntry", &ST.GidEntry },
 		      { "QPCap", &ST.QPCap },
 		      { "AHAttr", &ST.AHAttr },
 		      { "MWBindInfo", &ST.MWBindInfo },

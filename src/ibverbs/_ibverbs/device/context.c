@@ -2,6 +2,7 @@
  * context.c - Context: an opened device (ibv_context) and its queries.
  */
 #include "ibverbs.h"
+#include "device/device.h"
 #include <string.h>
 #include <arpa/inet.h>
 
@@ -733,6 +734,16 @@ static PyMethodDef context_methods[] = {
 	  context_query_gid_ex__doc__ },
 	{ "query_pkey", context_query_pkey, METH_VARARGS,
 	  context_query_pkey__doc__ },
+	{ "query_gid_table", context_query_gid_table, METH_NOARGS,
+	  context_query_gid_table__doc__ },
+	{ "find_gid", KW context_find_gid, METH_VARARGS | METH_KEYWORDS,
+	  context_find_gid__doc__ },
+	{ "get_pkey_index", context_get_pkey_index, METH_VARARGS,
+	  context_get_pkey_index__doc__ },
+	{ "get_device_index", context_get_device_index, METH_NOARGS,
+	  context_get_device_index__doc__ },
+	{ "resolve_eth_l2_from_gid", context_resolve_eth_l2_from_gid, METH_O,
+	  context_resolve_eth_l2_from_gid__doc__ },
 	{ "alloc_pd", context_alloc_pd, METH_NOARGS, context_alloc_pd__doc__ },
 	{ "create_cq", (PyCFunction)(void (*)(void))context_create_cq,
 	  METH_VARARGS | METH_KEYWORDS, context_create_cq__doc__ },
