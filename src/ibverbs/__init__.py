@@ -62,7 +62,7 @@ from ._objects import (  # noqa: F401
 from .enums import *  # noqa: F401,F403
 from . import enums
 
-# the extended QP (qp_ex.c, wr_ex.c)
+# the extended QP (qp/qp_ex.c)
 from ._ibverbs import QPEx  # noqa: E402,F401
 from ._objects import QPInitAttrEx  # noqa: E402,F401
 
@@ -207,9 +207,9 @@ __all__ = [
     "reg_tensor",
     "tensor_addr_len",
 ]
-# the connection manager (cm.c; librdmacm is loaded on first use)
+# the connection manager (cm/; librdmacm is loaded on first use)
 __all__ += ["CMEvent", "CMID", "CMListener", "has_rdmacm"]
-# memory windows (mw.c)
+# memory windows (mem/mw.c)
 __all__ += ["MW", "MWBind", "MWBindInfo", "inc_rkey"]
 # the extended QP
 __all__ += ["QPEx", "QPInitAttrEx"]

@@ -33,8 +33,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ibverbs" / "_ibverbs"
 AUDITED = {
     # poll() on a CompChannel's or a Context's fd.  The channel/Context
     # is busy; the CQs of a channel are not touched until the GIL is back
-    # (the event is read and matched under the GIL, channel.c;
-    # fd_wait_readable is in handle.c).
+    # (the event is read and matched under the GIL, cq/channel.c;
+    # fd_wait_readable is in core/handle.c).
     "fd_wait_readable": "h",
     # ibv_reg_mr / ibv_reg_dmabuf_mr on the PD (busy); its Context cannot
     # close while the PD is open; the memory itself is the caller's
@@ -56,11 +56,11 @@ AUDITED = {
     "qp_post_send": "self",
     "qp_post_recv": "self",
     "cq_poll_count": "self",
-    # cm_event.c: poll() + rdma_get_cm_event on the CMID's/CMListener's own
+    # cm/cm_event.c: poll() + rdma_get_cm_event on the CMID's/CMListener's own
     # event channel (busy; a stand-in handle while resolve() has none yet);
     # the event is copied into a C struct and acked before the GIL is back.
     "cm_next_event": "h",
-    # cm.c: rdma_destroy_id (the kernel may wait for the CM): the CMID is busy,
+    # cm/cm.c: rdma_destroy_id (the kernel may wait for the CM): the CMID is busy,
     # its QP and Context are already closed.
     "cmid_destroy": "h",
 }

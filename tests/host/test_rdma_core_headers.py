@@ -142,7 +142,7 @@ def test_builds_and_imports_with_rdma_core_33_headers(tmp_path):
     assert "ATOMIC_WRITE" not in got["wr"] and "FLUSH" not in got["wr"]
     assert "ATOMIC_WRITE" not in got["ops"] and "FLUSH" not in got["ops"]
     # (AccessFlags' two flush bits are rdma-core's ABI values, typed into
-    # enums.c for every build: registration takes them where the kernel
+    # core/enums.c for every build: registration takes them where the kernel
     # does.)
     assert {"RDMA_WRITE", "SEND", "ATOMIC_CMP_AND_SWP"} <= set(got["wr"])
     # Undeclared by 33's headers, declared by compat.h: the loaded (newer)

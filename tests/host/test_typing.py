@@ -58,7 +58,7 @@ def test_the_package_ships_its_stubs():
 
 def test_enum_stub_matches_the_compiled_constants():
     # enums.pyi spells out what ibverbs.enums builds from the headers; it is
-    # generated, and must be regenerated when enums.c changes.
+    # generated, and must be regenerated when core/enums.c changes.
     gen = _load_gen()
     stub = gen.installed_stub()
     assert stub.read_text() == gen.render(), (
