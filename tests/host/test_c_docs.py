@@ -27,7 +27,9 @@ import pytest
 
 from ibverbs import _ibverbs
 
-STUB = Path(__file__).resolve().parents[2] / "src" / "ibverbs" / "_ibverbs.pyi"
+# The stub beside the module under test: src/ibverbs in a checkout, the
+# installed package under tools/test-wheels (whose tree has no stub).
+STUB = Path(_ibverbs.__file__).resolve().parent / "_ibverbs.pyi"
 
 _METHODS = (
     types.MethodDescriptorType,
