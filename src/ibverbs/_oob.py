@@ -86,7 +86,10 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
     """Exactly ``n`` bytes; :class:`Closed` when the peer closes first."""
     buf = bytearray()
     while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
+        try:
+            chunk = sock.recv(n - len(buf))
+        except socket.timeout as e:  # not yet TimeoutError on Python 3.9
+            raise TimeoutError(str(e) or "timed out") from None
         if not chunk:
             raise Closed("the peer closed the connection")
         buf += chunk
@@ -119,7 +122,10 @@ def recv(
         if left <= 0:
             raise TimeoutError("no message before the deadline")
         sock.settimeout(left)
-        first = sock.recv(1)  # the only read that may hit the deadline
+        try:
+            first = sock.recv(1)  # the only read that may hit the deadline
+        except socket.timeout:  # not yet TimeoutError on Python 3.9
+            raise TimeoutError("no message before the deadline") from None
         if not first:
             raise Closed("the peer closed the connection")
         sock.settimeout(timeout)

@@ -87,7 +87,7 @@ def cmd_perf(args) -> int:
             run_loopback(args, emit)
         else:
             run_client(args, emit)
-    except (PerfError, ib.CompletionError, ConnectionError, socket.timeout) as e:
+    except (PerfError, ib.CompletionError, ConnectionError, TimeoutError, socket.timeout) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
