@@ -105,6 +105,7 @@ def step_by_step(ctx: ib.Context, pd: ib.PD, remote: ib.QPInfo) -> None:
     assert_type(channel.get_cq_event(), ib.CQ)
     cq.ack_events(1)
     n: int = cq.poll_count(32)
+    assert_type(cq.resize(512), None)
 
     srq = pd.create_srq(max_wr=64)
     qp = pd.create_qp(ib.QPInitAttr(cq, srq=srq, max_send_wr=64, qp_type=ib.QPType.RC))

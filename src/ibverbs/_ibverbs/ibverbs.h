@@ -61,6 +61,7 @@
 	X(destroy_comp_channel, ibv_destroy_comp_channel) \
 	X(create_cq, ibv_create_cq)                       \
 	X(destroy_cq, ibv_destroy_cq)                     \
+	X(resize_cq, ibv_resize_cq)                       \
 	X(get_cq_event, ibv_get_cq_event)                 \
 	X(ack_cq_events, ibv_ack_cq_events)               \
 	X(create_qp, ibv_create_qp)                       \

@@ -415,6 +415,8 @@ DEVICE_METHODS = {
             # poll() clamps a huge num_entries to the CQ's size.
             "poll": M(P("num_entries", 4, lo=1, optional=True), valid="ok"),
             "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
+            # rxe: EINVAL above max_cqe
+            "resize": M(P("cqe", 8, lo=1, hi=2**31 - 1), valid="ok"),
             "req_notify": M(P("solicited_only", False, kw=True, free=True), valid="ok"),
             "ack_events": M(
                 P("nevents", 1, lo=1, hi=2**31 - 1, optional=True)
@@ -489,6 +491,8 @@ DEVICE_METHODS = {
         {
             "poll": M(P("num_entries", 4, lo=1, optional=True), valid="ok"),
             "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
+            # rxe: EINVAL above max_cqe
+            "resize": M(P("cqe", 8, lo=1, hi=2**31 - 1), valid="ok"),
             "req_notify": M(P("solicited_only", False, kw=True, free=True), valid="ok"),
             "ack_events": M(P("nevents", 1, lo=1, hi=2**31 - 1, optional=True)),
             "start_poll": M(valid="ok"),  # empty: False, no session
