@@ -234,6 +234,10 @@ def cycles(device):
         "Context (dropped, with a PD)": (lambda: {}, ctx_gc),
         "PD": (base, lambda s: s["ctx"].alloc_pd().close()),
         "MR (reg_mr)": (base, lambda s: s["pd"].reg_mr(s["addr"], 4096, 0).close()),
+        "MR (reg_mr_iova)": (
+            base,
+            lambda s: s["pd"].reg_mr_iova(s["addr"], 4096, 0x10000 + (s["addr"] & 4095), 0).close(),
+        ),
         "MR (reg_tensor)": (base, lambda s: ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS).close()),
         "CQ": (base, lambda s: s["ctx"].create_cq(64).close()),
         "CQ (resized up, down, refused)": (base, cq_resize_cycle),
