@@ -40,7 +40,7 @@ AUDITED = {
     # close while the PD is open; the memory itself is the caller's
     # (a raw address) or retained by the owner argument, which the call
     # holds (an argument of the running method).
-    "mr_create": "pd",
+    "mr_register": "pd",
     "mr_create_dmabuf": "pd",
     # ibv_modify_qp / ibv_query_qp on the QP (busy); its PD, CQs and SRQ
     # cannot close while the QP is open; attr/init are on the C stack.

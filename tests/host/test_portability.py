@@ -37,6 +37,7 @@ SO = _ibverbs.__file__
 OPTIONAL = (
     "ibv_reg_dmabuf_mr",
     "ibv_reg_mr_iova2",
+    "ibv_reg_mr_iova",
     "_ibv_query_gid_ex",
     "_ibv_query_gid_table",
     "ibv_is_fork_initialized",

@@ -94,6 +94,8 @@ def quickstart(remote_bytes: bytes, peer_addr: int, peer_rkey: int, buf: Any) ->
     with ctx.alloc_pd() as pd2, pd2.reg_mr(0x1000, 4096) as mr3:
         assert_type(pd2, ib.PD)
         assert_type(mr3.sge(), ib.SGE)
+        mr4 = pd2.reg_mr_iova(mr3.addr, 64, 0x10000, ib.AccessFlags.LOCAL_WRITE, owner=None)
+        assert_type(mr4.iova, int)
     del wire
 
 
@@ -105,6 +107,7 @@ def step_by_step(ctx: ib.Context, pd: ib.PD, remote: ib.QPInfo) -> None:
     assert_type(channel.get_cq_event(), ib.CQ)
     cq.ack_events(1)
     n: int = cq.poll_count(32)
+    assert_type(cq.resize(512), None)
 
     srq = pd.create_srq(max_wr=64)
     qp = pd.create_qp(ib.QPInitAttr(cq, srq=srq, max_send_wr=64, qp_type=ib.QPType.RC))

@@ -61,6 +61,7 @@
 	X(destroy_comp_channel, ibv_destroy_comp_channel) \
 	X(create_cq, ibv_create_cq)                       \
 	X(destroy_cq, ibv_destroy_cq)                     \
+	X(resize_cq, ibv_resize_cq)                       \
 	X(get_cq_event, ibv_get_cq_event)                 \
 	X(ack_cq_events, ibv_ack_cq_events)               \
 	X(create_qp, ibv_create_qp)                       \
@@ -85,6 +86,7 @@
 #define IBV_OPTIONAL_SYMBOLS(X)                                         \
 	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34")             \
 	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")               \
+	X(reg_mr_iova, ibv_reg_mr_iova, "rdma-core 25")                 \
 	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")              \
 	X(query_gid_table, _ibv_query_gid_table, "rdma-core 32")        \
 	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35") \
@@ -474,6 +476,7 @@ typedef struct {
 /* Constructors used by the parent types' factory methods. Each returns a
  * new reference or NULL with an exception set. */
 PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw); /* mr.c */
+PyObject *mr_create_iova(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args,
 			   PyObject *kw); /* mr.c */
 PyObject *cq_create(ContextObject *ctx, PyObject *args,

@@ -134,6 +134,17 @@ def cycles(device):
         mr = ib.reg_tensor(s["pd"], s["buf"], 0)
         del qp, cq, mr
 
+    def cq_resize_cycle(s):
+        # Each resize maps a new queue; a refused one must leak nothing.
+        cq = s["ctx"].create_cq(8)
+        cq.resize(64)
+        cq.resize(16)
+        try:
+            cq.resize(2**31 - 1)
+        except ib.VerbsError as e:
+            assert e.errno == errno.EINVAL, e
+        cq.close()
+
     def cqex_data_path(s):
         # A CQEx with a QP on it, an empty raw session and an empty poll().
         cq = s["ctx"].create_cq_ex(ib.CQInitAttrEx(8, wc_flags=ib.CreateCQWCFlags.BYTE_LEN))
@@ -223,8 +234,13 @@ def cycles(device):
         "Context (dropped, with a PD)": (lambda: {}, ctx_gc),
         "PD": (base, lambda s: s["ctx"].alloc_pd().close()),
         "MR (reg_mr)": (base, lambda s: s["pd"].reg_mr(s["addr"], 4096, 0).close()),
+        "MR (reg_mr_iova)": (
+            base,
+            lambda s: s["pd"].reg_mr_iova(s["addr"], 4096, 0x10000 + (s["addr"] & 4095), 0).close(),
+        ),
         "MR (reg_tensor)": (base, lambda s: ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS).close()),
         "CQ": (base, lambda s: s["ctx"].create_cq(64).close()),
+        "CQ (resized up, down, refused)": (base, cq_resize_cycle),
         "CompChannel + CQ": (base, channel_cycle),
         "QP": (base, qp_cycle),
         "QP + CQ + MR (dropped)": (base, qp_gc),

@@ -359,6 +359,15 @@ DEVICE_METHODS = {
                 P("owner", lambda w: w.buf, kw=True, free=True),
                 valid="ok",
             ),
+            "reg_mr_iova": M(
+                P("addr", lambda w: w.mr.addr, **U64),
+                P("length", 64, lo=1, hi=2**64 - 1),
+                # the kernel: the same offset in a page as addr
+                P("iova", lambda w: 0x10000 + (w.mr.addr & 4095), **U64),
+                P("access", 0, lo=0, hi=2**31 - 1),
+                P("owner", lambda w: w.buf, kw=True, free=True),
+                valid="ok",
+            ),
             "reg_dmabuf_mr": M(
                 P("offset", 0, **U64),
                 P("length", 4096, lo=1, hi=2**64 - 1),
@@ -415,6 +424,8 @@ DEVICE_METHODS = {
             # poll() clamps a huge num_entries to the CQ's size.
             "poll": M(P("num_entries", 4, lo=1, optional=True), valid="ok"),
             "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
+            # rxe: EINVAL above max_cqe
+            "resize": M(P("cqe", 8, lo=1, hi=2**31 - 1), valid="ok"),
             "req_notify": M(P("solicited_only", False, kw=True, free=True), valid="ok"),
             "ack_events": M(
                 P("nevents", 1, lo=1, hi=2**31 - 1, optional=True)
@@ -489,6 +500,8 @@ DEVICE_METHODS = {
         {
             "poll": M(P("num_entries", 4, lo=1, optional=True), valid="ok"),
             "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
+            # rxe: EINVAL above max_cqe
+            "resize": M(P("cqe", 8, lo=1, hi=2**31 - 1), valid="ok"),
             "req_notify": M(P("solicited_only", False, kw=True, free=True), valid="ok"),
             "ack_events": M(P("nevents", 1, lo=1, hi=2**31 - 1, optional=True)),
             "start_poll": M(valid="ok"),  # empty: False, no session

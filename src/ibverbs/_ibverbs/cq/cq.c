@@ -454,6 +454,49 @@ static PyObject *cq_ack_events(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(cq_resize__doc__,
+	     "Change the CQ's capacity to at least ``cqe`` entries.\n"
+	     "\n"
+	     "The provider may round up; ``cqe`` then reads the size it\n"
+	     "granted. Completions already queued are kept, in order. A\n"
+	     "size below the number of completions waiting is refused by\n"
+	     "the provider (rxe: EINVAL). The verb runs with the GIL held,\n"
+	     "so no ``poll()`` of this CQ runs meanwhile.\n"
+	     "\n"
+	     "Wraps ``ibv_resize_cq`` (man page ibv_resize_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    cqe: the entries it must hold, 1 or more.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: cqe is not an int.\n"
+	     "    ValueError: cqe is less than 1 or above ``2**31-1``.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``: EINVAL above the device's\n"
+	     "        ``max_cqe`` or below the completions waiting,\n"
+	     "        EOPNOTSUPP when the provider cannot resize).");
+
+PyObject *cq_resize(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "cqe", NULL };
+	PyObject *o;
+	long cqe;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:resize", kwlist, &o))
+		return NULL;
+	if (arg_int(o, "cqe", 1, INT32_MAX, &cqe) < 0)
+		return NULL;
+	/* arg_int may run __index__, which may close the CQ. */
+	HANDLE_CHECK(self);
+	rc = IBV.resize_cq(CQP(self), (int)cqe);
+	if (rc != 0)
+		return verbs_error_fmt(rc, "ibv_resize_cq", "cqe=%ld (now %d)",
+				       cqe, CQP(self)->cqe);
+	Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ */
 /* Attributes, lifetime                                                */
 /* ------------------------------------------------------------------ */
@@ -527,6 +570,8 @@ PyDoc_STRVAR(cq__doc__,
 static PyMethodDef cq_methods[] = {
 	{ "poll", KW cq_poll, METH_VARARGS | METH_KEYWORDS, cq_poll__doc__ },
 	{ "poll_count", cq_poll_count, METH_O, cq_poll_count__doc__ },
+	{ "resize", KW cq_resize, METH_VARARGS | METH_KEYWORDS,
+	  cq_resize__doc__ },
 	{ "req_notify", KW cq_req_notify, METH_VARARGS | METH_KEYWORDS,
 	  cq_req_notify__doc__ },
 	{ "ack_events", KW cq_ack_events, METH_VARARGS | METH_KEYWORDS,

@@ -13,6 +13,9 @@
 PyObject *list_from_store(void **store, int *store_len, size_t size, int n,
 			  PyObject *(*build)(const void *elem));
 
+/* CQ.resize(cqe), shared by CQEx.resize (which refuses in a session). */
+PyObject *cq_resize(PyObject *self, PyObject *args, PyObject *kw);
+
 /* Fields a WCEx has beyond struct ibv_wc ("have" bits). */
 enum {
 	HAVE_TS = 1,

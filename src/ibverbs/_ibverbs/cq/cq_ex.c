@@ -318,6 +318,30 @@ static int cqex_check_open(PyObject *self)
 	return 0;
 }
 
+PyDoc_STRVAR(cqex_resize__doc__,
+	     "Change the CQ's capacity to at least ``cqe`` entries.\n"
+	     "\n"
+	     "As ``CQ.resize()``; refused while a ``start_poll()`` session\n"
+	     "is open (rxe holds the CQ's lock for the session).\n"
+	     "\n"
+	     "Wraps ``ibv_resize_cq`` (man page ibv_resize_cq(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    cqe: the entries it must hold, 1 or more.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: cqe is not an int.\n"
+	     "    ValueError: cqe is out of range, or a session is open.\n"
+	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
+	     "        failed (``errno``).");
+
+static PyObject *cqex_resize(PyObject *self, PyObject *args, PyObject *kw)
+{
+	if (cqex_check_open(self) < 0)
+		return NULL;
+	return cq_resize(self, args, kw);
+}
+
 PyDoc_STRVAR(cqex_start_poll__doc__,
 	     "Open a polling session on the oldest completion.\n"
 	     "\n"
@@ -1003,6 +1027,8 @@ static PyMethodDef cqex_methods[] = {
 	{ "poll", KW cqex_poll, METH_VARARGS | METH_KEYWORDS,
 	  cqex_poll__doc__ },
 	{ "poll_count", cqex_poll_count, METH_O, cqex_poll_count__doc__ },
+	{ "resize", KW cqex_resize, METH_VARARGS | METH_KEYWORDS,
+	  cqex_resize__doc__ },
 	{ "start_poll", cqex_start_poll, METH_NOARGS, cqex_start_poll__doc__ },
 	{ "next_poll", cqex_next_poll, METH_NOARGS, cqex_next_poll__doc__ },
 	{ "end_poll", cqex_end_poll, METH_NOARGS, cqex_end_poll__doc__ },

@@ -86,22 +86,21 @@ static PyObject *mr_error(int err, const char *verb, uint64_t addr,
 }
 
 /*
- * PD.reg_mr(addr, length, access=0, *, owner=None).  Pinning a large
- * region takes a while, so the verb runs with the GIL released and the
- * PD marked busy (its close() refuses meanwhile).
+ * PD.reg_mr(addr, length, access=0, *, owner=None) and
+ * PD.reg_mr_iova(addr, length, iova, access=0, *, owner=None) (iova_o
+ * non-NULL).  Pinning a large region takes a while, so the verb runs
+ * with the GIL released and the PD marked busy (its close() refuses
+ * meanwhile).  MR.addr is the address work requests use: the iova.
  */
-PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw)
+static PyObject *mr_register(PDObject *pd, PyObject *addr_o, PyObject *len_o,
+			     PyObject *iova_o, PyObject *acc_o, PyObject *owner)
 {
-	static char *kwlist[] = { "addr", "length", "access", "owner", NULL };
-	PyObject *addr_o, *len_o, *acc_o = NULL, *owner = Py_None;
+	const char *verb = iova_o ? "ibv_reg_mr_iova" : "ibv_reg_mr";
 	struct ibv_pd *p = HANDLE(pd)->obj;
-	uint64_t addr, length;
+	uint64_t addr, length, iova;
 	struct ibv_mr *mr;
 	int access = 0, err;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$O:reg_mr", kwlist,
-					 &addr_o, &len_o, &acc_o, &owner))
-		return NULL;
 	if (!PyLong_Check(addr_o)) {
 		PyErr_Format(PyExc_TypeError,
 			     "addr must be an int address, not %R (use "
@@ -111,31 +110,70 @@ PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw)
 	}
 	if (arg_u64(addr_o, "addr", &addr) < 0 ||
 	    parse_length(len_o, &length) < 0 ||
+	    (iova_o != NULL && arg_u64(iova_o, "iova", &iova) < 0) ||
 	    (acc_o != NULL && parse_access(acc_o, &access) < 0))
 		return NULL;
-	if (length > UINT64_MAX - addr) {
+	if (iova_o == NULL)
+		iova = addr;
+	if (length > UINT64_MAX - addr || length - 1 > UINT64_MAX - iova) {
 		PyErr_SetString(PyExc_ValueError,
-				"addr + length overflows the address space");
+				iova_o && length <= UINT64_MAX - addr ?
+					"iova + length overflows the address "
+					"space" :
+					"addr + length overflows the address "
+					"space");
 		return NULL;
 	}
 	/* Optional-range bits need ibv_reg_mr_iova2, like verbs.h's macro. */
 	if (access & IBV_ACCESS_OPTIONAL_RANGE)
 		IBV_REQUIRE_OPTIONAL(reg_mr_iova2, ibv_reg_mr_iova2,
 				     "rdma-core 29");
+	else if (iova_o != NULL)
+		IBV_REQUIRE_OPTIONAL(reg_mr_iova, ibv_reg_mr_iova,
+				     "rdma-core 25");
+	/* arg_* may run __index__, which may close the PD. */
+	HANDLE_CHECK(pd);
 	HANDLE_BUSY_ENTER(pd);
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;
 	if (access & IBV_ACCESS_OPTIONAL_RANGE)
-		mr = IBV.reg_mr_iova2(p, (void *)(uintptr_t)addr, length, addr,
+		mr = IBV.reg_mr_iova2(p, (void *)(uintptr_t)addr, length, iova,
 				      (unsigned int)access);
+	else if (iova_o != NULL)
+		mr = IBV.reg_mr_iova(p, (void *)(uintptr_t)addr, length, iova,
+				     access);
 	else
 		mr = IBV.reg_mr(p, (void *)(uintptr_t)addr, length, access);
 	err = errno ? errno : EINVAL;
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(pd);
 	if (mr == NULL)
-		return mr_error(err, "ibv_reg_mr", addr, length, access);
-	return mr_wrap(pd, mr, owner, addr, length, access, 0);
+		return mr_error(err, verb, iova, length, access);
+	return mr_wrap(pd, mr, owner, iova, length, access, 0);
+}
+
+PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "addr", "length", "access", "owner", NULL };
+	PyObject *addr_o, *len_o, *acc_o = NULL, *owner = Py_None;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$O:reg_mr", kwlist,
+					 &addr_o, &len_o, &acc_o, &owner))
+		return NULL;
+	return mr_register(pd, addr_o, len_o, NULL, acc_o, owner);
+}
+
+PyObject *mr_create_iova(PDObject *pd, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "addr",   "length", "iova",
+				  "access", "owner",  NULL };
+	PyObject *addr_o, *len_o, *iova_o, *acc_o = NULL, *owner = Py_None;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|O$O:reg_mr_iova",
+					 kwlist, &addr_o, &len_o, &iova_o,
+					 &acc_o, &owner))
+		return NULL;
+	return mr_register(pd, addr_o, len_o, iova_o, acc_o, owner);
 }
 
 /*
@@ -235,6 +273,11 @@ static PyObject *mr_get_addr(PyObject *self, void *closure)
 {
 	HANDLE_CHECK(self);
 	return PyLong_FromUnsignedLongLong(((MRObject *)self)->addr);
+}
+
+static PyObject *mr_get_iova(PyObject *self, void *closure)
+{
+	return mr_get_addr(self, closure);
 }
 
 static PyObject *mr_get_length(PyObject *self, void *closure)
@@ -342,8 +385,13 @@ static PyMethodDef mr_methods[] = {
 
 static PyGetSetDef mr_getset[] = {
 	{ "addr", mr_get_addr, NULL,
-	  "Start address of the region (the iova of a dma-buf MR, the\n"
-	  "offset in the DM of a device memory MR); EBADF once closed.",
+	  "Start address of the region (the iova of a dma-buf MR or of\n"
+	  "``reg_mr_iova()``, the offset in the DM of a device memory\n"
+	  "MR); EBADF once closed.",
+	  NULL },
+	{ "iova", mr_get_iova, NULL,
+	  "The address work requests use for the first byte (the same\n"
+	  "as ``addr``); EBADF once closed.",
 	  NULL },
 	{ "length", mr_get_length, NULL,
 	  "Length of the region in bytes; EBADF once closed.", NULL },

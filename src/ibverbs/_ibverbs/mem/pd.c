@@ -53,6 +53,43 @@ static PyObject *pd_reg_mr(PyObject *self, PyObject *args, PyObject *kw)
 	return mr_create((PDObject *)self, args, kw);
 }
 
+PyDoc_STRVAR(pd_reg_mr_iova__doc__,
+	     "Register ``length`` bytes at ``addr``, addressed as ``iova``.\n"
+	     "\n"
+	     "As ``reg_mr()``, but work requests, local (SGEs) and remote\n"
+	     "(``remote_addr``), name the first byte ``iova``, not ``addr``:\n"
+	     "``MR.addr`` and ``MR.iova`` hold it, so ``mr.sge()`` and a\n"
+	     "peer's ``remote_addr = mr.iova + offset`` work unchanged.\n"
+	     "Linux wants ``iova`` at the same offset within a page as\n"
+	     "``addr`` (EINVAL otherwise).\n"
+	     "\n"
+	     "Wraps ``ibv_reg_mr_iova`` (man page ibv_reg_mr(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    addr: start address of the region (an int).\n"
+	     "    length: bytes, 1 or more.\n"
+	     "    iova: the address work requests use for its first byte.\n"
+	     "    access: ``AccessFlags``.\n"
+	     "    owner: the object whose memory this is, or None.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new MR (a child of this PD).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: length is 0, addr + length or iova + length\n"
+	     "        overflows, or a value is out of range.\n"
+	     "    VerbsError: EBADF once the PD is closed; EOPNOTSUPP when\n"
+	     "        libibverbs lacks the verb (rdma-core < 25); else the\n"
+	     "        verb failed (``errno``: EINVAL for an iova at another\n"
+	     "        page offset than addr).");
+
+static PyObject *pd_reg_mr_iova(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return mr_create_iova((PDObject *)self, args, kw);
+}
+
 PyDoc_STRVAR(pd_reg_dmabuf_mr__doc__,
 	     "Register ``length`` bytes of a dma-buf (GPU memory) for RDMA.\n"
 	     "\n"
@@ -345,6 +382,8 @@ PyDoc_STRVAR(pd__doc__,
 static PyMethodDef pd_methods[] = {
 	{ "reg_mr", KW pd_reg_mr, METH_VARARGS | METH_KEYWORDS,
 	  pd_reg_mr__doc__ },
+	{ "reg_mr_iova", KW pd_reg_mr_iova, METH_VARARGS | METH_KEYWORDS,
+	  pd_reg_mr_iova__doc__ },
 	{ "reg_dmabuf_mr", KW pd_reg_dmabuf_mr, METH_VARARGS | METH_KEYWORDS,
 	  pd_reg_dmabuf_mr__doc__ },
 	{ "create_qp", KW pd_create_qp, METH_VARARGS | METH_KEYWORDS,
