@@ -306,7 +306,7 @@ def exchange_once(
                 try:
                     theirs = _recv_exact(conn, n)
                     conn.sendall(payload)
-                except socket.timeout:
+                except (socket.timeout, TimeoutError):  # two classes on 3.9
                     raise TimeoutError("the client sent nothing") from None
                 return theirs
     with _oob.connect(addr, port, timeout=timeout, retry=False, source=source) as s:
@@ -314,5 +314,5 @@ def exchange_once(
         try:
             s.sendall(payload)
             return _recv_exact(s, n)
-        except socket.timeout:
+        except (socket.timeout, TimeoutError):  # two classes on 3.9
             raise TimeoutError(f"{addr}:{port} did not answer within {timeout} s") from None
