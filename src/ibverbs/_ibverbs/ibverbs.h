@@ -233,6 +233,7 @@ PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...);
 PyObject *verbs_error_errno(const char *op);
 /* As verbs_error_fmt, with each item of attrs (a dict) set on the
  * exception (CMEvent errors: event, status, private_data). */
+PyObject *completion_error(PyObject *wc);
 PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
 			   const char *fmt, ...);
 

@@ -94,3 +94,17 @@ PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
 	va_end(ap);
 	return NULL;
 }
+
+/* Raise CompletionError for the WC record ``wc`` (borrowed): CQ.poll_count,
+ * CQEx.poll_count and WC.raise_for_status.  Returns NULL. */
+PyObject *completion_error(PyObject *wc)
+{
+	PyObject *exc =
+		PyObject_CallFunctionObjArgs(ST.CompletionError, wc, NULL);
+
+	if (exc != NULL) {
+		PyErr_SetObject(ST.CompletionError, exc);
+		Py_DECREF(exc);
+	}
+	return NULL;
+}

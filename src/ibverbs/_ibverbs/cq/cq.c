@@ -358,17 +358,12 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 			/* A copy: wc_new allocates, and a GC pass may let
 			 * another thread poll into c->wcs. */
 			struct ibv_wc bad = c->wcs[i];
-			PyObject *wc = wc_new(&bad), *exc;
+			PyObject *wc = wc_new(&bad);
 
 			if (wc == NULL)
 				return NULL;
-			exc = PyObject_CallFunctionObjArgs(ST.CompletionError,
-							   wc, NULL);
+			completion_error(wc);
 			Py_DECREF(wc);
-			if (exc != NULL) {
-				PyErr_SetObject(ST.CompletionError, exc);
-				Py_DECREF(exc);
-			}
 			return NULL;
 		}
 	}

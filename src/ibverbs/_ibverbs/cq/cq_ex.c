@@ -912,17 +912,12 @@ static PyObject *cqex_poll_count(PyObject *self, PyObject *arg)
 	for (i = 0; i < got; i++) {
 		if (c->store[i].wc.status != IBV_WC_SUCCESS) {
 			struct wc_ex bad = c->store[i];
-			PyObject *wc = wcex_from(&bad), *exc;
+			PyObject *wc = wcex_from(&bad);
 
 			if (wc == NULL)
 				return NULL;
-			exc = PyObject_CallFunctionObjArgs(ST.CompletionError,
-							   wc, NULL);
+			completion_error(wc);
 			Py_DECREF(wc);
-			if (exc != NULL) {
-				PyErr_SetObject(ST.CompletionError, exc);
-				Py_DECREF(exc);
-			}
 			return NULL;
 		}
 	}

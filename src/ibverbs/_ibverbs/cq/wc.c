@@ -187,16 +187,9 @@ static PyObject *wc_get_status_str(PyObject *self, void *closure)
 
 static PyObject *wc_raise_for_status(PyObject *self, PyObject *unused)
 {
-	PyObject *exc;
-
 	if (WC(self)->status == IBV_WC_SUCCESS)
 		Py_RETURN_NONE;
-	exc = PyObject_CallFunctionObjArgs(ST.CompletionError, self, NULL);
-	if (exc == NULL)
-		return NULL;
-	PyErr_SetObject(ST.CompletionError, exc);
-	Py_DECREF(exc);
-	return NULL;
+	return completion_error(self);
 }
 
 static PyObject *wc_repr(PyObject *self)
