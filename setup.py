@@ -48,6 +48,7 @@ PROBES = [
     # the loader still finds them in a newer libibverbs at run time
     ("&ibv_reg_dmabuf_mr", "IBVERBS_HAVE_REG_DMABUF_MR", 34),
     ("&ibv_is_fork_initialized", "IBVERBS_HAVE_IS_FORK_INITIALIZED", 35),
+    ("&ibv_query_qp_data_in_order", "IBVERBS_HAVE_QUERY_QP_DATA_IN_ORDER", 41),
     # struct ibv_dm's handle (mem/dm.c), with ibv_import_dm
     ("sizeof(((struct ibv_dm *)0)->handle)", "IBVERBS_HAVE_DM_HANDLE", 35),
     # struct ibv_device_attr_ex's 32-bit port count (device/device_ex.c)
