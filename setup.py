@@ -65,6 +65,14 @@ PROBES = [
         "IBVERBS_HAVE_WR_ATOMIC_WRITE",
         42,
     ),
+    # ibv_query_qp_data_in_order's flags and caps (core/enums.c)
+    (
+        "IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS + IBV_QUERY_QP_DATA_IN_ORDER_WHOLE_MSG"
+        " + IBV_QUERY_QP_DATA_IN_ORDER_ALIGNED_128_BYTES",
+        "IBVERBS_HAVE_QP_DATA_IN_ORDER_CAPS",
+        47,
+    ),
+    ("IBV_QUERY_QP_DATA_IN_ORDER_DEVICE_ONLY", "IBVERBS_HAVE_QP_DATA_IN_ORDER_DEVICE_ONLY", 61),
     # enum ibv_access_flags' flush bits (core/enums.c)
     ("IBV_ACCESS_FLUSH_GLOBAL", "IBVERBS_HAVE_ACCESS_FLUSH", 45),
     # ibv_wr_flush, struct ibv_qp_ex's wr_flush (qp/qp_ex.c) and
