@@ -40,7 +40,9 @@ def test_attach_detach_and_close_pass_each_group(recording):
             qp.detach_mcast(b"\xff\x12" + bytes(13) + b"\x01", lid=7)  # not joined
             in_order = [
                 qp.query_data_in_order(ib.WROpcode.RDMA_WRITE),
-                qp.query_data_in_order(op=ib.WROpcode.SEND, flags=1),
+                qp.query_data_in_order(
+                    op=ib.WROpcode.SEND, flags=ib.QueryQPDataInOrderFlags.RETURN_CAPS
+                ),
             ]
             qp.close()  # leaves the two groups it is still in, then destroys
             cq.close()
@@ -48,7 +50,8 @@ def test_attach_detach_and_close_pass_each_group(recording):
 
     res = recording.run(body)
     res.ok()
-    assert res.value == [1, 3]
+    caps = ibverbs.QueryQPDataInOrderCaps
+    assert res.value == [1, int(caps.WHOLE_MSG | caps.ALIGNED_128_BYTES)]
     att = res.calls("attach_mcast")
     assert [(a["gid"], a["lid"]) for a in att] == [
         (ipaddress.IPv6Address(GROUP6).packed, 0xC001),

@@ -59,9 +59,12 @@ PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw)
  * over IPv4 the last 20 hold the IPv4 header. */
 #define GRH_LEN ((size_t)sizeof(struct ibv_grh))
 
-/* port, wc and grh of both verbs, converted and checked; 0 or -1. */
-static int from_wc_args(PyObject *port_o, PyObject *wc_o, PyObject *grh_o,
-			uint8_t *port, struct ibv_wc *wc, struct ibv_grh *grh)
+/* port, wc and grh of both verbs, converted and checked, then self's
+ * handle again (reading the buffer may have run Python code that closed
+ * it); 0 or -1. */
+static int from_wc_args(PyObject *self, PyObject *port_o, PyObject *wc_o,
+			PyObject *grh_o, uint8_t *port, struct ibv_wc *wc,
+			struct ibv_grh *grh)
 {
 	long p;
 
@@ -70,7 +73,7 @@ static int from_wc_args(PyObject *port_o, PyObject *wc_o, PyObject *grh_o,
 	    arg_bytes_prefix(grh_o, "grh", grh, GRH_LEN) < 0)
 		return -1;
 	*port = (uint8_t)p;
-	return 0;
+	return handle_check(HANDLE(self));
 }
 
 const char context_init_ah_from_wc__doc__[] = PyDoc_STR(
@@ -122,10 +125,8 @@ PyObject *context_init_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(init_ah_from_wc, ibv_init_ah_from_wc,
 			     "libibverbs 1.1");
-	if (from_wc_args(port_o, wc_o, grh_o, &port, &wc, &grh) < 0)
+	if (from_wc_args(self, port_o, wc_o, grh_o, &port, &wc, &grh) < 0)
 		return NULL;
-	/* Reading the buffer may have run Python code. */
-	HANDLE_CHECK(self);
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;
@@ -183,9 +184,8 @@ PyObject *pd_create_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(create_ah_from_wc, ibv_create_ah_from_wc,
 			     "libibverbs 1.1");
-	if (from_wc_args(port_o, wc_o, grh_o, &port, &wc, &grh) < 0)
+	if (from_wc_args(self, port_o, wc_o, grh_o, &port, &wc, &grh) < 0)
 		return NULL;
-	HANDLE_CHECK(self);
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;

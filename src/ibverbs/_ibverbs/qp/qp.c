@@ -1149,11 +1149,13 @@ static PyObject *qp_mcast(PyObject *self, PyObject *args, PyObject *kw,
 PyDoc_STRVAR(qp_attach_mcast__doc__,
 	     "Join a multicast group: the QP receives what is sent to it.\n"
 	     "\n"
-	     "Only UD QPs join groups. On RoCE the group is a multicast\n"
-	     "GID (``ff0e::ffff:239.x.y.z`` for an IPv4 group, any\n"
-	     "``ff..`` IPv6 group) and ``lid`` is 0; on InfiniBand the SM\n"
-	     "gives the group's MLID. Several QPs may join one group; each\n"
-	     "gets a copy. Runs with the GIL released.\n"
+	     "Only UD QPs join groups. On RoCE v2 the group's GID is its IP\n"
+	     "multicast address: ``::ffff:239.x.y.z`` for an IPv4 group\n"
+	     "(``ff0e::ffff:239.x.y.z`` on RoCE v1), the address itself for\n"
+	     "an IPv6 group; ``lid`` is 0 (on InfiniBand the SM gives the\n"
+	     "group's MLID). Several QPs may join one group; each gets a\n"
+	     "copy. ``close()`` leaves the groups the QP is still in. Runs\n"
+	     "with the GIL released.\n"
 	     "\n"
 	     "Wraps ``ibv_attach_mcast`` (man page ibv_attach_mcast(3)).\n"
 	     "\n"
@@ -1167,8 +1169,8 @@ PyDoc_STRVAR(qp_attach_mcast__doc__,
 	     "        range.\n"
 	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
 	     "        failed (``errno``; e.g. EINVAL for a QP that is not\n"
-	     "        UD; rxe answers EEXIST when this QP is already in\n"
-	     "        the group).");
+	     "        UD or a GID that is no multicast group; rxe answers\n"
+	     "        0 when this QP is already in the group).");
 
 static PyObject *qp_attach_mcast(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -1200,36 +1202,35 @@ static PyObject *qp_detach_mcast(PyObject *self, PyObject *args, PyObject *kw)
 	return qp_mcast(self, args, kw, 0);
 }
 
-PyDoc_STRVAR(
-	qp_query_data_in_order__doc__,
-	"Ask whether the device writes the data of ``op`` in order.\n"
-	"\n"
-	"With ``flags`` 0 the answer is 1 when the data of a message\n"
-	"of opcode ``op`` lands in memory in order (a poller may\n"
-	"watch its last byte), else 0. With\n"
-	"``IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS`` (1, rdma-core 47)\n"
-	"it is a mask of ``IBV_QUERY_QP_DATA_IN_ORDER_WHOLE_MSG`` (1)\n"
-	"and ``_ALIGNED_128_BYTES`` (2); ``_DEVICE_ONLY`` (2,\n"
-	"rdma-core 61) asks about the device alone, without the host\n"
-	"CPU. libibverbs answers 0 for flags it does not know, on\n"
-	"CPUs other than x86 and for providers without the op (rxe).\n"
-	"\n"
-	"Wraps ``ibv_query_qp_data_in_order`` (man page\n"
-	"ibv_query_qp_data_in_order(3)); the symbol is optional\n"
-	"(rdma-core 41).\n"
-	"\n"
-	"Args:\n"
-	"    op: the ``WROpcode`` to ask about.\n"
-	"    flags: the ``IBV_QUERY_QP_DATA_IN_ORDER_*`` flags, 0..2**32-1.\n"
-	"\n"
-	"Returns:\n"
-	"    The verb's answer, an int (see above).\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: op or flags is not an int.\n"
-	"    ValueError: op or flags out of range.\n"
-	"    VerbsError: EBADF once the QP is closed; EOPNOTSUPP when\n"
-	"        the loaded libibverbs is older than rdma-core 41.");
+PyDoc_STRVAR(qp_query_data_in_order__doc__,
+	     "Ask whether the device writes the data of ``op`` in order.\n"
+	     "\n"
+	     "With ``flags`` 0 the answer is 1 when the data of a message\n"
+	     "of opcode ``op`` lands in memory in order (a poller may\n"
+	     "watch its last byte), else 0. With\n"
+	     "``QueryQPDataInOrderFlags.RETURN_CAPS`` (rdma-core 47) it is\n"
+	     "a mask of ``QueryQPDataInOrderCaps`` (WHOLE_MSG,\n"
+	     "ALIGNED_128_BYTES); ``DEVICE_ONLY`` (rdma-core 61) asks about\n"
+	     "the device alone, without the host CPU. libibverbs answers 0\n"
+	     "for flags it does not know, on\n"
+	     "CPUs other than x86 and for providers without the op (rxe).\n"
+	     "\n"
+	     "Wraps ``ibv_query_qp_data_in_order`` (man page\n"
+	     "ibv_query_qp_data_in_order(3)); the symbol is optional\n"
+	     "(rdma-core 41).\n"
+	     "\n"
+	     "Args:\n"
+	     "    op: the ``WROpcode`` to ask about.\n"
+	     "    flags: ``QueryQPDataInOrderFlags``, 0..2**32-1.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The verb's answer, an int (see above).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: op or flags is not an int.\n"
+	     "    ValueError: op or flags out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; EOPNOTSUPP when\n"
+	     "        the loaded libibverbs is older than rdma-core 41.");
 
 static PyObject *qp_query_data_in_order(PyObject *self, PyObject *args,
 					PyObject *kw)
