@@ -195,11 +195,12 @@ def test_query_data_in_order(trio, pair):
     (snd, _), _, _ = trio
     qa = pair[0]
     # rxe has no provider op: libibverbs answers 0 (not in order), for
-    # every opcode, with or without RETURN_CAPS (1).
+    # every opcode, with or without RETURN_CAPS.
+    caps = ib.QueryQPDataInOrderFlags.RETURN_CAPS
     for qp in (snd, qa):
         for op in (ib.WROpcode.RDMA_WRITE, ib.WROpcode.SEND, ib.WROpcode.RDMA_READ):
             assert qp.query_data_in_order(op) == 0
-            assert qp.query_data_in_order(op, flags=1) == 0
+            assert qp.query_data_in_order(op, flags=caps) == 0
     with pytest.raises(ValueError):
         snd.query_data_in_order(-1)
     with pytest.raises(TypeError):
