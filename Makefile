@@ -116,7 +116,7 @@ test-twonode: pycache
 		tests/twonode/test_interop.py tests/twonode/test_cm_twonode.py
 	$(RXE_VM) --nodes 3 --timeout 900 -- \
 		$(VPY) -m pytest -rfEsP -m twonode tests/twonode/test_mesh.py \
-		tests/twonode/test_bootstrap_twonode.py
+		tests/twonode/test_bootstrap_twonode.py tests/twonode/test_mcast_twonode.py
 
 demo: build pycache
 	@mkdir -p $(OUT)

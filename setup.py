@@ -48,6 +48,7 @@ PROBES = [
     # the loader still finds them in a newer libibverbs at run time
     ("&ibv_reg_dmabuf_mr", "IBVERBS_HAVE_REG_DMABUF_MR", 34),
     ("&ibv_is_fork_initialized", "IBVERBS_HAVE_IS_FORK_INITIALIZED", 35),
+    ("&ibv_query_qp_data_in_order", "IBVERBS_HAVE_QUERY_QP_DATA_IN_ORDER", 41),
     # struct ibv_dm's handle (mem/dm.c), with ibv_import_dm
     ("sizeof(((struct ibv_dm *)0)->handle)", "IBVERBS_HAVE_DM_HANDLE", 35),
     # struct ibv_device_attr_ex's 32-bit port count (device/device_ex.c)
@@ -64,6 +65,14 @@ PROBES = [
         "IBVERBS_HAVE_WR_ATOMIC_WRITE",
         42,
     ),
+    # ibv_query_qp_data_in_order's flags and caps (core/enums.c)
+    (
+        "IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS + IBV_QUERY_QP_DATA_IN_ORDER_WHOLE_MSG"
+        " + IBV_QUERY_QP_DATA_IN_ORDER_ALIGNED_128_BYTES",
+        "IBVERBS_HAVE_QP_DATA_IN_ORDER_CAPS",
+        47,
+    ),
+    ("IBV_QUERY_QP_DATA_IN_ORDER_DEVICE_ONLY", "IBVERBS_HAVE_QP_DATA_IN_ORDER_DEVICE_ONLY", 61),
     # enum ibv_access_flags' flush bits (core/enums.c)
     ("IBV_ACCESS_FLUSH_GLOBAL", "IBVERBS_HAVE_ACCESS_FLUSH", 45),
     # ibv_wr_flush, struct ibv_qp_ex's wr_flush (qp/qp_ex.c) and

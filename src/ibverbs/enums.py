@@ -29,6 +29,8 @@ _FLAGS = {
     "AdviseMRFlags",
     "FlowFlags",
     "QPCreateSendOpsFlags",
+    "QueryQPDataInOrderFlags",
+    "QueryQPDataInOrderCaps",
 }
 
 __all__ = sorted(_constants)
@@ -72,6 +74,10 @@ _DOCS = {
     "(``enum ibv_qp_attr_mask``).",
     "QPCreateSendOpsFlags": "The work request builders an extended QP enables\n"
     "(``enum ibv_qp_create_send_ops_flags``, ``QPInitAttrEx.send_ops_flags``).",
+    "QueryQPDataInOrderCaps": "What ``QP.query_data_in_order`` answers with\n"
+    "``QueryQPDataInOrderFlags.RETURN_CAPS`` (``IBV_QUERY_QP_DATA_IN_ORDER_*``).",
+    "QueryQPDataInOrderFlags": "Flags of ``QP.query_data_in_order``\n"
+    "(``enum ibv_query_qp_data_in_order_flags``).",
     "QPState": "QP states (``enum ibv_qp_state``): RESET -> INIT -> RTR -> RTS, ERR.",
     "QPType": "QP transport types (``enum ibv_qp_type``, ``QPInitAttr.qp_type``).",
     "RawPacketCaps": "Raw packet QP capabilities (``enum ibv_raw_packet_caps``,\n"

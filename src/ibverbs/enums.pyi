@@ -31,6 +31,8 @@ __all__ = [
     "QPCreateSendOpsFlags",
     "QPState",
     "QPType",
+    "QueryQPDataInOrderCaps",
+    "QueryQPDataInOrderFlags",
     "RawPacketCaps",
     "SRQAttrMask",
     "SendFlags",
@@ -315,6 +317,14 @@ class QPType(enum.IntEnum):
     XRC_SEND = 9
     XRC_RECV = 10
     DRIVER = 255
+
+class QueryQPDataInOrderCaps(enum.IntFlag):
+    WHOLE_MSG = 1
+    ALIGNED_128_BYTES = 2
+
+class QueryQPDataInOrderFlags(enum.IntFlag):
+    RETURN_CAPS = 1
+    DEVICE_ONLY = 2
 
 class RawPacketCaps(enum.IntFlag):
     CVLAN_STRIPPING = 1

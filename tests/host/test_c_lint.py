@@ -63,6 +63,14 @@ AUDITED = {
     # cm/cm.c: rdma_destroy_id (the kernel may wait for the CM): the CMID is busy,
     # its QP and Context are already closed.
     "cmid_destroy": "h",
+    # qp/qp.c: ibv_attach_mcast / ibv_detach_mcast on the QP (busy); the
+    # GID is on the C stack.
+    "qp_mcast": "self",
+    # qp/ah.c: ibv_init_ah_from_wc (sysfs reads of the GID table) on the
+    # Context (busy), ibv_create_ah_from_wc on the PD (busy; its Context
+    # cannot close while it is open); wc, grh and attr are C copies.
+    "context_init_ah_from_wc": "self",
+    "pd_create_ah_from_wc": "self",
 }
 
 EXITS = re.compile(r"\b(return|goto|break|continue)\b")

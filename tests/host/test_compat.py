@@ -576,6 +576,10 @@ def test_9_enum_members():
     assert set(_ibverbs._abi_constants) <= {
         "AccessFlags.FLUSH_GLOBAL",
         "AccessFlags.FLUSH_PERSISTENT",
+        "QueryQPDataInOrderFlags.RETURN_CAPS",
+        "QueryQPDataInOrderFlags.DEVICE_ONLY",
+        "QueryQPDataInOrderCaps.WHOLE_MSG",
+        "QueryQPDataInOrderCaps.ALIGNED_128_BYTES",
     }
     others = [m for n, m in ib.AccessFlags.__members__.items() if not n.startswith("FLUSH_")]
     for name in ("FLUSH_GLOBAL", "FLUSH_PERSISTENT"):
@@ -618,6 +622,31 @@ def test_9_flush_access_flags_match_the_header_or_the_abi(name):
         assert f"AccessFlags.{name}" not in _ibverbs._abi_constants
         assert ours == value
     assert ours == PUBLISHED_ENUMS["AccessFlags"][name]
+
+
+# rdma-core's values (verbs.h, enum ibv_query_qp_data_in_order_flags/_caps):
+# the flags of rdma-core 47 (DEVICE_ONLY: 61) and the caps they return.
+DATA_IN_ORDER_ABI = {
+    "QueryQPDataInOrderFlags": {"RETURN_CAPS": 1 << 0, "DEVICE_ONLY": 1 << 1},
+    "QueryQPDataInOrderCaps": {"WHOLE_MSG": 1 << 0, "ALIGNED_128_BYTES": 1 << 1},
+}
+
+
+@pytest.mark.parametrize(
+    "cls,name", [(c, m) for c, ms in DATA_IN_ORDER_ABI.items() for m in ms], ids=str
+)
+def test_9_data_in_order_enums_match_the_header_or_the_abi(cls, name):
+    """From a header that has them (rdma-core 47/61) the values come from
+    the header and equal rdma-core's; built against an older one, the
+    extension says it used the ABI value."""
+    value = _header_value(f"IBV_QUERY_QP_DATA_IN_ORDER_{name}")
+    ours = int(getattr(ib.enums, cls)[name])
+    if value is None:
+        assert f"{cls}.{name}" in _ibverbs._abi_constants
+    else:
+        assert f"{cls}.{name}" not in _ibverbs._abi_constants
+        assert ours == value
+    assert ours == DATA_IN_ORDER_ABI[cls][name]
 
 
 # ---------------------------------------------------------------------------

@@ -30,6 +30,8 @@ PREFIX = {
     "AtomicCap": "IBV_ATOMIC_",
     "MigState": "IBV_MIG_",
     "GIDType": "IBV_GID_TYPE_",
+    "QueryQPDataInOrderFlags": "IBV_QUERY_QP_DATA_IN_ORDER_",
+    "QueryQPDataInOrderCaps": "IBV_QUERY_QP_DATA_IN_ORDER_",
     "DeviceCapFlags": "IBV_DEVICE_",
     "PortCapFlags": "IBV_PORT_",
     "LinkLayer": "IBV_LINK_LAYER_",

@@ -42,6 +42,11 @@ OPTIONAL = (
     "_ibv_query_gid_table",
     "ibv_is_fork_initialized",
     "ibv_qp_to_qp_ex",
+    "ibv_attach_mcast",
+    "ibv_detach_mcast",
+    "ibv_init_ah_from_wc",
+    "ibv_create_ah_from_wc",
+    "ibv_query_qp_data_in_order",
 )
 
 

@@ -90,7 +90,12 @@
 	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")              \
 	X(query_gid_table, _ibv_query_gid_table, "rdma-core 32")        \
 	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35") \
-	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")
+	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")                 \
+	X(attach_mcast, ibv_attach_mcast, "libibverbs 1.1")             \
+	X(detach_mcast, ibv_detach_mcast, "libibverbs 1.1")             \
+	X(init_ah_from_wc, ibv_init_ah_from_wc, "libibverbs 1.1")       \
+	X(create_ah_from_wc, ibv_create_ah_from_wc, "libibverbs 1.1")   \
+	X(query_qp_data_in_order, ibv_query_qp_data_in_order, "rdma-core 41")
 
 struct ibv_api {
 #define IBV_DECL_REQ(field, sym) __typeof__(sym) *field;
@@ -246,6 +251,10 @@ PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
 int arg_u64(PyObject *o, const char *name, uint64_t *out);
 int arg_u32(PyObject *o, const char *name, uint32_t *out);
 int arg_int(PyObject *o, const char *name, long min, long max, long *out);
+/* The first n bytes of a bytes-like object (bytes, bytearray, or any
+ * C-contiguous buffer: memoryview, array, numpy) into dst; TypeError for
+ * another type, ValueError naming "name" when it holds fewer.  0 / -1. */
+int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n);
 /* Small helpers for building attribute objects. */
 /* d[key] = o, stealing o (NULL: making it failed, -1).  0 / -1. */
 int dict_set_steal(PyObject *d, const char *key, PyObject *o);
@@ -444,10 +453,18 @@ typedef struct {
 	PyObject *cmid; /* the CMID whose QP this is, or NULL */
 	int in_batch; /* QPEx (qp_ex.c): between wr_start and
 		       * wr_complete/wr_abort; 0 on a plain QP */
+	/* qp.c: the multicast groups attach_mcast joined and detach_mcast
+	 * did not leave (PyMem array); each destroy leaves them first. */
+	struct qp_mcast_group *mcast;
+	int n_mcast;
 } QPObject;
 
 #define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
 #define QPO(self) ((QPObject *)(self))
+
+/* qp.c: before ibv_destroy_qp, detach the QP from the groups it is still
+ * in (the kernel refuses to destroy a QP in a group: EBUSY). */
+void qp_leave_groups(Handle *h);
 
 /* qp.c: ibv_modify_qp raising a VerbsError that names the transition
  * ("to_rtr: RC QP 17 INIT -> RTR"), and ibv_query_qp returning its code;
@@ -490,6 +507,18 @@ PyObject *async_event_get(ContextObject *ctx); /* event.c */
 PyObject *async_event_ack_for(ContextObject *ctx, PyObject *ev); /* event.c */
 /* wc.c: a new WC object holding a copy of *wc. */
 PyObject *wc_new(const struct ibv_wc *wc);
+/* Multicast and replies to a UD sender (qp.c, ah.c). */
+/* wc.c: *out = the struct ibv_wc a WC (or WCEx) holds, field for field;
+ * TypeError naming "what" for anything else.  0 or -1. */
+int wc_to_c(PyObject *o, const char *what, struct ibv_wc *out);
+/* attrs.c: 16 raw bytes from a Gid, bytes-like or IPv6 text (what Gid()
+ * accepts); None is the zero GID.  0 or -1. */
+int gid_from_py(PyObject *o, union ibv_gid *gid);
+/* ah.c: PD.create_ah_from_wc and Context.init_ah_from_wc. */
+PyObject *pd_create_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *context_init_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pd_create_ah_from_wc__doc__[];
+extern const char context_init_ah_from_wc__doc__[];
 /* attrs.c: ibv_ah_attr <-> AHAttr-like Python objects */
 int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out);
 PyObject *ah_attr_to_py(const struct ibv_ah_attr *a);

@@ -221,7 +221,39 @@ def cycles(device):
                 qp.close()
             del qp
 
+    def mcast(s):
+        # A UD QP's groups (kernel state per QP) and the GRH of a request
+        # from this node's own address (an IPv4 header after 20 bytes).
+        s = ud(s)
+        ip = s["ctx"].find_gid(PORT).ip.packed
+        s["grh"] = bytes(20) + bytes([0x45, 0, 0, 60, 0, 0, 0x40, 0, 64, 17, 0, 0]) + ip + ip
+        s["wc"] = ib.WC(wc_flags=ib.WCFlags.GRH, src_qp=s["ud"].qp_num)
+        return s
+
+    def mcast_cycle(s):
+        # Join and leave; a QP closed, and one dropped, while in two groups.
+        s["ud"].attach_mcast("::ffff:239.1.2.3")
+        s["ud"].detach_mcast("::ffff:239.1.2.3")
+        for drop in (False, True):
+            qp = s["pd"].create_qp(
+                ib.QPInitAttr(send_cq=s["cq"], recv_cq=s["cq"], qp_type=ib.QPType.UD)
+            )
+            qp.attach_mcast("::ffff:239.1.2.3")
+            qp.attach_mcast("::ffff:239.1.2.4")
+            if not drop:
+                qp.close()
+            del qp
+
+    def ah_from_wc_cycle(s):
+        s["pd"].create_ah_from_wc(s["wc"], s["grh"], PORT).close()
+        s["ctx"].init_ah_from_wc(PORT, s["wc"], s["grh"])
+
     return {
+        "UD QP multicast groups (attach, detach, closed/dropped in one)": (
+            lambda: mcast(base()),
+            mcast_cycle,
+        ),
+        "AH (create_ah_from_wc, init_ah_from_wc)": (lambda: mcast(base()), ah_from_wc_cycle),
         "CQEx": (
             base,
             lambda s: s["ctx"].create_cq_ex(ib.CQInitAttrEx(64, wc_flags=0x7F)).close(),

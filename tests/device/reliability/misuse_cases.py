@@ -543,6 +543,19 @@ DEVICE_METHODS["Context"][1]["create_qp_ex"] = M(
 DEVICE_METHODS["PD"][1]["create_qp_ex"] = M(
     P("init_attr", lambda w: ib.QPInitAttrEx(w.cq), obj="QPInitAttr"), valid="ok"
 )
+# Multicast groups and replies to a UD sender (test_mcast, test_ud_reply).
+# The QP is RC in RESET (rxe: EINVAL for attach_mcast); a WC without the
+# GRH flag makes a non-global address (rxe may refuse its AH on RoCE).
+_GRH = P("grh", bytes(40), extra_bad=(("39 bytes", bytes(39)), ("str", "x" * 40)))
+_WC = P("wc", lambda w: ib.WC(src_qp=1), obj="WC")
+_MGID = P("gid", "::ffff:239.1.2.3", extra_bad=(("15 bytes", b"\xff" * 15),))
+DEVICE_METHODS["Context"][1]["init_ah_from_wc"] = M(P("port", PORT, **U8P), _WC, _GRH, valid="ok")
+DEVICE_METHODS["PD"][1]["create_ah_from_wc"] = M(_WC, _GRH, P("port", PORT, **U8P))
+DEVICE_METHODS["QP"][1]["attach_mcast"] = M(_MGID, P("lid", 0, kw=True, lo=0, hi=0xFFFF))
+DEVICE_METHODS["QP"][1]["detach_mcast"] = M(_MGID, P("lid", 0, kw=True, lo=0, hi=0xFFFF))
+DEVICE_METHODS["QP"][1]["query_data_in_order"] = M(
+    P("op", 0, **I32), P("flags", 0, kw=True, **U32), valid="ok"
+)
 DEVICE_METHODS["QPEx"] = (
     "qpx",
     {

@@ -28,4 +28,10 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 int ibv_is_fork_initialized(void);
 #endif
 
+#ifndef IBVERBS_HAVE_QUERY_QP_DATA_IN_ORDER
+/* rdma-core 41 */
+int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
+			       uint32_t flags);
+#endif
+
 #endif /* IBVERBS_COMPAT_H */

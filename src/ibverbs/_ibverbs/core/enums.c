@@ -344,6 +344,24 @@ static const struct constant constants[] = {
 #ifdef IBVERBS_HAVE_WR_FLUSH
 	C(QPCreateSendOpsFlags, FLUSH, IBV_QP_EX_WITH_FLUSH),
 #endif
+	/* QP.query_data_in_order: rdma-core 47 added the flags and caps,
+	 * 61 DEVICE_ONLY.  Older headers (Debian 12's rdma-core 44) lack
+	 * them: rdma-core's ABI values (verbs.h: 1 << 0, 1 << 1), listed in
+	 * ibv_abi_constants and checked by tests/host/test_compat.py. */
+#ifdef IBVERBS_HAVE_QP_DATA_IN_ORDER_CAPS
+	C(QueryQPDataInOrderFlags, RETURN_CAPS, IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS),
+	C(QueryQPDataInOrderCaps, WHOLE_MSG, IBV_QUERY_QP_DATA_IN_ORDER_WHOLE_MSG),
+	C(QueryQPDataInOrderCaps, ALIGNED_128_BYTES, IBV_QUERY_QP_DATA_IN_ORDER_ALIGNED_128_BYTES),
+#else
+	C(QueryQPDataInOrderFlags, RETURN_CAPS, 1 << 0),
+	C(QueryQPDataInOrderCaps, WHOLE_MSG, 1 << 0),
+	C(QueryQPDataInOrderCaps, ALIGNED_128_BYTES, 1 << 1),
+#endif
+#ifdef IBVERBS_HAVE_QP_DATA_IN_ORDER_DEVICE_ONLY
+	C(QueryQPDataInOrderFlags, DEVICE_ONLY, IBV_QUERY_QP_DATA_IN_ORDER_DEVICE_ONLY),
+#else
+	C(QueryQPDataInOrderFlags, DEVICE_ONLY, 1 << 1),
+#endif
 	{NULL, NULL, 0}
 };
 /* clang-format on */
@@ -352,12 +370,35 @@ static const struct constant constants[] = {
  * rather than the compiled header's (see above): _ibverbs._abi_constants. */
 PyObject *ibv_abi_constants(void)
 {
-#ifdef IBVERBS_HAVE_ACCESS_FLUSH
-	return PyTuple_New(0);
-#else
-	return Py_BuildValue("(ss)", "AccessFlags.FLUSH_GLOBAL",
-			     "AccessFlags.FLUSH_PERSISTENT");
+	static const char *const names[] = {
+#ifndef IBVERBS_HAVE_ACCESS_FLUSH
+		"AccessFlags.FLUSH_GLOBAL",
+		"AccessFlags.FLUSH_PERSISTENT",
 #endif
+#ifndef IBVERBS_HAVE_QP_DATA_IN_ORDER_CAPS
+		"QueryQPDataInOrderFlags.RETURN_CAPS",
+		"QueryQPDataInOrderCaps.WHOLE_MSG",
+		"QueryQPDataInOrderCaps.ALIGNED_128_BYTES",
+#endif
+#ifndef IBVERBS_HAVE_QP_DATA_IN_ORDER_DEVICE_ONLY
+		"QueryQPDataInOrderFlags.DEVICE_ONLY",
+#endif
+		NULL
+	};
+	PyObject *t, *name;
+	Py_ssize_t i, n = 0;
+
+	while (names[n] != NULL)
+		n++;
+	t = PyTuple_New(n);
+	for (i = 0; t != NULL && i < n; i++) {
+		name = PyUnicode_FromString(names[i]);
+		if (name == NULL || PyTuple_SetItem(t, i, name) < 0) {
+			Py_CLEAR(t);
+			break;
+		}
+	}
+	return t;
 }
 
 PyObject *ibv_constants_dict(void)

@@ -738,6 +738,8 @@ static PyMethodDef context_methods[] = {
 	  context_query_gid_table__doc__ },
 	{ "find_gid", KW context_find_gid, METH_VARARGS | METH_KEYWORDS,
 	  context_find_gid__doc__ },
+	{ "init_ah_from_wc", KW context_init_ah_from_wc,
+	  METH_VARARGS | METH_KEYWORDS, context_init_ah_from_wc__doc__ },
 	{ "get_pkey_index", context_get_pkey_index, METH_VARARGS,
 	  context_get_pkey_index__doc__ },
 	{ "get_device_index", context_get_device_index, METH_NOARGS,

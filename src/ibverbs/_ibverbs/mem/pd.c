@@ -392,6 +392,8 @@ static PyMethodDef pd_methods[] = {
 	  pd_create_srq__doc__ },
 	{ "create_ah", KW pd_create_ah, METH_VARARGS | METH_KEYWORDS,
 	  pd_create_ah__doc__ },
+	{ "create_ah_from_wc", KW pd_create_ah_from_wc,
+	  METH_VARARGS | METH_KEYWORDS, pd_create_ah_from_wc__doc__ },
 	{ "reg_dm_mr", KW pd_reg_dm_mr, METH_VARARGS | METH_KEYWORDS,
 	  pd_reg_dm_mr__doc__ },
 	{ "reg_implicit_odp_mr", KW pd_reg_implicit_odp_mr,

@@ -25,7 +25,9 @@
 #include "ibverbs.h"
 #include "qp/qp.h"
 #include "wr/wr.h"
+#include <arpa/inet.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The Raises section of to_init and to_rts, which take only ints (state:
@@ -62,8 +64,40 @@ static const char *type_name(int t)
 /* Lifetime                                                            */
 /* ------------------------------------------------------------------ */
 
+/* One group of QPObject.mcast. */
+struct qp_mcast_group {
+	union ibv_gid gid;
+	uint16_t lid;
+};
+
+static int mcast_find(QPObject *q, const union ibv_gid *gid, uint16_t lid)
+{
+	int i;
+
+	for (i = 0; i < q->n_mcast; i++)
+		if (q->mcast[i].lid == lid &&
+		    memcmp(q->mcast[i].gid.raw, gid->raw, 16) == 0)
+			return i;
+	return -1;
+}
+
+void qp_leave_groups(Handle *h)
+{
+	QPObject *q = (QPObject *)h;
+	int i, kept = 0;
+
+	/* A group that will not let go stays listed; ibv_destroy_qp then
+	 * fails with EBUSY and the QP stays open. */
+	for (i = 0; i < q->n_mcast; i++)
+		if (IBV.detach_mcast((struct ibv_qp *)h->obj, &q->mcast[i].gid,
+				     q->mcast[i].lid) != 0)
+			q->mcast[kept++] = q->mcast[i];
+	q->n_mcast = kept;
+}
+
 static int qp_destroy(Handle *h)
 {
+	qp_leave_groups(h);
 	return IBV.destroy_qp((struct ibv_qp *)h->obj);
 }
 
@@ -103,6 +137,8 @@ static void qp_dealloc(PyObject *self)
 	Py_CLEAR(q->recv_cq);
 	Py_CLEAR(q->srq);
 	Py_CLEAR(q->cmid);
+	PyMem_Free(q->mcast);
+	q->mcast = NULL;
 	handle_dealloc(HANDLE(self));
 }
 
@@ -1028,6 +1064,197 @@ static PyObject *qp_repr(PyObject *self)
 				    qp_state_name(qp->state));
 }
 
+/* ------------------------------------------------------------------ */
+/* Multicast groups (UD QPs) and the data-ordering query               */
+/* ------------------------------------------------------------------ */
+
+/* After a successful attach/detach: the group joins or leaves the list
+ * that close() detaches.  None, or NULL (MemoryError). */
+static PyObject *mcast_note(QPObject *q, const union ibv_gid *gid, uint16_t lid,
+			    int attach)
+{
+	struct qp_mcast_group *grown;
+	int i = mcast_find(q, gid, lid);
+
+	if (!attach) {
+		if (i >= 0)
+			q->mcast[i] = q->mcast[--q->n_mcast];
+		Py_RETURN_NONE;
+	}
+	if (i >= 0) /* joined twice: rxe answers 0, one detach leaves */
+		Py_RETURN_NONE;
+	grown = PyMem_Realloc(q->mcast,
+			      (size_t)(q->n_mcast + 1) * sizeof(*grown));
+	if (grown == NULL) {
+		/* Not kept: leave the group again rather than fail close(). */
+		IBV.detach_mcast((struct ibv_qp *)HANDLE(q)->obj, gid, lid);
+		return PyErr_NoMemory();
+	}
+	q->mcast = grown;
+	q->mcast[q->n_mcast].gid = *gid;
+	q->mcast[q->n_mcast].lid = lid;
+	q->n_mcast++;
+	Py_RETURN_NONE;
+}
+
+/* attach_mcast/detach_mcast(gid, lid=0): one body, the verb differs. */
+static PyObject *qp_mcast(PyObject *self, PyObject *args, PyObject *kw,
+			  int attach)
+{
+	static char *kwlist[] = { "gid", "lid", NULL };
+	const char *verb = attach ? "ibv_attach_mcast" : "ibv_detach_mcast";
+	PyObject *gid_o, *lid_o = NULL;
+	union ibv_gid gid;
+	long lid = 0;
+	char text[64];
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kw, attach ? "O|O:attach_mcast" : "O|O:detach_mcast",
+		    kwlist, &gid_o, &lid_o))
+		return NULL;
+	if (attach ? IBV.attach_mcast == NULL : IBV.detach_mcast == NULL)
+		return verbs_error_fmt(EOPNOTSUPP, verb,
+				       "%s is not exported by the loaded "
+				       "libibverbs (needs libibverbs 1.1 or "
+				       "newer)",
+				       verb);
+	if (gid_o == Py_None) {
+		PyErr_SetString(PyExc_TypeError,
+				"gid must be a Gid, 16 bytes or IPv6 text, "
+				"not None");
+		return NULL;
+	}
+	if (gid_from_py(gid_o, &gid) < 0 ||
+	    (lid_o != NULL && arg_int(lid_o, "lid", 0, UINT16_MAX, &lid) < 0))
+		return NULL;
+	/* Gid() is Python code: it may have closed the QP. */
+	HANDLE_CHECK(self);
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+	rc = attach ? IBV.attach_mcast(QPP(self), &gid, (uint16_t)lid) :
+		      IBV.detach_mcast(QPP(self), &gid, (uint16_t)lid);
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+	if (rc == 0)
+		return mcast_note(QPO(self), &gid, (uint16_t)lid, attach);
+	if (inet_ntop(AF_INET6, gid.raw, text, sizeof(text)) == NULL)
+		snprintf(text, sizeof(text), "?");
+	return verbs_error_fmt(rc, verb, "%s QP %u, group %s, lid %ld",
+			       type_name(QPO(self)->qp_type), QPP(self)->qp_num,
+			       text, lid);
+}
+
+PyDoc_STRVAR(qp_attach_mcast__doc__,
+	     "Join a multicast group: the QP receives what is sent to it.\n"
+	     "\n"
+	     "Only UD QPs join groups. On RoCE v2 the group's GID is its IP\n"
+	     "multicast address: ``::ffff:239.x.y.z`` for an IPv4 group\n"
+	     "(``ff0e::ffff:239.x.y.z`` on RoCE v1), the address itself for\n"
+	     "an IPv6 group; ``lid`` is 0 (on InfiniBand the SM gives the\n"
+	     "group's MLID). Several QPs may join one group; each gets a\n"
+	     "copy. ``close()`` leaves the groups the QP is still in. Runs\n"
+	     "with the GIL released.\n"
+	     "\n"
+	     "Wraps ``ibv_attach_mcast`` (man page ibv_attach_mcast(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    gid: the group's GID: a Gid, 16 bytes or IPv6 text.\n"
+	     "    lid: the group's LID (InfiniBand), 0..0xffff.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: gid is not a GID's type, or lid not an int.\n"
+	     "    ValueError: gid is not 16 bytes or IPv6 text, lid out of\n"
+	     "        range.\n"
+	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
+	     "        failed (``errno``; e.g. EINVAL for a QP that is not\n"
+	     "        UD or a GID that is no multicast group; rxe answers\n"
+	     "        0 when this QP is already in the group).");
+
+static PyObject *qp_attach_mcast(PyObject *self, PyObject *args, PyObject *kw)
+{
+	return qp_mcast(self, args, kw, 1);
+}
+
+PyDoc_STRVAR(qp_detach_mcast__doc__,
+	     "Leave a multicast group that ``attach_mcast`` joined.\n"
+	     "\n"
+	     "From then on the QP gets nothing more sent to the group.\n"
+	     "Runs with the GIL released.\n"
+	     "\n"
+	     "Wraps ``ibv_detach_mcast`` (man page ibv_attach_mcast(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    gid: the group's GID: a Gid, 16 bytes or IPv6 text.\n"
+	     "    lid: the group's LID (InfiniBand), 0..0xffff.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: gid is not a GID's type, or lid not an int.\n"
+	     "    ValueError: gid is not 16 bytes or IPv6 text, lid out of\n"
+	     "        range.\n"
+	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
+	     "        failed (``errno``; rxe answers EINVAL for a group\n"
+	     "        this QP is not in).");
+
+static PyObject *qp_detach_mcast(PyObject *self, PyObject *args, PyObject *kw)
+{
+	return qp_mcast(self, args, kw, 0);
+}
+
+PyDoc_STRVAR(qp_query_data_in_order__doc__,
+	     "Ask whether the device writes the data of ``op`` in order.\n"
+	     "\n"
+	     "With ``flags`` 0 the answer is 1 when the data of a message\n"
+	     "of opcode ``op`` lands in memory in order (a poller may\n"
+	     "watch its last byte), else 0. With\n"
+	     "``QueryQPDataInOrderFlags.RETURN_CAPS`` (rdma-core 47) it is\n"
+	     "a mask of ``QueryQPDataInOrderCaps`` (WHOLE_MSG,\n"
+	     "ALIGNED_128_BYTES); ``DEVICE_ONLY`` (rdma-core 61) asks about\n"
+	     "the device alone, without the host CPU. libibverbs answers 0\n"
+	     "for flags it does not know, on\n"
+	     "CPUs other than x86 and for providers without the op (rxe).\n"
+	     "\n"
+	     "Wraps ``ibv_query_qp_data_in_order`` (man page\n"
+	     "ibv_query_qp_data_in_order(3)); the symbol is optional\n"
+	     "(rdma-core 41).\n"
+	     "\n"
+	     "Args:\n"
+	     "    op: the ``WROpcode`` to ask about.\n"
+	     "    flags: ``QueryQPDataInOrderFlags``, 0..2**32-1.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The verb's answer, an int (see above).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: op or flags is not an int.\n"
+	     "    ValueError: op or flags out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; EOPNOTSUPP when\n"
+	     "        the loaded libibverbs is older than rdma-core 41.");
+
+static PyObject *qp_query_data_in_order(PyObject *self, PyObject *args,
+					PyObject *kw)
+{
+	static char *kwlist[] = { "op", "flags", NULL };
+	PyObject *op_o, *flags_o = NULL;
+	uint32_t flags = 0;
+	long op;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:query_data_in_order",
+					 kwlist, &op_o, &flags_o))
+		return NULL;
+	if (arg_int(op_o, "op", 0, INT32_MAX, &op) < 0 ||
+	    (flags_o != NULL && arg_u32(flags_o, "flags", &flags) < 0))
+		return NULL;
+	IBV_REQUIRE_OPTIONAL(query_qp_data_in_order, ibv_query_qp_data_in_order,
+			     "rdma-core 41");
+	rc = IBV.query_qp_data_in_order(QPP(self), (enum ibv_wr_opcode)op,
+					flags);
+	return PyLong_FromLong(rc);
+}
+
 PyDoc_STRVAR(qp__doc__,
 	     "A queue pair (``struct ibv_qp``) of any type (RC, UC, UD, ...).\n"
 	     "\n"
@@ -1055,6 +1282,12 @@ static PyMethodDef qp_methods[] = {
 	  qp_create_flow__doc__ },
 	{ "bind_mw", KW qp_bind_mw, METH_VARARGS | METH_KEYWORDS,
 	  qp_bind_mw__doc__ },
+	{ "attach_mcast", KW qp_attach_mcast, METH_VARARGS | METH_KEYWORDS,
+	  qp_attach_mcast__doc__ },
+	{ "detach_mcast", KW qp_detach_mcast, METH_VARARGS | METH_KEYWORDS,
+	  qp_detach_mcast__doc__ },
+	{ "query_data_in_order", KW qp_query_data_in_order,
+	  METH_VARARGS | METH_KEYWORDS, qp_query_data_in_order__doc__ },
 	HANDLE_METHODS_END
 };
 

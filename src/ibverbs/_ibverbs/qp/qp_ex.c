@@ -446,6 +446,7 @@ static int qpex_destroy(Handle *h)
 	int rc;
 
 	batch_abort(q);
+	qp_leave_groups(h);
 	rc = IBV.destroy_qp((struct ibv_qp *)h->obj);
 	if (rc == 0)
 		q->qpx = NULL;
