@@ -90,7 +90,13 @@
 	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")              \
 	X(query_gid_table, _ibv_query_gid_table, "rdma-core 32")        \
 	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35") \
-	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")
+	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")                 \
+	IBV_OPTIONAL_XRC(X)
+
+/* ECE (qp/qp_hw.c): exported, not provider-op inlines. */
+#define IBV_OPTIONAL_XRC(X)                     \
+	X(set_ece, ibv_set_ece, "rdma-core 31") \
+	X(query_ece, ibv_query_ece, "rdma-core 31")
 
 struct ibv_api {
 #define IBV_DECL_REQ(field, sym) __typeof__(sym) *field;
@@ -177,6 +183,10 @@ typedef struct {
 	PyTypeObject *MW_type;
 	PyObject *MWBindInfo; /* _objects.MWBindInfo (mw.c) */
 	PyTypeObject *QPEx_type; /* a subclass of QP (qp_ex.c) */
+	/* XRC domains, work queues, RSS tables (xrc/, wq/) */
+	PyTypeObject *XRCD_type;
+	PyTypeObject *WQ_type;
+	PyTypeObject *RWQIndTable_type;
 	/* Python modules the C code reads classes from, imported on first
 	 * use (module_cached): ibverbs.enums and ibverbs.flow import this
 	 * module, so they cannot be imported while it is made. */
@@ -429,6 +439,11 @@ typedef struct {
 
 typedef struct {
 	Handle h; /* obj: struct ibv_srq *; parent: PD */
+	/* Context.create_srq_ex (xrc/srq_ex.c): the XRCD and CQ of an XRC
+	 * or tag-matching SRQ (used), or NULL; srq_type, an ibv_srq_type. */
+	PyObject *xrcd;
+	PyObject *cq;
+	int srq_type;
 } SRQObject;
 
 #define SRQP(self) ((struct ibv_srq *)HANDLE(self)->obj)
@@ -444,6 +459,10 @@ typedef struct {
 	PyObject *cmid; /* the CMID whose QP this is, or NULL */
 	int in_batch; /* QPEx (qp_ex.c): between wr_start and
 		       * wr_complete/wr_abort; 0 on a plain QP */
+	/* create_qp_ex (qp_ex.c): the XRCD of an XRC_RECV QP and the
+	 * RWQIndTable of an RSS QP, used until destroy, or NULL. */
+	PyObject *xrcd;
+	PyObject *ind_tbl;
 } QPObject;
 
 #define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
@@ -564,4 +583,30 @@ extern const char mod_is_qpt_supported__doc__[]; /* beside it */
 extern PyType_Spec QPEx_spec;
 PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
+/* ------------------------------------------------------------------ */
+/* XRC domains, work queues and RSS indirection tables (xrc/, wq/)     */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+	Handle h; /* obj: struct ibv_xrcd *; parent: Context */
+	int fd; /* as opened (-1: none) */
+	int oflags;
+} XRCDObject;
+
+typedef struct {
+	Handle h; /* obj: struct ibv_wq *; parent: PD */
+	PyObject *cq; /* CQObject (used) */
+	int wq_type;
+	uint32_t max_wr, max_sge; /* as created (the provider's answer) */
+} WQObject;
+
+typedef struct {
+	Handle h; /* obj: struct ibv_rwq_ind_table *; parent: Context */
+	PyObject *wqs; /* tuple of WQObject (each used) */
+} RWQIndTableObject;
+
+extern PyType_Spec XRCD_spec; /* xrc/xrcd.c */
+extern PyType_Spec WQ_spec; /* wq/wq.c */
+extern PyType_Spec RWQIndTable_spec; /* wq/rwq_ind_table.c */
+
 #endif /* IBVERBS_EXT_H */
