@@ -209,7 +209,9 @@ def cycles(device):
             lambda: s["ctx"].open_xrcd(),
             lambda: s["ctx"].create_wq(s["pd"], s["cq"]),
             lambda: s["pd"].create_qp_ex(ib.QPInitAttrEx(s["cq"], qp_type=ib.QPType.XRC_SEND)),
-            lambda: s["ctx"].create_srq_ex(s["pd"], srq_type=ib.SRQType.TM, cq=s["cq"]),
+            lambda: s["ctx"].create_srq_ex(
+                s["pd"], srq_type=ib.SRQType.TM, cq=s["cq"], max_num_tags=4, max_ops=4
+            ),
         )
         for call in calls:
             try:
