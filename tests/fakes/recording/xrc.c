@@ -59,6 +59,7 @@ static struct ibv_qp *xrc_open_qp(struct ibv_context *context,
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "open_qp");
+	struct ibv_qp_cap cap = { 0 };
 	struct fake_qp *q;
 	struct ibv_qp *qp;
 
@@ -77,21 +78,13 @@ static struct ibv_qp *xrc_open_qp(struct ibv_context *context,
 		errno = err;
 		return NULL;
 	}
-	/* destroy_qp (qp.c) frees it as any other fake QP */
-	q = fake_new_obj("qp", sizeof(*q));
+	/* qp.c's QP (one translation unit): destroy_qp frees it */
+	q = qp_new(context, NULL, a->qp_context, NULL, NULL, NULL, &cap,
+		   a->qp_type, 0);
 	if (q == NULL)
 		return NULL;
 	qp = &q->qpx.qp_base;
-	qp->context = context;
-	qp->qp_context = a->qp_context;
-	qp->handle = fake_next_id();
 	qp->qp_num = a->qp_num;
-	qp->state = IBV_QPS_RESET;
-	qp->qp_type = a->qp_type;
-	pthread_mutex_init(&qp->mutex, NULL);
-	pthread_cond_init(&qp->cond, NULL);
-	pthread_mutex_init(&q->batch_lock, NULL);
-	q->attr.qp_state = IBV_QPS_RESET;
 	return qp;
 }
 

@@ -9,7 +9,7 @@
  * recording double (tests/fakes/recording) checks what is passed.
  *
  * The WQ's parent is its PD; its CQ is used (handle_use) until it is
- * destroyed.  post_recv links RecvWRs as QP.post_recv does (wr/post.c).
+ * destroyed.  post_recv is in wr/post.c, beside SRQ.post_recv.
  */
 #include "ibverbs.h"
 #include "wq/wq.h"
@@ -147,7 +147,7 @@ PyObject *context_create_wq(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* ------------------------------------------------------------------ */
-/* modify, post_recv                                                   */
+/* modify                                                              */
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(wq_modify__doc__,
@@ -229,50 +229,6 @@ static PyObject *wq_modify(PyObject *self, PyObject *args, PyObject *kw)
 				       "WQ %u (attr_mask 0x%x)",
 				       WQP(self)->wq_num, attr.attr_mask);
 	Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(wq_post_recv__doc__,
-	     "Post receive work requests on the WQ.\n"
-	     "\n"
-	     "Takes one RecvWR, a list or tuple of them (posted in one\n"
-	     "call), or a RecvWRChain, as ``QP.post_recv()``.\n"
-	     "\n"
-	     "Wraps ``ibv_post_wq_recv`` (man page ibv_post_wq_recv(3)).\n"
-	     "Never run on hardware here; checked against the recording\n"
-	     "double.\n"
-	     "\n"
-	     "Args:\n"
-	     "    wr_or_list: RecvWR, list/tuple of RecvWR, or RecvWRChain\n"
-	     "        (positional only).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: not a RecvWR, a list/tuple of them or a chain.\n"
-	     "    ValueError: an empty list, a WR twice or one of a chain.\n"
-	     "    VerbsError: EBADF if the WQ or an SGE's MR is closed;\n"
-	     "        else the provider refused (``errno``): the message\n"
-	     "        names the WR it rejected.");
-
-static PyObject *wq_post_recv(PyObject *self, PyObject *arg)
-{
-	struct ibv_recv_wr *head, *bad = NULL;
-	Py_ssize_t idx;
-	int rc;
-
-	HANDLE_CHECK(self);
-	head = recvwr_link(arg);
-	if (head == NULL)
-		return NULL;
-	rc = ibv_post_wq_recv(WQP(self), head, &bad);
-	if (rc == 0) {
-		recvwr_unlink(arg);
-		Py_RETURN_NONE;
-	}
-	idx = recvwr_failed(arg, head, &bad);
-	return verbs_error_fmt(rc, "ibv_post_wq_recv",
-			       "receive WR at index %zd (wr_id=%llu) was "
-			       "rejected by WQ %u",
-			       idx, bad ? (unsigned long long)bad->wr_id : 0ull,
-			       WQP(self)->wq_num);
 }
 
 /* ------------------------------------------------------------------ */
