@@ -327,7 +327,9 @@ class QPInitAttrEx(QPInitAttr):
     source_qpn) is, and XRCD, IND_TABLE, RX_HASH, MAX_TSO_HEADER for each
     of those fields that is not None.  ``send_cq`` may be None for an
     XRC_RECV or RSS QP (which have no send queue of their own).  Values are
-    checked when the QP is created."""
+    checked when the QP is created.  XRC, RSS, source_qpn, max_tso_header
+    and the create flags are never run on hardware here; checked against
+    the recording double (rxe refuses them)."""
 
     __slots__ = {
         "send_ops_flags": "QPCreateSendOpsFlags: the ``wr_*`` builders the QP may use.",
