@@ -42,6 +42,9 @@ OPTIONAL = (
     "_ibv_query_gid_table",
     "ibv_is_fork_initialized",
     "ibv_qp_to_qp_ex",
+    # ECE (qp/qp_hw.c)
+    "ibv_set_ece",
+    "ibv_query_ece",
 )
 
 
