@@ -103,6 +103,12 @@ GROUP_RULES: list[tuple[str, list[str]]] = [
             "SRQ",
             "AH",
             "AHAttr",
+            # XRC, work queues and RSS, ECE
+            "XRCD",
+            "WQ",
+            "RWQIndTable",
+            "RXHashConf",
+            "ECE",
         ],
     ),
     ("wr", ["SGE", "SendWR", "RecvWR", "SendWRChain", "RecvWRChain", r".*WR(Chain)?"]),

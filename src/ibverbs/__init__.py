@@ -228,6 +228,12 @@ __all__ += [
 ]
 __all__ += enums.__all__
 
+# XRC, work queues and RSS, ECE, tag matching (xrc/, wq/, qp/qp_hw.c)
+from ._ibverbs import RWQIndTable, WQ, XRCD  # noqa: E402,F401
+from ._objects import ECE, OpsWR, RXHashConf  # noqa: E402,F401
+
+__all__ += ["ECE", "OpsWR", "RWQIndTable", "RXHashConf", "WQ", "XRCD"]
+
 # Extended CQ, device capabilities, device memory, flow steering, ODP
 from ._ibverbs import CQEx, DM, Flow, WCEx  # noqa: E402,F401
 from ._objects import (  # noqa: E402,F401

@@ -24,6 +24,9 @@ __all__ = [
     "QPInitAttr",
     "AHAttr",
     "QPInitAttrEx",
+    "RXHashConf",
+    "ECE",
+    "OpsWR",
 ]
 
 
@@ -312,21 +315,36 @@ class QPInitAttr:
 class QPInitAttrEx(QPInitAttr):
     """``struct ibv_qp_init_attr_ex`` for ``PD.create_qp_ex`` and
     ``Context.create_qp_ex``: QPInitAttr's fields, plus ``send_ops_flags``
-    (QPCreateSendOpsFlags: the ``wr_*`` builders the QP may use; SEND
-    when None), ``pd`` (required by ``Context.create_qp_ex``) and
-    ``create_flags``.  The comp_mask is IBV_QP_INIT_ATTR_PD |
-    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS (| CREATE_FLAGS when create_flags is
-    non-zero).  Values are checked when the QP is created."""
+    (QPCreateSendOpsFlags: the ``wr_*`` builders the QP may use; when None,
+    SEND, or none for an XRC_RECV or RSS QP), ``pd`` (required by
+    ``Context.create_qp_ex``), ``create_flags`` (QPCreateFlags), ``xrcd``
+    (an XRC_RECV QP's XRCD), ``rwq_ind_tbl`` and ``rx_hash_conf`` (an RSS
+    QP's RWQIndTable and RXHashConf), ``source_qpn`` (adds
+    QPCreateFlags.SOURCE_QPN) and ``max_tso_header``.
+
+    The comp_mask (QPInitAttrMask) is PD, plus SEND_OPS_FLAGS when
+    send_ops_flags is non-zero, CREATE_FLAGS when create_flags (or
+    source_qpn) is, and XRCD, IND_TABLE, RX_HASH, MAX_TSO_HEADER for each
+    of those fields that is not None.  ``send_cq`` may be None for an
+    XRC_RECV or RSS QP (which have no send queue of their own).  Values are
+    checked when the QP is created.  XRC, RSS, source_qpn, max_tso_header
+    and the create flags are never run on hardware here; checked against
+    the recording double (rxe refuses them)."""
 
     __slots__ = {
         "send_ops_flags": "QPCreateSendOpsFlags: the ``wr_*`` builders the QP may use.",
         "pd": "The PD of the QP (required by ``Context.create_qp_ex``).",
         "create_flags": "``enum ibv_qp_create_flags`` bits, 0 for none.",
+        "xrcd": "The XRCD of an XRC_RECV QP, or None.",
+        "rwq_ind_tbl": "The RWQIndTable of an RSS QP, or None.",
+        "rx_hash_conf": "The RXHashConf of an RSS QP, or None.",
+        "source_qpn": "The QP number a UD QP sends as (SOURCE_QPN), or None.",
+        "max_tso_header": "The largest TSO header the QP sends, or None.",
     }
 
     def __init__(
         self,
-        send_cq,
+        send_cq=None,
         recv_cq=None,
         qp_type=None,
         max_send_wr: int = 128,
@@ -341,6 +359,11 @@ class QPInitAttrEx(QPInitAttr):
         send_ops_flags=None,
         pd=None,
         create_flags: int = 0,
+        xrcd=None,
+        rwq_ind_tbl=None,
+        rx_hash_conf=None,
+        source_qpn: int | None = None,
+        max_tso_header: int | None = None,
     ):
         super().__init__(
             send_cq,
@@ -355,13 +378,20 @@ class QPInitAttrEx(QPInitAttr):
             sq_sig_all,
             qp_context,
         )
-        from .enums import QPCreateSendOpsFlags
+        from .enums import QPCreateSendOpsFlags, QPType
 
-        self.send_ops_flags = (
-            QPCreateSendOpsFlags.SEND if send_ops_flags is None else send_ops_flags
-        )
+        if send_ops_flags is None:
+            # an XRC receive or RSS QP sends nothing of its own
+            no_send = self.qp_type == QPType.XRC_RECV or rwq_ind_tbl is not None
+            send_ops_flags = QPCreateSendOpsFlags(0 if no_send else QPCreateSendOpsFlags.SEND)
+        self.send_ops_flags = send_ops_flags
         self.pd = pd
         self.create_flags = create_flags
+        self.xrcd = xrcd
+        self.rwq_ind_tbl = rwq_ind_tbl
+        self.rx_hash_conf = rx_hash_conf
+        self.source_qpn = source_qpn
+        self.max_tso_header = max_tso_header
 
     def __repr__(self):
         names = (*QPInitAttr.__slots__, *QPInitAttrEx.__slots__)
@@ -587,3 +617,107 @@ class MWBind:
     def __repr__(self):
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
         return f"MWBind({inner})"
+
+
+class RXHashConf:
+    """``struct ibv_rx_hash_conf``: how an RSS QP
+    (``QPInitAttrEx(rwq_ind_tbl=..., rx_hash_conf=...)``) hashes packets
+    over its WQs.  A plain record: values are checked when the QP is
+    created."""
+
+    __slots__ = {
+        "rx_hash_function": "An RXHashFunctionFlags (TOEPLITZ).",
+        "rx_hash_key": "The hash key, bytes (at most 255; its length is rx_hash_key_len).",
+        "rx_hash_fields_mask": "RXHashFields: the packet fields hashed.",
+    }
+
+    def __init__(self, rx_hash_function: int, rx_hash_key: bytes, rx_hash_fields_mask: int):
+        self.rx_hash_function = rx_hash_function
+        self.rx_hash_key = rx_hash_key
+        self.rx_hash_fields_mask = rx_hash_fields_mask
+
+    def __eq__(self, other):
+        if not isinstance(other, RXHashConf):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"RXHashConf({inner})"
+
+
+class ECE:
+    """``struct ibv_ece``: enhanced connection establishment options, from
+    ``QP.query_ece`` and for ``QP.set_ece`` (``vendor_id`` the provider's
+    IEEE OUI, ``options`` its bits, ``comp_mask`` which are valid)."""
+
+    __slots__ = {
+        "vendor_id": "The provider's IEEE OUI (0 is refused by ibv_set_ece).",
+        "options": "The vendor's ECE option bits.",
+        "comp_mask": "Which option bits are valid.",
+    }
+
+    def __init__(self, vendor_id: int, options: int, comp_mask: int = 0):
+        self.vendor_id = vendor_id
+        self.options = options
+        self.comp_mask = comp_mask
+
+    def __eq__(self, other):
+        if not isinstance(other, ECE):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"ECE({inner})"
+
+
+class OpsWR:
+    """``struct ibv_ops_wr`` for ``SRQ.post_srq_ops`` (tag matching):
+    ``wr_id``, ``opcode`` (OpsWROpcode), ``flags`` (OpsFlags), and the
+    ``tm`` fields flattened: ``unexpected_cnt``, ``handle`` (of the tag a
+    TAG_DEL removes) and TAG_ADD's ``recv_wr_id``, ``sg_list`` (SGEs),
+    ``tag`` and ``mask``.  A plain record: values are checked when posted."""
+
+    __slots__ = {
+        "wr_id": "The cookie of the operation's completion.",
+        "opcode": "An OpsWROpcode: TAG_ADD, TAG_DEL or TAG_SYNC.",
+        "flags": "OpsFlags (SIGNALED, TM_SYNC).",
+        "unexpected_cnt": "``tm.unexpected_cnt``: unexpected messages seen.",
+        "handle": "``tm.handle``: the tag a TAG_DEL removes.",
+        "recv_wr_id": "``tm.add.recv_wr_id``: the wr_id of the tag's receive.",
+        "sg_list": "``tm.add.sg_list``: the SGEs a matched message lands in.",
+        "tag": "``tm.add.tag``: the tag, 64 bits.",
+        "mask": "``tm.add.mask``: the tag bits that must match.",
+    }
+
+    def __init__(
+        self,
+        opcode: int,
+        wr_id: int = 0,
+        flags: int = 0,
+        *,
+        unexpected_cnt: int = 0,
+        handle: int = 0,
+        recv_wr_id: int = 0,
+        sg_list=(),
+        tag: int = 0,
+        mask: int = 0,
+    ):
+        self.opcode = opcode
+        self.wr_id = wr_id
+        self.flags = flags
+        self.unexpected_cnt = unexpected_cnt
+        self.handle = handle
+        self.recv_wr_id = recv_wr_id
+        self.sg_list = tuple(sg_list)
+        self.tag = tag
+        self.mask = mask
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"OpsWR({inner})"

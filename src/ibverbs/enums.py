@@ -31,6 +31,18 @@ _FLAGS = {
     "QPCreateSendOpsFlags",
     "QueryQPDataInOrderFlags",
     "QueryQPDataInOrderCaps",
+    # XRC, WQ/RSS, tag matching, QP create flags (xrc/, wq/, qp/qp_ex.c)
+    "SRQInitAttrMask",
+    "XRCDInitAttrMask",
+    "QPOpenAttrMask",
+    "OpsFlags",
+    "QPInitAttrMask",
+    "QPCreateFlags",
+    "RXHashFunctionFlags",
+    "RXHashFields",
+    "WQAttrMask",
+    "WQInitAttrMask",
+    "WQFlags",
 }
 
 __all__ = sorted(_constants)
@@ -91,6 +103,31 @@ _DOCS = {
     "WCStatus": "Status of a work completion (``enum ibv_wc_status``, ``WC.status``);\n"
     "``WC.status_str`` is libibverbs' text for it.",
     "WROpcode": "Opcodes of a send work request (``enum ibv_wr_opcode``, ``SendWR.opcode``).",
+    # XRC, WQ/RSS, tag matching, QP create flags
+    "SRQType": "SRQ types (``enum ibv_srq_type``, ``Context.create_srq_ex``'s ``srq_type``).",
+    "SRQInitAttrMask": "The comp_mask of ``struct ibv_srq_init_attr_ex``\n"
+    "(``enum ibv_srq_init_attr_mask``; ``Context.create_srq_ex`` sets it).",
+    "XRCDInitAttrMask": "The comp_mask of ``struct ibv_xrcd_init_attr``\n"
+    "(``enum ibv_xrcd_init_attr_mask``; ``Context.open_xrcd`` sets it).",
+    "QPOpenAttrMask": "The comp_mask of ``struct ibv_qp_open_attr``\n"
+    "(``enum ibv_qp_open_attr_mask``; ``Context.open_qp`` sets it).",
+    "OpsWROpcode": "Tag-matching list operations (``enum ibv_ops_wr_opcode``, ``OpsWR.opcode``).",
+    "OpsFlags": "Flags of a tag-matching operation (``enum ibv_ops_flags``, ``OpsWR.flags``).",
+    "QPInitAttrMask": "The comp_mask of ``struct ibv_qp_init_attr_ex``\n"
+    "(``enum ibv_qp_init_attr_mask``; ``create_qp_ex`` sets it from the fields given).",
+    "QPCreateFlags": "QP creation flags (``enum ibv_qp_create_flags``,\n"
+    "``QPInitAttrEx.create_flags``).",
+    "RXHashFunctionFlags": "RSS hash functions (``enum ibv_rx_hash_function_flags``,\n"
+    "``RXHashConf.rx_hash_function``).",
+    "RXHashFields": "Packet fields an RSS hash covers (``enum ibv_rx_hash_fields``,\n"
+    "``RXHashConf.rx_hash_fields_mask``).",
+    "WQType": "Work queue types (``enum ibv_wq_type``, ``Context.create_wq``).",
+    "WQState": "Work queue states (``enum ibv_wq_state``, ``WQ.modify``, ``WQ.state``).",
+    "WQAttrMask": "Which WQ attributes ``WQ.modify`` sets (``enum ibv_wq_attr_mask``).",
+    "WQInitAttrMask": "The comp_mask of ``struct ibv_wq_init_attr``\n"
+    "(``enum ibv_wq_init_attr_mask``; ``Context.create_wq`` sets it).",
+    "WQFlags": "Work queue flags (``enum ibv_wq_flags``: ``Context.create_wq``'s\n"
+    "``create_flags``, ``WQ.modify``'s ``flags``).",
 }
 
 
@@ -139,3 +176,18 @@ FlowFlags: type[enum.IntFlag]
 FlowSpecType: type[enum.IntEnum]
 MWType: type[enum.IntEnum]
 QPCreateSendOpsFlags: type[enum.IntFlag]
+SRQType: type[enum.IntEnum]
+SRQInitAttrMask: type[enum.IntFlag]
+XRCDInitAttrMask: type[enum.IntFlag]
+QPOpenAttrMask: type[enum.IntFlag]
+OpsWROpcode: type[enum.IntEnum]
+OpsFlags: type[enum.IntFlag]
+QPInitAttrMask: type[enum.IntFlag]
+QPCreateFlags: type[enum.IntFlag]
+RXHashFunctionFlags: type[enum.IntFlag]
+RXHashFields: type[enum.IntFlag]
+WQType: type[enum.IntEnum]
+WQState: type[enum.IntEnum]
+WQAttrMask: type[enum.IntFlag]
+WQInitAttrMask: type[enum.IntFlag]
+WQFlags: type[enum.IntFlag]

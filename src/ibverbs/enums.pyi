@@ -25,22 +25,37 @@ __all__ = [
     "NodeType",
     "ODPGeneralCaps",
     "ODPTransportCapBits",
+    "OpsFlags",
+    "OpsWROpcode",
     "PortCapFlags",
     "PortState",
     "QPAttrMask",
+    "QPCreateFlags",
     "QPCreateSendOpsFlags",
+    "QPInitAttrMask",
+    "QPOpenAttrMask",
     "QPState",
     "QPType",
     "QueryQPDataInOrderCaps",
     "QueryQPDataInOrderFlags",
+    "RXHashFields",
+    "RXHashFunctionFlags",
     "RawPacketCaps",
     "SRQAttrMask",
+    "SRQInitAttrMask",
+    "SRQType",
     "SendFlags",
     "TransportType",
     "WCFlags",
     "WCOpcode",
     "WCStatus",
+    "WQAttrMask",
+    "WQFlags",
+    "WQInitAttrMask",
+    "WQState",
+    "WQType",
     "WROpcode",
+    "XRCDInitAttrMask",
 ]
 
 class AccessFlags(enum.IntFlag):
@@ -227,6 +242,15 @@ class ODPTransportCapBits(enum.IntFlag):
     SUPPORT_ATOMIC = 16
     SUPPORT_SRQ_RECV = 32
 
+class OpsFlags(enum.IntFlag):
+    SIGNALED = 1
+    TM_SYNC = 2
+
+class OpsWROpcode(enum.IntEnum):
+    TAG_ADD = 0
+    TAG_DEL = 1
+    TAG_SYNC = 2
+
 class PortCapFlags(enum.IntFlag):
     SM = 2
     NOTICE_SUP = 4
@@ -285,6 +309,13 @@ class QPAttrMask(enum.IntFlag):
     DEST_QPN = 1048576
     RATE_LIMIT = 33554432
 
+class QPCreateFlags(enum.IntFlag):
+    BLOCK_SELF_MCAST_LB = 2
+    SCATTER_FCS = 256
+    CVLAN_STRIPPING = 512
+    SOURCE_QPN = 1024
+    PCI_WRITE_END_PADDING = 2048
+
 class QPCreateSendOpsFlags(enum.IntFlag):
     RDMA_WRITE = 1
     RDMA_WRITE_WITH_IMM = 2
@@ -298,6 +329,21 @@ class QPCreateSendOpsFlags(enum.IntFlag):
     SEND_WITH_INV = 512
     TSO = 1024
     ATOMIC_WRITE = 4096
+
+class QPInitAttrMask(enum.IntFlag):
+    PD = 1
+    XRCD = 2
+    CREATE_FLAGS = 4
+    MAX_TSO_HEADER = 8
+    IND_TABLE = 16
+    RX_HASH = 32
+    SEND_OPS_FLAGS = 64
+
+class QPOpenAttrMask(enum.IntFlag):
+    NUM = 1
+    XRCD = 2
+    CONTEXT = 4
+    TYPE = 8
 
 class QPState(enum.IntEnum):
     RESET = 0
@@ -326,6 +372,21 @@ class QueryQPDataInOrderFlags(enum.IntFlag):
     RETURN_CAPS = 1
     DEVICE_ONLY = 2
 
+class RXHashFields(enum.IntFlag):
+    SRC_IPV4 = 1
+    DST_IPV4 = 2
+    SRC_IPV6 = 4
+    DST_IPV6 = 8
+    SRC_PORT_TCP = 16
+    DST_PORT_TCP = 32
+    SRC_PORT_UDP = 64
+    DST_PORT_UDP = 128
+    IPSEC_SPI = 256
+    INNER = 2147483648
+
+class RXHashFunctionFlags(enum.IntFlag):
+    TOEPLITZ = 1
+
 class RawPacketCaps(enum.IntFlag):
     CVLAN_STRIPPING = 1
     SCATTER_FCS = 2
@@ -335,6 +396,18 @@ class RawPacketCaps(enum.IntFlag):
 class SRQAttrMask(enum.IntFlag):
     MAX_WR = 1
     LIMIT = 2
+
+class SRQInitAttrMask(enum.IntFlag):
+    TYPE = 1
+    PD = 2
+    XRCD = 4
+    CQ = 8
+    TM = 16
+
+class SRQType(enum.IntEnum):
+    BASIC = 0
+    XRC = 1
+    TM = 2
 
 class SendFlags(enum.IntFlag):
     FENCE = 1
@@ -399,6 +472,29 @@ class WCStatus(enum.IntEnum):
     TM_ERR = 22
     TM_RNDV_INCOMPLETE = 23
 
+class WQAttrMask(enum.IntFlag):
+    STATE = 1
+    CURR_STATE = 2
+    FLAGS = 4
+
+class WQFlags(enum.IntFlag):
+    CVLAN_STRIPPING = 1
+    SCATTER_FCS = 2
+    DELAY_DROP = 4
+    PCI_WRITE_END_PADDING = 8
+
+class WQInitAttrMask(enum.IntFlag):
+    FLAGS = 1
+
+class WQState(enum.IntEnum):
+    RESET = 0
+    RDY = 1
+    ERR = 2
+    UNKNOWN = 3
+
+class WQType(enum.IntEnum):
+    RQ = 0
+
 class WROpcode(enum.IntEnum):
     RDMA_WRITE = 0
     RDMA_WRITE_WITH_IMM = 1
@@ -412,3 +508,7 @@ class WROpcode(enum.IntEnum):
     SEND_WITH_INV = 9
     TSO = 10
     ATOMIC_WRITE = 15
+
+class XRCDInitAttrMask(enum.IntFlag):
+    FD = 1
+    OFLAGS = 2

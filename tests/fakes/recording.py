@@ -345,7 +345,9 @@ class Runner:
         function, sent as its source, or the source of a module that
         defines ``body``) and return its Result."""
         if callable(body):
-            src = textwrap.dedent(inspect.getsource(body))
+            lines, first = inspect.getsourcelines(body)
+            # Blank lines first: the child's tracebacks show the file's lines.
+            src = "\n" * max(first - 1, 0) + textwrap.dedent("".join(lines))
             name = body.__name__
             filename = inspect.getsourcefile(body) or "<body>"
         else:

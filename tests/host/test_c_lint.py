@@ -369,6 +369,8 @@ SHARED_HEADERS = {
     "mem/mem.h",
     "qp/qp.h",
     "wr/wr.h",
+    "wq/wq.h",
+    "xrc/xrc.h",
 }
 # Parts of ibverbs.h kept apart: the declarations old rdma-core headers
 # lack (glibc_floor.h is force-included by setup.py, never by a file).

@@ -48,6 +48,22 @@ PREFIX = {
     "FlowSpecType": "IBV_FLOW_SPEC_",
     "MWType": "IBV_MW_",
     "QPCreateSendOpsFlags": "IBV_QP_EX_WITH_",
+    # XRC, WQ/RSS, tag matching, QP create flags
+    "SRQType": "IBV_SRQT_",
+    "SRQInitAttrMask": "IBV_SRQ_INIT_ATTR_",
+    "XRCDInitAttrMask": "IBV_XRCD_INIT_ATTR_",
+    "QPOpenAttrMask": "IBV_QP_OPEN_ATTR_",
+    "OpsWROpcode": "IBV_WR_",
+    "OpsFlags": "IBV_OPS_",
+    "QPInitAttrMask": "IBV_QP_INIT_ATTR_",
+    "QPCreateFlags": "IBV_QP_CREATE_",
+    "RXHashFunctionFlags": "IBV_RX_HASH_FUNC_",
+    "RXHashFields": "IBV_RX_HASH_",
+    "WQType": "IBV_WQT_",
+    "WQState": "IBV_WQS_",
+    "WQAttrMask": "IBV_WQ_ATTR_",
+    "WQInitAttrMask": "IBV_WQ_INIT_ATTR_",
+    "WQFlags": "IBV_WQ_FLAGS_",
 }
 
 

@@ -47,6 +47,9 @@ OPTIONAL = (
     "ibv_init_ah_from_wc",
     "ibv_create_ah_from_wc",
     "ibv_query_qp_data_in_order",
+    # ECE (qp/qp_hw.c)
+    "ibv_set_ece",
+    "ibv_query_ece",
 )
 
 

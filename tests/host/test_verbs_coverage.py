@@ -204,7 +204,10 @@ def test_a_test_exercises_each_name(table, where):
     lacking = [
         f"{v.verb} ({', '.join(v.names)})"
         for v in table
-        if v.where == where and not any(_exercised(n, texts) for n in v.names)
+        if v.where == where
+        and not any(_exercised(n, texts) for n in v.names)
+        # a recording test checks the double's record of the verb itself
+        and not (where == "double" and any(re.search(rf"\b{v.verb}\b", t) for t in texts.values()))
     ]
     assert not lacking, f"where={where}: no test in {EVIDENCE[where]} uses {lacking}"
 

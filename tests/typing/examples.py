@@ -10,6 +10,7 @@ peer).  ``assert_type`` pins what the stubs promise; each
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import ibverbs as ib
@@ -309,3 +310,35 @@ def extended_qp(ctx: ib.Context, pd: ib.PD, cq: ib.CQ, mr: ib.MR, ah: ib.AH) -> 
     qp.close()
     qp2.close()
     del ops
+
+
+def xrc_wq_rss(ctx: ib.Context, pd: ib.PD, cq: ib.CQ, mr: ib.MR) -> None:
+    """XRC, the extended SRQ, WQs and RSS, ECE, rate limits, TSO."""
+    xrcd = ctx.open_xrcd(fd=-1, oflags=os.O_CREAT)
+    assert_type(xrcd, ib.XRCD)
+    srq = ctx.create_srq_ex(pd, srq_type=ib.SRQType.XRC, xrcd=xrcd, cq=cq, max_wr=64)
+    srqn: int = srq.get_srq_num()
+    handles: list[int] = srq.post_srq_ops([ib.OpsWR(ib.OpsWROpcode.TAG_ADD, sg_list=[mr.sge(8)])])
+    tgt = pd.create_qp_ex(ib.QPInitAttrEx(qp_type=ib.QPType.XRC_RECV, xrcd=xrcd))
+    opened: ib.QP = ctx.open_qp(xrcd, tgt.qp_num)
+    ini = pd.create_qp_ex(ib.QPInitAttrEx(cq, qp_type=ib.QPType.XRC_SEND, max_tso_header=64))
+    ini.wr_start()
+    ini.wr_send()
+    ini.wr_set_xrc_srqn(srqn)
+    ini.wr_send_tso(b"\x00" * 54, 1460)
+    ini.wr_complete()
+    wq = ctx.create_wq(pd, cq, max_wr=64, create_flags=ib.WQFlags.SCATTER_FCS)
+    wq.modify(wq_state=ib.WQState.RDY)
+    wq.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr.sge(8)]))
+    tbl = ctx.create_rwq_ind_table([wq])
+    conf = ib.RXHashConf(ib.RXHashFunctionFlags.TOEPLITZ, bytes(40), ib.RXHashFields.SRC_IPV4)
+    rss = pd.create_qp_ex(
+        ib.QPInitAttrEx(qp_type=ib.QPType.RAW_PACKET, rwq_ind_tbl=tbl, rx_hash_conf=conf)
+    )
+    ini.modify_rate_limit(1000, max_burst_sz=4096)
+    ece: ib.ECE = ini.query_ece()
+    ini.set_ece(ece)
+    ctx.create_wq(pd, "cq")  # type: ignore[arg-type]
+    for h in (rss, tbl, wq, ini, opened, tgt, srq, xrcd):
+        h.close()
+    del handles

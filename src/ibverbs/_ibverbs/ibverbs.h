@@ -83,19 +83,25 @@
 
 /* X(field, symbol, since) - optional verbs: NULL when absent; only the
  * call that needs one raises. */
-#define IBV_OPTIONAL_SYMBOLS(X)                                         \
-	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34")             \
-	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")               \
-	X(reg_mr_iova, ibv_reg_mr_iova, "rdma-core 25")                 \
-	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")              \
-	X(query_gid_table, _ibv_query_gid_table, "rdma-core 32")        \
-	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35") \
-	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")                 \
-	X(attach_mcast, ibv_attach_mcast, "libibverbs 1.1")             \
-	X(detach_mcast, ibv_detach_mcast, "libibverbs 1.1")             \
-	X(init_ah_from_wc, ibv_init_ah_from_wc, "libibverbs 1.1")       \
-	X(create_ah_from_wc, ibv_create_ah_from_wc, "libibverbs 1.1")   \
-	X(query_qp_data_in_order, ibv_query_qp_data_in_order, "rdma-core 41")
+#define IBV_OPTIONAL_SYMBOLS(X)                                               \
+	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34")                   \
+	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")                     \
+	X(reg_mr_iova, ibv_reg_mr_iova, "rdma-core 25")                       \
+	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")                    \
+	X(query_gid_table, _ibv_query_gid_table, "rdma-core 32")              \
+	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35")       \
+	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")                       \
+	X(attach_mcast, ibv_attach_mcast, "libibverbs 1.1")                   \
+	X(detach_mcast, ibv_detach_mcast, "libibverbs 1.1")                   \
+	X(init_ah_from_wc, ibv_init_ah_from_wc, "libibverbs 1.1")             \
+	X(create_ah_from_wc, ibv_create_ah_from_wc, "libibverbs 1.1")         \
+	X(query_qp_data_in_order, ibv_query_qp_data_in_order, "rdma-core 41") \
+	IBV_OPTIONAL_XRC(X)
+
+/* ECE (qp/qp_hw.c): exported, not provider-op inlines. */
+#define IBV_OPTIONAL_XRC(X)                     \
+	X(set_ece, ibv_set_ece, "rdma-core 31") \
+	X(query_ece, ibv_query_ece, "rdma-core 31")
 
 struct ibv_api {
 #define IBV_DECL_REQ(field, sym) __typeof__(sym) *field;
@@ -182,6 +188,10 @@ typedef struct {
 	PyTypeObject *MW_type;
 	PyObject *MWBindInfo; /* _objects.MWBindInfo (mw.c) */
 	PyTypeObject *QPEx_type; /* a subclass of QP (qp_ex.c) */
+	/* XRC domains, work queues, RSS tables (xrc/, wq/) */
+	PyTypeObject *XRCD_type;
+	PyTypeObject *WQ_type;
+	PyTypeObject *RWQIndTable_type;
 	/* Python modules the C code reads classes from, imported on first
 	 * use (module_cached): ibverbs.enums and ibverbs.flow import this
 	 * module, so they cannot be imported while it is made. */
@@ -438,6 +448,11 @@ typedef struct {
 
 typedef struct {
 	Handle h; /* obj: struct ibv_srq *; parent: PD */
+	/* Context.create_srq_ex (xrc/srq_ex.c): the XRCD and CQ of an XRC
+	 * or tag-matching SRQ (used), or NULL; srq_type, an ibv_srq_type. */
+	PyObject *xrcd;
+	PyObject *cq;
+	int srq_type;
 } SRQObject;
 
 #define SRQP(self) ((struct ibv_srq *)HANDLE(self)->obj)
@@ -457,6 +472,10 @@ typedef struct {
 	 * did not leave (PyMem array); each destroy leaves them first. */
 	struct qp_mcast_group *mcast;
 	int n_mcast;
+	/* create_qp_ex (qp_ex.c): the XRCD of an XRC_RECV QP and the
+	 * RWQIndTable of an RSS QP, used until destroy, or NULL. */
+	PyObject *xrcd;
+	PyObject *ind_tbl;
 } QPObject;
 
 #define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
@@ -593,4 +612,30 @@ extern const char mod_is_qpt_supported__doc__[]; /* beside it */
 extern PyType_Spec QPEx_spec;
 PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
+/* ------------------------------------------------------------------ */
+/* XRC domains, work queues and RSS indirection tables (xrc/, wq/)     */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+	Handle h; /* obj: struct ibv_xrcd *; parent: Context */
+	int fd; /* as opened (-1: none) */
+	int oflags;
+} XRCDObject;
+
+typedef struct {
+	Handle h; /* obj: struct ibv_wq *; parent: PD */
+	PyObject *cq; /* CQObject (used) */
+	int wq_type;
+	uint32_t max_wr, max_sge; /* as created (the provider's answer) */
+} WQObject;
+
+typedef struct {
+	Handle h; /* obj: struct ibv_rwq_ind_table *; parent: Context */
+	PyObject *wqs; /* tuple of WQObject (each used) */
+} RWQIndTableObject;
+
+extern PyType_Spec XRCD_spec; /* xrc/xrcd.c */
+extern PyType_Spec WQ_spec; /* wq/wq.c */
+extern PyType_Spec RWQIndTable_spec; /* wq/rwq_ind_table.c */
+
 #endif /* IBVERBS_EXT_H */

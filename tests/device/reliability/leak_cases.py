@@ -203,6 +203,24 @@ def cycles(device):
             mw.close()
         mr.close()
 
+    def hw_refused(s):
+        # rxe refuses each: nothing may stay behind, in Python or the kernel
+        calls = (
+            lambda: s["ctx"].open_xrcd(),
+            lambda: s["ctx"].create_wq(s["pd"], s["cq"]),
+            lambda: s["pd"].create_qp_ex(ib.QPInitAttrEx(s["cq"], qp_type=ib.QPType.XRC_SEND)),
+            lambda: s["ctx"].create_srq_ex(
+                s["pd"], srq_type=ib.SRQType.TM, cq=s["cq"], max_num_tags=4, max_ops=4
+            ),
+        )
+        for call in calls:
+            try:
+                call()
+            except ib.VerbsError as e:
+                assert e.errno == errno.EOPNOTSUPP, e
+            else:
+                raise AssertionError("rxe accepted a hardware-only verb")
+
     def qpex_cycle(s):
         ops = ib.QPCreateSendOpsFlags.SEND | ib.QPCreateSendOpsFlags.RDMA_WRITE
         s["pd"].create_qp_ex(ib.QPInitAttrEx(s["cq"], send_ops_flags=ops)).close()
@@ -284,6 +302,9 @@ def cycles(device):
         "MW (dropped)": (base, lambda s: s["pd"].alloc_mw(ib.MWType.TYPE_2)),
         "QPEx": (base, qpex_cycle),
         "QPEx batch (closed, dropped)": (base, qpex_batch),
+        "SRQ (create_srq_ex)": (base, lambda s: s["ctx"].create_srq_ex(s["pd"], max_wr=16).close()),
+        "SRQ (create_srq_ex, dropped)": (base, lambda s: s["ctx"].create_srq_ex(s["pd"])),
+        "XRC, WQ, RSS, ECE refused (EOPNOTSUPP)": (base, hw_refused),
     }
 
 

@@ -80,6 +80,11 @@ READABLE_AFTER_CLOSE = {
     "wc_flags",
     "polling",
     "send_ops_flags",
+    # XRC, RSS (SRQ.srq_type, SRQ.xrcd, SRQ.cq, QP.xrcd, QP.rwq_ind_tbl)
+    "srq_type",
+    "xrcd",
+    "cq",
+    "rwq_ind_tbl",
 }
 # Attributes that are settable (QPEx.wr_id, QPEx.wr_flags; MW.rkey, the
 # C struct field a program assigns).
@@ -532,6 +537,61 @@ DEVICE_METHODS = {
     "MW": ("mw", {}),
 }
 
+# XRC, the extended SRQ, WQs and RSS tables, ECE, rate limits: rxe creates
+# basic SRQs only; every other valid call is refused (EOPNOTSUPP), and a
+# call needing an XRCD or WQ stops at that argument (none can exist).
+DEVICE_METHODS["Context"][1].update(
+    {
+        "open_xrcd": M(
+            P("fd", -1, kw=True, lo=-1, hi=2**31 - 1), P("oflags", os.O_CREAT, kw=True, **I32)
+        ),
+        "open_qp": M(
+            P("xrcd", None, obj="XRCD"),
+            P("qp_num", 1, lo=0, hi=2**24 - 1),
+            P("qp_type", ib.QPType.XRC_RECV, kw=True, **I32),
+        ),
+        "create_srq_ex": M(
+            P("pd", lambda w: w.pd, obj="PD", foreign="raise"),
+            P("srq_type", ib.SRQType.BASIC, kw=True, **I32),
+            P("max_wr", 8, kw=True, **U32),
+            P("max_sge", 1, kw=True, **U32),
+            P("srq_limit", 0, kw=True, **U32),
+            P("xrcd", None, kw=True, obj="XRCD", nullable=True),
+            P("cq", None, kw=True, obj="CQ", nullable=True, foreign="raise"),
+            P("max_num_tags", None, kw=True, nullable=True, **U32),
+            P("max_ops", None, kw=True, nullable=True, **U32),
+            valid="ok",
+        ),
+        "create_wq": M(
+            P("pd", lambda w: w.pd, obj="PD", foreign="raise"),
+            P("cq", lambda w: w.cq, obj="CQ", foreign="raise"),
+            P("wq_type", 0, kw=True, **I32),
+            P("max_wr", 8, kw=True, **U32),
+            P("max_sge", 1, kw=True, **U32),
+            P("create_flags", None, kw=True, nullable=True, **U32),
+        ),
+        # no WQ can exist: the empty list is refused (ValueError)
+        "create_rwq_ind_table": M(P("wqs", [], obj="list")),
+    }
+)
+DEVICE_METHODS["SRQ"][1].update(
+    {
+        "get_srq_num": M(),
+        "post_srq_ops": M(P("ops", lambda w: ib.OpsWR(ib.OpsWROpcode.TAG_SYNC), obj="OpsWR|list")),
+    }
+)
+DEVICE_METHODS["QP"][1].update(
+    {
+        "modify_rate_limit": M(
+            P("rate_limit", 1000, **U32),
+            P("max_burst_sz", 0, kw=True, **U32),
+            P("typical_pkt_sz", 0, kw=True, lo=0, hi=0xFFFF),
+        ),
+        "query_ece": M(),
+        "set_ece": M(P("ece", lambda w: ib.ECE(0x1234, 1), obj="ECE")),
+    }
+)
+
 # The extended QP: the QP's methods, then a batch opened by wr_start's
 # valid call, in which the builders' valid calls reach the provider (their
 # perturbed calls must not), closed by wr_abort's.
@@ -606,6 +666,9 @@ DEVICE_METHODS["QPEx"] = (
         ),
         "wr_abort": M(valid="ok"),
         "wr_complete": M(),  # no batch open: EINVAL
+        # no batch open (and no TSO, not XRC_SEND): EINVAL
+        "wr_send_tso": M(P("hdr", b"h" * 14, free=True), P("mss", 1000, lo=0, hi=0xFFFF)),
+        "wr_set_xrc_srqn": M(P("remote_srqn", 1, lo=0, hi=2**24 - 1)),
     },
 )
 

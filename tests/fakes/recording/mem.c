@@ -3,7 +3,9 @@
  * on device memory), device memory, memory windows, advise_mr.
  *
  * Keys and handles come from fake_next_id(); an MR's lkey and rkey are
- * equal.  Device memory is host memory of the requested length.
+ * equal.  Its addr is what libibverbs sets: the address (also for the
+ * iova variants), the offset for a dmabuf MR, the dm_offset for a DM MR.
+ * Device memory is host memory of the requested length.
  */
 #include "fake.h"
 
@@ -56,23 +58,21 @@ static struct ibv_mr *mem_new_mr(struct ibv_pd *pd, void *addr, size_t length)
 	return mr;
 }
 
-/* The record of a registration: verb, pd, then the caller's fields. */
-static void mem_reg_fields(struct fake_rec *r, struct ibv_pd *pd,
-			   const void *addr, size_t length)
-{
-	FAKE_P(r, "pd", pd);
-	FAKE_P(r, "addr", addr);
-	FAKE_U(r, "length", length);
-}
-
-FAKE_EXPORT struct ibv_mr *FAKE_VERB(ibv_reg_mr)(struct ibv_pd *pd, void *addr,
-						 size_t length, int access)
+/* reg_mr and its iova variants: record pd, addr, length (iova), access,
+ * then fail or register. */
+static struct ibv_mr *mem_reg(const char *verb, struct ibv_pd *pd, void *addr,
+			      size_t length, const uint64_t *iova,
+			      unsigned int access)
 {
 	struct fake_rec r;
-	int err = fake_begin(&r, "reg_mr");
+	int err = fake_begin(&r, verb);
 
-	mem_reg_fields(&r, pd, addr, length);
-	FAKE_X(&r, "access", (unsigned int)access);
+	FAKE_P(&r, "pd", pd);
+	FAKE_P(&r, "addr", addr);
+	FAKE_U(&r, "length", length);
+	if (iova)
+		FAKE_X(&r, "iova", *iova);
+	FAKE_X(&r, "access", access);
 	fake_end(&r);
 	if (err) {
 		errno = err;
@@ -81,48 +81,25 @@ FAKE_EXPORT struct ibv_mr *FAKE_VERB(ibv_reg_mr)(struct ibv_pd *pd, void *addr,
 	return mem_new_mr(pd, addr, length);
 }
 
+FAKE_EXPORT struct ibv_mr *FAKE_VERB(ibv_reg_mr)(struct ibv_pd *pd, void *addr,
+						 size_t length, int access)
+{
+	return mem_reg("reg_mr", pd, addr, length, NULL, (unsigned int)access);
+}
+
 FAKE_EXPORT struct ibv_mr *FAKE_VERB(ibv_reg_mr_iova)(struct ibv_pd *pd,
 						      void *addr, size_t length,
 						      uint64_t iova, int access)
 {
-	struct fake_rec r;
-	int err = fake_begin(&r, "reg_mr_iova");
-	struct ibv_mr *mr;
-
-	mem_reg_fields(&r, pd, addr, length);
-	FAKE_X(&r, "iova", iova);
-	FAKE_X(&r, "access", (unsigned int)access);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	mr = mem_new_mr(pd, addr, length);
-	if (mr)
-		mr->addr = (void *)(uintptr_t)iova;
-	return mr;
+	return mem_reg("reg_mr_iova", pd, addr, length, &iova,
+		       (unsigned int)access);
 }
 
 FAKE_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 					    size_t length, uint64_t iova,
 					    unsigned int access)
 {
-	struct fake_rec r;
-	int err = fake_begin(&r, "reg_mr_iova2");
-	struct ibv_mr *mr;
-
-	mem_reg_fields(&r, pd, addr, length);
-	FAKE_X(&r, "iova", iova);
-	FAKE_X(&r, "access", access);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	mr = mem_new_mr(pd, addr, length);
-	if (mr)
-		mr->addr = (void *)(uintptr_t)iova;
-	return mr;
+	return mem_reg("reg_mr_iova2", pd, addr, length, &iova, access);
 }
 
 FAKE_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
@@ -131,7 +108,6 @@ FAKE_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "reg_dmabuf_mr");
-	struct ibv_mr *mr;
 
 	FAKE_P(&r, "pd", pd);
 	FAKE_U(&r, "offset", offset);
@@ -146,10 +122,8 @@ FAKE_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 		errno = err;
 		return NULL;
 	}
-	mr = mem_new_mr(pd, NULL, length);
-	if (mr)
-		mr->addr = (void *)(uintptr_t)iova;
-	return mr;
+	/* libibverbs sets addr to the offset */
+	return mem_new_mr(pd, (void *)(uintptr_t)offset, length);
 }
 
 FAKE_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)

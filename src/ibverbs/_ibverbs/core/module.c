@@ -207,6 +207,9 @@ static const struct {
 		   { "DM", &DM_spec, &ST.DM_type },
 		   { "Flow", &Flow_spec, &ST.Flow_type },
 		   { "MW", &MW_spec, &ST.MW_type },
+		   { "XRCD", &XRCD_spec, &ST.XRCD_type },
+		   { "WQ", &WQ_spec, &ST.WQ_type },
+		   { "RWQIndTable", &RWQIndTable_spec, &ST.RWQIndTable_type },
 		   { NULL, NULL, NULL } };
 
 /* Subclasses of the types above, made after them. */

@@ -3,6 +3,8 @@
  */
 #include "ibverbs.h"
 #include "device/device.h"
+#include "wq/wq.h"
+#include "xrc/xrc.h"
 #include <string.h>
 #include <arpa/inet.h>
 
@@ -766,6 +768,16 @@ static PyMethodDef context_methods[] = {
 	  context_alloc_dm__doc__ },
 	{ "create_qp_ex", KW context_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
 	  context_create_qp_ex__doc__ },
+	{ "open_xrcd", KW context_open_xrcd, METH_VARARGS | METH_KEYWORDS,
+	  context_open_xrcd__doc__ },
+	{ "open_qp", KW context_open_qp, METH_VARARGS | METH_KEYWORDS,
+	  context_open_qp__doc__ },
+	{ "create_srq_ex", KW context_create_srq_ex,
+	  METH_VARARGS | METH_KEYWORDS, context_create_srq_ex__doc__ },
+	{ "create_wq", KW context_create_wq, METH_VARARGS | METH_KEYWORDS,
+	  context_create_wq__doc__ },
+	{ "create_rwq_ind_table", KW context_create_rwq_ind_table,
+	  METH_VARARGS | METH_KEYWORDS, context_create_rwq_ind_table__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -109,6 +109,8 @@ void qp_release(Handle *h)
 	handle_unuse_clear(&q->send_cq);
 	handle_unuse_clear(&q->recv_cq);
 	handle_unuse_clear(&q->srq);
+	handle_unuse_clear(&q->xrcd);
+	handle_unuse_clear(&q->ind_tbl);
 }
 
 static const HandleKind qp_kind = { "QP", "ibv_destroy_qp", qp_destroy,
@@ -122,6 +124,8 @@ static int qp_traverse(PyObject *self, visitproc visit, void *arg)
 	Py_VISIT(q->recv_cq);
 	Py_VISIT(q->srq);
 	Py_VISIT(q->cmid);
+	Py_VISIT(q->xrcd);
+	Py_VISIT(q->ind_tbl);
 	return handle_traverse(HANDLE(self), visit, arg);
 }
 
@@ -139,6 +143,8 @@ static void qp_dealloc(PyObject *self)
 	Py_CLEAR(q->cmid);
 	PyMem_Free(q->mcast);
 	q->mcast = NULL;
+	Py_CLEAR(q->xrcd);
+	Py_CLEAR(q->ind_tbl);
 	handle_dealloc(HANDLE(self));
 }
 
@@ -272,17 +278,31 @@ static int get_sig_all(PyObject *ia, int *out)
  * and SRQ (srq may be NULL) go to the caller. */
 static int read_init_attr(PDObject *pd, PyObject *ia,
 			  struct ibv_qp_init_attr *init, PyObject **scq,
-			  PyObject **rcq, PyObject **srq)
+			  PyObject **rcq, PyObject **srq, int flags)
 {
 	struct ibv_qp_cap *c = &init->cap;
 
 	memset(init, 0, sizeof(*init));
-	*scq = get_cq(pd, ia, "send_cq", NULL);
-	if (*scq == NULL)
-		return -1;
-	*rcq = get_cq(pd, ia, "recv_cq", *scq);
-	if (*rcq == NULL)
-		return -1;
+	if (flags & QP_CREATE_NO_CQ) {
+		/* An XRC receive or RSS QP: CQs only where given. */
+		*scq = get_cq(pd, ia, "send_cq", Py_None);
+		if (*scq == Py_None)
+			Py_CLEAR(*scq);
+		else if (*scq == NULL)
+			return -1;
+		*rcq = get_cq(pd, ia, "recv_cq", *scq ? *scq : Py_None);
+		if (*rcq == Py_None)
+			Py_CLEAR(*rcq);
+		else if (*rcq == NULL)
+			return -1;
+	} else {
+		*scq = get_cq(pd, ia, "send_cq", NULL);
+		if (*scq == NULL)
+			return -1;
+		*rcq = get_cq(pd, ia, "recv_cq", *scq);
+		if (*rcq == NULL)
+			return -1;
+	}
 	if (get_srq(pd, ia, srq) < 0 || get_qp_type(ia, &init->qp_type) < 0 ||
 	    get_sig_all(ia, &init->sq_sig_all) < 0 ||
 	    init_u32(ia, "max_send_wr", 128, &c->max_send_wr) < 0 ||
@@ -291,8 +311,8 @@ static int read_init_attr(PDObject *pd, PyObject *ia,
 	    init_u32(ia, "max_recv_sge", 1, &c->max_recv_sge) < 0 ||
 	    init_u32(ia, "max_inline_data", 0, &c->max_inline_data) < 0)
 		return -1;
-	init->send_cq = HANDLE(*scq)->obj;
-	init->recv_cq = HANDLE(*rcq)->obj;
+	init->send_cq = *scq ? HANDLE(*scq)->obj : NULL;
+	init->recv_cq = *rcq ? HANDLE(*rcq)->obj : NULL;
 	init->srq = *srq ? HANDLE(*srq)->obj : NULL;
 	return 0;
 }
@@ -337,13 +357,20 @@ PyObject *qp_create_typed(PDObject *pd, PyObject *ia, const HandleKind *kind,
 			  const char *verb, qp_create_fn create, void *arg,
 			  PyTypeObject *type)
 {
+	return qp_create_flags(pd, ia, kind, verb, create, arg, type, 0);
+}
+
+PyObject *qp_create_flags(PDObject *pd, PyObject *ia, const HandleKind *kind,
+			  const char *verb, qp_create_fn create, void *arg,
+			  PyTypeObject *type, int flags)
+{
 	PyObject *scq = NULL, *rcq = NULL, *srq = NULL, *res = NULL;
 	struct ibv_qp_init_attr init;
 	struct ibv_qp *qp;
 	QPObject *self;
 	int err;
 
-	if (read_init_attr(pd, ia, &init, &scq, &rcq, &srq) < 0)
+	if (read_init_attr(pd, ia, &init, &scq, &rcq, &srq, flags) < 0)
 		goto out;
 	/* Allocate first: qp_context must be the Python object.  Until
 	 * handle_init() it is linked nowhere, so a failure just frees it. */
@@ -354,14 +381,15 @@ PyObject *qp_create_typed(PDObject *pd, PyObject *ia, const HandleKind *kind,
 	 * GC pass in the allocation can run finalizers): another thread or
 	 * that code may have closed the PD, a CQ or the SRQ since they were
 	 * checked.  Check again and take the pointers now. */
-	if (handle_check(HANDLE(pd)) < 0 || handle_check(HANDLE(scq)) < 0 ||
-	    handle_check(HANDLE(rcq)) < 0 ||
+	if (handle_check(HANDLE(pd)) < 0 ||
+	    (scq != NULL && handle_check(HANDLE(scq)) < 0) ||
+	    (rcq != NULL && handle_check(HANDLE(rcq)) < 0) ||
 	    (srq != NULL && handle_check(HANDLE(srq)) < 0)) {
 		Py_DECREF(self);
 		goto out;
 	}
-	init.send_cq = HANDLE(scq)->obj;
-	init.recv_cq = HANDLE(rcq)->obj;
+	init.send_cq = scq ? HANDLE(scq)->obj : NULL;
+	init.recv_cq = rcq ? HANDLE(rcq)->obj : NULL;
 	init.srq = srq ? HANDLE(srq)->obj : NULL;
 	init.qp_context = self;
 	errno = 0;
@@ -383,8 +411,10 @@ PyObject *qp_create_typed(PDObject *pd, PyObject *ia, const HandleKind *kind,
 	self->recv_cq = rcq;
 	self->srq = srq;
 	scq = rcq = srq = NULL;
-	handle_use(HANDLE(self->send_cq));
-	handle_use(HANDLE(self->recv_cq));
+	if (self->send_cq)
+		handle_use(HANDLE(self->send_cq));
+	if (self->recv_cq)
+		handle_use(HANDLE(self->recv_cq));
 	if (self->srq)
 		handle_use(HANDLE(self->srq));
 	res = (PyObject *)self;
@@ -917,7 +947,8 @@ static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
 			return NULL;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
-		if (type != IBV_QPT_UC)
+		/* An XRC initiator (XRC_SEND) receives nothing. */
+		if (type != IBV_QPT_UC && type != IBV_QPT_XRC_SEND)
 			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
 				IBV_QP_MIN_RNR_TIMER;
 	}
@@ -974,9 +1005,14 @@ static PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw)
 	attr.retry_cnt = (uint8_t)retry;
 	attr.rnr_retry = (uint8_t)rnr;
 	attr.max_rd_atomic = (uint8_t)rd;
-	if (QPO(self)->qp_type == IBV_QPT_RC)
+	/* An XRC initiator sends as RC does; an XRC target takes only
+	 * the timeout (the kernel's RTR -> RTS table). */
+	if (QPO(self)->qp_type == IBV_QPT_RC ||
+	    QPO(self)->qp_type == IBV_QPT_XRC_SEND)
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
+	else if (QPO(self)->qp_type == IBV_QPT_XRC_RECV)
+		mask |= IBV_QP_TIMEOUT;
 	if (qp_modify(self, "to_rts", &attr, mask) < 0)
 		return NULL;
 	Py_RETURN_NONE;
@@ -1026,6 +1062,16 @@ static PyObject *qp_get_recv_cq(PyObject *self, void *closure)
 static PyObject *qp_get_srq(PyObject *self, void *closure)
 {
 	return obj_or_none(QPO(self)->srq);
+}
+
+static PyObject *qp_get_xrcd(PyObject *self, void *closure)
+{
+	return obj_or_none(QPO(self)->xrcd);
+}
+
+static PyObject *qp_get_ind_tbl(PyObject *self, void *closure)
+{
+	return obj_or_none(QPO(self)->ind_tbl);
 }
 
 static PyObject *qp_get_context(PyObject *self, void *closure)
@@ -1288,6 +1334,10 @@ static PyMethodDef qp_methods[] = {
 	  qp_detach_mcast__doc__ },
 	{ "query_data_in_order", KW qp_query_data_in_order,
 	  METH_VARARGS | METH_KEYWORDS, qp_query_data_in_order__doc__ },
+	{ "modify_rate_limit", KW qp_modify_rate_limit,
+	  METH_VARARGS | METH_KEYWORDS, qp_modify_rate_limit__doc__ },
+	{ "query_ece", qp_query_ece, METH_NOARGS, qp_query_ece__doc__ },
+	{ "set_ece", qp_set_ece, METH_O, qp_set_ece__doc__ },
 	HANDLE_METHODS_END
 };
 
@@ -1300,8 +1350,15 @@ static PyGetSetDef qp_getset[] = {
 	  "The current ``QPState``, as the device reports it (an error\n"
 	  "completion moves a QP to ERR); wraps ``ibv_query_qp``.",
 	  NULL },
-	{ "pd", handle_get_parent, NULL, "The PD the QP was created in.",
+	{ "pd", handle_get_parent, NULL,
+	  "The PD the QP was created in (the XRCD of a QP from\n"
+	  "``Context.open_qp()``).",
 	  NULL },
+	{ "xrcd", qp_get_xrcd, NULL,
+	  "The XRCD of an XRC receive QP from ``create_qp_ex``, or None.",
+	  NULL },
+	{ "rwq_ind_tbl", qp_get_ind_tbl, NULL,
+	  "The RWQIndTable of an RSS QP, or None.", NULL },
 	{ "context", qp_get_context, NULL, "The Context of the QP's PD.",
 	  NULL },
 	{ "send_cq", qp_get_send_cq, NULL,
