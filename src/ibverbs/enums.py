@@ -29,6 +29,10 @@ _FLAGS = {
     "AdviseMRFlags",
     "FlowFlags",
     "QPCreateSendOpsFlags",
+    "ReregMRFlags",
+    "MRInitAttrMask",
+    "DMAHInitAttrMask",
+    "ValuesMask",
 }
 
 __all__ = sorted(_constants)
@@ -85,6 +89,15 @@ _DOCS = {
     "WCStatus": "Status of a work completion (``enum ibv_wc_status``, ``WC.status``);\n"
     "``WC.status_str`` is libibverbs' text for it.",
     "WROpcode": "Opcodes of a send work request (``enum ibv_wr_opcode``, ``SendWR.opcode``).",
+    "ReregMRFlags": "What ``MR.rereg`` changes (``enum ibv_rereg_mr_flags``).",
+    "MRInitAttrMask": "The fields of ``struct ibv_mr_init_attr`` that ``PD.reg_mr_ex`` was\n"
+    "given (``enum ibv_mr_init_attr_mask``).",
+    "DMAHInitAttrMask": "The fields ``Context.alloc_dmah`` was given\n"
+    "(``enum ibv_dmah_init_attr_mask``, ``DMAH.comp_mask``).",
+    "TPHMemType": "Memory types of a PCIe TLP processing hint (``enum ibv_tph_mem_type``,\n"
+    "``Context.alloc_dmah``'s ``tph_mem_type``).",
+    "ValuesMask": "The running values ``Context.query_rt_values_ex`` reads\n"
+    "(``enum ibv_values_mask``).",
 }
 
 
@@ -133,3 +146,8 @@ FlowFlags: type[enum.IntFlag]
 FlowSpecType: type[enum.IntEnum]
 MWType: type[enum.IntEnum]
 QPCreateSendOpsFlags: type[enum.IntFlag]
+ReregMRFlags: type[enum.IntFlag]
+MRInitAttrMask: type[enum.IntFlag]
+DMAHInitAttrMask: type[enum.IntFlag]
+TPHMemType: type[enum.IntEnum]
+ValuesMask: type[enum.IntFlag]

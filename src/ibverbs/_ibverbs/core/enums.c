@@ -344,6 +344,23 @@ static const struct constant constants[] = {
 #ifdef IBVERBS_HAVE_WR_FLUSH
 	C(QPCreateSendOpsFlags, FLUSH, IBV_QP_EX_WITH_FLUSH),
 #endif
+	/* Memory and device verbs (issue 32): compat.h declares the ones
+	 * older headers lack, as rdma-core's verbs.h does. */
+	C(ReregMRFlags, CHANGE_TRANSLATION, IBV_REREG_MR_CHANGE_TRANSLATION),
+	C(ReregMRFlags, CHANGE_PD, IBV_REREG_MR_CHANGE_PD),
+	C(ReregMRFlags, CHANGE_ACCESS, IBV_REREG_MR_CHANGE_ACCESS),
+	C(MRInitAttrMask, IOVA, IBV_REG_MR_MASK_IOVA),
+	C(MRInitAttrMask, ADDR, IBV_REG_MR_MASK_ADDR),
+	C(MRInitAttrMask, FD, IBV_REG_MR_MASK_FD),
+	C(MRInitAttrMask, FD_OFFSET, IBV_REG_MR_MASK_FD_OFFSET),
+	C(MRInitAttrMask, DMAH, IBV_REG_MR_MASK_DMAH),
+	C(MRInitAttrMask, BUF, IBV_REG_MR_MASK_BUF),
+	C(DMAHInitAttrMask, CPU_ID, IBV_DMAH_INIT_ATTR_MASK_CPU_ID),
+	C(DMAHInitAttrMask, PH, IBV_DMAH_INIT_ATTR_MASK_PH),
+	C(DMAHInitAttrMask, TPH_MEM_TYPE, IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE),
+	C(TPHMemType, VM, IBV_TPH_MEM_TYPE_VM),
+	C(TPHMemType, PM, IBV_TPH_MEM_TYPE_PM),
+	C(ValuesMask, RAW_CLOCK, IBV_VALUES_MASK_RAW_CLOCK),
 	{NULL, NULL, 0}
 };
 /* clang-format on */

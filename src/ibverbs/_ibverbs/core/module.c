@@ -207,6 +207,8 @@ static const struct {
 		   { "DM", &DM_spec, &ST.DM_type },
 		   { "Flow", &Flow_spec, &ST.Flow_type },
 		   { "MW", &MW_spec, &ST.MW_type },
+		   { "Buf", &Buf_spec, &ST.Buf_type },
+		   { "DMAH", &DMAH_spec, &ST.DMAH_type },
 		   { NULL, NULL, NULL } };
 
 /* Subclasses of the types above, made after them. */
