@@ -52,19 +52,25 @@ struct memx_buf {
 	FAKE_EXPORT ret c_name args __asm__(sym); \
 	FAKE_EXPORT ret c_name args
 
-static struct ibv_mr *memx_new_mr(struct ibv_pd *pd, void *addr, size_t len)
+/* Unimport verbs: record, then free the process's struct only. */
+static void memx_forget(const char *verb, const char *kind, void *obj)
 {
-	struct ibv_mr *mr = fake_new_obj("mr", sizeof(*mr));
+	fake_record_simple(verb, kind, obj);
+	fake_free_obj(kind, obj);
+}
 
-	if (mr == NULL)
-		return NULL;
-	mr->context = pd->context;
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = len;
-	mr->handle = fake_next_id();
-	mr->lkey = mr->rkey = fake_next_id();
-	return mr;
+/* Import verbs: record the parent and the handle; the injected errno. */
+static int memx_import_rec(const char *verb, const char *pkey, const void *p,
+			   const char *hkey, uint32_t handle)
+{
+	struct fake_rec r;
+	int err = fake_begin(&r, verb);
+
+	FAKE_P(&r, pkey, p);
+	FAKE_U(&r, hkey, handle);
+	fake_end(&r);
+	errno = err;
+	return err;
 }
 
 MEMX_VERB(struct ibv_mr *, memx_reg_mr_ex, "ibv_reg_mr_ex",
@@ -94,10 +100,10 @@ MEMX_VERB(struct ibv_mr *, memx_reg_mr_ex, "ibv_reg_mr_ex",
 		errno = err;
 		return NULL;
 	}
-	return memx_new_mr(pd,
-			   (a->comp_mask & 2) ? a->addr :
-						(void *)(uintptr_t)a->fd_offset,
-			   a->length);
+	return mem_new_mr(pd,
+			  (a->comp_mask & 2) ? a->addr :
+					       (void *)(uintptr_t)a->fd_offset,
+			  a->length);
 }
 
 MEMX_VERB(void *, memx_alloc_buf, "ibv_alloc_buf",
@@ -152,7 +158,7 @@ MEMX_VERB(struct ibv_mr *, memx_reg_buf_mr, "ibv_reg_buf_mr",
 		errno = err;
 		return NULL;
 	}
-	return memx_new_mr(pd, addr, length);
+	return mem_new_mr(pd, addr, length);
 }
 
 /* One fd-returning verb of an object: dup(0), or -1 with the injected
@@ -285,17 +291,11 @@ MEMX_VERB(struct ibv_context *, memx_import_device, "ibv_import_device",
 MEMX_VERB(struct ibv_pd *, memx_import_pd, "ibv_import_pd",
 	  (struct ibv_context * context, uint32_t handle))
 {
-	struct fake_rec r;
-	int err = fake_begin(&r, "import_pd");
 	struct ibv_pd *pd;
 
-	FAKE_P(&r, "context", context);
-	FAKE_U(&r, "pd_handle", handle);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (memx_import_rec("import_pd", "context", context, "pd_handle",
+			    handle))
 		return NULL;
-	}
 	pd = fake_new_obj("pd", sizeof(*pd));
 	if (pd != NULL) {
 		pd->context = context;
@@ -306,25 +306,17 @@ MEMX_VERB(struct ibv_pd *, memx_import_pd, "ibv_import_pd",
 
 MEMX_VERB(void, memx_unimport_pd, "ibv_unimport_pd", (struct ibv_pd * pd))
 {
-	fake_record_simple("unimport_pd", "pd", pd);
-	fake_free_obj("pd", pd);
+	memx_forget("unimport_pd", "pd", pd);
 }
 
 MEMX_VERB(struct ibv_mr *, memx_import_mr, "ibv_import_mr",
 	  (struct ibv_pd * pd, uint32_t handle))
 {
-	struct fake_rec r;
-	int err = fake_begin(&r, "import_mr");
 	struct ibv_mr *mr;
 
-	FAKE_P(&r, "pd", pd);
-	FAKE_U(&r, "mr_handle", handle);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (memx_import_rec("import_mr", "pd", pd, "mr_handle", handle))
 		return NULL;
-	}
-	mr = memx_new_mr(pd, (void *)(uintptr_t)0x1000, 4096);
+	mr = mem_new_mr(pd, (void *)(uintptr_t)0x1000, 4096);
 	if (mr != NULL)
 		mr->handle = handle;
 	return mr;
@@ -332,24 +324,17 @@ MEMX_VERB(struct ibv_mr *, memx_import_mr, "ibv_import_mr",
 
 MEMX_VERB(void, memx_unimport_mr, "ibv_unimport_mr", (struct ibv_mr * mr))
 {
-	fake_record_simple("unimport_mr", "mr", mr);
-	fake_free_obj("mr", mr);
+	memx_forget("unimport_mr", "mr", mr);
 }
 
 MEMX_VERB(struct ibv_dm *, memx_import_dm, "ibv_import_dm",
 	  (struct ibv_context * context, uint32_t handle))
 {
-	struct fake_rec r;
-	int err = fake_begin(&r, "import_dm");
 	struct ibv_dm *dm;
 
-	FAKE_P(&r, "context", context);
-	FAKE_U(&r, "dm_handle", handle);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (memx_import_rec("import_dm", "context", context, "dm_handle",
+			    handle))
 		return NULL;
-	}
 	dm = fake_new_obj("dm", sizeof(*dm));
 	if (dm != NULL)
 		dm->context = context;
@@ -358,8 +343,7 @@ MEMX_VERB(struct ibv_dm *, memx_import_dm, "ibv_import_dm",
 
 MEMX_VERB(void, memx_unimport_dm, "ibv_unimport_dm", (struct ibv_dm * dm))
 {
-	fake_record_simple("unimport_dm", "dm", dm);
-	fake_free_obj("dm", dm);
+	memx_forget("unimport_dm", "dm", dm);
 }
 
 static struct ibv_mr *memx_alloc_null_mr(struct ibv_pd *pd)
@@ -370,7 +354,7 @@ static struct ibv_mr *memx_alloc_null_mr(struct ibv_pd *pd)
 		errno = err;
 		return NULL;
 	}
-	return memx_new_mr(pd, NULL, SIZE_MAX);
+	return mem_new_mr(pd, NULL, SIZE_MAX);
 }
 
 static int memx_query_rt_values(struct ibv_context *context,
