@@ -46,6 +46,11 @@ PREFIX = {
     "FlowSpecType": "IBV_FLOW_SPEC_",
     "MWType": "IBV_MW_",
     "QPCreateSendOpsFlags": "IBV_QP_EX_WITH_",
+    "ReregMRFlags": "IBV_REREG_MR_",
+    "MRInitAttrMask": "IBV_REG_MR_MASK_",
+    "DMAHInitAttrMask": "IBV_DMAH_INIT_ATTR_MASK_",
+    "TPHMemType": "IBV_TPH_MEM_TYPE_",
+    "ValuesMask": "IBV_VALUES_MASK_",
 }
 
 

@@ -369,12 +369,37 @@ static const struct constant constants[] = {
  * rather than the compiled header's (see above): _ibverbs._abi_constants. */
 PyObject *ibv_abi_constants(void)
 {
-#ifdef IBVERBS_HAVE_ACCESS_FLUSH
-	return PyTuple_New(0);
-#else
-	return Py_BuildValue("(ss)", "AccessFlags.FLUSH_GLOBAL",
-			     "AccessFlags.FLUSH_PERSISTENT");
+	static const char *const names[] = {
+#ifndef IBVERBS_HAVE_ACCESS_FLUSH
+		"AccessFlags.FLUSH_GLOBAL", "AccessFlags.FLUSH_PERSISTENT",
 #endif
+#ifndef IBVERBS_HAVE_REG_MR_EX
+		/* compat.h's copies of rdma-core 59's enums */
+		"MRInitAttrMask.IOVA", "MRInitAttrMask.ADDR",
+		"MRInitAttrMask.FD", "MRInitAttrMask.FD_OFFSET",
+		"MRInitAttrMask.DMAH", "DMAHInitAttrMask.CPU_ID",
+		"DMAHInitAttrMask.PH", "DMAHInitAttrMask.TPH_MEM_TYPE",
+		"TPHMemType.VM", "TPHMemType.PM",
+#endif
+#ifndef IBVERBS_HAVE_ALLOC_BUF
+		"MRInitAttrMask.BUF", /* rdma-core 64 */
+#endif
+		NULL
+	};
+	PyObject *list = PyList_New(0), *n, *t;
+	Py_ssize_t i;
+
+	for (i = 0; list != NULL && names[i] != NULL; i++) {
+		n = PyUnicode_FromString(names[i]);
+		if (n == NULL || PyList_Append(list, n) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(n);
+	}
+	if (list == NULL)
+		return NULL;
+	t = PyList_AsTuple(list);
+	Py_DECREF(list);
+	return t;
 }
 
 PyObject *ibv_constants_dict(void)
