@@ -42,6 +42,24 @@ OPTIONAL = (
     "_ibv_query_gid_table",
     "ibv_is_fork_initialized",
     "ibv_qp_to_qp_ex",
+    # memory, import and device verbs (issue 32)
+    "ibv_rereg_mr",
+    "ibv_import_device",
+    "ibv_import_pd",
+    "ibv_unimport_pd",
+    "ibv_import_mr",
+    "ibv_unimport_mr",
+    "ibv_import_dm",
+    "ibv_unimport_dm",
+    "ibv_reg_mr_ex",
+    "ibv_alloc_dmah",
+    "ibv_dealloc_dmah",
+    "ibv_dm_export_dmabuf_fd",
+    "ibv_query_port_speed",
+    "ibv_alloc_buf",
+    "ibv_free_buf",
+    "ibv_reg_buf_mr",
+    "ibv_export_buf_dmabuf_fd",
 )
 
 
