@@ -82,6 +82,12 @@ PROBES = [
         "IBVERBS_HAVE_WR_FLUSH",
         45,
     ),
+    # memory, import and device verbs (mem/, device/import.c)
+    ("&ibv_import_dm", "IBVERBS_HAVE_IMPORT_DM", 35),
+    ("&ibv_reg_mr_ex", "IBVERBS_HAVE_REG_MR_EX", 59),
+    ("(&ibv_dm_export_dmabuf_fd, &ibv_query_port_speed)", "IBVERBS_HAVE_QUERY_PORT_SPEED", 62),
+    ("(&ibv_alloc_buf, IBV_REG_MR_MASK_BUF)", "IBVERBS_HAVE_ALLOC_BUF", 64),
+    ("&ibv_export_buf_dmabuf_fd", "IBVERBS_HAVE_EXPORT_BUF_DMABUF_FD", 65),
 ]
 
 

@@ -71,6 +71,7 @@ GROUP_RULES: list[tuple[str, list[str]]] = [
             "GidEntry",
             r".*Caps",
             "AsyncEvent",
+            "ValuesEx",
         ],
     ),
     (
@@ -82,6 +83,8 @@ GROUP_RULES: list[tuple[str, list[str]]] = [
             "MWBind",
             "MWBindInfo",
             "DM",
+            "Buf",
+            "DMAH",
             "inc_rkey",
             "reg_tensor",
             "tensor_addr_len",

@@ -291,3 +291,9 @@ __all__ += [
     "FlowSpecTCPUDP",
     "FlowSpecTunnel",
 ]
+
+# buffers, DMA handles, running values (mem/buf.c, mem/dmah.c, device/values.c)
+from ._ibverbs import DMAH, Buf  # noqa: E402,F401
+from ._objects import ValuesEx  # noqa: E402,F401
+
+__all__ += ["Buf", "DMAH", "ValuesEx"]

@@ -173,6 +173,14 @@ class GidEntry(_Record):
         super().__init__(**fields)
 
 
+class ValuesEx(_Record):
+    """``struct ibv_values_ex``, from ``Context.query_rt_values_ex``: ``comp_mask`` (the
+    ``ValuesMask`` the provider filled), ``raw_clock_sec`` and ``raw_clock_nsec`` (its
+    ``struct timespec raw_clock``: the device clock that ``WCEx.completion_ts`` counts in)."""
+
+    __slots__ = ()
+
+
 class QPCap(_Record):
     """``struct ibv_qp_cap``: max_send_wr, max_recv_wr, max_send_sge,
     max_recv_sge, max_inline_data."""

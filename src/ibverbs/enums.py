@@ -43,6 +43,10 @@ _FLAGS = {
     "WQAttrMask",
     "WQInitAttrMask",
     "WQFlags",
+    "ReregMRFlags",
+    "MRInitAttrMask",
+    "DMAHInitAttrMask",
+    "ValuesMask",
 }
 
 __all__ = sorted(_constants)
@@ -128,6 +132,15 @@ _DOCS = {
     "(``enum ibv_wq_init_attr_mask``; ``Context.create_wq`` sets it).",
     "WQFlags": "Work queue flags (``enum ibv_wq_flags``: ``Context.create_wq``'s\n"
     "``create_flags``, ``WQ.modify``'s ``flags``).",
+    "ReregMRFlags": "What ``MR.rereg`` changes (``enum ibv_rereg_mr_flags``).",
+    "MRInitAttrMask": "The fields of ``struct ibv_mr_init_attr`` that ``PD.reg_mr_ex`` was\n"
+    "given (``enum ibv_mr_init_attr_mask``).",
+    "DMAHInitAttrMask": "The fields ``Context.alloc_dmah`` was given\n"
+    "(``enum ibv_dmah_init_attr_mask``, ``DMAH.comp_mask``).",
+    "TPHMemType": "Memory types of a PCIe TLP processing hint (``enum ibv_tph_mem_type``,\n"
+    "``Context.alloc_dmah``'s ``tph_mem_type``).",
+    "ValuesMask": "The running values ``Context.query_rt_values_ex`` reads\n"
+    "(``enum ibv_values_mask``).",
 }
 
 
@@ -191,3 +204,8 @@ WQState: type[enum.IntEnum]
 WQAttrMask: type[enum.IntFlag]
 WQInitAttrMask: type[enum.IntFlag]
 WQFlags: type[enum.IntFlag]
+ReregMRFlags: type[enum.IntFlag]
+MRInitAttrMask: type[enum.IntFlag]
+DMAHInitAttrMask: type[enum.IntFlag]
+TPHMemType: type[enum.IntEnum]
+ValuesMask: type[enum.IntFlag]

@@ -12,6 +12,7 @@ __all__ = [
     "CMEventType",
     "CreateCQAttrFlags",
     "CreateCQWCFlags",
+    "DMAHInitAttrMask",
     "DeviceCapFlags",
     "EventType",
     "FlowAttrType",
@@ -19,6 +20,7 @@ __all__ = [
     "FlowSpecType",
     "GIDType",
     "LinkLayer",
+    "MRInitAttrMask",
     "MTU",
     "MWType",
     "MigState",
@@ -41,11 +43,14 @@ __all__ = [
     "RXHashFields",
     "RXHashFunctionFlags",
     "RawPacketCaps",
+    "ReregMRFlags",
     "SRQAttrMask",
     "SRQInitAttrMask",
     "SRQType",
     "SendFlags",
+    "TPHMemType",
     "TransportType",
+    "ValuesMask",
     "WCFlags",
     "WCOpcode",
     "WCStatus",
@@ -118,6 +123,11 @@ class CreateCQWCFlags(enum.IntFlag):
     CVLAN = 256
     FLOW_TAG = 512
     COMPLETION_TIMESTAMP_WALLCLOCK = 2048
+
+class DMAHInitAttrMask(enum.IntFlag):
+    CPU_ID = 1
+    PH = 2
+    TPH_MEM_TYPE = 4
 
 class DeviceCapFlags(enum.IntFlag):
     RESIZE_MAX_WR = 1
@@ -203,6 +213,14 @@ class LinkLayer(enum.IntEnum):
     UNSPECIFIED = 0
     INFINIBAND = 1
     ETHERNET = 2
+
+class MRInitAttrMask(enum.IntFlag):
+    IOVA = 1
+    ADDR = 2
+    FD = 4
+    FD_OFFSET = 8
+    DMAH = 16
+    BUF = 32
 
 class MTU(enum.IntEnum):
     MTU_256 = 1
@@ -393,6 +411,11 @@ class RawPacketCaps(enum.IntFlag):
     IP_CSUM = 4
     DELAY_DROP = 8
 
+class ReregMRFlags(enum.IntFlag):
+    CHANGE_TRANSLATION = 1
+    CHANGE_PD = 2
+    CHANGE_ACCESS = 4
+
 class SRQAttrMask(enum.IntFlag):
     MAX_WR = 1
     LIMIT = 2
@@ -416,6 +439,10 @@ class SendFlags(enum.IntFlag):
     INLINE = 8
     IP_CSUM = 16
 
+class TPHMemType(enum.IntEnum):
+    VM = 0
+    PM = 1
+
 class TransportType(enum.IntEnum):
     UNKNOWN = -1
     IB = 0
@@ -423,6 +450,9 @@ class TransportType(enum.IntEnum):
     USNIC = 2
     USNIC_UDP = 3
     UNSPECIFIED = 4
+
+class ValuesMask(enum.IntFlag):
+    RAW_CLOCK = 1
 
 class WCFlags(enum.IntFlag):
     GRH = 1

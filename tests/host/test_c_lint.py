@@ -71,6 +71,13 @@ AUDITED = {
     # cannot close while it is open); wc, grh and attr are C copies.
     "context_init_ah_from_wc": "self",
     "pd_create_ah_from_wc": "self",
+    # mem/mr.c: ibv_reg_mr_ex / ibv_reg_buf_mr on the PD (busy), and the Buf
+    # and DMAH the MR will use (each busy too: their close() refuses); the
+    # init attr is on the caller's C stack.  ibv_rereg_mr on the MR (busy)
+    # and the new PD (busy when given); addr is the caller's memory, held by
+    # the owner argument of the running method.
+    "mr_reg_ex_call": "pd",
+    "mr_rereg": "self",
 }
 
 EXITS = re.compile(r"\b(return|goto|break|continue)\b")

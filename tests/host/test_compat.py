@@ -580,6 +580,11 @@ def test_9_enum_members():
         "QueryQPDataInOrderFlags.DEVICE_ONLY",
         "QueryQPDataInOrderCaps.WHOLE_MSG",
         "QueryQPDataInOrderCaps.ALIGNED_128_BYTES",
+        # compat.h's copies of rdma-core 59/64 enums (issue 32)
+        *(f"MRInitAttrMask.{m}" for m in ("IOVA", "ADDR", "FD", "FD_OFFSET", "DMAH", "BUF")),
+        *(f"DMAHInitAttrMask.{m}" for m in ("CPU_ID", "PH", "TPH_MEM_TYPE")),
+        "TPHMemType.VM",
+        "TPHMemType.PM",
     }
     others = [m for n, m in ib.AccessFlags.__members__.items() if not n.startswith("FLUSH_")]
     for name in ("FLUSH_GLOBAL", "FLUSH_PERSISTENT"):

@@ -64,6 +64,11 @@ PREFIX = {
     "WQAttrMask": "IBV_WQ_ATTR_",
     "WQInitAttrMask": "IBV_WQ_INIT_ATTR_",
     "WQFlags": "IBV_WQ_FLAGS_",
+    "ReregMRFlags": "IBV_REREG_MR_",
+    "MRInitAttrMask": "IBV_REG_MR_MASK_",
+    "DMAHInitAttrMask": "IBV_DMAH_INIT_ATTR_MASK_",
+    "TPHMemType": "IBV_TPH_MEM_TYPE_",
+    "ValuesMask": "IBV_VALUES_MASK_",
 }
 
 

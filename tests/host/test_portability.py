@@ -50,6 +50,24 @@ OPTIONAL = (
     # ECE (qp/qp_hw.c)
     "ibv_set_ece",
     "ibv_query_ece",
+    # memory, import and device verbs (issue 32)
+    "ibv_rereg_mr",
+    "ibv_import_device",
+    "ibv_import_pd",
+    "ibv_unimport_pd",
+    "ibv_import_mr",
+    "ibv_unimport_mr",
+    "ibv_import_dm",
+    "ibv_unimport_dm",
+    "ibv_reg_mr_ex",
+    "ibv_alloc_dmah",
+    "ibv_dealloc_dmah",
+    "ibv_dm_export_dmabuf_fd",
+    "ibv_query_port_speed",
+    "ibv_alloc_buf",
+    "ibv_free_buf",
+    "ibv_reg_buf_mr",
+    "ibv_export_buf_dmabuf_fd",
 )
 
 

@@ -342,3 +342,25 @@ def xrc_wq_rss(ctx: ib.Context, pd: ib.PD, cq: ib.CQ, mr: ib.MR) -> None:
     for h in (rss, tbl, wq, ini, opened, tgt, srq, xrcd):
         h.close()
     del handles
+
+
+def memory_import_and_device_verbs(ctx: ib.Context, pd: ib.PD, mr: ib.MR) -> None:
+    """reg_mr_ex, Buf, DMAH, rereg, the imports, rt values (issue 32)."""
+    dmah: ib.DMAH = ctx.alloc_dmah(cpu_id=0, tph_mem_type=ib.TPHMemType.VM)
+    cpu: int | None = dmah.cpu_id
+    buf: ib.Buf = pd.alloc_buf(8192)
+    mr1 = pd.reg_mr_ex(4096, ib.AccessFlags.LOCAL_WRITE, addr=buf.addr, iova=0x10000, dmah=dmah)
+    mr2 = pd.reg_buf_mr(buf, buf.addr, 4096)
+    assert_type(mr2.buf, "ib.Buf | None")
+    mr1.rereg(ib.ReregMRFlags.CHANGE_ACCESS, access=0)
+    fd: int = buf.export_dmabuf_fd()
+    null: ib.MR = pd.alloc_null_mr()
+    ctx2 = ib.Context.import_device(ctx.cmd_fd)
+    pd2: ib.PD = ctx2.import_pd(pd.handle)
+    mr3: ib.MR = pd2.import_mr(mr.handle)
+    imported: bool = mr3.imported and pd2.imported
+    dm: ib.DM = ctx2.import_dm(0, 4096)
+    values: ib.ValuesEx = ctx.query_rt_values_ex(ib.ValuesMask.RAW_CLOCK)
+    speed: int = ctx.query_port_speed(1)
+    pd.reg_mr_ex(64, dmah=buf)  # type: ignore[arg-type]
+    del cpu, fd, null, imported, dm, values, speed

@@ -96,12 +96,33 @@
 	X(init_ah_from_wc, ibv_init_ah_from_wc, "libibverbs 1.1")             \
 	X(create_ah_from_wc, ibv_create_ah_from_wc, "libibverbs 1.1")         \
 	X(query_qp_data_in_order, ibv_query_qp_data_in_order, "rdma-core 41") \
-	IBV_OPTIONAL_XRC(X)
+	IBV_OPTIONAL_XRC(X)                                                   \
+	IBV_MEM_OPTIONAL_SYMBOLS(X)
 
 /* ECE (qp/qp_hw.c): exported, not provider-op inlines. */
 #define IBV_OPTIONAL_XRC(X)                     \
 	X(set_ece, ibv_set_ece, "rdma-core 31") \
 	X(query_ece, ibv_query_ece, "rdma-core 31")
+
+/* Memory, import and device verbs (mem/, device/import.c). */
+#define IBV_MEM_OPTIONAL_SYMBOLS(X)                                     \
+	X(rereg_mr, ibv_rereg_mr, "rdma-core 12")                       \
+	X(import_device, ibv_import_device, "rdma-core 31")             \
+	X(import_pd, ibv_import_pd, "rdma-core 31")                     \
+	X(unimport_pd, ibv_unimport_pd, "rdma-core 31")                 \
+	X(import_mr, ibv_import_mr, "rdma-core 31")                     \
+	X(unimport_mr, ibv_unimport_mr, "rdma-core 31")                 \
+	X(import_dm, ibv_import_dm, "rdma-core 35")                     \
+	X(unimport_dm, ibv_unimport_dm, "rdma-core 35")                 \
+	X(reg_mr_ex, ibv_reg_mr_ex, "rdma-core 59")                     \
+	X(alloc_dmah, ibv_alloc_dmah, "rdma-core 59")                   \
+	X(dealloc_dmah, ibv_dealloc_dmah, "rdma-core 59")               \
+	X(dm_export_dmabuf_fd, ibv_dm_export_dmabuf_fd, "rdma-core 62") \
+	X(query_port_speed, ibv_query_port_speed, "rdma-core 62")       \
+	X(alloc_buf, ibv_alloc_buf, "rdma-core 64")                     \
+	X(free_buf, ibv_free_buf, "rdma-core 64")                       \
+	X(reg_buf_mr, ibv_reg_buf_mr, "rdma-core 64")                   \
+	X(export_buf_dmabuf_fd, ibv_export_buf_dmabuf_fd, "rdma-core 65")
 
 struct ibv_api {
 #define IBV_DECL_REQ(field, sym) __typeof__(sym) *field;
@@ -192,6 +213,8 @@ typedef struct {
 	PyTypeObject *XRCD_type;
 	PyTypeObject *WQ_type;
 	PyTypeObject *RWQIndTable_type;
+	PyTypeObject *Buf_type; /* buf.c */
+	PyTypeObject *DMAH_type; /* dmah.c */
 	/* Python modules the C code reads classes from, imported on first
 	 * use (module_cached): ibverbs.enums and ibverbs.flow import this
 	 * module, so they cannot be imported while it is made. */
@@ -320,6 +343,9 @@ int handle_module_init(PyObject *module);
  * list of roots for a Context). Does not set obj (set it once the verb
  * succeeded). */
 void handle_init(Handle *h, const HandleKind *kind, Handle *parent);
+/* Move h from its parent's children to new_parent's (MR.rereg with
+ * CHANGE_PD): takes a reference to new_parent, drops the old one. */
+void handle_reparent(Handle *h, Handle *new_parent);
 /* Mark "user" as using "used" (used->users++); undone by handle_unuse. */
 void handle_use(Handle *used);
 void handle_unuse(Handle *used);
@@ -432,6 +458,8 @@ typedef struct {
 	uint64_t length;
 	int access;
 	int is_dmabuf;
+	PyObject *uses[2]; /* the handles it uses (its Buf, its DMAH) or
+			    * NULL, released on close (mem/mr.c) */
 } MRObject;
 
 typedef struct {
@@ -606,6 +634,30 @@ extern const char mod_is_qpt_supported__doc__[]; /* beside it */
 /* ------------------------------------------------------------------ */
 /* Extended QP (qp/qp_ex.c)                                            */
 /* ------------------------------------------------------------------ */
+
+/* ------------------------------------------------------------------ */
+/* Memory, import and device verbs (mem/buf.c, mem/dmah.c,             */
+/* mem/import.c, device/values.c)                                      */
+/* ------------------------------------------------------------------ */
+
+extern PyType_Spec Buf_spec; /* buf.c */
+extern PyType_Spec DMAH_spec; /* dmah.c */
+/* PD.alloc_buf(size) */
+PyObject *buf_create(PDObject *pd, PyObject *args, PyObject *kw);
+/* Context.alloc_dmah(...) */
+PyObject *dmah_create(ContextObject *ctx, PyObject *args, PyObject *kw);
+/* import.c: Context.import_pd(pd_handle), Context.import_dm(...) */
+PyObject *pd_import(ContextObject *ctx, PyObject *args, PyObject *kw);
+PyObject *dm_import(ContextObject *ctx, PyObject *args, PyObject *kw);
+/* mr.c: PD.reg_mr_ex(...), PD.reg_buf_mr(...), PD.alloc_null_mr() */
+PyObject *mr_create_ex(PDObject *pd, PyObject *args, PyObject *kw);
+PyObject *mr_create_buf(PDObject *pd, PyObject *args, PyObject *kw);
+PyObject *mr_alloc_null(PDObject *pd);
+/* values.c: Context.query_rt_values_ex(), Context.query_port_speed() */
+PyObject *device_query_rt_values(ContextObject *ctx, PyObject *args,
+				 PyObject *kw);
+PyObject *device_query_port_speed(ContextObject *ctx, PyObject *args,
+				  PyObject *kw);
 
 /* qp_ex.c: the type (a subclass of QP, made at module exec) and the
  * factories of PD and Context. */

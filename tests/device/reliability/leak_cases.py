@@ -266,6 +266,41 @@ def cycles(device):
         s["pd"].create_ah_from_wc(s["wc"], s["grh"], PORT).close()
         s["ctx"].init_ah_from_wc(PORT, s["wc"], s["grh"])
 
+    # Memory verbs (issue 32): what the loaded libibverbs and rxe run is
+    # created and closed; what they refuse must leave nothing behind.
+    def refused(fn):
+        try:
+            fn()
+        except ib.VerbsError as e:
+            assert e.errno in unsupported, e
+            return True
+        return False
+
+    def reg_mr_ex_cycle(s):
+        iova = 0x10000 + (s["addr"] & 4095)
+        mr = []
+        if not refused(lambda: mr.append(s["pd"].reg_mr_ex(4096, 0, addr=s["addr"], iova=iova))):
+            mr[0].close()
+
+    def buf_cycle(s):
+        buf = []
+        if refused(lambda: buf.append(s["pd"].alloc_buf(8192))):
+            return
+        s["pd"].reg_buf_mr(buf[0], buf[0].addr, 4096).close()
+        s["pd"].reg_mr_ex(4096, addr=buf[0].addr + 4096, buf=buf[0]).close()
+        buf[0].close()
+
+    def refusals_cycle(s):
+        mr = s["pd"].reg_mr(s["addr"], 4096, 0)
+        refused(lambda: mr.rereg(ib.ReregMRFlags.CHANGE_ACCESS, access=ALL_ACCESS))
+        mr.close()
+        refused(lambda: s["ctx"].import_pd(s["pd"].handle).close())
+        refused(lambda: s["pd"].import_mr(0).close())
+        refused(lambda: s["pd"].alloc_null_mr().close())
+        refused(lambda: s["ctx"].alloc_dmah(cpu_id=0).close())
+        refused(lambda: s["ctx"].query_rt_values_ex())
+        refused(lambda: ib.Context.import_device(s["ctx"].cmd_fd).close())
+
     return {
         "UD QP multicast groups (attach, detach, closed/dropped in one)": (
             lambda: mcast(base()),
@@ -305,6 +340,12 @@ def cycles(device):
         "SRQ (create_srq_ex)": (base, lambda s: s["ctx"].create_srq_ex(s["pd"], max_wr=16).close()),
         "SRQ (create_srq_ex, dropped)": (base, lambda s: s["ctx"].create_srq_ex(s["pd"])),
         "XRC, WQ, RSS, ECE refused (EOPNOTSUPP)": (base, hw_refused),
+        "MR (reg_mr_ex at an iova, or EOPNOTSUPP)": (base, reg_mr_ex_cycle),
+        "Buf + MRs (reg_buf_mr, reg_mr_ex(buf=), or EOPNOTSUPP)": (base, buf_cycle),
+        "refused memory verbs (rereg, imports, null MR, DMAH, rt values)": (
+            base,
+            refusals_cycle,
+        ),
     }
 
 

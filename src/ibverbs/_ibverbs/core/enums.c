@@ -419,6 +419,23 @@ static const struct constant constants[] = {
 	C(WQFlags, SCATTER_FCS, IBV_WQ_FLAGS_SCATTER_FCS),
 	C(WQFlags, DELAY_DROP, IBV_WQ_FLAGS_DELAY_DROP),
 	C(WQFlags, PCI_WRITE_END_PADDING, IBV_WQ_FLAGS_PCI_WRITE_END_PADDING),
+	/* Memory and device verbs (issue 32): compat.h declares the ones
+	 * older headers lack, as rdma-core's verbs.h does. */
+	C(ReregMRFlags, CHANGE_TRANSLATION, IBV_REREG_MR_CHANGE_TRANSLATION),
+	C(ReregMRFlags, CHANGE_PD, IBV_REREG_MR_CHANGE_PD),
+	C(ReregMRFlags, CHANGE_ACCESS, IBV_REREG_MR_CHANGE_ACCESS),
+	C(MRInitAttrMask, IOVA, IBV_REG_MR_MASK_IOVA),
+	C(MRInitAttrMask, ADDR, IBV_REG_MR_MASK_ADDR),
+	C(MRInitAttrMask, FD, IBV_REG_MR_MASK_FD),
+	C(MRInitAttrMask, FD_OFFSET, IBV_REG_MR_MASK_FD_OFFSET),
+	C(MRInitAttrMask, DMAH, IBV_REG_MR_MASK_DMAH),
+	C(MRInitAttrMask, BUF, IBV_REG_MR_MASK_BUF),
+	C(DMAHInitAttrMask, CPU_ID, IBV_DMAH_INIT_ATTR_MASK_CPU_ID),
+	C(DMAHInitAttrMask, PH, IBV_DMAH_INIT_ATTR_MASK_PH),
+	C(DMAHInitAttrMask, TPH_MEM_TYPE, IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE),
+	C(TPHMemType, VM, IBV_TPH_MEM_TYPE_VM),
+	C(TPHMemType, PM, IBV_TPH_MEM_TYPE_PM),
+	C(ValuesMask, RAW_CLOCK, IBV_VALUES_MASK_RAW_CLOCK),
 	{NULL, NULL, 0}
 };
 /* clang-format on */
@@ -429,8 +446,7 @@ PyObject *ibv_abi_constants(void)
 {
 	static const char *const names[] = {
 #ifndef IBVERBS_HAVE_ACCESS_FLUSH
-		"AccessFlags.FLUSH_GLOBAL",
-		"AccessFlags.FLUSH_PERSISTENT",
+		"AccessFlags.FLUSH_GLOBAL", "AccessFlags.FLUSH_PERSISTENT",
 #endif
 #ifndef IBVERBS_HAVE_QP_DATA_IN_ORDER_CAPS
 		"QueryQPDataInOrderFlags.RETURN_CAPS",
@@ -439,6 +455,17 @@ PyObject *ibv_abi_constants(void)
 #endif
 #ifndef IBVERBS_HAVE_QP_DATA_IN_ORDER_DEVICE_ONLY
 		"QueryQPDataInOrderFlags.DEVICE_ONLY",
+#endif
+#ifndef IBVERBS_HAVE_REG_MR_EX
+		/* compat.h's copies of rdma-core 59's enums */
+		"MRInitAttrMask.IOVA", "MRInitAttrMask.ADDR",
+		"MRInitAttrMask.FD", "MRInitAttrMask.FD_OFFSET",
+		"MRInitAttrMask.DMAH", "DMAHInitAttrMask.CPU_ID",
+		"DMAHInitAttrMask.PH", "DMAHInitAttrMask.TPH_MEM_TYPE",
+		"TPHMemType.VM", "TPHMemType.PM",
+#endif
+#ifndef IBVERBS_HAVE_ALLOC_BUF
+		"MRInitAttrMask.BUF", /* rdma-core 64 */
 #endif
 		NULL
 	};

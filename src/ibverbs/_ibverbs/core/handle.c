@@ -60,6 +60,20 @@ static void handle_unlink(Handle *h)
 	h->sib_prev = h->sib_next = NULL;
 }
 
+void handle_reparent(Handle *h, Handle *new_parent)
+{
+	Handle *old = h->parent;
+
+	handle_unlink(h);
+	h->parent = new_parent;
+	Py_INCREF((PyObject *)new_parent);
+	h->sib_next = new_parent->children;
+	if (new_parent->children)
+		new_parent->children->sib_prev = h;
+	new_parent->children = h;
+	Py_DECREF((PyObject *)old);
+}
+
 /* In the child: no verbs.  Every inherited handle becomes a closed,
  * unlinked handle; references (parents, CQs, owners) are dropped by the
  * deallocators as usual. */

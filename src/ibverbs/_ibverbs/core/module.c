@@ -210,6 +210,8 @@ static const struct {
 		   { "XRCD", &XRCD_spec, &ST.XRCD_type },
 		   { "WQ", &WQ_spec, &ST.WQ_type },
 		   { "RWQIndTable", &RWQIndTable_spec, &ST.RWQIndTable_type },
+		   { "Buf", &Buf_spec, &ST.Buf_type },
+		   { "DMAH", &DMAH_spec, &ST.DMAH_type },
 		   { NULL, NULL, NULL } };
 
 /* Subclasses of the types above, made after them. */
