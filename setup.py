@@ -73,6 +73,13 @@ PROBES = [
         "IBVERBS_HAVE_WR_FLUSH",
         45,
     ),
+    # completion counters (counters/comp_cntr.c): exported verbs, their
+    # structs and enums; compat.h declares them for older headers
+    (
+        "sizeof(&ibv_create_comp_cntr) + sizeof(struct ibv_comp_cntr_caps)",
+        "IBVERBS_HAVE_COMP_CNTR",
+        65,
+    ),
 ]
 
 

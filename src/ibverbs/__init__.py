@@ -285,3 +285,22 @@ __all__ += [
     "FlowSpecTCPUDP",
     "FlowSpecTunnel",
 ]
+
+# Thread and parent domains, counters, completion counters, flow actions
+# (mem/domain.c, counters/, qp/flow_action.c)
+from ._ibverbs import TD, CompCntr, Counters, FlowAction, ParentDomain  # noqa: E402,F401
+from ._objects import CompCntrCaps, FlowActionESPAttr, WCTMInfo  # noqa: E402,F401
+from .flow import FlowSpecActionCount, FlowSpecActionHandle  # noqa: E402,F401
+
+__all__ += [
+    "CompCntr",
+    "CompCntrCaps",
+    "Counters",
+    "FlowAction",
+    "FlowActionESPAttr",
+    "FlowSpecActionCount",
+    "FlowSpecActionHandle",
+    "ParentDomain",
+    "TD",
+    "WCTMInfo",
+]

@@ -29,6 +29,10 @@ _FLAGS = {
     "AdviseMRFlags",
     "FlowFlags",
     "QPCreateSendOpsFlags",
+    "CQAttrMask",
+    "ReadCountersFlags",
+    "QPAttachCompCntrOp",
+    "FlowActionESPFlags",
 }
 
 __all__ = sorted(_constants)
@@ -85,6 +89,18 @@ _DOCS = {
     "WCStatus": "Status of a work completion (``enum ibv_wc_status``, ``WC.status``);\n"
     "``WC.status_str`` is libibverbs' text for it.",
     "WROpcode": "Opcodes of a send work request (``enum ibv_wr_opcode``, ``SendWR.opcode``).",
+    "CQAttrMask": "Which CQ attributes ``CQ.modify`` sets (``enum ibv_cq_attr_mask``).",
+    "CounterDescription": "What a counter of a Counters object counts\n"
+    "(``enum ibv_counter_description``, ``Counters.attach_point_flow``).",
+    "ReadCountersFlags": "Flags of ``Counters.read`` (``enum ibv_read_counters_flags``).",
+    "CompCntrType": "What a completion counter counts (``enum ibv_comp_cntr_type``,\n"
+    "``Context.create_comp_cntr``; rdma-core 65).",
+    "QPAttachCompCntrOp": "The completions ``QP.attach_comp_cntr`` counts\n"
+    "(``enum ibv_qp_attach_comp_cntr_op``; rdma-core 65).",
+    "FlowActionESPFlags": "Modes of an ESP flow action (``enum ibv_flow_action_esp_flags``,\n"
+    "``FlowActionESPAttr.flags``); INLINE_CRYPTO, TUNNEL and DECRYPT are 0.",
+    "FlowActionIVAlgo": "IV algorithms of AES-GCM key material\n"
+    "(``enum ibv_flow_action_esp_keymat_aes_gcm_iv_algo``, ``FlowActionESPAttr.iv_algo``).",
 }
 
 
@@ -133,3 +149,10 @@ FlowFlags: type[enum.IntFlag]
 FlowSpecType: type[enum.IntEnum]
 MWType: type[enum.IntEnum]
 QPCreateSendOpsFlags: type[enum.IntFlag]
+CQAttrMask: type[enum.IntFlag]
+CounterDescription: type[enum.IntEnum]
+ReadCountersFlags: type[enum.IntFlag]
+CompCntrType: type[enum.IntEnum]
+QPAttachCompCntrOp: type[enum.IntFlag]
+FlowActionESPFlags: type[enum.IntFlag]
+FlowActionIVAlgo: type[enum.IntEnum]

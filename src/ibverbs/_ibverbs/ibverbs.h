@@ -90,7 +90,22 @@
 	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")              \
 	X(query_gid_table, _ibv_query_gid_table, "rdma-core 32")        \
 	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35") \
-	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")
+	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")                 \
+	IBV_COMP_CNTR_SYMBOLS(X)
+
+/* Completion counters (counters/comp_cntr.c), exported since rdma-core
+ * 65 (IBVERBS_1.18); compat.h declares them for older headers. */
+#define IBV_COMP_CNTR_SYMBOLS(X)                                           \
+	X(query_comp_cntr_caps, _ibv_query_comp_cntr_caps, "rdma-core 65") \
+	X(create_comp_cntr, ibv_create_comp_cntr, "rdma-core 65")          \
+	X(destroy_comp_cntr, ibv_destroy_comp_cntr, "rdma-core 65")        \
+	X(set_comp_cntr, ibv_set_comp_cntr, "rdma-core 65")                \
+	X(set_err_comp_cntr, ibv_set_err_comp_cntr, "rdma-core 65")        \
+	X(inc_comp_cntr, ibv_inc_comp_cntr, "rdma-core 65")                \
+	X(inc_err_comp_cntr, ibv_inc_err_comp_cntr, "rdma-core 65")        \
+	X(read_comp_cntr, ibv_read_comp_cntr, "rdma-core 65")              \
+	X(read_err_comp_cntr, ibv_read_err_comp_cntr, "rdma-core 65")      \
+	X(qp_attach_comp_cntr, ibv_qp_attach_comp_cntr, "rdma-core 65")
 
 struct ibv_api {
 #define IBV_DECL_REQ(field, sym) __typeof__(sym) *field;
@@ -177,6 +192,13 @@ typedef struct {
 	PyTypeObject *MW_type;
 	PyObject *MWBindInfo; /* _objects.MWBindInfo (mw.c) */
 	PyTypeObject *QPEx_type; /* a subclass of QP (qp_ex.c) */
+	/* Domains, counters, flow actions (mem/domain.c, counters/,
+	 * qp/flow_action.c) */
+	PyTypeObject *TD_type;
+	PyTypeObject *ParentDomain_type; /* a subclass of PD */
+	PyTypeObject *Counters_type;
+	PyTypeObject *CompCntr_type;
+	PyTypeObject *FlowAction_type;
 	/* Python modules the C code reads classes from, imported on first
 	 * use (module_cached): ibverbs.enums and ibverbs.flow import this
 	 * module, so they cannot be imported while it is made. */
@@ -254,6 +276,9 @@ int dict_set_int(PyObject *d, const char *key, long v);
 int dict_set_str(PyObject *d, const char *key, const char *v);
 /* Call cls(**kwargs) and steal kwargs. */
 PyObject *make_record(PyObject *cls, PyObject *kwargs);
+/* ibverbs._objects.<name>(**kwargs), stealing kwargs (NULL: making it
+ * failed, NULL returned). */
+PyObject *objects_record(const char *name, PyObject *kwargs);
 /* o, or None for NULL, as a new reference: a getter's body for an
  * optional reference (QP.srq, CMID.qp, ...). */
 PyObject *obj_or_none(PyObject *o);
@@ -564,4 +589,34 @@ extern const char mod_is_qpt_supported__doc__[]; /* beside it */
 extern PyType_Spec QPEx_spec;
 PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
+/* ------------------------------------------------------------------ */
+/* Thread and parent domains (mem/domain.c), counters and completion   */
+/* counters (counters/), flow actions (qp/flow_action.c).  Each        */
+/* function is a method of the type in its comment; its docstring is   */
+/* the exported name__doc__ beside it.                                  */
+/* ------------------------------------------------------------------ */
+
+extern PyType_Spec TD_spec, ParentDomain_spec; /* domain.c */
+extern PyType_Spec Counters_spec; /* counters.c */
+extern PyType_Spec CompCntr_spec; /* comp_cntr.c */
+extern PyType_Spec FlowAction_spec; /* flow_action.c */
+/* Context.alloc_td, Context.alloc_parent_domain */
+PyObject *td_create(PyObject *ctx, PyObject *unused);
+extern const char td_create__doc__[];
+PyObject *parent_domain_create(PyObject *ctx, PyObject *args, PyObject *kw);
+extern const char parent_domain_create__doc__[];
+/* Context.create_counters */
+PyObject *counters_create(PyObject *ctx, PyObject *unused);
+extern const char counters_create__doc__[];
+/* Context.create_comp_cntr, Context.query_comp_cntr_caps,
+ * QP.attach_comp_cntr */
+PyObject *comp_cntr_create(PyObject *ctx, PyObject *args, PyObject *kw);
+extern const char comp_cntr_create__doc__[];
+PyObject *comp_cntr_query_caps(PyObject *ctx, PyObject *unused);
+extern const char comp_cntr_query_caps__doc__[];
+PyObject *qp_attach_comp_cntr(PyObject *qp, PyObject *args, PyObject *kw);
+extern const char qp_attach_comp_cntr__doc__[];
+/* Context.create_flow_action_esp */
+PyObject *flow_action_esp_create(PyObject *ctx, PyObject *args, PyObject *kw);
+extern const char flow_action_esp_create__doc__[];
 #endif /* IBVERBS_EXT_H */

@@ -1055,6 +1055,8 @@ static PyMethodDef qp_methods[] = {
 	  qp_create_flow__doc__ },
 	{ "bind_mw", KW qp_bind_mw, METH_VARARGS | METH_KEYWORDS,
 	  qp_bind_mw__doc__ },
+	{ "attach_comp_cntr", KW qp_attach_comp_cntr,
+	  METH_VARARGS | METH_KEYWORDS, qp_attach_comp_cntr__doc__ },
 	HANDLE_METHODS_END
 };
 
