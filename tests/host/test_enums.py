@@ -46,6 +46,13 @@ PREFIX = {
     "FlowSpecType": "IBV_FLOW_SPEC_",
     "MWType": "IBV_MW_",
     "QPCreateSendOpsFlags": "IBV_QP_EX_WITH_",
+    "CQAttrMask": "IBV_CQ_ATTR_",
+    "CounterDescription": "IBV_COUNTER_",
+    "ReadCountersFlags": "IBV_READ_COUNTERS_ATTR_",
+    "CompCntrType": "IBV_COMP_CNTR_TYPE_",
+    "QPAttachCompCntrOp": "IBV_QP_ATTACH_COMP_CNTR_OP_",
+    "FlowActionESPFlags": "IBV_FLOW_ACTION_ESP_FLAGS_",
+    "FlowActionIVAlgo": "IBV_FLOW_ACTION_IV_ALGO_",
 }
 
 
