@@ -326,6 +326,12 @@ int handle_module_init(PyObject *module);
  * list of roots for a Context). Does not set obj (set it once the verb
  * succeeded). */
 void handle_init(Handle *h, const HandleKind *kind, Handle *parent);
+/* A new handle of tp (kind, child of parent) over obj, which the verb
+ * just made; when allocating it fails, obj is destroyed with
+ * kind->destroy on a handle that holds only obj (for kinds whose destroy
+ * reads nothing else) and NULL returned. */
+PyObject *handle_adopt(PyTypeObject *tp, const HandleKind *kind, Handle *parent,
+		       void *obj);
 /* Mark "user" as using "used" (used->users++); undone by handle_unuse. */
 void handle_use(Handle *used);
 void handle_unuse(Handle *used);

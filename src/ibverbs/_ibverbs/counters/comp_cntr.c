@@ -108,10 +108,9 @@ PyObject *comp_cntr_create(PyObject *ctx, PyObject *args, PyObject *kw)
 	PyObject *type_o = NULL, *flags_o = NULL;
 	struct ibv_comp_cntr_init_attr attr;
 	struct ibv_comp_cntr *cc;
-	CompCntrObject *self;
+	PyObject *self;
 	uint32_t flags = 0;
 	long type = IBV_COMP_CNTR_TYPE_WRS;
-	int err;
 
 	HANDLE_CHECK(ctx);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:create_comp_cntr",
@@ -122,30 +121,21 @@ PyObject *comp_cntr_create(PyObject *ctx, PyObject *args, PyObject *kw)
 	    (flags_o != NULL && arg_u32(flags_o, "flags", &flags) < 0))
 		return NULL;
 	COMP_CNTR_NEEDS(create_comp_cntr, ibv_create_comp_cntr);
-	self = HANDLE_ALLOC(CompCntrObject, ST.CompCntr_type);
-	if (self == NULL)
-		return NULL;
-	if (handle_check(HANDLE(ctx)) < 0) {
-		Py_DECREF(self);
-		return NULL;
-	}
 	memset(&attr, 0, sizeof(attr));
 	attr.type = (enum ibv_comp_cntr_type)type;
 	attr.flags = flags;
 	errno = 0;
 	cc = IBV.create_comp_cntr((struct ibv_context *)HANDLE(ctx)->obj,
 				  &attr);
-	err = errno ? errno : EINVAL;
-	if (cc == NULL) {
-		Py_DECREF(self);
-		return verbs_error_fmt(err, "ibv_create_comp_cntr",
+	if (cc == NULL)
+		return verbs_error_fmt(errno ? errno : EINVAL,
+				       "ibv_create_comp_cntr",
 				       "type=%ld flags=0x%x", type,
 				       (unsigned)flags);
-	}
-	handle_init(HANDLE(self), &comp_cntr_kind, HANDLE(ctx));
-	HANDLE(self)->obj = cc;
-	self->type = (int)type;
-	return (PyObject *)self;
+	self = handle_adopt(ST.CompCntr_type, &comp_cntr_kind, HANDLE(ctx), cc);
+	if (self != NULL)
+		((CompCntrObject *)self)->type = (int)type;
+	return self;
 }
 
 /* COMP_CNTR_SETTER(fn, verb, arg): the method fn(arg) calling IBV.verb

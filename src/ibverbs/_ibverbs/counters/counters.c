@@ -56,28 +56,15 @@ PyObject *counters_create(PyObject *ctx, PyObject *unused)
 {
 	struct ibv_counters_init_attr attr;
 	struct ibv_counters *c;
-	CountersObject *self;
-	int err;
 
 	HANDLE_CHECK(ctx);
-	self = HANDLE_ALLOC(CountersObject, ST.Counters_type);
-	if (self == NULL)
-		return NULL;
-	if (handle_check(HANDLE(ctx)) < 0) {
-		Py_DECREF(self);
-		return NULL;
-	}
 	memset(&attr, 0, sizeof(attr));
 	errno = 0;
 	c = ibv_create_counters((struct ibv_context *)HANDLE(ctx)->obj, &attr);
-	err = errno ? errno : EINVAL;
-	if (c == NULL) {
-		Py_DECREF(self);
-		return verbs_error(err, "ibv_create_counters");
-	}
-	handle_init(HANDLE(self), &counters_kind, HANDLE(ctx));
-	HANDLE(self)->obj = c;
-	return (PyObject *)self;
+	if (c == NULL)
+		return verbs_error(errno ? errno : EINVAL,
+				   "ibv_create_counters");
+	return handle_adopt(ST.Counters_type, &counters_kind, HANDLE(ctx), c);
 }
 
 PyDoc_STRVAR(counters_attach_point_flow__doc__,

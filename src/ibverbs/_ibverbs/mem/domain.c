@@ -61,28 +61,14 @@ PyObject *td_create(PyObject *ctx, PyObject *unused)
 {
 	struct ibv_td_init_attr attr;
 	struct ibv_td *td;
-	TDObject *self;
-	int err;
 
 	HANDLE_CHECK(ctx);
-	self = HANDLE_ALLOC(TDObject, ST.TD_type);
-	if (self == NULL)
-		return NULL;
-	if (handle_check(HANDLE(ctx)) < 0) {
-		Py_DECREF(self);
-		return NULL;
-	}
 	memset(&attr, 0, sizeof(attr));
 	errno = 0;
 	td = ibv_alloc_td((struct ibv_context *)HANDLE(ctx)->obj, &attr);
-	err = errno ? errno : EINVAL;
-	if (td == NULL) {
-		Py_DECREF(self);
-		return verbs_error(err, "ibv_alloc_td");
-	}
-	handle_init(HANDLE(self), &td_kind, HANDLE(ctx));
-	HANDLE(self)->obj = td;
-	return (PyObject *)self;
+	if (td == NULL)
+		return verbs_error(errno ? errno : EINVAL, "ibv_alloc_td");
+	return handle_adopt(ST.TD_type, &td_kind, HANDLE(ctx), td);
 }
 
 static PyObject *td_repr(PyObject *self)

@@ -187,10 +187,8 @@ PyObject *flow_action_esp_create(PyObject *ctx, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "attr", NULL };
 	struct ibv_flow_action *fa;
-	FlowActionObject *self;
 	struct esp_buf *b;
 	PyObject *o;
-	int err;
 
 	HANDLE_CHECK(ctx);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_flow_action_esp",
@@ -199,32 +197,23 @@ PyObject *flow_action_esp_create(PyObject *ctx, PyObject *args, PyObject *kw)
 	b = PyMem_Malloc(sizeof(*b));
 	if (b == NULL)
 		return PyErr_NoMemory();
-	if (esp_attr_parse(o, b) < 0) {
-		PyMem_Free(b);
-		return NULL;
-	}
-	self = HANDLE_ALLOC(FlowActionObject, ST.FlowAction_type);
 	/* Reading the attributes ran Python code: check again. */
-	if (self == NULL || handle_check(HANDLE(ctx)) < 0) {
-		Py_XDECREF(self);
+	if (esp_attr_parse(o, b) < 0 || handle_check(HANDLE(ctx)) < 0) {
 		PyMem_Free(b);
 		return NULL;
 	}
 	errno = 0;
 	fa = ibv_create_flow_action_esp((struct ibv_context *)HANDLE(ctx)->obj,
 					&b->attr);
-	err = errno ? errno : EINVAL;
-	if (fa == NULL) {
-		Py_DECREF(self);
-		verbs_error_fmt(err, "ibv_create_flow_action_esp",
+	if (fa == NULL)
+		verbs_error_fmt(errno ? errno : EINVAL,
+				"ibv_create_flow_action_esp",
 				"spi=%u flags=0x%x", b->esp.spi, b->esp.flags);
-		PyMem_Free(b);
-		return NULL;
-	}
 	PyMem_Free(b);
-	handle_init(HANDLE(self), &flow_action_kind, HANDLE(ctx));
-	HANDLE(self)->obj = fa;
-	return (PyObject *)self;
+	if (fa == NULL)
+		return NULL;
+	return handle_adopt(ST.FlowAction_type, &flow_action_kind, HANDLE(ctx),
+			    fa);
 }
 
 PyDoc_STRVAR(flow_action_modify_esp__doc__,
