@@ -88,6 +88,13 @@ PROBES = [
     ("(&ibv_dm_export_dmabuf_fd, &ibv_query_port_speed)", "IBVERBS_HAVE_QUERY_PORT_SPEED", 62),
     ("(&ibv_alloc_buf, IBV_REG_MR_MASK_BUF)", "IBVERBS_HAVE_ALLOC_BUF", 64),
     ("&ibv_export_buf_dmabuf_fd", "IBVERBS_HAVE_EXPORT_BUF_DMABUF_FD", 65),
+    # completion counters (counters/comp_cntr.c): exported verbs, their
+    # structs and enums; compat.h declares them for older headers
+    (
+        "sizeof(&ibv_create_comp_cntr) + sizeof(struct ibv_comp_cntr_caps)",
+        "IBVERBS_HAVE_COMP_CNTR",
+        65,
+    ),
 ]
 
 

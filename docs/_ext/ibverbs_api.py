@@ -88,9 +88,25 @@ GROUP_RULES: list[tuple[str, list[str]]] = [
             "inc_rkey",
             "reg_tensor",
             "tensor_addr_len",
+            "TD",
+            "ParentDomain",
         ],
     ),
-    ("cq", ["CQ", "CQEx", "CQInitAttrEx", "CompChannel", "WC", "WCEx", r"CQ.*", r"WC.*"]),
+    (
+        "cq",
+        [
+            "CQ",
+            "CQEx",
+            "CQInitAttrEx",
+            "CompChannel",
+            "WC",
+            "WCEx",
+            r"CQ.*",
+            r"WC.*",
+            "CompCntr",
+            "CompCntrCaps",
+        ],
+    ),
     (
         "qp",
         [
@@ -116,7 +132,7 @@ GROUP_RULES: list[tuple[str, list[str]]] = [
     ),
     ("wr", ["SGE", "SendWR", "RecvWR", "SendWRChain", "RecvWRChain", r".*WR(Chain)?"]),
     ("cm", ["CMID", "CMListener", "CMEvent", r"CM.*", "has_rdmacm"]),
-    ("flow", ["Flow", r"Flow.*"]),
+    ("flow", ["Flow", r"Flow.*", "Counters"]),
 ]
 DEFAULT_GROUP = "module"
 

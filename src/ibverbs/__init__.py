@@ -297,3 +297,21 @@ from ._ibverbs import DMAH, Buf  # noqa: E402,F401
 from ._objects import ValuesEx  # noqa: E402,F401
 
 __all__ += ["Buf", "DMAH", "ValuesEx"]
+# Thread and parent domains, counters, completion counters, flow actions
+# (mem/domain.c, counters/, qp/flow_action.c)
+from ._ibverbs import TD, CompCntr, Counters, FlowAction, ParentDomain  # noqa: E402,F401
+from ._objects import CompCntrCaps, FlowActionESPAttr, WCTMInfo  # noqa: E402,F401
+from .flow import FlowSpecActionCount, FlowSpecActionHandle  # noqa: E402,F401
+
+__all__ += [
+    "CompCntr",
+    "CompCntrCaps",
+    "Counters",
+    "FlowAction",
+    "FlowActionESPAttr",
+    "FlowSpecActionCount",
+    "FlowSpecActionHandle",
+    "ParentDomain",
+    "TD",
+    "WCTMInfo",
+]

@@ -498,6 +498,7 @@ class CQInitAttrEx:
         "channel": "A CompChannel for its notifications, or None.",
         "comp_vector": "The completion vector (interrupt), below ``Context.num_comp_vectors``.",
         "flags": "CreateCQAttrFlags.",
+        "parent_domain": "A ParentDomain for the CQ (``IBV_CQ_INIT_ATTR_MASK_PD``), or None.",
     }
 
     def __init__(
@@ -507,12 +508,14 @@ class CQInitAttrEx:
         channel=None,
         comp_vector: int = 0,
         flags: int = 0,
+        parent_domain=None,
     ):
         self.cqe = cqe
         self.wc_flags = wc_flags
         self.channel = channel
         self.comp_vector = comp_vector
         self.flags = flags
+        self.parent_domain = parent_domain
 
     def __repr__(self):
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
@@ -729,3 +732,84 @@ class OpsWR:
     def __repr__(self):
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
         return f"OpsWR({inner})"
+
+
+# Domains, counters, flow actions (mem/domain.c, counters/, qp/flow_action.c)
+
+
+class WCTMInfo(_Record):
+    """``struct ibv_wc_tm_info`` (``CQEx.read_tm_info``): ``tag`` (from the
+    tag matching header) and ``priv`` (its opaque user data)."""
+
+    __slots__ = ()
+
+
+class CompCntrCaps(_Record):
+    """``struct ibv_comp_cntr_caps`` (``Context.query_comp_cntr_caps``):
+    ``max_value``, ``max_counters``, ``supported_qp_attach_ops``
+    (QPAttachCompCntrOp bits)."""
+
+    __slots__ = ()
+
+
+class FlowActionESPAttr:
+    """``struct ibv_flow_action_esp_attr`` for
+    ``Context.create_flow_action_esp`` and ``FlowAction.modify_esp``.
+
+    The ESP fields (``struct ibv_flow_action_esp``), the AES-GCM key
+    material when ``key`` is given (``keymat_proto`` AES_GCM, ``key_len``
+    its length in bytes), a replay bitmap of ``replay_window`` entries when
+    given (``replay_proto`` BMP, else NONE), and ``esn`` with
+    ``IBV_FLOW_ACTION_ESP_MASK_ESN`` when given.  The tunnel encapsulation
+    list (``esp_encap``) is not offered.  A plain record: values are checked
+    when the verb is called."""
+
+    __slots__ = {
+        "spi": "The security parameter index.",
+        "seq": "The initial sequence number.",
+        "tfc_pad": "Traffic flow confidentiality padding, in bytes.",
+        "flags": "FlowActionESPFlags (FULL_OFFLOAD, TRANSPORT, ENCRYPT, ESN_NEW_WINDOW).",
+        "hard_limit_pkts": "Packets after which the key expires (0: none).",
+        "key": "The AES-GCM key (16, 24 or 32 bytes), or None for no key material.",
+        "iv": "The AES-GCM initialization vector.",
+        "iv_algo": "A FlowActionIVAlgo (SEQ).",
+        "salt": "The AES-GCM salt.",
+        "icv_len": "The integrity check value's length.",
+        "replay_window": "The anti-replay bitmap's size, or None for no replay protection.",
+        "esn": "The starting extended sequence number, or None.",
+    }
+
+    def __init__(
+        self,
+        spi: int = 0,
+        seq: int = 0,
+        tfc_pad: int = 0,
+        flags: int = 0,
+        hard_limit_pkts: int = 0,
+        key: bytes | None = None,
+        iv: int = 0,
+        iv_algo: int = 0,
+        salt: int = 0,
+        icv_len: int = 0,
+        replay_window: int | None = None,
+        esn: int | None = None,
+    ):
+        self.spi = spi
+        self.seq = seq
+        self.tfc_pad = tfc_pad
+        self.flags = flags
+        self.hard_limit_pkts = hard_limit_pkts
+        self.key = key
+        self.iv = iv
+        self.iv_algo = iv_algo
+        self.salt = salt
+        self.icv_len = icv_len
+        self.replay_window = replay_window
+        self.esn = esn
+
+    def __repr__(self):
+        inner = ", ".join(
+            f"{k}={'<key>' if k == 'key' and self.key is not None else repr(getattr(self, k))}"
+            for k in self.__slots__
+        )
+        return f"FlowActionESPAttr({inner})"

@@ -47,6 +47,10 @@ _FLAGS = {
     "MRInitAttrMask",
     "DMAHInitAttrMask",
     "ValuesMask",
+    "CQAttrMask",
+    "ReadCountersFlags",
+    "QPAttachCompCntrOp",
+    "FlowActionESPFlags",
 }
 
 __all__ = sorted(_constants)
@@ -141,6 +145,18 @@ _DOCS = {
     "``Context.alloc_dmah``'s ``tph_mem_type``).",
     "ValuesMask": "The running values ``Context.query_rt_values_ex`` reads\n"
     "(``enum ibv_values_mask``).",
+    "CQAttrMask": "Which CQ attributes ``CQ.modify`` sets (``enum ibv_cq_attr_mask``).",
+    "CounterDescription": "What a counter of a Counters object counts\n"
+    "(``enum ibv_counter_description``, ``Counters.attach_point_flow``).",
+    "ReadCountersFlags": "Flags of ``Counters.read`` (``enum ibv_read_counters_flags``).",
+    "CompCntrType": "What a completion counter counts (``enum ibv_comp_cntr_type``,\n"
+    "``Context.create_comp_cntr``; rdma-core 65).",
+    "QPAttachCompCntrOp": "The completions ``QP.attach_comp_cntr`` counts\n"
+    "(``enum ibv_qp_attach_comp_cntr_op``; rdma-core 65).",
+    "FlowActionESPFlags": "Modes of an ESP flow action (``enum ibv_flow_action_esp_flags``,\n"
+    "``FlowActionESPAttr.flags``); INLINE_CRYPTO, TUNNEL and DECRYPT are 0.",
+    "FlowActionIVAlgo": "IV algorithms of AES-GCM key material\n"
+    "(``enum ibv_flow_action_esp_keymat_aes_gcm_iv_algo``, ``FlowActionESPAttr.iv_algo``).",
 }
 
 
@@ -209,3 +225,10 @@ MRInitAttrMask: type[enum.IntFlag]
 DMAHInitAttrMask: type[enum.IntFlag]
 TPHMemType: type[enum.IntEnum]
 ValuesMask: type[enum.IntFlag]
+CQAttrMask: type[enum.IntFlag]
+CounterDescription: type[enum.IntEnum]
+ReadCountersFlags: type[enum.IntFlag]
+CompCntrType: type[enum.IntEnum]
+QPAttachCompCntrOp: type[enum.IntFlag]
+FlowActionESPFlags: type[enum.IntFlag]
+FlowActionIVAlgo: type[enum.IntEnum]

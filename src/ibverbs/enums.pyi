@@ -10,11 +10,16 @@ __all__ = [
     "AdviseMRFlags",
     "AtomicCap",
     "CMEventType",
+    "CQAttrMask",
+    "CompCntrType",
+    "CounterDescription",
     "CreateCQAttrFlags",
     "CreateCQWCFlags",
     "DMAHInitAttrMask",
     "DeviceCapFlags",
     "EventType",
+    "FlowActionESPFlags",
+    "FlowActionIVAlgo",
     "FlowAttrType",
     "FlowFlags",
     "FlowSpecType",
@@ -31,6 +36,7 @@ __all__ = [
     "OpsWROpcode",
     "PortCapFlags",
     "PortState",
+    "QPAttachCompCntrOp",
     "QPAttrMask",
     "QPCreateFlags",
     "QPCreateSendOpsFlags",
@@ -43,6 +49,7 @@ __all__ = [
     "RXHashFields",
     "RXHashFunctionFlags",
     "RawPacketCaps",
+    "ReadCountersFlags",
     "ReregMRFlags",
     "SRQAttrMask",
     "SRQInitAttrMask",
@@ -107,6 +114,17 @@ class CMEventType(enum.IntEnum):
     ADDR_CHANGE = 14
     TIMEWAIT_EXIT = 15
 
+class CQAttrMask(enum.IntFlag):
+    MODERATE = 1
+
+class CompCntrType(enum.IntEnum):
+    WRS = 0
+    BYTES = 1
+
+class CounterDescription(enum.IntEnum):
+    PACKETS = 0
+    BYTES = 1
+
 class CreateCQAttrFlags(enum.IntFlag):
     SINGLE_THREADED = 1
     IGNORE_OVERRUN = 2
@@ -122,6 +140,7 @@ class CreateCQWCFlags(enum.IntFlag):
     COMPLETION_TIMESTAMP = 128
     CVLAN = 256
     FLOW_TAG = 512
+    TM_INFO = 1024
     COMPLETION_TIMESTAMP_WALLCLOCK = 2048
 
 class DMAHInitAttrMask(enum.IntFlag):
@@ -176,6 +195,18 @@ class EventType(enum.IntEnum):
     CLIENT_REREGISTER = 17
     GID_CHANGE = 18
     WQ_FATAL = 19
+
+class FlowActionESPFlags(enum.IntFlag):
+    INLINE_CRYPTO = 0
+    TUNNEL = 0
+    DECRYPT = 0
+    FULL_OFFLOAD = 1
+    TRANSPORT = 2
+    ENCRYPT = 4
+    ESN_NEW_WINDOW = 8
+
+class FlowActionIVAlgo(enum.IntEnum):
+    SEQ = 0
 
 class FlowAttrType(enum.IntEnum):
     NORMAL = 0
@@ -303,6 +334,14 @@ class PortState(enum.IntEnum):
     ACTIVE = 4
     ACTIVE_DEFER = 5
 
+class QPAttachCompCntrOp(enum.IntFlag):
+    SEND = 1
+    RECV = 2
+    RDMA_READ = 4
+    REMOTE_RDMA_READ = 8
+    RDMA_WRITE = 16
+    REMOTE_RDMA_WRITE = 32
+
 class QPAttrMask(enum.IntFlag):
     STATE = 1
     CUR_STATE = 2
@@ -410,6 +449,9 @@ class RawPacketCaps(enum.IntFlag):
     SCATTER_FCS = 2
     IP_CSUM = 4
     DELAY_DROP = 8
+
+class ReadCountersFlags(enum.IntFlag):
+    PREFER_CACHED = 1
 
 class ReregMRFlags(enum.IntFlag):
     CHANGE_TRANSLATION = 1

@@ -585,7 +585,7 @@ def test_9_enum_members():
         *(f"DMAHInitAttrMask.{m}" for m in ("CPU_ID", "PH", "TPH_MEM_TYPE")),
         "TPHMemType.VM",
         "TPHMemType.PM",
-    }
+    } | set(COMP_CNTR_ABI)
     others = [m for n, m in ib.AccessFlags.__members__.items() if not n.startswith("FLUSH_")]
     for name in ("FLUSH_GLOBAL", "FLUSH_PERSISTENT"):
         assert all(not int(m) & int(ib.AccessFlags[name]) for m in others)
@@ -652,6 +652,36 @@ def test_9_data_in_order_enums_match_the_header_or_the_abi(cls, name):
         assert f"{cls}.{name}" not in _ibverbs._abi_constants
         assert ours == value
     assert ours == DATA_IN_ORDER_ABI[cls][name]
+
+
+# rdma-core 65's completion counter enums (verbs.h), which compat.h
+# declares for older headers.
+COMP_CNTR_ABI = {
+    "CompCntrType.WRS": ("IBV_COMP_CNTR_TYPE_WRS", 0),
+    "CompCntrType.BYTES": ("IBV_COMP_CNTR_TYPE_BYTES", 1),
+    "QPAttachCompCntrOp.SEND": ("IBV_QP_ATTACH_COMP_CNTR_OP_SEND", 1 << 0),
+    "QPAttachCompCntrOp.RECV": ("IBV_QP_ATTACH_COMP_CNTR_OP_RECV", 1 << 1),
+    "QPAttachCompCntrOp.RDMA_READ": ("IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_READ", 1 << 2),
+    "QPAttachCompCntrOp.REMOTE_RDMA_READ": ("IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ", 1 << 3),
+    "QPAttachCompCntrOp.RDMA_WRITE": ("IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE", 1 << 4),
+    "QPAttachCompCntrOp.REMOTE_RDMA_WRITE": (
+        "IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE",
+        1 << 5,
+    ),
+}
+
+
+@pytest.mark.parametrize("member", sorted(COMP_CNTR_ABI))
+def test_9_comp_cntr_enums_match_the_header_or_the_abi(member):
+    """rdma-core 65 added the completion counters: from a header that has
+    them the value comes from the header; built against an older one,
+    compat.h's (rdma-core's ABI value), and the extension says so."""
+    cname, abi = COMP_CNTR_ABI[member]
+    cls, name = member.split(".")
+    ours = int(getattr(ib, cls)[name])
+    value = _header_value(cname)
+    assert (member in _ibverbs._abi_constants) == (value is None)
+    assert ours == (abi if value is None else value) == abi
 
 
 # ---------------------------------------------------------------------------

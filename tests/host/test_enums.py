@@ -69,6 +69,13 @@ PREFIX = {
     "DMAHInitAttrMask": "IBV_DMAH_INIT_ATTR_MASK_",
     "TPHMemType": "IBV_TPH_MEM_TYPE_",
     "ValuesMask": "IBV_VALUES_MASK_",
+    "CQAttrMask": "IBV_CQ_ATTR_",
+    "CounterDescription": "IBV_COUNTER_",
+    "ReadCountersFlags": "IBV_READ_COUNTERS_ATTR_",
+    "CompCntrType": "IBV_COMP_CNTR_TYPE_",
+    "QPAttachCompCntrOp": "IBV_QP_ATTACH_COMP_CNTR_OP_",
+    "FlowActionESPFlags": "IBV_FLOW_ACTION_ESP_FLAGS_",
+    "FlowActionIVAlgo": "IBV_FLOW_ACTION_IV_ALGO_",
 }
 
 

@@ -68,6 +68,17 @@ OPTIONAL = (
     "ibv_free_buf",
     "ibv_reg_buf_mr",
     "ibv_export_buf_dmabuf_fd",
+    # completion counters (counters/comp_cntr.c), rdma-core 65
+    "_ibv_query_comp_cntr_caps",
+    "ibv_create_comp_cntr",
+    "ibv_destroy_comp_cntr",
+    "ibv_set_comp_cntr",
+    "ibv_set_err_comp_cntr",
+    "ibv_inc_comp_cntr",
+    "ibv_inc_err_comp_cntr",
+    "ibv_read_comp_cntr",
+    "ibv_read_err_comp_cntr",
+    "ibv_qp_attach_comp_cntr",
 )
 
 

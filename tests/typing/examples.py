@@ -364,3 +364,33 @@ def memory_import_and_device_verbs(ctx: ib.Context, pd: ib.PD, mr: ib.MR) -> Non
     speed: int = ctx.query_port_speed(1)
     pd.reg_mr_ex(64, dmah=buf)  # type: ignore[arg-type]
     del cpu, fd, null, imported, dm, values, speed
+
+
+def domains_counters_flow_actions(ctx: ib.Context, pd: ib.PD, qp: ib.QP) -> None:
+    td: ib.TD = ctx.alloc_td()
+    pdom: ib.ParentDomain = ctx.alloc_parent_domain(pd, td=td)
+    base: ib.PD | None = pdom.pd
+    mr: ib.MR = pdom.reg_mr(0, 64, 0)
+    cqx: ib.CQEx = ctx.create_cq_ex(
+        ib.CQInitAttrEx(8, wc_flags=ib.CreateCQWCFlags.TM_INFO, parent_domain=pdom)
+    )
+    cqx.modify(4, 10)
+    tm: ib.WCTMInfo = cqx.read_tm_info()
+    counters: ib.Counters = ctx.create_counters()
+    counters.attach_point_flow(ib.CounterDescription.PACKETS, 0)
+    values: list[int] = counters.read(1, ib.ReadCountersFlags.PREFER_CACHED)
+    esp = ib.FlowActionESPAttr(spi=1, key=bytes(16), esn=0)
+    action: ib.FlowAction = ctx.create_flow_action_esp(esp)
+    action.modify_esp(esp)
+    rule = ib.FlowAttr(specs=[ib.FlowSpecActionCount(counters), ib.FlowSpecActionHandle(action)])
+    flow: ib.Flow = qp.create_flow(rule)
+    caps: ib.CompCntrCaps = ctx.query_comp_cntr_caps()
+    cc: ib.CompCntr = ctx.create_comp_cntr(ib.CompCntrType.BYTES)
+    cc.set(1)
+    cc.inc_err(2)
+    n: int = cc.read() + cc.read_err()
+    qp.attach_comp_cntr(cc, ib.QPAttachCompCntrOp.SEND | ib.QPAttachCompCntrOp.RECV)
+    cc.set("1")  # type: ignore[arg-type]
+    for o in (flow, action, counters, cc, cqx, mr, pdom, td):
+        o.close()
+    del base, tm, values, caps, n

@@ -97,7 +97,8 @@
 	X(create_ah_from_wc, ibv_create_ah_from_wc, "libibverbs 1.1")         \
 	X(query_qp_data_in_order, ibv_query_qp_data_in_order, "rdma-core 41") \
 	IBV_OPTIONAL_XRC(X)                                                   \
-	IBV_MEM_OPTIONAL_SYMBOLS(X)
+	IBV_MEM_OPTIONAL_SYMBOLS(X)                                           \
+	IBV_COMP_CNTR_SYMBOLS(X)
 
 /* ECE (qp/qp_hw.c): exported, not provider-op inlines. */
 #define IBV_OPTIONAL_XRC(X)                     \
@@ -123,6 +124,20 @@
 	X(free_buf, ibv_free_buf, "rdma-core 64")                       \
 	X(reg_buf_mr, ibv_reg_buf_mr, "rdma-core 64")                   \
 	X(export_buf_dmabuf_fd, ibv_export_buf_dmabuf_fd, "rdma-core 65")
+
+/* Completion counters (counters/comp_cntr.c), exported since rdma-core
+ * 65 (IBVERBS_1.18); compat.h declares them for older headers. */
+#define IBV_COMP_CNTR_SYMBOLS(X)                                           \
+	X(query_comp_cntr_caps, _ibv_query_comp_cntr_caps, "rdma-core 65") \
+	X(create_comp_cntr, ibv_create_comp_cntr, "rdma-core 65")          \
+	X(destroy_comp_cntr, ibv_destroy_comp_cntr, "rdma-core 65")        \
+	X(set_comp_cntr, ibv_set_comp_cntr, "rdma-core 65")                \
+	X(set_err_comp_cntr, ibv_set_err_comp_cntr, "rdma-core 65")        \
+	X(inc_comp_cntr, ibv_inc_comp_cntr, "rdma-core 65")                \
+	X(inc_err_comp_cntr, ibv_inc_err_comp_cntr, "rdma-core 65")        \
+	X(read_comp_cntr, ibv_read_comp_cntr, "rdma-core 65")              \
+	X(read_err_comp_cntr, ibv_read_err_comp_cntr, "rdma-core 65")      \
+	X(qp_attach_comp_cntr, ibv_qp_attach_comp_cntr, "rdma-core 65")
 
 struct ibv_api {
 #define IBV_DECL_REQ(field, sym) __typeof__(sym) *field;
@@ -215,6 +230,13 @@ typedef struct {
 	PyTypeObject *RWQIndTable_type;
 	PyTypeObject *Buf_type; /* buf.c */
 	PyTypeObject *DMAH_type; /* dmah.c */
+	/* Domains, counters, flow actions (mem/domain.c, counters/,
+	 * qp/flow_action.c) */
+	PyTypeObject *TD_type;
+	PyTypeObject *ParentDomain_type; /* a subclass of PD */
+	PyTypeObject *Counters_type;
+	PyTypeObject *CompCntr_type;
+	PyTypeObject *FlowAction_type;
 	/* Python modules the C code reads classes from, imported on first
 	 * use (module_cached): ibverbs.enums and ibverbs.flow import this
 	 * module, so they cannot be imported while it is made. */
@@ -296,6 +318,9 @@ int dict_set_int(PyObject *d, const char *key, long v);
 int dict_set_str(PyObject *d, const char *key, const char *v);
 /* Call cls(**kwargs) and steal kwargs. */
 PyObject *make_record(PyObject *cls, PyObject *kwargs);
+/* ibverbs._objects.<name>(**kwargs), stealing kwargs (NULL: making it
+ * failed, NULL returned). */
+PyObject *objects_record(const char *name, PyObject *kwargs);
 /* o, or None for NULL, as a new reference: a getter's body for an
  * optional reference (QP.srq, CMID.qp, ...). */
 PyObject *obj_or_none(PyObject *o);
@@ -346,6 +371,12 @@ void handle_init(Handle *h, const HandleKind *kind, Handle *parent);
 /* Move h from its parent's children to new_parent's (MR.rereg with
  * CHANGE_PD): takes a reference to new_parent, drops the old one. */
 void handle_reparent(Handle *h, Handle *new_parent);
+/* A new handle of tp (kind, child of parent) over obj, which the verb
+ * just made; when allocating it fails, obj is destroyed with
+ * kind->destroy on a handle that holds only obj (for kinds whose destroy
+ * reads nothing else) and NULL returned. */
+PyObject *handle_adopt(PyTypeObject *tp, const HandleKind *kind, Handle *parent,
+		       void *obj);
 /* Mark "user" as using "used" (used->users++); undone by handle_unuse. */
 void handle_use(Handle *used);
 void handle_unuse(Handle *used);
@@ -690,4 +721,33 @@ extern PyType_Spec XRCD_spec; /* xrc/xrcd.c */
 extern PyType_Spec WQ_spec; /* wq/wq.c */
 extern PyType_Spec RWQIndTable_spec; /* wq/rwq_ind_table.c */
 
+/* Thread and parent domains (mem/domain.c), counters and completion   */
+/* counters (counters/), flow actions (qp/flow_action.c).  Each        */
+/* function is a method of the type in its comment; its docstring is   */
+/* the exported name__doc__ beside it.                                  */
+/* ------------------------------------------------------------------ */
+
+extern PyType_Spec TD_spec, ParentDomain_spec; /* domain.c */
+extern PyType_Spec Counters_spec; /* counters.c */
+extern PyType_Spec CompCntr_spec; /* comp_cntr.c */
+extern PyType_Spec FlowAction_spec; /* flow_action.c */
+/* Context.alloc_td, Context.alloc_parent_domain */
+PyObject *td_create(PyObject *ctx, PyObject *unused);
+extern const char td_create__doc__[];
+PyObject *parent_domain_create(PyObject *ctx, PyObject *args, PyObject *kw);
+extern const char parent_domain_create__doc__[];
+/* Context.create_counters */
+PyObject *counters_create(PyObject *ctx, PyObject *unused);
+extern const char counters_create__doc__[];
+/* Context.create_comp_cntr, Context.query_comp_cntr_caps,
+ * QP.attach_comp_cntr */
+PyObject *comp_cntr_create(PyObject *ctx, PyObject *args, PyObject *kw);
+extern const char comp_cntr_create__doc__[];
+PyObject *comp_cntr_query_caps(PyObject *ctx, PyObject *unused);
+extern const char comp_cntr_query_caps__doc__[];
+PyObject *qp_attach_comp_cntr(PyObject *qp, PyObject *args, PyObject *kw);
+extern const char qp_attach_comp_cntr__doc__[];
+/* Context.create_flow_action_esp */
+PyObject *flow_action_esp_create(PyObject *ctx, PyObject *args, PyObject *kw);
+extern const char flow_action_esp_create__doc__[];
 #endif /* IBVERBS_EXT_H */

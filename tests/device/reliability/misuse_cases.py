@@ -723,6 +723,31 @@ DEVICE_METHODS["MR"][1]["rereg"] = M(
 # Plain state, None/False after close; the class method needs no instance.
 READABLE_AFTER_CLOSE |= {"imported", "buf", "dmah"}
 CALLABLE_ON_CLOSED = {"Context.import_device"}
+# Thread and parent domains, counters, completion counters, flow actions
+# (mem/domain.c, counters/, qp/flow_action.c): rxe makes none of these
+# objects, so each valid call is refused (EOPNOTSUPP) and an argument that
+# must be one of them has no valid value (None).
+_DOMAIN_CTX_METHODS = {
+    "alloc_td": M(),
+    "alloc_parent_domain": M(
+        P("pd", lambda w: w.pd, obj="PD", foreign="raise"),
+        P("td", None, kw=True, obj="TD", nullable=True),
+    ),
+    "create_counters": M(),
+    "create_comp_cntr": M(P("type", 0, optional=True, **I32), P("flags", 0, optional=True, **U32)),
+    "query_comp_cntr_caps": M(),
+    "create_flow_action_esp": M(
+        P("attr", lambda w: ib.FlowActionESPAttr(spi=1), obj="FlowActionESPAttr")
+    ),
+}
+DEVICE_METHODS["Context"][1].update(_DOMAIN_CTX_METHODS)
+_CQ_MODIFY = M(P("cq_count", 1, lo=0, hi=0xFFFF), P("cq_period", 1, lo=0, hi=0xFFFF))
+DEVICE_METHODS["CQ"][1]["modify"] = _CQ_MODIFY
+DEVICE_METHODS["CQEx"][1]["modify"] = _CQ_MODIFY
+DEVICE_METHODS["CQEx"][1]["read_tm_info"] = M()  # no session: ValueError
+_ATTACH_COMP_CNTR = M(P("comp_cntr", None, obj="CompCntr"), P("op_mask", 1, **U32))
+DEVICE_METHODS["QP"][1]["attach_comp_cntr"] = _ATTACH_COMP_CNTR
+DEVICE_METHODS["QPEx"][1]["attach_comp_cntr"] = _ATTACH_COMP_CNTR
 
 # The UD QP posts for real: its valid send goes out.
 UD_METHODS = {
@@ -1506,6 +1531,7 @@ def special_device_cases(w, cw, ow, opd, device):
     add("AsyncEvent: lifecycle of a CQ_ERR event", lambda: async_event_case(device), "ok")
     cases += cm_cases(w, ow)
     cases += mw_cases(w, cw, ow)
+    cases += domain_cases(w, ow)
     return cases
 
 
@@ -1878,6 +1904,63 @@ def mw_cases(w, cw, ow):
 
 
 CM_ADDR = os.environ.get("IBVERBS_TEST_CM_SERVER", "198.18.0.1")
+
+
+def domain_cases(w, ow):
+    """Flow specs that point to a Counters or FlowAction object: anything
+    else in their place, or their bytes without the FlowAttr, raise before
+    the provider sees a pointer; a parent domain in a CQInitAttrEx."""
+    cases = []
+
+    def add(name, fn, expect):
+        cases.append((name, fn, expect))
+
+    for label, spec in (
+        ("Count", ib.FlowSpecActionCount),
+        ("Handle", ib.FlowSpecActionHandle),
+    ):
+        for what, obj in (("None", None), ("a PD", w.pd), ("an int", 1), ("a QP", w.qp)):
+            attr = ib.FlowAttr(port=PORT, specs=[spec(obj)])
+            add(
+                f"create_flow(FlowSpecAction{label}({what}))",
+                lambda a=attr: w.qp.create_flow(a),
+                "raise",
+            )
+        raw = ib.FlowAttr(port=PORT, specs=[spec(None)]).to_bytes()
+        add(
+            f"create_flow(bytes of FlowSpecAction{label})",
+            lambda r=raw: w.qp.create_flow(r),
+            "raise",
+        )
+    for what, pdom in (("a PD", w.pd), ("an int", 1), ("a CQ", w.cq)):
+        add(
+            f"create_cq_ex(parent_domain={what})",
+            lambda p=pdom: w.ctx.create_cq_ex(ib.CQInitAttrEx(4, parent_domain=p)),
+            "raise",
+        )
+    add(
+        "alloc_parent_domain(td=a PD)",
+        lambda: w.ctx.alloc_parent_domain(w.pd, td=ow.pd),
+        "raise",
+    )
+    for what, bad in (
+        ("key=str", {"key": "k"}),
+        ("key of 33 bytes", {"key": b"k" * 33}),
+        ("empty key", {"key": b""}),
+        ("spi=-1", {"spi": -1}),
+        ("spi=2**32", {"spi": 2**32}),
+        ("esn=2**32", {"esn": 2**32}),
+        ("replay_window=1.5", {"replay_window": 1.5}),
+        ("iv=2**64", {"key": b"k" * 16, "iv": 2**64}),
+    ):
+        add(
+            f"create_flow_action_esp({what})",
+            lambda b=bad: w.ctx.create_flow_action_esp(ib.FlowActionESPAttr(**b)),
+            "raise",
+        )
+    for tname in ("TD", "ParentDomain", "Counters", "CompCntr", "FlowAction"):
+        add(f"{tname}() direct", lambda t=tname: getattr(ib, t)(), "raise")
+    return cases
 
 
 def cm_cases(w, ow):

@@ -336,11 +336,14 @@ CQ_READER(completion_wallclock_ns, uint64_t,
 CQ_READER(cvlan, uint16_t, __atomic_load_n(&cq_cvlan, __ATOMIC_RELAXED))
 CQ_READER(flow_tag, uint32_t, __atomic_load_n(&cq_flow_tag, __ATOMIC_RELAXED))
 
+/* Tag matching info: fixed, tag 0x1122334455667788 and priv 0xfeedbeef. */
 static void cq_read_tm_info(struct ibv_cq_ex *cq, struct ibv_wc_tm_info *tm)
 {
 	if (fake_recording())
 		fake_record_simple("read_tm_info", "cq", cq);
 	memset(tm, 0, sizeof(*tm));
+	tm->tag = 0x1122334455667788ull;
+	tm->priv = 0xfeedbeef;
 }
 
 /* ------------------------------------------------------------------ */

@@ -108,6 +108,23 @@ PyObject *make_record(PyObject *cls, PyObject *kwargs)
 	return res;
 }
 
+PyObject *objects_record(const char *name, PyObject *kwargs)
+{
+	PyObject *mod, *cls, *res;
+
+	if (kwargs == NULL)
+		return NULL;
+	mod = module_cached(&ST.mod_objects, "ibverbs._objects");
+	cls = mod ? PyObject_GetAttrString(mod, name) : NULL;
+	if (cls == NULL) {
+		Py_DECREF(kwargs);
+		return NULL;
+	}
+	res = make_record(cls, kwargs);
+	Py_DECREF(cls);
+	return res;
+}
+
 int attr_optional(PyObject *o, const char *name, PyObject **out)
 {
 	*out = PyObject_GetAttrString(o, name);

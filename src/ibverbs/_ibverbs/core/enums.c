@@ -436,51 +436,82 @@ static const struct constant constants[] = {
 	C(TPHMemType, VM, IBV_TPH_MEM_TYPE_VM),
 	C(TPHMemType, PM, IBV_TPH_MEM_TYPE_PM),
 	C(ValuesMask, RAW_CLOCK, IBV_VALUES_MASK_RAW_CLOCK),
+	/* domains, counters, completion counters, flow actions, TM_INFO
+	 * (mem/domain.c, counters/, qp/flow_action.c, cq/); the
+	 * completion counter values come from compat.h on older headers */
+	C(CreateCQWCFlags, TM_INFO, IBV_WC_EX_WITH_TM_INFO),
+	C(CQAttrMask, MODERATE, IBV_CQ_ATTR_MODERATE),
+	C(CounterDescription, PACKETS, IBV_COUNTER_PACKETS),
+	C(CounterDescription, BYTES, IBV_COUNTER_BYTES),
+	C(ReadCountersFlags, PREFER_CACHED, IBV_READ_COUNTERS_ATTR_PREFER_CACHED),
+	C(CompCntrType, WRS, IBV_COMP_CNTR_TYPE_WRS),
+	C(CompCntrType, BYTES, IBV_COMP_CNTR_TYPE_BYTES),
+	C(QPAttachCompCntrOp, SEND, IBV_QP_ATTACH_COMP_CNTR_OP_SEND),
+	C(QPAttachCompCntrOp, RECV, IBV_QP_ATTACH_COMP_CNTR_OP_RECV),
+	C(QPAttachCompCntrOp, RDMA_READ, IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_READ),
+	C(QPAttachCompCntrOp, REMOTE_RDMA_READ, IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ),
+	C(QPAttachCompCntrOp, RDMA_WRITE, IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE),
+	C(QPAttachCompCntrOp, REMOTE_RDMA_WRITE, IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE),
+	C(FlowActionESPFlags, INLINE_CRYPTO, IBV_FLOW_ACTION_ESP_FLAGS_INLINE_CRYPTO),
+	C(FlowActionESPFlags, FULL_OFFLOAD, IBV_FLOW_ACTION_ESP_FLAGS_FULL_OFFLOAD),
+	C(FlowActionESPFlags, TUNNEL, IBV_FLOW_ACTION_ESP_FLAGS_TUNNEL),
+	C(FlowActionESPFlags, TRANSPORT, IBV_FLOW_ACTION_ESP_FLAGS_TRANSPORT),
+	C(FlowActionESPFlags, DECRYPT, IBV_FLOW_ACTION_ESP_FLAGS_DECRYPT),
+	C(FlowActionESPFlags, ENCRYPT, IBV_FLOW_ACTION_ESP_FLAGS_ENCRYPT),
+	C(FlowActionESPFlags, ESN_NEW_WINDOW, IBV_FLOW_ACTION_ESP_FLAGS_ESN_NEW_WINDOW),
+	C(FlowActionIVAlgo, SEQ, IBV_FLOW_ACTION_IV_ALGO_SEQ),
 	{NULL, NULL, 0}
 };
 /* clang-format on */
 
 /* "Class.NAME" of the members whose value is rdma-core's ABI value
- * rather than the compiled header's (see above): _ibverbs._abi_constants. */
-PyObject *ibv_abi_constants(void)
-{
-	static const char *const names[] = {
+ * rather than the compiled header's (see above, and compat.h's completion
+ * counters): _ibverbs._abi_constants. */
+static const char *const abi_constants[] = {
 #ifndef IBVERBS_HAVE_ACCESS_FLUSH
-		"AccessFlags.FLUSH_GLOBAL", "AccessFlags.FLUSH_PERSISTENT",
+	"AccessFlags.FLUSH_GLOBAL", "AccessFlags.FLUSH_PERSISTENT",
+#endif
+#ifndef IBVERBS_HAVE_COMP_CNTR
+	"CompCntrType.WRS", "CompCntrType.BYTES", "QPAttachCompCntrOp.SEND",
+	"QPAttachCompCntrOp.RECV", "QPAttachCompCntrOp.RDMA_READ",
+	"QPAttachCompCntrOp.REMOTE_RDMA_READ", "QPAttachCompCntrOp.RDMA_WRITE",
+	"QPAttachCompCntrOp.REMOTE_RDMA_WRITE",
 #endif
 #ifndef IBVERBS_HAVE_QP_DATA_IN_ORDER_CAPS
-		"QueryQPDataInOrderFlags.RETURN_CAPS",
-		"QueryQPDataInOrderCaps.WHOLE_MSG",
-		"QueryQPDataInOrderCaps.ALIGNED_128_BYTES",
+	"QueryQPDataInOrderFlags.RETURN_CAPS",
+	"QueryQPDataInOrderCaps.WHOLE_MSG",
+	"QueryQPDataInOrderCaps.ALIGNED_128_BYTES",
 #endif
 #ifndef IBVERBS_HAVE_QP_DATA_IN_ORDER_DEVICE_ONLY
-		"QueryQPDataInOrderFlags.DEVICE_ONLY",
+	"QueryQPDataInOrderFlags.DEVICE_ONLY",
 #endif
 #ifndef IBVERBS_HAVE_REG_MR_EX
-		/* compat.h's copies of rdma-core 59's enums */
-		"MRInitAttrMask.IOVA", "MRInitAttrMask.ADDR",
-		"MRInitAttrMask.FD", "MRInitAttrMask.FD_OFFSET",
-		"MRInitAttrMask.DMAH", "DMAHInitAttrMask.CPU_ID",
-		"DMAHInitAttrMask.PH", "DMAHInitAttrMask.TPH_MEM_TYPE",
-		"TPHMemType.VM", "TPHMemType.PM",
+	/* compat.h's copies of rdma-core 59's enums */
+	"MRInitAttrMask.IOVA", "MRInitAttrMask.ADDR", "MRInitAttrMask.FD",
+	"MRInitAttrMask.FD_OFFSET", "MRInitAttrMask.DMAH",
+	"DMAHInitAttrMask.CPU_ID", "DMAHInitAttrMask.PH",
+	"DMAHInitAttrMask.TPH_MEM_TYPE", "TPHMemType.VM", "TPHMemType.PM",
 #endif
 #ifndef IBVERBS_HAVE_ALLOC_BUF
-		"MRInitAttrMask.BUF", /* rdma-core 64 */
+	"MRInitAttrMask.BUF", /* rdma-core 64 */
 #endif
-		NULL
-	};
-	PyObject *t, *name;
+	NULL
+};
+
+PyObject *ibv_abi_constants(void)
+{
+	PyObject *t;
 	Py_ssize_t i, n = 0;
 
-	while (names[n] != NULL)
+	while (abi_constants[n] != NULL)
 		n++;
 	t = PyTuple_New(n);
 	for (i = 0; t != NULL && i < n; i++) {
-		name = PyUnicode_FromString(names[i]);
-		if (name == NULL || PyTuple_SetItem(t, i, name) < 0) {
+		PyObject *v = PyUnicode_FromString(abi_constants[i]);
+
+		/* PyTuple_SetItem steals v, even when it fails. */
+		if (v == NULL || PyTuple_SetItem(t, i, v) < 0)
 			Py_CLEAR(t);
-			break;
-		}
 	}
 	return t;
 }

@@ -20,6 +20,7 @@
  *   handle_find looks an object up in a handle's subtree (event.c).
  */
 #include "ibverbs.h"
+#include <string.h>
 #include <fcntl.h>
 #include <poll.h>
 
@@ -45,6 +46,24 @@ void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
 	if (*head)
 		(*head)->sib_prev = h;
 	*head = h;
+}
+
+PyObject *handle_adopt(PyTypeObject *tp, const HandleKind *kind, Handle *parent,
+		       void *obj)
+{
+	Handle *h = (Handle *)PyType_GenericAlloc(tp, 0);
+
+	if (h == NULL) {
+		Handle tmp;
+
+		memset(&tmp, 0, sizeof(tmp));
+		tmp.obj = obj;
+		kind->destroy(&tmp);
+		return NULL;
+	}
+	handle_init(h, kind, parent);
+	h->obj = obj;
+	return (PyObject *)h;
 }
 
 static void handle_unlink(Handle *h)

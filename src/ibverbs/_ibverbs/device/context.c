@@ -695,7 +695,8 @@ PyDoc_STRVAR(context_create_cq_ex__doc__,
 	     "\n"
 	     "``init_attr`` is a ``CQInitAttrEx``: cqe, wc_flags\n"
 	     "(``CreateCQWCFlags``: the fields ``poll()`` and the\n"
-	     "``read_*()`` accessors may read; TM_INFO is not offered),\n"
+	     "``read_*()`` accessors may read; TM_INFO only\n"
+	     "``read_tm_info()``), parent_domain (a ParentDomain or None),\n"
 	     "channel, comp_vector and flags (``CreateCQAttrFlags``).\n"
 	     "\n"
 	     "Wraps ``ibv_create_cq_ex`` (man page ibv_create_cq_ex(3)).\n"
@@ -710,10 +711,12 @@ PyDoc_STRVAR(context_create_cq_ex__doc__,
 	     "    TypeError: init_attr lacks a field, or a field has the\n"
 	     "        wrong type.\n"
 	     "    ValueError: wc_flags has bits a CQEx does not take, a value\n"
-	     "        is out of range, or the channel is of another Context.\n"
-	     "    VerbsError: EBADF if the Context or channel is closed;\n"
-	     "        EOPNOTSUPP when the provider has no extended CQ; else\n"
-	     "        the verb failed (``errno``).");
+	     "        is out of range, or the channel or parent domain is of\n"
+	     "        another Context.\n"
+	     "    VerbsError: EBADF if the Context, channel or parent domain\n"
+	     "        is closed; EOPNOTSUPP when the provider has no extended\n"
+	     "        CQ (or no parent domains); else the verb failed\n"
+	     "        (``errno``).");
 
 static PyObject *context_create_cq_ex(PyObject *self, PyObject *args,
 				      PyObject *kw)
@@ -1030,6 +1033,19 @@ static PyMethodDef context_methods[] = {
 	  METH_VARARGS | METH_KEYWORDS, context_query_rt_values_ex__doc__ },
 	{ "query_port_speed", KW context_query_port_speed,
 	  METH_VARARGS | METH_KEYWORDS, context_query_port_speed__doc__ },
+	/* domains, counters, flow actions (mem/domain.c, counters/,
+	 * qp/flow_action.c) */
+	{ "alloc_td", td_create, METH_NOARGS, td_create__doc__ },
+	{ "alloc_parent_domain", KW parent_domain_create,
+	  METH_VARARGS | METH_KEYWORDS, parent_domain_create__doc__ },
+	{ "create_counters", counters_create, METH_NOARGS,
+	  counters_create__doc__ },
+	{ "create_comp_cntr", KW comp_cntr_create, METH_VARARGS | METH_KEYWORDS,
+	  comp_cntr_create__doc__ },
+	{ "query_comp_cntr_caps", comp_cntr_query_caps, METH_NOARGS,
+	  comp_cntr_query_caps__doc__ },
+	{ "create_flow_action_esp", KW flow_action_esp_create,
+	  METH_VARARGS | METH_KEYWORDS, flow_action_esp_create__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
 

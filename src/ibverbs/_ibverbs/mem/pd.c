@@ -600,5 +600,6 @@ static PyGetSetDef pd_getset[] = {
 	HANDLE_GETSETS_END
 };
 
-HANDLE_TYPE_SPEC(PD_spec, "PD", PDObject, 0, pd__doc__, handle_tp_dealloc,
-		 handle_tp_traverse, pd_repr, pd_methods, pd_getset);
+HANDLE_TYPE_SPEC(PD_spec, "PD", PDObject, Py_TPFLAGS_BASETYPE, pd__doc__,
+		 handle_tp_dealloc, handle_tp_traverse, pd_repr, pd_methods,
+		 pd_getset);

@@ -1338,6 +1338,8 @@ static PyMethodDef qp_methods[] = {
 	  METH_VARARGS | METH_KEYWORDS, qp_modify_rate_limit__doc__ },
 	{ "query_ece", qp_query_ece, METH_NOARGS, qp_query_ece__doc__ },
 	{ "set_ece", qp_set_ece, METH_O, qp_set_ece__doc__ },
+	{ "attach_comp_cntr", KW qp_attach_comp_cntr,
+	  METH_VARARGS | METH_KEYWORDS, qp_attach_comp_cntr__doc__ },
 	HANDLE_METHODS_END
 };
 
