@@ -109,7 +109,10 @@ def test_without_newer_verbs_only_the_calls_that_need_them_raise(shim, device_na
     )
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
-    assert {k for k, found in got["optional_verbs"].items() if not found} == set(hide)
+    # Missing: the hidden verbs, and those the real library lacks (this
+    # rdma-core may predate the newest optional verbs).
+    absent = {k for k, found in ib.optional_verbs.items() if not found}
+    assert {k for k, found in got["optional_verbs"].items() if not found} == set(hide) | absent
     # Everything else works through the older library ...
     assert isinstance(got["reg_mr_lkey"], int) and got["qp_num"] > 0
     # ... and only the calls that need a missing verb raise.
