@@ -636,15 +636,16 @@ DATA_IN_ORDER_ABI = {
     "cls,name", [(c, m) for c, ms in DATA_IN_ORDER_ABI.items() for m in ms], ids=str
 )
 def test_9_data_in_order_enums_match_the_header_or_the_abi(cls, name):
-    """From a header that has them (rdma-core 47/61) the values come from
-    the header and equal rdma-core's; built against an older one, the
-    extension says it used the ABI value."""
+    """Where this machine's header has them (rdma-core 47/61) the values
+    equal the header's; where it lacks them, the extension says it used
+    the ABI value.  (An installed wheel may be built against other
+    headers than this machine's: sid's rdma-core 65 under the abi3 wheel
+    of rdma-core 44 has the values while the wheel used the ABI's.)"""
     value = _header_value(f"IBV_QUERY_QP_DATA_IN_ORDER_{name}")
     ours = int(getattr(ib.enums, cls)[name])
     if value is None:
         assert f"{cls}.{name}" in _ibverbs._abi_constants
     else:
-        assert f"{cls}.{name}" not in _ibverbs._abi_constants
         assert ours == value
     assert ours == DATA_IN_ORDER_ABI[cls][name]
 
