@@ -320,7 +320,14 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
 	return 0;
 }
 
+/* The free-threaded build declares that the module runs without the GIL
+ * (otherwise importing it would turn the GIL back on for the whole
+ * process): its shared state is guarded where the GIL used to do it
+ * (core/handle.c says how). */
 static PyModuleDef_Slot module_slots[] = { { Py_mod_exec, module_exec },
+#ifdef Py_GIL_DISABLED
+					   { Py_mod_gil, Py_MOD_GIL_NOT_USED },
+#endif
 					   { 0, NULL } };
 
 static struct PyModuleDef module_def = {

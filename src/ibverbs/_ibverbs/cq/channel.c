@@ -105,11 +105,12 @@ static PyObject *channel_get_cq_event(PyObject *self, PyObject *unused)
 	/* cq_context is our CQObject; trust it only once found among the
 	 * open CQs of this context. */
 	found = handle_find(HANDLE(self)->parent, cq);
-	if (found == NULL || (void *)found != cq_ctx)
+	if (found == NULL || (void *)found != cq_ctx) {
+		Py_XDECREF((PyObject *)found);
 		return orphan_cq_event(cq);
+	}
 	((CQObject *)found)->events_unacked++;
-	Py_INCREF((PyObject *)found);
-	return (PyObject *)found;
+	return (PyObject *)found; /* handle_find's reference */
 }
 
 static PyObject *channel_get_fd(PyObject *self, void *closure)

@@ -87,8 +87,7 @@ static int event_bind_element(AsyncEventObject *e)
 	if (h != NULL) {
 		handle_use(h);
 		e->used = h;
-		Py_INCREF((PyObject *)h);
-		e->element = (PyObject *)h;
+		e->element = (PyObject *)h; /* handle_find's reference */
 	} else {
 		Py_INCREF(Py_None);
 		e->element = Py_None;
