@@ -33,7 +33,7 @@ build: deps venv
 
 # make wheel comes before test-host, whose tests/host/test_wheel.py checks
 # the wheels it writes (and fails, rather than skips, when one is missing).
-test: prefetch build lint docs wheel test-host test-guest test-twonode test-wheels test-distros test-arm64
+test: prefetch build lint docs wheel test-host test-freethreaded test-guest test-twonode test-wheels test-distros test-arm64
 test: export IBVERBS_REQUIRE_WHEELS = 1
 
 # The guest caches (kernel, distribution roots, arm64 root) filled in the
@@ -259,7 +259,58 @@ wheel: deps venv $(VENV)/.wheel-tools
 	for w in $(WHEEL_TMP)/*/*.whl; do \
 		PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
 			-w $(DIST) $$w || exit 1; done
+	$(MAKE) --no-print-directory wheel-freethreaded
 	@ls -l $(DIST)/ibverbs-*
+
+# ---- Free-threaded CPython (issue 33) ---------------------------------------
+#
+# FT_VERSIONS: the free-threaded interpreter is the first of these that
+# tools/freethreaded-python can build from Debian unstable's source package
+# (cached in ~/.cache/ibverbs-freethreaded; make test's prefetch starts it).
+# $(FT_VENV) is a venv of it with the build and test dependencies (PyPI
+# wheels only: no compiler for Rust here), pip driven from $(VENV)'s pip.
+#
+# make wheel-freethreaded  dist/ibverbs-<version>-cp3XY-cp3XYt-manylinux_2_17
+#                          _x86_64.manylinux2014_x86_64.whl: the extension
+#                          built by that interpreter (full C API, setup.py's
+#                          FREETHREADED), the same glibc floor, tagged by
+#                          auditwheel repair (grafts nothing).  make wheel
+#                          runs it.
+# make test-freethreaded   tools/test-wheels --python: the wheel's checks,
+#                          then the host suite under that interpreter with
+#                          the wheel installed (build/wheels-venv-X.Yt);
+#                          tests/conftest.py asserts that the GIL stays off
+#                          after import and after every test module.
+
+.PHONY: wheel-freethreaded test-freethreaded ft-venv
+
+FT_VERSIONS ?= 3.14 3.13
+FT_VENV     := build/ft-venv
+FT_PY       := $(FT_VENV)/bin/python
+FT_WHEEL_TMP := build/wheel-ft
+
+$(FT_VENV)/.created: tools/freethreaded-python | $(VENV)/.created
+	@py=$$(tools/freethreaded-python $(FT_VERSIONS)) || exit 1; \
+	echo "free-threaded interpreter: $$py"; \
+	rm -rf $(FT_VENV) && $$py -m venv --without-pip $(FT_VENV)
+	$(VPY) -m pip --python $(FT_PY) install -q --only-binary=:all: \
+		setuptools wheel pytest hypothesis numpy
+	@touch $@
+
+ft-venv: $(FT_VENV)/.created
+
+wheel-freethreaded: deps ft-venv $(VENV)/.wheel-tools
+	rm -rf $(FT_WHEEL_TMP) $(DIST)/ibverbs-*-cp3*t-*.whl
+	mkdir -p $(FT_WHEEL_TMP) $(DIST)
+	IBVERBS_GLIBC_FLOOR=1 LDSHARED="$(WHEEL_LDSHARED)" $(VPY) -m pip --python $(FT_PY) \
+		wheel -q --no-build-isolation --no-deps -w $(FT_WHEEL_TMP) .
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
+		-w $(DIST) $(FT_WHEEL_TMP)/*.whl
+
+test-freethreaded: ft-venv
+	@w=$$(ls $(DIST)/ibverbs-*-cp3*t-*x86_64.whl 2>/dev/null | head -n1); \
+	[ -n "$$w" ] || { echo "no free-threaded wheel in $(DIST) (make wheel)" >&2; exit 1; }; \
+	tools/test-wheels --python "$$(readlink -f $(FT_PY))" "$$w"
 
 test-wheels: wheel
 	tools/test-wheels $(DIST)/ibverbs-*-cp39-abi3-*x86_64.whl
