@@ -234,7 +234,10 @@ def test_extended_cq_reads_timestamps_cvlan_and_flow_tag(recording):
                 cq.read_flow_tag(),
                 cq.read_byte_len(),
             ]
+            # A post while polling (its completion lands on this CQ).
+            qp.post_recv(ibverbs.RecvWR(wr_id=10, sg_list=[ibverbs.SGE(0x1000, 32, 1)]))
             cq.end_poll()
+            out["after"] = [[w.wr_id, w.completion_ts] for w in cq.poll(4)]
             qp.close()
             cq.close()
         return out
@@ -247,11 +250,12 @@ def test_extended_cq_reads_timestamps_cvlan_and_flow_tag(recording):
         [8, 5002, wall + 2, 0x0E07, 0xFEED],
     ]
     assert v["read"] == [9, 5003, wall + 3, 0x0E07, 0xFEED, 64]
+    assert v["after"] == [[10, 5004]]
     rec = res.one("create_cq_ex")
     W = enums.CreateCQWCFlags
     want = W.COMPLETION_TIMESTAMP | W.COMPLETION_TIMESTAMP_WALLCLOCK | W.CVLAN
     assert rec["attr.wc_flags"] == int(want | W.FLOW_TAG | W.BYTE_LEN)
     assert rec["attr.cqe"] == 32
     for field in ("completion_ts", "completion_wallclock_ns", "cvlan", "flow_tag"):
-        assert len(res.calls(f"read_{field}")) == 3, field
+        assert len(res.calls(f"read_{field}")) == 4, field
     assert res.live == 0, res.live_report

@@ -34,11 +34,11 @@ struct cq_channel {
 
 struct cq_fake {
 	struct ibv_cq_ex x; /* begins with a struct ibv_cq */
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* the ring */
+	pthread_mutex_t poll_lock; /* start_poll .. end_poll */
 	struct ibv_wc *ring;
 	uint32_t cap, head, count;
 	int armed;
-	int is_ex;
 	uint64_t pushed; /* completions queued so far */
 	uint64_t cur_n; /* the n of cur */
 	struct ibv_wc cur; /* the entry an extended poll is on */
@@ -249,21 +249,29 @@ static int cq_req_notify(struct ibv_cq *cq, int solicited_only)
 /* Extended polling                                                    */
 /* ------------------------------------------------------------------ */
 
-/* Called with the lock held: make the next entry current, or ENOENT. */
+/* Make the next entry current, or ENOENT.  start_poll takes the CQ's
+ * poll lock and end_poll (or a start_poll that finds nothing) releases
+ * it, as a provider does; the ring's own lock is held only while an entry
+ * is taken, so a post between start_poll and end_poll from the polling
+ * thread (its completion lands on this CQ) cannot deadlock. */
 static int cq_ex_advance(struct cq_fake *q)
 {
-	if (q->count == 0)
-		return ENOENT;
-	cq_pop(q, &q->cur);
-	q->cur_n = q->pushed - q->count;
-	q->x.status = q->cur.status;
-	q->x.wr_id = q->cur.wr_id;
-	return 0;
+	int rc = ENOENT;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->count > 0) {
+		cq_pop(q, &q->cur);
+		q->cur_n = q->pushed - q->count;
+		q->x.status = q->cur.status;
+		q->x.wr_id = q->cur.wr_id;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return rc;
 }
 
 static int cq_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 {
-	struct cq_fake *q = cqx_of(cq);
 	int rc;
 
 	if (fake_recording()) {
@@ -278,10 +286,10 @@ static int cq_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 	}
 	if (attr->comp_mask)
 		return EINVAL;
-	pthread_mutex_lock(&q->lock);
-	rc = cq_ex_advance(q);
+	pthread_mutex_lock(&cqx_of(cq)->poll_lock);
+	rc = cq_ex_advance(cqx_of(cq));
 	if (rc)
-		pthread_mutex_unlock(&q->lock);
+		pthread_mutex_unlock(&cqx_of(cq)->poll_lock);
 	return rc;
 }
 
@@ -296,7 +304,7 @@ static void cq_end_poll(struct ibv_cq_ex *cq)
 {
 	if (fake_recording())
 		fake_record_simple("end_poll", "cq", cq);
-	pthread_mutex_unlock(&cqx_of(cq)->lock);
+	pthread_mutex_unlock(&cqx_of(cq)->poll_lock);
 }
 
 /* One reader per field: records "read_<field> cq=..." and answers the
@@ -328,11 +336,14 @@ CQ_READER(completion_wallclock_ns, uint64_t,
 CQ_READER(cvlan, uint16_t, __atomic_load_n(&cq_cvlan, __ATOMIC_RELAXED))
 CQ_READER(flow_tag, uint32_t, __atomic_load_n(&cq_flow_tag, __ATOMIC_RELAXED))
 
+/* Tag matching info: fixed, tag 0x1122334455667788 and priv 0xfeedbeef. */
 static void cq_read_tm_info(struct ibv_cq_ex *cq, struct ibv_wc_tm_info *tm)
 {
 	if (fake_recording())
 		fake_record_simple("read_tm_info", "cq", cq);
 	memset(tm, 0, sizeof(*tm));
+	tm->tag = 0x1122334455667788ull;
+	tm->priv = 0xfeedbeef;
 }
 
 /* ------------------------------------------------------------------ */
@@ -361,6 +372,7 @@ static struct cq_fake *cq_new(struct ibv_context *context, int cqe,
 	}
 	q->cap = (uint32_t)cqe;
 	pthread_mutex_init(&q->lock, NULL);
+	pthread_mutex_init(&q->poll_lock, NULL);
 	pthread_mutex_init(&q->x.mutex, NULL);
 	pthread_cond_init(&q->x.cond, NULL);
 	q->x.context = context;
@@ -430,7 +442,6 @@ static struct ibv_cq_ex *cq_create_ex(struct ibv_context *context,
 		   (int)a->comp_vector);
 	if (q == NULL)
 		return NULL;
-	q->is_ex = 1;
 	q->x.start_poll = cq_start_poll;
 	q->x.next_poll = cq_next_poll;
 	q->x.end_poll = cq_end_poll;
@@ -499,6 +510,7 @@ FAKE_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 		__atomic_sub_fetch(&cq->channel->refcnt, 1, __ATOMIC_RELAXED);
 	free(q->ring);
 	pthread_mutex_destroy(&q->lock);
+	pthread_mutex_destroy(&q->poll_lock);
 	pthread_mutex_destroy(&q->x.mutex);
 	pthread_cond_destroy(&q->x.cond);
 	fake_free_obj("cq", q);

@@ -605,58 +605,55 @@ static const struct {
 
 #define DEV_NRATES (sizeof(dev_rates) / sizeof(dev_rates[0]))
 
-static int dev_rate_rec(const char *verb, const char *key, int v)
+enum dev_rate_col { DEV_RATE, DEV_MULT, DEV_MBPS };
+
+static int dev_rate_cell(size_t i, enum dev_rate_col c)
+{
+	return c == DEV_RATE ? (int)dev_rates[i].rate :
+	       c == DEV_MULT ? dev_rates[i].mult :
+			       dev_rates[i].mbps;
+}
+
+/* Record verb(key=v), then answer column `to` of the row whose column
+ * `from` is v, or `none`. */
+static int dev_rate_lookup(const char *verb, const char *key, int v,
+			   enum dev_rate_col from, enum dev_rate_col to,
+			   int none)
 {
 	struct fake_rec r;
+	size_t i;
 
 	fake_begin(&r, verb);
 	FAKE_I(&r, key, v);
 	fake_end(&r);
-	return v;
+	for (i = 0; i < DEV_NRATES; i++)
+		if (dev_rate_cell(i, from) == v && v > 0)
+			return dev_rate_cell(i, to);
+	return none;
 }
 
 FAKE_EXPORT int ibv_rate_to_mult(enum ibv_rate rate)
 {
-	size_t i;
-
-	dev_rate_rec("rate_to_mult", "rate", rate);
-	for (i = 0; i < DEV_NRATES; i++)
-		if (dev_rates[i].rate == rate)
-			return dev_rates[i].mult;
-	return -1;
+	return dev_rate_lookup("rate_to_mult", "rate", rate, DEV_RATE, DEV_MULT,
+			       -1);
 }
 
 FAKE_EXPORT enum ibv_rate mult_to_ibv_rate(int mult)
 {
-	size_t i;
-
-	dev_rate_rec("mult_to_ibv_rate", "mult", mult);
-	for (i = 0; i < DEV_NRATES; i++)
-		if (dev_rates[i].mult == mult && mult > 0)
-			return dev_rates[i].rate;
-	return IBV_RATE_MAX;
+	return dev_rate_lookup("mult_to_ibv_rate", "mult", mult, DEV_MULT,
+			       DEV_RATE, IBV_RATE_MAX);
 }
 
 FAKE_EXPORT int ibv_rate_to_mbps(enum ibv_rate rate)
 {
-	size_t i;
-
-	dev_rate_rec("rate_to_mbps", "rate", rate);
-	for (i = 0; i < DEV_NRATES; i++)
-		if (dev_rates[i].rate == rate)
-			return dev_rates[i].mbps;
-	return -1;
+	return dev_rate_lookup("rate_to_mbps", "rate", rate, DEV_RATE, DEV_MBPS,
+			       -1);
 }
 
 FAKE_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
 {
-	size_t i;
-
-	dev_rate_rec("mbps_to_ibv_rate", "mbps", mbps);
-	for (i = 0; i < DEV_NRATES; i++)
-		if (dev_rates[i].mbps == mbps)
-			return dev_rates[i].rate;
-	return IBV_RATE_MAX;
+	return dev_rate_lookup("mbps_to_ibv_rate", "mbps", mbps, DEV_MBPS,
+			       DEV_RATE, IBV_RATE_MAX);
 }
 
 FAKE_CONTEXT_OPS(dev_ops)

@@ -20,6 +20,7 @@
  *   handle_find looks an object up in a handle's subtree (event.c).
  */
 #include "ibverbs.h"
+#include <string.h>
 #include <fcntl.h>
 #include <poll.h>
 #ifdef Py_GIL_DISABLED
@@ -218,6 +219,24 @@ void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
 	TREE_UNLOCK();
 }
 
+PyObject *handle_adopt(PyTypeObject *tp, const HandleKind *kind, Handle *parent,
+		       void *obj)
+{
+	Handle *h = (Handle *)PyType_GenericAlloc(tp, 0);
+
+	if (h == NULL) {
+		Handle tmp;
+
+		memset(&tmp, 0, sizeof(tmp));
+		tmp.obj = obj;
+		kind->destroy(&tmp);
+		return NULL;
+	}
+	handle_init(h, kind, parent);
+	h->obj = obj;
+	return (PyObject *)h;
+}
+
 static void handle_unlink_locked(Handle *h)
 {
 	Handle **head = h->parent ? &h->parent->children : &roots;
@@ -236,6 +255,22 @@ static void handle_unlink(Handle *h)
 	TREE_LOCK();
 	handle_unlink_locked(h);
 	TREE_UNLOCK();
+}
+
+void handle_reparent(Handle *h, Handle *new_parent)
+{
+	Handle *old = h->parent;
+
+	Py_INCREF((PyObject *)new_parent);
+	TREE_LOCK();
+	handle_unlink_locked(h);
+	h->parent = new_parent;
+	h->sib_next = new_parent->children;
+	if (new_parent->children)
+		new_parent->children->sib_prev = h;
+	new_parent->children = h;
+	TREE_UNLOCK();
+	Py_DECREF((PyObject *)old);
 }
 
 /* In the child: no verbs.  Every inherited handle becomes a closed,
