@@ -233,7 +233,7 @@ PyObject *handle_adopt(PyTypeObject *tp, const HandleKind *kind, Handle *parent,
 		return NULL;
 	}
 	handle_init(h, kind, parent);
-	h->obj = obj;
+	obj_store(h, obj); /* handle_find may look at it already */
 	return (PyObject *)h;
 }
 
@@ -675,11 +675,17 @@ PyObject *handle_get_closed(PyObject *self, void *closure)
 
 PyObject *handle_get_parent(PyObject *self, void *closure)
 {
-	PyObject *p = (PyObject *)HANDLE(self)->parent;
+	PyObject *p;
 
+	/* Under the tree lock: MR.rereg on another thread may move the MR
+	 * to another PD and drop its reference to the old one
+	 * (handle_reparent). */
+	TREE_LOCK();
+	p = (PyObject *)HANDLE(self)->parent;
 	if (p == NULL)
-		Py_RETURN_NONE;
+		p = Py_None;
 	Py_INCREF(p);
+	TREE_UNLOCK();
 	return p;
 }
 
@@ -759,7 +765,7 @@ static Handle *find_locked(Handle *root, const void *obj)
 	Handle *c, *found;
 
 	for (c = root->children; c != NULL; c = c->sib_next) {
-		if (c->obj == obj)
+		if (obj_load(c) == obj)
 			return c;
 		found = find_locked(c, obj);
 		if (found != NULL)
