@@ -14,6 +14,8 @@ test_threads_rxe.py), where the provider locks it."""
 
 from __future__ import annotations
 
+import ipaddress
+
 THREADS = 4
 
 
@@ -196,4 +198,123 @@ def test_close_racing_calls_in_flight_never_frees_under_them(recording):
     assert outcomes["other"] == []
     assert outcomes["ebadf"] == 2 * 50
     assert destroys == 50
+    assert res.live == 0, res.live_report
+
+
+def test_threads_attach_and_detach_groups_on_one_qp(recording):
+    """Threads join and leave multicast groups on one UD QP at once: the
+    QP's list of groups (which close() detaches) must lose no entry and
+    keep no stale one, so close() detaches exactly the groups still
+    joined."""
+
+    def body(fake, threads, rounds):
+        import threading
+
+        import ibverbs
+
+        errors = []
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            cq = ctx.create_cq(16)
+            qp = pd.create_qp(ibverbs.QPInitAttr(cq, cq, qp_type=ibverbs.QPType.UD))
+            start = threading.Barrier(threads)
+
+            def worker(i):
+                try:
+                    start.wait()
+                    for r in range(rounds):
+                        gid = f"ff12::{i + 1:x}:{r + 1:x}"
+                        qp.attach_mcast(gid, lid=0xC000 + i)
+                        if r % 2:
+                            qp.detach_mcast(gid, lid=0xC000 + i)
+                except BaseException as e:
+                    errors.append(repr(e))
+
+            ts = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            fake.clear()
+            qp.close()  # detaches what is still joined
+            cq.close()
+        return errors
+
+    res = recording.run(body, THREADS, 200)
+    assert res.ok() == []
+    left = sorted((d["gid"], d["lid"]) for d in res.calls("detach_mcast"))
+    want = sorted(
+        (ipaddress.IPv6Address(f"ff12::{i + 1:x}:{r + 1:x}").packed, 0xC000 + i)
+        for i in range(THREADS)
+        for r in range(0, 200, 2)
+    )
+    assert left == want
+    assert res.live == 0, res.live_report
+
+
+def test_rereg_moving_an_mr_between_pds_while_threads_read_it(recording):
+    """One thread moves an MR from PD to PD (MR.rereg with CHANGE_PD and a
+    new translation and owner) while others read its pd and owner and
+    register and close MRs of their own on both PDs: the PDs' lists of
+    children stay whole and no read sees a freed object."""
+
+    def body(fake, threads, rounds):
+        import ctypes
+        import threading
+
+        import ibverbs
+        from ibverbs import enums
+
+        fake.set_recording(False)
+        F = enums.ReregMRFlags
+        bufs = [ctypes.create_string_buffer(4096) for _ in range(2)]
+        errors, stop = [], threading.Event()
+        with ibverbs.Context("fake0") as ctx:
+            pds = [ctx.alloc_pd(), ctx.alloc_pd()]
+            mr = pds[0].reg_mr(ctypes.addressof(bufs[0]), 4096, 1)
+
+            def mover():
+                try:
+                    for r in range(1, rounds + 1):
+                        b = bufs[r % 2]
+                        mr.rereg(
+                            F.CHANGE_PD | F.CHANGE_TRANSLATION,
+                            pd=pds[r % 2],
+                            addr=ctypes.addressof(b),
+                            length=4096,
+                            owner=bytearray(8),  # dropped by the next move
+                        )
+                except BaseException as e:
+                    errors.append(repr(e))
+                finally:
+                    stop.set()
+
+            def reader(i):
+                try:
+                    while not stop.is_set():
+                        assert mr.pd in pds and isinstance(mr.owner, (bytearray, type(None)))
+                        own = pds[i % 2].reg_mr(ctypes.addressof(bufs[0]), 64, 1)
+                        own.close()
+                except BaseException as e:
+                    errors.append(repr(e))
+
+            ts = [threading.Thread(target=reader, args=(i,)) for i in range(threads - 1)]
+            ts.append(threading.Thread(target=mover))
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            last, busy = mr.pd is pds[rounds % 2], None
+            try:
+                pds[rounds % 2].close()
+            except ibverbs.VerbsError as e:
+                busy = e.errno
+            mr.close()
+            for pd in pds:
+                pd.close()
+        return errors, last, busy
+
+    res = recording.run(body, THREADS, 300)
+    errors, last, busy = res.ok()
+    assert errors == []
+    assert last and busy == 16  # the MR is the child of the PD it moved to
     assert res.live == 0, res.live_report

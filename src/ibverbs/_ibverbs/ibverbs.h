@@ -440,6 +440,19 @@ void handle_tp_dealloc(PyObject *self);
 	(__atomic_fetch_sub(&HANDLE(h)->busy, 1, __ATOMIC_SEQ_CST))
 #endif
 
+/* A block that changes (or reads a pointer of) an object's own state which
+ * methods on other threads also use (QP's multicast list, MR.rereg's new
+ * translation): a critical section on o in the free-threaded build, a
+ * plain block in the GIL build, whose GIL already serializes it.  Nothing
+ * inside may release the GIL (a critical section is suspended then). */
+#ifdef Py_GIL_DISABLED
+#define OBJ_LOCKED_BEGIN(o) Py_BEGIN_CRITICAL_SECTION(o)
+#define OBJ_LOCKED_END() Py_END_CRITICAL_SECTION()
+#else
+#define OBJ_LOCKED_BEGIN(o) {
+#define OBJ_LOCKED_END() }
+#endif
+
 /* handle.c, for channel.c and event.c: wait with the GIL released (h marked
  * busy, EINTR runs signal handlers) until fd is readable, then re-check
  * with the GIL held so that the caller's read cannot block.  0 or -1
