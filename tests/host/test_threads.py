@@ -10,7 +10,7 @@ storage).  Under a GIL build they run interleaved and check the same
 outcomes.  The double completes every send at once, in the CQ of its QP,
 so each thread's count is exact.  The double's own CQ ring has no lock:
 a CQ is shared between threads only in the guest (tests/device/
-test_threads_rxe.py), where the provider locks it."""
+test_threads_device.py), where the provider locks it."""
 
 from __future__ import annotations
 
