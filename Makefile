@@ -281,9 +281,19 @@ wheel: deps venv $(VENV)/.wheel-tools
 #                          then the host suite under that interpreter with
 #                          the wheel installed (build/wheels-venv-X.Yt);
 #                          tests/conftest.py asserts that the GIL stays off
-#                          after import and after every test module.
+#                          after import and after every test module.  Then
+#                          test-freethreaded-guest.
+# make test-freethreaded-guest  the wheel installed in $(FT_VENV), and in
+#                          one Soft-RoCE guest boot, under that interpreter:
+#                          the thread stress tests (tests/device/
+#                          test_threads_device.py) and a small device subset
+#                          (FT_GUEST_TESTS), the GIL checked off after each
+#                          module.  The GIL build runs the same stress tests
+#                          in test-guest's full device suite.  The
+#                          interpreter's cache (~/.cache) is visible in the
+#                          guest, which hides /tmp and /var/tmp.
 
-.PHONY: wheel-freethreaded test-freethreaded ft-venv
+.PHONY: wheel-freethreaded test-freethreaded test-freethreaded-guest ft-venv
 
 FT_VERSIONS ?= 3.14 3.13
 FT_VENV     := build/ft-venv
@@ -308,10 +318,30 @@ wheel-freethreaded: deps ft-venv $(VENV)/.wheel-tools
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
 		-w $(DIST) $(FT_WHEEL_TMP)/*.whl
 
+FT_WHEEL = $$(ls $(DIST)/ibverbs-*-cp3*t-*x86_64.whl 2>/dev/null | head -n1)
+FT_GUEST_TESTS ?= tests/device/test_threads_device.py tests/device/test_rc.py \
+	tests/device/test_cq.py tests/device/test_qp.py tests/device/test_events.py \
+	tests/device/reliability/test_rel_races.py
+
 test-freethreaded: ft-venv
-	@w=$$(ls $(DIST)/ibverbs-*-cp3*t-*x86_64.whl 2>/dev/null | head -n1); \
+	@w=$(FT_WHEEL); \
 	[ -n "$$w" ] || { echo "no free-threaded wheel in $(DIST) (make wheel)" >&2; exit 1; }; \
 	tools/test-wheels --python "$$(readlink -f $(FT_PY))" "$$w"
+	$(MAKE) --no-print-directory test-freethreaded-guest
+
+test-freethreaded-guest: ft-venv
+	@w=$(FT_WHEEL); \
+	[ -n "$$w" ] || { echo "no free-threaded wheel in $(DIST) (make wheel)" >&2; exit 1; }; \
+	$(VPY) -m pip --python $(FT_PY) install -q --force-reinstall --no-deps "$$w"
+	@# The guest's root is read-only: byte-code and pytest's rewritten
+	@# test modules for this interpreter are written here first (without
+	@# them, collecting in the guest takes minutes).
+	env -u PYTHONDONTWRITEBYTECODE $(FT_PY) -m compileall -q tests
+	env -u PYTHONDONTWRITEBYTECODE $(FT_PY) -m pytest --collect-only -q $(FT_GUEST_TESTS) >/dev/null
+	@mkdir -p $(OUT)
+	IBVERBS_REQUIRE_INTEGRATION=1 IBVERBS_EXPECT_FREETHREADED=1 $(RXE_VM) --rw $(OUT) -- \
+		$(FT_PY) -m pytest -rfEs --durations=5 --basetemp=/tmp/ft-guest \
+		-m 'integration and not runs_last' $(FT_GUEST_TESTS)
 
 test-wheels: wheel
 	tools/test-wheels $(DIST)/ibverbs-*-cp39-abi3-*x86_64.whl
