@@ -501,6 +501,17 @@ static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
+/* ack_events' ValueError: n is more than the have events unacked. */
+static PyObject *ack_too_many(long n, unsigned int have)
+{
+	PyErr_Format(PyExc_ValueError,
+		     "cannot ack %ld event(s): that is more CQ events "
+		     "than the %u delivered by get_cq_event() and not "
+		     "yet acked",
+		     n, have);
+	return NULL;
+}
+
 PyDoc_STRVAR(cq_ack_events__doc__,
 	     "Acknowledge completion events got by ``get_cq_event()``.\n"
 	     "\n"
@@ -530,16 +541,26 @@ static PyObject *cq_ack_events(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	if (o != NULL && arg_int(o, "nevents", 1, INT32_MAX, &n) < 0)
 		return NULL;
-	if ((unsigned long)n > c->events_unacked) {
-		PyErr_Format(PyExc_ValueError,
-			     "cannot ack %ld event(s): that is more CQ events "
-			     "than the %u delivered by get_cq_event() and not "
-			     "yet acked",
-			     n, c->events_unacked);
-		return NULL;
+#ifdef Py_GIL_DISABLED
+	{
+		/* Threads may get events and ack them at once: take n off
+		 * the count only while it holds n (compare-exchange). */
+		unsigned int have =
+			__atomic_load_n(&c->events_unacked, __ATOMIC_ACQUIRE);
+
+		do {
+			if ((unsigned long)n > have)
+				return ack_too_many(n, have);
+		} while (!__atomic_compare_exchange_n(
+			&c->events_unacked, &have, have - (unsigned int)n, 1,
+			__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
 	}
-	IBV.ack_cq_events(CQP(self), (unsigned int)n);
+#else
+	if ((unsigned long)n > c->events_unacked)
+		return ack_too_many(n, c->events_unacked);
 	c->events_unacked -= (unsigned int)n;
+#endif
+	IBV.ack_cq_events(CQP(self), (unsigned int)n);
 	Py_RETURN_NONE;
 }
 
