@@ -319,13 +319,14 @@ wheel-freethreaded: deps ft-venv $(VENV)/.wheel-tools
 		-w $(DIST) $(FT_WHEEL_TMP)/*.whl
 
 FT_WHEEL = $$(ls $(DIST)/ibverbs-*-cp3*t-*x86_64.whl 2>/dev/null | head -n1)
-# The subset: the data path, CQs, QP states, async events and the
+# The subset: the data path, CQs, QP states, async events, multicast, the
 # close-vs-blocking-call races (at 0.4 of their count: 3.13t in the guest
 # runs them 4x slower than the GIL build); test_rc's two-process test is
 # left out (28 s for interpreter start-up, nothing about threads).
 FT_GUEST_TESTS ?= tests/device/test_threads_device.py tests/device/test_rc.py \
 	tests/device/test_cq.py tests/device/test_qp.py tests/device/test_events.py \
-	tests/device/test_wrchain.py tests/device/reliability/test_rel_races.py
+	tests/device/test_wrchain.py tests/device/test_mcast.py \
+	tests/device/reliability/test_rel_races.py
 FT_GUEST_SKIP := --deselect tests/device/test_rc.py::test_two_processes
 
 test-freethreaded: ft-venv
