@@ -31,6 +31,14 @@ CFLAGS = [
     "-fvisibility=hidden",
 ]
 DEFINES = [("Py_LIMITED_API", "0x03090000")]
+# A free-threaded interpreter (3.13t, 3.14t: sysconfig's Py_GIL_DISABLED)
+# has no Limited API to build against (up to 3.14): there the extension is
+# built for that one interpreter (a cp3XY-cp3XYt wheel) with the full API,
+# and the code compiled under #ifdef Py_GIL_DISABLED guards what the GIL
+# used to (core/handle.c).
+FREETHREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+if FREETHREADED:
+    DEFINES = []
 # The C core: every *.c below it, in family folders (its README.md); the
 # files include its headers by their path from here ("qp/qp.h").
 C_ROOT = "src/ibverbs/_ibverbs"
@@ -157,7 +165,7 @@ def extension():
         depends=sorted(glob.glob(f"{C_ROOT}/**/*.h", recursive=True)),
         include_dirs=[C_ROOT],
         define_macros=DEFINES + probed_defines(extra),
-        py_limited_api=True,
+        py_limited_api=not FREETHREADED,
         extra_compile_args=CFLAGS + extra + floor_cflags,
         extra_link_args=extra_link + floor_ldflags,
         # No libraries=["ibverbs"]: every exported verb is resolved with dlsym.
@@ -167,4 +175,5 @@ def extension():
 if __name__ == "__main__":
     from setuptools import setup
 
-    setup(ext_modules=[extension()], options={"bdist_wheel": {"py_limited_api": "cp39"}})
+    options = {} if FREETHREADED else {"bdist_wheel": {"py_limited_api": "cp39"}}
+    setup(ext_modules=[extension()], options=options)

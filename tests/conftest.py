@@ -89,3 +89,47 @@ def pytest_sessionfinish(session, exitstatus):
     if REQUIRE and _integration_passed == 0 and exitstatus == 0:
         print("\nIBVERBS_REQUIRE_INTEGRATION: no integration test passed")
         session.exitstatus = 1
+
+
+# The free-threaded stage (make test-freethreaded, tools/test-wheels
+# --python, the guest's 3.13t/3.14t runs) sets IBVERBS_EXPECT_FREETHREADED=1:
+# the interpreter must be free-threaded, `import ibverbs` must leave the GIL
+# off (the module's Py_mod_gil slot), and so must every test module: an
+# extension imported along the way without the slot would turn it back on
+# for the whole process, and the rest of the run would prove nothing.
+EXPECT_FREETHREADED = os.environ.get("IBVERBS_EXPECT_FREETHREADED") == "1"
+
+
+def _gil_enabled():
+    import sys
+
+    return getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+def pytest_sessionstart(session):
+    if not EXPECT_FREETHREADED:
+        return
+    import sysconfig
+
+    import ibverbs  # noqa: F401  (the import under test)
+
+    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+        raise pytest.UsageError(
+            "IBVERBS_EXPECT_FREETHREADED=1 but this CPython is not free-threaded"
+        )
+    if _gil_enabled():
+        raise pytest.UsageError("import ibverbs turned the GIL on (no Py_mod_gil slot?)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    if not EXPECT_FREETHREADED:
+        return
+    if nextitem is not None and nextitem.module is item.module:
+        return
+    if _gil_enabled():
+        pytest.fail(
+            f"the GIL is on after {item.module.__name__} (an extension without Py_mod_gil?)",
+            pytrace=False,
+        )

@@ -44,6 +44,7 @@ import asyncio
 import errno
 import functools
 import os
+import threading
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -115,24 +116,29 @@ class _FdWatch:
 
 _W = TypeVar("_W", bound=_FdWatch)
 
-# (loop, fd) -> watch; an entry exists only while a future waits.
+# (loop, fd) -> watch; an entry exists only while a future waits.  Loops
+# in several threads share it: every access holds _watches_lock (a scan
+# racing an insert would raise "dictionary changed size during iteration").
 _watches: dict[tuple[asyncio.AbstractEventLoop, int], _FdWatch] = {}
+_watches_lock = threading.Lock()
 
 
 def _forget(w: _FdWatch) -> None:
-    if _watches.get((w.loop, w.fd)) is w:
-        del _watches[(w.loop, w.fd)]
+    with _watches_lock:
+        if _watches.get((w.loop, w.fd)) is w:
+            del _watches[(w.loop, w.fd)]
 
 
 def _watch(loop: asyncio.AbstractEventLoop, fd: int, kind: type[_W]) -> _W:
-    # Entries of loops closed with futures pending (never cancelled): drop.
-    for key in [k for k in _watches if k[0].is_closed()]:
-        del _watches[key]
-    w = _watches.get((loop, fd))
-    if w is None:
-        w = kind(loop, fd)
-        _watches[(loop, fd)] = w
-    elif not isinstance(w, kind):
+    with _watches_lock:
+        # Entries of loops closed with futures pending (never cancelled): drop.
+        for key in [k for k in _watches if k[0].is_closed()]:
+            del _watches[key]
+        w = _watches.get((loop, fd))
+        if w is None:
+            w = kind(loop, fd)
+            _watches[(loop, fd)] = w
+    if not isinstance(w, kind):
         raise RuntimeError(f"fd {fd} is already watched for another purpose")
     return w
 
@@ -575,4 +581,5 @@ async def get_event(obj: CMID | CMListener, *, timeout: float | None = None) -> 
 
 def _debug_watches() -> list[tuple[Any, int]]:
     """The (loop, fd) pairs registered now (for tests)."""
-    return [k for k, w in _watches.items() if w.registered]
+    with _watches_lock:
+        return [k for k, w in _watches.items() if w.registered]

@@ -115,6 +115,7 @@ def mesh_write_rank(store, rank, world_size, device, *, port=1, prefix="mesh", t
     Returns what check_mesh() checks, plus each QP's destination GID
     (``dgids``, by peer) and the bootstrap log lines."""
     import logging
+    import threading
 
     import numpy as np
 
@@ -124,6 +125,10 @@ def mesh_write_rank(store, rank, world_size, device, *, port=1, prefix="mesh", t
     records = []
     handler = logging.Handler()
     handler.emit = records.append
+    # This rank's records only, where ranks are threads of one process
+    # (tests/device/test_threads_device.py).
+    me = threading.get_ident()
+    handler.addFilter(lambda record: record.thread == me)
     log = logging.getLogger("ibverbs.bootstrap")
     log.addHandler(handler)
     log.setLevel(logging.INFO)

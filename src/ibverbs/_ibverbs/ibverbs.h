@@ -357,6 +357,12 @@ struct Handle {
 	int users; /* open handles that use this one
 				      (QP -> CQ/SRQ, CQ -> CompChannel) */
 	int busy; /* threads inside a GIL-free call */
+#ifdef Py_GIL_DISABLED
+	/* Free-threaded build: threads inside a method of this handle (or
+	 * holding it as an argument), plus HANDLE_CLOSING while close()
+	 * waits for them to leave (handle.c). */
+	Py_ssize_t pins;
+#endif
 };
 
 #define HANDLE(o) ((Handle *)(o))
@@ -384,11 +390,31 @@ void handle_unuse(Handle *used);
 void handle_unuse_clear(PyObject **used);
 /* 0 when open; -1 with VerbsError(EBADF, "<kind> is closed") set. */
 int handle_check(Handle *h);
+#ifndef Py_GIL_DISABLED
 #define HANDLE_CHECK(h)                          \
 	do {                                     \
 		if (handle_check(HANDLE(h)) < 0) \
 			return NULL;             \
 	} while (0)
+#else
+/* Free-threaded build: HANDLE_CHECK also pins h until the enclosing
+ * function returns (a cleanup variable), and so does every handle_check
+ * of an argument handle made in that time: close() on another thread
+ * waits for the pins to go before it destroys (handle.c).  So it is a
+ * declaration: write it as a statement of its own, at block level. */
+typedef struct {
+	int mark; /* depth of the thread's pin stack at entry; -1: none */
+} HandleScope;
+int handle_scope_enter(Handle *h, HandleScope *scope);
+void handle_scope_exit(HandleScope *scope);
+#define HANDLE_CHECK(h) HANDLE_CHECK_(h, __COUNTER__)
+#define HANDLE_CHECK_(h, n) HANDLE_CHECK__(h, n)
+#define HANDLE_CHECK__(h, n)                                      \
+	HandleScope handle_scope_##n                              \
+		__attribute__((cleanup(handle_scope_exit)));      \
+	if (handle_scope_enter(HANDLE(h), &handle_scope_##n) < 0) \
+	return NULL
+#endif
 /* close(): idempotent. EBUSY (object left usable) while children, users
  * or busy threads exist. Returns 0 or -1 with an exception set. */
 int handle_close(Handle *h);
@@ -404,8 +430,28 @@ void handle_dealloc(Handle *h);
 int handle_tp_traverse(PyObject *self, visitproc visit, void *arg);
 void handle_tp_dealloc(PyObject *self);
 /* Mark busy around a GIL-free call. */
+#ifndef Py_GIL_DISABLED
 #define HANDLE_BUSY_ENTER(h) (HANDLE(h)->busy++)
 #define HANDLE_BUSY_EXIT(h) (HANDLE(h)->busy--)
+#else
+#define HANDLE_BUSY_ENTER(h) \
+	(__atomic_fetch_add(&HANDLE(h)->busy, 1, __ATOMIC_SEQ_CST))
+#define HANDLE_BUSY_EXIT(h) \
+	(__atomic_fetch_sub(&HANDLE(h)->busy, 1, __ATOMIC_SEQ_CST))
+#endif
+
+/* A block that changes (or reads a pointer of) an object's own state which
+ * methods on other threads also use (QP's multicast list, MR.rereg's new
+ * translation): a critical section on o in the free-threaded build, a
+ * plain block in the GIL build, whose GIL already serializes it.  Nothing
+ * inside may release the GIL (a critical section is suspended then). */
+#ifdef Py_GIL_DISABLED
+#define OBJ_LOCKED_BEGIN(o) Py_BEGIN_CRITICAL_SECTION(o)
+#define OBJ_LOCKED_END() Py_END_CRITICAL_SECTION()
+#else
+#define OBJ_LOCKED_BEGIN(o) {
+#define OBJ_LOCKED_END() }
+#endif
 
 /* handle.c, for channel.c and event.c: wait with the GIL released (h marked
  * busy, EINTR runs signal handlers) until fd is readable, then re-check
@@ -413,7 +459,8 @@ void handle_tp_dealloc(PyObject *self);
  * with an exception set. */
 int fd_wait_readable(Handle *h, int fd);
 int fd_is_nonblocking(int fd);
-/* The open handle in root's subtree whose obj is obj, or NULL. */
+/* The open handle in root's subtree whose obj is obj, as a new
+ * reference, or NULL. */
 Handle *handle_find(Handle *root, const void *obj);
 
 /* Common methods and getters, to put into every handle type. */

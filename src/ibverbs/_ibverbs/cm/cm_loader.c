@@ -18,7 +18,32 @@ struct rdmacm_api CM;
 
 static const char CM_DEFAULT_LIB[] = "librdmacm.so.1";
 
+static int cm_load_locked(void);
+
+#ifdef Py_GIL_DISABLED
+/* Free-threaded build: one thread loads, the others wait for it and then
+ * see the whole table (CM.lib is stored last, with release order). */
+static PyMutex cm_load_lock;
+
 int cm_load(void)
+{
+	int rc;
+
+	if (__atomic_load_n(&CM.lib, __ATOMIC_ACQUIRE) != NULL)
+		return 0;
+	PyMutex_Lock(&cm_load_lock);
+	rc = cm_load_locked();
+	PyMutex_Unlock(&cm_load_lock);
+	return rc;
+}
+#else
+int cm_load(void)
+{
+	return cm_load_locked();
+}
+#endif
+
+static int cm_load_locked(void)
 {
 	const char *libname = getenv("IBVERBS_LIBRDMACM");
 	Dl_info info;
@@ -56,7 +81,11 @@ int cm_load(void)
 	snprintf(CM.path, sizeof(CM.path), "%s", libname);
 	if (dladdr((void *)CM.create_id, &info) && info.dli_fname)
 		snprintf(CM.path, sizeof(CM.path), "%s", info.dli_fname);
+#ifdef Py_GIL_DISABLED
+	__atomic_store_n(&CM.lib, lib, __ATOMIC_RELEASE);
+#else
 	CM.lib = lib;
+#endif
 	return 0;
 }
 

@@ -23,15 +23,177 @@
 #include <string.h>
 #include <fcntl.h>
 #include <poll.h>
+#ifdef Py_GIL_DISABLED
+#include <time.h>
+#endif
 
 /* Open handles without a parent (Contexts), linked like children. */
 static Handle *roots;
 /* Set in a child process whose parent had handles. */
 static int forked_child;
 
+/* VerbsError(EBADF, "<kind> is closed"); -1. */
+static inline __attribute__((always_inline)) int closed_error(Handle *h);
+
+/*
+ * The free-threaded build (Py_GIL_DISABLED; none of this is compiled into
+ * the GIL build).  Without the GIL, nothing serializes the methods of one
+ * object any more, so:
+ *
+ * - The tree (roots, every children list) and the users counts are
+ *   guarded by tree_lock, a PyMutex.
+ * - Every method pins its handle (HANDLE_CHECK: h->pins + 1 until the
+ *   method returns), and every handle_check() of an argument handle made
+ *   meanwhile pins that one too, on a per-thread stack that the method's
+ *   scope unwinds.  close() first sets HANDLE_CLOSING (a new pin fails
+ *   with EBADF), then waits, detached, until only the calling thread's
+ *   own pins are left, and only then destroys: a verb in flight on
+ *   another thread completes; one that comes later raises EBADF.  A
+ *   blocking call (busy) or a wait past HANDLE_DRAIN_NS makes close()
+ *   refuse with EBUSY instead, the handle left open.
+ * - Critical sections cannot do this: they are suspended whenever their
+ *   thread detaches, as every GIL-free call does.
+ */
+#ifdef Py_GIL_DISABLED
+#define HANDLE_CLOSING ((Py_ssize_t)1 << (sizeof(Py_ssize_t) * 8 - 2))
+#define HANDLE_PIN_MAX 64
+#define HANDLE_DRAIN_NS 2000000000LL
+
+static PyMutex tree_lock;
+
+/* This thread's pins, innermost last (argument pins above their
+ * method's own). */
+static _Thread_local struct {
+	int depth;
+	Handle *pins[HANDLE_PIN_MAX];
+} tls_pins;
+
+#define TREE_LOCK() PyMutex_Lock(&tree_lock)
+#define TREE_UNLOCK() PyMutex_Unlock(&tree_lock)
+
+static void *obj_load(Handle *h)
+{
+	return __atomic_load_n(&h->obj, __ATOMIC_ACQUIRE);
+}
+
+static void obj_store(Handle *h, void *obj)
+{
+	__atomic_store_n(&h->obj, obj, __ATOMIC_RELEASE);
+}
+
+/* Take a pin on h: 0, or -1 when h is closed or closing (no pin). */
+static int pin(Handle *h)
+{
+	Py_ssize_t n = __atomic_load_n(&h->pins, __ATOMIC_ACQUIRE);
+
+	do {
+		if (n & HANDLE_CLOSING)
+			return -1;
+	} while (!__atomic_compare_exchange_n(
+		&h->pins, &n, n + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	if (obj_load(h) == NULL) {
+		__atomic_fetch_sub(&h->pins, 1, __ATOMIC_RELEASE);
+		return -1;
+	}
+	return 0;
+}
+
+static void unpin(Handle *h)
+{
+	__atomic_fetch_sub(&h->pins, 1, __ATOMIC_RELEASE);
+}
+
+/* How many pins this thread holds on h. */
+static Py_ssize_t my_pins(Handle *h)
+{
+	Py_ssize_t n = 0;
+	int i;
+
+	for (i = 0; i < tls_pins.depth; i++)
+		n += tls_pins.pins[i] == h;
+	return n;
+}
+
+int handle_scope_enter(Handle *h, HandleScope *scope)
+{
+	scope->mark = -1;
+	if (tls_pins.depth >= HANDLE_PIN_MAX) {
+		/* Nested past any real call chain: refuse rather than run
+		 * unpinned. */
+		PyErr_SetString(PyExc_RecursionError,
+				"too many nested calls on verbs objects");
+		return -1;
+	}
+	if (pin(h) < 0)
+		return closed_error(h);
+	scope->mark = tls_pins.depth;
+	tls_pins.pins[tls_pins.depth++] = h;
+	return 0;
+}
+
+void handle_scope_exit(HandleScope *scope)
+{
+	if (scope->mark < 0)
+		return;
+	while (tls_pins.depth > scope->mark)
+		unpin(tls_pins.pins[--tls_pins.depth]);
+}
+
+/* Sleep ns nanoseconds, detached (a stop-the-world pause may wait on us). */
+static void nap(long ns)
+{
+	struct timespec t = { 0, ns };
+
+	Py_BEGIN_ALLOW_THREADS
+	nanosleep(&t, NULL);
+	Py_END_ALLOW_THREADS
+}
+
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* close()'s first half: set HANDLE_CLOSING and wait for the other
+ * threads' pins to go.  0, or -1 with EBUSY set (HANDLE_CLOSING cleared
+ * again). */
+static int drain_pins(Handle *h)
+{
+	Py_ssize_t mine = my_pins(h);
+	long long deadline = now_ns() + HANDLE_DRAIN_NS;
+	long ns = 1000;
+
+	__atomic_fetch_or(&h->pins, HANDLE_CLOSING, __ATOMIC_ACQ_REL);
+	while ((__atomic_load_n(&h->pins, __ATOMIC_ACQUIRE) &
+		~HANDLE_CLOSING) != mine) {
+		if (__atomic_load_n(&h->busy, __ATOMIC_ACQUIRE) > 0 ||
+		    now_ns() > deadline) {
+			__atomic_fetch_and(&h->pins, ~HANDLE_CLOSING,
+					   __ATOMIC_ACQ_REL);
+			verbs_error_fmt(EBUSY, h->kind->destroy_verb,
+					"%s is in use by another thread",
+					h->kind->name);
+			return -1;
+		}
+		nap(ns);
+		if (ns < 1000000)
+			ns *= 2;
+	}
+	return 0;
+}
+#else
+#define TREE_LOCK() ((void)0)
+#define TREE_UNLOCK() ((void)0)
+#define obj_load(h) ((h)->obj)
+#define obj_store(h, o) ((h)->obj = (o))
+#endif
+
 void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
 {
-	Handle **head = parent ? &parent->children : &roots;
+	Handle **head;
 
 	h->obj = NULL;
 	h->kind = kind;
@@ -39,13 +201,22 @@ void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
 	h->sib_prev = h->sib_next = NULL;
 	h->users = 0;
 	h->busy = 0;
+#ifdef Py_GIL_DISABLED
+	h->pins = 0;
+#endif
 	h->parent = parent;
 	if (parent != NULL)
 		Py_INCREF((PyObject *)parent);
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030E0000
+	PyUnstable_EnableTryIncRef((PyObject *)h); /* for handle_find */
+#endif
+	TREE_LOCK();
+	head = parent ? &parent->children : &roots;
 	h->sib_next = *head;
 	if (*head)
 		(*head)->sib_prev = h;
 	*head = h;
+	TREE_UNLOCK();
 }
 
 PyObject *handle_adopt(PyTypeObject *tp, const HandleKind *kind, Handle *parent,
@@ -62,11 +233,11 @@ PyObject *handle_adopt(PyTypeObject *tp, const HandleKind *kind, Handle *parent,
 		return NULL;
 	}
 	handle_init(h, kind, parent);
-	h->obj = obj;
+	obj_store(h, obj); /* handle_find may look at it already */
 	return (PyObject *)h;
 }
 
-static void handle_unlink(Handle *h)
+static void handle_unlink_locked(Handle *h)
 {
 	Handle **head = h->parent ? &h->parent->children : &roots;
 
@@ -79,17 +250,26 @@ static void handle_unlink(Handle *h)
 	h->sib_prev = h->sib_next = NULL;
 }
 
+static void handle_unlink(Handle *h)
+{
+	TREE_LOCK();
+	handle_unlink_locked(h);
+	TREE_UNLOCK();
+}
+
 void handle_reparent(Handle *h, Handle *new_parent)
 {
 	Handle *old = h->parent;
 
-	handle_unlink(h);
-	h->parent = new_parent;
 	Py_INCREF((PyObject *)new_parent);
+	TREE_LOCK();
+	handle_unlink_locked(h);
+	h->parent = new_parent;
 	h->sib_next = new_parent->children;
 	if (new_parent->children)
 		new_parent->children->sib_prev = h;
 	new_parent->children = h;
+	TREE_UNLOCK();
 	Py_DECREF((PyObject *)old);
 }
 
@@ -109,6 +289,10 @@ static void forget_tree(Handle *h)
 	h->sib_prev = h->sib_next = NULL;
 	h->users = 0;
 	h->busy = 0;
+#ifdef Py_GIL_DISABLED
+	/* The threads that held pins are gone: closed for good. */
+	h->pins = HANDLE_CLOSING;
+#endif
 }
 
 /*
@@ -123,6 +307,12 @@ static PyObject *handle_after_fork_child(PyObject *mod, PyObject *unused)
 {
 	Handle *r, *next;
 
+#ifdef Py_GIL_DISABLED
+	/* Only this thread survived fork(): a lock another one held stays
+	 * held.  Start over with an unlocked one and no pins of ours. */
+	memset(&tree_lock, 0, sizeof(tree_lock));
+	tls_pins.depth = 0;
+#endif
 	for (r = roots; r != NULL; r = next) {
 		next = r->sib_next;
 		forget_tree(r);
@@ -163,13 +353,17 @@ int handle_module_init(PyObject *module)
 
 void handle_use(Handle *used)
 {
+	TREE_LOCK();
 	used->users++;
+	TREE_UNLOCK();
 }
 
 void handle_unuse(Handle *used)
 {
+	TREE_LOCK();
 	if (used->users > 0)
 		used->users--;
+	TREE_UNLOCK();
 }
 
 void handle_unuse_clear(PyObject **used)
@@ -180,10 +374,29 @@ void handle_unuse_clear(PyObject **used)
 	}
 }
 
+#ifdef Py_GIL_DISABLED
+/* Inside a method's scope (HANDLE_CHECK), an argument handle is pinned
+ * until that method returns; outside any, it is only checked. */
+int handle_check(Handle *h)
+{
+	if (tls_pins.depth == 0 || tls_pins.depth >= HANDLE_PIN_MAX)
+		return obj_load(h) != NULL ? 0 : closed_error(h);
+	if (pin(h) < 0)
+		return closed_error(h);
+	tls_pins.pins[tls_pins.depth++] = h;
+	return 0;
+}
+#else
 int handle_check(Handle *h)
 {
 	if (h->obj != NULL)
 		return 0;
+	return closed_error(h);
+}
+#endif
+
+static inline __attribute__((always_inline)) int closed_error(Handle *h)
+{
 	if (forked_child)
 		verbs_error_fmt(
 			EBADF, NULL,
@@ -240,12 +453,10 @@ done:
 	return res;
 }
 
-int handle_close(Handle *h)
+/* EBUSY while h is busy, has open children or users: -1 with the error
+ * set, else 0.  The free-threaded build holds tree_lock around it. */
+static int close_refused(Handle *h)
 {
-	int rc;
-
-	if (h->obj == NULL)
-		return 0;
 	if (h->busy) {
 		verbs_error_fmt(EBUSY, h->kind->destroy_verb,
 				"%s is in use by another thread (a blocking "
@@ -274,12 +485,73 @@ int handle_close(Handle *h)
 				h->kind->name, h->users);
 		return -1;
 	}
+	return 0;
+}
+
+#ifdef Py_GIL_DISABLED
+/* Free-threaded: refuse early, then stop new calls and wait for those in
+ * flight, then look again (one of them may have made a child or a user),
+ * all before the destroy verb.  0: go on and destroy (HANDLE_CLOSING set);
+ * 1: already closed; -1: refused, HANDLE_CLOSING clear. */
+static int close_begin(Handle *h)
+{
+	int refused;
+
+	if (obj_load(h) == NULL)
+		return 1;
+	TREE_LOCK();
+	refused = close_refused(h);
+	TREE_UNLOCK();
+	if (refused < 0)
+		return -1;
+	if (__atomic_load_n(&h->pins, __ATOMIC_ACQUIRE) & HANDLE_CLOSING) {
+		/* Another thread is closing it: wait for its outcome. */
+		while (__atomic_load_n(&h->pins, __ATOMIC_ACQUIRE) &
+		       HANDLE_CLOSING) {
+			if (obj_load(h) == NULL)
+				return 1;
+			nap(100000);
+		}
+		return close_begin(h);
+	}
+	if (drain_pins(h) < 0)
+		return -1;
+	if (obj_load(h) == NULL)
+		return 1;
+	TREE_LOCK();
+	refused = close_refused(h);
+	TREE_UNLOCK();
+	if (refused < 0) {
+		__atomic_fetch_and(&h->pins, ~HANDLE_CLOSING, __ATOMIC_ACQ_REL);
+		return -1;
+	}
+	return 0;
+}
+#endif
+
+int handle_close(Handle *h)
+{
+	int rc;
+
+#ifdef Py_GIL_DISABLED
+	rc = close_begin(h);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+#else
+	if (h->obj == NULL)
+		return 0;
+	if (close_refused(h) < 0)
+		return -1;
+#endif
 	rc = h->kind->destroy(h);
 	if (rc != 0) {
+#ifdef Py_GIL_DISABLED
+		__atomic_fetch_and(&h->pins, ~HANDLE_CLOSING, __ATOMIC_ACQ_REL);
+#endif
 		verbs_error(rc, h->kind->destroy_verb);
 		return -1;
 	}
-	h->obj = NULL;
+	obj_store(h, NULL);
 	handle_unlink(h);
 	if (h->kind->release)
 		h->kind->release(h);
@@ -398,16 +670,22 @@ PyObject *handle_meth_exit(PyObject *self, PyObject *args)
 
 PyObject *handle_get_closed(PyObject *self, void *closure)
 {
-	return PyBool_FromLong(HANDLE(self)->obj == NULL);
+	return PyBool_FromLong(obj_load(HANDLE(self)) == NULL);
 }
 
 PyObject *handle_get_parent(PyObject *self, void *closure)
 {
-	PyObject *p = (PyObject *)HANDLE(self)->parent;
+	PyObject *p;
 
+	/* Under the tree lock: MR.rereg on another thread may move the MR
+	 * to another PD and drop its reference to the old one
+	 * (handle_reparent). */
+	TREE_LOCK();
+	p = (PyObject *)HANDLE(self)->parent;
 	if (p == NULL)
-		Py_RETURN_NONE;
+		p = Py_None;
 	Py_INCREF(p);
+	TREE_UNLOCK();
 	return p;
 }
 
@@ -482,18 +760,43 @@ int fd_wait_readable(Handle *h, int fd)
 	}
 }
 
-Handle *handle_find(Handle *root, const void *obj)
+static Handle *find_locked(Handle *root, const void *obj)
 {
 	Handle *c, *found;
 
-	if (obj == NULL)
-		return NULL;
 	for (c = root->children; c != NULL; c = c->sib_next) {
-		if (c->obj == obj)
+		if (obj_load(c) == obj)
 			return c;
-		found = handle_find(c, obj);
+		found = find_locked(c, obj);
 		if (found != NULL)
 			return found;
 	}
 	return NULL;
+}
+
+Handle *handle_find(Handle *root, const void *obj)
+{
+	Handle *found;
+
+	if (obj == NULL)
+		return NULL;
+	TREE_LOCK();
+	found = find_locked(root, obj);
+	/* A new reference, taken under the lock: once it is released the
+	 * handle may be closed and unlinked by another thread, but not freed
+	 * under the caller. */
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030E0000
+	/* One already in its deallocator (no reference left) is as good
+	 * as closed. */
+	if (found != NULL && !PyUnstable_TryIncRef((PyObject *)found))
+		found = NULL;
+#else
+	/* 3.13t has no PyUnstable_TryIncRef: a handle whose last reference
+	 * went on another thread, still linked until its deallocator takes
+	 * the lock, would be revived here.  The GIL build cannot get here
+	 * then (the deallocator runs with the GIL held). */
+	Py_XINCREF((PyObject *)found);
+#endif
+	TREE_UNLOCK();
+	return found;
 }

@@ -173,9 +173,28 @@ static PyMethodDef module_methods[] = {
 
 PyObject *module_cached(PyObject **slot, const char *name)
 {
+#ifdef Py_GIL_DISABLED
+	/* Two threads may import at once: the first to store wins, the
+	 * other drops its reference (the same module object) and returns
+	 * the winner's, which the state keeps until the module goes. */
+	PyObject *mod = __atomic_load_n(slot, __ATOMIC_ACQUIRE), *none = NULL;
+
+	if (mod != NULL)
+		return mod;
+	mod = PyImport_ImportModule(name);
+	if (mod == NULL)
+		return NULL;
+	if (!__atomic_compare_exchange_n(slot, &none, mod, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		Py_DECREF(mod);
+		return none;
+	}
+	return mod;
+#else
 	if (*slot == NULL)
 		*slot = PyImport_ImportModule(name);
 	return *slot;
+#endif
 }
 
 /* ------------------------------------------------------------------ */
@@ -331,7 +350,14 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
 	return 0;
 }
 
+/* The free-threaded build declares that the module runs without the GIL
+ * (otherwise importing it would turn the GIL back on for the whole
+ * process): its shared state is guarded where the GIL used to do it
+ * (core/handle.c says how). */
 static PyModuleDef_Slot module_slots[] = { { Py_mod_exec, module_exec },
+#ifdef Py_GIL_DISABLED
+					   { Py_mod_gil, Py_MOD_GIL_NOT_USED },
+#endif
 					   { 0, NULL } };
 
 static struct PyModuleDef module_def = {

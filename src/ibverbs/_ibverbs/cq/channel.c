@@ -105,11 +105,27 @@ static PyObject *channel_get_cq_event(PyObject *self, PyObject *unused)
 	/* cq_context is our CQObject; trust it only once found among the
 	 * open CQs of this context. */
 	found = handle_find(HANDLE(self)->parent, cq);
-	if (found == NULL || (void *)found != cq_ctx)
+	if (found == NULL || (void *)found != cq_ctx) {
+		Py_XDECREF((PyObject *)found);
 		return orphan_cq_event(cq);
+	}
+#ifdef Py_GIL_DISABLED
+	/* close() of that CQ may run on another thread.  Pinned now (until
+	 * this method returns), it waits for us and its destroy acks the
+	 * event counted here.  Already closing: its ibv_destroy_cq waits for
+	 * this event's ack, which nobody else can give; ack it and say the
+	 * CQ is closed (EBADF, set by handle_check). */
+	if (handle_check(found) < 0) {
+		IBV.ack_cq_events(cq, 1);
+		Py_DECREF((PyObject *)found);
+		return NULL;
+	}
+	__atomic_fetch_add(&((CQObject *)found)->events_unacked, 1,
+			   __ATOMIC_ACQ_REL);
+#else
 	((CQObject *)found)->events_unacked++;
-	Py_INCREF((PyObject *)found);
-	return (PyObject *)found;
+#endif
+	return (PyObject *)found; /* handle_find's reference */
 }
 
 static PyObject *channel_get_fd(PyObject *self, void *closure)

@@ -255,6 +255,29 @@ PyDoc_STRVAR(cq_poll__doc__,
 	     "the\n"
 	     "        provider cannot poll; EIO when it returns a bad count.");
 
+#ifdef Py_GIL_DISABLED
+/*
+ * The free-threaded build polls into storage of its own call, not the
+ * CQ's: two threads polling one CQ at once would otherwise write the same
+ * entries (the provider hands each completion to one poller, under its
+ * own lock; the storage after it is ours).  Up to WC_ON_STACK entries on
+ * the stack, more in a buffer of the call's.
+ */
+#define WC_ON_STACK 32
+
+/* n entries of storage: stack when it fits, else allocated (*heap). */
+static struct ibv_wc *wc_room(struct ibv_wc *stack, int n, struct ibv_wc **heap)
+{
+	*heap = NULL;
+	if (n <= WC_ON_STACK)
+		return stack;
+	*heap = PyMem_Malloc((size_t)n * sizeof(**heap));
+	if (*heap == NULL)
+		PyErr_NoMemory();
+	return *heap;
+}
+#endif
+
 static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 {
 	CQObject *c = (CQObject *)self;
@@ -270,6 +293,28 @@ static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 	n = want > cq->cqe ? cq->cqe : (int)want;
 	if (n < 1)
 		n = 1;
+#ifdef Py_GIL_DISABLED
+	{
+		struct ibv_wc stack[WC_ON_STACK], *heap, *wcs;
+		void *store;
+		int store_len = n;
+		PyObject *res;
+
+		(void)c;
+		wcs = wc_room(stack, n, &heap);
+		if (wcs == NULL)
+			return NULL;
+		store = wcs;
+		rc = poll_result(cq, ibv_poll_cq(cq, n, wcs), n, wcs);
+		if (rc <= 0)
+			res = rc < 0 ? NULL : PyList_New(0);
+		else
+			res = list_from_store(&store, &store_len, sizeof(*wcs),
+					      rc, wc_build);
+		PyMem_Free(heap);
+		return res;
+	}
+#else
 	if (cq_reserve(c, n) < 0)
 		return NULL;
 	rc = poll_result(cq, ibv_poll_cq(cq, n, c->wcs), n, c->wcs);
@@ -277,6 +322,7 @@ static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 		return rc < 0 ? NULL : PyList_New(0);
 	return list_from_store((void **)&c->wcs, &c->wcs_len, sizeof(*c->wcs),
 			       rc, wc_build);
+#endif
 }
 
 PyDoc_STRVAR(cq_poll_count__doc__,
@@ -310,6 +356,38 @@ PyDoc_STRVAR(cq_poll_count__doc__,
  * cached).  If any reaped completion failed, raises CompletionError for
  * the first failed one (its .wc is a WC copy) after reaping all n.
  */
+#ifdef Py_GIL_DISABLED
+/* The free-threaded poll_count's end: the same, into storage of the
+ * call's own. */
+static PyObject *poll_count_into(struct ibv_cq *cq, int n, struct ibv_wc *wcs)
+{
+	int rc, i;
+
+	rc = ibv_poll_cq(cq, n, wcs);
+	if (rc == 0)
+		return PyLong_FromLong(0);
+	rc = poll_result(cq, rc, n, wcs);
+	if (rc < 0)
+		return NULL;
+	for (i = 0; i < rc; i++) {
+		if (wcs[i].status != IBV_WC_SUCCESS) {
+			/* A copy: wc_new allocates, and a GC pass may let
+			 * another thread poll into the same storage. */
+			struct ibv_wc bad = wcs[i];
+			PyObject *wc = wc_new(&bad);
+
+			if (wc == NULL)
+				return NULL;
+			completion_error(wc);
+			Py_DECREF(wc);
+			return NULL;
+		}
+	}
+	return PyLong_FromLong(rc);
+}
+
+#endif
+
 static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 {
 	CQObject *c = (CQObject *)self;
@@ -338,6 +416,21 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 	n = want > cq->cqe ? cq->cqe : (int)want;
 	if (n < 1)
 		n = 1;
+#ifdef Py_GIL_DISABLED
+	{
+		struct ibv_wc stack[WC_ON_STACK], *heap, *wcs;
+		PyObject *res;
+
+		(void)rc;
+		(void)i;
+		wcs = wc_room(stack, n, &heap);
+		if (wcs == NULL)
+			return NULL;
+		res = poll_count_into(cq, n, wcs);
+		PyMem_Free(heap);
+		return res;
+	}
+#endif
 	if (n > c->wcs_len && cq_reserve(c, n) < 0)
 		return NULL;
 #ifdef IBVERBS_BENCH_RELEASE_GIL
@@ -408,6 +501,17 @@ static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
+/* ack_events' ValueError: n is more than the have events unacked. */
+static PyObject *ack_too_many(long n, unsigned int have)
+{
+	PyErr_Format(PyExc_ValueError,
+		     "cannot ack %ld event(s): that is more CQ events "
+		     "than the %u delivered by get_cq_event() and not "
+		     "yet acked",
+		     n, have);
+	return NULL;
+}
+
 PyDoc_STRVAR(cq_ack_events__doc__,
 	     "Acknowledge completion events got by ``get_cq_event()``.\n"
 	     "\n"
@@ -437,16 +541,26 @@ static PyObject *cq_ack_events(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	if (o != NULL && arg_int(o, "nevents", 1, INT32_MAX, &n) < 0)
 		return NULL;
-	if ((unsigned long)n > c->events_unacked) {
-		PyErr_Format(PyExc_ValueError,
-			     "cannot ack %ld event(s): that is more CQ events "
-			     "than the %u delivered by get_cq_event() and not "
-			     "yet acked",
-			     n, c->events_unacked);
-		return NULL;
+#ifdef Py_GIL_DISABLED
+	{
+		/* Threads may get events and ack them at once: take n off
+		 * the count only while it holds n (compare-exchange). */
+		unsigned int have =
+			__atomic_load_n(&c->events_unacked, __ATOMIC_ACQUIRE);
+
+		do {
+			if ((unsigned long)n > have)
+				return ack_too_many(n, have);
+		} while (!__atomic_compare_exchange_n(
+			&c->events_unacked, &have, have - (unsigned int)n, 1,
+			__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
 	}
-	IBV.ack_cq_events(CQP(self), (unsigned int)n);
+#else
+	if ((unsigned long)n > c->events_unacked)
+		return ack_too_many(n, c->events_unacked);
 	c->events_unacked -= (unsigned int)n;
+#endif
+	IBV.ack_cq_events(CQP(self), (unsigned int)n);
 	Py_RETURN_NONE;
 }
 

@@ -87,8 +87,7 @@ static int event_bind_element(AsyncEventObject *e)
 	if (h != NULL) {
 		handle_use(h);
 		e->used = h;
-		Py_INCREF((PyObject *)h);
-		e->element = (PyObject *)h;
+		e->element = (PyObject *)h; /* handle_find's reference */
 	} else {
 		Py_INCREF(Py_None);
 		e->element = Py_None;
@@ -98,9 +97,16 @@ static int event_bind_element(AsyncEventObject *e)
 
 static void event_ack(AsyncEventObject *e)
 {
+#ifdef Py_GIL_DISABLED
+	/* Two threads may ack one event at once: one of them acks (a second
+	 * ibv_ack_async_event, or handle_unuse, would count twice). */
+	if (__atomic_exchange_n(&e->acked, 1, __ATOMIC_ACQ_REL))
+		return;
+#else
 	if (e->acked)
 		return;
 	e->acked = 1;
+#endif
 	/* A closed context has freed everything the event points into; a
 	 * context cannot close while a qp/cq/srq event holds its element. */
 	if (e->context != NULL && HANDLE(e->context)->obj != NULL)

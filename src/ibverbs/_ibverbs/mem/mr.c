@@ -254,9 +254,14 @@ static void busy_also(PyObject *const h[], int n, int delta)
 {
 	int i;
 
-	for (i = 0; i < n; i++)
-		if (h[i] != NULL)
-			HANDLE(h[i])->busy += delta;
+	for (i = 0; i < n; i++) {
+		if (h[i] == NULL)
+			continue;
+		if (delta > 0)
+			HANDLE_BUSY_ENTER(h[i]);
+		else
+			HANDLE_BUSY_EXIT(h[i]);
+	}
 }
 
 /* The registration verbs of this block: GIL released, the PD and what
@@ -481,7 +486,7 @@ static int rereg_parse(PyObject *self, PyObject *flags_o, PyObject *pd_o,
 		       PyObject *owner, struct rereg_args *r)
 {
 	long flags;
-	int trans;
+	int trans, other;
 
 	if (arg_int(flags_o, "flags", 0, INT_MAX, &flags) < 0)
 		return -1;
@@ -529,7 +534,12 @@ static int rereg_parse(PyObject *self, PyObject *flags_o, PyObject *pd_o,
 		}
 		if (handle_check(HANDLE(pd_o)) < 0)
 			return -1;
-		if (HANDLE(pd_o)->parent != HANDLE(self)->parent->parent) {
+		/* Under the MR's lock: a rereg on another thread may be
+		 * moving the MR to another PD (rereg_apply). */
+		OBJ_LOCKED_BEGIN(self);
+		other = HANDLE(pd_o)->parent != HANDLE(self)->parent->parent;
+		OBJ_LOCKED_END();
+		if (other) {
 			PyErr_SetString(PyExc_ValueError,
 					"pd belongs to another Context than "
 					"the MR");
@@ -562,10 +572,16 @@ static const char *rereg_err_name(int rc)
 static void rereg_apply(MRObject *m, const struct rereg_args *r,
 			PyObject *owner)
 {
+	PyObject *old = NULL;
+
+	/* Under the MR's lock, for the readers of owner and of the parent
+	 * on other threads; the old owner goes once it is released (its
+	 * deallocator may run any code). */
+	OBJ_LOCKED_BEGIN(m);
 	if (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		m->addr = r->addr;
 		m->length = r->length;
-		Py_XDECREF(m->owner);
+		old = m->owner;
 		m->owner = NULL;
 		if (owner != Py_None) {
 			Py_INCREF(owner);
@@ -576,6 +592,8 @@ static void rereg_apply(MRObject *m, const struct rereg_args *r,
 		m->access = r->access;
 	if (r->pd != NULL)
 		handle_reparent(HANDLE(m), HANDLE(r->pd));
+	OBJ_LOCKED_END();
+	Py_XDECREF(old);
 }
 
 static PyObject *mr_rereg(PyObject *self, PyObject *args, PyObject *kw)
@@ -715,11 +733,15 @@ static PyObject *mr_get_handle(PyObject *self, void *closure)
 
 static PyObject *mr_get_owner(PyObject *self, void *closure)
 {
-	PyObject *o = ((MRObject *)self)->owner;
+	PyObject *o;
 
+	/* rereg() on another thread may replace it (rereg_apply). */
+	OBJ_LOCKED_BEGIN(self);
+	o = ((MRObject *)self)->owner;
 	if (o == NULL)
-		Py_RETURN_NONE;
+		o = Py_None;
 	Py_INCREF(o);
+	OBJ_LOCKED_END();
 	return o;
 }
 

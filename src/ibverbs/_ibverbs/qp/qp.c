@@ -1115,31 +1115,36 @@ static PyObject *qp_repr(PyObject *self)
 /* ------------------------------------------------------------------ */
 
 /* After a successful attach/detach: the group joins or leaves the list
- * that close() detaches.  None, or NULL (MemoryError). */
+ * that close() detaches.  None, or NULL (MemoryError).  Under the QP's
+ * lock: threads may attach and detach on one QP at once. */
 static PyObject *mcast_note(QPObject *q, const union ibv_gid *gid, uint16_t lid,
 			    int attach)
 {
 	struct qp_mcast_group *grown;
-	int i = mcast_find(q, gid, lid);
+	int i, nomem = 0;
 
+	OBJ_LOCKED_BEGIN(q);
+	i = mcast_find(q, gid, lid);
 	if (!attach) {
 		if (i >= 0)
 			q->mcast[i] = q->mcast[--q->n_mcast];
-		Py_RETURN_NONE;
+	} else if (i < 0) { /* joined twice: rxe answers 0, one detach leaves */
+		grown = PyMem_Realloc(q->mcast, (size_t)(q->n_mcast + 1) *
+							sizeof(*grown));
+		if (grown != NULL) {
+			q->mcast = grown;
+			q->mcast[q->n_mcast].gid = *gid;
+			q->mcast[q->n_mcast].lid = lid;
+			q->n_mcast++;
+		}
+		nomem = grown == NULL;
 	}
-	if (i >= 0) /* joined twice: rxe answers 0, one detach leaves */
-		Py_RETURN_NONE;
-	grown = PyMem_Realloc(q->mcast,
-			      (size_t)(q->n_mcast + 1) * sizeof(*grown));
-	if (grown == NULL) {
+	OBJ_LOCKED_END();
+	if (nomem) {
 		/* Not kept: leave the group again rather than fail close(). */
 		IBV.detach_mcast((struct ibv_qp *)HANDLE(q)->obj, gid, lid);
 		return PyErr_NoMemory();
 	}
-	q->mcast = grown;
-	q->mcast[q->n_mcast].gid = *gid;
-	q->mcast[q->n_mcast].lid = lid;
-	q->n_mcast++;
 	Py_RETURN_NONE;
 }
 
