@@ -324,11 +324,6 @@ def cycles(device):
                 cq.close()
             del qp, srq, cq
 
-    def gid_cycle(s):
-        # Python-side only (a table copied out of libibverbs each time).
-        assert s["ctx"].query_gid_table()
-        s["ctx"].find_gid(PORT)
-
     def hw_refused_more(s):
         # The domain, counter and hardware QP verbs (issue 32) that rxe
         # refuses: each refusal must leave no object behind.
@@ -363,7 +358,6 @@ def cycles(device):
 
     return {
         "SRQ (create_srq_ex with a CQ) + RC QP (closed, dropped)": (base, srq_ex_qp_cycle),
-        "GID table (query_gid_table, find_gid)": (base, gid_cycle),
         "domain, counter, ECE, rate limit, advise_mr refused": (
             lambda: with_hw(base()),
             hw_refused_more,
