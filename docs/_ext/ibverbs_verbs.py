@@ -21,6 +21,10 @@ TABLE = Path(__file__).resolve().parent.parent / "reference" / "verbs-coverage.t
 
 WHERE = {
     "rxe": "runs on Soft-RoCE (the device suite)",
+    "rxe-sid": (
+        "runs on Soft-RoCE with rdma-core 65 (the sid root of the distribution "
+        "matrix); Debian 12's rdma-core 44 lacks it (the refusal asserted)"
+    ),
     "lib": "libibverbs' own code (the host suite)",
     "rxe-refuses": "rxe refuses it; the device suite asserts the refusal",
     "double": "never ran on hardware: rxe refuses it (asserted), the recording double checks its arguments",
@@ -88,7 +92,9 @@ def _rst(verbs: list[Verb]) -> list[str]:
     total = sum(c.values())
     lines = [
         f"Of the {total} public verbs of libibverbs, the C core calls "
-        f"{total - c['none']}: {c['rxe']} run on Soft-RoCE, {c['lib']} are "
+        f"{total - c['none']}: {c['rxe'] + c['rxe-sid']} run on Soft-RoCE "
+        f"({c['rxe-sid']} of them only with rdma-core 65, in the sid root of "
+        f"the distribution matrix), {c['lib']} are "
         f"libibverbs' own code run by the host suite, {c['rxe-refuses']} are "
         f"refused by rxe (the refusal asserted), {c['double']} never ran on "
         f"hardware and are checked only against the recording double; "

@@ -213,11 +213,13 @@ fail:
 static PyObject *gid_to_py(const union ibv_gid *gid)
 {
 	PyObject *raw = PyBytes_FromStringAndSize((const char *)gid->raw, 16);
+	PyObject *res;
 
 	if (raw == NULL)
 		return NULL;
-	return PyObject_CallFunctionObjArgs(ST.Gid, raw,
-					    NULL) /* steals nothing */;
+	res = PyObject_CallFunctionObjArgs(ST.Gid, raw, NULL);
+	Py_DECREF(raw); /* the call steals nothing */
+	return res;
 }
 
 PyDoc_STRVAR(context_query_gid__doc__,
@@ -241,7 +243,7 @@ PyDoc_STRVAR(context_query_gid__doc__,
 static PyObject *context_query_gid(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "port_num", "index", NULL };
-	PyObject *port_o, *index_o, *raw, *res;
+	PyObject *port_o, *index_o;
 	union ibv_gid gid;
 	uint8_t port;
 	long index;
@@ -259,12 +261,7 @@ static PyObject *context_query_gid(PyObject *self, PyObject *args, PyObject *kw)
 		return verbs_error_fmt(rc < 0 ? (errno ? errno : EINVAL) : rc,
 				       "ibv_query_gid", "port %d index %ld",
 				       port, index);
-	raw = PyBytes_FromStringAndSize((const char *)gid.raw, 16);
-	if (raw == NULL)
-		return NULL;
-	res = PyObject_CallFunctionObjArgs(ST.Gid, raw, NULL);
-	Py_DECREF(raw);
-	return res;
+	return gid_to_py(&gid);
 }
 
 PyDoc_STRVAR(context_query_gid_ex__doc__,
