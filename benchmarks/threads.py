@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""Scaling with threads (make bench-threads): the aggregate rate of
+post_send + poll_count of N threads, each with its own RC QP and CQ, for
+the GIL build (the abi3 extension under the project's venv) and the
+free-threaded one (the cp3XYt extension under a --disable-gil CPython),
+side by side, on two targets:
+
+- ``fake``: the recording double of libibverbs (tests/fakes/recording,
+  loaded through IBVERBS_LIBIBVERBS, its log off): a provider that does
+  nothing, so the rate is the binding's and the interpreter's own cost,
+  on the host's real cores;
+- ``rxe``: rxe0 in the Soft-RoCE guest (tools/rxe-vm), both interpreters.
+
+Each thread opens its own CQ and pair of RC QPs connected to each other
+(on the Context and PD all threads share), warms up, waits at a barrier,
+then for ``--seconds`` posts signaled 8-byte RDMA WRITEs while fewer than
+DEPTH are outstanding and reaps them with ``CQ.poll_count`` (perftest's
+scheme; on the double every post completes at once, so the loop is one
+post + one poll).  ops/s = completions of all threads / wall time.  One
+process per measurement; the builds and thread counts interleave, repeated
+``--reps`` times, since the host is shared and noisy: the table shows the
+best and the median of each.
+
+    python3 benchmarks/threads.py [--targets fake,rxe] [--reps 5]
+        [--seconds 1] [--out build/out]         prepare, measure, report
+    python3 benchmarks/threads.py --measure TARGET --json FILE ...
+                                                one target, here (the guest
+                                                runs this for rxe)
+    python3 benchmarks/threads.py --report build/out/threads.json
+
+Writes OUT/threads.json ({"runs": [{"build", "threads", "target",
+"ops_per_s"}, ...]}, one entry per measurement, plus "summary") and
+OUT/threads.md (the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BENCH = os.path.join(ROOT, "build", "bench")
+DEPTH = 16
+CHUNK = 512  # loop iterations between looks at the stop flag
+BUILDS = ("gil", "freethreaded")
+# Where each build's private copy of the package lies (prepare()), and
+# the interpreter that runs it.
+VARIANT = {"gil": "gil-kept", "freethreaded": "freethreaded"}
+PYTHON = {
+    "gil": os.path.join(ROOT, ".venv", "bin", "python"),
+    "freethreaded": os.path.join(ROOT, "build", "ft-venv", "bin", "python"),
+}
+FAKE_LIB = os.path.join(BENCH, "recording", "libibverbs-recording.so")
+DEVICE = {"fake": "fake0", "rxe": "rxe0"}
+
+
+def thread_counts() -> list[int]:
+    """1, 2, then powers of two up to the CPU count, and the CPU count."""
+    cpus = os.cpu_count() or 1
+    counts = {1, 2, cpus}
+    n = 4
+    while n < cpus:
+        counts.add(n)
+        n *= 2
+    return sorted(counts)
+
+
+# ------------------------------------------------------ one measurement ---
+
+
+def worker_main(target: str, threads: int, seconds: float) -> dict:
+    """In a child process: N threads, each its own QP pair and CQ; the
+    aggregate completions per second."""
+    import ctypes
+    import threading
+    import time
+
+    import ibverbs as ib
+
+    if target == "fake":
+        ctypes.CDLL(os.environ["IBVERBS_LIBIBVERBS"]).fake_set_recording(0)
+    gid_index = 1 if target == "rxe" else 0
+    acc = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
+    ctx = ib.Context(DEVICE[target])
+    pd = ctx.alloc_pd()
+    port = ctx.query_port(1)
+    gid = ctx.query_gid(1, gid_index)
+    stop = [False]
+    ready = threading.Barrier(threads + 1)
+    done = [0] * threads
+    errors: list[str] = []
+
+    def run(i: int) -> None:
+        # Made on this thread, so that its objects are this thread's own
+        # (free-threaded CPython: their reference counts stay local).
+        keep = []
+        try:
+            buf = bytearray(8192)
+            mr = ib.reg_tensor(pd, buf, acc)
+            cq = ctx.create_cq(2 * DEPTH)
+            attr = ib.QPInitAttr(send_cq=cq, recv_cq=cq, max_send_wr=DEPTH, max_recv_wr=1)
+            qa, qb = pd.create_qp(attr), pd.create_qp(attr)
+            keep = [qa, qb, cq, mr]
+            ia = ib.local_qp_info(qa, port, gid, port=1)
+            ibb = ib.local_qp_info(qb, port, gid, port=1)
+            ib.connect_rc(qa, ibb, port=1, sgid_index=gid_index, access=acc)
+            ib.connect_rc(qb, ia, port=1, sgid_index=gid_index, access=acc)
+            wr = ib.SendWR(
+                wr_id=i,
+                sg_list=[ib.SGE(mr, 8)],
+                opcode=ib.WROpcode.RDMA_WRITE,
+                send_flags=ib.SendFlags.SIGNALED,
+                remote_addr=mr.addr + 4096,
+                rkey=mr.rkey,
+            )
+            post, poll = qa.post_send, cq.poll_count
+
+            def loop(rounds: int, depth: int = DEPTH, chunk: range = range(CHUNK)) -> int:
+                # Locals only: a free-threaded 3.13 does not specialize
+                # LOAD_GLOBAL, and the rate should be the binding's.
+                out = n = 0
+                for _ in range(rounds):
+                    for _ in chunk:
+                        if out < depth:
+                            post(wr)
+                            out += 1
+                        got = poll(depth)
+                        out -= got
+                        n += got
+                    if stop[0]:
+                        break
+                while out:  # drain
+                    got = poll(depth)
+                    out -= got
+                    n += got
+                return n
+
+            loop(20)  # warm-up: the interpreter specializes the loop
+        except BaseException as e:
+            errors.append(f"thread {i}: {e!r}")
+            ready.abort()
+            raise
+        try:
+            ready.wait()
+        except threading.BrokenBarrierError:
+            return
+        done[i] = loop(1 << 62)
+        for h in keep:
+            h.close()
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    try:
+        ready.wait()
+    except threading.BrokenBarrierError:
+        pass
+    t0 = time.perf_counter()
+    time.sleep(seconds)
+    stop[0] = True
+    for t in ts:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    pd.close()
+    ctx.close()
+    if errors:
+        raise SystemExit("; ".join(errors))
+    gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+    return {"ops_per_s": sum(done) / elapsed, "gil_enabled": gil, "python": sys.version}
+
+
+def measure_one(build: str, target: str, threads: int, seconds: float) -> dict:
+    """One measurement in a fresh process of build's interpreter."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(BENCH, VARIANT[build], "src"))
+    if target == "fake":
+        env["IBVERBS_LIBIBVERBS"] = FAKE_LIB
+    cmd = [PYTHON[build], os.path.abspath(__file__), "--worker", target]
+    cmd += ["--threads", str(threads), "--seconds", str(seconds)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120 + seconds)
+    if p.returncode != 0:
+        raise SystemExit(f"threads: {build} {target} x{threads} failed:\n{p.stderr}")
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    if build == "freethreaded" and res["gil_enabled"]:
+        raise SystemExit("threads: the GIL is on in the free-threaded run")
+    return res
+
+
+def measure(target: str, reps: int, seconds: float) -> list[dict]:
+    """Every build x thread count, interleaved, reps times."""
+    runs = []
+    counts = thread_counts()
+    for rep in range(reps):
+        order = BUILDS if rep % 2 == 0 else BUILDS[::-1]
+        for threads in counts:
+            for build in order:
+                r = measure_one(build, target, threads, seconds)
+                runs.append(
+                    {
+                        "build": build,
+                        "threads": threads,
+                        "target": target,
+                        "ops_per_s": round(r["ops_per_s"]),
+                    }
+                )
+                print(
+                    f"  {target} rep {rep + 1}/{reps} {build:12} x{threads}: "
+                    f"{r['ops_per_s'] / 1e3:9.1f} k ops/s",
+                    flush=True,
+                )
+    return runs
+
+
+# ------------------------------------------------------------- prepare ---
+
+
+def prepare() -> None:
+    """The two builds' private copies of the package (prepare.py's
+    build_variant, by each build's interpreter) and the double."""
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
+    import prepare as prep
+    import recording
+
+    for build in BUILDS:
+        if not os.path.exists(PYTHON[build]):
+            raise SystemExit(
+                f"threads: no {PYTHON[build]} (make build; make ft-venv for the free-threaded one)"
+            )
+        print(f"threads: building the {build} extension")
+        prep.build_variant(BENCH, VARIANT[build], False, python=PYTHON[build])
+    print("threads: building the recording double")
+    recording.build(os.path.dirname(FAKE_LIB))
+
+
+# -------------------------------------------------------------- report ---
+
+
+def summarize(runs: list[dict]) -> list[dict]:
+    """Best and median per (target, build, threads), with each one's
+    speed-up over its build's 1 thread and the free-threaded/GIL ratio."""
+    groups: dict[tuple, list[float]] = {}
+    for r in runs:
+        groups.setdefault((r["target"], r["build"], r["threads"]), []).append(r["ops_per_s"])
+    rows = []
+    for (target, build, threads), vals in sorted(groups.items()):
+        one = groups.get((target, build, 1))
+        gil = groups.get((target, "gil", threads))
+        med = statistics.median(vals)
+        rows.append(
+            {
+                "target": target,
+                "build": build,
+                "threads": threads,
+                "n": len(vals),
+                "best": max(vals),
+                "median": med,
+                "vs_1_thread": med / statistics.median(one) if one else None,
+                "vs_gil": med / statistics.median(gil) if gil else None,
+            }
+        )
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    out = [
+        "| target | build | threads | best k ops/s | median k ops/s | median vs 1 thread "
+        "| median vs GIL build |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['target']} | {r['build']} | {r['threads']} | {r['best'] / 1e3:,.0f} "
+            f"| {r['median'] / 1e3:,.0f} | {r['vs_1_thread']:.2f}x | {r['vs_gil']:.2f}x |"
+        )
+    return "\n".join(out)
+
+
+def goals(rows: list[dict]) -> list[str]:
+    """The issue's two goals, on the double, from the medians."""
+    by = {(r["target"], r["build"], r["threads"]): r for r in rows}
+    lines = []
+    ft2 = by.get(("fake", "freethreaded", 2))
+    if ft2:
+        ok = ft2["vs_1_thread"] >= 1.5
+        lines.append(
+            f"fake: free-threaded 2 threads / 1 thread = {ft2['vs_1_thread']:.2f}x "
+            f"(goal >= 1.5x: {'met' if ok else 'missed'})"
+        )
+    ft1 = by.get(("fake", "freethreaded", 1))
+    if ft1:
+        ok = ft1["vs_gil"] >= 0.8
+        lines.append(
+            f"fake: free-threaded 1 thread / GIL build 1 thread = {ft1['vs_gil']:.2f}x "
+            f"(goal >= 0.8x: {'met' if ok else 'missed'})"
+        )
+    return lines
+
+
+def report(path: str) -> None:
+    with open(path) as f:
+        data = json.load(f)
+    rows = summarize(data["runs"])
+    data["summary"] = rows
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)
+    text = table(rows) + "\n\n" + "\n".join(goals(rows)) + "\n"
+    with open(os.path.splitext(path)[0] + ".md", "w") as f:
+        f.write(text)
+    print(text, end="")
+
+
+# ---------------------------------------------------------------- main ---
+
+
+def run_rxe(reps: int, seconds: float, out: str) -> list[dict]:
+    """The rxe target: this script's --measure rxe in one guest boot."""
+    os.makedirs(out, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="threads-rxe-", suffix=".json", dir=out)
+    os.close(fd)
+    try:
+        cmd = [os.path.join(ROOT, "tools", "rxe-vm"), "--rw", out, "--"]
+        cmd += [PYTHON["gil"], os.path.abspath(__file__), "--measure", "rxe", "--json", tmp]
+        cmd += ["--reps", str(reps), "--seconds", str(seconds)]
+        subprocess.run(cmd, check=True, cwd=ROOT)
+        with open(tmp) as f:
+            return json.load(f)["runs"]
+    finally:
+        os.unlink(tmp)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--targets", default="fake,rxe")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--seconds", type=float, default=1.0)
+    p.add_argument("--out", default=os.path.join(ROOT, "build", "out"))
+    p.add_argument("--no-prepare", action="store_true", help="use the builds already made")
+    p.add_argument("--measure", metavar="TARGET", help="measure one target here")
+    p.add_argument("--json", help="with --measure: where to write its runs")
+    p.add_argument("--worker", metavar="TARGET", help=argparse.SUPPRESS)
+    p.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--report", metavar="JSON", help="summarize a threads.json again")
+    args = p.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker_main(args.worker, args.threads, args.seconds)))
+        return 0
+    if args.report:
+        report(args.report)
+        return 0
+    if args.measure:
+        runs = measure(args.measure, args.reps, args.seconds)
+        with open(args.json, "w") as f:
+            json.dump({"runs": runs}, f)
+        return 0
+    targets = [t for t in args.targets.split(",") if t]
+    unknown = set(targets) - set(DEVICE)
+    if unknown:
+        p.error(f"unknown targets {sorted(unknown)} (fake, rxe)")
+    if not args.no_prepare:
+        prepare()
+    runs: list[dict] = []
+    for target in targets:
+        print(f"threads: {target}, threads {thread_counts()}, {args.reps} reps", flush=True)
+        if target == "rxe":
+            runs += run_rxe(args.reps, args.seconds, args.out)
+        else:
+            runs += measure(target, args.reps, args.seconds)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "threads.json")
+    with open(path, "w") as f:
+        json.dump({"runs": runs}, f)
+    report(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
