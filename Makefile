@@ -365,11 +365,19 @@ typecheck: build
 #                  host part only).
 # make leakcheck   100,000 create/destroy cycles of every resource type in the
 #                  guest (about 40 min); `make test` runs 1,000 of each.
+# make sanitize-threads  the host thread tests under ThreadSanitizer: a
+#                  TSan-built free-threaded CPython (built and cached on first
+#                  use, about an hour on 2 cores) and the extension and the
+#                  recording double with -fsanitize=thread
+#                  (tools/sanitize-threads).
 
-.PHONY: leakcheck
+.PHONY: leakcheck sanitize-threads
 
 sanitize: build
 	tools/sanitize all
+
+sanitize-threads: build
+	FT_VERSIONS="$(FT_VERSIONS)" tools/sanitize-threads
 
 leakcheck: build
 	@mkdir -p $(OUT)
