@@ -328,30 +328,40 @@ def goals(rows: list[dict]) -> list[str]:
     by = {(r["target"], r["build"], r["threads"]): r for r in rows}
     ft1, ft2 = by.get(("fake", "freethreaded", 1)), by.get(("fake", "freethreaded", 2))
     gil1 = by.get(("fake", "gil", 1))
-    lines = []
 
-    def verdict(x, goal):
-        return f"{x:.2f}x ({'met' if x >= goal else 'missed'}, goal >= {goal}x)"
+    def per_cpu(a, b, times=1):
+        ok = a and b and a["per_cpu_s"] and b["per_cpu_s"]
+        return times * a["per_cpu_s"] / b["per_cpu_s"] if ok else None
 
+    # (what, ratio of the bests, ratio per CPU-second, how that is read, goal)
+    checks = []
     if ft1 and ft2:
-        lines.append(
-            "fake: free-threaded 2 threads / 1 thread: best "
-            + verdict(ft2["best_vs_1_thread"], 1.5)
-        )
-        if ft1["per_cpu_s"] and ft2["per_cpu_s"]:
-            lines.append(
-                "      on 2 free cores (2 x per-CPU-s rate of 2 threads / 1 thread's): "
-                + verdict(2 * ft2["per_cpu_s"] / ft1["per_cpu_s"], 1.5)
+        checks.append(
+            (
+                "free-threaded 2 threads / 1 thread",
+                ft2["best_vs_1_thread"],
+                per_cpu(ft2, ft1, 2),
+                "on 2 free cores (2 x per-CPU-s rate of 2 threads / 1 thread's)",
+                1.5,
             )
+        )
     if ft1 and gil1:
-        lines.append(
-            "fake: free-threaded 1 thread / GIL build 1 thread: best "
-            + verdict(ft1["best_vs_gil"], 0.8)
-        )
-        if ft1["per_cpu_s"] and gil1["per_cpu_s"]:
-            lines.append(
-                "      per CPU-second: " + verdict(ft1["per_cpu_s"] / gil1["per_cpu_s"], 0.8)
+        checks.append(
+            (
+                "free-threaded 1 thread / GIL build 1 thread",
+                ft1["best_vs_gil"],
+                per_cpu(ft1, gil1),
+                "per CPU-second",
+                0.8,
             )
+        )
+    lines = []
+    for what, best, cpu, how, goal in checks:
+        for label, x in ((f"fake: {what}: best", best), (f"      {how}:", cpu)):
+            if x is not None:
+                lines.append(
+                    f"{label} {x:.2f}x ({'met' if x >= goal else 'missed'}, goal >= {goal}x)"
+                )
     return lines
 
 
