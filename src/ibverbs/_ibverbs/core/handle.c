@@ -477,7 +477,14 @@ done:
  * set, else 0.  The free-threaded build holds tree_lock around it. */
 static int close_refused(Handle *h)
 {
+#ifdef Py_GIL_DISABLED
+	/* busy is counted with atomics by the threads in a GIL-free call
+	 * (HANDLE_BUSY_ENTER): read it as one too (TSan reported the plain
+	 * read racing qp.query() on another thread). */
+	if (__atomic_load_n(&h->busy, __ATOMIC_ACQUIRE)) {
+#else
 	if (h->busy) {
+#endif
 		verbs_error_fmt(EBUSY, h->kind->destroy_verb,
 				"%s is in use by another thread (a blocking "
 				"call is in progress)",

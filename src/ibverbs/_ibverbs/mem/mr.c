@@ -256,7 +256,14 @@ static void busy_also(PyObject *const h[], int n, int delta)
 
 	for (i = 0; i < n; i++)
 		if (h[i] != NULL)
+#ifdef Py_GIL_DISABLED
+			/* Other threads count busy with atomics on this PD
+			 * too (HANDLE_BUSY_ENTER). */
+			__atomic_fetch_add(&HANDLE(h[i])->busy, delta,
+					   __ATOMIC_SEQ_CST);
+#else
 			HANDLE(h[i])->busy += delta;
+#endif
 }
 
 /* The registration verbs of this block: GIL released, the PD and what
