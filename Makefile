@@ -142,6 +142,20 @@ bench: build
 		/usr/bin/python3 benchmarks/callgrind.py --list 16 --out $(OUT) \
 			--only c,ours,pyverbs,baseline || s=1; exit $$s'
 
+# Scaling with threads (BENCHMARKS.md, "Threads"; issue 33): post_send +
+# poll_count by 1, 2 .. nproc threads, each with its own QP and CQ, under
+# the GIL build (the venv, abi3) and the free-threaded one (build/ft-venv's
+# interpreter, a cp3XYt extension), interleaved, BENCH_THREADS_REPS times;
+# on the recording double of libibverbs (host) and on rxe0 (one guest
+# boot).  benchmarks/threads.py builds both extensions (build/bench) and
+# the double first.  Results: build/out/threads.{json,md}.  About 4
+# minutes on 2 cores with 5 reps.
+BENCH_THREADS_REPS ?= 5
+.PHONY: bench-threads
+bench-threads: build ft-venv
+	@mkdir -p $(OUT)
+	$(VPY) benchmarks/threads.py --reps $(BENCH_THREADS_REPS) --out $(OUT)
+
 # The peer transfer engines side by side (BENCHMARKS.md, "Peer transfer
 # engines"): ib_write_bw, python -m ibverbs perf write_bw,
 # examples/kv_transfer.py, Mooncake and NIXL across the two nodes of one
@@ -388,11 +402,19 @@ typecheck: build
 #                  host part only).
 # make leakcheck   100,000 create/destroy cycles of every resource type in the
 #                  guest (about 40 min); `make test` runs 1,000 of each.
+# make sanitize-threads  the host thread tests under ThreadSanitizer: a
+#                  TSan-built free-threaded CPython (built and cached on first
+#                  use, about an hour on 2 cores) and the extension and the
+#                  recording double with -fsanitize=thread
+#                  (tools/sanitize-threads).
 
-.PHONY: leakcheck
+.PHONY: leakcheck sanitize-threads
 
 sanitize: build
 	tools/sanitize all
+
+sanitize-threads: build
+	FT_VERSIONS="$(FT_VERSIONS)" tools/sanitize-threads
 
 leakcheck: build
 	@mkdir -p $(OUT)

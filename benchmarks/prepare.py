@@ -71,10 +71,11 @@ def build_c(out: str) -> None:
     )
 
 
-def build_variant(out: str, name: str, release_gil: bool) -> None:
+def build_variant(out: str, name: str, release_gil: bool, python: str = SETUP_PY) -> None:
     """A private copy of the package with the extension built by setup.py
-    (its flags, the interpreter's optimisation), the released variant with
-    -DIBVERBS_BENCH_RELEASE_GIL added."""
+    (its flags, the interpreter's optimisation) run by python, the released
+    variant with -DIBVERBS_BENCH_RELEASE_GIL added.  (benchmarks/threads.py
+    builds the free-threaded variant with a free-threaded python.)"""
     pkg = os.path.join(out, name, "src", "ibverbs")
     tmp = os.path.join(out, name, "build")
     shutil.rmtree(os.path.join(out, name), ignore_errors=True)
@@ -89,11 +90,11 @@ def build_variant(out: str, name: str, release_gil: bool) -> None:
     print(
         "  "
         + ("IBVERBS_EXTRA_CFLAGS=-DIBVERBS_BENCH_RELEASE_GIL " if release_gil else "")
-        + f"{SETUP_PY} setup.py build_ext -b {tmp}/lib -t {tmp}/tmp"
+        + f"{python} setup.py build_ext -b {tmp}/lib -t {tmp}/tmp"
     )
     subprocess.run(
         [
-            SETUP_PY,
+            python,
             "setup.py",
             "-q",
             "build_ext",

@@ -404,6 +404,7 @@ int handle_check(Handle *h);
  * declaration: write it as a statement of its own, at block level. */
 typedef struct {
 	int mark; /* depth of the thread's pin stack at entry; -1: none */
+	void *stack; /* that stack (handle.c), when mark >= 0 */
 } HandleScope;
 int handle_scope_enter(Handle *h, HandleScope *scope);
 void handle_scope_exit(HandleScope *scope);

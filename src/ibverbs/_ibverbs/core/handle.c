@@ -63,7 +63,7 @@ static PyMutex tree_lock;
 
 /* This thread's pins, innermost last (argument pins above their
  * method's own). */
-static _Thread_local struct {
+static _Thread_local struct pin_stack {
 	int depth;
 	Handle *pins[HANDLE_PIN_MAX];
 } tls_pins;
@@ -81,17 +81,17 @@ static void obj_store(Handle *h, void *obj)
 	__atomic_store_n(&h->obj, obj, __ATOMIC_RELEASE);
 }
 
-/* Take a pin on h: 0, or -1 when h is closed or closing (no pin). */
+/* Take a pin on h: 0, or -1 when h is closed or closing (no pin).  One
+ * fetch_add, not a compare-and-swap loop: a pin taken on a closing handle
+ * is given back at once, and drain_pins only waits for the count to come
+ * down, so the passing increment is harmless; the add and close()'s
+ * fetch_or are both read-modify-writes of pins, so one of the two sees
+ * the other. */
 static int pin(Handle *h)
 {
-	Py_ssize_t n = __atomic_load_n(&h->pins, __ATOMIC_ACQUIRE);
+	Py_ssize_t n = __atomic_fetch_add(&h->pins, 1, __ATOMIC_ACQ_REL);
 
-	do {
-		if (n & HANDLE_CLOSING)
-			return -1;
-	} while (!__atomic_compare_exchange_n(
-		&h->pins, &n, n + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-	if (obj_load(h) == NULL) {
+	if ((n & HANDLE_CLOSING) || obj_load(h) == NULL) {
 		__atomic_fetch_sub(&h->pins, 1, __ATOMIC_RELEASE);
 		return -1;
 	}
@@ -114,10 +114,25 @@ static Py_ssize_t my_pins(Handle *h)
 	return n;
 }
 
+/* This thread's pin stack.  In a shared object each access of a
+ * _Thread_local calls __tls_get_addr, and the compiler repeats that call
+ * after every atomic (4 calls per method, ~70 instructions): take the
+ * address once, opaque to the compiler, and keep it in the scope for
+ * handle_scope_exit. */
+static inline struct pin_stack *pin_stack(void)
+{
+	struct pin_stack *tls = &tls_pins;
+
+	__asm__("" : "+r"(tls));
+	return tls;
+}
+
 int handle_scope_enter(Handle *h, HandleScope *scope)
 {
+	struct pin_stack *tls = pin_stack();
+
 	scope->mark = -1;
-	if (tls_pins.depth >= HANDLE_PIN_MAX) {
+	if (tls->depth >= HANDLE_PIN_MAX) {
 		/* Nested past any real call chain: refuse rather than run
 		 * unpinned. */
 		PyErr_SetString(PyExc_RecursionError,
@@ -126,17 +141,20 @@ int handle_scope_enter(Handle *h, HandleScope *scope)
 	}
 	if (pin(h) < 0)
 		return closed_error(h);
-	scope->mark = tls_pins.depth;
-	tls_pins.pins[tls_pins.depth++] = h;
+	scope->mark = tls->depth;
+	scope->stack = tls;
+	tls->pins[tls->depth++] = h;
 	return 0;
 }
 
 void handle_scope_exit(HandleScope *scope)
 {
+	struct pin_stack *tls = scope->stack;
+
 	if (scope->mark < 0)
 		return;
-	while (tls_pins.depth > scope->mark)
-		unpin(tls_pins.pins[--tls_pins.depth]);
+	while (tls->depth > scope->mark)
+		unpin(tls->pins[--tls->depth]);
 }
 
 /* Sleep ns nanoseconds, detached (a stop-the-world pause may wait on us). */
@@ -379,11 +397,13 @@ void handle_unuse_clear(PyObject **used)
  * until that method returns; outside any, it is only checked. */
 int handle_check(Handle *h)
 {
-	if (tls_pins.depth == 0 || tls_pins.depth >= HANDLE_PIN_MAX)
+	struct pin_stack *tls = pin_stack();
+
+	if (tls->depth == 0 || tls->depth >= HANDLE_PIN_MAX)
 		return obj_load(h) != NULL ? 0 : closed_error(h);
 	if (pin(h) < 0)
 		return closed_error(h);
-	tls_pins.pins[tls_pins.depth++] = h;
+	tls->pins[tls->depth++] = h;
 	return 0;
 }
 #else
@@ -457,7 +477,14 @@ done:
  * set, else 0.  The free-threaded build holds tree_lock around it. */
 static int close_refused(Handle *h)
 {
+#ifdef Py_GIL_DISABLED
+	/* busy is counted with atomics by the threads in a GIL-free call
+	 * (HANDLE_BUSY_ENTER): read it as one too (TSan reported the plain
+	 * read racing qp.query() on another thread). */
+	if (__atomic_load_n(&h->busy, __ATOMIC_ACQUIRE)) {
+#else
 	if (h->busy) {
+#endif
 		verbs_error_fmt(EBUSY, h->kind->destroy_verb,
 				"%s is in use by another thread (a blocking "
 				"call is in progress)",
