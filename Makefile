@@ -10,7 +10,7 @@ RXE_VM   := tools/rxe-vm
 OUT      := $(CURDIR)/build/out
 PYTEST   := $(VPY) -m pytest -rfEs
 
-.PHONY: all deps venv prefetch build test test-host test-guest test-twonode demo bench bench-peers wheel \
+.PHONY: all deps venv prefetch build test test-host test-guest test-twonode test-kernels demo bench bench-peers wheel \
 	test-wheels sanitize clean lint format pycache docs shard-durations
 
 all: build
@@ -33,7 +33,8 @@ build: deps venv
 
 # make wheel comes before test-host, whose tests/host/test_wheel.py checks
 # the wheels it writes (and fails, rather than skips, when one is missing).
-test: prefetch build lint docs wheel test-host test-guest test-twonode test-wheels test-distros test-arm64
+test: prefetch build lint docs wheel test-host test-guest test-twonode test-wheels test-distros test-arm64 \
+	test-kernels
 test: export IBVERBS_REQUIRE_WHEELS = 1
 
 # The guest caches (kernel, distribution roots, arm64 root) filled in the
@@ -117,6 +118,30 @@ test-twonode: pycache
 	$(RXE_VM) --nodes 3 --timeout 900 -- \
 		$(VPY) -m pytest -rfEsP -m twonode tests/twonode/test_mesh.py \
 		tests/twonode/test_bootstrap_twonode.py
+
+# The suite on other kernels (tools/rxe-vm --kernel; caches filled by
+# tools/prefetch): on Debian unstable's kernel (the newest, 7.2 on
+# 2026-12-03) the whole device suite (two halves, as test-guest) and the
+# two-node suite; on Debian 13's 6.12 a device subset; on Debian 12's 6.1
+# the kernel-dependent answers only (test-guest ran the rest there).
+# tests/device/test_kernel_caps.py holds each kernel's answers to the table
+# in tests/support/kernels.py and appends them to $(OUT)/caps.jsonl.
+KERNELS_SUBSET := tests/device/test_kernel_caps.py tests/device/test_rc.py \
+	tests/device/test_qp_ex.py tests/device/test_mr.py tests/device/test_cq.py \
+	tests/device/test_cm.py tests/device/test_dm_flow_odp.py tests/device/test_atomic_write.py
+
+test-kernels: pycache
+	@mkdir -p $(OUT)
+	rm -f $(OUT)/caps.jsonl
+	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel bookworm --rw $(OUT) -- \
+		$(VPY) -m pytest -rfEsP -m integration tests/device/test_kernel_caps.py
+	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel trixie --rw $(OUT) -- \
+		$(VPY) -m pytest -rfEsP -m integration $(KERNELS_SUBSET)
+	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl IBVERBS_REQUIRE_INTEGRATION=1 \
+		$(RXE_VM) --kernel sid --nodes 2 --rw $(OUT) -- sh tools/guest-suite $(VPY)
+	$(RXE_VM) --kernel sid --nodes 2 --mtu 1500,9000 --timeout 1200 -- \
+		$(VPY) -m pytest -rfEsP -m twonode --ignore=tests/twonode/test_mesh.py \
+		--ignore=tests/twonode/test_bootstrap_twonode.py tests/twonode
 
 demo: build pycache
 	@mkdir -p $(OUT)
