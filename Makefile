@@ -111,13 +111,14 @@ pycache:
 test-twonode: pycache
 	$(RXE_VM) --nodes 2 --mtu 1500,9000 --timeout 1200 -- \
 		$(VPY) -m pytest -rfEsP -m twonode --ignore=tests/twonode/test_mesh.py \
-		--ignore=tests/twonode/test_bootstrap_twonode.py tests/twonode
+		--ignore=tests/twonode/test_bootstrap_twonode.py \
+		--ignore=tests/twonode/test_mcast_twonode.py tests/twonode
 	$(RXE_VM) --nodes 2 --separate-vms --mtu 1500,9000 --timeout 900 -- \
 		$(VPY) -m pytest -rfEsP -m twonode tests/twonode/test_connect.py \
 		tests/twonode/test_interop.py tests/twonode/test_cm_twonode.py
 	$(RXE_VM) --nodes 3 --timeout 900 -- \
 		$(VPY) -m pytest -rfEsP -m twonode tests/twonode/test_mesh.py \
-		tests/twonode/test_bootstrap_twonode.py
+		tests/twonode/test_bootstrap_twonode.py tests/twonode/test_mcast_twonode.py
 
 # The suite on other kernels (tools/rxe-vm --kernel; caches filled by
 # tools/prefetch): on Debian unstable's kernel (the newest, 7.2 on

@@ -48,6 +48,7 @@ PROBES = [
     # the loader still finds them in a newer libibverbs at run time
     ("&ibv_reg_dmabuf_mr", "IBVERBS_HAVE_REG_DMABUF_MR", 34),
     ("&ibv_is_fork_initialized", "IBVERBS_HAVE_IS_FORK_INITIALIZED", 35),
+    ("&ibv_query_qp_data_in_order", "IBVERBS_HAVE_QUERY_QP_DATA_IN_ORDER", 41),
     # struct ibv_dm's handle (mem/dm.c), with ibv_import_dm
     ("sizeof(((struct ibv_dm *)0)->handle)", "IBVERBS_HAVE_DM_HANDLE", 35),
     # struct ibv_device_attr_ex's 32-bit port count (device/device_ex.c)
@@ -64,6 +65,14 @@ PROBES = [
         "IBVERBS_HAVE_WR_ATOMIC_WRITE",
         42,
     ),
+    # ibv_query_qp_data_in_order's flags and caps (core/enums.c)
+    (
+        "IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS + IBV_QUERY_QP_DATA_IN_ORDER_WHOLE_MSG"
+        " + IBV_QUERY_QP_DATA_IN_ORDER_ALIGNED_128_BYTES",
+        "IBVERBS_HAVE_QP_DATA_IN_ORDER_CAPS",
+        47,
+    ),
+    ("IBV_QUERY_QP_DATA_IN_ORDER_DEVICE_ONLY", "IBVERBS_HAVE_QP_DATA_IN_ORDER_DEVICE_ONLY", 61),
     # enum ibv_access_flags' flush bits (core/enums.c)
     ("IBV_ACCESS_FLUSH_GLOBAL", "IBVERBS_HAVE_ACCESS_FLUSH", 45),
     # ibv_wr_flush, struct ibv_qp_ex's wr_flush (qp/qp_ex.c) and
@@ -72,6 +81,19 @@ PROBES = [
         "IBV_QP_EX_WITH_FLUSH + sizeof(((struct ibv_qp_ex *)0)->wr_flush)",
         "IBVERBS_HAVE_WR_FLUSH",
         45,
+    ),
+    # memory, import and device verbs (mem/, device/import.c)
+    ("&ibv_import_dm", "IBVERBS_HAVE_IMPORT_DM", 35),
+    ("&ibv_reg_mr_ex", "IBVERBS_HAVE_REG_MR_EX", 59),
+    ("(&ibv_dm_export_dmabuf_fd, &ibv_query_port_speed)", "IBVERBS_HAVE_QUERY_PORT_SPEED", 62),
+    ("(&ibv_alloc_buf, IBV_REG_MR_MASK_BUF)", "IBVERBS_HAVE_ALLOC_BUF", 64),
+    ("&ibv_export_buf_dmabuf_fd", "IBVERBS_HAVE_EXPORT_BUF_DMABUF_FD", 65),
+    # completion counters (counters/comp_cntr.c): exported verbs, their
+    # structs and enums; compat.h declares them for older headers
+    (
+        "sizeof(&ibv_create_comp_cntr) + sizeof(struct ibv_comp_cntr_caps)",
+        "IBVERBS_HAVE_COMP_CNTR",
+        65,
     ),
 ]
 

@@ -29,6 +29,7 @@ extensions = [
     "myst_parser",
     "ibverbs_api",
     "ibverbs_guides",
+    "ibverbs_verbs",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

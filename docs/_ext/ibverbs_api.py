@@ -71,6 +71,7 @@ GROUP_RULES: list[tuple[str, list[str]]] = [
             "GidEntry",
             r".*Caps",
             "AsyncEvent",
+            "ValuesEx",
         ],
     ),
     (
@@ -82,12 +83,30 @@ GROUP_RULES: list[tuple[str, list[str]]] = [
             "MWBind",
             "MWBindInfo",
             "DM",
+            "Buf",
+            "DMAH",
             "inc_rkey",
             "reg_tensor",
             "tensor_addr_len",
+            "TD",
+            "ParentDomain",
         ],
     ),
-    ("cq", ["CQ", "CQEx", "CQInitAttrEx", "CompChannel", "WC", "WCEx", r"CQ.*", r"WC.*"]),
+    (
+        "cq",
+        [
+            "CQ",
+            "CQEx",
+            "CQInitAttrEx",
+            "CompChannel",
+            "WC",
+            "WCEx",
+            r"CQ.*",
+            r"WC.*",
+            "CompCntr",
+            "CompCntrCaps",
+        ],
+    ),
     (
         "qp",
         [
@@ -103,11 +122,17 @@ GROUP_RULES: list[tuple[str, list[str]]] = [
             "SRQ",
             "AH",
             "AHAttr",
+            # XRC, work queues and RSS, ECE
+            "XRCD",
+            "WQ",
+            "RWQIndTable",
+            "RXHashConf",
+            "ECE",
         ],
     ),
     ("wr", ["SGE", "SendWR", "RecvWR", "SendWRChain", "RecvWRChain", r".*WR(Chain)?"]),
     ("cm", ["CMID", "CMListener", "CMEvent", r"CM.*", "has_rdmacm"]),
-    ("flow", ["Flow", r"Flow.*"]),
+    ("flow", ["Flow", r"Flow.*", "Counters"]),
 ]
 DEFAULT_GROUP = "module"
 

@@ -228,6 +228,12 @@ __all__ += [
 ]
 __all__ += enums.__all__
 
+# XRC, work queues and RSS, ECE, tag matching (xrc/, wq/, qp/qp_hw.c)
+from ._ibverbs import RWQIndTable, WQ, XRCD  # noqa: E402,F401
+from ._objects import ECE, OpsWR, RXHashConf  # noqa: E402,F401
+
+__all__ += ["ECE", "OpsWR", "RWQIndTable", "RXHashConf", "WQ", "XRCD"]
+
 # Extended CQ, device capabilities, device memory, flow steering, ODP
 from ._ibverbs import CQEx, DM, Flow, WCEx  # noqa: E402,F401
 from ._objects import (  # noqa: E402,F401
@@ -284,4 +290,28 @@ __all__ += [
     "FlowSpecMPLS",
     "FlowSpecTCPUDP",
     "FlowSpecTunnel",
+]
+
+# buffers, DMA handles, running values (mem/buf.c, mem/dmah.c, device/values.c)
+from ._ibverbs import DMAH, Buf  # noqa: E402,F401
+from ._objects import ValuesEx  # noqa: E402,F401
+
+__all__ += ["Buf", "DMAH", "ValuesEx"]
+# Thread and parent domains, counters, completion counters, flow actions
+# (mem/domain.c, counters/, qp/flow_action.c)
+from ._ibverbs import TD, CompCntr, Counters, FlowAction, ParentDomain  # noqa: E402,F401
+from ._objects import CompCntrCaps, FlowActionESPAttr, WCTMInfo  # noqa: E402,F401
+from .flow import FlowSpecActionCount, FlowSpecActionHandle  # noqa: E402,F401
+
+__all__ += [
+    "CompCntr",
+    "CompCntrCaps",
+    "Counters",
+    "FlowAction",
+    "FlowActionESPAttr",
+    "FlowSpecActionCount",
+    "FlowSpecActionHandle",
+    "ParentDomain",
+    "TD",
+    "WCTMInfo",
 ]

@@ -24,6 +24,9 @@ __all__ = [
     "QPInitAttr",
     "AHAttr",
     "QPInitAttrEx",
+    "RXHashConf",
+    "ECE",
+    "OpsWR",
 ]
 
 
@@ -170,6 +173,14 @@ class GidEntry(_Record):
         super().__init__(**fields)
 
 
+class ValuesEx(_Record):
+    """``struct ibv_values_ex``, from ``Context.query_rt_values_ex``: ``comp_mask`` (the
+    ``ValuesMask`` the provider filled), ``raw_clock_sec`` and ``raw_clock_nsec`` (its
+    ``struct timespec raw_clock``: the device clock that ``WCEx.completion_ts`` counts in)."""
+
+    __slots__ = ()
+
+
 class QPCap(_Record):
     """``struct ibv_qp_cap``: max_send_wr, max_recv_wr, max_send_sge,
     max_recv_sge, max_inline_data."""
@@ -312,21 +323,36 @@ class QPInitAttr:
 class QPInitAttrEx(QPInitAttr):
     """``struct ibv_qp_init_attr_ex`` for ``PD.create_qp_ex`` and
     ``Context.create_qp_ex``: QPInitAttr's fields, plus ``send_ops_flags``
-    (QPCreateSendOpsFlags: the ``wr_*`` builders the QP may use; SEND
-    when None), ``pd`` (required by ``Context.create_qp_ex``) and
-    ``create_flags``.  The comp_mask is IBV_QP_INIT_ATTR_PD |
-    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS (| CREATE_FLAGS when create_flags is
-    non-zero).  Values are checked when the QP is created."""
+    (QPCreateSendOpsFlags: the ``wr_*`` builders the QP may use; when None,
+    SEND, or none for an XRC_RECV or RSS QP), ``pd`` (required by
+    ``Context.create_qp_ex``), ``create_flags`` (QPCreateFlags), ``xrcd``
+    (an XRC_RECV QP's XRCD), ``rwq_ind_tbl`` and ``rx_hash_conf`` (an RSS
+    QP's RWQIndTable and RXHashConf), ``source_qpn`` (adds
+    QPCreateFlags.SOURCE_QPN) and ``max_tso_header``.
+
+    The comp_mask (QPInitAttrMask) is PD, plus SEND_OPS_FLAGS when
+    send_ops_flags is non-zero, CREATE_FLAGS when create_flags (or
+    source_qpn) is, and XRCD, IND_TABLE, RX_HASH, MAX_TSO_HEADER for each
+    of those fields that is not None.  ``send_cq`` may be None for an
+    XRC_RECV or RSS QP (which have no send queue of their own).  Values are
+    checked when the QP is created.  XRC, RSS, source_qpn, max_tso_header
+    and the create flags are never run on hardware here; checked against
+    the recording double (rxe refuses them)."""
 
     __slots__ = {
         "send_ops_flags": "QPCreateSendOpsFlags: the ``wr_*`` builders the QP may use.",
         "pd": "The PD of the QP (required by ``Context.create_qp_ex``).",
         "create_flags": "``enum ibv_qp_create_flags`` bits, 0 for none.",
+        "xrcd": "The XRCD of an XRC_RECV QP, or None.",
+        "rwq_ind_tbl": "The RWQIndTable of an RSS QP, or None.",
+        "rx_hash_conf": "The RXHashConf of an RSS QP, or None.",
+        "source_qpn": "The QP number a UD QP sends as (SOURCE_QPN), or None.",
+        "max_tso_header": "The largest TSO header the QP sends, or None.",
     }
 
     def __init__(
         self,
-        send_cq,
+        send_cq=None,
         recv_cq=None,
         qp_type=None,
         max_send_wr: int = 128,
@@ -341,6 +367,11 @@ class QPInitAttrEx(QPInitAttr):
         send_ops_flags=None,
         pd=None,
         create_flags: int = 0,
+        xrcd=None,
+        rwq_ind_tbl=None,
+        rx_hash_conf=None,
+        source_qpn: int | None = None,
+        max_tso_header: int | None = None,
     ):
         super().__init__(
             send_cq,
@@ -355,13 +386,20 @@ class QPInitAttrEx(QPInitAttr):
             sq_sig_all,
             qp_context,
         )
-        from .enums import QPCreateSendOpsFlags
+        from .enums import QPCreateSendOpsFlags, QPType
 
-        self.send_ops_flags = (
-            QPCreateSendOpsFlags.SEND if send_ops_flags is None else send_ops_flags
-        )
+        if send_ops_flags is None:
+            # an XRC receive or RSS QP sends nothing of its own
+            no_send = self.qp_type == QPType.XRC_RECV or rwq_ind_tbl is not None
+            send_ops_flags = QPCreateSendOpsFlags(0 if no_send else QPCreateSendOpsFlags.SEND)
+        self.send_ops_flags = send_ops_flags
         self.pd = pd
         self.create_flags = create_flags
+        self.xrcd = xrcd
+        self.rwq_ind_tbl = rwq_ind_tbl
+        self.rx_hash_conf = rx_hash_conf
+        self.source_qpn = source_qpn
+        self.max_tso_header = max_tso_header
 
     def __repr__(self):
         names = (*QPInitAttr.__slots__, *QPInitAttrEx.__slots__)
@@ -460,6 +498,7 @@ class CQInitAttrEx:
         "channel": "A CompChannel for its notifications, or None.",
         "comp_vector": "The completion vector (interrupt), below ``Context.num_comp_vectors``.",
         "flags": "CreateCQAttrFlags.",
+        "parent_domain": "A ParentDomain for the CQ (``IBV_CQ_INIT_ATTR_MASK_PD``), or None.",
     }
 
     def __init__(
@@ -469,12 +508,14 @@ class CQInitAttrEx:
         channel=None,
         comp_vector: int = 0,
         flags: int = 0,
+        parent_domain=None,
     ):
         self.cqe = cqe
         self.wc_flags = wc_flags
         self.channel = channel
         self.comp_vector = comp_vector
         self.flags = flags
+        self.parent_domain = parent_domain
 
     def __repr__(self):
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
@@ -587,3 +628,188 @@ class MWBind:
     def __repr__(self):
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
         return f"MWBind({inner})"
+
+
+class RXHashConf:
+    """``struct ibv_rx_hash_conf``: how an RSS QP
+    (``QPInitAttrEx(rwq_ind_tbl=..., rx_hash_conf=...)``) hashes packets
+    over its WQs.  A plain record: values are checked when the QP is
+    created."""
+
+    __slots__ = {
+        "rx_hash_function": "An RXHashFunctionFlags (TOEPLITZ).",
+        "rx_hash_key": "The hash key, bytes (at most 255; its length is rx_hash_key_len).",
+        "rx_hash_fields_mask": "RXHashFields: the packet fields hashed.",
+    }
+
+    def __init__(self, rx_hash_function: int, rx_hash_key: bytes, rx_hash_fields_mask: int):
+        self.rx_hash_function = rx_hash_function
+        self.rx_hash_key = rx_hash_key
+        self.rx_hash_fields_mask = rx_hash_fields_mask
+
+    def __eq__(self, other):
+        if not isinstance(other, RXHashConf):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"RXHashConf({inner})"
+
+
+class ECE:
+    """``struct ibv_ece``: enhanced connection establishment options, from
+    ``QP.query_ece`` and for ``QP.set_ece`` (``vendor_id`` the provider's
+    IEEE OUI, ``options`` its bits, ``comp_mask`` which are valid)."""
+
+    __slots__ = {
+        "vendor_id": "The provider's IEEE OUI (0 is refused by ibv_set_ece).",
+        "options": "The vendor's ECE option bits.",
+        "comp_mask": "Which option bits are valid.",
+    }
+
+    def __init__(self, vendor_id: int, options: int, comp_mask: int = 0):
+        self.vendor_id = vendor_id
+        self.options = options
+        self.comp_mask = comp_mask
+
+    def __eq__(self, other):
+        if not isinstance(other, ECE):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"ECE({inner})"
+
+
+class OpsWR:
+    """``struct ibv_ops_wr`` for ``SRQ.post_srq_ops`` (tag matching):
+    ``wr_id``, ``opcode`` (OpsWROpcode), ``flags`` (OpsFlags), and the
+    ``tm`` fields flattened: ``unexpected_cnt``, ``handle`` (of the tag a
+    TAG_DEL removes) and TAG_ADD's ``recv_wr_id``, ``sg_list`` (SGEs),
+    ``tag`` and ``mask``.  A plain record: values are checked when posted."""
+
+    __slots__ = {
+        "wr_id": "The cookie of the operation's completion.",
+        "opcode": "An OpsWROpcode: TAG_ADD, TAG_DEL or TAG_SYNC.",
+        "flags": "OpsFlags (SIGNALED, TM_SYNC).",
+        "unexpected_cnt": "``tm.unexpected_cnt``: unexpected messages seen.",
+        "handle": "``tm.handle``: the tag a TAG_DEL removes.",
+        "recv_wr_id": "``tm.add.recv_wr_id``: the wr_id of the tag's receive.",
+        "sg_list": "``tm.add.sg_list``: the SGEs a matched message lands in.",
+        "tag": "``tm.add.tag``: the tag, 64 bits.",
+        "mask": "``tm.add.mask``: the tag bits that must match.",
+    }
+
+    def __init__(
+        self,
+        opcode: int,
+        wr_id: int = 0,
+        flags: int = 0,
+        *,
+        unexpected_cnt: int = 0,
+        handle: int = 0,
+        recv_wr_id: int = 0,
+        sg_list=(),
+        tag: int = 0,
+        mask: int = 0,
+    ):
+        self.opcode = opcode
+        self.wr_id = wr_id
+        self.flags = flags
+        self.unexpected_cnt = unexpected_cnt
+        self.handle = handle
+        self.recv_wr_id = recv_wr_id
+        self.sg_list = tuple(sg_list)
+        self.tag = tag
+        self.mask = mask
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"OpsWR({inner})"
+
+
+# Domains, counters, flow actions (mem/domain.c, counters/, qp/flow_action.c)
+
+
+class WCTMInfo(_Record):
+    """``struct ibv_wc_tm_info`` (``CQEx.read_tm_info``): ``tag`` (from the
+    tag matching header) and ``priv`` (its opaque user data)."""
+
+    __slots__ = ()
+
+
+class CompCntrCaps(_Record):
+    """``struct ibv_comp_cntr_caps`` (``Context.query_comp_cntr_caps``):
+    ``max_value``, ``max_counters``, ``supported_qp_attach_ops``
+    (QPAttachCompCntrOp bits)."""
+
+    __slots__ = ()
+
+
+class FlowActionESPAttr:
+    """``struct ibv_flow_action_esp_attr`` for
+    ``Context.create_flow_action_esp`` and ``FlowAction.modify_esp``.
+
+    The ESP fields (``struct ibv_flow_action_esp``), the AES-GCM key
+    material when ``key`` is given (``keymat_proto`` AES_GCM, ``key_len``
+    its length in bytes), a replay bitmap of ``replay_window`` entries when
+    given (``replay_proto`` BMP, else NONE), and ``esn`` with
+    ``IBV_FLOW_ACTION_ESP_MASK_ESN`` when given.  The tunnel encapsulation
+    list (``esp_encap``) is not offered.  A plain record: values are checked
+    when the verb is called."""
+
+    __slots__ = {
+        "spi": "The security parameter index.",
+        "seq": "The initial sequence number.",
+        "tfc_pad": "Traffic flow confidentiality padding, in bytes.",
+        "flags": "FlowActionESPFlags (FULL_OFFLOAD, TRANSPORT, ENCRYPT, ESN_NEW_WINDOW).",
+        "hard_limit_pkts": "Packets after which the key expires (0: none).",
+        "key": "The AES-GCM key (16, 24 or 32 bytes), or None for no key material.",
+        "iv": "The AES-GCM initialization vector.",
+        "iv_algo": "A FlowActionIVAlgo (SEQ).",
+        "salt": "The AES-GCM salt.",
+        "icv_len": "The integrity check value's length.",
+        "replay_window": "The anti-replay bitmap's size, or None for no replay protection.",
+        "esn": "The starting extended sequence number, or None.",
+    }
+
+    def __init__(
+        self,
+        spi: int = 0,
+        seq: int = 0,
+        tfc_pad: int = 0,
+        flags: int = 0,
+        hard_limit_pkts: int = 0,
+        key: bytes | None = None,
+        iv: int = 0,
+        iv_algo: int = 0,
+        salt: int = 0,
+        icv_len: int = 0,
+        replay_window: int | None = None,
+        esn: int | None = None,
+    ):
+        self.spi = spi
+        self.seq = seq
+        self.tfc_pad = tfc_pad
+        self.flags = flags
+        self.hard_limit_pkts = hard_limit_pkts
+        self.key = key
+        self.iv = iv
+        self.iv_algo = iv_algo
+        self.salt = salt
+        self.icv_len = icv_len
+        self.replay_window = replay_window
+        self.esn = esn
+
+    def __repr__(self):
+        inner = ", ".join(
+            f"{k}={'<key>' if k == 'key' and self.key is not None else repr(getattr(self, k))}"
+            for k in self.__slots__
+        )
+        return f"FlowActionESPAttr({inner})"

@@ -29,6 +29,28 @@ _FLAGS = {
     "AdviseMRFlags",
     "FlowFlags",
     "QPCreateSendOpsFlags",
+    "QueryQPDataInOrderFlags",
+    "QueryQPDataInOrderCaps",
+    # XRC, WQ/RSS, tag matching, QP create flags (xrc/, wq/, qp/qp_ex.c)
+    "SRQInitAttrMask",
+    "XRCDInitAttrMask",
+    "QPOpenAttrMask",
+    "OpsFlags",
+    "QPInitAttrMask",
+    "QPCreateFlags",
+    "RXHashFunctionFlags",
+    "RXHashFields",
+    "WQAttrMask",
+    "WQInitAttrMask",
+    "WQFlags",
+    "ReregMRFlags",
+    "MRInitAttrMask",
+    "DMAHInitAttrMask",
+    "ValuesMask",
+    "CQAttrMask",
+    "ReadCountersFlags",
+    "QPAttachCompCntrOp",
+    "FlowActionESPFlags",
 }
 
 __all__ = sorted(_constants)
@@ -72,6 +94,10 @@ _DOCS = {
     "(``enum ibv_qp_attr_mask``).",
     "QPCreateSendOpsFlags": "The work request builders an extended QP enables\n"
     "(``enum ibv_qp_create_send_ops_flags``, ``QPInitAttrEx.send_ops_flags``).",
+    "QueryQPDataInOrderCaps": "What ``QP.query_data_in_order`` answers with\n"
+    "``QueryQPDataInOrderFlags.RETURN_CAPS`` (``IBV_QUERY_QP_DATA_IN_ORDER_*``).",
+    "QueryQPDataInOrderFlags": "Flags of ``QP.query_data_in_order``\n"
+    "(``enum ibv_query_qp_data_in_order_flags``).",
     "QPState": "QP states (``enum ibv_qp_state``): RESET -> INIT -> RTR -> RTS, ERR.",
     "QPType": "QP transport types (``enum ibv_qp_type``, ``QPInitAttr.qp_type``).",
     "RawPacketCaps": "Raw packet QP capabilities (``enum ibv_raw_packet_caps``,\n"
@@ -85,6 +111,52 @@ _DOCS = {
     "WCStatus": "Status of a work completion (``enum ibv_wc_status``, ``WC.status``);\n"
     "``WC.status_str`` is libibverbs' text for it.",
     "WROpcode": "Opcodes of a send work request (``enum ibv_wr_opcode``, ``SendWR.opcode``).",
+    # XRC, WQ/RSS, tag matching, QP create flags
+    "SRQType": "SRQ types (``enum ibv_srq_type``, ``Context.create_srq_ex``'s ``srq_type``).",
+    "SRQInitAttrMask": "The comp_mask of ``struct ibv_srq_init_attr_ex``\n"
+    "(``enum ibv_srq_init_attr_mask``; ``Context.create_srq_ex`` sets it).",
+    "XRCDInitAttrMask": "The comp_mask of ``struct ibv_xrcd_init_attr``\n"
+    "(``enum ibv_xrcd_init_attr_mask``; ``Context.open_xrcd`` sets it).",
+    "QPOpenAttrMask": "The comp_mask of ``struct ibv_qp_open_attr``\n"
+    "(``enum ibv_qp_open_attr_mask``; ``Context.open_qp`` sets it).",
+    "OpsWROpcode": "Tag-matching list operations (``enum ibv_ops_wr_opcode``, ``OpsWR.opcode``).",
+    "OpsFlags": "Flags of a tag-matching operation (``enum ibv_ops_flags``, ``OpsWR.flags``).",
+    "QPInitAttrMask": "The comp_mask of ``struct ibv_qp_init_attr_ex``\n"
+    "(``enum ibv_qp_init_attr_mask``; ``create_qp_ex`` sets it from the fields given).",
+    "QPCreateFlags": "QP creation flags (``enum ibv_qp_create_flags``,\n"
+    "``QPInitAttrEx.create_flags``).",
+    "RXHashFunctionFlags": "RSS hash functions (``enum ibv_rx_hash_function_flags``,\n"
+    "``RXHashConf.rx_hash_function``).",
+    "RXHashFields": "Packet fields an RSS hash covers (``enum ibv_rx_hash_fields``,\n"
+    "``RXHashConf.rx_hash_fields_mask``).",
+    "WQType": "Work queue types (``enum ibv_wq_type``, ``Context.create_wq``).",
+    "WQState": "Work queue states (``enum ibv_wq_state``, ``WQ.modify``, ``WQ.state``).",
+    "WQAttrMask": "Which WQ attributes ``WQ.modify`` sets (``enum ibv_wq_attr_mask``).",
+    "WQInitAttrMask": "The comp_mask of ``struct ibv_wq_init_attr``\n"
+    "(``enum ibv_wq_init_attr_mask``; ``Context.create_wq`` sets it).",
+    "WQFlags": "Work queue flags (``enum ibv_wq_flags``: ``Context.create_wq``'s\n"
+    "``create_flags``, ``WQ.modify``'s ``flags``).",
+    "ReregMRFlags": "What ``MR.rereg`` changes (``enum ibv_rereg_mr_flags``).",
+    "MRInitAttrMask": "The fields of ``struct ibv_mr_init_attr`` that ``PD.reg_mr_ex`` was\n"
+    "given (``enum ibv_mr_init_attr_mask``).",
+    "DMAHInitAttrMask": "The fields ``Context.alloc_dmah`` was given\n"
+    "(``enum ibv_dmah_init_attr_mask``, ``DMAH.comp_mask``).",
+    "TPHMemType": "Memory types of a PCIe TLP processing hint (``enum ibv_tph_mem_type``,\n"
+    "``Context.alloc_dmah``'s ``tph_mem_type``).",
+    "ValuesMask": "The running values ``Context.query_rt_values_ex`` reads\n"
+    "(``enum ibv_values_mask``).",
+    "CQAttrMask": "Which CQ attributes ``CQ.modify`` sets (``enum ibv_cq_attr_mask``).",
+    "CounterDescription": "What a counter of a Counters object counts\n"
+    "(``enum ibv_counter_description``, ``Counters.attach_point_flow``).",
+    "ReadCountersFlags": "Flags of ``Counters.read`` (``enum ibv_read_counters_flags``).",
+    "CompCntrType": "What a completion counter counts (``enum ibv_comp_cntr_type``,\n"
+    "``Context.create_comp_cntr``; rdma-core 65).",
+    "QPAttachCompCntrOp": "The completions ``QP.attach_comp_cntr`` counts\n"
+    "(``enum ibv_qp_attach_comp_cntr_op``; rdma-core 65).",
+    "FlowActionESPFlags": "Modes of an ESP flow action (``enum ibv_flow_action_esp_flags``,\n"
+    "``FlowActionESPAttr.flags``); INLINE_CRYPTO, TUNNEL and DECRYPT are 0.",
+    "FlowActionIVAlgo": "IV algorithms of AES-GCM key material\n"
+    "(``enum ibv_flow_action_esp_keymat_aes_gcm_iv_algo``, ``FlowActionESPAttr.iv_algo``).",
 }
 
 
@@ -133,3 +205,30 @@ FlowFlags: type[enum.IntFlag]
 FlowSpecType: type[enum.IntEnum]
 MWType: type[enum.IntEnum]
 QPCreateSendOpsFlags: type[enum.IntFlag]
+SRQType: type[enum.IntEnum]
+SRQInitAttrMask: type[enum.IntFlag]
+XRCDInitAttrMask: type[enum.IntFlag]
+QPOpenAttrMask: type[enum.IntFlag]
+OpsWROpcode: type[enum.IntEnum]
+OpsFlags: type[enum.IntFlag]
+QPInitAttrMask: type[enum.IntFlag]
+QPCreateFlags: type[enum.IntFlag]
+RXHashFunctionFlags: type[enum.IntFlag]
+RXHashFields: type[enum.IntFlag]
+WQType: type[enum.IntEnum]
+WQState: type[enum.IntEnum]
+WQAttrMask: type[enum.IntFlag]
+WQInitAttrMask: type[enum.IntFlag]
+WQFlags: type[enum.IntFlag]
+ReregMRFlags: type[enum.IntFlag]
+MRInitAttrMask: type[enum.IntFlag]
+DMAHInitAttrMask: type[enum.IntFlag]
+TPHMemType: type[enum.IntEnum]
+ValuesMask: type[enum.IntFlag]
+CQAttrMask: type[enum.IntFlag]
+CounterDescription: type[enum.IntEnum]
+ReadCountersFlags: type[enum.IntFlag]
+CompCntrType: type[enum.IntEnum]
+QPAttachCompCntrOp: type[enum.IntFlag]
+FlowActionESPFlags: type[enum.IntFlag]
+FlowActionIVAlgo: type[enum.IntEnum]

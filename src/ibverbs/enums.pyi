@@ -10,35 +10,64 @@ __all__ = [
     "AdviseMRFlags",
     "AtomicCap",
     "CMEventType",
+    "CQAttrMask",
+    "CompCntrType",
+    "CounterDescription",
     "CreateCQAttrFlags",
     "CreateCQWCFlags",
+    "DMAHInitAttrMask",
     "DeviceCapFlags",
     "EventType",
+    "FlowActionESPFlags",
+    "FlowActionIVAlgo",
     "FlowAttrType",
     "FlowFlags",
     "FlowSpecType",
     "GIDType",
     "LinkLayer",
+    "MRInitAttrMask",
     "MTU",
     "MWType",
     "MigState",
     "NodeType",
     "ODPGeneralCaps",
     "ODPTransportCapBits",
+    "OpsFlags",
+    "OpsWROpcode",
     "PortCapFlags",
     "PortState",
+    "QPAttachCompCntrOp",
     "QPAttrMask",
+    "QPCreateFlags",
     "QPCreateSendOpsFlags",
+    "QPInitAttrMask",
+    "QPOpenAttrMask",
     "QPState",
     "QPType",
+    "QueryQPDataInOrderCaps",
+    "QueryQPDataInOrderFlags",
+    "RXHashFields",
+    "RXHashFunctionFlags",
     "RawPacketCaps",
+    "ReadCountersFlags",
+    "ReregMRFlags",
     "SRQAttrMask",
+    "SRQInitAttrMask",
+    "SRQType",
     "SendFlags",
+    "TPHMemType",
     "TransportType",
+    "ValuesMask",
     "WCFlags",
     "WCOpcode",
     "WCStatus",
+    "WQAttrMask",
+    "WQFlags",
+    "WQInitAttrMask",
+    "WQState",
+    "WQType",
     "WROpcode",
+    "XRCDInitAttrMask",
 ]
 
 class AccessFlags(enum.IntFlag):
@@ -85,6 +114,17 @@ class CMEventType(enum.IntEnum):
     ADDR_CHANGE = 14
     TIMEWAIT_EXIT = 15
 
+class CQAttrMask(enum.IntFlag):
+    MODERATE = 1
+
+class CompCntrType(enum.IntEnum):
+    WRS = 0
+    BYTES = 1
+
+class CounterDescription(enum.IntEnum):
+    PACKETS = 0
+    BYTES = 1
+
 class CreateCQAttrFlags(enum.IntFlag):
     SINGLE_THREADED = 1
     IGNORE_OVERRUN = 2
@@ -100,7 +140,13 @@ class CreateCQWCFlags(enum.IntFlag):
     COMPLETION_TIMESTAMP = 128
     CVLAN = 256
     FLOW_TAG = 512
+    TM_INFO = 1024
     COMPLETION_TIMESTAMP_WALLCLOCK = 2048
+
+class DMAHInitAttrMask(enum.IntFlag):
+    CPU_ID = 1
+    PH = 2
+    TPH_MEM_TYPE = 4
 
 class DeviceCapFlags(enum.IntFlag):
     RESIZE_MAX_WR = 1
@@ -150,6 +196,18 @@ class EventType(enum.IntEnum):
     GID_CHANGE = 18
     WQ_FATAL = 19
 
+class FlowActionESPFlags(enum.IntFlag):
+    INLINE_CRYPTO = 0
+    TUNNEL = 0
+    DECRYPT = 0
+    FULL_OFFLOAD = 1
+    TRANSPORT = 2
+    ENCRYPT = 4
+    ESN_NEW_WINDOW = 8
+
+class FlowActionIVAlgo(enum.IntEnum):
+    SEQ = 0
+
 class FlowAttrType(enum.IntEnum):
     NORMAL = 0
     ALL_DEFAULT = 1
@@ -186,6 +244,14 @@ class LinkLayer(enum.IntEnum):
     UNSPECIFIED = 0
     INFINIBAND = 1
     ETHERNET = 2
+
+class MRInitAttrMask(enum.IntFlag):
+    IOVA = 1
+    ADDR = 2
+    FD = 4
+    FD_OFFSET = 8
+    DMAH = 16
+    BUF = 32
 
 class MTU(enum.IntEnum):
     MTU_256 = 1
@@ -225,6 +291,15 @@ class ODPTransportCapBits(enum.IntFlag):
     SUPPORT_ATOMIC = 16
     SUPPORT_SRQ_RECV = 32
 
+class OpsFlags(enum.IntFlag):
+    SIGNALED = 1
+    TM_SYNC = 2
+
+class OpsWROpcode(enum.IntEnum):
+    TAG_ADD = 0
+    TAG_DEL = 1
+    TAG_SYNC = 2
+
 class PortCapFlags(enum.IntFlag):
     SM = 2
     NOTICE_SUP = 4
@@ -259,6 +334,14 @@ class PortState(enum.IntEnum):
     ACTIVE = 4
     ACTIVE_DEFER = 5
 
+class QPAttachCompCntrOp(enum.IntFlag):
+    SEND = 1
+    RECV = 2
+    RDMA_READ = 4
+    REMOTE_RDMA_READ = 8
+    RDMA_WRITE = 16
+    REMOTE_RDMA_WRITE = 32
+
 class QPAttrMask(enum.IntFlag):
     STATE = 1
     CUR_STATE = 2
@@ -283,6 +366,13 @@ class QPAttrMask(enum.IntFlag):
     DEST_QPN = 1048576
     RATE_LIMIT = 33554432
 
+class QPCreateFlags(enum.IntFlag):
+    BLOCK_SELF_MCAST_LB = 2
+    SCATTER_FCS = 256
+    CVLAN_STRIPPING = 512
+    SOURCE_QPN = 1024
+    PCI_WRITE_END_PADDING = 2048
+
 class QPCreateSendOpsFlags(enum.IntFlag):
     RDMA_WRITE = 1
     RDMA_WRITE_WITH_IMM = 2
@@ -296,6 +386,21 @@ class QPCreateSendOpsFlags(enum.IntFlag):
     SEND_WITH_INV = 512
     TSO = 1024
     ATOMIC_WRITE = 4096
+
+class QPInitAttrMask(enum.IntFlag):
+    PD = 1
+    XRCD = 2
+    CREATE_FLAGS = 4
+    MAX_TSO_HEADER = 8
+    IND_TABLE = 16
+    RX_HASH = 32
+    SEND_OPS_FLAGS = 64
+
+class QPOpenAttrMask(enum.IntFlag):
+    NUM = 1
+    XRCD = 2
+    CONTEXT = 4
+    TYPE = 8
 
 class QPState(enum.IntEnum):
     RESET = 0
@@ -316,15 +421,58 @@ class QPType(enum.IntEnum):
     XRC_RECV = 10
     DRIVER = 255
 
+class QueryQPDataInOrderCaps(enum.IntFlag):
+    WHOLE_MSG = 1
+    ALIGNED_128_BYTES = 2
+
+class QueryQPDataInOrderFlags(enum.IntFlag):
+    RETURN_CAPS = 1
+    DEVICE_ONLY = 2
+
+class RXHashFields(enum.IntFlag):
+    SRC_IPV4 = 1
+    DST_IPV4 = 2
+    SRC_IPV6 = 4
+    DST_IPV6 = 8
+    SRC_PORT_TCP = 16
+    DST_PORT_TCP = 32
+    SRC_PORT_UDP = 64
+    DST_PORT_UDP = 128
+    IPSEC_SPI = 256
+    INNER = 2147483648
+
+class RXHashFunctionFlags(enum.IntFlag):
+    TOEPLITZ = 1
+
 class RawPacketCaps(enum.IntFlag):
     CVLAN_STRIPPING = 1
     SCATTER_FCS = 2
     IP_CSUM = 4
     DELAY_DROP = 8
 
+class ReadCountersFlags(enum.IntFlag):
+    PREFER_CACHED = 1
+
+class ReregMRFlags(enum.IntFlag):
+    CHANGE_TRANSLATION = 1
+    CHANGE_PD = 2
+    CHANGE_ACCESS = 4
+
 class SRQAttrMask(enum.IntFlag):
     MAX_WR = 1
     LIMIT = 2
+
+class SRQInitAttrMask(enum.IntFlag):
+    TYPE = 1
+    PD = 2
+    XRCD = 4
+    CQ = 8
+    TM = 16
+
+class SRQType(enum.IntEnum):
+    BASIC = 0
+    XRC = 1
+    TM = 2
 
 class SendFlags(enum.IntFlag):
     FENCE = 1
@@ -333,6 +481,10 @@ class SendFlags(enum.IntFlag):
     INLINE = 8
     IP_CSUM = 16
 
+class TPHMemType(enum.IntEnum):
+    VM = 0
+    PM = 1
+
 class TransportType(enum.IntEnum):
     UNKNOWN = -1
     IB = 0
@@ -340,6 +492,9 @@ class TransportType(enum.IntEnum):
     USNIC = 2
     USNIC_UDP = 3
     UNSPECIFIED = 4
+
+class ValuesMask(enum.IntFlag):
+    RAW_CLOCK = 1
 
 class WCFlags(enum.IntFlag):
     GRH = 1
@@ -389,6 +544,29 @@ class WCStatus(enum.IntEnum):
     TM_ERR = 22
     TM_RNDV_INCOMPLETE = 23
 
+class WQAttrMask(enum.IntFlag):
+    STATE = 1
+    CURR_STATE = 2
+    FLAGS = 4
+
+class WQFlags(enum.IntFlag):
+    CVLAN_STRIPPING = 1
+    SCATTER_FCS = 2
+    DELAY_DROP = 4
+    PCI_WRITE_END_PADDING = 8
+
+class WQInitAttrMask(enum.IntFlag):
+    FLAGS = 1
+
+class WQState(enum.IntEnum):
+    RESET = 0
+    RDY = 1
+    ERR = 2
+    UNKNOWN = 3
+
+class WQType(enum.IntEnum):
+    RQ = 0
+
 class WROpcode(enum.IntEnum):
     RDMA_WRITE = 0
     RDMA_WRITE_WITH_IMM = 1
@@ -402,3 +580,7 @@ class WROpcode(enum.IntEnum):
     SEND_WITH_INV = 9
     TSO = 10
     ATOMIC_WRITE = 15
+
+class XRCDInitAttrMask(enum.IntFlag):
+    FD = 1
+    OFLAGS = 2

@@ -12,8 +12,11 @@ written in network order, as the providers expect; MAC addresses take
 ``FlowAttr.to_bytes()`` serializes the rule the way verbs.h lays it out:
 ``struct ibv_flow_attr`` followed by the specs, each padded to its C
 struct's size (taken from the compiled headers: ``_ibverbs._flow_layouts``).
-``ibv_flow_spec_action_handle`` and ``ibv_flow_spec_counter_action`` need
-flow-action and counters objects, which this package does not wrap.
+``ibv_flow_spec_action_handle`` and ``ibv_flow_spec_counter_action`` point
+to a FlowAction and a Counters object (:class:`FlowSpecActionHandle`,
+:class:`FlowSpecActionCount`): ``to_bytes()`` writes a null pointer there,
+and ``QP.create_flow`` fills in the object's own, so only a
+:class:`FlowAttr` (not its bytes) can carry them.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ __all__ = [
     "FlowSpecTunnel",
     "FlowSpecActionTag",
     "FlowSpecActionDrop",
+    "FlowSpecActionHandle",
+    "FlowSpecActionCount",
 ]
 
 LAYOUTS: dict[str, tuple[int, int, int, int]] = _flow_layouts()
@@ -309,6 +314,68 @@ class FlowSpecActionDrop(FlowSpec):
         return "FlowSpecActionDrop()"
 
 
+class _FlowSpecObject(FlowSpec):
+    """A spec that points to a verbs object: type, size and a pointer
+    that ``QP.create_flow`` fills in (``to_bytes()`` leaves it null)."""
+
+    def __init__(self, obj: Any):
+        super().__init__()
+        self.obj = obj
+
+    def to_bytes(self) -> bytes:
+        """The struct with a null pointer: type and size only.  Calls no
+        verb."""
+        size = LAYOUTS[self.LAYOUT][0]
+        buf = bytearray(size)
+        struct.pack_into("=IH", buf, 0, self.spec_type, size)
+        return bytes(buf)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.obj!r})"
+
+
+class FlowSpecActionHandle(_FlowSpecObject):
+    """``struct ibv_flow_spec_action_handle``: apply a FlowAction (from
+    ``Context.create_flow_action_esp``) to what the rule matches.
+
+    Args:
+        action: the FlowAction, of the QP's Context (checked by
+            ``QP.create_flow``).
+    """
+
+    LAYOUT = "action_handle"
+    TYPE = FlowSpecType.ACTION_HANDLE
+
+    def __init__(self, action: Any):
+        super().__init__(action)
+
+    @property
+    def action(self) -> Any:
+        """The FlowAction the rule applies."""
+        return self.obj
+
+
+class FlowSpecActionCount(_FlowSpecObject):
+    """``struct ibv_flow_spec_counter_action``: count what the rule matches
+    on a Counters object (set up first with ``attach_point_flow``).
+
+    Args:
+        counters: the Counters, of the QP's Context (checked by
+            ``QP.create_flow``).
+    """
+
+    LAYOUT = "action_count"
+    TYPE = FlowSpecType.ACTION_COUNT
+
+    def __init__(self, counters: Any):
+        super().__init__(counters)
+
+    @property
+    def counters(self) -> Any:
+        """The Counters the rule counts on."""
+        return self.obj
+
+
 # struct ibv_flow_attr, natively aligned: comp_mask, type, size, priority,
 # num_of_specs, port, flags.
 _ATTR = struct.Struct("@IiHHBBI")
@@ -379,6 +446,11 @@ class FlowAttr:
             _ATTR.pack(0, self.type, size, self.priority, len(self.specs), self.port, self.flags)
             + body
         )
+
+    def _objects(self) -> tuple[Any, ...]:
+        """For ``QP.create_flow``: per spec, in order, the object whose
+        pointer its struct carries, or None."""
+        return tuple(s.obj if isinstance(s, _FlowSpecObject) else None for s in self.specs)
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)

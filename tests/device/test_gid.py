@@ -80,3 +80,15 @@ def test_closed_context_raises_ebadf(device_name):
         with pytest.raises(ib.VerbsError) as ei:
             call()
         assert ei.value.errno == errno.EBADF
+
+
+def test_resolve_eth_l2_from_gid_of_own_gid_is_the_netdev_mac(ctx):
+    """rxe0's own RoCE v2 GID resolves (kernel neighbour lookup of a local
+    address) to its netdev's MAC, untagged."""
+    e = ctx.find_gid(PORT)
+    ah_attr = ib.AHAttr(dgid=e.gid, sgid_index=e.index, port_num=PORT)
+    mac, vid = ctx.resolve_eth_l2_from_gid(ah_attr)
+    with open(f"/sys/class/net/{e.netdev}/address") as f:
+        want = bytes.fromhex(f.read().strip().replace(":", ""))
+    assert isinstance(mac, bytes) and mac == want
+    assert vid == 0xFFFF

@@ -16,6 +16,7 @@ On rxe (kernel 6.1 and 6.12, rdma-core 44), as these tests found:
 
 import errno
 import gc
+import time
 
 import numpy as np
 import pytest
@@ -190,6 +191,39 @@ def test_send_with_inv_from_peer_then_refused(ctx, pd, pair, bufs):
     assert wc.invalidated_rkey == rkey
     assert wc.wc_flags & (ib.WCFlags.WITH_INV | ib.WCFlags.IP_CSUM_OK)
     refused(qa, ca, mr_a, src, rkey, mr_b.addr, dst)
+
+
+def test_invalidated_rkey_read_through_cq_ex(ctx, pd, bufs):
+    """The same SEND_WITH_INV with the responder's completions on a CQEx:
+    read_invalidated_rkey() inside a start_poll session gives the window's
+    rkey (it shares imm_data's field: asked for with the IMM flag)."""
+    src, mr_a, dst, mr_b = bufs
+    F = ib.CreateCQWCFlags
+    qa, ca, qb, cb = make_rc_pair(ctx, pd, wc_flags=F.BYTE_LEN | F.IMM)
+    mw = pd.alloc_mw(ib.MWType.TYPE_2)
+    rkey = ib.inc_rkey(mw.rkey)
+    bind_type2(qb, cb, mw, mr_b, rkey)
+    qb.post_recv(ib.RecvWR(wr_id=6, sg_list=[mr_b.sge(64)]))
+    qa.post_send(
+        ib.SendWR(
+            wr_id=7,
+            sg_list=[mr_a.sge(16)],
+            opcode=ib.WROpcode.SEND_WITH_INV,
+            rkey=rkey,
+            send_flags=SIGNALED,
+        )
+    )
+    ok(poll_until(ca), ib.WCOpcode.SEND)
+    deadline = time.monotonic() + 10
+    while not cb.start_poll():
+        assert time.monotonic() < deadline, "no completion for the SEND_WITH_INV"
+        time.sleep(0.001)
+    try:
+        assert cb.wr_id == 6 and cb.status == ib.WCStatus.SUCCESS
+        assert cb.read_opcode() == ib.WCOpcode.RECV
+        assert cb.read_invalidated_rkey() == rkey
+    finally:
+        cb.end_poll()
 
 
 def test_rkey_rotation(ctx, pd, bufs):

@@ -110,7 +110,10 @@ def test_without_newer_verbs_only_the_calls_that_need_them_raise(shim, device_na
     )
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
-    assert {k for k, found in got["optional_verbs"].items() if not found} == set(hide)
+    # Missing: the hidden verbs, and those the real library lacks (this
+    # rdma-core may predate the newest optional verbs).
+    absent = {k for k, found in ib.optional_verbs.items() if not found}
+    assert {k for k, found in got["optional_verbs"].items() if not found} == set(hide) | absent
     # Everything else works through the older library ...
     assert isinstance(got["reg_mr_lkey"], int) and got["qp_num"] > 0
     # ... and only the calls that need a missing verb raise.
@@ -124,3 +127,55 @@ def test_without_newer_verbs_only_the_calls_that_need_them_raise(shim, device_na
             _refused(got[call], verb, since)
         else:
             assert got[call] == "ok", (call, got[call])
+
+
+# Multicast, replies from a WC and the data-ordering query (test_mcast.py,
+# test_ud_reply.py) with a libibverbs that lacks their symbols.
+MCAST_CHILD = r"""
+import json, sys
+import ibverbs as ib
+
+out = {}
+with ib.Context(sys.argv[1]) as ctx, ctx.alloc_pd() as pd:
+    cq = ctx.create_cq(4)
+    qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD))
+    wc = ib.WC(src_qp=1)
+    calls = {
+        "ibv_attach_mcast": lambda: qp.attach_mcast("::ffff:239.1.2.3"),
+        "ibv_detach_mcast": lambda: qp.detach_mcast("::ffff:239.1.2.3"),
+        "ibv_init_ah_from_wc": lambda: ctx.init_ah_from_wc(1, wc, bytes(40)),
+        "ibv_create_ah_from_wc": lambda: pd.create_ah_from_wc(wc, bytes(40), 1),
+        "ibv_query_qp_data_in_order": lambda: qp.query_data_in_order(0),
+    }
+    for name, call in calls.items():
+        try:
+            call()
+            out[name] = "ok"
+        except ib.VerbsError as e:
+            out[name] = {"errno": e.errno, "operation": e.operation, "message": str(e)}
+    qp.close()
+    cq.close()
+print(json.dumps(out))
+"""
+MCAST_SINCE = {
+    "ibv_attach_mcast": "libibverbs 1.1",
+    "ibv_detach_mcast": "libibverbs 1.1",
+    "ibv_init_ah_from_wc": "libibverbs 1.1",
+    "ibv_create_ah_from_wc": "libibverbs 1.1",
+    "ibv_query_qp_data_in_order": "rdma-core 41",
+}
+
+
+def test_without_the_multicast_and_from_wc_verbs_only_their_calls_raise(shim, device_name):
+    noverbs, path = shim
+    r = subprocess.run(
+        [sys.executable, "-c", MCAST_CHILD, device_name],
+        env=noverbs.shim_env(path, tuple(MCAST_SINCE)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    for verb, since in MCAST_SINCE.items():
+        _refused(got[verb], verb, since)

@@ -35,10 +35,11 @@ def compiler() -> str | None:
     return None
 
 
-def compile_shared(source, out, *, defines=None, libs=()) -> str:
+def compile_shared(source, out, *, defines=None, libs=(), cflags=()) -> str:
     """Compile ``source`` into the shared library ``out`` (its directory is
     created) and return its path.  ``defines`` become -DNAME or -DNAME=VALUE
-    (a VALUE of True is a bare -DNAME); ``libs`` go after the source.
+    (a VALUE of True is a bare -DNAME); ``cflags`` (include flags, say)
+    come before the source, ``libs`` after it.
     BuildError if there is no compiler, or it fails or warns."""
     cc = compiler()
     if cc is None:
@@ -46,7 +47,7 @@ def compile_shared(source, out, *, defines=None, libs=()) -> str:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     dflags = [f"-D{k}" if v is True else f"-D{k}={v}" for k, v in (defines or {}).items()]
-    cmd = [cc, *CFLAGS, *dflags, "-o", str(out), str(source), *libs]
+    cmd = [cc, *CFLAGS, *cflags, *dflags, "-o", str(out), str(source), *libs]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0 or proc.stdout.strip():
         raise BuildError(f"{' '.join(cmd)} failed or warned:\n{proc.stdout[-4000:]}")

@@ -63,6 +63,21 @@ AUDITED = {
     # cm/cm.c: rdma_destroy_id (the kernel may wait for the CM): the CMID is busy,
     # its QP and Context are already closed.
     "cmid_destroy": "h",
+    # qp/qp.c: ibv_attach_mcast / ibv_detach_mcast on the QP (busy); the
+    # GID is on the C stack.
+    "qp_mcast": "self",
+    # qp/ah.c: ibv_init_ah_from_wc (sysfs reads of the GID table) on the
+    # Context (busy), ibv_create_ah_from_wc on the PD (busy; its Context
+    # cannot close while it is open); wc, grh and attr are C copies.
+    "context_init_ah_from_wc": "self",
+    "pd_create_ah_from_wc": "self",
+    # mem/mr.c: ibv_reg_mr_ex / ibv_reg_buf_mr on the PD (busy), and the Buf
+    # and DMAH the MR will use (each busy too: their close() refuses); the
+    # init attr is on the caller's C stack.  ibv_rereg_mr on the MR (busy)
+    # and the new PD (busy when given); addr is the caller's memory, held by
+    # the owner argument of the running method.
+    "mr_reg_ex_call": "pd",
+    "mr_rereg": "self",
 }
 
 EXITS = re.compile(r"\b(return|goto|break|continue)\b")
@@ -361,6 +376,8 @@ SHARED_HEADERS = {
     "mem/mem.h",
     "qp/qp.h",
     "wr/wr.h",
+    "wq/wq.h",
+    "xrc/xrc.h",
 }
 # Parts of ibverbs.h kept apart: the declarations old rdma-core headers
 # lack (glibc_floor.h is force-included by setup.py, never by a file).

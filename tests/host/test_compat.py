@@ -576,7 +576,16 @@ def test_9_enum_members():
     assert set(_ibverbs._abi_constants) <= {
         "AccessFlags.FLUSH_GLOBAL",
         "AccessFlags.FLUSH_PERSISTENT",
-    }
+        "QueryQPDataInOrderFlags.RETURN_CAPS",
+        "QueryQPDataInOrderFlags.DEVICE_ONLY",
+        "QueryQPDataInOrderCaps.WHOLE_MSG",
+        "QueryQPDataInOrderCaps.ALIGNED_128_BYTES",
+        # compat.h's copies of rdma-core 59/64 enums (issue 32)
+        *(f"MRInitAttrMask.{m}" for m in ("IOVA", "ADDR", "FD", "FD_OFFSET", "DMAH", "BUF")),
+        *(f"DMAHInitAttrMask.{m}" for m in ("CPU_ID", "PH", "TPH_MEM_TYPE")),
+        "TPHMemType.VM",
+        "TPHMemType.PM",
+    } | set(COMP_CNTR_ABI)
     others = [m for n, m in ib.AccessFlags.__members__.items() if not n.startswith("FLUSH_")]
     for name in ("FLUSH_GLOBAL", "FLUSH_PERSISTENT"):
         assert all(not int(m) & int(ib.AccessFlags[name]) for m in others)
@@ -618,6 +627,62 @@ def test_9_flush_access_flags_match_the_header_or_the_abi(name):
         assert f"AccessFlags.{name}" not in _ibverbs._abi_constants
         assert ours == value
     assert ours == PUBLISHED_ENUMS["AccessFlags"][name]
+
+
+# rdma-core's values (verbs.h, enum ibv_query_qp_data_in_order_flags/_caps):
+# the flags of rdma-core 47 (DEVICE_ONLY: 61) and the caps they return.
+DATA_IN_ORDER_ABI = {
+    "QueryQPDataInOrderFlags": {"RETURN_CAPS": 1 << 0, "DEVICE_ONLY": 1 << 1},
+    "QueryQPDataInOrderCaps": {"WHOLE_MSG": 1 << 0, "ALIGNED_128_BYTES": 1 << 1},
+}
+
+
+@pytest.mark.parametrize(
+    "cls,name", [(c, m) for c, ms in DATA_IN_ORDER_ABI.items() for m in ms], ids=str
+)
+def test_9_data_in_order_enums_match_the_header_or_the_abi(cls, name):
+    """Where this machine's header has them (rdma-core 47/61) the values
+    equal the header's; where it lacks them, the extension says it used
+    the ABI value.  (An installed wheel may be built against other
+    headers than this machine's: sid's rdma-core 65 under the abi3 wheel
+    of rdma-core 44 has the values while the wheel used the ABI's.)"""
+    value = _header_value(f"IBV_QUERY_QP_DATA_IN_ORDER_{name}")
+    ours = int(getattr(ib.enums, cls)[name])
+    if value is None:
+        assert f"{cls}.{name}" in _ibverbs._abi_constants
+    else:
+        assert ours == value
+    assert ours == DATA_IN_ORDER_ABI[cls][name]
+
+
+# rdma-core 65's completion counter enums (verbs.h), which compat.h
+# declares for older headers.
+COMP_CNTR_ABI = {
+    "CompCntrType.WRS": ("IBV_COMP_CNTR_TYPE_WRS", 0),
+    "CompCntrType.BYTES": ("IBV_COMP_CNTR_TYPE_BYTES", 1),
+    "QPAttachCompCntrOp.SEND": ("IBV_QP_ATTACH_COMP_CNTR_OP_SEND", 1 << 0),
+    "QPAttachCompCntrOp.RECV": ("IBV_QP_ATTACH_COMP_CNTR_OP_RECV", 1 << 1),
+    "QPAttachCompCntrOp.RDMA_READ": ("IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_READ", 1 << 2),
+    "QPAttachCompCntrOp.REMOTE_RDMA_READ": ("IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ", 1 << 3),
+    "QPAttachCompCntrOp.RDMA_WRITE": ("IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE", 1 << 4),
+    "QPAttachCompCntrOp.REMOTE_RDMA_WRITE": (
+        "IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE",
+        1 << 5,
+    ),
+}
+
+
+@pytest.mark.parametrize("member", sorted(COMP_CNTR_ABI))
+def test_9_comp_cntr_enums_match_the_header_or_the_abi(member):
+    """rdma-core 65 added the completion counters: from a header that has
+    them the value comes from the header; built against an older one,
+    compat.h's (rdma-core's ABI value), and the extension says so."""
+    cname, abi = COMP_CNTR_ABI[member]
+    cls, name = member.split(".")
+    ours = int(getattr(ib, cls)[name])
+    value = _header_value(cname)
+    assert (member in _ibverbs._abi_constants) == (value is None)
+    assert ours == (abi if value is None else value) == abi
 
 
 # ---------------------------------------------------------------------------

@@ -46,6 +46,14 @@ def c_layouts(tmp_path_factory):
         "offsetof(struct ibv_flow_spec_action_tag, tag_id));"
     )
     lines.append('printf("action_drop %zu 0 0 0\\n", sizeof(struct ibv_flow_spec_action_drop));')
+    for name, st, field in (
+        ("action_handle", "struct ibv_flow_spec_action_handle", "action"),
+        ("action_count", "struct ibv_flow_spec_counter_action", "counters"),
+    ):
+        lines.append(
+            f'printf("{name} %zu %zu 0 %zu\\n", sizeof({st}), offsetof({st}, {field}), '
+            "sizeof(void *));"
+        )
     src = d / "layouts.c"
     src.write_text(
         "#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n"

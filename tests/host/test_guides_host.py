@@ -31,6 +31,7 @@ EXPECTED = {
     "install-and-portability.md",
     "kv-transfer.md",
     "many-ranks.md",
+    "multicast.md",
     "performance.md",
     "quickstart.md",
     "safety.md",

@@ -133,3 +133,21 @@ def fake_cuda(monkeypatch, tmp_path, fake_libcuda):
     f.reset()
     for ptr in f.allocated:
         f.free(ptr)
+
+
+@pytest.fixture(scope="session")
+def recording(tmp_path_factory):
+    """A Runner (tests/fakes/recording.py) of code in a child process whose
+    ibverbs loads the recording double of libibverbs, built once per
+    session; skips without a C compiler."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_ibverbs_fakes_recording", TESTS / "fakes" / "recording.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    if mod.compiler() is None:
+        pytest.skip("no C compiler (cc/gcc/clang or $CC) to build the recording double")
+    lib = mod.build(tmp_path_factory.mktemp("recording"))
+    return mod.Runner(lib, tmp_path_factory.mktemp("recording-runs"))

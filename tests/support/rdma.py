@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import select
+import socket
 import subprocess
 import time
 
@@ -225,3 +226,67 @@ def wait_port_active(ctx, timeout=30.0):
             return
         time.sleep(0.1)
     raise AssertionError("port did not come back ACTIVE with its GID")
+
+
+# ---- UD datagrams and multicast groups (test_mcast, test_ud_reply, ------
+# ---- tests/twonode/test_mcast_twonode) ---------------------------------
+
+UD_QKEY = 0x11111111  # QP.to_init's default Q_Key for UD QPs
+GRH_LEN = 40  # a UD receive buffer starts with room for the GRH
+MCAST_QPN = 0xFFFFFF  # the destination QPN of a send to a multicast group
+
+
+def ud_qp(ctx, pd, port, *, depth=16, cq=None):
+    """A UD QP in RTS with the default Q_Key, and its CQ (send and recv)."""
+    cq = cq if cq is not None else ctx.create_cq(2 * depth)
+    qp = pd.create_qp(
+        ib.QPInitAttr(
+            send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD, max_send_wr=depth, max_recv_wr=depth
+        )
+    )
+    qp.to_init(port, 0)
+    qp.to_rtr(None)
+    qp.to_rts(0)
+    return qp, cq
+
+
+def mcast_gid(group):
+    """The RoCE v2 multicast GID of an IP multicast group: an IPv4 group
+    is IPv4-mapped (``::ffff:239.1.2.3``, what rdma_cm uses on RoCE v2), an
+    IPv6 group is itself."""
+    import ipaddress
+
+    ip = ipaddress.ip_address(group)
+    assert ip.is_multicast, group
+    if ip.version == 4:
+        return ib.Gid(f"::ffff:{ip}")
+    return ib.Gid(str(ip))
+
+
+def join_ip_group(group, local_ip):
+    """Make the host's IP stack a member of an IPv4 multicast group on the
+    interface that holds local_ip, for as long as the returned socket is
+    open.  Soft-RoCE's packets are UDP: attach_mcast (up to at least
+    Linux 6.1) only adds the group's link-layer address to the netdev,
+    and the IP layer drops a multicast datagram for a group no socket on
+    that interface joined, before it reaches rxe."""
+    import struct
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        mreq = struct.pack("4s4s", socket.inet_aton(str(group)), socket.inet_aton(str(local_ip)))
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def wait_one(cq, timeout):
+    """The next completion of cq, or None when none came in timeout s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cq.poll()
+        if got or time.monotonic() > deadline:
+            return got[0] if got else None
+        time.sleep(0.005)

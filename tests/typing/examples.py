@@ -10,6 +10,7 @@ peer).  ``assert_type`` pins what the stubs promise; each
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import ibverbs as ib
@@ -309,3 +310,87 @@ def extended_qp(ctx: ib.Context, pd: ib.PD, cq: ib.CQ, mr: ib.MR, ah: ib.AH) -> 
     qp.close()
     qp2.close()
     del ops
+
+
+def xrc_wq_rss(ctx: ib.Context, pd: ib.PD, cq: ib.CQ, mr: ib.MR) -> None:
+    """XRC, the extended SRQ, WQs and RSS, ECE, rate limits, TSO."""
+    xrcd = ctx.open_xrcd(fd=-1, oflags=os.O_CREAT)
+    assert_type(xrcd, ib.XRCD)
+    srq = ctx.create_srq_ex(pd, srq_type=ib.SRQType.XRC, xrcd=xrcd, cq=cq, max_wr=64)
+    srqn: int = srq.get_srq_num()
+    handles: list[int] = srq.post_srq_ops([ib.OpsWR(ib.OpsWROpcode.TAG_ADD, sg_list=[mr.sge(8)])])
+    tgt = pd.create_qp_ex(ib.QPInitAttrEx(qp_type=ib.QPType.XRC_RECV, xrcd=xrcd))
+    opened: ib.QP = ctx.open_qp(xrcd, tgt.qp_num)
+    ini = pd.create_qp_ex(ib.QPInitAttrEx(cq, qp_type=ib.QPType.XRC_SEND, max_tso_header=64))
+    ini.wr_start()
+    ini.wr_send()
+    ini.wr_set_xrc_srqn(srqn)
+    ini.wr_send_tso(b"\x00" * 54, 1460)
+    ini.wr_complete()
+    wq = ctx.create_wq(pd, cq, max_wr=64, create_flags=ib.WQFlags.SCATTER_FCS)
+    wq.modify(wq_state=ib.WQState.RDY)
+    wq.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr.sge(8)]))
+    tbl = ctx.create_rwq_ind_table([wq])
+    conf = ib.RXHashConf(ib.RXHashFunctionFlags.TOEPLITZ, bytes(40), ib.RXHashFields.SRC_IPV4)
+    rss = pd.create_qp_ex(
+        ib.QPInitAttrEx(qp_type=ib.QPType.RAW_PACKET, rwq_ind_tbl=tbl, rx_hash_conf=conf)
+    )
+    ini.modify_rate_limit(1000, max_burst_sz=4096)
+    ece: ib.ECE = ini.query_ece()
+    ini.set_ece(ece)
+    ctx.create_wq(pd, "cq")  # type: ignore[arg-type]
+    for h in (rss, tbl, wq, ini, opened, tgt, srq, xrcd):
+        h.close()
+    del handles
+
+
+def memory_import_and_device_verbs(ctx: ib.Context, pd: ib.PD, mr: ib.MR) -> None:
+    """reg_mr_ex, Buf, DMAH, rereg, the imports, rt values (issue 32)."""
+    dmah: ib.DMAH = ctx.alloc_dmah(cpu_id=0, tph_mem_type=ib.TPHMemType.VM)
+    cpu: int | None = dmah.cpu_id
+    buf: ib.Buf = pd.alloc_buf(8192)
+    mr1 = pd.reg_mr_ex(4096, ib.AccessFlags.LOCAL_WRITE, addr=buf.addr, iova=0x10000, dmah=dmah)
+    mr2 = pd.reg_buf_mr(buf, buf.addr, 4096)
+    assert_type(mr2.buf, "ib.Buf | None")
+    mr1.rereg(ib.ReregMRFlags.CHANGE_ACCESS, access=0)
+    fd: int = buf.export_dmabuf_fd()
+    null: ib.MR = pd.alloc_null_mr()
+    ctx2 = ib.Context.import_device(ctx.cmd_fd)
+    pd2: ib.PD = ctx2.import_pd(pd.handle)
+    mr3: ib.MR = pd2.import_mr(mr.handle)
+    imported: bool = mr3.imported and pd2.imported
+    dm: ib.DM = ctx2.import_dm(0, 4096)
+    values: ib.ValuesEx = ctx.query_rt_values_ex(ib.ValuesMask.RAW_CLOCK)
+    speed: int = ctx.query_port_speed(1)
+    pd.reg_mr_ex(64, dmah=buf)  # type: ignore[arg-type]
+    del cpu, fd, null, imported, dm, values, speed
+
+
+def domains_counters_flow_actions(ctx: ib.Context, pd: ib.PD, qp: ib.QP) -> None:
+    td: ib.TD = ctx.alloc_td()
+    pdom: ib.ParentDomain = ctx.alloc_parent_domain(pd, td=td)
+    base: ib.PD | None = pdom.pd
+    mr: ib.MR = pdom.reg_mr(0, 64, 0)
+    cqx: ib.CQEx = ctx.create_cq_ex(
+        ib.CQInitAttrEx(8, wc_flags=ib.CreateCQWCFlags.TM_INFO, parent_domain=pdom)
+    )
+    cqx.modify(4, 10)
+    tm: ib.WCTMInfo = cqx.read_tm_info()
+    counters: ib.Counters = ctx.create_counters()
+    counters.attach_point_flow(ib.CounterDescription.PACKETS, 0)
+    values: list[int] = counters.read(1, ib.ReadCountersFlags.PREFER_CACHED)
+    esp = ib.FlowActionESPAttr(spi=1, key=bytes(16), esn=0)
+    action: ib.FlowAction = ctx.create_flow_action_esp(esp)
+    action.modify_esp(esp)
+    rule = ib.FlowAttr(specs=[ib.FlowSpecActionCount(counters), ib.FlowSpecActionHandle(action)])
+    flow: ib.Flow = qp.create_flow(rule)
+    caps: ib.CompCntrCaps = ctx.query_comp_cntr_caps()
+    cc: ib.CompCntr = ctx.create_comp_cntr(ib.CompCntrType.BYTES)
+    cc.set(1)
+    cc.inc_err(2)
+    n: int = cc.read() + cc.read_err()
+    qp.attach_comp_cntr(cc, ib.QPAttachCompCntrOp.SEND | ib.QPAttachCompCntrOp.RECV)
+    cc.set("1")  # type: ignore[arg-type]
+    for o in (flow, action, counters, cc, cqx, mr, pdom, td):
+        o.close()
+    del base, tm, values, caps, n

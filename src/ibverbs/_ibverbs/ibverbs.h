@@ -83,14 +83,61 @@
 
 /* X(field, symbol, since) - optional verbs: NULL when absent; only the
  * call that needs one raises. */
-#define IBV_OPTIONAL_SYMBOLS(X)                                         \
-	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34")             \
-	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")               \
-	X(reg_mr_iova, ibv_reg_mr_iova, "rdma-core 25")                 \
-	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")              \
-	X(query_gid_table, _ibv_query_gid_table, "rdma-core 32")        \
-	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35") \
-	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")
+#define IBV_OPTIONAL_SYMBOLS(X)                                               \
+	X(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34")                   \
+	X(reg_mr_iova2, ibv_reg_mr_iova2, "rdma-core 29")                     \
+	X(reg_mr_iova, ibv_reg_mr_iova, "rdma-core 25")                       \
+	X(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32")                    \
+	X(query_gid_table, _ibv_query_gid_table, "rdma-core 32")              \
+	X(is_fork_initialized, ibv_is_fork_initialized, "rdma-core 35")       \
+	X(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24")                       \
+	X(attach_mcast, ibv_attach_mcast, "libibverbs 1.1")                   \
+	X(detach_mcast, ibv_detach_mcast, "libibverbs 1.1")                   \
+	X(init_ah_from_wc, ibv_init_ah_from_wc, "libibverbs 1.1")             \
+	X(create_ah_from_wc, ibv_create_ah_from_wc, "libibverbs 1.1")         \
+	X(query_qp_data_in_order, ibv_query_qp_data_in_order, "rdma-core 41") \
+	IBV_OPTIONAL_XRC(X)                                                   \
+	IBV_MEM_OPTIONAL_SYMBOLS(X)                                           \
+	IBV_COMP_CNTR_SYMBOLS(X)
+
+/* ECE (qp/qp_hw.c): exported, not provider-op inlines. */
+#define IBV_OPTIONAL_XRC(X)                     \
+	X(set_ece, ibv_set_ece, "rdma-core 31") \
+	X(query_ece, ibv_query_ece, "rdma-core 31")
+
+/* Memory, import and device verbs (mem/, device/import.c). */
+#define IBV_MEM_OPTIONAL_SYMBOLS(X)                                     \
+	X(rereg_mr, ibv_rereg_mr, "rdma-core 12")                       \
+	X(import_device, ibv_import_device, "rdma-core 31")             \
+	X(import_pd, ibv_import_pd, "rdma-core 31")                     \
+	X(unimport_pd, ibv_unimport_pd, "rdma-core 31")                 \
+	X(import_mr, ibv_import_mr, "rdma-core 31")                     \
+	X(unimport_mr, ibv_unimport_mr, "rdma-core 31")                 \
+	X(import_dm, ibv_import_dm, "rdma-core 35")                     \
+	X(unimport_dm, ibv_unimport_dm, "rdma-core 35")                 \
+	X(reg_mr_ex, ibv_reg_mr_ex, "rdma-core 59")                     \
+	X(alloc_dmah, ibv_alloc_dmah, "rdma-core 59")                   \
+	X(dealloc_dmah, ibv_dealloc_dmah, "rdma-core 59")               \
+	X(dm_export_dmabuf_fd, ibv_dm_export_dmabuf_fd, "rdma-core 62") \
+	X(query_port_speed, ibv_query_port_speed, "rdma-core 62")       \
+	X(alloc_buf, ibv_alloc_buf, "rdma-core 64")                     \
+	X(free_buf, ibv_free_buf, "rdma-core 64")                       \
+	X(reg_buf_mr, ibv_reg_buf_mr, "rdma-core 64")                   \
+	X(export_buf_dmabuf_fd, ibv_export_buf_dmabuf_fd, "rdma-core 65")
+
+/* Completion counters (counters/comp_cntr.c), exported since rdma-core
+ * 65 (IBVERBS_1.18); compat.h declares them for older headers. */
+#define IBV_COMP_CNTR_SYMBOLS(X)                                           \
+	X(query_comp_cntr_caps, _ibv_query_comp_cntr_caps, "rdma-core 65") \
+	X(create_comp_cntr, ibv_create_comp_cntr, "rdma-core 65")          \
+	X(destroy_comp_cntr, ibv_destroy_comp_cntr, "rdma-core 65")        \
+	X(set_comp_cntr, ibv_set_comp_cntr, "rdma-core 65")                \
+	X(set_err_comp_cntr, ibv_set_err_comp_cntr, "rdma-core 65")        \
+	X(inc_comp_cntr, ibv_inc_comp_cntr, "rdma-core 65")                \
+	X(inc_err_comp_cntr, ibv_inc_err_comp_cntr, "rdma-core 65")        \
+	X(read_comp_cntr, ibv_read_comp_cntr, "rdma-core 65")              \
+	X(read_err_comp_cntr, ibv_read_err_comp_cntr, "rdma-core 65")      \
+	X(qp_attach_comp_cntr, ibv_qp_attach_comp_cntr, "rdma-core 65")
 
 struct ibv_api {
 #define IBV_DECL_REQ(field, sym) __typeof__(sym) *field;
@@ -177,6 +224,19 @@ typedef struct {
 	PyTypeObject *MW_type;
 	PyObject *MWBindInfo; /* _objects.MWBindInfo (mw.c) */
 	PyTypeObject *QPEx_type; /* a subclass of QP (qp_ex.c) */
+	/* XRC domains, work queues, RSS tables (xrc/, wq/) */
+	PyTypeObject *XRCD_type;
+	PyTypeObject *WQ_type;
+	PyTypeObject *RWQIndTable_type;
+	PyTypeObject *Buf_type; /* buf.c */
+	PyTypeObject *DMAH_type; /* dmah.c */
+	/* Domains, counters, flow actions (mem/domain.c, counters/,
+	 * qp/flow_action.c) */
+	PyTypeObject *TD_type;
+	PyTypeObject *ParentDomain_type; /* a subclass of PD */
+	PyTypeObject *Counters_type;
+	PyTypeObject *CompCntr_type;
+	PyTypeObject *FlowAction_type;
 	/* Python modules the C code reads classes from, imported on first
 	 * use (module_cached): ibverbs.enums and ibverbs.flow import this
 	 * module, so they cannot be imported while it is made. */
@@ -246,6 +306,10 @@ PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
 int arg_u64(PyObject *o, const char *name, uint64_t *out);
 int arg_u32(PyObject *o, const char *name, uint32_t *out);
 int arg_int(PyObject *o, const char *name, long min, long max, long *out);
+/* The first n bytes of a bytes-like object (bytes, bytearray, or any
+ * C-contiguous buffer: memoryview, array, numpy) into dst; TypeError for
+ * another type, ValueError naming "name" when it holds fewer.  0 / -1. */
+int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n);
 /* Small helpers for building attribute objects. */
 /* d[key] = o, stealing o (NULL: making it failed, -1).  0 / -1. */
 int dict_set_steal(PyObject *d, const char *key, PyObject *o);
@@ -254,6 +318,9 @@ int dict_set_int(PyObject *d, const char *key, long v);
 int dict_set_str(PyObject *d, const char *key, const char *v);
 /* Call cls(**kwargs) and steal kwargs. */
 PyObject *make_record(PyObject *cls, PyObject *kwargs);
+/* ibverbs._objects.<name>(**kwargs), stealing kwargs (NULL: making it
+ * failed, NULL returned). */
+PyObject *objects_record(const char *name, PyObject *kwargs);
 /* o, or None for NULL, as a new reference: a getter's body for an
  * optional reference (QP.srq, CMID.qp, ...). */
 PyObject *obj_or_none(PyObject *o);
@@ -301,6 +368,15 @@ int handle_module_init(PyObject *module);
  * list of roots for a Context). Does not set obj (set it once the verb
  * succeeded). */
 void handle_init(Handle *h, const HandleKind *kind, Handle *parent);
+/* Move h from its parent's children to new_parent's (MR.rereg with
+ * CHANGE_PD): takes a reference to new_parent, drops the old one. */
+void handle_reparent(Handle *h, Handle *new_parent);
+/* A new handle of tp (kind, child of parent) over obj, which the verb
+ * just made; when allocating it fails, obj is destroyed with
+ * kind->destroy on a handle that holds only obj (for kinds whose destroy
+ * reads nothing else) and NULL returned. */
+PyObject *handle_adopt(PyTypeObject *tp, const HandleKind *kind, Handle *parent,
+		       void *obj);
 /* Mark "user" as using "used" (used->users++); undone by handle_unuse. */
 void handle_use(Handle *used);
 void handle_unuse(Handle *used);
@@ -413,6 +489,8 @@ typedef struct {
 	uint64_t length;
 	int access;
 	int is_dmabuf;
+	PyObject *uses[2]; /* the handles it uses (its Buf, its DMAH) or
+			    * NULL, released on close (mem/mr.c) */
 } MRObject;
 
 typedef struct {
@@ -429,6 +507,11 @@ typedef struct {
 
 typedef struct {
 	Handle h; /* obj: struct ibv_srq *; parent: PD */
+	/* Context.create_srq_ex (xrc/srq_ex.c): the XRCD and CQ of an XRC
+	 * or tag-matching SRQ (used), or NULL; srq_type, an ibv_srq_type. */
+	PyObject *xrcd;
+	PyObject *cq;
+	int srq_type;
 } SRQObject;
 
 #define SRQP(self) ((struct ibv_srq *)HANDLE(self)->obj)
@@ -444,10 +527,22 @@ typedef struct {
 	PyObject *cmid; /* the CMID whose QP this is, or NULL */
 	int in_batch; /* QPEx (qp_ex.c): between wr_start and
 		       * wr_complete/wr_abort; 0 on a plain QP */
+	/* qp.c: the multicast groups attach_mcast joined and detach_mcast
+	 * did not leave (PyMem array); each destroy leaves them first. */
+	struct qp_mcast_group *mcast;
+	int n_mcast;
+	/* create_qp_ex (qp_ex.c): the XRCD of an XRC_RECV QP and the
+	 * RWQIndTable of an RSS QP, used until destroy, or NULL. */
+	PyObject *xrcd;
+	PyObject *ind_tbl;
 } QPObject;
 
 #define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
 #define QPO(self) ((QPObject *)(self))
+
+/* qp.c: before ibv_destroy_qp, detach the QP from the groups it is still
+ * in (the kernel refuses to destroy a QP in a group: EBUSY). */
+void qp_leave_groups(Handle *h);
 
 /* qp.c: ibv_modify_qp raising a VerbsError that names the transition
  * ("to_rtr: RC QP 17 INIT -> RTR"), and ibv_query_qp returning its code;
@@ -490,6 +585,18 @@ PyObject *async_event_get(ContextObject *ctx); /* event.c */
 PyObject *async_event_ack_for(ContextObject *ctx, PyObject *ev); /* event.c */
 /* wc.c: a new WC object holding a copy of *wc. */
 PyObject *wc_new(const struct ibv_wc *wc);
+/* Multicast and replies to a UD sender (qp.c, ah.c). */
+/* wc.c: *out = the struct ibv_wc a WC (or WCEx) holds, field for field;
+ * TypeError naming "what" for anything else.  0 or -1. */
+int wc_to_c(PyObject *o, const char *what, struct ibv_wc *out);
+/* attrs.c: 16 raw bytes from a Gid, bytes-like or IPv6 text (what Gid()
+ * accepts); None is the zero GID.  0 or -1. */
+int gid_from_py(PyObject *o, union ibv_gid *gid);
+/* ah.c: PD.create_ah_from_wc and Context.init_ah_from_wc. */
+PyObject *pd_create_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *context_init_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pd_create_ah_from_wc__doc__[];
+extern const char context_init_ah_from_wc__doc__[];
 /* attrs.c: ibv_ah_attr <-> AHAttr-like Python objects */
 int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out);
 PyObject *ah_attr_to_py(const struct ibv_ah_attr *a);
@@ -559,9 +666,88 @@ extern const char mod_is_qpt_supported__doc__[]; /* beside it */
 /* Extended QP (qp/qp_ex.c)                                            */
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* Memory, import and device verbs (mem/buf.c, mem/dmah.c,             */
+/* mem/import.c, device/values.c)                                      */
+/* ------------------------------------------------------------------ */
+
+extern PyType_Spec Buf_spec; /* buf.c */
+extern PyType_Spec DMAH_spec; /* dmah.c */
+/* PD.alloc_buf(size) */
+PyObject *buf_create(PDObject *pd, PyObject *args, PyObject *kw);
+/* Context.alloc_dmah(...) */
+PyObject *dmah_create(ContextObject *ctx, PyObject *args, PyObject *kw);
+/* import.c: Context.import_pd(pd_handle), Context.import_dm(...) */
+PyObject *pd_import(ContextObject *ctx, PyObject *args, PyObject *kw);
+PyObject *dm_import(ContextObject *ctx, PyObject *args, PyObject *kw);
+/* mr.c: PD.reg_mr_ex(...), PD.reg_buf_mr(...), PD.alloc_null_mr() */
+PyObject *mr_create_ex(PDObject *pd, PyObject *args, PyObject *kw);
+PyObject *mr_create_buf(PDObject *pd, PyObject *args, PyObject *kw);
+PyObject *mr_alloc_null(PDObject *pd);
+/* values.c: Context.query_rt_values_ex(), Context.query_port_speed() */
+PyObject *device_query_rt_values(ContextObject *ctx, PyObject *args,
+				 PyObject *kw);
+PyObject *device_query_port_speed(ContextObject *ctx, PyObject *args,
+				  PyObject *kw);
+
 /* qp_ex.c: the type (a subclass of QP, made at module exec) and the
  * factories of PD and Context. */
 extern PyType_Spec QPEx_spec;
 PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
 PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
+/* ------------------------------------------------------------------ */
+/* XRC domains, work queues and RSS indirection tables (xrc/, wq/)     */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+	Handle h; /* obj: struct ibv_xrcd *; parent: Context */
+	int fd; /* as opened (-1: none) */
+	int oflags;
+} XRCDObject;
+
+typedef struct {
+	Handle h; /* obj: struct ibv_wq *; parent: PD */
+	PyObject *cq; /* CQObject (used) */
+	int wq_type;
+	uint32_t max_wr, max_sge; /* as created (the provider's answer) */
+} WQObject;
+
+typedef struct {
+	Handle h; /* obj: struct ibv_rwq_ind_table *; parent: Context */
+	PyObject *wqs; /* tuple of WQObject (each used) */
+} RWQIndTableObject;
+
+extern PyType_Spec XRCD_spec; /* xrc/xrcd.c */
+extern PyType_Spec WQ_spec; /* wq/wq.c */
+extern PyType_Spec RWQIndTable_spec; /* wq/rwq_ind_table.c */
+
+/* Thread and parent domains (mem/domain.c), counters and completion   */
+/* counters (counters/), flow actions (qp/flow_action.c).  Each        */
+/* function is a method of the type in its comment; its docstring is   */
+/* the exported name__doc__ beside it.                                  */
+/* ------------------------------------------------------------------ */
+
+extern PyType_Spec TD_spec, ParentDomain_spec; /* domain.c */
+extern PyType_Spec Counters_spec; /* counters.c */
+extern PyType_Spec CompCntr_spec; /* comp_cntr.c */
+extern PyType_Spec FlowAction_spec; /* flow_action.c */
+/* Context.alloc_td, Context.alloc_parent_domain */
+PyObject *td_create(PyObject *ctx, PyObject *unused);
+extern const char td_create__doc__[];
+PyObject *parent_domain_create(PyObject *ctx, PyObject *args, PyObject *kw);
+extern const char parent_domain_create__doc__[];
+/* Context.create_counters */
+PyObject *counters_create(PyObject *ctx, PyObject *unused);
+extern const char counters_create__doc__[];
+/* Context.create_comp_cntr, Context.query_comp_cntr_caps,
+ * QP.attach_comp_cntr */
+PyObject *comp_cntr_create(PyObject *ctx, PyObject *args, PyObject *kw);
+extern const char comp_cntr_create__doc__[];
+PyObject *comp_cntr_query_caps(PyObject *ctx, PyObject *unused);
+extern const char comp_cntr_query_caps__doc__[];
+PyObject *qp_attach_comp_cntr(PyObject *qp, PyObject *args, PyObject *kw);
+extern const char qp_attach_comp_cntr__doc__[];
+/* Context.create_flow_action_esp */
+PyObject *flow_action_esp_create(PyObject *ctx, PyObject *args, PyObject *kw);
+extern const char flow_action_esp_create__doc__[];
 #endif /* IBVERBS_EXT_H */

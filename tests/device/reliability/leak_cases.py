@@ -203,6 +203,24 @@ def cycles(device):
             mw.close()
         mr.close()
 
+    def hw_refused(s):
+        # rxe refuses each: nothing may stay behind, in Python or the kernel
+        calls = (
+            lambda: s["ctx"].open_xrcd(),
+            lambda: s["ctx"].create_wq(s["pd"], s["cq"]),
+            lambda: s["pd"].create_qp_ex(ib.QPInitAttrEx(s["cq"], qp_type=ib.QPType.XRC_SEND)),
+            lambda: s["ctx"].create_srq_ex(
+                s["pd"], srq_type=ib.SRQType.TM, cq=s["cq"], max_num_tags=4, max_ops=4
+            ),
+        )
+        for call in calls:
+            try:
+                call()
+            except ib.VerbsError as e:
+                assert e.errno == errno.EOPNOTSUPP, e
+            else:
+                raise AssertionError("rxe accepted a hardware-only verb")
+
     def qpex_cycle(s):
         ops = ib.QPCreateSendOpsFlags.SEND | ib.QPCreateSendOpsFlags.RDMA_WRITE
         s["pd"].create_qp_ex(ib.QPInitAttrEx(s["cq"], send_ops_flags=ops)).close()
@@ -221,7 +239,74 @@ def cycles(device):
                 qp.close()
             del qp
 
+    def mcast(s):
+        # A UD QP's groups (kernel state per QP) and the GRH of a request
+        # from this node's own address (an IPv4 header after 20 bytes).
+        s = ud(s)
+        ip = s["ctx"].find_gid(PORT).ip.packed
+        s["grh"] = bytes(20) + bytes([0x45, 0, 0, 60, 0, 0, 0x40, 0, 64, 17, 0, 0]) + ip + ip
+        s["wc"] = ib.WC(wc_flags=ib.WCFlags.GRH, src_qp=s["ud"].qp_num)
+        return s
+
+    def mcast_cycle(s):
+        # Join and leave; a QP closed, and one dropped, while in two groups.
+        s["ud"].attach_mcast("::ffff:239.1.2.3")
+        s["ud"].detach_mcast("::ffff:239.1.2.3")
+        for drop in (False, True):
+            qp = s["pd"].create_qp(
+                ib.QPInitAttr(send_cq=s["cq"], recv_cq=s["cq"], qp_type=ib.QPType.UD)
+            )
+            qp.attach_mcast("::ffff:239.1.2.3")
+            qp.attach_mcast("::ffff:239.1.2.4")
+            if not drop:
+                qp.close()
+            del qp
+
+    def ah_from_wc_cycle(s):
+        s["pd"].create_ah_from_wc(s["wc"], s["grh"], PORT).close()
+        s["ctx"].init_ah_from_wc(PORT, s["wc"], s["grh"])
+
+    # Memory verbs (issue 32): what the loaded libibverbs and rxe run is
+    # created and closed; what they refuse must leave nothing behind.
+    def refused(fn):
+        try:
+            fn()
+        except ib.VerbsError as e:
+            assert e.errno in unsupported, e
+            return True
+        return False
+
+    def reg_mr_ex_cycle(s):
+        iova = 0x10000 + (s["addr"] & 4095)
+        mr = []
+        if not refused(lambda: mr.append(s["pd"].reg_mr_ex(4096, 0, addr=s["addr"], iova=iova))):
+            mr[0].close()
+
+    def buf_cycle(s):
+        buf = []
+        if refused(lambda: buf.append(s["pd"].alloc_buf(8192))):
+            return
+        s["pd"].reg_buf_mr(buf[0], buf[0].addr, 4096).close()
+        s["pd"].reg_mr_ex(4096, addr=buf[0].addr + 4096, buf=buf[0]).close()
+        buf[0].close()
+
+    def refusals_cycle(s):
+        mr = s["pd"].reg_mr(s["addr"], 4096, 0)
+        refused(lambda: mr.rereg(ib.ReregMRFlags.CHANGE_ACCESS, access=ALL_ACCESS))
+        mr.close()
+        refused(lambda: s["ctx"].import_pd(s["pd"].handle).close())
+        refused(lambda: s["pd"].import_mr(0).close())
+        refused(lambda: s["pd"].alloc_null_mr().close())
+        refused(lambda: s["ctx"].alloc_dmah(cpu_id=0).close())
+        refused(lambda: s["ctx"].query_rt_values_ex())
+        refused(lambda: ib.Context.import_device(s["ctx"].cmd_fd).close())
+
     return {
+        "UD QP multicast groups (attach, detach, closed/dropped in one)": (
+            lambda: mcast(base()),
+            mcast_cycle,
+        ),
+        "AH (create_ah_from_wc, init_ah_from_wc)": (lambda: mcast(base()), ah_from_wc_cycle),
         "CQEx": (
             base,
             lambda s: s["ctx"].create_cq_ex(ib.CQInitAttrEx(64, wc_flags=0x7F)).close(),
@@ -252,6 +337,15 @@ def cycles(device):
         "MW (dropped)": (base, lambda s: s["pd"].alloc_mw(ib.MWType.TYPE_2)),
         "QPEx": (base, qpex_cycle),
         "QPEx batch (closed, dropped)": (base, qpex_batch),
+        "SRQ (create_srq_ex)": (base, lambda s: s["ctx"].create_srq_ex(s["pd"], max_wr=16).close()),
+        "SRQ (create_srq_ex, dropped)": (base, lambda s: s["ctx"].create_srq_ex(s["pd"])),
+        "XRC, WQ, RSS, ECE refused (EOPNOTSUPP)": (base, hw_refused),
+        "MR (reg_mr_ex at an iova, or EOPNOTSUPP)": (base, reg_mr_ex_cycle),
+        "Buf + MRs (reg_buf_mr, reg_mr_ex(buf=), or EOPNOTSUPP)": (base, buf_cycle),
+        "refused memory verbs (rereg, imports, null MR, DMAH, rt values)": (
+            base,
+            refusals_cycle,
+        ),
     }
 
 

@@ -80,6 +80,11 @@ READABLE_AFTER_CLOSE = {
     "wc_flags",
     "polling",
     "send_ops_flags",
+    # XRC, RSS (SRQ.srq_type, SRQ.xrcd, SRQ.cq, QP.xrcd, QP.rwq_ind_tbl)
+    "srq_type",
+    "xrcd",
+    "cq",
+    "rwq_ind_tbl",
 }
 # Attributes that are settable (QPEx.wr_id, QPEx.wr_flags; MW.rkey, the
 # C struct field a program assigns).
@@ -532,6 +537,61 @@ DEVICE_METHODS = {
     "MW": ("mw", {}),
 }
 
+# XRC, the extended SRQ, WQs and RSS tables, ECE, rate limits: rxe creates
+# basic SRQs only; every other valid call is refused (EOPNOTSUPP), and a
+# call needing an XRCD or WQ stops at that argument (none can exist).
+DEVICE_METHODS["Context"][1].update(
+    {
+        "open_xrcd": M(
+            P("fd", -1, kw=True, lo=-1, hi=2**31 - 1), P("oflags", os.O_CREAT, kw=True, **I32)
+        ),
+        "open_qp": M(
+            P("xrcd", None, obj="XRCD"),
+            P("qp_num", 1, lo=0, hi=2**24 - 1),
+            P("qp_type", ib.QPType.XRC_RECV, kw=True, **I32),
+        ),
+        "create_srq_ex": M(
+            P("pd", lambda w: w.pd, obj="PD", foreign="raise"),
+            P("srq_type", ib.SRQType.BASIC, kw=True, **I32),
+            P("max_wr", 8, kw=True, **U32),
+            P("max_sge", 1, kw=True, **U32),
+            P("srq_limit", 0, kw=True, **U32),
+            P("xrcd", None, kw=True, obj="XRCD", nullable=True),
+            P("cq", None, kw=True, obj="CQ", nullable=True, foreign="raise"),
+            P("max_num_tags", None, kw=True, nullable=True, **U32),
+            P("max_ops", None, kw=True, nullable=True, **U32),
+            valid="ok",
+        ),
+        "create_wq": M(
+            P("pd", lambda w: w.pd, obj="PD", foreign="raise"),
+            P("cq", lambda w: w.cq, obj="CQ", foreign="raise"),
+            P("wq_type", 0, kw=True, **I32),
+            P("max_wr", 8, kw=True, **U32),
+            P("max_sge", 1, kw=True, **U32),
+            P("create_flags", None, kw=True, nullable=True, **U32),
+        ),
+        # no WQ can exist: the empty list is refused (ValueError)
+        "create_rwq_ind_table": M(P("wqs", [], obj="list")),
+    }
+)
+DEVICE_METHODS["SRQ"][1].update(
+    {
+        "get_srq_num": M(),
+        "post_srq_ops": M(P("ops", lambda w: ib.OpsWR(ib.OpsWROpcode.TAG_SYNC), obj="OpsWR|list")),
+    }
+)
+DEVICE_METHODS["QP"][1].update(
+    {
+        "modify_rate_limit": M(
+            P("rate_limit", 1000, **U32),
+            P("max_burst_sz", 0, kw=True, **U32),
+            P("typical_pkt_sz", 0, kw=True, lo=0, hi=0xFFFF),
+        ),
+        "query_ece": M(),
+        "set_ece": M(P("ece", lambda w: ib.ECE(0x1234, 1), obj="ECE")),
+    }
+)
+
 # The extended QP: the QP's methods, then a batch opened by wr_start's
 # valid call, in which the builders' valid calls reach the provider (their
 # perturbed calls must not), closed by wr_abort's.
@@ -542,6 +602,19 @@ DEVICE_METHODS["Context"][1]["create_qp_ex"] = M(
 )
 DEVICE_METHODS["PD"][1]["create_qp_ex"] = M(
     P("init_attr", lambda w: ib.QPInitAttrEx(w.cq), obj="QPInitAttr"), valid="ok"
+)
+# Multicast groups and replies to a UD sender (test_mcast, test_ud_reply).
+# The QP is RC in RESET (rxe: EINVAL for attach_mcast); a WC without the
+# GRH flag makes a non-global address (rxe may refuse its AH on RoCE).
+_GRH = P("grh", bytes(40), extra_bad=(("39 bytes", bytes(39)), ("str", "x" * 40)))
+_WC = P("wc", lambda w: ib.WC(src_qp=1), obj="WC")
+_MGID = P("gid", "::ffff:239.1.2.3", extra_bad=(("15 bytes", b"\xff" * 15),))
+DEVICE_METHODS["Context"][1]["init_ah_from_wc"] = M(P("port", PORT, **U8P), _WC, _GRH, valid="ok")
+DEVICE_METHODS["PD"][1]["create_ah_from_wc"] = M(_WC, _GRH, P("port", PORT, **U8P))
+DEVICE_METHODS["QP"][1]["attach_mcast"] = M(_MGID, P("lid", 0, kw=True, lo=0, hi=0xFFFF))
+DEVICE_METHODS["QP"][1]["detach_mcast"] = M(_MGID, P("lid", 0, kw=True, lo=0, hi=0xFFFF))
+DEVICE_METHODS["QP"][1]["query_data_in_order"] = M(
+    P("op", 0, **I32), P("flags", 0, kw=True, **U32), valid="ok"
 )
 DEVICE_METHODS["QPEx"] = (
     "qpx",
@@ -593,8 +666,88 @@ DEVICE_METHODS["QPEx"] = (
         ),
         "wr_abort": M(valid="ok"),
         "wr_complete": M(),  # no batch open: EINVAL
+        # no batch open (and no TSO, not XRC_SEND): EINVAL
+        "wr_send_tso": M(P("hdr", b"h" * 14, free=True), P("mss", 1000, lo=0, hi=0xFFFF)),
+        "wr_set_xrc_srqn": M(P("remote_srqn", 1, lo=0, hi=2**24 - 1)),
     },
 )
+
+# Memory, import and device verbs (issue 32).  rxe runs none of the imports,
+# DMA handles, rt values, port speed, null MR or rereg (EOPNOTSUPP), and
+# rdma-core 44 lacks reg_mr_ex, alloc_buf and reg_buf_mr (EOPNOTSUPP): the
+# valid calls may raise; every perturbed one raises before the verb.
+_OPT_U64 = dict(kw=True, nullable=True, **U64)
+DEVICE_METHODS["Context"][1].update(
+    {
+        "import_device": M(P("cmd_fd", lambda w: w.ctx.cmd_fd, **I32)),
+        "import_pd": M(P("pd_handle", lambda w: w.pd.handle, **U32)),
+        "import_dm": M(P("dm_handle", 0, **U32), P("length", 0, optional=True, **U64)),
+        "alloc_dmah": M(
+            P("cpu_id", 0, kw=True, nullable=True, **U32),
+            P("ph", 0, kw=True, nullable=True, lo=0, hi=255),
+            P("tph_mem_type", 0, kw=True, nullable=True, lo=0, hi=255),
+        ),
+        "query_rt_values_ex": M(P("comp_mask", 1, optional=True, **U32)),
+        "query_port_speed": M(P("port_num", PORT, **U32)),
+    }
+)
+DEVICE_METHODS["PD"][1].update(
+    {
+        "reg_mr_ex": M(
+            P("length", 64, lo=1, hi=2**64 - 1),
+            P("access", 0, optional=True, lo=0, hi=2**31 - 1),
+            P("addr", lambda w: w.mr.addr, **_OPT_U64),
+            P("iova", lambda w: 0x10000 + (w.mr.addr & 4095), **_OPT_U64),
+            P("fd", None, kw=True, nullable=True, lo=-(2**31), hi=2**31 - 1),
+            P("fd_offset", None, **_OPT_U64),
+            P("dmah", None, kw=True, nullable=True, obj="DMAH"),
+            P("buf", None, kw=True, nullable=True, obj="Buf"),
+            P("owner", lambda w: w.buf, kw=True, free=True),
+        ),
+        "alloc_buf": M(P("size", 4096, lo=1, hi=2**64 - 1)),
+        # No Buf on rdma-core 44: every call stops at the buf argument.
+        "reg_buf_mr": M(
+            P("buf", None, obj="Buf"),
+            P("addr", 0, **U64),
+            P("length", 64, lo=1, hi=2**64 - 1),
+            P("access", 0, optional=True, lo=0, hi=2**31 - 1),
+        ),
+        "alloc_null_mr": M(),
+        "import_mr": M(P("mr_handle", lambda w: w.mr.handle, **U32)),
+    }
+)
+DEVICE_METHODS["MR"][1]["rereg"] = M(
+    P("flags", ib.ReregMRFlags.CHANGE_ACCESS, lo=0, hi=2**31 - 1),
+    P("access", ALL_ACCESS, kw=True, lo=0, hi=2**31 - 1),
+)
+# Plain state, None/False after close; the class method needs no instance.
+READABLE_AFTER_CLOSE |= {"imported", "buf", "dmah"}
+CALLABLE_ON_CLOSED = {"Context.import_device"}
+# Thread and parent domains, counters, completion counters, flow actions
+# (mem/domain.c, counters/, qp/flow_action.c): rxe makes none of these
+# objects, so each valid call is refused (EOPNOTSUPP) and an argument that
+# must be one of them has no valid value (None).
+_DOMAIN_CTX_METHODS = {
+    "alloc_td": M(),
+    "alloc_parent_domain": M(
+        P("pd", lambda w: w.pd, obj="PD", foreign="raise"),
+        P("td", None, kw=True, obj="TD", nullable=True),
+    ),
+    "create_counters": M(),
+    "create_comp_cntr": M(P("type", 0, optional=True, **I32), P("flags", 0, optional=True, **U32)),
+    "query_comp_cntr_caps": M(),
+    "create_flow_action_esp": M(
+        P("attr", lambda w: ib.FlowActionESPAttr(spi=1), obj="FlowActionESPAttr")
+    ),
+}
+DEVICE_METHODS["Context"][1].update(_DOMAIN_CTX_METHODS)
+_CQ_MODIFY = M(P("cq_count", 1, lo=0, hi=0xFFFF), P("cq_period", 1, lo=0, hi=0xFFFF))
+DEVICE_METHODS["CQ"][1]["modify"] = _CQ_MODIFY
+DEVICE_METHODS["CQEx"][1]["modify"] = _CQ_MODIFY
+DEVICE_METHODS["CQEx"][1]["read_tm_info"] = M()  # no session: ValueError
+_ATTACH_COMP_CNTR = M(P("comp_cntr", None, obj="CompCntr"), P("op_mask", 1, **U32))
+DEVICE_METHODS["QP"][1]["attach_comp_cntr"] = _ATTACH_COMP_CNTR
+DEVICE_METHODS["QPEx"][1]["attach_comp_cntr"] = _ATTACH_COMP_CNTR
 
 # The UD QP posts for real: its valid send goes out.
 UD_METHODS = {
@@ -706,7 +859,7 @@ def device_cases(device):
                 add(
                     f"{tname}.{n} after close",
                     lambda o=cobj, n=n, s=spec: s.call(o, n, w),
-                    "closed",
+                    "any" if f"{tname}.{n}" in CALLABLE_ON_CLOSED else "closed",
                 )
             else:
                 add(
@@ -1378,6 +1531,7 @@ def special_device_cases(w, cw, ow, opd, device):
     add("AsyncEvent: lifecycle of a CQ_ERR event", lambda: async_event_case(device), "ok")
     cases += cm_cases(w, ow)
     cases += mw_cases(w, cw, ow)
+    cases += domain_cases(w, ow)
     return cases
 
 
@@ -1750,6 +1904,63 @@ def mw_cases(w, cw, ow):
 
 
 CM_ADDR = os.environ.get("IBVERBS_TEST_CM_SERVER", "198.18.0.1")
+
+
+def domain_cases(w, ow):
+    """Flow specs that point to a Counters or FlowAction object: anything
+    else in their place, or their bytes without the FlowAttr, raise before
+    the provider sees a pointer; a parent domain in a CQInitAttrEx."""
+    cases = []
+
+    def add(name, fn, expect):
+        cases.append((name, fn, expect))
+
+    for label, spec in (
+        ("Count", ib.FlowSpecActionCount),
+        ("Handle", ib.FlowSpecActionHandle),
+    ):
+        for what, obj in (("None", None), ("a PD", w.pd), ("an int", 1), ("a QP", w.qp)):
+            attr = ib.FlowAttr(port=PORT, specs=[spec(obj)])
+            add(
+                f"create_flow(FlowSpecAction{label}({what}))",
+                lambda a=attr: w.qp.create_flow(a),
+                "raise",
+            )
+        raw = ib.FlowAttr(port=PORT, specs=[spec(None)]).to_bytes()
+        add(
+            f"create_flow(bytes of FlowSpecAction{label})",
+            lambda r=raw: w.qp.create_flow(r),
+            "raise",
+        )
+    for what, pdom in (("a PD", w.pd), ("an int", 1), ("a CQ", w.cq)):
+        add(
+            f"create_cq_ex(parent_domain={what})",
+            lambda p=pdom: w.ctx.create_cq_ex(ib.CQInitAttrEx(4, parent_domain=p)),
+            "raise",
+        )
+    add(
+        "alloc_parent_domain(td=a PD)",
+        lambda: w.ctx.alloc_parent_domain(w.pd, td=ow.pd),
+        "raise",
+    )
+    for what, bad in (
+        ("key=str", {"key": "k"}),
+        ("key of 33 bytes", {"key": b"k" * 33}),
+        ("empty key", {"key": b""}),
+        ("spi=-1", {"spi": -1}),
+        ("spi=2**32", {"spi": 2**32}),
+        ("esn=2**32", {"esn": 2**32}),
+        ("replay_window=1.5", {"replay_window": 1.5}),
+        ("iv=2**64", {"key": b"k" * 16, "iv": 2**64}),
+    ):
+        add(
+            f"create_flow_action_esp({what})",
+            lambda b=bad: w.ctx.create_flow_action_esp(ib.FlowActionESPAttr(**b)),
+            "raise",
+        )
+    for tname in ("TD", "ParentDomain", "Counters", "CompCntr", "FlowAction"):
+        add(f"{tname}() direct", lambda t=tname: getattr(ib, t)(), "raise")
+    return cases
 
 
 def cm_cases(w, ow):

@@ -75,6 +75,25 @@ def test_cm_connect_cycles_do_not_leak():
     in `make leakcheck`)."""
     if not ib.has_rdmacm():
         pytest.skip("librdmacm.so.1 cannot be loaded")
+    # A leak grows on every run; a one-time step of the child's heap (a
+    # new malloc arena: about 1 MiB, seen once in 200 cycles that grow
+    # 16-28 KiB otherwise) does not.  So RSS over the limit is measured
+    # once more, in a new child, and must be over it again to fail.
+    for _ in range(2):
+        r = _cm_leak_run()
+        assert r["fd_growth"] == 0
+        assert r["rdma_before"] == r["rdma_after"]
+        if r["rdma_after"] is not None:
+            assert "cm_id" in r["rdma_after"]
+        if SANITIZED or r["rss_growth_kib"] < RSS_LIMIT_KIB:
+            break
+    else:
+        raise AssertionError(
+            f"RSS grew {r['rss_growth_kib']} KiB (limit {RSS_LIMIT_KIB}) on two runs"
+        )
+
+
+def _cm_leak_run():
     proc = subprocess.run(
         [sys.executable, str(HERE / "cm_leak.py"), device_name(), str(CM_CYCLES)],
         capture_output=True,
@@ -90,9 +109,4 @@ def test_cm_connect_cycles_do_not_leak():
         f"cm_connect: {r['cycles']} cycles, RSS +{r['rss_growth_kib']} KiB, "
         f"fds {r['fd_growth']:+d}, {r['seconds']} s, {r['rdma_after']}"
     )
-    assert r["fd_growth"] == 0
-    assert r["rdma_before"] == r["rdma_after"]
-    if r["rdma_after"] is not None:
-        assert "cm_id" in r["rdma_after"]
-    if not SANITIZED:
-        assert r["rss_growth_kib"] < RSS_LIMIT_KIB
+    return r

@@ -2,7 +2,7 @@
 
 Random sequences of: open a Context (up to two), alloc/close PDs, register
 and close MRs, create CQs (some on a completion channel), SRQs, RC and UD
-QPs, AHs, move QPs through their states (or to ERR), post sends and
+QPs, AHs, SRQs of Context.create_srq_ex (using a CQ), move QPs through their states (or to ERR), post sends and
 receives, poll, close anything at all, and use closed handles.
 
 Invariants, checked after every step against a model of the object graph:
@@ -159,6 +159,18 @@ class VerbsMachine(RuleBasedStateMachine):
     def create_srq(self, data):
         pd = data.draw(st.sampled_from(self.open_of("PD")))
         self.add(H(pd.obj.create_srq(max_wr=16), "SRQ", pd))
+
+    # Context.create_srq_ex: an SRQ that also uses a CQ (the provider's
+    # create_srq_ex op, which rxe has from rdma-core 44), else a basic one.
+    @precondition(lambda self: self.open_of("PD") and self.open_of("CQ"))
+    @rule(data=st.data())
+    def create_srq_ex(self, data):
+        pd = data.draw(st.sampled_from(self.open_of("PD")))
+        cqs = [c for c in self.open_of("CQ") if c.parent is pd.parent]
+        with_cq = cqs and int((ib.library_version or "0").split(".")[0]) >= 44
+        cq = data.draw(st.sampled_from(cqs)) if with_cq else None
+        srq = pd.parent.obj.create_srq_ex(pd.obj, max_wr=16, cq=cq.obj if cq else None)
+        self.add(H(srq, "SRQ", pd, uses=[cq] if cq else []))
 
     @precondition(lambda self: self.open_of("PD"))
     @rule(data=st.data())

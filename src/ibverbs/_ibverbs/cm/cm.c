@@ -75,6 +75,7 @@ static int cm_qp_destroy(Handle *h)
 {
 	QPObject *q = (QPObject *)h;
 
+	qp_leave_groups(h);
 	CM.destroy_qp(CMID_ID(q->cmid));
 	return 0;
 }

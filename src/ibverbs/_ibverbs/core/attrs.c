@@ -78,7 +78,7 @@ PyObject *qp_cap_to_py(const struct ibv_qp_cap *cap)
 
 /* 16 raw bytes from a Gid, bytes-like or IPv6 text (whatever Gid()
  * accepts); None is the zero GID. */
-static int gid_from_py(PyObject *o, union ibv_gid *gid)
+int gid_from_py(PyObject *o, union ibv_gid *gid)
 {
 	PyObject *g = NULL, *raw = NULL;
 	int rc = -1;

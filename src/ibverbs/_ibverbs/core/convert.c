@@ -5,6 +5,7 @@
  * values.
  */
 #include "ibverbs.h"
+#include <string.h>
 
 int arg_u64(PyObject *o, const char *name, uint64_t *out)
 {
@@ -107,6 +108,23 @@ PyObject *make_record(PyObject *cls, PyObject *kwargs)
 	return res;
 }
 
+PyObject *objects_record(const char *name, PyObject *kwargs)
+{
+	PyObject *mod, *cls, *res;
+
+	if (kwargs == NULL)
+		return NULL;
+	mod = module_cached(&ST.mod_objects, "ibverbs._objects");
+	cls = mod ? PyObject_GetAttrString(mod, name) : NULL;
+	if (cls == NULL) {
+		Py_DECREF(kwargs);
+		return NULL;
+	}
+	res = make_record(cls, kwargs);
+	Py_DECREF(cls);
+	return res;
+}
+
 int attr_optional(PyObject *o, const char *name, PyObject **out)
 {
 	*out = PyObject_GetAttrString(o, name);
@@ -124,4 +142,67 @@ PyObject *obj_or_none(PyObject *o)
 		o = Py_None;
 	Py_INCREF(o);
 	return o;
+}
+
+/* The 3.9 Limited API has no buffer protocol: bytes and bytearray are
+ * read directly, any other buffer through a byte view of its first n
+ * bytes (memoryview.cast("B")[:n]), so a large receive buffer is not
+ * copied whole. */
+int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n)
+{
+	PyObject *mv = NULL, *flat = NULL, *head = NULL, *bytes;
+	Py_ssize_t have = 0;
+	int rc = -1;
+
+	if (PyBytes_Check(o) || PyByteArray_Check(o)) {
+		have = PyBytes_Check(o) ? PyBytes_Size(o) : PyByteArray_Size(o);
+		if ((size_t)have < n)
+			goto short_buf;
+		memcpy(dst,
+		       PyBytes_Check(o) ? PyBytes_AsString(o) :
+					  PyByteArray_AsString(o),
+		       n);
+		return 0;
+	}
+	if (PyUnicode_Check(o) || PyLong_Check(o))
+		goto bad;
+	mv = PyMemoryView_FromObject(o);
+	if (mv == NULL) {
+		if (!PyErr_ExceptionMatches(PyExc_TypeError))
+			return -1;
+		PyErr_Clear();
+		goto bad;
+	}
+	flat = PyObject_CallMethod(mv, "cast", "s", "B");
+	if (flat == NULL)
+		goto out; /* TypeError: not C-contiguous */
+	have = PyObject_Size(flat);
+	if (have < 0)
+		goto out;
+	if ((size_t)have < n)
+		goto short_buf;
+	head = PySequence_GetSlice(flat, 0, (Py_ssize_t)n);
+	if (head == NULL)
+		goto out;
+	bytes = PyObject_Bytes(head);
+	if (bytes == NULL)
+		goto out;
+	memcpy(dst, PyBytes_AsString(bytes), n);
+	Py_DECREF(bytes);
+	rc = 0;
+	goto out;
+short_buf:
+	PyErr_Format(PyExc_ValueError,
+		     "%s must hold at least %zu bytes, not %zd", name, n, have);
+	goto out;
+bad:
+	PyErr_Format(PyExc_TypeError,
+		     "%s must be a bytes-like object (bytes, bytearray, "
+		     "memoryview, ...), not %R",
+		     name, (PyObject *)Py_TYPE(o));
+out:
+	Py_XDECREF(head);
+	Py_XDECREF(flat);
+	Py_XDECREF(mv);
+	return rc;
 }

@@ -344,20 +344,176 @@ static const struct constant constants[] = {
 #ifdef IBVERBS_HAVE_WR_FLUSH
 	C(QPCreateSendOpsFlags, FLUSH, IBV_QP_EX_WITH_FLUSH),
 #endif
+	/* QP.query_data_in_order: rdma-core 47 added the flags and caps,
+	 * 61 DEVICE_ONLY.  Older headers (Debian 12's rdma-core 44) lack
+	 * them: rdma-core's ABI values (verbs.h: 1 << 0, 1 << 1), listed in
+	 * ibv_abi_constants and checked by tests/host/test_compat.py. */
+#ifdef IBVERBS_HAVE_QP_DATA_IN_ORDER_CAPS
+	C(QueryQPDataInOrderFlags, RETURN_CAPS, IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS),
+	C(QueryQPDataInOrderCaps, WHOLE_MSG, IBV_QUERY_QP_DATA_IN_ORDER_WHOLE_MSG),
+	C(QueryQPDataInOrderCaps, ALIGNED_128_BYTES, IBV_QUERY_QP_DATA_IN_ORDER_ALIGNED_128_BYTES),
+#else
+	C(QueryQPDataInOrderFlags, RETURN_CAPS, 1 << 0),
+	C(QueryQPDataInOrderCaps, WHOLE_MSG, 1 << 0),
+	C(QueryQPDataInOrderCaps, ALIGNED_128_BYTES, 1 << 1),
+#endif
+#ifdef IBVERBS_HAVE_QP_DATA_IN_ORDER_DEVICE_ONLY
+	C(QueryQPDataInOrderFlags, DEVICE_ONLY, IBV_QUERY_QP_DATA_IN_ORDER_DEVICE_ONLY),
+#else
+	C(QueryQPDataInOrderFlags, DEVICE_ONLY, 1 << 1),
+#endif
+	/* XRC, SRQ types, tag matching, WQ/RSS, QP create flags (xrc/,
+	 * wq/, qp/qp_ex.c): all in rdma-core 33's headers. */
+	C(SRQType, BASIC, IBV_SRQT_BASIC),
+	C(SRQType, XRC, IBV_SRQT_XRC),
+	C(SRQType, TM, IBV_SRQT_TM),
+	C(SRQInitAttrMask, TYPE, IBV_SRQ_INIT_ATTR_TYPE),
+	C(SRQInitAttrMask, PD, IBV_SRQ_INIT_ATTR_PD),
+	C(SRQInitAttrMask, XRCD, IBV_SRQ_INIT_ATTR_XRCD),
+	C(SRQInitAttrMask, CQ, IBV_SRQ_INIT_ATTR_CQ),
+	C(SRQInitAttrMask, TM, IBV_SRQ_INIT_ATTR_TM),
+	C(XRCDInitAttrMask, FD, IBV_XRCD_INIT_ATTR_FD),
+	C(XRCDInitAttrMask, OFLAGS, IBV_XRCD_INIT_ATTR_OFLAGS),
+	C(QPOpenAttrMask, NUM, IBV_QP_OPEN_ATTR_NUM),
+	C(QPOpenAttrMask, XRCD, IBV_QP_OPEN_ATTR_XRCD),
+	C(QPOpenAttrMask, CONTEXT, IBV_QP_OPEN_ATTR_CONTEXT),
+	C(QPOpenAttrMask, TYPE, IBV_QP_OPEN_ATTR_TYPE),
+	C(OpsWROpcode, TAG_ADD, IBV_WR_TAG_ADD),
+	C(OpsWROpcode, TAG_DEL, IBV_WR_TAG_DEL),
+	C(OpsWROpcode, TAG_SYNC, IBV_WR_TAG_SYNC),
+	C(OpsFlags, SIGNALED, IBV_OPS_SIGNALED),
+	C(OpsFlags, TM_SYNC, IBV_OPS_TM_SYNC),
+	C(QPInitAttrMask, PD, IBV_QP_INIT_ATTR_PD),
+	C(QPInitAttrMask, XRCD, IBV_QP_INIT_ATTR_XRCD),
+	C(QPInitAttrMask, CREATE_FLAGS, IBV_QP_INIT_ATTR_CREATE_FLAGS),
+	C(QPInitAttrMask, MAX_TSO_HEADER, IBV_QP_INIT_ATTR_MAX_TSO_HEADER),
+	C(QPInitAttrMask, IND_TABLE, IBV_QP_INIT_ATTR_IND_TABLE),
+	C(QPInitAttrMask, RX_HASH, IBV_QP_INIT_ATTR_RX_HASH),
+	C(QPInitAttrMask, SEND_OPS_FLAGS, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS),
+	C(QPCreateFlags, BLOCK_SELF_MCAST_LB, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB),
+	C(QPCreateFlags, SCATTER_FCS, IBV_QP_CREATE_SCATTER_FCS),
+	C(QPCreateFlags, CVLAN_STRIPPING, IBV_QP_CREATE_CVLAN_STRIPPING),
+	C(QPCreateFlags, SOURCE_QPN, IBV_QP_CREATE_SOURCE_QPN),
+	C(QPCreateFlags, PCI_WRITE_END_PADDING, IBV_QP_CREATE_PCI_WRITE_END_PADDING),
+	C(RXHashFunctionFlags, TOEPLITZ, IBV_RX_HASH_FUNC_TOEPLITZ),
+	C(RXHashFields, SRC_IPV4, IBV_RX_HASH_SRC_IPV4),
+	C(RXHashFields, DST_IPV4, IBV_RX_HASH_DST_IPV4),
+	C(RXHashFields, SRC_IPV6, IBV_RX_HASH_SRC_IPV6),
+	C(RXHashFields, DST_IPV6, IBV_RX_HASH_DST_IPV6),
+	C(RXHashFields, SRC_PORT_TCP, IBV_RX_HASH_SRC_PORT_TCP),
+	C(RXHashFields, DST_PORT_TCP, IBV_RX_HASH_DST_PORT_TCP),
+	C(RXHashFields, SRC_PORT_UDP, IBV_RX_HASH_SRC_PORT_UDP),
+	C(RXHashFields, DST_PORT_UDP, IBV_RX_HASH_DST_PORT_UDP),
+	C(RXHashFields, IPSEC_SPI, IBV_RX_HASH_IPSEC_SPI),
+	C(RXHashFields, INNER, IBV_RX_HASH_INNER),
+	C(WQType, RQ, IBV_WQT_RQ),
+	C(WQState, RESET, IBV_WQS_RESET),
+	C(WQState, RDY, IBV_WQS_RDY),
+	C(WQState, ERR, IBV_WQS_ERR),
+	C(WQState, UNKNOWN, IBV_WQS_UNKNOWN),
+	C(WQAttrMask, STATE, IBV_WQ_ATTR_STATE),
+	C(WQAttrMask, CURR_STATE, IBV_WQ_ATTR_CURR_STATE),
+	C(WQAttrMask, FLAGS, IBV_WQ_ATTR_FLAGS),
+	C(WQInitAttrMask, FLAGS, IBV_WQ_INIT_ATTR_FLAGS),
+	C(WQFlags, CVLAN_STRIPPING, IBV_WQ_FLAGS_CVLAN_STRIPPING),
+	C(WQFlags, SCATTER_FCS, IBV_WQ_FLAGS_SCATTER_FCS),
+	C(WQFlags, DELAY_DROP, IBV_WQ_FLAGS_DELAY_DROP),
+	C(WQFlags, PCI_WRITE_END_PADDING, IBV_WQ_FLAGS_PCI_WRITE_END_PADDING),
+	/* Memory and device verbs (issue 32): compat.h declares the ones
+	 * older headers lack, as rdma-core's verbs.h does. */
+	C(ReregMRFlags, CHANGE_TRANSLATION, IBV_REREG_MR_CHANGE_TRANSLATION),
+	C(ReregMRFlags, CHANGE_PD, IBV_REREG_MR_CHANGE_PD),
+	C(ReregMRFlags, CHANGE_ACCESS, IBV_REREG_MR_CHANGE_ACCESS),
+	C(MRInitAttrMask, IOVA, IBV_REG_MR_MASK_IOVA),
+	C(MRInitAttrMask, ADDR, IBV_REG_MR_MASK_ADDR),
+	C(MRInitAttrMask, FD, IBV_REG_MR_MASK_FD),
+	C(MRInitAttrMask, FD_OFFSET, IBV_REG_MR_MASK_FD_OFFSET),
+	C(MRInitAttrMask, DMAH, IBV_REG_MR_MASK_DMAH),
+	C(MRInitAttrMask, BUF, IBV_REG_MR_MASK_BUF),
+	C(DMAHInitAttrMask, CPU_ID, IBV_DMAH_INIT_ATTR_MASK_CPU_ID),
+	C(DMAHInitAttrMask, PH, IBV_DMAH_INIT_ATTR_MASK_PH),
+	C(DMAHInitAttrMask, TPH_MEM_TYPE, IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE),
+	C(TPHMemType, VM, IBV_TPH_MEM_TYPE_VM),
+	C(TPHMemType, PM, IBV_TPH_MEM_TYPE_PM),
+	C(ValuesMask, RAW_CLOCK, IBV_VALUES_MASK_RAW_CLOCK),
+	/* domains, counters, completion counters, flow actions, TM_INFO
+	 * (mem/domain.c, counters/, qp/flow_action.c, cq/); the
+	 * completion counter values come from compat.h on older headers */
+	C(CreateCQWCFlags, TM_INFO, IBV_WC_EX_WITH_TM_INFO),
+	C(CQAttrMask, MODERATE, IBV_CQ_ATTR_MODERATE),
+	C(CounterDescription, PACKETS, IBV_COUNTER_PACKETS),
+	C(CounterDescription, BYTES, IBV_COUNTER_BYTES),
+	C(ReadCountersFlags, PREFER_CACHED, IBV_READ_COUNTERS_ATTR_PREFER_CACHED),
+	C(CompCntrType, WRS, IBV_COMP_CNTR_TYPE_WRS),
+	C(CompCntrType, BYTES, IBV_COMP_CNTR_TYPE_BYTES),
+	C(QPAttachCompCntrOp, SEND, IBV_QP_ATTACH_COMP_CNTR_OP_SEND),
+	C(QPAttachCompCntrOp, RECV, IBV_QP_ATTACH_COMP_CNTR_OP_RECV),
+	C(QPAttachCompCntrOp, RDMA_READ, IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_READ),
+	C(QPAttachCompCntrOp, REMOTE_RDMA_READ, IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ),
+	C(QPAttachCompCntrOp, RDMA_WRITE, IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE),
+	C(QPAttachCompCntrOp, REMOTE_RDMA_WRITE, IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE),
+	C(FlowActionESPFlags, INLINE_CRYPTO, IBV_FLOW_ACTION_ESP_FLAGS_INLINE_CRYPTO),
+	C(FlowActionESPFlags, FULL_OFFLOAD, IBV_FLOW_ACTION_ESP_FLAGS_FULL_OFFLOAD),
+	C(FlowActionESPFlags, TUNNEL, IBV_FLOW_ACTION_ESP_FLAGS_TUNNEL),
+	C(FlowActionESPFlags, TRANSPORT, IBV_FLOW_ACTION_ESP_FLAGS_TRANSPORT),
+	C(FlowActionESPFlags, DECRYPT, IBV_FLOW_ACTION_ESP_FLAGS_DECRYPT),
+	C(FlowActionESPFlags, ENCRYPT, IBV_FLOW_ACTION_ESP_FLAGS_ENCRYPT),
+	C(FlowActionESPFlags, ESN_NEW_WINDOW, IBV_FLOW_ACTION_ESP_FLAGS_ESN_NEW_WINDOW),
+	C(FlowActionIVAlgo, SEQ, IBV_FLOW_ACTION_IV_ALGO_SEQ),
 	{NULL, NULL, 0}
 };
 /* clang-format on */
 
 /* "Class.NAME" of the members whose value is rdma-core's ABI value
- * rather than the compiled header's (see above): _ibverbs._abi_constants. */
+ * rather than the compiled header's (see above, and compat.h's completion
+ * counters): _ibverbs._abi_constants. */
+static const char *const abi_constants[] = {
+#ifndef IBVERBS_HAVE_ACCESS_FLUSH
+	"AccessFlags.FLUSH_GLOBAL", "AccessFlags.FLUSH_PERSISTENT",
+#endif
+#ifndef IBVERBS_HAVE_COMP_CNTR
+	"CompCntrType.WRS", "CompCntrType.BYTES", "QPAttachCompCntrOp.SEND",
+	"QPAttachCompCntrOp.RECV", "QPAttachCompCntrOp.RDMA_READ",
+	"QPAttachCompCntrOp.REMOTE_RDMA_READ", "QPAttachCompCntrOp.RDMA_WRITE",
+	"QPAttachCompCntrOp.REMOTE_RDMA_WRITE",
+#endif
+#ifndef IBVERBS_HAVE_QP_DATA_IN_ORDER_CAPS
+	"QueryQPDataInOrderFlags.RETURN_CAPS",
+	"QueryQPDataInOrderCaps.WHOLE_MSG",
+	"QueryQPDataInOrderCaps.ALIGNED_128_BYTES",
+#endif
+#ifndef IBVERBS_HAVE_QP_DATA_IN_ORDER_DEVICE_ONLY
+	"QueryQPDataInOrderFlags.DEVICE_ONLY",
+#endif
+#ifndef IBVERBS_HAVE_REG_MR_EX
+	/* compat.h's copies of rdma-core 59's enums */
+	"MRInitAttrMask.IOVA", "MRInitAttrMask.ADDR", "MRInitAttrMask.FD",
+	"MRInitAttrMask.FD_OFFSET", "MRInitAttrMask.DMAH",
+	"DMAHInitAttrMask.CPU_ID", "DMAHInitAttrMask.PH",
+	"DMAHInitAttrMask.TPH_MEM_TYPE", "TPHMemType.VM", "TPHMemType.PM",
+#endif
+#ifndef IBVERBS_HAVE_ALLOC_BUF
+	"MRInitAttrMask.BUF", /* rdma-core 64 */
+#endif
+	NULL
+};
+
 PyObject *ibv_abi_constants(void)
 {
-#ifdef IBVERBS_HAVE_ACCESS_FLUSH
-	return PyTuple_New(0);
-#else
-	return Py_BuildValue("(ss)", "AccessFlags.FLUSH_GLOBAL",
-			     "AccessFlags.FLUSH_PERSISTENT");
-#endif
+	PyObject *t;
+	Py_ssize_t i, n = 0;
+
+	while (abi_constants[n] != NULL)
+		n++;
+	t = PyTuple_New(n);
+	for (i = 0; t != NULL && i < n; i++) {
+		PyObject *v = PyUnicode_FromString(abi_constants[i]);
+
+		/* PyTuple_SetItem steals v, even when it fails. */
+		if (v == NULL || PyTuple_SetItem(t, i, v) < 0)
+			Py_CLEAR(t);
+	}
+	return t;
 }
 
 PyObject *ibv_constants_dict(void)

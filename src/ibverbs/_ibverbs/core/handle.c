@@ -20,6 +20,7 @@
  *   handle_find looks an object up in a handle's subtree (event.c).
  */
 #include "ibverbs.h"
+#include <string.h>
 #include <fcntl.h>
 #include <poll.h>
 
@@ -47,6 +48,24 @@ void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
 	*head = h;
 }
 
+PyObject *handle_adopt(PyTypeObject *tp, const HandleKind *kind, Handle *parent,
+		       void *obj)
+{
+	Handle *h = (Handle *)PyType_GenericAlloc(tp, 0);
+
+	if (h == NULL) {
+		Handle tmp;
+
+		memset(&tmp, 0, sizeof(tmp));
+		tmp.obj = obj;
+		kind->destroy(&tmp);
+		return NULL;
+	}
+	handle_init(h, kind, parent);
+	h->obj = obj;
+	return (PyObject *)h;
+}
+
 static void handle_unlink(Handle *h)
 {
 	Handle **head = h->parent ? &h->parent->children : &roots;
@@ -58,6 +77,20 @@ static void handle_unlink(Handle *h)
 	if (h->sib_next)
 		h->sib_next->sib_prev = h->sib_prev;
 	h->sib_prev = h->sib_next = NULL;
+}
+
+void handle_reparent(Handle *h, Handle *new_parent)
+{
+	Handle *old = h->parent;
+
+	handle_unlink(h);
+	h->parent = new_parent;
+	Py_INCREF((PyObject *)new_parent);
+	h->sib_next = new_parent->children;
+	if (new_parent->children)
+		new_parent->children->sib_prev = h;
+	new_parent->children = h;
+	Py_DECREF((PyObject *)old);
 }
 
 /* In the child: no verbs.  Every inherited handle becomes a closed,

@@ -207,6 +207,15 @@ static const struct {
 		   { "DM", &DM_spec, &ST.DM_type },
 		   { "Flow", &Flow_spec, &ST.Flow_type },
 		   { "MW", &MW_spec, &ST.MW_type },
+		   { "XRCD", &XRCD_spec, &ST.XRCD_type },
+		   { "WQ", &WQ_spec, &ST.WQ_type },
+		   { "RWQIndTable", &RWQIndTable_spec, &ST.RWQIndTable_type },
+		   { "Buf", &Buf_spec, &ST.Buf_type },
+		   { "DMAH", &DMAH_spec, &ST.DMAH_type },
+		   { "TD", &TD_spec, &ST.TD_type },
+		   { "Counters", &Counters_spec, &ST.Counters_type },
+		   { "CompCntr", &CompCntr_spec, &ST.CompCntr_type },
+		   { "FlowAction", &FlowAction_spec, &ST.FlowAction_type },
 		   { NULL, NULL, NULL } };
 
 /* Subclasses of the types above, made after them. */
@@ -218,6 +227,8 @@ static const struct {
 } subtype_table[] = { { "CQEx", &CQEx_spec, &ST.CQEx_type, &ST.CQ_type },
 		      { "WCEx", &WCEx_spec, &ST.WCEx_type, &ST.WC_type },
 		      { "QPEx", &QPEx_spec, &ST.QPEx_type, &ST.QP_type },
+		      { "ParentDomain", &ParentDomain_spec,
+			&ST.ParentDomain_type, &ST.PD_type },
 		      { NULL, NULL, NULL, NULL } };
 
 static const struct {

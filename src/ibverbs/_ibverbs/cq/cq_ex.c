@@ -39,13 +39,14 @@ typedef struct {
 	int per_entry; /* rxe: one entry per provider session (cqex_step) */
 	struct wc_ex *store; /* poll()'s storage */
 	int store_len;
+	PyObject *pdom; /* the ParentDomain of CQInitAttrEx, or NULL (used) */
 } CQExObject;
 
 #define CQX(self) ((CQExObject *)(self))
 
-/* The wc_flags bits a CQEx accepts (verbs.h's IBV_CREATE_CQ_SUP_WC_FLAGS
- * less TM_INFO, which needs tag matching, not offered here). */
-#define CQEX_WC_FLAGS (IBV_CREATE_CQ_SUP_WC_FLAGS & ~IBV_WC_EX_WITH_TM_INFO)
+/* The wc_flags bits a CQEx accepts (verbs.h's IBV_CREATE_CQ_SUP_WC_FLAGS;
+ * TM_INFO is read by read_tm_info() only, poll()'s WCEx leaves it out). */
+#define CQEX_WC_FLAGS IBV_CREATE_CQ_SUP_WC_FLAGS
 
 /* ------------------------------------------------------------------ */
 /* Creation, destruction                                               */
@@ -69,6 +70,7 @@ static void cqex_release(Handle *h)
 
 	CQX(h)->cq_ex = NULL;
 	handle_unuse_clear(&self->channel);
+	handle_unuse_clear(&CQX(h)->pdom);
 }
 
 static const HandleKind cqex_kind = { "CQEx", "ibv_destroy_cq", cqex_destroy,
@@ -86,6 +88,41 @@ static PyObject *attr_get(PyObject *o, const char *name)
 			     name, (PyObject *)Py_TYPE(o));
 	}
 	return v;
+}
+
+/* CQInitAttrEx.parent_domain (None when the object has no such field):
+ * *pdom a new reference to an open ParentDomain of ctx, or NULL.  0 / -1. */
+static int init_attr_pdom(ContextObject *ctx, PyObject *o, PyObject **pdom)
+{
+	PyObject *v;
+
+	*pdom = NULL;
+	if (attr_optional(o, "parent_domain", &v) < 0)
+		return -1;
+	if (v == NULL || v == Py_None) {
+		Py_XDECREF(v);
+		return 0;
+	}
+	if (!PyObject_TypeCheck(v, ST.ParentDomain_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "parent_domain must be a ParentDomain or None, "
+			     "not %R",
+			     (PyObject *)Py_TYPE(v));
+		Py_DECREF(v);
+		return -1;
+	}
+	if (handle_check(HANDLE(v)) < 0) {
+		Py_DECREF(v);
+		return -1;
+	}
+	if (HANDLE(v)->parent != HANDLE(ctx)) {
+		PyErr_SetString(PyExc_ValueError,
+				"parent_domain belongs to another Context");
+		Py_DECREF(v);
+		return -1;
+	}
+	*pdom = v;
+	return 0;
 }
 
 /* The fields of a CQInitAttrEx; *channel is a new reference or NULL. */
@@ -118,7 +155,7 @@ static int init_attr_parse(ContextObject *ctx, PyObject *o,
 			 (unsigned long long)(wf & ~(uint64_t)CQEX_WC_FLAGS));
 		PyErr_Format(PyExc_ValueError,
 			     "wc_flags has bits no CQEx takes: %s "
-			     "(CreateCQWCFlags, TM_INFO excepted)",
+			     "(CreateCQWCFlags)",
 			     bits);
 		goto out;
 	}
@@ -184,7 +221,7 @@ PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 	static char *kwlist[] = { "init_attr", NULL };
 	struct ibv_cq_init_attr_ex a;
 	struct ibv_cq_ex *cq;
-	PyObject *o, *channel;
+	PyObject *o, *channel, *pdom;
 	CQExObject *self;
 	int err;
 
@@ -193,31 +230,45 @@ PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 		return NULL;
 	if (init_attr_parse(ctx, o, &a, &channel) < 0)
 		return NULL;
+	if (init_attr_pdom(ctx, o, &pdom) < 0) {
+		Py_XDECREF(channel);
+		return NULL;
+	}
 	/* Allocated first: its address is the cq_context. */
 	self = HANDLE_ALLOC(CQExObject, ST.CQEx_type);
 	if (self == NULL) {
 		Py_XDECREF(channel);
+		Py_XDECREF(pdom);
 		return NULL;
 	}
 	/* Reading the attributes or a GC pass may have run Python code
-	 * that closed the Context or the channel: check again. */
+	 * that closed the Context, the channel or the parent domain: check
+	 * again. */
 	if (handle_check(HANDLE(ctx)) < 0 ||
-	    (channel != NULL && handle_check(HANDLE(channel)) < 0)) {
+	    (channel != NULL && handle_check(HANDLE(channel)) < 0) ||
+	    (pdom != NULL && handle_check(HANDLE(pdom)) < 0)) {
 		Py_XDECREF(channel);
+		Py_XDECREF(pdom);
 		Py_DECREF(self);
 		return NULL;
 	}
 	a.cq_context = self;
 	a.channel = channel ? HANDLE(channel)->obj : NULL;
+	if (pdom != NULL) {
+		a.parent_domain = HANDLE(pdom)->obj;
+		a.comp_mask |= IBV_CQ_INIT_ATTR_MASK_PD;
+	}
 	errno = 0;
 	cq = ibv_create_cq_ex((struct ibv_context *)HANDLE(ctx)->obj, &a);
 	err = errno ? errno : EINVAL;
 	if (cq == NULL) {
 		Py_XDECREF(channel);
+		Py_XDECREF(pdom);
 		Py_DECREF(self);
 		return verbs_error_fmt(err, "ibv_create_cq_ex",
-				       "cqe=%u wc_flags=0x%x flags=0x%x", a.cqe,
-				       (unsigned int)a.wc_flags, a.flags);
+				       "cqe=%u wc_flags=0x%x flags=0x%x%s",
+				       a.cqe, (unsigned int)a.wc_flags, a.flags,
+				       pdom ? " with a parent domain" : "");
 	}
 	handle_init(HANDLE(self), &cqex_kind, HANDLE(ctx));
 	HANDLE(self)->obj = ibv_cq_ex_to_cq(cq);
@@ -227,6 +278,10 @@ PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 	if (channel != NULL) {
 		self->cq.channel = channel; /* the reference taken above */
 		handle_use(HANDLE(channel));
+	}
+	if (pdom != NULL) {
+		self->pdom = pdom; /* the reference taken above */
+		handle_use(HANDLE(pdom));
 	}
 	return (PyObject *)self;
 }
@@ -701,6 +756,39 @@ static PyObject *cqex_read_invalidated_rkey(PyObject *self, PyObject *unused)
 	return PyLong_FromUnsignedLong(ibv_wc_read_invalidated_rkey(cq));
 }
 
+PyDoc_STRVAR(cqex_read_tm_info__doc__,
+	     "The tag matching info of the current entry: a ``WCTMInfo``\n"
+	     "with ``tag`` (from the TMH) and ``priv`` (its opaque user\n"
+	     "data).\n"
+	     "\n" RDX_READS "\n"
+	     "Wraps ``ibv_wc_read_tm_info``\n" RDX_MAN
+	     "Never run on hardware here, checked against the recording\n"
+	     "double (rxe has no tag matching).\n"
+	     "\n" RDX_RAISES("TM_INFO"));
+
+static PyObject *cqex_read_tm_info(PyObject *self, PyObject *unused)
+{
+	struct ibv_cq_ex *cq =
+		cqex_entry(self, "read_tm_info()", IBV_WC_EX_WITH_TM_INFO);
+	struct ibv_wc_tm_info tm;
+	PyObject *d;
+
+	if (cq == NULL)
+		return NULL;
+	if (cq->read_tm_info == NULL)
+		return verbs_error_fmt(EOPNOTSUPP, "ibv_wc_read_tm_info",
+				       "the provider has no op");
+	memset(&tm, 0, sizeof(tm));
+	ibv_wc_read_tm_info(cq, &tm);
+	d = PyDict_New();
+	if (d == NULL || dict_set_u64(d, "tag", tm.tag) < 0 ||
+	    dict_set_u64(d, "priv", tm.priv) < 0) {
+		Py_XDECREF(d);
+		return NULL;
+	}
+	return objects_record("WCTMInfo", d);
+}
+
 static PyObject *cqex_get_wr_id(PyObject *self, void *closure)
 {
 	struct ibv_cq_ex *cq = cqex_entry(self, "wr_id", 0);
@@ -972,6 +1060,7 @@ static PyObject *cqex_exit(PyObject *self, PyObject *args)
 static int cqex_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT(CQX(self)->cq.channel);
+	Py_VISIT(CQX(self)->pdom);
 	return handle_traverse(HANDLE(self), visit, arg);
 }
 
@@ -982,6 +1071,11 @@ static void cqex_dealloc(PyObject *self)
 
 	if (HANDLE(self)->obj != NULL && c->polling)
 		cqex_end(c);
+	/* The base closes it; a failed destroy leaves the parent domain
+	 * used, and the reference is dropped here. */
+	PyObject_GC_UnTrack(self);
+	handle_close_quiet(HANDLE(self));
+	Py_CLEAR(c->pdom);
 	PyMem_Free(c->store);
 	c->store = NULL;
 	base = (destructor)PyType_GetSlot(ST.CQ_type, Py_tp_dealloc);
@@ -1054,6 +1148,8 @@ static PyMethodDef cqex_methods[] = {
 	{ "read_cvlan", cqex_read_cvlan, METH_NOARGS, cqex_read_cvlan__doc__ },
 	{ "read_flow_tag", cqex_read_flow_tag, METH_NOARGS,
 	  cqex_read_flow_tag__doc__ },
+	{ "read_tm_info", cqex_read_tm_info, METH_NOARGS,
+	  cqex_read_tm_info__doc__ },
 	{ "close", cqex_close, METH_NOARGS, cqex_close__doc__ },
 	{ "__exit__", cqex_exit, METH_VARARGS, cqex_exit__doc__ },
 	{ NULL, NULL, 0, NULL }

@@ -40,6 +40,22 @@ PyObject *wc_new(const struct ibv_wc *wc)
 	return (PyObject *)o;
 }
 
+/* The inverse of wc_new, for the verbs that take a struct ibv_wc
+ * (ibv_init_ah_from_wc, ibv_create_ah_from_wc): a WC holds the struct
+ * itself, and a WCEx (its subclass) holds one at the same place, with
+ * the fields its CQ was not asked to report zeroed. */
+int wc_to_c(PyObject *o, const char *what, struct ibv_wc *out)
+{
+	if (!PyObject_TypeCheck(o, ST.WC_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "%s must be a WC (from CQ.poll), not %R", what,
+			     (PyObject *)Py_TYPE(o));
+		return -1;
+	}
+	*out = ((WCObject *)o)->wc;
+	return 0;
+}
+
 static void wc_dealloc(PyObject *self)
 {
 	PyTypeObject *tp = Py_TYPE(self);

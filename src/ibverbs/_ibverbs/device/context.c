@@ -3,6 +3,11 @@
  */
 #include "ibverbs.h"
 #include "device/device.h"
+#include "wq/wq.h"
+#include "xrc/xrc.h"
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
 #include <string.h>
 #include <arpa/inet.h>
 
@@ -392,6 +397,242 @@ static PyObject *context_alloc_pd(PyObject *self, PyObject *unused)
 	return (PyObject *)o;
 }
 
+/* ---- import, DMA handles, running values (issue 32) ---- */
+
+PyDoc_STRVAR(context_import_device__doc__,
+	     "Open a Context over another process's device file.\n"
+	     "\n"
+	     "``cmd_fd`` is a descriptor of the exporter's ``Context.cmd_fd``\n"
+	     "(passed over a Unix socket with SCM_RIGHTS, or inherited).\n"
+	     "The binding imports a duplicate of it: ``cmd_fd`` stays the\n"
+	     "caller's, and the Context's ``close()`` (``ibv_close_device``)\n"
+	     "closes only the duplicate. Objects of the exporter are then\n"
+	     "reached with ``import_pd()``, ``PD.import_mr()`` and\n"
+	     "``import_dm()``. Soft-RoCE has no import op (EOPNOTSUPP); the\n"
+	     "success path was never run on hardware here, checked against\n"
+	     "the recording double.\n"
+	     "\n"
+	     "Wraps ``ibv_import_device`` (man page ibv_import_device(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    cmd_fd: a file descriptor of the device's command channel.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new Context.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: cmd_fd is not an int.\n"
+	     "    ValueError: cmd_fd is out of range.\n"
+	     "    VerbsError: EBADF when cmd_fd is no open descriptor;\n"
+	     "        EOPNOTSUPP when libibverbs lacks the verb (rdma-core\n"
+	     "        < 31) or the provider cannot import; else the verb\n"
+	     "        failed (``errno``: EINVAL for a descriptor that is no\n"
+	     "        device file, ENODEV for another device's).");
+
+static PyObject *context_import_device(PyObject *cls, PyObject *args,
+				       PyObject *kw)
+{
+	static char *kwlist[] = { "cmd_fd", NULL };
+	struct ibv_context *ctx;
+	ContextObject *self;
+	PyObject *fd_o;
+	long fd;
+	int dup_fd, err;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:import_device", kwlist,
+					 &fd_o))
+		return NULL;
+	if (arg_int(fd_o, "cmd_fd", 0, INT_MAX, &fd) < 0)
+		return NULL;
+	IBV_REQUIRE_OPTIONAL(import_device, ibv_import_device, "rdma-core 31");
+	dup_fd = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);
+	if (dup_fd < 0)
+		return verbs_error_fmt(errno, "ibv_import_device", "cmd_fd %ld",
+				       fd);
+	errno = 0;
+	ctx = IBV.import_device(dup_fd);
+	err = errno ? errno : EINVAL;
+	if (ctx == NULL) {
+		close(dup_fd);
+		return verbs_error_fmt(err, "ibv_import_device", "cmd_fd %ld",
+				       fd);
+	}
+	self = (ContextObject *)PyType_GenericAlloc((PyTypeObject *)cls, 0);
+	if (self == NULL) {
+		IBV.close_device(ctx);
+		return NULL;
+	}
+	handle_init(HANDLE(self), &context_kind, NULL);
+	HANDLE(self)->obj = ctx;
+	self->name = PyUnicode_FromString(IBV.get_device_name(ctx->device));
+	if (self->name == NULL) {
+		Py_DECREF(self);
+		return NULL;
+	}
+	return (PyObject *)self;
+}
+
+PyDoc_STRVAR(context_import_pd__doc__,
+	     "Import a PD of another process that shares this device file.\n"
+	     "\n"
+	     "``pd_handle`` is the exporter's ``PD.handle``; this Context is\n"
+	     "usually ``Context.import_device()`` of its ``cmd_fd``. The PD\n"
+	     "is a child of this Context with ``imported`` True: its\n"
+	     "``close()`` wraps ``ibv_unimport_pd`` and leaves the kernel\n"
+	     "object to the exporter, which must keep it until every\n"
+	     "importer has closed. Never run on hardware here; checked\n"
+	     "against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
+	     "\n"
+	     "Wraps ``ibv_import_pd`` (man page ibv_import_pd(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    pd_handle: the PD's kernel handle (an int).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The imported PD.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: pd_handle is not an int.\n"
+	     "    ValueError: pd_handle is outside 0..2**32-1.\n"
+	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	     "        when libibverbs lacks the verb (rdma-core < 31) or the\n"
+	     "        provider cannot; else the verb failed (``errno``).");
+
+static PyObject *context_import_pd(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return pd_import((ContextObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(context_import_dm__doc__,
+	     "Import device memory of another process.\n"
+	     "\n"
+	     "``dm_handle`` is the exporter's ``DM.handle``. The import\n"
+	     "carries no size: ``length`` (the exporter's ``DM.length``)\n"
+	     "bounds ``copy_to()``/``copy_from()`` and ``reg_dm_mr()``. The\n"
+	     "DM's ``imported`` is True and its ``close()`` wraps\n"
+	     "``ibv_unimport_dm``. Never run on hardware here; checked\n"
+	     "against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
+	     "\n"
+	     "Wraps ``ibv_import_dm`` (man page ibv_import_dm(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    dm_handle: the DM's kernel handle (an int).\n"
+	     "    length: bytes of it this process may reach (0: none).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The imported DM.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an argument is not an int.\n"
+	     "    ValueError: a value is out of range.\n"
+	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	     "        when libibverbs lacks the verb (rdma-core < 35) or the\n"
+	     "        provider cannot; else the verb failed (``errno``).");
+
+static PyObject *context_import_dm(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return dm_import((ContextObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(context_alloc_dmah__doc__,
+	     "Allocate a DMA handle: steering hints for MRs' DMA.\n"
+	     "\n"
+	     "Each keyword given sets its bit of ``comp_mask``\n"
+	     "(``DMAHInitAttrMask``). Give the DMAH to\n"
+	     "``PD.reg_mr_ex(dmah=...)``. Never run on hardware here;\n"
+	     "checked against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
+	     "\n"
+	     "Wraps ``ibv_alloc_dmah`` (man page ibv_alloc_dmah(3), rdma-core\n"
+	     "59).\n"
+	     "\n"
+	     "Args:\n"
+	     "    cpu_id: the CPU whose cache the DMA should target, or None.\n"
+	     "    ph: the PCIe TLP processing hint (0..3), or None.\n"
+	     "    tph_mem_type: ``TPHMemType`` (VM, PM), or None.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new DMAH (a child of this Context).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: a value is not an int.\n"
+	     "    ValueError: a value is out of range.\n"
+	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	     "        when libibverbs lacks the verb (rdma-core < 59) or the\n"
+	     "        provider cannot; else the verb failed (``errno``).");
+
+static PyObject *context_alloc_dmah(PyObject *self, PyObject *args,
+				    PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return dmah_create((ContextObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(context_query_rt_values_ex__doc__,
+	     "Read the device's running values: its free-running clock.\n"
+	     "\n"
+	     "``raw_clock_sec``/``raw_clock_nsec`` are the clock that\n"
+	     "``WCEx.completion_ts`` counts in: sample it and the wall\n"
+	     "clock together to turn completion timestamps into time (mlx5\n"
+	     "gives ticks of ``DeviceAttrEx.hca_core_clock`` kHz in\n"
+	     "``raw_clock_nsec``). Soft-RoCE has no such op (EOPNOTSUPP);\n"
+	     "never run on hardware here, checked against the recording\n"
+	     "double.\n"
+	     "\n"
+	     "Wraps ``ibv_query_rt_values_ex`` (man page\n"
+	     "ibv_query_rt_values_ex(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    comp_mask: the ``ValuesMask`` of the values wanted.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    A ValuesEx (comp_mask: what the provider filled,\n"
+	     "    raw_clock_sec, raw_clock_nsec).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: comp_mask is not an int.\n"
+	     "    ValueError: comp_mask is out of range.\n"
+	     "    VerbsError: EBADF once the Context is closed; else the\n"
+	     "        verb failed (``errno``: EOPNOTSUPP without the op).");
+
+static PyObject *context_query_rt_values_ex(PyObject *self, PyObject *args,
+					    PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return device_query_rt_values((ContextObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(
+	context_query_port_speed__doc__,
+	"Query a port's effective speed, in units of 100 Mb/s.\n"
+	"\n"
+	"Soft-RoCE has no such op (EOPNOTSUPP); never run on hardware\n"
+	"here, checked against the recording double.\n"
+	"\n"
+	"Wraps ``ibv_query_port_speed`` (man page ibv_query_port_speed(3),\n"
+	"rdma-core 62).\n"
+	"\n"
+	"Args:\n"
+	"    port_num: the port, from 1.\n"
+	"\n"
+	"Returns:\n"
+	"    The speed (an int; 4000 is 400 Gb/s).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: port_num is not an int.\n"
+	"    ValueError: port_num is outside 0..2**32-1.\n"
+	"    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	"        when libibverbs lacks the verb (rdma-core < 62) or the\n"
+	"        provider cannot; else the verb failed (``errno``).");
+
+static PyObject *context_query_port_speed(PyObject *self, PyObject *args,
+					  PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return device_query_port_speed((ContextObject *)self, args, kw);
+}
+
 static PyObject *context_create_cq(PyObject *self, PyObject *args, PyObject *kw)
 {
 	HANDLE_CHECK(self);
@@ -454,7 +695,8 @@ PyDoc_STRVAR(context_create_cq_ex__doc__,
 	     "\n"
 	     "``init_attr`` is a ``CQInitAttrEx``: cqe, wc_flags\n"
 	     "(``CreateCQWCFlags``: the fields ``poll()`` and the\n"
-	     "``read_*()`` accessors may read; TM_INFO is not offered),\n"
+	     "``read_*()`` accessors may read; TM_INFO only\n"
+	     "``read_tm_info()``), parent_domain (a ParentDomain or None),\n"
 	     "channel, comp_vector and flags (``CreateCQAttrFlags``).\n"
 	     "\n"
 	     "Wraps ``ibv_create_cq_ex`` (man page ibv_create_cq_ex(3)).\n"
@@ -469,10 +711,12 @@ PyDoc_STRVAR(context_create_cq_ex__doc__,
 	     "    TypeError: init_attr lacks a field, or a field has the\n"
 	     "        wrong type.\n"
 	     "    ValueError: wc_flags has bits a CQEx does not take, a value\n"
-	     "        is out of range, or the channel is of another Context.\n"
-	     "    VerbsError: EBADF if the Context or channel is closed;\n"
-	     "        EOPNOTSUPP when the provider has no extended CQ; else\n"
-	     "        the verb failed (``errno``).");
+	     "        is out of range, or the channel or parent domain is of\n"
+	     "        another Context.\n"
+	     "    VerbsError: EBADF if the Context, channel or parent domain\n"
+	     "        is closed; EOPNOTSUPP when the provider has no extended\n"
+	     "        CQ (or no parent domains); else the verb failed\n"
+	     "        (``errno``).");
 
 static PyObject *context_create_cq_ex(PyObject *self, PyObject *args,
 				      PyObject *kw)
@@ -738,6 +982,8 @@ static PyMethodDef context_methods[] = {
 	  context_query_gid_table__doc__ },
 	{ "find_gid", KW context_find_gid, METH_VARARGS | METH_KEYWORDS,
 	  context_find_gid__doc__ },
+	{ "init_ah_from_wc", KW context_init_ah_from_wc,
+	  METH_VARARGS | METH_KEYWORDS, context_init_ah_from_wc__doc__ },
 	{ "get_pkey_index", context_get_pkey_index, METH_VARARGS,
 	  context_get_pkey_index__doc__ },
 	{ "get_device_index", context_get_device_index, METH_NOARGS,
@@ -764,6 +1010,42 @@ static PyMethodDef context_methods[] = {
 	  context_alloc_dm__doc__ },
 	{ "create_qp_ex", KW context_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
 	  context_create_qp_ex__doc__ },
+	{ "open_xrcd", KW context_open_xrcd, METH_VARARGS | METH_KEYWORDS,
+	  context_open_xrcd__doc__ },
+	{ "open_qp", KW context_open_qp, METH_VARARGS | METH_KEYWORDS,
+	  context_open_qp__doc__ },
+	{ "create_srq_ex", KW context_create_srq_ex,
+	  METH_VARARGS | METH_KEYWORDS, context_create_srq_ex__doc__ },
+	{ "create_wq", KW context_create_wq, METH_VARARGS | METH_KEYWORDS,
+	  context_create_wq__doc__ },
+	{ "create_rwq_ind_table", KW context_create_rwq_ind_table,
+	  METH_VARARGS | METH_KEYWORDS, context_create_rwq_ind_table__doc__ },
+	{ "import_device", KW context_import_device,
+	  METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+	  context_import_device__doc__ },
+	{ "import_pd", KW context_import_pd, METH_VARARGS | METH_KEYWORDS,
+	  context_import_pd__doc__ },
+	{ "import_dm", KW context_import_dm, METH_VARARGS | METH_KEYWORDS,
+	  context_import_dm__doc__ },
+	{ "alloc_dmah", KW context_alloc_dmah, METH_VARARGS | METH_KEYWORDS,
+	  context_alloc_dmah__doc__ },
+	{ "query_rt_values_ex", KW context_query_rt_values_ex,
+	  METH_VARARGS | METH_KEYWORDS, context_query_rt_values_ex__doc__ },
+	{ "query_port_speed", KW context_query_port_speed,
+	  METH_VARARGS | METH_KEYWORDS, context_query_port_speed__doc__ },
+	/* domains, counters, flow actions (mem/domain.c, counters/,
+	 * qp/flow_action.c) */
+	{ "alloc_td", td_create, METH_NOARGS, td_create__doc__ },
+	{ "alloc_parent_domain", KW parent_domain_create,
+	  METH_VARARGS | METH_KEYWORDS, parent_domain_create__doc__ },
+	{ "create_counters", counters_create, METH_NOARGS,
+	  counters_create__doc__ },
+	{ "create_comp_cntr", KW comp_cntr_create, METH_VARARGS | METH_KEYWORDS,
+	  comp_cntr_create__doc__ },
+	{ "query_comp_cntr_caps", comp_cntr_query_caps, METH_NOARGS,
+	  comp_cntr_query_caps__doc__ },
+	{ "create_flow_action_esp", KW flow_action_esp_create,
+	  METH_VARARGS | METH_KEYWORDS, flow_action_esp_create__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
 

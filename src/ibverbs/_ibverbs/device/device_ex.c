@@ -16,23 +16,7 @@
 /* ibverbs._objects.<name>(**d); steals d. */
 static PyObject *record(const char *name, PyObject *d)
 {
-	PyObject *mod, *cls, *res;
-
-	if (d == NULL)
-		return NULL;
-	mod = module_cached(&ST.mod_objects, "ibverbs._objects");
-	if (mod == NULL) {
-		Py_DECREF(d);
-		return NULL;
-	}
-	cls = PyObject_GetAttrString(mod, name);
-	if (cls == NULL) {
-		Py_DECREF(d);
-		return NULL;
-	}
-	res = make_record(cls, d);
-	Py_DECREF(cls);
-	return res;
+	return objects_record(name, d);
 }
 
 /* d[key] = record(name, sub); steals sub.  0 / -1. */

@@ -24,4 +24,46 @@ int mw_parse(PyObject *o, const char *name);
 /* mw.c, for SendWR.bind_info: an MWBindInfo of *bi and mr. */
 PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi, PyObject *mr);
 
+/* ------------------------------------------------------------------ */
+/* Buffers, DMA handles, device memory, imported objects (issue 32)    */
+/* ------------------------------------------------------------------ */
+
+/* dm.c's object, shared with import.c (Context.import_dm). */
+typedef struct {
+	Handle h; /* obj: struct ibv_dm *; parent: Context */
+	uint64_t length;
+	uint32_t log_align_req;
+} DMObject;
+
+/* buf.c: a buffer from ibv_alloc_buf (obj: struct ibv_buf *; parent:
+ * PD).  Its MRs (PD.reg_buf_mr, PD.reg_mr_ex(buf=...)) use it. */
+typedef struct {
+	Handle h;
+	uint64_t addr; /* what ibv_alloc_buf returned */
+	uint64_t size;
+} BufObject;
+
+/* dmah.c: a DMA handle (obj: struct ibv_dmah *; parent: Context).  The
+ * MRs registered with it (PD.reg_mr_ex(dmah=...)) use it. */
+typedef struct {
+	Handle h;
+	uint32_t comp_mask;
+	uint32_t cpu_id;
+	uint8_t ph;
+	uint8_t tph_mem_type;
+} DMAHObject;
+
+/* o an open Buf of the PD pd (TypeError, EBADF, ValueError otherwise).
+ * buf.c.  0 or -1. */
+int buf_check(PyObject *o, PDObject *pd);
+/* o an open DMAH of pd's Context.  dmah.c.  0 or -1. */
+int dmah_check(PyObject *o, PDObject *pd);
+
+/* import.c: the kinds of imported objects, whose close() unimports. */
+extern const HandleKind pd_imported_kind, mr_imported_kind, dm_imported_kind;
+/* Whether h was imported (its kind is one of the above). */
+int handle_is_imported(Handle *h);
+/* import.c: PD.import_mr(mr_handle) */
+PyObject *mr_import(PDObject *pd, PyObject *args, PyObject *kw);
+
 #endif /* IBVERBS_MEM_MEM_H */

@@ -3,6 +3,7 @@
  * (MR, QP, SRQ, AH), which live in their own files.
  */
 #include "ibverbs.h"
+#include "mem/mem.h"
 
 static int pd_destroy(Handle *h)
 {
@@ -358,6 +359,176 @@ static PyObject *pd_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
 	return qpex_create((PDObject *)self, args, kw);
 }
 
+/* ---- memory and import verbs (issue 32) ---- */
+
+PyDoc_STRVAR(pd_reg_mr_ex__doc__,
+	     "Register memory described by ``struct ibv_mr_init_attr``.\n"
+	     "\n"
+	     "Each keyword given sets its bit of ``comp_mask``\n"
+	     "(``MRInitAttrMask``): ``addr`` (ADDR) and ``iova`` (IOVA)\n"
+	     "for host memory at a chosen iova, ``fd`` and ``fd_offset``\n"
+	     "(FD, FD_OFFSET; with IOVA) for a dma-buf, ``dmah`` (DMAH) for\n"
+	     "DMA hints, ``buf`` (BUF; with ADDR inside it) for a Buf.\n"
+	     "``MR.addr`` is the address work requests use: ``iova`` when\n"
+	     "given, else ``addr``, else ``fd_offset``. The MR uses its Buf\n"
+	     "and DMAH (their ``close()`` refuses with EBUSY until it is\n"
+	     "closed). Pinning runs with the GIL released. Soft-RoCE\n"
+	     "registers ADDR/IOVA through libibverbs' translation to\n"
+	     "``reg_mr``; DMAH is checked against the recording double only.\n"
+	     "\n"
+	     "Wraps ``ibv_reg_mr_ex`` (man page ibv_reg_mr(3), rdma-core 59).\n"
+	     "\n"
+	     "Args:\n"
+	     "    length: bytes, 1 or more.\n"
+	     "    access: ``AccessFlags``.\n"
+	     "    addr: start address of host memory (an int), or None.\n"
+	     "    iova: the address work requests use, or None.\n"
+	     "    fd: a dma-buf file descriptor, or None.\n"
+	     "    fd_offset: the start within the dma-buf, or None.\n"
+	     "    dmah: a DMAH of this PD's Context, or None.\n"
+	     "    buf: a Buf of this PD, or None.\n"
+	     "    owner: the object whose memory this is, or None.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new MR.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: a value is not an int, dmah is not a DMAH or buf\n"
+	     "        not a Buf.\n"
+	     "    ValueError: length is 0, addr + length overflows, a value\n"
+	     "        is out of range, or dmah/buf belongs elsewhere.\n"
+	     "    VerbsError: EBADF once the PD, dmah or buf is closed;\n"
+	     "        EOPNOTSUPP when libibverbs lacks the verb (rdma-core\n"
+	     "        < 59) or the provider cannot (a DMAH on Soft-RoCE);\n"
+	     "        else the verb failed (``errno``, EINVAL for a mask\n"
+	     "        combination libibverbs refuses).");
+
+static PyObject *pd_reg_mr_ex(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return mr_create_ex((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(
+	pd_alloc_buf__doc__,
+	"Allocate a buffer the way the provider prefers for this PD.\n"
+	"\n"
+	"libibverbs' own allocator (the one Soft-RoCE gets) returns\n"
+	"page-aligned host memory; a provider may back it with a\n"
+	"dma-buf. Register it with ``reg_buf_mr()``.\n"
+	"\n"
+	"Wraps ``ibv_alloc_buf`` (man page ibv_alloc_buf(3), rdma-core 64).\n"
+	"\n"
+	"Args:\n"
+	"    size: bytes, 1 or more.\n"
+	"\n"
+	"Returns:\n"
+	"    The new Buf (a child of this PD).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: size is not an int.\n"
+	"    ValueError: size is 0 or out of range.\n"
+	"    VerbsError: EBADF once the PD is closed; EOPNOTSUPP when\n"
+	"        libibverbs lacks the verb (rdma-core < 64); else the\n"
+	"        verb failed (``errno``, e.g. ENOMEM).");
+
+static PyObject *pd_alloc_buf(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return buf_create((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_reg_buf_mr__doc__,
+	     "Register ``length`` bytes at ``addr`` within a Buf.\n"
+	     "\n"
+	     "``addr`` is ``buf.addr`` or an address inside the buffer; the\n"
+	     "range must stay inside it (libibverbs answers EINVAL). The MR\n"
+	     "uses the Buf: ``buf.close()`` refuses with EBUSY until the MR\n"
+	     "is closed. Runs with the GIL released.\n"
+	     "\n"
+	     "Wraps ``ibv_reg_buf_mr`` (man page ibv_alloc_buf(3), rdma-core\n"
+	     "64).\n"
+	     "\n"
+	     "Args:\n"
+	     "    buf: a Buf of this PD.\n"
+	     "    addr: the start address, inside the buffer.\n"
+	     "    length: bytes, 1 or more.\n"
+	     "    access: ``AccessFlags``.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new MR (``MR.buf`` is the Buf).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: buf is not a Buf, or a value is not an int.\n"
+	     "    ValueError: buf was allocated for another PD, length is\n"
+	     "        0, or a value is out of range.\n"
+	     "    VerbsError: EBADF once the PD or buf is closed; else the\n"
+	     "        verb failed (``errno``: EINVAL outside the buffer).");
+
+static PyObject *pd_reg_buf_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return mr_create_buf((PDObject *)self, args, kw);
+}
+
+PyDoc_STRVAR(pd_alloc_null_mr__doc__,
+	     "Allocate a null MR: reads through it give zeros, writes are\n"
+	     "dropped.\n"
+	     "\n"
+	     "Wraps ``ibv_alloc_null_mr`` (man page ibv_alloc_null_mr(3)).\n"
+	     "Soft-RoCE has no such op (EOPNOTSUPP); never run on hardware\n"
+	     "here, checked against the recording double.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The new MR (its lkey goes into SGEs).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the PD is closed; else the verb\n"
+	     "        failed (``errno``: EOPNOTSUPP without the op).");
+
+static PyObject *pd_alloc_null_mr(PyObject *self, PyObject *unused)
+{
+	HANDLE_CHECK(self);
+	return mr_alloc_null((PDObject *)self);
+}
+
+PyDoc_STRVAR(pd_import_mr__doc__,
+	     "Import an MR of another process into this PD.\n"
+	     "\n"
+	     "``mr_handle`` is the exporter's ``MR.handle``; this PD is the\n"
+	     "import of its PD (``Context.import_pd()``). The MR's addr,\n"
+	     "length and keys are the exporter's; ``MR.imported`` is True\n"
+	     "and its ``close()`` wraps ``ibv_unimport_mr`` (the exporter\n"
+	     "still owns the registration and must keep it until every\n"
+	     "importer has closed). Never run on hardware here; checked\n"
+	     "against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
+	     "\n"
+	     "Wraps ``ibv_import_mr`` (man page ibv_import_mr(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    mr_handle: the MR's kernel handle (an int).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The imported MR.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: mr_handle is not an int.\n"
+	     "    ValueError: mr_handle is outside 0..2**32-1.\n"
+	     "    VerbsError: EBADF once the PD is closed; EOPNOTSUPP when\n"
+	     "        libibverbs lacks the verb (rdma-core < 31) or the\n"
+	     "        provider cannot; else the verb failed (``errno``).");
+
+static PyObject *pd_import_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	HANDLE_CHECK(self);
+	return mr_import((PDObject *)self, args, kw);
+}
+
+static PyObject *pd_get_imported(PyObject *self, void *closure)
+{
+	return PyBool_FromLong(handle_is_imported(HANDLE(self)));
+}
+
 static PyObject *pd_get_handle(PyObject *self, void *closure)
 {
 	HANDLE_CHECK(self);
@@ -392,6 +563,8 @@ static PyMethodDef pd_methods[] = {
 	  pd_create_srq__doc__ },
 	{ "create_ah", KW pd_create_ah, METH_VARARGS | METH_KEYWORDS,
 	  pd_create_ah__doc__ },
+	{ "create_ah_from_wc", KW pd_create_ah_from_wc,
+	  METH_VARARGS | METH_KEYWORDS, pd_create_ah_from_wc__doc__ },
 	{ "reg_dm_mr", KW pd_reg_dm_mr, METH_VARARGS | METH_KEYWORDS,
 	  pd_reg_dm_mr__doc__ },
 	{ "reg_implicit_odp_mr", KW pd_reg_implicit_odp_mr,
@@ -402,6 +575,16 @@ static PyMethodDef pd_methods[] = {
 	  pd_alloc_mw__doc__ },
 	{ "create_qp_ex", KW pd_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
 	  pd_create_qp_ex__doc__ },
+	{ "reg_mr_ex", KW pd_reg_mr_ex, METH_VARARGS | METH_KEYWORDS,
+	  pd_reg_mr_ex__doc__ },
+	{ "alloc_buf", KW pd_alloc_buf, METH_VARARGS | METH_KEYWORDS,
+	  pd_alloc_buf__doc__ },
+	{ "reg_buf_mr", KW pd_reg_buf_mr, METH_VARARGS | METH_KEYWORDS,
+	  pd_reg_buf_mr__doc__ },
+	{ "alloc_null_mr", pd_alloc_null_mr, METH_NOARGS,
+	  pd_alloc_null_mr__doc__ },
+	{ "import_mr", KW pd_import_mr, METH_VARARGS | METH_KEYWORDS,
+	  pd_import_mr__doc__ },
 	HANDLE_METHODS_END
 };
 
@@ -410,8 +593,13 @@ static PyGetSetDef pd_getset[] = {
 	  "The PD's kernel handle (``ibv_pd.handle``).", NULL },
 	{ "context", handle_get_parent, NULL, "The Context this PD belongs to.",
 	  NULL },
+	{ "imported", pd_get_imported, NULL,
+	  "True for a PD of ``Context.import_pd()``: ``close()`` then\n"
+	  "wraps ``ibv_unimport_pd`` (the exporting process owns it).",
+	  NULL },
 	HANDLE_GETSETS_END
 };
 
-HANDLE_TYPE_SPEC(PD_spec, "PD", PDObject, 0, pd__doc__, handle_tp_dealloc,
-		 handle_tp_traverse, pd_repr, pd_methods, pd_getset);
+HANDLE_TYPE_SPEC(PD_spec, "PD", PDObject, Py_TPFLAGS_BASETYPE, pd__doc__,
+		 handle_tp_dealloc, handle_tp_traverse, pd_repr, pd_methods,
+		 pd_getset);

@@ -1,6 +1,8 @@
 /*
  * ah.c - AH: an address handle (ibv_ah), the destination of a UD send.
- * A SendWR that names an AH holds a reference to it (wr.c).
+ * A SendWR that names an AH holds a reference to it (wr.c).  Also the
+ * address of a UD sender from its receive completion and GRH
+ * (PD.create_ah_from_wc, Context.init_ah_from_wc).
  */
 #include "ibverbs.h"
 
@@ -11,6 +13,20 @@ static int ah_destroy(Handle *h)
 
 static const HandleKind ah_kind = { "AH", "ibv_destroy_ah", ah_destroy, NULL };
 
+/* The AH object for a new ibv_ah of pd (destroyed if that fails). */
+static PyObject *ah_wrap(PDObject *pd, struct ibv_ah *ah)
+{
+	AHObject *self = HANDLE_ALLOC(AHObject, ST.AH_type);
+
+	if (self == NULL) {
+		IBV.destroy_ah(ah);
+		return NULL;
+	}
+	handle_init(HANDLE(self), &ah_kind, HANDLE(pd));
+	HANDLE(self)->obj = ah;
+	return (PyObject *)self;
+}
+
 /* PD.create_ah(attr): attr is an AHAttr or any object with its fields. */
 PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw)
 {
@@ -18,7 +34,6 @@ PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw)
 	struct ibv_ah_attr attr;
 	struct ibv_ah *ah;
 	PyObject *attr_o;
-	AHObject *self;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_ah", kwlist,
 					 &attr_o))
@@ -33,14 +48,158 @@ PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw)
 	ah = IBV.create_ah((struct ibv_pd *)HANDLE(pd)->obj, &attr);
 	if (ah == NULL)
 		return verbs_error_errno("ibv_create_ah");
-	self = HANDLE_ALLOC(AHObject, ST.AH_type);
-	if (self == NULL) {
-		IBV.destroy_ah(ah);
+	return ah_wrap(pd, ah);
+}
+
+/* ------------------------------------------------------------------ */
+/* Replies to a UD sender: the address from its receive completion     */
+/* ------------------------------------------------------------------ */
+
+/* The GRH bytes a UD receive put in front of the payload: for RoCE v2
+ * over IPv4 the last 20 hold the IPv4 header. */
+#define GRH_LEN ((size_t)sizeof(struct ibv_grh))
+
+/* port, wc and grh of both verbs, converted and checked, then self's
+ * handle again (reading the buffer may have run Python code that closed
+ * it); 0 or -1. */
+static int from_wc_args(PyObject *self, PyObject *port_o, PyObject *wc_o,
+			PyObject *grh_o, uint8_t *port, struct ibv_wc *wc,
+			struct ibv_grh *grh)
+{
+	long p;
+
+	if (arg_int(port_o, "port", 1, UINT8_MAX, &p) < 0 ||
+	    wc_to_c(wc_o, "wc", wc) < 0 ||
+	    arg_bytes_prefix(grh_o, "grh", grh, GRH_LEN) < 0)
+		return -1;
+	*port = (uint8_t)p;
+	return handle_check(HANDLE(self));
+}
+
+const char context_init_ah_from_wc__doc__[] = PyDoc_STR(
+	"The address of the sender of a UD receive, to reply to it.\n"
+	"\n"
+	"libibverbs reads the completion (slid, sl, dlid_path_bits and\n"
+	"the GRH flag of ``wc_flags``) and, when the GRH flag is set, the\n"
+	"GRH bytes the receive wrote in front of the payload: the sender's\n"
+	"GID becomes ``dgid``, and the local GID the packet was sent to\n"
+	"gives ``sgid_index`` (for RoCE v2 over IPv4 the last 20 of the 40\n"
+	"bytes are the IPv4 header). Runs with the GIL released; no\n"
+	"provider op is called.\n"
+	"\n"
+	"Wraps ``ibv_init_ah_from_wc`` (man page ibv_init_ah_from_wc(3)).\n"
+	"\n"
+	"Args:\n"
+	"    port: the port the receive came in on, 1..255.\n"
+	"    wc: the receive's WC (or WCEx), from ``CQ.poll()``.\n"
+	"    grh: the receive buffer, or any bytes-like object that starts\n"
+	"        with its 40 GRH bytes (bytes, bytearray, memoryview, a\n"
+	"        numpy array, ...; C-contiguous); only the first 40 bytes\n"
+	"        are read. ``memoryview(buf)[offset:]`` names a GRH inside\n"
+	"        a larger buffer.\n"
+	"\n"
+	"Returns:\n"
+	"    An AHAttr for ``PD.create_ah``.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: wc is not a WC, or grh not bytes-like.\n"
+	"    ValueError: port out of range, or grh under 40 bytes.\n"
+	"    VerbsError: EBADF once the Context is closed; else the verb\n"
+	"        failed (``errno``: EINVAL for a GRH addressed to a\n"
+	"        multicast group, EPROTONOSUPPORT for bytes that are no\n"
+	"        GRH, or the local GID the packet names was not found).");
+
+PyObject *context_init_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "port", "wc", "grh", NULL };
+	PyObject *port_o, *wc_o, *grh_o;
+	struct ibv_ah_attr attr;
+	struct ibv_grh grh;
+	struct ibv_wc wc;
+	uint8_t port;
+	int rc, err;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:init_ah_from_wc",
+					 kwlist, &port_o, &wc_o, &grh_o))
 		return NULL;
-	}
-	handle_init(HANDLE(self), &ah_kind, HANDLE(pd));
-	HANDLE(self)->obj = ah;
-	return (PyObject *)self;
+	IBV_REQUIRE_OPTIONAL(init_ah_from_wc, ibv_init_ah_from_wc,
+			     "libibverbs 1.1");
+	if (from_wc_args(self, port_o, wc_o, grh_o, &port, &wc, &grh) < 0)
+		return NULL;
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+	errno = 0;
+	rc = IBV.init_ah_from_wc((struct ibv_context *)HANDLE(self)->obj, port,
+				 &wc, &grh, &attr);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+	if (rc != 0)
+		return verbs_error_fmt(err ? err : (rc > 0 ? rc : EINVAL),
+				       "ibv_init_ah_from_wc",
+				       "port %u, src_qp %u, wc_flags 0x%x",
+				       port, wc.src_qp, wc.wc_flags);
+	return ah_attr_to_py(&attr);
+}
+
+const char pd_create_ah_from_wc__doc__[] = PyDoc_STR(
+	"Create an address handle to the sender of a UD receive.\n"
+	"\n"
+	"What ``Context.init_ah_from_wc`` computes, then\n"
+	"``ibv_create_ah``, in one verb: the answer to a UD request needs\n"
+	"no address exchange. Send it to ``wc.src_qp`` with the Q_Key the\n"
+	"two sides agreed on.\n"
+	"\n"
+	"Wraps ``ibv_create_ah_from_wc`` (man page ibv_create_ah_from_wc(3)).\n"
+	"\n"
+	"Args:\n"
+	"    wc: the receive's WC (or WCEx), from ``CQ.poll()``.\n"
+	"    grh: the receive buffer, or any bytes-like object that starts\n"
+	"        with its 40 GRH bytes (see ``Context.init_ah_from_wc``).\n"
+	"    port: the port the receive came in on, 1..255.\n"
+	"\n"
+	"Returns:\n"
+	"    The new AH, a child of this PD.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: wc is not a WC, or grh not bytes-like.\n"
+	"    ValueError: port out of range, or grh under 40 bytes.\n"
+	"    VerbsError: EBADF once the PD is closed; else the verb\n"
+	"        failed (``errno``, as for ``Context.init_ah_from_wc``).");
+
+PyObject *pd_create_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "wc", "grh", "port", NULL };
+	PyObject *port_o, *wc_o, *grh_o;
+	struct ibv_grh grh;
+	struct ibv_wc wc;
+	struct ibv_ah *ah;
+	uint8_t port;
+	int err;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:create_ah_from_wc",
+					 kwlist, &wc_o, &grh_o, &port_o))
+		return NULL;
+	IBV_REQUIRE_OPTIONAL(create_ah_from_wc, ibv_create_ah_from_wc,
+			     "libibverbs 1.1");
+	if (from_wc_args(self, port_o, wc_o, grh_o, &port, &wc, &grh) < 0)
+		return NULL;
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+	errno = 0;
+	ah = IBV.create_ah_from_wc((struct ibv_pd *)HANDLE(self)->obj, &wc,
+				   &grh, port);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+	if (ah == NULL)
+		return verbs_error_fmt(err ? err : EINVAL,
+				       "ibv_create_ah_from_wc",
+				       "port %u, src_qp %u, wc_flags 0x%x",
+				       port, wc.src_qp, wc.wc_flags);
+	return ah_wrap((PDObject *)self, ah);
 }
 
 static PyObject *ah_get_handle(PyObject *self, void *closure)

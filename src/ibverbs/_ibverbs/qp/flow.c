@@ -8,7 +8,11 @@
  * size}; attr.size is the whole buffer's.  ibverbs.flow.FlowAttr builds
  * it (to_bytes()); QP.create_flow() walks it once more before handing it
  * to the provider, so a malformed buffer is a ValueError, never a read
- * past its end.  ibv_create_flow and ibv_destroy_flow are static inline
+ * past its end.  The two specs that carry a pointer (ACTION_HANDLE: a
+ * FlowAction; ACTION_COUNT: a Counters object) come null in the buffer;
+ * flow_fill_objects writes the pointers of the objects the FlowAttr
+ * names (FlowAttr._objects()), after checking each is open and of the
+ * QP's Context, so raw bytes can never hand the provider an address.  ibv_create_flow and ibv_destroy_flow are static inline
  * (verbs_get_ctx_op; EOPNOTSUPP when the provider has no op).
  */
 #include "ibverbs.h"
@@ -77,6 +81,80 @@ static int flow_buf_check(const char *p, Py_ssize_t n)
 	return 0;
 }
 
+/* The ibv_flow_spec_action_handle / ibv_flow_spec_counter_action spec at
+ * p (index i, type t) pointing to objs[i], an open object of tp on the
+ * Context ctx: its pointer written.  0, or -1 with an exception. */
+static int flow_fill_one(char *p, int i, uint32_t t, PyObject *objs,
+			 Handle *ctx)
+{
+	int is_count = t == IBV_FLOW_SPEC_ACTION_COUNT;
+	PyTypeObject *tp = is_count ? ST.Counters_type : ST.FlowAction_type;
+	size_t want = is_count ? sizeof(struct ibv_flow_spec_counter_action) :
+				 sizeof(struct ibv_flow_spec_action_handle);
+	PyObject *o = objs ? PyTuple_GetItem(objs, i) : NULL;
+	void *ptr;
+
+	if (((struct spec_hdr *)p)->size != want) {
+		PyErr_Format(PyExc_ValueError, "spec %d has size %u, not %zu",
+			     i, (unsigned)((struct spec_hdr *)p)->size, want);
+		return -1;
+	}
+	if (o == NULL || !PyObject_TypeCheck(o, tp)) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_TypeError,
+			     "spec %d points to a %s: give a FlowAttr whose "
+			     "spec holds one (FlowSpecAction%s)",
+			     i, is_count ? "Counters" : "FlowAction",
+			     is_count ? "Count" : "Handle");
+		return -1;
+	}
+	if (handle_check(HANDLE(o)) < 0)
+		return -1;
+	if (HANDLE(o)->parent != ctx) {
+		PyErr_Format(PyExc_ValueError,
+			     "spec %d: the %s belongs to another Context", i,
+			     is_count ? "Counters" : "FlowAction");
+		return -1;
+	}
+	ptr = HANDLE(o)->obj;
+	if (is_count)
+		memcpy(p + offsetof(struct ibv_flow_spec_counter_action,
+				    counters),
+		       &ptr, sizeof(ptr));
+	else
+		memcpy(p + offsetof(struct ibv_flow_spec_action_handle, action),
+		       &ptr, sizeof(ptr));
+	return 0;
+}
+
+/* The pointers of a checked buffer's object specs, from objs (a tuple,
+ * one item per spec, or NULL for raw bytes).  0, or -1 with an
+ * exception. */
+static int flow_fill_objects(struct ibv_flow_attr *attr, PyObject *objs,
+			     Handle *ctx)
+{
+	char *p = (char *)attr + sizeof(*attr);
+	int i;
+
+	if (objs != NULL && PyTuple_Size(objs) != attr->num_of_specs) {
+		PyErr_Format(PyExc_ValueError,
+			     "FlowAttr._objects() has %zd items for %u specs",
+			     PyTuple_Size(objs), (unsigned)attr->num_of_specs);
+		return -1;
+	}
+	for (i = 0; i < attr->num_of_specs; i++) {
+		struct spec_hdr h;
+
+		memcpy(&h, p, sizeof(h));
+		if ((h.type == IBV_FLOW_SPEC_ACTION_COUNT ||
+		     h.type == IBV_FLOW_SPEC_ACTION_HANDLE) &&
+		    flow_fill_one(p, i, h.type, objs, ctx) < 0)
+			return -1;
+		p += h.size;
+	}
+	return 0;
+}
+
 /* isinstance(o, ibverbs.flow.FlowAttr): 1, 0, or -1 with an error. */
 static int flow_is_attr(PyObject *o)
 {
@@ -98,7 +176,10 @@ const char qp_create_flow__doc__[] = PyDoc_STR(
 	"\n"
 	"``flow_attr`` is an ``ibverbs.flow.FlowAttr`` or its\n"
 	"``to_bytes()``; the buffer's sizes are checked before the\n"
-	"provider reads it. The Flow is a child of the QP.\n"
+	"provider reads it. The Flow is a child of the QP. Specs that\n"
+	"point to a FlowAction or Counters object\n"
+	"(``FlowSpecActionHandle``, ``FlowSpecActionCount``) need the\n"
+	"FlowAttr: their pointers are filled in from its objects.\n"
 	"\n"
 	"Wraps ``ibv_create_flow`` (man page ibv_create_flow(3)).\n"
 	"\n"
@@ -109,9 +190,12 @@ const char qp_create_flow__doc__[] = PyDoc_STR(
 	"    The new Flow.\n"
 	"\n"
 	"Raises:\n"
-	"    TypeError: flow_attr is neither a FlowAttr nor bytes.\n"
-	"    ValueError: the buffer is malformed (sizes, spec count).\n"
-	"    VerbsError: EBADF once the QP is closed; EOPNOTSUPP when\n"
+	"    TypeError: flow_attr is neither a FlowAttr nor bytes, or a\n"
+	"        pointer spec comes without its object.\n"
+	"    ValueError: the buffer is malformed (sizes, spec count), or\n"
+	"        a spec's object belongs to another Context.\n"
+	"    VerbsError: EBADF once the QP or a spec's object is closed;\n"
+	"        EOPNOTSUPP when\n"
 	"        the provider has no flow steering; else the verb failed\n"
 	"        (``errno``, e.g. EINVAL for an unsupported spec).");
 
@@ -120,7 +204,7 @@ const char qp_create_flow__doc__[] = PyDoc_STR(
 PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "flow_attr", NULL };
-	PyObject *o, *b;
+	PyObject *o, *b, *objs = NULL;
 	struct ibv_flow_attr *attr;
 	struct ibv_flow *flow;
 	FlowObject *self;
@@ -155,27 +239,43 @@ PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
 				"flow_attr.to_bytes() must return bytes");
 			return NULL;
 		}
+		objs = PyObject_CallMethod(o, "_objects", NULL);
+		if (objs == NULL || !PyTuple_Check(objs)) {
+			if (objs != NULL)
+				PyErr_SetString(PyExc_TypeError,
+						"FlowAttr._objects() must "
+						"return a tuple");
+			Py_XDECREF(objs);
+			Py_DECREF(b);
+			return NULL;
+		}
 	}
 	if (PyBytes_AsStringAndSize(b, &p, &n) < 0 ||
 	    flow_buf_check(p, n) < 0) {
 		Py_DECREF(b);
+		Py_XDECREF(objs);
 		return NULL;
 	}
 	/* An aligned copy: providers read the structs in place. */
 	attr = PyMem_Malloc((size_t)n);
 	if (attr == NULL) {
 		Py_DECREF(b);
+		Py_XDECREF(objs);
 		return PyErr_NoMemory();
 	}
 	memcpy(attr, p, (size_t)n);
 	Py_DECREF(b);
 	self = HANDLE_ALLOC(FlowObject, ST.Flow_type);
-	/* to_bytes() ran Python code: the QP may be closed now. */
-	if (self == NULL || handle_check(HANDLE(qp)) < 0) {
+	/* to_bytes() ran Python code: the QP may be closed now.  No Python
+	 * code runs from the pointers' checks to the verb. */
+	if (self == NULL || handle_check(HANDLE(qp)) < 0 ||
+	    flow_fill_objects(attr, objs, HANDLE(qp)->parent->parent) < 0) {
 		Py_XDECREF(self);
+		Py_XDECREF(objs);
 		PyMem_Free(attr);
 		return NULL;
 	}
+	Py_XDECREF(objs);
 	errno = 0;
 	flow = ibv_create_flow((struct ibv_qp *)HANDLE(qp)->obj, attr);
 	err = errno ? errno : EINVAL;
@@ -226,6 +326,12 @@ PyObject *flow_mod_layouts(PyObject *mod, PyObject *unused)
 	L("action_tag", struct ibv_flow_spec_action_tag,
 	  offsetof(struct ibv_flow_spec_action_tag, tag_id), 0, 4)
 	L("action_drop", struct ibv_flow_spec_action_drop, 0, 0, 0)
+	L("action_handle", struct ibv_flow_spec_action_handle,
+	  offsetof(struct ibv_flow_spec_action_handle, action), 0,
+	  sizeof(void *))
+	L("action_count", struct ibv_flow_spec_counter_action,
+	  offsetof(struct ibv_flow_spec_counter_action, counters), 0,
+	  sizeof(void *))
 #undef S
 #undef L
 		/* clang-format on */

@@ -25,7 +25,9 @@
 #include "ibverbs.h"
 #include "qp/qp.h"
 #include "wr/wr.h"
+#include <arpa/inet.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The Raises section of to_init and to_rts, which take only ints (state:
@@ -62,8 +64,40 @@ static const char *type_name(int t)
 /* Lifetime                                                            */
 /* ------------------------------------------------------------------ */
 
+/* One group of QPObject.mcast. */
+struct qp_mcast_group {
+	union ibv_gid gid;
+	uint16_t lid;
+};
+
+static int mcast_find(QPObject *q, const union ibv_gid *gid, uint16_t lid)
+{
+	int i;
+
+	for (i = 0; i < q->n_mcast; i++)
+		if (q->mcast[i].lid == lid &&
+		    memcmp(q->mcast[i].gid.raw, gid->raw, 16) == 0)
+			return i;
+	return -1;
+}
+
+void qp_leave_groups(Handle *h)
+{
+	QPObject *q = (QPObject *)h;
+	int i, kept = 0;
+
+	/* A group that will not let go stays listed; ibv_destroy_qp then
+	 * fails with EBUSY and the QP stays open. */
+	for (i = 0; i < q->n_mcast; i++)
+		if (IBV.detach_mcast((struct ibv_qp *)h->obj, &q->mcast[i].gid,
+				     q->mcast[i].lid) != 0)
+			q->mcast[kept++] = q->mcast[i];
+	q->n_mcast = kept;
+}
+
 static int qp_destroy(Handle *h)
 {
+	qp_leave_groups(h);
 	return IBV.destroy_qp((struct ibv_qp *)h->obj);
 }
 
@@ -75,6 +109,8 @@ void qp_release(Handle *h)
 	handle_unuse_clear(&q->send_cq);
 	handle_unuse_clear(&q->recv_cq);
 	handle_unuse_clear(&q->srq);
+	handle_unuse_clear(&q->xrcd);
+	handle_unuse_clear(&q->ind_tbl);
 }
 
 static const HandleKind qp_kind = { "QP", "ibv_destroy_qp", qp_destroy,
@@ -88,6 +124,8 @@ static int qp_traverse(PyObject *self, visitproc visit, void *arg)
 	Py_VISIT(q->recv_cq);
 	Py_VISIT(q->srq);
 	Py_VISIT(q->cmid);
+	Py_VISIT(q->xrcd);
+	Py_VISIT(q->ind_tbl);
 	return handle_traverse(HANDLE(self), visit, arg);
 }
 
@@ -103,6 +141,10 @@ static void qp_dealloc(PyObject *self)
 	Py_CLEAR(q->recv_cq);
 	Py_CLEAR(q->srq);
 	Py_CLEAR(q->cmid);
+	PyMem_Free(q->mcast);
+	q->mcast = NULL;
+	Py_CLEAR(q->xrcd);
+	Py_CLEAR(q->ind_tbl);
 	handle_dealloc(HANDLE(self));
 }
 
@@ -236,17 +278,31 @@ static int get_sig_all(PyObject *ia, int *out)
  * and SRQ (srq may be NULL) go to the caller. */
 static int read_init_attr(PDObject *pd, PyObject *ia,
 			  struct ibv_qp_init_attr *init, PyObject **scq,
-			  PyObject **rcq, PyObject **srq)
+			  PyObject **rcq, PyObject **srq, int flags)
 {
 	struct ibv_qp_cap *c = &init->cap;
 
 	memset(init, 0, sizeof(*init));
-	*scq = get_cq(pd, ia, "send_cq", NULL);
-	if (*scq == NULL)
-		return -1;
-	*rcq = get_cq(pd, ia, "recv_cq", *scq);
-	if (*rcq == NULL)
-		return -1;
+	if (flags & QP_CREATE_NO_CQ) {
+		/* An XRC receive or RSS QP: CQs only where given. */
+		*scq = get_cq(pd, ia, "send_cq", Py_None);
+		if (*scq == Py_None)
+			Py_CLEAR(*scq);
+		else if (*scq == NULL)
+			return -1;
+		*rcq = get_cq(pd, ia, "recv_cq", *scq ? *scq : Py_None);
+		if (*rcq == Py_None)
+			Py_CLEAR(*rcq);
+		else if (*rcq == NULL)
+			return -1;
+	} else {
+		*scq = get_cq(pd, ia, "send_cq", NULL);
+		if (*scq == NULL)
+			return -1;
+		*rcq = get_cq(pd, ia, "recv_cq", *scq);
+		if (*rcq == NULL)
+			return -1;
+	}
 	if (get_srq(pd, ia, srq) < 0 || get_qp_type(ia, &init->qp_type) < 0 ||
 	    get_sig_all(ia, &init->sq_sig_all) < 0 ||
 	    init_u32(ia, "max_send_wr", 128, &c->max_send_wr) < 0 ||
@@ -255,8 +311,8 @@ static int read_init_attr(PDObject *pd, PyObject *ia,
 	    init_u32(ia, "max_recv_sge", 1, &c->max_recv_sge) < 0 ||
 	    init_u32(ia, "max_inline_data", 0, &c->max_inline_data) < 0)
 		return -1;
-	init->send_cq = HANDLE(*scq)->obj;
-	init->recv_cq = HANDLE(*rcq)->obj;
+	init->send_cq = *scq ? HANDLE(*scq)->obj : NULL;
+	init->recv_cq = *rcq ? HANDLE(*rcq)->obj : NULL;
 	init->srq = *srq ? HANDLE(*srq)->obj : NULL;
 	return 0;
 }
@@ -301,13 +357,20 @@ PyObject *qp_create_typed(PDObject *pd, PyObject *ia, const HandleKind *kind,
 			  const char *verb, qp_create_fn create, void *arg,
 			  PyTypeObject *type)
 {
+	return qp_create_flags(pd, ia, kind, verb, create, arg, type, 0);
+}
+
+PyObject *qp_create_flags(PDObject *pd, PyObject *ia, const HandleKind *kind,
+			  const char *verb, qp_create_fn create, void *arg,
+			  PyTypeObject *type, int flags)
+{
 	PyObject *scq = NULL, *rcq = NULL, *srq = NULL, *res = NULL;
 	struct ibv_qp_init_attr init;
 	struct ibv_qp *qp;
 	QPObject *self;
 	int err;
 
-	if (read_init_attr(pd, ia, &init, &scq, &rcq, &srq) < 0)
+	if (read_init_attr(pd, ia, &init, &scq, &rcq, &srq, flags) < 0)
 		goto out;
 	/* Allocate first: qp_context must be the Python object.  Until
 	 * handle_init() it is linked nowhere, so a failure just frees it. */
@@ -318,14 +381,15 @@ PyObject *qp_create_typed(PDObject *pd, PyObject *ia, const HandleKind *kind,
 	 * GC pass in the allocation can run finalizers): another thread or
 	 * that code may have closed the PD, a CQ or the SRQ since they were
 	 * checked.  Check again and take the pointers now. */
-	if (handle_check(HANDLE(pd)) < 0 || handle_check(HANDLE(scq)) < 0 ||
-	    handle_check(HANDLE(rcq)) < 0 ||
+	if (handle_check(HANDLE(pd)) < 0 ||
+	    (scq != NULL && handle_check(HANDLE(scq)) < 0) ||
+	    (rcq != NULL && handle_check(HANDLE(rcq)) < 0) ||
 	    (srq != NULL && handle_check(HANDLE(srq)) < 0)) {
 		Py_DECREF(self);
 		goto out;
 	}
-	init.send_cq = HANDLE(scq)->obj;
-	init.recv_cq = HANDLE(rcq)->obj;
+	init.send_cq = scq ? HANDLE(scq)->obj : NULL;
+	init.recv_cq = rcq ? HANDLE(rcq)->obj : NULL;
 	init.srq = srq ? HANDLE(srq)->obj : NULL;
 	init.qp_context = self;
 	errno = 0;
@@ -347,8 +411,10 @@ PyObject *qp_create_typed(PDObject *pd, PyObject *ia, const HandleKind *kind,
 	self->recv_cq = rcq;
 	self->srq = srq;
 	scq = rcq = srq = NULL;
-	handle_use(HANDLE(self->send_cq));
-	handle_use(HANDLE(self->recv_cq));
+	if (self->send_cq)
+		handle_use(HANDLE(self->send_cq));
+	if (self->recv_cq)
+		handle_use(HANDLE(self->recv_cq));
 	if (self->srq)
 		handle_use(HANDLE(self->srq));
 	res = (PyObject *)self;
@@ -881,7 +947,8 @@ static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
 			return NULL;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
-		if (type != IBV_QPT_UC)
+		/* An XRC initiator (XRC_SEND) receives nothing. */
+		if (type != IBV_QPT_UC && type != IBV_QPT_XRC_SEND)
 			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
 				IBV_QP_MIN_RNR_TIMER;
 	}
@@ -938,9 +1005,14 @@ static PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw)
 	attr.retry_cnt = (uint8_t)retry;
 	attr.rnr_retry = (uint8_t)rnr;
 	attr.max_rd_atomic = (uint8_t)rd;
-	if (QPO(self)->qp_type == IBV_QPT_RC)
+	/* An XRC initiator sends as RC does; an XRC target takes only
+	 * the timeout (the kernel's RTR -> RTS table). */
+	if (QPO(self)->qp_type == IBV_QPT_RC ||
+	    QPO(self)->qp_type == IBV_QPT_XRC_SEND)
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
+	else if (QPO(self)->qp_type == IBV_QPT_XRC_RECV)
+		mask |= IBV_QP_TIMEOUT;
 	if (qp_modify(self, "to_rts", &attr, mask) < 0)
 		return NULL;
 	Py_RETURN_NONE;
@@ -992,6 +1064,16 @@ static PyObject *qp_get_srq(PyObject *self, void *closure)
 	return obj_or_none(QPO(self)->srq);
 }
 
+static PyObject *qp_get_xrcd(PyObject *self, void *closure)
+{
+	return obj_or_none(QPO(self)->xrcd);
+}
+
+static PyObject *qp_get_ind_tbl(PyObject *self, void *closure)
+{
+	return obj_or_none(QPO(self)->ind_tbl);
+}
+
 static PyObject *qp_get_context(PyObject *self, void *closure)
 {
 	Handle *pd = HANDLE(self)->parent;
@@ -1028,6 +1110,197 @@ static PyObject *qp_repr(PyObject *self)
 				    qp_state_name(qp->state));
 }
 
+/* ------------------------------------------------------------------ */
+/* Multicast groups (UD QPs) and the data-ordering query               */
+/* ------------------------------------------------------------------ */
+
+/* After a successful attach/detach: the group joins or leaves the list
+ * that close() detaches.  None, or NULL (MemoryError). */
+static PyObject *mcast_note(QPObject *q, const union ibv_gid *gid, uint16_t lid,
+			    int attach)
+{
+	struct qp_mcast_group *grown;
+	int i = mcast_find(q, gid, lid);
+
+	if (!attach) {
+		if (i >= 0)
+			q->mcast[i] = q->mcast[--q->n_mcast];
+		Py_RETURN_NONE;
+	}
+	if (i >= 0) /* joined twice: rxe answers 0, one detach leaves */
+		Py_RETURN_NONE;
+	grown = PyMem_Realloc(q->mcast,
+			      (size_t)(q->n_mcast + 1) * sizeof(*grown));
+	if (grown == NULL) {
+		/* Not kept: leave the group again rather than fail close(). */
+		IBV.detach_mcast((struct ibv_qp *)HANDLE(q)->obj, gid, lid);
+		return PyErr_NoMemory();
+	}
+	q->mcast = grown;
+	q->mcast[q->n_mcast].gid = *gid;
+	q->mcast[q->n_mcast].lid = lid;
+	q->n_mcast++;
+	Py_RETURN_NONE;
+}
+
+/* attach_mcast/detach_mcast(gid, lid=0): one body, the verb differs. */
+static PyObject *qp_mcast(PyObject *self, PyObject *args, PyObject *kw,
+			  int attach)
+{
+	static char *kwlist[] = { "gid", "lid", NULL };
+	const char *verb = attach ? "ibv_attach_mcast" : "ibv_detach_mcast";
+	PyObject *gid_o, *lid_o = NULL;
+	union ibv_gid gid;
+	long lid = 0;
+	char text[64];
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kw, attach ? "O|O:attach_mcast" : "O|O:detach_mcast",
+		    kwlist, &gid_o, &lid_o))
+		return NULL;
+	if (attach ? IBV.attach_mcast == NULL : IBV.detach_mcast == NULL)
+		return verbs_error_fmt(EOPNOTSUPP, verb,
+				       "%s is not exported by the loaded "
+				       "libibverbs (needs libibverbs 1.1 or "
+				       "newer)",
+				       verb);
+	if (gid_o == Py_None) {
+		PyErr_SetString(PyExc_TypeError,
+				"gid must be a Gid, 16 bytes or IPv6 text, "
+				"not None");
+		return NULL;
+	}
+	if (gid_from_py(gid_o, &gid) < 0 ||
+	    (lid_o != NULL && arg_int(lid_o, "lid", 0, UINT16_MAX, &lid) < 0))
+		return NULL;
+	/* Gid() is Python code: it may have closed the QP. */
+	HANDLE_CHECK(self);
+	HANDLE_BUSY_ENTER(self);
+	Py_BEGIN_ALLOW_THREADS
+	rc = attach ? IBV.attach_mcast(QPP(self), &gid, (uint16_t)lid) :
+		      IBV.detach_mcast(QPP(self), &gid, (uint16_t)lid);
+	Py_END_ALLOW_THREADS
+	HANDLE_BUSY_EXIT(self);
+	if (rc == 0)
+		return mcast_note(QPO(self), &gid, (uint16_t)lid, attach);
+	if (inet_ntop(AF_INET6, gid.raw, text, sizeof(text)) == NULL)
+		snprintf(text, sizeof(text), "?");
+	return verbs_error_fmt(rc, verb, "%s QP %u, group %s, lid %ld",
+			       type_name(QPO(self)->qp_type), QPP(self)->qp_num,
+			       text, lid);
+}
+
+PyDoc_STRVAR(qp_attach_mcast__doc__,
+	     "Join a multicast group: the QP receives what is sent to it.\n"
+	     "\n"
+	     "Only UD QPs join groups. On RoCE v2 the group's GID is its IP\n"
+	     "multicast address: ``::ffff:239.x.y.z`` for an IPv4 group\n"
+	     "(``ff0e::ffff:239.x.y.z`` on RoCE v1), the address itself for\n"
+	     "an IPv6 group; ``lid`` is 0 (on InfiniBand the SM gives the\n"
+	     "group's MLID). Several QPs may join one group; each gets a\n"
+	     "copy. ``close()`` leaves the groups the QP is still in. Runs\n"
+	     "with the GIL released.\n"
+	     "\n"
+	     "Wraps ``ibv_attach_mcast`` (man page ibv_attach_mcast(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    gid: the group's GID: a Gid, 16 bytes or IPv6 text.\n"
+	     "    lid: the group's LID (InfiniBand), 0..0xffff.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: gid is not a GID's type, or lid not an int.\n"
+	     "    ValueError: gid is not 16 bytes or IPv6 text, lid out of\n"
+	     "        range.\n"
+	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
+	     "        failed (``errno``; e.g. EINVAL for a QP that is not\n"
+	     "        UD or a GID that is no multicast group; rxe answers\n"
+	     "        0 when this QP is already in the group).");
+
+static PyObject *qp_attach_mcast(PyObject *self, PyObject *args, PyObject *kw)
+{
+	return qp_mcast(self, args, kw, 1);
+}
+
+PyDoc_STRVAR(qp_detach_mcast__doc__,
+	     "Leave a multicast group that ``attach_mcast`` joined.\n"
+	     "\n"
+	     "From then on the QP gets nothing more sent to the group.\n"
+	     "Runs with the GIL released.\n"
+	     "\n"
+	     "Wraps ``ibv_detach_mcast`` (man page ibv_attach_mcast(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    gid: the group's GID: a Gid, 16 bytes or IPv6 text.\n"
+	     "    lid: the group's LID (InfiniBand), 0..0xffff.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: gid is not a GID's type, or lid not an int.\n"
+	     "    ValueError: gid is not 16 bytes or IPv6 text, lid out of\n"
+	     "        range.\n"
+	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
+	     "        failed (``errno``; rxe answers EINVAL for a group\n"
+	     "        this QP is not in).");
+
+static PyObject *qp_detach_mcast(PyObject *self, PyObject *args, PyObject *kw)
+{
+	return qp_mcast(self, args, kw, 0);
+}
+
+PyDoc_STRVAR(qp_query_data_in_order__doc__,
+	     "Ask whether the device writes the data of ``op`` in order.\n"
+	     "\n"
+	     "With ``flags`` 0 the answer is 1 when the data of a message\n"
+	     "of opcode ``op`` lands in memory in order (a poller may\n"
+	     "watch its last byte), else 0. With\n"
+	     "``QueryQPDataInOrderFlags.RETURN_CAPS`` (rdma-core 47) it is\n"
+	     "a mask of ``QueryQPDataInOrderCaps`` (WHOLE_MSG,\n"
+	     "ALIGNED_128_BYTES); ``DEVICE_ONLY`` (rdma-core 61) asks about\n"
+	     "the device alone, without the host CPU. libibverbs answers 0\n"
+	     "for flags it does not know, on\n"
+	     "CPUs other than x86 and for providers without the op (rxe).\n"
+	     "\n"
+	     "Wraps ``ibv_query_qp_data_in_order`` (man page\n"
+	     "ibv_query_qp_data_in_order(3)); the symbol is optional\n"
+	     "(rdma-core 41).\n"
+	     "\n"
+	     "Args:\n"
+	     "    op: the ``WROpcode`` to ask about.\n"
+	     "    flags: ``QueryQPDataInOrderFlags``, 0..2**32-1.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The verb's answer, an int (see above).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: op or flags is not an int.\n"
+	     "    ValueError: op or flags out of range.\n"
+	     "    VerbsError: EBADF once the QP is closed; EOPNOTSUPP when\n"
+	     "        the loaded libibverbs is older than rdma-core 41.");
+
+static PyObject *qp_query_data_in_order(PyObject *self, PyObject *args,
+					PyObject *kw)
+{
+	static char *kwlist[] = { "op", "flags", NULL };
+	PyObject *op_o, *flags_o = NULL;
+	uint32_t flags = 0;
+	long op;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:query_data_in_order",
+					 kwlist, &op_o, &flags_o))
+		return NULL;
+	if (arg_int(op_o, "op", 0, INT32_MAX, &op) < 0 ||
+	    (flags_o != NULL && arg_u32(flags_o, "flags", &flags) < 0))
+		return NULL;
+	IBV_REQUIRE_OPTIONAL(query_qp_data_in_order, ibv_query_qp_data_in_order,
+			     "rdma-core 41");
+	rc = IBV.query_qp_data_in_order(QPP(self), (enum ibv_wr_opcode)op,
+					flags);
+	return PyLong_FromLong(rc);
+}
+
 PyDoc_STRVAR(qp__doc__,
 	     "A queue pair (``struct ibv_qp``) of any type (RC, UC, UD, ...).\n"
 	     "\n"
@@ -1055,6 +1328,18 @@ static PyMethodDef qp_methods[] = {
 	  qp_create_flow__doc__ },
 	{ "bind_mw", KW qp_bind_mw, METH_VARARGS | METH_KEYWORDS,
 	  qp_bind_mw__doc__ },
+	{ "attach_mcast", KW qp_attach_mcast, METH_VARARGS | METH_KEYWORDS,
+	  qp_attach_mcast__doc__ },
+	{ "detach_mcast", KW qp_detach_mcast, METH_VARARGS | METH_KEYWORDS,
+	  qp_detach_mcast__doc__ },
+	{ "query_data_in_order", KW qp_query_data_in_order,
+	  METH_VARARGS | METH_KEYWORDS, qp_query_data_in_order__doc__ },
+	{ "modify_rate_limit", KW qp_modify_rate_limit,
+	  METH_VARARGS | METH_KEYWORDS, qp_modify_rate_limit__doc__ },
+	{ "query_ece", qp_query_ece, METH_NOARGS, qp_query_ece__doc__ },
+	{ "set_ece", qp_set_ece, METH_O, qp_set_ece__doc__ },
+	{ "attach_comp_cntr", KW qp_attach_comp_cntr,
+	  METH_VARARGS | METH_KEYWORDS, qp_attach_comp_cntr__doc__ },
 	HANDLE_METHODS_END
 };
 
@@ -1067,8 +1352,15 @@ static PyGetSetDef qp_getset[] = {
 	  "The current ``QPState``, as the device reports it (an error\n"
 	  "completion moves a QP to ERR); wraps ``ibv_query_qp``.",
 	  NULL },
-	{ "pd", handle_get_parent, NULL, "The PD the QP was created in.",
+	{ "pd", handle_get_parent, NULL,
+	  "The PD the QP was created in (the XRCD of a QP from\n"
+	  "``Context.open_qp()``).",
 	  NULL },
+	{ "xrcd", qp_get_xrcd, NULL,
+	  "The XRCD of an XRC receive QP from ``create_qp_ex``, or None.",
+	  NULL },
+	{ "rwq_ind_tbl", qp_get_ind_tbl, NULL,
+	  "The RWQIndTable of an RSS QP, or None.", NULL },
 	{ "context", qp_get_context, NULL, "The Context of the QP's PD.",
 	  NULL },
 	{ "send_cq", qp_get_send_cq, NULL,

@@ -24,6 +24,22 @@ PyObject *qp_create_typed(PDObject *pd, PyObject *init_attr,
 			  const HandleKind *kind, const char *verb,
 			  qp_create_fn create, void *arg, PyTypeObject *type);
 
+/* qp_create_typed() with flags: QP_CREATE_NO_CQ lets send_cq and
+ * recv_cq be None (XRC receive and RSS QPs, qp_ex.c). */
+#define QP_CREATE_NO_CQ 1
+PyObject *qp_create_flags(PDObject *pd, PyObject *init_attr,
+			  const HandleKind *kind, const char *verb,
+			  qp_create_fn create, void *arg, PyTypeObject *type,
+			  int flags);
+
+/* qp_hw.c: the hardware-only QP verbs (qp.c's method table names them). */
+PyObject *qp_modify_rate_limit(PyObject *self, PyObject *args, PyObject *kw);
+extern const char qp_modify_rate_limit__doc__[];
+PyObject *qp_query_ece(PyObject *self, PyObject *unused);
+extern const char qp_query_ece__doc__[];
+PyObject *qp_set_ece(PyObject *self, PyObject *arg);
+extern const char qp_set_ece__doc__[];
+
 /* "RESET", "INIT", ... for an enum ibv_qp_state, "?" if none. */
 static const char *const qp_state_names[] = {
 	"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", "UNKNOWN"

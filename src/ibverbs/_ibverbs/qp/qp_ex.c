@@ -107,6 +107,7 @@ enum {
 	WREX_OP_SEND_INV,
 	WREX_OP_ATOMIC_WRITE,
 	WREX_OP_FLUSH,
+	WREX_OP_TSO,
 	WREX_OP_COUNT
 };
 
@@ -171,6 +172,8 @@ static const struct {
 	[WREX_OP_ATOMIC_WRITE] = { "ibv_wr_atomic_write", "ATOMIC_WRITE",
 				   WREX_ATOMIC_WRITE_BIT, 0 },
 	[WREX_OP_FLUSH] = { "ibv_wr_flush", "FLUSH", WREX_FLUSH_BIT, 0 },
+	[WREX_OP_TSO] = { "ibv_wr_send_tso", "TSO", IBV_QP_EX_WITH_TSO,
+			  WREX_SET_SGE | WREX_SET_INLINE },
 };
 
 /* ------------------------------------------------------------------ */
@@ -254,6 +257,16 @@ static void batch_abort(QPExObject *q)
 	if (q->qpx != NULL && HANDLE(q)->obj != NULL)
 		ibv_wr_abort(q->qpx);
 	batch_release(q);
+}
+
+/* A QP created with send_ops_flags 0 (XRC receive, RSS) has no
+ * struct ibv_qp_ex: nothing to post with. */
+static PyObject *no_send_ops(const char *what)
+{
+	return verbs_error_fmt(EINVAL, what,
+			       "this QP was created without send_ops_flags "
+			       "(an XRC receive or RSS QP): it has no "
+			       "ibv_wr_* API");
 }
 
 static PyObject *not_in_batch(const char *verb)
@@ -365,6 +378,8 @@ static PyObject *qpex_wr_start(PyObject *self, PyObject *unused)
 	QPExObject *q = QPEXO(self);
 
 	HANDLE_CHECK(self);
+	if (q->qpx == NULL)
+		return no_send_ops("ibv_wr_start");
 	if (q->qp.in_batch)
 		return verbs_error_fmt(EINVAL, "ibv_wr_start",
 				       "a batch is already open (%u work "
@@ -446,6 +461,7 @@ static int qpex_destroy(Handle *h)
 	int rc;
 
 	batch_abort(q);
+	qp_leave_groups(h);
 	rc = IBV.destroy_qp((struct ibv_qp *)h->obj);
 	if (rc == 0)
 		q->qpx = NULL;
@@ -486,10 +502,30 @@ static void qpex_dealloc(PyObject *self)
 /* PD.create_qp_ex(init_attr), Context.create_qp_ex(init_attr)         */
 /* ------------------------------------------------------------------ */
 
+/* What create_qp_ex passes beyond QPInitAttr's fields: each member of
+ * struct ibv_qp_init_attr_ex's comp_mask.  xrcd and ind_tbl are new
+ * references, NULL for None; the pointers are taken in ex_create, after
+ * the last Python code ran. */
 struct ex_args {
 	uint64_t send_ops_flags;
 	uint32_t create_flags;
+	uint32_t source_qpn;
+	uint16_t max_tso_header;
+	int has_tso, has_rx_hash;
+	PyObject *xrcd, *ind_tbl;
+	struct ibv_rx_hash_conf rx_hash; /* rx_hash_key points into key */
+	uint8_t key[UINT8_MAX];
 };
+
+/* The handle behind o, or NULL with VerbsError(EBADF) when it was closed
+ * while init_attr was read. */
+static void *ex_obj(PyObject *o, const char *what)
+{
+	if (HANDLE(o)->obj == NULL)
+		verbs_error_fmt(EBADF, "ibv_create_qp_ex",
+				"init_attr.%s was closed", what);
+	return HANDLE(o)->obj;
+}
 
 static struct ibv_qp *ex_create(struct ibv_pd *pd,
 				struct ibv_qp_init_attr *init, void *arg)
@@ -507,12 +543,37 @@ static struct ibv_qp *ex_create(struct ibv_pd *pd,
 	ex.cap = init->cap;
 	ex.qp_type = init->qp_type;
 	ex.sq_sig_all = init->sq_sig_all;
-	ex.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
 	ex.pd = pd;
-	ex.send_ops_flags = a->send_ops_flags;
+	if (a->send_ops_flags) {
+		ex.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		ex.send_ops_flags = a->send_ops_flags;
+	}
 	if (a->create_flags) {
 		ex.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
 		ex.create_flags = a->create_flags;
+		ex.source_qpn = a->source_qpn;
+	}
+	if (a->xrcd) {
+		ex.comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+		ex.xrcd = ex_obj(a->xrcd, "xrcd");
+		if (ex.xrcd == NULL)
+			return NULL;
+	}
+	if (a->ind_tbl) {
+		ex.comp_mask |= IBV_QP_INIT_ATTR_IND_TABLE;
+		ex.rwq_ind_tbl = ex_obj(a->ind_tbl, "rwq_ind_tbl");
+		if (ex.rwq_ind_tbl == NULL)
+			return NULL;
+	}
+	if (a->has_rx_hash) {
+		ex.comp_mask |= IBV_QP_INIT_ATTR_RX_HASH;
+		ex.rx_hash_conf = a->rx_hash;
+		ex.rx_hash_conf.rx_hash_key = a->key;
+	}
+	if (a->has_tso) {
+		ex.comp_mask |= IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
+		ex.max_tso_header = a->max_tso_header;
 	}
 	vctx = verbs_get_ctx_op(pd->context, create_qp_ex);
 	if (vctx == NULL) {
@@ -574,40 +635,183 @@ static int ia_pd_matches(PDObject *pd, PyObject *ia)
 	return rc;
 }
 
+/* init_attr.<name>: None (*out NULL), or an open handle of type t whose
+ * Context is ctx (*out a new reference).  0 / -1. */
+static int ia_handle(PyObject *ia, const char *name, PyTypeObject *t,
+		     const char *tname, Handle *ctx, PyObject **out)
+{
+	PyObject *v;
+
+	*out = NULL;
+	if (attr_optional(ia, name, &v) < 0)
+		return -1;
+	if (v == NULL || v == Py_None) {
+		Py_XDECREF(v);
+		return 0;
+	}
+	if (!PyObject_TypeCheck(v, t)) {
+		PyErr_Format(PyExc_TypeError,
+			     "init_attr.%s must be %s or None, not %R", name,
+			     tname, (PyObject *)Py_TYPE(v));
+		goto fail;
+	}
+	if (handle_check(HANDLE(v)) < 0)
+		goto fail;
+	if (HANDLE(v)->parent != ctx) {
+		PyErr_Format(PyExc_ValueError,
+			     "init_attr.%s belongs to another Context than "
+			     "the PD",
+			     name);
+		goto fail;
+	}
+	*out = v;
+	return 0;
+fail:
+	Py_DECREF(v);
+	return -1;
+}
+
+/* init_attr.rx_hash_conf: None, or an RXHashConf-like object
+ * (rx_hash_function, rx_hash_key bytes, rx_hash_fields_mask). */
+static int ia_rx_hash(PyObject *ia, struct ex_args *a)
+{
+	PyObject *c, *key_o = NULL, *key = NULL;
+	uint64_t fn, fields;
+	char *p;
+	Py_ssize_t n;
+	int rc = -1;
+
+	if (attr_optional(ia, "rx_hash_conf", &c) < 0)
+		return -1;
+	if (c == NULL || c == Py_None) {
+		Py_XDECREF(c);
+		return 0;
+	}
+	if (ia_uint(c, "rx_hash_function", UINT8_MAX, 0, &fn) < 0 ||
+	    ia_uint(c, "rx_hash_fields_mask", UINT64_MAX, 0, &fields) < 0 ||
+	    attr_optional(c, "rx_hash_key", &key_o) < 0)
+		goto out;
+	if (key_o == NULL || key_o == Py_None) {
+		PyErr_SetString(PyExc_TypeError,
+				"init_attr.rx_hash_conf.rx_hash_key must be "
+				"bytes");
+		goto out;
+	}
+	key = PyBytes_FromObject(key_o);
+	if (key == NULL || PyBytes_AsStringAndSize(key, &p, &n) < 0)
+		goto out;
+	if (n > UINT8_MAX) {
+		PyErr_Format(PyExc_ValueError,
+			     "init_attr.rx_hash_conf.rx_hash_key: %zd bytes, "
+			     "more than %d",
+			     n, UINT8_MAX);
+		goto out;
+	}
+	memcpy(a->key, p, (size_t)n);
+	a->rx_hash.rx_hash_function = (uint8_t)fn;
+	a->rx_hash.rx_hash_key_len = (uint8_t)n;
+	a->rx_hash.rx_hash_fields_mask = fields;
+	a->has_rx_hash = 1;
+	rc = 0;
+out:
+	Py_XDECREF(key);
+	Py_XDECREF(key_o);
+	Py_DECREF(c);
+	return rc;
+}
+
+/* Every field of init_attr create_qp_ex passes beyond QPInitAttr's;
+ * *no_cq: an XRC receive or RSS QP, which may have no CQs. */
+static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
+{
+	Handle *ctx = HANDLE(pd)->parent;
+	uint64_t type, v, ops_dflt;
+	PyObject *o;
+
+	memset(a, 0, sizeof(*a));
+	if (ia_uint(ia, "qp_type", INT32_MAX, IBV_QPT_RC, &type) < 0 ||
+	    ia_handle(ia, "xrcd", ST.XRCD_type, "an XRCD", ctx, &a->xrcd) < 0 ||
+	    ia_handle(ia, "rwq_ind_tbl", ST.RWQIndTable_type, "an RWQIndTable",
+		      ctx, &a->ind_tbl) < 0)
+		return -1;
+	*no_cq = type == IBV_QPT_XRC_RECV || a->ind_tbl != NULL;
+	ops_dflt = *no_cq ? 0 : IBV_QP_EX_WITH_SEND;
+	if (ia_uint(ia, "send_ops_flags", UINT64_MAX, ops_dflt,
+		    &a->send_ops_flags) < 0 ||
+	    ia_uint(ia, "create_flags", UINT32_MAX, 0, &v) < 0 ||
+	    ia_rx_hash(ia, a) < 0)
+		return -1;
+	a->create_flags = (uint32_t)v;
+	if (attr_optional(ia, "source_qpn", &o) < 0)
+		return -1;
+	if (o != NULL && o != Py_None) {
+		Py_DECREF(o);
+		if (ia_uint(ia, "source_qpn", QPN_MAX, 0, &v) < 0)
+			return -1;
+		a->source_qpn = (uint32_t)v;
+		a->create_flags |= IBV_QP_CREATE_SOURCE_QPN;
+	} else {
+		Py_XDECREF(o);
+	}
+	if (attr_optional(ia, "max_tso_header", &o) < 0)
+		return -1;
+	if (o != NULL && o != Py_None) {
+		Py_DECREF(o);
+		if (ia_uint(ia, "max_tso_header", UINT16_MAX, 0, &v) < 0)
+			return -1;
+		a->max_tso_header = (uint16_t)v;
+		a->has_tso = 1;
+	} else {
+		Py_XDECREF(o);
+	}
+	return 0;
+}
+
 static PyObject *create_ex(PDObject *pd, PyObject *ia)
 {
 	struct ex_args a;
-	uint64_t cf;
-	PyObject *res;
+	PyObject *res = NULL;
 	struct ibv_qp_ex *qpx;
 	QPExObject *q;
+	int no_cq;
 
+	a.xrcd = a.ind_tbl = NULL;
 	IBV_REQUIRE_OPTIONAL(qp_to_qp_ex, ibv_qp_to_qp_ex, "rdma-core 24");
-	if (ia_pd_matches(pd, ia) < 0 ||
-	    ia_uint(ia, "send_ops_flags", UINT64_MAX, IBV_QP_EX_WITH_SEND,
-		    &a.send_ops_flags) < 0 ||
-	    ia_uint(ia, "create_flags", UINT32_MAX, 0, &cf) < 0)
-		return NULL;
-	a.create_flags = (uint32_t)cf;
+	if (ia_pd_matches(pd, ia) < 0 || ex_read(pd, ia, &a, &no_cq) < 0)
+		goto out;
 	if (handle_check(HANDLE(pd)) < 0) /* that ran Python code */
-		return NULL;
-	res = qp_create_typed(pd, ia, &qpex_kind, "ibv_create_qp_ex", ex_create,
-			      &a, ST.QPEx_type);
+		goto out;
+	res = qp_create_flags(pd, ia, &qpex_kind, "ibv_create_qp_ex", ex_create,
+			      &a, ST.QPEx_type, no_cq ? QP_CREATE_NO_CQ : 0);
 	if (res == NULL)
-		return NULL;
+		goto out;
 	q = QPEXO(res);
+	/* The QP uses its XRCD and indirection table until destroyed. */
+	q->qp.xrcd = a.xrcd;
+	q->qp.ind_tbl = a.ind_tbl;
+	if (a.xrcd)
+		handle_use(HANDLE(a.xrcd));
+	if (a.ind_tbl)
+		handle_use(HANDLE(a.ind_tbl));
+	a.xrcd = a.ind_tbl = NULL;
+	q->send_ops_flags = a.send_ops_flags;
+	if (a.send_ops_flags == 0) /* nothing to post with: no qp_ex */
+		goto out;
 	qpx = IBV.qp_to_qp_ex(QPP(res));
 	if (qpx == NULL) {
 		/* The provider made a plain QP: destroy it. */
 		if (handle_close(HANDLE(res)) < 0)
 			PyErr_Clear();
-		Py_DECREF(res);
-		return verbs_error_fmt(EOPNOTSUPP, "ibv_qp_to_qp_ex",
-				       "the provider created no extended QP "
-				       "(it lacks the ibv_wr_* API)");
+		Py_CLEAR(res);
+		verbs_error_fmt(EOPNOTSUPP, "ibv_qp_to_qp_ex",
+				"the provider created no extended QP "
+				"(it lacks the ibv_wr_* API)");
+		goto out;
 	}
 	q->qpx = qpx;
-	q->send_ops_flags = a.send_ops_flags;
+out:
+	Py_XDECREF(a.xrcd);
+	Py_XDECREF(a.ind_tbl);
 	return res;
 }
 
@@ -1491,6 +1695,101 @@ static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* ------------------------------------------------------------------ */
+/* TSO and XRC: hardware only (rxe has neither op)                     */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(wrex_send_tso__doc__,
+	     "Start a TSO send (a large send the device segments) in the\n"
+	     "open batch: ``hdr`` is the packet header the device repeats\n"
+	     "(copied by the provider now), ``mss`` the segment size.\n"
+	     "\n" WRX_DATA_NEXT "\n"
+	     "Wraps ``ibv_wr_send_tso`` (man page ibv_wr_post(3)); the QP\n"
+	     "needs ``QPInitAttrEx(max_tso_header=...)`` and the TSO\n"
+	     "send op. Never run on hardware here; checked against the\n"
+	     "recording double.\n"
+	     "\n"
+	     "Args:\n"
+	     "    hdr: the header, a bytes-like object (``hdr_sz`` is its\n"
+	     "        length, at most 65535).\n"
+	     "    mss: the maximum segment size, 16 bits.\n"
+	     "\n" WRX_RAISES("TSO"));
+
+static PyObject *wr_send_tso(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "hdr", "mss", NULL };
+	PyObject *hdr_o, *mss_o, *hold = NULL;
+	struct ibv_data_buf buf;
+	long mss;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:wr_send_tso", kwlist,
+					 &hdr_o, &mss_o) ||
+	    arg_int(mss_o, "mss", 0, UINT16_MAX, &mss) < 0 ||
+	    inline_buf(hdr_o, "hdr", &hold, &buf) < 0)
+		return NULL;
+	if (buf.length > UINT16_MAX) {
+		PyErr_Format(PyExc_ValueError,
+			     "hdr: %zu bytes, more than 65535", buf.length);
+		goto fail;
+	}
+	if (qpex_begin_wr(self, WREX_OP_TSO, "ibv_wr_send_tso",
+			  QPX(self)->wr_send_tso != NULL) < 0)
+		goto fail;
+	ibv_wr_send_tso(QPX(self), buf.addr, (uint16_t)buf.length,
+			(uint16_t)mss);
+	Py_DECREF(hold);
+	Py_RETURN_NONE;
+fail:
+	Py_DECREF(hold);
+	return NULL;
+}
+
+PyDoc_STRVAR(wrex_set_xrc_srqn__doc__,
+	     "Give the last builder's WR its remote XRC SRQ (required on\n"
+	     "an XRC_SEND QP: the SRQ number the target's\n"
+	     "``SRQ.get_srq_num()`` gives).\n"
+	     "\n"
+	     "Wraps ``ibv_wr_set_xrc_srqn`` (man page ibv_wr_post(3)). Never\n"
+	     "run on hardware here; checked against the recording double.\n"
+	     "\n"
+	     "Args:\n"
+	     "    remote_srqn: the remote SRQ number, 24 bits.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: remote_srqn is not an int.\n"
+	     "    ValueError: remote_srqn is out of range.\n"
+	     "    VerbsError: EINVAL outside a batch, with no builder before\n"
+	     "        it or on a QP that is not XRC_SEND; EOPNOTSUPP when the\n"
+	     "        provider lacks it; EBADF once the QP is closed.");
+
+static PyObject *wr_set_xrc_srqn(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "remote_srqn", NULL };
+	QPExObject *q = QPEXO(self);
+	PyObject *o;
+	long srqn;
+
+	HANDLE_CHECK(self);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_xrc_srqn", kwlist,
+					 &o) ||
+	    arg_int(o, "remote_srqn", 0, QPN_MAX, &srqn) < 0)
+		return NULL;
+	if (!q->qp.in_batch)
+		return not_in_batch("ibv_wr_set_xrc_srqn");
+	if (q->cur_op == WREX_OP_NONE)
+		return verbs_error_fmt(EINVAL, "ibv_wr_set_xrc_srqn",
+				       "no work request to attach it to: "
+				       "call a builder first");
+	if (q->qp.qp_type != IBV_QPT_XRC_SEND)
+		return verbs_error_fmt(EINVAL, "ibv_wr_set_xrc_srqn",
+				       "wr_set_xrc_srqn is for XRC_SEND QPs "
+				       "only");
+	NEED_OP(self, wr_set_xrc_srqn, "ibv_wr_set_xrc_srqn");
+	ibv_wr_set_xrc_srqn(QPX(self), (uint32_t)srqn);
+	Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
 /* wr_bind_mw (its MW and MWBindInfo parsed by mw.c)                  */
 /* ------------------------------------------------------------------ */
 
@@ -1597,6 +1896,10 @@ static PyMethodDef qpex_methods[] = {
 	  wrex_set_ud_addr__doc__ },
 	{ "wr_bind_mw", KW qpex_wr_bind_mw, METH_VARARGS | METH_KEYWORDS,
 	  wrex_bind_mw__doc__ },
+	{ "wr_send_tso", KW wr_send_tso, METH_VARARGS | METH_KEYWORDS,
+	  wrex_send_tso__doc__ },
+	{ "wr_set_xrc_srqn", KW wr_set_xrc_srqn, METH_VARARGS | METH_KEYWORDS,
+	  wrex_set_xrc_srqn__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
 
@@ -1607,6 +1910,8 @@ static PyMethodDef qpex_methods[] = {
 static PyObject *get_wr_id(PyObject *self, void *closure)
 {
 	HANDLE_CHECK(self);
+	if (QPEXO(self)->qpx == NULL)
+		return no_send_ops("wr_id");
 	return PyLong_FromUnsignedLongLong(QPEXO(self)->qpx->wr_id);
 }
 
@@ -1620,6 +1925,10 @@ static int set_wr_id(PyObject *self, PyObject *v, void *closure)
 	}
 	if (handle_check(HANDLE(self)) < 0 || arg_u64(v, "wr_id", &id) < 0)
 		return -1;
+	if (QPEXO(self)->qpx == NULL) {
+		no_send_ops("wr_id");
+		return -1;
+	}
 	QPEXO(self)->qpx->wr_id = id;
 	return 0;
 }
@@ -1627,6 +1936,8 @@ static int set_wr_id(PyObject *self, PyObject *v, void *closure)
 static PyObject *get_wr_flags(PyObject *self, void *closure)
 {
 	HANDLE_CHECK(self);
+	if (QPEXO(self)->qpx == NULL)
+		return no_send_ops("wr_flags");
 	return enum_from_int("SendFlags", (long)QPEXO(self)->qpx->wr_flags);
 }
 
@@ -1640,6 +1951,10 @@ static int set_wr_flags(PyObject *self, PyObject *v, void *closure)
 	}
 	if (handle_check(HANDLE(self)) < 0 || arg_u32(v, "wr_flags", &f) < 0)
 		return -1;
+	if (QPEXO(self)->qpx == NULL) {
+		no_send_ops("wr_flags");
+		return -1;
+	}
 	QPEXO(self)->qpx->wr_flags = f;
 	return 0;
 }

@@ -10,6 +10,7 @@
  */
 #include "ibverbs.h"
 #include "wr/wr.h"
+#include <string.h>
 
 static int srq_destroy(Handle *h)
 {
@@ -65,6 +66,240 @@ PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw)
 	handle_init(HANDLE(self), &srq_kind, HANDLE(pd));
 	HANDLE(self)->obj = srq;
 	return (PyObject *)self;
+}
+
+/* ------------------------------------------------------------------ */
+/* XRC and tag matching (the SRQs of Context.create_srq_ex)            */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(srq_get_srq_num__doc__,
+	     "The SRQ number an XRC sender addresses\n"
+	     "(``QPEx.wr_set_xrc_srqn()``, ``SendWR`` on an XRC_SEND QP).\n"
+	     "\n"
+	     "Wraps ``ibv_get_srq_num`` (man page ibv_get_srq_num(3)). Never\n"
+	     "run on hardware here; checked against the recording double.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The 24-bit SRQ number.\n"
+	     "\n"
+	     "Raises:\n"
+	     "    VerbsError: EBADF once the SRQ is closed; EOPNOTSUPP when\n"
+	     "        the provider has no XRC (rxe); else the verb failed\n"
+	     "        (``errno``).");
+
+static PyObject *srq_get_srq_num(PyObject *self, PyObject *unused)
+{
+	uint32_t num = 0;
+	int rc;
+
+	HANDLE_CHECK(self);
+	rc = ibv_get_srq_num(SRQP(self), &num);
+	if (rc != 0)
+		return verbs_error(rc, "ibv_get_srq_num");
+	return PyLong_FromUnsignedLong(num);
+}
+
+/* op.<name> as an unsigned integer below 2**bits (0 when missing or
+ * None); i: the op's index in messages.  0 / -1. */
+static int op_uint(PyObject *op, const char *name, int bits, Py_ssize_t i,
+		   uint64_t *out)
+{
+	PyObject *v;
+	char what[48];
+	int rc;
+
+	*out = 0;
+	if (attr_optional(op, name, &v) < 0)
+		return -1;
+	if (v == NULL || v == Py_None) {
+		Py_XDECREF(v);
+		return 0;
+	}
+	snprintf(what, sizeof(what), "ops[%zd].%s", i, name);
+	rc = arg_u64(v, what, out);
+	Py_DECREF(v);
+	if (rc == 0 && bits < 64 && *out >> bits) {
+		PyErr_Format(PyExc_ValueError, "%s must be below 2**%d", what,
+			     bits);
+		return -1;
+	}
+	return rc;
+}
+
+/* op.sg_list (a sequence of SGEs of open MRs) into sges[*n_sges..]. */
+static int op_sges(PyObject *op, Py_ssize_t i, struct ibv_sge *sges,
+		   Py_ssize_t cap, Py_ssize_t *n_sges, struct ibv_ops_wr *w)
+{
+	PyObject *l, *seq;
+	Py_ssize_t k, n;
+
+	if (attr_optional(op, "sg_list", &l) < 0)
+		return -1;
+	if (l == NULL || l == Py_None) {
+		Py_XDECREF(l);
+		return 0;
+	}
+	seq = PySequence_Tuple(l);
+	Py_DECREF(l);
+	if (seq == NULL)
+		return -1;
+	n = PyTuple_Size(seq);
+	if (*n_sges + n > cap) {
+		PyErr_Format(PyExc_ValueError,
+			     "ops[%zd].sg_list: more than %zd SGEs in all", i,
+			     cap);
+		goto fail;
+	}
+	w->tm.add.sg_list = sges + *n_sges;
+	w->tm.add.num_sge = (uint32_t)n;
+	for (k = 0; k < n; k++) {
+		PyObject *g = PyTuple_GetItem(seq, k);
+		PyObject *mr;
+
+		if (!PyObject_TypeCheck(g, ST.SGE_type)) {
+			PyErr_Format(PyExc_TypeError,
+				     "ops[%zd].sg_list[%zd] must be an SGE, "
+				     "not %R",
+				     i, k, (PyObject *)Py_TYPE(g));
+			goto fail;
+		}
+		mr = ((SGEObject *)g)->mr;
+		if (mr != NULL && HANDLE(mr)->obj == NULL) {
+			verbs_error_fmt(EBADF, "ibv_post_srq_ops",
+					"ops[%zd].sg_list[%zd] points into a "
+					"closed MR",
+					i, k);
+			goto fail;
+		}
+		sges[(*n_sges)++] = *SGEP(g);
+	}
+	Py_DECREF(seq);
+	return 0;
+fail:
+	Py_DECREF(seq);
+	return -1;
+}
+
+/* One OpsWR-like object into *w. */
+static int op_from_py(PyObject *op, Py_ssize_t i, struct ibv_ops_wr *w,
+		      struct ibv_sge *sges, Py_ssize_t cap, Py_ssize_t *n_sges)
+{
+	uint64_t v[8];
+	PyObject *opcode;
+
+	/* An op must say what it is: anything else is no OpsWR. */
+	if (attr_optional(op, "opcode", &opcode) < 0)
+		return -1;
+	if (opcode == NULL || opcode == Py_None) {
+		PyErr_Format(PyExc_TypeError,
+			     "ops[%zd] must be an OpsWR with an opcode, not %R",
+			     i, (PyObject *)Py_TYPE(op));
+		Py_XDECREF(opcode);
+		return -1;
+	}
+	Py_DECREF(opcode);
+	if (op_uint(op, "wr_id", 64, i, &v[0]) < 0 ||
+	    op_uint(op, "opcode", 31, i, &v[1]) < 0 ||
+	    op_uint(op, "flags", 31, i, &v[2]) < 0 ||
+	    op_uint(op, "unexpected_cnt", 32, i, &v[3]) < 0 ||
+	    op_uint(op, "handle", 32, i, &v[4]) < 0 ||
+	    op_uint(op, "recv_wr_id", 64, i, &v[5]) < 0 ||
+	    op_uint(op, "tag", 64, i, &v[6]) < 0 ||
+	    op_uint(op, "mask", 64, i, &v[7]) < 0)
+		return -1;
+	memset(w, 0, sizeof(*w));
+	w->wr_id = v[0];
+	w->opcode = (enum ibv_ops_wr_opcode)v[1];
+	w->flags = (int)v[2];
+	w->tm.unexpected_cnt = (uint32_t)v[3];
+	w->tm.handle = (uint32_t)v[4];
+	w->tm.add.recv_wr_id = v[5];
+	w->tm.add.tag = v[6];
+	w->tm.add.mask = v[7];
+	return op_sges(op, i, sges, cap, n_sges, w);
+}
+
+/* At most this many operations, and SGEs in all, per call. */
+#define SRQ_OPS_MAX 64
+
+PyDoc_STRVAR(srq_post_srq_ops__doc__,
+	     "Post tag-matching list operations on a TM SRQ.\n"
+	     "\n"
+	     "Each op is an OpsWR (``wr_id``, ``opcode`` an OpsWROpcode:\n"
+	     "TAG_ADD, TAG_DEL or TAG_SYNC, ``flags`` OpsFlags,\n"
+	     "``unexpected_cnt``, ``handle`` of the tag to delete, and for\n"
+	     "TAG_ADD ``recv_wr_id``, ``sg_list``, ``tag``, ``mask``),\n"
+	     "linked in order into one call. The buffers of an added tag\n"
+	     "must stay registered until its completion. Never run on\n"
+	     "hardware here; checked against the recording double.\n"
+	     "\n"
+	     "Wraps ``ibv_post_srq_ops`` (man page ibv_post_srq_ops(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    ops: an OpsWR or a list of them (at most 64, and 64 SGEs\n"
+	     "        in all).\n"
+	     "\n"
+	     "Returns:\n"
+	     "    The ``tm.handle`` of each op after the call, in order (the\n"
+	     "    handle the provider gave each added tag).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: an op field is not an int, an SGE not an SGE.\n"
+	     "    ValueError: no op, too many, or a value out of range.\n"
+	     "    VerbsError: EBADF once the SRQ or an SGE's MR is closed;\n"
+	     "        EOPNOTSUPP when the provider lacks tag matching (rxe);\n"
+	     "        else the provider refused (``errno``), naming the op.");
+
+static PyObject *srq_post_srq_ops(PyObject *self, PyObject *arg)
+{
+	struct ibv_ops_wr w[SRQ_OPS_MAX], *bad = NULL;
+	struct ibv_sge sges[SRQ_OPS_MAX];
+	Py_ssize_t i, n, n_sges = 0;
+	PyObject *seq, *res = NULL;
+	int rc;
+
+	HANDLE_CHECK(self);
+	if (PyList_Check(arg) || PyTuple_Check(arg))
+		seq = PySequence_Tuple(arg);
+	else
+		seq = PyTuple_Pack(1, arg);
+	if (seq == NULL)
+		return NULL;
+	n = PyTuple_Size(seq);
+	if (n < 1 || n > SRQ_OPS_MAX) {
+		PyErr_Format(PyExc_ValueError,
+			     "post_srq_ops takes 1..%d ops, not %zd",
+			     SRQ_OPS_MAX, n);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (op_from_py(PyTuple_GetItem(seq, i), i, &w[i], sges,
+			       SRQ_OPS_MAX, &n_sges) < 0)
+			goto out;
+		w[i].next = i + 1 < n ? &w[i + 1] : NULL;
+	}
+	if (handle_check(HANDLE(self)) < 0) /* reading ran Python code */
+		goto out;
+	rc = ibv_post_srq_ops(SRQP(self), w, &bad);
+	if (rc != 0) {
+		verbs_error_fmt(rc, "ibv_post_srq_ops",
+				"op at index %zd was rejected",
+				bad ? (Py_ssize_t)(bad - w) : (Py_ssize_t)0);
+		goto out;
+	}
+	res = PyList_New(n);
+	for (i = 0; res != NULL && i < n; i++) {
+		PyObject *h = PyLong_FromUnsignedLong(w[i].tm.handle);
+
+		if (h == NULL) {
+			Py_CLEAR(res);
+			break;
+		}
+		PyList_SetItem(res, i, h);
+	}
+out:
+	Py_DECREF(seq);
+	return res;
 }
 
 /* ------------------------------------------------------------------ */
@@ -160,6 +395,38 @@ static PyObject *srq_query(PyObject *self, PyObject *unused)
 	return d;
 }
 
+static PyObject *srq_get_srq_type(PyObject *self, void *closure)
+{
+	return enum_from_int("SRQType", ((SRQObject *)self)->srq_type);
+}
+
+static PyObject *srq_get_xrcd(PyObject *self, void *closure)
+{
+	return obj_or_none(((SRQObject *)self)->xrcd);
+}
+
+static PyObject *srq_get_cq(PyObject *self, void *closure)
+{
+	return obj_or_none(((SRQObject *)self)->cq);
+}
+
+static int srq_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(((SRQObject *)self)->xrcd);
+	Py_VISIT(((SRQObject *)self)->cq);
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+static void srq_dealloc(PyObject *self)
+{
+	PyObject_GC_UnTrack(self);
+	handle_close_quiet(HANDLE(self));
+	/* Non-NULL only if the destroy failed: they stay marked used. */
+	Py_CLEAR(((SRQObject *)self)->xrcd);
+	Py_CLEAR(((SRQObject *)self)->cq);
+	handle_dealloc(HANDLE(self));
+}
+
 static PyObject *srq_get_handle(PyObject *self, void *closure)
 {
 	HANDLE_CHECK(self);
@@ -187,6 +454,8 @@ static PyMethodDef srq_methods[] = {
 	{ "modify", KW srq_modify, METH_VARARGS | METH_KEYWORDS,
 	  srq_modify__doc__ },
 	{ "query", srq_query, METH_NOARGS, srq_query__doc__ },
+	{ "get_srq_num", srq_get_srq_num, METH_NOARGS, srq_get_srq_num__doc__ },
+	{ "post_srq_ops", srq_post_srq_ops, METH_O, srq_post_srq_ops__doc__ },
 	HANDLE_METHODS_END
 };
 
@@ -197,8 +466,16 @@ static PyGetSetDef srq_getset[] = {
 	  "The SRQ's kernel handle (``ibv_srq.handle``); EBADF once\n"
 	  "closed.",
 	  NULL },
+	{ "srq_type", srq_get_srq_type, NULL,
+	  "The SRQType it was created with (BASIC but from\n"
+	  "``Context.create_srq_ex``).",
+	  NULL },
+	{ "xrcd", srq_get_xrcd, NULL,
+	  "The XRCD of an XRC SRQ (used until closed), or None.", NULL },
+	{ "cq", srq_get_cq, NULL,
+	  "The CQ of an XRC or TM SRQ (used until closed), or None.", NULL },
 	HANDLE_GETSETS_END
 };
 
-HANDLE_TYPE_SPEC(SRQ_spec, "SRQ", SRQObject, 0, srq__doc__, handle_tp_dealloc,
-		 handle_tp_traverse, srq_repr, srq_methods, srq_getset);
+HANDLE_TYPE_SPEC(SRQ_spec, "SRQ", SRQObject, 0, srq__doc__, srq_dealloc,
+		 srq_traverse, srq_repr, srq_methods, srq_getset);

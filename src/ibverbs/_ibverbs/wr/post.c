@@ -1,10 +1,11 @@
 /*
- * post.c - the data path's posts: QP.post_send(), QP.post_recv() and
- * SRQ.post_recv().  Around the inline verb, each links the WR objects
- * given (one WR, a list or tuple of them, or a SendWRChain/RecvWRChain,
- * linked already) into one native list through wr.next, and after the
- * post unlinks them again; on a failed post it names the WR the provider
- * rejected.  No allocation, GIL kept (ibv_post_* never blocks).
+ * post.c - the data path's posts: QP.post_send(), QP.post_recv(),
+ * SRQ.post_recv() and WQ.post_recv().  Around the inline verb, each
+ * links the WR objects given (one WR, a list or tuple of them, or a
+ * SendWRChain/RecvWRChain, linked already) into one native list through
+ * wr.next, and after the post unlinks them again; on a failed post it
+ * names the WR the provider rejected.  No allocation, GIL kept
+ * (ibv_post_* never blocks).
  *
  * IBVERBS_BENCH_RELEASE_GIL (benchmarks/prepare.py only, never shipped)
  * releases the GIL around ibv_post_send/ibv_post_recv, and cq.c around
@@ -36,8 +37,8 @@
 /* ------------------------------------------------------------------ */
 
 /* Out of line: the post failed; say which WR and, for a QP (qp_state:
- * its state's name) and the usual causes, why; qp NULL: the SRQ.
- * idx < 0: the provider did not say which. */
+ * its state's name) and the usual causes, why; qp NULL: qp_state names
+ * the queue (an SRQ, a WQ).  idx < 0: the provider did not say which. */
 static PyObject *post_error(int rc, const char *verb, const char *kind,
 			    Py_ssize_t idx, uint64_t wr_id,
 			    const struct ibv_qp *qp, const char *qp_state)
@@ -47,8 +48,9 @@ static PyObject *post_error(int rc, const char *verb, const char *kind,
 	if (qp == NULL) {
 		if (idx < 0)
 			return verbs_error_fmt(rc, verb,
-					       "the SRQ rejected "
-					       "the WRs without saying which");
+					       "the %s rejected "
+					       "the WRs without saying which",
+					       qp_state);
 		return verbs_error_fmt(rc, verb,
 				       "%s WR at index %zd "
 				       "(wr_id=%llu) was rejected",
@@ -220,8 +222,14 @@ const char srq_post_recv__doc__[] = PyDoc_STR(
 	"        else the provider refused (``errno``, e.g. ENOMEM for a\n"
 	"        full queue): the message names the WR it rejected.");
 
-/* post_recv(wr_or_list): METH_O, no allocation, GIL kept (never blocks). */
-PyObject *srq_post_recv(PyObject *self, PyObject *arg)
+/* A shared or work receive queue's post: the inline verb of an SRQ or a
+ * WQ, named verb, on the queue called what in errors. */
+typedef int (*queue_post_fn)(void *queue, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad);
+
+static inline PyObject *queue_post_recv(PyObject *self, PyObject *arg,
+					queue_post_fn post, const char *verb,
+					const char *what)
 {
 	struct ibv_recv_wr *head, *bad = NULL;
 	Py_ssize_t idx;
@@ -231,12 +239,61 @@ PyObject *srq_post_recv(PyObject *self, PyObject *arg)
 	head = recvwr_link(arg);
 	if (head == NULL)
 		return NULL;
-	rc = ibv_post_srq_recv(SRQP(self), head, &bad);
+	rc = post(HANDLE(self)->obj, head, &bad);
 	if (rc == 0) {
 		recvwr_unlink(arg);
 		Py_RETURN_NONE;
 	}
 	idx = recvwr_failed(arg, head, &bad);
-	return post_error(rc, "ibv_post_srq_recv", "receive", idx,
-			  bad ? bad->wr_id : 0, NULL, NULL);
+	return post_error(rc, verb, "receive", idx, bad ? bad->wr_id : 0, NULL,
+			  what);
+}
+
+static int srq_post_fn(void *srq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad)
+{
+	return ibv_post_srq_recv(srq, wr, bad);
+}
+
+/* post_recv(wr_or_list): METH_O, no allocation, GIL kept (never blocks). */
+PyObject *srq_post_recv(PyObject *self, PyObject *arg)
+{
+	return queue_post_recv(self, arg, srq_post_fn, "ibv_post_srq_recv",
+			       "SRQ");
+}
+
+/* ------------------------------------------------------------------ */
+/* WQ.post_recv() (a hardware-only verb: no provider here has WQs)     */
+/* ------------------------------------------------------------------ */
+
+const char wq_post_recv__doc__[] = PyDoc_STR(
+	"Post receive work requests on the WQ.\n"
+	"\n"
+	"Takes one RecvWR, a list or tuple of them (posted in one\n"
+	"call), or a RecvWRChain, as ``QP.post_recv()``.\n"
+	"\n"
+	"Wraps ``ibv_post_wq_recv`` (man page ibv_post_wq_recv(3)).\n"
+	"Never run on hardware here; checked against the recording\n"
+	"double.\n"
+	"\n"
+	"Args:\n"
+	"    wr_or_list: RecvWR, list/tuple of RecvWR, or RecvWRChain\n"
+	"        (positional only).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: not a RecvWR, a list/tuple of them or a chain.\n"
+	"    ValueError: an empty list, a WR twice or one of a chain.\n"
+	"    VerbsError: EBADF if the WQ or an SGE's MR is closed;\n"
+	"        else the provider refused (``errno``): the message\n"
+	"        names the WR it rejected.");
+
+static int wq_post_fn(void *wq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad)
+{
+	return ibv_post_wq_recv(wq, wr, bad);
+}
+
+PyObject *wq_post_recv(PyObject *self, PyObject *arg)
+{
+	return queue_post_recv(self, arg, wq_post_fn, "ibv_post_wq_recv", "WQ");
 }

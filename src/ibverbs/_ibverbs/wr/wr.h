@@ -109,9 +109,10 @@ int sendwr_check_ud(const struct ibv_send_wr *head);
 PyObject *qp_post_send(PyObject *self, PyObject *arg);
 PyObject *qp_post_recv(PyObject *self, PyObject *arg);
 PyObject *srq_post_recv(PyObject *self, PyObject *arg);
-/* Their docstrings, beside them in post.c (the method tables of qp.c and
- * srq.c name them). */
+PyObject *wq_post_recv(PyObject *self, PyObject *arg);
+/* Their docstrings, beside them in post.c (the method tables of qp.c,
+ * srq.c and wq/wq.c name them). */
 extern const char qp_post_send__doc__[], qp_post_recv__doc__[],
-	srq_post_recv__doc__[];
+	srq_post_recv__doc__[], wq_post_recv__doc__[];
 
 #endif /* IBVERBS_WR_WR_H */

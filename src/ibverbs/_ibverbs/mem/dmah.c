@@ -1,0 +1,163 @@
+/*
+ * dmah.c - DMAH: a DMA handle (ibv_alloc_dmah, rdma-core 59), a child of
+ * Context: the CPU and PCIe TLP processing hints that MRs registered with
+ * it (PD.reg_mr_ex(dmah=...), mr.c) steer their DMA by.  Those MRs use
+ * it: close() refuses with EBUSY while one is registered.
+ *
+ * No provider of this machine has the op (libibverbs answers
+ * EOPNOTSUPP); the success path is checked against the recording double.
+ */
+#include "ibverbs.h"
+#include "mem/mem.h"
+#include <stdio.h>
+#include <string.h>
+
+#define DMAHO(self) ((DMAHObject *)(self))
+
+static int dmah_destroy(Handle *h)
+{
+	return IBV.dealloc_dmah((struct ibv_dmah *)h->obj);
+}
+
+static const HandleKind dmah_kind = { "DMAH", "ibv_dealloc_dmah", dmah_destroy,
+				      NULL };
+
+/* One optional keyword of alloc_dmah in [0, max]: *mask |= bit. */
+static int dmah_field(PyObject *o, const char *name, long max, uint32_t bit,
+		      long *out, uint32_t *mask)
+{
+	if (o == Py_None)
+		return 0;
+	if (arg_int(o, name, 0, max, out) < 0)
+		return -1;
+	*mask |= bit;
+	return 0;
+}
+
+/* Context.alloc_dmah(*, cpu_id=None, ph=None, tph_mem_type=None) */
+PyObject *dmah_create(ContextObject *ctx, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "cpu_id", "ph", "tph_mem_type", NULL };
+	PyObject *cpu_o = Py_None, *ph_o = Py_None, *mem_o = Py_None;
+	struct ibv_dmah_init_attr attr;
+	long cpu = 0, ph = 0, mem = 0;
+	struct ibv_dmah *d;
+	DMAHObject *self;
+	uint32_t mask = 0;
+	int err;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOO:alloc_dmah", kwlist,
+					 &cpu_o, &ph_o, &mem_o))
+		return NULL;
+	if (dmah_field(cpu_o, "cpu_id", UINT32_MAX,
+		       IBV_DMAH_INIT_ATTR_MASK_CPU_ID, &cpu, &mask) < 0 ||
+	    dmah_field(ph_o, "ph", UINT8_MAX, IBV_DMAH_INIT_ATTR_MASK_PH, &ph,
+		       &mask) < 0 ||
+	    dmah_field(mem_o, "tph_mem_type", UINT8_MAX,
+		       IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE, &mem, &mask) < 0)
+		return NULL;
+	IBV_REQUIRE_OPTIONAL(alloc_dmah, ibv_alloc_dmah, "rdma-core 59");
+	HANDLE_CHECK(ctx);
+	memset(&attr, 0, sizeof(attr));
+	attr.comp_mask = mask;
+	attr.cpu_id = (uint32_t)cpu;
+	attr.ph = (uint8_t)ph;
+	attr.tph_mem_type = (uint8_t)mem;
+	errno = 0;
+	d = IBV.alloc_dmah((struct ibv_context *)HANDLE(ctx)->obj, &attr);
+	err = errno ? errno : EINVAL;
+	if (d == NULL)
+		return verbs_error_fmt(err, "ibv_alloc_dmah",
+				       "comp_mask=0x%x cpu_id=%ld ph=%ld "
+				       "tph_mem_type=%ld",
+				       (unsigned int)mask, cpu, ph, mem);
+	self = HANDLE_ALLOC(DMAHObject, ST.DMAH_type);
+	if (self == NULL) {
+		IBV.dealloc_dmah(d);
+		return NULL;
+	}
+	handle_init(HANDLE(self), &dmah_kind, HANDLE(ctx));
+	HANDLE(self)->obj = d;
+	self->comp_mask = mask;
+	self->cpu_id = attr.cpu_id;
+	self->ph = attr.ph;
+	self->tph_mem_type = attr.tph_mem_type;
+	return (PyObject *)self;
+}
+
+int dmah_check(PyObject *o, PDObject *pd)
+{
+	if (!PyObject_TypeCheck(o, ST.DMAH_type)) {
+		PyErr_Format(PyExc_TypeError, "dmah must be a DMAH, not %R",
+			     (PyObject *)Py_TYPE(o));
+		return -1;
+	}
+	if (handle_check(HANDLE(o)) < 0)
+		return -1;
+	if (HANDLE(o)->parent != HANDLE(pd)->parent) {
+		PyErr_SetString(PyExc_ValueError,
+				"dmah belongs to another Context than the PD");
+		return -1;
+	}
+	return 0;
+}
+
+/* The fields asked for at allocation; None for one not given. */
+static PyObject *dmah_get_field(PyObject *self, void *closure)
+{
+	DMAHObject *d = DMAHO(self);
+	uint32_t bit = (uint32_t)(uintptr_t)closure;
+
+	if (!(d->comp_mask & bit))
+		Py_RETURN_NONE;
+	if (bit == IBV_DMAH_INIT_ATTR_MASK_CPU_ID)
+		return PyLong_FromUnsignedLong(d->cpu_id);
+	if (bit == IBV_DMAH_INIT_ATTR_MASK_PH)
+		return PyLong_FromLong(d->ph);
+	return enum_from_int("TPHMemType", d->tph_mem_type);
+}
+
+static PyObject *dmah_get_comp_mask(PyObject *self, void *closure)
+{
+	return enum_from_int("DMAHInitAttrMask", (long)DMAHO(self)->comp_mask);
+}
+
+static PyObject *dmah_repr(PyObject *self)
+{
+	if (HANDLE(self)->obj == NULL)
+		return PyUnicode_FromString("<ibverbs.DMAH closed>");
+	return PyUnicode_FromFormat("<ibverbs.DMAH comp_mask=0x%x>",
+				    (unsigned int)DMAHO(self)->comp_mask);
+}
+
+PyDoc_STRVAR(
+	dmah__doc__,
+	"A DMA handle (``struct ibv_dmah``): DMA steering hints.\n"
+	"\n"
+	"Made by ``Context.alloc_dmah()``; given to\n"
+	"``PD.reg_mr_ex(dmah=...)``. ``close()`` wraps\n"
+	"``ibv_dealloc_dmah`` (man page ibv_alloc_dmah(3)) and refuses with\n"
+	"EBUSY while an MR registered with it is open. Never run on\n"
+	"hardware here; checked against the recording double.");
+
+static PyMethodDef dmah_methods[] = { HANDLE_METHODS_END };
+
+static PyGetSetDef dmah_getset[] = {
+	{ "comp_mask", dmah_get_comp_mask, NULL,
+	  "The ``DMAHInitAttrMask`` of the fields given at allocation.", NULL },
+	{ "cpu_id", dmah_get_field, NULL,
+	  "The CPU whose cache the DMA targets, or None.",
+	  (void *)(uintptr_t)IBV_DMAH_INIT_ATTR_MASK_CPU_ID },
+	{ "ph", dmah_get_field, NULL, "The TLP processing hint, or None.",
+	  (void *)(uintptr_t)IBV_DMAH_INIT_ATTR_MASK_PH },
+	{ "tph_mem_type", dmah_get_field, NULL,
+	  "The ``TPHMemType`` (VM, PM), or None.",
+	  (void *)(uintptr_t)IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE },
+	{ "context", handle_get_parent, NULL,
+	  "The Context it was allocated on.", NULL },
+	HANDLE_GETSETS_END
+};
+
+HANDLE_TYPE_SPEC(DMAH_spec, "DMAH", DMAHObject, 0, dmah__doc__,
+		 handle_tp_dealloc, handle_tp_traverse, dmah_repr, dmah_methods,
+		 dmah_getset);

@@ -1,0 +1,219 @@
+"""The Verbs coverage page's table (docs/reference/verbs-coverage.txt)
+against the code and the tests, so that the page cannot go stale.
+
+For every public verb of libibverbs the table names the Python names that
+wrap it and where it ran.  Checked here:
+
+- it lists the 174 public verbs of rdma-core 65, each once;
+- each Python name exists, and its docstring (or its class's, for a
+  constructor or close) names the verb, unless the table marks the verb as
+  called inside the name;
+- the C core calls every verb the table says is reached (a call of
+  ``ibv_X`` or of the loader's ``IBV.X``, outside comments and strings),
+  and no docstring says it wraps a verb the table calls unreached;
+- a test exercises the name where the table says it ran: the device or
+  two-node suite for ``rxe`` and ``rxe-refuses``, the host suite for
+  ``lib``, a recording-double test (tests/host/test_recording_*.py) for
+  ``double``.
+
+Reads the docs and C sources of the checkout (the wheel tests' copy has
+no docs/: skipped there, with the reason).  No device needed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import ibverbs
+
+ROOT = Path(__file__).resolve().parents[2]
+EXT = ROOT / "docs" / "_ext" / "ibverbs_verbs.py"
+C_TREE = ROOT / "src" / "ibverbs" / "_ibverbs"
+TESTS = ROOT / "tests"
+
+pytestmark = pytest.mark.skipif(
+    not EXT.exists(), reason="docs/ is not in this tree (the wheel tests copy tests/ only)"
+)
+
+
+def _load_ext():
+    spec = importlib.util.spec_from_file_location("ibverbs_verbs", EXT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return _load_ext()
+
+
+@pytest.fixture(scope="module")
+def table(ext):
+    return ext.read_table()
+
+
+def _strip_c(text: str) -> str:
+    """C source without comments and string literals."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+@pytest.fixture(scope="module")
+def c_code() -> str:
+    parts = []
+    for path in sorted(C_TREE.rglob("*.[ch]")):
+        code = _strip_c(path.read_text())
+        # The loader's symbol lists (X(field, ibv_sym)) resolve a verb;
+        # they do not call it.
+        code = re.sub(r"\bX\([^()]*\)", " ", code)
+        parts.append(code)
+    return "\n".join(parts)
+
+
+def _resolve(name: str):
+    obj = ibverbs
+    owner = None
+    for part in name.split("."):
+        owner = obj
+        obj = getattr(obj, part)
+    return obj, owner
+
+
+def _docs_of(name: str) -> str:
+    obj, owner = _resolve(name)
+    docs = [inspect.getdoc(obj) or ""]
+    if inspect.isclass(owner):
+        docs.append(inspect.getdoc(owner) or "")
+    if inspect.isclass(obj) or name.endswith(".open"):
+        docs.append(inspect.getdoc(owner) or "")
+    return "\n".join(docs)
+
+
+def _wrapped_in_docstrings() -> dict[str, set[str]]:
+    """Verb -> the names whose docstring says "Wraps ``ibv_verb``"."""
+    out: dict[str, set[str]] = {}
+    seen: set[int] = set()
+
+    def visit(prefix, obj, depth):
+        if id(obj) in seen or depth > 2:
+            return
+        seen.add(id(obj))
+        for key in dir(obj):
+            if key.startswith("_"):
+                continue
+            try:
+                value = getattr(obj, key)
+            except AttributeError:
+                continue
+            doc = getattr(value, "__doc__", None)
+            name = f"{prefix}{key}"
+            if isinstance(doc, str):
+                for m in re.finditer(r"Wraps((?:\s*(?:,|and)?\s*``\w+``)+)", doc):
+                    for verb in re.findall(r"``(?:_?ibv_)?(\w+)``", m.group(1)):
+                        out.setdefault(verb, set()).add(name)
+            if inspect.isclass(value) and value.__module__.startswith("ibverbs"):
+                visit(name + ".", value, depth + 1)
+
+    visit("", ibverbs, 0)
+    return out
+
+
+def _test_texts(*patterns: str) -> dict[Path, str]:
+    files: dict[Path, str] = {}
+    for pattern in patterns:
+        for path in sorted(TESTS.glob(pattern)):
+            if path.name != Path(__file__).name:
+                files[path] = path.read_text()
+    return files
+
+
+def test_every_public_verb_once(table):
+    counted = [v.verb for v in table if v.counted]
+    assert len(counted) == 174
+    assert len(set(counted)) == len(counted)
+    assert {v.verb for v in table if not v.counted} == {"mult_to_ibv_rate", "mbps_to_ibv_rate"}
+
+
+def test_names_exist_and_name_the_verb(table):
+    bad = []
+    for v in table:
+        if v.where == "none":
+            assert not v.names, f"{v.verb}: unreached but names {v.names}"
+            continue
+        assert v.names, f"{v.verb}: reached ({v.where}) but no Python name"
+        for name, inside in zip(v.names, v.inside):
+            try:
+                docs = _docs_of(name)
+            except AttributeError:
+                bad.append(f"{v.verb}: ibverbs.{name} does not exist")
+                continue
+            if not inside and v.symbol not in docs and v.symbol.lstrip("_") not in docs:
+                bad.append(f"{v.verb}: the docstring of {name} does not name {v.symbol}")
+    assert not bad, "\n".join(bad)
+
+
+def test_c_core_calls_every_reached_verb(table, c_code):
+    missing = [
+        v.verb
+        for v in table
+        if v.where != "none"
+        and not re.search(rf"(?:\b_?ibv_|\bIBV\.){re.escape(v.verb)}\b|\b{v.verb}\s*\(", c_code)
+    ]
+    assert not missing, f"the table says reached, the C core never calls: {missing}"
+
+
+def test_no_unlisted_wrapper(table):
+    wrapped = _wrapped_in_docstrings()
+    stale = [
+        f"{v.verb} (wrapped by {sorted(wrapped[v.verb])})"
+        for v in table
+        if v.where == "none" and v.verb in wrapped
+    ]
+    assert not stale, f"marked unreached in the table but wrapped: {stale}"
+
+
+def _exercised(name: str, texts: dict[Path, str]) -> list[Path]:
+    attr = name.split(".")[-1]
+    if attr in ("close", "open"):
+        # close()/open() are everywhere: look for the class instead.
+        attr = name.split(".")[-2] if "." in name else attr
+    pat = re.compile(rf"\b{re.escape(attr)}\b")
+    return [p for p, t in texts.items() if pat.search(t)]
+
+
+EVIDENCE = {
+    "rxe": ("device/**/*.py", "twonode/*.py"),
+    "rxe-refuses": ("device/**/*.py",),
+    "lib": ("host/*.py", "device/**/*.py"),
+    "double": ("host/test_recording_*.py",),
+}
+
+
+@pytest.mark.parametrize("where", sorted(EVIDENCE))
+def test_a_test_exercises_each_name(table, where):
+    texts = _test_texts(*EVIDENCE[where])
+    lacking = [
+        f"{v.verb} ({', '.join(v.names)})"
+        for v in table
+        if v.where == where
+        and not any(_exercised(n, texts) for n in v.names)
+        # a recording test checks the double's record of the verb itself
+        and not (where == "double" and any(re.search(rf"\b{v.verb}\b", t) for t in texts.values()))
+    ]
+    assert not lacking, f"where={where}: no test in {EVIDENCE[where]} uses {lacking}"
+
+
+def test_the_page_counts_add_up(ext, table):
+    c = ext.counts(table)
+    assert sum(c.values()) == 174
+    text = "\n".join(ext._rst(table))
+    assert f"the C core calls {174 - c['none']}" in text
