@@ -127,6 +127,11 @@ test-twonode: pycache
 # the kernel-dependent answers only (test-guest ran the rest there).
 # tests/device/test_kernel_caps.py holds each kernel's answers to the table
 # in tests/support/kernels.py and appends them to $(OUT)/caps.jsonl.
+# On 7.2 it also runs chrooted into Debian sid's root of make test-distros
+# (rdma-core 65; tools/rxe-vm.d/in-root), which tells the kernel's answers
+# from the rdma-core's (make test runs test-distros first; alone, make
+# test-kernels needs that root: tools/distro-roots test dist sid).
+DISTROS_CACHE := $(or $(IBVERBS_DISTROS_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ibverbs-distros)
 KERNELS_SUBSET := tests/device/test_kernel_caps.py tests/device/test_rc.py \
 	tests/device/test_qp_ex.py tests/device/test_mr.py tests/device/test_cq.py \
 	tests/device/test_cm.py tests/device/test_dm_flow_odp.py tests/device/test_atomic_write.py
@@ -136,6 +141,9 @@ test-kernels: pycache
 	rm -f $(OUT)/caps.jsonl
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel bookworm --rw $(OUT) -- \
 		$(VPY) -m pytest -rfEsP -m integration tests/device/test_kernel_caps.py
+	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel sid --rw $(OUT) -- \
+		sh tools/rxe-vm.d/in-root $(DISTROS_CACHE)/sid python -m pytest -rfEsP \
+		-p no:cacheprovider -m integration tests/device/test_kernel_caps.py
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel trixie --rw $(OUT) -- \
 		$(VPY) -m pytest -rfEsP -m integration $(KERNELS_SUBSET)
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl IBVERBS_REQUIRE_INTEGRATION=1 \
