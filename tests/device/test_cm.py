@@ -387,12 +387,13 @@ def test_reject_carries_private_data():
 
 PEER = textwrap.dedent("""
     import sys, time, ibverbs as ib
+    limit = float(sys.argv[3])
     with ib.CMListener(int(sys.argv[2]), sys.argv[1]) as l:
         print("listening", flush=True)
-        c = l.get_request(timeout=scaled(60))
+        c = l.get_request(timeout=limit)
         pd = c.context.alloc_pd(); cq = c.context.create_cq(4)
         qp = c.create_qp(pd, ib.QPInitAttr(send_cq=cq, recv_cq=cq))
-        c.accept(timeout=scaled(60))
+        c.accept(timeout=limit)
         print("accepted", flush=True)
         time.sleep(600)
 """)
@@ -401,7 +402,7 @@ PEER = textwrap.dedent("""
 def test_peer_killed_is_disconnected_and_wrs_flush():
     port = cm_port()
     peer = subprocess.Popen(
-        [sys.executable, "-c", PEER, SERVER, str(port)],
+        [sys.executable, "-c", PEER, SERVER, str(port), str(TIMEOUT)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

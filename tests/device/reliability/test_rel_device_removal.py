@@ -35,6 +35,7 @@ CHILD = textwrap.dedent(r"""
     sys.path.insert(0, sys.argv[2])
     import ibverbs as ib
     from support.rdma import ALL_ACCESS, make_rc_pair
+    from support.timeouts import scaled
     DEV = sys.argv[1]
     log = {"events": [], "calls": {}}
 
