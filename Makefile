@@ -125,6 +125,8 @@ test-twonode: pycache
 # 2026-12-03) the whole device suite (two halves, as test-guest) and the
 # two-node suite; on Debian 13's 6.12 a device subset; on Debian 12's 6.1
 # the kernel-dependent answers only (test-guest ran the rest there).
+# Then Soft-iWARP (tools/rxe-vm --provider siw, siw.ko built for 6.1):
+# tests/device/test_siw.py and the connection-manager guide's quickstart.
 # tests/device/test_kernel_caps.py holds each kernel's answers to the table
 # in tests/support/kernels.py and appends them to $(OUT)/caps.jsonl.
 # On 7.2 it also runs chrooted into Debian sid's root of make test-distros
@@ -144,6 +146,9 @@ test-kernels: pycache
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel sid --rw $(OUT) -- \
 		sh tools/rxe-vm.d/in-root $(DISTROS_CACHE)/sid python -m pytest -rfEsP \
 		-p no:cacheprovider -m integration tests/device/test_kernel_caps.py
+	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --provider siw --rw $(OUT) -- \
+		$(VPY) -m pytest -rfEsP -p no:cacheprovider -m integration tests/device/test_siw.py \
+		tests/device/test_cm.py::test_readme_example
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel trixie --rw $(OUT) -- \
 		$(VPY) -m pytest -rfEsP -m integration $(KERNELS_SUBSET)
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl IBVERBS_REQUIRE_INTEGRATION=1 \
@@ -151,6 +156,7 @@ test-kernels: pycache
 	$(RXE_VM) --kernel sid --nodes 2 --mtu 1500,9000 --timeout 1200 -- \
 		$(VPY) -m pytest -rfEsP -m twonode --ignore=tests/twonode/test_mesh.py \
 		--ignore=tests/twonode/test_bootstrap_twonode.py tests/twonode
+	$(VPY) tools/capability-table $(OUT)/caps.jsonl
 
 demo: build pycache
 	@mkdir -p $(OUT)

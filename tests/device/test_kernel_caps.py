@@ -7,7 +7,6 @@ file on Debian's 6.1, 6.12 and 7.2)."""
 
 from __future__ import annotations
 
-import errno
 import mmap
 
 import numpy as np
@@ -18,13 +17,6 @@ from support import kernels
 from support.rdma import ALL_ACCESS, make_rc_pair, mkbuf, poll_until
 
 pytestmark = pytest.mark.integration
-
-
-def refused(e: ib.VerbsError) -> str:
-    # ENOTSUP and EOPNOTSUPP are one number on Linux: name it EOPNOTSUPP.
-    if e.errno == errno.EOPNOTSUPP:
-        return "refused EOPNOTSUPP"
-    return f"refused {errno.errorcode.get(e.errno, str(e.errno))}"
 
 
 def untouched(n: int):
@@ -49,7 +41,7 @@ def odp_write(ctx, pd, feature, touch, n=4096):
     try:
         mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS | ib.AccessFlags.ON_DEMAND, owner=m)
     except ib.VerbsError as e:
-        kernels.check(feature, refused(e))
+        kernels.check(feature, kernels.refused(e))
         return
     assert mr.access & ib.AccessFlags.ON_DEMAND
     qa, ca, qb, cb = make_rc_pair(ctx, pd)
@@ -96,7 +88,7 @@ def test_implicit_odp(ctx, pd):
     try:
         mr = pd.reg_implicit_odp_mr(ALL_ACCESS)
     except ib.VerbsError as e:
-        kernels.check("implicit_odp", refused(e))
+        kernels.check("implicit_odp", kernels.refused(e))
         return
     assert mr.addr == 0 and mr.access & ib.AccessFlags.ON_DEMAND
     mr.close()
@@ -113,7 +105,7 @@ def test_advise_mr_prefetch(ctx, pd):
     try:
         pd.advise_mr(ib.AdviseMRAdvice.PREFETCH_WRITE, ib.AdviseMRFlags.FLUSH, [mr.sge(4096)])
     except ib.VerbsError as e:
-        answer = refused(e)
+        answer = kernels.refused(e)
     else:
         answer = "runs"
     mr.close()

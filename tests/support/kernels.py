@@ -15,6 +15,7 @@ tools/capability-table writes the testing guide's table.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -83,6 +84,13 @@ FEATURES = {
     "implicit_odp": "implicit ODP MR",
     "advise_mr_prefetch": "advise_mr prefetch",
     "atomic_write": "atomic write",
+    # Recorded by tests/device/test_siw.py (Soft-iWARP).
+    "cm_send_recv": "RC through CMID/CMListener: send/recv",
+    "cm_send_recv_srq": "RC through CMID/CMListener: send/recv into an SRQ",
+    "cm_rdma_write_read": "RC through CMID/CMListener: RDMA write and read",
+    "ud_qp": "UD QP",
+    "atomic_fetch_add": "atomic fetch-and-add",
+    "connect_rc_manual": "connect_rc without the CM (manual INIT/RTR/RTS)",
 }
 
 
@@ -126,6 +134,14 @@ def record(feature: str, answer: str, provider: str = "rxe") -> None:
         }
         with open(out, "a") as f:
             f.write(json.dumps(line) + "\n")
+
+
+def refused(e) -> str:
+    """The answer for a VerbsError E: "refused EINVAL".  ENOTSUP and
+    EOPNOTSUPP are one number on Linux: it is named EOPNOTSUPP."""
+    if e.errno == errno.EOPNOTSUPP:
+        return "refused EOPNOTSUPP"
+    return f"refused {errno.errorcode.get(e.errno, str(e.errno))}"
 
 
 def landed(region, fill: int) -> str:
