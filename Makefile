@@ -144,11 +144,15 @@ test-kernels: pycache
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel bookworm --rw $(OUT) -- \
 		$(VPY) -m pytest -rfEsP -m integration tests/device/test_kernel_caps.py
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel sid --rw $(OUT) -- \
-		sh tools/rxe-vm.d/in-root $(DISTROS_CACHE)/sid python -m pytest -rfEsP \
-		-p no:cacheprovider -m integration tests/device/test_kernel_caps.py
+		sh tools/rxe-vm.d/in-root $(DISTROS_CACHE)/sid python -m pytest -rfEsxP \
+		-p no:cacheprovider -m integration tests/device/test_kernel_caps.py \
+		tests/device/test_qp_ex.py::test_rdma_write_inline_list
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --provider siw --rw $(OUT) -- \
 		$(VPY) -m pytest -rfEsP -p no:cacheprovider -m integration tests/device/test_siw.py \
 		tests/device/test_cm.py::test_readme_example
+	$(RXE_VM) --provider siw --nodes 2 --timeout 900 -- $(VPY) -m pytest -rfEsP -p no:cacheprovider \
+		-m twonode tests/twonode/test_cm_twonode.py::test_cmid_against_c_rdma_server_on_the_peer \
+		tests/twonode/test_cm_twonode.py::test_asyncio_client_on_node_1_server_on_node_0
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel trixie --rw $(OUT) -- \
 		$(VPY) -m pytest -rfEsP -m integration $(KERNELS_SUBSET)
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl IBVERBS_REQUIRE_INTEGRATION=1 \

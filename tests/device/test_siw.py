@@ -186,6 +186,11 @@ def test_send_recv(conn):
     (wc,) = poll_until(client.cq, 1, timeout=TIMEOUT, check=True)
     assert wc.wr_id == 7 and wc.opcode == ib.WCOpcode.SEND
     kernels.record("cm_send_recv_srq" if server.srq else "cm_send_recv", "runs", provider="siw")
+    # ibv_query_qp of the connected QP (QP.state): siw on 6.1 says RESET
+    # where rxe says RTS (the CM moved it; the traffic above ran).
+    state = ib.QPState(client.qp.state).name
+    assert state in ("RTS", "RESET"), state
+    kernels.record("qp_state_after_cm", f"query_qp says {state}", provider="siw")
 
 
 def test_rdma_write_and_read(conn):

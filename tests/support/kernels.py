@@ -88,6 +88,7 @@ FEATURES = {
     "cm_send_recv": "RC through CMID/CMListener: send/recv",
     "cm_send_recv_srq": "RC through CMID/CMListener: send/recv into an SRQ",
     "cm_rdma_write_read": "RC through CMID/CMListener: RDMA write and read",
+    "qp_state_after_cm": "ibv_query_qp state of a CM-connected QP",
     "ud_qp": "UD QP",
     "atomic_fetch_add": "atomic fetch-and-add",
     "connect_rc_manual": "connect_rc without the CM (manual INIT/RTR/RTS)",
