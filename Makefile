@@ -136,13 +136,14 @@ test-twonode: pycache
 DISTROS_CACHE := $(or $(IBVERBS_DISTROS_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ibverbs-distros)
 KERNELS_SUBSET := tests/device/test_kernel_caps.py tests/device/test_rc.py \
 	tests/device/test_qp_ex.py tests/device/test_mr.py tests/device/test_cq.py \
-	tests/device/test_cm.py tests/device/test_dm_flow_odp.py tests/device/test_atomic_write.py
+	tests/device/test_cm.py tests/device/test_dm_flow_odp.py tests/device/test_atomic_write.py \
+	tests/device/test_siw.py
 
 test-kernels: pycache
 	@mkdir -p $(OUT)
 	rm -f $(OUT)/caps.jsonl
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel bookworm --rw $(OUT) -- \
-		$(VPY) -m pytest -rfEsP -m integration tests/device/test_kernel_caps.py
+		$(VPY) -m pytest -rfEsP -m integration tests/device/test_kernel_caps.py tests/device/test_siw.py
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel sid --rw $(OUT) -- \
 		sh tools/rxe-vm.d/in-root $(DISTROS_CACHE)/sid python -m pytest -rfEsxP \
 		-p no:cacheprovider -m integration tests/device/test_kernel_caps.py \

@@ -84,7 +84,8 @@ FEATURES = {
     "implicit_odp": "implicit ODP MR",
     "advise_mr_prefetch": "advise_mr prefetch",
     "atomic_write": "atomic write",
-    # Recorded by tests/device/test_siw.py (Soft-iWARP).
+    # Recorded by tests/device/test_siw.py (on siw and on rxe).
+    "transport": "transport",
     "cm_send_recv": "RC through CMID/CMListener: send/recv",
     "cm_send_recv_srq": "RC through CMID/CMListener: send/recv into an SRQ",
     "cm_rdma_write_read": "RC through CMID/CMListener: RDMA write and read",
