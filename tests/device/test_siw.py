@@ -206,34 +206,31 @@ def test_send_recv(conn):
     record("qp_state_after_cm", f"query_qp says {state}")
 
 
-def test_rdma_write_and_read(conn):
-    client, server = conn
+def rdma(client, opcode, local, remote):
+    """Post one signaled RDMA OPCODE of N bytes between the client's Buf
+    LOCAL and the server's Buf REMOTE; return its successful completion."""
     client.qp.post_send(
         ib.SendWR(
-            wr_id=1,
-            sg_list=[client.src.mr.sge(N)],
-            opcode=ib.WROpcode.RDMA_WRITE,
+            wr_id=int(opcode),
+            sg_list=[local.mr.sge(N)],
+            opcode=opcode,
             send_flags=ib.SendFlags.SIGNALED,
-            remote_addr=server.dst.mr.addr,
-            rkey=server.dst.mr.rkey,
+            remote_addr=remote.mr.addr,
+            rkey=remote.mr.rkey,
         )
     )
     (wc,) = poll_until(client.cq, 1, timeout=TIMEOUT, check=True)
+    return wc
+
+
+def test_rdma_write_and_read(conn):
+    client, server = conn
+    wc = rdma(client, ib.WROpcode.RDMA_WRITE, client.src, server.dst)
     assert wc.opcode == ib.WCOpcode.RDMA_WRITE
     assert server.dst.data == bytes([0x5A]) * N
     # RDMA READ of the server's source buffer into the client's.
     ctypes.memset(server.src.raw, 0xC3, N)
-    client.qp.post_send(
-        ib.SendWR(
-            wr_id=2,
-            sg_list=[client.dst.mr.sge(N)],
-            opcode=ib.WROpcode.RDMA_READ,
-            send_flags=ib.SendFlags.SIGNALED,
-            remote_addr=server.src.mr.addr,
-            rkey=server.src.mr.rkey,
-        )
-    )
-    (wc,) = poll_until(client.cq, 1, timeout=TIMEOUT, check=True)
+    wc = rdma(client, ib.WROpcode.RDMA_READ, client.dst, server.src)
     assert wc.opcode == ib.WCOpcode.RDMA_READ and wc.byte_len == N
     assert client.dst.data == bytes([0xC3]) * N
     record("cm_rdma_write_read", "runs")
