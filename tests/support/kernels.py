@@ -75,6 +75,26 @@ EXPECTED: dict[str, dict[str, str]] = {
         "6.12": "completion REM_ACCESS_ERR",
         "7.2": "completion REM_ACCESS_ERR",
     },
+    # A second BIND_MW of a bound type 2 window, without an invalidation
+    # between (tests/device/test_mw.py).  6.1's rxe completes it with
+    # MW_BIND_ERR (its requester only marks itself in error and lets the
+    # completer report the WR's status).  7.2's (read in Debian's
+    # linux-source-7.2) moves the QP to the error state in rxe_req.c's
+    # error path (rxe_qp_error()) before the completer runs, which then
+    # flushes the send queue, the failed bind first: the same WR, its own
+    # status lost.  6.12 answers as 7.2 does.
+    "mw_type2_rebind_bound": {
+        "6.1": "completion MW_BIND_ERR",
+        "6.12": "completion WR_FLUSH_ERR",
+        "7.2": "completion WR_FLUSH_ERR",
+    },
+    # ibv_dereg_mr of an MR a memory window is bound to (type 1 or 2):
+    # rxe's num_mw check (IBA 10.6.7.2.6), the same in each.
+    "mw_bound_mr_dereg": {
+        "6.1": "refused EINVAL",
+        "6.12": "refused EINVAL",
+        "7.2": "refused EINVAL",
+    },
 }
 
 FEATURES = {
@@ -84,6 +104,8 @@ FEATURES = {
     "implicit_odp": "implicit ODP MR",
     "advise_mr_prefetch": "advise_mr prefetch",
     "atomic_write": "atomic write",
+    "mw_type2_rebind_bound": "rebinding a bound type 2 memory window",
+    "mw_bound_mr_dereg": "deregistering an MR a memory window is bound to",
     # Recorded by tests/device/test_siw.py (on siw and on rxe).
     "transport": "transport",
     "cm_send_recv": "RC through CMID/CMListener: send/recv",
