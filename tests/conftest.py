@@ -26,7 +26,7 @@ import os
 
 import pytest
 
-from support import device_name, shards
+from support import device_name, shards, timeouts
 
 pytest_plugins = ["support.fixtures"]
 
@@ -40,6 +40,14 @@ def _device_name():
         return device_name()
     except ImportError:
         return None
+
+
+def pytest_report_header(config):
+    """In a guest: the time factor that scales the tests' time limits
+    (support/timeouts.py), so that a log says how loaded the machine was."""
+    if timeouts.in_guest():
+        return f"time factor: {timeouts.factor():.2f} (IBVERBS_TIME_FACTOR; support/timeouts.py)"
+    return None
 
 
 _timings = None  # seconds per file, when sharded or storing durations

@@ -17,12 +17,13 @@ from ibverbs import aio
 from ibverbs.enums import CMEventType
 from support import cm_port
 from support.process import cm_counts
+from support.timeouts import scaled
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("need_cm")]
 
 SERVER = os.environ.get("IBVERBS_TEST_CM_SERVER", "198.18.0.1")
 SOURCE = os.environ.get("IBVERBS_TEST_CM_SOURCE") or None
-TIMEOUT = 60.0  # the guest is emulated: be generous
+TIMEOUT = scaled(60.0)  # the guest is emulated: be generous
 MSG = 32
 N = 4
 
@@ -179,11 +180,11 @@ def connect_error(cmid_connect):
 def test_connect_to_nobody_raises_what_blocking_connect_raises(loop_kind):
     port = cm_port()
     blocking = Conn(ib.CMID.resolve(SERVER, port, SOURCE))
-    eb = connect_error(lambda: blocking.cmid.connect(timeout=30))
+    eb = connect_error(lambda: blocking.cmid.connect(timeout=scaled(30)))
     blocking.close()
     awaited = Conn(ib.CMID.resolve(SERVER, port, SOURCE))
     t0 = time.monotonic()
-    ea = connect_error(lambda: run(loop_kind, aio.connect(awaited.cmid, timeout=30)))
+    ea = connect_error(lambda: run(loop_kind, aio.connect(awaited.cmid, timeout=scaled(30))))
     assert time.monotonic() - t0 < 35
     print(f"\nblocking: {eb!r}\n{loop_kind}: {ea!r}")
     assert type(ea) is type(eb), (ea, eb)

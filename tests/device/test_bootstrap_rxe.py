@@ -11,6 +11,7 @@ import pytest
 
 from support import free_port
 from support.rankrun import check_mesh, mesh_write_rank, run_ranks, torchrun_env
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -34,14 +35,18 @@ def test_mesh_of_four_ranks_writes_into_every_peer(dist, np, device_name, port):
     from datetime import timedelta
 
     server = dist.TCPStore(
-        "127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=60)
+        "127.0.0.1",
+        0,
+        is_master=True,
+        wait_for_workers=False,
+        timeout=timedelta(seconds=scaled(60)),
     )
 
     def rank_main(rank):
         store = dist.TCPStore(
-            "127.0.0.1", server.port, is_master=False, timeout=timedelta(seconds=60)
+            "127.0.0.1", server.port, is_master=False, timeout=timedelta(seconds=scaled(60))
         )
-        return mesh_write_rank(store, rank, WORLD, device_name, port=port, timeout=60)
+        return mesh_write_rank(store, rank, WORLD, device_name, port=port, timeout=scaled(60))
 
     res = run_ranks(rank_main, range(WORLD), timeout=150)
     check_mesh(res, WORLD)
@@ -68,6 +73,6 @@ def test_allreduce_ring_example_as_under_torchrun(dist, np, device_name, args):
         lambda rank: example.main([*args, "--device", device_name, "--timeout", "120"]),
         range(WORLD),
         env_for=lambda r: torchrun_env(r, WORLD, "127.0.0.1", master_port),
-        timeout=180,
+        timeout=scaled(180),
     )
     assert rcs == {r: 0 for r in range(WORLD)}

@@ -25,6 +25,7 @@ import ibverbs as ib
 from ibverbs.enums import CMEventType
 from support import cm_port
 from support.process import cm_counts
+from support.timeouts import scaled
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("need_cm")]
 
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 SERVER = os.environ.get("IBVERBS_TEST_CM_SERVER", "198.18.0.1")
 SOURCE = os.environ.get("IBVERBS_TEST_CM_SOURCE") or None
-TIMEOUT = 60.0  # the guest is emulated: be generous
+TIMEOUT = scaled(60.0)  # the guest is emulated: be generous
 MSG = 16
 
 
@@ -81,7 +82,7 @@ class Conn:
         self.qp.post_send(ib.SendWR(wr_id=2, sg_list=[self.sbuf.mr.sge()]))
 
     def wait(self, timeout=TIMEOUT):
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while time.monotonic() < deadline:
             wcs = self.cq.poll()
             if wcs:
@@ -100,7 +101,7 @@ class Conn:
 def connect_retrying(port, private_data=b"", timeout=TIMEOUT):
     """A connected Conn to SERVER:port, retrying while nobody listens yet
     (a C server that is still starting rejects)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         conn = Conn(ib.CMID.resolve(SERVER, port, SOURCE))
         try:
@@ -150,7 +151,7 @@ def run_serving(listener, handler, timeout=TIMEOUT):
     t.start()
 
     def join():
-        t.join(timeout + 30)
+        t.join(scaled(timeout + 30))
         assert not t.is_alive(), "server thread hung"
         if "error" in box:
             raise box["error"]
@@ -234,7 +235,7 @@ def stop(proc):
 
 
 def wait_line(proc, needle, timeout=TIMEOUT):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     lines = []
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
@@ -351,7 +352,7 @@ def test_connect_to_nobody_fails_within_the_timeout():
     conn = Conn(ib.CMID.resolve(SERVER, cm_port(), SOURCE))
     t0 = time.monotonic()
     with pytest.raises((ib.VerbsError, TimeoutError)) as ei:
-        conn.cmid.connect(timeout=30)
+        conn.cmid.connect(timeout=scaled(30))
     elapsed = time.monotonic() - t0
     conn.close()
     assert elapsed < 35
@@ -386,12 +387,13 @@ def test_reject_carries_private_data():
 
 PEER = textwrap.dedent("""
     import sys, time, ibverbs as ib
+    limit = float(sys.argv[3])
     with ib.CMListener(int(sys.argv[2]), sys.argv[1]) as l:
         print("listening", flush=True)
-        c = l.get_request(timeout=60)
+        c = l.get_request(timeout=limit)
         pd = c.context.alloc_pd(); cq = c.context.create_cq(4)
         qp = c.create_qp(pd, ib.QPInitAttr(send_cq=cq, recv_cq=cq))
-        c.accept(timeout=60)
+        c.accept(timeout=limit)
         print("accepted", flush=True)
         time.sleep(600)
 """)
@@ -400,7 +402,7 @@ PEER = textwrap.dedent("""
 def test_peer_killed_is_disconnected_and_wrs_flush():
     port = cm_port()
     peer = subprocess.Popen(
-        [sys.executable, "-c", PEER, SERVER, str(port)],
+        [sys.executable, "-c", PEER, SERVER, str(port), str(TIMEOUT)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -14,6 +14,7 @@ import ibverbs as ib
 
 from support import GID_INDEX, PORT
 from support.rdma import ALL_ACCESS, make_rc_pair, poll_until
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -327,7 +328,7 @@ def test_get_cq_event_blocks_without_the_gil(ctx, pd):
         ch.close()
     assert ei.value.errno == errno.EBUSY
     qa.post_send(write_wr(1, mr, 8, 4096))
-    t.join(10)
+    t.join(scaled(10))
     assert not t.is_alive()
     assert result == [ca]
     poll_until(ca, 1)[0].raise_for_status()

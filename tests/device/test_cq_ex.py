@@ -11,6 +11,7 @@ import ibverbs as ib
 
 from support import GID_INDEX, PORT
 from support.rdma import make_rc_pair, mkbuf, poll_until, write_wr
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +22,7 @@ STANDARD = F.BYTE_LEN | F.IMM | F.QP_NUM | F.SRC_QP | F.SLID | F.SL | F.DLID_PAT
 def wait_entries(cq, n, timeout=10.0):
     """Raw iteration: the fields of n entries, read with the accessors."""
     got = []
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while len(got) < n:
         if not cq.start_poll():
             assert time.monotonic() < deadline, f"timed out: {len(got)} of {n}"

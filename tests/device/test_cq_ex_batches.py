@@ -18,6 +18,7 @@ import pytest
 import ibverbs as ib
 
 from support.rdma import make_rc_pair, mkbuf
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +78,7 @@ class Reaper:
 def reap(reaper, want, timeout=20.0):
     """Batches until `want` completions came: the entries (or counts)."""
     entries, count = [], 0
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while count < want:
         got = reaper.batch()
         k = got if isinstance(got, int) else len(got)

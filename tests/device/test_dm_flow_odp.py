@@ -10,6 +10,7 @@ import pytest
 
 import ibverbs as ib
 
+from support import kernels
 from support.rdma import ALL_ACCESS, make_rc_pair, poll_until
 
 pytestmark = pytest.mark.integration
@@ -180,7 +181,12 @@ def test_odp_registration(ctx, pd):
         )
     )
     poll_until(ca, 1)[0].raise_for_status()
-    assert (buf[8192 : 8192 + 4096] == 9).all()
+    # Every byte, unless the kernel table (support/kernels.py) records that
+    # this kernel loses part of such a write (7.2: only the first packet).
+    answer = kernels.landed(buf[8192 : 8192 + 4096], 9)
+    if kernels.expected("odp_write_resident") is None:
+        assert answer == "runs", answer  # a kernel not in the table: all of it
+    kernels.check("odp_write_resident", answer)
 
 
 def test_implicit_odp(ctx, pd):

@@ -24,6 +24,7 @@ from support.rdma import (
     wait_async_event,
     wait_port_active,
 )
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -140,12 +141,12 @@ def test_link_flap_delivers_port_events(ctx):
             ctx.close()
         assert ei.value.errno == errno.EBUSY
         set_link("down")
-        t.join(15)
+        t.join(scaled(15))
         assert not t.is_alive()
     finally:
         if t.is_alive():
             set_link("down")
-            t.join(15)
+            t.join(scaled(15))
         set_link("up")
     (ev,) = result
     assert isinstance(ev, ib.AsyncEvent), ev

@@ -11,6 +11,7 @@ import pytest
 
 from support import GID_INDEX as _GID_INDEX
 from support import free_port
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 GID_INDEX = str(_GID_INDEX)
 ITERS = "50"
-TIMEOUT = 240  # the Soft-RoCE guest is emulated: be generous
+TIMEOUT = scaled(240)  # the Soft-RoCE guest is emulated: be generous
 
 
 def py(script, *args):

@@ -19,6 +19,7 @@ from ibverbs import AccessFlags, SendFlags, WROpcode
 from support import GID_INDEX, PORT
 from support.rdma import ALL_ACCESS as ALL
 from support.rdma import ok, poll_until
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -509,6 +510,8 @@ def test_ud_send_without_an_ah_is_refused_not_a_crash(device_name):
                 print("posted")
         qp.close()
     """)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(120)
+    )
     assert res.returncode == 0, f"rc={res.returncode}\n{res.stdout}{res.stderr}"
     assert res.stdout.count("refused:") == 3, res.stdout

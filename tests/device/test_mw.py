@@ -8,8 +8,11 @@ On rxe (kernel 6.1 and 6.12, rdma-core 44), as these tests found:
 - ibv_mw.rkey is not updated by a type 2 bind posted with ibv_post_send,
   yet the next bind sends it as the window's current key: the caller sets
   ``mw.rkey = new_rkey`` once the bind completed (``bind_type2`` below).
-- a type 2 window is rebound only after an invalidation (a bind of a bound
-  window completes with MW_BIND_ERR), as the IB spec says;
+- a type 2 window is rebound only after an invalidation, as the IB spec
+  says: a bind of a bound window fails (its completion's status depends on
+  the kernel: tests/support/kernels.py, "mw_type2_rebind_bound");
+- an MR with a bound window refuses to deregister (EINVAL): the MW keeps
+  the MR of its last bind alive until it is closed or bound again;
 - the responder checks an access through a window against the bounds of
   the MR, not of the window.
 """
@@ -22,6 +25,7 @@ import numpy as np
 import pytest
 
 import ibverbs as ib
+from support import kernels
 from support.rdma import ALL_ACCESS, make_rc_pair, mkbuf, ok, poll_until
 
 pytestmark = pytest.mark.integration
@@ -269,8 +273,15 @@ def test_type2_rebind_without_invalidate_fails(ctx, pd, pair, bufs):
             bind_info=ib.MWBindInfo(mr_b, mr_b.addr, 64, WINDOW),
         )
     )
+    # 6.1's rxe completes the failed bind with MW_BIND_ERR.  7.2's
+    # requester moves the QP to the error state as soon as the bind fails
+    # (rxe_qp_error() in rxe_req.c's error path), and the completer, which
+    # finds the QP in error, flushes the send queue, this WR first: the
+    # same WR completes, with WR_FLUSH_ERR.
     (wc,) = poll_until(cb)
-    assert wc.status == ib.WCStatus.MW_BIND_ERR, wc
+    assert wc.wr_id == 7 and wc.status != ib.WCStatus.SUCCESS, wc
+    kernels.check("mw_type2_rebind_bound", f"completion {ib.WCStatus(wc.status).name}")
+    assert qb.state == ib.QPState.ERR
 
 
 def test_type1_bind_mw(ctx, pd, bufs):
@@ -381,6 +392,46 @@ def test_bind_wr_keeps_mw_and_mr_alive_and_checks_them(pd, pair):
     # The WR lets go of its MW and MR: they close (the PD then can).
     wr.bind_info.mr.close()
     mw2.close()
+
+
+@pytest.mark.parametrize("mw_type", [ib.MWType.TYPE_1, ib.MWType.TYPE_2])
+def test_bound_window_keeps_its_mr(ctx, mw_type):
+    """A window holds the MR of its last bind: dropping every other
+    reference leaves the window usable (the kernel would refuse to
+    deregister the MR under it); closing the window lets the MR go, and
+    the PD closes."""
+    pd2 = ctx.alloc_pd()
+    qa, ca, qb, cb = make_rc_pair(ctx, pd2)
+    src, mr_a = mkbuf(pd2, 4096, ACCESS, fill=0x11)
+    buf = np.full(4096, 0x22, dtype=np.uint8)
+    mr = ib.reg_tensor(pd2, buf, ACCESS)
+    addr = mr.addr
+    mw = pd2.alloc_mw(mw_type)
+    info = ib.MWBindInfo(mr, addr, 1024, WINDOW)
+    if mw_type == ib.MWType.TYPE_1:
+        rkey = qb.bind_mw(mw, ib.MWBind(info, send_flags=SIGNALED))
+        ok(poll_until(cb), ib.WCOpcode.BIND_MW)
+    else:
+        rkey = ib.inc_rkey(mw.rkey)
+        bind_type2(qb, cb, mw, mr, rkey)
+    # An explicit close reaches the kernel, which refuses; the MR stays.
+    with pytest.raises(ib.VerbsError) as e:
+        mr.close()
+    assert e.value.operation == "ibv_dereg_mr" and not mr.closed
+    kernels.check("mw_bound_mr_dereg", kernels.refused(e.value))
+    del info, mr
+    gc.collect()
+    src[:8] = 0x5C
+    ok([remote(qa, ca, ib.WROpcode.RDMA_WRITE, mr_a, rkey, addr)])
+    assert (buf[:8] == 0x5C).all() and (buf[8:] == 0x22).all()
+    # The window goes first (a bound type 2 window holds its QP in rxe:
+    # see test_rkey_rotation), and takes the last reference to the MR.
+    mw.close()
+    gc.collect()
+    for h in (qa, qb, mr_a):
+        h.close()
+    pd2.close()
+    assert pd2.closed
 
 
 def test_close_while_bound(ctx, pd, pair, bufs):

@@ -13,6 +13,7 @@ import pytest
 from ibverbs.perf import PerfError, run
 
 from support import GID_INDEX, PORT, free_port
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -76,7 +77,9 @@ def test_cli_json(device_name):
         "-t",
         "16",
     ]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    p = subprocess.run(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=scaled(120)
+    )
     assert p.returncode == 0, f"{' '.join(cmd)}\n{p.stdout}\n{p.stderr}"
     res = [json.loads(line) for line in p.stdout.splitlines()]
     assert [r["size"] for r in res] == [8, 4096]

@@ -9,6 +9,7 @@ import pytest
 import ibverbs as ib
 
 from support.rdma import ALL_ACCESS
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.integration
 def count_until(cq, n, timeout=10.0, batch=64):
     """poll_count until n completions were counted; the calls' results."""
     got = []
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while sum(got) < n:
         k = cq.poll_count(batch)
         assert isinstance(k, int) and 0 <= k <= batch

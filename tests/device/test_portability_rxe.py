@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import ibverbs as ib
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +106,7 @@ def test_without_newer_verbs_only_the_calls_that_need_them_raise(shim, device_na
         env=noverbs.shim_env(path, hide),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)

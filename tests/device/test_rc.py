@@ -12,6 +12,7 @@ import pytest
 
 import ibverbs as ib
 from support.rdma import ALL_ACCESS, make_rc_pair, mkbuf, ok, poll_until
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -360,7 +361,7 @@ def _drive_peer(ctx, pd, port, gid_index, child):
     if not line.strip().isdigit():
         child.wait(60)
         pytest.fail(f"peer did not start: {line!r} {child.stderr.read()}")
-    with socket.create_connection(("127.0.0.1", int(line)), timeout=120) as sock:
+    with socket.create_connection(("127.0.0.1", int(line)), timeout=scaled(120)) as sock:
         _exchange(ctx, pd, port, gid_index, child, sock)
 
 
@@ -403,7 +404,7 @@ def _exchange(ctx, pd, port, gid_index, child, sock):
     assert sorted(w.opcode for w in wcs) == [ib.WCOpcode.SEND, ib.WCOpcode.RECV]
     assert int(digest[0]) == int(src.astype(np.uint64).sum())
     sock.sendall(b"x")
-    out, err = child.communicate(timeout=120)
+    out, err = child.communicate(timeout=scaled(120))
     assert child.returncode == 0, err
     assert "child ok" in out
     qp.close()

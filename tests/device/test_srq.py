@@ -8,6 +8,7 @@ import pytest
 
 import ibverbs as ib
 from support.rdma import make_rc_pair, mkbuf, ok, poll_until
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -112,7 +113,7 @@ def test_srq_post_recv_error_names_index(pd):
 
 
 def _get_event(ctx, timeout=20.0):
-    r, _, _ = select.select([ctx.async_fd], [], [], timeout)
+    r, _, _ = select.select([ctx.async_fd], [], [], scaled(timeout))
     assert r, "no async event within %s s" % timeout
     return ctx.get_async_event()
 

@@ -70,6 +70,74 @@ def test_memory_windows_alloc_and_bind(recording):
     assert res.live == 0, res.live_report
 
 
+def test_bound_window_holds_its_mr(recording):
+    """A window keeps the MR of its last bind alive (the kernel refuses to
+    deregister an MR under a bound window): with no other reference, the
+    MR is deregistered only after the window is deallocated; a bind to
+    another MR, or an unbind (length 0), lets the old one go."""
+
+    def body(fake):
+        import gc
+
+        import ibverbs
+        from ibverbs import enums
+
+        A = enums.AccessFlags
+        acc = A.LOCAL_WRITE | A.REMOTE_WRITE | A.MW_BIND
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+            qp = pd.create_qp(ibverbs.QPInitAttr(cq))
+            for st in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+                qp.modify(enums.QPAttrMask.STATE, qp_state=st)
+            mw1 = pd.alloc_mw(enums.MWType.TYPE_1)
+            mw2 = pd.alloc_mw(enums.MWType.TYPE_2)
+            mrs = [pd.reg_mr(0x10000 * (i + 1), 4096, acc) for i in range(3)]
+            out["mrs"] = [mr.lkey for mr in mrs]
+
+            def info(mr, n=256):
+                return ibverbs.MWBindInfo(mr, mr.addr, n, A.REMOTE_WRITE)
+
+            qp.bind_mw(mw1, ibverbs.MWBind(info(mrs[0])))
+            qp.post_send(
+                ibverbs.SendWR(
+                    opcode=enums.WROpcode.BIND_MW,
+                    mw=mw2,
+                    rkey=ibverbs.inc_rkey(mw2.rkey),
+                    bind_info=info(mrs[1]),
+                )
+            )
+            spare = mrs[2]
+            del mrs
+            gc.collect()
+            # Moving mw1 to the spare MR lets mrs[0] go; unbinding it
+            # (length 0) lets the spare go; closing mw2 lets mrs[1] go.
+            qp.bind_mw(mw1, ibverbs.MWBind(info(spare)))
+            qp.bind_mw(mw1, ibverbs.MWBind(info(spare, 0)))
+            del spare
+            gc.collect()
+            mw2.close()
+            mw1.close()
+            qp.close()
+        return out
+
+    res = recording.run(body)
+    v = res.ok()
+    verbs = res.verbs()
+    assert len(v["mrs"]) == len(res.calls("reg_mr")) == len(res.calls("dereg_mr")) == 3
+    order = [r.verb for r in res.records if r.verb in ("bind_mw", "dereg_mr", "dealloc_mw")]
+    assert order == [
+        "bind_mw",
+        "bind_mw",
+        "dereg_mr",
+        "bind_mw",
+        "dereg_mr",
+        "dealloc_mw",
+        "dereg_mr",
+        "dealloc_mw",
+    ], verbs
+    assert res.live == 0, res.live_report
+
+
 def test_srq_resize_cq_and_query_qp(recording):
     def body(fake):
         import ibverbs

@@ -39,7 +39,8 @@ Options after ``host``/``device``/``twonode``, as ``key=value``:
 - ``ranks=N`` (device): N processes of the block side by side with the
   environment torchrun gives its workers (RANK, WORLD_SIZE, LOCAL_RANK,
   MASTER_ADDR=127.0.0.1, MASTER_PORT).
-- ``timeout=S``: seconds (default 240: the guest is emulated).
+- ``timeout=S``: seconds in a quiet guest (default 240: the guest is
+  emulated), scaled by the guest's time factor (support/timeouts.py).
 
 A block with no marker, or with one not listed here, fails the host test:
 nothing is left unrun by accident.
@@ -71,7 +72,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from support import free_port
+from support import free_port, timeouts
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDES = ROOT / "docs" / "guides"
@@ -363,13 +364,18 @@ def start(block: Block, code: str, env: dict[str, str] | None = None) -> subproc
 
 
 def finish(proc: subprocess.Popen, timeout: float) -> tuple[int, str]:
-    """Its exit status and output; killed (status -9) past the timeout."""
+    """Its exit status and output; killed (status -9) past the timeout (a
+    quiet guest's seconds, scaled: support/timeouts.py)."""
+    start = time.monotonic()
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        out, _ = timeouts.communicate(proc, timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
-        out += f"\n[killed after {timeout:.0f} s]"
+        out += (
+            f"\n[killed after {time.monotonic() - start:.0f} s: {timeout:.0f} s"
+            f" times the time factor {timeouts.factor():.2f}]"
+        )
     return proc.returncode, out
 
 
@@ -382,14 +388,14 @@ def run_client(
 ) -> tuple[int, str]:
     """Run a pair's client, again while it finds nobody listening and the
     server (when it is a local process) still runs, up to its timeout."""
-    deadline = time.monotonic() + block.timeout
+    deadline = timeouts.Deadline(block.timeout)
     while True:
         rc, out = run(block, code, env)
         if (
             rc == 0
             or not REFUSED.search(out)
             or (server is not None and server.poll() is not None)
-            or time.monotonic() > deadline
+            or deadline.expired()
         ):
             return rc, out
         time.sleep(0.5)

@@ -8,6 +8,7 @@ import time
 
 import ibverbs as ib
 from support import GID_INDEX, PORT
+from support.timeouts import Deadline, communicate
 
 # tests/twonode import these here: one definition, in support/rdma.py.
 from support.rdma import ALL_ACCESS, mkbuf, poll_until, wait_async_event  # noqa: F401
@@ -70,8 +71,8 @@ def wait_listening(port, proc=None, timeout=60.0):
     """Wait until a TCP socket listens on PORT (without connecting to it,
     which would use up a one-shot server's accept)."""
     needle = f":{port:04X} "
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    deadline = Deadline(timeout)
+    while not deadline.expired():
         for f in ("/proc/net/tcp", "/proc/net/tcp6"):
             try:
                 with open(f) as fh:
@@ -99,11 +100,17 @@ def port_state(ctx):
 
 
 def run(cmd, timeout=120.0, **kw):
-    """Run CMD, returning (status, output)."""
-    p = subprocess.run(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, **kw
-    )
-    return p.returncode, p.stdout
+    """Run CMD, returning (status, output); TIMEOUT: a quiet guest's
+    seconds (support/timeouts.py)."""
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw
+    ) as p:
+        try:
+            out, _ = communicate(p, timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise
+    return p.returncode, out
 
 
 def qp_count(device):

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from support.timeouts import Deadline, communicate, scaled
+
 # ---------------------------------------------------------------------------
 # Process and kernel resources
 # ---------------------------------------------------------------------------
@@ -36,7 +38,7 @@ def rdma_counts(device):
     if shutil.which("rdma") is None:
         return None
     out = subprocess.run(
-        ["rdma", "-j", "resource", "show"], capture_output=True, text=True, timeout=60
+        ["rdma", "-j", "resource", "show"], capture_output=True, text=True, timeout=scaled(60)
     )
     if out.returncode != 0:
         return None
@@ -103,22 +105,29 @@ def run_cases(script, *args, timeout=600, env=None):
     JSON line that is not a case result (e.g. coverage data)."""
     results, crashes, extra = [], [], None
     start = 0
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while True:
-        left = deadline - time.monotonic()
+        left = deadline.left()
         if left <= 0:
             raise AssertionError(f"{script}: out of time after {len(results)} cases")
-        proc = subprocess.run(
+        with subprocess.Popen(
             [sys.executable, str(script), *args, "--start", str(start)],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=left,
             env=env,
             cwd=str(Path(script).parent),
-        )
+        ) as proc:
+            try:
+                stdout, stderr = communicate(proc, deadline)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise AssertionError(
+                    f"{script}: out of time ({deadline.limit:.0f} s) after {len(results)} cases"
+                ) from None
         begun = None
         done = False
-        for line in proc.stdout.splitlines():
+        for line in stdout.splitlines():
             if line.startswith("BEGIN "):
                 _, idx, name = line.split(" ", 2)
                 begun = (int(idx), name)
@@ -136,10 +145,10 @@ def run_cases(script, *args, timeout=600, env=None):
         if begun is None:
             raise AssertionError(
                 f"{script} failed outside any case (rc {proc.returncode}):\n"
-                f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+                f"{stdout[-2000:]}\n{stderr[-3000:]}"
             )
         crashes.append(
-            {"i": begun[0], "name": begun[1], "rc": proc.returncode, "stderr": proc.stderr[-2000:]}
+            {"i": begun[0], "name": begun[1], "rc": proc.returncode, "stderr": stderr[-2000:]}
         )
         start = begun[0] + 1
 

@@ -22,6 +22,8 @@ import time
 import traceback
 import warnings
 
+from support.timeouts import Deadline
+
 
 def torchrun_env(rank, world_size, master_addr, master_port, local_rank=None):
     """The variables torchrun gives a worker (those env:// reads)."""
@@ -76,9 +78,9 @@ def run_ranks(fn, ranks, *, env_for=None, timeout=120.0):
                 os._exit(code)
         os.close(wfd)
         children[rank] = (pid, os.fdopen(rfd, "rb"))
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     status = {}
-    while len(status) < len(children) and time.monotonic() < deadline:
+    while len(status) < len(children) and not deadline.expired():
         for rank, (pid, _) in children.items():
             if rank not in status:
                 done, st = os.waitpid(pid, os.WNOHANG)
@@ -94,7 +96,7 @@ def run_ranks(fn, ranks, *, env_for=None, timeout=120.0):
         data = f.read()
         f.close()
         if rank in timed_out:
-            problems.append(f"rank {rank}: still running after {timeout} s, killed")
+            problems.append(f"rank {rank}: still running after {deadline.limit:.0f} s, killed")
         elif not data:
             problems.append(f"rank {rank}: died (wait status {status[rank]:#x})")
         else:

@@ -14,6 +14,7 @@ import time
 import ibverbs as ib
 
 from support import GID_INDEX, NETDEV, PORT
+from support.timeouts import Deadline, scaled
 
 ALL_ACCESS = (
     ib.AccessFlags.LOCAL_WRITE
@@ -145,11 +146,11 @@ def poll_until(cq, n=1, timeout=10.0, *, check=False):
     after TIMEOUT seconds.  With CHECK, a failed completion raises
     (``WC.raise_for_status``); without, the caller reads the statuses."""
     got = []
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while len(got) < n:
         got.extend(cq.poll(n - len(got)))
         if len(got) < n:
-            if time.monotonic() > deadline:
+            if deadline.expired():
                 raise AssertionError(f"timed out: {len(got)} of {n} completions")
             time.sleep(0.0005)
     if check:
@@ -163,14 +164,14 @@ def wait_async_event(ctx, event_type, timeout=10.0, *, ack=False, or_none=False)
     It is returned unacked (the caller acks it, or holds it) unless ACK.
     After TIMEOUT seconds: AssertionError naming the events seen, or None
     with OR_NONE.  Works with a blocking or non-blocking async_fd."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     seen = []
     while True:
-        left = deadline - time.monotonic()
+        left = deadline.left()
         if left <= 0:
             if or_none:
                 return None
-            raise AssertionError(f"no {event_type!r} within {timeout} s; saw {seen}")
+            raise AssertionError(f"no {event_type!r} within {deadline.limit:.0f} s; saw {seen}")
         r, _, _ = select.select([ctx.async_fd], [], [], left)
         if not r:
             continue
@@ -211,13 +212,13 @@ def drain_async_events(ctx):
 
 def set_link(state, netdev=NETDEV):
     """Take the device's netdev "down" or "up" (ip(8); root)."""
-    subprocess.run(["ip", "link", "set", netdev, state], check=True, timeout=60)
+    subprocess.run(["ip", "link", "set", netdev, state], check=True, timeout=scaled(60))
 
 
 def wait_port_active(ctx, timeout=30.0):
     """Wait until PORT is ACTIVE again with its GID (after a link flap)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    deadline = Deadline(timeout)
+    while not deadline.expired():
         if (
             ctx.query_port(PORT).state == ib.PortState.ACTIVE
             and not ctx.query_gid(PORT, GID_INDEX).is_zero()

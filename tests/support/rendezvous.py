@@ -57,6 +57,7 @@ import time
 from typing import Any
 
 from ibverbs import _oob
+from support.timeouts import Deadline, factor, scaled
 
 DEFAULT_PORT = 18600
 _END = "\x00end"
@@ -89,7 +90,7 @@ class Link:
         self.sock = sock
         self.me = me
         self.peer = peer
-        self.timeout = timeout
+        self.timeout = scaled(timeout)  # a quiet guest's seconds, scaled
         self._pending: dict[tuple[str, str], list[Any]] = {}
         self._ended: dict[str, str] = {}
 
@@ -112,8 +113,9 @@ class Link:
             self._pending.setdefault((channel, name), []).append(value)
 
     def recv(self, channel: str, name: str, timeout: float | None = None) -> Any:
-        """The next message NAME on CHANNEL from the peer."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        """The next message NAME on CHANNEL from the peer; TIMEOUT is a
+        quiet guest's seconds (support/timeouts.py), the link's by default."""
+        deadline = Deadline(self.timeout / factor() if timeout is None else timeout)
         key = (channel, name)
         while True:
             queue = self._pending.get(key)
@@ -125,10 +127,13 @@ class Link:
                     f"({self._ended[channel]}) without sending {name!r}"
                 )
             try:
-                self._read_one(deadline)
+                self._read_one(time.monotonic() + deadline.left())
             except TimeoutError:
+                if not deadline.expired():
+                    continue  # the machine became slower: the deadline moved
                 raise TimeoutError(
-                    f"no {name!r} from node {self.peer} on {channel!r} within the timeout"
+                    f"no {name!r} from node {self.peer} on {channel!r}"
+                    f" within {deadline.limit:.0f} s"
                 ) from None
 
     def channel(self, name: str) -> Channel:
@@ -219,7 +224,7 @@ class Node:
             raise ValueError(f"no peer node {peer} for node {self.me}")
         if peer in self._links:
             return self._links[peer]
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         if self.me < peer:
             link = self._accept_from(peer, deadline, msg_timeout)
         else:

@@ -11,11 +11,12 @@ import ipaddress
 import pytest
 
 from support.rankrun import check_mesh, mesh_write_rank, run_ranks
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.twonode
 
 PER_NODE = 2
-TIMEOUT = 240  # importing torch in the emulated guest takes 30 s or more
+TIMEOUT = scaled(240)  # importing torch in the emulated guest takes 30 s or more
 
 
 def test_mesh_of_ranks_two_per_node(chans, me, rig_node):

@@ -15,11 +15,12 @@ import pytest
 
 import ibverbs as ib
 from support.peers import poll_until
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.twonode
 
 MSG = 16
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 
 
 def _buffer(pd, n):

@@ -28,6 +28,7 @@ from support.peers import (
     wait_async_event,
 )
 from support.rendezvous import exchange_once
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.twonode
 
@@ -73,7 +74,7 @@ while True:
 
 
 def _readline(proc, timeout=60.0):
-    r, _, _ = select.select([proc.stdout], [], [], timeout)
+    r, _, _ = select.select([proc.stdout], [], [], scaled(timeout))
     assert r, f"the peer process said nothing within {timeout} s"
     line = proc.stdout.readline()
     assert line, f"the peer process exited ({proc.wait()})"
@@ -184,7 +185,7 @@ def _link(state):
 
 
 def _wait_port(ctx, want, timeout=30.0):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while port_state(ctx) != want:
         assert time.monotonic() < deadline, f"port state {port_state(ctx)!r}, want {want!r}"
         time.sleep(0.1)

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from support import guides
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.twonode
 
@@ -55,7 +56,7 @@ def serve(block, code, chan):
     peer = None
     try:
         chan.send("started")
-        deadline = time.monotonic() + block.timeout
+        deadline = time.monotonic() + scaled(block.timeout)
         while proc.poll() is None and time.monotonic() < deadline:
             if peer is not None:
                 time.sleep(0.2)

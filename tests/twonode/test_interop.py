@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from support.peers import GID_INDEX, run, wait_listening
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.twonode
 
@@ -30,7 +31,7 @@ def serve_and_connect(chan, me, node, server_cmd, client_cmd, port, timeout=180)
             try:
                 wait_listening(port, proc)
                 chan.send("listening")
-                out, _ = proc.communicate(timeout=timeout)
+                out, _ = proc.communicate(timeout=scaled(timeout))
             finally:
                 if proc.poll() is None:
                     proc.kill()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from support.peers import GID_INDEX, wait_listening
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.twonode
 
@@ -29,7 +30,7 @@ def spawn(args):
 
 def finish(proc, timeout=180):
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        out, _ = proc.communicate(timeout=scaled(timeout))
     finally:
         if proc.poll() is None:
             proc.kill()

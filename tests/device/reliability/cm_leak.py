@@ -28,11 +28,12 @@ import ibverbs as ib  # noqa: E402
 from ibverbs.enums import CMEventType  # noqa: E402
 
 from support.process import measure, print_leak_result  # noqa: E402
+from support.timeouts import scaled  # noqa: E402
 
 ADDR = os.environ.get("IBVERBS_TEST_CM_SERVER", "198.18.0.1")
 SOURCE = os.environ.get("IBVERBS_TEST_CM_SOURCE") or None
 MSG = 16
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 
 
 def wait_wc(cq, n):

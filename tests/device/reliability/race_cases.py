@@ -37,9 +37,10 @@ import ibverbs as ib  # noqa: E402
 
 from support import GID_INDEX, PORT  # noqa: E402
 from support.rdma import ALL_ACCESS, make_rc_pair, poll_until  # noqa: E402
+from support.timeouts import scaled  # noqa: E402
 
 DELAYS = (None, 0, 1e-5, 1e-4, 1e-3, 5e-3)
-WAKE_TIMEOUT = 30.0
+WAKE_TIMEOUT = scaled(30.0)
 
 
 def delay(rng):

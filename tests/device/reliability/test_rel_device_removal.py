@@ -26,6 +26,7 @@ import pytest
 import ibverbs as ib
 
 from support import GID_INDEX, NETDEV, PORT, TESTS, device_name
+from support.timeouts import scaled
 
 pytestmark = [pytest.mark.integration, pytest.mark.runs_last]
 
@@ -34,6 +35,7 @@ CHILD = textwrap.dedent(r"""
     sys.path.insert(0, sys.argv[2])
     import ibverbs as ib
     from support.rdma import ALL_ACCESS, make_rc_pair
+    from support.timeouts import scaled
     DEV = sys.argv[1]
     log = {"events": [], "calls": {}}
 
@@ -88,7 +90,7 @@ CHILD = textwrap.dedent(r"""
             note("close again " + type(o).__name__, o.close)
     log["all_closed"] = all(o.closed for o in order)
     try:
-        out, _ = deleter.communicate(timeout=120)
+        out, _ = deleter.communicate(timeout=scaled(120))
         log["delete_rc"] = deleter.returncode
         log["delete_out"] = out.decode(errors="replace")[-500:]
     except subprocess.TimeoutExpired:
@@ -110,7 +112,7 @@ def _readd(name):
         ["rdma", "link", "add", name, "type", "rxe", "netdev", NETDEV],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -156,7 +158,7 @@ def test_device_deleted_mid_traffic():
             [sys.executable, "-c", CHILD, name, str(TESTS)],
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=scaled(300),
         )
     finally:
         back = _readd(name)

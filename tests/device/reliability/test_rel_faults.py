@@ -27,6 +27,7 @@ from support.rdma import (
     wait_async_event,
     wait_port_active,
 )
+from support.timeouts import scaled
 
 HERE = Path(__file__).resolve().parent
 
@@ -255,7 +256,7 @@ def test_failed_destroy_in_dealloc_is_reported_once(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
     )
     assert proc.returncode == 0 and "ALIVE" in proc.stdout, (
         f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"

@@ -20,6 +20,7 @@ import pytest
 import ibverbs as ib
 
 from support import TESTS, device_name
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -108,7 +109,7 @@ def test_fork_with_registered_memory(fork_init):
         [sys.executable, "-c", FORK, device_name(), str(TESTS), "1" if fork_init else "0"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
     )
     assert proc.returncode == 0 and "MODE" in proc.stdout, (
         f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"
@@ -163,7 +164,7 @@ def test_repeated_forks_keep_the_parent_whole():
         [sys.executable, "-c", MULTI, device_name(), str(TESTS)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
     )
     assert proc.returncode == 0 and "DONE" in proc.stdout, (
         f"exit status {proc.returncode}\n{proc.stdout}\n{proc.stderr[-3000:]}"

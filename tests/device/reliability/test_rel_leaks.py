@@ -19,6 +19,7 @@ import pytest
 
 import ibverbs as ib
 from support import device_name
+from support.timeouts import scaled
 
 HERE = Path(__file__).resolve().parent
 
@@ -123,7 +124,7 @@ def _cm_leak_run():
         [sys.executable, str(HERE / "cm_leak.py"), device_name(), str(CM_CYCLES)],
         capture_output=True,
         text=True,
-        timeout=max(900, CM_CYCLES),
+        timeout=scaled(max(900, CM_CYCLES)),
         cwd=str(HERE),
     )
     assert proc.returncode == 0 and "DONE" in proc.stdout, (

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from support import device_name
+from support.timeouts import scaled
 
 HERE = Path(__file__).resolve().parent
 
@@ -33,7 +34,7 @@ def test_close_races_blocking_calls():
         [sys.executable, str(HERE / "race_cases.py"), device_name(), "--scale", str(SCALE)],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=scaled(900),
         cwd=str(HERE),
     )
     kinds = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

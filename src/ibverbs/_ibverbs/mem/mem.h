@@ -12,6 +12,10 @@
  * table, like the data-path verbs): mw.c calls them by name. */
 typedef struct {
 	Handle h; /* obj: struct ibv_mw *; parent: PD */
+	/* The MR of the last bind posted (NULL: none, or an unbind): the
+	 * kernel refuses to deregister an MR a window is bound to, so the
+	 * window keeps it alive until it is closed or bound again. */
+	PyObject *mr;
 } MWObject;
 
 #define MWP(self) ((struct ibv_mw *)HANDLE(self)->obj)
@@ -21,6 +25,10 @@ typedef struct {
 int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
 		      PyObject **mr_out);
 int mw_parse(PyObject *o, const char *name);
+/* mw.c, for each bind posted (QP.bind_mw, a BIND_MW SendWR,
+ * QPEx.wr_bind_mw): mw now holds mr (NULL: nothing) instead of the MR of
+ * its previous bind. */
+void mw_hold_mr(PyObject *mw, PyObject *mr);
 /* mw.c, for SendWR.bind_info: an MWBindInfo of *bi and mr. */
 PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi, PyObject *mr);
 

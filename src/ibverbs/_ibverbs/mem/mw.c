@@ -24,7 +24,36 @@ static int mw_destroy(Handle *h)
 	return ibv_dealloc_mw((struct ibv_mw *)h->obj);
 }
 
-static const HandleKind mw_kind = { "MW", "ibv_dealloc_mw", mw_destroy, NULL };
+/* The window is gone, and with it the kernel's hold on the MR it was
+ * bound to: the MR may deregister now. */
+static void mw_release(Handle *h)
+{
+	Py_CLEAR(((MWObject *)h)->mr);
+}
+
+static const HandleKind mw_kind = { "MW", "ibv_dealloc_mw", mw_destroy,
+				    mw_release };
+
+/*
+ * Each bind posted holds its MR (an unbind, none) until the window is
+ * closed or bound again: rxe refuses to deregister an MR a window is
+ * bound to (EINVAL, IBA 10.6.7.2.6), so a collected MR under a bound
+ * window would fail to deregister and leak.  The bind's outcome is known
+ * only from its completion; an invalidation (LOCAL_INV, a peer's
+ * SEND_WITH_INV) is not seen here: the MR stays held until the next bind
+ * or close.  An explicit MR.close() still reaches the kernel, which
+ * answers for itself.
+ */
+void mw_hold_mr(PyObject *mw, PyObject *mr)
+{
+	PyObject *old = ((MWObject *)mw)->mr;
+
+	if (old == mr)
+		return;
+	Py_XINCREF(mr);
+	((MWObject *)mw)->mr = mr;
+	Py_XDECREF(old);
+}
 
 /* PD.alloc_mw(type) */
 PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw)
@@ -254,6 +283,7 @@ PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 		verbs_error(rc, "ibv_bind_mw");
 		goto out;
 	}
+	mw_hold_mr(mw, bind.bind_info.length ? mr : NULL);
 	res = PyLong_FromUnsignedLong(MWP(mw)->rkey);
 out:
 	Py_XDECREF(wr_id);
@@ -338,8 +368,54 @@ PyDoc_STRVAR(mw__doc__,
 	     "``QP.bind_mw()``; a type 2 one with a\n"
 	     "``SendWR(opcode=BIND_MW, ...)`` or ``QPEx.wr_bind_mw()`` and\n"
 	     "invalidated with LOCAL_INV or a peer's SEND_WITH_INV.\n"
+	     "The MR of the last bind posted is kept alive until the window\n"
+	     "is closed or bound again (the kernel does not deregister an\n"
+	     "MR a window is bound to).\n"
 	     "``close()`` wraps ``ibv_dealloc_mw`` (man page\n"
 	     "ibv_alloc_mw(3)).");
 
-HANDLE_TYPE_SPEC(MW_spec, "MW", MWObject, 0, mw__doc__, handle_tp_dealloc,
-		 handle_tp_traverse, mw_repr, mw_methods, mw_getset);
+static int mw_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(((MWObject *)self)->mr);
+	return handle_traverse(HANDLE(self), visit, arg);
+}
+
+/* Breaks a cycle through the bound MR (its owner refers to the window):
+ * dealloc the window first, so that the MR can then deregister. */
+static int mw_clear(PyObject *self)
+{
+	handle_close_quiet(HANDLE(self));
+	if (HANDLE(self)->obj == NULL)
+		Py_CLEAR(((MWObject *)self)->mr);
+	return 0;
+}
+
+static void mw_dealloc(PyObject *self)
+{
+	PyObject_GC_UnTrack(self);
+	handle_close_quiet(HANDLE(self));
+	if (HANDLE(self)->obj != NULL) {
+		/* Dealloc failed: the window may still be bound to the MR,
+		 * which must then never deregister.  Leak it on purpose. */
+		((MWObject *)self)->mr = NULL;
+	}
+	Py_CLEAR(((MWObject *)self)->mr);
+	handle_dealloc(HANDLE(self));
+}
+
+/* clang-format off */
+static PyType_Slot mw_slots[] = {
+	{ Py_tp_doc, (void *)mw__doc__ },
+	{ Py_tp_new, handle_no_new },
+	{ Py_tp_dealloc, mw_dealloc },
+	{ Py_tp_traverse, mw_traverse },
+	{ Py_tp_clear, mw_clear },
+	{ Py_tp_repr, mw_repr },
+	{ Py_tp_methods, mw_methods },
+	{ Py_tp_getset, mw_getset },
+	{ 0, NULL }
+};
+/* clang-format on */
+
+PyType_Spec MW_spec = { "ibverbs._ibverbs.MW", sizeof(MWObject), 0,
+			Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, mw_slots };

@@ -1845,6 +1845,7 @@ static PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 	    qpex_keep(self, mw) < 0 || qpex_keep(self, mr) < 0)
 		goto out;
 	ibv_wr_bind_mw(QPEXO(self)->qpx, MWP(mw), rkey, &bi);
+	mw_hold_mr(mw, bi.length ? mr : NULL);
 	res = Py_None;
 	Py_INCREF(res);
 out:

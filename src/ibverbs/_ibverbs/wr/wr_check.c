@@ -7,6 +7,7 @@
  * sendwr_check_ud checks a linked list for a UD QP (post.c).
  */
 #include "ibverbs.h"
+#include "mem/mem.h"
 #include "wr/wr.h"
 
 /* 0, or -1 with VerbsError(EBADF) when an SGE points into a closed MR. */
@@ -44,6 +45,7 @@ static int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i)
 	}
 	w->wr.bind_mw.mw = mw;
 	w->wr.bind_mw.bind_info.mr = mr;
+	mw_hold_mr(w->mw, w->wr.bind_mw.bind_info.length ? w->bind_mr : NULL);
 	return 0;
 }
 
