@@ -473,18 +473,23 @@ done:
 	return res;
 }
 
+/* h's busy count.  The free-threaded build counts it with atomics in the
+ * threads of a GIL-free call (HANDLE_BUSY_ENTER) and reads it as one too
+ * (TSan reported a plain read racing qp.query() on another thread). */
+static Py_ssize_t busy_count(Handle *h)
+{
+#ifdef Py_GIL_DISABLED
+	return __atomic_load_n(&h->busy, __ATOMIC_ACQUIRE);
+#else
+	return h->busy;
+#endif
+}
+
 /* EBUSY while h is busy, has open children or users: -1 with the error
  * set, else 0.  The free-threaded build holds tree_lock around it. */
 static int close_refused(Handle *h)
 {
-#ifdef Py_GIL_DISABLED
-	/* busy is counted with atomics by the threads in a GIL-free call
-	 * (HANDLE_BUSY_ENTER): read it as one too (TSan reported the plain
-	 * read racing qp.query() on another thread). */
-	if (__atomic_load_n(&h->busy, __ATOMIC_ACQUIRE)) {
-#else
-	if (h->busy) {
-#endif
+	if (busy_count(h)) {
 		verbs_error_fmt(EBUSY, h->kind->destroy_verb,
 				"%s is in use by another thread (a blocking "
 				"call is in progress)",
