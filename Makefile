@@ -129,7 +129,8 @@ test-twonode: pycache
 # Then Soft-iWARP (tools/rxe-vm --provider siw, siw.ko built for 6.1):
 # tests/device/test_siw.py and the connection-manager guide's quickstart.
 # tests/device/test_kernel_caps.py holds each kernel's answers to the table
-# in tests/support/kernels.py and appends them to $(OUT)/caps.jsonl.
+# in tests/support/kernels.py and appends them to $(OUT)/caps.jsonl
+# (tests/device/test_mw.py too, for the memory windows' answers).
 # On 7.2 it also runs chrooted into Debian sid's root of make test-distros
 # (rdma-core 65; tools/rxe-vm.d/in-root), which tells the kernel's answers
 # from the rdma-core's (make test runs test-distros first; alone, make
@@ -138,13 +139,14 @@ DISTROS_CACHE := $(or $(IBVERBS_DISTROS_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.c
 KERNELS_SUBSET := tests/device/test_kernel_caps.py tests/device/test_rc.py \
 	tests/device/test_qp_ex.py tests/device/test_mr.py tests/device/test_cq.py \
 	tests/device/test_cm.py tests/device/test_dm_flow_odp.py tests/device/test_atomic_write.py \
-	tests/device/test_siw.py
+	tests/device/test_siw.py tests/device/test_mw.py
 
 test-kernels: pycache
 	@mkdir -p $(OUT)
 	rm -f $(OUT)/caps.jsonl
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel bookworm --rw $(OUT) -- \
-		$(VPY) -m pytest -rfEsP -m integration tests/device/test_kernel_caps.py tests/device/test_siw.py
+		$(VPY) -m pytest -rfEsP -m integration tests/device/test_kernel_caps.py tests/device/test_siw.py \
+		tests/device/test_mw.py
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel sid --rw $(OUT) -- \
 		sh tools/rxe-vm.d/in-root $(DISTROS_CACHE)/sid python -m pytest -rfEsxP \
 		-p no:cacheprovider -m integration tests/device/test_kernel_caps.py \
