@@ -182,7 +182,7 @@ def test_odp_registration(ctx, pd):
     )
     poll_until(ca, 1)[0].raise_for_status()
     # Every byte, unless the kernel table (support/kernels.py) records that
-    # this kernel loses part of such a write (7.2: only the first packet).
+    # this kernel loses part of such a write (7.2: all but one packet).
     answer = kernels.landed(buf[8192 : 8192 + 4096], 9)
     if kernels.expected("odp_write_resident") is None:
         assert answer == "runs", answer  # a kernel not in the table: all of it

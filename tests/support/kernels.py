@@ -31,20 +31,22 @@ EXPECTED: dict[str, dict[str, str]] = {
     # ibv_reg_mr(IBV_ACCESS_ON_DEMAND), then an RDMA WRITE into pages of it
     # that were never touched (the write must fault them in).
     # The write is 4 KiB, four packets at the guest's path MTU of 1024.
-    # On 7.2 the WR completes with success but only the first packet's
-    # 1 KiB lands, into untouched and resident pages alike, and nothing more
-    # lands later; the same under rdma-core 44 and 65 (the provider only
-    # passes the access flag): the kernel's rxe, recorded as found.
+    # On 7.2 the WR completes with success but only one packet's 1 KiB
+    # lands, into untouched and resident pages alike, and nothing more lands
+    # later; the same under rdma-core 44 and 65 (the provider only passes
+    # the access flag): the kernel's rxe, recorded as found.  Mostly the
+    # first packet, but not always (one run of 2026-12-03 kept another
+    # 1 KiB), so the answer is the count, not which bytes.
     "odp_write": {
         "6.1": "refused EINVAL",
         "6.12": "refused EOPNOTSUPP",
-        "7.2": "completes, only the first 1024 of 4096 bytes landed",
+        "7.2": "completes, 1024 of 4096 bytes landed",
     },
     # The same into pages written before the registration (resident).
     "odp_write_resident": {
         "6.1": "refused EINVAL",
         "6.12": "refused EOPNOTSUPP",
-        "7.2": "completes, only the first 1024 of 4096 bytes landed",
+        "7.2": "completes, 1024 of 4096 bytes landed",
     },
     # One packet (the path MTU's 1024 bytes) into untouched pages: the
     # write that faults pages in, verified byte for byte.
@@ -172,7 +174,7 @@ def landed(region, fill: int) -> str:
     """The answer for an RDMA write of FILL bytes over all of REGION (a
     numpy uint8 view) that completed with success: "runs" when every byte
     landed (looked at again after a wait, so that a late arrival is told
-    apart from a loss), else how many did, and whether they are the first."""
+    apart from a loss), else how many did (not which: that varies from run to run)."""
     from . import timeouts
 
     n = region.size
@@ -183,8 +185,6 @@ def landed(region, fill: int) -> str:
     k = int(got.sum())
     if k == n:
         return "runs"
-    if got[:k].all():
-        return f"completes, only the first {k} of {n} bytes landed"
     return f"completes, {k} of {n} bytes landed"
 
 
