@@ -2,7 +2,8 @@
 transport whose connections are made through the connection manager only.
 
 make test-kernels runs this file in ``tools/rxe-vm --provider siw`` (siw0
-on veth0, siw.ko built from Debian's kernel source); the rest of the
+on veth0, siw.ko built from Debian's kernel source), on 6.1's kernel and
+on sid's (7.2); the rest of the
 device suite runs it on rxe, where the same connections run and what
 iWARP refuses works.  Each refusal of siw is asserted as a VerbsError with
 its errno; every answer is recorded (support.kernels.record, with the
@@ -200,7 +201,8 @@ def test_send_recv(conn):
     assert wc.wr_id == 7 and wc.opcode == ib.WCOpcode.SEND
     record("cm_send_recv_srq" if server.srq else "cm_send_recv", "runs")
     # ibv_query_qp of the connected QP (QP.state): siw on 6.1 says RESET
-    # where rxe says RTS (the CM moved it; the traffic above ran).
+    # where rxe says RTS (the CM moved it; the traffic above ran); siw on
+    # 7.2 says RTS.
     state = ib.QPState(client.qp.state).name
     assert state == "RTS" or (SIW and state == "RESET"), state
     record("qp_state_after_cm", f"query_qp says {state}")
