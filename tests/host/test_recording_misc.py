@@ -240,3 +240,32 @@ def test_device_ex_and_the_lookup_helpers(recording):
     assert res.one("mbps_to_ibv_rate")["mbps"] == 25781
     assert res.one("rate_to_mbps")["rate"] == 15
     assert res.live == 0, res.live_report
+
+
+def test_query_gid_ex_does_not_leak(recording):
+    # Issue 32: gid_to_py (device/context.c) kept a reference to the GID's
+    # bytes, one leaked object per call.  Thousands of calls on the
+    # double must leave the interpreter's allocated blocks flat.
+    def body(fake):
+        import gc
+        import sys
+
+        import ibverbs
+
+        def blocks():
+            gc.collect()
+            return sys.getallocatedblocks()
+
+        with ibverbs.Context("fake0") as ctx:
+            for _ in range(200):  # warm up caches (enums, interned names)
+                ctx.query_gid_ex(1, 1)
+            before = blocks()
+            for _ in range(5000):
+                gid, gid_type, ifindex = ctx.query_gid_ex(1, 1)
+            del gid, gid_type, ifindex
+            after = blocks()
+        return {"grown": after - before}
+
+    v = recording.run(body).ok()
+    # One leaked bytes object per call would be 5000 blocks.
+    assert v["grown"] < 50, v
