@@ -74,7 +74,8 @@ def test_bound_window_holds_its_mr(recording):
     """A window keeps the MR of its last bind alive (the kernel refuses to
     deregister an MR under a bound window): with no other reference, the
     MR is deregistered only after the window is deallocated; a bind to
-    another MR, or an unbind (length 0), lets the old one go."""
+    another MR, or an unbind (length 0), parks the old one, which the next
+    post or bind deregisters once nothing else references it."""
 
     def body(fake):
         import gc
@@ -109,12 +110,15 @@ def test_bound_window_holds_its_mr(recording):
             spare = mrs[2]
             del mrs
             gc.collect()
-            # Moving mw1 to the spare MR lets mrs[0] go; unbinding it
-            # (length 0) lets the spare go; closing mw2 lets mrs[1] go.
+            # Moving mw1 to the spare MR lets mrs[0] go (the bind's own
+            # sweep); unbinding it (length 0) parks the spare, still
+            # referenced here, and the next post lets it go; closing mw2
+            # lets mrs[1] go.
             qp.bind_mw(mw1, ibverbs.MWBind(info(spare)))
             qp.bind_mw(mw1, ibverbs.MWBind(info(spare, 0)))
             del spare
             gc.collect()
+            qp.post_send(ibverbs.SendWR(9))
             mw2.close()
             mw1.close()
             qp.close()
