@@ -25,6 +25,11 @@ WHERE = {
         "runs on Soft-RoCE with rdma-core 65 (the sid root of the distribution "
         "matrix); Debian 12's rdma-core 44 lacks it (the refusal asserted)"
     ),
+    "rxe-7.2": (
+        "runs on Soft-RoCE only with a newer kernel and rdma-core: kernel 7.2 "
+        "under rdma-core 65 (make test-kernels, in Debian sid's root); 6.1 and "
+        "6.12, and rdma-core 44 on any kernel, refuse it (the refusal asserted)"
+    ),
     "lib": "libibverbs' own code (the host suite)",
     "rxe-refuses": "rxe refuses it; the device suite asserts the refusal",
     "double": "never ran on hardware: rxe refuses it (asserted), the recording double checks its arguments",
@@ -92,9 +97,10 @@ def _rst(verbs: list[Verb]) -> list[str]:
     total = sum(c.values())
     lines = [
         f"Of the {total} public verbs of libibverbs, the C core calls "
-        f"{total - c['none']}: {c['rxe'] + c['rxe-sid']} run on Soft-RoCE "
-        f"({c['rxe-sid']} of them only with rdma-core 65, in the sid root of "
-        f"the distribution matrix), {c['lib']} are "
+        f"{total - c['none']}: {c['rxe'] + c['rxe-sid'] + c['rxe-7.2']} run on "
+        f"Soft-RoCE ({c['rxe-sid']} of them only with rdma-core 65, in the sid "
+        f"root of the distribution matrix, and {c['rxe-7.2']} only on kernel 7.2 "
+        f"under rdma-core 65, in make test-kernels), {c['lib']} are "
         f"libibverbs' own code run by the host suite, {c['rxe-refuses']} are "
         f"refused by rxe (the refusal asserted), {c['double']} never ran on "
         f"hardware and are checked only against the recording double; "

@@ -74,7 +74,8 @@ def test_bound_window_holds_its_mr(recording):
     """A window keeps the MR of its last bind alive (the kernel refuses to
     deregister an MR under a bound window): with no other reference, the
     MR is deregistered only after the window is deallocated; a bind to
-    another MR, or an unbind (length 0), lets the old one go."""
+    another MR, or an unbind (length 0), parks the old one, which the next
+    post or bind deregisters once nothing else references it."""
 
     def body(fake):
         import gc
@@ -109,12 +110,15 @@ def test_bound_window_holds_its_mr(recording):
             spare = mrs[2]
             del mrs
             gc.collect()
-            # Moving mw1 to the spare MR lets mrs[0] go; unbinding it
-            # (length 0) lets the spare go; closing mw2 lets mrs[1] go.
+            # Moving mw1 to the spare MR lets mrs[0] go (the bind's own
+            # sweep); unbinding it (length 0) parks the spare, still
+            # referenced here, and the next post lets it go; closing mw2
+            # lets mrs[1] go.
             qp.bind_mw(mw1, ibverbs.MWBind(info(spare)))
             qp.bind_mw(mw1, ibverbs.MWBind(info(spare, 0)))
             del spare
             gc.collect()
+            qp.post_send(ibverbs.SendWR(9))
             mw2.close()
             mw1.close()
             qp.close()
@@ -240,3 +244,32 @@ def test_device_ex_and_the_lookup_helpers(recording):
     assert res.one("mbps_to_ibv_rate")["mbps"] == 25781
     assert res.one("rate_to_mbps")["rate"] == 15
     assert res.live == 0, res.live_report
+
+
+def test_query_gid_ex_does_not_leak(recording):
+    # Issue 32: gid_to_py (device/context.c) kept a reference to the GID's
+    # bytes, one leaked object per call.  Thousands of calls on the
+    # double must leave the interpreter's allocated blocks flat.
+    def body(fake):
+        import gc
+        import sys
+
+        import ibverbs
+
+        def blocks():
+            gc.collect()
+            return sys.getallocatedblocks()
+
+        with ibverbs.Context("fake0") as ctx:
+            for _ in range(200):  # warm up caches (enums, interned names)
+                ctx.query_gid_ex(1, 1)
+            before = blocks()
+            for _ in range(5000):
+                gid, gid_type, ifindex = ctx.query_gid_ex(1, 1)
+            del gid, gid_type, ifindex
+            after = blocks()
+        return {"grown": after - before}
+
+    v = recording.run(body).ok()
+    # One leaked bytes object per call would be 5000 blocks.
+    assert v["grown"] < 50, v

@@ -16,7 +16,9 @@ wrap it and where it ran.  Checked here:
   ``lib``, a recording-double test (tests/host/test_recording_*.py) for
   ``double``, and for ``rxe-sid`` a device test that the distribution
   matrix runs (listed in tools/distro-subset.txt: the sid root, whose
-  rdma-core 65 has the verb).
+  rdma-core 65 has the verb), and for ``rxe-7.2`` a test that make
+  test-kernels runs on kernel 7.2 chrooted into sid's root (the Makefile's
+  ``tools/rxe-vm.d/in-root`` command).
 
 Reads the docs and C sources of the checkout (the wheel tests' copy has
 no docs/: skipped there, with the reason).  No device needed.
@@ -39,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXT = ROOT / "docs" / "_ext" / "ibverbs_verbs.py"
 C_TREE = ROOT / "src" / "ibverbs" / "_ibverbs"
 DISTRO_SUBSET = ROOT / "tools" / "distro-subset.txt"
+MAKEFILE = ROOT / "Makefile"
 TESTS = ROOT / "tests"
 
 pytestmark = pytest.mark.skipif(
@@ -202,16 +205,16 @@ EVIDENCE = {
 }
 
 
-def _distro_subset_texts() -> dict[str, str]:
-    """Node id -> the source of that test function, for each test of the
-    distribution matrix's device subset."""
+def _node_texts(node_ids) -> dict[str, str]:
+    """Node id -> the source of that test function (of the whole file for
+    a bare path)."""
     out = {}
-    for line in DISTRO_SUBSET.read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
+    for line in node_ids:
         path, _, func = line.partition("::")
         source = (ROOT / path).read_text()
+        if not func:
+            out[line] = source
+            continue
         tree = ast.parse(source)
         node = next(
             n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func.split("[")[0]
@@ -220,10 +223,34 @@ def _distro_subset_texts() -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("where", sorted(EVIDENCE) + ["rxe-sid"])
+def _distro_subset_texts() -> dict[str, str]:
+    """The tests of the distribution matrix's device subset."""
+    lines = [line.strip() for line in DISTRO_SUBSET.read_text().splitlines()]
+    return _node_texts(line for line in lines if line and not line.startswith("#"))
+
+
+def _in_root_tests() -> list[str]:
+    """The tests make test-kernels runs on kernel 7.2 chrooted into
+    Debian sid's root (rdma-core 65): the Makefile's in-root command."""
+    recipe = MAKEFILE.read_text().replace("\\\n", " ")
+    found = []
+    for line in recipe.splitlines():
+        if "--kernel sid" in line and "tools/rxe-vm.d/in-root" in line:
+            found += re.findall(r"\btests/\S+\.py(?:::\S+)?", line)
+    return found
+
+
+def test_the_in_root_run_is_found():
+    # Else rxe-7.2's evidence below would be empty and prove nothing.
+    assert "tests/device/test_kernel_caps.py" in _in_root_tests()
+
+
+@pytest.mark.parametrize("where", sorted(EVIDENCE) + ["rxe-sid", "rxe-7.2"])
 def test_a_test_exercises_each_name(table, where):
     if where == "rxe-sid":
         texts = _distro_subset_texts()
+    elif where == "rxe-7.2":
+        texts = _node_texts(_in_root_tests())
     else:
         texts = _test_texts(*EVIDENCE[where])
     lacking = [
@@ -234,9 +261,7 @@ def test_a_test_exercises_each_name(table, where):
         # a recording test checks the double's record of the verb itself
         and not (where == "double" and any(re.search(rf"\b{v.verb}\b", t) for t in texts.values()))
     ]
-    assert not lacking, (
-        f"where={where}: no test in {EVIDENCE.get(where, DISTRO_SUBSET)} uses {lacking}"
-    )
+    assert not lacking, f"where={where}: no test in {EVIDENCE.get(where, where)} uses {lacking}"
 
 
 def test_the_page_counts_add_up(ext, table):

@@ -33,6 +33,7 @@ import gc
 import json
 import os
 import sys
+import time
 import traceback
 
 # Run as a script: tests/ on sys.path, for the support package.
@@ -42,6 +43,7 @@ import ibverbs as ib  # noqa: E402
 
 from support import GID_INDEX, PORT  # noqa: E402
 from support.rdma import ALL_ACCESS  # noqa: E402
+from support.timeouts import Deadline  # noqa: E402
 
 ALLOWED = (TypeError, ValueError, OverflowError, ib.VerbsError)
 # Every operation an RC extended QP can be created with on rxe.
@@ -1158,15 +1160,38 @@ def special_device_cases(w, cw, ow, opd, device):
         ]
         return ib.SendWRChain(wrs)
 
+    def setup_post(chain):
+        # The valid post before the misuse, not what the case checks.  An
+        # earlier case ("more WRs than the SQ holds") fills the UD QP's
+        # send queue; rxe frees a slot only once its requester has
+        # retired the WQE.  6.1's rxe_post_send runs the requester inline
+        # in the doorbell syscall (rxe_run_task); newer kernels (7.2
+        # here) schedule it on a kernel worker (rxe_sched_task), so
+        # w.drain() can find the CQ empty while the queue is still full,
+        # and the provider then refuses with ENOMEM (rdma-core's rxe
+        # post_send: queue full).  Wait for room; any other error, or no
+        # room in time, fails the case.
+        deadline = Deadline(30)
+        while True:
+            try:
+                w.ud.post_send(chain)
+                break
+            except ib.VerbsError as e:
+                if e.errno != errno.ENOMEM or deadline.expired():
+                    raise
+            w.drain()
+            time.sleep(0.01)
+        w.drain()
+
     def chain_closed_mr():
         buf = bytearray(64)
         mr = ib.reg_tensor(w.pd, buf, ALL_ACCESS)
         chain = ud_chain(
             ib.SendWR(wr_id=5, sg_list=[mr.sge()], ah=w.ah, remote_qpn=1, remote_qkey=1)
         )
-        w.ud.post_send(chain)
-        w.drain()
+        setup_post(chain)
         mr.close()
+        # Checked before the provider is called: EBADF, never ENOMEM.
         w.ud.post_send(chain)
 
     add("post_send(SendWRChain over an MR closed after a post)", chain_closed_mr, "closed")
@@ -1174,8 +1199,7 @@ def special_device_cases(w, cw, ow, opd, device):
     def chain_closed_ah():
         ah = w.pd.create_ah(w.ah_attr)
         chain = ud_chain(ah=ah)
-        w.ud.post_send(chain)
-        w.drain()
+        setup_post(chain)
         ah.close()
         w.ud.post_send(chain)
 
@@ -1183,8 +1207,7 @@ def special_device_cases(w, cw, ow, opd, device):
 
     def chain_new_ah_closed():
         chain = ud_chain()
-        w.ud.post_send(chain)
-        w.drain()
+        setup_post(chain)
         ah = w.pd.create_ah(w.ah_attr)
         chain[0].ah = ah
         ah.close()

@@ -12,10 +12,17 @@
  * table, like the data-path verbs): mw.c calls them by name. */
 typedef struct {
 	Handle h; /* obj: struct ibv_mw *; parent: PD */
-	/* The MR of the last bind posted (NULL: none, or an unbind): the
-	 * kernel refuses to deregister an MR a window is bound to, so the
-	 * window keeps it alive until it is closed or bound again. */
+	/* The MR of the last bind posted (NULL: none, an unbind, or an
+	 * invalidation posted): the kernel refuses to deregister an MR a
+	 * window is bound to, so the window keeps it alive meanwhile.
+	 * Changed only by mw.c, which keeps the windows that hold or park
+	 * one on a list, for LOCAL_INV to find by rkey. */
 	PyObject *mr;
+	uint32_t bound_rkey; /* the rkey of that bind */
+	/* A list of the MRs of its earlier binds (and of an invalidated
+	 * one) until a sweep finds them unbound (mw.c). */
+	PyObject *parked;
+	void *held_prev, *held_next; /* that list (mw.c) */
 } MWObject;
 
 #define MWP(self) ((struct ibv_mw *)HANDLE(self)->obj)
@@ -25,10 +32,37 @@ typedef struct {
 int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
 		      PyObject **mr_out);
 int mw_parse(PyObject *o, const char *name);
-/* mw.c, for each bind posted (QP.bind_mw, a BIND_MW SendWR,
- * QPEx.wr_bind_mw): mw now holds mr (NULL: nothing) instead of the MR of
- * its previous bind. */
-void mw_hold_mr(PyObject *mw, PyObject *mr);
+/* mw.c, once a bind is posted (QP.bind_mw, a BIND_MW SendWR,
+ * QPEx.wr_bind_mw; never before the post succeeded): mw now holds mr
+ * (NULL: nothing, an unbind) bound under rkey; the MR of its previous
+ * bind stays parked on it until a sweep finds it unbound.  Runs no
+ * Python code. */
+void mw_hold_mr(PyObject *mw, PyObject *mr, uint32_t rkey);
+/* mw.c, once a LOCAL_INV of rkey is posted on a QP of pd: the MR of the
+ * type 2 window of pd bound under rkey (if any) is parked.  Runs no
+ * Python code. */
+void mw_invalidated(const struct ibv_pd *pd, uint32_t rkey);
+/* mw.c, for QPEx.wr_local_inv: a new reference to the type 2 window of
+ * pd that holds an MR under rkey, or NULL (no error set). */
+PyObject *mw_find_bound(const struct ibv_pd *pd, uint32_t rkey);
+/* mw.c, for a QPEx batch: a record of mw_hold_mr(mw, mr, rkey) to keep
+ * with the batch (a new tuple, or NULL with an error set), and, once
+ * ibv_wr_complete succeeded, the records among its kept objects moved. */
+PyObject *mw_hold_record(PyObject *mw, PyObject *mr, uint32_t rkey);
+void mw_hold_records_apply(PyObject *const *kept, Py_ssize_t n);
+/* mw.c, at a safe point (no WR linked, no lock held, no error set: it
+ * may run Python code): deregister the parked MRs nothing else
+ * references, when the kernel agrees they are unbound (else they stay
+ * parked), and let go of the ones the caller closed.  mw_sweep_wanted:
+ * whether any MR is parked (cheap). */
+int mw_sweep_wanted(void);
+void mw_sweep(void);
+static inline void mw_sweep_if_wanted(void)
+{
+	if (mw_sweep_wanted())
+		mw_sweep();
+}
+
 /* mw.c, for SendWR.bind_info: an MWBindInfo of *bi and mr. */
 PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi, PyObject *mr);
 

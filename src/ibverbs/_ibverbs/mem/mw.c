@@ -8,8 +8,10 @@
  * posted on the QP that will receive the remote accesses, the caller
  * choosing the new rkey (ibverbs.inc_rkey(mw.rkey)), and invalidated with
  * LOCAL_INV or a peer's SEND_WITH_INV.  This file holds the MW type,
- * QP.bind_mw, the conversions of an MWBindInfo (used by SendWR's BIND_MW
- * fields in wr/wr.c and QPEx.wr_bind_mw in qp/qp_ex.c), and inc_rkey.
+ * the MRs a window keeps alive while it may be bound to them (the hold,
+ * the parked MRs and their sweep, below), QP.bind_mw, the conversions of
+ * an MWBindInfo (used by SendWR's BIND_MW fields in wr/wr.c and
+ * QPEx.wr_bind_mw in qp/qp_ex.c), and inc_rkey.
  *
  * ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw and ibv_inc_rkey are static
  * inline in <infiniband/verbs.h>: they jump through the provider's op
@@ -24,35 +26,278 @@ static int mw_destroy(Handle *h)
 	return ibv_dealloc_mw((struct ibv_mw *)h->obj);
 }
 
-/* The window is gone, and with it the kernel's hold on the MR it was
- * bound to: the MR may deregister now. */
+/*
+ * The hold: a window holds the MR of its last bind posted (an unbind,
+ * none), and every MR it was bound to before, until the binding is known
+ * to be gone: rxe refuses to deregister an MR a window is bound to
+ * (EINVAL, IBA 10.6.7.2.6), so an MR collected while still bound would
+ * fail to deregister and leak.
+ *
+ * A bind posted (QP.bind_mw, a BIND_MW SendWR, QPEx.wr_bind_mw) makes
+ * its MR the window's own at once, and only once the post succeeded (a
+ * failed post_send or wr_complete, or a wr_abort, changes nothing).  The
+ * MR it replaces, and the MR of a window invalidated by a LOCAL_INV this
+ * process posts (SendWR or QPEx.wr_local_inv, the rkey of a type 2
+ * window of the posting QP's PD), is parked on the window: the binding
+ * goes only when the kernel runs that WR, which 7.2's rxe does after
+ * ibv_post_send returned, on a kernel worker (measured: 17 of 20 MRs
+ * released right after the LOCAL_INV's post failed to deregister,
+ * EINVAL).  The package does not follow completions, so it asks the
+ * kernel: mw_sweep, after each post and each bind, deregisters every
+ * parked MR that nothing else references (an explicit close: EINVAL
+ * means still bound, and it stays parked, usable) and lets go of one the
+ * caller closed.  A parked MR the caller still references stays parked
+ * until a sweep after its last reference went, or the window closes
+ * (ibv_dealloc_mw undoes every binding).  A peer's SEND_WITH_INV is seen
+ * only in a receive completion: the MR stays the window's own until it
+ * is bound again or closed.
+ *
+ * The windows that hold or park an MR are linked on one list (held_prev,
+ * held_next), which LOCAL_INV searches by (PD, rkey) and the sweep walks:
+ * few windows are bound at once.  Free-threaded builds guard it, and each
+ * window's mr and parked, with held_lock; no Python code runs under it.
+ */
+static MWObject *held_first;
+static Py_ssize_t n_parked; /* MRs parked on all windows */
+
+/* Changed under the lock, read without it (mw_sweep_wanted, a hint). */
+static void parked_add(Py_ssize_t d)
+{
+	__atomic_add_fetch(&n_parked, d, __ATOMIC_RELAXED);
+}
+#ifdef Py_GIL_DISABLED
+static PyMutex held_lock;
+#define HELD_LOCK() PyMutex_Lock(&held_lock)
+#define HELD_UNLOCK() PyMutex_Unlock(&held_lock)
+#else
+#define HELD_LOCK() ((void)0)
+#define HELD_UNLOCK() ((void)0)
+#endif
+
+/* Under the lock: mw on the list iff it holds or parks an MR. */
+static void relink_locked(MWObject *mw)
+{
+	int want = mw->mr != NULL ||
+		   (mw->parked != NULL && PyList_Size(mw->parked) > 0);
+	int linked = mw->held_prev != NULL || held_first == mw;
+
+	if (want && !linked) {
+		mw->held_prev = NULL;
+		mw->held_next = held_first;
+		if (held_first != NULL)
+			held_first->held_prev = mw;
+		held_first = mw;
+	} else if (!want && linked) {
+		MWObject *prev = mw->held_prev, *next = mw->held_next;
+
+		if (prev != NULL)
+			prev->held_next = next;
+		else
+			held_first = next;
+		if (next != NULL)
+			next->held_prev = prev;
+		mw->held_prev = mw->held_next = NULL;
+	}
+}
+
+/* Under the lock: park mr (a reference the caller gives) on mw; 0, or
+ * -1 when mw is closed (its list gone) or the list cannot grow: the
+ * caller still owns the reference then.  No Python code runs: the list
+ * was made with the window, so nothing is allocated but its items. */
+static int park_locked(MWObject *mw, PyObject *mr)
+{
+	if (mw->parked == NULL || PyList_Append(mw->parked, mr) < 0) {
+		PyErr_Clear();
+		return -1;
+	}
+	Py_DECREF(mr); /* the list holds it now */
+	parked_add(1);
+	relink_locked(mw);
+	return 0;
+}
+
+/* Under the lock: mw's binding is replaced by mr (NULL: none) under rkey;
+ * the MR it held is parked. */
+static void set_hold_locked(MWObject *mw, PyObject *mr, uint32_t rkey)
+{
+	PyObject *old = mw->mr;
+
+	if (old == mr) {
+		mw->bound_rkey = rkey;
+		return;
+	}
+	Py_XINCREF(mr);
+	mw->mr = mr;
+	mw->bound_rkey = rkey;
+	/* Out of memory: the old MR is kept for good (leaked with its
+	 * memory) rather than released while it may still be bound. */
+	if (old != NULL)
+		(void)park_locked(mw, old);
+	relink_locked(mw);
+}
+
+void mw_hold_mr(PyObject *mw, PyObject *mr, uint32_t rkey)
+{
+	HELD_LOCK();
+	set_hold_locked((MWObject *)mw, mr, rkey);
+	HELD_UNLOCK();
+}
+
+/* Under the lock: the type 2 window of pd that holds an MR under rkey. */
+static MWObject *find_locked(const struct ibv_pd *pd, uint32_t rkey)
+{
+	MWObject *mw;
+
+	for (mw = held_first; mw != NULL; mw = mw->held_next) {
+		struct ibv_mw *m = HANDLE(mw)->obj;
+
+		if (mw->mr != NULL && m != NULL && m->pd == pd &&
+		    m->type == IBV_MW_TYPE_2 && mw->bound_rkey == rkey)
+			return mw;
+	}
+	return NULL;
+}
+
+void mw_invalidated(const struct ibv_pd *pd, uint32_t rkey)
+{
+	MWObject *mw;
+
+	HELD_LOCK();
+	mw = find_locked(pd, rkey);
+	if (mw != NULL)
+		set_hold_locked(mw, NULL, 0);
+	HELD_UNLOCK();
+}
+
+PyObject *mw_find_bound(const struct ibv_pd *pd, uint32_t rkey)
+{
+	MWObject *mw;
+
+	HELD_LOCK();
+	mw = find_locked(pd, rkey);
+	/* A window on the list is alive: its deallocation unlinks it
+	 * first, under the lock. */
+	Py_XINCREF((PyObject *)mw);
+	HELD_UNLOCK();
+	return (PyObject *)mw;
+}
+
+int mw_sweep_wanted(void)
+{
+	return __atomic_load_n(&n_parked, __ATOMIC_RELAXED) != 0;
+}
+
+#define SWEEP_BATCH 16
+
+void mw_sweep(void)
+{
+	PyObject *mws[SWEEP_BATCH], *mrs[SWEEP_BATCH];
+	PyObject *t, *v, *tb;
+	MWObject *mw;
+	int n = 0, i;
+
+	/* Take the candidates off their windows: closed by the caller, or
+	 * referenced by nothing but the window. */
+	HELD_LOCK();
+	for (mw = held_first; mw != NULL && n < SWEEP_BATCH;
+	     mw = mw->held_next) {
+		Py_ssize_t j;
+
+		for (j = mw->parked ? PyList_Size(mw->parked) - 1 : -1;
+		     j >= 0 && n < SWEEP_BATCH; j--) {
+			PyObject *mr = PyList_GetItem(mw->parked, j);
+
+			if (HANDLE(mr)->obj != NULL && Py_REFCNT(mr) != 1)
+				continue;
+			Py_INCREF(mr);
+			PySequence_DelItem(mw->parked, j); /* ours stays */
+			Py_INCREF((PyObject *)mw);
+			mws[n] = (PyObject *)mw;
+			mrs[n++] = mr;
+			parked_add(-1);
+		}
+	}
+	HELD_UNLOCK();
+	if (n == 0)
+		return;
+	PyErr_Fetch(&t, &v, &tb);
+	for (i = 0; i < n; i++) {
+		if (HANDLE(mrs[i])->obj == NULL ||
+		    handle_close(HANDLE(mrs[i])) == 0)
+			continue;
+		/* Still bound (EINVAL), or busy: park it again, unless the
+		 * window was closed meanwhile (by code the releases above
+		 * ran): its bindings are gone, and the MR's own deallocation
+		 * deregisters it. */
+		PyErr_Clear();
+		HELD_LOCK();
+		if (park_locked((MWObject *)mws[i], mrs[i]) == 0)
+			mrs[i] = NULL;
+		HELD_UNLOCK();
+	}
+	/* No lock held and nothing linked: a close above (its MR's owner
+	 * released) and these releases may run Python code, even a sweep;
+	 * every candidate is a reference of ours meanwhile. */
+	for (i = 0; i < n; i++) {
+		Py_XDECREF(mrs[i]);
+		Py_DECREF(mws[i]);
+	}
+	PyErr_Restore(t, v, tb);
+}
+
+/* Under the lock: take mw off the list, with what it holds and parks
+ * (references the caller now owns, in *mr and *parked). */
+static void unhold_locked(MWObject *mw, PyObject **mr, PyObject **parked)
+{
+	*mr = mw->mr;
+	*parked = mw->parked;
+	if (*parked != NULL)
+		parked_add(-PyList_Size(*parked));
+	mw->mr = mw->parked = NULL;
+	relink_locked(mw);
+}
+
+/* The window is gone (ibv_dealloc_mw succeeded), and with it every
+ * binding it had: its MRs may deregister now. */
 static void mw_release(Handle *h)
 {
-	Py_CLEAR(((MWObject *)h)->mr);
+	PyObject *mr, *parked;
+
+	HELD_LOCK();
+	unhold_locked((MWObject *)h, &mr, &parked);
+	HELD_UNLOCK();
+	Py_XDECREF(mr);
+	Py_XDECREF(parked);
 }
 
 static const HandleKind mw_kind = { "MW", "ibv_dealloc_mw", mw_destroy,
 				    mw_release };
 
-/*
- * Each bind posted holds its MR (an unbind, none) until the window is
- * closed or bound again: rxe refuses to deregister an MR a window is
- * bound to (EINVAL, IBA 10.6.7.2.6), so a collected MR under a bound
- * window would fail to deregister and leak.  The bind's outcome is known
- * only from its completion; an invalidation (LOCAL_INV, a peer's
- * SEND_WITH_INV) is not seen here: the MR stays held until the next bind
- * or close.  An explicit MR.close() still reaches the kernel, which
- * answers for itself.
- */
-void mw_hold_mr(PyObject *mw, PyObject *mr)
+/* QPEx.wr_bind_mw and wr_local_inv: a record of a hold to move once the
+ * batch is posted, kept with the batch (a tuple: mw, mr or None, rkey). */
+PyObject *mw_hold_record(PyObject *mw, PyObject *mr, uint32_t rkey)
 {
-	PyObject *old = ((MWObject *)mw)->mr;
+	return Py_BuildValue("(OOk)", mw, mr != NULL ? mr : Py_None,
+			     (unsigned long)rkey);
+}
 
-	if (old == mr)
-		return;
-	Py_XINCREF(mr);
-	((MWObject *)mw)->mr = mr;
-	Py_XDECREF(old);
+/* After ibv_wr_complete succeeded: the records among a batch's kept
+ * objects, in the order their WRs were built. */
+void mw_hold_records_apply(PyObject *const *kept, Py_ssize_t n)
+{
+	Py_ssize_t i;
+
+	for (i = 0; i < n; i++) {
+		PyObject *r = kept[i], *mw, *mr;
+		uint32_t rkey;
+
+		if (!PyTuple_CheckExact(r) || PyTuple_Size(r) != 3)
+			continue;
+		mw = PyTuple_GetItem(r, 0);
+		mr = PyTuple_GetItem(r, 1);
+		rkey = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GetItem(r, 2));
+		mw_hold_mr(mw, mr == Py_None ? NULL : mr, rkey);
+	}
 }
 
 /* PD.alloc_mw(type) */
@@ -61,6 +306,7 @@ PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw)
 	static char *kwlist[] = { "type", NULL };
 	PyObject *type_o;
 	struct ibv_mw *mw;
+	PyObject *parked;
 	MWObject *self;
 	long type;
 
@@ -74,11 +320,14 @@ PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw)
 			  (enum ibv_mw_type)type);
 	if (mw == NULL)
 		return verbs_error_errno("ibv_alloc_mw");
-	self = HANDLE_ALLOC(MWObject, ST.MW_type);
+	parked = PyList_New(0);
+	self = parked ? HANDLE_ALLOC(MWObject, ST.MW_type) : NULL;
 	if (self == NULL) {
+		Py_XDECREF(parked);
 		ibv_dealloc_mw(mw);
 		return NULL;
 	}
+	self->parked = parked;
 	handle_init(HANDLE(self), &mw_kind, HANDLE(pd));
 	HANDLE(self)->obj = mw;
 	return (PyObject *)self;
@@ -283,13 +532,15 @@ PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 		verbs_error(rc, "ibv_bind_mw");
 		goto out;
 	}
-	mw_hold_mr(mw, bind.bind_info.length ? mr : NULL);
+	mw_hold_mr(mw, bind.bind_info.length ? mr : NULL, MWP(mw)->rkey);
 	res = PyLong_FromUnsignedLong(MWP(mw)->rkey);
 out:
 	Py_XDECREF(wr_id);
 	Py_XDECREF(flags);
 	Py_XDECREF(info);
 	Py_XDECREF(mr);
+	if (res != NULL)
+		mw_sweep_if_wanted();
 	return res;
 }
 
@@ -368,38 +619,49 @@ PyDoc_STRVAR(mw__doc__,
 	     "``QP.bind_mw()``; a type 2 one with a\n"
 	     "``SendWR(opcode=BIND_MW, ...)`` or ``QPEx.wr_bind_mw()`` and\n"
 	     "invalidated with LOCAL_INV or a peer's SEND_WITH_INV.\n"
-	     "The MR of the last bind posted is kept alive until the window\n"
-	     "is closed or bound again (the kernel does not deregister an\n"
-	     "MR a window is bound to).\n"
+	     "The window keeps the MRs it may still be bound to alive (the\n"
+	     "kernel does not deregister an MR a window is bound to): the\n"
+	     "MR of its last bind posted; and one it was bound to before a\n"
+	     "rebind, an unbind (type 1, length 0) or a LOCAL_INV of its\n"
+	     "rkey posted on a QP of its PD, until a later post or bind\n"
+	     "deregisters it (once the kernel agrees it is unbound and\n"
+	     "nothing else refers to it). A failed post changes nothing; a\n"
+	     "peer's SEND_WITH_INV is not seen. Closing the window lets\n"
+	     "them all go.\n"
 	     "``close()`` wraps ``ibv_dealloc_mw`` (man page\n"
 	     "ibv_alloc_mw(3)).");
 
 static int mw_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT(((MWObject *)self)->mr);
+	Py_VISIT(((MWObject *)self)->parked);
 	return handle_traverse(HANDLE(self), visit, arg);
 }
 
-/* Breaks a cycle through the bound MR (its owner refers to the window):
+/* Breaks a cycle through a bound MR (its owner refers to the window):
  * dealloc the window first, so that the MR can then deregister. */
 static int mw_clear(PyObject *self)
 {
-	handle_close_quiet(HANDLE(self));
-	if (HANDLE(self)->obj == NULL)
-		Py_CLEAR(((MWObject *)self)->mr);
+	handle_close_quiet(HANDLE(self)); /* mw_release lets the MRs go */
 	return 0;
 }
 
 static void mw_dealloc(PyObject *self)
 {
+	PyObject *mr, *parked;
+
 	PyObject_GC_UnTrack(self);
 	handle_close_quiet(HANDLE(self));
-	if (HANDLE(self)->obj != NULL) {
-		/* Dealloc failed: the window may still be bound to the MR,
-		 * which must then never deregister.  Leak it on purpose. */
-		((MWObject *)self)->mr = NULL;
+	/* Off the list in any case: it must not outlive the window. */
+	HELD_LOCK();
+	unhold_locked((MWObject *)self, &mr, &parked);
+	HELD_UNLOCK();
+	/* Dealloc failed: the window may still be bound to the MRs, which
+	 * must then never deregister.  Leak them on purpose. */
+	if (HANDLE(self)->obj == NULL) {
+		Py_XDECREF(mr);
+		Py_XDECREF(parked);
 	}
-	Py_CLEAR(((MWObject *)self)->mr);
 	handle_dealloc(HANDLE(self));
 }
 

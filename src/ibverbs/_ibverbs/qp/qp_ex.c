@@ -424,12 +424,16 @@ static PyObject *qpex_wr_complete(PyObject *self, PyObject *unused)
 		return NULL;
 	}
 	rc = ibv_wr_complete(q->qpx);
+	/* Posted: the batch's memory window holds move (mem/mw.c). */
+	if (rc == 0)
+		mw_hold_records_apply(q->keep, q->n_keep);
 	batch_release(q);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_wr_complete",
 				       "QP %u: the batch of %u work "
 				       "request(s) was not posted",
 				       qpn, n);
+	mw_sweep_if_wanted();
 	Py_RETURN_NONE;
 }
 
@@ -1130,6 +1134,7 @@ static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "invalidate_rkey", NULL };
 	static const int bits[] = { 32 };
+	PyObject *mw, *rec;
 	uint64_t v[1];
 
 	HANDLE_CHECK(self);
@@ -1138,6 +1143,20 @@ static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 	if (qpex_begin_wr(self, WREX_OP_LOCAL_INV, "ibv_wr_local_inv",
 			  QPX(self)->wr_local_inv != NULL) < 0)
 		return NULL;
+	/* A type 2 window of this PD bound under that rkey lets its MR go
+	 * once the batch is posted (mem/mw.c). */
+	mw = mw_find_bound(QPP(self)->pd, (uint32_t)v[0]);
+	if (mw != NULL) {
+		rec = mw_hold_record(mw, NULL, 0);
+		if (rec == NULL || qpex_keep(self, mw) < 0 ||
+		    qpex_keep(self, rec) < 0) {
+			Py_XDECREF(rec);
+			Py_DECREF(mw);
+			return NULL;
+		}
+		Py_DECREF(rec);
+		Py_DECREF(mw);
+	}
 	ibv_wr_local_inv(QPX(self), (uint32_t)v[0]);
 	Py_RETURN_NONE;
 }
@@ -1824,7 +1843,7 @@ PyDoc_STRVAR(wrex_bind_mw__doc__,
 static PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "mw", "rkey", "bind_info", NULL };
-	PyObject *mw, *rkey_o, *info, *mr = NULL, *res = NULL;
+	PyObject *mw, *rkey_o, *info, *mr = NULL, *rec = NULL, *res = NULL;
 	struct ibv_mw_bind_info bi;
 	uint32_t rkey;
 
@@ -1844,11 +1863,15 @@ static PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 			  QPEXO(self)->qpx->wr_bind_mw != NULL) < 0 ||
 	    qpex_keep(self, mw) < 0 || qpex_keep(self, mr) < 0)
 		goto out;
+	/* The hold moves once the batch is posted (mem/mw.c). */
+	rec = mw_hold_record(mw, bi.length ? mr : NULL, rkey);
+	if (rec == NULL || qpex_keep(self, rec) < 0)
+		goto out;
 	ibv_wr_bind_mw(QPEXO(self)->qpx, MWP(mw), rkey, &bi);
-	mw_hold_mr(mw, bi.length ? mr : NULL);
 	res = Py_None;
 	Py_INCREF(res);
 out:
+	Py_XDECREF(rec);
 	Py_XDECREF(mr);
 	return res;
 }

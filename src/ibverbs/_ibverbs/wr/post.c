@@ -17,6 +17,7 @@
  * sendwr_check_ud after linking), neither of which calls back here.
  */
 #include "ibverbs.h"
+#include "mem/mem.h"
 #include "qp/qp.h"
 #include "wr/wr.h"
 
@@ -131,10 +132,17 @@ PyObject *qp_post_send(PyObject *self, PyObject *arg)
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(self);
 #endif
+	/* Memory windows: the holds of the BIND_MWs and LOCAL_INVs posted
+	 * move (mem/mw.c); on a failure, those before the WR rejected
+	 * (ibv_post_send(3)), none when the provider did not say which. */
 	if (rc == 0) {
+		sendwr_posted(QPP(self)->pd, head, NULL);
 		sendwr_unlink(arg);
+		mw_sweep_if_wanted();
 		Py_RETURN_NONE;
 	}
+	if (bad != NULL)
+		sendwr_posted(QPP(self)->pd, head, bad);
 	idx = sendwr_failed(arg, head, &bad);
 	return post_error(rc, "ibv_post_send", "send", idx,
 			  bad ? bad->wr_id : 0, QPP(self),

@@ -104,6 +104,11 @@ Py_ssize_t recvwr_failed(PyObject *arg, struct ibv_recv_wr *head,
  * an AH, since providers dereference wr.ud.ah unchecked.  0, or -1 with
  * ValueError naming the WR's index (the caller then unlinks); wr_check.c. */
 int sendwr_check_ud(const struct ibv_send_wr *head);
+/* After a post on a QP of pd (wr_check.c): the memory windows' holds of
+ * the BIND_MWs and LOCAL_INVs from head up to stop (excluded; NULL: all)
+ * move (mem/mw.c); runs no Python code. */
+void sendwr_posted(const struct ibv_pd *pd, struct ibv_send_wr *head,
+		   const struct ibv_send_wr *stop);
 /* post.c: the data-path methods (METH_O; the WR objects hold the native
  * structs, linked in place; GIL kept, no allocation). */
 PyObject *qp_post_send(PyObject *self, PyObject *arg);

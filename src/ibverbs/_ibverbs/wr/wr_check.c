@@ -45,8 +45,30 @@ static int sendwr_bind_ready(SendWRObject *w, Py_ssize_t i)
 	}
 	w->wr.bind_mw.mw = mw;
 	w->wr.bind_mw.bind_info.mr = mr;
-	mw_hold_mr(w->mw, w->wr.bind_mw.bind_info.length ? w->bind_mr : NULL);
 	return 0;
+}
+
+/* After a post on a QP of pd: the holds of the BIND_MWs and LOCAL_INVs
+ * from head up to stop (excluded; NULL: all) move, as those WRs were
+ * posted.  No Python code runs here (the WRs are still linked). */
+void sendwr_posted(const struct ibv_pd *pd, struct ibv_send_wr *head,
+		   const struct ibv_send_wr *stop)
+{
+	struct ibv_send_wr *w;
+
+	for (w = head; w != NULL && w != stop; w = w->next) {
+		if (w->opcode == IBV_WR_BIND_MW) {
+			/* The native WR sits in its SendWR object. */
+			char *at = (char *)w - offsetof(SendWRObject, wr);
+			SendWRObject *o = (SendWRObject *)at;
+			PyObject *mr =
+				w->bind_mw.bind_info.length ? o->bind_mr : NULL;
+
+			mw_hold_mr(o->mw, mr, w->bind_mw.rkey);
+		} else if (w->opcode == IBV_WR_LOCAL_INV) {
+			mw_invalidated(pd, w->invalidate_rkey);
+		}
+	}
 }
 
 int sendwr_ready(SendWRObject *w, Py_ssize_t i)
