@@ -62,6 +62,14 @@ static inline void mw_sweep_if_wanted(void)
 	if (mw_sweep_wanted())
 		mw_sweep();
 }
+/* mw.c: how many MW objects exist.  While none does, no posted WR can
+ * bind or invalidate a window and nothing is parked, so the data path
+ * (wr/post.c) skips the window bookkeeping with one load and a test. */
+extern Py_ssize_t mw_alive;
+static inline int mw_any(void)
+{
+	return __atomic_load_n(&mw_alive, __ATOMIC_RELAXED) != 0;
+}
 
 /* mw.c, for SendWR.bind_info: an MWBindInfo of *bi and mr. */
 PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi, PyObject *mr);

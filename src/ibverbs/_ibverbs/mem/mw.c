@@ -59,6 +59,7 @@ static int mw_destroy(Handle *h)
  */
 static MWObject *held_first;
 static Py_ssize_t n_parked; /* MRs parked on all windows */
+Py_ssize_t mw_alive; /* MW objects (mw_any) */
 
 /* Changed under the lock, read without it (mw_sweep_wanted, a hint). */
 static void parked_add(Py_ssize_t d)
@@ -330,6 +331,7 @@ PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw)
 	self->parked = parked;
 	handle_init(HANDLE(self), &mw_kind, HANDLE(pd));
 	HANDLE(self)->obj = mw;
+	__atomic_add_fetch(&mw_alive, 1, __ATOMIC_RELAXED);
 	return (PyObject *)self;
 }
 
@@ -662,6 +664,7 @@ static void mw_dealloc(PyObject *self)
 		Py_XDECREF(mr);
 		Py_XDECREF(parked);
 	}
+	__atomic_sub_fetch(&mw_alive, 1, __ATOMIC_RELAXED);
 	handle_dealloc(HANDLE(self));
 }
 

@@ -134,14 +134,19 @@ PyObject *qp_post_send(PyObject *self, PyObject *arg)
 #endif
 	/* Memory windows: the holds of the BIND_MWs and LOCAL_INVs posted
 	 * move (mem/mw.c); on a failure, those before the WR rejected
-	 * (ibv_post_send(3)), none when the provider did not say which. */
+	 * (ibv_post_send(3)), none when the provider did not say which.
+	 * Skipped while no window exists (mw_any). */
 	if (rc == 0) {
+		if (!mw_any()) {
+			sendwr_unlink(arg);
+			Py_RETURN_NONE;
+		}
 		sendwr_posted(QPP(self)->pd, head, NULL);
 		sendwr_unlink(arg);
 		mw_sweep_if_wanted();
 		Py_RETURN_NONE;
 	}
-	if (bad != NULL)
+	if (bad != NULL && mw_any())
 		sendwr_posted(QPP(self)->pd, head, bad);
 	idx = sendwr_failed(arg, head, &bad);
 	return post_error(rc, "ibv_post_send", "send", idx,
