@@ -206,17 +206,35 @@ bench: build
 
 # Scaling with threads (BENCHMARKS.md, "Threads"; issue 33): post_send +
 # poll_count by 1, 2 .. nproc threads, each with its own QP and CQ, under
-# the GIL build (the venv, abi3) and the free-threaded one (build/ft-venv's
-# interpreter, a cp3XYt extension), interleaved, BENCH_THREADS_REPS times;
+# the free-threaded build (build/ft-venv's interpreter, a cp3XYt
+# extension), the same CPython source built with the GIL (build/gil-venv,
+# abi3: the like-for-like baseline) and the venv's GIL build (abi3, as
+# shipped), interleaved, BENCH_THREADS_REPS times;
 # on the recording double of libibverbs (host) and on rxe0 (one guest
 # boot).  benchmarks/threads.py builds both extensions (build/bench) and
 # the double first.  Results: build/out/threads.{json,md}.  About 4
 # minutes on 2 cores with 5 reps.
+# BENCH_THREADS_ARGS: more options (--targets loop,fake to skip the guest,
+# --builds gil,freethreaded to skip the venv's interpreter).
 BENCH_THREADS_REPS ?= 5
-.PHONY: bench-threads
-bench-threads: build ft-venv
+BENCH_THREADS_ARGS ?=
+.PHONY: bench-threads gil-venv
+bench-threads: build ft-venv gil-venv
 	@mkdir -p $(OUT)
-	$(VPY) benchmarks/threads.py --reps $(BENCH_THREADS_REPS) --out $(OUT)
+	$(VPY) benchmarks/threads.py --reps $(BENCH_THREADS_REPS) --out $(OUT) $(BENCH_THREADS_ARGS)
+
+# The free-threaded interpreter's own CPython source built with the GIL
+# (tools/freethreaded-python --gil; cached), in a venv of its own.
+GIL_VENV := build/gil-venv
+$(GIL_VENV)/.created: build/ft-venv/.created # FT_VENV, defined below
+	@ver=$$($(FT_VENV)/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') && \
+	py=$$(tools/freethreaded-python --gil $$ver) || exit 1; \
+	echo "same-source GIL interpreter: $$py"; \
+	rm -rf $(GIL_VENV) && $$py -m venv --without-pip $(GIL_VENV)
+	$(VPY) -m pip --python $(GIL_VENV)/bin/python install -q --only-binary=:all: setuptools wheel
+	@touch $@
+
+gil-venv: $(GIL_VENV)/.created
 
 # The peer transfer engines side by side (BENCHMARKS.md, "Peer transfer
 # engines"): ib_write_bw, python -m ibverbs perf write_bw,

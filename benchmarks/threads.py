@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
 """Scaling with threads (make bench-threads): the aggregate rate of
 post_send + poll_count of N threads, each with its own RC QP and CQ, for
-the GIL build (the abi3 extension under the project's venv) and the
-free-threaded one (the cp3XYt extension under a --disable-gil CPython),
-side by side, on two targets:
+three builds side by side:
+
+- ``freethreaded``: the cp3XYt extension under a --disable-gil CPython
+  (tools/freethreaded-python, build/ft-venv);
+- ``gil``: the abi3 extension under the same CPython source built with the
+  GIL, the same flags otherwise (tools/freethreaded-python --gil,
+  build/gil-venv): the like-for-like baseline, which the ratios use;
+- ``gil-venv``: the abi3 extension under the project's venv (a distro or
+  pyenv CPython, PGO/LTO-built, another version): what a user runs today;
+
+on three targets:
 
 - ``fake``: the recording double of libibverbs (tests/fakes/recording,
   loaded through IBVERBS_LIBIBVERBS, its log off): a provider that does
@@ -50,13 +58,14 @@ ROOT = os.path.dirname(HERE)
 BENCH = os.path.join(ROOT, "build", "bench")
 DEPTH = 16
 CHUNK = 512  # loop iterations between looks at the stop flag
-BUILDS = ("gil", "freethreaded")
+BUILDS = ("gil", "freethreaded", "gil-venv")
 # Where each build's private copy of the package lies (prepare()), and
 # the interpreter that runs it.
-VARIANT = {"gil": "gil-kept", "freethreaded": "freethreaded"}
+VARIANT = {"gil": "gil-same-source", "freethreaded": "freethreaded", "gil-venv": "gil-kept"}
 PYTHON = {
-    "gil": os.path.join(ROOT, ".venv", "bin", "python"),
+    "gil": os.path.join(ROOT, "build", "gil-venv", "bin", "python"),
     "freethreaded": os.path.join(ROOT, "build", "ft-venv", "bin", "python"),
+    "gil-venv": os.path.join(ROOT, ".venv", "bin", "python"),
 }
 FAKE_LIB = os.path.join(BENCH, "recording", "libibverbs-recording.so")
 DEVICE = {"loop": None, "fake": "fake0", "rxe": "rxe0"}
@@ -134,6 +143,7 @@ def run_threads(threads: int, seconds: float, open_pair) -> dict:
     stop = [False]
     ready = threading.Barrier(threads + 1)
     done = [0] * threads
+    warm = [0] * threads
     cpu = [0.0] * threads
     errors: list[str] = []
 
@@ -163,7 +173,7 @@ def run_threads(threads: int, seconds: float, open_pair) -> dict:
                     n += got
                 return n
 
-            loop(20)  # warm-up: the interpreter specializes the loop
+            warm[i] = loop(20)  # warm-up: the interpreter specializes the loop
         except BaseException as e:
             errors.append(f"thread {i}: {e!r}")
             ready.abort()
@@ -196,6 +206,7 @@ def run_threads(threads: int, seconds: float, open_pair) -> dict:
     gil = getattr(sys, "_is_gil_enabled", lambda: True)()
     return {
         "ops_per_s": sum(done) / elapsed,
+        "ops_total": sum(done) + sum(warm),  # with the warm-up's (callgrind)
         "cpu_s": sum(cpu),
         "wall_s": elapsed,
         "gil_enabled": gil,
@@ -219,12 +230,12 @@ def measure_one(build: str, target: str, threads: int, seconds: float) -> dict:
     return res
 
 
-def measure(target: str, reps: int, seconds: float) -> list[dict]:
+def measure(target: str, reps: int, seconds: float, builds=BUILDS) -> list[dict]:
     """Every build x thread count, interleaved, reps times."""
     runs = []
     counts = thread_counts()
     for rep in range(reps):
-        order = BUILDS if rep % 2 == 0 else BUILDS[::-1]
+        order = builds if rep % 2 == 0 else builds[::-1]
         for threads in counts:
             for build in order:
                 r = measure_one(build, target, threads, seconds)
@@ -241,28 +252,84 @@ def measure(target: str, reps: int, seconds: float) -> list[dict]:
                     }
                 )
                 print(
-                    f"  {target} rep {rep + 1}/{reps} {build:12} x{threads}: "
+                    f"  {target} rep {rep + 1}/{reps} {build:13} x{threads}: "
                     f"{r['ops_per_s'] / 1e3:9.1f} k ops/s",
                     flush=True,
                 )
     return runs
 
 
+def callgrind_one(build: str, seconds: float, out: str) -> dict:
+    """Instructions inside QP.post_send and CQ.poll_count (their C
+    functions and what they call: the double's verbs are nearly free) per
+    post + poll, one thread on the double, under callgrind
+    (--toggle-collect on the two functions: only their cost is counted,
+    not the interpreter's loop around them)."""
+    f = os.path.join(out, f"callgrind.threads.{build}.out")
+    env = dict(os.environ, PYTHONPATH=os.path.join(BENCH, VARIANT[build], "src"))
+    env["IBVERBS_LIBIBVERBS"] = FAKE_LIB
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={f}"]
+    cmd += ["--toggle-collect=qp_post_send", "--toggle-collect=cq_poll_count"]
+    cmd += [PYTHON[build], os.path.abspath(__file__), "--worker", "fake"]
+    cmd += ["--threads", "1", "--seconds", str(seconds)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if p.returncode != 0:
+        raise SystemExit(f"threads: callgrind of {build} failed:\n{p.stderr[-4000:]}")
+    ops = json.loads(p.stdout.strip().splitlines()[-1])["ops_total"]
+    # Per function: the cost lines of its own blocks ("fn=", names
+    # compressed as "(id)"): its instructions and, after each "calls=",
+    # the inclusive cost of a call it made.  Collection is on only inside
+    # the two, so that is their inclusive cost, whoever called them.
+    names: dict[str, str] = {}
+    cost = {"qp_post_send": 0, "cq_poll_count": 0}
+    fn = None
+    with open(f) as fh:
+        for line in fh:
+            if line.startswith(("fn=", "cfn=")):
+                ident, _, name = line.partition("=")[2].strip().partition(" ")
+                if name:
+                    names[ident] = name
+                if line.startswith("fn="):
+                    fn = names.get(ident, ident)
+            elif fn in cost and line[:1] in "0123456789+-*":
+                cost[fn] += int(line.split()[1])
+    return {
+        "build": build,
+        "ops": ops,
+        "post_send": round(cost["qp_post_send"] / ops),
+        "poll_count": round(cost["cq_poll_count"] / ops),
+    }
+
+
+def callgrind(builds, seconds: float, out: str) -> None:
+    os.makedirs(out, exist_ok=True)
+    rows = [callgrind_one(b, seconds, out) for b in builds]
+    lines = ["| build | `post_send` | `poll_count` | both |", "|---|---:|---:|---:|"]
+    for r in rows:
+        both = r["post_send"] + r["poll_count"]
+        lines.append(f"| {r['build']} | {r['post_send']} | {r['poll_count']} | {both} |")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out, "threads-callgrind.md"), "w") as f:
+        f.write(text)
+    print(text, end="")
+
+
 # ------------------------------------------------------------- prepare ---
 
 
-def prepare() -> None:
-    """The two builds' private copies of the package (prepare.py's
+def prepare(builds=BUILDS) -> None:
+    """The builds' private copies of the package (prepare.py's
     build_variant, by each build's interpreter) and the double."""
     sys.path.insert(0, HERE)
     sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
     import prepare as prep
     import recording
 
-    for build in BUILDS:
+    for build in builds:
         if not os.path.exists(PYTHON[build]):
             raise SystemExit(
-                f"threads: no {PYTHON[build]} (make build; make ft-venv for the free-threaded one)"
+                f"threads: no {PYTHON[build]} (make build; make ft-venv gil-venv for "
+                "the free-threaded one and its same-source GIL build)"
             )
         print(f"threads: building the {build} extension")
         prep.build_variant(BENCH, VARIANT[build], False, python=PYTHON[build])
@@ -309,15 +376,16 @@ def summarize(runs: list[dict]) -> list[dict]:
 def table(rows: list[dict]) -> str:
     out = [
         "| target | build | threads | best k ops/s | median k ops/s | best vs 1 thread "
-        "| best vs GIL build | cores used | k ops per CPU-s |",
+        "| best vs same-source GIL build | cores used | k ops per CPU-s |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         per_cpu = f"{r['per_cpu_s'] / 1e3:,.0f}" if r["per_cpu_s"] else "-"
+        vs_gil = f"{r['best_vs_gil']:.2f}x" if r["best_vs_gil"] else "-"
         out.append(
             f"| {r['target']} | {r['build']} | {r['threads']} | {r['best'] / 1e3:,.0f} "
             f"| {r['median'] / 1e3:,.0f} | {r['best_vs_1_thread']:.2f}x "
-            f"| {r['best_vs_gil']:.2f}x | {r['cores']:.2f} | {per_cpu} |"
+            f"| {vs_gil} | {r['cores']:.2f} | {per_cpu} |"
         )
     return "\n".join(out)
 
@@ -327,7 +395,7 @@ def goals(rows: list[dict]) -> list[str]:
     the rates per CPU-second (which the host's other load changes less)."""
     by = {(r["target"], r["build"], r["threads"]): r for r in rows}
     ft1, ft2 = by.get(("fake", "freethreaded", 1)), by.get(("fake", "freethreaded", 2))
-    gil1 = by.get(("fake", "gil", 1))
+    gil1, venv1 = by.get(("fake", "gil", 1)), by.get(("fake", "gil-venv", 1))
 
     def per_cpu(a, b, times=1):
         ok = a and b and a["per_cpu_s"] and b["per_cpu_s"]
@@ -348,9 +416,19 @@ def goals(rows: list[dict]) -> list[str]:
     if ft1 and gil1:
         checks.append(
             (
-                "free-threaded 1 thread / GIL build 1 thread",
+                "free-threaded 1 thread / same-source GIL build 1 thread",
                 ft1["best_vs_gil"],
                 per_cpu(ft1, gil1),
+                "per CPU-second",
+                0.8,
+            )
+        )
+    if ft1 and venv1:
+        checks.append(
+            (
+                "free-threaded 1 thread / the venv's GIL build 1 thread (not like for like)",
+                ft1["best"] / venv1["best"],
+                per_cpu(ft1, venv1),
                 "per CPU-second",
                 0.8,
             )
@@ -381,15 +459,15 @@ def report(path: str) -> None:
 # ---------------------------------------------------------------- main ---
 
 
-def run_rxe(reps: int, seconds: float, out: str) -> list[dict]:
+def run_rxe(reps: int, seconds: float, out: str, builds=BUILDS) -> list[dict]:
     """The rxe target: this script's --measure rxe in one guest boot."""
     os.makedirs(out, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="threads-rxe-", suffix=".json", dir=out)
     os.close(fd)
     try:
         cmd = [os.path.join(ROOT, "tools", "rxe-vm"), "--rw", out, "--"]
-        cmd += [PYTHON["gil"], os.path.abspath(__file__), "--measure", "rxe", "--json", tmp]
-        cmd += ["--reps", str(reps), "--seconds", str(seconds)]
+        cmd += [PYTHON["gil-venv"], os.path.abspath(__file__), "--measure", "rxe", "--json", tmp]
+        cmd += ["--reps", str(reps), "--seconds", str(seconds), "--builds", ",".join(builds)]
         for boot in (1, 2):
             rc = subprocess.run(cmd, cwd=ROOT).returncode
             # 125: the rig failed (on a loaded host the emulated guest's
@@ -408,6 +486,11 @@ def run_rxe(reps: int, seconds: float, out: str) -> list[dict]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--targets", default="loop,fake,rxe")
+    p.add_argument(
+        "--builds",
+        default=",".join(BUILDS),
+        help="which builds (gil: same-source GIL; gil-venv: the venv's)",
+    )
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--seconds", type=float, default=1.0)
     p.add_argument("--out", default=os.path.join(ROOT, "build", "out"))
@@ -417,6 +500,11 @@ def main(argv=None) -> int:
     p.add_argument("--worker", metavar="TARGET", help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--report", metavar="JSON", help="summarize a threads.json again")
+    p.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="instructions per post + poll inside the two methods, per build (fake, 1 thread)",
+    )
     args = p.parse_args(argv)
     if args.worker:
         print(json.dumps(worker_main(args.worker, args.threads, args.seconds)))
@@ -424,8 +512,16 @@ def main(argv=None) -> int:
     if args.report:
         report(args.report)
         return 0
+    builds = tuple(b for b in args.builds.split(",") if b)
+    if set(builds) - set(BUILDS) or "freethreaded" not in builds:
+        p.error(f"--builds: some of {BUILDS}, freethreaded among them")
+    if args.callgrind:
+        if not args.no_prepare:
+            prepare(builds)
+        callgrind(builds, args.seconds, args.out)
+        return 0
     if args.measure:
-        runs = measure(args.measure, args.reps, args.seconds)
+        runs = measure(args.measure, args.reps, args.seconds, builds)
         with open(args.json, "w") as f:
             json.dump({"runs": runs}, f)
         return 0
@@ -434,16 +530,16 @@ def main(argv=None) -> int:
     if unknown:
         p.error(f"unknown targets {sorted(unknown)} (loop, fake, rxe)")
     if not args.no_prepare:
-        prepare()
+        prepare(builds)
     runs: list[dict] = []
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "threads.json")
     for target in targets:
         print(f"threads: {target}, threads {thread_counts()}, {args.reps} reps", flush=True)
         if target == "rxe":
-            runs += run_rxe(args.reps, args.seconds, args.out)
+            runs += run_rxe(args.reps, args.seconds, args.out, builds)
         else:
-            runs += measure(target, args.reps, args.seconds)
+            runs += measure(target, args.reps, args.seconds, builds)
         with open(path, "w") as f:  # what is measured so far, kept if a later target fails
             json.dump({"runs": runs}, f)
     report(path)

@@ -362,6 +362,11 @@ struct Handle {
 	 * holding it as an argument), plus HANDLE_CLOSING while close()
 	 * waits for them to leave (handle.c). */
 	Py_ssize_t pins;
+	/* The pins of the thread that made the handle (owner: its
+	 * _Py_ThreadId()), counted apart by that thread alone, with plain
+	 * stores: no read-modify-write on its data path (handle.c). */
+	uintptr_t owner;
+	Py_ssize_t owner_pins;
 #endif
 };
 
@@ -430,15 +435,29 @@ void handle_dealloc(Handle *h);
 /* The two above as the slots of a type that holds nothing more. */
 int handle_tp_traverse(PyObject *self, visitproc visit, void *arg);
 void handle_tp_dealloc(PyObject *self);
-/* Mark busy around a GIL-free call. */
+/* Mark busy around a GIL-free call; HANDLE_IS_BUSY reads the mark and
+ * HANDLE_IS_CLOSED the verbs pointer (atomic loads in the free-threaded
+ * build, where other threads change them).  HANDLE_SET_OBJ: a factory's
+ * store of the new verbs object into a handle that handle_init already
+ * linked into the tree, where handle_find may read it (a release store
+ * in the free-threaded build). */
 #ifndef Py_GIL_DISABLED
 #define HANDLE_BUSY_ENTER(h) (HANDLE(h)->busy++)
 #define HANDLE_BUSY_EXIT(h) (HANDLE(h)->busy--)
+#define HANDLE_IS_BUSY(h) (HANDLE(h)->busy != 0)
+#define HANDLE_IS_CLOSED(h) (HANDLE(h)->obj == NULL)
+#define HANDLE_SET_OBJ(h, o) (HANDLE(h)->obj = (o))
 #else
 #define HANDLE_BUSY_ENTER(h) \
 	(__atomic_fetch_add(&HANDLE(h)->busy, 1, __ATOMIC_SEQ_CST))
 #define HANDLE_BUSY_EXIT(h) \
 	(__atomic_fetch_sub(&HANDLE(h)->busy, 1, __ATOMIC_SEQ_CST))
+#define HANDLE_IS_BUSY(h) \
+	(__atomic_load_n(&HANDLE(h)->busy, __ATOMIC_ACQUIRE) != 0)
+#define HANDLE_IS_CLOSED(h) \
+	(__atomic_load_n(&HANDLE(h)->obj, __ATOMIC_ACQUIRE) == NULL)
+#define HANDLE_SET_OBJ(h, o) \
+	__atomic_store_n(&HANDLE(h)->obj, (void *)(o), __ATOMIC_RELEASE)
 #endif
 
 /* A block that changes (or reads a pointer of) an object's own state which

@@ -97,9 +97,9 @@ static const HandleKind cm_qp_kind = { "QP", "rdma_destroy_qp", cm_qp_destroy,
  * it are open), then the id and its channel. */
 static int cmid_close(CMIDObject *c)
 {
-	if (HANDLE(c)->obj == NULL)
+	if (HANDLE_IS_CLOSED(c))
 		return 0;
-	if (HANDLE(c)->busy)
+	if (HANDLE_IS_BUSY(c))
 		return handle_close(HANDLE(c)); /* raises EBUSY */
 	if (c->qp != NULL) {
 		verbs_error_fmt(EBUSY, "rdma_destroy_id",
@@ -218,7 +218,7 @@ static int cm_wrap_context(CMIDObject *c)
 	if (ctx == NULL)
 		return -1;
 	handle_init(HANDLE(ctx), &cm_context_kind, HANDLE(c));
-	HANDLE(ctx)->obj = id->verbs;
+	HANDLE_SET_OBJ(ctx, id->verbs);
 	ctx->name =
 		PyUnicode_FromString(IBV.get_device_name(id->verbs->device));
 	c->context = (PyObject *)ctx;
@@ -269,7 +269,7 @@ PyObject *cmid_wrap(PyTypeObject *tp, const HandleKind *kind,
 	if (c == NULL)
 		return NULL;
 	handle_init(HANDLE(c), kind, NULL);
-	HANDLE(c)->obj = id;
+	HANDLE_SET_OBJ(c, id);
 	c->ch = ch;
 	*owned = 1;
 	Py_INCREF(Py_None);

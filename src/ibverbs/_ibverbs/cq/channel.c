@@ -43,7 +43,7 @@ PyObject *channel_create(ContextObject *ctx)
 		return NULL;
 	}
 	handle_init(HANDLE(o), &channel_kind, HANDLE(ctx));
-	HANDLE(o)->obj = ch;
+	HANDLE_SET_OBJ(o, ch);
 	return (PyObject *)o;
 }
 

@@ -100,7 +100,7 @@ PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 		return verbs_error_fmt(err, "ibv_create_cq", "cqe=%ld", cqe);
 	}
 	handle_init(HANDLE(self), &cq_kind, HANDLE(ctx));
-	HANDLE(self)->obj = cq;
+	HANDLE_SET_OBJ(self, cq);
 	if (channel != Py_None) {
 		Py_INCREF(channel);
 		self->channel = channel;

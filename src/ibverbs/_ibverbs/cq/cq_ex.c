@@ -271,7 +271,7 @@ PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 				       pdom ? " with a parent domain" : "");
 	}
 	handle_init(HANDLE(self), &cqex_kind, HANDLE(ctx));
-	HANDLE(self)->obj = ibv_cq_ex_to_cq(cq);
+	HANDLE_SET_OBJ(self, ibv_cq_ex_to_cq(cq));
 	self->cq_ex = cq;
 	self->wc_flags = a.wc_flags;
 	self->per_entry = cqex_ops_are_rxe(cq);

@@ -61,7 +61,7 @@ static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	handle_init(HANDLE(self), &context_kind, NULL);
-	HANDLE(self)->obj = ctx;
+	HANDLE_SET_OBJ(self, ctx);
 	self->name = PyUnicode_FromString(name);
 	if (self->name == NULL) {
 		Py_DECREF(self);
@@ -390,7 +390,7 @@ static PyObject *context_alloc_pd(PyObject *self, PyObject *unused)
 		return NULL;
 	}
 	handle_init(HANDLE(o), &pd_kind, HANDLE(self));
-	HANDLE(o)->obj = pd;
+	HANDLE_SET_OBJ(o, pd);
 	return (PyObject *)o;
 }
 
@@ -460,7 +460,7 @@ static PyObject *context_import_device(PyObject *cls, PyObject *args,
 		return NULL;
 	}
 	handle_init(HANDLE(self), &context_kind, NULL);
-	HANDLE(self)->obj = ctx;
+	HANDLE_SET_OBJ(self, ctx);
 	self->name = PyUnicode_FromString(IBV.get_device_name(ctx->device));
 	if (self->name == NULL) {
 		Py_DECREF(self);

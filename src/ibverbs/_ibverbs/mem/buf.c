@@ -62,7 +62,7 @@ PyObject *buf_create(PDObject *pd, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	handle_init(HANDLE(self), &buf_kind, HANDLE(pd));
-	HANDLE(self)->obj = b;
+	HANDLE_SET_OBJ(self, b);
 	self->addr = (uint64_t)(uintptr_t)addr;
 	self->size = size;
 	return (PyObject *)self;

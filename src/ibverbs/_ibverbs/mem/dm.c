@@ -70,7 +70,7 @@ PyObject *dm_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	handle_init(HANDLE(self), &dm_kind, HANDLE(ctx));
-	HANDLE(self)->obj = dm;
+	HANDLE_SET_OBJ(self, dm);
 	self->length = length;
 	self->log_align_req = (uint32_t)align;
 	return (PyObject *)self;
@@ -291,7 +291,7 @@ PyObject *dm_reg_mr(PDObject *pd, PyObject *args, PyObject *kw)
 				       (unsigned int)access);
 	}
 	handle_init(HANDLE(o), &dm_mr_kind, HANDLE(pd));
-	HANDLE(o)->obj = mr;
+	HANDLE_SET_OBJ(o, mr);
 	Py_INCREF(dm);
 	o->owner = dm;
 	handle_use(HANDLE(dm));

@@ -77,7 +77,7 @@ PyObject *dmah_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	handle_init(HANDLE(self), &dmah_kind, HANDLE(ctx));
-	HANDLE(self)->obj = d;
+	HANDLE_SET_OBJ(self, d);
 	self->comp_mask = mask;
 	self->cpu_id = attr.cpu_id;
 	self->ph = attr.ph;

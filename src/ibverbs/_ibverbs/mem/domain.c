@@ -209,7 +209,7 @@ PyObject *parent_domain_create(PyObject *ctx, PyObject *args, PyObject *kw)
 						       "without a TD");
 	}
 	handle_init(HANDLE(self), &pdom_kind, HANDLE(ctx));
-	HANDLE(self)->obj = p;
+	HANDLE_SET_OBJ(self, p);
 	Py_INCREF(pd);
 	self->base_pd = pd;
 	handle_use(HANDLE(pd));

@@ -81,7 +81,7 @@ PyObject *pd_import(ContextObject *ctx, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	handle_init(HANDLE(o), &pd_imported_kind, HANDLE(ctx));
-	HANDLE(o)->obj = pd;
+	HANDLE_SET_OBJ(o, pd);
 	return (PyObject *)o;
 }
 
@@ -108,7 +108,7 @@ PyObject *mr_import(PDObject *pd, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	handle_init(HANDLE(o), &mr_imported_kind, HANDLE(pd));
-	HANDLE(o)->obj = mr;
+	HANDLE_SET_OBJ(o, mr);
 	o->addr = (uint64_t)(uintptr_t)mr->addr;
 	o->length = (uint64_t)mr->length;
 	return (PyObject *)o;
@@ -144,7 +144,7 @@ PyObject *dm_import(ContextObject *ctx, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	handle_init(HANDLE(o), &dm_imported_kind, HANDLE(ctx));
-	HANDLE(o)->obj = dm;
+	HANDLE_SET_OBJ(o, dm);
 	o->length = length;
 	return (PyObject *)o;
 }

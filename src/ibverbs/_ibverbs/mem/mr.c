@@ -67,7 +67,7 @@ static PyObject *mr_wrap(PDObject *pd, struct ibv_mr *mr, PyObject *owner,
 		return NULL;
 	}
 	handle_init(HANDLE(o), &mr_kind, HANDLE(pd));
-	HANDLE(o)->obj = mr;
+	HANDLE_SET_OBJ(o, mr);
 	if (owner != Py_None) {
 		Py_INCREF(owner);
 		o->owner = owner;

@@ -52,7 +52,7 @@ PyObject *odp_reg_implicit(PDObject *pd, PyObject *args, PyObject *kw)
 				       (unsigned int)access);
 	}
 	handle_init(HANDLE(o), &odp_mr_kind, HANDLE(pd));
-	HANDLE(o)->obj = mr;
+	HANDLE_SET_OBJ(o, mr);
 	o->addr = 0;
 	o->length = SIZE_MAX;
 	o->access = (int)access;

@@ -23,7 +23,7 @@ static PyObject *ah_wrap(PDObject *pd, struct ibv_ah *ah)
 		return NULL;
 	}
 	handle_init(HANDLE(self), &ah_kind, HANDLE(pd));
-	HANDLE(self)->obj = ah;
+	HANDLE_SET_OBJ(self, ah);
 	return (PyObject *)self;
 }
 

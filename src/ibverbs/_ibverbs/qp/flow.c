@@ -291,7 +291,7 @@ PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
 	}
 	PyMem_Free(attr);
 	handle_init(HANDLE(self), &flow_kind, HANDLE(qp));
-	HANDLE(self)->obj = flow;
+	HANDLE_SET_OBJ(self, flow);
 	return (PyObject *)self;
 }
 

@@ -402,7 +402,7 @@ PyObject *qp_create_flags(PDObject *pd, PyObject *ia, const HandleKind *kind,
 		goto out;
 	}
 	handle_init(HANDLE(self), kind, HANDLE(pd));
-	HANDLE(self)->obj = qp;
+	HANDLE_SET_OBJ(self, qp);
 	self->qp_type = init.qp_type;
 	self->cap = init.cap; /* create_qp wrote back the actual caps */
 	self->sq_sig_all = init.sq_sig_all;

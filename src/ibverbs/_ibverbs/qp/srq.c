@@ -64,7 +64,7 @@ PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw)
 				       init.attr.srq_limit);
 	}
 	handle_init(HANDLE(self), &srq_kind, HANDLE(pd));
-	HANDLE(self)->obj = srq;
+	HANDLE_SET_OBJ(self, srq);
 	return (PyObject *)self;
 }
 

@@ -147,7 +147,7 @@ PyObject *context_create_rwq_ind_table(PyObject *self, PyObject *args,
 	}
 	PyMem_Free(arr);
 	handle_init(HANDLE(t), &rwq_kind, HANDLE(self));
-	HANDLE(t)->obj = tbl;
+	HANDLE_SET_OBJ(t, tbl);
 	t->wqs = wqs;
 	for (i = 0; i < n; i++)
 		handle_use(HANDLE(PyTuple_GetItem(wqs, i)));

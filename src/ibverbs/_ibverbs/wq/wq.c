@@ -136,7 +136,7 @@ PyObject *context_create_wq(PyObject *self, PyObject *args, PyObject *kw)
 				       type, ia.max_wr, ia.max_sge, flags);
 	}
 	handle_init(HANDLE(w), &wq_kind, HANDLE(pd));
-	HANDLE(w)->obj = wq;
+	HANDLE_SET_OBJ(w, wq);
 	w->wq_type = (int)type;
 	w->max_wr = ia.max_wr;
 	w->max_sge = ia.max_sge;

@@ -227,7 +227,7 @@ PyObject *context_create_srq_ex(PyObject *self, PyObject *args, PyObject *kw)
 				       ia.comp_mask);
 	}
 	handle_init(HANDLE(s), &srqx_kind, HANDLE(a.pd));
-	HANDLE(s)->obj = srq;
+	HANDLE_SET_OBJ(s, srq);
 	s->srq_type = (int)a.type;
 	if (a.xrcd) {
 		Py_INCREF(a.xrcd);

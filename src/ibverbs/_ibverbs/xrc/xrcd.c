@@ -106,7 +106,7 @@ PyObject *context_open_xrcd(PyObject *self, PyObject *args, PyObject *kw)
 				       (unsigned int)oflags);
 	}
 	handle_init(HANDLE(x), &xrcd_kind, HANDLE(self));
-	HANDLE(x)->obj = xrcd;
+	HANDLE_SET_OBJ(x, xrcd);
 	x->fd = (int)fd;
 	x->oflags = (int)oflags;
 	return (PyObject *)x;
@@ -212,7 +212,7 @@ PyObject *context_open_qp(PyObject *self, PyObject *args, PyObject *kw)
 				       "qp_num=%ld qp_type=%ld", num, type);
 	}
 	handle_init(HANDLE(q), &opened_qp_kind, HANDLE(xo));
-	HANDLE(q)->obj = qp;
+	HANDLE_SET_OBJ(q, qp);
 	q->qp_type = (int)type;
 	return (PyObject *)q;
 }
