@@ -260,10 +260,7 @@ static int drain_pins(Handle *h)
 	long ns = 1000;
 
 	__atomic_fetch_or(&h->pins, HANDLE_CLOSING, __ATOMIC_ACQ_REL);
-	/* The owner closing: owner_pins are its own, seen in program order,
-	 * so the system call (~1 us with few threads) is for other threads. */
-	if (h->owner != _Py_ThreadId())
-		asym_fence_heavy();
+	asym_fence_heavy();
 	while ((__atomic_load_n(&h->pins, __ATOMIC_ACQUIRE) & ~HANDLE_CLOSING) +
 		       __atomic_load_n(&h->owner_pins, __ATOMIC_ACQUIRE) !=
 	       mine) {
