@@ -362,11 +362,6 @@ struct Handle {
 	 * holding it as an argument), plus HANDLE_CLOSING while close()
 	 * waits for them to leave (handle.c). */
 	Py_ssize_t pins;
-	/* The pins of the thread that made the handle (owner: its
-	 * _Py_ThreadId()), counted apart by that thread alone, with plain
-	 * stores: no read-modify-write on its data path (handle.c). */
-	uintptr_t owner;
-	Py_ssize_t owner_pins;
 #endif
 };
 

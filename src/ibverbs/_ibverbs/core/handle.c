@@ -25,8 +25,6 @@
 #include <poll.h>
 #ifdef Py_GIL_DISABLED
 #include <time.h>
-#include <unistd.h>
-#include <sys/syscall.h>
 #endif
 
 /* Open handles without a parent (Contexts), linked like children. */
@@ -55,19 +53,6 @@ static inline __attribute__((always_inline)) int closed_error(Handle *h);
  *   refuse with EBUSY instead, the handle left open.
  * - Critical sections cannot do this: they are suspended whenever their
  *   thread detaches, as every GIL-free call does.
- * - The thread that made a handle (its owner) pins it without a
- *   read-modify-write: it counts its pins in owner_pins, which only it
- *   writes, with a plain store, then reads HANDLE_CLOSING; close() sets
- *   HANDLE_CLOSING, then runs membarrier(PRIVATE_EXPEDITED), then reads
- *   owner_pins.  The system call puts a full barrier on every other
- *   thread of the process between those two steps of close(), so the
- *   owner's store and load cannot pass each other unseen (Dekker's
- *   protocol with an asymmetric fence): either the owner sees
- *   HANDLE_CLOSING and gives its pin back, or close() sees the pin and
- *   waits.  Every other thread pins with a fetch_add on pins.  Without
- *   membarrier (a kernel before 4.14, or a seccomp filter that refuses
- *   it) every pin is a fetch_add.  Entries of the pin stack of an
- *   owner's pin have bit 0 set.
  */
 #ifdef Py_GIL_DISABLED
 #define HANDLE_CLOSING ((Py_ssize_t)1 << (sizeof(Py_ssize_t) * 8 - 2))
@@ -76,39 +61,11 @@ static inline __attribute__((always_inline)) int closed_error(Handle *h);
 
 static PyMutex tree_lock;
 
-/* membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is registered: owners
- * pin with plain stores. */
-static int asym_fence;
-#define MEMBARRIER_PRIVATE_EXPEDITED (1 << 3)
-#define MEMBARRIER_REGISTER_PRIVATE_EXPEDITED (1 << 4)
-#define PIN_OWNER ((uintptr_t)1) /* pin stack entry: an owner's pin */
-
-static void asym_fence_register(void)
-{
-#ifdef SYS_membarrier
-	asym_fence = syscall(SYS_membarrier,
-			     MEMBARRIER_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-#else
-	asym_fence = 0;
-#endif
-}
-
-/* close()'s side of the owner's pins: a full barrier on every thread of
- * the process that runs now (the others pass one when scheduled). */
-static void asym_fence_heavy(void)
-{
-#ifdef SYS_membarrier
-	if (asym_fence &&
-	    syscall(SYS_membarrier, MEMBARRIER_PRIVATE_EXPEDITED, 0, 0) != 0)
-		Py_FatalError("ibverbs: membarrier failed after registration");
-#endif
-}
-
 /* This thread's pins, innermost last (argument pins above their
  * method's own). */
 static _Thread_local struct pin_stack {
 	int depth;
-	uintptr_t pins[HANDLE_PIN_MAX]; /* Handle *, | PIN_OWNER */
+	Handle *pins[HANDLE_PIN_MAX];
 } tls_pins;
 
 #define TREE_LOCK() PyMutex_Lock(&tree_lock)
@@ -130,7 +87,7 @@ static void obj_store(Handle *h, void *obj)
  * down, so the passing increment is harmless; the add and close()'s
  * fetch_or are both read-modify-writes of pins, so one of the two sees
  * the other. */
-static int pin_shared(Handle *h)
+static int pin(Handle *h)
 {
 	Py_ssize_t n = __atomic_fetch_add(&h->pins, 1, __ATOMIC_ACQ_REL);
 
@@ -141,39 +98,9 @@ static int pin_shared(Handle *h)
 	return 0;
 }
 
-/* Take a pin on h: its pin stack entry, or 0 when h is closed or closing
- * (no pin).  The owner's pin: a plain store of owner_pins + 1, then the
- * look at HANDLE_CLOSING (see above: close()'s membarrier orders the
- * two); the compiler must not swap them either. */
-static inline uintptr_t pin(Handle *h)
+static void unpin(Handle *h)
 {
-	Py_ssize_t n;
-
-	if (!asym_fence || h->owner != _Py_ThreadId())
-		return pin_shared(h) < 0 ? 0 : (uintptr_t)h;
-	n = __atomic_load_n(&h->owner_pins, __ATOMIC_RELAXED);
-	__atomic_store_n(&h->owner_pins, n + 1, __ATOMIC_RELAXED);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if ((__atomic_load_n(&h->pins, __ATOMIC_RELAXED) & HANDLE_CLOSING) ||
-	    obj_load(h) == NULL) {
-		__atomic_store_n(&h->owner_pins, n, __ATOMIC_RELEASE);
-		return 0;
-	}
-	return (uintptr_t)h | PIN_OWNER;
-}
-
-/* Give back the pin of a pin stack entry.  The release orders the
- * method's use of the object before it, for close()'s acquire load. */
-static inline void unpin(uintptr_t entry)
-{
-	Handle *h = (Handle *)(entry & ~PIN_OWNER);
-	Py_ssize_t n;
-
-	if (entry & PIN_OWNER) {
-		n = __atomic_load_n(&h->owner_pins, __ATOMIC_RELAXED);
-		__atomic_store_n(&h->owner_pins, n - 1, __ATOMIC_RELEASE);
-	} else
-		__atomic_fetch_sub(&h->pins, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_sub(&h->pins, 1, __ATOMIC_RELEASE);
 }
 
 /* How many pins this thread holds on h. */
@@ -183,7 +110,7 @@ static Py_ssize_t my_pins(Handle *h)
 	int i;
 
 	for (i = 0; i < tls_pins.depth; i++)
-		n += (Handle *)(tls_pins.pins[i] & ~PIN_OWNER) == h;
+		n += tls_pins.pins[i] == h;
 	return n;
 }
 
@@ -203,7 +130,6 @@ static inline struct pin_stack *pin_stack(void)
 int handle_scope_enter(Handle *h, HandleScope *scope)
 {
 	struct pin_stack *tls = pin_stack();
-	uintptr_t entry;
 
 	scope->mark = -1;
 	if (tls->depth >= HANDLE_PIN_MAX) {
@@ -213,12 +139,11 @@ int handle_scope_enter(Handle *h, HandleScope *scope)
 				"too many nested calls on verbs objects");
 		return -1;
 	}
-	entry = pin(h);
-	if (entry == 0)
+	if (pin(h) < 0)
 		return closed_error(h);
 	scope->mark = tls->depth;
 	scope->stack = tls;
-	tls->pins[tls->depth++] = entry;
+	tls->pins[tls->depth++] = h;
 	return 0;
 }
 
@@ -260,10 +185,8 @@ static int drain_pins(Handle *h)
 	long ns = 1000;
 
 	__atomic_fetch_or(&h->pins, HANDLE_CLOSING, __ATOMIC_ACQ_REL);
-	asym_fence_heavy();
-	while ((__atomic_load_n(&h->pins, __ATOMIC_ACQUIRE) & ~HANDLE_CLOSING) +
-		       __atomic_load_n(&h->owner_pins, __ATOMIC_ACQUIRE) !=
-	       mine) {
+	while ((__atomic_load_n(&h->pins, __ATOMIC_ACQUIRE) &
+		~HANDLE_CLOSING) != mine) {
 		if (__atomic_load_n(&h->busy, __ATOMIC_ACQUIRE) > 0 ||
 		    now_ns() > deadline) {
 			__atomic_fetch_and(&h->pins, ~HANDLE_CLOSING,
@@ -298,8 +221,6 @@ void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
 	h->busy = 0;
 #ifdef Py_GIL_DISABLED
 	h->pins = 0;
-	h->owner = _Py_ThreadId();
-	h->owner_pins = 0;
 #endif
 	h->parent = parent;
 	if (parent != NULL)
@@ -389,7 +310,6 @@ static void forget_tree(Handle *h)
 #ifdef Py_GIL_DISABLED
 	/* The threads that held pins are gone: closed for good. */
 	h->pins = HANDLE_CLOSING;
-	h->owner_pins = 0;
 #endif
 }
 
@@ -410,8 +330,6 @@ static PyObject *handle_after_fork_child(PyObject *mod, PyObject *unused)
 	 * held.  Start over with an unlocked one and no pins of ours. */
 	memset(&tree_lock, 0, sizeof(tree_lock));
 	tls_pins.depth = 0;
-	if (asym_fence)
-		asym_fence_register(); /* a new process: register it anew */
 #endif
 	for (r = roots; r != NULL; r = next) {
 		next = r->sib_next;
@@ -431,9 +349,6 @@ int handle_module_init(PyObject *module)
 {
 	PyObject *os, *reg, *fn = NULL, *args = NULL, *kw = NULL, *res = NULL;
 
-#ifdef Py_GIL_DISABLED
-	asym_fence_register();
-#endif
 	os = PyImport_ImportModule("os");
 	if (os == NULL)
 		return -1;
@@ -483,14 +398,12 @@ void handle_unuse_clear(PyObject **used)
 int handle_check(Handle *h)
 {
 	struct pin_stack *tls = pin_stack();
-	uintptr_t entry;
 
 	if (tls->depth == 0 || tls->depth >= HANDLE_PIN_MAX)
 		return obj_load(h) != NULL ? 0 : closed_error(h);
-	entry = pin(h);
-	if (entry == 0)
+	if (pin(h) < 0)
 		return closed_error(h);
-	tls->pins[tls->depth++] = entry;
+	tls->pins[tls->depth++] = h;
 	return 0;
 }
 #else
