@@ -201,6 +201,69 @@ def test_close_racing_calls_in_flight_never_frees_under_them(recording):
     assert res.live == 0, res.live_report
 
 
+def test_close_racing_the_thread_that_made_the_objects(recording):
+    """The thread that made a QP, its CQ and an MR posts and polls while
+    the main thread closes all three (the other close-race test has the
+    making thread close while others call):
+    each of its calls completes or raises VerbsError(EBADF), every close()
+    succeeds (after EBUSY retries), nothing is left, 20 times over."""
+
+    def body(fake, rounds):  # noqa: C901 (one self-contained child body)
+        import ctypes
+        import errno
+        import queue
+        import threading
+        import time
+
+        import ibverbs
+        from ibverbs import enums
+
+        fake.set_recording(False)
+        S = enums.QPState
+        buf = ctypes.create_string_buffer(4096)
+        results = []
+
+        def owner(pd, ctx, handed: queue.Queue) -> None:
+            deadline = time.monotonic() + 30
+            try:
+                mr = pd.reg_mr(ctypes.addressof(buf), 4096, enums.AccessFlags.LOCAL_WRITE)
+                cq = ctx.create_cq(64)
+                qp = pd.create_qp(ibverbs.QPInitAttr(cq, max_send_wr=64))
+                for st in (S.INIT, S.RTR, S.RTS):
+                    qp.modify(enums.QPAttrMask.STATE, qp_state=st)
+                wr = ibverbs.SendWR(7, [mr.sge(8)], enums.WROpcode.SEND, enums.SendFlags.SIGNALED)
+                handed.put((mr, cq, qp))
+                while time.monotonic() < deadline:
+                    qp.post_send(wr)
+                    cq.poll_count(4)
+                results.append("close never took effect")
+            except ibverbs.VerbsError as e:
+                results.append("ebadf" if e.errno == errno.EBADF else repr(e))
+
+        def close(h) -> None:
+            while True:
+                try:
+                    return h.close()
+                except ibverbs.VerbsError as e:
+                    assert e.errno == errno.EBUSY, e  # a call in flight
+
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            for _ in range(rounds):
+                handed: queue.Queue = queue.Queue()
+                t = threading.Thread(target=owner, args=(pd, ctx, handed))
+                t.start()
+                mr, cq, qp = handed.get(timeout=60)
+                for h in (qp, cq, mr):
+                    close(h)
+                t.join()
+                assert qp.closed and cq.closed and mr.closed
+        return results
+
+    res = recording.run(body, 20)
+    assert res.ok() == ["ebadf"] * 20
+    assert res.live == 0, res.live_report
+
+
 def test_threads_attach_and_detach_groups_on_one_qp(recording):
     """Threads join and leave multicast groups on one UD QP at once: the
     QP's list of groups (which close() detaches) must lose no entry and

@@ -330,7 +330,7 @@ PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw)
 	}
 	self->parked = parked;
 	handle_init(HANDLE(self), &mw_kind, HANDLE(pd));
-	HANDLE(self)->obj = mw;
+	HANDLE_SET_OBJ(self, mw);
 	__atomic_add_fetch(&mw_alive, 1, __ATOMIC_RELAXED);
 	return (PyObject *)self;
 }
