@@ -499,11 +499,14 @@ typecheck: build
 #                  host part only).
 # make leakcheck   100,000 create/destroy cycles of every resource type in the
 #                  guest (about 40 min); `make test` runs 1,000 of each.
-# make sanitize-threads  the host thread tests under ThreadSanitizer: a
+# make sanitize-threads  the thread tests under ThreadSanitizer: a
 #                  TSan-built free-threaded CPython (built and cached on first
-#                  use, about an hour on 2 cores) and the extension and the
-#                  recording double with -fsanitize=thread
-#                  (tools/sanitize-threads).
+#                  use, about an hour on 2 cores) and the extension with
+#                  -fsanitize=thread; on the host tests/host/test_threads.py
+#                  (the recording double instrumented too), then in one
+#                  Soft-RoCE guest boot the stress tests of tests/device/
+#                  test_threads_device.py at a quarter of their rounds
+#                  (tools/sanitize-threads [host|guest]).
 
 .PHONY: leakcheck sanitize-threads
 
