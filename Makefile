@@ -376,7 +376,15 @@ wheel: deps venv $(VENV)/.wheel-tools
 #                          the wheel installed (build/wheels-venv-X.Yt);
 #                          tests/conftest.py asserts that the GIL stays off
 #                          after import and after every test module.  Then
+#                          test-freethreaded-parallel and
 #                          test-freethreaded-guest.
+# make test-freethreaded-parallel  the wheel installed in $(FT_VENV), the
+#                          host files of FT_PARALLEL_TESTS with each test's
+#                          body in FT_PARALLEL_THREADS (4) threads at once
+#                          (pytest-run-parallel); tests that are not
+#                          thread-safe by construction carry the
+#                          thread_unsafe marker (tests/conftest.py) and run
+#                          in one thread.
 # make test-freethreaded-guest  the wheel installed in $(FT_VENV), and in
 #                          one Soft-RoCE guest boot, under that interpreter:
 #                          the thread stress tests (tests/device/
@@ -387,7 +395,8 @@ wheel: deps venv $(VENV)/.wheel-tools
 #                          interpreter's cache (~/.cache) is visible in the
 #                          guest, which hides /tmp and /var/tmp.
 
-.PHONY: wheel-freethreaded test-freethreaded test-freethreaded-guest ft-venv
+.PHONY: wheel-freethreaded test-freethreaded test-freethreaded-guest ft-venv \
+	test-freethreaded-parallel ft-install-wheel
 
 FT_VERSIONS ?= 3.14 3.13
 FT_VENV     := build/ft-venv
@@ -402,7 +411,15 @@ $(FT_VENV)/.created: tools/freethreaded-python | $(VENV)/.created
 		setuptools wheel pytest hypothesis numpy
 	@touch $@
 
-ft-venv: $(FT_VENV)/.created
+# pytest-run-parallel for test-freethreaded-parallel: pinned (its
+# detection of thread-unsafe tests changes between releases); a stamp of
+# its own, so that a venv made before it gets it too.
+RUN_PARALLEL := pytest-run-parallel==0.10.0
+$(FT_VENV)/.run-parallel: $(FT_VENV)/.created
+	$(VPY) -m pip --python $(FT_PY) install -q --only-binary=:all: $(RUN_PARALLEL)
+	@echo $(RUN_PARALLEL) >$@
+
+ft-venv: $(FT_VENV)/.created $(FT_VENV)/.run-parallel
 
 wheel-freethreaded: deps ft-venv $(VENV)/.wheel-tools
 	rm -rf $(FT_WHEEL_TMP) $(DIST)/ibverbs-*-cp3*t-*.whl
@@ -422,17 +439,42 @@ FT_GUEST_TESTS ?= tests/device/test_threads_device.py tests/device/test_rc.py \
 	tests/device/test_wrchain.py tests/device/test_mcast.py \
 	tests/device/reliability/test_rel_races.py
 FT_GUEST_SKIP := --deselect tests/device/test_rc.py::test_two_processes
+# The parallel stage: the host test files whose tests drive the extension
+# in this process (work requests and completions, chains, enums, the
+# loader, tensors and helpers, memory windows, extended QPs, domains,
+# flows, the misuse and security cases), each test's body in
+# FT_PARALLEL_THREADS threads at once (pytest-run-parallel).  Left out:
+# the files about text, docs, typing and tools (no extension call), the
+# pure-Python layers driven through test doubles held by one fixture
+# (aio, CM, OOB, rendezvous, bootstrap, kv_transfer), the recording
+# double's files and test_threads (a child process per test, one at a
+# time), test_cuda/test_compat (monkeypatched: one thread anyway) and
+# test_qpinfo_fuzz (hypothesis and a million inputs over all CPUs
+# already; 150 s more in threads).
+FT_PARALLEL_THREADS ?= 4
+FT_PARALLEL_TESTS ?= $(addprefix tests/host/,reliability test_wr.py test_wc.py \
+	test_wrchain_host.py test_enums.py test_module.py test_loader.py test_tensor.py \
+	test_helpers_host.py test_mw_host.py test_qp_ex_host.py test_domains_host.py \
+	test_flow_host.py test_rate_strings.py test_symbols.py test_perf_args.py)
 
 test-freethreaded: ft-venv
 	@w=$(FT_WHEEL); \
 	[ -n "$$w" ] || { echo "no free-threaded wheel in $(DIST) (make wheel)" >&2; exit 1; }; \
 	tools/test-wheels --python "$$(readlink -f $(FT_PY))" "$$w"
+	$(MAKE) --no-print-directory test-freethreaded-parallel
 	$(MAKE) --no-print-directory test-freethreaded-guest
 
-test-freethreaded-guest: ft-venv
+ft-install-wheel: ft-venv
 	@w=$(FT_WHEEL); \
 	[ -n "$$w" ] || { echo "no free-threaded wheel in $(DIST) (make wheel)" >&2; exit 1; }; \
 	$(VPY) -m pip --python $(FT_PY) install -q --force-reinstall --no-deps "$$w"
+
+test-freethreaded-parallel: ft-install-wheel
+	IBVERBS_EXPECT_FREETHREADED=1 $(FT_PY) -m pytest -q -p no:cacheprovider \
+		-m 'not integration and not gpu' --parallel-threads=$(FT_PARALLEL_THREADS) \
+		$(FT_PARALLEL_TESTS)
+
+test-freethreaded-guest: ft-install-wheel
 	@# The guest's root is read-only: byte-code and pytest's rewritten
 	@# test modules for this interpreter are written here first (without
 	@# them, collecting in the guest takes minutes).
@@ -482,11 +524,14 @@ typecheck: build
 #                  host part only).
 # make leakcheck   100,000 create/destroy cycles of every resource type in the
 #                  guest (about 40 min); `make test` runs 1,000 of each.
-# make sanitize-threads  the host thread tests under ThreadSanitizer: a
+# make sanitize-threads  the thread tests under ThreadSanitizer: a
 #                  TSan-built free-threaded CPython (built and cached on first
-#                  use, about an hour on 2 cores) and the extension and the
-#                  recording double with -fsanitize=thread
-#                  (tools/sanitize-threads).
+#                  use, about an hour on 2 cores) and the extension with
+#                  -fsanitize=thread; on the host tests/host/test_threads.py
+#                  (the recording double instrumented too), then in one
+#                  Soft-RoCE guest boot the stress tests of tests/device/
+#                  test_threads_device.py at a quarter of their rounds
+#                  (tools/sanitize-threads [host|guest]).
 
 .PHONY: leakcheck sanitize-threads
 

@@ -53,9 +53,44 @@ def pytest_report_header(config):
 _timings = None  # seconds per file, when sharded or storing durations
 
 
+# Several threads per test (make test-freethreaded's parallel stage:
+# pytest-run-parallel's --parallel-threads=N runs each test's body in N
+# threads at once, sharing its fixtures).  A test that is not thread-safe
+# by construction says so with pytest.mark.thread_unsafe(reason=...), the
+# plugin's marker, registered here too so that it is known where the
+# plugin is not installed (the GIL venv, CPython 3.9).  The plugin finds
+# monkeypatch, capsys and friends, warnings.catch_warnings (up to 3.13)
+# and gc.collect itself; these fixtures are marked here, by name: each
+# one's object is shared by the N copies of the test.
+THREAD_UNSAFE_FIXTURES = {
+    "recording": "the recording double runs the body in a child process, one at a time, "
+    "against its process-wide call log",
+    "chan": "a test double of a completion channel whose queue the test drives",
+    "cmid": "a test double of a CM ID whose event queue the test drives",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "thread_unsafe(reason=None): run in one thread only under pytest-run-parallel's "
+        "--parallel-threads (the plugin's marker; registered for runs without it)",
+    )
+
+
+def _mark_thread_unsafe(items):
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        for name, reason in THREAD_UNSAFE_FIXTURES.items():
+            if name in names:
+                item.add_marker(pytest.mark.thread_unsafe(reason=f"fixture {name}: {reason}"))
+                break
+
+
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
 def pytest_collection_modifyitems(config, items):
     global _timings
+    _mark_thread_unsafe(items)
     which = shards.select(config, items)
     if which is not None or STORE_DURATIONS:
         _timings = shards.Timings(which)

@@ -13,12 +13,19 @@ of docs/guides/safety.md against a provider that locks its own queues.
 Under the GIL (the normal device suite) the threads interleave; under a
 free-threaded CPython (make test-freethreaded-guest, 3.13t/3.14t) they run
 in parallel on the guest's two vCPUs, and tests/conftest.py checks that the
-GIL stays off."""
+GIL stays off.
+
+IBVERBS_STRESS_SCALE (default 1) scales the rounds, messages and attempts
+of each test: make sanitize-threads runs them at a fraction under
+ThreadSanitizer, whose interpreter in the emulated guest is many times
+slower.  The watchdogs are quiet-guest seconds scaled by the time factor
+(support/timeouts.py), which that run sets to match."""
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import threading
 import time
 
@@ -29,17 +36,25 @@ import ibverbs as ib
 from ibverbs import aio
 from support.rankrun import check_mesh, mesh_write_rank
 from support.rdma import make_rc_pair, mkbuf, write_wr
+from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
 THREADS = 4
 SIGNALED = ib.SendFlags.SIGNALED
+SCALE = float(os.environ.get("IBVERBS_STRESS_SCALE", "1"))
+
+
+def scaled_count(n, least=1):
+    """N (a count at scale 1) at IBVERBS_STRESS_SCALE, at least LEAST."""
+    return max(least, round(n * SCALE))
 
 
 def run_threads(n, target, timeout=120.0):
     """target(i) in n threads started together; the exceptions they raised
     (as text) once all have ended.  A thread still running after timeout
-    fails the test (it is a daemon: the process can still exit)."""
+    (scaled) fails the test (it is a daemon: the process can still exit)."""
+    timeout = scaled(timeout)
     errors, start = [], threading.Barrier(n)
 
     def body(i):
@@ -62,7 +77,7 @@ def run_threads(n, target, timeout=120.0):
 def reap(cq, want, timeout=30.0):
     """Poll cq (checking each status) until want completions came."""
     got = []
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while len(got) < want:
         for wc in cq.poll(want - len(got)):
             wc.raise_for_status()
@@ -73,7 +88,7 @@ def reap(cq, want, timeout=30.0):
 
 
 def test_threads_each_with_their_own_rc_pair_move_verified_data(ctx, pd):
-    rounds, size = 40, 4096
+    rounds, size = scaled_count(40), 4096
     sent = [0] * THREADS
 
     def worker(i):
@@ -107,7 +122,8 @@ def test_threads_sharing_one_qp_get_every_completion_exactly_once(ctx, pd):
     are, until its own sends are done.  The sends and receives of all
     threads together must come back exactly once each, and the receive
     buffers must hold every payload exactly once."""
-    per_thread, batch = 96, 8
+    batch = 8
+    per_thread = batch * scaled_count(12)
     qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=256)
     total = THREADS * per_thread
     src = np.arange(total, dtype=np.uint64) + 1
@@ -128,7 +144,7 @@ def test_threads_sharing_one_qp_get_every_completion_exactly_once(ctx, pd):
                     done[wc.wr_id // per_thread] += 1
 
     def worker(i):
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         for k in range(0, per_thread, batch):
             ids = range(i * per_thread + k, i * per_thread + k + batch)
             qb.post_recv([ib.RecvWR(wr_id=n, sg_list=[mr_dst.sge(8, 8 * n)]) for n in ids])
@@ -145,7 +161,7 @@ def test_threads_sharing_one_qp_get_every_completion_exactly_once(ctx, pd):
 
     try:
         assert run_threads(THREADS, worker) == []
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while len(recvs) < total and time.monotonic() < deadline:
             take(cb, recvs)
         assert sorted(sends) == list(range(total))
@@ -165,7 +181,7 @@ def test_close_while_other_threads_post_and_poll(ctx, pd):
     EBUSY), then qb, then cb and ca while they still call: every call
     completes or raises VerbsError(EBADF), and every thread stops on
     EBADF."""
-    for attempt in range(5):
+    for attempt in range(scaled_count(5, least=2)):
         qa, ca, qb, cb = make_rc_pair(ctx, pd, cq_size=256)
         src, mr_src = mkbuf(pd, 64)
         dst, mr_dst = mkbuf(pd, 64)
@@ -236,7 +252,7 @@ def test_close_while_other_threads_post_and_poll(ctx, pd):
             except ib.VerbsError as e:
                 assert e.errno == errno.EBUSY, e
         for t in ts:
-            t.join(30)
+            t.join(scaled(30))
         assert not any(t.is_alive() for t in ts)
         assert errors == [], errors
         assert calls["ebadf"] == 3 and calls["ok"] > 0, calls
@@ -248,7 +264,7 @@ def test_aio_with_an_event_loop_per_thread(ctx, pd):
     """Each thread runs its own asyncio loop over its own RC pair, whose
     CQs share the thread's own completion channel: a sender awaits
     aio.poll on the send CQ, a receiver iterates aio.completions."""
-    msgs, window = 60, 8
+    msgs, window = scaled_count(60, least=2 * 8), 8
     got = {}
 
     def worker(i):
@@ -286,7 +302,7 @@ def test_aio_with_an_event_loop_per_thread(ctx, pd):
                 return imms
 
             async def both():
-                return await asyncio.wait_for(asyncio.gather(sender(), receiver()), 60)
+                return await asyncio.wait_for(asyncio.gather(sender(), receiver()), scaled(60))
 
             got[i] = asyncio.run(both())
         finally:
@@ -314,7 +330,7 @@ class ThreadStore:
 
     def get(self, key):
         with self._changed:
-            if not self._changed.wait_for(lambda: key in self._values, 60):
+            if not self._changed.wait_for(lambda: key in self._values, scaled(60)):
                 raise TimeoutError(f"no rank set {key!r}")
             return self._values[key]
 
@@ -331,7 +347,9 @@ def test_bootstrap_with_a_rank_per_thread(device_name, port):
     store, results = ThreadStore(), {}
 
     def rank_main(rank):
-        results[rank] = mesh_write_rank(store, rank, THREADS, device_name, port=port, timeout=60)
+        results[rank] = mesh_write_rank(
+            store, rank, THREADS, device_name, port=port, timeout=scaled(60)
+        )
 
     assert run_threads(THREADS, rank_main) == []
     check_mesh(results, THREADS)

@@ -109,6 +109,10 @@ def fuzz(seed: int, count: int) -> dict:
     return {"accepted": accepted, "refused": refused}
 
 
+@pytest.mark.thread_unsafe(
+    reason="already spreads a million inputs over a process per CPU: "
+    "copies in threads would only multiply its time"
+)
 def test_a_million_random_inputs():
     """TOTAL inputs in parallel worker processes; all agree with the
     oracle, some are accepted and most refused."""

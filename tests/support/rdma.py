@@ -129,7 +129,10 @@ def mkbuf(pd, n, access=ALL_ACCESS, dtype=None, fill=0):
     import numpy as np
 
     buf = np.full(n, fill, dtype=np.uint8 if dtype is None else dtype)
-    return buf, pd.reg_mr(buf.ctypes.data, buf.nbytes, access)
+    # The address from the array interface, not buf.ctypes: CPython 3.13's
+    # ctypes races with itself when threads make their first instances
+    # (ThreadSanitizer, make sanitize-threads' guest stage).
+    return buf, pd.reg_mr(buf.__array_interface__["data"][0], buf.nbytes, access)
 
 
 def ok(wcs, opcode=None):
