@@ -330,6 +330,7 @@ wheel: deps venv $(VENV)/.wheel-tools
 		PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
 			-w $(DIST) $$w || exit 1; done
 	$(MAKE) --no-print-directory wheel-freethreaded
+	$(MAKE) --no-print-directory wheel-freethreaded-aarch64
 	@ls -l $(DIST)/ibverbs-*
 
 # ---- Free-threaded CPython (issue 33) ---------------------------------------
@@ -386,6 +387,42 @@ wheel-freethreaded: deps ft-venv $(VENV)/.wheel-tools
 		wheel -q --no-build-isolation --no-deps -w $(FT_WHEEL_TMP) .
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
 		-w $(DIST) $(FT_WHEEL_TMP)/*.whl
+
+# make wheel-freethreaded-aarch64  the same wheel for aarch64:
+#                          dist/ibverbs-<version>-cp3XY-cp3XYt-manylinux_2_17
+#                          _aarch64.manylinux2014_aarch64.whl, cross-built
+#                          like the abi3 one (Debian's aarch64-linux-gnu-gcc)
+#                          by $(FT_PY) with the aarch64 interpreter's
+#                          sysconfig (_PYTHON_SYSCONFIGDATA_NAME: its
+#                          EXT_SUFFIX, SOABI, hence the cp3XYt tag) and
+#                          pyconfig.h (CPPFLAGS); that interpreter is
+#                          tools/freethreaded-python --arch aarch64 of
+#                          $(FT_PY)'s version, cross-built from the same
+#                          source and cached.  auditwheel repair tags it;
+#                          the recipe fails unless the tag is
+#                          manylinux_2_17 (the other wheels' glibc floor).
+#                          make wheel runs it; make test-arm64 tests it.
+FT_AARCH64_TMP := build/wheel-ft-aarch64
+FT_PY_VERSION = $$($(FT_PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+.PHONY: wheel-freethreaded-aarch64
+wheel-freethreaded-aarch64: deps ft-venv $(VENV)/.wheel-tools
+	rm -rf $(FT_AARCH64_TMP) $(DIST)/ibverbs-*-cp3*t-*aarch64.whl
+	mkdir -p $(FT_AARCH64_TMP)/sysconfig $(DIST)
+	@ver=$(FT_PY_VERSION) && py=$$(tools/freethreaded-python --arch aarch64 $$ver) || exit 1; \
+	prefix=$${py%/bin/*}; \
+	sc=$$(ls $$prefix/lib/python$${ver}t/_sysconfigdata_t_*aarch64*.py) || exit 1; \
+	cp $$sc $(FT_AARCH64_TMP)/sysconfig/; \
+	echo "aarch64 free-threaded interpreter: $$py"; \
+	set -x; IBVERBS_GLIBC_FLOOR=1 $(WHEEL_AARCH64_ENV) CPPFLAGS="-I$$prefix/include/python$${ver}t" \
+		PYTHONPATH=$(CURDIR)/$(FT_AARCH64_TMP)/sysconfig \
+		_PYTHON_SYSCONFIGDATA_NAME=$$(basename $$sc .py) \
+		$(VPY) -m pip --python $(FT_PY) wheel -q --no-build-isolation --no-deps \
+		-w $(FT_AARCH64_TMP) .
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
+		-w $(DIST) $(FT_AARCH64_TMP)/*.whl
+	@ls $(DIST)/ibverbs-*-cp3*t-*manylinux_2_17_aarch64*.whl >/dev/null 2>&1 || \
+		{ echo "no manylinux_2_17 aarch64 free-threaded wheel in $(DIST)" >&2; exit 1; }
 
 FT_WHEEL = $$(ls $(DIST)/ibverbs-*-cp3*t-*x86_64.whl 2>/dev/null | head -n1)
 # The subset: the data path, CQs, QP states, async events, multicast, the
