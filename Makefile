@@ -355,6 +355,7 @@ wheel: deps venv $(VENV)/.wheel-tools
 		PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
 			-w $(DIST) $$w || exit 1; done
 	$(MAKE) --no-print-directory wheel-freethreaded
+	$(MAKE) --no-print-directory wheel-freethreaded-aarch64
 	@ls -l $(DIST)/ibverbs-*
 
 # ---- Free-threaded CPython (issue 33) ---------------------------------------
@@ -428,6 +429,42 @@ wheel-freethreaded: deps ft-venv $(VENV)/.wheel-tools
 		wheel -q --no-build-isolation --no-deps -w $(FT_WHEEL_TMP) .
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
 		-w $(DIST) $(FT_WHEEL_TMP)/*.whl
+
+# make wheel-freethreaded-aarch64  the same wheel for aarch64:
+#                          dist/ibverbs-<version>-cp3XY-cp3XYt-manylinux_2_17
+#                          _aarch64.manylinux2014_aarch64.whl, cross-built
+#                          like the abi3 one (Debian's aarch64-linux-gnu-gcc)
+#                          by $(FT_PY) with the aarch64 interpreter's
+#                          sysconfig (_PYTHON_SYSCONFIGDATA_NAME: its
+#                          EXT_SUFFIX, SOABI, hence the cp3XYt tag) and
+#                          pyconfig.h (CPPFLAGS); that interpreter is
+#                          tools/freethreaded-python --arch aarch64 of
+#                          $(FT_PY)'s version, cross-built from the same
+#                          source and cached.  auditwheel repair tags it;
+#                          the recipe fails unless the tag is
+#                          manylinux_2_17 (the other wheels' glibc floor).
+#                          make wheel runs it; make test-arm64 tests it.
+FT_AARCH64_TMP := build/wheel-ft-aarch64
+FT_PY_VERSION = $$($(FT_PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+.PHONY: wheel-freethreaded-aarch64
+wheel-freethreaded-aarch64: deps ft-venv $(VENV)/.wheel-tools
+	rm -rf $(FT_AARCH64_TMP) $(DIST)/ibverbs-*-cp3*t-*aarch64.whl
+	mkdir -p $(FT_AARCH64_TMP)/sysconfig $(DIST)
+	@ver=$(FT_PY_VERSION) && py=$$(tools/freethreaded-python --arch aarch64 $$ver) || exit 1; \
+	prefix=$${py%/bin/*}; \
+	sc=$$(ls $$prefix/lib/python$${ver}t/_sysconfigdata_t_*aarch64*.py) || exit 1; \
+	cp $$sc $(FT_AARCH64_TMP)/sysconfig/; \
+	echo "aarch64 free-threaded interpreter: $$py"; \
+	set -x; IBVERBS_GLIBC_FLOOR=1 $(WHEEL_AARCH64_ENV) CPPFLAGS="-I$$prefix/include/python$${ver}t" \
+		PYTHONPATH=$(CURDIR)/$(FT_AARCH64_TMP)/sysconfig \
+		_PYTHON_SYSCONFIGDATA_NAME=$$(basename $$sc .py) \
+		$(VPY) -m pip --python $(FT_PY) wheel -q --no-build-isolation --no-deps \
+		-w $(FT_AARCH64_TMP) .
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair \
+		-w $(DIST) $(FT_AARCH64_TMP)/*.whl
+	@ls $(DIST)/ibverbs-*-cp3*t-*manylinux_2_17_aarch64*.whl >/dev/null 2>&1 || \
+		{ echo "no manylinux_2_17 aarch64 free-threaded wheel in $(DIST)" >&2; exit 1; }
 
 FT_WHEEL = $$(ls $(DIST)/ibverbs-*-cp3*t-*x86_64.whl 2>/dev/null | head -n1)
 # The subset: the data path, CQs, QP states, async events, multicast, the
@@ -555,10 +592,23 @@ leakcheck: build
 #                       tests that make sense there and a device subset
 #                       (tools/arm64-suite checks that ibverbs is imported
 #                       from the wheel, not from src/).
-# make test-arm64-full  the same boot with the whole device suite.
-# ARM64_WHEEL=PATH      test that wheel and skip make wheel.
+#                       In the same boot, the same host tests and device
+#                       subset again under the free-threaded CPython
+#                       cross-built for aarch64 (tools/freethreaded-python
+#                       --arch aarch64; its prefix, in the host's cache,
+#                       is shared read-only: rxe-vm --ro) with the
+#                       cp3XYt aarch64 wheel installed into
+#                       $(ARM64_FT_SITE) and pytest, hypothesis and numpy
+#                       (PyPI's cp3XYt aarch64 wheels) into
+#                       $(ARM64_FT_DEPS); IBVERBS_EXPECT_FREETHREADED=1:
+#                       the GIL must stay off after import and after every
+#                       test module (tests/conftest.py).
+# make test-arm64-full  the same boot with the whole device suite (the
+#                       aarch64 abi3 wheel only).
+# ARM64_WHEEL=PATH      test that wheel and skip make wheel
+#                       (ARM64_FT_WHEEL=PATH: the same for the cp3XYt one).
 
-.PHONY: test-arm64 test-arm64-full arm64-site
+.PHONY: test-arm64 test-arm64-full arm64-site arm64-ft-site
 
 ARM64_SITE  := build/arm64/site
 ARM64_WHEEL ?=
@@ -581,8 +631,46 @@ arm64-site: $(if $(ARM64_WHEEL),venv,wheel)
 	$(VPY) -m pip install -q --no-deps --disable-pip-version-check --target $(ARM64_SITE) \
 		--platform manylinux2014_aarch64 --platform linux_aarch64 --only-binary=:all: "$$w"
 
-test-arm64: arm64-site pycache
-	$(ARM64_RUN) $(ARM64_HOST_TESTS) $(ARM64_DEVICE_TESTS)
+ARM64_FT_SITE := build/arm64/site-ft
+ARM64_FT_DEPS := build/arm64/ft-deps
+ARM64_FT_WHEEL ?=
+ARM64_FT_PIP := $(VPY) -m pip install -q --no-deps --disable-pip-version-check \
+	--platform manylinux2014_aarch64 --platform linux_aarch64 --only-binary=:all: \
+	--implementation cp
+# The cp3XYt aarch64 wheel and the test dependencies (kept: fetched again
+# only when $(FT_PY)'s pytest changes, whose rewritten test modules are
+# written here for the guest, as make pycache does for the root's 3.11),
+# and byte-code for all of it (the guest's tree is read-only).
+# build/arm64/ft-python names the interpreter for test-arm64.
+arm64-ft-site: $(if $(ARM64_FT_WHEEL),ft-venv,wheel)
+	@ver=$(FT_PY_VERSION) && py=$$(tools/freethreaded-python --arch aarch64 $$ver) || exit 1; \
+	w='$(ARM64_FT_WHEEL)'; [ -n "$$w" ] || w=$$(ls $(DIST)/ibverbs-*-cp3*t-*aarch64.whl 2>/dev/null | head -n1); \
+	[ -n "$$w" ] || { echo "no free-threaded aarch64 wheel in $(DIST) (make wheel)" >&2; exit 1; }; \
+	pyt=$$($(FT_PY) -c 'import pytest; print(pytest.__version__)'); \
+	cp=cp$$(echo $$ver | tr -d .); \
+	echo "arm64-ft-site: $$w for $$py"; \
+	if [ ! -f $(ARM64_FT_DEPS)/.pytest-$$pyt-$$cp ]; then \
+		rm -rf $(ARM64_FT_DEPS) && \
+		$(subst --no-deps ,,$(ARM64_FT_PIP)) --python-version $$ver --abi $${cp}t \
+			--target $(ARM64_FT_DEPS) "pytest==$$pyt" hypothesis numpy && \
+		touch $(ARM64_FT_DEPS)/.pytest-$$pyt-$$cp || exit 1; \
+	fi; \
+	rm -rf $(ARM64_FT_SITE) && \
+	$(ARM64_FT_PIP) --python-version $$ver --abi $${cp}t --target $(ARM64_FT_SITE) "$$w" && \
+	echo "$$py" >build/arm64/ft-python
+	@# pytest's rewritten test modules come from $(FT_PY) collecting them,
+	@# with the x86_64 cp3XYt wheel installed (as test-freethreaded-guest).
+	@w=$(FT_WHEEL); [ -n "$$w" ] || { echo "no free-threaded wheel in $(DIST) (make wheel)" >&2; exit 1; }; \
+	$(VPY) -m pip --python $(FT_PY) install -q --force-reinstall --no-deps "$$w"
+	env -u PYTHONDONTWRITEBYTECODE $(FT_PY) -m compileall -q $(ARM64_FT_SITE) $(ARM64_FT_DEPS) tests
+	env -u PYTHONDONTWRITEBYTECODE $(FT_PY) -m pytest --collect-only -q \
+		$(ARM64_HOST_TESTS) $(ARM64_DEVICE_TESTS) >/dev/null
+
+test-arm64: arm64-site arm64-ft-site pycache
+	@py=$$(cat build/arm64/ft-python); set -x; \
+	IBVERBS_REQUIRE_INTEGRATION=1 RXE_VM_PIP="$(abspath $(VPY)) -m pip" \
+	$(RXE_VM) --arch arm64 --timeout 6000 --ro "$${py%/bin/*}" -- sh tools/arm64-suite $(ARM64_SITE) \
+		--ft "$$py" $(ARM64_FT_SITE) $(ARM64_FT_DEPS) -rfEs $(ARM64_HOST_TESTS) $(ARM64_DEVICE_TESTS)
 
 test-arm64-full: arm64-site pycache
 	$(ARM64_RUN) -m integration tests/device
