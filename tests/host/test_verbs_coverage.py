@@ -233,9 +233,12 @@ def _in_root_tests() -> list[str]:
     """The tests make test-kernels runs on kernel 7.2 chrooted into
     Debian sid's root (rdma-core 65): the Makefile's in-root command."""
     recipe = MAKEFILE.read_text().replace("\\\n", " ")
+    # The command may name its tests through a variable (NAME := tests...).
+    variables = dict(re.findall(r"^([A-Z_]+)\s*:?=\s*(.*)$", recipe, re.M))
     found = []
     for line in recipe.splitlines():
         if "--kernel sid" in line and "tools/rxe-vm.d/in-root" in line:
+            line = re.sub(r"\$\(([A-Z_]+)\)", lambda m: variables.get(m.group(1), ""), line)
             found += re.findall(r"\btests/\S+\.py(?:::\S+)?", line)
     return found
 
