@@ -625,7 +625,7 @@ ARM64_RUN := IBVERBS_REQUIRE_INTEGRATION=1 RXE_VM_PIP="$(abspath $(VPY)) -m pip"
 # The wheel, installed for the arm64 root's CPython 3.11 (pip --target on the
 # host: the root has no pip); the guest finds it through PYTHONPATH.
 arm64-site: $(if $(ARM64_WHEEL),venv,wheel)
-	@w='$(ARM64_WHEEL)'; [ -n "$$w" ] || w=$$(ls $(DIST)/ibverbs-*aarch64.whl 2>/dev/null | head -n1); \
+	@w='$(ARM64_WHEEL)'; [ -n "$$w" ] || w=$$(ls $(DIST)/ibverbs-*-abi3-*aarch64.whl 2>/dev/null | head -n1); \
 	[ -n "$$w" ] || { echo "no aarch64 wheel in $(DIST) (make wheel)" >&2; exit 1; }; \
 	rm -rf $(ARM64_SITE); echo "arm64-site: $$w"; \
 	$(VPY) -m pip install -q --no-deps --disable-pip-version-check --target $(ARM64_SITE) \
