@@ -137,13 +137,13 @@ PyObject *qp_post_send(PyObject *self, PyObject *arg)
 	 * (ibv_post_send(3)), none when the provider did not say which.
 	 * Skipped while no window exists (mw_any). */
 	if (rc == 0) {
-		if (!mw_any()) {
-			sendwr_unlink(arg);
-			Py_RETURN_NONE;
-		}
-		sendwr_posted(QPP(self)->pd, head, NULL);
+		int windows = mw_any();
+
+		if (windows)
+			sendwr_posted(QPP(self)->pd, head, NULL);
 		sendwr_unlink(arg);
-		mw_sweep_if_wanted();
+		if (windows)
+			mw_sweep_if_wanted();
 		Py_RETURN_NONE;
 	}
 	if (bad != NULL && mw_any())
