@@ -80,7 +80,21 @@ def _version() -> str:
 
 #: The installed distribution's version (``importlib.metadata``), or
 #: ``"0+unknown"`` when running from a source tree that pip did not install.
-__version__ = _version()
+#: Looked up on first use (PEP 562) and kept: importlib.metadata costs about
+#: 30 ms to import, a third of ``import ibverbs``, and most programs never
+#: read the version.
+__version__: str
+
+from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
+
+if not _TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        if name == "__version__":
+            value = _version()
+            globals()["__version__"] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Device:
