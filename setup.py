@@ -127,9 +127,22 @@ def header_has(expr, extra):
     return r.returncode == 0
 
 
+def build_jobs():
+    """How many compilers run at once: IBVERBS_BUILD_JOBS, or one per CPU."""
+    try:
+        return max(1, int(os.environ.get("IBVERBS_BUILD_JOBS", "")))
+    except ValueError:
+        return os.cpu_count() or 1
+
+
 def probed_defines(extra):
-    """The defines of PROBES whose feature the headers have."""
-    return [(define, "1") for expr, define, _ in PROBES if header_has(expr, extra)]
+    """The defines of PROBES whose feature the headers have (the probes,
+    one compiler each, run side by side)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(build_jobs()) as pool:
+        found = list(pool.map(lambda probe: header_has(probe[0], extra), PROBES))
+    return [(define, "1") for (_, define, _), ok in zip(PROBES, found) if ok]
 
 
 # make wheel sets IBVERBS_GLIBC_FLOOR=1: the extension then loads on glibc
@@ -172,8 +185,54 @@ def extension():
     )
 
 
+def build_ext_class():
+    """setuptools' build_ext, compiling the C files side by side.
+
+    build_ext's own --parallel runs extensions side by side, and there is
+    one; its compiler runs the files of one extension one after the other
+    (about 11 s for the C core on two CPUs, 5.6 s this way).  This wraps
+    the compiler's per-file step, _compile: each call goes to a thread
+    pool, and compile() returns once all of them ended, the first failure
+    raised as distutils would have raised it.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from setuptools.command.build_ext import build_ext
+
+    class BuildExt(build_ext):
+        def build_extension(self, ext):
+            compiler = self.compiler
+            one_file = compiler._compile
+            whole = compiler.compile
+            jobs = build_jobs()
+            if jobs == 1 or not callable(one_file):
+                return super().build_extension(ext)
+
+            def compile_side_by_side(*args, **kwargs):
+                with ThreadPoolExecutor(jobs) as pool:
+                    pending = []
+                    compiler._compile = lambda *a, **k: pending.append(
+                        pool.submit(one_file, *a, **k)
+                    )
+                    try:
+                        objects = whole(*args, **kwargs)
+                    finally:
+                        compiler._compile = one_file
+                    for job in pending:
+                        job.result()
+                return objects
+
+            compiler.compile = compile_side_by_side
+            try:
+                return super().build_extension(ext)
+            finally:
+                del compiler.compile
+
+    return BuildExt
+
+
 if __name__ == "__main__":
     from setuptools import setup
 
     options = {} if FREETHREADED else {"bdist_wheel": {"py_limited_api": "cp39"}}
-    setup(ext_modules=[extension()], options=options)
+    setup(ext_modules=[extension()], options=options, cmdclass={"build_ext": build_ext_class()})
