@@ -283,7 +283,10 @@ PyObject *mw_hold_record(PyObject *mw, PyObject *mr, uint32_t rkey)
 }
 
 /* After ibv_wr_complete succeeded: the records among a batch's kept
- * objects, in the order their WRs were built. */
+ * objects, in the order their WRs were built.  A record is told by
+ * its shape and its first item, an MW: mw_hold_mr casts that item, and
+ * the batch keeps other objects beside the records (its SGEs, MRs, AHs,
+ * the windows themselves). */
 void mw_hold_records_apply(PyObject *const *kept, Py_ssize_t n)
 {
 	Py_ssize_t i;
@@ -295,6 +298,8 @@ void mw_hold_records_apply(PyObject *const *kept, Py_ssize_t n)
 		if (!PyTuple_CheckExact(r) || PyTuple_Size(r) != 3)
 			continue;
 		mw = PyTuple_GetItem(r, 0);
+		if (!PyObject_TypeCheck(mw, ST.MW_type))
+			continue;
 		mr = PyTuple_GetItem(r, 1);
 		rkey = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GetItem(r, 2));
 		mw_hold_mr(mw, mr == Py_None ? NULL : mr, rkey);
