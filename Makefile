@@ -9,6 +9,7 @@ VPY      := $(VENV)/bin/python
 RXE_VM   := tools/rxe-vm
 OUT      := $(CURDIR)/build/out
 PYTEST   := $(VPY) -m pytest -rfEs
+ODP_REPRO := build/odp-write-loss
 
 .PHONY: all deps venv prefetch build test test-host test-guest test-twonode test-kernels test-kernels-full demo bench bench-peers wheel \
 	test-wheels sanitize clean lint format pycache docs shard-durations
@@ -89,11 +90,20 @@ docs: build
 # The kernel-dependent answers the suite measures on the way (tests/device/
 # test_kernel_caps.py & co., as test-kernels) go to $(OUT)/caps-guest.jsonl:
 # under make test, test-kernels takes 6.1's row from there.
-test-guest: pycache
+test-guest: pycache $(ODP_REPRO)
 	@mkdir -p $(OUT)
 	rm -f $(OUT)/caps-guest.jsonl
 	IBVERBS_CAPS_OUT=$(OUT)/caps-guest.jsonl IBVERBS_REQUIRE_INTEGRATION=1 \
 		$(RXE_VM) --nodes 2 --rw $(OUT) -- sh tools/guest-suite $(VPY)
+
+# The ODP finding as a C program (libibverbs only, linked as rdma-core's
+# own examples are): tests/device/test_kernel_caps.py runs it on every
+# kernel; the testing guide's report shows its output on 7.2.  Built here:
+# in the guest the tree is read-only.
+ODP_REPRO := build/odp-write-loss
+$(ODP_REPRO): tools/odp-write-loss.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -libverbs
 
 # Re-record tests/support/shard-durations.json, the seconds each device test
 # file takes in the guest, by which test-guest splits the suite in two
@@ -181,7 +191,7 @@ IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl IBVERBS_REQUIRE_INTEGRATION=1 \
 	-rfEsxP -p no:cacheprovider -m integration $(KERNELS_IN_ROOT) || rc=1; exit $$rc'
 endef
 
-test-kernels: pycache
+test-kernels: pycache $(ODP_REPRO)
 	@mkdir -p $(OUT)
 	rm -f $(OUT)/caps.jsonl
 	$(if $(CAPS_FROM_GUEST),cp $(OUT)/caps-guest.jsonl $(OUT)/caps.jsonl,\
