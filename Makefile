@@ -359,8 +359,8 @@ WHEEL_TMP  := build/wheel
 # wheel must carry no RUNPATH.
 WHEEL_LDSHARED := $(CC) -shared
 # The aarch64 cross build: Debian's cross gcc finds the arm64 headers
-# (libibverbs-dev:arm64, librdmacm-dev:arm64, libpython3.11-dev:arm64's
-# pyconfig.h) in /usr/include/aarch64-linux-gnu by itself.  Include dirs,
+# (libibverbs-dev:arm64, librdmacm-dev:arm64, and the pyconfig.h of
+# libpython3-dev:arm64, the distribution's default Python) in /usr/include/aarch64-linux-gnu by itself.  Include dirs,
 # if ever needed, go in CPPFLAGS: CFLAGS would replace the interpreter's.
 CROSS_AARCH64  := aarch64-linux-gnu-
 WHEEL_AARCH64_ENV := CC=$(CROSS_AARCH64)gcc LDSHARED="$(CROSS_AARCH64)gcc -shared" \
@@ -628,8 +628,9 @@ leakcheck: build
 # make test-arm64       one boot of tools/rxe-vm --arch arm64 (an emulated
 #                       arm64 machine, Debian's arm64 kernel and root, rxe0):
 #                       the aarch64 wheel of make wheel, installed for the
-#                       root's Python 3.11 into $(ARM64_SITE), passes the host
-#                       tests that make sense there and a device subset
+#                       root's Python (the distribution's default one)
+#                       into $(ARM64_SITE), passes the host tests that
+#                       make sense there and a device subset
 #                       (tools/arm64-suite checks that ibverbs is imported
 #                       from the wheel, not from src/).
 #                       In the same boot, the same host tests and most of
@@ -670,7 +671,7 @@ ARM64_FT_TESTS := $(ARM64_HOST_TESTS) tests/device/test_context.py tests/device/
 ARM64_RUN := IBVERBS_REQUIRE_INTEGRATION=1 RXE_VM_PIP="$(abspath $(VPY)) -m pip" \
 	$(RXE_VM) --arch arm64 --timeout 3000 -- sh tools/arm64-suite $(ARM64_SITE) -rfEs
 
-# The wheel, installed for the arm64 root's CPython 3.11 (pip --target on the
+# The wheel, installed for the arm64 root's CPython (pip --target on the
 # host: the root has no pip); the guest finds it through PYTHONPATH.
 arm64-site: $(if $(ARM64_WHEEL),venv,wheel)
 	@w='$(ARM64_WHEEL)'; [ -n "$$w" ] || w=$$(ls $(DIST)/ibverbs-*-abi3-*aarch64.whl 2>/dev/null | head -n1); \
@@ -687,7 +688,7 @@ ARM64_FT_PIP := $(VPY) -m pip install -q --no-deps --disable-pip-version-check \
 	--implementation cp
 # The cp3XYt aarch64 wheel and the test dependencies (kept: fetched again
 # only when $(FT_PY)'s pytest changes, whose rewritten test modules are
-# written here for the guest, as make pycache does for the root's 3.11),
+# written here for the guest, as make pycache does for the GIL build),
 # and byte-code for all of it (the guest's tree is read-only).
 # build/arm64/ft-python names the interpreter for test-arm64.
 arm64-ft-site: $(if $(ARM64_FT_WHEEL),ft-venv,wheel)
