@@ -320,17 +320,22 @@ clean:
 # make format   rewrites the tree the way make lint wants it.
 
 C_FILES = $(shell git ls-files '*.c' '*.h')
-RUFF    := $(VENV)/bin/ruff
+# The tools are .venv's, at the versions of pyproject.toml's lint extra
+# (make build installs them), never the distribution's: Debian 12 and 13
+# ship different clang-formats, which format the C differently.
+RUFF         := $(VENV)/bin/ruff
+CLANG_FORMAT := $(VENV)/bin/clang-format
+SHELLCHECK   := $(VENV)/bin/shellcheck
 
 lint: build
 	$(RUFF) check .
 	$(RUFF) format --check .
-	clang-format --dry-run --Werror $(C_FILES)
-	shellcheck -x $$(tools/shell-scripts)
+	$(CLANG_FORMAT) --dry-run --Werror $(C_FILES)
+	$(SHELLCHECK) -x $$(tools/shell-scripts)
 
 format: build
 	$(RUFF) format .
-	clang-format -i $(C_FILES)
+	$(CLANG_FORMAT) -i $(C_FILES)
 
 # ---- Portability: the abi3 wheel, every CPython, type stubs ---------------
 #
