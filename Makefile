@@ -349,7 +349,9 @@ format: build
 #                   (abi3audit) and tagged by auditwheel repair from the
 #                   file (it grafts nothing: only glibc's libraries are
 #                   NEEDED).  tests/host/test_wheel.py checks the files.
-# make test-wheels  that wheel, installed under every pyenv CPython (3.9 ...),
+# make test-wheels  that wheel, installed under every CPython 3.9 ... found
+#                   (pyenv's, else the distribution's pythonX.Y; the versions
+#                   with neither are named, not tested),
 #                   passes the host tests (tools/test-wheels).
 # make typecheck    mypy (strict, see [tool.mypy] in pyproject.toml) over
 #                   src/ibverbs and tests/typing, stubtest of the stubs
