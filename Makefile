@@ -574,6 +574,22 @@ test-wheels-pyenv: $(if $(WHEEL_BUILT),,wheel)
 test-wheels-sid: wheel
 	tools/distro-roots host-suite $(DIST)/ibverbs-*-cp39-abi3-*x86_64.whl sid
 
+# ---- Fresh build machines (tools/build-hosts) -------------------------------
+#
+# make test-build-hosts  the README's commands on fresh machines: in Debian
+#                    13 "trixie" and Debian 12 "bookworm" roots made by
+#                    mmdebstrap --variant=apt with make, git, gcc,
+#                    python3-dev and python3-venv only (cached in
+#                    ~/.cache/ibverbs-build-hosts: make deps' packages stay),
+#                    a clone of this tree's HEAD runs make deps, lint, build
+#                    and test-host as root, chrooted.  BUILD_HOSTS_ARGS:
+#                    --fresh (a new root and clone: the cold run), or the
+#                    suites to run.  Not part of make test.
+.PHONY: test-build-hosts
+BUILD_HOSTS_ARGS ?=
+test-build-hosts:
+	tools/build-hosts $(BUILD_HOSTS_ARGS)
+
 # ---- The distribution matrix (tools/distro-roots) ---------------------------
 #
 # make test-distros  Debian 11 "bullseye" (glibc 2.31, Python 3.9, rdma-core
