@@ -330,17 +330,22 @@ clean:
 # make format   rewrites the tree the way make lint wants it.
 
 C_FILES = $(shell git ls-files '*.c' '*.h')
-RUFF    := $(VENV)/bin/ruff
+# The tools are .venv's, at the versions of pyproject.toml's lint extra
+# (make build installs them), never the distribution's: Debian 12 and 13
+# ship different clang-formats, which format the C differently.
+RUFF         := $(VENV)/bin/ruff
+CLANG_FORMAT := $(VENV)/bin/clang-format
+SHELLCHECK   := $(VENV)/bin/shellcheck
 
 lint: build
 	$(RUFF) check .
 	$(RUFF) format --check .
-	clang-format --dry-run --Werror $(C_FILES)
-	shellcheck -x $$(tools/shell-scripts)
+	$(CLANG_FORMAT) --dry-run --Werror $(C_FILES)
+	$(SHELLCHECK) -x $$(tools/shell-scripts)
 
 format: build
 	$(RUFF) format .
-	clang-format -i $(C_FILES)
+	$(CLANG_FORMAT) -i $(C_FILES)
 
 # ---- Portability: the abi3 wheel, every CPython, type stubs ---------------
 #
@@ -354,7 +359,9 @@ format: build
 #                   (abi3audit) and tagged by auditwheel repair from the
 #                   file (it grafts nothing: only glibc's libraries are
 #                   NEEDED).  tests/host/test_wheel.py checks the files.
-# make test-wheels  that wheel, installed under every pyenv CPython (3.9 ...),
+# make test-wheels  that wheel, installed under every CPython 3.9 ... found
+#                   (pyenv's, else the distribution's pythonX.Y; the versions
+#                   with neither are named, not tested),
 #                   passes the host tests (tools/test-wheels).
 # make typecheck    mypy (strict, see [tool.mypy] in pyproject.toml) over
 #                   src/ibverbs and tests/typing, stubtest of the stubs
@@ -369,8 +376,8 @@ WHEEL_TMP  := build/wheel
 # wheel must carry no RUNPATH.
 WHEEL_LDSHARED := $(CC) -shared
 # The aarch64 cross build: Debian's cross gcc finds the arm64 headers
-# (libibverbs-dev:arm64, librdmacm-dev:arm64, libpython3.11-dev:arm64's
-# pyconfig.h) in /usr/include/aarch64-linux-gnu by itself.  Include dirs,
+# (libibverbs-dev:arm64, librdmacm-dev:arm64, and the pyconfig.h of
+# libpython3-dev:arm64, the distribution's default Python) in /usr/include/aarch64-linux-gnu by itself.  Include dirs,
 # if ever needed, go in CPPFLAGS: CFLAGS would replace the interpreter's.
 CROSS_AARCH64  := aarch64-linux-gnu-
 WHEEL_AARCH64_ENV := CC=$(CROSS_AARCH64)gcc LDSHARED="$(CROSS_AARCH64)gcc -shared" \
@@ -577,6 +584,22 @@ test-wheels-pyenv: $(if $(WHEEL_BUILT),,wheel)
 test-wheels-sid: wheel
 	tools/distro-roots host-suite $(DIST)/ibverbs-*-cp39-abi3-*x86_64.whl sid
 
+# ---- Fresh build machines (tools/build-hosts) -------------------------------
+#
+# make test-build-hosts  the README's commands on fresh machines: in Debian
+#                    13 "trixie" and Debian 12 "bookworm" roots made by
+#                    mmdebstrap --variant=apt with make, git, gcc,
+#                    python3-dev and python3-venv only (cached in
+#                    ~/.cache/ibverbs-build-hosts: make deps' packages stay),
+#                    a clone of this tree's HEAD runs make deps, lint, build
+#                    and test-host as root, chrooted.  BUILD_HOSTS_ARGS:
+#                    --fresh (a new root and clone: the cold run), or the
+#                    suites to run.  Not part of make test.
+.PHONY: test-build-hosts
+BUILD_HOSTS_ARGS ?=
+test-build-hosts:
+	tools/build-hosts $(BUILD_HOSTS_ARGS)
+
 # ---- The distribution matrix (tools/distro-roots) ---------------------------
 #
 # make test-distros  Debian 11 "bullseye" (glibc 2.31, Python 3.9, rdma-core
@@ -638,8 +661,9 @@ leakcheck: build
 # make test-arm64       one boot of tools/rxe-vm --arch arm64 (an emulated
 #                       arm64 machine, Debian's arm64 kernel and root, rxe0):
 #                       the aarch64 wheel of make wheel, installed for the
-#                       root's Python 3.11 into $(ARM64_SITE), passes the host
-#                       tests that make sense there and a device subset
+#                       root's Python (the distribution's default one)
+#                       into $(ARM64_SITE), passes the host tests that
+#                       make sense there and a device subset
 #                       (tools/arm64-suite checks that ibverbs is imported
 #                       from the wheel, not from src/).
 #                       In the same boot, the same host tests and most of
@@ -680,7 +704,7 @@ ARM64_FT_TESTS := $(ARM64_HOST_TESTS) tests/device/test_context.py tests/device/
 ARM64_RUN := IBVERBS_REQUIRE_INTEGRATION=1 RXE_VM_PIP="$(abspath $(VPY)) -m pip" \
 	$(RXE_VM) --arch arm64 --timeout 3000 -- sh tools/arm64-suite $(ARM64_SITE) -rfEs
 
-# The wheel, installed for the arm64 root's CPython 3.11 (pip --target on the
+# The wheel, installed for the arm64 root's CPython (pip --target on the
 # host: the root has no pip); the guest finds it through PYTHONPATH.
 arm64-site: $(if $(ARM64_WHEEL),venv,wheel)
 	@w='$(ARM64_WHEEL)'; [ -n "$$w" ] || w=$$(ls $(DIST)/ibverbs-*-abi3-*aarch64.whl 2>/dev/null | head -n1); \
@@ -697,7 +721,7 @@ ARM64_FT_PIP := $(VPY) -m pip install -q --no-deps --disable-pip-version-check \
 	--implementation cp
 # The cp3XYt aarch64 wheel and the test dependencies (kept: fetched again
 # only when $(FT_PY)'s pytest changes, whose rewritten test modules are
-# written here for the guest, as make pycache does for the root's 3.11),
+# written here for the guest, as make pycache does for the GIL build),
 # and byte-code for all of it (the guest's tree is read-only).
 # build/arm64/ft-python names the interpreter for test-arm64.
 arm64-ft-site: $(if $(ARM64_FT_WHEEL),ft-venv,wheel)

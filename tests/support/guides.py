@@ -329,7 +329,7 @@ _python_dir: str | None = None
 def python_dir() -> str:
     """A directory whose ``python`` is the interpreter running the tests: its
     own directory where it has one (a venv), else a private one holding a
-    ``python`` symlink (the arm64 guest's root has python3.11 and python3,
+    ``python`` symlink (the arm64 guest's root has python3.X and python3,
     no ``python``), removed at exit."""
     global _python_dir
     here = os.path.dirname(sys.executable)
