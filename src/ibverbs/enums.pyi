@@ -386,6 +386,7 @@ class QPCreateSendOpsFlags(enum.IntFlag):
     SEND_WITH_INV = 512
     TSO = 1024
     ATOMIC_WRITE = 4096
+    FLUSH = 2048
 
 class QPInitAttrMask(enum.IntFlag):
     PD = 1
@@ -514,9 +515,10 @@ class WCOpcode(enum.IntEnum):
     BIND_MW = 5
     LOCAL_INV = 6
     TSO = 7
-    ATOMIC_WRITE = 9
     RECV = 128
     RECV_RDMA_WITH_IMM = 129
+    ATOMIC_WRITE = 9
+    FLUSH = 8
 
 class WCStatus(enum.IntEnum):
     SUCCESS = 0
@@ -580,6 +582,7 @@ class WROpcode(enum.IntEnum):
     SEND_WITH_INV = 9
     TSO = 10
     ATOMIC_WRITE = 15
+    FLUSH = 14
 
 class XRCDInitAttrMask(enum.IntFlag):
     FD = 1

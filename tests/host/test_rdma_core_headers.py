@@ -14,6 +14,8 @@ libibverbs in a fresh interpreter:
   (compat.h's prototypes: is_fork_initialized answers).
 - the newest: every probe holds, WROpcode.FLUSH and the flush access bits
   are there.
+Both builds match enums.pyi, which names the members only newer headers
+have (Debian 13's rdma-core 56 adds FLUSH to Debian 12's 44).
 
 A failed fetch or build fails the test: its output is in the message.
 """
@@ -59,9 +61,13 @@ def _headers(suite):
 
 
 PROBE = """
-import errno, json, ibverbs
+import errno, importlib.util, json, sys, ibverbs
 from ibverbs import _ibverbs
+spec = importlib.util.spec_from_file_location("gen_enum_stubs", sys.argv[1])
+gen = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gen)
 out = {"file": _ibverbs.__file__,
+       "stub_current": gen.installed_stub().read_text() == gen.render(),
        "wr": sorted(ibverbs.WROpcode.__members__),
        "wc": sorted(ibverbs.WCOpcode.__members__),
        "ops": sorted(ibverbs.QPCreateSendOpsFlags.__members__),
@@ -114,7 +120,7 @@ def _build_and_import(tmp_path, inc):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONPATH"] = str(pkg)
     r = subprocess.run(
-        [sys.executable, "-S", "-c", PROBE],
+        [sys.executable, "-S", "-c", PROBE, str(ROOT / "tests" / "typing" / "gen_enum_stubs.py")],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -124,6 +130,9 @@ def _build_and_import(tmp_path, inc):
     assert r.returncode == 0, f"import of the build against {inc} failed:\n{r.stderr}"
     got = json.loads(r.stdout)
     assert got["file"].startswith(str(pkg))
+    # enums.pyi is the same for every rdma-core: it names the members that
+    # only newer headers have (tests/typing/gen_enum_stubs.py, PROBED).
+    assert got["stub_current"], f"enums.pyi does not describe the build against {inc}"
     return got
 
 
