@@ -40,9 +40,11 @@ build: deps venv
 # answers from test-guest's boot instead of booting 6.1 again.
 test: prefetch build lint docs wheel test-host-suites test-freethreaded-parallel \
 	test-freethreaded-guest test-guest test-twonode test-wheels-sid test-distros \
-	test-arm64 test-kernels
+	test-arm64 test-kernels test-build-hosts
 test: export IBVERBS_REQUIRE_WHEELS = 1
 test: CAPS_FROM_GUEST = 1
+# A fresh Debian 13 machine (tools/build-hosts): this one is Debian 12.
+test: BUILD_HOSTS_ARGS = trixie
 
 # The guest caches (kernel, distribution roots, arm64 root) filled in the
 # background while the build and the host tests run (tools/prefetch; log in
@@ -594,7 +596,8 @@ test-wheels-sid: wheel
 #                    a clone of this tree's HEAD runs make deps, lint, build
 #                    and test-host as root, chrooted.  BUILD_HOSTS_ARGS:
 #                    --fresh (a new root and clone: the cold run), or the
-#                    suites to run.  Not part of make test.
+#                    suites to run.  make test runs it for trixie (this
+#                    machine is Debian 12), then a guest boot in the root.
 .PHONY: test-build-hosts
 BUILD_HOSTS_ARGS ?=
 test-build-hosts:
