@@ -379,8 +379,9 @@ WHEEL_TMP  := build/wheel
 WHEEL_LDSHARED := $(CC) -shared
 # The aarch64 cross build: Debian's cross gcc finds the arm64 headers
 # (libibverbs-dev:arm64, librdmacm-dev:arm64, and the pyconfig.h of
-# libpython3-dev:arm64, the distribution's default Python) in /usr/include/aarch64-linux-gnu by itself.  Include dirs,
-# if ever needed, go in CPPFLAGS: CFLAGS would replace the interpreter's.
+# libpython3-dev:arm64, the distribution's default Python) in
+# /usr/include/aarch64-linux-gnu by itself.  Include dirs, if ever needed,
+# go in CPPFLAGS: CFLAGS would replace the interpreter's.
 CROSS_AARCH64  := aarch64-linux-gnu-
 WHEEL_AARCH64_ENV := CC=$(CROSS_AARCH64)gcc LDSHARED="$(CROSS_AARCH64)gcc -shared" \
 	_PYTHON_HOST_PLATFORM=linux-aarch64
