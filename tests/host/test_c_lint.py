@@ -41,7 +41,7 @@ AUDITED = {
     # (a raw address) or retained by the owner argument, which the call
     # holds (an argument of the running method).
     "mr_register": "pd",
-    "mr_create_dmabuf": "pd",
+    "pd_reg_dmabuf_mr": "pd",
     # ibv_modify_qp / ibv_query_qp on the QP (busy); its PD, CQs and SRQ
     # cannot close while the QP is open; attr/init are on the C stack.
     "qp_modify_raw": "self",
@@ -393,8 +393,9 @@ SHARED_HEADERS = {
     "xrc/xrc.h",
 }
 # Parts of ibverbs.h kept apart: the declarations old rdma-core headers
-# lack (glibc_floor.h is force-included by setup.py, never by a file).
-PRIVATE_HEADERS = {"core/compat.h": {"ibverbs.h"}}
+# lack, the argument declarations (glibc_floor.h is force-included by
+# setup.py, never by a file).
+PRIVATE_HEADERS = {"core/compat.h": {"ibverbs.h"}, "core/args.h": {"ibverbs.h"}}
 
 
 def object_symbols(tmp: Path) -> tuple[dict[str, str], dict[str, set[str]]]:

@@ -174,6 +174,26 @@ int ibv_loader_init(PyObject *module);
 /* A METH_VARARGS | METH_KEYWORDS function in a PyMethodDef table. */
 #define KW (PyCFunction)(void (*)(void))
 
+/* A method whose function and docstring live in another file than its
+ * type's method table (a factory lives in its child's file): METHOD_DECL
+ * in the family header, METHOD_DOC directly above the function, METHOD_KW
+ * (keyword methods) or METHOD_NOARGS in the parent's table. */
+#define METHOD_DECL(fn)                                             \
+	PyObject *fn(PyObject *self, PyObject *args, PyObject *kw); \
+	extern const char fn##__doc__[]
+#define METHOD_DECL_NOARGS(fn)                          \
+	PyObject *fn(PyObject *self, PyObject *unused); \
+	extern const char fn##__doc__[]
+#define METHOD_DOC(fn, text) const char fn##__doc__[] = PyDoc_STR(text)
+#define METHOD_KW(name, fn)                                            \
+	{                                                              \
+		name, KW fn, METH_VARARGS | METH_KEYWORDS, fn##__doc__ \
+	}
+#define METHOD_NOARGS(name, fn)                    \
+	{                                          \
+		name, fn, METH_NOARGS, fn##__doc__ \
+	}
+
 /* QP numbers and packet sequence numbers are 24-bit. */
 #define QPN_MAX 0xffffffu
 #define PSN_MAX 0xffffffu
@@ -300,6 +320,9 @@ PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
 /* ------------------------------------------------------------------ */
 /* Converters (convert.c)                                              */
 /* ------------------------------------------------------------------ */
+
+/* Declared arguments: one contract per method, one parser. */
+#include "core/args.h"
 
 /* Convert a Python int (or IntEnum) to a C integer with range checking:
  * raise ValueError/TypeError with the argument's name.  0 / -1. */
@@ -633,17 +656,15 @@ typedef struct {
 
 /* Constructors used by the parent types' factory methods. Each returns a
  * new reference or NULL with an exception set. */
-PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw); /* mr.c */
-PyObject *mr_create_iova(PDObject *pd, PyObject *args, PyObject *kw);
-PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args,
-			   PyObject *kw); /* mr.c */
-PyObject *cq_create(ContextObject *ctx, PyObject *args,
-		    PyObject *kw); /* cq.c */
-PyObject *channel_create(ContextObject *ctx); /* channel.c */
-PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw); /* qp.c */
-PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw); /* srq.c */
-PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw); /* ah.c */
-PyObject *async_event_get(ContextObject *ctx); /* event.c */
+METHOD_DECL(pd_reg_mr);
+METHOD_DECL(pd_reg_mr_iova);
+METHOD_DECL(pd_reg_dmabuf_mr);
+METHOD_DECL(context_create_cq);
+METHOD_DECL_NOARGS(context_create_comp_channel);
+METHOD_DECL(pd_create_qp);
+METHOD_DECL(pd_create_srq);
+METHOD_DECL(pd_create_ah);
+METHOD_DECL_NOARGS(context_get_async_event);
 PyObject *async_event_ack_for(ContextObject *ctx, PyObject *ev); /* event.c */
 /* wc.c: a new WC object holding a copy of *wc. */
 PyObject *wc_new(const struct ibv_wc *wc);
@@ -685,22 +706,22 @@ extern PyType_Spec CQEx_spec; /* cq_ex.c; base: CQ */
 extern PyType_Spec WCEx_spec; /* wc_ex.c; base: WC */
 extern PyType_Spec DM_spec; /* dm.c */
 extern PyType_Spec Flow_spec; /* flow.c */
-PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw);
-PyObject *device_query_ex(ContextObject *ctx);
-PyObject *dm_create(ContextObject *ctx, PyObject *args, PyObject *kw);
-PyObject *dm_reg_mr(PDObject *pd, PyObject *args, PyObject *kw);
+METHOD_DECL(context_create_cq_ex);
+METHOD_DECL_NOARGS(context_query_device_ex);
+METHOD_DECL(context_alloc_dm);
+METHOD_DECL(pd_reg_dm_mr);
 PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw);
 extern const char qp_create_flow__doc__[]; /* QP.create_flow, flow.c */
 PyObject *flow_mod_layouts(PyObject *mod, PyObject *unused);
 extern const char flow_mod_layouts__doc__[]; /* beside it */
-PyObject *odp_reg_implicit(PDObject *pd, PyObject *args, PyObject *kw);
-PyObject *odp_advise_mr(PDObject *pd, PyObject *args, PyObject *kw);
+METHOD_DECL(pd_reg_implicit_odp_mr);
+METHOD_DECL(pd_advise_mr);
 /* Memory windows (mw.c)                                               */
 /* ------------------------------------------------------------------ */
 
 extern PyType_Spec MW_spec; /* mw.c */
 /* PD.alloc_mw(type) */
-PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw);
+METHOD_DECL(pd_alloc_mw);
 /* QP.bind_mw(mw, mw_bind) -> the new rkey (type 1 windows) */
 PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
 extern const char qp_bind_mw__doc__[]; /* beside it in mw.c */
@@ -736,27 +757,25 @@ extern const char mod_is_qpt_supported__doc__[]; /* beside it */
 extern PyType_Spec Buf_spec; /* buf.c */
 extern PyType_Spec DMAH_spec; /* dmah.c */
 /* PD.alloc_buf(size) */
-PyObject *buf_create(PDObject *pd, PyObject *args, PyObject *kw);
+METHOD_DECL(pd_alloc_buf);
 /* Context.alloc_dmah(...) */
-PyObject *dmah_create(ContextObject *ctx, PyObject *args, PyObject *kw);
+METHOD_DECL(context_alloc_dmah);
 /* import.c: Context.import_pd(pd_handle), Context.import_dm(...) */
-PyObject *pd_import(ContextObject *ctx, PyObject *args, PyObject *kw);
-PyObject *dm_import(ContextObject *ctx, PyObject *args, PyObject *kw);
+METHOD_DECL(context_import_pd);
+METHOD_DECL(context_import_dm);
 /* mr.c: PD.reg_mr_ex(...), PD.reg_buf_mr(...), PD.alloc_null_mr() */
-PyObject *mr_create_ex(PDObject *pd, PyObject *args, PyObject *kw);
-PyObject *mr_create_buf(PDObject *pd, PyObject *args, PyObject *kw);
-PyObject *mr_alloc_null(PDObject *pd);
+METHOD_DECL(pd_reg_mr_ex);
+METHOD_DECL(pd_reg_buf_mr);
+METHOD_DECL_NOARGS(pd_alloc_null_mr);
 /* values.c: Context.query_rt_values_ex(), Context.query_port_speed() */
-PyObject *device_query_rt_values(ContextObject *ctx, PyObject *args,
-				 PyObject *kw);
-PyObject *device_query_port_speed(ContextObject *ctx, PyObject *args,
-				  PyObject *kw);
+METHOD_DECL(context_query_rt_values_ex);
+METHOD_DECL(context_query_port_speed);
 
 /* qp_ex.c: the type (a subclass of QP, made at module exec) and the
  * factories of PD and Context. */
 extern PyType_Spec QPEx_spec;
-PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw);
-PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw);
+METHOD_DECL(pd_create_qp_ex);
+METHOD_DECL(context_create_qp_ex);
 /* ------------------------------------------------------------------ */
 /* XRC domains, work queues and RSS indirection tables (xrc/, wq/)     */
 /* ------------------------------------------------------------------ */

@@ -735,18 +735,12 @@ static PyMethodDef cmid_methods[] = {
 	  "    TypeError: pd is not a PD.\n"
 	  "    ValueError: the PD belongs to another Context, or the QP\n"
 	  "        type is not RC." },
-	{ "connect", KW cmid_connect, METH_VARARGS | METH_KEYWORDS,
-	  cmid_connect__doc__ },
-	{ "accept", KW cmid_accept, METH_VARARGS | METH_KEYWORDS,
-	  cmid_accept__doc__ },
-	{ "reject", KW cmid_reject, METH_VARARGS | METH_KEYWORDS,
-	  cmid_reject__doc__ },
-	{ "start_connect", KW cmid_start_connect, METH_VARARGS | METH_KEYWORDS,
-	  cmid_start_connect__doc__ },
-	{ "start_accept", KW cmid_start_accept, METH_VARARGS | METH_KEYWORDS,
-	  cmid_start_accept__doc__ },
-	{ "poll_established", cmid_poll_established, METH_NOARGS,
-	  cmid_poll_established__doc__ },
+	METHOD_KW("connect", cmid_connect),
+	METHOD_KW("accept", cmid_accept),
+	METHOD_KW("reject", cmid_reject),
+	METHOD_KW("start_connect", cmid_start_connect),
+	METHOD_KW("start_accept", cmid_start_accept),
+	METHOD_NOARGS("poll_established", cmid_poll_established),
 	{ "poll_event", cmid_poll_event, METH_NOARGS,
 	  "Take the next event of this CMID if one is ready, never waiting.\n"
 	  "An ESTABLISHED or DISCONNECTED event updates ``connected`` (a\n"
@@ -758,7 +752,7 @@ static PyMethodDef cmid_methods[] = {
 	  "Raises:\n"
 	  "    VerbsError: reading the event channel failed (EBADF when\n"
 	  "        closed)." },
-	{ "disconnect", cmid_disconnect, METH_NOARGS, cmid_disconnect__doc__ },
+	METHOD_NOARGS("disconnect", cmid_disconnect),
 	{ "get_event", KW cmid_get_event, METH_VARARGS | METH_KEYWORDS,
 	  "Wait for the next event of this CMID (the GIL released), as\n"
 	  "poll_event() takes it.\n"

@@ -147,12 +147,9 @@ static PyMethodDef module_methods[] = {
 	  "Raises:\n"
 	  "    TypeError: event_type is not an int.\n"
 	  "    ValueError: event_type is negative or above 2**31-1." },
-	{ "has_rdmacm", cm_mod_has_rdmacm, METH_NOARGS,
-	  cm_mod_has_rdmacm__doc__ },
-	{ "_rdmacm_status", cm_mod_rdmacm_status, METH_NOARGS,
-	  cm_mod_rdmacm_status__doc__ },
-	{ "_flow_layouts", flow_mod_layouts, METH_NOARGS,
-	  flow_mod_layouts__doc__ },
+	METHOD_NOARGS("has_rdmacm", cm_mod_has_rdmacm),
+	METHOD_NOARGS("_rdmacm_status", cm_mod_rdmacm_status),
+	METHOD_NOARGS("_flow_layouts", flow_mod_layouts),
 	{ "inc_rkey", mw_mod_inc_rkey, METH_O, mw_mod_inc_rkey__doc__ },
 	{ "node_type_str", mod_node_type_str, METH_O,
 	  mod_node_type_str__doc__ },
@@ -338,6 +335,11 @@ static int module_exec(PyObject *m)
 	consts = ibv_abi_constants();
 	if (consts == NULL ||
 	    PyModule_AddObject(m, "_abi_constants", consts) < 0) {
+		Py_XDECREF(consts);
+		return -1;
+	}
+	consts = args_specs();
+	if (consts == NULL || PyModule_AddObject(m, "_specs", consts) < 0) {
 		Py_XDECREF(consts);
 		return -1;
 	}

@@ -345,9 +345,8 @@ static PyMethodDef comp_cntr_methods[] = {
 	{ "set_err", comp_cntr_set_err, METH_O, comp_cntr_set_err__doc__ },
 	{ "inc", comp_cntr_inc, METH_O, comp_cntr_inc__doc__ },
 	{ "inc_err", comp_cntr_inc_err, METH_O, comp_cntr_inc_err__doc__ },
-	{ "read", comp_cntr_read, METH_NOARGS, comp_cntr_read__doc__ },
-	{ "read_err", comp_cntr_read_err, METH_NOARGS,
-	  comp_cntr_read_err__doc__ },
+	METHOD_NOARGS("read", comp_cntr_read),
+	METHOD_NOARGS("read_err", comp_cntr_read_err),
 	HANDLE_METHODS_END
 };
 

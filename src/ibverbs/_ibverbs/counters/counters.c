@@ -221,11 +221,8 @@ PyDoc_STRVAR(counters__doc__,
 	     "ibv_create_counters(3)).");
 
 static PyMethodDef counters_methods[] = {
-	{ "attach_point_flow", KW counters_attach_point_flow,
-	  METH_VARARGS | METH_KEYWORDS, counters_attach_point_flow__doc__ },
-	{ "read", KW counters_read, METH_VARARGS | METH_KEYWORDS,
-	  counters_read__doc__ },
-	HANDLE_METHODS_END
+	METHOD_KW("attach_point_flow", counters_attach_point_flow),
+	METHOD_KW("read", counters_read), HANDLE_METHODS_END
 };
 
 static PyGetSetDef counters_getset[] = {

@@ -28,11 +28,26 @@ static const HandleKind channel_kind = { "CompChannel",
 					 "ibv_destroy_comp_channel",
 					 channel_destroy, NULL };
 
-PyObject *channel_create(ContextObject *ctx)
+METHOD_DOC(context_create_comp_channel,
+	   "Create a completion event channel.\n"
+	   "\n"
+	   "Wraps ``ibv_create_comp_channel`` (man page\n"
+	   "ibv_create_comp_channel(3)).\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new CompChannel; give it to ``create_cq(channel=...)``.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    VerbsError: EBADF once the Context is closed; else the\n"
+	   "        verb failed (``errno``, e.g. EMFILE).");
+
+PyObject *context_create_comp_channel(PyObject *self, PyObject *unused)
 {
+	ContextObject *ctx = (ContextObject *)self;
 	struct ibv_comp_channel *ch;
 	CompChannelObject *o;
 
+	HANDLE_CHECK(self);
 	errno = 0;
 	ch = IBV.create_comp_channel((struct ibv_context *)HANDLE(ctx)->obj);
 	if (ch == NULL)
@@ -152,10 +167,9 @@ PyDoc_STRVAR(channel__doc__,
 	     "ibv_create_comp_channel(3)) and refuses with EBUSY while a CQ\n"
 	     "uses the channel.");
 
-static PyMethodDef channel_methods[] = { { "get_cq_event", channel_get_cq_event,
-					   METH_NOARGS,
-					   channel_get_cq_event__doc__ },
-					 HANDLE_METHODS_END };
+static PyMethodDef channel_methods[] = {
+	METHOD_NOARGS("get_cq_event", channel_get_cq_event), HANDLE_METHODS_END
+};
 
 static PyGetSetDef channel_getset[] = {
 	{ "fd", channel_get_fd, NULL,

@@ -56,8 +56,36 @@ static int check_channel(ContextObject *ctx, PyObject *channel)
 	return 0;
 }
 
-PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw)
+METHOD_DOC(context_create_cq,
+	   "Create a completion queue for at least ``cqe`` entries.\n"
+	   "\n"
+	   "With a ``channel``, ``CQ.req_notify()`` arms the CQ to signal\n"
+	   "its next completion there; the CQ uses the channel, which\n"
+	   "refuses ``close()`` (EBUSY) until the CQ is closed.\n"
+	   "\n"
+	   "Wraps ``ibv_create_cq`` (man page ibv_create_cq(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    cqe: minimum number of entries, 1 or more.\n"
+	   "    channel: a CompChannel of this Context, or None.\n"
+	   "    comp_vector: the completion vector (interrupt), from 0\n"
+	   "        to ``num_comp_vectors - 1``.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new CQ; ``cqe`` holds the size the provider chose.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: channel is not a CompChannel or None, or a\n"
+	   "        number is not an int.\n"
+	   "    ValueError: channel belongs to another Context, or cqe or\n"
+	   "        comp_vector is out of range.\n"
+	   "    VerbsError: EBADF if the Context or channel is closed;\n"
+	   "        else the verb failed (``errno``, e.g. EINVAL for a cqe\n"
+	   "        past the device's max_cqe).");
+
+PyObject *context_create_cq(PyObject *parent, PyObject *args, PyObject *kw)
 {
+	ContextObject *ctx = (ContextObject *)parent;
 	static char *kwlist[] = { "cqe", "channel", "comp_vector", NULL };
 	PyObject *cqe_o, *channel = Py_None, *vec_o = NULL;
 	struct ibv_comp_channel *ch = NULL;
@@ -65,6 +93,7 @@ PyObject *cq_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 	long cqe, vec = 0;
 	CQObject *self;
 
+	HANDLE_CHECK(parent);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:create_cq", kwlist,
 					 &cqe_o, &channel, &vec_o))
 		return NULL;
@@ -728,19 +757,14 @@ PyDoc_STRVAR(cq__doc__,
 	     "page ibv_create_cq(3)) refuses with EBUSY until they are\n"
 	     "closed. The base class of CQEx.");
 
-static PyMethodDef cq_methods[] = {
-	{ "poll", KW cq_poll, METH_VARARGS | METH_KEYWORDS, cq_poll__doc__ },
-	{ "poll_count", cq_poll_count, METH_O, cq_poll_count__doc__ },
-	{ "resize", KW cq_resize, METH_VARARGS | METH_KEYWORDS,
-	  cq_resize__doc__ },
-	{ "modify", KW cq_modify, METH_VARARGS | METH_KEYWORDS,
-	  cq_modify__doc__ },
-	{ "req_notify", KW cq_req_notify, METH_VARARGS | METH_KEYWORDS,
-	  cq_req_notify__doc__ },
-	{ "ack_events", KW cq_ack_events, METH_VARARGS | METH_KEYWORDS,
-	  cq_ack_events__doc__ },
-	HANDLE_METHODS_END
-};
+static PyMethodDef cq_methods[] = { METHOD_KW("poll", cq_poll),
+				    { "poll_count", cq_poll_count, METH_O,
+				      cq_poll_count__doc__ },
+				    METHOD_KW("resize", cq_resize),
+				    METHOD_KW("modify", cq_modify),
+				    METHOD_KW("req_notify", cq_req_notify),
+				    METHOD_KW("ack_events", cq_ack_events),
+				    HANDLE_METHODS_END };
 
 static PyGetSetDef cq_getset[] = {
 	{ "cqe", cq_get_cqe, NULL,

@@ -216,8 +216,37 @@ static int cqex_ops_are_rxe(struct ibv_cq_ex *cq)
 }
 
 /* Context.create_cq_ex(init_attr) */
-PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw)
+METHOD_DOC(context_create_cq_ex,
+	   "Create an extended completion queue.\n"
+	   "\n"
+	   "``init_attr`` is a ``CQInitAttrEx``: cqe, wc_flags\n"
+	   "(``CreateCQWCFlags``: the fields ``poll()`` and the\n"
+	   "``read_*()`` accessors may read; TM_INFO only\n"
+	   "``read_tm_info()``), parent_domain (a ParentDomain or None),\n"
+	   "channel, comp_vector and flags (``CreateCQAttrFlags``).\n"
+	   "\n"
+	   "Wraps ``ibv_create_cq_ex`` (man page ibv_create_cq_ex(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    init_attr: a CQInitAttrEx (or any object with its fields).\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new CQEx.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: init_attr lacks a field, or a field has the\n"
+	   "        wrong type.\n"
+	   "    ValueError: wc_flags has bits a CQEx does not take, a value\n"
+	   "        is out of range, or the channel or parent domain is of\n"
+	   "        another Context.\n"
+	   "    VerbsError: EBADF if the Context, channel or parent domain\n"
+	   "        is closed; EOPNOTSUPP when the provider has no extended\n"
+	   "        CQ (or no parent domains); else the verb failed\n"
+	   "        (``errno``).");
+
+PyObject *context_create_cq_ex(PyObject *parent, PyObject *args, PyObject *kw)
 {
+	ContextObject *ctx = (ContextObject *)parent;
 	static char *kwlist[] = { "init_attr", NULL };
 	struct ibv_cq_init_attr_ex a;
 	struct ibv_cq_ex *cq;
@@ -225,6 +254,7 @@ PyObject *cqex_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 	CQExObject *self;
 	int err;
 
+	HANDLE_CHECK(parent);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_cq_ex", kwlist,
 					 &o))
 		return NULL;
@@ -1113,44 +1143,30 @@ PyDoc_STRVAR(cqex__doc__,
 
 /* read_<name>()'s docstring; need: NEED("BIT") for a wc_flags bit, or "". */
 static PyMethodDef cqex_methods[] = {
-	{ "poll", KW cqex_poll, METH_VARARGS | METH_KEYWORDS,
-	  cqex_poll__doc__ },
+	METHOD_KW("poll", cqex_poll),
 	{ "poll_count", cqex_poll_count, METH_O, cqex_poll_count__doc__ },
-	{ "resize", KW cqex_resize, METH_VARARGS | METH_KEYWORDS,
-	  cqex_resize__doc__ },
-	{ "start_poll", cqex_start_poll, METH_NOARGS, cqex_start_poll__doc__ },
-	{ "next_poll", cqex_next_poll, METH_NOARGS, cqex_next_poll__doc__ },
-	{ "end_poll", cqex_end_poll, METH_NOARGS, cqex_end_poll__doc__ },
-	{ "read_opcode", cqex_read_opcode, METH_NOARGS,
-	  cqex_read_opcode__doc__ },
-	{ "read_vendor_err", cqex_read_vendor_err, METH_NOARGS,
-	  cqex_read_vendor_err__doc__ },
-	{ "read_byte_len", cqex_read_byte_len, METH_NOARGS,
-	  cqex_read_byte_len__doc__ },
-	{ "read_imm_data", cqex_read_imm_data, METH_NOARGS,
-	  cqex_read_imm_data__doc__ },
-	{ "read_invalidated_rkey", cqex_read_invalidated_rkey, METH_NOARGS,
-	  cqex_read_invalidated_rkey__doc__ },
-	{ "read_qp_num", cqex_read_qp_num, METH_NOARGS,
-	  cqex_read_qp_num__doc__ },
-	{ "read_src_qp", cqex_read_src_qp, METH_NOARGS,
-	  cqex_read_src_qp__doc__ },
-	{ "read_wc_flags", cqex_read_wc_flags, METH_NOARGS,
-	  cqex_read_wc_flags__doc__ },
-	{ "read_slid", cqex_read_slid, METH_NOARGS, cqex_read_slid__doc__ },
-	{ "read_sl", cqex_read_sl, METH_NOARGS, cqex_read_sl__doc__ },
-	{ "read_dlid_path_bits", cqex_read_dlid_path_bits, METH_NOARGS,
-	  cqex_read_dlid_path_bits__doc__ },
-	{ "read_completion_ts", cqex_read_completion_ts, METH_NOARGS,
-	  cqex_read_completion_ts__doc__ },
-	{ "read_completion_wallclock_ns", cqex_read_completion_wallclock_ns,
-	  METH_NOARGS, cqex_read_completion_wallclock_ns__doc__ },
-	{ "read_cvlan", cqex_read_cvlan, METH_NOARGS, cqex_read_cvlan__doc__ },
-	{ "read_flow_tag", cqex_read_flow_tag, METH_NOARGS,
-	  cqex_read_flow_tag__doc__ },
-	{ "read_tm_info", cqex_read_tm_info, METH_NOARGS,
-	  cqex_read_tm_info__doc__ },
-	{ "close", cqex_close, METH_NOARGS, cqex_close__doc__ },
+	METHOD_KW("resize", cqex_resize),
+	METHOD_NOARGS("start_poll", cqex_start_poll),
+	METHOD_NOARGS("next_poll", cqex_next_poll),
+	METHOD_NOARGS("end_poll", cqex_end_poll),
+	METHOD_NOARGS("read_opcode", cqex_read_opcode),
+	METHOD_NOARGS("read_vendor_err", cqex_read_vendor_err),
+	METHOD_NOARGS("read_byte_len", cqex_read_byte_len),
+	METHOD_NOARGS("read_imm_data", cqex_read_imm_data),
+	METHOD_NOARGS("read_invalidated_rkey", cqex_read_invalidated_rkey),
+	METHOD_NOARGS("read_qp_num", cqex_read_qp_num),
+	METHOD_NOARGS("read_src_qp", cqex_read_src_qp),
+	METHOD_NOARGS("read_wc_flags", cqex_read_wc_flags),
+	METHOD_NOARGS("read_slid", cqex_read_slid),
+	METHOD_NOARGS("read_sl", cqex_read_sl),
+	METHOD_NOARGS("read_dlid_path_bits", cqex_read_dlid_path_bits),
+	METHOD_NOARGS("read_completion_ts", cqex_read_completion_ts),
+	METHOD_NOARGS("read_completion_wallclock_ns",
+		      cqex_read_completion_wallclock_ns),
+	METHOD_NOARGS("read_cvlan", cqex_read_cvlan),
+	METHOD_NOARGS("read_flow_tag", cqex_read_flow_tag),
+	METHOD_NOARGS("read_tm_info", cqex_read_tm_info),
+	METHOD_NOARGS("close", cqex_close),
 	{ "__exit__", cqex_exit, METH_VARARGS, cqex_exit__doc__ },
 	{ NULL, NULL, 0, NULL }
 };

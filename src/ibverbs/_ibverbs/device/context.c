@@ -469,336 +469,6 @@ static PyObject *context_import_device(PyObject *cls, PyObject *args,
 	return (PyObject *)self;
 }
 
-PyDoc_STRVAR(context_import_pd__doc__,
-	     "Import a PD of another process that shares this device file.\n"
-	     "\n"
-	     "``pd_handle`` is the exporter's ``PD.handle``; this Context is\n"
-	     "usually ``Context.import_device()`` of its ``cmd_fd``. The PD\n"
-	     "is a child of this Context with ``imported`` True: its\n"
-	     "``close()`` wraps ``ibv_unimport_pd`` and leaves the kernel\n"
-	     "object to the exporter, which must keep it until every\n"
-	     "importer has closed. Never run on hardware here; checked\n"
-	     "against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
-	     "\n"
-	     "Wraps ``ibv_import_pd`` (man page ibv_import_pd(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    pd_handle: the PD's kernel handle (an int).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The imported PD.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: pd_handle is not an int.\n"
-	     "    ValueError: pd_handle is outside 0..2**32-1.\n"
-	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
-	     "        when libibverbs lacks the verb (rdma-core < 31) or the\n"
-	     "        provider cannot; else the verb failed (``errno``).");
-
-static PyObject *context_import_pd(PyObject *self, PyObject *args, PyObject *kw)
-{
-	HANDLE_CHECK(self);
-	return pd_import((ContextObject *)self, args, kw);
-}
-
-PyDoc_STRVAR(context_import_dm__doc__,
-	     "Import device memory of another process.\n"
-	     "\n"
-	     "``dm_handle`` is the exporter's ``DM.handle``. The import\n"
-	     "carries no size: ``length`` (the exporter's ``DM.length``)\n"
-	     "bounds ``copy_to()``/``copy_from()`` and ``reg_dm_mr()``. The\n"
-	     "DM's ``imported`` is True and its ``close()`` wraps\n"
-	     "``ibv_unimport_dm``. Never run on hardware here; checked\n"
-	     "against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
-	     "\n"
-	     "Wraps ``ibv_import_dm`` (man page ibv_import_dm(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    dm_handle: the DM's kernel handle (an int).\n"
-	     "    length: bytes of it this process may reach (0: none).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The imported DM.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: a value is out of range.\n"
-	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
-	     "        when libibverbs lacks the verb (rdma-core < 35) or the\n"
-	     "        provider cannot; else the verb failed (``errno``).");
-
-static PyObject *context_import_dm(PyObject *self, PyObject *args, PyObject *kw)
-{
-	HANDLE_CHECK(self);
-	return dm_import((ContextObject *)self, args, kw);
-}
-
-PyDoc_STRVAR(context_alloc_dmah__doc__,
-	     "Allocate a DMA handle: steering hints for MRs' DMA.\n"
-	     "\n"
-	     "Each keyword given sets its bit of ``comp_mask``\n"
-	     "(``DMAHInitAttrMask``). Give the DMAH to\n"
-	     "``PD.reg_mr_ex(dmah=...)``. Never run on hardware here;\n"
-	     "checked against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
-	     "\n"
-	     "Wraps ``ibv_alloc_dmah`` (man page ibv_alloc_dmah(3), rdma-core\n"
-	     "59).\n"
-	     "\n"
-	     "Args:\n"
-	     "    cpu_id: the CPU whose cache the DMA should target, or None.\n"
-	     "    ph: the PCIe TLP processing hint (0..3), or None.\n"
-	     "    tph_mem_type: ``TPHMemType`` (VM, PM), or None.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new DMAH (a child of this Context).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: a value is not an int.\n"
-	     "    ValueError: a value is out of range.\n"
-	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
-	     "        when libibverbs lacks the verb (rdma-core < 59) or the\n"
-	     "        provider cannot; else the verb failed (``errno``).");
-
-static PyObject *context_alloc_dmah(PyObject *self, PyObject *args,
-				    PyObject *kw)
-{
-	HANDLE_CHECK(self);
-	return dmah_create((ContextObject *)self, args, kw);
-}
-
-PyDoc_STRVAR(context_query_rt_values_ex__doc__,
-	     "Read the device's running values: its free-running clock.\n"
-	     "\n"
-	     "``raw_clock_sec``/``raw_clock_nsec`` are the clock that\n"
-	     "``WCEx.completion_ts`` counts in: sample it and the wall\n"
-	     "clock together to turn completion timestamps into time (mlx5\n"
-	     "gives ticks of ``DeviceAttrEx.hca_core_clock`` kHz in\n"
-	     "``raw_clock_nsec``). Soft-RoCE has no such op (EOPNOTSUPP);\n"
-	     "never run on hardware here, checked against the recording\n"
-	     "double.\n"
-	     "\n"
-	     "Wraps ``ibv_query_rt_values_ex`` (man page\n"
-	     "ibv_query_rt_values_ex(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    comp_mask: the ``ValuesMask`` of the values wanted.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    A ValuesEx (comp_mask: what the provider filled,\n"
-	     "    raw_clock_sec, raw_clock_nsec).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: comp_mask is not an int.\n"
-	     "    ValueError: comp_mask is out of range.\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``: EOPNOTSUPP without the op).");
-
-static PyObject *context_query_rt_values_ex(PyObject *self, PyObject *args,
-					    PyObject *kw)
-{
-	HANDLE_CHECK(self);
-	return device_query_rt_values((ContextObject *)self, args, kw);
-}
-
-PyDoc_STRVAR(
-	context_query_port_speed__doc__,
-	"Query a port's effective speed, in units of 100 Mb/s.\n"
-	"\n"
-	"Soft-RoCE has no such op (EOPNOTSUPP); never run on hardware\n"
-	"here, checked against the recording double.\n"
-	"\n"
-	"Wraps ``ibv_query_port_speed`` (man page ibv_query_port_speed(3),\n"
-	"rdma-core 62).\n"
-	"\n"
-	"Args:\n"
-	"    port_num: the port, from 1.\n"
-	"\n"
-	"Returns:\n"
-	"    The speed (an int; 4000 is 400 Gb/s).\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: port_num is not an int.\n"
-	"    ValueError: port_num is outside 0..2**32-1.\n"
-	"    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
-	"        when libibverbs lacks the verb (rdma-core < 62) or the\n"
-	"        provider cannot; else the verb failed (``errno``).");
-
-static PyObject *context_query_port_speed(PyObject *self, PyObject *args,
-					  PyObject *kw)
-{
-	HANDLE_CHECK(self);
-	return device_query_port_speed((ContextObject *)self, args, kw);
-}
-
-static PyObject *context_create_cq(PyObject *self, PyObject *args, PyObject *kw)
-{
-	HANDLE_CHECK(self);
-	return cq_create((ContextObject *)self, args, kw);
-}
-
-PyDoc_STRVAR(
-	context_create_qp_ex__doc__,
-	"Create an extended QP in the PD that ``init_attr.pd`` names.\n"
-	"\n"
-	"The same as ``init_attr.pd.create_qp_ex(init_attr)``, after\n"
-	"checking that the PD is one of this Context's.\n"
-	"\n"
-	"Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
-	"ibv_create_qp_ex(3)).\n"
-	"\n"
-	"Args:\n"
-	"    init_attr: a QPInitAttrEx whose ``pd`` is a PD of this Context.\n"
-	"\n"
-	"Returns:\n"
-	"    The new QPEx, in the RESET state.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: init_attr has no pd, or it is not a PD; a field\n"
-	"        has the wrong type.\n"
-	"    ValueError: the PD belongs to another Context; as\n"
-	"        ``PD.create_qp_ex()``.\n"
-	"    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
-	"        EOPNOTSUPP as ``PD.create_qp_ex()``; else the verb\n"
-	"        failed (``errno``).");
-
-static PyObject *context_create_qp_ex(PyObject *self, PyObject *args,
-				      PyObject *kw)
-{
-	HANDLE_CHECK(self);
-	return qpex_create_ctx((ContextObject *)self, args, kw);
-}
-
-PyDoc_STRVAR(context_create_comp_channel__doc__,
-	     "Create a completion event channel.\n"
-	     "\n"
-	     "Wraps ``ibv_create_comp_channel`` (man page\n"
-	     "ibv_create_comp_channel(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new CompChannel; give it to ``create_cq(channel=...)``.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``, e.g. EMFILE).");
-
-static PyObject *context_create_comp_channel(PyObject *self, PyObject *unused)
-{
-	HANDLE_CHECK(self);
-	return channel_create((ContextObject *)self);
-}
-
-PyDoc_STRVAR(context_create_cq_ex__doc__,
-	     "Create an extended completion queue.\n"
-	     "\n"
-	     "``init_attr`` is a ``CQInitAttrEx``: cqe, wc_flags\n"
-	     "(``CreateCQWCFlags``: the fields ``poll()`` and the\n"
-	     "``read_*()`` accessors may read; TM_INFO only\n"
-	     "``read_tm_info()``), parent_domain (a ParentDomain or None),\n"
-	     "channel, comp_vector and flags (``CreateCQAttrFlags``).\n"
-	     "\n"
-	     "Wraps ``ibv_create_cq_ex`` (man page ibv_create_cq_ex(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    init_attr: a CQInitAttrEx (or any object with its fields).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new CQEx.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: init_attr lacks a field, or a field has the\n"
-	     "        wrong type.\n"
-	     "    ValueError: wc_flags has bits a CQEx does not take, a value\n"
-	     "        is out of range, or the channel or parent domain is of\n"
-	     "        another Context.\n"
-	     "    VerbsError: EBADF if the Context, channel or parent domain\n"
-	     "        is closed; EOPNOTSUPP when the provider has no extended\n"
-	     "        CQ (or no parent domains); else the verb failed\n"
-	     "        (``errno``).");
-
-static PyObject *context_create_cq_ex(PyObject *self, PyObject *args,
-				      PyObject *kw)
-{
-	HANDLE_CHECK(self);
-	return cqex_create((ContextObject *)self, args, kw);
-}
-
-PyDoc_STRVAR(context_alloc_dm__doc__,
-	     "Allocate ``length`` bytes of device memory.\n"
-	     "\n"
-	     "Wraps ``ibv_alloc_dm`` (man page ibv_alloc_dm(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    length: bytes, 1 or more (see ``max_dm_size`` of\n"
-	     "        ``query_device_ex()``).\n"
-	     "    log_align_req: log2 of the alignment wanted, 0..63.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new DM.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: length is 0 or a value is out of range.\n"
-	     "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
-	     "        when the provider has no device memory; else the verb\n"
-	     "        failed (``errno``, e.g. ENOMEM).");
-
-static PyObject *context_alloc_dm(PyObject *self, PyObject *args, PyObject *kw)
-{
-	HANDLE_CHECK(self);
-	return dm_create((ContextObject *)self, args, kw);
-}
-
-PyDoc_STRVAR(context_query_device_ex__doc__,
-	     "Query the device's extended attributes and capabilities.\n"
-	     "\n"
-	     "Falls back to ``ibv_query_device`` when the provider has no\n"
-	     "extended query or answers EOPNOTSUPP/ENOSYS, as verbs.h does;\n"
-	     "``legacy`` is True then and the extended fields read 0.\n"
-	     "\n"
-	     "Wraps ``ibv_query_device_ex`` (man page\n"
-	     "ibv_query_device_ex(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    A DeviceAttrEx: ``orig_attr`` (a DeviceAttr), odp_caps,\n"
-	     "    tso_caps, rss_caps, ..., max_dm_size, phys_port_cnt_ex.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``).");
-
-static PyObject *context_query_device_ex(PyObject *self, PyObject *unused)
-{
-	HANDLE_CHECK(self);
-	return device_query_ex((ContextObject *)self);
-}
-
-PyDoc_STRVAR(context_get_async_event__doc__,
-	     "Wait for the device's next asynchronous event and return it.\n"
-	     "\n"
-	     "Waits with the GIL released (the Context refuses ``close()``\n"
-	     "meanwhile; Ctrl-C interrupts it). When ``async_fd`` was made\n"
-	     "non-blocking, it does not wait. Ack the event (``ack()``,\n"
-	     "``with event:`` or ``ack_async_event()``): until then the QP,\n"
-	     "CQ or SRQ it names refuses ``close()`` (EBUSY).\n"
-	     "\n"
-	     "Wraps ``ibv_get_async_event`` (man page\n"
-	     "ibv_get_async_event(3)).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The AsyncEvent (event_type, element, ...).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    KeyboardInterrupt: a signal handler raised during the wait.\n"
-	     "    VerbsError: EAGAIN with a non-blocking fd and no event\n"
-	     "        pending; EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``).");
-
-static PyObject *context_get_async_event(PyObject *self, PyObject *unused)
-{
-	HANDLE_CHECK(self);
-	return async_event_get((ContextObject *)self);
-}
-
 /* ------------------------------------------------------------------ */
 /* Attributes                                                          */
 /* ------------------------------------------------------------------ */
@@ -912,33 +582,6 @@ static PyObject *context_ack_async_event(PyObject *self, PyObject *ev)
 	return async_event_ack_for((ContextObject *)self, ev);
 }
 
-PyDoc_STRVAR(context_create_cq__doc__,
-	     "Create a completion queue for at least ``cqe`` entries.\n"
-	     "\n"
-	     "With a ``channel``, ``CQ.req_notify()`` arms the CQ to signal\n"
-	     "its next completion there; the CQ uses the channel, which\n"
-	     "refuses ``close()`` (EBUSY) until the CQ is closed.\n"
-	     "\n"
-	     "Wraps ``ibv_create_cq`` (man page ibv_create_cq(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    cqe: minimum number of entries, 1 or more.\n"
-	     "    channel: a CompChannel of this Context, or None.\n"
-	     "    comp_vector: the completion vector (interrupt), from 0\n"
-	     "        to ``num_comp_vectors - 1``.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The new CQ; ``cqe`` holds the size the provider chose.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: channel is not a CompChannel or None, or a\n"
-	     "        number is not an int.\n"
-	     "    ValueError: channel belongs to another Context, or cqe or\n"
-	     "        comp_vector is out of range.\n"
-	     "    VerbsError: EBADF if the Context or channel is closed;\n"
-	     "        else the verb failed (``errno``, e.g. EINVAL for a cqe\n"
-	     "        past the device's max_cqe).");
-
 PyDoc_STRVAR(context_enter__doc__,
 	     "Enter a ``with`` block: return the Context itself.\n"
 	     "\n"
@@ -965,84 +608,56 @@ PyDoc_STRVAR(context__doc__,
 	     "        (``errno``).");
 
 static PyMethodDef context_methods[] = {
-	{ "query_device", context_query_device, METH_NOARGS,
-	  context_query_device__doc__ },
-	{ "query_port", KW context_query_port, METH_VARARGS | METH_KEYWORDS,
-	  context_query_port__doc__ },
-	{ "query_gid", KW context_query_gid, METH_VARARGS | METH_KEYWORDS,
-	  context_query_gid__doc__ },
+	METHOD_NOARGS("query_device", context_query_device),
+	METHOD_KW("query_port", context_query_port),
+	METHOD_KW("query_gid", context_query_gid),
 	{ "query_gid_ex", context_query_gid_ex, METH_VARARGS,
 	  context_query_gid_ex__doc__ },
 	{ "query_pkey", context_query_pkey, METH_VARARGS,
 	  context_query_pkey__doc__ },
-	{ "query_gid_table", context_query_gid_table, METH_NOARGS,
-	  context_query_gid_table__doc__ },
-	{ "find_gid", KW context_find_gid, METH_VARARGS | METH_KEYWORDS,
-	  context_find_gid__doc__ },
-	{ "init_ah_from_wc", KW context_init_ah_from_wc,
-	  METH_VARARGS | METH_KEYWORDS, context_init_ah_from_wc__doc__ },
+	METHOD_NOARGS("query_gid_table", context_query_gid_table),
+	METHOD_KW("find_gid", context_find_gid),
+	METHOD_KW("init_ah_from_wc", context_init_ah_from_wc),
 	{ "get_pkey_index", context_get_pkey_index, METH_VARARGS,
 	  context_get_pkey_index__doc__ },
-	{ "get_device_index", context_get_device_index, METH_NOARGS,
-	  context_get_device_index__doc__ },
+	METHOD_NOARGS("get_device_index", context_get_device_index),
 	{ "resolve_eth_l2_from_gid", context_resolve_eth_l2_from_gid, METH_O,
 	  context_resolve_eth_l2_from_gid__doc__ },
-	{ "alloc_pd", context_alloc_pd, METH_NOARGS, context_alloc_pd__doc__ },
+	METHOD_NOARGS("alloc_pd", context_alloc_pd),
 	{ "create_cq", (PyCFunction)(void (*)(void))context_create_cq,
 	  METH_VARARGS | METH_KEYWORDS, context_create_cq__doc__ },
-	{ "create_comp_channel", context_create_comp_channel, METH_NOARGS,
-	  context_create_comp_channel__doc__ },
-	{ "get_async_event", context_get_async_event, METH_NOARGS,
-	  context_get_async_event__doc__ },
+	METHOD_NOARGS("create_comp_channel", context_create_comp_channel),
+	METHOD_NOARGS("get_async_event", context_get_async_event),
 	{ "ack_async_event", context_ack_async_event, METH_O,
 	  context_ack_async_event__doc__ },
-	{ "close", context_close, METH_NOARGS, context_close__doc__ },
+	METHOD_NOARGS("close", context_close),
 	{ "__enter__", handle_meth_enter, METH_NOARGS, context_enter__doc__ },
 	{ "__exit__", context_exit, METH_VARARGS, context_exit__doc__ },
-	{ "create_cq_ex", KW context_create_cq_ex, METH_VARARGS | METH_KEYWORDS,
-	  context_create_cq_ex__doc__ },
-	{ "query_device_ex", context_query_device_ex, METH_NOARGS,
-	  context_query_device_ex__doc__ },
-	{ "alloc_dm", KW context_alloc_dm, METH_VARARGS | METH_KEYWORDS,
-	  context_alloc_dm__doc__ },
-	{ "create_qp_ex", KW context_create_qp_ex, METH_VARARGS | METH_KEYWORDS,
-	  context_create_qp_ex__doc__ },
-	{ "open_xrcd", KW context_open_xrcd, METH_VARARGS | METH_KEYWORDS,
-	  context_open_xrcd__doc__ },
-	{ "open_qp", KW context_open_qp, METH_VARARGS | METH_KEYWORDS,
-	  context_open_qp__doc__ },
-	{ "create_srq_ex", KW context_create_srq_ex,
-	  METH_VARARGS | METH_KEYWORDS, context_create_srq_ex__doc__ },
-	{ "create_wq", KW context_create_wq, METH_VARARGS | METH_KEYWORDS,
-	  context_create_wq__doc__ },
-	{ "create_rwq_ind_table", KW context_create_rwq_ind_table,
-	  METH_VARARGS | METH_KEYWORDS, context_create_rwq_ind_table__doc__ },
+	METHOD_KW("create_cq_ex", context_create_cq_ex),
+	METHOD_NOARGS("query_device_ex", context_query_device_ex),
+	METHOD_KW("alloc_dm", context_alloc_dm),
+	METHOD_KW("create_qp_ex", context_create_qp_ex),
+	METHOD_KW("open_xrcd", context_open_xrcd),
+	METHOD_KW("open_qp", context_open_qp),
+	METHOD_KW("create_srq_ex", context_create_srq_ex),
+	METHOD_KW("create_wq", context_create_wq),
+	METHOD_KW("create_rwq_ind_table", context_create_rwq_ind_table),
 	{ "import_device", KW context_import_device,
 	  METH_VARARGS | METH_KEYWORDS | METH_CLASS,
 	  context_import_device__doc__ },
-	{ "import_pd", KW context_import_pd, METH_VARARGS | METH_KEYWORDS,
-	  context_import_pd__doc__ },
-	{ "import_dm", KW context_import_dm, METH_VARARGS | METH_KEYWORDS,
-	  context_import_dm__doc__ },
-	{ "alloc_dmah", KW context_alloc_dmah, METH_VARARGS | METH_KEYWORDS,
-	  context_alloc_dmah__doc__ },
-	{ "query_rt_values_ex", KW context_query_rt_values_ex,
-	  METH_VARARGS | METH_KEYWORDS, context_query_rt_values_ex__doc__ },
-	{ "query_port_speed", KW context_query_port_speed,
-	  METH_VARARGS | METH_KEYWORDS, context_query_port_speed__doc__ },
+	METHOD_KW("import_pd", context_import_pd),
+	METHOD_KW("import_dm", context_import_dm),
+	METHOD_KW("alloc_dmah", context_alloc_dmah),
+	METHOD_KW("query_rt_values_ex", context_query_rt_values_ex),
+	METHOD_KW("query_port_speed", context_query_port_speed),
 	/* domains, counters, flow actions (mem/domain.c, counters/,
 	 * qp/flow_action.c) */
-	{ "alloc_td", td_create, METH_NOARGS, td_create__doc__ },
-	{ "alloc_parent_domain", KW parent_domain_create,
-	  METH_VARARGS | METH_KEYWORDS, parent_domain_create__doc__ },
-	{ "create_counters", counters_create, METH_NOARGS,
-	  counters_create__doc__ },
-	{ "create_comp_cntr", KW comp_cntr_create, METH_VARARGS | METH_KEYWORDS,
-	  comp_cntr_create__doc__ },
-	{ "query_comp_cntr_caps", comp_cntr_query_caps, METH_NOARGS,
-	  comp_cntr_query_caps__doc__ },
-	{ "create_flow_action_esp", KW flow_action_esp_create,
-	  METH_VARARGS | METH_KEYWORDS, flow_action_esp_create__doc__ },
+	METHOD_NOARGS("alloc_td", td_create),
+	METHOD_KW("alloc_parent_domain", parent_domain_create),
+	METHOD_NOARGS("create_counters", counters_create),
+	METHOD_KW("create_comp_cntr", comp_cntr_create),
+	METHOD_NOARGS("query_comp_cntr_caps", comp_cntr_query_caps),
+	METHOD_KW("create_flow_action_esp", flow_action_esp_create),
 	{ NULL, NULL, 0, NULL }
 };
 

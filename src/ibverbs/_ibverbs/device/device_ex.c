@@ -108,14 +108,34 @@ fail:
 	return -1;
 }
 
-PyObject *device_query_ex(ContextObject *ctx)
+METHOD_DOC(context_query_device_ex,
+	   "Query the device's extended attributes and capabilities.\n"
+	   "\n"
+	   "Falls back to ``ibv_query_device`` when the provider has no\n"
+	   "extended query or answers EOPNOTSUPP/ENOSYS, as verbs.h does;\n"
+	   "``legacy`` is True then and the extended fields read 0.\n"
+	   "\n"
+	   "Wraps ``ibv_query_device_ex`` (man page\n"
+	   "ibv_query_device_ex(3)).\n"
+	   "\n"
+	   "Returns:\n"
+	   "    A DeviceAttrEx: ``orig_attr`` (a DeviceAttr), odp_caps,\n"
+	   "    tso_caps, rss_caps, ..., max_dm_size, phys_port_cnt_ex.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    VerbsError: EBADF once the Context is closed; else the\n"
+	   "        verb failed (``errno``).");
+
+PyObject *context_query_device_ex(PyObject *self, PyObject *unused)
 {
+	ContextObject *ctx = (ContextObject *)self;
 	struct ibv_context *c = HANDLE(ctx)->obj;
 	struct ibv_device_attr_ex a;
 	struct verbs_context *vctx;
 	PyObject *d, *orig;
 	int rc = EOPNOTSUPP, legacy = 0;
 
+	HANDLE_CHECK(self);
 	memset(&a, 0, sizeof(a));
 	vctx = verbs_get_ctx_op(c, query_device_ex);
 	if (vctx != NULL)

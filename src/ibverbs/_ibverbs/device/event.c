@@ -117,12 +117,35 @@ static void event_ack(AsyncEventObject *e)
 	}
 }
 
-PyObject *async_event_get(ContextObject *ctx)
+METHOD_DOC(context_get_async_event,
+	   "Wait for the device's next asynchronous event and return it.\n"
+	   "\n"
+	   "Waits with the GIL released (the Context refuses ``close()``\n"
+	   "meanwhile; Ctrl-C interrupts it). When ``async_fd`` was made\n"
+	   "non-blocking, it does not wait. Ack the event (``ack()``,\n"
+	   "``with event:`` or ``ack_async_event()``): until then the QP,\n"
+	   "CQ or SRQ it names refuses ``close()`` (EBUSY).\n"
+	   "\n"
+	   "Wraps ``ibv_get_async_event`` (man page\n"
+	   "ibv_get_async_event(3)).\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The AsyncEvent (event_type, element, ...).\n"
+	   "\n"
+	   "Raises:\n"
+	   "    KeyboardInterrupt: a signal handler raised during the wait.\n"
+	   "    VerbsError: EAGAIN with a non-blocking fd and no event\n"
+	   "        pending; EBADF once the Context is closed; else the\n"
+	   "        verb failed (``errno``).");
+
+PyObject *context_get_async_event(PyObject *self, PyObject *unused)
 {
+	ContextObject *ctx = (ContextObject *)self;
 	struct ibv_context *c = HANDLE(ctx)->obj;
 	AsyncEventObject *e;
 	struct ibv_async_event ev;
 
+	HANDLE_CHECK(self);
 	if (!fd_is_nonblocking(c->async_fd) &&
 	    fd_wait_readable(HANDLE(ctx), c->async_fd) < 0)
 		return NULL;

@@ -26,8 +26,31 @@ static int buf_destroy(Handle *h)
 static const HandleKind buf_kind = { "Buf", "ibv_free_buf", buf_destroy, NULL };
 
 /* PD.alloc_buf(size) */
-PyObject *buf_create(PDObject *pd, PyObject *args, PyObject *kw)
+METHOD_DOC(pd_alloc_buf,
+	   "Allocate a buffer the way the provider prefers for this PD.\n"
+	   "\n"
+	   "libibverbs' own allocator (the one Soft-RoCE gets) returns\n"
+	   "page-aligned host memory; a provider may back it with a\n"
+	   "dma-buf. Register it with ``reg_buf_mr()``.\n"
+	   "\n"
+	   "Wraps ``ibv_alloc_buf`` (man page ibv_alloc_buf(3), rdma-core 64).\n"
+	   "\n"
+	   "Args:\n"
+	   "    size: bytes, 1 or more.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new Buf (a child of this PD).\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: size is not an int.\n"
+	   "    ValueError: size is 0 or out of range.\n"
+	   "    VerbsError: EBADF once the PD is closed; EOPNOTSUPP when\n"
+	   "        libibverbs lacks the verb (rdma-core < 64); else the\n"
+	   "        verb failed (``errno``, e.g. ENOMEM).");
+
+PyObject *pd_alloc_buf(PyObject *parent, PyObject *args, PyObject *kw)
 {
+	PDObject *pd = (PDObject *)parent;
 	static char *kwlist[] = { "size", NULL };
 	struct ibv_buf *b = NULL;
 	PyObject *size_o;
@@ -36,6 +59,7 @@ PyObject *buf_create(PDObject *pd, PyObject *args, PyObject *kw)
 	void *addr;
 	int err;
 
+	HANDLE_CHECK(parent);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:alloc_buf", kwlist,
 					 &size_o))
 		return NULL;
@@ -150,9 +174,8 @@ PyDoc_STRVAR(buf__doc__,
 	     "refuses with "
 	     "EBUSY while an MR over it is open.");
 
-static PyMethodDef buf_methods[] = { { "export_dmabuf_fd", buf_export_dmabuf_fd,
-				       METH_NOARGS,
-				       buf_export_dmabuf_fd__doc__ },
+static PyMethodDef buf_methods[] = { METHOD_NOARGS("export_dmabuf_fd",
+						   buf_export_dmabuf_fd),
 				     HANDLE_METHODS_END };
 
 static PyGetSetDef buf_getset[] = {

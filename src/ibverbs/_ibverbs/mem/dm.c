@@ -29,8 +29,29 @@ static int dm_destroy(Handle *h)
 static const HandleKind dm_kind = { "DM", "ibv_free_dm", dm_destroy, NULL };
 
 /* Context.alloc_dm(length, log_align_req=0) */
-PyObject *dm_create(ContextObject *ctx, PyObject *args, PyObject *kw)
+METHOD_DOC(context_alloc_dm,
+	   "Allocate ``length`` bytes of device memory.\n"
+	   "\n"
+	   "Wraps ``ibv_alloc_dm`` (man page ibv_alloc_dm(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    length: bytes, 1 or more (see ``max_dm_size`` of\n"
+	   "        ``query_device_ex()``).\n"
+	   "    log_align_req: log2 of the alignment wanted, 0..63.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new DM.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: an argument is not an int.\n"
+	   "    ValueError: length is 0 or a value is out of range.\n"
+	   "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	   "        when the provider has no device memory; else the verb\n"
+	   "        failed (``errno``, e.g. ENOMEM).");
+
+PyObject *context_alloc_dm(PyObject *parent, PyObject *args, PyObject *kw)
 {
+	ContextObject *ctx = (ContextObject *)parent;
 	static char *kwlist[] = { "length", "log_align_req", NULL };
 	struct ibv_alloc_dm_attr attr;
 	PyObject *len_o, *align_o = NULL;
@@ -40,6 +61,7 @@ PyObject *dm_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 	DMObject *self;
 	int err;
 
+	HANDLE_CHECK(parent);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:alloc_dm", kwlist,
 					 &len_o, &align_o))
 		return NULL;
@@ -238,8 +260,36 @@ static void dm_mr_release(Handle *h)
 static const HandleKind dm_mr_kind = { "MR", "ibv_dereg_mr", dm_mr_destroy,
 				       dm_mr_release };
 
-PyObject *dm_reg_mr(PDObject *pd, PyObject *args, PyObject *kw)
+METHOD_DOC(pd_reg_dm_mr,
+	   "Register part of a device memory allocation as an MR.\n"
+	   "\n"
+	   "The MR is zero-based: SGEs address it by the offset from its\n"
+	   "start, and ``access`` must include ``AccessFlags.ZERO_BASED``.\n"
+	   "It holds the DM (``MR.owner``) and uses it, so ``dm.close()``\n"
+	   "refuses with EBUSY until the MR is closed.\n"
+	   "\n"
+	   "Wraps ``ibv_reg_dm_mr`` (man page ibv_alloc_dm(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    dm: a DM of this PD's Context.\n"
+	   "    offset: start within the DM.\n"
+	   "    length: bytes, 1 or more, within the DM.\n"
+	   "    access: ``AccessFlags``.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new MR.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: dm is not a DM, or a value is not an int.\n"
+	   "    ValueError: dm is of another Context, length is 0, or the\n"
+	   "        range passes the DM's end.\n"
+	   "    VerbsError: EBADF if the PD or the DM is closed;\n"
+	   "        EOPNOTSUPP when the provider has no device memory;\n"
+	   "        else the verb failed (``errno``).");
+
+PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)
 {
+	PDObject *pd = (PDObject *)self;
 	static char *kwlist[] = { "dm", "offset", "length", "access", NULL };
 	PyObject *dm, *off_o, *len_o, *acc_o;
 	uint64_t off, len;
@@ -248,6 +298,7 @@ PyObject *dm_reg_mr(PDObject *pd, PyObject *args, PyObject *kw)
 	long access;
 	int err;
 
+	HANDLE_CHECK(self);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO:reg_dm_mr", kwlist,
 					 &dm, &off_o, &len_o, &acc_o))
 		return NULL;
@@ -383,12 +434,8 @@ PyDoc_STRVAR(dm__doc__,
 	     "it is open.");
 
 static PyMethodDef dm_methods[] = {
-	{ "copy_to", KW dm_copy_to, METH_VARARGS | METH_KEYWORDS,
-	  dm_copy_to__doc__ },
-	{ "copy_from", KW dm_copy_from, METH_VARARGS | METH_KEYWORDS,
-	  dm_copy_from__doc__ },
-	{ "export_dmabuf_fd", dm_export_dmabuf_fd, METH_NOARGS,
-	  dm_export_dmabuf_fd__doc__ },
+	METHOD_KW("copy_to", dm_copy_to), METHOD_KW("copy_from", dm_copy_from),
+	METHOD_NOARGS("export_dmabuf_fd", dm_export_dmabuf_fd),
 	HANDLE_METHODS_END
 };
 

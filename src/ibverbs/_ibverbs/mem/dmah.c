@@ -35,8 +35,35 @@ static int dmah_field(PyObject *o, const char *name, long max, uint32_t bit,
 }
 
 /* Context.alloc_dmah(*, cpu_id=None, ph=None, tph_mem_type=None) */
-PyObject *dmah_create(ContextObject *ctx, PyObject *args, PyObject *kw)
+METHOD_DOC(context_alloc_dmah,
+	   "Allocate a DMA handle: steering hints for MRs' DMA.\n"
+	   "\n"
+	   "Each keyword given sets its bit of ``comp_mask``\n"
+	   "(``DMAHInitAttrMask``). Give the DMAH to\n"
+	   "``PD.reg_mr_ex(dmah=...)``. Never run on hardware here;\n"
+	   "checked against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
+	   "\n"
+	   "Wraps ``ibv_alloc_dmah`` (man page ibv_alloc_dmah(3), rdma-core\n"
+	   "59).\n"
+	   "\n"
+	   "Args:\n"
+	   "    cpu_id: the CPU whose cache the DMA should target, or None.\n"
+	   "    ph: the PCIe TLP processing hint (0..3), or None.\n"
+	   "    tph_mem_type: ``TPHMemType`` (VM, PM), or None.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new DMAH (a child of this Context).\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: a value is not an int.\n"
+	   "    ValueError: a value is out of range.\n"
+	   "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	   "        when libibverbs lacks the verb (rdma-core < 59) or the\n"
+	   "        provider cannot; else the verb failed (``errno``).");
+
+PyObject *context_alloc_dmah(PyObject *parent, PyObject *args, PyObject *kw)
 {
+	ContextObject *ctx = (ContextObject *)parent;
 	static char *kwlist[] = { "cpu_id", "ph", "tph_mem_type", NULL };
 	PyObject *cpu_o = Py_None, *ph_o = Py_None, *mem_o = Py_None;
 	struct ibv_dmah_init_attr attr;
@@ -46,6 +73,7 @@ PyObject *dmah_create(ContextObject *ctx, PyObject *args, PyObject *kw)
 	uint32_t mask = 0;
 	int err;
 
+	HANDLE_CHECK(parent);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOO:alloc_dmah", kwlist,
 					 &cpu_o, &ph_o, &mem_o))
 		return NULL;

@@ -59,13 +59,41 @@ static int import_handle(PyObject *args, PyObject *kw, const char *fmt,
 }
 
 /* Context.import_pd(pd_handle) */
-PyObject *pd_import(ContextObject *ctx, PyObject *args, PyObject *kw)
+METHOD_DOC(context_import_pd,
+	   "Import a PD of another process that shares this device file.\n"
+	   "\n"
+	   "``pd_handle`` is the exporter's ``PD.handle``; this Context is\n"
+	   "usually ``Context.import_device()`` of its ``cmd_fd``. The PD\n"
+	   "is a child of this Context with ``imported`` True: its\n"
+	   "``close()`` wraps ``ibv_unimport_pd`` and leaves the kernel\n"
+	   "object to the exporter, which must keep it until every\n"
+	   "importer has closed. Never run on hardware here; checked\n"
+	   "against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
+	   "\n"
+	   "Wraps ``ibv_import_pd`` (man page ibv_import_pd(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    pd_handle: the PD's kernel handle (an int).\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The imported PD.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: pd_handle is not an int.\n"
+	   "    ValueError: pd_handle is outside 0..2**32-1.\n"
+	   "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	   "        when libibverbs lacks the verb (rdma-core < 31) or the\n"
+	   "        provider cannot; else the verb failed (``errno``).");
+
+PyObject *context_import_pd(PyObject *self, PyObject *args, PyObject *kw)
 {
+	ContextObject *ctx = (ContextObject *)self;
 	static char *kwlist[] = { "pd_handle", NULL };
 	struct ibv_pd *pd;
 	uint32_t handle;
 	PDObject *o;
 
+	HANDLE_CHECK(self);
 	if (import_handle(args, kw, "O:import_pd", kwlist, &handle) < 0)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(import_pd, ibv_import_pd, "rdma-core 31");
@@ -86,13 +114,41 @@ PyObject *pd_import(ContextObject *ctx, PyObject *args, PyObject *kw)
 }
 
 /* PD.import_mr(mr_handle): addr and length are the exporter's. */
-PyObject *mr_import(PDObject *pd, PyObject *args, PyObject *kw)
+METHOD_DOC(pd_import_mr,
+	   "Import an MR of another process into this PD.\n"
+	   "\n"
+	   "``mr_handle`` is the exporter's ``MR.handle``; this PD is the\n"
+	   "import of its PD (``Context.import_pd()``). The MR's addr,\n"
+	   "length and keys are the exporter's; ``MR.imported`` is True\n"
+	   "and its ``close()`` wraps ``ibv_unimport_mr`` (the exporter\n"
+	   "still owns the registration and must keep it until every\n"
+	   "importer has closed). Never run on hardware here; checked\n"
+	   "against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
+	   "\n"
+	   "Wraps ``ibv_import_mr`` (man page ibv_import_mr(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    mr_handle: the MR's kernel handle (an int).\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The imported MR.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: mr_handle is not an int.\n"
+	   "    ValueError: mr_handle is outside 0..2**32-1.\n"
+	   "    VerbsError: EBADF once the PD is closed; EOPNOTSUPP when\n"
+	   "        libibverbs lacks the verb (rdma-core < 31) or the\n"
+	   "        provider cannot; else the verb failed (``errno``).");
+
+PyObject *pd_import_mr(PyObject *self, PyObject *args, PyObject *kw)
 {
+	PDObject *pd = (PDObject *)self;
 	static char *kwlist[] = { "mr_handle", NULL };
 	struct ibv_mr *mr;
 	uint32_t handle;
 	MRObject *o;
 
+	HANDLE_CHECK(self);
 	if (import_handle(args, kw, "O:import_mr", kwlist, &handle) < 0)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(import_mr, ibv_import_mr, "rdma-core 31");
@@ -116,8 +172,35 @@ PyObject *mr_import(PDObject *pd, PyObject *args, PyObject *kw)
 
 /* Context.import_dm(dm_handle, length=0): the import carries no length,
  * so the caller says how much copy_to/copy_from may reach. */
-PyObject *dm_import(ContextObject *ctx, PyObject *args, PyObject *kw)
+METHOD_DOC(context_import_dm,
+	   "Import device memory of another process.\n"
+	   "\n"
+	   "``dm_handle`` is the exporter's ``DM.handle``. The import\n"
+	   "carries no size: ``length`` (the exporter's ``DM.length``)\n"
+	   "bounds ``copy_to()``/``copy_from()`` and ``reg_dm_mr()``. The\n"
+	   "DM's ``imported`` is True and its ``close()`` wraps\n"
+	   "``ibv_unimport_dm``. Never run on hardware here; checked\n"
+	   "against the recording double (Soft-RoCE: EOPNOTSUPP).\n"
+	   "\n"
+	   "Wraps ``ibv_import_dm`` (man page ibv_import_dm(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    dm_handle: the DM's kernel handle (an int).\n"
+	   "    length: bytes of it this process may reach (0: none).\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The imported DM.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: an argument is not an int.\n"
+	   "    ValueError: a value is out of range.\n"
+	   "    VerbsError: EBADF once the Context is closed; EOPNOTSUPP\n"
+	   "        when libibverbs lacks the verb (rdma-core < 35) or the\n"
+	   "        provider cannot; else the verb failed (``errno``).");
+
+PyObject *context_import_dm(PyObject *self, PyObject *args, PyObject *kw)
 {
+	ContextObject *ctx = (ContextObject *)self;
 	static char *kwlist[] = { "dm_handle", "length", NULL };
 	PyObject *h_o, *len_o = NULL;
 	uint64_t length = 0;
@@ -125,6 +208,7 @@ PyObject *dm_import(ContextObject *ctx, PyObject *args, PyObject *kw)
 	uint32_t handle;
 	DMObject *o;
 
+	HANDLE_CHECK(self);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:import_dm", kwlist,
 					 &h_o, &len_o))
 		return NULL;

@@ -114,6 +114,6 @@ extern const HandleKind pd_imported_kind, mr_imported_kind, dm_imported_kind;
 /* Whether h was imported (its kind is one of the above). */
 int handle_is_imported(Handle *h);
 /* import.c: PD.import_mr(mr_handle) */
-PyObject *mr_import(PDObject *pd, PyObject *args, PyObject *kw);
+METHOD_DECL(pd_import_mr);
 
 #endif /* IBVERBS_MEM_MEM_H */

@@ -32,28 +32,23 @@ static void mr_release(Handle *h)
 static const HandleKind mr_kind = { "MR", "ibv_dereg_mr", mr_destroy,
 				    mr_release };
 
-static int parse_access(PyObject *o, int *access)
-{
-	long v;
+/* The arguments of PD.reg_mr, reg_mr_iova and reg_dmabuf_mr. */
+struct reg_mr_args {
+	uint64_t addr, length, iova, offset;
+	int fd, access;
+	PyObject *owner;
+};
 
-	if (arg_int(o, "access", 0, INT_MAX, &v) < 0)
-		return -1;
-	*access = (int)v;
-	return 0;
-}
-
-static int parse_length(PyObject *o, uint64_t *length)
-{
-	if (arg_u64(o, "length", length) < 0)
-		return -1;
-	if (*length == 0 || *length > SIZE_MAX) {
-		PyErr_Format(PyExc_ValueError,
-			     "length must be in range 1..%zu, got %S",
-			     (size_t)SIZE_MAX, o);
-		return -1;
-	}
-	return 0;
-}
+#define REG_MR_ADDR                                      \
+	ARG_UINT(struct reg_mr_args, addr,               \
+		 .hint = "use ibverbs.reg_tensor() for " \
+			 "arrays and tensors")
+#define REG_MR_LENGTH ARG_INT(struct reg_mr_args, length, 1, SIZE_MAX)
+#define REG_MR_IOVA ARG_UINT(struct reg_mr_args, iova)
+#define REG_MR_ACCESS \
+	ARG_FLAGS(struct reg_mr_args, access, AccessFlags, .flags = ARG_OPT)
+#define REG_MR_OWNER \
+	ARG_OBJECT(struct reg_mr_args, owner, .flags = ARG_KWOPT | ARG_NONE)
 
 /* Wrap a freshly registered ibv_mr; deregisters it on failure. */
 static PyObject *mr_wrap(PDObject *pd, struct ibv_mr *mr, PyObject *owner,
@@ -97,32 +92,19 @@ static PyObject *mr_error(int err, const char *verb, uint64_t addr,
  * with the GIL released and the PD marked busy (its close() refuses
  * meanwhile).  MR.addr is the address work requests use: the iova.
  */
-static PyObject *mr_register(PDObject *pd, PyObject *addr_o, PyObject *len_o,
-			     PyObject *iova_o, PyObject *acc_o, PyObject *owner)
+static PyObject *mr_register(PDObject *pd, const struct reg_mr_args *a,
+			     int with_iova)
 {
-	const char *verb = iova_o ? "ibv_reg_mr_iova" : "ibv_reg_mr";
+	const char *verb = with_iova ? "ibv_reg_mr_iova" : "ibv_reg_mr";
 	struct ibv_pd *p = HANDLE(pd)->obj;
-	uint64_t addr, length, iova;
+	uint64_t addr = a->addr, length = a->length;
+	uint64_t iova = with_iova ? a->iova : addr;
+	int access = a->access, err;
 	struct ibv_mr *mr;
-	int access = 0, err;
 
-	if (!PyLong_Check(addr_o)) {
-		PyErr_Format(PyExc_TypeError,
-			     "addr must be an int address, not %R (use "
-			     "ibverbs.reg_tensor() for arrays and tensors)",
-			     (PyObject *)Py_TYPE(addr_o));
-		return NULL;
-	}
-	if (arg_u64(addr_o, "addr", &addr) < 0 ||
-	    parse_length(len_o, &length) < 0 ||
-	    (iova_o != NULL && arg_u64(iova_o, "iova", &iova) < 0) ||
-	    (acc_o != NULL && parse_access(acc_o, &access) < 0))
-		return NULL;
-	if (iova_o == NULL)
-		iova = addr;
 	if (length > UINT64_MAX - addr || length - 1 > UINT64_MAX - iova) {
 		PyErr_SetString(PyExc_ValueError,
-				iova_o && length <= UINT64_MAX - addr ?
+				with_iova && length <= UINT64_MAX - addr ?
 					"iova + length overflows the address "
 					"space" :
 					"addr + length overflows the address "
@@ -133,18 +115,16 @@ static PyObject *mr_register(PDObject *pd, PyObject *addr_o, PyObject *len_o,
 	if (access & IBV_ACCESS_OPTIONAL_RANGE)
 		IBV_REQUIRE_OPTIONAL(reg_mr_iova2, ibv_reg_mr_iova2,
 				     "rdma-core 29");
-	else if (iova_o != NULL)
+	else if (with_iova)
 		IBV_REQUIRE_OPTIONAL(reg_mr_iova, ibv_reg_mr_iova,
 				     "rdma-core 25");
-	/* arg_* may run __index__, which may close the PD. */
-	HANDLE_CHECK(pd);
 	HANDLE_BUSY_ENTER(pd);
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;
 	if (access & IBV_ACCESS_OPTIONAL_RANGE)
 		mr = IBV.reg_mr_iova2(p, (void *)(uintptr_t)addr, length, iova,
 				      (unsigned int)access);
-	else if (iova_o != NULL)
+	else if (with_iova)
 		mr = IBV.reg_mr_iova(p, (void *)(uintptr_t)addr, length, iova,
 				     access);
 	else
@@ -154,75 +134,174 @@ static PyObject *mr_register(PDObject *pd, PyObject *addr_o, PyObject *len_o,
 	HANDLE_BUSY_EXIT(pd);
 	if (mr == NULL)
 		return mr_error(err, verb, iova, length, access);
-	return mr_wrap(pd, mr, owner, iova, length, access, 0);
+	return mr_wrap(pd, mr, a->owner ? a->owner : Py_None, iova, length,
+		       access, 0);
 }
 
-PyObject *mr_create(PDObject *pd, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "addr", "length", "access", "owner", NULL };
-	PyObject *addr_o, *len_o, *acc_o = NULL, *owner = Py_None;
+METHOD_DOC(pd_reg_mr,
+	   "Register ``length`` bytes of memory at ``addr`` for RDMA.\n"
+	   "\n"
+	   "The memory is given as an integer address (host or GPU\n"
+	   "virtual address); ``owner`` is any object that keeps it alive\n"
+	   "(an array, a tensor, an mmap), held until the MR is closed.\n"
+	   "Pinning runs with the GIL released; the PD's ``close()``\n"
+	   "refuses with EBUSY meanwhile. Access bits of the optional\n"
+	   "range (``AccessFlags.RELAXED_ORDERING``, ...) register through\n"
+	   "``ibv_reg_mr_iova2``, as verbs.h does.\n"
+	   "\n"
+	   "Wraps ``ibv_reg_mr`` (man page ibv_reg_mr(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    addr: start address of the region (an int).\n"
+	   "    length: bytes, 1 or more.\n"
+	   "    access: ``AccessFlags`` (LOCAL_WRITE, REMOTE_READ, ...).\n"
+	   "    owner: the object whose memory this is, or None.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new MR (a child of this PD).\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: addr, length or access is not an int (use\n"
+	   "        ``ibverbs.reg_tensor()`` for arrays and tensors).\n"
+	   "    ValueError: length is 0, addr + length overflows, or a\n"
+	   "        value is out of range.\n"
+	   "    VerbsError: EBADF once the PD is closed; EOPNOTSUPP for\n"
+	   "        optional-range bits without ``ibv_reg_mr_iova2``\n"
+	   "        (rdma-core < 29); else the verb failed (``errno``, e.g.\n"
+	   "        EFAULT for unmapped memory, ENOMEM past the pin limit).");
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$O:reg_mr", kwlist,
-					 &addr_o, &len_o, &acc_o, &owner))
+static const ArgSpec reg_mr_params[] = { REG_MR_ADDR, REG_MR_LENGTH,
+					 REG_MR_ACCESS, REG_MR_OWNER, ARG_END };
+METHOD_ARGS(pd_reg_mr, "PD.reg_mr", reg_mr_params);
+
+PyObject *pd_reg_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	struct reg_mr_args a;
+
+	HANDLE_CHECK(self);
+	if (args_parse(&pd_reg_mr_args, self, args, kw, &a) < 0)
 		return NULL;
-	return mr_register(pd, addr_o, len_o, NULL, acc_o, owner);
+	return mr_register((PDObject *)self, &a, 0);
 }
 
-PyObject *mr_create_iova(PDObject *pd, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "addr",   "length", "iova",
-				  "access", "owner",  NULL };
-	PyObject *addr_o, *len_o, *iova_o, *acc_o = NULL, *owner = Py_None;
+METHOD_DOC(pd_reg_mr_iova,
+	   "Register ``length`` bytes at ``addr``, addressed as ``iova``.\n"
+	   "\n"
+	   "As ``reg_mr()``, but work requests, local (SGEs) and remote\n"
+	   "(``remote_addr``), name the first byte ``iova``, not ``addr``:\n"
+	   "``MR.addr`` and ``MR.iova`` hold it, so ``mr.sge()`` and a\n"
+	   "peer's ``remote_addr = mr.iova + offset`` work unchanged.\n"
+	   "Linux wants ``iova`` at the same offset within a page as\n"
+	   "``addr`` (EINVAL otherwise).\n"
+	   "\n"
+	   "Wraps ``ibv_reg_mr_iova`` (man page ibv_reg_mr(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    addr: start address of the region (an int).\n"
+	   "    length: bytes, 1 or more.\n"
+	   "    iova: the address work requests use for its first byte.\n"
+	   "    access: ``AccessFlags``.\n"
+	   "    owner: the object whose memory this is, or None.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new MR (a child of this PD).\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: an argument is not an int.\n"
+	   "    ValueError: length is 0, addr + length or iova + length\n"
+	   "        overflows, or a value is out of range.\n"
+	   "    VerbsError: EBADF once the PD is closed; EOPNOTSUPP when\n"
+	   "        libibverbs lacks the verb (rdma-core < 25); else the\n"
+	   "        verb failed (``errno``: EINVAL for an iova at another\n"
+	   "        page offset than addr).");
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|O$O:reg_mr_iova",
-					 kwlist, &addr_o, &len_o, &iova_o,
-					 &acc_o, &owner))
+static const ArgSpec reg_mr_iova_params[] = { REG_MR_ADDR,  REG_MR_LENGTH,
+					      REG_MR_IOVA,  REG_MR_ACCESS,
+					      REG_MR_OWNER, ARG_END };
+METHOD_ARGS(pd_reg_mr_iova, "PD.reg_mr_iova", reg_mr_iova_params);
+
+PyObject *pd_reg_mr_iova(PyObject *self, PyObject *args, PyObject *kw)
+{
+	struct reg_mr_args a;
+
+	HANDLE_CHECK(self);
+	if (args_parse(&pd_reg_mr_iova_args, self, args, kw, &a) < 0)
 		return NULL;
-	return mr_register(pd, addr_o, len_o, iova_o, acc_o, owner);
+	return mr_register((PDObject *)self, &a, 1);
 }
 
 /*
  * PD.reg_dmabuf_mr(offset, length, iova, fd, access=0, *, owner=None).
  * ibv_mr.addr of such an MR holds the offset; MR.addr is the iova.
  */
-PyObject *mr_create_dmabuf(PDObject *pd, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "offset", "length", "iova", "fd",
-				  "access", "owner",  NULL };
-	PyObject *off_o, *len_o, *iova_o, *fd_o, *acc_o = NULL;
-	PyObject *owner = Py_None;
-	struct ibv_pd *p = HANDLE(pd)->obj;
-	uint64_t offset, length, iova;
-	struct ibv_mr *mr;
-	int access = 0, err;
-	long fd;
+METHOD_DOC(pd_reg_dmabuf_mr,
+	   "Register ``length`` bytes of a dma-buf (GPU memory) for RDMA.\n"
+	   "\n"
+	   "The region starts ``offset`` bytes into the dma-buf ``fd`` and\n"
+	   "is addressed as ``iova`` in work requests (``MR.addr``).\n"
+	   "``owner`` (e.g. the tensor) is held until the MR is closed.\n"
+	   "The verb runs with the GIL released.\n"
+	   "\n"
+	   "Wraps ``ibv_reg_dmabuf_mr`` (man page ibv_reg_mr(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    offset: start of the region within the dma-buf.\n"
+	   "    length: bytes, 1 or more.\n"
+	   "    iova: the address work requests use for its first byte.\n"
+	   "    fd: the dma-buf file descriptor.\n"
+	   "    access: ``AccessFlags``.\n"
+	   "    owner: the object that owns the memory, or None.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new MR (``is_dmabuf`` is True).\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: an argument is not an int.\n"
+	   "    ValueError: length is 0 or a value is out of range.\n"
+	   "    VerbsError: EBADF for a negative fd or once the PD is\n"
+	   "        closed; EOPNOTSUPP when libibverbs lacks the verb\n"
+	   "        (rdma-core < 34); else the verb failed (``errno``).");
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|O$O:reg_dmabuf_mr",
-					 kwlist, &off_o, &len_o, &iova_o, &fd_o,
-					 &acc_o, &owner))
-		return NULL;
-	if (arg_u64(off_o, "offset", &offset) < 0 ||
-	    parse_length(len_o, &length) < 0 ||
-	    arg_u64(iova_o, "iova", &iova) < 0 ||
-	    arg_int(fd_o, "fd", INT_MIN, INT_MAX, &fd) < 0 ||
-	    (acc_o != NULL && parse_access(acc_o, &access) < 0))
+static const ArgSpec reg_dmabuf_mr_params[] = {
+	ARG_UINT(struct reg_mr_args, offset),
+	REG_MR_LENGTH,
+	REG_MR_IOVA,
+	ARG_INT(struct reg_mr_args, fd, INT_MIN, INT_MAX),
+	REG_MR_ACCESS,
+	REG_MR_OWNER,
+	ARG_END
+};
+METHOD_ARGS(pd_reg_dmabuf_mr, "PD.reg_dmabuf_mr", reg_dmabuf_mr_params);
+
+PyObject *pd_reg_dmabuf_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PDObject *pd = (PDObject *)self;
+	struct ibv_pd *p = HANDLE(pd)->obj;
+	struct reg_mr_args a;
+	struct ibv_mr *mr;
+	int err;
+
+	HANDLE_CHECK(self);
+	if (args_parse(&pd_reg_dmabuf_mr_args, self, args, kw, &a) < 0)
 		return NULL;
 	/* Checked before the verb, but with the verb's error class: code
 	 * written for the published package catches VerbsError(EBADF). */
-	if (fd < 0)
+	if (a.fd < 0)
 		return verbs_error_fmt(EBADF, "ibv_reg_dmabuf_mr",
-				       "fd %ld is not a file descriptor", fd);
+				       "fd %d is not a file descriptor", a.fd);
 	IBV_REQUIRE_OPTIONAL(reg_dmabuf_mr, ibv_reg_dmabuf_mr, "rdma-core 34");
 	HANDLE_BUSY_ENTER(pd);
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;
-	mr = IBV.reg_dmabuf_mr(p, offset, length, iova, (int)fd, access);
+	mr = IBV.reg_dmabuf_mr(p, a.offset, a.length, a.iova, a.fd, a.access);
 	err = errno ? errno : EINVAL;
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(pd);
 	if (mr == NULL)
-		return mr_error(err, "ibv_reg_dmabuf_mr", iova, length, access);
-	return mr_wrap(pd, mr, owner, iova, length, access, 1);
+		return mr_error(err, "ibv_reg_dmabuf_mr", a.iova, a.length,
+				a.access);
+	return mr_wrap(pd, mr, a.owner ? a.owner : Py_None, a.iova, a.length,
+		       a.access, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -288,18 +367,6 @@ static struct ibv_mr *mr_reg_ex_call(PDObject *pd, PyObject *uses[2],
 	return mr;
 }
 
-/* One optional u64 keyword of reg_mr_ex: *mask |= bit when given. */
-static int ex_u64(PyObject *o, const char *name, uint64_t bit, uint64_t *out,
-		  uint64_t *mask)
-{
-	if (o == Py_None)
-		return 0;
-	if (arg_u64(o, name, out) < 0)
-		return -1;
-	*mask |= bit;
-	return 0;
-}
-
 /*
  * PD.reg_mr_ex(length, access=0, *, addr=None, iova=None, fd=None,
  * fd_offset=None, dmah=None, buf=None, owner=None): each keyword given
@@ -307,123 +374,219 @@ static int ex_u64(PyObject *o, const char *name, uint64_t bit, uint64_t *out,
  * iova when given, else addr, else fd_offset (as libibverbs sets
  * ibv_mr.addr).
  */
-PyObject *mr_create_ex(PDObject *pd, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "length",    "access", "addr", "iova",  "fd",
-				  "fd_offset", "dmah",	 "buf",	 "owner", NULL };
-	PyObject *len_o, *acc_o = NULL, *addr_o = Py_None, *iova_o = Py_None;
-	PyObject *fd_o = Py_None, *off_o = Py_None, *dmah = Py_None;
-	PyObject *buf = Py_None, *owner = Py_None, *uses[2] = { NULL, NULL };
-	struct ibverbs_mr_init_attr a;
-	uint64_t length, addr = 0, mask = 0, start;
-	struct ibv_mr *mr;
-	int access = 0, err;
-	long fd;
+METHOD_DOC(pd_reg_mr_ex,
+	   "Register memory described by ``struct ibv_mr_init_attr``.\n"
+	   "\n"
+	   "Each keyword given sets its bit of ``comp_mask``\n"
+	   "(``MRInitAttrMask``): ``addr`` (ADDR) and ``iova`` (IOVA)\n"
+	   "for host memory at a chosen iova, ``fd`` and ``fd_offset``\n"
+	   "(FD, FD_OFFSET; with IOVA) for a dma-buf, ``dmah`` (DMAH) for\n"
+	   "DMA hints, ``buf`` (BUF; with ADDR inside it) for a Buf.\n"
+	   "``MR.addr`` is the address work requests use: ``iova`` when\n"
+	   "given, else ``addr``, else ``fd_offset``. The MR uses its Buf\n"
+	   "and DMAH (their ``close()`` refuses with EBUSY until it is\n"
+	   "closed). Pinning runs with the GIL released. Soft-RoCE\n"
+	   "registers ADDR/IOVA through libibverbs' translation to\n"
+	   "``reg_mr``; DMAH is checked against the recording double only.\n"
+	   "\n"
+	   "Wraps ``ibv_reg_mr_ex`` (man page ibv_reg_mr(3), rdma-core 59).\n"
+	   "\n"
+	   "Args:\n"
+	   "    length: bytes, 1 or more.\n"
+	   "    access: ``AccessFlags``.\n"
+	   "    addr: start address of host memory (an int), or None.\n"
+	   "    iova: the address work requests use, or None.\n"
+	   "    fd: a dma-buf file descriptor, or None.\n"
+	   "    fd_offset: the start within the dma-buf, or None.\n"
+	   "    dmah: a DMAH of this PD's Context, or None.\n"
+	   "    buf: a Buf of this PD, or None.\n"
+	   "    owner: the object whose memory this is, or None.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new MR.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: a value is not an int, dmah is not a DMAH or buf\n"
+	   "        not a Buf.\n"
+	   "    ValueError: length is 0, addr + length overflows, a value\n"
+	   "        is out of range, or dmah/buf belongs elsewhere.\n"
+	   "    VerbsError: EBADF once the PD, dmah or buf is closed;\n"
+	   "        EOPNOTSUPP when libibverbs lacks the verb (rdma-core\n"
+	   "        < 59) or the provider cannot (a DMAH on Soft-RoCE);\n"
+	   "        else the verb failed (``errno``, EINVAL for a mask\n"
+	   "        combination libibverbs refuses).");
 
-	if (!PyArg_ParseTupleAndKeywords(
-		    args, kw, "O|O$OOOOOOO:reg_mr_ex", kwlist, &len_o, &acc_o,
-		    &addr_o, &iova_o, &fd_o, &off_o, &dmah, &buf, &owner))
+/* Each keyword given (not None) sets its bit of comp_mask. */
+struct reg_mr_ex_args {
+	uint64_t length, addr, iova, fd_offset, mask;
+	int access, fd;
+	PyObject *dmah, *buf, *owner;
+};
+#define REG_MR_EX_OPT .flags = ARG_KWOPT | ARG_NONE
+static const ArgSpec reg_mr_ex_params[] = {
+	ARG_INT(struct reg_mr_ex_args, length, 1, SIZE_MAX),
+	ARG_FLAGS(struct reg_mr_ex_args, access, AccessFlags, .flags = ARG_OPT),
+	ARG_UINT(struct reg_mr_ex_args, addr, REG_MR_EX_OPT,
+		 .mask = IBV_REG_MR_MASK_ADDR),
+	ARG_UINT(struct reg_mr_ex_args, iova, REG_MR_EX_OPT,
+		 .mask = IBV_REG_MR_MASK_IOVA),
+	ARG_INT(struct reg_mr_ex_args, fd, INT_MIN, INT_MAX, REG_MR_EX_OPT,
+		.mask = IBV_REG_MR_MASK_FD),
+	ARG_UINT(struct reg_mr_ex_args, fd_offset, REG_MR_EX_OPT,
+		 .mask = IBV_REG_MR_MASK_FD_OFFSET),
+	ARG_HANDLE(struct reg_mr_ex_args, dmah, DMAH, ARG_SAME_CONTEXT,
+		   REG_MR_EX_OPT, .mask = IBV_REG_MR_MASK_DMAH),
+	ARG_HANDLE(struct reg_mr_ex_args, buf, Buf, ARG_SAME_PD, REG_MR_EX_OPT,
+		   .mask = IBV_REG_MR_MASK_BUF),
+	ARG_OBJECT(struct reg_mr_ex_args, owner, REG_MR_EX_OPT),
+	ARG_END
+};
+METHOD_ARGS_MASK(pd_reg_mr_ex, "PD.reg_mr_ex", reg_mr_ex_params,
+		 offsetof(struct reg_mr_ex_args, mask));
+
+PyObject *pd_reg_mr_ex(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PDObject *pd = (PDObject *)self;
+	struct reg_mr_ex_args r;
+	struct ibverbs_mr_init_attr a;
+	PyObject *uses[2];
+	struct ibv_mr *mr;
+	uint64_t start;
+	int err;
+
+	HANDLE_CHECK(self);
+	if (args_parse(&pd_reg_mr_ex_args, self, args, kw, &r) < 0)
 		return NULL;
-	memset(&a, 0, sizeof(a));
-	if (parse_length(len_o, &length) < 0 ||
-	    (acc_o != NULL && parse_access(acc_o, &access) < 0) ||
-	    ex_u64(addr_o, "addr", IBV_REG_MR_MASK_ADDR, &addr, &mask) < 0 ||
-	    ex_u64(iova_o, "iova", IBV_REG_MR_MASK_IOVA, &a.iova, &mask) < 0 ||
-	    ex_u64(off_o, "fd_offset", IBV_REG_MR_MASK_FD_OFFSET, &a.fd_offset,
-		   &mask) < 0)
-		return NULL;
-	if (fd_o != Py_None) {
-		if (arg_int(fd_o, "fd", INT_MIN, INT_MAX, &fd) < 0)
-			return NULL;
-		a.fd = (int)fd;
-		mask |= IBV_REG_MR_MASK_FD;
-	}
-	if ((mask & IBV_REG_MR_MASK_ADDR) && length - 1 > UINT64_MAX - addr) {
+	if ((r.mask & IBV_REG_MR_MASK_ADDR) &&
+	    r.length - 1 > UINT64_MAX - r.addr) {
 		PyErr_SetString(PyExc_ValueError,
 				"addr + length overflows the address space");
 		return NULL;
 	}
-	if (dmah != Py_None) {
-		if (dmah_check(dmah, pd) < 0)
-			return NULL;
-		uses[1] = dmah;
-		mask |= IBV_REG_MR_MASK_DMAH;
-	}
-	if (buf != Py_None) {
-		if (buf_check(buf, pd) < 0)
-			return NULL;
-		uses[0] = buf;
-		mask |= IBV_REG_MR_MASK_BUF;
-	}
+	uses[0] = r.buf;
+	uses[1] = r.dmah;
 	IBV_REQUIRE_OPTIONAL(reg_mr_ex, ibv_reg_mr_ex, "rdma-core 59");
-	/* The converters may run __index__, which may close a handle. */
-	HANDLE_CHECK(pd);
-	if ((uses[0] && handle_check(HANDLE(uses[0])) < 0) ||
-	    (uses[1] && handle_check(HANDLE(uses[1])) < 0))
-		return NULL;
-	a.length = (size_t)length;
-	a.access = access;
-	a.comp_mask = mask;
-	a.addr = (void *)(uintptr_t)addr;
-	a.dmah = uses[1] ? HANDLE(uses[1])->obj : NULL;
-	a.buf = uses[0] ? HANDLE(uses[0])->obj : NULL;
+	memset(&a, 0, sizeof(a));
+	a.length = (size_t)r.length;
+	a.access = r.access;
+	a.comp_mask = r.mask;
+	a.addr = (void *)(uintptr_t)r.addr;
+	a.iova = r.iova;
+	a.fd = r.fd;
+	a.fd_offset = r.fd_offset;
+	a.dmah = r.dmah ? HANDLE(r.dmah)->obj : NULL;
+	a.buf = r.buf ? HANDLE(r.buf)->obj : NULL;
 	mr = mr_reg_ex_call(pd, uses, &a, 0, &err);
-	start = (mask & IBV_REG_MR_MASK_IOVA) ? a.iova :
-		(mask & IBV_REG_MR_MASK_ADDR) ? addr :
-						a.fd_offset;
+	start = (r.mask & IBV_REG_MR_MASK_IOVA) ? r.iova :
+		(r.mask & IBV_REG_MR_MASK_ADDR) ? r.addr :
+						  r.fd_offset;
 	if (mr == NULL)
 		return verbs_error_fmt(err, "ibv_reg_mr_ex",
 				       "comp_mask=0x%llx addr=0x%llx "
 				       "length=%llu access=0x%x",
-				       (unsigned long long)mask,
+				       (unsigned long long)r.mask,
 				       (unsigned long long)start,
-				       (unsigned long long)length, access);
-	return mr_wrap_using(pd, mr, owner, start, length, access,
-			     (mask & IBV_REG_MR_MASK_FD) != 0, uses);
+				       (unsigned long long)r.length, r.access);
+	return mr_wrap_using(pd, mr, r.owner ? r.owner : Py_None, start,
+			     r.length, r.access,
+			     (r.mask & IBV_REG_MR_MASK_FD) != 0, uses);
 }
 
 /* PD.reg_buf_mr(buf, addr, length, access=0) */
-PyObject *mr_create_buf(PDObject *pd, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "buf", "addr", "length", "access", NULL };
-	PyObject *buf, *addr_o, *len_o, *acc_o = NULL, *uses[2] = { NULL };
-	struct ibverbs_mr_init_attr a;
-	uint64_t addr, length;
-	struct ibv_mr *mr;
-	int access = 0, err;
+METHOD_DOC(pd_reg_buf_mr,
+	   "Register ``length`` bytes at ``addr`` within a Buf.\n"
+	   "\n"
+	   "``addr`` is ``buf.addr`` or an address inside the buffer; the\n"
+	   "range must stay inside it (libibverbs answers EINVAL). The MR\n"
+	   "uses the Buf: ``buf.close()`` refuses with EBUSY until the MR\n"
+	   "is closed. Runs with the GIL released.\n"
+	   "\n"
+	   "Wraps ``ibv_reg_buf_mr`` (man page ibv_alloc_buf(3), rdma-core\n"
+	   "64).\n"
+	   "\n"
+	   "Args:\n"
+	   "    buf: a Buf of this PD.\n"
+	   "    addr: the start address, inside the buffer.\n"
+	   "    length: bytes, 1 or more.\n"
+	   "    access: ``AccessFlags``.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new MR (``MR.buf`` is the Buf).\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: buf is not a Buf, or a value is not an int.\n"
+	   "    ValueError: buf was allocated for another PD, length is\n"
+	   "        0, or a value is out of range.\n"
+	   "    VerbsError: EBADF once the PD or buf is closed; else the\n"
+	   "        verb failed (``errno``: EINVAL outside the buffer).");
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|O:reg_buf_mr", kwlist,
-					 &buf, &addr_o, &len_o, &acc_o))
+struct reg_buf_mr_args {
+	PyObject *buf;
+	uint64_t addr, length;
+	int access;
+};
+static const ArgSpec reg_buf_mr_params[] = {
+	ARG_HANDLE(struct reg_buf_mr_args, buf, Buf, ARG_SAME_PD),
+	ARG_UINT(struct reg_buf_mr_args, addr),
+	ARG_INT(struct reg_buf_mr_args, length, 1, SIZE_MAX),
+	ARG_FLAGS(struct reg_buf_mr_args, access, AccessFlags,
+		  .flags = ARG_OPT),
+	ARG_END
+};
+METHOD_ARGS(pd_reg_buf_mr, "PD.reg_buf_mr", reg_buf_mr_params);
+
+PyObject *pd_reg_buf_mr(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PDObject *pd = (PDObject *)self;
+	PyObject *uses[2] = { NULL, NULL };
+	struct ibverbs_mr_init_attr a;
+	struct reg_buf_mr_args r;
+	struct ibv_mr *mr;
+	int err;
+
+	HANDLE_CHECK(self);
+	if (args_parse(&pd_reg_buf_mr_args, self, args, kw, &r) < 0)
 		return NULL;
-	if (buf_check(buf, pd) < 0 || arg_u64(addr_o, "addr", &addr) < 0 ||
-	    parse_length(len_o, &length) < 0 ||
-	    (acc_o != NULL && parse_access(acc_o, &access) < 0))
-		return NULL;
-	HANDLE_CHECK(pd);
-	if (handle_check(HANDLE(buf)) < 0)
-		return NULL;
-	/* Only what the Buf exists for: ibv_alloc_buf is rdma-core 64's too. */
 	IBV_REQUIRE_OPTIONAL(reg_buf_mr, ibv_reg_buf_mr, "rdma-core 64");
 	memset(&a, 0, sizeof(a));
 	a.comp_mask = IBV_REG_MR_MASK_BUF | IBV_REG_MR_MASK_ADDR;
-	a.addr = (void *)(uintptr_t)addr;
-	a.length = (size_t)length;
-	a.access = access;
-	a.buf = HANDLE(buf)->obj;
-	uses[0] = buf;
+	a.addr = (void *)(uintptr_t)r.addr;
+	a.length = (size_t)r.length;
+	a.access = r.access;
+	a.buf = HANDLE(r.buf)->obj;
+	uses[0] = r.buf;
 	mr = mr_reg_ex_call(pd, uses, &a, 1, &err);
 	if (mr == NULL)
-		return mr_error(err, "ibv_reg_buf_mr", addr, length, access);
-	return mr_wrap_using(pd, mr, Py_None, addr, length, access, 0, uses);
+		return mr_error(err, "ibv_reg_buf_mr", r.addr, r.length,
+				r.access);
+	return mr_wrap_using(pd, mr, Py_None, r.addr, r.length, r.access, 0,
+			     uses);
 }
 
 /* PD.alloc_null_mr(): ibv_alloc_null_mr is static inline over a
  * verbs_context op (EOPNOTSUPP without one), so it is called by name. */
-PyObject *mr_alloc_null(PDObject *pd)
+METHOD_DOC(pd_alloc_null_mr,
+	   "Allocate a null MR: reads through it give zeros, writes are\n"
+	   "dropped.\n"
+	   "\n"
+	   "Wraps ``ibv_alloc_null_mr`` (man page ibv_alloc_null_mr(3)).\n"
+	   "Soft-RoCE has no such op (EOPNOTSUPP); never run on hardware\n"
+	   "here, checked against the recording double.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new MR (its lkey goes into SGEs).\n"
+	   "\n"
+	   "Raises:\n"
+	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
+	   "        failed (``errno``: EOPNOTSUPP without the op).");
+
+PyObject *pd_alloc_null_mr(PyObject *self, PyObject *unused)
 {
+	PDObject *pd = (PDObject *)self;
 	struct ibv_mr *mr;
 	int err;
 
+	HANDLE_CHECK(self);
 	errno = 0;
 	mr = ibv_alloc_null_mr((struct ibv_pd *)HANDLE(pd)->obj);
 	err = errno ? errno : EINVAL;
@@ -474,39 +637,58 @@ PyDoc_STRVAR(mr_rereg__doc__,
 	     "        when the provider cannot (Soft-RoCE) or libibverbs\n"
 	     "        lacks the verb; else the verb failed (``errno``).");
 
-/* The arguments of MR.rereg, checked against flags. */
+/* The arguments of MR.rereg; given: the REREG_* bits of those given
+ * (not None), checked against flags. */
 struct rereg_args {
 	int flags, access;
-	PDObject *pd;
-	uint64_t addr, length;
+	PyObject *pd, *owner;
+	uint64_t addr, length, given;
 };
+enum {
+	REREG_PD = 1,
+	REREG_ADDR = 2,
+	REREG_LENGTH = 4,
+	REREG_ACCESS = 8,
+	REREG_OWNER = 16
+};
+#define REREG_OPT(bit) .flags = ARG_KWOPT | ARG_NONE, .mask = (bit)
+static const ArgSpec rereg_params[] = {
+	ARG_FLAGS(struct rereg_args, flags, ReregMRFlags),
+	ARG_HANDLE(struct rereg_args, pd, PD, ARG_SAME_CONTEXT,
+		   REREG_OPT(REREG_PD)),
+	ARG_UINT(struct rereg_args, addr, REREG_OPT(REREG_ADDR)),
+	ARG_INT(struct rereg_args, length, 1, SIZE_MAX,
+		REREG_OPT(REREG_LENGTH)),
+	ARG_FLAGS(struct rereg_args, access, AccessFlags,
+		  REREG_OPT(REREG_ACCESS)),
+	ARG_OBJECT(struct rereg_args, owner, REREG_OPT(REREG_OWNER)),
+	ARG_END
+};
+METHOD_ARGS_MASK(mr_rereg, "MR.rereg", rereg_params,
+		 offsetof(struct rereg_args, given));
 
-static int rereg_parse(PyObject *self, PyObject *flags_o, PyObject *pd_o,
-		       PyObject *addr_o, PyObject *len_o, PyObject *acc_o,
-		       PyObject *owner, struct rereg_args *r)
+/* Each argument goes with its flag, and each flag needs its arguments. */
+static int rereg_check(PyObject *self, const struct rereg_args *r)
 {
-	long flags;
-	int trans, other;
+	int trans = (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0;
 
-	if (arg_int(flags_o, "flags", 0, INT_MAX, &flags) < 0)
-		return -1;
-	r->flags = (int)flags;
-	trans = (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0;
-	if (!trans != (addr_o == Py_None) || !trans != (len_o == Py_None) ||
-	    (!trans && owner != Py_None)) {
+	if (!trans != !(r->given & REREG_ADDR) ||
+	    !trans != !(r->given & REREG_LENGTH) ||
+	    (!trans && (r->given & REREG_OWNER))) {
 		PyErr_SetString(PyExc_ValueError,
 				"addr and length (and owner) go with "
 				"ReregMRFlags.CHANGE_TRANSLATION, and it "
 				"needs addr and length");
 		return -1;
 	}
-	if (!(r->flags & IBV_REREG_MR_CHANGE_PD) != (pd_o == Py_None)) {
+	if (!(r->flags & IBV_REREG_MR_CHANGE_PD) != !(r->given & REREG_PD)) {
 		PyErr_SetString(PyExc_ValueError,
 				"pd goes with ReregMRFlags.CHANGE_PD, and it "
 				"needs pd");
 		return -1;
 	}
-	if (!(r->flags & IBV_REREG_MR_CHANGE_ACCESS) != (acc_o == Py_None)) {
+	if (!(r->flags & IBV_REREG_MR_CHANGE_ACCESS) !=
+	    !(r->given & REREG_ACCESS)) {
 		PyErr_SetString(PyExc_ValueError,
 				"access goes with ReregMRFlags.CHANGE_ACCESS, "
 				"and it needs access");
@@ -519,33 +701,6 @@ static int rereg_parse(PyObject *self, PyObject *flags_o, PyObject *pd_o,
 				"reg_mr_iova, reg_mr_ex or reg_dmabuf_mr "
 				"without a Buf");
 		return -1;
-	}
-	if (trans && (arg_u64(addr_o, "addr", &r->addr) < 0 ||
-		      parse_length(len_o, &r->length) < 0))
-		return -1;
-	if (acc_o != Py_None && parse_access(acc_o, &r->access) < 0)
-		return -1;
-	r->pd = NULL;
-	if (pd_o != Py_None) {
-		if (!PyObject_TypeCheck(pd_o, ST.PD_type)) {
-			PyErr_Format(PyExc_TypeError, "pd must be a PD, not %R",
-				     (PyObject *)Py_TYPE(pd_o));
-			return -1;
-		}
-		if (handle_check(HANDLE(pd_o)) < 0)
-			return -1;
-		/* Under the MR's lock: a rereg on another thread may be
-		 * moving the MR to another PD (rereg_apply). */
-		OBJ_LOCKED_BEGIN(self);
-		other = HANDLE(pd_o)->parent != HANDLE(self)->parent->parent;
-		OBJ_LOCKED_END();
-		if (other) {
-			PyErr_SetString(PyExc_ValueError,
-					"pd belongs to another Context than "
-					"the MR");
-			return -1;
-		}
-		r->pd = (PDObject *)pd_o;
 	}
 	return 0;
 }
@@ -569,8 +724,7 @@ static const char *rereg_err_name(int rc)
 }
 
 /* The new state, after a success or IBV_REREG_MR_ERR_DO_FORK_OLD. */
-static void rereg_apply(MRObject *m, const struct rereg_args *r,
-			PyObject *owner)
+static void rereg_apply(MRObject *m, const struct rereg_args *r)
 {
 	PyObject *old = NULL;
 
@@ -583,9 +737,9 @@ static void rereg_apply(MRObject *m, const struct rereg_args *r,
 		m->length = r->length;
 		old = m->owner;
 		m->owner = NULL;
-		if (owner != Py_None) {
-			Py_INCREF(owner);
-			m->owner = owner;
+		if (r->owner != NULL) {
+			Py_INCREF(r->owner);
+			m->owner = r->owner;
 		}
 	}
 	if (r->flags & IBV_REREG_MR_CHANGE_ACCESS)
@@ -598,27 +752,15 @@ static void rereg_apply(MRObject *m, const struct rereg_args *r,
 
 static PyObject *mr_rereg(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "flags",  "pd",    "addr", "length",
-				  "access", "owner", NULL };
-	PyObject *flags_o, *pd_o = Py_None, *addr_o = Py_None;
-	PyObject *len_o = Py_None, *acc_o = Py_None, *owner = Py_None;
 	PyObject *attrs, *newpd;
 	struct rereg_args r;
 	int rc, err;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OOOOO:rereg", kwlist,
-					 &flags_o, &pd_o, &addr_o, &len_o,
-					 &acc_o, &owner))
-		return NULL;
-	memset(&r, 0, sizeof(r));
-	if (rereg_parse(self, flags_o, pd_o, addr_o, len_o, acc_o, owner, &r) <
-	    0)
+	if (args_parse(&mr_rereg_args, self, args, kw, &r) < 0 ||
+	    rereg_check(self, &r) < 0)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(rereg_mr, ibv_rereg_mr, "rdma-core 12");
-	HANDLE_CHECK(self);
-	if (r.pd != NULL && handle_check(HANDLE(r.pd)) < 0)
-		return NULL;
 	newpd = (PyObject *)r.pd;
 	busy_also(&newpd, 1, 1);
 	HANDLE_BUSY_ENTER(self);
@@ -633,7 +775,7 @@ static PyObject *mr_rereg(PyObject *self, PyObject *args, PyObject *kw)
 	HANDLE_BUSY_EXIT(self);
 	busy_also(&newpd, 1, -1);
 	if (rc == 0 || rc == IBV_REREG_MR_ERR_DO_FORK_OLD)
-		rereg_apply((MRObject *)self, &r, owner);
+		rereg_apply((MRObject *)self, &r);
 	if (rc == 0)
 		Py_RETURN_NONE;
 	if (rc > 0)
@@ -673,19 +815,33 @@ PyDoc_STRVAR(mr_sge__doc__,
 
 /* sge(length=None, offset=0) -> SGE covering [offset, offset+length):
  * SGE(self, length, offset=offset), whose constructor checks the range. */
+struct sge_args {
+	uint64_t offset, given;
+	uint32_t length;
+};
+static const ArgSpec sge_params[] = {
+	ARG_UINT(struct sge_args, length, .flags = ARG_OPT | ARG_NONE,
+		 .mask = 1),
+	ARG_UINT(struct sge_args, offset, .flags = ARG_OPT), ARG_END
+};
+METHOD_ARGS_MASK(mr_sge, "MR.sge", sge_params,
+		 offsetof(struct sge_args, given));
+
+/* SGE(self, length, offset=offset), whose constructor checks the range. */
 static PyObject *mr_sge(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "length", "offset", NULL };
-	PyObject *len_o = Py_None, *off_o = NULL, *a, *k = NULL, *res = NULL;
+	PyObject *a = NULL, *k, *res = NULL;
+	struct sge_args r;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:sge", kwlist, &len_o,
-					 &off_o))
+	if (args_parse(&mr_sge_args, self, args, kw, &r) < 0)
 		return NULL;
-	a = PyTuple_Pack(2, self, len_o);
-	if (a != NULL && off_o != NULL)
-		k = Py_BuildValue("{sO}", "offset", off_o);
-	if (a != NULL && (off_o == NULL || k != NULL))
+	k = Py_BuildValue("{sK}", "offset", (unsigned long long)r.offset);
+	if (k != NULL)
+		a = r.given ? Py_BuildValue("(Ok)", self,
+					    (unsigned long)r.length) :
+			      Py_BuildValue("(OO)", self, Py_None);
+	if (a != NULL)
 		res = PyObject_Call((PyObject *)ST.SGE_type, a, k);
 	Py_XDECREF(a);
 	Py_XDECREF(k);
@@ -828,11 +984,9 @@ PyDoc_STRVAR(mr__doc__,
 	     "``close()`` wraps ``ibv_dereg_mr`` (man page ibv_reg_mr(3))\n"
 	     "and then releases ``owner``.");
 
-static PyMethodDef mr_methods[] = {
-	{ "sge", KW mr_sge, METH_VARARGS | METH_KEYWORDS, mr_sge__doc__ },
-	{ "rereg", KW mr_rereg, METH_VARARGS | METH_KEYWORDS, mr_rereg__doc__ },
-	HANDLE_METHODS_END
-};
+static PyMethodDef mr_methods[] = { METHOD_KW("sge", mr_sge),
+				    METHOD_KW("rereg", mr_rereg),
+				    HANDLE_METHODS_END };
 
 static PyGetSetDef mr_getset[] = {
 	{ "addr", mr_get_addr, NULL,

@@ -307,8 +307,30 @@ void mw_hold_records_apply(PyObject *const *kept, Py_ssize_t n)
 }
 
 /* PD.alloc_mw(type) */
-PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw)
+METHOD_DOC(pd_alloc_mw,
+	   "Allocate a memory window in this PD.\n"
+	   "\n"
+	   "A type 1 window is bound with ``QP.bind_mw()``, a type 2 one\n"
+	   "with a ``SendWR(opcode=BIND_MW, ...)`` or "
+	   "``QPEx.wr_bind_mw()``.\n"
+	   "\n"
+	   "Wraps ``ibv_alloc_mw`` (man page ibv_alloc_mw(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    type: ``MWType.TYPE_1`` or ``MWType.TYPE_2``.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new MW.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: type is not an int.\n"
+	   "    ValueError: type is neither 1 nor 2.\n"
+	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
+	   "        failed (``errno``, e.g. EOPNOTSUPP without windows).");
+
+PyObject *pd_alloc_mw(PyObject *parent, PyObject *args, PyObject *kw)
 {
+	PDObject *pd = (PDObject *)parent;
 	static char *kwlist[] = { "type", NULL };
 	PyObject *type_o;
 	struct ibv_mw *mw;
@@ -316,6 +338,7 @@ PyObject *mw_create(PDObject *pd, PyObject *args, PyObject *kw)
 	MWObject *self;
 	long type;
 
+	HANDLE_CHECK(parent);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:alloc_mw", kwlist,
 					 &type_o))
 		return NULL;

@@ -20,8 +20,31 @@ static int odp_mr_destroy(Handle *h)
 static const HandleKind odp_mr_kind = { "MR", "ibv_dereg_mr", odp_mr_destroy,
 					NULL };
 
-PyObject *odp_reg_implicit(PDObject *pd, PyObject *args, PyObject *kw)
+METHOD_DOC(pd_reg_implicit_odp_mr,
+	   "Register the whole address space as an implicit ODP MR.\n"
+	   "\n"
+	   "Calls ``ibv_reg_mr(pd, NULL, SIZE_MAX, access | ON_DEMAND)``:\n"
+	   "pages are mapped on demand as work requests touch them.\n"
+	   "The MR's ``addr`` is 0 and its ``length`` SIZE_MAX.\n"
+	   "\n"
+	   "Wraps ``ibv_reg_mr`` (man page ibv_reg_mr(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    access: ``AccessFlags``; ON_DEMAND is added.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new MR.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: access is not an int.\n"
+	   "    ValueError: access is out of range.\n"
+	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
+	   "        failed (``errno``, e.g. EINVAL or EOPNOTSUPP where the\n"
+	   "        device has no implicit ODP).");
+
+PyObject *pd_reg_implicit_odp_mr(PyObject *self, PyObject *args, PyObject *kw)
 {
+	PDObject *pd = (PDObject *)self;
 	static char *kwlist[] = { "access", NULL };
 	PyObject *acc_o = NULL;
 	struct ibv_mr *mr;
@@ -29,6 +52,7 @@ PyObject *odp_reg_implicit(PDObject *pd, PyObject *args, PyObject *kw)
 	MRObject *o;
 	int err;
 
+	HANDLE_CHECK(self);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:reg_implicit_odp_mr",
 					 kwlist, &acc_o))
 		return NULL;
@@ -60,8 +84,28 @@ PyObject *odp_reg_implicit(PDObject *pd, PyObject *args, PyObject *kw)
 }
 
 /* PD.advise_mr(advice, flags, sg_list) */
-PyObject *odp_advise_mr(PDObject *pd, PyObject *args, PyObject *kw)
+METHOD_DOC(pd_advise_mr,
+	   "Give the provider advice about ODP memory (prefetch it).\n"
+	   "\n"
+	   "Wraps ``ibv_advise_mr`` (man page ibv_advise_mr(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    advice: ``AdviseMRAdvice`` (PREFETCH, PREFETCH_WRITE,\n"
+	   "        PREFETCH_NO_FAULT).\n"
+	   "    flags: ``AdviseMRFlags`` (FLUSH waits for the prefetch).\n"
+	   "    sg_list: a list or tuple of SGEs over MRs of this PD.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: sg_list is not a list or tuple of SGEs.\n"
+	   "    ValueError: sg_list is empty or an SGE's MR belongs to\n"
+	   "        another PD.\n"
+	   "    VerbsError: EBADF if the PD or an SGE's MR is closed;\n"
+	   "        EOPNOTSUPP when the provider has no such op; else the\n"
+	   "        verb failed (``errno``).");
+
+PyObject *pd_advise_mr(PyObject *self, PyObject *args, PyObject *kw)
 {
+	PDObject *pd = (PDObject *)self;
 	static char *kwlist[] = { "advice", "flags", "sg_list", NULL };
 	PyObject *adv_o, *flags_o, *list, *seq = NULL, *res = NULL;
 	struct ibv_sge *sges = NULL;
@@ -70,6 +114,7 @@ PyObject *odp_advise_mr(PDObject *pd, PyObject *args, PyObject *kw)
 	uint32_t flags;
 	int rc;
 
+	HANDLE_CHECK(self);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:advise_mr", kwlist,
 					 &adv_o, &flags_o, &list))
 		return NULL;

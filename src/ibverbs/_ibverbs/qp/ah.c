@@ -28,13 +28,38 @@ static PyObject *ah_wrap(PDObject *pd, struct ibv_ah *ah)
 }
 
 /* PD.create_ah(attr): attr is an AHAttr or any object with its fields. */
-PyObject *ah_create(PDObject *pd, PyObject *args, PyObject *kw)
+METHOD_DOC(pd_create_ah,
+	   "Create an address handle, the destination of UD sends.\n"
+	   "\n"
+	   "``attr`` is an ``AHAttr`` (or any object with some of its\n"
+	   "fields: dlid, sl, port_num, dgid, sgid_index, hop_limit, ...);\n"
+	   "a ``dgid`` makes the address global (RoCE needs one) unless\n"
+	   "``is_global`` says otherwise.\n"
+	   "\n"
+	   "Wraps ``ibv_create_ah`` (man page ibv_create_ah(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    attr: an AHAttr, or any object with some of its fields.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new AH.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: attr has none of AHAttr's fields, or a field\n"
+	   "        has the wrong type.\n"
+	   "    ValueError: a field is out of range or dgid is no GID.\n"
+	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
+	   "        failed (``errno``, e.g. EINVAL for a bad sgid_index).");
+
+PyObject *pd_create_ah(PyObject *self, PyObject *args, PyObject *kw)
 {
+	PDObject *pd = (PDObject *)self;
 	static char *kwlist[] = { "attr", NULL };
 	struct ibv_ah_attr attr;
 	struct ibv_ah *ah;
 	PyObject *attr_o;
 
+	HANDLE_CHECK(self);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_ah", kwlist,
 					 &attr_o))
 		return NULL;

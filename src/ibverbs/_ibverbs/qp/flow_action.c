@@ -279,9 +279,7 @@ PyDoc_STRVAR(flow_action__doc__,
 	     "ibv_create_flow_action(3)).");
 
 static PyMethodDef flow_action_methods[] = {
-	{ "modify_esp", KW flow_action_modify_esp, METH_VARARGS | METH_KEYWORDS,
-	  flow_action_modify_esp__doc__ },
-	HANDLE_METHODS_END
+	METHOD_KW("modify_esp", flow_action_modify_esp), HANDLE_METHODS_END
 };
 
 static PyGetSetDef flow_action_getset[] = {

@@ -336,11 +336,41 @@ static struct ibv_qp *plain_create(struct ibv_pd *pd,
 	return IBV.create_qp(pd, init);
 }
 
-PyObject *qp_create(PDObject *pd, PyObject *args, PyObject *kw)
+METHOD_DOC(pd_create_qp,
+	   "Create a queue pair in this PD.\n"
+	   "\n"
+	   "``init_attr`` is a ``QPInitAttr`` (or any object with its\n"
+	   "fields): send_cq (required), recv_cq (default: send_cq),\n"
+	   "qp_type (default RC), srq, the capacities (max_send_wr=128,\n"
+	   "max_recv_wr=128, max_send_sge=1, max_recv_sge=1,\n"
+	   "max_inline_data=0) and sq_sig_all. The QP uses its CQs and\n"
+	   "SRQ: they refuse ``close()`` (EBUSY) until the QP is closed.\n"
+	   "``QP.cap`` holds the capacities the provider granted.\n"
+	   "\n"
+	   "Wraps ``ibv_create_qp`` (man page ibv_create_qp(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    init_attr: a QPInitAttr, or any object with its fields.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new QP, in the RESET state.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: a CQ or SRQ field has the wrong type, or\n"
+	   "        send_cq is None.\n"
+	   "    ValueError: a CQ of another Context, an SRQ of another PD,\n"
+	   "        or a capacity out of range.\n"
+	   "    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
+	   "        else the verb failed (``errno``, e.g. EINVAL for\n"
+	   "        capacities beyond the device's limits).");
+
+PyObject *pd_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 {
+	PDObject *pd = (PDObject *)self;
 	static char *kwlist[] = { "init_attr", NULL };
 	PyObject *ia;
 
+	HANDLE_CHECK(self);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp", kwlist, &ia))
 		return NULL;
 	return qp_create_with(pd, ia, &qp_kind, "ibv_create_qp", plain_create,
@@ -1323,28 +1353,19 @@ static PyMethodDef qp_methods[] = {
 	  qp_modify__doc__ },
 	{ "query", KW qp_meth_query, METH_VARARGS | METH_KEYWORDS,
 	  qp_query__doc__ },
-	{ "to_init", KW qp_to_init, METH_VARARGS | METH_KEYWORDS,
-	  qp_to_init__doc__ },
-	{ "to_rtr", KW qp_to_rtr, METH_VARARGS | METH_KEYWORDS,
-	  qp_to_rtr__doc__ },
-	{ "to_rts", KW qp_to_rts, METH_VARARGS | METH_KEYWORDS,
-	  qp_to_rts__doc__ },
+	METHOD_KW("to_init", qp_to_init),
+	METHOD_KW("to_rtr", qp_to_rtr),
+	METHOD_KW("to_rts", qp_to_rts),
 	{ "create_flow", KW flow_create, METH_VARARGS | METH_KEYWORDS,
 	  qp_create_flow__doc__ },
-	{ "bind_mw", KW qp_bind_mw, METH_VARARGS | METH_KEYWORDS,
-	  qp_bind_mw__doc__ },
-	{ "attach_mcast", KW qp_attach_mcast, METH_VARARGS | METH_KEYWORDS,
-	  qp_attach_mcast__doc__ },
-	{ "detach_mcast", KW qp_detach_mcast, METH_VARARGS | METH_KEYWORDS,
-	  qp_detach_mcast__doc__ },
-	{ "query_data_in_order", KW qp_query_data_in_order,
-	  METH_VARARGS | METH_KEYWORDS, qp_query_data_in_order__doc__ },
-	{ "modify_rate_limit", KW qp_modify_rate_limit,
-	  METH_VARARGS | METH_KEYWORDS, qp_modify_rate_limit__doc__ },
-	{ "query_ece", qp_query_ece, METH_NOARGS, qp_query_ece__doc__ },
+	METHOD_KW("bind_mw", qp_bind_mw),
+	METHOD_KW("attach_mcast", qp_attach_mcast),
+	METHOD_KW("detach_mcast", qp_detach_mcast),
+	METHOD_KW("query_data_in_order", qp_query_data_in_order),
+	METHOD_KW("modify_rate_limit", qp_modify_rate_limit),
+	METHOD_NOARGS("query_ece", qp_query_ece),
 	{ "set_ece", qp_set_ece, METH_O, qp_set_ece__doc__ },
-	{ "attach_comp_cntr", KW qp_attach_comp_cntr,
-	  METH_VARARGS | METH_KEYWORDS, qp_attach_comp_cntr__doc__ },
+	METHOD_KW("attach_comp_cntr", qp_attach_comp_cntr),
 	HANDLE_METHODS_END
 };
 

@@ -819,11 +819,39 @@ out:
 	return res;
 }
 
-PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw)
+METHOD_DOC(pd_create_qp_ex,
+	   "Create an extended QP that posts with the ``ibv_wr_*`` calls.\n"
+	   "\n"
+	   "``init_attr`` is a ``QPInitAttrEx``: QPInitAttr's fields plus\n"
+	   "``send_ops_flags`` (``QPCreateSendOpsFlags``: the builders the\n"
+	   "QP may use; SEND when None), ``create_flags`` and ``pd``\n"
+	   "(None or this PD).\n"
+	   "\n"
+	   "Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
+	   "ibv_create_qp_ex(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    init_attr: a QPInitAttrEx, or any object with its fields.\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new QPEx, in the RESET state.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: a field has the wrong type.\n"
+	   "    ValueError: init_attr.pd is another PD, a CQ or SRQ is of\n"
+	   "        another Context or PD, or a value is out of range.\n"
+	   "    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
+	   "        EOPNOTSUPP when libibverbs lacks ``ibv_qp_to_qp_ex`` or\n"
+	   "        the provider makes no extended QP; else the verb failed\n"
+	   "        (``errno``).");
+
+PyObject *pd_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
 {
+	PDObject *pd = (PDObject *)self;
 	static char *kwlist[] = { "init_attr", NULL };
 	PyObject *ia;
 
+	HANDLE_CHECK(self);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp_ex", kwlist,
 					 &ia))
 		return NULL;
@@ -832,12 +860,39 @@ PyObject *qpex_create(PDObject *pd, PyObject *args, PyObject *kw)
 
 /* Context.create_qp_ex(init_attr): init_attr.pd is required and must be
  * a PD of this Context (ibv_create_qp_ex takes both). */
-PyObject *qpex_create_ctx(ContextObject *ctx, PyObject *args, PyObject *kw)
+METHOD_DOC(
+	context_create_qp_ex,
+	"Create an extended QP in the PD that ``init_attr.pd`` names.\n"
+	"\n"
+	"The same as ``init_attr.pd.create_qp_ex(init_attr)``, after\n"
+	"checking that the PD is one of this Context's.\n"
+	"\n"
+	"Wraps ``ibv_create_qp_ex`` and ``ibv_qp_to_qp_ex`` (man page\n"
+	"ibv_create_qp_ex(3)).\n"
+	"\n"
+	"Args:\n"
+	"    init_attr: a QPInitAttrEx whose ``pd`` is a PD of this Context.\n"
+	"\n"
+	"Returns:\n"
+	"    The new QPEx, in the RESET state.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: init_attr has no pd, or it is not a PD; a field\n"
+	"        has the wrong type.\n"
+	"    ValueError: the PD belongs to another Context; as\n"
+	"        ``PD.create_qp_ex()``.\n"
+	"    VerbsError: EBADF if the PD, a CQ or the SRQ is closed;\n"
+	"        EOPNOTSUPP as ``PD.create_qp_ex()``; else the verb\n"
+	"        failed (``errno``).");
+
+PyObject *context_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
 {
+	ContextObject *ctx = (ContextObject *)self;
 	static char *kwlist[] = { "init_attr", NULL };
 	PyObject *ia, *pd;
 	PyObject *res = NULL;
 
+	HANDLE_CHECK(self);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp_ex", kwlist,
 					 &ia))
 		return NULL;

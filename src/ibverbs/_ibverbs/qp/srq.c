@@ -21,14 +21,35 @@ static const HandleKind srq_kind = { "SRQ", "ibv_destroy_srq", srq_destroy,
 				     NULL };
 
 /* PD.create_srq(max_wr=128, max_sge=1, srq_limit=0) */
-PyObject *srq_create(PDObject *pd, PyObject *args, PyObject *kw)
+METHOD_DOC(pd_create_srq,
+	   "Create a shared receive queue in this PD.\n"
+	   "\n"
+	   "Wraps ``ibv_create_srq`` (man page ibv_create_srq(3)).\n"
+	   "\n"
+	   "Args:\n"
+	   "    max_wr: receive work requests it holds.\n"
+	   "    max_sge: scatter entries per work request.\n"
+	   "    srq_limit: the SRQ_LIMIT_REACHED threshold (0: none).\n"
+	   "\n"
+	   "Returns:\n"
+	   "    The new SRQ.\n"
+	   "\n"
+	   "Raises:\n"
+	   "    TypeError: an argument is not an int.\n"
+	   "    ValueError: a value is outside ``0..2**32-1``.\n"
+	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
+	   "        failed (``errno``, e.g. EINVAL past the device limits).");
+
+PyObject *pd_create_srq(PyObject *parent, PyObject *args, PyObject *kw)
 {
+	PDObject *pd = (PDObject *)parent;
 	static char *kwlist[] = { "max_wr", "max_sge", "srq_limit", NULL };
 	PyObject *wr_o = NULL, *sge_o = NULL, *limit_o = NULL;
 	struct ibv_srq_init_attr init = { 0 };
 	struct ibv_srq *srq;
 	SRQObject *self;
 
+	HANDLE_CHECK(parent);
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:create_srq", kwlist,
 					 &wr_o, &sge_o, &limit_o))
 		return NULL;
@@ -451,10 +472,9 @@ PyDoc_STRVAR(srq__doc__,
 
 static PyMethodDef srq_methods[] = {
 	{ "post_recv", srq_post_recv, METH_O, srq_post_recv__doc__ },
-	{ "modify", KW srq_modify, METH_VARARGS | METH_KEYWORDS,
-	  srq_modify__doc__ },
-	{ "query", srq_query, METH_NOARGS, srq_query__doc__ },
-	{ "get_srq_num", srq_get_srq_num, METH_NOARGS, srq_get_srq_num__doc__ },
+	METHOD_KW("modify", srq_modify),
+	METHOD_NOARGS("query", srq_query),
+	METHOD_NOARGS("get_srq_num", srq_get_srq_num),
 	{ "post_srq_ops", srq_post_srq_ops, METH_O, srq_post_srq_ops__doc__ },
 	HANDLE_METHODS_END
 };

@@ -299,12 +299,10 @@ PyDoc_STRVAR(wq__doc__,
 	     "``ibv_destroy_wq`` (man page ibv_create_wq(3)). Never run on\n"
 	     "hardware here; checked against the recording double.");
 
-static PyMethodDef wq_methods[] = {
-	{ "modify", KW wq_modify, METH_VARARGS | METH_KEYWORDS,
-	  wq_modify__doc__ },
-	{ "post_recv", wq_post_recv, METH_O, wq_post_recv__doc__ },
-	HANDLE_METHODS_END
-};
+static PyMethodDef wq_methods[] = { METHOD_KW("modify", wq_modify),
+				    { "post_recv", wq_post_recv, METH_O,
+				      wq_post_recv__doc__ },
+				    HANDLE_METHODS_END };
 
 static PyGetSetDef wq_getset[] = {
 	{ "pd", handle_get_parent, NULL, "The PD the WQ was created in.",

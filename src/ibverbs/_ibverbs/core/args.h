@@ -1,0 +1,171 @@
+/*
+ * core/args.h - a method's argument contract, declared once (included by
+ * ibverbs.h; core/args.c reads it).
+ *
+ * A method declares each argument beside its function: name, kind (an
+ * integer in a range, a flag set or enum of a named class, a handle of a
+ * type under the same Context or PD, a record of a named class, any
+ * object), whether it may be left out or passed only by keyword, its
+ * default, and whether None stands for "not given".  The C struct the
+ * method parses into has one field per argument, named as the argument:
+ *
+ *	struct reg_mr_args { uint64_t addr, length; int access; PyObject *owner; };
+ *	static const ArgSpec reg_mr_params[] = {
+ *		ARG_UINT(struct reg_mr_args, addr),
+ *		ARG_INT(struct reg_mr_args, length, 1, UINT64_MAX),
+ *		ARG_FLAGS(struct reg_mr_args, access, AccessFlags, .flags = ARG_OPT),
+ *		ARG_OBJECT(struct reg_mr_args, owner, .flags = ARG_KWOPT | ARG_NONE),
+ *		ARG_END
+ *	};
+ *	METHOD_ARGS(pd_reg_mr, "PD.reg_mr", reg_mr_params);
+ *
+ * and the function calls args_parse(&pd_reg_mr_args, self, args, kw, &a)
+ * after HANDLE_CHECK(self), so a handle argument is checked open (and, in
+ * the free-threaded build, pinned) inside the method's scope.
+ *
+ * From that one declaration come the parsing, with one wording per kind
+ * of error (args.c), and ibverbs._ibverbs._specs, the declarations as
+ * data: the host tests compare them with the stub's signatures and the
+ * docstrings' Args, and the misuse suite derives its bad inputs from them
+ * (wrong types, each bound + 1, a closed handle, another parent's handle).
+ *
+ * The data path (post_send, post_recv, poll, the WR and SGE constructors)
+ * parses by hand, where this parser would cost instructions.
+ */
+#ifndef IBVERBS_CORE_ARGS_H
+#define IBVERBS_CORE_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum ArgKind {
+	ARG_KIND_INT, /* an int in lo..hi (signed when lo < 0) */
+	ARG_KIND_FLAGS, /* an int or flag of class cls, in lo..hi */
+	ARG_KIND_ENUM, /* an int or member of class cls, in lo..hi */
+	ARG_KIND_HANDLE, /* an open object of type cls, under parent */
+	ARG_KIND_RECORD, /* an object of class cls: the method reads it */
+	ARG_KIND_OBJECT, /* any object (an owner, a buffer, a callback) */
+} ArgKind;
+
+/* ArgSpec.flags */
+#define ARG_OPT 0x1u /* may be left out: the field keeps .def (or NULL) */
+#define ARG_KWONLY 0x2u /* passed by keyword only */
+#define ARG_KWOPT (ARG_OPT | ARG_KWONLY)
+#define ARG_NONE 0x4u /* None is accepted, as "not given" */
+
+/* ArgSpec.parent: which handle of self's tree a handle argument must be
+ * under. */
+typedef enum ArgParent {
+	ARG_ANY_PARENT,
+	ARG_SAME_CONTEXT, /* the Context self belongs to (or is) */
+	ARG_SAME_PD, /* the PD self belongs to (or is) */
+} ArgParent;
+
+typedef struct ArgSpec {
+	const char *name; /* NULL ends the list */
+	unsigned char kind; /* ArgKind */
+	unsigned char flags; /* ARG_* */
+	unsigned char size; /* of the C field: 1, 2, 4 or 8 (integers) */
+	unsigned char parent; /* ArgParent (handles) */
+	unsigned short offset; /* of the field in the method's struct */
+	long long lo; /* integers: the range */
+	unsigned long long hi;
+	long long def; /* an integer left out */
+	const char *cls; /* the class named in messages and in _specs */
+	size_t type_slot; /* handles: offsetof(module_state, <T>_type) */
+	uint64_t mask; /* given and not None: or'ed into the mask field */
+	const char *hint; /* appended to its TypeError, in parentheses */
+} ArgSpec;
+
+typedef struct MethodArgs {
+	const char *qualname; /* "PD.reg_mr": messages and _specs */
+	const ArgSpec *params;
+	int mask_offset; /* of a uint64_t mask field, or -1 */
+} MethodArgs;
+
+#define ARG_FIELD_(S, f) \
+	.name = #f, .offset = offsetof(S, f), .size = sizeof(((S *)0)->f)
+/* The largest value of field f's type (gcc's typeof tells its sign). */
+#define ARG_SIGNED_(S, f) \
+	(!((__typeof__(((S *)0)->f))-1 > (__typeof__(((S *)0)->f))0))
+#define ARG_MAX_(S, f) \
+	(UINT64_MAX >> (64 - 8 * sizeof(((S *)0)->f) + ARG_SIGNED_(S, f)))
+
+#define ARG_INT(S, f, lo_, hi_, ...)                                 \
+	{                                                            \
+		ARG_FIELD_(S, f), .kind = ARG_KIND_INT, .lo = (lo_), \
+				  .hi = (hi_), __VA_ARGS__           \
+	}
+/* 0 up to the largest value of the field's type. */
+#define ARG_UINT(S, f, ...) ARG_INT(S, f, 0, ARG_MAX_(S, f), __VA_ARGS__)
+/* A flag set of ibverbs.<Cls>: 0 up to the largest value of the field's
+ * type (2**31-1 for an int). */
+#define ARG_FLAGS(S, f, Cls, ...)                                            \
+	{                                                                    \
+		ARG_FIELD_(S, f), .kind = ARG_KIND_FLAGS, .cls = #Cls,       \
+				  .lo = 0, .hi = ARG_MAX_(S, f), __VA_ARGS__ \
+	}
+#define ARG_ENUM(S, f, Cls, lo_, hi_, ...)                              \
+	{                                                               \
+		ARG_FIELD_(S, f), .kind = ARG_KIND_ENUM, .cls = #Cls,   \
+				  .lo = (lo_), .hi = (hi_), __VA_ARGS__ \
+	}
+/* A PyObject * field (borrowed) holding an open T. */
+#define ARG_HANDLE(S, f, T, parent_, ...)                              \
+	{                                                              \
+		ARG_FIELD_(S, f),                                      \
+			.kind = ARG_KIND_HANDLE, .cls = #T,            \
+			.type_slot = offsetof(module_state, T##_type), \
+			.parent = (parent_), __VA_ARGS__               \
+	}
+#define ARG_RECORD(S, f, Cls, ...)                                      \
+	{                                                               \
+		ARG_FIELD_(S, f), .kind = ARG_KIND_RECORD, .cls = #Cls, \
+				  __VA_ARGS__                           \
+	}
+#define ARG_OBJECT(S, f, ...)                                          \
+	{                                                              \
+		ARG_FIELD_(S, f), .kind = ARG_KIND_OBJECT, __VA_ARGS__ \
+	}
+#define ARG_END              \
+	{                    \
+		.name = NULL \
+	}
+
+/* Declare name##_args, the MethodArgs of qualname with the ArgSpec list
+ * params, and register it for ibverbs._ibverbs._specs (a pointer in the
+ * section ibverbs_args, which args.c walks). */
+#define METHOD_ARGS_MASK(name, qualname_, params_, mask_off)                 \
+	static const MethodArgs name##_args = { .qualname = (qualname_),     \
+						.params = (params_),         \
+						.mask_offset = (mask_off) }; \
+	static const MethodArgs *const name##_args_entry                     \
+		__attribute__((section("ibverbs_args"), used)) = &name##_args
+#define METHOD_ARGS(name, qualname_, params_) \
+	METHOD_ARGS_MASK(name, qualname_, params_, -1)
+
+/* Parse args and kw (either may be NULL) into the struct at out by m's
+ * declaration: the fields of left-out arguments get their defaults (0 /
+ * NULL unless .def says otherwise).  self (or NULL) is the handle whose
+ * Context or PD a handle argument must share.  Call it after
+ * HANDLE_CHECK(self).  0, or -1 with TypeError, ValueError or
+ * VerbsError(EBADF) set. */
+int args_parse(const MethodArgs *m, PyObject *self, PyObject *args,
+	       PyObject *kw, void *out);
+
+/* The messages of the kinds of bad argument, for the few methods that
+ * still parse by hand: "name must be an MR[ or None], not <type>";
+ * "name belongs to another Context" (or PD).  NULL / -1 with the error
+ * set, as the caller returns. */
+int arg_type_error(const char *name, const char *what, int none_ok,
+		   PyObject *got);
+/* The same with a hint in parentheses (or NULL). */
+int arg_type_error_hint(const char *name, const char *what, int none_ok,
+			PyObject *got, const char *hint);
+int arg_other_parent_error(const char *name, const char *parent);
+
+/* {qualname: (param, ...)}: each param a dict of its declaration (name,
+ * kind, optional, kw_only, none_ok, lo, hi, default, cls, parent). */
+PyObject *args_specs(void);
+
+#endif
