@@ -209,13 +209,77 @@ class M:
 
     def call(self, obj, name, w, override=None):
         args, kwargs = [], {}
+        by_kw = False  # after a parameter left out, the rest by keyword
         for p in self.params:
-            v = override[1] if override and override[0] is p else p.value(w)
-            if p.kw:
+            if override and override[0] is p:
+                v = override[1]
+            elif p.valid is OMIT:
+                by_kw = True
+                continue
+            else:
+                v = p.value(w)
+            if p.kw or by_kw:
                 kwargs[p.name] = v
             else:
                 args.append(v)
         return getattr(obj, name)(*args, **kwargs)
+
+
+# The argument declarations of the C extension (core/args.h).
+SPECS = ib._ibverbs._specs
+OMIT = object()  # a parameter the valid call leaves out
+
+
+class D(M):
+    """A declared method: its parameters, their ranges and kinds come from
+    its declaration (``_ibverbs._specs``).  ``values`` gives the valid value
+    (or a function of the world) of each parameter the valid call passes;
+    the others are left out of it, and their bad values tried all the
+    same.  ``extra_bad``: {parameter: ((label, value), ...)} that must
+    raise besides what the declaration implies."""
+
+    def __init__(self, *, valid="any", extra_bad=None, **values):
+        super().__init__(valid=valid)
+        self.values = values
+        self.extra_bad = extra_bad or {}
+        self.qual = None
+
+    def bind(self, qual):
+        declared = SPECS[qual]
+        names = {p["name"] for p in declared}
+        unknown = (set(self.values) | set(self.extra_bad)) - names
+        assert not unknown, f"{qual}: no parameter {sorted(unknown)}"
+        self.qual = qual
+        self.params = tuple(self._param(qual, p) for p in declared)
+        return self
+
+    def _param(self, qual, p):
+        valid = self.values.get(p["name"], OMIT)
+        if valid is OMIT and not p["optional"]:
+            raise KeyError(f"{qual}: no valid value for its required {p['name']}")
+        ints = p["kind"] in ("int", "flags", "enum")
+        return P(
+            p["name"],
+            valid,
+            kw=p["kw_only"],
+            optional=p["optional"],
+            nullable=p["none_ok"],
+            lo=p["lo"] if ints else None,
+            hi=p["hi"] if ints else None,
+            obj=p["cls"] if p["kind"] in ("handle", "record") else None,
+            foreign="raise" if p["parent"] else None,
+            free=p["kind"] == "object",
+            extra_bad=self.extra_bad.get(p["name"], ()),
+        )
+
+
+def declared_name(cls, name):
+    """The qualified name under which a method of cls is declared (its own
+    class's or a base's), or None."""
+    for c in cls.__mro__:
+        if f"{c.__name__}.{name}" in SPECS:
+            return f"{c.__name__}.{name}"
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -359,29 +423,19 @@ DEVICE_METHODS = {
     "PD": (
         "pd",
         {
-            "reg_mr": M(
-                P("addr", lambda w: w.mr.addr, **U64),
-                P("length", 64, lo=1, hi=2**64 - 1),
-                P("access", 0, lo=0, hi=2**31 - 1),
-                P("owner", lambda w: w.buf, kw=True, free=True),
-                valid="ok",
+            "reg_mr": D(
+                addr=lambda w: w.mr.addr, length=64, access=0, owner=lambda w: w.buf, valid="ok"
             ),
-            "reg_mr_iova": M(
-                P("addr", lambda w: w.mr.addr, **U64),
-                P("length", 64, lo=1, hi=2**64 - 1),
+            "reg_mr_iova": D(
                 # the kernel: the same offset in a page as addr
-                P("iova", lambda w: 0x10000 + (w.mr.addr & 4095), **U64),
-                P("access", 0, lo=0, hi=2**31 - 1),
-                P("owner", lambda w: w.buf, kw=True, free=True),
+                addr=lambda w: w.mr.addr,
+                length=64,
+                iova=lambda w: 0x10000 + (w.mr.addr & 4095),
+                access=0,
+                owner=lambda w: w.buf,
                 valid="ok",
             ),
-            "reg_dmabuf_mr": M(
-                P("offset", 0, **U64),
-                P("length", 4096, lo=1, hi=2**64 - 1),
-                P("iova", 0, **U64),
-                P("fd", 0, **I32),
-                P("access", 0, lo=0, hi=2**31 - 1),
-            ),
+            "reg_dmabuf_mr": D(offset=0, length=4096, iova=0, fd=0, access=0),
             "create_qp": M(
                 P(
                     "init_attr",
@@ -418,11 +472,7 @@ DEVICE_METHODS = {
     "MR": (
         "mr",
         {
-            "sge": M(
-                P("length", 8, nullable=True, optional=True, **U32),
-                P("offset", 0, kw=True, **U64),
-                valid="ok",
-            ),
+            "sge": D(length=8, offset=0, valid="ok"),
         },
     ),
     "CQ": (
@@ -695,33 +745,25 @@ DEVICE_METHODS["Context"][1].update(
 )
 DEVICE_METHODS["PD"][1].update(
     {
-        "reg_mr_ex": M(
-            P("length", 64, lo=1, hi=2**64 - 1),
-            P("access", 0, optional=True, lo=0, hi=2**31 - 1),
-            P("addr", lambda w: w.mr.addr, **_OPT_U64),
-            P("iova", lambda w: 0x10000 + (w.mr.addr & 4095), **_OPT_U64),
-            P("fd", None, kw=True, nullable=True, lo=-(2**31), hi=2**31 - 1),
-            P("fd_offset", None, **_OPT_U64),
-            P("dmah", None, kw=True, nullable=True, obj="DMAH"),
-            P("buf", None, kw=True, nullable=True, obj="Buf"),
-            P("owner", lambda w: w.buf, kw=True, free=True),
+        "reg_mr_ex": D(
+            length=64,
+            access=0,
+            addr=lambda w: w.mr.addr,
+            iova=lambda w: 0x10000 + (w.mr.addr & 4095),
+            fd=None,
+            fd_offset=None,
+            dmah=None,
+            buf=None,
+            owner=lambda w: w.buf,
         ),
         "alloc_buf": M(P("size", 4096, lo=1, hi=2**64 - 1)),
         # No Buf on rdma-core 44: every call stops at the buf argument.
-        "reg_buf_mr": M(
-            P("buf", None, obj="Buf"),
-            P("addr", 0, **U64),
-            P("length", 64, lo=1, hi=2**64 - 1),
-            P("access", 0, optional=True, lo=0, hi=2**31 - 1),
-        ),
+        "reg_buf_mr": D(buf=None, addr=0, length=64, access=0),
         "alloc_null_mr": M(),
         "import_mr": M(P("mr_handle", lambda w: w.mr.handle, **U32)),
     }
 )
-DEVICE_METHODS["MR"][1]["rereg"] = M(
-    P("flags", ib.ReregMRFlags.CHANGE_ACCESS, lo=0, hi=2**31 - 1),
-    P("access", ALL_ACCESS, kw=True, lo=0, hi=2**31 - 1),
-)
+DEVICE_METHODS["MR"][1]["rereg"] = D(flags=ib.ReregMRFlags.CHANGE_ACCESS, access=ALL_ACCESS)
 # Plain state, None/False after close; the class method needs no instance.
 READABLE_AFTER_CLOSE |= {"imported", "buf", "dmah"}
 CALLABLE_ON_CLOSED = {"Context.import_device"}
@@ -836,6 +878,16 @@ def device_cases(device):
     for tname, (attr, methods) in DEVICE_METHODS.items():
         obj = getattr(w, attr)
         cobj = getattr(cw, attr)
+        for n, spec in methods.items():
+            qual = declared_name(type(obj), n)
+            if isinstance(spec, D):
+                spec.bind(qual)
+            elif qual is not None:
+                add(
+                    f"{tname}.{n}: DECLARED ({qual}) BUT WRITTEN BY HAND: use D()",
+                    lambda: (_ for _ in ()).throw(AssertionError("hand-written")),
+                    "ok",
+                )
         names = [n for n in dir(type(obj)) if not n.startswith("_")]
         covered[tname] = names
         for n in names:
