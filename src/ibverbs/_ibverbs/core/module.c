@@ -1,10 +1,10 @@
 /*
- * module.c - the _ibverbs extension module: multi-phase init, the
- * process-wide state, type creation and the module-level functions.
+ * module.c - the _ibverbs extension module: multi-phase init, type
+ * creation and the module-level functions.  It calls into every file and
+ * no file calls into it: the state they share is core/state.c's.
  */
 #include "ibverbs.h"
 
-module_state ST;
 static int module_executed;
 
 /* ------------------------------------------------------------------ */
@@ -167,32 +167,6 @@ static PyMethodDef module_methods[] = {
 	  mod_is_qpt_supported__doc__ },
 	{ NULL, NULL, 0, NULL }
 };
-
-PyObject *module_cached(PyObject **slot, const char *name)
-{
-#ifdef Py_GIL_DISABLED
-	/* Two threads may import at once: the first to store wins, the
-	 * other drops its reference (the same module object) and returns
-	 * the winner's, which the state keeps until the module goes. */
-	PyObject *mod = __atomic_load_n(slot, __ATOMIC_ACQUIRE), *none = NULL;
-
-	if (mod != NULL)
-		return mod;
-	mod = PyImport_ImportModule(name);
-	if (mod == NULL)
-		return NULL;
-	if (!__atomic_compare_exchange_n(slot, &none, mod, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
-		Py_DECREF(mod);
-		return none;
-	}
-	return mod;
-#else
-	if (*slot == NULL)
-		*slot = PyImport_ImportModule(name);
-	return *slot;
-#endif
-}
 
 /* ------------------------------------------------------------------ */
 /* Exec: state, types, constants                                       */
