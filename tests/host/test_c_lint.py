@@ -518,3 +518,34 @@ def test_no_include_cycle_between_type_files():
                 continue
             errors.append(f"{name} includes {inc}")
     assert errors == []
+
+
+# ---------------------------------------------------------------------
+# The map of the C tree (src/ibverbs/_ibverbs/README.md) names every
+# file: each folder's row names each of its .c and .h files (a file of a
+# subfolder by its subfolder, e.g. `templates/`), and no file that is gone.
+# ---------------------------------------------------------------------
+
+
+def readme_rows() -> dict[str, set[str]]:
+    text = (SRC / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)/` *\| (.*)\|$", text, re.M))
+    return {d: set(re.findall(r"`([\w./]+)`", row)) for d, row in rows.items()}
+
+
+def test_the_readme_maps_every_file():
+    rows = readme_rows()
+    missing, stale = [], []
+    for d in sorted(p for p in SRC.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        names = rows.get(d.name)
+        if names is None:
+            missing.append(f"{d.name}/ (no row)")
+            continue
+        for f in sorted(d.rglob("*.[ch]")):
+            r = f.relative_to(d)
+            if r.name not in names and f"{r.parts[0]}/" not in names:
+                missing.append(rel(f))
+        for n in names:
+            if re.fullmatch(r"\w+\.[ch]", n) and not (d / n).exists() and not (SRC / n).exists():
+                stale.append(f"{d.name}/{n}")
+    assert missing == [] and stale == [], (missing, stale)
