@@ -13,7 +13,7 @@ import pytest
 import ibverbs as ib
 
 from support import GID_INDEX, PORT
-from support.rdma import ALL_ACCESS, make_rc_pair, poll_until
+from support.rdma import ALL_ACCESS, make_rc_pair, poll_until, write_wr
 from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
@@ -30,18 +30,6 @@ def rc_pair_on(ctx, pd, cq_a, cq_b):
     ib.connect_rc(qa, ibb, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS, local_psn=1)
     ib.connect_rc(qb, ia, port=PORT, sgid_index=GID_INDEX, access=ALL_ACCESS, local_psn=2)
     return qa, qb
-
-
-def write_wr(wr_id, mr, length, dst_off, **kw):
-    return ib.SendWR(
-        wr_id=wr_id,
-        sg_list=[mr.sge(length)],
-        opcode=ib.WROpcode.RDMA_WRITE,
-        send_flags=ib.SendFlags.SIGNALED,
-        remote_addr=mr.addr + dst_off,
-        rkey=mr.rkey,
-        **kw,
-    )
 
 
 # ---- creation and arguments ---------------------------------------------
@@ -190,7 +178,7 @@ def test_poll_reaps_many_in_order(ctx, pd):
     buf[:4096] = np.arange(4096) % 251
     mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS, owner=buf)
     n = 20
-    qa.post_send([write_wr(100 + i, mr, 64 + i, 8192 + 128 * i) for i in range(n)])
+    qa.post_send([write_wr(mr, 64 + i, mr, at=8192 + 128 * i, wr_id=100 + i) for i in range(n)])
     wcs = poll_until(ca, n)
     assert [w.wr_id for w in wcs] == list(range(100, 100 + n))
     for i, w in enumerate(wcs):
@@ -206,7 +194,7 @@ def test_poll_batches_are_bounded_by_num_entries(ctx, pd):
     qa, ca, qb, cb = make_rc_pair(ctx, pd)
     buf = np.zeros(8192, dtype=np.uint8)
     mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS, owner=buf)
-    qa.post_send([write_wr(i, mr, 8, 4096) for i in range(6)])
+    qa.post_send([write_wr(mr, 8, mr, at=4096, wr_id=i) for i in range(6)])
     deadline = time.monotonic() + 10
     got = []
     while len(got) < 6 and time.monotonic() < deadline:
@@ -282,7 +270,7 @@ def test_completion_event_returns_the_same_cq(ctx, pd):
 
     for round_ in range(2):
         ca.req_notify()
-        qa.post_send(write_wr(round_, mr, 64, 4096))
+        qa.post_send(write_wr(mr, 64, mr, at=4096, wr_id=round_))
         r, _, _ = select.select([ch.fd], [], [], 10)
         assert r == [ch.fd], "no completion event within 10 s"
         got = ch.get_cq_event()
@@ -299,7 +287,7 @@ def test_completion_event_returns_the_same_cq(ctx, pd):
 
     # An event left unacked is acked by close(), which would hang otherwise.
     ca.req_notify()
-    qa.post_send(write_wr(7, mr, 8, 4096))
+    qa.post_send(write_wr(mr, 8, mr, at=4096, wr_id=7))
     assert ch.get_cq_event() is ca
     poll_until(ca, 1)
     qa.close()
@@ -327,7 +315,7 @@ def test_get_cq_event_blocks_without_the_gil(ctx, pd):
     with pytest.raises(ib.VerbsError, match="another thread") as ei:
         ch.close()
     assert ei.value.errno == errno.EBUSY
-    qa.post_send(write_wr(1, mr, 8, 4096))
+    qa.post_send(write_wr(mr, 8, mr, at=4096, wr_id=1))
     t.join(scaled(10))
     assert not t.is_alive()
     assert result == [ca]

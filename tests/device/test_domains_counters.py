@@ -7,25 +7,15 @@ behind (the parents close at once, the device's resource counts are
 unchanged).  What the binding passes to these verbs is checked field by
 field against the recording double (tests/host/test_recording_domains.py)."""
 
-import errno
-
 import pytest
 
 import ibverbs as ib
 
 from support import PORT
 from support.process import rdma_counts
+from support.rdma import refused
 
 pytestmark = pytest.mark.integration
-
-
-def refused(verb, fn, *args, **kw):
-    """fn(*args, **kw) raises VerbsError(EOPNOTSUPP) naming verb."""
-    with pytest.raises(ib.VerbsError) as ei:
-        fn(*args, **kw)
-    assert ei.value.errno == errno.EOPNOTSUPP, ei.value
-    assert ei.value.operation == verb, ei.value
-    return ei.value
 
 
 @pytest.fixture

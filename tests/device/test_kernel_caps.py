@@ -43,7 +43,7 @@ def odp_write(ctx, pd, feature, touch, n=4096):
     try:
         mr = pd.reg_mr(buf.ctypes.data, buf.nbytes, ALL_ACCESS | ib.AccessFlags.ON_DEMAND, owner=m)
     except ib.VerbsError as e:
-        kernels.check(feature, kernels.refused(e))
+        kernels.check(feature, kernels.refusal(e))
         return
     assert mr.access & ib.AccessFlags.ON_DEMAND
     qa, ca, qb, cb = make_rc_pair(ctx, pd)
@@ -153,7 +153,7 @@ def test_implicit_odp(ctx, pd):
     try:
         mr = pd.reg_implicit_odp_mr(ALL_ACCESS)
     except ib.VerbsError as e:
-        kernels.check("implicit_odp", kernels.refused(e))
+        kernels.check("implicit_odp", kernels.refusal(e))
         return
     assert mr.addr == 0 and mr.access & ib.AccessFlags.ON_DEMAND
     mr.close()
@@ -170,7 +170,7 @@ def test_advise_mr_prefetch(ctx, pd):
     try:
         pd.advise_mr(ib.AdviseMRAdvice.PREFETCH_WRITE, ib.AdviseMRFlags.FLUSH, [mr.sge(4096)])
     except ib.VerbsError as e:
-        answer = kernels.refused(e)
+        answer = kernels.refusal(e)
     else:
         answer = "runs"
     mr.close()

@@ -85,7 +85,7 @@ def remote(qp, cq, op, mr, rkey, addr, n=8, wr_id=9):
     return wc
 
 
-def refused(qp, cq, mr_a, src, rkey, addr, dst, op=ib.WROpcode.RDMA_WRITE):
+def remote_access_refused(qp, cq, mr_a, src, rkey, addr, dst, op=ib.WROpcode.RDMA_WRITE):
     """An RDMA WRITE (or READ) through rkey fails with REM_ACCESS_ERR and
     neither side's memory changes.  (A failed RC request moves the pair to
     the error state: the last use of a pair.)"""
@@ -155,7 +155,7 @@ def test_unbound_window_is_refused(pd, pair, bufs, op):
     qa, ca, qb, cb = pair
     src, mr_a, dst, mr_b = bufs
     mw = pd.alloc_mw(ib.MWType.TYPE_2)
-    refused(qa, ca, mr_a, src, mw.rkey, mr_b.addr, dst, op)
+    remote_access_refused(qa, ca, mr_a, src, mw.rkey, mr_b.addr, dst, op)
 
 
 def test_local_inv_then_refused(ctx, pd, pair, bufs):
@@ -167,7 +167,7 @@ def test_local_inv_then_refused(ctx, pd, pair, bufs):
     qb.post_send(ib.SendWR(wr_id=2, opcode=ib.WROpcode.LOCAL_INV, rkey=rkey, send_flags=SIGNALED))
     (wc,) = ok(poll_until(cb), ib.WCOpcode.LOCAL_INV)
     assert wc.wr_id == 2
-    refused(qa, ca, mr_a, src, rkey, mr_b.addr, dst, ib.WROpcode.RDMA_READ)
+    remote_access_refused(qa, ca, mr_a, src, rkey, mr_b.addr, dst, ib.WROpcode.RDMA_READ)
 
 
 def test_send_with_inv_from_peer_then_refused(ctx, pd, pair, bufs):
@@ -197,7 +197,7 @@ def test_send_with_inv_from_peer_then_refused(ctx, pd, pair, bufs):
     # IBV_WC_IP_CSUM_OK, not IBV_WC_WITH_INV (1 << 3).
     assert wc.invalidated_rkey == rkey
     assert wc.wc_flags & (ib.WCFlags.WITH_INV | ib.WCFlags.IP_CSUM_OK)
-    refused(qa, ca, mr_a, src, rkey, mr_b.addr, dst)
+    remote_access_refused(qa, ca, mr_a, src, rkey, mr_b.addr, dst)
 
 
 def test_invalidated_rkey_read_through_cq_ex(ctx, pd, bufs):
@@ -252,7 +252,7 @@ def test_rkey_rotation(ctx, pd, bufs):
     ok([remote(qa, ca, ib.WROpcode.RDMA_WRITE, mr_a, new, mr_b.addr + 8)])
     assert (dst[8:16] == 0x33).all()
     # The old key is dead (the QP pair is in error afterwards).
-    refused(qa, ca, mr_a, src, old, mr_b.addr + 64, dst)
+    remote_access_refused(qa, ca, mr_a, src, old, mr_b.addr + 64, dst)
     # The window is still bound to qb: close it first.  rxe (6.1) keeps a
     # reference to the QP in a bound type 2 window, and destroying the QP
     # first blocks ~50 s in the kernel before it gives up (a WARN from
@@ -306,7 +306,7 @@ def test_type1_bind_mw(ctx, pd, bufs):
     rkey2 = qb.bind_mw(mw, ib.MWBind(info, wr_id=12, send_flags=SIGNALED))
     assert rkey2 == ib.inc_rkey(rkey)
     ok(poll_until(cb), ib.WCOpcode.BIND_MW)
-    refused(qa, ca, mr_a, src, rkey, mr_b.addr + 200, dst)
+    remote_access_refused(qa, ca, mr_a, src, rkey, mr_b.addr + 200, dst)
 
 
 def test_type1_unbind_with_zero_length(ctx, pd, bufs):
@@ -320,7 +320,7 @@ def test_type1_unbind_with_zero_length(ctx, pd, bufs):
     rkey2 = qb.bind_mw(mw, ib.MWBind(ib.MWBindInfo(mr_b, mr_b.addr, 0), send_flags=SIGNALED))
     ok(poll_until(cb), ib.WCOpcode.BIND_MW)
     dst[:] = 0x22
-    refused(qa, ca, mr_a, src, rkey2, mr_b.addr, dst)
+    remote_access_refused(qa, ca, mr_a, src, rkey2, mr_b.addr, dst)
 
 
 def test_bind_mw_refuses_before_the_provider(pd, pair, bufs):
@@ -421,7 +421,7 @@ def test_bound_window_keeps_its_mr(ctx, mw_type):
     with pytest.raises(ib.VerbsError) as e:
         mr.close()
     assert e.value.operation == "ibv_dereg_mr" and not mr.closed
-    kernels.check("mw_bound_mr_dereg", kernels.refused(e.value))
+    kernels.check("mw_bound_mr_dereg", kernels.refusal(e.value))
     del info, mr
     gc.collect()
     src[:8] = 0x5C
@@ -503,7 +503,7 @@ def test_qpex_wr_bind_mw(ctx, pd, bufs):
     qb.wr_local_inv(rkey)
     qb.wr_complete()
     ok(poll_until(cb), ib.WCOpcode.LOCAL_INV)
-    refused(qa, ca, mr_a, src, rkey, mr_b.addr + 512, dst)
+    remote_access_refused(qa, ca, mr_a, src, rkey, mr_b.addr + 512, dst)
     # An aborted batch lets go of them too.
     mw2 = pd.alloc_mw(ib.MWType.TYPE_2)
     qb.wr_start()

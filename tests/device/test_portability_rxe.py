@@ -10,20 +10,18 @@ loaded in a child process through IBVERBS_LIBIBVERBS.
 """
 
 import errno
-import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import ibverbs as ib
+from support.fakes import load_fake_module
 from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 
-FAKES = Path(__file__).resolve().parents[1] / "fakes"
 
 CHILD = r"""
 import errno, json, os, sys
@@ -66,13 +64,6 @@ print(json.dumps(out))
 """
 
 
-def _load_noverbs():
-    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_noverbs", FAKES / "noverbs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _refused(err, verb, since):
     """err is VerbsError(EOPNOTSUPP) raised by ibverbs because the loaded
     library lacks verb, not an error from the provider."""
@@ -88,7 +79,7 @@ OPTIONAL = ("ibv_reg_dmabuf_mr", "ibv_reg_mr_iova2", "_ibv_query_gid_ex", "ibv_i
 
 @pytest.fixture(scope="module")
 def shim(tmp_path_factory):
-    noverbs = _load_noverbs()
+    noverbs = load_fake_module("noverbs")
     why = noverbs.missing_tools()
     if why is not None:
         pytest.skip(f"cannot build the libibverbs shim: {why}")

@@ -264,7 +264,7 @@ def test_ud_qp(ctx):
     if SIW:
         with pytest.raises(ib.VerbsError) as ei:
             pd.create_qp(attr)
-        record("ud_qp", kernels.refused(ei.value))
+        record("ud_qp", kernels.refusal(ei.value))
         del ei
     else:
         pd.create_qp(attr).close()
@@ -289,7 +289,7 @@ def test_atomic_fetch_add(conn):
         with pytest.raises(ib.VerbsError) as ei:
             client.qp.post_send(wr)
         assert server.src.data == bytes([0x5A]) * N, "a refused atomic changed the target"
-        record("atomic_fetch_add", kernels.refused(ei.value))
+        record("atomic_fetch_add", kernels.refusal(ei.value))
         del ei
         return
     client.qp.post_send(wr)
@@ -312,7 +312,7 @@ def test_connect_rc_manual_transitions(ctx):
     if SIW:
         with pytest.raises(ib.VerbsError) as ei:
             ib.connect_rc(qa, remote, port=1, sgid_index=0, access=ALL_ACCESS)
-        answer = f"{kernels.refused(ei.value)} at {ib.QPState(qa.state).name}"
+        answer = f"{kernels.refusal(ei.value)} at {ib.QPState(qa.state).name}"
         del ei
     else:
         ib.connect_rc(qa, remote, port=1, sgid_index=gid_index, access=ALL_ACCESS)

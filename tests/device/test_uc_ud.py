@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ibverbs as ib
-from support.rdma import make_rc_pair, mkbuf, ok, poll_until
+from support.rdma import make_rc_pair, mkbuf, ok, poll_until, ud_qp
 
 pytestmark = pytest.mark.integration
 
@@ -80,25 +80,10 @@ def test_uc_send_recv(pd, uc_pair):
 # ---- UD ---------------------------------------------------------------
 
 
-def ud_qp(ctx, pd, port, psn, **kw):
-    cq = ctx.create_cq(64)
-    qp = pd.create_qp(
-        ib.QPInitAttr(
-            send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD, max_send_wr=16, max_recv_wr=16, **kw
-        )
-    )
-    assert qp.state == ib.QPState.RESET
-    qp.to_init(port, 0)  # default Q_Key
-    qp.to_rtr(None)  # UD: no remote at RTR
-    qp.to_rts(psn)
-    assert qp.state == ib.QPState.RTS
-    return qp, cq
-
-
 @pytest.fixture
 def ud(ctx, pd, port, gid_index):
-    qa, ca = ud_qp(ctx, pd, port, 0x10)
-    qb, cb = ud_qp(ctx, pd, port, 0x20)
+    qa, ca = ud_qp(ctx, pd, port, psn=0x10, cq=ctx.create_cq(64))
+    qb, cb = ud_qp(ctx, pd, port, psn=0x20, cq=ctx.create_cq(64))
     gid = ctx.query_gid(port, gid_index)
     ah = pd.create_ah(ib.AHAttr(dgid=gid, sgid_index=gid_index, port_num=port))
     return qa, ca, qb, cb, ah

@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import importlib.util
 import json
 import os
 import subprocess
@@ -45,6 +44,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from support.fakes import load_fake_module
 
 import ibverbs as ib
 import ibverbs._cuda_driver as _cuda_driver
@@ -55,7 +55,6 @@ pytestmark = pytest.mark.gpu_driver
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MiB = 1 << 20
 UNDER_CHECK = os.environ.get("IBVERBS_GPU_CHECK") == "1"
-FAKES = Path(__file__).resolve().parents[1] / "fakes"
 ACCESS = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE | ib.AccessFlags.REMOTE_READ
 
 CUDA_ERROR_INVALID_VALUE = 1
@@ -293,16 +292,9 @@ class FakeBackend:
         self.fake.reset()
 
 
-def _load_fakes_build():
-    spec = importlib.util.spec_from_file_location("_gpu_driver_fakes_build", FAKES / "build.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="session")
 def fake_libcuda(tmp_path_factory):
-    build = _load_fakes_build()
+    build = load_fake_module("build")
     if build.compiler() is None:
         pytest.skip("no C compiler (cc/gcc/clang or $CC) to build the fake libcuda")
     path = build.build_fakecuda(tmp_path_factory.mktemp("fakecuda"))

@@ -8,7 +8,6 @@ test-only override IBVERBS_LIBCUDA.
 
 import errno
 import gc
-import importlib.util
 import os
 import pickle
 import re
@@ -18,26 +17,18 @@ import weakref
 from pathlib import Path
 
 import pytest
+from support.fakes import FakePD, load_fake_module
 
 import ibverbs as ib
 import ibverbs._cuda_driver as _cuda_driver
 import ibverbs.cuda as cuda
 from ibverbs.cuda import CudaError, GpuDirectError, GpuMR
-from support.fakes import FakePD
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
-FAKES = Path(__file__).resolve().parents[1] / "fakes"
 ACCESS = ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_WRITE
 
 
-def _load_build():
-    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_build", FAKES / "build.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-build = _load_build()
+build = load_fake_module("build")
 
 
 def _fake_library(tmp_path_factory, name, **kw):

@@ -27,12 +27,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.fakes import load_fake_module
 
 import ibverbs
 from ibverbs import _ibverbs
 
 ROOT = Path(__file__).resolve().parents[2]
-FAKES = Path(__file__).resolve().parents[1] / "fakes"
 SO = _ibverbs.__file__
 OPTIONAL = (
     "ibv_reg_dmabuf_mr",
@@ -82,14 +82,7 @@ OPTIONAL = (
 )
 
 
-def _load_noverbs():
-    spec = importlib.util.spec_from_file_location("_ibverbs_fakes_noverbs", FAKES / "noverbs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-noverbs = _load_noverbs()
+noverbs = load_fake_module("noverbs")
 
 
 # ---------------------------------------------------------------- abi3 ---

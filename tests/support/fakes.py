@@ -1,11 +1,29 @@
-"""A fake PD for the host tests of ``reg_tensor`` and
-``cuda.register_tensor``: it records the registrations it is asked for
-and returns fake MRs; each verb can be told to fail.  No device, no
-ibverbs import."""
+"""The test doubles: ``load_fake_module`` loads a module of tests/fakes
+(the builders of the test-only C libraries and their controllers), and a
+fake PD for the host tests of ``reg_tensor`` and ``cuda.register_tensor``
+records the registrations it is asked for and returns fake MRs; each verb
+can be told to fail.  No device, no ibverbs import."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from pathlib import Path
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+
+
+def load_fake_module(name: str):
+    """tests/fakes/<name>.py as a module (loaded by path: tests/fakes is no
+    package), once per process."""
+    modname = f"_ibverbs_fakes_{name}"
+    if modname not in sys.modules:
+        spec = importlib.util.spec_from_file_location(modname, FAKES / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[modname]
 
 
 class FakeMR:

@@ -8,8 +8,9 @@ import gc
 
 import pytest
 
-from support import GID_INDEX, PORT, TESTS
+from support import GID_INDEX, PORT
 from support import device_name as _device_name
+from support.fakes import load_fake_module
 
 
 @pytest.fixture
@@ -83,14 +84,7 @@ def pair(ctx, pd, pair_options):
 def fakes_build():
     """tests/fakes/build.py, which builds the test-only C libraries (loaded
     by path: tests/fakes is no package)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "_ibverbs_fakes_build", TESTS / "fakes" / "build.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_fake_module("build")
 
 
 @pytest.fixture(scope="module")
@@ -140,13 +134,7 @@ def recording(tmp_path_factory):
     """A Runner (tests/fakes/recording.py) of code in a child process whose
     ibverbs loads the recording double of libibverbs, built once per
     session; skips without a C compiler."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "_ibverbs_fakes_recording", TESTS / "fakes" / "recording.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_fake_module("recording")
     if mod.compiler() is None:
         pytest.skip("no C compiler (cc/gcc/clang or $CC) to build the recording double")
     lib = mod.build(tmp_path_factory.mktemp("recording"))

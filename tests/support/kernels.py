@@ -179,7 +179,7 @@ def record(feature: str, answer: str, provider: str = "rxe") -> None:
             f.write(json.dumps(line) + "\n")
 
 
-def refused(e) -> str:
+def refusal(e) -> str:
     """The answer for a VerbsError E: "refused EINVAL".  ENOTSUP and
     EOPNOTSUPP are one number on Linux: it is named EOPNOTSUPP."""
     if e.errno == errno.EOPNOTSUPP:

@@ -8,10 +8,10 @@ import time
 
 import ibverbs as ib
 from support import GID_INDEX, PORT
-from support.timeouts import Deadline, communicate
 
 # tests/twonode import these here: one definition, in support/rdma.py.
 from support.rdma import ALL_ACCESS, mkbuf, poll_until, wait_async_event  # noqa: F401
+from support.timeouts import Deadline, communicate
 
 SIGNALED = ib.SendFlags.SIGNALED
 

@@ -12,9 +12,22 @@ import subprocess
 import time
 
 import ibverbs as ib
-
 from support import GID_INDEX, NETDEV, PORT
 from support.timeouts import Deadline, scaled
+
+
+def refused(verb, fn, *args, err=errno.EOPNOTSUPP, **kw):
+    """fn(*args, **kw) raises VerbsError(err) naming verb (its operation
+    and its text); the exception."""
+    try:
+        fn(*args, **kw)
+    except ib.VerbsError as e:
+        assert e.errno == err, e
+        assert e.operation == verb, e
+        assert verb in str(e), e
+        return e
+    raise AssertionError(f"{verb}: not refused")
+
 
 ALL_ACCESS = (
     ib.AccessFlags.LOCAL_WRITE
@@ -239,17 +252,25 @@ GRH_LEN = 40  # a UD receive buffer starts with room for the GRH
 MCAST_QPN = 0xFFFFFF  # the destination QPN of a send to a multicast group
 
 
-def ud_qp(ctx, pd, port, *, depth=16, cq=None):
-    """A UD QP in RTS with the default Q_Key, and its CQ (send and recv)."""
+def ud_qp(ctx, pd, port, *, depth=16, cq=None, psn=0, **init):
+    """A UD QP in RTS with the default Q_Key (send PSN psn; init: more
+    QPInitAttr fields), and its CQ (send and recv)."""
     cq = cq if cq is not None else ctx.create_cq(2 * depth)
     qp = pd.create_qp(
         ib.QPInitAttr(
-            send_cq=cq, recv_cq=cq, qp_type=ib.QPType.UD, max_send_wr=depth, max_recv_wr=depth
+            send_cq=cq,
+            recv_cq=cq,
+            qp_type=ib.QPType.UD,
+            max_send_wr=depth,
+            max_recv_wr=depth,
+            **init,
         )
     )
-    qp.to_init(port, 0)
-    qp.to_rtr(None)
-    qp.to_rts(0)
+    assert qp.state == ib.QPState.RESET
+    qp.to_init(port, 0)  # the default Q_Key
+    qp.to_rtr(None)  # UD: no remote at RTR
+    qp.to_rts(psn)
+    assert qp.state == ib.QPState.RTS
     return qp, cq
 
 

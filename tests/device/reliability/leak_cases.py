@@ -268,7 +268,7 @@ def cycles(device):
 
     # Memory verbs (issue 32): what the loaded libibverbs and rxe run is
     # created and closed; what they refuse must leave nothing behind.
-    def refused(fn):
+    def is_refused(fn):
         try:
             fn()
         except ib.VerbsError as e:
@@ -281,7 +281,7 @@ def cycles(device):
         # sid root of the distribution matrix), refused only where not.
         iova = 0x10000 + (s["addr"] & 4095)
         if not ib.optional_verbs["ibv_reg_mr_ex"]:
-            assert refused(lambda: s["pd"].reg_mr_ex(4096, 0, addr=s["addr"], iova=iova))
+            assert is_refused(lambda: s["pd"].reg_mr_ex(4096, 0, addr=s["addr"], iova=iova))
             return
         s["pd"].reg_mr_ex(4096, 0, addr=s["addr"], iova=iova).close()
         # and one dropped, not closed: the deallocator deregisters it
@@ -289,7 +289,7 @@ def cycles(device):
 
     def buf_cycle(s):
         if not ib.optional_verbs["ibv_alloc_buf"]:  # rdma-core 64
-            assert refused(lambda: s["pd"].alloc_buf(8192))
+            assert is_refused(lambda: s["pd"].alloc_buf(8192))
             return
         buf = s["pd"].alloc_buf(8192)
         s["pd"].reg_buf_mr(buf, buf.addr, 4096).close()
@@ -302,14 +302,14 @@ def cycles(device):
 
     def refusals_cycle(s):
         mr = s["pd"].reg_mr(s["addr"], 4096, 0)
-        refused(lambda: mr.rereg(ib.ReregMRFlags.CHANGE_ACCESS, access=ALL_ACCESS))
+        is_refused(lambda: mr.rereg(ib.ReregMRFlags.CHANGE_ACCESS, access=ALL_ACCESS))
         mr.close()
-        refused(lambda: s["ctx"].import_pd(s["pd"].handle).close())
-        refused(lambda: s["pd"].import_mr(0).close())
-        refused(lambda: s["pd"].alloc_null_mr().close())
-        refused(lambda: s["ctx"].alloc_dmah(cpu_id=0).close())
-        refused(lambda: s["ctx"].query_rt_values_ex())
-        refused(lambda: ib.Context.import_device(s["ctx"].cmd_fd).close())
+        is_refused(lambda: s["ctx"].import_pd(s["pd"].handle).close())
+        is_refused(lambda: s["pd"].import_mr(0).close())
+        is_refused(lambda: s["pd"].alloc_null_mr().close())
+        is_refused(lambda: s["ctx"].alloc_dmah(cpu_id=0).close())
+        is_refused(lambda: s["ctx"].query_rt_values_ex())
+        is_refused(lambda: ib.Context.import_device(s["ctx"].cmd_fd).close())
 
     def srq_ex_qp_cycle(s):
         # An extended SRQ with its own CQ and an RC QP receiving through
@@ -340,7 +340,7 @@ def cycles(device):
             lambda: qp.set_ece(ib.ECE(0x1234, 1)),
         )
         for call in calls:
-            assert refused(call), call
+            assert is_refused(call), call
         try:
             # rxe in rdma-core 65 passes it to the kernel, 44 has no op;
             # without ODP there is nothing to prefetch either way.
