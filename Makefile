@@ -132,30 +132,25 @@ pycache:
 
 # Two nodes (tools/rxe-vm --nodes 2, tests/twonode): one boot, one pytest
 # process per node, the nodes' netdevs at MTU 1500 and 9000 (the MTU
-# negotiation test); then the connection and interop tests once more with
-# one guest per node (--separate-vms), proving nothing needs a shared kernel
-# (the first boot leaves those three files to it: test-kernels runs them in
-# one boot again, on 7.2);
-# then three nodes (--nodes 3): a full mesh of RC QPs, UD to every peer
-# (test_mesh.py) and the torch.distributed bootstrap, two ranks per node
-# (test_bootstrap_twonode.py: written for any number of nodes, it runs in
-# this boot only, where torch's import, 20-30 s in a guest, is paid once).
+# negotiation test); then the connection and interop tests (marker
+# separate_vms) once more with one guest per node (--separate-vms), proving
+# nothing needs a shared kernel (the first boot leaves them to it:
+# test-kernels runs them in one boot again, on 7.2);
+# then three nodes (--nodes 3, marker nodes3): a full mesh of RC QPs, UD to
+# every peer (test_mesh.py), multicast, and the torch.distributed
+# bootstrap, two ranks per node (test_bootstrap_twonode.py: written for any
+# number of nodes, it runs in this boot only, where torch's import, 20-30 s
+# in a guest, is paid once).  The markers are in pyproject.toml.
 # -rP shows what passing tests print: the MTUs, round trips and bandwidth
 # ratios measured across the nodes.  About 2.5 minutes on a quiet 2-core host
 # (2026-12-01); see tools/README-rxe-vm.md.
 test-twonode: pycache
 	$(RXE_VM) --nodes 2 --mtu 1500,9000 --timeout 1200 -- \
-		$(VPY) -m pytest -rfEsP -m twonode --ignore=tests/twonode/test_mesh.py \
-		--ignore=tests/twonode/test_bootstrap_twonode.py \
-		--ignore=tests/twonode/test_mcast_twonode.py --ignore=tests/twonode/test_connect.py \
-		--ignore=tests/twonode/test_interop.py --ignore=tests/twonode/test_cm_twonode.py \
-		tests/twonode
+		$(VPY) -m pytest -rfEsP -m 'twonode and not separate_vms and not nodes3' tests/twonode
 	$(RXE_VM) --nodes 2 --separate-vms --mtu 1500,9000 --timeout 900 -- \
-		$(VPY) -m pytest -rfEsP -m twonode tests/twonode/test_connect.py \
-		tests/twonode/test_interop.py tests/twonode/test_cm_twonode.py
+		$(VPY) -m pytest -rfEsP -m 'twonode and separate_vms' tests/twonode
 	$(RXE_VM) --nodes 3 --timeout 900 -- \
-		$(VPY) -m pytest -rfEsP -m twonode tests/twonode/test_mesh.py \
-		tests/twonode/test_bootstrap_twonode.py tests/twonode/test_mcast_twonode.py
+		$(VPY) -m pytest -rfEsP -m 'twonode and nodes3' tests/twonode
 
 # The suite on other kernels (tools/rxe-vm --kernel; caches filled by
 # tools/prefetch) and on a second provider, Soft-iWARP (--provider siw;
@@ -211,8 +206,7 @@ test-kernels: pycache $(ODP_REPRO)
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel sid --provider siw --rw $(OUT) -- \
 		$(VPY) -m pytest -rfEsP -p no:cacheprovider -m integration $(KERNELS_SIW)
 	$(RXE_VM) --kernel sid --nodes 2 --mtu 1500,9000 --timeout 1200 -- \
-		$(VPY) -m pytest -rfEsP -m twonode --ignore=tests/twonode/test_mesh.py \
-		--ignore=tests/twonode/test_bootstrap_twonode.py tests/twonode
+		$(VPY) -m pytest -rfEsP -m 'twonode and (not nodes3 or multicast)' tests/twonode
 	$(VPY) tools/capability-table $(OUT)/caps.jsonl
 
 # Everything of test-kernels, and the whole device suite on 6.12 too (two

@@ -13,7 +13,7 @@ import pytest
 from support.rankrun import check_mesh, mesh_write_rank, run_ranks
 from support.timeouts import scaled
 
-pytestmark = pytest.mark.twonode
+pytestmark = [pytest.mark.twonode, pytest.mark.nodes3]
 
 PER_NODE = 2
 TIMEOUT = scaled(240)  # importing torch in the emulated guest takes 30 s or more

@@ -17,7 +17,7 @@ import ibverbs as ib
 from support.peers import poll_until
 from support.timeouts import scaled
 
-pytestmark = pytest.mark.twonode
+pytestmark = [pytest.mark.twonode, pytest.mark.separate_vms]
 
 MSG = 16
 TIMEOUT = scaled(60)

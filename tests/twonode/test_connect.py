@@ -11,7 +11,7 @@ import pytest
 import ibverbs as ib
 from support.peers import GID_INDEX, PORT, SIGNALED, connect, mkbuf, mr_desc, poll_until, rc_qp
 
-pytestmark = pytest.mark.twonode
+pytestmark = [pytest.mark.twonode, pytest.mark.separate_vms]
 
 MTU_BYTES = {
     ib.MTU.MTU_256: 256,

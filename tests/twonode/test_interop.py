@@ -12,7 +12,7 @@ import pytest
 from support.peers import GID_INDEX, run, wait_listening
 from support.timeouts import scaled
 
-pytestmark = pytest.mark.twonode
+pytestmark = [pytest.mark.twonode, pytest.mark.separate_vms]
 
 ROOT = Path(__file__).resolve().parents[2]
 PY_PINGPONG = [sys.executable, str(ROOT / "examples" / "rc_pingpong.py")]

@@ -30,7 +30,7 @@ from support.rdma import (
     wait_one,
 )
 
-pytestmark = pytest.mark.twonode
+pytestmark = [pytest.mark.twonode, pytest.mark.nodes3, pytest.mark.multicast]
 
 GROUP = "239.7.7.7"
 N = 256

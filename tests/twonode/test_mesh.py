@@ -14,7 +14,7 @@ import pytest
 import ibverbs as ib
 from support.peers import GID_INDEX, PORT, SIGNALED, local_info, mkbuf, mr_desc, poll_until, rc_qp
 
-pytestmark = pytest.mark.twonode
+pytestmark = [pytest.mark.twonode, pytest.mark.nodes3]
 
 SLOT = 4096
 GRH = 40
