@@ -365,7 +365,7 @@ def _lat_inline(c: dict) -> list[str]:
 
 
 def target_cases(it) -> list[Case]:
-    """The four targets of issue 6."""
+    """The four performance targets: each case's ratio to C it must reach."""
     n8, n64k, npp = it["small"], it["large"], it["pingpong"]
     return [
         Case(

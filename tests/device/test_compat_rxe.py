@@ -3,7 +3,7 @@
 The device-side counterpart of tests/host/test_compat.py: code written for
 the published package (positional calls, bytes GIDs, ``except VerbsError``
 around completions, duck-typed tensors, ...) runs unchanged against a real
-device, one test per point of issue 12 at least.
+device, one test per point of the compatibility contract at least.
 """
 
 import ctypes
@@ -426,7 +426,7 @@ def test_10_connect_rc_mtu_on_rxe(ctx, pd):
 
 
 # ---------------------------------------------------------------------------
-# Issue 24: the last four differences, on rxe0
+# The last four differences, on rxe0
 # ---------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""The memory, import and device verbs of issue 32 on rxe.
+"""The memory, import and device verbs of rdma-core 59-64 on rxe.
 
 What the loaded libibverbs and the rxe provider run is run for real and
 its effect checked; what they refuse is asserted as a VerbsError naming

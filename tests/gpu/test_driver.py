@@ -93,7 +93,7 @@ def note(findings, backend, key, value):
 
 
 # --------------------------------------------------------------------------
-# The public helpers (issue 12's contract), or their internal twins
+# The public helpers (the compatibility contract), or their internal twins
 # --------------------------------------------------------------------------
 
 
@@ -498,7 +498,7 @@ def test_dmabuf_fd_refuses_an_unaligned_range(backend):
     t = backend.alloc(2 * PAGE, offset=0)
     ptr, _ = tensor_ptr_len(t)
     if getattr(cuda, "dmabuf_fd", None) is None:
-        pytest.skip("cuda.dmabuf_fd is not there yet (issue 12 adds it)")
+        pytest.skip("cuda.dmabuf_fd is not there yet (the driver module lacks it)")
     with pytest.raises(ValueError, match="page-aligned"):
         cuda.dmabuf_fd(ptr + 1, PAGE)
     with pytest.raises(ValueError, match="positive and page-aligned"):
@@ -787,7 +787,7 @@ def test_synchronize_in_the_tensors_context(backend, device):
     need_device(backend, device)
     sync = getattr(cuda, "synchronize", None)
     if sync is None:
-        pytest.skip("cuda.synchronize() is not there yet (issue 12 adds it)")
+        pytest.skip("cuda.synchronize() is not there yet (the driver module lacks it)")
     t = backend.alloc(PAGE, device=device)
     drv = _cuda_driver.driver()
     with backend.current(t.device.index):

@@ -2,7 +2,7 @@
 
 Programs written for the published package must run here unchanged: every
 public name it exports exists here with a compatible signature, and the
-behaviours that callers rely on (issue 12, points 1-11) hold.  These are the
+behaviours that callers rely on (points 1-11) hold.  These are the
 host-side checks; tests/device/test_compat_rxe.py repeats the ones that
 need a device on rxe0.  The published package is never imported: its surface
 is written down below (names and signatures read from its wheel).
@@ -164,7 +164,7 @@ def test_public_surface():
 
 def test_cmid():
     if not hasattr(ib, "CMID"):
-        pytest.skip("CMID comes with the connection manager (issue 14), not merged into this tree")
+        pytest.skip("CMID comes with the connection manager (cm/), not in this build")
     assert "CMID" in ib.__all__
     for m in ("resolve", "create_qp", "connect", "disconnect", "close", "context"):
         assert hasattr(ib.CMID, m), m
@@ -580,7 +580,7 @@ def test_9_enum_members():
         "QueryQPDataInOrderFlags.DEVICE_ONLY",
         "QueryQPDataInOrderCaps.WHOLE_MSG",
         "QueryQPDataInOrderCaps.ALIGNED_128_BYTES",
-        # compat.h's copies of rdma-core 59/64 enums (issue 32)
+        # compat.h's copies of rdma-core 59/64 enums (rdma-core 59/64)
         *(f"MRInitAttrMask.{m}" for m in ("IOVA", "ADDR", "FD", "FD_OFFSET", "DMAH", "BUF")),
         *(f"DMAHInitAttrMask.{m}" for m in ("CPU_ID", "PH", "TPH_MEM_TYPE")),
         "TPHMemType.VM",
@@ -744,7 +744,7 @@ def test_11_readme_install_command():
 
 
 # ---------------------------------------------------------------------------
-# Issue 24: the last four differences
+# The last four differences
 # ---------------------------------------------------------------------------
 
 

@@ -602,7 +602,7 @@ def test_error_when_peermem_registration_fails(fake, peermem):
 
 def test_other_dmabuf_errors_fall_back_too(fake, peermem):
     # As in the published package: any OSError of reg_dmabuf_mr, not only
-    # "no dma-buf support", sends the registration to reg_mr (issue 24).
+    # "no dma-buf support", sends the registration to reg_mr.
     peermem()
     ptr = fake.alloc(PAGE)
     err = verbs_error(errno.EINVAL, "ibv_reg_dmabuf_mr")
@@ -640,7 +640,7 @@ def test_stub_library(fake):
     assert e.operation == "cuInit"
     assert "CUDA driver is a stub library" in str(e)
     assert fake.path in str(e)
-    # register_tensor does not stop there: reg_mr is tried (issue 24), and
+    # register_tensor does not stop there: reg_mr is tried, and
     # when it fails too, the driver's answer is one of the two reasons.
     with pytest.raises(GpuDirectError) as info:
         cuda.register_tensor(no_reg_mr(), CudaArray(0x10000, (8,)), ACCESS)
@@ -682,7 +682,7 @@ def test_missing_libcuda(monkeypatch, tmp_path):
             cuda.flush_gpudirect_writes()
         assert info.value.code is None
         assert missing in str(info.value)
-        # No driver: register_tensor falls back to reg_mr (issue 24) ...
+        # No driver: register_tensor falls back to reg_mr ...
         pd = FakePD()
         assert cuda.register_tensor(pd, CudaArray(0x10000, (8,)), ACCESS).path == "peermem"
         assert pd.names() == ["reg_mr"]

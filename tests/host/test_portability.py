@@ -50,7 +50,7 @@ OPTIONAL = (
     # ECE (qp/qp_hw.c)
     "ibv_set_ece",
     "ibv_query_ece",
-    # memory, import and device verbs (issue 32)
+    # memory, import and device verbs (rdma-core 59-64)
     "ibv_rereg_mr",
     "ibv_import_device",
     "ibv_import_pd",

@@ -1,5 +1,4 @@
-"""The source builds against every rdma-core from 33 to the newest
-(issue 22, section 2).
+"""The source builds against every rdma-core from 33 to the newest.
 
 For Debian 11's rdma-core 33 headers and Debian unstable's newest (65 when
 written), fetched by tools/rdma-headers into

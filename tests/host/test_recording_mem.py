@@ -1,4 +1,4 @@
-"""The memory, import and device verbs of issue 32 against the recording
+"""The memory, import and device verbs of rdma-core 59-64 against the recording
 double (tests/fakes/recording/memx.c): every argument and struct field the
 binding passes, the comp_mask of what was given, the unimport on close of
 imported objects, the ValuesEx record, and nothing left live.  A check of

@@ -247,7 +247,7 @@ def test_device_ex_and_the_lookup_helpers(recording):
 
 
 def test_query_gid_ex_does_not_leak(recording):
-    # Issue 32: gid_to_py (device/context.c) kept a reference to the GID's
+    # gid_to_py (device/context.c) kept a reference to the GID's
     # bytes, one leaked object per call.  Thousands of calls on the
     # double must leave the interpreter's allocated blocks flat.
     def body(fake):

@@ -1,5 +1,5 @@
-"""The wheels ``make wheel`` writes (issue 22 section 1, issue 23 section 1)
-and the sdist they are built from (issue 22 section 2).
+"""The wheels ``make wheel`` writes (abi3 and free-threaded, x86_64 and
+aarch64) and the sdist they are built from.
 
 For each architecture, x86_64 and aarch64 (cross-built), the wheel in
 dist/ is checked from the file itself:

@@ -345,7 +345,7 @@ def xrc_wq_rss(ctx: ib.Context, pd: ib.PD, cq: ib.CQ, mr: ib.MR) -> None:
 
 
 def memory_import_and_device_verbs(ctx: ib.Context, pd: ib.PD, mr: ib.MR) -> None:
-    """reg_mr_ex, Buf, DMAH, rereg, the imports, rt values (issue 32)."""
+    """reg_mr_ex, Buf, DMAH, rereg, the imports, rt values."""
     dmah: ib.DMAH = ctx.alloc_dmah(cpu_id=0, tph_mem_type=ib.TPHMemType.VM)
     cpu: int | None = dmah.cpu_id
     buf: ib.Buf = pd.alloc_buf(8192)

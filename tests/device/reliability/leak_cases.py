@@ -266,7 +266,7 @@ def cycles(device):
         s["pd"].create_ah_from_wc(s["wc"], s["grh"], PORT).close()
         s["ctx"].init_ah_from_wc(PORT, s["wc"], s["grh"])
 
-    # Memory verbs (issue 32): what the loaded libibverbs and rxe run is
+    # Memory verbs (rdma-core 59-64): what the loaded libibverbs and rxe run is
     # created and closed; what they refuse must leave nothing behind.
     def is_refused(fn):
         try:
@@ -325,7 +325,7 @@ def cycles(device):
             del qp, srq, cq
 
     def hw_refused_more(s):
-        # The domain, counter and hardware QP verbs (issue 32) that rxe
+        # The domain, counter and hardware QP verbs that rxe
         # refuses: each refusal must leave no object behind.
         qp = s["pd"].create_qp(ib.QPInitAttr(send_cq=s["cq"], recv_cq=s["cq"]))
         calls = (

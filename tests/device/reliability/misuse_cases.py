@@ -724,7 +724,7 @@ DEVICE_METHODS["QPEx"] = (
     },
 )
 
-# Memory, import and device verbs (issue 32).  rxe runs none of the imports,
+# Memory, import and device verbs (rdma-core 59-64).  rxe runs none of the imports,
 # DMA handles, rt values, port speed, null MR or rereg (EOPNOTSUPP), and
 # rdma-core 44 lacks reg_mr_ex, alloc_buf and reg_buf_mr (EOPNOTSUPP): the
 # valid calls may raise; every perturbed one raises before the verb.

@@ -1,5 +1,5 @@
 /*
- * memx.c - recorders of the memory, import and device verbs of issue 32:
+ * memx.c - recorders of the memory, import and device verbs of rdma-core 59-64:
  * ibv_reg_mr_ex, ibv_alloc_buf/free_buf/reg_buf_mr/export_buf_dmabuf_fd,
  * ibv_alloc_dmah/dealloc_dmah, ibv_rereg_mr, ibv_import_device/pd/mr/dm
  * and their unimports, ibv_dm_export_dmabuf_fd, ibv_query_port_speed, and

@@ -34,7 +34,7 @@ int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
 			       uint32_t flags);
 #endif
 
-/* ---- memory, import and device verbs (issue 32) ---- */
+/* ---- memory, import and device verbs (rdma-core 59-64) ---- */
 
 #ifndef IBVERBS_HAVE_IMPORT_DM
 /* rdma-core 35 */

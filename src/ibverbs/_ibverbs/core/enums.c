@@ -419,7 +419,7 @@ static const struct constant constants[] = {
 	C(WQFlags, SCATTER_FCS, IBV_WQ_FLAGS_SCATTER_FCS),
 	C(WQFlags, DELAY_DROP, IBV_WQ_FLAGS_DELAY_DROP),
 	C(WQFlags, PCI_WRITE_END_PADDING, IBV_WQ_FLAGS_PCI_WRITE_END_PADDING),
-	/* Memory and device verbs (issue 32): compat.h declares the ones
+	/* The memory and device verbs of rdma-core 59-64: compat.h declares the ones
 	 * older headers lack, as rdma-core's verbs.h does. */
 	C(ReregMRFlags, CHANGE_TRANSLATION, IBV_REREG_MR_CHANGE_TRANSLATION),
 	C(ReregMRFlags, CHANGE_PD, IBV_REREG_MR_CHANGE_PD),

@@ -14,9 +14,8 @@ const HandleKind pd_kind = { "PD", "ibv_dealloc_pd", pd_destroy, NULL };
 
 #define PDP(self) ((struct ibv_pd *)HANDLE(self)->obj)
 
-/* The factory methods: each checks the PD open and calls the new
- * type's constructor (in that type's file). */
-/* ---- memory and import verbs (issue 32) ---- */
+/* The PD's factory methods live in the files of the types they make
+ * (METHOD_DECL in their family headers); its table names them. */
 
 static PyObject *pd_get_imported(PyObject *self, void *closure)
 {
