@@ -37,25 +37,6 @@ static void cq_release(Handle *h)
 static const HandleKind cq_kind = { "CQ", "ibv_destroy_cq", cq_destroy,
 				    cq_release };
 
-/* None, or an open CompChannel of ctx; NULL with an exception set. */
-static int check_channel(ContextObject *ctx, PyObject *channel)
-{
-	if (!PyObject_TypeCheck(channel, ST.CompChannel_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "channel must be a CompChannel or None, not %R",
-			     (PyObject *)Py_TYPE(channel));
-		return -1;
-	}
-	if (handle_check(HANDLE(channel)) < 0)
-		return -1;
-	if (HANDLE(channel)->parent != HANDLE(ctx)) {
-		PyErr_SetString(PyExc_ValueError,
-				"channel belongs to another Context");
-		return -1;
-	}
-	return 0;
-}
-
 METHOD_DOC(context_create_cq,
 	   "Create a completion queue for at least ``cqe`` entries.\n"
 	   "\n"
@@ -83,30 +64,35 @@ METHOD_DOC(context_create_cq,
 	   "        else the verb failed (``errno``, e.g. EINVAL for a cqe\n"
 	   "        past the device's max_cqe).");
 
+struct create_cq_args {
+	int cqe, comp_vector;
+	PyObject *channel;
+};
+static const ArgSpec create_cq_params[] = {
+	ARG_INT(struct create_cq_args, cqe, 1, INT32_MAX),
+	ARG_HANDLE(struct create_cq_args, channel, CompChannel,
+		   ARG_SAME_CONTEXT, .flags = ARG_OPT | ARG_NONE),
+	ARG_INT(struct create_cq_args, comp_vector, 0, INT32_MAX,
+		.flags = ARG_OPT),
+	ARG_END
+};
+METHOD_ARGS(context_create_cq, "Context.create_cq", create_cq_params);
+
 PyObject *context_create_cq(PyObject *parent, PyObject *args, PyObject *kw)
 {
 	ContextObject *ctx = (ContextObject *)parent;
-	static char *kwlist[] = { "cqe", "channel", "comp_vector", NULL };
-	PyObject *cqe_o, *channel = Py_None, *vec_o = NULL;
 	struct ibv_comp_channel *ch = NULL;
+	struct create_cq_args a;
+	PyObject *channel;
 	struct ibv_cq *cq;
-	long cqe, vec = 0;
 	CQObject *self;
 
 	HANDLE_CHECK(parent);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:create_cq", kwlist,
-					 &cqe_o, &channel, &vec_o))
+	if (args_parse(&context_create_cq_args, parent, args, kw, &a) < 0)
 		return NULL;
-	if (arg_int(cqe_o, "cqe", 1, INT32_MAX, &cqe) < 0)
-		return NULL;
-	if (vec_o != NULL &&
-	    arg_int(vec_o, "comp_vector", 0, INT32_MAX, &vec) < 0)
-		return NULL;
-	if (channel != Py_None) {
-		if (check_channel(ctx, channel) < 0)
-			return NULL;
+	channel = a.channel;
+	if (channel != NULL)
 		ch = HANDLE(channel)->obj;
-	}
 	/* Allocated first: its address is the cq_context.  Not linked into
 	 * the Context until the verb succeeded, so a failure only frees it. */
 	self = HANDLE_ALLOC(CQObject, ST.CQ_type);
@@ -120,17 +106,17 @@ PyObject *context_create_cq(PyObject *parent, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	errno = 0;
-	cq = IBV.create_cq((struct ibv_context *)HANDLE(ctx)->obj, (int)cqe,
-			   self, ch, (int)vec);
+	cq = IBV.create_cq((struct ibv_context *)HANDLE(ctx)->obj, a.cqe, self,
+			   ch, a.comp_vector);
 	if (cq == NULL) {
 		int err = errno ? errno : EINVAL;
 
 		Py_DECREF(self);
-		return verbs_error_fmt(err, "ibv_create_cq", "cqe=%ld", cqe);
+		return verbs_error_fmt(err, "ibv_create_cq", "cqe=%d", a.cqe);
 	}
 	handle_init(HANDLE(self), &cq_kind, HANDLE(ctx));
 	HANDLE_SET_OBJ(self, cq);
-	if (channel != Py_None) {
+	if (channel != NULL) {
 		Py_INCREF(channel);
 		self->channel = channel;
 		handle_use(HANDLE(channel));
@@ -175,6 +161,7 @@ static int parse_num_entries(PyObject *args, PyObject *kw, long *n)
 		if (nargs == 1)
 			o = PyTuple_GetItem(args, 0);
 	}
+	/* Parsed by hand: the data path, where args_parse costs instructions. */
 	if (o == NULL &&
 	    !PyArg_ParseTupleAndKeywords(args, kw, "|O:poll", kwlist, &o))
 		return -1;
@@ -193,9 +180,7 @@ static int parse_num_entries(PyObject *args, PyObject *kw, long *n)
 		if (*n >= 1 && overflow >= 0)
 			return 0;
 	} else {
-		PyErr_Format(PyExc_TypeError,
-			     "num_entries must be an int, not %R",
-			     (PyObject *)Py_TYPE(o));
+		arg_type_error("num_entries", "int", 0, o);
 		return -1;
 	}
 	PyErr_Format(PyExc_ValueError, "num_entries must be >= 1, got %S", o);
@@ -425,12 +410,11 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 	int n, rc, i;
 
 	HANDLE_CHECK(self);
+	/* Parsed by hand: the data path, where args_parse costs instructions. */
 	want = PyLong_Check(arg) ? PyLong_AsLong(arg) : -1;
 	if (want < 1) {
 		if (!PyLong_Check(arg))
-			PyErr_Format(PyExc_TypeError,
-				     "num_entries must be an int, not %R",
-				     (PyObject *)Py_TYPE(arg));
+			arg_type_error("num_entries", "int", 0, arg);
 		else if (!PyErr_Occurred() ||
 			 PyErr_ExceptionMatches(PyExc_OverflowError)) {
 			PyErr_Clear();
@@ -513,16 +497,28 @@ PyDoc_STRVAR(cq_req_notify__doc__,
 	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
 	     "        failed (``errno``).");
 
+/* solicited_only: any object, read for its truth. */
+struct req_notify_args {
+	PyObject *solicited_only;
+};
+static const ArgSpec req_notify_params[] = {
+	ARG_OBJECT(struct req_notify_args, solicited_only, .flags = ARG_OPT),
+	ARG_END
+};
+METHOD_ARGS(cq_req_notify, "CQ.req_notify", req_notify_params);
+
 static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "solicited_only", NULL };
+	struct req_notify_args a;
 	int solicited = 0, rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|p:req_notify", kwlist,
-					 &solicited))
+	if (args_parse(&cq_req_notify_args, self, args, kw, &a) < 0)
 		return NULL;
-	/* "p" called __bool__, which may have closed the CQ. */
+	if (a.solicited_only != NULL &&
+	    (solicited = PyObject_IsTrue(a.solicited_only)) < 0)
+		return NULL;
+	/* __bool__ may have closed the CQ. */
 	HANDLE_CHECK(self);
 	rc = ibv_req_notify_cq(CQP(self), solicited);
 	if (rc != 0)
@@ -558,18 +554,26 @@ PyDoc_STRVAR(cq_ack_events__doc__,
 	     "        ``events_unacked``.\n"
 	     "    VerbsError: EBADF once the CQ is closed.");
 
+struct ack_events_args {
+	int nevents;
+};
+static const ArgSpec ack_events_params[] = {
+	ARG_INT(struct ack_events_args, nevents, 1, INT32_MAX, .flags = ARG_OPT,
+		.def = 1),
+	ARG_END
+};
+METHOD_ARGS(cq_ack_events, "CQ.ack_events", ack_events_params);
+
 static PyObject *cq_ack_events(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "nevents", NULL };
 	CQObject *c = (CQObject *)self;
-	PyObject *o = NULL;
-	long n = 1;
+	struct ack_events_args a;
+	long n;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:ack_events", kwlist, &o))
+	if (args_parse(&cq_ack_events_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (o != NULL && arg_int(o, "nevents", 1, INT32_MAX, &n) < 0)
-		return NULL;
+	n = a.nevents;
 #ifdef Py_GIL_DISABLED
 	{
 		/* Threads may get events and ack them at once: take n off
@@ -615,25 +619,30 @@ PyDoc_STRVAR(cq_resize__doc__,
 	     "        ``max_cqe`` or below the completions waiting,\n"
 	     "        EOPNOTSUPP when the provider cannot resize).");
 
-PyObject *cq_resize(PyObject *self, PyObject *args, PyObject *kw)
+const ArgSpec cq_resize_params[] = {
+	ARG_INT(struct cq_resize_args, cqe, 1, INT32_MAX), ARG_END
+};
+METHOD_ARGS(cq_resize, "CQ.resize", cq_resize_params);
+
+PyObject *cq_resize_to(PyObject *self, int cqe)
 {
-	static char *kwlist[] = { "cqe", NULL };
-	PyObject *o;
-	long cqe;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:resize", kwlist, &o))
-		return NULL;
-	if (arg_int(o, "cqe", 1, INT32_MAX, &cqe) < 0)
-		return NULL;
-	/* arg_int may run __index__, which may close the CQ. */
-	HANDLE_CHECK(self);
-	rc = IBV.resize_cq(CQP(self), (int)cqe);
+	rc = IBV.resize_cq(CQP(self), cqe);
 	if (rc != 0)
-		return verbs_error_fmt(rc, "ibv_resize_cq", "cqe=%ld (now %d)",
+		return verbs_error_fmt(rc, "ibv_resize_cq", "cqe=%d (now %d)",
 				       cqe, CQP(self)->cqe);
 	Py_RETURN_NONE;
+}
+
+static PyObject *cq_resize(PyObject *self, PyObject *args, PyObject *kw)
+{
+	struct cq_resize_args a;
+
+	HANDLE_CHECK(self);
+	if (args_parse(&cq_resize_args, self, args, kw, &a) < 0)
+		return NULL;
+	return cq_resize_to(self, a.cqe);
 }
 
 PyDoc_STRVAR(cq_modify__doc__,
@@ -659,31 +668,34 @@ PyDoc_STRVAR(cq_modify__doc__,
 	     "        the provider has no CQ moderation; else the verb failed\n"
 	     "        (``errno``).");
 
+struct cq_modify_args {
+	uint16_t cq_count, cq_period;
+};
+static const ArgSpec cq_modify_params[] = {
+	ARG_UINT(struct cq_modify_args, cq_count),
+	ARG_UINT(struct cq_modify_args, cq_period), ARG_END
+};
+METHOD_ARGS(cq_modify, "CQ.modify", cq_modify_params);
+
 static PyObject *cq_modify(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "cq_count", "cq_period", NULL };
 	struct ibv_modify_cq_attr attr;
-	PyObject *count_o, *period_o;
-	long count, period;
+	struct cq_modify_args a;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:modify", kwlist,
-					 &count_o, &period_o))
+	if (args_parse(&cq_modify_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (arg_int(count_o, "cq_count", 0, UINT16_MAX, &count) < 0 ||
-	    arg_int(period_o, "cq_period", 0, UINT16_MAX, &period) < 0)
-		return NULL;
-	HANDLE_CHECK(self);
 	memset(&attr, 0, sizeof(attr));
 	attr.attr_mask = IBV_CQ_ATTR_MODERATE;
-	attr.moderate.cq_count = (uint16_t)count;
-	attr.moderate.cq_period = (uint16_t)period;
+	attr.moderate.cq_count = a.cq_count;
+	attr.moderate.cq_period = a.cq_period;
 	rc = ibv_modify_cq(CQP(self), &attr);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_modify_cq",
-				       "cq_count=%ld cq_period=%ld", count,
-				       period);
+				       "cq_count=%u cq_period=%u",
+				       (unsigned int)a.cq_count,
+				       (unsigned int)a.cq_period);
 	Py_RETURN_NONE;
 }
 

@@ -13,8 +13,13 @@
 PyObject *list_from_store(void **store, int *store_len, size_t size, int n,
 			  PyObject *(*build)(const void *elem));
 
-/* CQ.resize(cqe), shared by CQEx.resize (which refuses in a session). */
-PyObject *cq_resize(PyObject *self, PyObject *args, PyObject *kw);
+/* CQ.resize(cqe)'s arguments, declared for CQEx.resize too, and the
+ * resize itself (CQEx.resize refuses in a session first). */
+struct cq_resize_args {
+	int cqe;
+};
+extern const ArgSpec cq_resize_params[];
+PyObject *cq_resize_to(PyObject *self, int cqe);
 
 /* Fields a WCEx has beyond struct ibv_wc ("have" bits). */
 enum {

@@ -82,10 +82,11 @@ static PyObject *attr_get(PyObject *o, const char *name)
 	PyObject *v = PyObject_GetAttrString(o, name);
 
 	if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+		char hint[48];
+
 		PyErr_Clear();
-		PyErr_Format(PyExc_TypeError,
-			     "init_attr must be a CQInitAttrEx (no %s in %R)",
-			     name, (PyObject *)Py_TYPE(o));
+		snprintf(hint, sizeof(hint), "it has no %s", name);
+		arg_type_error_hint("init_attr", "CQInitAttrEx", 0, o, hint);
 	}
 	return v;
 }
@@ -104,10 +105,7 @@ static int init_attr_pdom(ContextObject *ctx, PyObject *o, PyObject **pdom)
 		return 0;
 	}
 	if (!PyObject_TypeCheck(v, ST.ParentDomain_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "parent_domain must be a ParentDomain or None, "
-			     "not %R",
-			     (PyObject *)Py_TYPE(v));
+		arg_type_error("parent_domain", "ParentDomain", 1, v);
 		Py_DECREF(v);
 		return -1;
 	}
@@ -116,8 +114,7 @@ static int init_attr_pdom(ContextObject *ctx, PyObject *o, PyObject **pdom)
 		return -1;
 	}
 	if (HANDLE(v)->parent != HANDLE(ctx)) {
-		PyErr_SetString(PyExc_ValueError,
-				"parent_domain belongs to another Context");
+		arg_other_parent_error("parent_domain", "Context");
 		Py_DECREF(v);
 		return -1;
 	}
@@ -173,17 +170,13 @@ static int init_attr_parse(ContextObject *ctx, PyObject *o,
 		a->comp_mask |= IBV_CQ_INIT_ATTR_MASK_FLAGS;
 	if (ch != Py_None) {
 		if (!PyObject_TypeCheck(ch, ST.CompChannel_type)) {
-			PyErr_Format(PyExc_TypeError,
-				     "channel must be a CompChannel or None, "
-				     "not %R",
-				     (PyObject *)Py_TYPE(ch));
+			arg_type_error("channel", "CompChannel", 1, ch);
 			goto out;
 		}
 		if (handle_check(HANDLE(ch)) < 0)
 			goto out;
 		if (HANDLE(ch)->parent != HANDLE(ctx)) {
-			PyErr_SetString(PyExc_ValueError,
-					"channel belongs to another Context");
+			arg_other_parent_error("channel", "Context");
 			goto out;
 		}
 		*channel = ch;
@@ -244,23 +237,29 @@ METHOD_DOC(context_create_cq_ex,
 	   "        CQ (or no parent domains); else the verb failed\n"
 	   "        (``errno``).");
 
+struct create_cq_ex_args {
+	PyObject *init_attr;
+};
+static const ArgSpec create_cq_ex_params[] = {
+	ARG_RECORD(struct create_cq_ex_args, init_attr, CQInitAttrEx), ARG_END
+};
+METHOD_ARGS(context_create_cq_ex, "Context.create_cq_ex", create_cq_ex_params);
+
 PyObject *context_create_cq_ex(PyObject *parent, PyObject *args, PyObject *kw)
 {
 	ContextObject *ctx = (ContextObject *)parent;
-	static char *kwlist[] = { "init_attr", NULL };
+	struct create_cq_ex_args r;
 	struct ibv_cq_init_attr_ex a;
 	struct ibv_cq_ex *cq;
-	PyObject *o, *channel, *pdom;
+	PyObject *channel, *pdom;
 	CQExObject *self;
 	int err;
 
 	HANDLE_CHECK(parent);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_cq_ex", kwlist,
-					 &o))
+	if (args_parse(&context_create_cq_ex_args, parent, args, kw, &r) < 0 ||
+	    init_attr_parse(ctx, r.init_attr, &a, &channel) < 0)
 		return NULL;
-	if (init_attr_parse(ctx, o, &a, &channel) < 0)
-		return NULL;
-	if (init_attr_pdom(ctx, o, &pdom) < 0) {
+	if (init_attr_pdom(ctx, r.init_attr, &pdom) < 0) {
 		Py_XDECREF(channel);
 		return NULL;
 	}
@@ -420,11 +419,17 @@ PyDoc_STRVAR(cqex_resize__doc__,
 	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
 	     "        failed (``errno``).");
 
+METHOD_ARGS(cqex_resize, "CQEx.resize", cq_resize_params);
+
 static PyObject *cqex_resize(PyObject *self, PyObject *args, PyObject *kw)
 {
-	if (cqex_check_open(self) < 0)
+	struct cq_resize_args a;
+
+	HANDLE_CHECK(self);
+	if (cqex_check_open(self) < 0 ||
+	    args_parse(&cqex_resize_args, self, args, kw, &a) < 0)
 		return NULL;
-	return cq_resize(self, args, kw);
+	return cq_resize_to(self, a.cqe);
 }
 
 PyDoc_STRVAR(cqex_start_poll__doc__,
@@ -845,9 +850,7 @@ static int parse_n(PyObject *o, struct ibv_cq_ex *cq, int *n, int clamp)
 	int overflow;
 
 	if (!PyLong_Check(o)) {
-		PyErr_Format(PyExc_TypeError,
-			     "num_entries must be an int, not %R",
-			     (PyObject *)Py_TYPE(o));
+		arg_type_error("num_entries", "int", 0, o);
 		return -1;
 	}
 	v = PyLong_AsLongAndOverflow(o, &overflow);
@@ -977,6 +980,7 @@ static PyObject *cqex_poll(PyObject *self, PyObject *args, PyObject *kw)
 
 	if (cqex_check_open(self) < 0)
 		return NULL;
+	/* Parsed by hand: the data path, where args_parse costs instructions. */
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:poll", kwlist, &o))
 		return NULL;
 	if (o != NULL && parse_n(o, c->cq_ex, &n, 1) < 0)
@@ -1021,6 +1025,7 @@ static PyObject *cqex_poll_count(PyObject *self, PyObject *arg)
 	CQExObject *c = CQX(self);
 	int n, got, err, i;
 
+	/* Parsed by hand: the data path, where args_parse costs instructions. */
 	if (cqex_check_open(self) < 0 || parse_n(arg, c->cq_ex, &n, 0) < 0 ||
 	    cqex_reserve(c, n) < 0)
 		return NULL;

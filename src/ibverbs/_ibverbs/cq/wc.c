@@ -46,12 +46,8 @@ PyObject *wc_new(const struct ibv_wc *wc)
  * the fields its CQ was not asked to report zeroed. */
 int wc_to_c(PyObject *o, const char *what, struct ibv_wc *out)
 {
-	if (!PyObject_TypeCheck(o, ST.WC_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "%s must be a WC (from CQ.poll), not %R", what,
-			     (PyObject *)Py_TYPE(o));
-		return -1;
-	}
+	if (!PyObject_TypeCheck(o, ST.WC_type))
+		return arg_type_error_hint(what, "WC", 0, o, "from CQ.poll");
 	*out = ((WCObject *)o)->wc;
 	return 0;
 }
@@ -159,6 +155,7 @@ static PyObject *wc_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	Py_ssize_t pos = 0;
 	WCObject *o;
 
+	/* Parsed by hand: **fields, the names of struct ibv_wc's fields. */
 	if (PyTuple_Size(args) != 0) {
 		PyErr_SetString(PyExc_TypeError,
 				"WC() takes keyword arguments only");

@@ -31,6 +31,7 @@ static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	ContextObject *self;
 	int i, n = 0, err = 0;
 
+	/* Parsed by hand: a constructor taking a str, which no ArgKind reads. */
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "s:Context", kwlist, &name))
 		return NULL;
 	errno = 0;
@@ -172,22 +173,27 @@ PyDoc_STRVAR(context_query_port__doc__,
 	     "    VerbsError: EBADF once the Context is closed; else the\n"
 	     "        verb failed (``errno``, e.g. EINVAL for no such port).");
 
+struct query_port_args {
+	uint8_t port_num;
+};
+static const ArgSpec query_port_params[] = {
+	ARG_INT(struct query_port_args, port_num, 1, 255), ARG_END
+};
+METHOD_ARGS(context_query_port, "Context.query_port", query_port_params);
+
 static PyObject *context_query_port(PyObject *self, PyObject *args,
 				    PyObject *kw)
 {
-	static char *kwlist[] = { "port_num", NULL };
+	struct query_port_args q;
 	struct ibv_port_attr a;
-	PyObject *arg;
 	uint8_t port;
 	PyObject *d;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:query_port", kwlist,
-					 &arg))
+	if (args_parse(&context_query_port_args, self, args, kw, &q) < 0)
 		return NULL;
-	if (parse_port(arg, &port) < 0)
-		return NULL;
+	port = q.port_num;
 	rc = port_query(CTX(self), port, &a);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_query_port", "port %d", port);
@@ -240,27 +246,30 @@ PyDoc_STRVAR(context_query_gid__doc__,
 	     "    VerbsError: EBADF once the Context is closed; else the\n"
 	     "        verb failed (``errno``, e.g. EINVAL past the table).");
 
+struct query_gid_args {
+	uint8_t port_num;
+	int index;
+};
+static const ArgSpec query_gid_params[] = {
+	ARG_INT(struct query_gid_args, port_num, 1, 255),
+	ARG_INT(struct query_gid_args, index, 0, INT32_MAX), ARG_END
+};
+METHOD_ARGS(context_query_gid, "Context.query_gid", query_gid_params);
+
 static PyObject *context_query_gid(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "port_num", "index", NULL };
-	PyObject *port_o, *index_o;
+	struct query_gid_args q;
 	union ibv_gid gid;
-	uint8_t port;
-	long index;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:query_gid", kwlist,
-					 &port_o, &index_o))
+	if (args_parse(&context_query_gid_args, self, args, kw, &q) < 0)
 		return NULL;
-	if (parse_port(port_o, &port) < 0 ||
-	    arg_int(index_o, "index", 0, INT32_MAX, &index) < 0)
-		return NULL;
-	rc = IBV.query_gid(CTX(self), port, (int)index, &gid);
+	rc = IBV.query_gid(CTX(self), q.port_num, q.index, &gid);
 	if (rc != 0)
 		return verbs_error_fmt(rc < 0 ? (errno ? errno : EINVAL) : rc,
-				       "ibv_query_gid", "port %d index %ld",
-				       port, index);
+				       "ibv_query_gid", "port %d index %d",
+				       q.port_num, q.index);
 	return gid_to_py(&gid);
 }
 
@@ -297,6 +306,7 @@ static PyObject *context_query_gid_ex(PyObject *self, PyObject *args)
 
 	HANDLE_CHECK(self);
 	IBV_REQUIRE_OPTIONAL(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32");
+	/* Parsed by hand: positional-only arguments, which ArgSpec lacks. */
 	if (!PyArg_UnpackTuple(args, "query_gid_ex", 2, 2, &port_o, &index_o))
 		return NULL;
 	if (parse_port(port_o, &port) < 0 ||
@@ -342,6 +352,7 @@ static PyObject *context_query_pkey(PyObject *self, PyObject *args)
 	int rc;
 
 	HANDLE_CHECK(self);
+	/* Parsed by hand: positional-only arguments, which ArgSpec lacks. */
 	if (!PyArg_UnpackTuple(args, "query_pkey", 2, 2, &port_o, &index_o))
 		return NULL;
 	if (parse_port(port_o, &port) < 0 ||
@@ -436,6 +447,7 @@ static PyObject *context_import_device(PyObject *cls, PyObject *args,
 	long fd;
 	int dup_fd, err;
 
+	/* Parsed by hand: a classmethod (test_specs wants self first). */
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:import_device", kwlist,
 					 &fd_o))
 		return NULL;
@@ -579,6 +591,7 @@ PyDoc_STRVAR(context_ack_async_event__doc__,
 static PyObject *context_ack_async_event(PyObject *self, PyObject *ev)
 {
 	HANDLE_CHECK(self);
+	/* Parsed by hand: one positional-only argument (METH_O). */
 	return async_event_ack_for((ContextObject *)self, ev);
 }
 

@@ -193,16 +193,11 @@ PyObject *context_get_async_event(PyObject *self, PyObject *unused)
 PyObject *async_event_ack_for(ContextObject *ctx, PyObject *ev)
 {
 	if (!PyObject_TypeCheck(ev, ST.AsyncEvent_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "ack_async_event() takes an "
-			     "AsyncEvent, not %R",
-			     (PyObject *)Py_TYPE(ev));
+		arg_type_error("event", "AsyncEvent", 0, ev);
 		return NULL;
 	}
 	if (EV(ev)->context != (PyObject *)ctx) {
-		PyErr_SetString(PyExc_ValueError,
-				"ack_async_event(): the event "
-				"belongs to another Context");
+		arg_other_parent_error("event", "Context");
 		return NULL;
 	}
 	event_ack(EV(ev));

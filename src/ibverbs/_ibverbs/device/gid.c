@@ -135,9 +135,9 @@ PyObject *context_query_gid_table(PyObject *self, PyObject *unused)
 	return list;
 }
 
-/* ip (None, str, or an ipaddress object) as the 16 GID bytes it maps to:
- * an IPv4 address as ::ffff:a.b.c.d. 0 for None, 1 when set, -1 on
- * error. */
+/* ip (NULL for None, a str or an ipaddress object) as the 16 GID bytes
+ * it maps to: an IPv4 address as ::ffff:a.b.c.d. 0 for NULL, 1 when set,
+ * -1 on error. */
 static int ip_to_gid(PyObject *ip, uint8_t raw[16])
 {
 	PyObject *s;
@@ -145,15 +145,10 @@ static int ip_to_gid(PyObject *ip, uint8_t raw[16])
 	struct in_addr v4;
 	int rc = 1;
 
-	if (ip == Py_None)
+	if (ip == NULL)
 		return 0;
-	if (!PyUnicode_Check(ip) && !PyObject_HasAttrString(ip, "packed")) {
-		PyErr_Format(PyExc_TypeError,
-			     "ip must be a str, an ipaddress address or None, "
-			     "not %R",
-			     (PyObject *)Py_TYPE(ip));
-		return -1;
-	}
+	if (!PyUnicode_Check(ip) && !PyObject_HasAttrString(ip, "packed"))
+		return arg_type_error("ip", "str, an ipaddress address", 1, ip);
 	s = PyObject_Str(ip);
 	if (s != NULL) {
 		PyObject *b = PyUnicode_AsUTF8String(s);
@@ -207,24 +202,36 @@ const char context_find_gid__doc__[] = PyDoc_STR(
 	"        when libibverbs lacks ``ibv_query_gid_table`` (rdma-core\n"
 	"        < 32); else the verb failed (``errno``).");
 
+struct find_gid_args {
+	uint8_t port;
+	int gid_type;
+	PyObject *ip;
+};
+static const ArgSpec find_gid_params[] = {
+	ARG_INT(struct find_gid_args, port, 1, 255, .flags = ARG_OPT, .def = 1),
+	ARG_OBJECT(struct find_gid_args, ip, .flags = ARG_OPT | ARG_NONE),
+	ARG_ENUM(struct find_gid_args, gid_type, GIDType, 0, INT32_MAX,
+		 .flags = ARG_OPT, .def = IBV_GID_TYPE_ROCE_V2),
+	ARG_END
+};
+METHOD_ARGS(context_find_gid, "Context.find_gid", find_gid_params);
+
 PyObject *context_find_gid(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "port", "ip", "gid_type", NULL };
-	PyObject *port_o = NULL, *ip = Py_None, *type_o = NULL, *res = NULL;
+	struct find_gid_args a;
+	PyObject *res = NULL;
 	struct ibv_gid_entry *e;
-	long port = 1, type = IBV_GID_TYPE_ROCE_V2;
+	long port, type;
 	uint8_t want[16];
 	int has_ip;
 	size_t n, i;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:find_gid", kwlist,
-					 &port_o, &ip, &type_o))
+	if (args_parse(&context_find_gid_args, self, args, kw, &a) < 0)
 		return NULL;
-	if ((port_o && arg_int(port_o, "port", 1, 255, &port) < 0) ||
-	    (type_o && arg_int(type_o, "gid_type", 0, INT32_MAX, &type) < 0))
-		return NULL;
-	has_ip = ip_to_gid(ip, want);
+	port = a.port;
+	type = a.gid_type;
+	has_ip = ip_to_gid(a.ip, want);
 	if (has_ip < 0 || gid_table_fetch(self, &e, &n) < 0)
 		return NULL;
 	for (i = 0; i < n; i++) {
@@ -242,7 +249,7 @@ PyObject *context_find_gid(PyObject *self, PyObject *args, PyObject *kw)
 		PyErr_Format(PyExc_ValueError,
 			     "%s port %ld has no GID of type %ld for %S",
 			     IBV.get_device_name(GCTX(self)->device), port,
-			     type, ip);
+			     type, a.ip);
 	else
 		PyErr_Format(PyExc_ValueError,
 			     "%s port %ld has no GID of type %ld with an IPv4 "
@@ -280,6 +287,7 @@ PyObject *context_get_pkey_index(PyObject *self, PyObject *args)
 	int rc;
 
 	HANDLE_CHECK(self);
+	/* Parsed by hand: positional-only arguments, which ArgSpec lacks. */
 	if (!PyArg_UnpackTuple(args, "get_pkey_index", 2, 2, &port_o, &pkey_o))
 		return NULL;
 	if (arg_int(port_o, "port", 1, 255, &port) < 0 ||
@@ -350,6 +358,7 @@ PyObject *context_resolve_eth_l2_from_gid(PyObject *self, PyObject *arg)
 
 	HANDLE_CHECK(self);
 	memset(&a, 0, sizeof(a));
+	/* Parsed by hand: one positional-only argument (METH_O). */
 	if (ah_attr_from_py(arg, &a) < 0)
 		return NULL;
 	errno = 0;

@@ -40,23 +40,32 @@ METHOD_DOC(context_query_rt_values_ex,
 	   "    VerbsError: EBADF once the Context is closed; else the\n"
 	   "        verb failed (``errno``: EOPNOTSUPP without the op).");
 
+struct rt_values_args {
+	uint32_t comp_mask;
+};
+static const ArgSpec rt_values_params[] = {
+	ARG_FLAGS(struct rt_values_args, comp_mask, ValuesMask,
+		  .flags = ARG_OPT, .def = IBV_VALUES_MASK_RAW_CLOCK),
+	ARG_END
+};
+METHOD_ARGS(context_query_rt_values_ex, "Context.query_rt_values_ex",
+	    rt_values_params);
+
 PyObject *context_query_rt_values_ex(PyObject *self, PyObject *args,
 				     PyObject *kw)
 {
 	ContextObject *ctx = (ContextObject *)self;
-	static char *kwlist[] = { "comp_mask", NULL };
-	PyObject *mask_o = NULL, *mod, *cls, *d, *res;
+	PyObject *mod, *cls, *d, *res;
+	struct rt_values_args a;
 	struct ibv_values_ex v;
-	uint32_t mask = IBV_VALUES_MASK_RAW_CLOCK;
+	uint32_t mask;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:query_rt_values_ex",
-					 kwlist, &mask_o))
+	rc = args_parse(&context_query_rt_values_ex_args, self, args, kw, &a);
+	if (rc < 0)
 		return NULL;
-	if (mask_o != NULL && arg_u32(mask_o, "comp_mask", &mask) < 0)
-		return NULL;
-	HANDLE_CHECK(ctx);
+	mask = a.comp_mask;
 	memset(&v, 0, sizeof(v));
 	v.comp_mask = mask;
 	rc = ibv_query_rt_values_ex(CTX(ctx), &v);
@@ -105,27 +114,30 @@ METHOD_DOC(context_query_port_speed,
 	   "        when libibverbs lacks the verb (rdma-core < 62) or the\n"
 	   "        provider cannot; else the verb failed (``errno``).");
 
+struct port_speed_args {
+	uint32_t port_num;
+};
+static const ArgSpec port_speed_params[] = {
+	ARG_UINT(struct port_speed_args, port_num), ARG_END
+};
+METHOD_ARGS(context_query_port_speed, "Context.query_port_speed",
+	    port_speed_params);
+
 PyObject *context_query_port_speed(PyObject *self, PyObject *args, PyObject *kw)
 {
 	ContextObject *ctx = (ContextObject *)self;
-	static char *kwlist[] = { "port_num", NULL };
-	PyObject *port_o;
+	struct port_speed_args a;
 	uint64_t speed = 0;
-	uint32_t port;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:query_port_speed", kwlist,
-					 &port_o))
-		return NULL;
-	if (arg_u32(port_o, "port_num", &port) < 0)
+	if (args_parse(&context_query_port_speed_args, self, args, kw, &a) < 0)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(query_port_speed, ibv_query_port_speed,
 			     "rdma-core 62");
-	HANDLE_CHECK(ctx);
-	rc = IBV.query_port_speed(CTX(ctx), port, &speed);
+	rc = IBV.query_port_speed(CTX(ctx), a.port_num, &speed);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_query_port_speed",
-				       "port_num=%u", (unsigned int)port);
+				       "port_num=%u", (unsigned int)a.port_num);
 	return PyLong_FromUnsignedLongLong(speed);
 }
