@@ -140,13 +140,13 @@ class Context(_Handle):
     def alloc_dm(self, length: int, log_align_req: int = 0) -> DM: ...
     def create_qp_ex(self, init_attr: QPInitAttrEx) -> QPEx: ...
     # XRC, the extended SRQ, WQs and RSS tables (xrc/, wq/)
-    def open_xrcd(self, fd: int = -1, oflags: int = ...) -> XRCD: ...
-    def open_qp(self, xrcd: XRCD, qp_num: int, qp_type: int = ...) -> QP: ...
+    def open_xrcd(self, fd: int = -1, oflags: int = 0o100) -> XRCD: ...  # O_CREAT
+    def open_qp(self, xrcd: XRCD, qp_num: int, qp_type: int = 10) -> QP: ...  # XRC_RECV
     def create_srq_ex(
         self,
         pd: PD,
         *,
-        srq_type: int = ...,
+        srq_type: int = 0,  # SRQType.BASIC
         max_wr: int = 128,
         max_sge: int = 1,
         srq_limit: int = 0,
@@ -160,7 +160,7 @@ class Context(_Handle):
         pd: PD,
         cq: CQ,
         *,
-        wq_type: int = ...,
+        wq_type: int = 0,  # WQType.RQ
         max_wr: int = 128,
         max_sge: int = 1,
         create_flags: int | None = None,

@@ -101,40 +101,44 @@ const char comp_cntr_create__doc__[] = PyDoc_STR(
 	"        the loaded libibverbs predates rdma-core 65 or the\n"
 	"        provider has none; else the verb failed (``errno``).");
 
+struct create_comp_cntr_args {
+	int type;
+	uint32_t flags;
+};
+static const ArgSpec create_comp_cntr_params[] = {
+	ARG_ENUM(struct create_comp_cntr_args, type, CompCntrType, 0, INT32_MAX,
+		 .flags = ARG_OPT, .def = IBV_COMP_CNTR_TYPE_WRS),
+	ARG_UINT(struct create_comp_cntr_args, flags, .flags = ARG_OPT), ARG_END
+};
+METHOD_ARGS(comp_cntr_create, "Context.create_comp_cntr",
+	    create_comp_cntr_params);
+
 /* Context.create_comp_cntr(type=WRS, flags=0) */
 PyObject *comp_cntr_create(PyObject *ctx, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "type", "flags", NULL };
-	PyObject *type_o = NULL, *flags_o = NULL;
 	struct ibv_comp_cntr_init_attr attr;
+	struct create_comp_cntr_args a;
 	struct ibv_comp_cntr *cc;
 	PyObject *self;
-	uint32_t flags = 0;
-	long type = IBV_COMP_CNTR_TYPE_WRS;
 
 	HANDLE_CHECK(ctx);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:create_comp_cntr",
-					 kwlist, &type_o, &flags_o))
-		return NULL;
-	if ((type_o != NULL &&
-	     arg_int(type_o, "type", 0, INT32_MAX, &type) < 0) ||
-	    (flags_o != NULL && arg_u32(flags_o, "flags", &flags) < 0))
+	if (args_parse(&comp_cntr_create_args, ctx, args, kw, &a) < 0)
 		return NULL;
 	COMP_CNTR_NEEDS(create_comp_cntr, ibv_create_comp_cntr);
 	memset(&attr, 0, sizeof(attr));
-	attr.type = (enum ibv_comp_cntr_type)type;
-	attr.flags = flags;
+	attr.type = (enum ibv_comp_cntr_type)a.type;
+	attr.flags = a.flags;
 	errno = 0;
 	cc = IBV.create_comp_cntr((struct ibv_context *)HANDLE(ctx)->obj,
 				  &attr);
 	if (cc == NULL)
 		return verbs_error_fmt(errno ? errno : EINVAL,
 				       "ibv_create_comp_cntr",
-				       "type=%ld flags=0x%x", type,
-				       (unsigned)flags);
+				       "type=%d flags=0x%x", a.type,
+				       (unsigned)a.flags);
 	self = handle_adopt(ST.CompCntr_type, &comp_cntr_kind, HANDLE(ctx), cc);
 	if (self != NULL)
-		((CompCntrObject *)self)->type = (int)type;
+		((CompCntrObject *)self)->type = a.type;
 	return self;
 }
 
@@ -280,43 +284,37 @@ const char qp_attach_comp_cntr__doc__[] = PyDoc_STR(
 	"        when the loaded libibverbs predates rdma-core 65 or the\n"
 	"        provider has none; else the verb failed (``errno``).");
 
+struct attach_comp_cntr_args {
+	PyObject *comp_cntr;
+	uint32_t op_mask;
+};
+static const ArgSpec attach_comp_cntr_params[] = {
+	ARG_HANDLE(struct attach_comp_cntr_args, comp_cntr, CompCntr,
+		   ARG_SAME_CONTEXT),
+	ARG_FLAGS(struct attach_comp_cntr_args, op_mask, QPAttachCompCntrOp),
+	ARG_END
+};
+METHOD_ARGS(qp_attach_comp_cntr, "QP.attach_comp_cntr",
+	    attach_comp_cntr_params);
+
 /* QP.attach_comp_cntr(comp_cntr, op_mask) */
 PyObject *qp_attach_comp_cntr(PyObject *qp, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "comp_cntr", "op_mask", NULL };
 	struct ibv_qp_attach_comp_cntr_attr attr;
-	PyObject *cc, *mask_o;
-	uint32_t mask;
+	struct attach_comp_cntr_args a;
 	int rc;
 
 	HANDLE_CHECK(qp);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:attach_comp_cntr",
-					 kwlist, &cc, &mask_o))
+	if (args_parse(&qp_attach_comp_cntr_args, qp, args, kw, &a) < 0)
 		return NULL;
-	if (!PyObject_TypeCheck(cc, ST.CompCntr_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "comp_cntr must be a CompCntr, not %R",
-			     (PyObject *)Py_TYPE(cc));
-		return NULL;
-	}
-	if (arg_u32(mask_o, "op_mask", &mask) < 0)
-		return NULL;
-	if (handle_check(HANDLE(cc)) < 0 || handle_check(HANDLE(qp)) < 0)
-		return NULL;
-	/* QP -> PD -> Context */
-	if (HANDLE(qp)->parent->parent != HANDLE(cc)->parent) {
-		PyErr_SetString(PyExc_ValueError,
-				"comp_cntr belongs to another Context");
-		return NULL;
-	}
 	COMP_CNTR_NEEDS(qp_attach_comp_cntr, ibv_qp_attach_comp_cntr);
 	memset(&attr, 0, sizeof(attr));
-	attr.op_mask = mask;
-	rc = IBV.qp_attach_comp_cntr((struct ibv_qp *)HANDLE(qp)->obj, CCP(cc),
-				     &attr);
+	attr.op_mask = a.op_mask;
+	rc = IBV.qp_attach_comp_cntr((struct ibv_qp *)HANDLE(qp)->obj,
+				     CCP(a.comp_cntr), &attr);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_qp_attach_comp_cntr",
-				       "op_mask=0x%x", (unsigned)mask);
+				       "op_mask=0x%x", (unsigned)a.op_mask);
 	Py_RETURN_NONE;
 }
 

@@ -92,52 +92,44 @@ PyDoc_STRVAR(counters_attach_point_flow__doc__,
 	     "        else the verb failed (``errno``, EOPNOTSUPP without\n"
 	     "        the provider op).");
 
+struct attach_point_flow_args {
+	int counter_desc;
+	uint32_t index;
+	PyObject *flow;
+};
+static const ArgSpec attach_point_flow_params[] = {
+	ARG_ENUM(struct attach_point_flow_args, counter_desc,
+		 CounterDescription, 0, INT32_MAX),
+	ARG_UINT(struct attach_point_flow_args, index),
+	ARG_HANDLE(struct attach_point_flow_args, flow, Flow, ARG_SAME_CONTEXT,
+		   .flags = ARG_OPT | ARG_NONE),
+	ARG_END
+};
+METHOD_ARGS(counters_attach_point_flow, "Counters.attach_point_flow",
+	    attach_point_flow_params);
+
 static PyObject *counters_attach_point_flow(PyObject *self, PyObject *args,
 					    PyObject *kw)
 {
-	static char *kwlist[] = { "counter_desc", "index", "flow", NULL };
-	PyObject *desc_o, *index_o, *flow = Py_None;
 	struct ibv_counter_attach_attr attr;
-	uint32_t index;
-	long desc;
+	struct attach_point_flow_args a;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:attach_point_flow",
-					 kwlist, &desc_o, &index_o, &flow))
+	if (args_parse(&counters_attach_point_flow_args, self, args, kw, &a) <
+	    0)
 		return NULL;
-	if (arg_int(desc_o, "counter_desc", 0, INT32_MAX, &desc) < 0 ||
-	    arg_u32(index_o, "index", &index) < 0)
-		return NULL;
-	if (flow != Py_None) {
-		if (!PyObject_TypeCheck(flow, ST.Flow_type)) {
-			PyErr_Format(PyExc_TypeError,
-				     "flow must be a Flow or None, not %R",
-				     (PyObject *)Py_TYPE(flow));
-			return NULL;
-		}
-		if (handle_check(HANDLE(flow)) < 0)
-			return NULL;
-		/* Flow -> QP -> PD -> Context */
-		if (HANDLE(flow)->parent->parent->parent !=
-		    HANDLE(self)->parent) {
-			PyErr_SetString(PyExc_ValueError,
-					"flow belongs to another Context");
-			return NULL;
-		}
-	}
-	HANDLE_CHECK(self);
 	memset(&attr, 0, sizeof(attr));
-	attr.counter_desc = (enum ibv_counter_description)desc;
-	attr.index = index;
+	attr.counter_desc = (enum ibv_counter_description)a.counter_desc;
+	attr.index = a.index;
 	rc = ibv_attach_counters_point_flow(
 		CNTP(self), &attr,
-		flow != Py_None ? (struct ibv_flow *)HANDLE(flow)->obj : NULL);
+		a.flow ? (struct ibv_flow *)HANDLE(a.flow)->obj : NULL);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_attach_counters_point_flow",
-				       "counter_desc=%ld index=%u%s", desc,
-				       (unsigned)index,
-				       flow != Py_None ? " with a flow" : "");
+				       "counter_desc=%d index=%u%s",
+				       a.counter_desc, (unsigned)a.index,
+				       a.flow ? " with a flow" : "");
 	Py_RETURN_NONE;
 }
 
@@ -162,22 +154,30 @@ PyDoc_STRVAR(counters_read__doc__,
 	     "    VerbsError: EBADF once closed; else the verb failed\n"
 	     "        (``errno``, EOPNOTSUPP without the provider op).");
 
+struct read_args {
+	uint32_t ncounters, flags;
+};
+static const ArgSpec read_params[] = {
+	ARG_INT(struct read_args, ncounters, 1, COUNTERS_READ_MAX),
+	ARG_FLAGS(struct read_args, flags, ReadCountersFlags, .flags = ARG_OPT),
+	ARG_END
+};
+METHOD_ARGS(counters_read, "Counters.read", read_params);
+
 static PyObject *counters_read(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "ncounters", "flags", NULL };
-	PyObject *n_o, *flags_o = NULL, *res;
-	uint32_t flags = 0;
+	struct read_args a;
+	uint32_t flags;
 	uint64_t *vals;
+	PyObject *res;
 	long n, i;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:read", kwlist, &n_o,
-					 &flags_o))
+	if (args_parse(&counters_read_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (arg_int(n_o, "ncounters", 1, COUNTERS_READ_MAX, &n) < 0 ||
-	    (flags_o != NULL && arg_u32(flags_o, "flags", &flags) < 0))
-		return NULL;
+	n = (long)a.ncounters;
+	flags = a.flags;
 	vals = PyMem_Calloc((size_t)n, sizeof(*vals));
 	if (vals == NULL)
 		return PyErr_NoMemory();

@@ -48,29 +48,28 @@ METHOD_DOC(pd_alloc_buf,
 	   "        libibverbs lacks the verb (rdma-core < 64); else the\n"
 	   "        verb failed (``errno``, e.g. ENOMEM).");
 
+struct alloc_buf_args {
+	uint64_t size;
+};
+static const ArgSpec alloc_buf_params[] = {
+	ARG_INT(struct alloc_buf_args, size, 1, SIZE_MAX), ARG_END
+};
+METHOD_ARGS(pd_alloc_buf, "PD.alloc_buf", alloc_buf_params);
+
 PyObject *pd_alloc_buf(PyObject *parent, PyObject *args, PyObject *kw)
 {
 	PDObject *pd = (PDObject *)parent;
-	static char *kwlist[] = { "size", NULL };
 	struct ibv_buf *b = NULL;
-	PyObject *size_o;
-	uint64_t size;
+	struct alloc_buf_args a;
 	BufObject *self;
+	uint64_t size;
 	void *addr;
 	int err;
 
 	HANDLE_CHECK(parent);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:alloc_buf", kwlist,
-					 &size_o))
+	if (args_parse(&pd_alloc_buf_args, parent, args, kw, &a) < 0)
 		return NULL;
-	if (arg_u64(size_o, "size", &size) < 0)
-		return NULL;
-	if (size == 0 || size > SIZE_MAX) {
-		PyErr_Format(PyExc_ValueError,
-			     "size must be in range 1..%zu, got %S",
-			     (size_t)SIZE_MAX, size_o);
-		return NULL;
-	}
+	size = a.size;
 	IBV_REQUIRE_OPTIONAL(alloc_buf, ibv_alloc_buf, "rdma-core 64");
 	HANDLE_CHECK(pd);
 	errno = 0;
@@ -90,23 +89,6 @@ PyObject *pd_alloc_buf(PyObject *parent, PyObject *args, PyObject *kw)
 	self->addr = (uint64_t)(uintptr_t)addr;
 	self->size = size;
 	return (PyObject *)self;
-}
-
-int buf_check(PyObject *o, PDObject *pd)
-{
-	if (!PyObject_TypeCheck(o, ST.Buf_type)) {
-		PyErr_Format(PyExc_TypeError, "buf must be a Buf, not %R",
-			     (PyObject *)Py_TYPE(o));
-		return -1;
-	}
-	if (handle_check(HANDLE(o)) < 0)
-		return -1;
-	if (HANDLE(o)->parent != HANDLE(pd)) {
-		PyErr_SetString(PyExc_ValueError,
-				"buf was allocated for another PD");
-		return -1;
-	}
-	return 0;
 }
 
 PyDoc_STRVAR(buf_export_dmabuf_fd__doc__,

@@ -15,7 +15,6 @@
  */
 #include "ibverbs.h"
 #include "mem/mem.h"
-#include <limits.h>
 #include <string.h>
 
 #define DMP(self) ((struct ibv_dm *)HANDLE(self)->obj)
@@ -49,43 +48,40 @@ METHOD_DOC(context_alloc_dm,
 	   "        when the provider has no device memory; else the verb\n"
 	   "        failed (``errno``, e.g. ENOMEM).");
 
+struct alloc_dm_args {
+	uint64_t length;
+	uint32_t log_align_req;
+};
+static const ArgSpec alloc_dm_params[] = {
+	ARG_INT(struct alloc_dm_args, length, 1, SIZE_MAX),
+	ARG_INT(struct alloc_dm_args, log_align_req, 0, 63, .flags = ARG_OPT),
+	ARG_END
+};
+METHOD_ARGS(context_alloc_dm, "Context.alloc_dm", alloc_dm_params);
+
 PyObject *context_alloc_dm(PyObject *parent, PyObject *args, PyObject *kw)
 {
 	ContextObject *ctx = (ContextObject *)parent;
-	static char *kwlist[] = { "length", "log_align_req", NULL };
 	struct ibv_alloc_dm_attr attr;
-	PyObject *len_o, *align_o = NULL;
-	uint64_t length;
-	long align = 0;
+	struct alloc_dm_args a;
 	struct ibv_dm *dm;
 	DMObject *self;
 	int err;
 
 	HANDLE_CHECK(parent);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:alloc_dm", kwlist,
-					 &len_o, &align_o))
-		return NULL;
-	if (arg_u64(len_o, "length", &length) < 0)
-		return NULL;
-	if (length == 0 || length > SIZE_MAX) {
-		PyErr_Format(PyExc_ValueError,
-			     "length must be in range 1..%zu, got %S",
-			     (size_t)SIZE_MAX, len_o);
-		return NULL;
-	}
-	if (align_o != NULL &&
-	    arg_int(align_o, "log_align_req", 0, 63, &align) < 0)
+	if (args_parse(&context_alloc_dm_args, parent, args, kw, &a) < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
-	attr.length = (size_t)length;
-	attr.log_align_req = (uint32_t)align;
+	attr.length = (size_t)a.length;
+	attr.log_align_req = a.log_align_req;
 	errno = 0;
 	dm = ibv_alloc_dm((struct ibv_context *)HANDLE(ctx)->obj, &attr);
 	err = errno ? errno : EINVAL;
 	if (dm == NULL)
 		return verbs_error_fmt(err, "ibv_alloc_dm",
-				       "length=%llu log_align_req=%ld",
-				       (unsigned long long)length, align);
+				       "length=%llu log_align_req=%u",
+				       (unsigned long long)a.length,
+				       (unsigned int)a.log_align_req);
 	self = HANDLE_ALLOC(DMObject, ST.DM_type);
 	if (self == NULL) {
 		ibv_free_dm(dm);
@@ -93,24 +89,21 @@ PyObject *context_alloc_dm(PyObject *parent, PyObject *args, PyObject *kw)
 	}
 	handle_init(HANDLE(self), &dm_kind, HANDLE(ctx));
 	HANDLE_SET_OBJ(self, dm);
-	self->length = length;
-	self->log_align_req = (uint32_t)align;
+	self->length = a.length;
+	self->log_align_req = a.log_align_req;
 	return (PyObject *)self;
 }
 
 /* offset and length within the DM: 0, or -1 with ValueError. */
-static int dm_range(PyObject *self, PyObject *off_o, uint64_t *off,
-		    uint64_t len)
+static int dm_range(PyObject *self, uint64_t off, uint64_t len)
 {
 	uint64_t size = DMO(self)->length;
 
-	if (arg_u64(off_o, "offset", off) < 0)
-		return -1;
-	if (*off > size || len > size - *off) {
+	if (off > size || len > size - off) {
 		PyErr_Format(PyExc_ValueError,
 			     "offset %llu + length %llu is beyond the DM's "
 			     "%llu bytes",
-			     (unsigned long long)*off, (unsigned long long)len,
+			     (unsigned long long)off, (unsigned long long)len,
 			     (unsigned long long)size);
 		return -1;
 	}
@@ -137,19 +130,27 @@ PyDoc_STRVAR(dm_copy_to__doc__,
 	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
 	     "        failed (``errno``).");
 
+struct copy_to_args {
+	uint64_t offset;
+	PyObject *data;
+};
+static const ArgSpec copy_to_params[] = { ARG_UINT(struct copy_to_args, offset),
+					  ARG_OBJECT(struct copy_to_args, data),
+					  ARG_END };
+METHOD_ARGS(dm_copy_to, "DM.copy_to", copy_to_params);
+
 static PyObject *dm_copy_to(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "offset", "data", NULL };
-	PyObject *off_o, *data, *hold;
+	PyObject *data, *hold;
+	struct copy_to_args a;
 	Py_ssize_t n;
-	uint64_t off;
 	char *p;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:copy_to", kwlist, &off_o,
-					 &data))
+	if (args_parse(&dm_copy_to_args, self, args, kw, &a) < 0)
 		return NULL;
+	data = a.data;
 	if (PyBytes_Check(data)) {
 		if (PyBytes_AsStringAndSize(data, &p, &n) < 0)
 			return NULL;
@@ -169,21 +170,18 @@ static PyObject *dm_copy_to(PyObject *self, PyObject *args, PyObject *kw)
 			     (PyObject *)Py_TYPE(data));
 		return NULL;
 	}
-	if (dm_range(self, off_o, &off, (uint64_t)n) < 0) {
+	/* Copying a bytearray may have run a GC pass: check again. */
+	if (dm_range(self, a.offset, (uint64_t)n) < 0 ||
+	    handle_check(HANDLE(self)) < 0) {
 		Py_DECREF(hold);
 		return NULL;
 	}
-	/* Converting offset ran no Python code, but be strict. */
-	if (handle_check(HANDLE(self)) < 0) {
-		Py_DECREF(hold);
-		return NULL;
-	}
-	rc = n ? ibv_memcpy_to_dm(DMP(self), off, p, (size_t)n) : 0;
+	rc = n ? ibv_memcpy_to_dm(DMP(self), a.offset, p, (size_t)n) : 0;
 	Py_DECREF(hold);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_memcpy_to_dm",
 				       "offset=%llu length=%zd",
-				       (unsigned long long)off, n);
+				       (unsigned long long)a.offset, n);
 	Py_RETURN_NONE;
 }
 
@@ -206,20 +204,28 @@ PyDoc_STRVAR(dm_copy_from__doc__,
 	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
 	     "        failed (``errno``).");
 
+struct copy_from_args {
+	uint64_t offset, length;
+};
+static const ArgSpec copy_from_params[] = {
+	ARG_UINT(struct copy_from_args, offset),
+	ARG_UINT(struct copy_from_args, length), ARG_END
+};
+METHOD_ARGS(dm_copy_from, "DM.copy_from", copy_from_params);
+
 static PyObject *dm_copy_from(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "offset", "length", NULL };
-	PyObject *off_o, *len_o, *res;
+	struct copy_from_args a;
 	uint64_t off, len;
+	PyObject *res;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:copy_from", kwlist,
-					 &off_o, &len_o))
+	if (args_parse(&dm_copy_from_args, self, args, kw, &a) < 0 ||
+	    dm_range(self, a.offset, a.length) < 0)
 		return NULL;
-	if (arg_u64(len_o, "length", &len) < 0 ||
-	    dm_range(self, off_o, &off, len) < 0)
-		return NULL;
+	off = a.offset;
+	len = a.length;
 	res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)len);
 	if (res == NULL)
 		return NULL;
@@ -287,41 +293,33 @@ METHOD_DOC(pd_reg_dm_mr,
 	   "        EOPNOTSUPP when the provider has no device memory;\n"
 	   "        else the verb failed (``errno``).");
 
+struct reg_dm_mr_args {
+	PyObject *dm;
+	uint64_t offset, length;
+	int access;
+};
+static const ArgSpec reg_dm_mr_params[] = {
+	ARG_HANDLE(struct reg_dm_mr_args, dm, DM, ARG_SAME_CONTEXT),
+	ARG_UINT(struct reg_dm_mr_args, offset),
+	ARG_INT(struct reg_dm_mr_args, length, 1, SIZE_MAX),
+	ARG_FLAGS(struct reg_dm_mr_args, access, AccessFlags), ARG_END
+};
+METHOD_ARGS(pd_reg_dm_mr, "PD.reg_dm_mr", reg_dm_mr_params);
+
 PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PDObject *pd = (PDObject *)self;
-	static char *kwlist[] = { "dm", "offset", "length", "access", NULL };
-	PyObject *dm, *off_o, *len_o, *acc_o;
-	uint64_t off, len;
+	struct reg_dm_mr_args a;
 	struct ibv_mr *mr;
+	PyObject *dm;
 	MRObject *o;
-	long access;
 	int err;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO:reg_dm_mr", kwlist,
-					 &dm, &off_o, &len_o, &acc_o))
+	if (args_parse(&pd_reg_dm_mr_args, self, args, kw, &a) < 0 ||
+	    dm_range(a.dm, a.offset, a.length) < 0)
 		return NULL;
-	if (!PyObject_TypeCheck(dm, ST.DM_type)) {
-		PyErr_Format(PyExc_TypeError, "dm must be a DM, not %R",
-			     (PyObject *)Py_TYPE(dm));
-		return NULL;
-	}
-	if (handle_check(HANDLE(dm)) < 0)
-		return NULL;
-	if (HANDLE(dm)->parent != HANDLE(pd)->parent) {
-		PyErr_SetString(PyExc_ValueError,
-				"dm belongs to another Context than the PD");
-		return NULL;
-	}
-	if (arg_u64(len_o, "length", &len) < 0 ||
-	    arg_int(acc_o, "access", 0, INT_MAX, &access) < 0 ||
-	    dm_range(dm, off_o, &off, len) < 0)
-		return NULL;
-	if (len == 0) {
-		PyErr_SetString(PyExc_ValueError, "length must be >= 1");
-		return NULL;
-	}
+	dm = a.dm;
 	o = HANDLE_ALLOC(MRObject, ST.MR_type);
 	if (o == NULL)
 		return NULL;
@@ -330,16 +328,16 @@ PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	errno = 0;
-	mr = ibv_reg_dm_mr((struct ibv_pd *)HANDLE(pd)->obj, DMP(dm), off,
-			   (size_t)len, (unsigned int)access);
+	mr = ibv_reg_dm_mr((struct ibv_pd *)HANDLE(pd)->obj, DMP(dm), a.offset,
+			   (size_t)a.length, (unsigned int)a.access);
 	err = errno ? errno : EINVAL;
 	if (mr == NULL) {
 		Py_DECREF(o);
 		return verbs_error_fmt(err, "ibv_reg_dm_mr",
 				       "offset=%llu length=%llu access=0x%x",
-				       (unsigned long long)off,
-				       (unsigned long long)len,
-				       (unsigned int)access);
+				       (unsigned long long)a.offset,
+				       (unsigned long long)a.length,
+				       (unsigned int)a.access);
 	}
 	handle_init(HANDLE(o), &dm_mr_kind, HANDLE(pd));
 	HANDLE_SET_OBJ(o, mr);
@@ -348,8 +346,8 @@ PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)
 	handle_use(HANDLE(dm));
 	/* Registered zero-based: addresses start at the offset. */
 	o->addr = (uint64_t)(uintptr_t)mr->addr;
-	o->length = len;
-	o->access = (int)access;
+	o->length = a.length;
+	o->access = a.access;
 	return (PyObject *)o;
 }
 

@@ -22,18 +22,6 @@ static int dmah_destroy(Handle *h)
 static const HandleKind dmah_kind = { "DMAH", "ibv_dealloc_dmah", dmah_destroy,
 				      NULL };
 
-/* One optional keyword of alloc_dmah in [0, max]: *mask |= bit. */
-static int dmah_field(PyObject *o, const char *name, long max, uint32_t bit,
-		      long *out, uint32_t *mask)
-{
-	if (o == Py_None)
-		return 0;
-	if (arg_int(o, name, 0, max, out) < 0)
-		return -1;
-	*mask |= bit;
-	return 0;
-}
-
 /* Context.alloc_dmah(*, cpu_id=None, ph=None, tph_mem_type=None) */
 METHOD_DOC(context_alloc_dmah,
 	   "Allocate a DMA handle: steering hints for MRs' DMA.\n"
@@ -61,44 +49,57 @@ METHOD_DOC(context_alloc_dmah,
 	   "        when libibverbs lacks the verb (rdma-core < 59) or the\n"
 	   "        provider cannot; else the verb failed (``errno``).");
 
+/* Each keyword given (not None) sets its bit of comp_mask. */
+struct alloc_dmah_args {
+	uint64_t mask;
+	uint32_t cpu_id;
+	uint8_t ph, tph_mem_type;
+};
+#define DMAH_OPT .flags = ARG_KWOPT | ARG_NONE
+static const ArgSpec alloc_dmah_params[] = {
+	ARG_UINT(struct alloc_dmah_args, cpu_id, DMAH_OPT,
+		 .mask = IBV_DMAH_INIT_ATTR_MASK_CPU_ID),
+	ARG_UINT(struct alloc_dmah_args, ph, DMAH_OPT,
+		 .mask = IBV_DMAH_INIT_ATTR_MASK_PH),
+	ARG_ENUM(struct alloc_dmah_args, tph_mem_type, TPHMemType, 0, UINT8_MAX,
+		 DMAH_OPT, .mask = IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE),
+	ARG_END
+};
+METHOD_ARGS_MASK(context_alloc_dmah, "Context.alloc_dmah", alloc_dmah_params,
+		 offsetof(struct alloc_dmah_args, mask));
+
 PyObject *context_alloc_dmah(PyObject *parent, PyObject *args, PyObject *kw)
 {
 	ContextObject *ctx = (ContextObject *)parent;
-	static char *kwlist[] = { "cpu_id", "ph", "tph_mem_type", NULL };
-	PyObject *cpu_o = Py_None, *ph_o = Py_None, *mem_o = Py_None;
 	struct ibv_dmah_init_attr attr;
-	long cpu = 0, ph = 0, mem = 0;
+	struct alloc_dmah_args a;
 	struct ibv_dmah *d;
 	DMAHObject *self;
-	uint32_t mask = 0;
+	uint32_t mask;
 	int err;
 
 	HANDLE_CHECK(parent);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOO:alloc_dmah", kwlist,
-					 &cpu_o, &ph_o, &mem_o))
+	if (args_parse(&context_alloc_dmah_args, parent, args, kw, &a) < 0)
 		return NULL;
-	if (dmah_field(cpu_o, "cpu_id", UINT32_MAX,
-		       IBV_DMAH_INIT_ATTR_MASK_CPU_ID, &cpu, &mask) < 0 ||
-	    dmah_field(ph_o, "ph", UINT8_MAX, IBV_DMAH_INIT_ATTR_MASK_PH, &ph,
-		       &mask) < 0 ||
-	    dmah_field(mem_o, "tph_mem_type", UINT8_MAX,
-		       IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE, &mem, &mask) < 0)
-		return NULL;
+	mask = (uint32_t)a.mask;
 	IBV_REQUIRE_OPTIONAL(alloc_dmah, ibv_alloc_dmah, "rdma-core 59");
 	HANDLE_CHECK(ctx);
 	memset(&attr, 0, sizeof(attr));
 	attr.comp_mask = mask;
-	attr.cpu_id = (uint32_t)cpu;
-	attr.ph = (uint8_t)ph;
-	attr.tph_mem_type = (uint8_t)mem;
+	attr.cpu_id = a.cpu_id;
+	attr.ph = a.ph;
+	attr.tph_mem_type = a.tph_mem_type;
 	errno = 0;
 	d = IBV.alloc_dmah((struct ibv_context *)HANDLE(ctx)->obj, &attr);
 	err = errno ? errno : EINVAL;
 	if (d == NULL)
 		return verbs_error_fmt(err, "ibv_alloc_dmah",
-				       "comp_mask=0x%x cpu_id=%ld ph=%ld "
-				       "tph_mem_type=%ld",
-				       (unsigned int)mask, cpu, ph, mem);
+				       "comp_mask=0x%x cpu_id=%u ph=%u "
+				       "tph_mem_type=%u",
+				       (unsigned int)mask,
+				       (unsigned int)a.cpu_id,
+				       (unsigned int)a.ph,
+				       (unsigned int)a.tph_mem_type);
 	self = HANDLE_ALLOC(DMAHObject, ST.DMAH_type);
 	if (self == NULL) {
 		IBV.dealloc_dmah(d);
@@ -111,23 +112,6 @@ PyObject *context_alloc_dmah(PyObject *parent, PyObject *args, PyObject *kw)
 	self->ph = attr.ph;
 	self->tph_mem_type = attr.tph_mem_type;
 	return (PyObject *)self;
-}
-
-int dmah_check(PyObject *o, PDObject *pd)
-{
-	if (!PyObject_TypeCheck(o, ST.DMAH_type)) {
-		PyErr_Format(PyExc_TypeError, "dmah must be a DMAH, not %R",
-			     (PyObject *)Py_TYPE(o));
-		return -1;
-	}
-	if (handle_check(HANDLE(o)) < 0)
-		return -1;
-	if (HANDLE(o)->parent != HANDLE(pd)->parent) {
-		PyErr_SetString(PyExc_ValueError,
-				"dmah belongs to another Context than the PD");
-		return -1;
-	}
-	return 0;
 }
 
 /* The fields asked for at allocation; None for one not given. */

@@ -114,26 +114,6 @@ static void pdom_release(Handle *h)
 static const HandleKind pdom_kind = { "ParentDomain", "ibv_dealloc_pd",
 				      pdom_destroy, pdom_release };
 
-/* o, an open object of type tp (called what) on the Context ctx, named
- * name in errors (TypeError, EBADF, ValueError).  0 or -1. */
-static int same_context(PyObject *o, PyTypeObject *tp, const char *what,
-			const char *name, PyObject *ctx)
-{
-	if (!PyObject_TypeCheck(o, tp)) {
-		PyErr_Format(PyExc_TypeError, "%s must be a %s, not %R", name,
-			     what, (PyObject *)Py_TYPE(o));
-		return -1;
-	}
-	if (handle_check(HANDLE(o)) < 0)
-		return -1;
-	if (HANDLE(o)->parent != HANDLE(ctx)) {
-		PyErr_Format(PyExc_ValueError, "%s belongs to another Context",
-			     name);
-		return -1;
-	}
-	return 0;
-}
-
 const char parent_domain_create__doc__[] = PyDoc_STR(
 	"Allocate a parent domain over ``pd`` and, optionally, ``td``.\n"
 	"\n"
@@ -163,29 +143,38 @@ const char parent_domain_create__doc__[] = PyDoc_STR(
 	"        EOPNOTSUPP when the provider has no parent domains; else\n"
 	"        the verb failed (``errno``).");
 
+struct alloc_parent_domain_args {
+	PyObject *pd, *td;
+};
+static const ArgSpec alloc_parent_domain_params[] = {
+	ARG_HANDLE(struct alloc_parent_domain_args, pd, PD, ARG_SAME_CONTEXT),
+	ARG_HANDLE(struct alloc_parent_domain_args, td, TD, ARG_SAME_CONTEXT,
+		   .flags = ARG_OPT | ARG_NONE),
+	ARG_END
+};
+METHOD_ARGS(parent_domain_create, "Context.alloc_parent_domain",
+	    alloc_parent_domain_params);
+
 /* Context.alloc_parent_domain(pd, td=None) */
 PyObject *parent_domain_create(PyObject *ctx, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "pd", "td", NULL };
 	struct ibv_parent_domain_init_attr attr;
-	PyObject *pd, *td = Py_None;
+	struct alloc_parent_domain_args a;
 	ParentDomainObject *self;
+	PyObject *pd, *td;
 	struct ibv_pd *p;
 	int err;
 
 	HANDLE_CHECK(ctx);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:alloc_parent_domain",
-					 kwlist, &pd, &td))
+	if (args_parse(&parent_domain_create_args, ctx, args, kw, &a) < 0)
 		return NULL;
+	pd = a.pd;
+	td = a.td ? a.td : Py_None;
 	if (PyObject_TypeCheck(pd, ST.ParentDomain_type)) {
 		PyErr_SetString(PyExc_TypeError,
 				"pd must be a plain PD, not a ParentDomain");
 		return NULL;
 	}
-	if (same_context(pd, ST.PD_type, "PD", "pd", ctx) < 0 ||
-	    (td != Py_None &&
-	     same_context(td, ST.TD_type, "TD or None", "td", ctx) < 0))
-		return NULL;
 	self = HANDLE_ALLOC(ParentDomainObject, ST.ParentDomain_type);
 	if (self == NULL)
 		return NULL;

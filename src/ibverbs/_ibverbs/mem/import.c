@@ -47,17 +47,6 @@ int handle_is_imported(Handle *h)
 	       h->kind == &dm_imported_kind;
 }
 
-/* The kernel handle argument of an import verb. */
-static int import_handle(PyObject *args, PyObject *kw, const char *fmt,
-			 char **kwlist, uint32_t *out)
-{
-	PyObject *o;
-
-	if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &o))
-		return -1;
-	return arg_u32(o, kwlist[0], out);
-}
-
 /* Context.import_pd(pd_handle) */
 METHOD_DOC(context_import_pd,
 	   "Import a PD of another process that shares this device file.\n"
@@ -85,17 +74,26 @@ METHOD_DOC(context_import_pd,
 	   "        when libibverbs lacks the verb (rdma-core < 31) or the\n"
 	   "        provider cannot; else the verb failed (``errno``).");
 
+struct import_pd_args {
+	uint32_t pd_handle;
+};
+static const ArgSpec import_pd_params[] = {
+	ARG_UINT(struct import_pd_args, pd_handle), ARG_END
+};
+METHOD_ARGS(context_import_pd, "Context.import_pd", import_pd_params);
+
 PyObject *context_import_pd(PyObject *self, PyObject *args, PyObject *kw)
 {
 	ContextObject *ctx = (ContextObject *)self;
-	static char *kwlist[] = { "pd_handle", NULL };
+	struct import_pd_args a;
 	struct ibv_pd *pd;
 	uint32_t handle;
 	PDObject *o;
 
 	HANDLE_CHECK(self);
-	if (import_handle(args, kw, "O:import_pd", kwlist, &handle) < 0)
+	if (args_parse(&context_import_pd_args, self, args, kw, &a) < 0)
 		return NULL;
+	handle = a.pd_handle;
 	IBV_REQUIRE_OPTIONAL(import_pd, ibv_import_pd, "rdma-core 31");
 	HANDLE_CHECK(ctx);
 	errno = 0;
@@ -140,17 +138,26 @@ METHOD_DOC(pd_import_mr,
 	   "        libibverbs lacks the verb (rdma-core < 31) or the\n"
 	   "        provider cannot; else the verb failed (``errno``).");
 
+struct import_mr_args {
+	uint32_t mr_handle;
+};
+static const ArgSpec import_mr_params[] = {
+	ARG_UINT(struct import_mr_args, mr_handle), ARG_END
+};
+METHOD_ARGS(pd_import_mr, "PD.import_mr", import_mr_params);
+
 PyObject *pd_import_mr(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PDObject *pd = (PDObject *)self;
-	static char *kwlist[] = { "mr_handle", NULL };
+	struct import_mr_args a;
 	struct ibv_mr *mr;
 	uint32_t handle;
 	MRObject *o;
 
 	HANDLE_CHECK(self);
-	if (import_handle(args, kw, "O:import_mr", kwlist, &handle) < 0)
+	if (args_parse(&pd_import_mr_args, self, args, kw, &a) < 0)
 		return NULL;
+	handle = a.mr_handle;
 	IBV_REQUIRE_OPTIONAL(import_mr, ibv_import_mr, "rdma-core 31");
 	HANDLE_CHECK(pd);
 	errno = 0;
@@ -198,30 +205,34 @@ METHOD_DOC(context_import_dm,
 	   "        when libibverbs lacks the verb (rdma-core < 35) or the\n"
 	   "        provider cannot; else the verb failed (``errno``).");
 
+struct import_dm_args {
+	uint32_t dm_handle;
+	uint64_t length;
+};
+static const ArgSpec import_dm_params[] = {
+	ARG_UINT(struct import_dm_args, dm_handle),
+	ARG_UINT(struct import_dm_args, length, .flags = ARG_OPT), ARG_END
+};
+METHOD_ARGS(context_import_dm, "Context.import_dm", import_dm_params);
+
 PyObject *context_import_dm(PyObject *self, PyObject *args, PyObject *kw)
 {
 	ContextObject *ctx = (ContextObject *)self;
-	static char *kwlist[] = { "dm_handle", "length", NULL };
-	PyObject *h_o, *len_o = NULL;
-	uint64_t length = 0;
+	struct import_dm_args a;
 	struct ibv_dm *dm;
-	uint32_t handle;
 	DMObject *o;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:import_dm", kwlist,
-					 &h_o, &len_o))
-		return NULL;
-	if (arg_u32(h_o, "dm_handle", &handle) < 0 ||
-	    (len_o != NULL && arg_u64(len_o, "length", &length) < 0))
+	if (args_parse(&context_import_dm_args, self, args, kw, &a) < 0)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(import_dm, ibv_import_dm, "rdma-core 35");
 	HANDLE_CHECK(ctx);
 	errno = 0;
-	dm = IBV.import_dm((struct ibv_context *)HANDLE(ctx)->obj, handle);
+	dm = IBV.import_dm((struct ibv_context *)HANDLE(ctx)->obj, a.dm_handle);
 	if (dm == NULL)
 		return verbs_error_fmt(errno ? errno : EINVAL, "ibv_import_dm",
-				       "dm_handle=%u", (unsigned int)handle);
+				       "dm_handle=%u",
+				       (unsigned int)a.dm_handle);
 	o = HANDLE_ALLOC(DMObject, ST.DM_type);
 	if (o == NULL) {
 		IBV.unimport_dm(dm);
@@ -229,6 +240,6 @@ PyObject *context_import_dm(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	handle_init(HANDLE(o), &dm_imported_kind, HANDLE(ctx));
 	HANDLE_SET_OBJ(o, dm);
-	o->length = length;
+	o->length = a.length;
 	return (PyObject *)o;
 }

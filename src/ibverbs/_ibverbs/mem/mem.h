@@ -103,12 +103,6 @@ typedef struct {
 	uint8_t tph_mem_type;
 } DMAHObject;
 
-/* o an open Buf of the PD pd (TypeError, EBADF, ValueError otherwise).
- * buf.c.  0 or -1. */
-int buf_check(PyObject *o, PDObject *pd);
-/* o an open DMAH of pd's Context.  dmah.c.  0 or -1. */
-int dmah_check(PyObject *o, PDObject *pd);
-
 /* import.c: the kinds of imported objects, whose close() unimports. */
 extern const HandleKind pd_imported_kind, mr_imported_kind, dm_imported_kind;
 /* Whether h was imported (its kind is one of the above). */

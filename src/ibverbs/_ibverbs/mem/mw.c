@@ -328,25 +328,29 @@ METHOD_DOC(pd_alloc_mw,
 	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
 	   "        failed (``errno``, e.g. EOPNOTSUPP without windows).");
 
+struct alloc_mw_args {
+	int type;
+};
+static const ArgSpec alloc_mw_params[] = { ARG_ENUM(struct alloc_mw_args, type,
+						    MWType, IBV_MW_TYPE_1,
+						    IBV_MW_TYPE_2),
+					   ARG_END };
+METHOD_ARGS(pd_alloc_mw, "PD.alloc_mw", alloc_mw_params);
+
 PyObject *pd_alloc_mw(PyObject *parent, PyObject *args, PyObject *kw)
 {
 	PDObject *pd = (PDObject *)parent;
-	static char *kwlist[] = { "type", NULL };
-	PyObject *type_o;
+	struct alloc_mw_args a;
 	struct ibv_mw *mw;
 	PyObject *parked;
 	MWObject *self;
-	long type;
 
 	HANDLE_CHECK(parent);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:alloc_mw", kwlist,
-					 &type_o))
-		return NULL;
-	if (arg_int(type_o, "type", IBV_MW_TYPE_1, IBV_MW_TYPE_2, &type) < 0)
+	if (args_parse(&pd_alloc_mw_args, parent, args, kw, &a) < 0)
 		return NULL;
 	errno = 0;
 	mw = ibv_alloc_mw((struct ibv_pd *)HANDLE(pd)->obj,
-			  (enum ibv_mw_type)type);
+			  (enum ibv_mw_type)a.type);
 	if (mw == NULL)
 		return verbs_error_errno("ibv_alloc_mw");
 	parked = PyList_New(0);
@@ -435,10 +439,8 @@ int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
 		goto out;
 	bi->mw_access_flags = (unsigned int)access;
 	if (!PyObject_TypeCheck(mr, ST.MR_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "bind_info.mr must be an MR (length=0 unbinds), "
-			     "not %R",
-			     (PyObject *)Py_TYPE(mr));
+		arg_type_error_hint("bind_info.mr", "MR", 0, mr,
+				    "length=0 unbinds");
 		goto out;
 	}
 	if (handle_check(HANDLE(mr)) < 0)
@@ -479,11 +481,8 @@ PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi, PyObject *mr)
 
 int mw_parse(PyObject *o, const char *name)
 {
-	if (!PyObject_TypeCheck(o, ST.MW_type)) {
-		PyErr_Format(PyExc_TypeError, "%s must be an MW, not %R", name,
-			     (PyObject *)Py_TYPE(o));
-		return -1;
-	}
+	if (!PyObject_TypeCheck(o, ST.MW_type))
+		return arg_type_error(name, "MW", 0, o);
 	return handle_check(HANDLE(o));
 }
 
@@ -512,7 +511,8 @@ const char qp_bind_mw__doc__[] = PyDoc_STR(
 	"Raises:\n"
 	"    TypeError: mw is not an MW, or mw_bind or its bind_info\n"
 	"        lacks a field or has a wrong type.\n"
-	"    ValueError: a value is out of range.\n"
+	"    ValueError: a value is out of range, or mw belongs to\n"
+	"        another Context.\n"
 	"    VerbsError: EINVAL for a type 2 window; EBADF if the QP,\n"
 	"        the MW or the MR is closed; else the verb failed\n"
 	"        (``errno``).");
@@ -522,20 +522,28 @@ const char qp_bind_mw__doc__[] = PyDoc_STR(
  * window's new rkey, which the provider chose.  The bind completes on the
  * send CQ like a WR (signaled with SendFlags.SIGNALED).
  */
+struct bind_mw_args {
+	PyObject *mw, *mw_bind;
+};
+static const ArgSpec bind_mw_params[] = {
+	ARG_HANDLE(struct bind_mw_args, mw, MW, ARG_SAME_CONTEXT),
+	ARG_RECORD(struct bind_mw_args, mw_bind, MWBind), ARG_END
+};
+METHOD_ARGS(qp_bind_mw, "QP.bind_mw", bind_mw_params);
+
 PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "mw", "mw_bind", NULL };
 	PyObject *mw, *bind_o, *wr_id = NULL, *flags = NULL, *info = NULL;
 	PyObject *mr = NULL, *res = NULL;
 	struct ibv_mw_bind bind;
+	struct bind_mw_args a;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:bind_mw", kwlist, &mw,
-					 &bind_o))
+	if (args_parse(&qp_bind_mw_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (mw_parse(mw, "mw") < 0)
-		return NULL;
+	mw = a.mw;
+	bind_o = a.mw_bind;
 	memset(&bind, 0, sizeof(bind));
 	if ((wr_id = field(bind_o, "wr_id", "mw_bind")) == NULL ||
 	    (flags = field(bind_o, "send_flags", "mw_bind")) == NULL ||

@@ -9,7 +9,7 @@
  */
 #include "ibverbs.h"
 #include "wr/wr.h"
-#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 static int odp_mr_destroy(Handle *h)
@@ -42,22 +42,29 @@ METHOD_DOC(pd_reg_implicit_odp_mr,
 	   "        failed (``errno``, e.g. EINVAL or EOPNOTSUPP where the\n"
 	   "        device has no implicit ODP).");
 
+struct reg_implicit_odp_mr_args {
+	int access;
+};
+static const ArgSpec reg_implicit_odp_mr_params[] = {
+	ARG_FLAGS(struct reg_implicit_odp_mr_args, access, AccessFlags,
+		  .flags = ARG_OPT),
+	ARG_END
+};
+METHOD_ARGS(pd_reg_implicit_odp_mr, "PD.reg_implicit_odp_mr",
+	    reg_implicit_odp_mr_params);
+
 PyObject *pd_reg_implicit_odp_mr(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PDObject *pd = (PDObject *)self;
-	static char *kwlist[] = { "access", NULL };
-	PyObject *acc_o = NULL;
+	struct reg_implicit_odp_mr_args a;
 	struct ibv_mr *mr;
-	long access = 0;
 	MRObject *o;
-	int err;
+	int access, err;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:reg_implicit_odp_mr",
-					 kwlist, &acc_o))
+	if (args_parse(&pd_reg_implicit_odp_mr_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (acc_o != NULL && arg_int(acc_o, "access", 0, INT_MAX, &access) < 0)
-		return NULL;
+	access = a.access;
 	access |= IBV_ACCESS_ON_DEMAND;
 	o = HANDLE_ALLOC(MRObject, ST.MR_type);
 	if (o == NULL || handle_check(HANDLE(pd)) < 0) {
@@ -66,7 +73,7 @@ PyObject *pd_reg_implicit_odp_mr(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	errno = 0;
 	mr = IBV.reg_mr((struct ibv_pd *)HANDLE(pd)->obj, NULL, SIZE_MAX,
-			(int)access);
+			access);
 	err = errno ? errno : EINVAL;
 	if (mr == NULL) {
 		Py_DECREF(o);
@@ -79,7 +86,7 @@ PyObject *pd_reg_implicit_odp_mr(PyObject *self, PyObject *args, PyObject *kw)
 	HANDLE_SET_OBJ(o, mr);
 	o->addr = 0;
 	o->length = SIZE_MAX;
-	o->access = (int)access;
+	o->access = access;
 	return (PyObject *)o;
 }
 
@@ -103,28 +110,33 @@ METHOD_DOC(pd_advise_mr,
 	   "        EOPNOTSUPP when the provider has no such op; else the\n"
 	   "        verb failed (``errno``).");
 
+struct advise_mr_args {
+	int advice;
+	uint32_t flags;
+	PyObject *sg_list;
+};
+static const ArgSpec advise_mr_params[] = {
+	ARG_ENUM(struct advise_mr_args, advice, AdviseMRAdvice, 0, INT32_MAX),
+	ARG_FLAGS(struct advise_mr_args, flags, AdviseMRFlags),
+	ARG_OBJECT(struct advise_mr_args, sg_list), ARG_END
+};
+METHOD_ARGS(pd_advise_mr, "PD.advise_mr", advise_mr_params);
+
 PyObject *pd_advise_mr(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PDObject *pd = (PDObject *)self;
-	static char *kwlist[] = { "advice", "flags", "sg_list", NULL };
-	PyObject *adv_o, *flags_o, *list, *seq = NULL, *res = NULL;
+	PyObject *list, *seq = NULL, *res = NULL;
 	struct ibv_sge *sges = NULL;
+	struct advise_mr_args a;
 	Py_ssize_t n, i;
-	long advice;
-	uint32_t flags;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:advise_mr", kwlist,
-					 &adv_o, &flags_o, &list))
+	if (args_parse(&pd_advise_mr_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (arg_int(adv_o, "advice", 0, INT32_MAX, &advice) < 0 ||
-	    arg_u32(flags_o, "flags", &flags) < 0)
-		return NULL;
+	list = a.sg_list;
 	if (!PyList_Check(list) && !PyTuple_Check(list)) {
-		PyErr_Format(PyExc_TypeError,
-			     "sg_list must be a list of SGEs, not %R",
-			     (PyObject *)Py_TYPE(list));
+		arg_type_error("sg_list", "list of SGEs", 0, list);
 		return NULL;
 	}
 	/* A tuple copy: the list cannot change under us. */
@@ -144,12 +156,12 @@ PyObject *pd_advise_mr(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	for (i = 0; i < n; i++) {
 		PyObject *s = PyTuple_GetItem(seq, i);
+		char name[48];
 		PyObject *mr;
 
+		snprintf(name, sizeof(name), "sg_list[%zd]", i);
 		if (!PyObject_TypeCheck(s, ST.SGE_type)) {
-			PyErr_Format(PyExc_TypeError,
-				     "sg_list[%zd] must be an SGE, not %R", i,
-				     (PyObject *)Py_TYPE(s));
+			arg_type_error(name, "SGE", 0, s);
 			goto out;
 		}
 		mr = ((SGEObject *)s)->mr;
@@ -157,10 +169,9 @@ PyObject *pd_advise_mr(PyObject *self, PyObject *args, PyObject *kw)
 			if (handle_check(HANDLE(mr)) < 0)
 				goto out;
 			if (HANDLE(mr)->parent != HANDLE(pd)) {
-				PyErr_Format(PyExc_ValueError,
-					     "sg_list[%zd]: its MR belongs to "
-					     "another PD",
-					     i);
+				snprintf(name, sizeof(name), "sg_list[%zd].mr",
+					 i);
+				arg_other_parent_error(name, "PD");
 				goto out;
 			}
 		}
@@ -169,12 +180,12 @@ PyObject *pd_advise_mr(PyObject *self, PyObject *args, PyObject *kw)
 	if (handle_check(HANDLE(pd)) < 0)
 		goto out;
 	rc = ibv_advise_mr((struct ibv_pd *)HANDLE(pd)->obj,
-			   (enum ibv_advise_mr_advice)advice, flags, sges,
+			   (enum ibv_advise_mr_advice)a.advice, a.flags, sges,
 			   (uint32_t)n);
 	if (rc != 0) {
 		verbs_error_fmt(rc < 0 ? -rc : rc, "ibv_advise_mr",
-				"advice=%ld flags=0x%x num_sge=%zd", advice,
-				flags, n);
+				"advice=%d flags=0x%x num_sge=%zd", a.advice,
+				a.flags, n);
 		goto out;
 	}
 	res = Py_None;

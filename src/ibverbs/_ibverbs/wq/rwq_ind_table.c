@@ -12,6 +12,7 @@
  */
 #include "ibverbs.h"
 #include "wq/wq.h"
+#include <stdio.h>
 #include <string.h>
 
 #define RWQP(self) ((struct ibv_rwq_ind_table *)HANDLE(self)->obj)
@@ -57,20 +58,15 @@ static int rwq_check(PyObject *self, PyObject *wqs, uint32_t *log)
 	}
 	for (i = 0; i < n; i++) {
 		PyObject *w = PyTuple_GetItem(wqs, i);
+		char name[32];
 
-		if (!PyObject_TypeCheck(w, ST.WQ_type)) {
-			PyErr_Format(PyExc_TypeError,
-				     "wqs[%zd] must be a WQ, not %R", i,
-				     (PyObject *)Py_TYPE(w));
-			return -1;
-		}
+		snprintf(name, sizeof(name), "wqs[%zd]", i);
+		if (!PyObject_TypeCheck(w, ST.WQ_type))
+			return arg_type_error(name, "WQ", 0, w);
 		if (handle_check(HANDLE(w)) < 0)
 			return -1;
-		if (HANDLE(w)->parent->parent != HANDLE(self)) {
-			PyErr_Format(PyExc_ValueError,
-				     "wqs[%zd] belongs to another Context", i);
-			return -1;
-		}
+		if (HANDLE(w)->parent->parent != HANDLE(self))
+			return arg_other_parent_error(name, "Context");
 	}
 	return 0;
 }
@@ -100,23 +96,32 @@ const char context_create_rwq_ind_table__doc__[] = PyDoc_STR(
 	"        EOPNOTSUPP when the provider has no RSS (rxe); else the\n"
 	"        verb failed (``errno``).");
 
+struct create_rwq_ind_table_args {
+	PyObject *wqs;
+};
+static const ArgSpec create_rwq_ind_table_params[] = {
+	ARG_OBJECT(struct create_rwq_ind_table_args, wqs), ARG_END
+};
+METHOD_ARGS(context_create_rwq_ind_table, "Context.create_rwq_ind_table",
+	    create_rwq_ind_table_params);
+
 PyObject *context_create_rwq_ind_table(PyObject *self, PyObject *args,
 				       PyObject *kw)
 {
-	static char *kwlist[] = { "wqs", NULL };
 	struct ibv_rwq_ind_table_init_attr ia;
+	struct create_rwq_ind_table_args a;
 	struct ibv_rwq_ind_table *tbl;
 	RWQIndTableObject *t = NULL;
-	PyObject *wqs_o, *wqs;
 	struct ibv_wq **arr = NULL;
 	Py_ssize_t i, n;
+	PyObject *wqs;
 	uint32_t log;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_rwq_ind_table",
-					 kwlist, &wqs_o))
+	if (args_parse(&context_create_rwq_ind_table_args, self, args, kw, &a) <
+	    0)
 		return NULL;
-	wqs = PySequence_Tuple(wqs_o);
+	wqs = PySequence_Tuple(a.wqs);
 	if (wqs == NULL)
 		return NULL;
 	if (rwq_check(self, wqs, &log) < 0)

@@ -62,68 +62,56 @@ const char context_create_wq__doc__[] = PyDoc_STR(
 	"        EOPNOTSUPP when the provider has no WQs (rxe); else the\n"
 	"        verb failed (``errno``).");
 
-/* pd and cq: open handles of this Context (cq also a CQ subclass). */
-static int wq_handles(PyObject *self, PyObject *pd, PyObject *cq)
-{
-	if (!PyObject_TypeCheck(pd, ST.PD_type) ||
-	    !PyObject_TypeCheck(cq, ST.CQ_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "create_wq takes a PD and a CQ, not %R and %R",
-			     (PyObject *)Py_TYPE(pd), (PyObject *)Py_TYPE(cq));
-		return -1;
-	}
-	if (handle_check(HANDLE(pd)) < 0 || handle_check(HANDLE(cq)) < 0)
-		return -1;
-	if (HANDLE(pd)->parent != HANDLE(self) ||
-	    HANDLE(cq)->parent != HANDLE(self)) {
-		PyErr_SetString(PyExc_ValueError,
-				"pd and cq must belong to this Context");
-		return -1;
-	}
-	return 0;
-}
+/* create_flags given (not None) sets IBV_WQ_INIT_ATTR_FLAGS. */
+struct create_wq_args {
+	PyObject *pd, *cq;
+	int wq_type;
+	uint32_t max_wr, max_sge, create_flags;
+	uint64_t mask;
+};
+static const ArgSpec create_wq_params[] = {
+	ARG_HANDLE(struct create_wq_args, pd, PD, ARG_SAME_CONTEXT),
+	ARG_HANDLE(struct create_wq_args, cq, CQ, ARG_SAME_CONTEXT),
+	ARG_ENUM(struct create_wq_args, wq_type, WQType, 0, INT32_MAX,
+		 .flags = ARG_KWOPT, .def = IBV_WQT_RQ),
+	ARG_UINT(struct create_wq_args, max_wr, .flags = ARG_KWOPT, .def = 128),
+	ARG_UINT(struct create_wq_args, max_sge, .flags = ARG_KWOPT, .def = 1),
+	ARG_FLAGS(struct create_wq_args, create_flags, WQFlags,
+		  .flags = ARG_KWOPT | ARG_NONE,
+		  .mask = IBV_WQ_INIT_ATTR_FLAGS),
+	ARG_END
+};
+METHOD_ARGS_MASK(context_create_wq, "Context.create_wq", create_wq_params,
+		 offsetof(struct create_wq_args, mask));
 
 PyObject *context_create_wq(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "pd",	    "cq",      "wq_type",
-				  "max_wr", "max_sge", "create_flags",
-				  NULL };
-	PyObject *pd, *cq, *t_o = NULL, *wr_o = NULL, *sge_o = NULL;
-	PyObject *fl_o = Py_None;
+	struct create_wq_args a;
 	struct ibv_wq_init_attr ia;
-	long type = IBV_WQT_RQ;
-	uint32_t flags = 0;
 	struct ibv_wq *wq;
 	WQObject *w;
 
 	HANDLE_CHECK(self);
-	memset(&ia, 0, sizeof(ia));
-	ia.max_wr = 128;
-	ia.max_sge = 1;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$OOOO:create_wq", kwlist,
-					 &pd, &cq, &t_o, &wr_o, &sge_o, &fl_o))
-		return NULL;
-	if ((t_o && arg_int(t_o, "wq_type", 0, INT32_MAX, &type) < 0) ||
-	    (wr_o && arg_u32(wr_o, "max_wr", &ia.max_wr) < 0) ||
-	    (sge_o && arg_u32(sge_o, "max_sge", &ia.max_sge) < 0) ||
-	    (fl_o != Py_None && arg_u32(fl_o, "create_flags", &flags) < 0) ||
-	    wq_handles(self, pd, cq) < 0)
+	if (args_parse(&context_create_wq_args, self, args, kw, &a) < 0)
 		return NULL;
 	w = HANDLE_ALLOC(WQObject, ST.WQ_type);
 	if (w == NULL)
 		return NULL;
-	if (handle_check(HANDLE(self)) < 0 || wq_handles(self, pd, cq) < 0) {
+	/* The allocation may have run finalizers: check again. */
+	if (handle_check(HANDLE(self)) < 0 || handle_check(HANDLE(a.pd)) < 0 ||
+	    handle_check(HANDLE(a.cq)) < 0) {
 		Py_DECREF(w);
 		return NULL;
 	}
+	memset(&ia, 0, sizeof(ia));
+	ia.max_wr = a.max_wr;
+	ia.max_sge = a.max_sge;
 	ia.wq_context = w;
-	ia.wq_type = (enum ibv_wq_type)type;
-	ia.pd = HANDLE(pd)->obj;
-	ia.cq = HANDLE(cq)->obj;
-	if (fl_o != Py_None) {
-		ia.comp_mask = IBV_WQ_INIT_ATTR_FLAGS;
-		ia.create_flags = flags;
-	}
+	ia.wq_type = (enum ibv_wq_type)a.wq_type;
+	ia.pd = HANDLE(a.pd)->obj;
+	ia.cq = HANDLE(a.cq)->obj;
+	ia.comp_mask = (uint32_t)a.mask;
+	ia.create_flags = a.create_flags;
 	errno = 0;
 	wq = ibv_create_wq(HANDLE(self)->obj, &ia);
 	if (wq == NULL) {
@@ -131,18 +119,19 @@ PyObject *context_create_wq(PyObject *self, PyObject *args, PyObject *kw)
 
 		Py_DECREF(w);
 		return verbs_error_fmt(err, "ibv_create_wq",
-				       "wq_type=%ld max_wr=%u max_sge=%u "
+				       "wq_type=%d max_wr=%u max_sge=%u "
 				       "create_flags=0x%x",
-				       type, ia.max_wr, ia.max_sge, flags);
+				       a.wq_type, ia.max_wr, ia.max_sge,
+				       a.create_flags);
 	}
-	handle_init(HANDLE(w), &wq_kind, HANDLE(pd));
+	handle_init(HANDLE(w), &wq_kind, HANDLE(a.pd));
 	HANDLE_SET_OBJ(w, wq);
-	w->wq_type = (int)type;
+	w->wq_type = a.wq_type;
 	w->max_wr = ia.max_wr;
 	w->max_sge = ia.max_sge;
-	Py_INCREF(cq);
-	w->cq = cq;
-	handle_use(HANDLE(cq));
+	Py_INCREF(a.cq);
+	w->cq = a.cq;
+	handle_use(HANDLE(a.cq));
 	return (PyObject *)w;
 }
 
@@ -173,56 +162,56 @@ PyDoc_STRVAR(wq_modify__doc__,
 	     "    VerbsError: EBADF once the WQ is closed; else the verb\n"
 	     "        failed (``errno``).");
 
+/* given: the attr_mask bits of the arguments given (not None), and
+ * WQ_MODIFY_FLAGS_MASK for flags_mask. */
+struct wq_modify_args {
+	int wq_state, curr_wq_state;
+	uint32_t flags, flags_mask;
+	uint64_t given;
+};
+#define WQ_MODIFY_FLAGS_MASK ((uint64_t)1 << 32)
+#define WQ_MODIFY_OPT(bit) .flags = ARG_OPT | ARG_NONE, .mask = (bit)
+static const ArgSpec wq_modify_params[] = {
+	ARG_ENUM(struct wq_modify_args, wq_state, WQState, 0, INT32_MAX,
+		 WQ_MODIFY_OPT(IBV_WQ_ATTR_STATE)),
+	ARG_ENUM(struct wq_modify_args, curr_wq_state, WQState, 0, INT32_MAX,
+		 WQ_MODIFY_OPT(IBV_WQ_ATTR_CURR_STATE)),
+	ARG_FLAGS(struct wq_modify_args, flags, WQFlags,
+		  WQ_MODIFY_OPT(IBV_WQ_ATTR_FLAGS)),
+	ARG_FLAGS(struct wq_modify_args, flags_mask, WQFlags,
+		  WQ_MODIFY_OPT(WQ_MODIFY_FLAGS_MASK)),
+	ARG_END
+};
+METHOD_ARGS_MASK(wq_modify, "WQ.modify", wq_modify_params,
+		 offsetof(struct wq_modify_args, given));
+
 static PyObject *wq_modify(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "wq_state", "curr_wq_state", "flags",
-				  "flags_mask", NULL };
-	PyObject *st_o = Py_None, *cur_o = Py_None, *fl_o = Py_None;
-	PyObject *fm_o = Py_None;
+	struct wq_modify_args a;
 	struct ibv_wq_attr attr;
-	long st, cur;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOO:modify", kwlist,
-					 &st_o, &cur_o, &fl_o, &fm_o))
+	if (args_parse(&wq_modify_args, self, args, kw, &a) < 0)
 		return NULL;
+	if ((a.given & WQ_MODIFY_FLAGS_MASK) &&
+	    !(a.given & IBV_WQ_ATTR_FLAGS)) {
+		PyErr_SetString(PyExc_TypeError, "flags_mask needs flags");
+		return NULL;
+	}
 	memset(&attr, 0, sizeof(attr));
-	if (st_o != Py_None) {
-		if (arg_int(st_o, "wq_state", 0, INT32_MAX, &st) < 0)
-			return NULL;
-		attr.wq_state = (enum ibv_wq_state)st;
-		attr.attr_mask |= IBV_WQ_ATTR_STATE;
-	}
-	if (cur_o != Py_None) {
-		if (arg_int(cur_o, "curr_wq_state", 0, INT32_MAX, &cur) < 0)
-			return NULL;
-		attr.curr_wq_state = (enum ibv_wq_state)cur;
-		attr.attr_mask |= IBV_WQ_ATTR_CURR_STATE;
-	}
-	if (fl_o != Py_None) {
-		if (arg_u32(fl_o, "flags", &attr.flags) < 0)
-			return NULL;
-		attr.flags_mask = attr.flags;
-		attr.attr_mask |= IBV_WQ_ATTR_FLAGS;
-	}
-	if (fm_o != Py_None) {
-		if (fl_o == Py_None) {
-			PyErr_SetString(PyExc_TypeError,
-					"flags_mask needs flags");
-			return NULL;
-		}
-		if (arg_u32(fm_o, "flags_mask", &attr.flags_mask) < 0)
-			return NULL;
-	}
+	attr.attr_mask = (uint32_t)(a.given & ~WQ_MODIFY_FLAGS_MASK);
+	attr.wq_state = (enum ibv_wq_state)a.wq_state;
+	attr.curr_wq_state = (enum ibv_wq_state)a.curr_wq_state;
+	attr.flags = a.flags;
+	attr.flags_mask = (a.given & WQ_MODIFY_FLAGS_MASK) ? a.flags_mask :
+							     a.flags;
 	if (attr.attr_mask == 0) {
 		PyErr_SetString(PyExc_TypeError,
 				"modify() needs wq_state, curr_wq_state "
 				"and/or flags");
 		return NULL;
 	}
-	if (handle_check(HANDLE(self)) < 0)
-		return NULL;
 	rc = ibv_modify_wq(WQP(self), &attr);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_modify_wq",

@@ -31,89 +31,37 @@ static void srqx_release(Handle *h)
 static const HandleKind srqx_kind = { "SRQ", "ibv_destroy_srq", srqx_destroy,
 				      srqx_release };
 
-/* o (not None) must be an open handle of type t under parent; "what"
- * names it in errors.  0 / -1. */
-static int check_handle(PyObject *o, PyTypeObject *t, const char *tname,
-			const char *what, Handle *parent)
-{
-	if (!PyObject_TypeCheck(o, t)) {
-		PyErr_Format(PyExc_TypeError, "%s must be %s or None, not %R",
-			     what, tname, (PyObject *)Py_TYPE(o));
-		return -1;
-	}
-	if (handle_check(HANDLE(o)) < 0)
-		return -1;
-	if (HANDLE(o)->parent != parent) {
-		PyErr_Format(PyExc_ValueError, "%s belongs to another Context",
-			     what);
-		return -1;
-	}
-	return 0;
-}
-
+/* The arguments of create_srq_ex; tm: the TM bit when max_num_tags or
+ * max_ops is given (not None). */
 struct srqx_args {
 	PyObject *pd, *xrcd, *cq; /* borrowed; xrcd, cq: NULL for None */
-	long type;
-	uint32_t max_wr, max_sge, limit, tags, ops;
-	int have_tm;
+	int srq_type;
+	uint32_t max_wr, max_sge, srq_limit, max_num_tags, max_ops;
+	uint64_t tm;
 };
-
-static int srqx_parse(PyObject *self, PyObject *args, PyObject *kw,
-		      struct srqx_args *a)
-{
-	static char *kwlist[] = { "pd",	     "srq_type",     "max_wr",
-				  "max_sge", "srq_limit",    "xrcd",
-				  "cq",	     "max_num_tags", "max_ops",
-				  NULL };
-	PyObject *type_o = NULL, *wr_o = NULL, *sge_o = NULL, *lim_o = NULL;
-	PyObject *x_o = Py_None, *cq_o = Py_None, *tags_o = Py_None;
-	PyObject *ops_o = Py_None;
-
-	memset(a, 0, sizeof(*a));
-	a->type = IBV_SRQT_BASIC;
-	a->max_wr = 128;
-	a->max_sge = 1;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OOOOOOOO:create_srq_ex",
-					 kwlist, &a->pd, &type_o, &wr_o, &sge_o,
-					 &lim_o, &x_o, &cq_o, &tags_o, &ops_o))
-		return -1;
-	if ((type_o &&
-	     arg_int(type_o, "srq_type", 0, INT32_MAX, &a->type) < 0) ||
-	    (wr_o && arg_u32(wr_o, "max_wr", &a->max_wr) < 0) ||
-	    (sge_o && arg_u32(sge_o, "max_sge", &a->max_sge) < 0) ||
-	    (lim_o && arg_u32(lim_o, "srq_limit", &a->limit) < 0) ||
-	    (tags_o != Py_None &&
-	     arg_u32(tags_o, "max_num_tags", &a->tags) < 0) ||
-	    (ops_o != Py_None && arg_u32(ops_o, "max_ops", &a->ops) < 0))
-		return -1;
-	a->have_tm = tags_o != Py_None || ops_o != Py_None ||
-		     a->type == IBV_SRQT_TM;
-	if (!PyObject_TypeCheck(a->pd, ST.PD_type)) {
-		PyErr_Format(PyExc_TypeError, "pd must be a PD, not %R",
-			     (PyObject *)Py_TYPE(a->pd));
-		return -1;
-	}
-	if (handle_check(HANDLE(a->pd)) < 0)
-		return -1;
-	if (HANDLE(a->pd)->parent != HANDLE(self)) {
-		PyErr_SetString(PyExc_ValueError,
-				"pd belongs to another Context");
-		return -1;
-	}
-	if (x_o != Py_None) {
-		if (check_handle(x_o, ST.XRCD_type, "an XRCD", "xrcd",
-				 HANDLE(self)) < 0)
-			return -1;
-		a->xrcd = x_o;
-	}
-	if (cq_o != Py_None) {
-		if (check_handle(cq_o, ST.CQ_type, "a CQ", "cq", HANDLE(self)) <
-		    0)
-			return -1;
-		a->cq = cq_o;
-	}
-	return 0;
-}
+#define SRQX_KW(f, ...) \
+	ARG_UINT(struct srqx_args, f, .flags = ARG_KWOPT, __VA_ARGS__)
+#define SRQX_TM(f)                                                   \
+	ARG_UINT(struct srqx_args, f, .flags = ARG_KWOPT | ARG_NONE, \
+		 .mask = IBV_SRQ_INIT_ATTR_TM)
+#define SRQX_HANDLE(f, T)                                    \
+	ARG_HANDLE(struct srqx_args, f, T, ARG_SAME_CONTEXT, \
+		   .flags = ARG_KWOPT | ARG_NONE)
+static const ArgSpec srqx_params[] = {
+	ARG_HANDLE(struct srqx_args, pd, PD, ARG_SAME_CONTEXT),
+	ARG_ENUM(struct srqx_args, srq_type, SRQType, 0, INT32_MAX,
+		 .flags = ARG_KWOPT, .def = IBV_SRQT_BASIC),
+	SRQX_KW(max_wr, .def = 128),
+	SRQX_KW(max_sge, .def = 1),
+	SRQX_KW(srq_limit),
+	SRQX_HANDLE(xrcd, XRCD),
+	SRQX_HANDLE(cq, CQ),
+	SRQX_TM(max_num_tags),
+	SRQX_TM(max_ops),
+	ARG_END
+};
+METHOD_ARGS_MASK(context_create_srq_ex, "Context.create_srq_ex", srqx_params,
+		 offsetof(struct srqx_args, tm));
 
 /* verbs.h's ibv_create_srq_ex, calling the exported ibv_create_srq
  * through IBV for a basic SRQ. */
@@ -181,7 +129,7 @@ PyObject *context_create_srq_ex(PyObject *self, PyObject *args, PyObject *kw)
 	SRQObject *s;
 
 	HANDLE_CHECK(self);
-	if (srqx_parse(self, args, kw, &a) < 0)
+	if (args_parse(&context_create_srq_ex_args, self, args, kw, &a) < 0)
 		return NULL;
 	s = HANDLE_ALLOC(SRQObject, ST.SRQ_type);
 	if (s == NULL)
@@ -197,9 +145,9 @@ PyObject *context_create_srq_ex(PyObject *self, PyObject *args, PyObject *kw)
 	ia.srq_context = s;
 	ia.attr.max_wr = a.max_wr;
 	ia.attr.max_sge = a.max_sge;
-	ia.attr.srq_limit = a.limit;
+	ia.attr.srq_limit = a.srq_limit;
 	ia.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
-	ia.srq_type = (enum ibv_srq_type)a.type;
+	ia.srq_type = (enum ibv_srq_type)a.srq_type;
 	ia.pd = HANDLE(a.pd)->obj;
 	if (a.xrcd) {
 		ia.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD;
@@ -209,10 +157,10 @@ PyObject *context_create_srq_ex(PyObject *self, PyObject *args, PyObject *kw)
 		ia.comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
 		ia.cq = HANDLE(a.cq)->obj;
 	}
-	if (a.have_tm) {
+	if (a.tm || a.srq_type == IBV_SRQT_TM) {
 		ia.comp_mask |= IBV_SRQ_INIT_ATTR_TM;
-		ia.tm_cap.max_num_tags = a.tags;
-		ia.tm_cap.max_ops = a.ops;
+		ia.tm_cap.max_num_tags = a.max_num_tags;
+		ia.tm_cap.max_ops = a.max_ops;
 	}
 	errno = 0;
 	srq = srqx_call(HANDLE(self)->obj, &ia);
@@ -221,14 +169,14 @@ PyObject *context_create_srq_ex(PyObject *self, PyObject *args, PyObject *kw)
 
 		Py_DECREF(s);
 		return verbs_error_fmt(err, "ibv_create_srq_ex",
-				       "srq_type=%ld max_wr=%u max_sge=%u "
+				       "srq_type=%d max_wr=%u max_sge=%u "
 				       "(comp_mask 0x%x)",
-				       a.type, a.max_wr, a.max_sge,
+				       a.srq_type, a.max_wr, a.max_sge,
 				       ia.comp_mask);
 	}
 	handle_init(HANDLE(s), &srqx_kind, HANDLE(a.pd));
 	HANDLE_SET_OBJ(s, srq);
-	s->srq_type = (int)a.type;
+	s->srq_type = a.srq_type;
 	if (a.xrcd) {
 		Py_INCREF(a.xrcd);
 		s->xrcd = a.xrcd;

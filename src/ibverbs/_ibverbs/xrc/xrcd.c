@@ -61,23 +61,32 @@ const char context_open_xrcd__doc__[] = PyDoc_STR(
 	"        when the provider has no XRC; else the verb failed\n"
 	"        (``errno``).");
 
+struct open_xrcd_args {
+	int fd, oflags;
+};
+static const ArgSpec open_xrcd_params[] = {
+	ARG_INT(struct open_xrcd_args, fd, -1, INT32_MAX, .flags = ARG_OPT,
+		.def = -1),
+	ARG_INT(struct open_xrcd_args, oflags, 0, INT32_MAX, .flags = ARG_OPT,
+		.def = O_CREAT),
+	ARG_END
+};
+METHOD_ARGS(context_open_xrcd, "Context.open_xrcd", open_xrcd_params);
+
 PyObject *context_open_xrcd(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "fd", "oflags", NULL };
-	PyObject *fd_o = NULL, *fl_o = NULL;
 	struct ibv_xrcd_init_attr attr;
+	struct open_xrcd_args a;
 	struct ibv_context *ctx;
 	struct ibv_xrcd *xrcd;
-	long fd = -1, oflags = O_CREAT;
+	int fd, oflags;
 	XRCDObject *x;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:open_xrcd", kwlist,
-					 &fd_o, &fl_o))
+	if (args_parse(&context_open_xrcd_args, self, args, kw, &a) < 0)
 		return NULL;
-	if ((fd_o && arg_int(fd_o, "fd", -1, INT32_MAX, &fd) < 0) ||
-	    (fl_o && arg_int(fl_o, "oflags", 0, INT32_MAX, &oflags) < 0))
-		return NULL;
+	fd = a.fd;
+	oflags = a.oflags;
 	x = HANDLE_ALLOC(XRCDObject, ST.XRCD_type);
 	if (x == NULL)
 		return NULL;
@@ -88,8 +97,8 @@ PyObject *context_open_xrcd(PyObject *self, PyObject *args, PyObject *kw)
 	ctx = HANDLE(self)->obj;
 	memset(&attr, 0, sizeof(attr));
 	attr.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
-	attr.fd = (int)fd;
-	attr.oflags = (int)oflags;
+	attr.fd = fd;
+	attr.oflags = oflags;
 	if (no_op(ctx)) {
 		Py_DECREF(x);
 		return verbs_error_fmt(EOPNOTSUPP, "ibv_open_xrcd",
@@ -102,13 +111,13 @@ PyObject *context_open_xrcd(PyObject *self, PyObject *args, PyObject *kw)
 
 		Py_DECREF(x);
 		return verbs_error_fmt(err, "ibv_open_xrcd",
-				       "fd=%d oflags=0x%x", (int)fd,
+				       "fd=%d oflags=0x%x", fd,
 				       (unsigned int)oflags);
 	}
 	handle_init(HANDLE(x), &xrcd_kind, HANDLE(self));
 	HANDLE_SET_OBJ(x, xrcd);
-	x->fd = (int)fd;
-	x->oflags = (int)oflags;
+	x->fd = fd;
+	x->oflags = oflags;
 	return (PyObject *)x;
 }
 
@@ -153,35 +162,33 @@ const char context_open_qp__doc__[] = PyDoc_STR(
 	"        EOPNOTSUPP when the provider has no XRC; else the verb\n"
 	"        failed (``errno``).");
 
+struct open_qp_args {
+	PyObject *xrcd;
+	uint32_t qp_num;
+	int qp_type;
+};
+static const ArgSpec open_qp_params[] = {
+	ARG_HANDLE(struct open_qp_args, xrcd, XRCD, ARG_SAME_CONTEXT),
+	ARG_INT(struct open_qp_args, qp_num, 0, QPN_MAX),
+	ARG_ENUM(struct open_qp_args, qp_type, QPType, 0, INT32_MAX,
+		 .flags = ARG_OPT, .def = IBV_QPT_XRC_RECV),
+	ARG_END
+};
+METHOD_ARGS(context_open_qp, "Context.open_qp", open_qp_params);
+
 PyObject *context_open_qp(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "xrcd", "qp_num", "qp_type", NULL };
-	PyObject *xo, *num_o, *type_o = NULL;
 	struct ibv_qp_open_attr attr;
 	struct ibv_context *ctx;
-	long num, type = IBV_QPT_XRC_RECV;
+	struct open_qp_args a;
 	struct ibv_qp *qp;
+	PyObject *xo;
 	QPObject *q;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:open_qp", kwlist, &xo,
-					 &num_o, &type_o))
+	if (args_parse(&context_open_qp_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (!PyObject_TypeCheck(xo, ST.XRCD_type)) {
-		PyErr_Format(PyExc_TypeError, "xrcd must be an XRCD, not %R",
-			     (PyObject *)Py_TYPE(xo));
-		return NULL;
-	}
-	if (arg_int(num_o, "qp_num", 0, QPN_MAX, &num) < 0 ||
-	    (type_o && arg_int(type_o, "qp_type", 0, INT32_MAX, &type) < 0))
-		return NULL;
-	if (handle_check(HANDLE(xo)) < 0)
-		return NULL;
-	if (HANDLE(xo)->parent != HANDLE(self)) {
-		PyErr_SetString(PyExc_ValueError,
-				"xrcd belongs to another Context");
-		return NULL;
-	}
+	xo = a.xrcd;
 	q = HANDLE_ALLOC(QPObject, ST.QP_type);
 	if (q == NULL)
 		return NULL;
@@ -193,10 +200,10 @@ PyObject *context_open_qp(PyObject *self, PyObject *args, PyObject *kw)
 	memset(&attr, 0, sizeof(attr));
 	attr.comp_mask = IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_CONTEXT |
 			 IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_TYPE;
-	attr.qp_num = (uint32_t)num;
+	attr.qp_num = a.qp_num;
 	attr.xrcd = XRCDP(xo);
 	attr.qp_context = q;
-	attr.qp_type = (enum ibv_qp_type)type;
+	attr.qp_type = (enum ibv_qp_type)a.qp_type;
 	if (verbs_get_ctx_op(ctx, open_qp) == NULL) {
 		Py_DECREF(q);
 		return verbs_error_fmt(EOPNOTSUPP, "ibv_open_qp",
@@ -209,11 +216,12 @@ PyObject *context_open_qp(PyObject *self, PyObject *args, PyObject *kw)
 
 		Py_DECREF(q);
 		return verbs_error_fmt(err, "ibv_open_qp",
-				       "qp_num=%ld qp_type=%ld", num, type);
+				       "qp_num=%u qp_type=%d",
+				       (unsigned int)a.qp_num, a.qp_type);
 	}
 	handle_init(HANDLE(q), &opened_qp_kind, HANDLE(xo));
 	HANDLE_SET_OBJ(q, qp);
-	q->qp_type = (int)type;
+	q->qp_type = a.qp_type;
 	return (PyObject *)q;
 }
 
