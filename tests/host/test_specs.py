@@ -45,12 +45,25 @@ def test_the_specs_are_exported():
             assert p["kind"] in KINDS, (name, p)
 
 
-def _stub_def(qual: str) -> ast.FunctionDef:
+def _target(qual: str):
+    """The object a declaration names: Class.method, or a module function."""
+    if "." not in qual:
+        return getattr(_ibverbs, qual)
     cls, meth = qual.split(".")
-    defs = STUB_DEFS.method(cls, meth)
+    return getattr(getattr(_ibverbs, cls), meth)
+
+
+def _stub_def(qual: str) -> tuple[ast.FunctionDef, bool]:
+    """The stub's def of qual, and whether its first parameter (self or
+    cls) is left out of the comparison."""
+    if "." not in qual:
+        defs, method = STUB_DEFS.functions.get(qual), False
+    else:
+        cls, meth = qual.split(".")
+        defs, method = STUB_DEFS.method(cls, meth), True
     assert defs, f"{qual}: not in the stub"
     assert len(defs) == 1, f"{qual}: overloaded in the stub; declare it by hand"
-    return defs[0]
+    return defs[0], method
 
 
 def _annotation_names(node: ast.expr | None) -> set[str]:
@@ -69,17 +82,18 @@ def _annotation_names(node: ast.expr | None) -> set[str]:
 
 @pytest.mark.parametrize("qual", sorted(SPECS))
 def test_declared_method_exists(qual):
-    cls, meth = qual.split(".")
-    assert callable(getattr(getattr(_ibverbs, cls), meth))
+    assert callable(_target(qual))
 
 
 @pytest.mark.parametrize("qual", sorted(SPECS))
 def test_stub_matches_the_declaration(qual):
-    fn = _stub_def(qual)
+    fn, method = _stub_def(qual)
     a = fn.args
     positional = a.posonlyargs + a.args
-    assert positional and positional[0].arg == "self", qual
-    positional = positional[1:]
+    posonly = {x.arg for x in a.posonlyargs}
+    if method:
+        assert positional and positional[0].arg in ("self", "cls"), qual
+        positional = positional[1:]
     pos_defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
     stub = [(x, d, False) for x, d in zip(positional, pos_defaults)]
     stub += [(x, d, True) for x, d in zip(a.kwonlyargs, a.kw_defaults)]
@@ -89,6 +103,7 @@ def test_stub_matches_the_declaration(qual):
     for (arg, default, kw_only), p in zip(stub, declared):
         where = f"{qual}({p['name']})"
         assert kw_only == p["kw_only"], f"{where}: keyword-only in one place only"
+        assert (arg.arg in posonly) == p["pos_only"], f"{where}: positional-only in one place only"
         assert (default is not None) == p["optional"], f"{where}: a default in one place only"
         names = _annotation_names(arg.annotation)
         if p["kind"] in ("int", "flags", "enum"):
@@ -105,8 +120,7 @@ def test_stub_matches_the_declaration(qual):
 
 @pytest.mark.parametrize("qual", sorted(SPECS))
 def test_docstring_args_match_the_declaration(qual):
-    cls, meth = qual.split(".")
-    doc = inspect.getdoc(getattr(getattr(_ibverbs, cls), meth))
+    doc = inspect.getdoc(_target(qual))
     assert doc, qual
     assert args_section(doc) == [p["name"] for p in SPECS[qual]], qual
 

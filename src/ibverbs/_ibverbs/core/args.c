@@ -23,17 +23,15 @@ static const char *method_name(const MethodArgs *m)
 	return dot != NULL ? dot + 1 : m->qualname;
 }
 
-/* "an" before a type name read as letters (MR, SRQ, AH) or starting with
- * a vowel (int), else "a". */
+/* "an" before a type name whose first letter is read as a letter (MR,
+ * SRQ, AHAttr, MWBindInfo: two capitals first) and sounds as a vowel, or
+ * before a word starting with a vowel (int, Event); else "a". */
 static const char *article(const char *what)
 {
-	const char *p = what;
-	int acronym = 1;
+	int spelled = what[0] >= 'A' && what[0] <= 'Z' && what[1] >= 'A' &&
+		      what[1] <= 'Z';
 
-	for (; *p != '\0'; p++)
-		if (!(*p >= 'A' && *p <= 'Z'))
-			acronym = 0;
-	if (acronym && what[1] != '\0')
+	if (spelled)
 		return strchr("AEFHILMNORSX", what[0]) ? "an" : "a";
 	return strchr("AEIOUaeiou", what[0]) ? "an" : "a";
 }
@@ -238,7 +236,7 @@ static int match_keywords(const MethodArgs *m, int n, PyObject *kw,
 			if (PyUnicode_CompareWithASCIIString(
 				    key, m->params[i].name) == 0)
 				break;
-		if (i == n) {
+		if (i == n || (m->params[i].flags & ARG_POSONLY)) {
 			PyErr_Format(PyExc_TypeError,
 				     "'%U' is an invalid keyword argument for "
 				     "%s()",
@@ -330,6 +328,8 @@ static PyObject *spec_param(const ArgSpec *a)
 		    0 ||
 	    dict_set_steal(d, "kw_only",
 			   PyBool_FromLong(a->flags & ARG_KWONLY)) < 0 ||
+	    dict_set_steal(d, "pos_only",
+			   PyBool_FromLong(a->flags & ARG_POSONLY)) < 0 ||
 	    dict_set_steal(d, "none_ok", PyBool_FromLong(a->flags & ARG_NONE)) <
 		    0 ||
 	    dict_set_steal(d, "cls", obj_or_none(NULL)) < 0 ||

@@ -52,6 +52,7 @@ typedef enum ArgKind {
 #define ARG_KWONLY 0x2u /* passed by keyword only */
 #define ARG_KWOPT (ARG_OPT | ARG_KWONLY)
 #define ARG_NONE 0x4u /* None is accepted, as "not given" */
+#define ARG_POSONLY 0x8u /* passed by position only (the stub's "/") */
 
 /* ArgSpec.parent: which handle of self's tree a handle argument must be
  * under. */
@@ -165,7 +166,8 @@ int arg_type_error_hint(const char *name, const char *what, int none_ok,
 int arg_other_parent_error(const char *name, const char *parent);
 
 /* {qualname: (param, ...)}: each param a dict of its declaration (name,
- * kind, optional, kw_only, none_ok, lo, hi, default, cls, parent). */
+ * kind, optional, kw_only, pos_only, none_ok, lo, hi, default, cls,
+ * parent). */
 PyObject *args_specs(void);
 
 #endif
