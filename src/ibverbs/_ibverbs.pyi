@@ -338,31 +338,35 @@ class QP(_Handle):
         /,
     ) -> None: ...
     def modify(self, mask: int = ..., **attrs: Any) -> None: ...
-    def query(self, mask: int = ...) -> tuple[dict[str, Any], QPCap]: ...
+    def query(self, mask: int = 0x1FFFFF) -> tuple[dict[str, Any], QPCap]: ...
     def to_init(
-        self, port: int, access: int = 0, pkey_index: int = 0, qkey: int | None = None
+        self,
+        port: int,
+        access: int = 0,
+        pkey_index: int | None = None,
+        qkey: int | None = None,
     ) -> None: ...
     def to_rtr(
         self,
         remote: QPInfo | None,
-        sgid_index: int = ...,
+        sgid_index: int | None = None,
         mtu: int | None = None,
-        hop_limit: int = 64,
-        min_rnr_timer: int = 12,
-        max_dest_rd_atomic: int = 1,
-        sl: int = 0,
-        traffic_class: int = 0,
+        hop_limit: int | None = None,
+        min_rnr_timer: int | None = None,
+        max_dest_rd_atomic: int | None = None,
+        sl: int | None = None,
+        traffic_class: int | None = None,
         *,
         port: int | None = None,
-        flow_label: int = 0,
+        flow_label: int | None = None,
     ) -> None: ...
     def to_rts(
         self,
-        psn: int = 0,
-        timeout: int = 14,
-        retry_cnt: int = 7,
-        rnr_retry: int = 7,
-        max_rd_atomic: int = 1,
+        psn: int | None = None,
+        timeout: int | None = None,
+        retry_cnt: int | None = None,
+        rnr_retry: int | None = None,
+        max_rd_atomic: int | None = None,
     ) -> None: ...
     def create_flow(self, flow_attr: FlowAttr | bytes) -> Flow: ...
     def bind_mw(self, mw: MW, mw_bind: MWBind) -> int: ...

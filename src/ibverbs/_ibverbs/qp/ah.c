@@ -51,19 +51,24 @@ METHOD_DOC(pd_create_ah,
 	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
 	   "        failed (``errno``, e.g. EINVAL for a bad sgid_index).");
 
+struct create_ah_args {
+	PyObject *attr;
+};
+static const ArgSpec create_ah_params[] = {
+	ARG_RECORD(struct create_ah_args, attr, AHAttr), ARG_END
+};
+METHOD_ARGS(pd_create_ah, "PD.create_ah", create_ah_params);
+
 PyObject *pd_create_ah(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PDObject *pd = (PDObject *)self;
-	static char *kwlist[] = { "attr", NULL };
+	struct create_ah_args a;
 	struct ibv_ah_attr attr;
 	struct ibv_ah *ah;
-	PyObject *attr_o;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_ah", kwlist,
-					 &attr_o))
-		return NULL;
-	if (ah_attr_from_py(attr_o, &attr) < 0)
+	if (args_parse(&pd_create_ah_args, self, args, kw, &a) < 0 ||
+	    ah_attr_from_py(a.attr, &attr) < 0)
 		return NULL;
 	/* That ran Python code (Gid(), attribute reads), which may have
 	 * closed the PD: check again right before the verb. */
@@ -84,20 +89,23 @@ PyObject *pd_create_ah(PyObject *self, PyObject *args, PyObject *kw)
  * over IPv4 the last 20 hold the IPv4 header. */
 #define GRH_LEN ((size_t)sizeof(struct ibv_grh))
 
-/* port, wc and grh of both verbs, converted and checked, then self's
- * handle again (reading the buffer may have run Python code that closed
- * it); 0 or -1. */
-static int from_wc_args(PyObject *self, PyObject *port_o, PyObject *wc_o,
-			PyObject *grh_o, uint8_t *port, struct ibv_wc *wc,
-			struct ibv_grh *grh)
-{
-	long p;
+/* The arguments of both verbs. */
+struct from_wc_args {
+	uint8_t port;
+	PyObject *wc, *grh;
+};
+#define FROM_WC_PORT ARG_INT(struct from_wc_args, port, 1, UINT8_MAX)
+#define FROM_WC_WC ARG_RECORD(struct from_wc_args, wc, WC)
+#define FROM_WC_GRH ARG_OBJECT(struct from_wc_args, grh)
 
-	if (arg_int(port_o, "port", 1, UINT8_MAX, &p) < 0 ||
-	    wc_to_c(wc_o, "wc", wc) < 0 ||
-	    arg_bytes_prefix(grh_o, "grh", grh, GRH_LEN) < 0)
+/* wc and grh converted and checked, then self's handle again (reading
+ * the buffer may have run Python code that closed it); 0 or -1. */
+static int from_wc_read(PyObject *self, const struct from_wc_args *a,
+			struct ibv_wc *wc, struct ibv_grh *grh)
+{
+	if (wc_to_c(a->wc, "wc", wc) < 0 ||
+	    arg_bytes_prefix(a->grh, "grh", grh, GRH_LEN) < 0)
 		return -1;
-	*port = (uint8_t)p;
 	return handle_check(HANDLE(self));
 }
 
@@ -134,29 +142,31 @@ const char context_init_ah_from_wc__doc__[] = PyDoc_STR(
 	"        multicast group, EPROTONOSUPPORT for bytes that are no\n"
 	"        GRH, or the local GID the packet names was not found).");
 
+static const ArgSpec init_ah_from_wc_params[] = { FROM_WC_PORT, FROM_WC_WC,
+						  FROM_WC_GRH, ARG_END };
+METHOD_ARGS(context_init_ah_from_wc, "Context.init_ah_from_wc",
+	    init_ah_from_wc_params);
+
 PyObject *context_init_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "port", "wc", "grh", NULL };
-	PyObject *port_o, *wc_o, *grh_o;
+	struct from_wc_args a;
 	struct ibv_ah_attr attr;
 	struct ibv_grh grh;
 	struct ibv_wc wc;
-	uint8_t port;
 	int rc, err;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:init_ah_from_wc",
-					 kwlist, &port_o, &wc_o, &grh_o))
+	if (args_parse(&context_init_ah_from_wc_args, self, args, kw, &a) < 0)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(init_ah_from_wc, ibv_init_ah_from_wc,
 			     "libibverbs 1.1");
-	if (from_wc_args(self, port_o, wc_o, grh_o, &port, &wc, &grh) < 0)
+	if (from_wc_read(self, &a, &wc, &grh) < 0)
 		return NULL;
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;
-	rc = IBV.init_ah_from_wc((struct ibv_context *)HANDLE(self)->obj, port,
-				 &wc, &grh, &attr);
+	rc = IBV.init_ah_from_wc((struct ibv_context *)HANDLE(self)->obj,
+				 a.port, &wc, &grh, &attr);
 	err = errno;
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(self);
@@ -164,7 +174,7 @@ PyObject *context_init_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw)
 		return verbs_error_fmt(err ? err : (rc > 0 ? rc : EINVAL),
 				       "ibv_init_ah_from_wc",
 				       "port %u, src_qp %u, wc_flags 0x%x",
-				       port, wc.src_qp, wc.wc_flags);
+				       a.port, wc.src_qp, wc.wc_flags);
 	return ah_attr_to_py(&attr);
 }
 
@@ -193,29 +203,31 @@ const char pd_create_ah_from_wc__doc__[] = PyDoc_STR(
 	"    VerbsError: EBADF once the PD is closed; else the verb\n"
 	"        failed (``errno``, as for ``Context.init_ah_from_wc``).");
 
+static const ArgSpec create_ah_from_wc_params[] = { FROM_WC_WC, FROM_WC_GRH,
+						    FROM_WC_PORT, ARG_END };
+METHOD_ARGS(pd_create_ah_from_wc, "PD.create_ah_from_wc",
+	    create_ah_from_wc_params);
+
 PyObject *pd_create_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "wc", "grh", "port", NULL };
-	PyObject *port_o, *wc_o, *grh_o;
+	struct from_wc_args a;
 	struct ibv_grh grh;
 	struct ibv_wc wc;
 	struct ibv_ah *ah;
-	uint8_t port;
 	int err;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:create_ah_from_wc",
-					 kwlist, &wc_o, &grh_o, &port_o))
+	if (args_parse(&pd_create_ah_from_wc_args, self, args, kw, &a) < 0)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(create_ah_from_wc, ibv_create_ah_from_wc,
 			     "libibverbs 1.1");
-	if (from_wc_args(self, port_o, wc_o, grh_o, &port, &wc, &grh) < 0)
+	if (from_wc_read(self, &a, &wc, &grh) < 0)
 		return NULL;
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;
 	ah = IBV.create_ah_from_wc((struct ibv_pd *)HANDLE(self)->obj, &wc,
-				   &grh, port);
+				   &grh, a.port);
 	err = errno;
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(self);
@@ -223,7 +235,7 @@ PyObject *pd_create_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw)
 		return verbs_error_fmt(err ? err : EINVAL,
 				       "ibv_create_ah_from_wc",
 				       "port %u, src_qp %u, wc_flags 0x%x",
-				       port, wc.src_qp, wc.wc_flags);
+				       a.port, wc.src_qp, wc.wc_flags);
 	return ah_wrap((PDObject *)self, ah);
 }
 

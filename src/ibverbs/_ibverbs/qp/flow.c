@@ -111,10 +111,11 @@ static int flow_fill_one(char *p, int i, uint32_t t, PyObject *objs,
 	if (handle_check(HANDLE(o)) < 0)
 		return -1;
 	if (HANDLE(o)->parent != ctx) {
-		PyErr_Format(PyExc_ValueError,
-			     "spec %d: the %s belongs to another Context", i,
-			     is_count ? "Counters" : "FlowAction");
-		return -1;
+		char what[40];
+
+		snprintf(what, sizeof(what), "spec %d: the %s", i,
+			 is_count ? "Counters" : "FlowAction");
+		return arg_other_parent_error(what, "Context");
 	}
 	ptr = HANDLE(o)->obj;
 	if (is_count)
@@ -201,9 +202,17 @@ const char qp_create_flow__doc__[] = PyDoc_STR(
 
 /* QP.create_flow(flow_attr): a FlowAttr (anything with to_bytes()) or
  * its bytes. */
+struct create_flow_args {
+	PyObject *flow_attr;
+};
+static const ArgSpec create_flow_params[] = {
+	ARG_RECORD(struct create_flow_args, flow_attr, FlowAttr), ARG_END
+};
+METHOD_ARGS(flow_create, "QP.create_flow", create_flow_params);
+
 PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "flow_attr", NULL };
+	struct create_flow_args a;
 	PyObject *o, *b, *objs = NULL;
 	struct ibv_flow_attr *attr;
 	struct ibv_flow *flow;
@@ -213,8 +222,9 @@ PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
 	int err;
 
 	HANDLE_CHECK(qp);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_flow", kwlist, &o))
+	if (args_parse(&flow_create_args, qp, args, kw, &a) < 0)
 		return NULL;
+	o = a.flow_attr;
 	if (PyBytes_Check(o)) {
 		b = o;
 		Py_INCREF(b);
@@ -223,10 +233,8 @@ PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
 
 		if (is_attr <= 0) {
 			if (is_attr == 0)
-				PyErr_Format(PyExc_TypeError,
-					     "flow_attr must be a FlowAttr or "
-					     "bytes, not %R",
-					     (PyObject *)Py_TYPE(o));
+				arg_type_error("flow_attr", "FlowAttr or bytes",
+					       0, o);
 			return NULL;
 		}
 		b = PyObject_CallMethod(o, "to_bytes", NULL);

@@ -52,10 +52,11 @@ static int esp_field(PyObject *o, const char *name, uint64_t max, uint64_t *out)
 	if (v == NULL) {
 		if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
 			PyErr_Clear();
-			PyErr_Format(PyExc_TypeError,
-				     "attr must be a FlowActionESPAttr (no %s "
-				     "in %R)",
-				     name, (PyObject *)Py_TYPE(o));
+			char hint[48];
+
+			snprintf(hint, sizeof(hint), "no %s", name);
+			arg_type_error_hint("attr", "FlowActionESPAttr", 0, o,
+					    hint);
 		}
 		return -1;
 	}
@@ -182,18 +183,29 @@ const char flow_action_esp_create__doc__[] = PyDoc_STR(
 	"        the provider has no ESP flow actions; else the verb failed\n"
 	"        (``errno``).");
 
+/* The argument of Context.create_flow_action_esp and
+ * FlowAction.modify_esp. */
+struct esp_args {
+	PyObject *attr;
+};
+static const ArgSpec esp_params[] = {
+	ARG_RECORD(struct esp_args, attr, FlowActionESPAttr), ARG_END
+};
+METHOD_ARGS(flow_action_esp_create, "Context.create_flow_action_esp",
+	    esp_params);
+
 /* Context.create_flow_action_esp(attr) */
 PyObject *flow_action_esp_create(PyObject *ctx, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "attr", NULL };
 	struct ibv_flow_action *fa;
 	struct esp_buf *b;
+	struct esp_args a;
 	PyObject *o;
 
 	HANDLE_CHECK(ctx);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_flow_action_esp",
-					 kwlist, &o))
+	if (args_parse(&flow_action_esp_create_args, ctx, args, kw, &a) < 0)
 		return NULL;
+	o = a.attr;
 	b = PyMem_Malloc(sizeof(*b));
 	if (b == NULL)
 		return PyErr_NoMemory();
@@ -234,17 +246,20 @@ PyDoc_STRVAR(flow_action_modify_esp__doc__,
 	     "    VerbsError: EBADF once closed; else the verb failed\n"
 	     "        (``errno``, EOPNOTSUPP without the provider op).");
 
+METHOD_ARGS(flow_action_modify_esp, "FlowAction.modify_esp", esp_params);
+
 static PyObject *flow_action_modify_esp(PyObject *self, PyObject *args,
 					PyObject *kw)
 {
-	static char *kwlist[] = { "attr", NULL };
 	struct esp_buf *b;
+	struct esp_args a;
 	PyObject *o;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:modify_esp", kwlist, &o))
+	if (args_parse(&flow_action_modify_esp_args, self, args, kw, &a) < 0)
 		return NULL;
+	o = a.attr;
 	b = PyMem_Malloc(sizeof(*b));
 	if (b == NULL)
 		return PyErr_NoMemory();

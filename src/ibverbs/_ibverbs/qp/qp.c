@@ -177,33 +177,29 @@ static PyObject *get_cq(PDObject *pd, PyObject *ia, const char *name,
 			PyObject *dflt)
 {
 	PyObject *cq;
+	char what[32];
 
 	if (attr_optional(ia, name, &cq) < 0)
 		return NULL;
+	snprintf(what, sizeof(what), "init_attr.%s", name);
 	if (cq == NULL || cq == Py_None) {
-		Py_XDECREF(cq);
 		if (dflt == NULL) {
-			PyErr_Format(PyExc_TypeError,
-				     "init_attr.%s must be a CQ, not None",
-				     name);
+			arg_type_error(what, "CQ", 0, cq ? cq : Py_None);
+			Py_XDECREF(cq);
 			return NULL;
 		}
+		Py_XDECREF(cq);
 		Py_INCREF(dflt);
 		return dflt;
 	}
 	if (!PyObject_TypeCheck(cq, ST.CQ_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "init_attr.%s must be a CQ, not %R", name,
-			     (PyObject *)Py_TYPE(cq));
+		arg_type_error(what, "CQ", 0, cq);
 		goto fail;
 	}
 	if (handle_check(HANDLE(cq)) < 0)
 		goto fail;
 	if (HANDLE(cq)->parent != HANDLE(pd)->parent) {
-		PyErr_Format(
-			PyExc_ValueError,
-			"init_attr.%s belongs to another Context than the PD",
-			name);
+		arg_other_parent_error(what, "Context");
 		goto fail;
 	}
 	return cq;
@@ -225,16 +221,13 @@ static int get_srq(PDObject *pd, PyObject *ia, PyObject **out)
 		return 0;
 	}
 	if (!PyObject_TypeCheck(srq, ST.SRQ_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "init_attr.srq must be an SRQ or None, not %R",
-			     (PyObject *)Py_TYPE(srq));
+		arg_type_error("init_attr.srq", "SRQ", 1, srq);
 		goto fail;
 	}
 	if (handle_check(HANDLE(srq)) < 0)
 		goto fail;
 	if (HANDLE(srq)->parent != HANDLE(pd)) {
-		PyErr_SetString(PyExc_ValueError,
-				"init_attr.srq belongs to another PD");
+		arg_other_parent_error("init_attr.srq", "PD");
 		goto fail;
 	}
 	*out = srq;
@@ -364,17 +357,23 @@ METHOD_DOC(pd_create_qp,
 	   "        else the verb failed (``errno``, e.g. EINVAL for\n"
 	   "        capacities beyond the device's limits).");
 
+struct create_qp_args {
+	PyObject *init_attr;
+};
+static const ArgSpec create_qp_params[] = {
+	ARG_RECORD(struct create_qp_args, init_attr, QPInitAttr), ARG_END
+};
+METHOD_ARGS(pd_create_qp, "PD.create_qp", create_qp_params);
+
 PyObject *pd_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 {
-	PDObject *pd = (PDObject *)self;
-	static char *kwlist[] = { "init_attr", NULL };
-	PyObject *ia;
+	struct create_qp_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp", kwlist, &ia))
+	if (args_parse(&pd_create_qp_args, self, args, kw, &a) < 0)
 		return NULL;
-	return qp_create_with(pd, ia, &qp_kind, "ibv_create_qp", plain_create,
-			      NULL);
+	return qp_create_with((PDObject *)self, a.init_attr, &qp_kind,
+			      "ibv_create_qp", plain_create, NULL);
 }
 
 PyObject *qp_create_with(PDObject *pd, PyObject *ia, const HandleKind *kind,
@@ -568,6 +567,8 @@ static PyObject *qp_meth_modify(PyObject *self, PyObject *args, PyObject *kw)
 	long mask;
 
 	HANDLE_CHECK(self);
+	/* Parsed by hand: **attrs are struct ibv_qp_attr field names, and
+	 * mask has the alias attr_mask. */
 	if (kw) {
 		mask_o = PyDict_GetItemString(kw, "mask");
 		alias_o = PyDict_GetItemString(kw, "attr_mask");
@@ -622,26 +623,33 @@ PyDoc_STRVAR(qp_query__doc__,
 	     "        failed (``errno``).");
 
 /* query(mask=all) -> (dict of the fields the mask covers, QPCap) */
+struct query_args {
+	int mask;
+};
+static const ArgSpec query_params[] = {
+	ARG_FLAGS(struct query_args, mask, QPAttrMask, .flags = ARG_OPT,
+		  .def = QP_QUERY_ALL),
+	ARG_END,
+};
+METHOD_ARGS(qp_meth_query, "QP.query", query_params);
+
 static PyObject *qp_meth_query(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "mask", NULL };
-	PyObject *mask_o = NULL, *d, *cap;
+	PyObject *d, *cap;
 	struct ibv_qp_init_attr init;
 	struct ibv_qp_attr attr;
-	long mask = QP_QUERY_ALL;
+	struct query_args a;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:query", kwlist, &mask_o))
+	if (args_parse(&qp_meth_query_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (mask_o && arg_int(mask_o, "mask", 0, INT32_MAX, &mask) < 0)
-		return NULL;
-	rc = qp_query_raw(self, &attr, (int)mask, &init);
+	rc = qp_query_raw(self, &attr, a.mask, &init);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_query_qp",
-				       "QP %u, attr_mask 0x%lx",
-				       QPP(self)->qp_num, mask);
-	d = qp_attr_to_dict(&attr, (int)mask);
+				       "QP %u, attr_mask 0x%x",
+				       QPP(self)->qp_num, (unsigned)a.mask);
+	d = qp_attr_to_dict(&attr, a.mask);
 	if (d == NULL)
 		return NULL;
 	cap = qp_cap_to_py(&init.cap);
@@ -659,16 +667,6 @@ static PyObject *qp_meth_query(PyObject *self, PyObject *args, PyObject *kw)
 /* State transitions with the masks each QP type needs                 */
 /* ------------------------------------------------------------------ */
 
-static int arg_opt_int(PyObject *o, const char *name, long min, long max,
-		       long dflt, long *out)
-{
-	if (o == NULL || o == Py_None) {
-		*out = dflt;
-		return 0;
-	}
-	return arg_int(o, name, min, max, out);
-}
-
 PyDoc_STRVAR(qp_to_init__doc__,
 	     "Move the QP from RESET to INIT.\n"
 	     "\n"
@@ -682,41 +680,45 @@ PyDoc_STRVAR(qp_to_init__doc__,
 	     "    port: the port, 1..255.\n"
 	     "    access: ``AccessFlags`` the QP allows its peer (RC/UC:\n"
 	     "        REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC).\n"
-	     "    pkey_index: P_Key table index.\n"
+	     "    pkey_index: P_Key table index (None: 0).\n"
 	     "    qkey: Q_Key of a UD QP (None: 0x11111111).\n"
 	     "\n" QP_TO_RAISES("RESET"));
 
-/* to_init(port, access, pkey_index=0, qkey=None)
+/* to_init(port, access=0, pkey_index=None, qkey=None)
  * RC/UC: STATE|PKEY_INDEX|PORT|ACCESS_FLAGS; UD: STATE|PKEY_INDEX|PORT|QKEY
- * with qkey defaulting to 0x11111111; RAW_PACKET: STATE|PORT. */
+ * with qkey defaulting to 0x11111111; RAW_PACKET: STATE|PORT.  access
+ * defaults to 0 (no remote access), as in the published package. */
+struct to_init_args {
+	uint8_t port;
+	int access;
+	uint16_t pkey_index;
+	uint32_t qkey;
+};
+static const ArgSpec to_init_params[] = {
+	ARG_INT(struct to_init_args, port, 1, UINT8_MAX),
+	ARG_FLAGS(struct to_init_args, access, AccessFlags, .flags = ARG_OPT),
+	ARG_UINT(struct to_init_args, pkey_index, .flags = ARG_OPT | ARG_NONE),
+	ARG_UINT(struct to_init_args, qkey, .flags = ARG_OPT | ARG_NONE,
+		 .def = QP_DEFAULT_QKEY),
+	ARG_END
+};
+METHOD_ARGS(qp_to_init, "QP.to_init", to_init_params);
+
 static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "port", "access", "pkey_index", "qkey",
-				  NULL };
-	PyObject *port_o, *access_o = NULL, *pkey_o = NULL, *qkey_o = NULL;
 	struct ibv_qp_attr attr;
-	long port, access = 0, pkey, qkey;
+	struct to_init_args a;
 	int mask = IBV_QP_STATE | IBV_QP_PORT;
 
 	HANDLE_CHECK(self);
-	/* access defaults to 0 (no remote access), as in the published
-	 * package. */
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:to_init", kwlist,
-					 &port_o, &access_o, &pkey_o, &qkey_o))
-		return NULL;
-	if (arg_int(port_o, "port", 1, UINT8_MAX, &port) < 0 ||
-	    (access_o != NULL &&
-	     arg_int(access_o, "access", 0, INT32_MAX, &access) < 0) ||
-	    arg_opt_int(pkey_o, "pkey_index", 0, UINT16_MAX, 0, &pkey) < 0 ||
-	    arg_opt_int(qkey_o, "qkey", 0, UINT32_MAX, QP_DEFAULT_QKEY, &qkey) <
-		    0)
+	if (args_parse(&qp_to_init_args, self, args, kw, &a) < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_INIT;
-	attr.port_num = (uint8_t)port;
-	attr.pkey_index = (uint16_t)pkey;
-	attr.qkey = (uint32_t)qkey;
-	attr.qp_access_flags = (unsigned int)access;
+	attr.port_num = a.port;
+	attr.pkey_index = a.pkey_index;
+	attr.qkey = a.qkey;
+	attr.qp_access_flags = (unsigned int)a.access;
 	switch (QPO(self)->qp_type) {
 	case IBV_QPT_UD:
 		mask |= IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
@@ -737,13 +739,12 @@ static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
 static PyObject *remote_attr(PyObject *remote, const char *name)
 {
 	PyObject *v = PyObject_GetAttrString(remote, name);
+	char hint[48];
 
 	if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
 		PyErr_Clear();
-		PyErr_Format(PyExc_TypeError,
-			     "remote must be a QPInfo, not %R (it has no "
-			     "attribute '%s')",
-			     (PyObject *)Py_TYPE(remote), name);
+		snprintf(hint, sizeof(hint), "it has no attribute '%s'", name);
+		arg_type_error_hint("remote", "QPInfo", 0, remote, hint);
 	}
 	return v;
 }
@@ -805,18 +806,47 @@ out:
 	return rc;
 }
 
+/* to_rtr's arguments; given: the RTR_* bits of those given (not None). */
+struct rtr_args {
+	PyObject *remote;
+	uint8_t sgid_index, hop_limit, min_rnr_timer, max_dest_rd_atomic, sl,
+		traffic_class, port;
+	int mtu;
+	uint32_t flow_label;
+	uint64_t given;
+};
+enum { RTR_SGID_INDEX = 1, RTR_MTU = 2, RTR_PORT = 4 };
+#define RTR_OPT .flags = ARG_OPT | ARG_NONE
+/* Positional order as in the published package; port and flow_label
+ * keyword-only. */
+static const ArgSpec to_rtr_params[] = {
+	ARG_RECORD(struct rtr_args, remote, QPInfo, .flags = ARG_NONE),
+	ARG_UINT(struct rtr_args, sgid_index, RTR_OPT, .mask = RTR_SGID_INDEX),
+	ARG_ENUM(struct rtr_args, mtu, MTU, IBV_MTU_256, IBV_MTU_4096, RTR_OPT,
+		 .mask = RTR_MTU),
+	ARG_UINT(struct rtr_args, hop_limit, RTR_OPT, .def = 64),
+	ARG_INT(struct rtr_args, min_rnr_timer, 0, 31, RTR_OPT, .def = 12),
+	ARG_UINT(struct rtr_args, max_dest_rd_atomic, RTR_OPT, .def = 1),
+	ARG_INT(struct rtr_args, sl, 0, 15, RTR_OPT),
+	ARG_UINT(struct rtr_args, traffic_class, RTR_OPT),
+	ARG_INT(struct rtr_args, port, 1, UINT8_MAX,
+		.flags = ARG_KWOPT | ARG_NONE, .mask = RTR_PORT),
+	ARG_INT(struct rtr_args, flow_label, 0, 0xfffff,
+		.flags = ARG_KWOPT | ARG_NONE),
+	ARG_END
+};
+METHOD_ARGS_MASK(qp_to_rtr, "QP.to_rtr", to_rtr_params,
+		 offsetof(struct rtr_args, given));
+
 /* The local port: as given, else the one the QP was moved to INIT on. */
-static int local_port(PyObject *self, PyObject *port_o, uint8_t *port)
+static int local_port(PyObject *self, const struct rtr_args *a, uint8_t *port)
 {
 	struct ibv_qp_init_attr init;
 	struct ibv_qp_attr attr;
-	long v;
 	int rc;
 
-	if (port_o != NULL && port_o != Py_None) {
-		if (arg_int(port_o, "port", 1, UINT8_MAX, &v) < 0)
-			return -1;
-		*port = (uint8_t)v;
+	if (a->given & RTR_PORT) {
+		*port = a->port;
 		return 0;
 	}
 	rc = qp_query_raw(self, &attr, IBV_QP_PORT, &init);
@@ -831,17 +861,15 @@ static int local_port(PyObject *self, PyObject *port_o, uint8_t *port)
 }
 
 /* Path MTU: as given, else min(remote.mtu, the local port's active_mtu). */
-static int path_mtu(PyObject *self, PyObject *remote, PyObject *mtu_o,
+static int path_mtu(PyObject *self, PyObject *remote, const struct rtr_args *a,
 		    uint8_t port, enum ibv_mtu *mtu)
 {
 	struct ibv_port_attr pa;
 	long v;
 	int rc;
 
-	if (mtu_o != NULL && mtu_o != Py_None) {
-		if (arg_int(mtu_o, "mtu", IBV_MTU_256, IBV_MTU_4096, &v) < 0)
-			return -1;
-		*mtu = (enum ibv_mtu)v;
+	if (a->given & RTR_MTU) {
+		*mtu = (enum ibv_mtu)a->mtu;
 		return 0;
 	}
 	if (remote_int(remote, "mtu", IBV_MTU_256, IBV_MTU_4096, &v) < 0 ||
@@ -860,54 +888,39 @@ static int path_mtu(PyObject *self, PyObject *remote, PyObject *mtu_o,
 	return 0;
 }
 
-struct rtr_args {
-	PyObject *remote, *sgid_index, *mtu, *port, *max_dest_rd_atomic,
-		*min_rnr_timer, *hop_limit, *sl, *traffic_class, *flow_label;
-};
-
 /* The RC/UC part of to_rtr: address vector, path MTU, remote QPN/PSN. */
-static int rtr_connected(PyObject *self, struct rtr_args *a,
+static int rtr_connected(PyObject *self, const struct rtr_args *a,
 			 struct ibv_qp_attr *attr)
 {
+	/* None is no QPInfo: remote_attr() says so. */
+	PyObject *remote = a->remote ? a->remote : Py_None;
 	struct ibv_ah_attr *ah = &attr->ah_attr;
-	long qpn, psn, lid, sgid, hop, sl, tc, fl, rd, rnr;
+	long qpn, psn, lid;
 	uint8_t port;
 
-	if (a->sgid_index == NULL) {
+	if (!(a->given & RTR_SGID_INDEX)) {
 		PyErr_SetString(PyExc_TypeError,
 				"to_rtr() missing required "
 				"keyword argument 'sgid_index' (RC/UC QPs)");
 		return -1;
 	}
-	if (remote_int(a->remote, "qp_num", 0, QPN_MAX, &qpn) < 0 ||
-	    remote_int(a->remote, "psn", 0, PSN_MAX, &psn) < 0 ||
-	    remote_int(a->remote, "lid", 0, UINT16_MAX, &lid) < 0 ||
-	    remote_gid(a->remote, ah) < 0 ||
-	    arg_int(a->sgid_index, "sgid_index", 0, UINT8_MAX, &sgid) < 0 ||
-	    arg_opt_int(a->hop_limit, "hop_limit", 0, UINT8_MAX, 64, &hop) <
-		    0 ||
-	    arg_opt_int(a->sl, "sl", 0, 15, 0, &sl) < 0 ||
-	    arg_opt_int(a->traffic_class, "traffic_class", 0, UINT8_MAX, 0,
-			&tc) < 0 ||
-	    arg_opt_int(a->flow_label, "flow_label", 0, 0xfffff, 0, &fl) < 0 ||
-	    arg_opt_int(a->max_dest_rd_atomic, "max_dest_rd_atomic", 0,
-			UINT8_MAX, 1, &rd) < 0 ||
-	    arg_opt_int(a->min_rnr_timer, "min_rnr_timer", 0, 31, 12, &rnr) <
-		    0 ||
-	    local_port(self, a->port, &port) < 0 ||
-	    path_mtu(self, a->remote, a->mtu, port, &attr->path_mtu) < 0)
+	if (remote_int(remote, "qp_num", 0, QPN_MAX, &qpn) < 0 ||
+	    remote_int(remote, "psn", 0, PSN_MAX, &psn) < 0 ||
+	    remote_int(remote, "lid", 0, UINT16_MAX, &lid) < 0 ||
+	    remote_gid(remote, ah) < 0 || local_port(self, a, &port) < 0 ||
+	    path_mtu(self, remote, a, port, &attr->path_mtu) < 0)
 		return -1;
 	attr->dest_qp_num = (uint32_t)qpn;
 	attr->rq_psn = (uint32_t)psn;
-	attr->max_dest_rd_atomic = (uint8_t)rd;
-	attr->min_rnr_timer = (uint8_t)rnr;
+	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	attr->min_rnr_timer = a->min_rnr_timer;
 	ah->dlid = (uint16_t)lid;
-	ah->sl = (uint8_t)sl;
+	ah->sl = a->sl;
 	ah->port_num = port;
-	ah->grh.sgid_index = (uint8_t)sgid;
-	ah->grh.hop_limit = (uint8_t)hop;
-	ah->grh.traffic_class = (uint8_t)tc;
-	ah->grh.flow_label = (uint32_t)fl;
+	ah->grh.sgid_index = a->sgid_index;
+	ah->grh.hop_limit = a->hop_limit;
+	ah->grh.traffic_class = a->traffic_class;
+	ah->grh.flow_label = a->flow_label;
 	return 0;
 }
 
@@ -927,13 +940,14 @@ PyDoc_STRVAR(qp_to_rtr__doc__,
 	     "    remote: the peer's QPInfo (RC/UC), or None (UD).\n"
 	     "    sgid_index: local GID index (required for RC/UC).\n"
 	     "    mtu: path ``MTU``, or None for the default above.\n"
-	     "    hop_limit: GRH hop limit.\n"
-	     "    min_rnr_timer: RC: RNR NAK timer code, 0..31.\n"
-	     "    max_dest_rd_atomic: RC: incoming RDMA reads/atomics.\n"
-	     "    sl: service level, 0..15.\n"
-	     "    traffic_class: GRH traffic class.\n"
+	     "    hop_limit: GRH hop limit (None: 64).\n"
+	     "    min_rnr_timer: RC: RNR NAK timer code, 0..31 (None: 12).\n"
+	     "    max_dest_rd_atomic: RC: incoming RDMA reads/atomics (None:\n"
+	     "        1).\n"
+	     "    sl: service level, 0..15 (None: 0).\n"
+	     "    traffic_class: GRH traffic class (None: 0).\n"
 	     "    port: the local port, or None for the QP's.\n"
-	     "    flow_label: GRH flow label, 0..0xfffff.\n"
+	     "    flow_label: GRH flow label, 0..0xfffff (None: 0).\n"
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: remote is not a QPInfo, or sgid_index is\n"
@@ -945,30 +959,19 @@ PyDoc_STRVAR(qp_to_rtr__doc__,
 	     "        ``ibv_query_port``/``ibv_query_qp`` for the defaults;\n"
 	     "        else the verb failed (``errno``, e.g. EINVAL).");
 
-/* to_rtr(remote, *, sgid_index, mtu=None, port=None, max_dest_rd_atomic=1,
- *        min_rnr_timer=12, hop_limit=64, sl=0, traffic_class=0,
- *        flow_label=0)
+/* to_rtr(remote, sgid_index=None, mtu=None, hop_limit=None (64),
+ *        min_rnr_timer=None (12), max_dest_rd_atomic=None (1), sl=None (0),
+ *        traffic_class=None (0), *, port=None, flow_label=None (0))
  * RC: STATE|AV|PATH_MTU|DEST_QPN|RQ_PSN|MAX_DEST_RD_ATOMIC|MIN_RNR_TIMER;
  * UC: STATE|AV|PATH_MTU|DEST_QPN|RQ_PSN; UD (remote may be None): STATE. */
 static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
 {
-	/* Positional order as in the published package; port and
-	 * flow_label keyword-only. */
-	static char *kwlist[] = {
-		"remote",	 "sgid_index",	       "mtu", "hop_limit",
-		"min_rnr_timer", "max_dest_rd_atomic", "sl",  "traffic_class",
-		"port",		 "flow_label",	       NULL
-	};
-	struct rtr_args a = { NULL };
+	struct rtr_args a;
 	struct ibv_qp_attr attr;
 	int type = QPO(self)->qp_type, mask = IBV_QP_STATE;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(
-		    args, kw, "O|OOOOOOO$OO:to_rtr", kwlist, &a.remote,
-		    &a.sgid_index, &a.mtu, &a.hop_limit, &a.min_rnr_timer,
-		    &a.max_dest_rd_atomic, &a.sl, &a.traffic_class, &a.port,
-		    &a.flow_label))
+	if (args_parse(&qp_to_rtr_args, self, args, kw, &a) < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTR;
@@ -997,44 +1000,50 @@ PyDoc_STRVAR(qp_to_rts__doc__,
 	     "Wraps ``ibv_modify_qp`` (man page ibv_modify_qp(3)).\n"
 	     "\n"
 	     "Args:\n"
-	     "    psn: the first send PSN (the peer's RTR ``psn``), 24 bits.\n"
-	     "    timeout: RC: local ACK timeout code, 0..31.\n"
-	     "    retry_cnt: RC: retries on timeout, 0..7.\n"
-	     "    rnr_retry: RC: retries on RNR NAK, 0..7 (7: forever).\n"
-	     "    max_rd_atomic: RC: outgoing RDMA reads/atomics.\n"
+	     "    psn: the first send PSN (the peer's RTR ``psn``), 24 bits\n"
+	     "        (None: 0).\n"
+	     "    timeout: RC: local ACK timeout code, 0..31 (None: 14).\n"
+	     "    retry_cnt: RC: retries on timeout, 0..7 (None: 7).\n"
+	     "    rnr_retry: RC: retries on RNR NAK, 0..7 (7: forever; None:\n"
+	     "        7).\n"
+	     "    max_rd_atomic: RC: outgoing RDMA reads/atomics (None: 1).\n"
 	     "\n" QP_TO_RAISES("RTR"));
 
-/* to_rts(psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1)
+/* to_rts(psn=None (0), timeout=None (14), retry_cnt=None (7),
+ *        rnr_retry=None (7), max_rd_atomic=None (1))
  * RC: STATE|SQ_PSN|TIMEOUT|RETRY_CNT|RNR_RETRY|MAX_QP_RD_ATOMIC;
  * UC/UD: STATE|SQ_PSN. */
+struct to_rts_args {
+	uint32_t psn;
+	uint8_t timeout, retry_cnt, rnr_retry, max_rd_atomic;
+};
+#define RTS_OPT .flags = ARG_OPT | ARG_NONE
+static const ArgSpec to_rts_params[] = {
+	ARG_INT(struct to_rts_args, psn, 0, PSN_MAX, RTS_OPT),
+	ARG_INT(struct to_rts_args, timeout, 0, 31, RTS_OPT, .def = 14),
+	ARG_INT(struct to_rts_args, retry_cnt, 0, 7, RTS_OPT, .def = 7),
+	ARG_INT(struct to_rts_args, rnr_retry, 0, 7, RTS_OPT, .def = 7),
+	ARG_UINT(struct to_rts_args, max_rd_atomic, RTS_OPT, .def = 1),
+	ARG_END
+};
+METHOD_ARGS(qp_to_rts, "QP.to_rts", to_rts_params);
+
 static PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "psn",       "timeout",	"retry_cnt",
-				  "rnr_retry", "max_rd_atomic", NULL };
-	PyObject *psn_o = NULL, *to_o = NULL, *retry_o = NULL, *rnr_o = NULL,
-		 *rd_o = NULL;
 	struct ibv_qp_attr attr;
-	long psn, to, retry, rnr, rd;
+	struct to_rts_args a;
 	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOO:to_rts", kwlist,
-					 &psn_o, &to_o, &retry_o, &rnr_o,
-					 &rd_o))
-		return NULL;
-	if (arg_opt_int(psn_o, "psn", 0, PSN_MAX, 0, &psn) < 0 ||
-	    arg_opt_int(to_o, "timeout", 0, 31, 14, &to) < 0 ||
-	    arg_opt_int(retry_o, "retry_cnt", 0, 7, 7, &retry) < 0 ||
-	    arg_opt_int(rnr_o, "rnr_retry", 0, 7, 7, &rnr) < 0 ||
-	    arg_opt_int(rd_o, "max_rd_atomic", 0, UINT8_MAX, 1, &rd) < 0)
+	if (args_parse(&qp_to_rts_args, self, args, kw, &a) < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = (uint32_t)psn;
-	attr.timeout = (uint8_t)to;
-	attr.retry_cnt = (uint8_t)retry;
-	attr.rnr_retry = (uint8_t)rnr;
-	attr.max_rd_atomic = (uint8_t)rd;
+	attr.sq_psn = a.psn;
+	attr.timeout = a.timeout;
+	attr.retry_cnt = a.retry_cnt;
+	attr.rnr_retry = a.rnr_retry;
+	attr.max_rd_atomic = a.max_rd_atomic;
 	/* An XRC initiator sends as RC does; an XRC target takes only
 	 * the timeout (the kernel's RTR -> RTS table). */
 	if (QPO(self)->qp_type == IBV_QPT_RC ||
@@ -1179,21 +1188,30 @@ static PyObject *mcast_note(QPObject *q, const union ibv_gid *gid, uint16_t lid,
 }
 
 /* attach_mcast/detach_mcast(gid, lid=0): one body, the verb differs. */
+struct mcast_args {
+	PyObject *gid;
+	uint16_t lid;
+};
+static const ArgSpec mcast_params[] = {
+	ARG_OBJECT(struct mcast_args, gid),
+	ARG_UINT(struct mcast_args, lid, .flags = ARG_OPT),
+	ARG_END,
+};
+METHOD_ARGS(qp_attach_mcast, "QP.attach_mcast", mcast_params);
+METHOD_ARGS(qp_detach_mcast, "QP.detach_mcast", mcast_params);
+
 static PyObject *qp_mcast(PyObject *self, PyObject *args, PyObject *kw,
 			  int attach)
 {
-	static char *kwlist[] = { "gid", "lid", NULL };
 	const char *verb = attach ? "ibv_attach_mcast" : "ibv_detach_mcast";
-	PyObject *gid_o, *lid_o = NULL;
+	struct mcast_args a;
 	union ibv_gid gid;
-	long lid = 0;
 	char text[64];
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(
-		    args, kw, attach ? "O|O:attach_mcast" : "O|O:detach_mcast",
-		    kwlist, &gid_o, &lid_o))
+	if (args_parse(attach ? &qp_attach_mcast_args : &qp_detach_mcast_args,
+		       self, args, kw, &a) < 0)
 		return NULL;
 	if (attach ? IBV.attach_mcast == NULL : IBV.detach_mcast == NULL)
 		return verbs_error_fmt(EOPNOTSUPP, verb,
@@ -1201,30 +1219,27 @@ static PyObject *qp_mcast(PyObject *self, PyObject *args, PyObject *kw,
 				       "libibverbs (needs libibverbs 1.1 or "
 				       "newer)",
 				       verb);
-	if (gid_o == Py_None) {
-		PyErr_SetString(PyExc_TypeError,
-				"gid must be a Gid, 16 bytes or IPv6 text, "
-				"not None");
+	if (a.gid == Py_None) {
+		arg_type_error("gid", "Gid, 16 bytes or IPv6 text", 0, a.gid);
 		return NULL;
 	}
-	if (gid_from_py(gid_o, &gid) < 0 ||
-	    (lid_o != NULL && arg_int(lid_o, "lid", 0, UINT16_MAX, &lid) < 0))
+	if (gid_from_py(a.gid, &gid) < 0)
 		return NULL;
 	/* Gid() is Python code: it may have closed the QP. */
 	HANDLE_CHECK(self);
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
-	rc = attach ? IBV.attach_mcast(QPP(self), &gid, (uint16_t)lid) :
-		      IBV.detach_mcast(QPP(self), &gid, (uint16_t)lid);
+	rc = attach ? IBV.attach_mcast(QPP(self), &gid, a.lid) :
+		      IBV.detach_mcast(QPP(self), &gid, a.lid);
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(self);
 	if (rc == 0)
-		return mcast_note(QPO(self), &gid, (uint16_t)lid, attach);
+		return mcast_note(QPO(self), &gid, a.lid, attach);
 	if (inet_ntop(AF_INET6, gid.raw, text, sizeof(text)) == NULL)
 		snprintf(text, sizeof(text), "?");
-	return verbs_error_fmt(rc, verb, "%s QP %u, group %s, lid %ld",
+	return verbs_error_fmt(rc, verb, "%s QP %u, group %s, lid %u",
 			       type_name(QPO(self)->qp_type), QPP(self)->qp_num,
-			       text, lid);
+			       text, (unsigned)a.lid);
 }
 
 PyDoc_STRVAR(qp_attach_mcast__doc__,
@@ -1313,26 +1328,32 @@ PyDoc_STRVAR(qp_query_data_in_order__doc__,
 	     "    VerbsError: EBADF once the QP is closed; EOPNOTSUPP when\n"
 	     "        the loaded libibverbs is older than rdma-core 41.");
 
+struct data_in_order_args {
+	int op;
+	uint32_t flags;
+};
+static const ArgSpec data_in_order_params[] = {
+	ARG_ENUM(struct data_in_order_args, op, WROpcode, 0, INT32_MAX),
+	ARG_FLAGS(struct data_in_order_args, flags, QueryQPDataInOrderFlags,
+		  .flags = ARG_OPT),
+	ARG_END
+};
+METHOD_ARGS(qp_query_data_in_order, "QP.query_data_in_order",
+	    data_in_order_params);
+
 static PyObject *qp_query_data_in_order(PyObject *self, PyObject *args,
 					PyObject *kw)
 {
-	static char *kwlist[] = { "op", "flags", NULL };
-	PyObject *op_o, *flags_o = NULL;
-	uint32_t flags = 0;
-	long op;
+	struct data_in_order_args a;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:query_data_in_order",
-					 kwlist, &op_o, &flags_o))
-		return NULL;
-	if (arg_int(op_o, "op", 0, INT32_MAX, &op) < 0 ||
-	    (flags_o != NULL && arg_u32(flags_o, "flags", &flags) < 0))
+	if (args_parse(&qp_query_data_in_order_args, self, args, kw, &a) < 0)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(query_qp_data_in_order, ibv_query_qp_data_in_order,
 			     "rdma-core 41");
-	rc = IBV.query_qp_data_in_order(QPP(self), (enum ibv_wr_opcode)op,
-					flags);
+	rc = IBV.query_qp_data_in_order(QPP(self), (enum ibv_wr_opcode)a.op,
+					a.flags);
 	return PyLong_FromLong(rc);
 }
 

@@ -34,25 +34,31 @@ const char qp_modify_rate_limit__doc__[] = PyDoc_STR(
 	"        provider has no packet pacing (rxe); else the verb\n"
 	"        failed (``errno``).");
 
+struct rate_limit_args {
+	uint32_t rate_limit, max_burst_sz;
+	uint16_t typical_pkt_sz;
+};
+static const ArgSpec rate_limit_params[] = {
+	ARG_UINT(struct rate_limit_args, rate_limit),
+	ARG_UINT(struct rate_limit_args, max_burst_sz, .flags = ARG_OPT),
+	ARG_UINT(struct rate_limit_args, typical_pkt_sz, .flags = ARG_OPT),
+	ARG_END
+};
+METHOD_ARGS(qp_modify_rate_limit, "QP.modify_rate_limit", rate_limit_params);
+
 PyObject *qp_modify_rate_limit(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "rate_limit", "max_burst_sz",
-				  "typical_pkt_sz", NULL };
-	PyObject *rl_o, *mb_o = NULL, *pk_o = NULL;
 	struct ibv_qp_rate_limit_attr attr;
-	long pkt = 0;
+	struct rate_limit_args a;
 	int rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:modify_rate_limit",
-					 kwlist, &rl_o, &mb_o, &pk_o))
+	if (args_parse(&qp_modify_rate_limit_args, self, args, kw, &a) < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
-	if (arg_u32(rl_o, "rate_limit", &attr.rate_limit) < 0 ||
-	    (mb_o && arg_u32(mb_o, "max_burst_sz", &attr.max_burst_sz) < 0) ||
-	    (pk_o && arg_int(pk_o, "typical_pkt_sz", 0, UINT16_MAX, &pkt) < 0))
-		return NULL;
-	attr.typical_pkt_sz = (uint16_t)pkt;
+	attr.rate_limit = a.rate_limit;
+	attr.max_burst_sz = a.max_burst_sz;
+	attr.typical_pkt_sz = a.typical_pkt_sz;
 	if (handle_check(HANDLE(self)) < 0)
 		return NULL;
 	rc = ibv_modify_qp_rate_limit(QPP(self), &attr);
@@ -115,9 +121,8 @@ static int ece_u32(PyObject *ece, const char *name, uint32_t *out)
 	if (v == NULL) {
 		if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
 			PyErr_Clear();
-			PyErr_Format(PyExc_TypeError,
-				     "ece must be an ECE, not %R (no %s)",
-				     (PyObject *)Py_TYPE(ece), name);
+			snprintf(what, sizeof(what), "no %s", name);
+			arg_type_error_hint("ece", "ECE", 0, ece, what);
 		}
 		return -1;
 	}

@@ -40,25 +40,25 @@ METHOD_DOC(pd_create_srq,
 	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
 	   "        failed (``errno``, e.g. EINVAL past the device limits).");
 
+/* Parsed straight into ibv_srq_init_attr.attr, whose fields the
+ * arguments are. */
+static const ArgSpec create_srq_params[] = {
+	ARG_UINT(struct ibv_srq_attr, max_wr, .flags = ARG_OPT, .def = 128),
+	ARG_UINT(struct ibv_srq_attr, max_sge, .flags = ARG_OPT, .def = 1),
+	ARG_UINT(struct ibv_srq_attr, srq_limit, .flags = ARG_OPT),
+	ARG_END,
+};
+METHOD_ARGS(pd_create_srq, "PD.create_srq", create_srq_params);
+
 PyObject *pd_create_srq(PyObject *parent, PyObject *args, PyObject *kw)
 {
 	PDObject *pd = (PDObject *)parent;
-	static char *kwlist[] = { "max_wr", "max_sge", "srq_limit", NULL };
-	PyObject *wr_o = NULL, *sge_o = NULL, *limit_o = NULL;
 	struct ibv_srq_init_attr init = { 0 };
 	struct ibv_srq *srq;
 	SRQObject *self;
 
 	HANDLE_CHECK(parent);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:create_srq", kwlist,
-					 &wr_o, &sge_o, &limit_o))
-		return NULL;
-	init.attr.max_wr = 128;
-	init.attr.max_sge = 1;
-	if ((wr_o && arg_u32(wr_o, "max_wr", &init.attr.max_wr) < 0) ||
-	    (sge_o && arg_u32(sge_o, "max_sge", &init.attr.max_sge) < 0) ||
-	    (limit_o &&
-	     arg_u32(limit_o, "srq_limit", &init.attr.srq_limit) < 0))
+	if (args_parse(&pd_create_srq_args, parent, args, kw, &init.attr) < 0)
 		return NULL;
 	/* Allocate first: srq_context must be the Python object.  Until
 	 * handle_init() the object is not linked anywhere, so a failed
@@ -178,10 +178,11 @@ static int op_sges(PyObject *op, Py_ssize_t i, struct ibv_sge *sges,
 		PyObject *mr;
 
 		if (!PyObject_TypeCheck(g, ST.SGE_type)) {
-			PyErr_Format(PyExc_TypeError,
-				     "ops[%zd].sg_list[%zd] must be an SGE, "
-				     "not %R",
-				     i, k, (PyObject *)Py_TYPE(g));
+			char what[64];
+
+			snprintf(what, sizeof(what), "ops[%zd].sg_list[%zd]", i,
+				 k);
+			arg_type_error(what, "SGE", 0, g);
 			goto fail;
 		}
 		mr = ((SGEObject *)g)->mr;
@@ -212,9 +213,10 @@ static int op_from_py(PyObject *op, Py_ssize_t i, struct ibv_ops_wr *w,
 	if (attr_optional(op, "opcode", &opcode) < 0)
 		return -1;
 	if (opcode == NULL || opcode == Py_None) {
-		PyErr_Format(PyExc_TypeError,
-			     "ops[%zd] must be an OpsWR with an opcode, not %R",
-			     i, (PyObject *)Py_TYPE(op));
+		char what[32];
+
+		snprintf(what, sizeof(what), "ops[%zd]", i);
+		arg_type_error_hint(what, "OpsWR", 0, op, "it has no opcode");
 		Py_XDECREF(opcode);
 		return -1;
 	}
@@ -348,27 +350,32 @@ PyDoc_STRVAR(srq_modify__doc__,
 	     "        resize).");
 
 /* modify(max_wr=None, srq_limit=None): the mask is what was given. */
+struct srq_modify_args {
+	uint32_t max_wr, srq_limit;
+	uint64_t mask;
+};
+static const ArgSpec srq_modify_params[] = {
+	ARG_UINT(struct srq_modify_args, max_wr, .flags = ARG_OPT | ARG_NONE,
+		 .mask = IBV_SRQ_MAX_WR),
+	ARG_UINT(struct srq_modify_args, srq_limit, .flags = ARG_OPT | ARG_NONE,
+		 .mask = IBV_SRQ_LIMIT),
+	ARG_END
+};
+METHOD_ARGS_MASK(srq_modify, "SRQ.modify", srq_modify_params,
+		 offsetof(struct srq_modify_args, mask));
+
 static PyObject *srq_modify(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "max_wr", "srq_limit", NULL };
-	PyObject *wr_o = Py_None, *limit_o = Py_None;
+	struct srq_modify_args a;
 	struct ibv_srq_attr attr = { 0 };
-	int mask = 0, rc;
+	int mask, rc;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:modify", kwlist, &wr_o,
-					 &limit_o))
+	if (args_parse(&srq_modify_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (wr_o != Py_None) {
-		if (arg_u32(wr_o, "max_wr", &attr.max_wr) < 0)
-			return NULL;
-		mask |= IBV_SRQ_MAX_WR;
-	}
-	if (limit_o != Py_None) {
-		if (arg_u32(limit_o, "srq_limit", &attr.srq_limit) < 0)
-			return NULL;
-		mask |= IBV_SRQ_LIMIT;
-	}
+	mask = (int)a.mask;
+	attr.max_wr = a.max_wr;
+	attr.srq_limit = a.srq_limit;
 	if (mask == 0) {
 		PyErr_SetString(PyExc_TypeError,
 				"modify() needs max_wr and/or srq_limit");
