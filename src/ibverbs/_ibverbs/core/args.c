@@ -16,11 +16,18 @@
 extern const MethodArgs *const __start_ibverbs_args[] __attribute__((weak));
 extern const MethodArgs *const __stop_ibverbs_args[] __attribute__((weak));
 
-static const char *method_name(const MethodArgs *m)
+/* The name messages give m: the method's ("reg_mr"), or the class's for
+ * a constructor ("CMListener.__new__" is "CMListener"), in buf. */
+static const char *method_name(const MethodArgs *m, char *buf, size_t n)
 {
 	const char *dot = strrchr(m->qualname, '.');
 
-	return dot != NULL ? dot + 1 : m->qualname;
+	if (dot == NULL)
+		return m->qualname;
+	if (strcmp(dot + 1, "__new__") != 0)
+		return dot + 1;
+	snprintf(buf, n, "%.*s", (int)(dot - m->qualname), m->qualname);
+	return buf;
 }
 
 /* "an" before a type name whose first letter is read as a letter (MR,
@@ -224,6 +231,7 @@ static int match_keywords(const MethodArgs *m, int n, PyObject *kw,
 {
 	PyObject *key, *value;
 	Py_ssize_t pos = 0;
+	char name[64];
 	int i;
 
 	while (PyDict_Next(kw, &pos, &key, &value)) {
@@ -240,14 +248,15 @@ static int match_keywords(const MethodArgs *m, int n, PyObject *kw,
 			PyErr_Format(PyExc_TypeError,
 				     "'%U' is an invalid keyword argument for "
 				     "%s()",
-				     key, method_name(m));
+				     key, method_name(m, name, sizeof(name)));
 			return -1;
 		}
 		if (i < npos) {
 			PyErr_Format(PyExc_TypeError,
 				     "argument for %s() given by name ('%s') "
 				     "and position (%d)",
-				     method_name(m), m->params[i].name, i + 1);
+				     method_name(m, name, sizeof(name)),
+				     m->params[i].name, i + 1);
 			return -1;
 		}
 		vals[i] = value;
@@ -262,6 +271,7 @@ int args_parse(const MethodArgs *m, PyObject *self, PyObject *args,
 	char *out = out_;
 	Py_ssize_t npos = args != NULL ? PyTuple_Size(args) : 0;
 	int n, npositional = 0, i;
+	char name[64];
 
 	for (n = 0; m->params[n].name != NULL; n++)
 		if (!(m->params[n].flags & ARG_KWONLY))
@@ -275,7 +285,7 @@ int args_parse(const MethodArgs *m, PyObject *self, PyObject *args,
 		PyErr_Format(PyExc_TypeError,
 			     "%s() takes at most %d positional argument%s "
 			     "(%zd given)",
-			     method_name(m), npositional,
+			     method_name(m, name, sizeof(name)), npositional,
 			     npositional == 1 ? "" : "s", npos);
 		return -1;
 	}
@@ -297,7 +307,8 @@ int args_parse(const MethodArgs *m, PyObject *self, PyObject *args,
 			PyErr_Format(PyExc_TypeError,
 				     "%s() missing required argument '%s' "
 				     "(pos %d)",
-				     method_name(m), a->name, i + 1);
+				     method_name(m, name, sizeof(name)),
+				     a->name, i + 1);
 			return -1;
 		}
 	}

@@ -143,16 +143,6 @@ fail:
 	return NULL;
 }
 
-static int parse_port(PyObject *o, uint8_t *port)
-{
-	long v;
-
-	if (arg_int(o, "port", 1, 255, &v) < 0)
-		return -1;
-	*port = (uint8_t)v;
-	return 0;
-}
-
 /* ibv_query_port is a header macro: port_query (attrs.c) does what it
  * does, through the dlsym table. */
 
@@ -295,29 +285,36 @@ PyDoc_STRVAR(context_query_gid_ex__doc__,
 	     "        the verb failed (``errno``, e.g. ENODATA for an empty\n"
 	     "        entry).");
 
-/* query_gid_ex(port, index) -> (Gid, gid_type, ndev_ifindex) */
-static PyObject *context_query_gid_ex(PyObject *self, PyObject *args)
-{
-	PyObject *port_o, *index_o, *g;
-	struct ibv_gid_entry e;
+/* Context.query_gid_ex and query_pkey: (port, index, /). */
+struct port_index_args {
 	uint8_t port;
-	long index;
+	int index;
+};
+static const ArgSpec port_index_params[] = {
+	ARG_INT(struct port_index_args, port, 1, 255, .flags = ARG_POSONLY),
+	ARG_UINT(struct port_index_args, index, .flags = ARG_POSONLY), ARG_END
+};
+METHOD_ARGS(context_query_gid_ex, "Context.query_gid_ex", port_index_params);
+METHOD_ARGS(context_query_pkey, "Context.query_pkey", port_index_params);
+
+static PyObject *context_query_gid_ex(PyObject *self, PyObject *args,
+				      PyObject *kw)
+{
+	struct port_index_args a;
+	struct ibv_gid_entry e;
+	PyObject *g;
 	int rc;
 
 	HANDLE_CHECK(self);
 	IBV_REQUIRE_OPTIONAL(query_gid_ex, _ibv_query_gid_ex, "rdma-core 32");
-	/* Parsed by hand: positional-only arguments, which ArgSpec lacks. */
-	if (!PyArg_UnpackTuple(args, "query_gid_ex", 2, 2, &port_o, &index_o))
-		return NULL;
-	if (parse_port(port_o, &port) < 0 ||
-	    arg_int(index_o, "index", 0, INT32_MAX, &index) < 0)
+	if (args_parse(&context_query_gid_ex_args, self, args, kw, &a) < 0)
 		return NULL;
 	memset(&e, 0, sizeof(e));
-	rc = IBV.query_gid_ex(CTX(self), port, (uint32_t)index, &e, 0,
+	rc = IBV.query_gid_ex(CTX(self), a.port, (uint32_t)a.index, &e, 0,
 			      sizeof(e));
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_query_gid_ex",
-				       "port %d index %ld", port, index);
+				       "port %d index %d", a.port, a.index);
 	g = gid_to_py(&e.gid);
 	if (g == NULL)
 		return NULL;
@@ -343,26 +340,21 @@ PyDoc_STRVAR(context_query_pkey__doc__,
 	     "    VerbsError: EBADF once the Context is closed; else the\n"
 	     "        verb failed (``errno``).");
 
-static PyObject *context_query_pkey(PyObject *self, PyObject *args)
+static PyObject *context_query_pkey(PyObject *self, PyObject *args,
+				    PyObject *kw)
 {
-	PyObject *port_o, *index_o;
-	uint8_t port;
-	long index;
+	struct port_index_args a;
 	__be16 pkey;
 	int rc;
 
 	HANDLE_CHECK(self);
-	/* Parsed by hand: positional-only arguments, which ArgSpec lacks. */
-	if (!PyArg_UnpackTuple(args, "query_pkey", 2, 2, &port_o, &index_o))
+	if (args_parse(&context_query_pkey_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (parse_port(port_o, &port) < 0 ||
-	    arg_int(index_o, "index", 0, INT32_MAX, &index) < 0)
-		return NULL;
-	rc = IBV.query_pkey(CTX(self), port, (int)index, &pkey);
+	rc = IBV.query_pkey(CTX(self), a.port, a.index, &pkey);
 	if (rc != 0)
 		return verbs_error_fmt(rc < 0 ? (errno ? errno : EINVAL) : rc,
-				       "ibv_query_pkey", "port %d index %ld",
-				       port, index);
+				       "ibv_query_pkey", "port %d index %d",
+				       a.port, a.index);
 	return PyLong_FromLong(ntohs(pkey));
 }
 
@@ -437,22 +429,26 @@ PyDoc_STRVAR(context_import_device__doc__,
 	     "        failed (``errno``: EINVAL for a descriptor that is no\n"
 	     "        device file, ENODEV for another device's).");
 
+struct import_device_args {
+	int cmd_fd;
+};
+static const ArgSpec import_device_params[] = {
+	ARG_INT(struct import_device_args, cmd_fd, 0, INT_MAX), ARG_END
+};
+METHOD_ARGS(context_import_device, "Context.import_device",
+	    import_device_params);
+
 static PyObject *context_import_device(PyObject *cls, PyObject *args,
 				       PyObject *kw)
 {
-	static char *kwlist[] = { "cmd_fd", NULL };
+	struct import_device_args a;
 	struct ibv_context *ctx;
 	ContextObject *self;
-	PyObject *fd_o;
-	long fd;
-	int dup_fd, err;
+	int dup_fd, err, fd;
 
-	/* Parsed by hand: a classmethod (test_specs wants self first). */
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:import_device", kwlist,
-					 &fd_o))
+	if (args_parse(&context_import_device_args, NULL, args, kw, &a) < 0)
 		return NULL;
-	if (arg_int(fd_o, "cmd_fd", 0, INT_MAX, &fd) < 0)
-		return NULL;
+	fd = a.cmd_fd;
 	IBV_REQUIRE_OPTIONAL(import_device, ibv_import_device, "rdma-core 31");
 	dup_fd = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);
 	if (dup_fd < 0)
@@ -624,10 +620,8 @@ static PyMethodDef context_methods[] = {
 	METHOD_NOARGS("query_device", context_query_device),
 	METHOD_KW("query_port", context_query_port),
 	METHOD_KW("query_gid", context_query_gid),
-	{ "query_gid_ex", context_query_gid_ex, METH_VARARGS,
-	  context_query_gid_ex__doc__ },
-	{ "query_pkey", context_query_pkey, METH_VARARGS,
-	  context_query_pkey__doc__ },
+	METHOD_KW("query_gid_ex", context_query_gid_ex),
+	METHOD_KW("query_pkey", context_query_pkey),
 	METHOD_NOARGS("query_gid_table", context_query_gid_table),
 	METHOD_KW("find_gid", context_find_gid),
 	METHOD_KW("init_ah_from_wc", context_init_ah_from_wc),
