@@ -126,8 +126,12 @@ PyObject *cm_text_arg(PyObject *o, const char *name, int type_is_value)
 	char *s;
 	Py_ssize_t n;
 
+	if (!PyUnicode_Check(o) && !type_is_value) {
+		arg_type_error(name, "non-empty str", 0, o);
+		return NULL;
+	}
 	if (!PyUnicode_Check(o)) {
-		PyErr_Format(type_is_value ? PyExc_ValueError : PyExc_TypeError,
+		PyErr_Format(PyExc_ValueError,
 			     "%s must be a non-empty str, not %R", name,
 			     (PyObject *)Py_TYPE(o));
 		return NULL;
@@ -404,38 +408,34 @@ static struct ibv_qp *cm_create_qp_fn(struct ibv_pd *pd,
 	return id->qp;
 }
 
+struct create_qp_args {
+	PyObject *pd, *init_attr;
+};
+static const ArgSpec create_qp_params[] = {
+	ARG_HANDLE(struct create_qp_args, pd, PD, ARG_SAME_CONTEXT),
+	ARG_RECORD(struct create_qp_args, init_attr, QPInitAttr), ARG_END
+};
+METHOD_ARGS(cmid_create_qp, "CMID.create_qp", create_qp_params);
+
+/* The PD must be of the CMID's Context: the Context of a CMID is its
+ * child, so the parser's same-Context check (the root of both) says so. */
 static PyObject *cmid_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "pd", "init_attr", NULL };
 	CMIDObject *c = CMO(self);
-	PyObject *pd, *ia, *q;
+	struct create_qp_args a;
+	PyObject *q;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:create_qp", kwlist, &pd,
-					 &ia))
-		return NULL;
 	HANDLE_CHECK(self);
-	if (!PyObject_TypeCheck(pd, ST.PD_type)) {
-		PyErr_Format(PyExc_TypeError, "pd must be a PD, not %R",
-			     (PyObject *)Py_TYPE(pd));
+	if (args_parse(&cmid_create_qp_args, self, args, kw, &a) < 0)
 		return NULL;
-	}
-	HANDLE_CHECK(pd);
 	if (c->qp != NULL)
 		return verbs_error_fmt(
 			EBUSY, "rdma_create_qp",
 			"this CMID "
 			"already has QP %u; a CMID has one QP",
 			((struct ibv_qp *)HANDLE(c->qp)->obj)->qp_num);
-	if (c->context == NULL ||
-	    (PyObject *)HANDLE(pd)->parent != c->context) {
-		PyErr_SetString(PyExc_ValueError,
-				"CMID.create_qp: the PD "
-				"belongs to another Context than the CMID's; "
-				"allocate it with cmid.context.alloc_pd()");
-		return NULL;
-	}
-	q = qp_create_with((PDObject *)pd, ia, &cm_qp_kind, "rdma_create_qp",
-			   cm_create_qp_fn, CMID_ID(self));
+	q = qp_create_with((PDObject *)a.pd, a.init_attr, &cm_qp_kind,
+			   "rdma_create_qp", cm_create_qp_fn, CMID_ID(self));
 	if (q == NULL)
 		return NULL;
 	Py_INCREF(self);
@@ -537,11 +537,19 @@ static PyObject *cm_take_event(PyObject *self, long ms)
 	return cm_event_new(&ev, cmid);
 }
 
+METHOD_ARGS(cmid_get_event, "CMID.get_event", cm_timeout_params);
+METHOD_ARGS(listener_get_event, "CMListener.get_event", cm_timeout_params);
+
+/* CMID.get_event and CMListener.get_event. */
 PyObject *cmid_get_event(PyObject *self, PyObject *args, PyObject *kw)
 {
 	long ms;
 
-	if (cm_timeout_only(self, args, kw, "|O:get_event", &ms) < 0)
+	HANDLE_CHECK(self);
+	if (cm_timeout_only(HANDLE(self)->kind == &cm_listener_kind ?
+				    &listener_get_event_args :
+				    &cmid_get_event_args,
+			    self, args, kw, &ms) < 0)
 		return NULL;
 	return cm_take_event(self, ms);
 }

@@ -130,12 +130,16 @@ static PyObject *listener_request(PyObject *self, long ms)
 	}
 }
 
+METHOD_ARGS(listener_get_request, "CMListener.get_request", cm_timeout_params);
+
 static PyObject *listener_get_request(PyObject *self, PyObject *args,
 				      PyObject *kw)
 {
 	long ms;
 
-	if (cm_timeout_only(self, args, kw, "|O:get_request", &ms) < 0)
+	HANDLE_CHECK(self);
+	if (cm_timeout_only(&listener_get_request_args, self, args, kw, &ms) <
+	    0)
 		return NULL;
 	return listener_request(self, ms);
 }
