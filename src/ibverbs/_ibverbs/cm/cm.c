@@ -126,8 +126,12 @@ PyObject *cm_text_arg(PyObject *o, const char *name, int type_is_value)
 	char *s;
 	Py_ssize_t n;
 
+	if (!PyUnicode_Check(o) && !type_is_value) {
+		arg_type_error(name, "non-empty str", 0, o);
+		return NULL;
+	}
 	if (!PyUnicode_Check(o)) {
-		PyErr_Format(type_is_value ? PyExc_ValueError : PyExc_TypeError,
+		PyErr_Format(PyExc_ValueError,
 			     "%s must be a non-empty str, not %R", name,
 			     (PyObject *)Py_TYPE(o));
 		return NULL;
@@ -287,38 +291,46 @@ PyObject *cmid_wrap(PyTypeObject *tp, const HandleKind *kind,
 /* CMID.resolve                                                        */
 /* ------------------------------------------------------------------ */
 
+struct resolve_args {
+	PyObject *host, *source;
+	int port, timeout_ms;
+};
+static const ArgSpec resolve_params[] = {
+	ARG_OBJECT(struct resolve_args, host),
+	ARG_INT(struct resolve_args, port, 1, 65535, .flags = ARG_OPT,
+		.def = 4420),
+	ARG_OBJECT(struct resolve_args, source, .flags = ARG_OPT | ARG_NONE),
+	ARG_INT(struct resolve_args, timeout_ms, 1, INT_MAX, .flags = ARG_KWOPT,
+		.def = 2000),
+	ARG_END
+};
+METHOD_ARGS(cmid_resolve, "CMID.resolve", resolve_params);
+
+/* A class method: cls is CMID. */
 static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "host", "port", "source", "timeout_ms",
-				  NULL };
-	PyObject *host_o, *port_o = NULL, *src_o = Py_None, *tmo_o = NULL;
+	struct resolve_args a;
 	PyObject *host_b = NULL, *src_b = NULL, *res = NULL;
 	struct rdma_event_channel *ch = NULL;
 	struct rdma_cm_id *id = NULL;
 	struct rdma_addrinfo hints, *dst = NULL, *src = NULL;
 	cm_event_copy ev;
 	char service[8];
-	long port = 4420, tmo = 2000;
 	int rc, owned = 0;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO$O:resolve", kwlist,
-					 &host_o, &port_o, &src_o, &tmo_o))
-		return NULL;
 	/* Every argument is checked before librdmacm is loaded. */
-	host_b = cm_text_arg(host_o, "host", 0);
+	if (args_parse(&cmid_resolve_args, NULL, args, kw, &a) < 0)
+		return NULL;
+	host_b = cm_text_arg(a.host, "host", 0);
 	if (host_b == NULL)
 		goto out;
-	if (port_o != NULL && arg_int(port_o, "port", 1, 65535, &port) < 0)
-		goto out;
-	if (src_o != Py_None &&
-	    (src_b = cm_text_arg(src_o, "source", 1)) == NULL)
-		goto out;
-	if (tmo_o != NULL && arg_int(tmo_o, "timeout_ms", 1, INT_MAX, &tmo) < 0)
+	if (a.source != NULL &&
+	    (src_b = cm_text_arg(a.source, "source", 1)) == NULL)
 		goto out;
 	if (cm_load() < 0)
 		goto out;
 
-	snprintf(service, sizeof(service), "%ld", port);
+	snprintf(service, sizeof(service), "%d", a.port);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_port_space = RDMA_PS_TCP;
 	hints.ai_qp_type = IBV_QPT_RC;
@@ -343,32 +355,36 @@ static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 	if (cm_create_id(&ch, &id) < 0)
 		goto out;
 	if (CM.resolve_addr(id, src ? src->ai_src_addr : NULL, dst->ai_dst_addr,
-			    (int)tmo) != 0) {
+			    a.timeout_ms) != 0) {
 		verbs_error_fmt(errno ? errno : EINVAL, "rdma_resolve_addr",
 				"%s port %s", PyBytes_AsString(host_b),
 				service);
 		goto out;
 	}
-	/* The CM reports ADDR_ERROR after tmo; wait a little longer. */
-	if (cm_expect(NULL, ch, tmo + 1000, RDMA_CM_EVENT_ADDR_RESOLVED,
-		      "rdma_resolve_addr", "resolving the address", &ev) < 0)
+	/* The CM reports ADDR_ERROR after timeout_ms; wait a little longer. */
+	if (cm_expect(NULL, ch, a.timeout_ms + 1000L,
+		      RDMA_CM_EVENT_ADDR_RESOLVED, "rdma_resolve_addr",
+		      "resolving the address", &ev) < 0)
 		goto out;
-	if (CM.resolve_route(id, (int)tmo) != 0) {
+	if (CM.resolve_route(id, a.timeout_ms) != 0) {
 		verbs_error_errno("rdma_resolve_route");
 		goto out;
 	}
-	if (cm_expect(NULL, ch, tmo + 1000, RDMA_CM_EVENT_ROUTE_RESOLVED,
-		      "rdma_resolve_route", "resolving the route", &ev) < 0)
+	if (cm_expect(NULL, ch, a.timeout_ms + 1000L,
+		      RDMA_CM_EVENT_ROUTE_RESOLVED, "rdma_resolve_route",
+		      "resolving the route", &ev) < 0)
 		goto out;
 
 	res = cmid_wrap((PyTypeObject *)cls, &cmid_kind, id, ch, &owned);
 	if (res == NULL)
 		goto out;
-	Py_INCREF(host_o);
-	cm_set_ref(&CMO(res)->host, host_o);
-	Py_INCREF(src_o);
-	cm_set_ref(&CMO(res)->source, src_o);
-	CMO(res)->port = (int)port;
+	Py_INCREF(a.host);
+	cm_set_ref(&CMO(res)->host, a.host);
+	if (a.source != NULL) {
+		Py_INCREF(a.source);
+		cm_set_ref(&CMO(res)->source, a.source);
+	}
+	CMO(res)->port = a.port;
 out:
 	if (!owned)
 		cm_discard(id, ch);
@@ -404,38 +420,34 @@ static struct ibv_qp *cm_create_qp_fn(struct ibv_pd *pd,
 	return id->qp;
 }
 
+struct create_qp_args {
+	PyObject *pd, *init_attr;
+};
+static const ArgSpec create_qp_params[] = {
+	ARG_HANDLE(struct create_qp_args, pd, PD, ARG_SAME_CONTEXT),
+	ARG_RECORD(struct create_qp_args, init_attr, QPInitAttr), ARG_END
+};
+METHOD_ARGS(cmid_create_qp, "CMID.create_qp", create_qp_params);
+
+/* The PD must be of the CMID's Context: the Context of a CMID is its
+ * child, so the parser's same-Context check (the root of both) says so. */
 static PyObject *cmid_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "pd", "init_attr", NULL };
 	CMIDObject *c = CMO(self);
-	PyObject *pd, *ia, *q;
+	struct create_qp_args a;
+	PyObject *q;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:create_qp", kwlist, &pd,
-					 &ia))
-		return NULL;
 	HANDLE_CHECK(self);
-	if (!PyObject_TypeCheck(pd, ST.PD_type)) {
-		PyErr_Format(PyExc_TypeError, "pd must be a PD, not %R",
-			     (PyObject *)Py_TYPE(pd));
+	if (args_parse(&cmid_create_qp_args, self, args, kw, &a) < 0)
 		return NULL;
-	}
-	HANDLE_CHECK(pd);
 	if (c->qp != NULL)
 		return verbs_error_fmt(
 			EBUSY, "rdma_create_qp",
 			"this CMID "
 			"already has QP %u; a CMID has one QP",
 			((struct ibv_qp *)HANDLE(c->qp)->obj)->qp_num);
-	if (c->context == NULL ||
-	    (PyObject *)HANDLE(pd)->parent != c->context) {
-		PyErr_SetString(PyExc_ValueError,
-				"CMID.create_qp: the PD "
-				"belongs to another Context than the CMID's; "
-				"allocate it with cmid.context.alloc_pd()");
-		return NULL;
-	}
-	q = qp_create_with((PDObject *)pd, ia, &cm_qp_kind, "rdma_create_qp",
-			   cm_create_qp_fn, CMID_ID(self));
+	q = qp_create_with((PDObject *)a.pd, a.init_attr, &cm_qp_kind,
+			   "rdma_create_qp", cm_create_qp_fn, CMID_ID(self));
 	if (q == NULL)
 		return NULL;
 	Py_INCREF(self);
@@ -537,11 +549,19 @@ static PyObject *cm_take_event(PyObject *self, long ms)
 	return cm_event_new(&ev, cmid);
 }
 
+METHOD_ARGS(cmid_get_event, "CMID.get_event", cm_timeout_params);
+METHOD_ARGS(listener_get_event, "CMListener.get_event", cm_timeout_params);
+
+/* CMID.get_event and CMListener.get_event. */
 PyObject *cmid_get_event(PyObject *self, PyObject *args, PyObject *kw)
 {
 	long ms;
 
-	if (cm_timeout_only(self, args, kw, "|O:get_event", &ms) < 0)
+	HANDLE_CHECK(self);
+	if (cm_timeout_only(HANDLE(self)->kind == &cm_listener_kind ?
+				    &listener_get_event_args :
+				    &cmid_get_event_args,
+			    self, args, kw, &ms) < 0)
 		return NULL;
 	return cm_take_event(self, ms);
 }

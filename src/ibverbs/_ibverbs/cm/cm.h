@@ -172,10 +172,17 @@ extern const char cmid_connect__doc__[], cmid_accept__doc__[],
 
 /* timeout in seconds (None: no limit) -> milliseconds (-1: no limit) */
 int cm_timeout_arg(PyObject *o, long *ms);
-/* The arguments of a method whose only one is timeout (fmt: "|O:name"),
- * on an open self: *ms as cm_timeout_arg.  0, or -1 with an exception. */
-int cm_timeout_only(PyObject *self, PyObject *args, PyObject *kw,
-		    const char *fmt, long *ms);
+/* The arguments of a method whose only one is timeout (get_event,
+ * get_request): cm_timeout_params, declared by each method with
+ * METHOD_ARGS. */
+struct cm_timeout_args {
+	PyObject *timeout;
+};
+extern const ArgSpec cm_timeout_params[];
+/* Parse them by m (after HANDLE_CHECK(self)): *ms as cm_timeout_arg.  0,
+ * or -1 with an exception. */
+int cm_timeout_only(const MethodArgs *m, PyObject *self, PyObject *args,
+		    PyObject *kw, long *ms);
 /* The TimeoutError of a wait: the caller's timeout (ms), what it waited for */
 #define CM_TIMEOUT_FMT "no connection manager event within %ld ms while %s"
 /* A timeout_ms meaning "do not wait": take what is ready, and return 1

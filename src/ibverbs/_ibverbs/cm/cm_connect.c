@@ -5,7 +5,7 @@
  * which finishes it without waiting (ibverbs.aio awaits the event
  * channel's fd between calls); reject() and disconnect().  The blocking
  * and the started forms share the argument checks and the verb
- * (cmid_start_*_args) and the wait for ESTABLISHED (cmid_finish).
+ * (connect_begin, accept_begin) and the wait for ESTABLISHED (cmid_finish).
  */
 #include "cm/cm.h"
 #include <string.h>
@@ -60,16 +60,37 @@ static int pdata_check(struct rdma_cm_id *id, int which, Py_ssize_t len,
 	return 0;
 }
 
-static int u8_arg(int v, const char *name)
+/* The arguments of connect, start_connect, accept, start_accept and
+ * reject (each declares those it takes). */
+struct conn_args {
+	PyObject *private_data, *timeout;
+	int responder_resources, initiator_depth, retry_count, rnr_retry_count;
+};
+
+#define CONN_PDATA ARG_OBJECT(struct conn_args, private_data, .flags = ARG_OPT)
+#define CONN_U8(f, d) \
+	ARG_INT(struct conn_args, f, 0, 255, .flags = ARG_KWOPT, .def = (d))
+#define CONN_TIMEOUT \
+	ARG_OBJECT(struct conn_args, timeout, .flags = ARG_KWOPT | ARG_NONE)
+
+/* private_data (bytes; left out: none) as *p and *len, checked against
+ * what the transport carries in message "which".  0 / -1. */
+static int pdata_arg(PyObject *o, struct rdma_cm_id *id, int which,
+		     const char *meth, const char **p, Py_ssize_t *len)
 {
-	if (v < 0 || v > 255) {
-		PyErr_Format(PyExc_ValueError,
-			     "%s must be in range 0..255, "
-			     "not %d",
-			     name, v);
-		return -1;
+	char *s;
+
+	*p = "";
+	*len = 0;
+	if (o != NULL) {
+		if (!PyBytes_Check(o))
+			return arg_type_error("private_data", "bytes object", 0,
+					      o);
+		if (PyBytes_AsStringAndSize(o, &s, len) < 0)
+			return -1;
+		*p = s;
 	}
-	return 0;
+	return pdata_check(id, which, *len, meth);
 }
 
 /* The wait for ESTABLISHED of the connect/accept under way (c->pending),
@@ -147,47 +168,23 @@ static void conn_param_set(struct rdma_conn_param *p, const char *pdata,
 	p->rnr_retry_count = (uint8_t)rnr;
 }
 
-/* rdma_connect with connect()'s arguments; *ms gets the timeout, or the
- * timeout keyword is refused when ms is NULL (start_connect). */
-static int cmid_start_connect_args(PyObject *self, PyObject *args, PyObject *kw,
-				   long *ms)
+/* rdma_connect with the arguments of m (connect, or start_connect
+ * without timeout), after HANDLE_CHECK(self); *ms gets the timeout
+ * (ms NULL: start_connect). */
+static int connect_begin(PyObject *self, const MethodArgs *m, PyObject *args,
+			 PyObject *kw, long *ms)
 {
-	static char *kwlist[] = { "private_data",
-				  "responder_resources",
-				  "initiator_depth",
-				  "retry_count",
-				  "rnr_retry_count",
-				  "timeout",
-				  NULL };
-	static char *kwlist_start[] = {
-		"private_data", "responder_resources", "initiator_depth",
-		"retry_count",	"rnr_retry_count",     NULL
-	};
 	CMIDObject *c = CMO(self);
-	const char *pdata = "";
 	const char *meth = ms ? "connect" : "start_connect";
-	Py_ssize_t plen = 0;
-	int rr = 1, idepth = 1, retry = 7, rnr = 7, ok;
-	PyObject *tmo_o = Py_None;
+	const char *pdata;
+	Py_ssize_t plen;
+	struct conn_args a;
 	struct rdma_conn_param p;
 
-	if (ms != NULL)
-		ok = PyArg_ParseTupleAndKeywords(args, kw, "|y#$iiiiO:connect",
-						 kwlist, &pdata, &plen, &rr,
-						 &idepth, &retry, &rnr, &tmo_o);
-	else
-		ok = PyArg_ParseTupleAndKeywords(args, kw,
-						 "|y#$iiii:start_connect",
-						 kwlist_start, &pdata, &plen,
-						 &rr, &idepth, &retry, &rnr);
-	if (!ok || handle_check(HANDLE(self)) < 0)
-		return -1;
-	if (u8_arg(rr, "responder_resources") < 0 ||
-	    u8_arg(idepth, "initiator_depth") < 0 ||
-	    u8_arg(retry, "retry_count") < 0 ||
-	    u8_arg(rnr, "rnr_retry_count") < 0 ||
-	    (ms != NULL && cm_timeout_arg(tmo_o, ms) < 0) ||
-	    pdata_check(CMID_ID(self), PD_CONNECT, plen, meth) < 0)
+	if (args_parse(m, self, args, kw, &a) < 0 ||
+	    (ms != NULL && cm_timeout_arg(a.timeout, ms) < 0) ||
+	    pdata_arg(a.private_data, CMID_ID(self), PD_CONNECT, meth, &pdata,
+		      &plen) < 0)
 		return -1;
 	if (c->passive) {
 		PyErr_Format(PyExc_ValueError,
@@ -204,7 +201,8 @@ static int cmid_start_connect_args(PyObject *self, PyObject *args, PyObject *kw,
 	}
 	if (cmid_need_idle(c, "rdma_connect") < 0 || cmid_need_qp(c, meth) < 0)
 		return -1;
-	conn_param_set(&p, pdata, plen, rr, idepth, retry, rnr);
+	conn_param_set(&p, pdata, plen, a.responder_resources,
+		       a.initiator_depth, a.retry_count, a.rnr_retry_count);
 	if (CM.connect(CMID_ID(self), &p) != 0) {
 		verbs_error_errno("rdma_connect");
 		return -1;
@@ -236,11 +234,21 @@ const char cmid_connect__doc__[] = PyDoc_STR(
 	"    ValueError: no QP, a CMID from a listener, private_data too\n"
 	"        long, or an argument out of range.");
 
+static const ArgSpec connect_params[] = { CONN_PDATA,
+					  CONN_U8(responder_resources, 1),
+					  CONN_U8(initiator_depth, 1),
+					  CONN_U8(retry_count, 7),
+					  CONN_U8(rnr_retry_count, 7),
+					  CONN_TIMEOUT,
+					  ARG_END };
+METHOD_ARGS(cmid_connect, "CMID.connect", connect_params);
+
 PyObject *cmid_connect(PyObject *self, PyObject *args, PyObject *kw)
 {
 	long ms;
 
-	if (cmid_start_connect_args(self, args, kw, &ms) < 0)
+	HANDLE_CHECK(self);
+	if (connect_begin(self, &cmid_connect_args, args, kw, &ms) < 0)
 		return NULL;
 	return cmid_finish(CMO(self), ms);
 }
@@ -260,9 +268,18 @@ const char cmid_start_connect__doc__[] = PyDoc_STR(
 	"        while another attempt is under way.\n"
 	"    ValueError: as connect().");
 
+static const ArgSpec start_connect_params[] = { CONN_PDATA,
+						CONN_U8(responder_resources, 1),
+						CONN_U8(initiator_depth, 1),
+						CONN_U8(retry_count, 7),
+						CONN_U8(rnr_retry_count, 7),
+						ARG_END };
+METHOD_ARGS(cmid_start_connect, "CMID.start_connect", start_connect_params);
+
 PyObject *cmid_start_connect(PyObject *self, PyObject *args, PyObject *kw)
 {
-	if (cmid_start_connect_args(self, args, kw, NULL) < 0)
+	HANDLE_CHECK(self);
+	if (connect_begin(self, &cmid_start_connect_args, args, kw, NULL) < 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -286,43 +303,25 @@ static int cmid_need_request(CMIDObject *c, const char *meth)
 	return 0;
 }
 
-/* rdma_accept with accept()'s arguments; ms as cmid_start_connect_args. */
-static int cmid_start_accept_args(PyObject *self, PyObject *args, PyObject *kw,
-				  long *ms)
+/* rdma_accept with the arguments of m; ms as connect_begin. */
+static int accept_begin(PyObject *self, const MethodArgs *m, PyObject *args,
+			PyObject *kw, long *ms)
 {
-	static char *kwlist[] = { "private_data",    "responder_resources",
-				  "initiator_depth", "rnr_retry_count",
-				  "timeout",	     NULL };
-	static char *kwlist_start[] = { "private_data", "responder_resources",
-					"initiator_depth", "rnr_retry_count",
-					NULL };
 	CMIDObject *c = CMO(self);
-	const char *pdata = "";
 	const char *meth = ms ? "accept" : "start_accept";
-	Py_ssize_t plen = 0;
-	int rr = 1, idepth = 1, rnr = 7, ok;
-	PyObject *tmo_o = Py_None;
+	const char *pdata;
+	Py_ssize_t plen;
+	struct conn_args a;
 	struct rdma_conn_param p;
 
-	if (ms != NULL)
-		ok = PyArg_ParseTupleAndKeywords(args, kw, "|y#$iiiO:accept",
-						 kwlist, &pdata, &plen, &rr,
-						 &idepth, &rnr, &tmo_o);
-	else
-		ok = PyArg_ParseTupleAndKeywords(args, kw,
-						 "|y#$iii:start_accept",
-						 kwlist_start, &pdata, &plen,
-						 &rr, &idepth, &rnr);
-	if (!ok || handle_check(HANDLE(self)) < 0)
-		return -1;
-	if (u8_arg(rr, "responder_resources") < 0 ||
-	    u8_arg(idepth, "initiator_depth") < 0 ||
-	    u8_arg(rnr, "rnr_retry_count") < 0 ||
-	    (ms != NULL && cm_timeout_arg(tmo_o, ms) < 0) ||
-	    pdata_check(CMID_ID(self), PD_ACCEPT, plen, meth) < 0 ||
+	if (args_parse(m, self, args, kw, &a) < 0 ||
+	    (ms != NULL && cm_timeout_arg(a.timeout, ms) < 0) ||
+	    pdata_arg(a.private_data, CMID_ID(self), PD_ACCEPT, meth, &pdata,
+		      &plen) < 0 ||
 	    cmid_need_request(c, meth) < 0 || cmid_need_qp(c, meth) < 0)
 		return -1;
-	conn_param_set(&p, pdata, plen, rr, idepth, 0, rnr);
+	conn_param_set(&p, pdata, plen, a.responder_resources,
+		       a.initiator_depth, 0, a.rnr_retry_count);
 	if (CM.accept(CMID_ID(self), &p) != 0) {
 		verbs_error_errno("rdma_accept");
 		return -1;
@@ -350,12 +349,21 @@ const char cmid_accept__doc__[] = PyDoc_STR(
 	"    ValueError: not a request, already answered, no QP,\n"
 	"        private_data too long, or an argument out of range.");
 
+static const ArgSpec accept_params[] = { CONN_PDATA,
+					 CONN_U8(responder_resources, 1),
+					 CONN_U8(initiator_depth, 1),
+					 CONN_U8(rnr_retry_count, 7),
+					 CONN_TIMEOUT,
+					 ARG_END };
+METHOD_ARGS(cmid_accept, "CMID.accept", accept_params);
+
 PyObject *cmid_accept(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PyObject *r;
 	long ms;
 
-	if (cmid_start_accept_args(self, args, kw, &ms) < 0)
+	HANDLE_CHECK(self);
+	if (accept_begin(self, &cmid_accept_args, args, kw, &ms) < 0)
 		return NULL;
 	r = cmid_finish(CMO(self), ms);
 	if (r == NULL)
@@ -379,9 +387,16 @@ const char cmid_start_accept__doc__[] = PyDoc_STR(
 	"        is under way.\n"
 	"    ValueError: as accept().");
 
+static const ArgSpec start_accept_params[] = {
+	CONN_PDATA, CONN_U8(responder_resources, 1),
+	CONN_U8(initiator_depth, 1), CONN_U8(rnr_retry_count, 7), ARG_END
+};
+METHOD_ARGS(cmid_start_accept, "CMID.start_accept", start_accept_params);
+
 PyObject *cmid_start_accept(PyObject *self, PyObject *args, PyObject *kw)
 {
-	if (cmid_start_accept_args(self, args, kw, NULL) < 0)
+	HANDLE_CHECK(self);
+	if (accept_begin(self, &cmid_start_accept_args, args, kw, NULL) < 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -431,18 +446,20 @@ const char cmid_reject__doc__[] = PyDoc_STR(
 	"        longer than the transport carries (148 bytes over\n"
 	"        InfiniBand and RoCE).");
 
+static const ArgSpec reject_params[] = { CONN_PDATA, ARG_END };
+METHOD_ARGS(cmid_reject, "CMID.reject", reject_params);
+
 PyObject *cmid_reject(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "private_data", NULL };
 	CMIDObject *c = CMO(self);
-	const char *pdata = "";
-	Py_ssize_t plen = 0;
+	const char *pdata;
+	Py_ssize_t plen;
+	struct conn_args a;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|y#:reject", kwlist, &pdata,
-					 &plen))
-		return NULL;
 	HANDLE_CHECK(self);
-	if (pdata_check(CMID_ID(self), PD_REJECT, plen, "reject") < 0 ||
+	if (args_parse(&cmid_reject_args, self, args, kw, &a) < 0 ||
+	    pdata_arg(a.private_data, CMID_ID(self), PD_REJECT, "reject",
+		      &pdata, &plen) < 0 ||
 	    cmid_need_request(c, "reject") < 0)
 		return NULL;
 	if (CM.reject(CMID_ID(self), plen ? pdata : NULL, (uint8_t)plen) != 0)

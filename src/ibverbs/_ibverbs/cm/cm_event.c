@@ -34,11 +34,7 @@ int cm_timeout_arg(PyObject *o, long *ms)
 	t = PyFloat_AsDouble(o);
 	if (t == -1.0 && PyErr_Occurred()) {
 		PyErr_Clear();
-		PyErr_Format(PyExc_TypeError,
-			     "timeout must be a number of "
-			     "seconds or None, not %R",
-			     (PyObject *)Py_TYPE(o));
-		return -1;
+		return arg_type_error("timeout", "number of seconds", 1, o);
 	}
 	if (!(t >= 0.0) || t > (double)INT_MAX / 1000.0) {
 		PyErr_Format(PyExc_ValueError,
@@ -51,16 +47,19 @@ int cm_timeout_arg(PyObject *o, long *ms)
 	return 0;
 }
 
-int cm_timeout_only(PyObject *self, PyObject *args, PyObject *kw,
-		    const char *fmt, long *ms)
-{
-	static char *kwlist[] = { "timeout", NULL };
-	PyObject *tmo_o = Py_None;
+const ArgSpec cm_timeout_params[] = { ARG_OBJECT(struct cm_timeout_args,
+						 timeout,
+						 .flags = ARG_OPT | ARG_NONE),
+				      ARG_END };
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &tmo_o) ||
-	    handle_check(HANDLE(self)) < 0)
+int cm_timeout_only(const MethodArgs *m, PyObject *self, PyObject *args,
+		    PyObject *kw, long *ms)
+{
+	struct cm_timeout_args a;
+
+	if (args_parse(m, self, args, kw, &a) < 0)
 		return -1;
-	return cm_timeout_arg(tmo_o, ms);
+	return cm_timeout_arg(a.timeout, ms);
 }
 
 long cm_now_ms(void)

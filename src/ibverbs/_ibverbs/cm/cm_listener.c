@@ -13,34 +13,38 @@
 /* CMListener                                                          */
 /* ------------------------------------------------------------------ */
 
+struct listener_args {
+	PyObject *host;
+	int port, backlog;
+};
+static const ArgSpec listener_params[] = {
+	ARG_INT(struct listener_args, port, 0, 65535),
+	ARG_OBJECT(struct listener_args, host, .flags = ARG_OPT | ARG_NONE),
+	ARG_INT(struct listener_args, backlog, 1, INT_MAX, .flags = ARG_KWOPT,
+		.def = 16),
+	ARG_END
+};
+METHOD_ARGS(listener_new, "CMListener.__new__", listener_params);
+
 static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "port", "host", "backlog", NULL };
-	PyObject *port_o, *host_o = Py_None, *backlog_o = NULL, *host_b = NULL;
-	PyObject *res = NULL;
+	struct listener_args a;
+	PyObject *host_b = NULL, *res = NULL;
 	struct rdma_event_channel *ch = NULL;
 	struct rdma_cm_id *id = NULL;
 	struct rdma_addrinfo hints, *ai = NULL;
 	struct sockaddr_in any;
 	struct sockaddr *addr;
-	long port, backlog = 16;
 	char service[8];
 	int rc, owned = 0, bound_port;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$O:CMListener", kwlist,
-					 &port_o, &host_o, &backlog_o))
+	if (args_parse(&listener_new_args, NULL, args, kw, &a) < 0)
 		return NULL;
-	if (arg_int(port_o, "port", 0, 65535, &port) < 0)
+	if (a.host != NULL && (host_b = cm_text_arg(a.host, "host", 0)) == NULL)
 		return NULL;
-	if (host_o != Py_None &&
-	    (host_b = cm_text_arg(host_o, "host", 0)) == NULL)
-		return NULL;
-	if (backlog_o != NULL &&
-	    arg_int(backlog_o, "backlog", 1, INT_MAX, &backlog) < 0)
-		goto out;
 	if (cm_load() < 0)
 		goto out;
-	snprintf(service, sizeof(service), "%ld", port);
+	snprintf(service, sizeof(service), "%d", a.port);
 	if (host_b != NULL) {
 		memset(&hints, 0, sizeof(hints));
 		hints.ai_flags = RAI_PASSIVE;
@@ -58,7 +62,7 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	} else {
 		memset(&any, 0, sizeof(any));
 		any.sin_family = AF_INET;
-		any.sin_port = htons((uint16_t)port);
+		any.sin_port = htons((uint16_t)a.port);
 		any.sin_addr.s_addr = htonl(INADDR_ANY);
 		addr = (struct sockaddr *)&any;
 	}
@@ -66,24 +70,26 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		goto out;
 	if (CM.bind_addr(id, addr) != 0) {
 		verbs_error_fmt(
-			errno ? errno : EINVAL, "rdma_bind_addr", "%s port %ld",
+			errno ? errno : EINVAL, "rdma_bind_addr", "%s port %d",
 			host_b ? PyBytes_AsString(host_b) : "any address",
-			port);
+			a.port);
 		goto out;
 	}
-	if (CM.listen(id, (int)backlog) != 0) {
+	if (CM.listen(id, a.backlog) != 0) {
 		verbs_error_fmt(errno ? errno : EINVAL, "rdma_listen",
-				"port %ld", port);
+				"port %d", a.port);
 		goto out;
 	}
 	res = cmid_wrap(type, &cm_listener_kind, id, ch, &owned);
 	if (res == NULL)
 		goto out;
-	Py_INCREF(host_o);
-	cm_set_ref(&CMO(res)->host, host_o);
+	if (a.host != NULL) {
+		Py_INCREF(a.host);
+		cm_set_ref(&CMO(res)->host, a.host);
+	}
 	Py_XDECREF(cm_addr_str(rdma_get_local_addr(id), &bound_port));
 	PyErr_Clear();
-	CMO(res)->port = bound_port ? bound_port : (int)port;
+	CMO(res)->port = bound_port ? bound_port : a.port;
 out:
 	if (!owned)
 		cm_discard(id, ch);
@@ -130,12 +136,16 @@ static PyObject *listener_request(PyObject *self, long ms)
 	}
 }
 
+METHOD_ARGS(listener_get_request, "CMListener.get_request", cm_timeout_params);
+
 static PyObject *listener_get_request(PyObject *self, PyObject *args,
 				      PyObject *kw)
 {
 	long ms;
 
-	if (cm_timeout_only(self, args, kw, "|O:get_request", &ms) < 0)
+	HANDLE_CHECK(self);
+	if (cm_timeout_only(&listener_get_request_args, self, args, kw, &ms) <
+	    0)
 		return NULL;
 	return listener_request(self, ms);
 }
