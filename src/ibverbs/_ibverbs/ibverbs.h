@@ -167,6 +167,30 @@ extern struct ibv_api IBV;
  * Returns 0, or -1 with ImportError set. */
 int ibv_loader_init(PyObject *module);
 
+/* One library loader (loader.c) for libibverbs and librdmacm (cm/): a
+ * library's symbols, each with its slot in the table, and the library. */
+typedef struct LibSym {
+	const char *name; /* NULL ends the list */
+	size_t offset; /* of the function pointer in the table */
+	int required; /* a missing one is an ImportError; else NULL */
+} LibSym;
+
+typedef struct LibSpec {
+	const char *env; /* names another file (test-only), if set */
+	const char *file; /* "librdmacm.so.1" */
+	const char *user; /* who needs it, for ImportError */
+	const char *pkg; /* "librdmacm": rdma-core's library, the RHEL
+			  * package; Debian's is pkg + "1" */
+	const LibSym *syms;
+	size_t size; /* of the table, cleared on failure */
+} LibSpec;
+
+/* dlopen spec's library ($env, else file) and fill the table at api by
+ * its symbols.  The library's handle (*name: the file opened), or NULL
+ * with ImportError naming the library, or the missing symbol, and the
+ * package that provides it. */
+void *lib_load(const LibSpec *spec, void *api, const char **name);
+
 /* ------------------------------------------------------------------ */
 /* Small shared definitions                                            */
 /* ------------------------------------------------------------------ */

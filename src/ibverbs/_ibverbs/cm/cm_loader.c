@@ -4,19 +4,17 @@
  *
  * librdmacm is dlopened on the first CM call, never at import, so that
  * `import ibverbs` works where it is absent; the module still NEEDs only
- * libc.  $IBVERBS_LIBRDMACM (test-only) names another file.
+ * libc.  $IBVERBS_LIBRDMACM (test-only) names another file.  The
+ * dlopen and dlsym are core/loader.c's lib_load(), libibverbs' loader.
  */
 #include "cm/cm.h"
 #include <dlfcn.h>
-#include <stdlib.h>
 
 /* ------------------------------------------------------------------ */
 /* The lazy loader                                                     */
 /* ------------------------------------------------------------------ */
 
 struct rdmacm_api CM;
-
-static const char CM_DEFAULT_LIB[] = "librdmacm.so.1";
 
 static int cm_load_locked(void);
 
@@ -43,41 +41,35 @@ int cm_load(void)
 }
 #endif
 
+/* clang-format off */
+#define CM_SYM(field, sym) { #sym, offsetof(struct rdmacm_api, field), 1 },
+static const LibSym cm_syms[] = {
+	RDMACM_SYMBOLS(CM_SYM)
+	{ NULL, 0, 0 }
+};
+#undef CM_SYM
+/* clang-format on */
+
+static const LibSpec cm_lib = {
+	.env = "IBVERBS_LIBRDMACM",
+	.file = "librdmacm.so.1",
+	.user = "the RDMA connection manager",
+	.pkg = "librdmacm",
+	.syms = cm_syms,
+	.size = sizeof(CM),
+};
+
 static int cm_load_locked(void)
 {
-	const char *libname = getenv("IBVERBS_LIBRDMACM");
+	const char *libname;
 	Dl_info info;
 	void *lib;
 
 	if (CM.lib != NULL)
 		return 0;
-	if (libname == NULL || libname[0] == '\0')
-		libname = CM_DEFAULT_LIB;
-	lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
-	if (lib == NULL) {
-		const char *why = dlerror();
-
-		PyErr_Format(
-			PyExc_ImportError,
-			"the RDMA connection manager needs %s (rdma-core's "
-			"librdmacm; install librdmacm1 on Debian/Ubuntu or "
-			"librdmacm on RHEL/Fedora): %s",
-			libname, why ? why : "dlopen failed");
+	lib = lib_load(&cm_lib, &CM, &libname);
+	if (lib == NULL)
 		return -1;
-	}
-#define CM_LOAD(field, sym)                                                  \
-	*(void **)(&CM.field) = dlsym(lib, #sym);                            \
-	if (CM.field == NULL) {                                              \
-		PyErr_Format(PyExc_ImportError,                              \
-			     "%s lacks the symbol %s (rdma-core too old or " \
-			     "not librdmacm; install librdmacm1 on "         \
-			     "Debian/Ubuntu or librdmacm on RHEL/Fedora)",   \
-			     libname, #sym);                                 \
-		dlclose(lib);                                                \
-		return -1;                                                   \
-	}
-	RDMACM_SYMBOLS(CM_LOAD)
-#undef CM_LOAD
 	snprintf(CM.path, sizeof(CM.path), "%s", libname);
 	if (dladdr((void *)CM.create_id, &info) && info.dli_fname)
 		snprintf(CM.path, sizeof(CM.path), "%s", info.dli_fname);

@@ -1,5 +1,6 @@
 /*
- * loader.c - resolve every exported verb with dlopen/dlsym at import.
+ * loader.c - resolve every exported verb with dlopen/dlsym at import;
+ * lib_load(), the loader librdmacm's (cm/cm_loader.c) uses too.
  *
  * The module does not link libibverbs: its only NEEDED library is libc.
  * A missing library or required symbol is an ImportError that names it;
@@ -15,8 +16,6 @@
 #include <string.h>
 
 struct ibv_api IBV;
-
-static const char DEFAULT_LIB[] = "libibverbs.so.1";
 
 /* The real file of the loaded library and its rdma-core version, read
  * from the soname's full file name (libibverbs.so.1.14.44.0 -> "44.0"). */
@@ -74,45 +73,79 @@ fail:
 	return -1;
 }
 
-int ibv_loader_init(PyObject *module)
+void *lib_load(const LibSpec *spec, void *api, const char **name)
 {
-	const char *libname = getenv("IBVERBS_LIBIBVERBS");
+	const char *libname = getenv(spec->env);
+	const LibSym *s;
 	void *lib;
 
 	if (libname == NULL || libname[0] == '\0')
-		libname = DEFAULT_LIB;
-	if (IBV.lib == NULL) {
-		lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
-		if (lib == NULL) {
-			const char *why = dlerror();
+		libname = spec->file;
+	*name = libname;
+	lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
+	if (lib == NULL) {
+		const char *why = dlerror();
 
-			PyErr_Format(
-				PyExc_ImportError,
-				"ibverbs needs %s (rdma-core's libibverbs; "
-				"install libibverbs1 on Debian/Ubuntu or "
-				"libibverbs on RHEL/Fedora): %s",
-				libname, why ? why : "dlopen failed");
-			return -1;
-		}
-		dlerror();
-#define IBV_LOAD_REQ(field, sym)                                      \
-	*(void **)(&IBV.field) = dlsym(lib, #sym);                    \
-	if (IBV.field == NULL) {                                      \
-		PyErr_Format(PyExc_ImportError,                       \
-			     "%s lacks the required symbol %s "       \
-			     "(rdma-core too old or not libibverbs)", \
-			     libname, #sym);                          \
-		memset(&IBV, 0, sizeof(IBV));                         \
-		dlclose(lib);                                         \
-		return -1;                                            \
+		PyErr_Format(PyExc_ImportError,
+			     "%s needs %s (rdma-core's %s; install %s1 on "
+			     "Debian/Ubuntu or %s on RHEL/Fedora): %s",
+			     spec->user, libname, spec->pkg, spec->pkg,
+			     spec->pkg, why ? why : "dlopen failed");
+		return NULL;
 	}
-		IBV_REQUIRED_SYMBOLS(IBV_LOAD_REQ)
-#undef IBV_LOAD_REQ
-#define IBV_LOAD_OPT(field, sym, since) \
-	*(void **)(&IBV.field) = dlsym(lib, #sym);
-		IBV_OPTIONAL_SYMBOLS(IBV_LOAD_OPT)
-#undef IBV_LOAD_OPT
-		IBV.lib = lib;
+	dlerror();
+	for (s = spec->syms; s->name != NULL; s++) {
+		void *f = dlsym(lib, s->name);
+
+		if (f == NULL && s->required) {
+			PyErr_Format(PyExc_ImportError,
+				     "%s lacks the required symbol %s "
+				     "(rdma-core too old or not %s; install "
+				     "%s1 on Debian/Ubuntu or %s on "
+				     "RHEL/Fedora)",
+				     libname, s->name, spec->pkg, spec->pkg,
+				     spec->pkg);
+			memset(api, 0, spec->size);
+			dlclose(lib);
+			return NULL;
+		}
+		memcpy((char *)api + s->offset, &f, sizeof(f));
+	}
+	return lib;
+}
+
+/* clang-format off */
+#define IBV_SYM_REQ(field, sym) { #sym, offsetof(struct ibv_api, field), 1 },
+#define IBV_SYM_OPT(field, sym, since) \
+	{ #sym, offsetof(struct ibv_api, field), 0 },
+static const LibSym ibv_syms[] = {
+	IBV_REQUIRED_SYMBOLS(IBV_SYM_REQ)
+	IBV_OPTIONAL_SYMBOLS(IBV_SYM_OPT)
+	{ NULL, 0, 0 }
+};
+#undef IBV_SYM_REQ
+#undef IBV_SYM_OPT
+/* clang-format on */
+
+static const LibSpec ibv_lib = {
+	.env = "IBVERBS_LIBIBVERBS",
+	.file = "libibverbs.so.1",
+	.user = "ibverbs",
+	.pkg = "libibverbs",
+	.syms = ibv_syms,
+	.size = sizeof(IBV),
+};
+
+int ibv_loader_init(PyObject *module)
+{
+	const char *libname = getenv("IBVERBS_LIBIBVERBS");
+
+	if (libname == NULL || libname[0] == '\0')
+		libname = ibv_lib.file;
+	if (IBV.lib == NULL) {
+		IBV.lib = lib_load(&ibv_lib, &IBV, &libname);
+		if (IBV.lib == NULL)
+			return -1;
 	}
 	return add_library_info(module, libname);
 }
