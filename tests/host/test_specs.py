@@ -32,7 +32,7 @@ from support.stub import STUB, Stub, args_section
 SPECS = _ibverbs._specs
 STUB_DEFS = Stub(STUB)
 
-KINDS = {"int", "flags", "enum", "handle", "record", "object"}
+KINDS = {"int", "flags", "enum", "handle", "record", "buffer", "list", "text", "number", "object"}
 
 
 def test_the_specs_are_exported():
@@ -137,6 +137,8 @@ def test_ranges_are_well_formed(qual):
             assert -(2**63) <= p["lo"] and p["hi"] < 2**64, (qual, p)
             if p["optional"] and not p["none_ok"]:
                 assert p["lo"] <= p["default"] <= p["hi"], (qual, p)
+        elif p["kind"] == "buffer":
+            assert p["lo"] >= 0 and p["hi"] is None, (qual, p)
         else:
             assert p["lo"] is None and p["hi"] is None, (qual, p)
         if p["kind"] == "handle":

@@ -159,7 +159,9 @@ def bad_values(p: P, w, closed_w, other_w, other_pd_w):
     """(label, value, expect) for parameter p."""
     out = []
     if p.free:
-        return [(lbl, v, "any") for lbl, v in WRONG_TYPES]
+        return [(lbl, v, "any") for lbl, v in WRONG_TYPES] + [
+            (lbl, v(w) if callable(v) else v, "raise") for lbl, v in p.extra_bad
+        ]
     if not p.nullable:
         out.append(("None", None, "raise"))
     if p.obj is None:
@@ -174,8 +176,11 @@ def bad_values(p: P, w, closed_w, other_w, other_pd_w):
             out.append(("2**100", 2**100, "raise"))
     else:
         kinds = p.obj.split("|")
-        out += [(lbl, v, "raise") for lbl, v in WRONG_TYPES if lbl != "list"]
-        out.append(("int", 1, "raise"))
+        # a kind's own type (a list where a list goes) is no wrong type
+        own = {"list", "bytes", "str", "float"} & set(kinds) | {"list"}
+        out += [(lbl, v, "raise") for lbl, v in WRONG_TYPES if lbl not in own]
+        if "float" not in kinds:  # a number takes an int too
+            out.append(("int", 1, "raise"))
         for kind in ("Context", "PD", "MR", "CQ", "CompChannel", "QP", "SRQ", "AH"):
             # A QP has every field a QPInitAttr has (duck typing).
             if kind not in kinds and not (kind == "QP" and "QPInitAttr" in kinds):
@@ -227,6 +232,9 @@ class M:
 
 # The argument declarations of the C extension (core/args.h).
 SPECS = ib._ibverbs._specs
+# What bad_values treats a declared kind as (an "obj" of its own: wrong
+# types and other handles raise, the kind's own type is left out).
+KIND_OBJ = {"buffer": "bytes", "list": "list", "text": "str", "number": "float"}
 OMIT = object()  # a parameter the valid call leaves out
 
 
@@ -257,7 +265,11 @@ class D(M):
         valid = self.values.get(p["name"], OMIT)
         if valid is OMIT and not p["optional"]:
             raise KeyError(f"{qual}: no valid value for its required {p['name']}")
-        ints = p["kind"] in ("int", "flags", "enum")
+        kind = p["kind"]
+        ints = kind in ("int", "flags", "enum")
+        extra = tuple(self.extra_bad.get(p["name"], ()))
+        if kind == "buffer" and p["lo"] > 1:
+            extra += ((f"{p['lo'] - 1} bytes", bytes(p["lo"] - 1)),)
         return P(
             p["name"],
             valid,
@@ -266,10 +278,10 @@ class D(M):
             nullable=p["none_ok"],
             lo=p["lo"] if ints else None,
             hi=p["hi"] if ints else None,
-            obj=p["cls"] if p["kind"] in ("handle", "record") else None,
+            obj=KIND_OBJ.get(kind, p["cls"] if kind in ("handle", "record") else None),
             foreign="raise" if p["parent"] else None,
-            free=p["kind"] == "object",
-            extra_bad=self.extra_bad.get(p["name"], ()),
+            free=kind == "object",
+            extra_bad=extra,
         )
 
 
@@ -384,12 +396,7 @@ DEVICE_METHODS = {
         {
             "alloc_pd": M(valid="ok"),
             "create_comp_channel": M(valid="ok"),
-            "create_cq": M(
-                P("cqe", 4, lo=1, hi=2**31 - 1),
-                P("channel", None, kw=True, obj="CompChannel", nullable=True, foreign="raise"),
-                P("comp_vector", 0, kw=True, **I32),
-                valid="ok",
-            ),
+            "create_cq": D(cqe=4, channel=None, comp_vector=0, valid="ok"),
             "get_async_event": M(),  # async_fd is non-blocking: EAGAIN
             # No AsyncEvent to give (none pending): the checks of the argument
             # and of the handle; tests/device/test_compat_rxe.py acks real ones.
@@ -397,27 +404,20 @@ DEVICE_METHODS = {
             "query_device": M(valid="ok"),
             "query_port": M(P("port", PORT, **U8P), valid="ok"),
             "query_gid": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32), valid="ok"),
-            "query_gid_ex": M(P("port", PORT, **U8P), P("index", GID_INDEX, **I32)),
-            "query_pkey": M(P("port", PORT, **U8P), P("index", 0, **I32), valid="ok"),
+            "query_gid_ex": D(port=PORT, index=GID_INDEX),
+            "query_pkey": D(port=PORT, index=0, valid="ok"),
             "query_gid_table": M(valid="ok"),
-            "find_gid": M(
-                P("port", PORT, optional=True, **U8P), P("gid_type", 2, kw=True, **I32), valid="ok"
-            ),
+            "find_gid": D(port=PORT, gid_type=2, valid="ok"),
             "get_pkey_index": M(
                 P("port", PORT, **U8P), P("pkey", 0xFFFF, lo=0, hi=0xFFFF), valid="ok"
             ),
             "get_device_index": M(valid="ok"),
             # rxe resolves its own GID's neighbour, or answers with an errno
             "resolve_eth_l2_from_gid": M(P("ah_attr", lambda w: w.ah_attr, obj="AHAttr")),
-            "create_cq_ex": M(
-                P("init_attr", lambda w: ib.CQInitAttrEx(4), obj="CQInitAttrEx"), valid="ok"
-            ),
+            "create_cq_ex": D(init_attr=lambda w: ib.CQInitAttrEx(4), valid="ok"),
             "query_device_ex": M(valid="ok"),
             # rxe: EOPNOTSUPP (no device memory)
-            "alloc_dm": M(
-                P("length", 4096, lo=1, hi=2**64 - 1),
-                P("log_align_req", 0, kw=True, lo=0, hi=63),
-            ),
+            "alloc_dm": D(length=4096, log_align_req=0),
         },
     ),
     "PD": (
@@ -436,37 +436,18 @@ DEVICE_METHODS = {
                 valid="ok",
             ),
             "reg_dmabuf_mr": D(offset=0, length=4096, iova=0, fd=0, access=0),
-            "create_qp": M(
-                P(
-                    "init_attr",
-                    lambda w: ib.QPInitAttr(send_cq=w.cq, recv_cq=w.cq),
-                    obj="QPInitAttr",
-                ),
-                valid="ok",
+            "create_qp": D(
+                init_attr=lambda w: ib.QPInitAttr(send_cq=w.cq, recv_cq=w.cq), valid="ok"
             ),
-            "create_srq": M(
-                P("max_wr", 8, kw=True, **U32),
-                P("max_sge", 1, kw=True, **U32),
-                P("srq_limit", 0, kw=True, **U32),
-                valid="ok",
-            ),
-            "create_ah": M(P("attr", lambda w: w.ah_attr, obj="AHAttr"), valid="ok"),
+            "create_srq": D(max_wr=8, max_sge=1, srq_limit=0, valid="ok"),
+            "create_ah": D(attr=lambda w: w.ah_attr, valid="ok"),
             # No DM on rxe: every call stops at the dm argument.
-            "reg_dm_mr": M(
-                P("dm", None, obj="DM"),
-                P("offset", 0, **U64),
-                P("length", 64, lo=1, hi=2**64 - 1),
-                P("access", ib.AccessFlags.ZERO_BASED, lo=0, hi=2**31 - 1),
-            ),
+            "reg_dm_mr": D(dm=None, offset=0, length=64, access=ib.AccessFlags.ZERO_BASED),
             # rxe: EINVAL (6.1) or EOPNOTSUPP (6.12)
-            "reg_implicit_odp_mr": M(P("access", 0, optional=True, lo=0, hi=2**31 - 1)),
+            "reg_implicit_odp_mr": D(access=0),
             # rxe: EOPNOTSUPP (no advise_mr op)
-            "advise_mr": M(
-                P("advice", 0, lo=0, hi=2**31 - 1),
-                P("flags", 0, **U32),
-                P("sg_list", lambda w: [w.sge], obj="list"),
-            ),
-            "alloc_mw": M(P("type", ib.MWType.TYPE_2, lo=1, hi=2), valid="ok"),
+            "advise_mr": D(advice=0, flags=0, sg_list=lambda w: [w.sge]),
+            "alloc_mw": D(type=ib.MWType.TYPE_2, valid="ok"),
         },
     ),
     "MR": (
@@ -482,11 +463,9 @@ DEVICE_METHODS = {
             "poll": M(P("num_entries", 4, lo=1, optional=True), valid="ok"),
             "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
             # rxe: EINVAL above max_cqe
-            "resize": M(P("cqe", 8, lo=1, hi=2**31 - 1), valid="ok"),
-            "req_notify": M(P("solicited_only", False, kw=True, free=True), valid="ok"),
-            "ack_events": M(
-                P("nevents", 1, lo=1, hi=2**31 - 1, optional=True)
-            ),  # none delivered: ValueError
+            "resize": D(cqe=8, valid="ok"),
+            "req_notify": D(solicited_only=False, valid="ok"),
+            "ack_events": D(nevents=1),  # none delivered: ValueError
         },
     ),
     "CompChannel": (
@@ -504,49 +483,32 @@ DEVICE_METHODS = {
                 P("mask", ib.QPAttrMask.STATE, lo=0, hi=2**31 - 1),
                 P("qp_state", ib.QPState.RESET, kw=True, lo=0, hi=7),
             ),
-            "query": M(P("mask", ib.QPAttrMask.STATE, kw=True, lo=0, hi=2**31 - 1), valid="ok"),
-            "to_init": M(
-                P("port", PORT, **U8P),
-                P("access", 0, optional=True, lo=0, hi=2**31 - 1),
-                P("pkey_index", 0, kw=True, nullable=True, lo=0, hi=0xFFFF),
-                P("qkey", 0, kw=True, nullable=True, **U32),
+            "query": D(mask=ib.QPAttrMask.STATE, valid="ok"),
+            "to_init": D(port=PORT, access=0, pkey_index=0, qkey=0),
+            "to_rtr": D(
+                remote=lambda w: w.info,
+                sgid_index=GID_INDEX,
+                mtu=None,
+                port=None,
+                max_dest_rd_atomic=None,
+                min_rnr_timer=None,
+                hop_limit=None,
+                sl=None,
+                traffic_class=None,
+                flow_label=None,
             ),
-            "to_rtr": M(
-                P("remote", lambda w: w.info, obj="QPInfo"),
-                P("sgid_index", GID_INDEX, kw=True, lo=0, hi=255),
-                P("mtu", None, kw=True, nullable=True, lo=1, hi=5),
-                P("port", None, kw=True, nullable=True, **U8P),
-                P("max_dest_rd_atomic", None, kw=True, nullable=True, lo=0, hi=255),
-                P("min_rnr_timer", None, kw=True, nullable=True, lo=0, hi=31),
-                P("hop_limit", None, kw=True, nullable=True, lo=0, hi=255),
-                P("sl", None, kw=True, nullable=True, lo=0, hi=15),
-                P("traffic_class", None, kw=True, nullable=True, lo=0, hi=255),
-                P("flow_label", None, kw=True, nullable=True, lo=0, hi=0xFFFFF),
-            ),
-            "to_rts": M(
-                P("psn", 0, lo=0, hi=0xFFFFFF, optional=True),
-                P("timeout", 14, kw=True, nullable=True, lo=0, hi=31),
-                P("retry_cnt", 7, kw=True, nullable=True, lo=0, hi=7),
-                P("rnr_retry", 7, kw=True, nullable=True, lo=0, hi=7),
-                P("max_rd_atomic", 1, kw=True, nullable=True, lo=0, hi=255),
-            ),
+            "to_rts": D(psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1),
             # rxe: EOPNOTSUPP (no flow steering)
-            "create_flow": M(P("flow_attr", lambda w: w.flow_attr, obj="FlowAttr")),
+            "create_flow": D(flow_attr=lambda w: w.flow_attr),
             # The QP is in RESET: the provider may refuse the valid call.
-            "bind_mw": M(
-                P("mw", lambda w: w.mw1, obj="MW", foreign="raise"),
-                P("mw_bind", lambda w: w.mw_bind, obj="MWBind"),
-            ),
+            "bind_mw": D(mw=lambda w: w.mw1, mw_bind=lambda w: w.mw_bind),
         },
     ),
     "SRQ": (
         "srq",
         {
             "post_recv": M(P("wr", lambda w: w.rwr, obj="RecvWR|list")),
-            "modify": M(
-                P("max_wr", None, kw=True, nullable=True, **U32),
-                P("srq_limit", 4, kw=True, nullable=True, **U32),
-            ),
+            "modify": D(max_wr=None, srq_limit=4),
             "query": M(valid="ok"),
         },
     ),
@@ -558,9 +520,9 @@ DEVICE_METHODS = {
             "poll": M(P("num_entries", 4, lo=1, optional=True), valid="ok"),
             "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
             # rxe: EINVAL above max_cqe
-            "resize": M(P("cqe", 8, lo=1, hi=2**31 - 1), valid="ok"),
-            "req_notify": M(P("solicited_only", False, kw=True, free=True), valid="ok"),
-            "ack_events": M(P("nevents", 1, lo=1, hi=2**31 - 1, optional=True)),
+            "resize": D(cqe=8, valid="ok"),
+            "req_notify": D(solicited_only=False, valid="ok"),
+            "ack_events": D(nevents=1),
             "start_poll": M(valid="ok"),  # empty: False, no session
             "next_poll": M(),
             "end_poll": M(),
@@ -594,36 +556,25 @@ DEVICE_METHODS = {
 # call needing an XRCD or WQ stops at that argument (none can exist).
 DEVICE_METHODS["Context"][1].update(
     {
-        "open_xrcd": M(
-            P("fd", -1, kw=True, lo=-1, hi=2**31 - 1), P("oflags", os.O_CREAT, kw=True, **I32)
-        ),
-        "open_qp": M(
-            P("xrcd", None, obj="XRCD"),
-            P("qp_num", 1, lo=0, hi=2**24 - 1),
-            P("qp_type", ib.QPType.XRC_RECV, kw=True, **I32),
-        ),
-        "create_srq_ex": M(
-            P("pd", lambda w: w.pd, obj="PD", foreign="raise"),
-            P("srq_type", ib.SRQType.BASIC, kw=True, **I32),
-            P("max_wr", 8, kw=True, **U32),
-            P("max_sge", 1, kw=True, **U32),
-            P("srq_limit", 0, kw=True, **U32),
-            P("xrcd", None, kw=True, obj="XRCD", nullable=True),
-            P("cq", None, kw=True, obj="CQ", nullable=True, foreign="raise"),
-            P("max_num_tags", None, kw=True, nullable=True, **U32),
-            P("max_ops", None, kw=True, nullable=True, **U32),
+        "open_xrcd": D(fd=-1, oflags=os.O_CREAT),
+        "open_qp": D(xrcd=None, qp_num=1, qp_type=ib.QPType.XRC_RECV),
+        "create_srq_ex": D(
+            pd=lambda w: w.pd,
+            srq_type=ib.SRQType.BASIC,
+            max_wr=8,
+            max_sge=1,
+            srq_limit=0,
+            xrcd=None,
+            cq=None,
+            max_num_tags=None,
+            max_ops=None,
             valid="ok",
         ),
-        "create_wq": M(
-            P("pd", lambda w: w.pd, obj="PD", foreign="raise"),
-            P("cq", lambda w: w.cq, obj="CQ", foreign="raise"),
-            P("wq_type", 0, kw=True, **I32),
-            P("max_wr", 8, kw=True, **U32),
-            P("max_sge", 1, kw=True, **U32),
-            P("create_flags", None, kw=True, nullable=True, **U32),
+        "create_wq": D(
+            pd=lambda w: w.pd, cq=lambda w: w.cq, wq_type=0, max_wr=8, max_sge=1, create_flags=None
         ),
         # no WQ can exist: the empty list is refused (ValueError)
-        "create_rwq_ind_table": M(P("wqs", [], obj="list")),
+        "create_rwq_ind_table": D(wqs=[]),
     }
 )
 DEVICE_METHODS["SRQ"][1].update(
@@ -634,11 +585,7 @@ DEVICE_METHODS["SRQ"][1].update(
 )
 DEVICE_METHODS["QP"][1].update(
     {
-        "modify_rate_limit": M(
-            P("rate_limit", 1000, **U32),
-            P("max_burst_sz", 0, kw=True, **U32),
-            P("typical_pkt_sz", 0, kw=True, lo=0, hi=0xFFFF),
-        ),
+        "modify_rate_limit": D(rate_limit=1000, max_burst_sz=0, typical_pkt_sz=0),
         "query_ece": M(),
         "set_ece": M(P("ece", lambda w: ib.ECE(0x1234, 1), obj="ECE")),
     }
@@ -665,9 +612,7 @@ DEVICE_METHODS["Context"][1]["init_ah_from_wc"] = M(P("port", PORT, **U8P), _WC,
 DEVICE_METHODS["PD"][1]["create_ah_from_wc"] = M(_WC, _GRH, P("port", PORT, **U8P))
 DEVICE_METHODS["QP"][1]["attach_mcast"] = M(_MGID, P("lid", 0, kw=True, lo=0, hi=0xFFFF))
 DEVICE_METHODS["QP"][1]["detach_mcast"] = M(_MGID, P("lid", 0, kw=True, lo=0, hi=0xFFFF))
-DEVICE_METHODS["QP"][1]["query_data_in_order"] = M(
-    P("op", 0, **I32), P("flags", 0, kw=True, **U32), valid="ok"
-)
+DEVICE_METHODS["QP"][1]["query_data_in_order"] = D(op=0, flags=0, valid="ok")
 DEVICE_METHODS["QPEx"] = (
     "qpx",
     {
@@ -731,16 +676,12 @@ DEVICE_METHODS["QPEx"] = (
 _OPT_U64 = dict(kw=True, nullable=True, **U64)
 DEVICE_METHODS["Context"][1].update(
     {
-        "import_device": M(P("cmd_fd", lambda w: w.ctx.cmd_fd, **I32)),
-        "import_pd": M(P("pd_handle", lambda w: w.pd.handle, **U32)),
-        "import_dm": M(P("dm_handle", 0, **U32), P("length", 0, optional=True, **U64)),
-        "alloc_dmah": M(
-            P("cpu_id", 0, kw=True, nullable=True, **U32),
-            P("ph", 0, kw=True, nullable=True, lo=0, hi=255),
-            P("tph_mem_type", 0, kw=True, nullable=True, lo=0, hi=255),
-        ),
-        "query_rt_values_ex": M(P("comp_mask", 1, optional=True, **U32)),
-        "query_port_speed": M(P("port_num", PORT, **U32)),
+        "import_device": D(cmd_fd=lambda w: w.ctx.cmd_fd),
+        "import_pd": D(pd_handle=lambda w: w.pd.handle),
+        "import_dm": D(dm_handle=0, length=0),
+        "alloc_dmah": D(cpu_id=0, ph=0, tph_mem_type=0),
+        "query_rt_values_ex": D(comp_mask=1),
+        "query_port_speed": D(port_num=PORT),
     }
 )
 DEVICE_METHODS["PD"][1].update(
@@ -756,11 +697,11 @@ DEVICE_METHODS["PD"][1].update(
             buf=None,
             owner=lambda w: w.buf,
         ),
-        "alloc_buf": M(P("size", 4096, lo=1, hi=2**64 - 1)),
+        "alloc_buf": D(size=4096),
         # No Buf on rdma-core 44: every call stops at the buf argument.
         "reg_buf_mr": D(buf=None, addr=0, length=64, access=0),
         "alloc_null_mr": M(),
-        "import_mr": M(P("mr_handle", lambda w: w.mr.handle, **U32)),
+        "import_mr": D(mr_handle=lambda w: w.mr.handle),
     }
 )
 DEVICE_METHODS["MR"][1]["rereg"] = D(flags=ib.ReregMRFlags.CHANGE_ACCESS, access=ALL_ACCESS)

@@ -296,9 +296,11 @@ struct resolve_args {
 	int port, timeout_ms;
 };
 static const ArgSpec resolve_params[] = {
-	ARG_OBJECT(struct resolve_args, host),
+	ARG_TEXT(struct resolve_args, host),
 	ARG_INT(struct resolve_args, port, 1, 65535, .flags = ARG_OPT,
 		.def = 4420),
+	/* Any object: a source that is not a str is a bad value (ValueError),
+	 * as the published package has it (cm_text_arg). */
 	ARG_OBJECT(struct resolve_args, source, .flags = ARG_OPT | ARG_NONE),
 	ARG_INT(struct resolve_args, timeout_ms, 1, INT_MAX, .flags = ARG_KWOPT,
 		.def = 2000),

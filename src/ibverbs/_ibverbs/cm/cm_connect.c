@@ -67,11 +67,12 @@ struct conn_args {
 	int responder_resources, initiator_depth, retry_count, rnr_retry_count;
 };
 
-#define CONN_PDATA ARG_OBJECT(struct conn_args, private_data, .flags = ARG_OPT)
+#define CONN_PDATA \
+	ARG_BUFFER(struct conn_args, private_data, 0, .flags = ARG_OPT)
 #define CONN_U8(f, d) \
 	ARG_INT(struct conn_args, f, 0, 255, .flags = ARG_KWOPT, .def = (d))
 #define CONN_TIMEOUT \
-	ARG_OBJECT(struct conn_args, timeout, .flags = ARG_KWOPT | ARG_NONE)
+	ARG_NUMBER(struct conn_args, timeout, .flags = ARG_KWOPT | ARG_NONE)
 
 /* private_data (bytes; left out: none) as *p and *len, checked against
  * what the transport carries in message "which".  0 / -1. */

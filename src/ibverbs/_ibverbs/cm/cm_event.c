@@ -47,7 +47,7 @@ int cm_timeout_arg(PyObject *o, long *ms)
 	return 0;
 }
 
-const ArgSpec cm_timeout_params[] = { ARG_OBJECT(struct cm_timeout_args,
+const ArgSpec cm_timeout_params[] = { ARG_NUMBER(struct cm_timeout_args,
 						 timeout,
 						 .flags = ARG_OPT | ARG_NONE),
 				      ARG_END };

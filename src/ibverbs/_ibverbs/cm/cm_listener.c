@@ -19,7 +19,7 @@ struct listener_args {
 };
 static const ArgSpec listener_params[] = {
 	ARG_INT(struct listener_args, port, 0, 65535),
-	ARG_OBJECT(struct listener_args, host, .flags = ARG_OPT | ARG_NONE),
+	ARG_TEXT(struct listener_args, host, .flags = ARG_OPT | ARG_NONE),
 	ARG_INT(struct listener_args, backlog, 1, INT_MAX, .flags = ARG_KWOPT,
 		.def = 16),
 	ARG_END

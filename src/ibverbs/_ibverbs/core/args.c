@@ -209,7 +209,21 @@ static int parse_one(const MethodArgs *m, const ArgSpec *a, PyObject *o,
 		if (parse_handle(a, o, self, out) < 0)
 			return -1;
 		break;
-	default: /* a record (its reader checks it) or any object */
+	case ARG_KIND_TEXT:
+		if (!PyUnicode_Check(o))
+			return arg_type_error_hint(a->name, "str",
+						   a->flags & ARG_NONE, o,
+						   a->hint);
+		*(PyObject **)(out + a->offset) = o;
+		break;
+	case ARG_KIND_NUMBER:
+		if (!PyLong_Check(o) && !PyFloat_Check(o))
+			return arg_type_error_hint(a->name, "int or float",
+						   a->flags & ARG_NONE, o,
+						   a->hint);
+		*(PyObject **)(out + a->offset) = o;
+		break;
+	default: /* a record, buffer or list (the method reads it), any */
 		*(PyObject **)(out + a->offset) = o;
 	}
 	if (a->mask != 0 && m->mask_offset >= 0)
@@ -322,9 +336,13 @@ int args_parse(const MethodArgs *m, PyObject *self, PyObject *args,
 static const char *const kind_names[] = {
 	[ARG_KIND_INT] = "int",	      [ARG_KIND_FLAGS] = "flags",
 	[ARG_KIND_ENUM] = "enum",     [ARG_KIND_HANDLE] = "handle",
-	[ARG_KIND_RECORD] = "record", [ARG_KIND_OBJECT] = "object",
+	[ARG_KIND_RECORD] = "record", [ARG_KIND_BUFFER] = "buffer",
+	[ARG_KIND_LIST] = "list",     [ARG_KIND_TEXT] = "text",
+	[ARG_KIND_NUMBER] = "number", [ARG_KIND_OBJECT] = "object",
 };
 
+/* One parameter's declaration as a dict (lo: the least length of a
+ * buffer, the range of an integer). */
 static PyObject *spec_param(const ArgSpec *a)
 {
 	static const char *const parents[] = { NULL, "Context", "PD" };
@@ -346,8 +364,9 @@ static PyObject *spec_param(const ArgSpec *a)
 	    dict_set_steal(d, "cls", obj_or_none(NULL)) < 0 ||
 	    (a->cls != NULL && dict_set_str(d, "cls", a->cls) < 0) ||
 	    dict_set_steal(d, "lo",
-			   is_int ? PyLong_FromLongLong(a->lo) :
-				    obj_or_none(NULL)) < 0 ||
+			   is_int || a->kind == ARG_KIND_BUFFER ?
+				   PyLong_FromLongLong(a->lo) :
+				   obj_or_none(NULL)) < 0 ||
 	    dict_set_steal(d, "hi",
 			   is_int ? PyLong_FromUnsignedLongLong(a->hi) :
 				    obj_or_none(NULL)) < 0 ||

@@ -4,9 +4,10 @@
  *
  * A method declares each argument beside its function: name, kind (an
  * integer in a range, a flag set or enum of a named class, a handle of a
- * type under the same Context or PD, a record of a named class, any
- * object), whether it may be left out or passed only by keyword, its
- * default, and whether None stands for "not given".  The C struct the
+ * type under the same Context or PD, a record of a named class, a buffer,
+ * a list, a str, a number, or any object), whether it may be left out or
+ * passed only by keyword, its default, and whether None stands for "not
+ * given".  The C struct the
  * method parses into has one field per argument, named as the argument:
  *
  *	struct reg_mr_args { uint64_t addr, length; int access; PyObject *owner; };
@@ -44,7 +45,11 @@ typedef enum ArgKind {
 	ARG_KIND_ENUM, /* an int or member of class cls, in lo..hi */
 	ARG_KIND_HANDLE, /* an open object of type cls, under parent */
 	ARG_KIND_RECORD, /* an object of class cls: the method reads it */
-	ARG_KIND_OBJECT, /* any object (an owner, a buffer, a callback) */
+	ARG_KIND_BUFFER, /* bytes-like, of lo bytes or more: the method reads it */
+	ARG_KIND_LIST, /* a list of cls items: the method reads it */
+	ARG_KIND_TEXT, /* a str */
+	ARG_KIND_NUMBER, /* an int or a float */
+	ARG_KIND_OBJECT, /* any object (an owner, a truth value) */
 } ArgKind;
 
 /* ArgSpec.flags */
@@ -123,6 +128,26 @@ typedef struct MethodArgs {
 	{                                                               \
 		ARG_FIELD_(S, f), .kind = ARG_KIND_RECORD, .cls = #Cls, \
 				  __VA_ARGS__                           \
+	}
+/* A bytes-like object of at least minlen bytes (the method checks). */
+#define ARG_BUFFER(S, f, minlen, ...)                                      \
+	{                                                                  \
+		ARG_FIELD_(S, f), .kind = ARG_KIND_BUFFER, .lo = (minlen), \
+				  __VA_ARGS__                              \
+	}
+/* A list of Item objects (the method checks the items). */
+#define ARG_LIST(S, f, Item, ...)                                      \
+	{                                                              \
+		ARG_FIELD_(S, f), .kind = ARG_KIND_LIST, .cls = #Item, \
+				  __VA_ARGS__                          \
+	}
+#define ARG_TEXT(S, f, ...)                                          \
+	{                                                            \
+		ARG_FIELD_(S, f), .kind = ARG_KIND_TEXT, __VA_ARGS__ \
+	}
+#define ARG_NUMBER(S, f, ...)                                          \
+	{                                                              \
+		ARG_FIELD_(S, f), .kind = ARG_KIND_NUMBER, __VA_ARGS__ \
 	}
 #define ARG_OBJECT(S, f, ...)                                          \
 	{                                                              \

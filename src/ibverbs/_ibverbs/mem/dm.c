@@ -134,9 +134,10 @@ struct copy_to_args {
 	uint64_t offset;
 	PyObject *data;
 };
-static const ArgSpec copy_to_params[] = { ARG_UINT(struct copy_to_args, offset),
-					  ARG_OBJECT(struct copy_to_args, data),
-					  ARG_END };
+static const ArgSpec copy_to_params[] = {
+	ARG_UINT(struct copy_to_args, offset),
+	ARG_BUFFER(struct copy_to_args, data, 0), ARG_END
+};
 METHOD_ARGS(dm_copy_to, "DM.copy_to", copy_to_params);
 
 static PyObject *dm_copy_to(PyObject *self, PyObject *args, PyObject *kw)

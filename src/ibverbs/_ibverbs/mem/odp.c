@@ -118,7 +118,7 @@ struct advise_mr_args {
 static const ArgSpec advise_mr_params[] = {
 	ARG_ENUM(struct advise_mr_args, advice, AdviseMRAdvice, 0, INT32_MAX),
 	ARG_FLAGS(struct advise_mr_args, flags, AdviseMRFlags),
-	ARG_OBJECT(struct advise_mr_args, sg_list), ARG_END
+	ARG_LIST(struct advise_mr_args, sg_list, SGE), ARG_END
 };
 METHOD_ARGS(pd_advise_mr, "PD.advise_mr", advise_mr_params);
 

@@ -96,7 +96,7 @@ struct from_wc_args {
 };
 #define FROM_WC_PORT ARG_INT(struct from_wc_args, port, 1, UINT8_MAX)
 #define FROM_WC_WC ARG_RECORD(struct from_wc_args, wc, WC)
-#define FROM_WC_GRH ARG_OBJECT(struct from_wc_args, grh)
+#define FROM_WC_GRH ARG_BUFFER(struct from_wc_args, grh, 40)
 
 /* wc and grh converted and checked, then self's handle again (reading
  * the buffer may have run Python code that closed it); 0 or -1. */

@@ -1193,7 +1193,7 @@ struct mcast_args {
 	uint16_t lid;
 };
 static const ArgSpec mcast_params[] = {
-	ARG_OBJECT(struct mcast_args, gid),
+	ARG_RECORD(struct mcast_args, gid, Gid),
 	ARG_UINT(struct mcast_args, lid, .flags = ARG_OPT),
 	ARG_END,
 };

@@ -100,7 +100,7 @@ struct create_rwq_ind_table_args {
 	PyObject *wqs;
 };
 static const ArgSpec create_rwq_ind_table_params[] = {
-	ARG_OBJECT(struct create_rwq_ind_table_args, wqs), ARG_END
+	ARG_LIST(struct create_rwq_ind_table_args, wqs, WQ), ARG_END
 };
 METHOD_ARGS(context_create_rwq_ind_table, "Context.create_rwq_ind_table",
 	    create_rwq_ind_table_params);
