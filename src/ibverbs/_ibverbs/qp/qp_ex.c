@@ -360,7 +360,7 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb)
 /* wr_start, wr_complete, wr_abort                                    */
 /* ------------------------------------------------------------------ */
 
-PyDoc_STRVAR(wrex_start__doc__,
+PyDoc_STRVAR(qpex_wr_start__doc__,
 	     "Open a batch of work requests on the send queue.\n"
 	     "\n"
 	     "Then call builders (``wr_send()``, ...), each followed by its\n"
@@ -394,7 +394,7 @@ static PyObject *qpex_wr_start(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_complete__doc__,
+PyDoc_STRVAR(qpex_wr_complete__doc__,
 	     "Post the open batch and close it.\n"
 	     "\n"
 	     "On failure nothing of the batch was posted. Either way the\n"
@@ -437,7 +437,7 @@ static PyObject *qpex_wr_complete(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_abort__doc__,
+PyDoc_STRVAR(qpex_wr_abort__doc__,
 	     "Discard the open batch: none of its WRs is posted.\n"
 	     "\n"
 	     "Does nothing when no batch is open.\n"
@@ -977,13 +977,13 @@ static int parse_ints(PyObject *args, PyObject *kw, const char *fmt,
 /* Builders                                                            */
 /* ------------------------------------------------------------------ */
 
-PyDoc_STRVAR(wrex_send__doc__,
+PyDoc_STRVAR(qpex_wr_send__doc__,
 	     "Start a SEND in the open batch.\n"
 	     "\n" WRX_DATA_NEXT "\n"
 	     "Wraps ``ibv_wr_send`` (man page ibv_wr_post(3)).\n"
 	     "\n" WRX_RAISES("SEND"));
 
-static PyObject *wr_send(PyObject *self, PyObject *unused)
+static PyObject *qpex_wr_send(PyObject *self, PyObject *unused)
 {
 	HANDLE_CHECK(self);
 	if (qpex_begin_wr(self, WREX_OP_SEND, "ibv_wr_send",
@@ -993,14 +993,14 @@ static PyObject *wr_send(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_send_imm__doc__,
+PyDoc_STRVAR(qpex_wr_send_imm__doc__,
 	     "Start a SEND_WITH_IMM in the open batch.\n"
 	     "\n" WRX_DATA_NEXT "\n"
 	     "Wraps ``ibv_wr_send_imm`` (man page ibv_wr_post(3)).\n"
 	     "\n"
 	     "Args:\n" WRX_ARG_IMM "\n" WRX_RAISES("SEND_WITH_IMM"));
 
-static PyObject *wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "imm_data", NULL };
 	static const int bits[] = { 32 };
@@ -1017,7 +1017,7 @@ static PyObject *wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(
-	wrex_send_inv__doc__,
+	qpex_wr_send_inv__doc__,
 	"Start a SEND_WITH_INV: a send that invalidates the peer's\n"
 	"``invalidate_rkey`` (an MW's).\n"
 	"\n" WRX_DATA_NEXT "\n"
@@ -1028,7 +1028,7 @@ PyDoc_STRVAR(
 	"        of its MWs), 32 bits.\n"
 	"\n" WRX_RAISES("SEND_WITH_INV"));
 
-static PyObject *wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "invalidate_rkey", NULL };
 	static const int bits[] = { 32 };
@@ -1047,7 +1047,7 @@ static PyObject *wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 static char *kw_rdma[] = { "rkey", "remote_addr", NULL };
 static const int bits_rdma[] = { 32, 64 };
 
-PyDoc_STRVAR(wrex_rdma_write__doc__,
+PyDoc_STRVAR(qpex_wr_rdma_write__doc__,
 	     "Start an RDMA_WRITE to the peer's memory.\n"
 	     "\n" WRX_DATA_NEXT "\n"
 	     "Wraps ``ibv_wr_rdma_write`` (man page ibv_wr_post(3)).\n"
@@ -1055,7 +1055,8 @@ PyDoc_STRVAR(wrex_rdma_write__doc__,
 	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR
 	     "\n" WRX_RAISES("RDMA_WRITE"));
 
-static PyObject *wr_rdma_write(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_rdma_write(PyObject *self, PyObject *args,
+				    PyObject *kw)
 {
 	uint64_t v[2];
 
@@ -1069,7 +1070,7 @@ static PyObject *wr_rdma_write(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_rdma_write_imm__doc__,
+PyDoc_STRVAR(qpex_wr_rdma_write_imm__doc__,
 	     "Start an RDMA_WRITE_WITH_IMM: the peer also gets a receive\n"
 	     "completion with ``imm_data``.\n"
 	     "\n" WRX_DATA_NEXT "\n"
@@ -1078,7 +1079,8 @@ PyDoc_STRVAR(wrex_rdma_write_imm__doc__,
 	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR WRX_ARG_IMM
 	     "\n" WRX_RAISES("RDMA_WRITE_WITH_IMM"));
 
-static PyObject *wr_rdma_write_imm(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_rdma_write_imm(PyObject *self, PyObject *args,
+					PyObject *kw)
 {
 	static char *kwlist[] = { "rkey", "remote_addr", "imm_data", NULL };
 	static const int bits[] = { 32, 64, 32 };
@@ -1095,14 +1097,14 @@ static PyObject *wr_rdma_write_imm(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_rdma_read__doc__,
+PyDoc_STRVAR(qpex_wr_rdma_read__doc__,
 	     "Start an RDMA_READ; the SGEs set next receive the data.\n"
 	     "\n"
 	     "Wraps ``ibv_wr_rdma_read`` (man page ibv_wr_post(3)).\n"
 	     "\n"
 	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR "\n" WRX_RAISES("RDMA_READ"));
 
-static PyObject *wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 {
 	uint64_t v[2];
 
@@ -1116,7 +1118,7 @@ static PyObject *wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_atomic_cmp_swp__doc__,
+PyDoc_STRVAR(qpex_wr_atomic_cmp_swp__doc__,
 	     "Start an 8-byte compare-and-swap on the peer's memory:\n"
 	     "``swap`` is written where ``compare`` matches. The 8-byte\n"
 	     "SGE set next receives the old value.\n"
@@ -1128,7 +1130,8 @@ PyDoc_STRVAR(wrex_atomic_cmp_swp__doc__,
 	     "    swap: the value written there when it matches, 64 bits.\n"
 	     "\n" WRX_RAISES("ATOMIC_CMP_AND_SWP"));
 
-static PyObject *wr_atomic_cmp_swp(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_atomic_cmp_swp(PyObject *self, PyObject *args,
+					PyObject *kw)
 {
 	static char *kwlist[] = { "rkey", "remote_addr", "compare", "swap",
 				  NULL };
@@ -1145,7 +1148,7 @@ static PyObject *wr_atomic_cmp_swp(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_atomic_fetch_add__doc__,
+PyDoc_STRVAR(qpex_wr_atomic_fetch_add__doc__,
 	     "Start an 8-byte fetch-and-add of ``add`` on the peer's\n"
 	     "memory. The 8-byte SGE set next receives the old value.\n"
 	     "\n"
@@ -1155,8 +1158,8 @@ PyDoc_STRVAR(wrex_atomic_fetch_add__doc__,
 	     "    add: the value added at remote_addr, 64 bits (wraps).\n"
 	     "\n" WRX_RAISES("ATOMIC_FETCH_AND_ADD"));
 
-static PyObject *wr_atomic_fetch_add(PyObject *self, PyObject *args,
-				     PyObject *kw)
+static PyObject *qpex_wr_atomic_fetch_add(PyObject *self, PyObject *args,
+					  PyObject *kw)
 {
 	static char *kwlist[] = { "rkey", "remote_addr", "add", NULL };
 	static const int bits[] = { 32, 64, 64 };
@@ -1175,7 +1178,7 @@ static PyObject *wr_atomic_fetch_add(PyObject *self, PyObject *args,
 }
 
 PyDoc_STRVAR(
-	wrex_local_inv__doc__,
+	qpex_wr_local_inv__doc__,
 	"Start a LOCAL_INV: invalidate the rkey of a local MW (no\n"
 	"data).\n"
 	"\n"
@@ -1185,7 +1188,7 @@ PyDoc_STRVAR(
 	"    invalidate_rkey: the rkey of the local MW to invalidate, 32 bits.\n"
 	"\n" WRX_RAISES("LOCAL_INV"));
 
-static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "invalidate_rkey", NULL };
 	static const int bits[] = { 32 };
@@ -1216,7 +1219,7 @@ static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_atomic_write__doc__,
+PyDoc_STRVAR(qpex_wr_atomic_write__doc__,
 	     "Start an ATOMIC_WRITE of 8 bytes to the peer (no setters).\n"
 	     "\n"
 	     "The provider copies ``data`` during the call.\n"
@@ -1238,7 +1241,8 @@ PyDoc_STRVAR(wrex_atomic_write__doc__,
 
 /* wr_atomic_write(rkey, remote_addr, data): data is the 8 bytes to write
  * (bytes or bytearray); the provider copies them during the call. */
-static PyObject *wr_atomic_write(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_atomic_write(PyObject *self, PyObject *args,
+				      PyObject *kw)
 {
 	static char *kwlist[] = { "rkey", "remote_addr", "data", NULL };
 	PyObject *rkey_o, *addr_o, *data;
@@ -1278,7 +1282,7 @@ static PyObject *wr_atomic_write(PyObject *self, PyObject *args, PyObject *kw)
 #endif
 }
 
-PyDoc_STRVAR(wrex_flush__doc__,
+PyDoc_STRVAR(qpex_wr_flush__doc__,
 	     "Start a FLUSH: make a range of the peer's memory persistent or\n"
 	     "globally visible (no setters).\n"
 	     "\n"
@@ -1301,7 +1305,7 @@ PyDoc_STRVAR(wrex_flush__doc__,
 
 /* wr_flush(rkey, remote_addr, len, type, level).  Built against headers
  * without ibv_wr_flush (rdma-core < 45): EOPNOTSUPP, after the checks. */
-static PyObject *wr_flush(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_flush(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "rkey", "remote_addr", "len",
 				  "type", "level",	 NULL };
@@ -1370,7 +1374,7 @@ static int check_num_sge(PyObject *self, Py_ssize_t n, const char *verb)
 	return 0;
 }
 
-PyDoc_STRVAR(wrex_set_sge__doc__,
+PyDoc_STRVAR(qpex_wr_set_sge__doc__,
 	     "Give the last builder's WR its data: one SGE.\n"
 	     "\n"
 	     "Also ``wr_set_sge(sge)`` with an SGE object, which (with its\n"
@@ -1392,7 +1396,7 @@ PyDoc_STRVAR(wrex_set_sge__doc__,
 	     "        EOPNOTSUPP when the provider lacks it.");
 
 /* wr_set_sge(sge) or wr_set_sge(lkey, addr, length) */
-static PyObject *wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "lkey", "addr", "length", NULL };
 	PyObject *a = NULL, *b = NULL, *c = NULL;
@@ -1440,7 +1444,7 @@ static PyObject *wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 
 #define SMALL_LIST 16
 
-PyDoc_STRVAR(wrex_set_sge_list__doc__,
+PyDoc_STRVAR(qpex_wr_set_sge_list__doc__,
 	     "Give the last builder's WR its data: a list of SGEs.\n"
 	     "\n"
 	     "The SGEs (and their MRs) are held until the batch ends.\n"
@@ -1459,7 +1463,8 @@ PyDoc_STRVAR(wrex_set_sge_list__doc__,
 	     "        EOPNOTSUPP when the provider lacks it.");
 
 /* wr_set_sge_list(sges): a list or tuple of SGE objects. */
-static PyObject *wr_set_sge_list(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_set_sge_list(PyObject *self, PyObject *args,
+				      PyObject *kw)
 {
 	static char *kwlist[] = { "sg_list", NULL };
 	struct ibv_sge small[SMALL_LIST], *arr = small;
@@ -1581,7 +1586,7 @@ static int check_inline_len(PyObject *self, size_t total, const char *verb)
 	return 0;
 }
 
-PyDoc_STRVAR(wrex_set_inline_data__doc__,
+PyDoc_STRVAR(qpex_wr_set_inline_data__doc__,
 	     "Give the last builder's WR its data inline.\n"
 	     "\n"
 	     "The provider copies the bytes now (no MR needed).\n"
@@ -1599,8 +1604,8 @@ PyDoc_STRVAR(wrex_set_inline_data__doc__,
 	     "        already; EOPNOTSUPP when the provider lacks it; EBADF\n"
 	     "        once the QP is closed.");
 
-static PyObject *wr_set_inline_data(PyObject *self, PyObject *args,
-				    PyObject *kw)
+static PyObject *qpex_wr_set_inline_data(PyObject *self, PyObject *args,
+					 PyObject *kw)
 {
 	static char *kwlist[] = { "data", NULL };
 	struct ibv_data_buf buf;
@@ -1626,7 +1631,7 @@ static PyObject *wr_set_inline_data(PyObject *self, PyObject *args,
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_set_inline_data_list__doc__,
+PyDoc_STRVAR(qpex_wr_set_inline_data_list__doc__,
 	     "Give the last builder's WR its data inline, from several "
 	     "buffers.\n"
 	     "\n"
@@ -1643,8 +1648,8 @@ PyDoc_STRVAR(wrex_set_inline_data_list__doc__,
 	     "    ValueError: more bytes in all than max_inline_data.\n"
 	     "    VerbsError: as ``wr_set_inline_data()``.");
 
-static PyObject *wr_set_inline_data_list(PyObject *self, PyObject *args,
-					 PyObject *kw)
+static PyObject *qpex_wr_set_inline_data_list(PyObject *self, PyObject *args,
+					      PyObject *kw)
 {
 	static char *kwlist[] = { "buf_list", NULL };
 	struct ibv_data_buf small[SMALL_LIST], *arr = small;
@@ -1706,7 +1711,7 @@ out:
 	return res;
 }
 
-PyDoc_STRVAR(wrex_set_ud_addr__doc__,
+PyDoc_STRVAR(qpex_wr_set_ud_addr__doc__,
 	     "Give the last builder's WR its UD destination (required on UD).\n"
 	     "\n"
 	     "The AH is held, and marked used, until the batch ends.\n"
@@ -1727,7 +1732,8 @@ PyDoc_STRVAR(wrex_set_ud_addr__doc__,
 	     "        QP or when the WR has its destination already;\n"
 	     "        EOPNOTSUPP when the provider lacks it.");
 
-static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_set_ud_addr(PyObject *self, PyObject *args,
+				     PyObject *kw)
 {
 	static char *kwlist[] = { "ah", "remote_qpn", "remote_qkey", NULL };
 	PyObject *ah, *qpn_o, *qkey_o;
@@ -1772,7 +1778,7 @@ static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
 /* TSO and XRC: hardware only (rxe has neither op)                     */
 /* ------------------------------------------------------------------ */
 
-PyDoc_STRVAR(wrex_send_tso__doc__,
+PyDoc_STRVAR(qpex_wr_send_tso__doc__,
 	     "Start a TSO send (a large send the device segments) in the\n"
 	     "open batch: ``hdr`` is the packet header the device repeats\n"
 	     "(copied by the provider now), ``mss`` the segment size.\n"
@@ -1788,7 +1794,7 @@ PyDoc_STRVAR(wrex_send_tso__doc__,
 	     "    mss: the maximum segment size, 16 bits.\n"
 	     "\n" WRX_RAISES("TSO"));
 
-static PyObject *wr_send_tso(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_send_tso(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "hdr", "mss", NULL };
 	PyObject *hdr_o, *mss_o, *hold = NULL;
@@ -1818,7 +1824,7 @@ fail:
 	return NULL;
 }
 
-PyDoc_STRVAR(wrex_set_xrc_srqn__doc__,
+PyDoc_STRVAR(qpex_wr_set_xrc_srqn__doc__,
 	     "Give the last builder's WR its remote XRC SRQ (required on\n"
 	     "an XRC_SEND QP: the SRQ number the target's\n"
 	     "``SRQ.get_srq_num()`` gives).\n"
@@ -1836,7 +1842,8 @@ PyDoc_STRVAR(wrex_set_xrc_srqn__doc__,
 	     "        it or on a QP that is not XRC_SEND; EOPNOTSUPP when the\n"
 	     "        provider lacks it; EBADF once the QP is closed.");
 
-static PyObject *wr_set_xrc_srqn(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_set_xrc_srqn(PyObject *self, PyObject *args,
+				      PyObject *kw)
 {
 	static char *kwlist[] = { "remote_srqn", NULL };
 	QPExObject *q = QPEXO(self);
@@ -1867,7 +1874,7 @@ static PyObject *wr_set_xrc_srqn(PyObject *self, PyObject *args, PyObject *kw)
 /* wr_bind_mw (its MW and MWBindInfo parsed by mw.c)                  */
 /* ------------------------------------------------------------------ */
 
-PyDoc_STRVAR(wrex_bind_mw__doc__,
+PyDoc_STRVAR(qpex_wr_bind_mw__doc__,
 	     "Start a BIND_MW: bind a type 2 window under a new rkey.\n"
 	     "\n"
 	     "The MW and the MR are held, and marked used, until the batch\n"
@@ -1939,46 +1946,28 @@ out:
 /* ------------------------------------------------------------------ */
 
 static PyMethodDef qpex_methods[] = {
-	{ "wr_start", qpex_wr_start, METH_NOARGS, wrex_start__doc__ },
-	{ "wr_complete", qpex_wr_complete, METH_NOARGS, wrex_complete__doc__ },
-	{ "wr_abort", qpex_wr_abort, METH_NOARGS, wrex_abort__doc__ },
-	{ "wr_send", wr_send, METH_NOARGS, wrex_send__doc__ },
-	{ "wr_send_imm", KW wr_send_imm, METH_VARARGS | METH_KEYWORDS,
-	  wrex_send_imm__doc__ },
-	{ "wr_send_inv", KW wr_send_inv, METH_VARARGS | METH_KEYWORDS,
-	  wrex_send_inv__doc__ },
-	{ "wr_rdma_write", KW wr_rdma_write, METH_VARARGS | METH_KEYWORDS,
-	  wrex_rdma_write__doc__ },
-	{ "wr_rdma_write_imm", KW wr_rdma_write_imm,
-	  METH_VARARGS | METH_KEYWORDS, wrex_rdma_write_imm__doc__ },
-	{ "wr_rdma_read", KW wr_rdma_read, METH_VARARGS | METH_KEYWORDS,
-	  wrex_rdma_read__doc__ },
-	{ "wr_atomic_cmp_swp", KW wr_atomic_cmp_swp,
-	  METH_VARARGS | METH_KEYWORDS, wrex_atomic_cmp_swp__doc__ },
-	{ "wr_atomic_fetch_add", KW wr_atomic_fetch_add,
-	  METH_VARARGS | METH_KEYWORDS, wrex_atomic_fetch_add__doc__ },
-	{ "wr_local_inv", KW wr_local_inv, METH_VARARGS | METH_KEYWORDS,
-	  wrex_local_inv__doc__ },
-	{ "wr_atomic_write", KW wr_atomic_write, METH_VARARGS | METH_KEYWORDS,
-	  wrex_atomic_write__doc__ },
-	{ "wr_flush", KW wr_flush, METH_VARARGS | METH_KEYWORDS,
-	  wrex_flush__doc__ },
-	{ "wr_set_sge", KW wr_set_sge, METH_VARARGS | METH_KEYWORDS,
-	  wrex_set_sge__doc__ },
-	{ "wr_set_sge_list", KW wr_set_sge_list, METH_VARARGS | METH_KEYWORDS,
-	  wrex_set_sge_list__doc__ },
-	{ "wr_set_inline_data", KW wr_set_inline_data,
-	  METH_VARARGS | METH_KEYWORDS, wrex_set_inline_data__doc__ },
-	{ "wr_set_inline_data_list", KW wr_set_inline_data_list,
-	  METH_VARARGS | METH_KEYWORDS, wrex_set_inline_data_list__doc__ },
-	{ "wr_set_ud_addr", KW wr_set_ud_addr, METH_VARARGS | METH_KEYWORDS,
-	  wrex_set_ud_addr__doc__ },
-	{ "wr_bind_mw", KW qpex_wr_bind_mw, METH_VARARGS | METH_KEYWORDS,
-	  wrex_bind_mw__doc__ },
-	{ "wr_send_tso", KW wr_send_tso, METH_VARARGS | METH_KEYWORDS,
-	  wrex_send_tso__doc__ },
-	{ "wr_set_xrc_srqn", KW wr_set_xrc_srqn, METH_VARARGS | METH_KEYWORDS,
-	  wrex_set_xrc_srqn__doc__ },
+	METHOD_NOARGS("wr_start", qpex_wr_start),
+	METHOD_NOARGS("wr_complete", qpex_wr_complete),
+	METHOD_NOARGS("wr_abort", qpex_wr_abort),
+	METHOD_NOARGS("wr_send", qpex_wr_send),
+	METHOD_KW("wr_send_imm", qpex_wr_send_imm),
+	METHOD_KW("wr_send_inv", qpex_wr_send_inv),
+	METHOD_KW("wr_rdma_write", qpex_wr_rdma_write),
+	METHOD_KW("wr_rdma_write_imm", qpex_wr_rdma_write_imm),
+	METHOD_KW("wr_rdma_read", qpex_wr_rdma_read),
+	METHOD_KW("wr_atomic_cmp_swp", qpex_wr_atomic_cmp_swp),
+	METHOD_KW("wr_atomic_fetch_add", qpex_wr_atomic_fetch_add),
+	METHOD_KW("wr_local_inv", qpex_wr_local_inv),
+	METHOD_KW("wr_atomic_write", qpex_wr_atomic_write),
+	METHOD_KW("wr_flush", qpex_wr_flush),
+	METHOD_KW("wr_set_sge", qpex_wr_set_sge),
+	METHOD_KW("wr_set_sge_list", qpex_wr_set_sge_list),
+	METHOD_KW("wr_set_inline_data", qpex_wr_set_inline_data),
+	METHOD_KW("wr_set_inline_data_list", qpex_wr_set_inline_data_list),
+	METHOD_KW("wr_set_ud_addr", qpex_wr_set_ud_addr),
+	METHOD_KW("wr_bind_mw", qpex_wr_bind_mw),
+	METHOD_KW("wr_send_tso", qpex_wr_send_tso),
+	METHOD_KW("wr_set_xrc_srqn", qpex_wr_set_xrc_srqn),
 	{ NULL, NULL, 0, NULL }
 };
 
