@@ -645,6 +645,7 @@ static int ia_handle(PyObject *ia, const char *name, PyTypeObject *t,
 		     const char *tname, Handle *ctx, PyObject **out)
 {
 	PyObject *v;
+	char what[32];
 
 	*out = NULL;
 	if (attr_optional(ia, name, &v) < 0)
@@ -653,19 +654,15 @@ static int ia_handle(PyObject *ia, const char *name, PyTypeObject *t,
 		Py_XDECREF(v);
 		return 0;
 	}
+	snprintf(what, sizeof(what), "init_attr.%s", name);
 	if (!PyObject_TypeCheck(v, t)) {
-		PyErr_Format(PyExc_TypeError,
-			     "init_attr.%s must be %s or None, not %R", name,
-			     tname, (PyObject *)Py_TYPE(v));
+		arg_type_error(what, tname, 1, v);
 		goto fail;
 	}
 	if (handle_check(HANDLE(v)) < 0)
 		goto fail;
 	if (HANDLE(v)->parent != ctx) {
-		PyErr_Format(PyExc_ValueError,
-			     "init_attr.%s belongs to another Context than "
-			     "the PD",
-			     name);
+		arg_other_parent_error(what, "Context");
 		goto fail;
 	}
 	*out = v;
@@ -734,8 +731,8 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 
 	memset(a, 0, sizeof(*a));
 	if (ia_uint(ia, "qp_type", INT32_MAX, IBV_QPT_RC, &type) < 0 ||
-	    ia_handle(ia, "xrcd", ST.XRCD_type, "an XRCD", ctx, &a->xrcd) < 0 ||
-	    ia_handle(ia, "rwq_ind_tbl", ST.RWQIndTable_type, "an RWQIndTable",
+	    ia_handle(ia, "xrcd", ST.XRCD_type, "XRCD", ctx, &a->xrcd) < 0 ||
+	    ia_handle(ia, "rwq_ind_tbl", ST.RWQIndTable_type, "RWQIndTable",
 		      ctx, &a->ind_tbl) < 0)
 		return -1;
 	*no_cq = type == IBV_QPT_XRC_RECV || a->ind_tbl != NULL;
@@ -845,17 +842,23 @@ METHOD_DOC(pd_create_qp_ex,
 	   "        the provider makes no extended QP; else the verb failed\n"
 	   "        (``errno``).");
 
+/* PD.create_qp_ex and Context.create_qp_ex: create_ex() reads it. */
+struct create_qp_ex_args {
+	PyObject *init_attr;
+};
+static const ArgSpec create_qp_ex_params[] = {
+	ARG_RECORD(struct create_qp_ex_args, init_attr, QPInitAttrEx), ARG_END
+};
+METHOD_ARGS(pd_create_qp_ex, "PD.create_qp_ex", create_qp_ex_params);
+
 PyObject *pd_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
 {
-	PDObject *pd = (PDObject *)self;
-	static char *kwlist[] = { "init_attr", NULL };
-	PyObject *ia;
+	struct create_qp_ex_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp_ex", kwlist,
-					 &ia))
+	if (args_parse(&pd_create_qp_ex_args, self, args, kw, &a) < 0)
 		return NULL;
-	return create_ex(pd, ia);
+	return create_ex((PDObject *)self, a.init_attr);
 }
 
 /* Context.create_qp_ex(init_attr): init_attr.pd is required and must be
@@ -885,43 +888,38 @@ METHOD_DOC(
 	"        EOPNOTSUPP as ``PD.create_qp_ex()``; else the verb\n"
 	"        failed (``errno``).");
 
+METHOD_ARGS(context_create_qp_ex, "Context.create_qp_ex", create_qp_ex_params);
+
 PyObject *context_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
 {
-	ContextObject *ctx = (ContextObject *)self;
-	static char *kwlist[] = { "init_attr", NULL };
-	PyObject *ia, *pd;
-	PyObject *res = NULL;
+	struct create_qp_ex_args a;
+	PyObject *pd, *res = NULL;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp_ex", kwlist,
-					 &ia))
+	if (args_parse(&context_create_qp_ex_args, self, args, kw, &a) < 0)
 		return NULL;
-	pd = PyObject_GetAttrString(ia, "pd");
+	pd = PyObject_GetAttrString(a.init_attr, "pd");
 	if (pd == NULL) {
 		if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
 			PyErr_Clear();
-			PyErr_Format(PyExc_TypeError,
-				     "init_attr must be a QPInitAttrEx with "
-				     "a pd, not %R",
-				     (PyObject *)Py_TYPE(ia));
+			arg_type_error_hint(
+				"init_attr", "QPInitAttrEx", 0, a.init_attr,
+				"Context.create_qp_ex reads its pd");
 		}
 		return NULL;
 	}
 	if (!PyObject_TypeCheck(pd, ST.PD_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "init_attr.pd must be a PD (Context.create_qp_ex "
-			     "needs one), not %R",
-			     (PyObject *)Py_TYPE(pd));
+		arg_type_error_hint("init_attr.pd", "PD", 0, pd,
+				    "Context.create_qp_ex needs one");
 		goto out;
 	}
 	if (handle_check(HANDLE(pd)) < 0)
 		goto out;
-	if (HANDLE(pd)->parent != HANDLE(ctx)) {
-		PyErr_SetString(PyExc_ValueError,
-				"init_attr.pd belongs to another Context");
+	if (HANDLE(pd)->parent != HANDLE(self)) {
+		arg_other_parent_error("init_attr.pd", "Context");
 		goto out;
 	}
-	res = create_ex((PDObject *)pd, ia);
+	res = create_ex((PDObject *)pd, a.init_attr);
 out:
 	Py_DECREF(pd);
 	return res;
@@ -941,37 +939,6 @@ static PyObject *provider_lacks(const char *verb)
 		if (QPX(self)->field == NULL)        \
 			return provider_lacks(verb); \
 	} while (0)
-
-/* Parse up to 5 integer arguments named in kwlist (u32 when bits is 32,
- * else u64).  0 or -1. */
-static int parse_ints(PyObject *args, PyObject *kw, const char *fmt,
-		      char **kwlist, const int *bits, uint64_t *out)
-{
-	PyObject *o[5] = { NULL };
-	int i;
-
-	if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &o[0], &o[1],
-					 &o[2], &o[3], &o[4]))
-		return -1;
-	for (i = 0; kwlist[i] != NULL; i++) {
-		if (bits[i] == 32) {
-			uint32_t v;
-
-			if (arg_u32(o[i], kwlist[i], &v) < 0)
-				return -1;
-			out[i] = v;
-		} else if (bits[i] == 8) {
-			long v;
-
-			if (arg_int(o[i], kwlist[i], 0, UINT8_MAX, &v) < 0)
-				return -1;
-			out[i] = (uint64_t)v;
-		} else if (arg_u64(o[i], kwlist[i], &out[i]) < 0) {
-			return -1;
-		}
-	}
-	return 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* Builders                                                            */
@@ -1000,19 +967,24 @@ PyDoc_STRVAR(qpex_wr_send_imm__doc__,
 	     "\n"
 	     "Args:\n" WRX_ARG_IMM "\n" WRX_RAISES("SEND_WITH_IMM"));
 
+struct imm_args {
+	uint32_t imm_data;
+};
+static const ArgSpec imm_params[] = { ARG_UINT(struct imm_args, imm_data),
+				      ARG_END };
+METHOD_ARGS(qpex_wr_send_imm, "QPEx.wr_send_imm", imm_params);
+
 static PyObject *qpex_wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "imm_data", NULL };
-	static const int bits[] = { 32 };
-	uint64_t v[1];
+	struct imm_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "O:wr_send_imm", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_send_imm_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (qpex_begin_wr(self, WREX_OP_SEND_IMM, "ibv_wr_send_imm",
 			  QPX(self)->wr_send_imm != NULL) < 0)
 		return NULL;
-	ibv_wr_send_imm(QPX(self), htobe32((uint32_t)v[0]));
+	ibv_wr_send_imm(QPX(self), htobe32(a.imm_data));
 	Py_RETURN_NONE;
 }
 
@@ -1028,24 +1000,37 @@ PyDoc_STRVAR(
 	"        of its MWs), 32 bits.\n"
 	"\n" WRX_RAISES("SEND_WITH_INV"));
 
+/* wr_send_inv and wr_local_inv */
+struct inv_args {
+	uint32_t invalidate_rkey;
+};
+static const ArgSpec inv_params[] = {
+	ARG_UINT(struct inv_args, invalidate_rkey), ARG_END
+};
+METHOD_ARGS(qpex_wr_send_inv, "QPEx.wr_send_inv", inv_params);
+
 static PyObject *qpex_wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "invalidate_rkey", NULL };
-	static const int bits[] = { 32 };
-	uint64_t v[1];
+	struct inv_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "O:wr_send_inv", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_send_inv_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (qpex_begin_wr(self, WREX_OP_SEND_INV, "ibv_wr_send_inv",
 			  QPX(self)->wr_send_inv != NULL) < 0)
 		return NULL;
-	ibv_wr_send_inv(QPX(self), (uint32_t)v[0]);
+	ibv_wr_send_inv(QPX(self), a.invalidate_rkey);
 	Py_RETURN_NONE;
 }
 
-static char *kw_rdma[] = { "rkey", "remote_addr", NULL };
-static const int bits_rdma[] = { 32, 64 };
+/* wr_rdma_write and wr_rdma_read */
+struct rdma_args {
+	uint32_t rkey;
+	uint64_t remote_addr;
+};
+static const ArgSpec rdma_params[] = { ARG_UINT(struct rdma_args, rkey),
+				       ARG_UINT(struct rdma_args, remote_addr),
+				       ARG_END };
 
 PyDoc_STRVAR(qpex_wr_rdma_write__doc__,
 	     "Start an RDMA_WRITE to the peer's memory.\n"
@@ -1055,18 +1040,20 @@ PyDoc_STRVAR(qpex_wr_rdma_write__doc__,
 	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR
 	     "\n" WRX_RAISES("RDMA_WRITE"));
 
+METHOD_ARGS(qpex_wr_rdma_write, "QPEx.wr_rdma_write", rdma_params);
+
 static PyObject *qpex_wr_rdma_write(PyObject *self, PyObject *args,
 				    PyObject *kw)
 {
-	uint64_t v[2];
+	struct rdma_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OO:wr_rdma_write", kw_rdma, bits_rdma, v) < 0)
+	if (args_parse(&qpex_wr_rdma_write_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE, "ibv_wr_rdma_write",
 			  QPX(self)->wr_rdma_write != NULL) < 0)
 		return NULL;
-	ibv_wr_rdma_write(QPX(self), (uint32_t)v[0], v[1]);
+	ibv_wr_rdma_write(QPX(self), a.rkey, a.remote_addr);
 	Py_RETURN_NONE;
 }
 
@@ -1079,21 +1066,31 @@ PyDoc_STRVAR(qpex_wr_rdma_write_imm__doc__,
 	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR WRX_ARG_IMM
 	     "\n" WRX_RAISES("RDMA_WRITE_WITH_IMM"));
 
+struct rdma_imm_args {
+	uint32_t rkey;
+	uint64_t remote_addr;
+	uint32_t imm_data;
+};
+static const ArgSpec rdma_imm_params[] = {
+	ARG_UINT(struct rdma_imm_args, rkey),
+	ARG_UINT(struct rdma_imm_args, remote_addr),
+	ARG_UINT(struct rdma_imm_args, imm_data), ARG_END
+};
+METHOD_ARGS(qpex_wr_rdma_write_imm, "QPEx.wr_rdma_write_imm", rdma_imm_params);
+
 static PyObject *qpex_wr_rdma_write_imm(PyObject *self, PyObject *args,
 					PyObject *kw)
 {
-	static char *kwlist[] = { "rkey", "remote_addr", "imm_data", NULL };
-	static const int bits[] = { 32, 64, 32 };
-	uint64_t v[3];
+	struct rdma_imm_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OOO:wr_rdma_write_imm", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_rdma_write_imm_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE_IMM, "ibv_wr_rdma_write_imm",
 			  QPX(self)->wr_rdma_write_imm != NULL) < 0)
 		return NULL;
-	ibv_wr_rdma_write_imm(QPX(self), (uint32_t)v[0], v[1],
-			      htobe32((uint32_t)v[2]));
+	ibv_wr_rdma_write_imm(QPX(self), a.rkey, a.remote_addr,
+			      htobe32(a.imm_data));
 	Py_RETURN_NONE;
 }
 
@@ -1104,17 +1101,19 @@ PyDoc_STRVAR(qpex_wr_rdma_read__doc__,
 	     "\n"
 	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR "\n" WRX_RAISES("RDMA_READ"));
 
+METHOD_ARGS(qpex_wr_rdma_read, "QPEx.wr_rdma_read", rdma_params);
+
 static PyObject *qpex_wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 {
-	uint64_t v[2];
+	struct rdma_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OO:wr_rdma_read", kw_rdma, bits_rdma, v) < 0)
+	if (args_parse(&qpex_wr_rdma_read_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (qpex_begin_wr(self, WREX_OP_RDMA_READ, "ibv_wr_rdma_read",
 			  QPX(self)->wr_rdma_read != NULL) < 0)
 		return NULL;
-	ibv_wr_rdma_read(QPX(self), (uint32_t)v[0], v[1]);
+	ibv_wr_rdma_read(QPX(self), a.rkey, a.remote_addr);
 	Py_RETURN_NONE;
 }
 
@@ -1130,21 +1129,31 @@ PyDoc_STRVAR(qpex_wr_atomic_cmp_swp__doc__,
 	     "    swap: the value written there when it matches, 64 bits.\n"
 	     "\n" WRX_RAISES("ATOMIC_CMP_AND_SWP"));
 
+struct cmp_swp_args {
+	uint32_t rkey;
+	uint64_t remote_addr, compare, swap;
+};
+static const ArgSpec cmp_swp_params[] = {
+	ARG_UINT(struct cmp_swp_args, rkey),
+	ARG_UINT(struct cmp_swp_args, remote_addr),
+	ARG_UINT(struct cmp_swp_args, compare),
+	ARG_UINT(struct cmp_swp_args, swap), ARG_END
+};
+METHOD_ARGS(qpex_wr_atomic_cmp_swp, "QPEx.wr_atomic_cmp_swp", cmp_swp_params);
+
 static PyObject *qpex_wr_atomic_cmp_swp(PyObject *self, PyObject *args,
 					PyObject *kw)
 {
-	static char *kwlist[] = { "rkey", "remote_addr", "compare", "swap",
-				  NULL };
-	static const int bits[] = { 32, 64, 64, 64 };
-	uint64_t v[4];
+	struct cmp_swp_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OOOO:wr_atomic_cmp_swp", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_atomic_cmp_swp_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (qpex_begin_wr(self, WREX_OP_ATOMIC_CMP_SWP, "ibv_wr_atomic_cmp_swp",
 			  QPX(self)->wr_atomic_cmp_swp != NULL) < 0)
 		return NULL;
-	ibv_wr_atomic_cmp_swp(QPX(self), (uint32_t)v[0], v[1], v[2], v[3]);
+	ibv_wr_atomic_cmp_swp(QPX(self), a.rkey, a.remote_addr, a.compare,
+			      a.swap);
 	Py_RETURN_NONE;
 }
 
@@ -1158,22 +1167,31 @@ PyDoc_STRVAR(qpex_wr_atomic_fetch_add__doc__,
 	     "    add: the value added at remote_addr, 64 bits (wraps).\n"
 	     "\n" WRX_RAISES("ATOMIC_FETCH_AND_ADD"));
 
+struct fetch_add_args {
+	uint32_t rkey;
+	uint64_t remote_addr, add;
+};
+static const ArgSpec fetch_add_params[] = {
+	ARG_UINT(struct fetch_add_args, rkey),
+	ARG_UINT(struct fetch_add_args, remote_addr),
+	ARG_UINT(struct fetch_add_args, add), ARG_END
+};
+METHOD_ARGS(qpex_wr_atomic_fetch_add, "QPEx.wr_atomic_fetch_add",
+	    fetch_add_params);
+
 static PyObject *qpex_wr_atomic_fetch_add(PyObject *self, PyObject *args,
 					  PyObject *kw)
 {
-	static char *kwlist[] = { "rkey", "remote_addr", "add", NULL };
-	static const int bits[] = { 32, 64, 64 };
-	uint64_t v[3];
+	struct fetch_add_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OOO:wr_atomic_fetch_add", kwlist, bits, v) <
-	    0)
+	if (args_parse(&qpex_wr_atomic_fetch_add_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (qpex_begin_wr(self, WREX_OP_ATOMIC_FETCH_ADD,
 			  "ibv_wr_atomic_fetch_add",
 			  QPX(self)->wr_atomic_fetch_add != NULL) < 0)
 		return NULL;
-	ibv_wr_atomic_fetch_add(QPX(self), (uint32_t)v[0], v[1], v[2]);
+	ibv_wr_atomic_fetch_add(QPX(self), a.rkey, a.remote_addr, a.add);
 	Py_RETURN_NONE;
 }
 
@@ -1188,22 +1206,22 @@ PyDoc_STRVAR(
 	"    invalidate_rkey: the rkey of the local MW to invalidate, 32 bits.\n"
 	"\n" WRX_RAISES("LOCAL_INV"));
 
+METHOD_ARGS(qpex_wr_local_inv, "QPEx.wr_local_inv", inv_params);
+
 static PyObject *qpex_wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "invalidate_rkey", NULL };
-	static const int bits[] = { 32 };
+	struct inv_args a;
 	PyObject *mw, *rec;
-	uint64_t v[1];
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "O:wr_local_inv", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_local_inv_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (qpex_begin_wr(self, WREX_OP_LOCAL_INV, "ibv_wr_local_inv",
 			  QPX(self)->wr_local_inv != NULL) < 0)
 		return NULL;
 	/* A type 2 window of this PD bound under that rkey lets its MR go
 	 * once the batch is posted (mem/mw.c). */
-	mw = mw_find_bound(QPP(self)->pd, (uint32_t)v[0]);
+	mw = mw_find_bound(QPP(self)->pd, a.invalidate_rkey);
 	if (mw != NULL) {
 		rec = mw_hold_record(mw, NULL, 0);
 		if (rec == NULL || qpex_keep(self, mw) < 0 ||
@@ -1215,7 +1233,7 @@ static PyObject *qpex_wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 		Py_DECREF(rec);
 		Py_DECREF(mw);
 	}
-	ibv_wr_local_inv(QPX(self), (uint32_t)v[0]);
+	ibv_wr_local_inv(QPX(self), a.invalidate_rkey);
 	Py_RETURN_NONE;
 }
 
@@ -1241,21 +1259,29 @@ PyDoc_STRVAR(qpex_wr_atomic_write__doc__,
 
 /* wr_atomic_write(rkey, remote_addr, data): data is the 8 bytes to write
  * (bytes or bytearray); the provider copies them during the call. */
+struct atomic_write_args {
+	uint32_t rkey;
+	uint64_t remote_addr;
+	PyObject *data;
+};
+static const ArgSpec atomic_write_params[] = {
+	ARG_UINT(struct atomic_write_args, rkey),
+	ARG_UINT(struct atomic_write_args, remote_addr),
+	ARG_OBJECT(struct atomic_write_args, data), ARG_END
+};
+METHOD_ARGS(qpex_wr_atomic_write, "QPEx.wr_atomic_write", atomic_write_params);
+
 static PyObject *qpex_wr_atomic_write(PyObject *self, PyObject *args,
 				      PyObject *kw)
 {
-	static char *kwlist[] = { "rkey", "remote_addr", "data", NULL };
-	PyObject *rkey_o, *addr_o, *data;
+	struct atomic_write_args a;
+	PyObject *data;
 	const char *p;
-	uint64_t addr;
-	uint32_t rkey;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_atomic_write",
-					 kwlist, &rkey_o, &addr_o, &data) ||
-	    arg_u32(rkey_o, "rkey", &rkey) < 0 ||
-	    arg_u64(addr_o, "remote_addr", &addr) < 0)
+	if (args_parse(&qpex_wr_atomic_write_args, self, args, kw, &a) < 0)
 		return NULL;
+	data = a.data;
 	if (PyBytes_Check(data) && PyBytes_Size(data) == 8) {
 		p = PyBytes_AsString(data);
 	} else if (PyByteArray_Check(data) && PyByteArray_Size(data) == 8) {
@@ -1271,7 +1297,7 @@ static PyObject *qpex_wr_atomic_write(PyObject *self, PyObject *args,
 	if (qpex_begin_wr(self, WREX_OP_ATOMIC_WRITE, "ibv_wr_atomic_write",
 			  QPX(self)->wr_atomic_write != NULL) < 0)
 		return NULL;
-	ibv_wr_atomic_write(QPX(self), rkey, addr, p);
+	ibv_wr_atomic_write(QPX(self), a.rkey, a.remote_addr, p);
 	Py_RETURN_NONE;
 #else
 	(void)p;
@@ -1305,22 +1331,32 @@ PyDoc_STRVAR(qpex_wr_flush__doc__,
 
 /* wr_flush(rkey, remote_addr, len, type, level).  Built against headers
  * without ibv_wr_flush (rdma-core < 45): EOPNOTSUPP, after the checks. */
+struct flush_args {
+	uint32_t rkey;
+	uint64_t remote_addr, len;
+	uint8_t type, level;
+};
+static const ArgSpec flush_params[] = { ARG_UINT(struct flush_args, rkey),
+					ARG_UINT(struct flush_args, remote_addr),
+					ARG_UINT(struct flush_args, len),
+					ARG_UINT(struct flush_args, type),
+					ARG_UINT(struct flush_args, level),
+					ARG_END };
+METHOD_ARGS(qpex_wr_flush, "QPEx.wr_flush", flush_params);
+
 static PyObject *qpex_wr_flush(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "rkey", "remote_addr", "len",
-				  "type", "level",	 NULL };
-	static const int bits[] = { 32, 64, 64, 8, 8 };
-	uint64_t v[5];
+	struct flush_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OOOOO:wr_flush", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_flush_args, self, args, kw, &a) < 0)
 		return NULL;
 #ifdef IBVERBS_HAVE_WR_FLUSH
 	if (qpex_begin_wr(self, WREX_OP_FLUSH, "ibv_wr_flush",
 			  QPX(self)->wr_flush != NULL) < 0)
 		return NULL;
-	ibv_wr_flush(QPX(self), (uint32_t)v[0], v[1], (size_t)v[2],
-		     (uint8_t)v[3], (uint8_t)v[4]);
+	ibv_wr_flush(QPX(self), a.rkey, a.remote_addr, (size_t)a.len, a.type,
+		     a.level);
 	Py_RETURN_NONE;
 #else
 	return verbs_error_fmt(EOPNOTSUPP, "ibv_wr_flush",
@@ -1339,11 +1375,8 @@ static int sge_of(PyObject *o, const char *what, struct ibv_sge *out)
 {
 	SGEObject *s = (SGEObject *)o;
 
-	if (!PyObject_TypeCheck(o, ST.SGE_type)) {
-		PyErr_Format(PyExc_TypeError, "%s must be an SGE, not %R", what,
-			     (PyObject *)Py_TYPE(o));
-		return -1;
-	}
+	if (!PyObject_TypeCheck(o, ST.SGE_type))
+		return arg_type_error(what, "SGE", 0, o);
 	if (s->mr != NULL && handle_check(HANDLE(s->mr)) < 0)
 		return -1;
 	*out = s->sge;
@@ -1404,6 +1437,7 @@ static PyObject *qpex_wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 	int is_obj;
 
 	HANDLE_CHECK(self);
+	/* Parsed by hand: two signatures, (sge) or (lkey, addr, length). */
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:wr_set_sge", kwlist,
 					 &a, &b, &c))
 		return NULL;
@@ -1463,27 +1497,33 @@ PyDoc_STRVAR(qpex_wr_set_sge_list__doc__,
 	     "        EOPNOTSUPP when the provider lacks it.");
 
 /* wr_set_sge_list(sges): a list or tuple of SGE objects. */
+struct sge_list_args {
+	PyObject *sg_list;
+};
+static const ArgSpec sge_list_params[] = {
+	ARG_OBJECT(struct sge_list_args, sg_list), ARG_END
+};
+METHOD_ARGS(qpex_wr_set_sge_list, "QPEx.wr_set_sge_list", sge_list_params);
+
 static PyObject *qpex_wr_set_sge_list(PyObject *self, PyObject *args,
 				      PyObject *kw)
 {
-	static char *kwlist[] = { "sg_list", NULL };
 	struct ibv_sge small[SMALL_LIST], *arr = small;
-	PyObject *lst, *seq = NULL, *res = NULL;
+	PyObject *seq = NULL, *res = NULL;
+	struct sge_list_args a;
 	Py_ssize_t i, n;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_sge_list", kwlist,
-					 &lst))
+	if (args_parse(&qpex_wr_set_sge_list_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (!PyList_Check(lst) && !PyTuple_Check(lst)) {
-		PyErr_Format(PyExc_TypeError,
-			     "sg_list must be a list or tuple of SGEs, not %R",
-			     (PyObject *)Py_TYPE(lst));
+	if (!PyList_Check(a.sg_list) && !PyTuple_Check(a.sg_list)) {
+		arg_type_error("sg_list", "list or tuple of SGEs", 0,
+			       a.sg_list);
 		return NULL;
 	}
 	/* A tuple copy: the SGEs cannot change under us (an SGE's
 	 * __eq__ runs no code, but a list's owner might). */
-	seq = PySequence_Tuple(lst);
+	seq = PySequence_Tuple(a.sg_list);
 	if (seq == NULL)
 		return NULL;
 	n = PyTuple_Size(seq);
@@ -1564,11 +1604,8 @@ static int inline_buf(PyObject *o, const char *what, PyObject **hold,
 	}
 	return 0;
 bad:
-	PyErr_Format(PyExc_TypeError,
-		     "%s must be a bytes-like object (bytes, bytearray, "
-		     "memoryview, ...), not %R",
-		     what, (PyObject *)Py_TYPE(o));
-	return -1;
+	return arg_type_error_hint(what, "bytes-like object", 0, o,
+				   "bytes, bytearray, memoryview, ...");
 }
 
 static int check_inline_len(PyObject *self, size_t total, const char *verb)
@@ -1604,17 +1641,25 @@ PyDoc_STRVAR(qpex_wr_set_inline_data__doc__,
 	     "        already; EOPNOTSUPP when the provider lacks it; EBADF\n"
 	     "        once the QP is closed.");
 
+struct inline_data_args {
+	PyObject *data;
+};
+static const ArgSpec inline_data_params[] = {
+	ARG_OBJECT(struct inline_data_args, data), ARG_END
+};
+METHOD_ARGS(qpex_wr_set_inline_data, "QPEx.wr_set_inline_data",
+	    inline_data_params);
+
 static PyObject *qpex_wr_set_inline_data(PyObject *self, PyObject *args,
 					 PyObject *kw)
 {
-	static char *kwlist[] = { "data", NULL };
+	struct inline_data_args a;
 	struct ibv_data_buf buf;
-	PyObject *o, *hold = NULL;
+	PyObject *hold = NULL;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_inline_data",
-					 kwlist, &o) ||
-	    inline_buf(o, "data", &hold, &buf) < 0)
+	if (args_parse(&qpex_wr_set_inline_data_args, self, args, kw, &a) < 0 ||
+	    inline_buf(a.data, "data", &hold, &buf) < 0)
 		return NULL;
 	if (QPX(self)->wr_set_inline_data == NULL) {
 		Py_DECREF(hold);
@@ -1648,27 +1693,35 @@ PyDoc_STRVAR(qpex_wr_set_inline_data_list__doc__,
 	     "    ValueError: more bytes in all than max_inline_data.\n"
 	     "    VerbsError: as ``wr_set_inline_data()``.");
 
+struct inline_data_list_args {
+	PyObject *buf_list;
+};
+static const ArgSpec inline_data_list_params[] = {
+	ARG_OBJECT(struct inline_data_list_args, buf_list), ARG_END
+};
+METHOD_ARGS(qpex_wr_set_inline_data_list, "QPEx.wr_set_inline_data_list",
+	    inline_data_list_params);
+
 static PyObject *qpex_wr_set_inline_data_list(PyObject *self, PyObject *args,
 					      PyObject *kw)
 {
-	static char *kwlist[] = { "buf_list", NULL };
 	struct ibv_data_buf small[SMALL_LIST], *arr = small;
-	PyObject *lst, *seq = NULL, *holds = NULL, *res = NULL;
+	PyObject *seq = NULL, *holds = NULL, *res = NULL;
+	struct inline_data_list_args a;
 	Py_ssize_t i, n;
 	size_t total = 0;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_inline_data_list",
-					 kwlist, &lst))
+	if (args_parse(&qpex_wr_set_inline_data_list_args, self, args, kw, &a) <
+	    0)
 		return NULL;
-	if (!PyList_Check(lst) && !PyTuple_Check(lst)) {
-		PyErr_Format(PyExc_TypeError,
-			     "buf_list must be a list or tuple of bytes-like "
-			     "objects, not %R",
-			     (PyObject *)Py_TYPE(lst));
+	if (!PyList_Check(a.buf_list) && !PyTuple_Check(a.buf_list)) {
+		arg_type_error("buf_list",
+			       "list or tuple of bytes-like objects", 0,
+			       a.buf_list);
 		return NULL;
 	}
-	seq = PySequence_Tuple(lst);
+	seq = PySequence_Tuple(a.buf_list);
 	if (seq == NULL)
 		return NULL;
 	n = PyTuple_Size(seq);
@@ -1732,45 +1785,34 @@ PyDoc_STRVAR(qpex_wr_set_ud_addr__doc__,
 	     "        QP or when the WR has its destination already;\n"
 	     "        EOPNOTSUPP when the provider lacks it.");
 
+struct ud_addr_args {
+	PyObject *ah;
+	uint32_t remote_qpn, remote_qkey;
+};
+static const ArgSpec ud_addr_params[] = {
+	ARG_HANDLE(struct ud_addr_args, ah, AH, ARG_SAME_CONTEXT),
+	ARG_INT(struct ud_addr_args, remote_qpn, 0, QPN_MAX),
+	ARG_UINT(struct ud_addr_args, remote_qkey), ARG_END
+};
+METHOD_ARGS(qpex_wr_set_ud_addr, "QPEx.wr_set_ud_addr", ud_addr_params);
+
 static PyObject *qpex_wr_set_ud_addr(PyObject *self, PyObject *args,
 				     PyObject *kw)
 {
-	static char *kwlist[] = { "ah", "remote_qpn", "remote_qkey", NULL };
-	PyObject *ah, *qpn_o, *qkey_o;
-	uint32_t qpn, qkey;
+	struct ud_addr_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_set_ud_addr", kwlist,
-					 &ah, &qpn_o, &qkey_o))
+	if (args_parse(&qpex_wr_set_ud_addr_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (!PyObject_TypeCheck(ah, ST.AH_type)) {
-		PyErr_Format(PyExc_TypeError, "ah must be an AH, not %R",
-			     (PyObject *)Py_TYPE(ah));
-		return NULL;
-	}
-	if (handle_check(HANDLE(ah)) < 0 ||
-	    arg_u32(qpn_o, "remote_qpn", &qpn) < 0 ||
-	    arg_u32(qkey_o, "remote_qkey", &qkey) < 0)
-		return NULL;
-	if (qpn > QPN_MAX) {
-		PyErr_SetString(PyExc_ValueError,
-				"remote_qpn must be in range 0..2**24-1");
-		return NULL;
-	}
-	if (HANDLE(ah)->parent->parent != HANDLE(self)->parent->parent) {
-		PyErr_SetString(PyExc_ValueError,
-				"ah belongs to another Context than the QP");
-		return NULL;
-	}
 	NEED_OP(self, wr_set_ud_addr, "ibv_wr_set_ud_addr");
 	if (qpex_begin_setter(self, 0, "ibv_wr_set_ud_addr") < 0)
 		return NULL;
-	if (qpex_keep(self, ah) < 0) {
+	if (qpex_keep(self, a.ah) < 0) {
 		QPEXO(self)->cur_ud = 0;
 		return NULL;
 	}
-	ibv_wr_set_ud_addr(QPX(self), (struct ibv_ah *)HANDLE(ah)->obj, qpn,
-			   qkey);
+	ibv_wr_set_ud_addr(QPX(self), (struct ibv_ah *)HANDLE(a.ah)->obj,
+			   a.remote_qpn, a.remote_qkey);
 	Py_RETURN_NONE;
 }
 
@@ -1794,18 +1836,23 @@ PyDoc_STRVAR(qpex_wr_send_tso__doc__,
 	     "    mss: the maximum segment size, 16 bits.\n"
 	     "\n" WRX_RAISES("TSO"));
 
+struct tso_args {
+	PyObject *hdr;
+	uint16_t mss;
+};
+static const ArgSpec tso_params[] = { ARG_OBJECT(struct tso_args, hdr),
+				      ARG_UINT(struct tso_args, mss), ARG_END };
+METHOD_ARGS(qpex_wr_send_tso, "QPEx.wr_send_tso", tso_params);
+
 static PyObject *qpex_wr_send_tso(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "hdr", "mss", NULL };
-	PyObject *hdr_o, *mss_o, *hold = NULL;
 	struct ibv_data_buf buf;
-	long mss;
+	PyObject *hold = NULL;
+	struct tso_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:wr_send_tso", kwlist,
-					 &hdr_o, &mss_o) ||
-	    arg_int(mss_o, "mss", 0, UINT16_MAX, &mss) < 0 ||
-	    inline_buf(hdr_o, "hdr", &hold, &buf) < 0)
+	if (args_parse(&qpex_wr_send_tso_args, self, args, kw, &a) < 0 ||
+	    inline_buf(a.hdr, "hdr", &hold, &buf) < 0)
 		return NULL;
 	if (buf.length > UINT16_MAX) {
 		PyErr_Format(PyExc_ValueError,
@@ -1815,8 +1862,7 @@ static PyObject *qpex_wr_send_tso(PyObject *self, PyObject *args, PyObject *kw)
 	if (qpex_begin_wr(self, WREX_OP_TSO, "ibv_wr_send_tso",
 			  QPX(self)->wr_send_tso != NULL) < 0)
 		goto fail;
-	ibv_wr_send_tso(QPX(self), buf.addr, (uint16_t)buf.length,
-			(uint16_t)mss);
+	ibv_wr_send_tso(QPX(self), buf.addr, (uint16_t)buf.length, a.mss);
 	Py_DECREF(hold);
 	Py_RETURN_NONE;
 fail:
@@ -1842,18 +1888,22 @@ PyDoc_STRVAR(qpex_wr_set_xrc_srqn__doc__,
 	     "        it or on a QP that is not XRC_SEND; EOPNOTSUPP when the\n"
 	     "        provider lacks it; EBADF once the QP is closed.");
 
+struct xrc_srqn_args {
+	uint32_t remote_srqn;
+};
+static const ArgSpec xrc_srqn_params[] = {
+	ARG_INT(struct xrc_srqn_args, remote_srqn, 0, QPN_MAX), ARG_END
+};
+METHOD_ARGS(qpex_wr_set_xrc_srqn, "QPEx.wr_set_xrc_srqn", xrc_srqn_params);
+
 static PyObject *qpex_wr_set_xrc_srqn(PyObject *self, PyObject *args,
 				      PyObject *kw)
 {
-	static char *kwlist[] = { "remote_srqn", NULL };
 	QPExObject *q = QPEXO(self);
-	PyObject *o;
-	long srqn;
+	struct xrc_srqn_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_xrc_srqn", kwlist,
-					 &o) ||
-	    arg_int(o, "remote_srqn", 0, QPN_MAX, &srqn) < 0)
+	if (args_parse(&qpex_wr_set_xrc_srqn_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (!q->qp.in_batch)
 		return not_in_batch("ibv_wr_set_xrc_srqn");
@@ -1866,7 +1916,7 @@ static PyObject *qpex_wr_set_xrc_srqn(PyObject *self, PyObject *args,
 				       "wr_set_xrc_srqn is for XRC_SEND QPs "
 				       "only");
 	NEED_OP(self, wr_set_xrc_srqn, "ibv_wr_set_xrc_srqn");
-	ibv_wr_set_xrc_srqn(QPX(self), (uint32_t)srqn);
+	ibv_wr_set_xrc_srqn(QPX(self), a.remote_srqn);
 	Py_RETURN_NONE;
 }
 
@@ -1902,20 +1952,29 @@ PyDoc_STRVAR(qpex_wr_bind_mw__doc__,
  * the window's new rkey.  The batch holds the MW and the MR (both marked
  * used, so neither closes) until wr_complete or wr_abort.
  */
+struct bind_mw_args {
+	PyObject *mw;
+	uint32_t rkey;
+	PyObject *bind_info;
+};
+static const ArgSpec bind_mw_params[] = {
+	ARG_HANDLE(struct bind_mw_args, mw, MW, ARG_ANY_PARENT),
+	ARG_UINT(struct bind_mw_args, rkey),
+	ARG_RECORD(struct bind_mw_args, bind_info, MWBindInfo), ARG_END
+};
+METHOD_ARGS(qpex_wr_bind_mw, "QPEx.wr_bind_mw", bind_mw_params);
+
 static PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "mw", "rkey", "bind_info", NULL };
-	PyObject *mw, *rkey_o, *info, *mr = NULL, *rec = NULL, *res = NULL;
+	PyObject *mw, *mr = NULL, *rec = NULL, *res = NULL;
 	struct ibv_mw_bind_info bi;
-	uint32_t rkey;
+	struct bind_mw_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_bind_mw", kwlist,
-					 &mw, &rkey_o, &info))
+	if (args_parse(&qpex_wr_bind_mw_args, self, args, kw, &a) < 0 ||
+	    bind_info_from_py(a.bind_info, &bi, &mr) < 0)
 		return NULL;
-	if (mw_parse(mw, "mw") < 0 || arg_u32(rkey_o, "rkey", &rkey) < 0 ||
-	    bind_info_from_py(info, &bi, &mr) < 0)
-		return NULL;
+	mw = a.mw;
 	/* Reading bind_info ran Python code: check the handles again. */
 	if (handle_check(HANDLE(self)) < 0 || handle_check(HANDLE(mw)) < 0 ||
 	    handle_check(HANDLE(mr)) < 0)
@@ -1926,10 +1985,10 @@ static PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 	    qpex_keep(self, mw) < 0 || qpex_keep(self, mr) < 0)
 		goto out;
 	/* The hold moves once the batch is posted (mem/mw.c). */
-	rec = mw_hold_record(mw, bi.length ? mr : NULL, rkey);
+	rec = mw_hold_record(mw, bi.length ? mr : NULL, a.rkey);
 	if (rec == NULL || qpex_keep(self, rec) < 0)
 		goto out;
-	ibv_wr_bind_mw(QPEXO(self)->qpx, MWP(mw), rkey, &bi);
+	ibv_wr_bind_mw(QPEXO(self)->qpx, MWP(mw), a.rkey, &bi);
 	res = Py_None;
 	Py_INCREF(res);
 out:
