@@ -10,8 +10,9 @@
  * (TypeError, ValueError; a closed MR or AH: VerbsError EBADF), then the
  * batch's state (VerbsError EINVAL outside wr_start/wr_complete, for an
  * operation not in send_ops_flags, a setter without a builder or one the
- * operation does not take), and only then calls the verbs.h inline, which
- * jumps to the provider.  GIL kept: nothing here blocks.  A new builder is
+ * operation does not take), then that the provider has the op
+ * (EOPNOTSUPP), and only then calls the verbs.h inline, which jumps to the
+ * provider.  GIL kept: nothing here blocks.  A new builder is
  * one function calling qpex_begin_wr() with its WREX_OP_* (and whether the
  * provider set the op) before the inline, and one line in qpex_methods.
  *
@@ -275,6 +276,13 @@ static PyObject *not_in_batch(const char *verb)
 			       "no batch is open: call wr_start() first");
 }
 
+/* The provider left the op NULL: it does not implement it. */
+static PyObject *provider_lacks(const char *verb)
+{
+	return verbs_error_fmt(EOPNOTSUPP, verb,
+			       "the provider does not implement it");
+}
+
 static int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided)
 {
 	QPExObject *q = QPEXO(self);
@@ -290,13 +298,12 @@ static int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided)
 				ops[op].flag, ops[op].flag);
 		return -1;
 	}
-	if (!provided) {
-		verbs_error_fmt(EOPNOTSUPP, verb,
-				"the provider does not implement it");
-		return -1;
-	}
 	if (needs_ud(q)) {
 		ud_missing(q, verb);
+		return -1;
+	}
+	if (!provided) {
+		provider_lacks(verb);
 		return -1;
 	}
 	q->cur_op = op;
@@ -305,7 +312,11 @@ static int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided)
 	return 0;
 }
 
-static int qpex_begin_setter(PyObject *self, int data, const char *verb)
+/* A setter's checks after those of its arguments: the batch's state
+ * (EINVAL), then the provider's op (EOPNOTSUPP); then the WR is marked as
+ * having its data (data: WREX_SET_*) or its UD destination (data 0). */
+static int qpex_begin_setter(PyObject *self, int data, const char *verb,
+			     int provided)
 {
 	QPExObject *q = QPEXO(self);
 
@@ -333,10 +344,7 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb)
 					q->n_wr - 1);
 			return -1;
 		}
-		q->cur_ud = 1;
-		return 0;
-	}
-	if (!(ops[q->cur_op].setters & data)) {
+	} else if (!(ops[q->cur_op].setters & data)) {
 		verbs_error_fmt(EINVAL, verb, "%s takes %s",
 				ops[q->cur_op].verb,
 				ops[q->cur_op].setters == WREX_SET_SGE ?
@@ -344,15 +352,21 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb)
 					"wr_set_sge_list), not inline data" :
 					"no data setter");
 		return -1;
-	}
-	if (q->cur_data) {
+	} else if (q->cur_data) {
 		verbs_error_fmt(EINVAL, verb,
 				"work request %u (%s) already has its data: "
 				"one data setter per work request",
 				q->n_wr - 1, ops[q->cur_op].verb);
 		return -1;
 	}
-	q->cur_data = 1;
+	if (!provided) {
+		provider_lacks(verb);
+		return -1;
+	}
+	if (data == 0)
+		q->cur_ud = 1;
+	else
+		q->cur_data = 1;
 	return 0;
 }
 
@@ -927,19 +941,6 @@ out:
 
 #define QPX(self) (QPEXO(self)->qpx)
 
-/* The provider left the op NULL: it does not implement it. */
-static PyObject *provider_lacks(const char *verb)
-{
-	return verbs_error_fmt(EOPNOTSUPP, verb,
-			       "the provider does not implement it");
-}
-
-#define NEED_OP(self, field, verb)                   \
-	do {                                         \
-		if (QPX(self)->field == NULL)        \
-			return provider_lacks(verb); \
-	} while (0)
-
 /* ------------------------------------------------------------------ */
 /* Builders                                                            */
 /* ------------------------------------------------------------------ */
@@ -1464,9 +1465,9 @@ static PyObject *qpex_wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 		    arg_u32(c, "length", &sge.length) < 0)
 			return NULL;
 	}
-	NEED_OP(self, wr_set_sge, "ibv_wr_set_sge");
 	if (check_num_sge(self, 1, "ibv_wr_set_sge") < 0 ||
-	    qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge") < 0)
+	    qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge",
+			      QPX(self)->wr_set_sge != NULL) < 0)
 		return NULL;
 	if (is_obj && keep_sge(self, a) < 0) {
 		QPEXO(self)->cur_data = 0;
@@ -1543,11 +1544,8 @@ static PyObject *qpex_wr_set_sge_list(PyObject *self, PyObject *args,
 		if (sge_of(PyTuple_GetItem(seq, i), what, &arr[i]) < 0)
 			goto out;
 	}
-	if (QPX(self)->wr_set_sge_list == NULL) {
-		provider_lacks("ibv_wr_set_sge_list");
-		goto out;
-	}
-	if (qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge_list") < 0)
+	if (qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge_list",
+			      QPX(self)->wr_set_sge_list != NULL) < 0)
 		goto out;
 	for (i = 0; i < n; i++) {
 		if (keep_sge(self, PyTuple_GetItem(seq, i)) < 0) {
@@ -1661,13 +1659,9 @@ static PyObject *qpex_wr_set_inline_data(PyObject *self, PyObject *args,
 	if (args_parse(&qpex_wr_set_inline_data_args, self, args, kw, &a) < 0 ||
 	    inline_buf(a.data, "data", &hold, &buf) < 0)
 		return NULL;
-	if (QPX(self)->wr_set_inline_data == NULL) {
-		Py_DECREF(hold);
-		return provider_lacks("ibv_wr_set_inline_data");
-	}
 	if (check_inline_len(self, buf.length, "ibv_wr_set_inline_data") < 0 ||
-	    qpex_begin_setter(self, WREX_SET_INLINE, "ibv_wr_set_inline_data") <
-		    0) {
+	    qpex_begin_setter(self, WREX_SET_INLINE, "ibv_wr_set_inline_data",
+			      QPX(self)->wr_set_inline_data != NULL) < 0) {
 		Py_DECREF(hold);
 		return NULL;
 	}
@@ -1745,13 +1739,10 @@ static PyObject *qpex_wr_set_inline_data_list(PyObject *self, PyObject *args,
 		PyTuple_SetItem(holds, i, h); /* steals h */
 		total += arr[i].length;
 	}
-	if (QPX(self)->wr_set_inline_data_list == NULL) {
-		provider_lacks("ibv_wr_set_inline_data_list");
-		goto out;
-	}
 	if (check_inline_len(self, total, "ibv_wr_set_inline_data_list") < 0 ||
 	    qpex_begin_setter(self, WREX_SET_INLINE,
-			      "ibv_wr_set_inline_data_list") < 0)
+			      "ibv_wr_set_inline_data_list",
+			      QPX(self)->wr_set_inline_data_list != NULL) < 0)
 		goto out;
 	ibv_wr_set_inline_data_list(QPX(self), (size_t)n, arr);
 	Py_INCREF(Py_None);
@@ -1804,8 +1795,8 @@ static PyObject *qpex_wr_set_ud_addr(PyObject *self, PyObject *args,
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_set_ud_addr_args, self, args, kw, &a) < 0)
 		return NULL;
-	NEED_OP(self, wr_set_ud_addr, "ibv_wr_set_ud_addr");
-	if (qpex_begin_setter(self, 0, "ibv_wr_set_ud_addr") < 0)
+	if (qpex_begin_setter(self, 0, "ibv_wr_set_ud_addr",
+			      QPX(self)->wr_set_ud_addr != NULL) < 0)
 		return NULL;
 	if (qpex_keep(self, a.ah) < 0) {
 		QPEXO(self)->cur_ud = 0;
@@ -1915,7 +1906,8 @@ static PyObject *qpex_wr_set_xrc_srqn(PyObject *self, PyObject *args,
 		return verbs_error_fmt(EINVAL, "ibv_wr_set_xrc_srqn",
 				       "wr_set_xrc_srqn is for XRC_SEND QPs "
 				       "only");
-	NEED_OP(self, wr_set_xrc_srqn, "ibv_wr_set_xrc_srqn");
+	if (QPX(self)->wr_set_xrc_srqn == NULL)
+		return provider_lacks("ibv_wr_set_xrc_srqn");
 	ibv_wr_set_xrc_srqn(QPX(self), a.remote_srqn);
 	Py_RETURN_NONE;
 }
