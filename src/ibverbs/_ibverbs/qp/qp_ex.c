@@ -12,9 +12,10 @@
  * operation not in send_ops_flags, a setter without a builder or one the
  * operation does not take), then that the provider has the op
  * (EOPNOTSUPP), and only then calls the verbs.h inline, which jumps to the
- * provider.  GIL kept: nothing here blocks.  A new builder is
- * one function calling qpex_begin_wr() with its WREX_OP_* (and whether the
- * provider set the op) before the inline, and one line in qpex_methods.
+ * provider.  GIL kept: nothing here blocks.  A new builder is a WREX_OP_*
+ * with its entry in ops[] (verb, flag, bit, setters, provider's op), one
+ * function calling qpex_begin_wr(self, WREX_OP_*) before the inline, and
+ * one line in qpex_methods.
  *
  * QPEx is a subclass of QP (PyType_FromSpecWithBases): its object starts
  * with a QPObject, so modify, to_init/to_rtr/to_rts, post_recv, query and
@@ -118,64 +119,92 @@ enum {
 
 /* ------------------------------------------------------------------ */
 /* What each operation is (the verb's name, its send_ops_flags bit, the */
-/* data setters it takes)                                               */
+/* data setters it takes, the provider's op)                            */
 /* ------------------------------------------------------------------ */
 
+/* Where the provider's op is in struct ibv_qp_ex (NULL: not provided). */
+#define QPX_FN(field) offsetof(struct ibv_qp_ex, field)
+
 /* IBV_QP_EX_WITH_FLUSH is absent from rdma-core 44's headers: rdma-core's
- * ABI value, only used to name the bit in a message. */
+ * ABI value, only used to name the bit in a message; and ibv_qp_ex has no
+ * wr_flush (the builder refuses before it looks). */
 #ifdef IBVERBS_HAVE_WR_FLUSH
 #define WREX_FLUSH_BIT IBV_QP_EX_WITH_FLUSH
+#define WREX_FLUSH_FN QPX_FN(wr_flush)
 #else
 #define WREX_FLUSH_BIT (1ull << 11)
+#define WREX_FLUSH_FN 0
 #endif
 /* Likewise IBV_QP_EX_WITH_ATOMIC_WRITE before rdma-core 42. */
 #ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
 #define WREX_ATOMIC_WRITE_BIT IBV_QP_EX_WITH_ATOMIC_WRITE
+#define WREX_ATOMIC_WRITE_FN QPX_FN(wr_atomic_write)
 #else
 #define WREX_ATOMIC_WRITE_BIT (1ull << 12)
+#define WREX_ATOMIC_WRITE_FN 0
 #endif
+
+#define WREX_DATA (WREX_SET_SGE | WREX_SET_INLINE)
 
 static const struct {
 	const char *verb; /* "ibv_wr_send" */
 	const char *flag; /* the QPCreateSendOpsFlags member */
 	uint64_t bit;
 	int setters; /* WREX_SET_SGE | WREX_SET_INLINE */
+	size_t fn; /* QPX_FN(wr_send): the provider's op */
 } ops[WREX_OP_COUNT] = {
 	[WREX_OP_RDMA_WRITE] = { "ibv_wr_rdma_write", "RDMA_WRITE",
-				 IBV_QP_EX_WITH_RDMA_WRITE,
-				 WREX_SET_SGE | WREX_SET_INLINE },
+				 IBV_QP_EX_WITH_RDMA_WRITE, WREX_DATA,
+				 QPX_FN(wr_rdma_write) },
 	[WREX_OP_RDMA_WRITE_IMM] = { "ibv_wr_rdma_write_imm",
 				     "RDMA_WRITE_WITH_IMM",
 				     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
-				     WREX_SET_SGE | WREX_SET_INLINE },
+				     WREX_DATA, QPX_FN(wr_rdma_write_imm) },
 	[WREX_OP_SEND] = { "ibv_wr_send", "SEND", IBV_QP_EX_WITH_SEND,
-			   WREX_SET_SGE | WREX_SET_INLINE },
+			   WREX_DATA, QPX_FN(wr_send) },
 	[WREX_OP_SEND_IMM] = { "ibv_wr_send_imm", "SEND_WITH_IMM",
-			       IBV_QP_EX_WITH_SEND_WITH_IMM,
-			       WREX_SET_SGE | WREX_SET_INLINE },
+			       IBV_QP_EX_WITH_SEND_WITH_IMM, WREX_DATA,
+			       QPX_FN(wr_send_imm) },
 	[WREX_OP_RDMA_READ] = { "ibv_wr_rdma_read", "RDMA_READ",
-				IBV_QP_EX_WITH_RDMA_READ, WREX_SET_SGE },
+				IBV_QP_EX_WITH_RDMA_READ, WREX_SET_SGE,
+				QPX_FN(wr_rdma_read) },
 	[WREX_OP_ATOMIC_CMP_SWP] = { "ibv_wr_atomic_cmp_swp",
 				     "ATOMIC_CMP_AND_SWP",
 				     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
-				     WREX_SET_SGE },
+				     WREX_SET_SGE, QPX_FN(wr_atomic_cmp_swp) },
 	[WREX_OP_ATOMIC_FETCH_ADD] = { "ibv_wr_atomic_fetch_add",
 				       "ATOMIC_FETCH_AND_ADD",
 				       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
-				       WREX_SET_SGE },
+				       WREX_SET_SGE,
+				       QPX_FN(wr_atomic_fetch_add) },
 	[WREX_OP_LOCAL_INV] = { "ibv_wr_local_inv", "LOCAL_INV",
-				IBV_QP_EX_WITH_LOCAL_INV, 0 },
+				IBV_QP_EX_WITH_LOCAL_INV, 0,
+				QPX_FN(wr_local_inv) },
 	[WREX_OP_BIND_MW] = { "ibv_wr_bind_mw", "BIND_MW",
-			      IBV_QP_EX_WITH_BIND_MW, 0 },
+			      IBV_QP_EX_WITH_BIND_MW, 0, QPX_FN(wr_bind_mw) },
 	[WREX_OP_SEND_INV] = { "ibv_wr_send_inv", "SEND_WITH_INV",
-			       IBV_QP_EX_WITH_SEND_WITH_INV,
-			       WREX_SET_SGE | WREX_SET_INLINE },
+			       IBV_QP_EX_WITH_SEND_WITH_INV, WREX_DATA,
+			       QPX_FN(wr_send_inv) },
 	[WREX_OP_ATOMIC_WRITE] = { "ibv_wr_atomic_write", "ATOMIC_WRITE",
-				   WREX_ATOMIC_WRITE_BIT, 0 },
-	[WREX_OP_FLUSH] = { "ibv_wr_flush", "FLUSH", WREX_FLUSH_BIT, 0 },
+				   WREX_ATOMIC_WRITE_BIT, 0,
+				   WREX_ATOMIC_WRITE_FN },
+	[WREX_OP_FLUSH] = { "ibv_wr_flush", "FLUSH", WREX_FLUSH_BIT, 0,
+			    WREX_FLUSH_FN },
 	[WREX_OP_TSO] = { "ibv_wr_send_tso", "TSO", IBV_QP_EX_WITH_TSO,
-			  WREX_SET_SGE | WREX_SET_INLINE },
+			  WREX_DATA, QPX_FN(wr_send_tso) },
 };
+
+/* Whether the provider set the op at offset fn of q's ibv_qp_ex (a QP
+ * made without send_ops_flags has none). */
+static int qpx_has(const QPExObject *q, size_t fn)
+{
+	void (*op)(void);
+
+	if (q->qpx == NULL || fn == 0)
+		return 0;
+	memcpy(&op, (const char *)q->qpx + fn, sizeof(op));
+	return op != NULL;
+}
 
 /* ------------------------------------------------------------------ */
 /* The batch's state                                                   */
@@ -283,9 +312,13 @@ static PyObject *provider_lacks(const char *verb)
 			       "the provider does not implement it");
 }
 
-static int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided)
+/* A builder's checks after those of its arguments: the batch's state
+ * (EINVAL; ValueError when the previous WR lacks its UD destination),
+ * then the provider's op (EOPNOTSUPP); then op's WR is the current one. */
+static int qpex_begin_wr(PyObject *self, int op)
 {
 	QPExObject *q = QPEXO(self);
+	const char *verb = ops[op].verb;
 
 	if (!q->qp.in_batch) {
 		not_in_batch(verb);
@@ -302,7 +335,7 @@ static int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided)
 		ud_missing(q, verb);
 		return -1;
 	}
-	if (!provided) {
+	if (!qpx_has(q, ops[op].fn)) {
 		provider_lacks(verb);
 		return -1;
 	}
@@ -954,8 +987,7 @@ PyDoc_STRVAR(qpex_wr_send__doc__,
 static PyObject *qpex_wr_send(PyObject *self, PyObject *unused)
 {
 	HANDLE_CHECK(self);
-	if (qpex_begin_wr(self, WREX_OP_SEND, "ibv_wr_send",
-			  QPX(self)->wr_send != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_SEND) < 0)
 		return NULL;
 	ibv_wr_send(QPX(self));
 	Py_RETURN_NONE;
@@ -982,8 +1014,7 @@ static PyObject *qpex_wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_send_imm_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_SEND_IMM, "ibv_wr_send_imm",
-			  QPX(self)->wr_send_imm != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_SEND_IMM) < 0)
 		return NULL;
 	ibv_wr_send_imm(QPX(self), htobe32(a.imm_data));
 	Py_RETURN_NONE;
@@ -1017,8 +1048,7 @@ static PyObject *qpex_wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_send_inv_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_SEND_INV, "ibv_wr_send_inv",
-			  QPX(self)->wr_send_inv != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_SEND_INV) < 0)
 		return NULL;
 	ibv_wr_send_inv(QPX(self), a.invalidate_rkey);
 	Py_RETURN_NONE;
@@ -1051,8 +1081,7 @@ static PyObject *qpex_wr_rdma_write(PyObject *self, PyObject *args,
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_rdma_write_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE, "ibv_wr_rdma_write",
-			  QPX(self)->wr_rdma_write != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE) < 0)
 		return NULL;
 	ibv_wr_rdma_write(QPX(self), a.rkey, a.remote_addr);
 	Py_RETURN_NONE;
@@ -1087,8 +1116,7 @@ static PyObject *qpex_wr_rdma_write_imm(PyObject *self, PyObject *args,
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_rdma_write_imm_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE_IMM, "ibv_wr_rdma_write_imm",
-			  QPX(self)->wr_rdma_write_imm != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE_IMM) < 0)
 		return NULL;
 	ibv_wr_rdma_write_imm(QPX(self), a.rkey, a.remote_addr,
 			      htobe32(a.imm_data));
@@ -1111,8 +1139,7 @@ static PyObject *qpex_wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_rdma_read_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_READ, "ibv_wr_rdma_read",
-			  QPX(self)->wr_rdma_read != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_RDMA_READ) < 0)
 		return NULL;
 	ibv_wr_rdma_read(QPX(self), a.rkey, a.remote_addr);
 	Py_RETURN_NONE;
@@ -1150,8 +1177,7 @@ static PyObject *qpex_wr_atomic_cmp_swp(PyObject *self, PyObject *args,
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_atomic_cmp_swp_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_ATOMIC_CMP_SWP, "ibv_wr_atomic_cmp_swp",
-			  QPX(self)->wr_atomic_cmp_swp != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_ATOMIC_CMP_SWP) < 0)
 		return NULL;
 	ibv_wr_atomic_cmp_swp(QPX(self), a.rkey, a.remote_addr, a.compare,
 			      a.swap);
@@ -1188,9 +1214,7 @@ static PyObject *qpex_wr_atomic_fetch_add(PyObject *self, PyObject *args,
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_atomic_fetch_add_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_ATOMIC_FETCH_ADD,
-			  "ibv_wr_atomic_fetch_add",
-			  QPX(self)->wr_atomic_fetch_add != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_ATOMIC_FETCH_ADD) < 0)
 		return NULL;
 	ibv_wr_atomic_fetch_add(QPX(self), a.rkey, a.remote_addr, a.add);
 	Py_RETURN_NONE;
@@ -1217,8 +1241,7 @@ static PyObject *qpex_wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_local_inv_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_LOCAL_INV, "ibv_wr_local_inv",
-			  QPX(self)->wr_local_inv != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_LOCAL_INV) < 0)
 		return NULL;
 	/* A type 2 window of this PD bound under that rkey lets its MR go
 	 * once the batch is posted (mem/mw.c). */
@@ -1295,8 +1318,7 @@ static PyObject *qpex_wr_atomic_write(PyObject *self, PyObject *args,
 		return NULL;
 	}
 #ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
-	if (qpex_begin_wr(self, WREX_OP_ATOMIC_WRITE, "ibv_wr_atomic_write",
-			  QPX(self)->wr_atomic_write != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_ATOMIC_WRITE) < 0)
 		return NULL;
 	ibv_wr_atomic_write(QPX(self), a.rkey, a.remote_addr, p);
 	Py_RETURN_NONE;
@@ -1353,8 +1375,7 @@ static PyObject *qpex_wr_flush(PyObject *self, PyObject *args, PyObject *kw)
 	if (args_parse(&qpex_wr_flush_args, self, args, kw, &a) < 0)
 		return NULL;
 #ifdef IBVERBS_HAVE_WR_FLUSH
-	if (qpex_begin_wr(self, WREX_OP_FLUSH, "ibv_wr_flush",
-			  QPX(self)->wr_flush != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_FLUSH) < 0)
 		return NULL;
 	ibv_wr_flush(QPX(self), a.rkey, a.remote_addr, (size_t)a.len, a.type,
 		     a.level);
@@ -1850,8 +1871,7 @@ static PyObject *qpex_wr_send_tso(PyObject *self, PyObject *args, PyObject *kw)
 			     "hdr: %zu bytes, more than 65535", buf.length);
 		goto fail;
 	}
-	if (qpex_begin_wr(self, WREX_OP_TSO, "ibv_wr_send_tso",
-			  QPX(self)->wr_send_tso != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_TSO) < 0)
 		goto fail;
 	ibv_wr_send_tso(QPX(self), buf.addr, (uint16_t)buf.length, a.mss);
 	Py_DECREF(hold);
@@ -1972,8 +1992,7 @@ static PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 	    handle_check(HANDLE(mr)) < 0)
 		goto out;
 	bi.mr = HANDLE(mr)->obj;
-	if (qpex_begin_wr(self, WREX_OP_BIND_MW, "ibv_wr_bind_mw",
-			  QPEXO(self)->qpx->wr_bind_mw != NULL) < 0 ||
+	if (qpex_begin_wr(self, WREX_OP_BIND_MW) < 0 ||
 	    qpex_keep(self, mw) < 0 || qpex_keep(self, mr) < 0)
 		goto out;
 	/* The hold moves once the batch is posted (mem/mw.c). */
