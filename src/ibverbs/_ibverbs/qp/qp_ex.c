@@ -346,10 +346,11 @@ static int qpex_begin_wr(PyObject *self, int op)
 }
 
 /* A setter's checks after those of its arguments: the batch's state
- * (EINVAL), then the provider's op (EOPNOTSUPP); then the WR is marked as
- * having its data (data: WREX_SET_*) or its UD destination (data 0). */
+ * (EINVAL), then the provider's op (EOPNOTSUPP, fn: QPX_FN(wr_set_*)); then
+ * the WR is marked as having its data (data: WREX_SET_*) or its UD
+ * destination (data 0). */
 static int qpex_begin_setter(PyObject *self, int data, const char *verb,
-			     int provided)
+			     size_t fn)
 {
 	QPExObject *q = QPEXO(self);
 
@@ -392,7 +393,7 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb,
 				q->n_wr - 1, ops[q->cur_op].verb);
 		return -1;
 	}
-	if (!provided) {
+	if (!qpx_has(q, fn)) {
 		provider_lacks(verb);
 		return -1;
 	}
@@ -1488,7 +1489,7 @@ static PyObject *qpex_wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	if (check_num_sge(self, 1, "ibv_wr_set_sge") < 0 ||
 	    qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge",
-			      QPX(self)->wr_set_sge != NULL) < 0)
+			      QPX_FN(wr_set_sge)) < 0)
 		return NULL;
 	if (is_obj && keep_sge(self, a) < 0) {
 		QPEXO(self)->cur_data = 0;
@@ -1566,7 +1567,7 @@ static PyObject *qpex_wr_set_sge_list(PyObject *self, PyObject *args,
 			goto out;
 	}
 	if (qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge_list",
-			      QPX(self)->wr_set_sge_list != NULL) < 0)
+			      QPX_FN(wr_set_sge_list)) < 0)
 		goto out;
 	for (i = 0; i < n; i++) {
 		if (keep_sge(self, PyTuple_GetItem(seq, i)) < 0) {
@@ -1682,7 +1683,7 @@ static PyObject *qpex_wr_set_inline_data(PyObject *self, PyObject *args,
 		return NULL;
 	if (check_inline_len(self, buf.length, "ibv_wr_set_inline_data") < 0 ||
 	    qpex_begin_setter(self, WREX_SET_INLINE, "ibv_wr_set_inline_data",
-			      QPX(self)->wr_set_inline_data != NULL) < 0) {
+			      QPX_FN(wr_set_inline_data)) < 0) {
 		Py_DECREF(hold);
 		return NULL;
 	}
@@ -1763,7 +1764,7 @@ static PyObject *qpex_wr_set_inline_data_list(PyObject *self, PyObject *args,
 	if (check_inline_len(self, total, "ibv_wr_set_inline_data_list") < 0 ||
 	    qpex_begin_setter(self, WREX_SET_INLINE,
 			      "ibv_wr_set_inline_data_list",
-			      QPX(self)->wr_set_inline_data_list != NULL) < 0)
+			      QPX_FN(wr_set_inline_data_list)) < 0)
 		goto out;
 	ibv_wr_set_inline_data_list(QPX(self), (size_t)n, arr);
 	Py_INCREF(Py_None);
@@ -1817,7 +1818,7 @@ static PyObject *qpex_wr_set_ud_addr(PyObject *self, PyObject *args,
 	if (args_parse(&qpex_wr_set_ud_addr_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (qpex_begin_setter(self, 0, "ibv_wr_set_ud_addr",
-			      QPX(self)->wr_set_ud_addr != NULL) < 0)
+			      QPX_FN(wr_set_ud_addr)) < 0)
 		return NULL;
 	if (qpex_keep(self, a.ah) < 0) {
 		QPEXO(self)->cur_ud = 0;
@@ -1926,7 +1927,7 @@ static PyObject *qpex_wr_set_xrc_srqn(PyObject *self, PyObject *args,
 		return verbs_error_fmt(EINVAL, "ibv_wr_set_xrc_srqn",
 				       "wr_set_xrc_srqn is for XRC_SEND QPs "
 				       "only");
-	if (QPX(self)->wr_set_xrc_srqn == NULL)
+	if (!qpx_has(q, QPX_FN(wr_set_xrc_srqn)))
 		return provider_lacks("ibv_wr_set_xrc_srqn");
 	ibv_wr_set_xrc_srqn(QPX(self), a.remote_srqn);
 	Py_RETURN_NONE;
