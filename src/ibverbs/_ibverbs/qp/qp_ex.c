@@ -2100,21 +2100,11 @@ static int set_wr_flags(PyObject *self, PyObject *v, void *closure)
 
 static PyObject *get_send_ops_flags(PyObject *self, void *closure)
 {
-	PyObject *v = PyLong_FromUnsignedLongLong(QPEXO(self)->send_ops_flags);
-	PyObject *mod, *cls, *res;
+	uint64_t f = QPEXO(self)->send_ops_flags;
 
-	if (v == NULL)
-		return NULL;
-	mod = module_cached(&ST.mod_enums, "ibverbs.enums");
-	cls = mod ? PyObject_GetAttrString(mod, "QPCreateSendOpsFlags") : NULL;
-	if (cls == NULL) {
-		PyErr_Clear();
-		return v;
-	}
-	res = PyObject_CallFunctionObjArgs(cls, v, NULL);
-	Py_DECREF(cls);
-	Py_DECREF(v);
-	return res;
+	if (f > LONG_MAX) /* not a flag set the enum knows */
+		return PyLong_FromUnsignedLongLong(f);
+	return enum_from_int("QPCreateSendOpsFlags", (long)f);
 }
 
 static PyObject *qpex_repr(PyObject *self)
