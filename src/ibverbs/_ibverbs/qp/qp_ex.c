@@ -1,49 +1,53 @@
 /*
  * qp_ex.c - QPEx: a QP created with ibv_create_qp_ex and a set of
  * send_ops_flags, which posts through the ibv_wr_* calls: its batch
- * (wr_start, wr_complete, wr_abort), the builders (wr_send,
- * wr_rdma_write, ..., one per operation), the setters that attach data or
- * a UD destination to the work request the last builder started, and its
- * method table.
+ * (wr_start, wr_complete, wr_abort), the builders (wr_send, wr_rdma_write,
+ * ..., one per operation), the setters that attach data or a UD destination
+ * to the work request the last builder started, and its method table.
  *
- * Each builder and setter converts and checks its arguments first
- * (TypeError, ValueError; a closed MR or AH: VerbsError EBADF), then the
+ * Each builder and setter converts and checks its arguments first (declared
+ * beside it, parsed by core/args.c but for wr_set_sge's two signatures:
+ * TypeError, ValueError; a closed MR, AH or MW: VerbsError EBADF), then the
  * batch's state (VerbsError EINVAL outside wr_start/wr_complete, for an
  * operation not in send_ops_flags, a setter without a builder or one the
- * operation does not take), then that the provider has the op
- * (EOPNOTSUPP), and only then calls the verbs.h inline, which jumps to the
- * provider.  GIL kept: nothing here blocks.  A new builder is a WREX_OP_*
- * with its entry in ops[] (verb, flag, bit, setters, provider's op), one
- * function calling qpex_begin_wr(self, WREX_OP_*) before the inline, and
- * one line in qpex_methods.
+ * operation does not take), then that the provider has the op (EOPNOTSUPP),
+ * and only then calls the verbs.h inline, which jumps to the provider.  GIL
+ * kept: nothing here blocks.  A new builder is a WREX_OP_* with its entry in
+ * ops[] (verb, flag, bit, setters, provider's op), one function calling
+ * qpex_begin_wr(self, WREX_OP_*) before the inline, and one line in
+ * qpex_methods.
  *
- * QPEx is a subclass of QP (PyType_FromSpecWithBases): its object starts
- * with a QPObject, so modify, to_init/to_rtr/to_rts, post_recv, query and
- * close work as on any QP, and qp_create_typed() (qp.c) reads the init
- * attributes.  ibv_create_qp_ex is a static inline of verbs.h that calls
- * the exported ibv_create_qp by name for a comp_mask of PD alone; this
- * file calls the provider's create_qp_ex op itself (verbs_get_ctx_op) with
- * IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, as verbs.h does.
+ * QPEx is a subclass of QP (PyType_FromSpecWithBases): its object starts with
+ * a QPObject, so modify, to_init/to_rtr/to_rts, post_recv, query and close
+ * work as on any QP, and qp_create_flags() (qp.c) reads the init attributes
+ * QPInitAttr has.  ibv_create_qp_ex is a static inline of verbs.h that calls
+ * the exported ibv_create_qp by name for a comp_mask of PD alone; this file
+ * calls the provider's create_qp_ex op itself (verbs_get_ctx_op), as verbs.h
+ * does, with IBV_QP_INIT_ATTR_PD and the comp_mask bits of what else
+ * init_attr gives (send_ops_flags, create_flags, xrcd, rwq_ind_tbl,
+ * rx_hash_conf, max_tso_header: ex_read).
  *
  * The batch.  The providers check nothing: a builder outside
- * wr_start/wr_complete, an operation the QP was not created for, a
- * setter with no builder before it or wr_start twice crash or deadlock
- * (mlx5 and rxe take the send queue's spinlock in wr_start and release it
- * in wr_complete/wr_abort).  So this file keeps the batch's state and
- * every builder and setter checks it before the provider is called
- * (VerbsError EINVAL); post_send and modify refuse (EBUSY, qp_check_idle
- * in ibverbs.h: the flag is the base QPObject's in_batch) while a batch
- * is open, for they take the same lock.  close() during a batch, and the
- * deallocation of a QPEx whose batch is open, abort the batch first
- * (ibv_wr_abort: nothing of it is posted), then destroy the QP.
+ * wr_start/wr_complete, an operation the QP was not created for, a setter
+ * with no builder before it or wr_start twice crash or deadlock (mlx5 and rxe
+ * take the send queue's spinlock in wr_start and release it in
+ * wr_complete/wr_abort).  So this file keeps the batch's state and every
+ * builder and setter checks it before the provider is called (VerbsError
+ * EINVAL); post_send and modify refuse (EBUSY, qp_check_idle in ibverbs.h:
+ * the flag is the base QPObject's in_batch) while a batch is open, for they
+ * take the same lock.  close() during a batch, and the deallocation of a QPEx
+ * whose batch is open, abort the batch first (ibv_wr_abort: nothing of it is
+ * posted), then destroy the QP.
  *
- * What a batch references stays alive until it ends: the SGE objects
- * given to the setters (and so their MRs and memory) and the AHs of
- * wr_set_ud_addr are held, the MRs and AHs marked used (handle_use), so
- * closing one raises EBUSY until wr_complete or wr_abort.  Inline data is
- * copied by the provider during the setter (the ibv_wr_post man page:
- * "Inline setters will copy the send data during the setter"), which this
- * file relies on: the buffer is not held.
+ * What a batch references stays alive until it ends: the SGE objects given to
+ * the setters (and so their MRs and memory), the AHs of wr_set_ud_addr, and
+ * the MWs and MRs of wr_bind_mw (and the window a wr_local_inv invalidates)
+ * are held, the MRs, AHs and MWs marked used (handle_use), so closing one
+ * raises EBUSY until wr_complete or wr_abort; the MW binds' records
+ * (mem/mw.c) move the MR holds to their windows once wr_complete posted the
+ * batch.  Inline data is copied by the provider during the setter (the
+ * ibv_wr_post man page: "Inline setters will copy the send data during the
+ * setter"), which this file relies on: the buffer is not held.
  */
 #include "ibverbs.h"
 #include "mem/mem.h"
@@ -1519,7 +1523,7 @@ PyDoc_STRVAR(qpex_wr_set_sge_list__doc__,
 	     "        the WR takes no SGE or has its data already;\n"
 	     "        EOPNOTSUPP when the provider lacks it.");
 
-/* wr_set_sge_list(sges): a list or tuple of SGE objects. */
+/* wr_set_sge_list(sg_list): a list or tuple of SGE objects. */
 struct sge_list_args {
 	PyObject *sg_list;
 };
@@ -1934,7 +1938,7 @@ static PyObject *qpex_wr_set_xrc_srqn(PyObject *self, PyObject *args,
 }
 
 /* ------------------------------------------------------------------ */
-/* wr_bind_mw (its MW and MWBindInfo parsed by mw.c)                  */
+/* wr_bind_mw (its MWBindInfo read by mem/mw.c)                       */
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(qpex_wr_bind_mw__doc__,
@@ -1963,7 +1967,8 @@ PyDoc_STRVAR(qpex_wr_bind_mw__doc__,
 /*
  * wr_bind_mw(mw, rkey, bind_info): a BIND_MW in the open batch; rkey is
  * the window's new rkey.  The batch holds the MW and the MR (both marked
- * used, so neither closes) until wr_complete or wr_abort.
+ * used, so neither closes) until wr_complete or wr_abort, and a record of
+ * the bind, which moves the MR's hold to the MW once the batch is posted.
  */
 struct bind_mw_args {
 	PyObject *mw;
@@ -2009,9 +2014,6 @@ out:
 	return res;
 }
 
-/* A builder's docstring: its signature, what it starts, its verb, its
- * Args ("" for none) and the QPCreateSendOpsFlags member it needs; then
- * the errors every builder shares. */
 /* ------------------------------------------------------------------ */
 /* QPEx's methods (the QP's are inherited)                             */
 /* ------------------------------------------------------------------ */
