@@ -1,47 +1,53 @@
 /*
  * qp_ex.c - QPEx: a QP created with ibv_create_qp_ex and a set of
  * send_ops_flags, which posts through the ibv_wr_* calls: its batch
- * (wr_start, wr_complete, wr_abort), the builders (wr_send,
- * wr_rdma_write, ..., one per operation), the setters that attach data or
- * a UD destination to the work request the last builder started, and its
- * method table.
+ * (wr_start, wr_complete, wr_abort), the builders (wr_send, wr_rdma_write,
+ * ..., one per operation), the setters that attach data or a UD destination
+ * to the work request the last builder started, and its method table.
  *
- * Each builder and setter converts and checks its arguments first
- * (TypeError, ValueError; a closed MR or AH: VerbsError EBADF), then the
+ * Each builder and setter converts and checks its arguments first (declared
+ * beside it, parsed by core/args.c but for wr_set_sge's two signatures:
+ * TypeError, ValueError; a closed MR, AH or MW: VerbsError EBADF), then the
  * batch's state (VerbsError EINVAL outside wr_start/wr_complete, for an
  * operation not in send_ops_flags, a setter without a builder or one the
- * operation does not take), and only then calls the verbs.h inline, which
- * jumps to the provider.  GIL kept: nothing here blocks.  A new builder is
- * one function calling qpex_begin_wr() with its WREX_OP_* (and whether the
- * provider set the op) before the inline, and one line in qpex_methods.
+ * operation does not take), then that the provider has the op (EOPNOTSUPP),
+ * and only then calls the verbs.h inline, which jumps to the provider.  GIL
+ * kept: nothing here blocks.  A new builder is a WREX_OP_* with its entry in
+ * ops[] (verb, flag, bit, setters, provider's op), one function calling
+ * qpex_begin_wr(self, WREX_OP_*) before the inline, and one line in
+ * qpex_methods.
  *
- * QPEx is a subclass of QP (PyType_FromSpecWithBases): its object starts
- * with a QPObject, so modify, to_init/to_rtr/to_rts, post_recv, query and
- * close work as on any QP, and qp_create_typed() (qp.c) reads the init
- * attributes.  ibv_create_qp_ex is a static inline of verbs.h that calls
- * the exported ibv_create_qp by name for a comp_mask of PD alone; this
- * file calls the provider's create_qp_ex op itself (verbs_get_ctx_op) with
- * IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, as verbs.h does.
+ * QPEx is a subclass of QP (PyType_FromSpecWithBases): its object starts with
+ * a QPObject, so modify, to_init/to_rtr/to_rts, post_recv, query and close
+ * work as on any QP, and qp_create_flags() (qp.c) reads the init attributes
+ * QPInitAttr has.  ibv_create_qp_ex is a static inline of verbs.h that calls
+ * the exported ibv_create_qp by name for a comp_mask of PD alone; this file
+ * calls the provider's create_qp_ex op itself (verbs_get_ctx_op), as verbs.h
+ * does, with IBV_QP_INIT_ATTR_PD and the comp_mask bits of what else
+ * init_attr gives (send_ops_flags, create_flags, xrcd, rwq_ind_tbl,
+ * rx_hash_conf, max_tso_header: ex_read).
  *
  * The batch.  The providers check nothing: a builder outside
- * wr_start/wr_complete, an operation the QP was not created for, a
- * setter with no builder before it or wr_start twice crash or deadlock
- * (mlx5 and rxe take the send queue's spinlock in wr_start and release it
- * in wr_complete/wr_abort).  So this file keeps the batch's state and
- * every builder and setter checks it before the provider is called
- * (VerbsError EINVAL); post_send and modify refuse (EBUSY, qp_check_idle
- * in ibverbs.h: the flag is the base QPObject's in_batch) while a batch
- * is open, for they take the same lock.  close() during a batch, and the
- * deallocation of a QPEx whose batch is open, abort the batch first
- * (ibv_wr_abort: nothing of it is posted), then destroy the QP.
+ * wr_start/wr_complete, an operation the QP was not created for, a setter
+ * with no builder before it or wr_start twice crash or deadlock (mlx5 and rxe
+ * take the send queue's spinlock in wr_start and release it in
+ * wr_complete/wr_abort).  So this file keeps the batch's state and every
+ * builder and setter checks it before the provider is called (VerbsError
+ * EINVAL); post_send and modify refuse (EBUSY, qp_check_idle in ibverbs.h:
+ * the flag is the base QPObject's in_batch) while a batch is open, for they
+ * take the same lock.  close() during a batch, and the deallocation of a QPEx
+ * whose batch is open, abort the batch first (ibv_wr_abort: nothing of it is
+ * posted), then destroy the QP.
  *
- * What a batch references stays alive until it ends: the SGE objects
- * given to the setters (and so their MRs and memory) and the AHs of
- * wr_set_ud_addr are held, the MRs and AHs marked used (handle_use), so
- * closing one raises EBUSY until wr_complete or wr_abort.  Inline data is
- * copied by the provider during the setter (the ibv_wr_post man page:
- * "Inline setters will copy the send data during the setter"), which this
- * file relies on: the buffer is not held.
+ * What a batch references stays alive until it ends: the SGE objects given to
+ * the setters (and so their MRs and memory), the AHs of wr_set_ud_addr, and
+ * the MWs and MRs of wr_bind_mw (and the window a wr_local_inv invalidates)
+ * are held, the MRs, AHs and MWs marked used (handle_use), so closing one
+ * raises EBUSY until wr_complete or wr_abort; the MW binds' records
+ * (mem/mw.c) move the MR holds to their windows once wr_complete posted the
+ * batch.  Inline data is copied by the provider during the setter (the
+ * ibv_wr_post man page: "Inline setters will copy the send data during the
+ * setter"), which this file relies on: the buffer is not held.
  */
 #include "ibverbs.h"
 #include "mem/mem.h"
@@ -117,64 +123,92 @@ enum {
 
 /* ------------------------------------------------------------------ */
 /* What each operation is (the verb's name, its send_ops_flags bit, the */
-/* data setters it takes)                                               */
+/* data setters it takes, the provider's op)                            */
 /* ------------------------------------------------------------------ */
 
+/* Where the provider's op is in struct ibv_qp_ex (NULL: not provided). */
+#define QPX_FN(field) offsetof(struct ibv_qp_ex, field)
+
 /* IBV_QP_EX_WITH_FLUSH is absent from rdma-core 44's headers: rdma-core's
- * ABI value, only used to name the bit in a message. */
+ * ABI value, only used to name the bit in a message; and ibv_qp_ex has no
+ * wr_flush (the builder refuses before it looks). */
 #ifdef IBVERBS_HAVE_WR_FLUSH
 #define WREX_FLUSH_BIT IBV_QP_EX_WITH_FLUSH
+#define WREX_FLUSH_FN QPX_FN(wr_flush)
 #else
 #define WREX_FLUSH_BIT (1ull << 11)
+#define WREX_FLUSH_FN 0
 #endif
 /* Likewise IBV_QP_EX_WITH_ATOMIC_WRITE before rdma-core 42. */
 #ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
 #define WREX_ATOMIC_WRITE_BIT IBV_QP_EX_WITH_ATOMIC_WRITE
+#define WREX_ATOMIC_WRITE_FN QPX_FN(wr_atomic_write)
 #else
 #define WREX_ATOMIC_WRITE_BIT (1ull << 12)
+#define WREX_ATOMIC_WRITE_FN 0
 #endif
+
+#define WREX_DATA (WREX_SET_SGE | WREX_SET_INLINE)
 
 static const struct {
 	const char *verb; /* "ibv_wr_send" */
 	const char *flag; /* the QPCreateSendOpsFlags member */
 	uint64_t bit;
 	int setters; /* WREX_SET_SGE | WREX_SET_INLINE */
+	size_t fn; /* QPX_FN(wr_send): the provider's op */
 } ops[WREX_OP_COUNT] = {
 	[WREX_OP_RDMA_WRITE] = { "ibv_wr_rdma_write", "RDMA_WRITE",
-				 IBV_QP_EX_WITH_RDMA_WRITE,
-				 WREX_SET_SGE | WREX_SET_INLINE },
+				 IBV_QP_EX_WITH_RDMA_WRITE, WREX_DATA,
+				 QPX_FN(wr_rdma_write) },
 	[WREX_OP_RDMA_WRITE_IMM] = { "ibv_wr_rdma_write_imm",
 				     "RDMA_WRITE_WITH_IMM",
 				     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
-				     WREX_SET_SGE | WREX_SET_INLINE },
+				     WREX_DATA, QPX_FN(wr_rdma_write_imm) },
 	[WREX_OP_SEND] = { "ibv_wr_send", "SEND", IBV_QP_EX_WITH_SEND,
-			   WREX_SET_SGE | WREX_SET_INLINE },
+			   WREX_DATA, QPX_FN(wr_send) },
 	[WREX_OP_SEND_IMM] = { "ibv_wr_send_imm", "SEND_WITH_IMM",
-			       IBV_QP_EX_WITH_SEND_WITH_IMM,
-			       WREX_SET_SGE | WREX_SET_INLINE },
+			       IBV_QP_EX_WITH_SEND_WITH_IMM, WREX_DATA,
+			       QPX_FN(wr_send_imm) },
 	[WREX_OP_RDMA_READ] = { "ibv_wr_rdma_read", "RDMA_READ",
-				IBV_QP_EX_WITH_RDMA_READ, WREX_SET_SGE },
+				IBV_QP_EX_WITH_RDMA_READ, WREX_SET_SGE,
+				QPX_FN(wr_rdma_read) },
 	[WREX_OP_ATOMIC_CMP_SWP] = { "ibv_wr_atomic_cmp_swp",
 				     "ATOMIC_CMP_AND_SWP",
 				     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
-				     WREX_SET_SGE },
+				     WREX_SET_SGE, QPX_FN(wr_atomic_cmp_swp) },
 	[WREX_OP_ATOMIC_FETCH_ADD] = { "ibv_wr_atomic_fetch_add",
 				       "ATOMIC_FETCH_AND_ADD",
 				       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
-				       WREX_SET_SGE },
+				       WREX_SET_SGE,
+				       QPX_FN(wr_atomic_fetch_add) },
 	[WREX_OP_LOCAL_INV] = { "ibv_wr_local_inv", "LOCAL_INV",
-				IBV_QP_EX_WITH_LOCAL_INV, 0 },
+				IBV_QP_EX_WITH_LOCAL_INV, 0,
+				QPX_FN(wr_local_inv) },
 	[WREX_OP_BIND_MW] = { "ibv_wr_bind_mw", "BIND_MW",
-			      IBV_QP_EX_WITH_BIND_MW, 0 },
+			      IBV_QP_EX_WITH_BIND_MW, 0, QPX_FN(wr_bind_mw) },
 	[WREX_OP_SEND_INV] = { "ibv_wr_send_inv", "SEND_WITH_INV",
-			       IBV_QP_EX_WITH_SEND_WITH_INV,
-			       WREX_SET_SGE | WREX_SET_INLINE },
+			       IBV_QP_EX_WITH_SEND_WITH_INV, WREX_DATA,
+			       QPX_FN(wr_send_inv) },
 	[WREX_OP_ATOMIC_WRITE] = { "ibv_wr_atomic_write", "ATOMIC_WRITE",
-				   WREX_ATOMIC_WRITE_BIT, 0 },
-	[WREX_OP_FLUSH] = { "ibv_wr_flush", "FLUSH", WREX_FLUSH_BIT, 0 },
+				   WREX_ATOMIC_WRITE_BIT, 0,
+				   WREX_ATOMIC_WRITE_FN },
+	[WREX_OP_FLUSH] = { "ibv_wr_flush", "FLUSH", WREX_FLUSH_BIT, 0,
+			    WREX_FLUSH_FN },
 	[WREX_OP_TSO] = { "ibv_wr_send_tso", "TSO", IBV_QP_EX_WITH_TSO,
-			  WREX_SET_SGE | WREX_SET_INLINE },
+			  WREX_DATA, QPX_FN(wr_send_tso) },
 };
+
+/* Whether the provider set the op at offset fn of q's ibv_qp_ex (a QP
+ * made without send_ops_flags has none). */
+static int qpx_has(const QPExObject *q, size_t fn)
+{
+	void (*op)(void);
+
+	if (q->qpx == NULL || fn == 0)
+		return 0;
+	memcpy(&op, (const char *)q->qpx + fn, sizeof(op));
+	return op != NULL;
+}
 
 /* ------------------------------------------------------------------ */
 /* The batch's state                                                   */
@@ -275,9 +309,20 @@ static PyObject *not_in_batch(const char *verb)
 			       "no batch is open: call wr_start() first");
 }
 
-static int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided)
+/* The provider left the op NULL: it does not implement it. */
+static PyObject *provider_lacks(const char *verb)
+{
+	return verbs_error_fmt(EOPNOTSUPP, verb,
+			       "the provider does not implement it");
+}
+
+/* A builder's checks after those of its arguments: the batch's state
+ * (EINVAL; ValueError when the previous WR lacks its UD destination),
+ * then the provider's op (EOPNOTSUPP); then op's WR is the current one. */
+static int qpex_begin_wr(PyObject *self, int op)
 {
 	QPExObject *q = QPEXO(self);
+	const char *verb = ops[op].verb;
 
 	if (!q->qp.in_batch) {
 		not_in_batch(verb);
@@ -290,13 +335,12 @@ static int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided)
 				ops[op].flag, ops[op].flag);
 		return -1;
 	}
-	if (!provided) {
-		verbs_error_fmt(EOPNOTSUPP, verb,
-				"the provider does not implement it");
-		return -1;
-	}
 	if (needs_ud(q)) {
 		ud_missing(q, verb);
+		return -1;
+	}
+	if (!qpx_has(q, ops[op].fn)) {
+		provider_lacks(verb);
 		return -1;
 	}
 	q->cur_op = op;
@@ -305,7 +349,12 @@ static int qpex_begin_wr(PyObject *self, int op, const char *verb, int provided)
 	return 0;
 }
 
-static int qpex_begin_setter(PyObject *self, int data, const char *verb)
+/* A setter's checks after those of its arguments: the batch's state
+ * (EINVAL), then the provider's op (EOPNOTSUPP, fn: QPX_FN(wr_set_*)); then
+ * the WR is marked as having its data (data: WREX_SET_*) or its UD
+ * destination (data 0). */
+static int qpex_begin_setter(PyObject *self, int data, const char *verb,
+			     size_t fn)
 {
 	QPExObject *q = QPEXO(self);
 
@@ -333,10 +382,7 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb)
 					q->n_wr - 1);
 			return -1;
 		}
-		q->cur_ud = 1;
-		return 0;
-	}
-	if (!(ops[q->cur_op].setters & data)) {
+	} else if (!(ops[q->cur_op].setters & data)) {
 		verbs_error_fmt(EINVAL, verb, "%s takes %s",
 				ops[q->cur_op].verb,
 				ops[q->cur_op].setters == WREX_SET_SGE ?
@@ -344,15 +390,21 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb)
 					"wr_set_sge_list), not inline data" :
 					"no data setter");
 		return -1;
-	}
-	if (q->cur_data) {
+	} else if (q->cur_data) {
 		verbs_error_fmt(EINVAL, verb,
 				"work request %u (%s) already has its data: "
 				"one data setter per work request",
 				q->n_wr - 1, ops[q->cur_op].verb);
 		return -1;
 	}
-	q->cur_data = 1;
+	if (!qpx_has(q, fn)) {
+		provider_lacks(verb);
+		return -1;
+	}
+	if (data == 0)
+		q->cur_ud = 1;
+	else
+		q->cur_data = 1;
 	return 0;
 }
 
@@ -360,7 +412,7 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb)
 /* wr_start, wr_complete, wr_abort                                    */
 /* ------------------------------------------------------------------ */
 
-PyDoc_STRVAR(wrex_start__doc__,
+PyDoc_STRVAR(qpex_wr_start__doc__,
 	     "Open a batch of work requests on the send queue.\n"
 	     "\n"
 	     "Then call builders (``wr_send()``, ...), each followed by its\n"
@@ -394,7 +446,7 @@ static PyObject *qpex_wr_start(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_complete__doc__,
+PyDoc_STRVAR(qpex_wr_complete__doc__,
 	     "Post the open batch and close it.\n"
 	     "\n"
 	     "On failure nothing of the batch was posted. Either way the\n"
@@ -437,7 +489,7 @@ static PyObject *qpex_wr_complete(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_abort__doc__,
+PyDoc_STRVAR(qpex_wr_abort__doc__,
 	     "Discard the open batch: none of its WRs is posted.\n"
 	     "\n"
 	     "Does nothing when no batch is open.\n"
@@ -645,6 +697,7 @@ static int ia_handle(PyObject *ia, const char *name, PyTypeObject *t,
 		     const char *tname, Handle *ctx, PyObject **out)
 {
 	PyObject *v;
+	char what[32];
 
 	*out = NULL;
 	if (attr_optional(ia, name, &v) < 0)
@@ -653,19 +706,15 @@ static int ia_handle(PyObject *ia, const char *name, PyTypeObject *t,
 		Py_XDECREF(v);
 		return 0;
 	}
+	snprintf(what, sizeof(what), "init_attr.%s", name);
 	if (!PyObject_TypeCheck(v, t)) {
-		PyErr_Format(PyExc_TypeError,
-			     "init_attr.%s must be %s or None, not %R", name,
-			     tname, (PyObject *)Py_TYPE(v));
+		arg_type_error(what, tname, 1, v);
 		goto fail;
 	}
 	if (handle_check(HANDLE(v)) < 0)
 		goto fail;
 	if (HANDLE(v)->parent != ctx) {
-		PyErr_Format(PyExc_ValueError,
-			     "init_attr.%s belongs to another Context than "
-			     "the PD",
-			     name);
+		arg_other_parent_error(what, "Context");
 		goto fail;
 	}
 	*out = v;
@@ -734,8 +783,8 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 
 	memset(a, 0, sizeof(*a));
 	if (ia_uint(ia, "qp_type", INT32_MAX, IBV_QPT_RC, &type) < 0 ||
-	    ia_handle(ia, "xrcd", ST.XRCD_type, "an XRCD", ctx, &a->xrcd) < 0 ||
-	    ia_handle(ia, "rwq_ind_tbl", ST.RWQIndTable_type, "an RWQIndTable",
+	    ia_handle(ia, "xrcd", ST.XRCD_type, "XRCD", ctx, &a->xrcd) < 0 ||
+	    ia_handle(ia, "rwq_ind_tbl", ST.RWQIndTable_type, "RWQIndTable",
 		      ctx, &a->ind_tbl) < 0)
 		return -1;
 	*no_cq = type == IBV_QPT_XRC_RECV || a->ind_tbl != NULL;
@@ -845,17 +894,23 @@ METHOD_DOC(pd_create_qp_ex,
 	   "        the provider makes no extended QP; else the verb failed\n"
 	   "        (``errno``).");
 
+/* PD.create_qp_ex and Context.create_qp_ex: create_ex() reads it. */
+struct create_qp_ex_args {
+	PyObject *init_attr;
+};
+static const ArgSpec create_qp_ex_params[] = {
+	ARG_RECORD(struct create_qp_ex_args, init_attr, QPInitAttrEx), ARG_END
+};
+METHOD_ARGS(pd_create_qp_ex, "PD.create_qp_ex", create_qp_ex_params);
+
 PyObject *pd_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
 {
-	PDObject *pd = (PDObject *)self;
-	static char *kwlist[] = { "init_attr", NULL };
-	PyObject *ia;
+	struct create_qp_ex_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp_ex", kwlist,
-					 &ia))
+	if (args_parse(&pd_create_qp_ex_args, self, args, kw, &a) < 0)
 		return NULL;
-	return create_ex(pd, ia);
+	return create_ex((PDObject *)self, a.init_attr);
 }
 
 /* Context.create_qp_ex(init_attr): init_attr.pd is required and must be
@@ -885,43 +940,38 @@ METHOD_DOC(
 	"        EOPNOTSUPP as ``PD.create_qp_ex()``; else the verb\n"
 	"        failed (``errno``).");
 
+METHOD_ARGS(context_create_qp_ex, "Context.create_qp_ex", create_qp_ex_params);
+
 PyObject *context_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
 {
-	ContextObject *ctx = (ContextObject *)self;
-	static char *kwlist[] = { "init_attr", NULL };
-	PyObject *ia, *pd;
-	PyObject *res = NULL;
+	struct create_qp_ex_args a;
+	PyObject *pd, *res = NULL;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:create_qp_ex", kwlist,
-					 &ia))
+	if (args_parse(&context_create_qp_ex_args, self, args, kw, &a) < 0)
 		return NULL;
-	pd = PyObject_GetAttrString(ia, "pd");
+	pd = PyObject_GetAttrString(a.init_attr, "pd");
 	if (pd == NULL) {
 		if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
 			PyErr_Clear();
-			PyErr_Format(PyExc_TypeError,
-				     "init_attr must be a QPInitAttrEx with "
-				     "a pd, not %R",
-				     (PyObject *)Py_TYPE(ia));
+			arg_type_error_hint(
+				"init_attr", "QPInitAttrEx", 0, a.init_attr,
+				"Context.create_qp_ex reads its pd");
 		}
 		return NULL;
 	}
 	if (!PyObject_TypeCheck(pd, ST.PD_type)) {
-		PyErr_Format(PyExc_TypeError,
-			     "init_attr.pd must be a PD (Context.create_qp_ex "
-			     "needs one), not %R",
-			     (PyObject *)Py_TYPE(pd));
+		arg_type_error_hint("init_attr.pd", "PD", 0, pd,
+				    "Context.create_qp_ex needs one");
 		goto out;
 	}
 	if (handle_check(HANDLE(pd)) < 0)
 		goto out;
-	if (HANDLE(pd)->parent != HANDLE(ctx)) {
-		PyErr_SetString(PyExc_ValueError,
-				"init_attr.pd belongs to another Context");
+	if (HANDLE(pd)->parent != HANDLE(self)) {
+		arg_other_parent_error("init_attr.pd", "Context");
 		goto out;
 	}
-	res = create_ex((PDObject *)pd, ia);
+	res = create_ex((PDObject *)pd, a.init_attr);
 out:
 	Py_DECREF(pd);
 	return res;
@@ -929,95 +979,54 @@ out:
 
 #define QPX(self) (QPEXO(self)->qpx)
 
-/* The provider left the op NULL: it does not implement it. */
-static PyObject *provider_lacks(const char *verb)
-{
-	return verbs_error_fmt(EOPNOTSUPP, verb,
-			       "the provider does not implement it");
-}
-
-#define NEED_OP(self, field, verb)                   \
-	do {                                         \
-		if (QPX(self)->field == NULL)        \
-			return provider_lacks(verb); \
-	} while (0)
-
-/* Parse up to 5 integer arguments named in kwlist (u32 when bits is 32,
- * else u64).  0 or -1. */
-static int parse_ints(PyObject *args, PyObject *kw, const char *fmt,
-		      char **kwlist, const int *bits, uint64_t *out)
-{
-	PyObject *o[5] = { NULL };
-	int i;
-
-	if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &o[0], &o[1],
-					 &o[2], &o[3], &o[4]))
-		return -1;
-	for (i = 0; kwlist[i] != NULL; i++) {
-		if (bits[i] == 32) {
-			uint32_t v;
-
-			if (arg_u32(o[i], kwlist[i], &v) < 0)
-				return -1;
-			out[i] = v;
-		} else if (bits[i] == 8) {
-			long v;
-
-			if (arg_int(o[i], kwlist[i], 0, UINT8_MAX, &v) < 0)
-				return -1;
-			out[i] = (uint64_t)v;
-		} else if (arg_u64(o[i], kwlist[i], &out[i]) < 0) {
-			return -1;
-		}
-	}
-	return 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* Builders                                                            */
 /* ------------------------------------------------------------------ */
 
-PyDoc_STRVAR(wrex_send__doc__,
+PyDoc_STRVAR(qpex_wr_send__doc__,
 	     "Start a SEND in the open batch.\n"
 	     "\n" WRX_DATA_NEXT "\n"
 	     "Wraps ``ibv_wr_send`` (man page ibv_wr_post(3)).\n"
 	     "\n" WRX_RAISES("SEND"));
 
-static PyObject *wr_send(PyObject *self, PyObject *unused)
+static PyObject *qpex_wr_send(PyObject *self, PyObject *unused)
 {
 	HANDLE_CHECK(self);
-	if (qpex_begin_wr(self, WREX_OP_SEND, "ibv_wr_send",
-			  QPX(self)->wr_send != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_SEND) < 0)
 		return NULL;
 	ibv_wr_send(QPX(self));
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_send_imm__doc__,
+PyDoc_STRVAR(qpex_wr_send_imm__doc__,
 	     "Start a SEND_WITH_IMM in the open batch.\n"
 	     "\n" WRX_DATA_NEXT "\n"
 	     "Wraps ``ibv_wr_send_imm`` (man page ibv_wr_post(3)).\n"
 	     "\n"
 	     "Args:\n" WRX_ARG_IMM "\n" WRX_RAISES("SEND_WITH_IMM"));
 
-static PyObject *wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
+struct imm_args {
+	uint32_t imm_data;
+};
+static const ArgSpec imm_params[] = { ARG_UINT(struct imm_args, imm_data),
+				      ARG_END };
+METHOD_ARGS(qpex_wr_send_imm, "QPEx.wr_send_imm", imm_params);
+
+static PyObject *qpex_wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "imm_data", NULL };
-	static const int bits[] = { 32 };
-	uint64_t v[1];
+	struct imm_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "O:wr_send_imm", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_send_imm_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_SEND_IMM, "ibv_wr_send_imm",
-			  QPX(self)->wr_send_imm != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_SEND_IMM) < 0)
 		return NULL;
-	ibv_wr_send_imm(QPX(self), htobe32((uint32_t)v[0]));
+	ibv_wr_send_imm(QPX(self), htobe32(a.imm_data));
 	Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(
-	wrex_send_inv__doc__,
+	qpex_wr_send_inv__doc__,
 	"Start a SEND_WITH_INV: a send that invalidates the peer's\n"
 	"``invalidate_rkey`` (an MW's).\n"
 	"\n" WRX_DATA_NEXT "\n"
@@ -1028,26 +1037,38 @@ PyDoc_STRVAR(
 	"        of its MWs), 32 bits.\n"
 	"\n" WRX_RAISES("SEND_WITH_INV"));
 
-static PyObject *wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
+/* wr_send_inv and wr_local_inv */
+struct inv_args {
+	uint32_t invalidate_rkey;
+};
+static const ArgSpec inv_params[] = {
+	ARG_UINT(struct inv_args, invalidate_rkey), ARG_END
+};
+METHOD_ARGS(qpex_wr_send_inv, "QPEx.wr_send_inv", inv_params);
+
+static PyObject *qpex_wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "invalidate_rkey", NULL };
-	static const int bits[] = { 32 };
-	uint64_t v[1];
+	struct inv_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "O:wr_send_inv", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_send_inv_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_SEND_INV, "ibv_wr_send_inv",
-			  QPX(self)->wr_send_inv != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_SEND_INV) < 0)
 		return NULL;
-	ibv_wr_send_inv(QPX(self), (uint32_t)v[0]);
+	ibv_wr_send_inv(QPX(self), a.invalidate_rkey);
 	Py_RETURN_NONE;
 }
 
-static char *kw_rdma[] = { "rkey", "remote_addr", NULL };
-static const int bits_rdma[] = { 32, 64 };
+/* wr_rdma_write and wr_rdma_read */
+struct rdma_args {
+	uint32_t rkey;
+	uint64_t remote_addr;
+};
+static const ArgSpec rdma_params[] = { ARG_UINT(struct rdma_args, rkey),
+				       ARG_UINT(struct rdma_args, remote_addr),
+				       ARG_END };
 
-PyDoc_STRVAR(wrex_rdma_write__doc__,
+PyDoc_STRVAR(qpex_wr_rdma_write__doc__,
 	     "Start an RDMA_WRITE to the peer's memory.\n"
 	     "\n" WRX_DATA_NEXT "\n"
 	     "Wraps ``ibv_wr_rdma_write`` (man page ibv_wr_post(3)).\n"
@@ -1055,21 +1076,23 @@ PyDoc_STRVAR(wrex_rdma_write__doc__,
 	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR
 	     "\n" WRX_RAISES("RDMA_WRITE"));
 
-static PyObject *wr_rdma_write(PyObject *self, PyObject *args, PyObject *kw)
+METHOD_ARGS(qpex_wr_rdma_write, "QPEx.wr_rdma_write", rdma_params);
+
+static PyObject *qpex_wr_rdma_write(PyObject *self, PyObject *args,
+				    PyObject *kw)
 {
-	uint64_t v[2];
+	struct rdma_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OO:wr_rdma_write", kw_rdma, bits_rdma, v) < 0)
+	if (args_parse(&qpex_wr_rdma_write_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE, "ibv_wr_rdma_write",
-			  QPX(self)->wr_rdma_write != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE) < 0)
 		return NULL;
-	ibv_wr_rdma_write(QPX(self), (uint32_t)v[0], v[1]);
+	ibv_wr_rdma_write(QPX(self), a.rkey, a.remote_addr);
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_rdma_write_imm__doc__,
+PyDoc_STRVAR(qpex_wr_rdma_write_imm__doc__,
 	     "Start an RDMA_WRITE_WITH_IMM: the peer also gets a receive\n"
 	     "completion with ``imm_data``.\n"
 	     "\n" WRX_DATA_NEXT "\n"
@@ -1078,45 +1101,56 @@ PyDoc_STRVAR(wrex_rdma_write_imm__doc__,
 	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR WRX_ARG_IMM
 	     "\n" WRX_RAISES("RDMA_WRITE_WITH_IMM"));
 
-static PyObject *wr_rdma_write_imm(PyObject *self, PyObject *args, PyObject *kw)
+struct rdma_imm_args {
+	uint32_t rkey;
+	uint64_t remote_addr;
+	uint32_t imm_data;
+};
+static const ArgSpec rdma_imm_params[] = {
+	ARG_UINT(struct rdma_imm_args, rkey),
+	ARG_UINT(struct rdma_imm_args, remote_addr),
+	ARG_UINT(struct rdma_imm_args, imm_data), ARG_END
+};
+METHOD_ARGS(qpex_wr_rdma_write_imm, "QPEx.wr_rdma_write_imm", rdma_imm_params);
+
+static PyObject *qpex_wr_rdma_write_imm(PyObject *self, PyObject *args,
+					PyObject *kw)
 {
-	static char *kwlist[] = { "rkey", "remote_addr", "imm_data", NULL };
-	static const int bits[] = { 32, 64, 32 };
-	uint64_t v[3];
+	struct rdma_imm_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OOO:wr_rdma_write_imm", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_rdma_write_imm_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE_IMM, "ibv_wr_rdma_write_imm",
-			  QPX(self)->wr_rdma_write_imm != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE_IMM) < 0)
 		return NULL;
-	ibv_wr_rdma_write_imm(QPX(self), (uint32_t)v[0], v[1],
-			      htobe32((uint32_t)v[2]));
+	ibv_wr_rdma_write_imm(QPX(self), a.rkey, a.remote_addr,
+			      htobe32(a.imm_data));
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_rdma_read__doc__,
+PyDoc_STRVAR(qpex_wr_rdma_read__doc__,
 	     "Start an RDMA_READ; the SGEs set next receive the data.\n"
 	     "\n"
 	     "Wraps ``ibv_wr_rdma_read`` (man page ibv_wr_post(3)).\n"
 	     "\n"
 	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR "\n" WRX_RAISES("RDMA_READ"));
 
-static PyObject *wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
+METHOD_ARGS(qpex_wr_rdma_read, "QPEx.wr_rdma_read", rdma_params);
+
+static PyObject *qpex_wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 {
-	uint64_t v[2];
+	struct rdma_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OO:wr_rdma_read", kw_rdma, bits_rdma, v) < 0)
+	if (args_parse(&qpex_wr_rdma_read_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_READ, "ibv_wr_rdma_read",
-			  QPX(self)->wr_rdma_read != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_RDMA_READ) < 0)
 		return NULL;
-	ibv_wr_rdma_read(QPX(self), (uint32_t)v[0], v[1]);
+	ibv_wr_rdma_read(QPX(self), a.rkey, a.remote_addr);
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_atomic_cmp_swp__doc__,
+PyDoc_STRVAR(qpex_wr_atomic_cmp_swp__doc__,
 	     "Start an 8-byte compare-and-swap on the peer's memory:\n"
 	     "``swap`` is written where ``compare`` matches. The 8-byte\n"
 	     "SGE set next receives the old value.\n"
@@ -1128,24 +1162,34 @@ PyDoc_STRVAR(wrex_atomic_cmp_swp__doc__,
 	     "    swap: the value written there when it matches, 64 bits.\n"
 	     "\n" WRX_RAISES("ATOMIC_CMP_AND_SWP"));
 
-static PyObject *wr_atomic_cmp_swp(PyObject *self, PyObject *args, PyObject *kw)
+struct cmp_swp_args {
+	uint32_t rkey;
+	uint64_t remote_addr, compare, swap;
+};
+static const ArgSpec cmp_swp_params[] = {
+	ARG_UINT(struct cmp_swp_args, rkey),
+	ARG_UINT(struct cmp_swp_args, remote_addr),
+	ARG_UINT(struct cmp_swp_args, compare),
+	ARG_UINT(struct cmp_swp_args, swap), ARG_END
+};
+METHOD_ARGS(qpex_wr_atomic_cmp_swp, "QPEx.wr_atomic_cmp_swp", cmp_swp_params);
+
+static PyObject *qpex_wr_atomic_cmp_swp(PyObject *self, PyObject *args,
+					PyObject *kw)
 {
-	static char *kwlist[] = { "rkey", "remote_addr", "compare", "swap",
-				  NULL };
-	static const int bits[] = { 32, 64, 64, 64 };
-	uint64_t v[4];
+	struct cmp_swp_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OOOO:wr_atomic_cmp_swp", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_atomic_cmp_swp_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_ATOMIC_CMP_SWP, "ibv_wr_atomic_cmp_swp",
-			  QPX(self)->wr_atomic_cmp_swp != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_ATOMIC_CMP_SWP) < 0)
 		return NULL;
-	ibv_wr_atomic_cmp_swp(QPX(self), (uint32_t)v[0], v[1], v[2], v[3]);
+	ibv_wr_atomic_cmp_swp(QPX(self), a.rkey, a.remote_addr, a.compare,
+			      a.swap);
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_atomic_fetch_add__doc__,
+PyDoc_STRVAR(qpex_wr_atomic_fetch_add__doc__,
 	     "Start an 8-byte fetch-and-add of ``add`` on the peer's\n"
 	     "memory. The 8-byte SGE set next receives the old value.\n"
 	     "\n"
@@ -1155,27 +1199,34 @@ PyDoc_STRVAR(wrex_atomic_fetch_add__doc__,
 	     "    add: the value added at remote_addr, 64 bits (wraps).\n"
 	     "\n" WRX_RAISES("ATOMIC_FETCH_AND_ADD"));
 
-static PyObject *wr_atomic_fetch_add(PyObject *self, PyObject *args,
-				     PyObject *kw)
+struct fetch_add_args {
+	uint32_t rkey;
+	uint64_t remote_addr, add;
+};
+static const ArgSpec fetch_add_params[] = {
+	ARG_UINT(struct fetch_add_args, rkey),
+	ARG_UINT(struct fetch_add_args, remote_addr),
+	ARG_UINT(struct fetch_add_args, add), ARG_END
+};
+METHOD_ARGS(qpex_wr_atomic_fetch_add, "QPEx.wr_atomic_fetch_add",
+	    fetch_add_params);
+
+static PyObject *qpex_wr_atomic_fetch_add(PyObject *self, PyObject *args,
+					  PyObject *kw)
 {
-	static char *kwlist[] = { "rkey", "remote_addr", "add", NULL };
-	static const int bits[] = { 32, 64, 64 };
-	uint64_t v[3];
+	struct fetch_add_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OOO:wr_atomic_fetch_add", kwlist, bits, v) <
-	    0)
+	if (args_parse(&qpex_wr_atomic_fetch_add_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_ATOMIC_FETCH_ADD,
-			  "ibv_wr_atomic_fetch_add",
-			  QPX(self)->wr_atomic_fetch_add != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_ATOMIC_FETCH_ADD) < 0)
 		return NULL;
-	ibv_wr_atomic_fetch_add(QPX(self), (uint32_t)v[0], v[1], v[2]);
+	ibv_wr_atomic_fetch_add(QPX(self), a.rkey, a.remote_addr, a.add);
 	Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(
-	wrex_local_inv__doc__,
+	qpex_wr_local_inv__doc__,
 	"Start a LOCAL_INV: invalidate the rkey of a local MW (no\n"
 	"data).\n"
 	"\n"
@@ -1185,22 +1236,21 @@ PyDoc_STRVAR(
 	"    invalidate_rkey: the rkey of the local MW to invalidate, 32 bits.\n"
 	"\n" WRX_RAISES("LOCAL_INV"));
 
-static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
+METHOD_ARGS(qpex_wr_local_inv, "QPEx.wr_local_inv", inv_params);
+
+static PyObject *qpex_wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "invalidate_rkey", NULL };
-	static const int bits[] = { 32 };
+	struct inv_args a;
 	PyObject *mw, *rec;
-	uint64_t v[1];
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "O:wr_local_inv", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_local_inv_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_LOCAL_INV, "ibv_wr_local_inv",
-			  QPX(self)->wr_local_inv != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_LOCAL_INV) < 0)
 		return NULL;
 	/* A type 2 window of this PD bound under that rkey lets its MR go
 	 * once the batch is posted (mem/mw.c). */
-	mw = mw_find_bound(QPP(self)->pd, (uint32_t)v[0]);
+	mw = mw_find_bound(QPP(self)->pd, a.invalidate_rkey);
 	if (mw != NULL) {
 		rec = mw_hold_record(mw, NULL, 0);
 		if (rec == NULL || qpex_keep(self, mw) < 0 ||
@@ -1212,11 +1262,11 @@ static PyObject *wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 		Py_DECREF(rec);
 		Py_DECREF(mw);
 	}
-	ibv_wr_local_inv(QPX(self), (uint32_t)v[0]);
+	ibv_wr_local_inv(QPX(self), a.invalidate_rkey);
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_atomic_write__doc__,
+PyDoc_STRVAR(qpex_wr_atomic_write__doc__,
 	     "Start an ATOMIC_WRITE of 8 bytes to the peer (no setters).\n"
 	     "\n"
 	     "The provider copies ``data`` during the call.\n"
@@ -1238,20 +1288,29 @@ PyDoc_STRVAR(wrex_atomic_write__doc__,
 
 /* wr_atomic_write(rkey, remote_addr, data): data is the 8 bytes to write
  * (bytes or bytearray); the provider copies them during the call. */
-static PyObject *wr_atomic_write(PyObject *self, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "rkey", "remote_addr", "data", NULL };
-	PyObject *rkey_o, *addr_o, *data;
-	const char *p;
-	uint64_t addr;
+struct atomic_write_args {
 	uint32_t rkey;
+	uint64_t remote_addr;
+	PyObject *data;
+};
+static const ArgSpec atomic_write_params[] = {
+	ARG_UINT(struct atomic_write_args, rkey),
+	ARG_UINT(struct atomic_write_args, remote_addr),
+	ARG_OBJECT(struct atomic_write_args, data), ARG_END
+};
+METHOD_ARGS(qpex_wr_atomic_write, "QPEx.wr_atomic_write", atomic_write_params);
+
+static PyObject *qpex_wr_atomic_write(PyObject *self, PyObject *args,
+				      PyObject *kw)
+{
+	struct atomic_write_args a;
+	PyObject *data;
+	const char *p;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_atomic_write",
-					 kwlist, &rkey_o, &addr_o, &data) ||
-	    arg_u32(rkey_o, "rkey", &rkey) < 0 ||
-	    arg_u64(addr_o, "remote_addr", &addr) < 0)
+	if (args_parse(&qpex_wr_atomic_write_args, self, args, kw, &a) < 0)
 		return NULL;
+	data = a.data;
 	if (PyBytes_Check(data) && PyBytes_Size(data) == 8) {
 		p = PyBytes_AsString(data);
 	} else if (PyByteArray_Check(data) && PyByteArray_Size(data) == 8) {
@@ -1264,10 +1323,9 @@ static PyObject *wr_atomic_write(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 #ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
-	if (qpex_begin_wr(self, WREX_OP_ATOMIC_WRITE, "ibv_wr_atomic_write",
-			  QPX(self)->wr_atomic_write != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_ATOMIC_WRITE) < 0)
 		return NULL;
-	ibv_wr_atomic_write(QPX(self), rkey, addr, p);
+	ibv_wr_atomic_write(QPX(self), a.rkey, a.remote_addr, p);
 	Py_RETURN_NONE;
 #else
 	(void)p;
@@ -1278,7 +1336,7 @@ static PyObject *wr_atomic_write(PyObject *self, PyObject *args, PyObject *kw)
 #endif
 }
 
-PyDoc_STRVAR(wrex_flush__doc__,
+PyDoc_STRVAR(qpex_wr_flush__doc__,
 	     "Start a FLUSH: make a range of the peer's memory persistent or\n"
 	     "globally visible (no setters).\n"
 	     "\n"
@@ -1301,22 +1359,31 @@ PyDoc_STRVAR(wrex_flush__doc__,
 
 /* wr_flush(rkey, remote_addr, len, type, level).  Built against headers
  * without ibv_wr_flush (rdma-core < 45): EOPNOTSUPP, after the checks. */
-static PyObject *wr_flush(PyObject *self, PyObject *args, PyObject *kw)
+struct flush_args {
+	uint32_t rkey;
+	uint64_t remote_addr, len;
+	uint8_t type, level;
+};
+static const ArgSpec flush_params[] = { ARG_UINT(struct flush_args, rkey),
+					ARG_UINT(struct flush_args, remote_addr),
+					ARG_UINT(struct flush_args, len),
+					ARG_UINT(struct flush_args, type),
+					ARG_UINT(struct flush_args, level),
+					ARG_END };
+METHOD_ARGS(qpex_wr_flush, "QPEx.wr_flush", flush_params);
+
+static PyObject *qpex_wr_flush(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "rkey", "remote_addr", "len",
-				  "type", "level",	 NULL };
-	static const int bits[] = { 32, 64, 64, 8, 8 };
-	uint64_t v[5];
+	struct flush_args a;
 
 	HANDLE_CHECK(self);
-	if (parse_ints(args, kw, "OOOOO:wr_flush", kwlist, bits, v) < 0)
+	if (args_parse(&qpex_wr_flush_args, self, args, kw, &a) < 0)
 		return NULL;
 #ifdef IBVERBS_HAVE_WR_FLUSH
-	if (qpex_begin_wr(self, WREX_OP_FLUSH, "ibv_wr_flush",
-			  QPX(self)->wr_flush != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_FLUSH) < 0)
 		return NULL;
-	ibv_wr_flush(QPX(self), (uint32_t)v[0], v[1], (size_t)v[2],
-		     (uint8_t)v[3], (uint8_t)v[4]);
+	ibv_wr_flush(QPX(self), a.rkey, a.remote_addr, (size_t)a.len, a.type,
+		     a.level);
 	Py_RETURN_NONE;
 #else
 	return verbs_error_fmt(EOPNOTSUPP, "ibv_wr_flush",
@@ -1335,11 +1402,8 @@ static int sge_of(PyObject *o, const char *what, struct ibv_sge *out)
 {
 	SGEObject *s = (SGEObject *)o;
 
-	if (!PyObject_TypeCheck(o, ST.SGE_type)) {
-		PyErr_Format(PyExc_TypeError, "%s must be an SGE, not %R", what,
-			     (PyObject *)Py_TYPE(o));
-		return -1;
-	}
+	if (!PyObject_TypeCheck(o, ST.SGE_type))
+		return arg_type_error(what, "SGE", 0, o);
 	if (s->mr != NULL && handle_check(HANDLE(s->mr)) < 0)
 		return -1;
 	*out = s->sge;
@@ -1370,7 +1434,7 @@ static int check_num_sge(PyObject *self, Py_ssize_t n, const char *verb)
 	return 0;
 }
 
-PyDoc_STRVAR(wrex_set_sge__doc__,
+PyDoc_STRVAR(qpex_wr_set_sge__doc__,
 	     "Give the last builder's WR its data: one SGE.\n"
 	     "\n"
 	     "Also ``wr_set_sge(sge)`` with an SGE object, which (with its\n"
@@ -1392,7 +1456,7 @@ PyDoc_STRVAR(wrex_set_sge__doc__,
 	     "        EOPNOTSUPP when the provider lacks it.");
 
 /* wr_set_sge(sge) or wr_set_sge(lkey, addr, length) */
-static PyObject *wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *qpex_wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "lkey", "addr", "length", NULL };
 	PyObject *a = NULL, *b = NULL, *c = NULL;
@@ -1400,6 +1464,7 @@ static PyObject *wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 	int is_obj;
 
 	HANDLE_CHECK(self);
+	/* Parsed by hand: two signatures, (sge) or (lkey, addr, length). */
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:wr_set_sge", kwlist,
 					 &a, &b, &c))
 		return NULL;
@@ -1426,9 +1491,9 @@ static PyObject *wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 		    arg_u32(c, "length", &sge.length) < 0)
 			return NULL;
 	}
-	NEED_OP(self, wr_set_sge, "ibv_wr_set_sge");
 	if (check_num_sge(self, 1, "ibv_wr_set_sge") < 0 ||
-	    qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge") < 0)
+	    qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge",
+			      QPX_FN(wr_set_sge)) < 0)
 		return NULL;
 	if (is_obj && keep_sge(self, a) < 0) {
 		QPEXO(self)->cur_data = 0;
@@ -1440,7 +1505,7 @@ static PyObject *wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 
 #define SMALL_LIST 16
 
-PyDoc_STRVAR(wrex_set_sge_list__doc__,
+PyDoc_STRVAR(qpex_wr_set_sge_list__doc__,
 	     "Give the last builder's WR its data: a list of SGEs.\n"
 	     "\n"
 	     "The SGEs (and their MRs) are held until the batch ends.\n"
@@ -1458,27 +1523,34 @@ PyDoc_STRVAR(wrex_set_sge_list__doc__,
 	     "        the WR takes no SGE or has its data already;\n"
 	     "        EOPNOTSUPP when the provider lacks it.");
 
-/* wr_set_sge_list(sges): a list or tuple of SGE objects. */
-static PyObject *wr_set_sge_list(PyObject *self, PyObject *args, PyObject *kw)
+/* wr_set_sge_list(sg_list): a list or tuple of SGE objects. */
+struct sge_list_args {
+	PyObject *sg_list;
+};
+static const ArgSpec sge_list_params[] = {
+	ARG_OBJECT(struct sge_list_args, sg_list), ARG_END
+};
+METHOD_ARGS(qpex_wr_set_sge_list, "QPEx.wr_set_sge_list", sge_list_params);
+
+static PyObject *qpex_wr_set_sge_list(PyObject *self, PyObject *args,
+				      PyObject *kw)
 {
-	static char *kwlist[] = { "sg_list", NULL };
 	struct ibv_sge small[SMALL_LIST], *arr = small;
-	PyObject *lst, *seq = NULL, *res = NULL;
+	PyObject *seq = NULL, *res = NULL;
+	struct sge_list_args a;
 	Py_ssize_t i, n;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_sge_list", kwlist,
-					 &lst))
+	if (args_parse(&qpex_wr_set_sge_list_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (!PyList_Check(lst) && !PyTuple_Check(lst)) {
-		PyErr_Format(PyExc_TypeError,
-			     "sg_list must be a list or tuple of SGEs, not %R",
-			     (PyObject *)Py_TYPE(lst));
+	if (!PyList_Check(a.sg_list) && !PyTuple_Check(a.sg_list)) {
+		arg_type_error("sg_list", "list or tuple of SGEs", 0,
+			       a.sg_list);
 		return NULL;
 	}
 	/* A tuple copy: the SGEs cannot change under us (an SGE's
 	 * __eq__ runs no code, but a list's owner might). */
-	seq = PySequence_Tuple(lst);
+	seq = PySequence_Tuple(a.sg_list);
 	if (seq == NULL)
 		return NULL;
 	n = PyTuple_Size(seq);
@@ -1498,11 +1570,8 @@ static PyObject *wr_set_sge_list(PyObject *self, PyObject *args, PyObject *kw)
 		if (sge_of(PyTuple_GetItem(seq, i), what, &arr[i]) < 0)
 			goto out;
 	}
-	if (QPX(self)->wr_set_sge_list == NULL) {
-		provider_lacks("ibv_wr_set_sge_list");
-		goto out;
-	}
-	if (qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge_list") < 0)
+	if (qpex_begin_setter(self, WREX_SET_SGE, "ibv_wr_set_sge_list",
+			      QPX_FN(wr_set_sge_list)) < 0)
 		goto out;
 	for (i = 0; i < n; i++) {
 		if (keep_sge(self, PyTuple_GetItem(seq, i)) < 0) {
@@ -1559,11 +1628,8 @@ static int inline_buf(PyObject *o, const char *what, PyObject **hold,
 	}
 	return 0;
 bad:
-	PyErr_Format(PyExc_TypeError,
-		     "%s must be a bytes-like object (bytes, bytearray, "
-		     "memoryview, ...), not %R",
-		     what, (PyObject *)Py_TYPE(o));
-	return -1;
+	return arg_type_error_hint(what, "bytes-like object", 0, o,
+				   "bytes, bytearray, memoryview, ...");
 }
 
 static int check_inline_len(PyObject *self, size_t total, const char *verb)
@@ -1581,7 +1647,7 @@ static int check_inline_len(PyObject *self, size_t total, const char *verb)
 	return 0;
 }
 
-PyDoc_STRVAR(wrex_set_inline_data__doc__,
+PyDoc_STRVAR(qpex_wr_set_inline_data__doc__,
 	     "Give the last builder's WR its data inline.\n"
 	     "\n"
 	     "The provider copies the bytes now (no MR needed).\n"
@@ -1599,25 +1665,29 @@ PyDoc_STRVAR(wrex_set_inline_data__doc__,
 	     "        already; EOPNOTSUPP when the provider lacks it; EBADF\n"
 	     "        once the QP is closed.");
 
-static PyObject *wr_set_inline_data(PyObject *self, PyObject *args,
-				    PyObject *kw)
+struct inline_data_args {
+	PyObject *data;
+};
+static const ArgSpec inline_data_params[] = {
+	ARG_OBJECT(struct inline_data_args, data), ARG_END
+};
+METHOD_ARGS(qpex_wr_set_inline_data, "QPEx.wr_set_inline_data",
+	    inline_data_params);
+
+static PyObject *qpex_wr_set_inline_data(PyObject *self, PyObject *args,
+					 PyObject *kw)
 {
-	static char *kwlist[] = { "data", NULL };
+	struct inline_data_args a;
 	struct ibv_data_buf buf;
-	PyObject *o, *hold = NULL;
+	PyObject *hold = NULL;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_inline_data",
-					 kwlist, &o) ||
-	    inline_buf(o, "data", &hold, &buf) < 0)
+	if (args_parse(&qpex_wr_set_inline_data_args, self, args, kw, &a) < 0 ||
+	    inline_buf(a.data, "data", &hold, &buf) < 0)
 		return NULL;
-	if (QPX(self)->wr_set_inline_data == NULL) {
-		Py_DECREF(hold);
-		return provider_lacks("ibv_wr_set_inline_data");
-	}
 	if (check_inline_len(self, buf.length, "ibv_wr_set_inline_data") < 0 ||
-	    qpex_begin_setter(self, WREX_SET_INLINE, "ibv_wr_set_inline_data") <
-		    0) {
+	    qpex_begin_setter(self, WREX_SET_INLINE, "ibv_wr_set_inline_data",
+			      QPX_FN(wr_set_inline_data)) < 0) {
 		Py_DECREF(hold);
 		return NULL;
 	}
@@ -1626,7 +1696,7 @@ static PyObject *wr_set_inline_data(PyObject *self, PyObject *args,
 	Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(wrex_set_inline_data_list__doc__,
+PyDoc_STRVAR(qpex_wr_set_inline_data_list__doc__,
 	     "Give the last builder's WR its data inline, from several "
 	     "buffers.\n"
 	     "\n"
@@ -1643,27 +1713,35 @@ PyDoc_STRVAR(wrex_set_inline_data_list__doc__,
 	     "    ValueError: more bytes in all than max_inline_data.\n"
 	     "    VerbsError: as ``wr_set_inline_data()``.");
 
-static PyObject *wr_set_inline_data_list(PyObject *self, PyObject *args,
-					 PyObject *kw)
+struct inline_data_list_args {
+	PyObject *buf_list;
+};
+static const ArgSpec inline_data_list_params[] = {
+	ARG_OBJECT(struct inline_data_list_args, buf_list), ARG_END
+};
+METHOD_ARGS(qpex_wr_set_inline_data_list, "QPEx.wr_set_inline_data_list",
+	    inline_data_list_params);
+
+static PyObject *qpex_wr_set_inline_data_list(PyObject *self, PyObject *args,
+					      PyObject *kw)
 {
-	static char *kwlist[] = { "buf_list", NULL };
 	struct ibv_data_buf small[SMALL_LIST], *arr = small;
-	PyObject *lst, *seq = NULL, *holds = NULL, *res = NULL;
+	PyObject *seq = NULL, *holds = NULL, *res = NULL;
+	struct inline_data_list_args a;
 	Py_ssize_t i, n;
 	size_t total = 0;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_inline_data_list",
-					 kwlist, &lst))
+	if (args_parse(&qpex_wr_set_inline_data_list_args, self, args, kw, &a) <
+	    0)
 		return NULL;
-	if (!PyList_Check(lst) && !PyTuple_Check(lst)) {
-		PyErr_Format(PyExc_TypeError,
-			     "buf_list must be a list or tuple of bytes-like "
-			     "objects, not %R",
-			     (PyObject *)Py_TYPE(lst));
+	if (!PyList_Check(a.buf_list) && !PyTuple_Check(a.buf_list)) {
+		arg_type_error("buf_list",
+			       "list or tuple of bytes-like objects", 0,
+			       a.buf_list);
 		return NULL;
 	}
-	seq = PySequence_Tuple(lst);
+	seq = PySequence_Tuple(a.buf_list);
 	if (seq == NULL)
 		return NULL;
 	n = PyTuple_Size(seq);
@@ -1687,13 +1765,10 @@ static PyObject *wr_set_inline_data_list(PyObject *self, PyObject *args,
 		PyTuple_SetItem(holds, i, h); /* steals h */
 		total += arr[i].length;
 	}
-	if (QPX(self)->wr_set_inline_data_list == NULL) {
-		provider_lacks("ibv_wr_set_inline_data_list");
-		goto out;
-	}
 	if (check_inline_len(self, total, "ibv_wr_set_inline_data_list") < 0 ||
 	    qpex_begin_setter(self, WREX_SET_INLINE,
-			      "ibv_wr_set_inline_data_list") < 0)
+			      "ibv_wr_set_inline_data_list",
+			      QPX_FN(wr_set_inline_data_list)) < 0)
 		goto out;
 	ibv_wr_set_inline_data_list(QPX(self), (size_t)n, arr);
 	Py_INCREF(Py_None);
@@ -1706,7 +1781,7 @@ out:
 	return res;
 }
 
-PyDoc_STRVAR(wrex_set_ud_addr__doc__,
+PyDoc_STRVAR(qpex_wr_set_ud_addr__doc__,
 	     "Give the last builder's WR its UD destination (required on UD).\n"
 	     "\n"
 	     "The AH is held, and marked used, until the batch ends.\n"
@@ -1727,44 +1802,34 @@ PyDoc_STRVAR(wrex_set_ud_addr__doc__,
 	     "        QP or when the WR has its destination already;\n"
 	     "        EOPNOTSUPP when the provider lacks it.");
 
-static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
+struct ud_addr_args {
+	PyObject *ah;
+	uint32_t remote_qpn, remote_qkey;
+};
+static const ArgSpec ud_addr_params[] = {
+	ARG_HANDLE(struct ud_addr_args, ah, AH, ARG_SAME_CONTEXT),
+	ARG_INT(struct ud_addr_args, remote_qpn, 0, QPN_MAX),
+	ARG_UINT(struct ud_addr_args, remote_qkey), ARG_END
+};
+METHOD_ARGS(qpex_wr_set_ud_addr, "QPEx.wr_set_ud_addr", ud_addr_params);
+
+static PyObject *qpex_wr_set_ud_addr(PyObject *self, PyObject *args,
+				     PyObject *kw)
 {
-	static char *kwlist[] = { "ah", "remote_qpn", "remote_qkey", NULL };
-	PyObject *ah, *qpn_o, *qkey_o;
-	uint32_t qpn, qkey;
+	struct ud_addr_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_set_ud_addr", kwlist,
-					 &ah, &qpn_o, &qkey_o))
+	if (args_parse(&qpex_wr_set_ud_addr_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (!PyObject_TypeCheck(ah, ST.AH_type)) {
-		PyErr_Format(PyExc_TypeError, "ah must be an AH, not %R",
-			     (PyObject *)Py_TYPE(ah));
+	if (qpex_begin_setter(self, 0, "ibv_wr_set_ud_addr",
+			      QPX_FN(wr_set_ud_addr)) < 0)
 		return NULL;
-	}
-	if (handle_check(HANDLE(ah)) < 0 ||
-	    arg_u32(qpn_o, "remote_qpn", &qpn) < 0 ||
-	    arg_u32(qkey_o, "remote_qkey", &qkey) < 0)
-		return NULL;
-	if (qpn > QPN_MAX) {
-		PyErr_SetString(PyExc_ValueError,
-				"remote_qpn must be in range 0..2**24-1");
-		return NULL;
-	}
-	if (HANDLE(ah)->parent->parent != HANDLE(self)->parent->parent) {
-		PyErr_SetString(PyExc_ValueError,
-				"ah belongs to another Context than the QP");
-		return NULL;
-	}
-	NEED_OP(self, wr_set_ud_addr, "ibv_wr_set_ud_addr");
-	if (qpex_begin_setter(self, 0, "ibv_wr_set_ud_addr") < 0)
-		return NULL;
-	if (qpex_keep(self, ah) < 0) {
+	if (qpex_keep(self, a.ah) < 0) {
 		QPEXO(self)->cur_ud = 0;
 		return NULL;
 	}
-	ibv_wr_set_ud_addr(QPX(self), (struct ibv_ah *)HANDLE(ah)->obj, qpn,
-			   qkey);
+	ibv_wr_set_ud_addr(QPX(self), (struct ibv_ah *)HANDLE(a.ah)->obj,
+			   a.remote_qpn, a.remote_qkey);
 	Py_RETURN_NONE;
 }
 
@@ -1772,7 +1837,7 @@ static PyObject *wr_set_ud_addr(PyObject *self, PyObject *args, PyObject *kw)
 /* TSO and XRC: hardware only (rxe has neither op)                     */
 /* ------------------------------------------------------------------ */
 
-PyDoc_STRVAR(wrex_send_tso__doc__,
+PyDoc_STRVAR(qpex_wr_send_tso__doc__,
 	     "Start a TSO send (a large send the device segments) in the\n"
 	     "open batch: ``hdr`` is the packet header the device repeats\n"
 	     "(copied by the provider now), ``mss`` the segment size.\n"
@@ -1788,29 +1853,32 @@ PyDoc_STRVAR(wrex_send_tso__doc__,
 	     "    mss: the maximum segment size, 16 bits.\n"
 	     "\n" WRX_RAISES("TSO"));
 
-static PyObject *wr_send_tso(PyObject *self, PyObject *args, PyObject *kw)
+struct tso_args {
+	PyObject *hdr;
+	uint16_t mss;
+};
+static const ArgSpec tso_params[] = { ARG_OBJECT(struct tso_args, hdr),
+				      ARG_UINT(struct tso_args, mss), ARG_END };
+METHOD_ARGS(qpex_wr_send_tso, "QPEx.wr_send_tso", tso_params);
+
+static PyObject *qpex_wr_send_tso(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "hdr", "mss", NULL };
-	PyObject *hdr_o, *mss_o, *hold = NULL;
 	struct ibv_data_buf buf;
-	long mss;
+	PyObject *hold = NULL;
+	struct tso_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:wr_send_tso", kwlist,
-					 &hdr_o, &mss_o) ||
-	    arg_int(mss_o, "mss", 0, UINT16_MAX, &mss) < 0 ||
-	    inline_buf(hdr_o, "hdr", &hold, &buf) < 0)
+	if (args_parse(&qpex_wr_send_tso_args, self, args, kw, &a) < 0 ||
+	    inline_buf(a.hdr, "hdr", &hold, &buf) < 0)
 		return NULL;
 	if (buf.length > UINT16_MAX) {
 		PyErr_Format(PyExc_ValueError,
 			     "hdr: %zu bytes, more than 65535", buf.length);
 		goto fail;
 	}
-	if (qpex_begin_wr(self, WREX_OP_TSO, "ibv_wr_send_tso",
-			  QPX(self)->wr_send_tso != NULL) < 0)
+	if (qpex_begin_wr(self, WREX_OP_TSO) < 0)
 		goto fail;
-	ibv_wr_send_tso(QPX(self), buf.addr, (uint16_t)buf.length,
-			(uint16_t)mss);
+	ibv_wr_send_tso(QPX(self), buf.addr, (uint16_t)buf.length, a.mss);
 	Py_DECREF(hold);
 	Py_RETURN_NONE;
 fail:
@@ -1818,7 +1886,7 @@ fail:
 	return NULL;
 }
 
-PyDoc_STRVAR(wrex_set_xrc_srqn__doc__,
+PyDoc_STRVAR(qpex_wr_set_xrc_srqn__doc__,
 	     "Give the last builder's WR its remote XRC SRQ (required on\n"
 	     "an XRC_SEND QP: the SRQ number the target's\n"
 	     "``SRQ.get_srq_num()`` gives).\n"
@@ -1836,17 +1904,22 @@ PyDoc_STRVAR(wrex_set_xrc_srqn__doc__,
 	     "        it or on a QP that is not XRC_SEND; EOPNOTSUPP when the\n"
 	     "        provider lacks it; EBADF once the QP is closed.");
 
-static PyObject *wr_set_xrc_srqn(PyObject *self, PyObject *args, PyObject *kw)
+struct xrc_srqn_args {
+	uint32_t remote_srqn;
+};
+static const ArgSpec xrc_srqn_params[] = {
+	ARG_INT(struct xrc_srqn_args, remote_srqn, 0, QPN_MAX), ARG_END
+};
+METHOD_ARGS(qpex_wr_set_xrc_srqn, "QPEx.wr_set_xrc_srqn", xrc_srqn_params);
+
+static PyObject *qpex_wr_set_xrc_srqn(PyObject *self, PyObject *args,
+				      PyObject *kw)
 {
-	static char *kwlist[] = { "remote_srqn", NULL };
 	QPExObject *q = QPEXO(self);
-	PyObject *o;
-	long srqn;
+	struct xrc_srqn_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:wr_set_xrc_srqn", kwlist,
-					 &o) ||
-	    arg_int(o, "remote_srqn", 0, QPN_MAX, &srqn) < 0)
+	if (args_parse(&qpex_wr_set_xrc_srqn_args, self, args, kw, &a) < 0)
 		return NULL;
 	if (!q->qp.in_batch)
 		return not_in_batch("ibv_wr_set_xrc_srqn");
@@ -1858,16 +1931,17 @@ static PyObject *wr_set_xrc_srqn(PyObject *self, PyObject *args, PyObject *kw)
 		return verbs_error_fmt(EINVAL, "ibv_wr_set_xrc_srqn",
 				       "wr_set_xrc_srqn is for XRC_SEND QPs "
 				       "only");
-	NEED_OP(self, wr_set_xrc_srqn, "ibv_wr_set_xrc_srqn");
-	ibv_wr_set_xrc_srqn(QPX(self), (uint32_t)srqn);
+	if (!qpx_has(q, QPX_FN(wr_set_xrc_srqn)))
+		return provider_lacks("ibv_wr_set_xrc_srqn");
+	ibv_wr_set_xrc_srqn(QPX(self), a.remote_srqn);
 	Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ */
-/* wr_bind_mw (its MW and MWBindInfo parsed by mw.c)                  */
+/* wr_bind_mw (its MWBindInfo read by mem/mw.c)                       */
 /* ------------------------------------------------------------------ */
 
-PyDoc_STRVAR(wrex_bind_mw__doc__,
+PyDoc_STRVAR(qpex_wr_bind_mw__doc__,
 	     "Start a BIND_MW: bind a type 2 window under a new rkey.\n"
 	     "\n"
 	     "The MW and the MR are held, and marked used, until the batch\n"
@@ -1893,36 +1967,45 @@ PyDoc_STRVAR(wrex_bind_mw__doc__,
 /*
  * wr_bind_mw(mw, rkey, bind_info): a BIND_MW in the open batch; rkey is
  * the window's new rkey.  The batch holds the MW and the MR (both marked
- * used, so neither closes) until wr_complete or wr_abort.
+ * used, so neither closes) until wr_complete or wr_abort, and a record of
+ * the bind, which moves the MR's hold to the MW once the batch is posted.
  */
+struct bind_mw_args {
+	PyObject *mw;
+	uint32_t rkey;
+	PyObject *bind_info;
+};
+static const ArgSpec bind_mw_params[] = {
+	ARG_HANDLE(struct bind_mw_args, mw, MW, ARG_ANY_PARENT),
+	ARG_UINT(struct bind_mw_args, rkey),
+	ARG_RECORD(struct bind_mw_args, bind_info, MWBindInfo), ARG_END
+};
+METHOD_ARGS(qpex_wr_bind_mw, "QPEx.wr_bind_mw", bind_mw_params);
+
 static PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "mw", "rkey", "bind_info", NULL };
-	PyObject *mw, *rkey_o, *info, *mr = NULL, *rec = NULL, *res = NULL;
+	PyObject *mw, *mr = NULL, *rec = NULL, *res = NULL;
 	struct ibv_mw_bind_info bi;
-	uint32_t rkey;
+	struct bind_mw_args a;
 
 	HANDLE_CHECK(self);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:wr_bind_mw", kwlist,
-					 &mw, &rkey_o, &info))
+	if (args_parse(&qpex_wr_bind_mw_args, self, args, kw, &a) < 0 ||
+	    bind_info_from_py(a.bind_info, &bi, &mr) < 0)
 		return NULL;
-	if (mw_parse(mw, "mw") < 0 || arg_u32(rkey_o, "rkey", &rkey) < 0 ||
-	    bind_info_from_py(info, &bi, &mr) < 0)
-		return NULL;
+	mw = a.mw;
 	/* Reading bind_info ran Python code: check the handles again. */
 	if (handle_check(HANDLE(self)) < 0 || handle_check(HANDLE(mw)) < 0 ||
 	    handle_check(HANDLE(mr)) < 0)
 		goto out;
 	bi.mr = HANDLE(mr)->obj;
-	if (qpex_begin_wr(self, WREX_OP_BIND_MW, "ibv_wr_bind_mw",
-			  QPEXO(self)->qpx->wr_bind_mw != NULL) < 0 ||
+	if (qpex_begin_wr(self, WREX_OP_BIND_MW) < 0 ||
 	    qpex_keep(self, mw) < 0 || qpex_keep(self, mr) < 0)
 		goto out;
 	/* The hold moves once the batch is posted (mem/mw.c). */
-	rec = mw_hold_record(mw, bi.length ? mr : NULL, rkey);
+	rec = mw_hold_record(mw, bi.length ? mr : NULL, a.rkey);
 	if (rec == NULL || qpex_keep(self, rec) < 0)
 		goto out;
-	ibv_wr_bind_mw(QPEXO(self)->qpx, MWP(mw), rkey, &bi);
+	ibv_wr_bind_mw(QPEXO(self)->qpx, MWP(mw), a.rkey, &bi);
 	res = Py_None;
 	Py_INCREF(res);
 out:
@@ -1931,54 +2014,33 @@ out:
 	return res;
 }
 
-/* A builder's docstring: its signature, what it starts, its verb, its
- * Args ("" for none) and the QPCreateSendOpsFlags member it needs; then
- * the errors every builder shares. */
 /* ------------------------------------------------------------------ */
 /* QPEx's methods (the QP's are inherited)                             */
 /* ------------------------------------------------------------------ */
 
 static PyMethodDef qpex_methods[] = {
-	{ "wr_start", qpex_wr_start, METH_NOARGS, wrex_start__doc__ },
-	{ "wr_complete", qpex_wr_complete, METH_NOARGS, wrex_complete__doc__ },
-	{ "wr_abort", qpex_wr_abort, METH_NOARGS, wrex_abort__doc__ },
-	{ "wr_send", wr_send, METH_NOARGS, wrex_send__doc__ },
-	{ "wr_send_imm", KW wr_send_imm, METH_VARARGS | METH_KEYWORDS,
-	  wrex_send_imm__doc__ },
-	{ "wr_send_inv", KW wr_send_inv, METH_VARARGS | METH_KEYWORDS,
-	  wrex_send_inv__doc__ },
-	{ "wr_rdma_write", KW wr_rdma_write, METH_VARARGS | METH_KEYWORDS,
-	  wrex_rdma_write__doc__ },
-	{ "wr_rdma_write_imm", KW wr_rdma_write_imm,
-	  METH_VARARGS | METH_KEYWORDS, wrex_rdma_write_imm__doc__ },
-	{ "wr_rdma_read", KW wr_rdma_read, METH_VARARGS | METH_KEYWORDS,
-	  wrex_rdma_read__doc__ },
-	{ "wr_atomic_cmp_swp", KW wr_atomic_cmp_swp,
-	  METH_VARARGS | METH_KEYWORDS, wrex_atomic_cmp_swp__doc__ },
-	{ "wr_atomic_fetch_add", KW wr_atomic_fetch_add,
-	  METH_VARARGS | METH_KEYWORDS, wrex_atomic_fetch_add__doc__ },
-	{ "wr_local_inv", KW wr_local_inv, METH_VARARGS | METH_KEYWORDS,
-	  wrex_local_inv__doc__ },
-	{ "wr_atomic_write", KW wr_atomic_write, METH_VARARGS | METH_KEYWORDS,
-	  wrex_atomic_write__doc__ },
-	{ "wr_flush", KW wr_flush, METH_VARARGS | METH_KEYWORDS,
-	  wrex_flush__doc__ },
-	{ "wr_set_sge", KW wr_set_sge, METH_VARARGS | METH_KEYWORDS,
-	  wrex_set_sge__doc__ },
-	{ "wr_set_sge_list", KW wr_set_sge_list, METH_VARARGS | METH_KEYWORDS,
-	  wrex_set_sge_list__doc__ },
-	{ "wr_set_inline_data", KW wr_set_inline_data,
-	  METH_VARARGS | METH_KEYWORDS, wrex_set_inline_data__doc__ },
-	{ "wr_set_inline_data_list", KW wr_set_inline_data_list,
-	  METH_VARARGS | METH_KEYWORDS, wrex_set_inline_data_list__doc__ },
-	{ "wr_set_ud_addr", KW wr_set_ud_addr, METH_VARARGS | METH_KEYWORDS,
-	  wrex_set_ud_addr__doc__ },
-	{ "wr_bind_mw", KW qpex_wr_bind_mw, METH_VARARGS | METH_KEYWORDS,
-	  wrex_bind_mw__doc__ },
-	{ "wr_send_tso", KW wr_send_tso, METH_VARARGS | METH_KEYWORDS,
-	  wrex_send_tso__doc__ },
-	{ "wr_set_xrc_srqn", KW wr_set_xrc_srqn, METH_VARARGS | METH_KEYWORDS,
-	  wrex_set_xrc_srqn__doc__ },
+	METHOD_NOARGS("wr_start", qpex_wr_start),
+	METHOD_NOARGS("wr_complete", qpex_wr_complete),
+	METHOD_NOARGS("wr_abort", qpex_wr_abort),
+	METHOD_NOARGS("wr_send", qpex_wr_send),
+	METHOD_KW("wr_send_imm", qpex_wr_send_imm),
+	METHOD_KW("wr_send_inv", qpex_wr_send_inv),
+	METHOD_KW("wr_rdma_write", qpex_wr_rdma_write),
+	METHOD_KW("wr_rdma_write_imm", qpex_wr_rdma_write_imm),
+	METHOD_KW("wr_rdma_read", qpex_wr_rdma_read),
+	METHOD_KW("wr_atomic_cmp_swp", qpex_wr_atomic_cmp_swp),
+	METHOD_KW("wr_atomic_fetch_add", qpex_wr_atomic_fetch_add),
+	METHOD_KW("wr_local_inv", qpex_wr_local_inv),
+	METHOD_KW("wr_atomic_write", qpex_wr_atomic_write),
+	METHOD_KW("wr_flush", qpex_wr_flush),
+	METHOD_KW("wr_set_sge", qpex_wr_set_sge),
+	METHOD_KW("wr_set_sge_list", qpex_wr_set_sge_list),
+	METHOD_KW("wr_set_inline_data", qpex_wr_set_inline_data),
+	METHOD_KW("wr_set_inline_data_list", qpex_wr_set_inline_data_list),
+	METHOD_KW("wr_set_ud_addr", qpex_wr_set_ud_addr),
+	METHOD_KW("wr_bind_mw", qpex_wr_bind_mw),
+	METHOD_KW("wr_send_tso", qpex_wr_send_tso),
+	METHOD_KW("wr_set_xrc_srqn", qpex_wr_set_xrc_srqn),
 	{ NULL, NULL, 0, NULL }
 };
 
@@ -2040,21 +2102,11 @@ static int set_wr_flags(PyObject *self, PyObject *v, void *closure)
 
 static PyObject *get_send_ops_flags(PyObject *self, void *closure)
 {
-	PyObject *v = PyLong_FromUnsignedLongLong(QPEXO(self)->send_ops_flags);
-	PyObject *mod, *cls, *res;
+	uint64_t f = QPEXO(self)->send_ops_flags;
 
-	if (v == NULL)
-		return NULL;
-	mod = module_cached(&ST.mod_enums, "ibverbs.enums");
-	cls = mod ? PyObject_GetAttrString(mod, "QPCreateSendOpsFlags") : NULL;
-	if (cls == NULL) {
-		PyErr_Clear();
-		return v;
-	}
-	res = PyObject_CallFunctionObjArgs(cls, v, NULL);
-	Py_DECREF(cls);
-	Py_DECREF(v);
-	return res;
+	if (f > LONG_MAX) /* not a flag set the enum knows */
+		return PyLong_FromUnsignedLongLong(f);
+	return enum_from_int("QPCreateSendOpsFlags", (long)f);
 }
 
 static PyObject *qpex_repr(PyObject *self)
