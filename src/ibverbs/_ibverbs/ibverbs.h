@@ -767,8 +767,7 @@ PyObject *mod_mbps_to_ibv_rate(PyObject *mod, PyObject *arg);
 extern const char mod_mbps_to_ibv_rate__doc__[]; /* beside it */
 PyObject *mod_flow_label_to_udp_sport(PyObject *mod, PyObject *arg);
 extern const char mod_flow_label_to_udp_sport__doc__[]; /* beside it */
-PyObject *mod_is_qpt_supported(PyObject *mod, PyObject *args);
-extern const char mod_is_qpt_supported__doc__[]; /* beside it */
+METHOD_DECL(mod_is_qpt_supported);
 /* ------------------------------------------------------------------ */
 /* Extended QP (qp/qp_ex.c)                                            */
 /* ------------------------------------------------------------------ */

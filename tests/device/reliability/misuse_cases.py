@@ -414,9 +414,7 @@ DEVICE_METHODS = {
             "query_pkey": D(port=PORT, index=0, valid="ok"),
             "query_gid_table": M(valid="ok"),
             "find_gid": D(port=PORT, gid_type=2, valid="ok"),
-            "get_pkey_index": M(
-                P("port", PORT, **U8P), P("pkey", 0xFFFF, lo=0, hi=0xFFFF), valid="ok"
-            ),
+            "get_pkey_index": D(port=PORT, pkey=0xFFFF, valid="ok"),
             "get_device_index": M(valid="ok"),
             # rxe resolves its own GID's neighbour, or answers with an errno
             "resolve_eth_l2_from_gid": M(P("ah_attr", lambda w: w.ah_attr, obj="AHAttr")),

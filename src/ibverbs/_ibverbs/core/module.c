@@ -163,8 +163,7 @@ static PyMethodDef module_methods[] = {
 	  mod_mbps_to_ibv_rate__doc__ },
 	{ "flow_label_to_udp_sport", mod_flow_label_to_udp_sport, METH_O,
 	  mod_flow_label_to_udp_sport__doc__ },
-	{ "is_qpt_supported", mod_is_qpt_supported, METH_VARARGS,
-	  mod_is_qpt_supported__doc__ },
+	METHOD_KW("is_qpt_supported", mod_is_qpt_supported),
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -213,17 +213,24 @@ const char mod_is_qpt_supported__doc__[] = PyDoc_STR(
 	"    TypeError: an argument is not an int.\n"
 	"    ValueError: caps or qp_type is out of range.");
 
-PyObject *mod_is_qpt_supported(PyObject *mod, PyObject *args)
-{
-	PyObject *caps_o, *qpt_o;
+struct is_qpt_supported_args {
 	uint32_t caps;
-	long qpt;
+	int qp_type;
+};
+static const ArgSpec is_qpt_supported_params[] = {
+	ARG_UINT(struct is_qpt_supported_args, caps, .flags = ARG_POSONLY),
+	ARG_ENUM(struct is_qpt_supported_args, qp_type, QPType, 0, 30,
+		 .flags = ARG_POSONLY),
+	ARG_END
+};
+METHOD_ARGS(mod_is_qpt_supported, "is_qpt_supported", is_qpt_supported_params);
 
-	if (!PyArg_UnpackTuple(args, "is_qpt_supported", 2, 2, &caps_o, &qpt_o))
-		return NULL;
-	if (arg_u32(caps_o, "caps", &caps) < 0 ||
-	    arg_int(qpt_o, "qp_type", 0, 30, &qpt) < 0)
+PyObject *mod_is_qpt_supported(PyObject *mod, PyObject *args, PyObject *kw)
+{
+	struct is_qpt_supported_args a;
+
+	if (args_parse(&mod_is_qpt_supported_args, NULL, args, kw, &a) < 0)
 		return NULL;
 	return PyBool_FromLong(
-		ibv_is_qpt_supported(caps, (enum ibv_qp_type)qpt));
+		ibv_is_qpt_supported(a.caps, (enum ibv_qp_type)a.qp_type));
 }

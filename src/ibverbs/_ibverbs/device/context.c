@@ -21,26 +21,22 @@ static const HandleKind context_kind = { "Context", "ibv_close_device",
 
 #define CTX(self) ((struct ibv_context *)HANDLE(self)->obj)
 
-/* Context(name): open the device called name. */
-static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+/* The device called name, opened; NULL with VerbsError set. */
+static struct ibv_context *context_open_named(const char *name)
 {
-	static char *kwlist[] = { "name", NULL };
-	const char *name;
-	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
-	ContextObject *self;
+	struct ibv_device **list;
 	int i, n = 0, err = 0;
 
-	/* Parsed by hand: a constructor taking a str, which no ArgKind reads. */
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s:Context", kwlist, &name))
-		return NULL;
 	errno = 0;
 	list = IBV.get_device_list(&n);
-	if (list == NULL)
-		return verbs_error_fmt(
-			errno == ENOSYS ? ENODEV : (errno ? errno : ENODEV),
-			"ibv_get_device_list",
-			"cannot list RDMA devices to open %s", name);
+	if (list == NULL) {
+		verbs_error_fmt(errno == ENOSYS ? ENODEV :
+						  (errno ? errno : ENODEV),
+				"ibv_get_device_list",
+				"cannot list RDMA devices to open %s", name);
+		return NULL;
+	}
 	for (i = 0; i < n; i++) {
 		if (strcmp(IBV.get_device_name(list[i]), name) == 0) {
 			errno = 0;
@@ -51,19 +47,57 @@ static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	}
 	IBV.free_device_list(list);
 	if (i == n)
-		return verbs_error_fmt(ENODEV, "ibv_open_device",
-				       "no RDMA device named '%s'", name);
-	if (ctx == NULL)
-		return verbs_error_fmt(err, "ibv_open_device", "%s", name);
+		verbs_error_fmt(ENODEV, "ibv_open_device",
+				"no RDMA device named '%s'", name);
+	else if (ctx == NULL)
+		verbs_error_fmt(err, "ibv_open_device", "%s", name);
+	return ctx;
+}
 
+struct context_new_args {
+	PyObject *name;
+};
+static const ArgSpec context_new_params[] = {
+	ARG_TEXT(struct context_new_args, name), ARG_END
+};
+METHOD_ARGS(context_new, "Context.__new__", context_new_params);
+
+/* Context(name): open the device called name. */
+static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	struct context_new_args a;
+	struct ibv_context *ctx;
+	ContextObject *self;
+	const char *name;
+	PyObject *utf8;
+
+	if (args_parse(&context_new_args, NULL, args, kw, &a) < 0)
+		return NULL;
+	/* The Limited API of 3.9 has no PyUnicode_AsUTF8: the name's bytes
+	 * live in utf8 while the device is opened. */
+	utf8 = PyUnicode_AsUTF8String(a.name);
+	if (utf8 == NULL)
+		return NULL;
+	name = PyBytes_AsString(utf8);
+	if (name != NULL && (Py_ssize_t)strlen(name) != PyBytes_Size(utf8)) {
+		PyErr_SetString(PyExc_ValueError, "embedded null character");
+		name = NULL;
+	}
+	ctx = name != NULL ? context_open_named(name) : NULL;
+	if (ctx == NULL) {
+		Py_DECREF(utf8);
+		return NULL;
+	}
 	self = (ContextObject *)PyType_GenericAlloc(type, 0);
 	if (self == NULL) {
 		IBV.close_device(ctx);
+		Py_DECREF(utf8);
 		return NULL;
 	}
 	handle_init(HANDLE(self), &context_kind, NULL);
 	HANDLE_SET_OBJ(self, ctx);
-	self->name = PyUnicode_FromString(name);
+	self->name = PyUnicode_FromString(name); /* a str, of a subclass too */
+	Py_DECREF(utf8);
 	if (self->name == NULL) {
 		Py_DECREF(self);
 		return NULL;
@@ -625,8 +659,7 @@ static PyMethodDef context_methods[] = {
 	METHOD_NOARGS("query_gid_table", context_query_gid_table),
 	METHOD_KW("find_gid", context_find_gid),
 	METHOD_KW("init_ah_from_wc", context_init_ah_from_wc),
-	{ "get_pkey_index", context_get_pkey_index, METH_VARARGS,
-	  context_get_pkey_index__doc__ },
+	METHOD_KW("get_pkey_index", context_get_pkey_index),
 	METHOD_NOARGS("get_device_index", context_get_device_index),
 	{ "resolve_eth_l2_from_gid", context_resolve_eth_l2_from_gid, METH_O,
 	  context_resolve_eth_l2_from_gid__doc__ },

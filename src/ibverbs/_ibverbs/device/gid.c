@@ -280,26 +280,32 @@ const char context_get_pkey_index__doc__[] = PyDoc_STR(
 	"        verb failed (``errno``; ENOENT when the table lacks\n"
 	"        the P_Key).");
 
-PyObject *context_get_pkey_index(PyObject *self, PyObject *args)
+struct get_pkey_index_args {
+	uint8_t port;
+	uint16_t pkey;
+};
+static const ArgSpec get_pkey_index_params[] = {
+	ARG_INT(struct get_pkey_index_args, port, 1, 255, .flags = ARG_POSONLY),
+	ARG_UINT(struct get_pkey_index_args, pkey, .flags = ARG_POSONLY),
+	ARG_END
+};
+METHOD_ARGS(context_get_pkey_index, "Context.get_pkey_index",
+	    get_pkey_index_params);
+
+PyObject *context_get_pkey_index(PyObject *self, PyObject *args, PyObject *kw)
 {
-	PyObject *port_o, *pkey_o;
-	long port, pkey;
+	struct get_pkey_index_args a;
 	int rc;
 
 	HANDLE_CHECK(self);
-	/* Parsed by hand: positional-only arguments, which ArgSpec lacks. */
-	if (!PyArg_UnpackTuple(args, "get_pkey_index", 2, 2, &port_o, &pkey_o))
-		return NULL;
-	if (arg_int(port_o, "port", 1, 255, &port) < 0 ||
-	    arg_int(pkey_o, "pkey", 0, 0xffff, &pkey) < 0)
+	if (args_parse(&context_get_pkey_index_args, self, args, kw, &a) < 0)
 		return NULL;
 	errno = 0;
-	rc = IBV.get_pkey_index(GCTX(self), (uint8_t)port,
-				htobe16((uint16_t)pkey));
+	rc = IBV.get_pkey_index(GCTX(self), a.port, htobe16(a.pkey));
 	if (rc < 0)
 		return verbs_error_fmt(errno ? errno : ENOENT,
-				       "ibv_get_pkey_index",
-				       "port %ld pkey %#lx", port, pkey);
+				       "ibv_get_pkey_index", "port %d pkey %#x",
+				       a.port, a.pkey);
 	return PyLong_FromLong(rc);
 }
 

@@ -44,6 +44,8 @@ static PyObject *sge_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	uint64_t addr, off = 0;
 	uint32_t length, lkey;
 
+	/* Parsed by hand: built per work request (the data path), and its
+	 * first argument is an MR or an address. */
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO$O:SGE", kwlist, &src,
 					 &len_o, &lkey_o, &off_o, &owner))
 		return NULL;

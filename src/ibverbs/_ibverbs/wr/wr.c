@@ -468,6 +468,7 @@ static PyObject *sendwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	uint32_t flags = 0, imm = 0;
 	int opcode = IBV_WR_SEND;
 
+	/* Parsed by hand: built per work request (the data path). */
 	if (!PyArg_ParseTupleAndKeywords(
 		    args, kw, "|OOOOOOOOOOOOOO:SendWR", kwlist, &wr_id_o, &sg_o,
 		    &op_o, &flags_o, &raddr_o, &rkey_o, &imm_o, &cmp_o, &swap_o,
@@ -975,6 +976,7 @@ static PyObject *recvwr_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	RecvWRObject *self;
 	uint64_t wr_id = 0;
 
+	/* Parsed by hand: built per work request (the data path). */
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:RecvWR", kwlist,
 					 &wr_id_o, &sg_o))
 		return NULL;

@@ -111,6 +111,7 @@ static PyObject *CHFN(new)(PyTypeObject *type, PyObject *args, PyObject *kw)
 	Py_ssize_t i, n;
 	WR_OBJ *prev = NULL;
 
+	/* Parsed by hand: one template for two types (WR_NAME). */
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O:" WR_NAME "Chain", kwlist,
 					 &arg))
 		return NULL;
