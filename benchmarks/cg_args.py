@@ -61,6 +61,12 @@ def alloc_mw():
 def create_srq():
     pd.create_srq(max_wr=8, max_sge=1).close()
 
+def poll():
+    cq.poll(16)
+
+def poll_count():
+    cq.poll_count(16)
+
 fn = globals()[sys.argv[1]]
 if fn is wr_send_imm:
     qpx.wr_start()
@@ -77,6 +83,10 @@ if fn is wr_send_imm:
     qpx.wr_abort()
 """
 METHODS = ["reg_mr", "query_port", "wr_send_imm", "alloc_mw", "create_srq"]
+# The data path's polls, parsed by hand: the same before and after a
+# change of the parser (the recording double's CQ is empty).  post_send
+# needs a connected QP: its objdump is compared instead.
+DATA_PATH = ["poll", "poll_count"]
 
 
 def build_helpers(out: Path) -> tuple[str, str]:
@@ -143,7 +153,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="cg_args.") as tmp:
         out = Path(tmp)
         lib, toggle = build_helpers(out)
-        res = {m: [measure(s, m, args.n, lib, toggle, out) for s in srcs] for m in METHODS}
+        res = {
+            m: [measure(s, m, args.n, lib, toggle, out) for s in srcs] for m in METHODS + DATA_PATH
+        }
     print("instructions per call (callgrind, recording double)")
     for i, s in enumerate(srcs):
         print(f"  tree {i}: {s}")
