@@ -46,5 +46,5 @@ def test_exports_only_the_init_function():
     out = subprocess.run(
         ["nm", "-D", "--defined-only", SO], check=True, capture_output=True, text=True
     ).stdout
-    funcs = [line.split()[-1] for line in out.splitlines() if " T " in line]
-    assert funcs == ["PyInit__ibverbs"]
+    names = [line.split()[-1] for line in out.splitlines() if line.split()]
+    assert names == ["PyInit__ibverbs"]

@@ -11,10 +11,18 @@
 /* Most arguments a declared method takes. */
 #define ARGS_MAX 16
 
-/* The linker's bounds of the section METHOD_ARGS fills (weak: a build
- * with no declaration has none). */
-extern const MethodArgs *const __start_ibverbs_args[] __attribute__((weak));
-extern const MethodArgs *const __stop_ibverbs_args[] __attribute__((weak));
+/* The declarations, as the module's constructors register them. */
+#define ARGS_REGISTRY_MAX 512
+static const MethodArgs *registry[ARGS_REGISTRY_MAX];
+static int registered, dropped;
+
+void args_register(const MethodArgs *m)
+{
+	if (registered < ARGS_REGISTRY_MAX)
+		registry[registered++] = m;
+	else
+		dropped++;
+}
 
 /* The name messages give m: the method's ("reg_mr"), or the class's for
  * a constructor ("CMListener.__new__" is "CMListener"), in buf. */
@@ -409,14 +417,21 @@ static PyObject *spec_params(const MethodArgs *m)
 
 PyObject *args_specs(void)
 {
-	const MethodArgs *const *e;
-	PyObject *d = PyDict_New();
+	PyObject *d;
+	int i;
 
+	if (dropped) {
+		PyErr_Format(PyExc_SystemError,
+			     "%d argument declarations past ARGS_REGISTRY_MAX",
+			     dropped);
+		return NULL;
+	}
+	d = PyDict_New();
 	if (d == NULL)
 		return NULL;
-	for (e = __start_ibverbs_args; e != NULL && e < __stop_ibverbs_args;
-	     e++)
-		if (dict_set_steal(d, (*e)->qualname, spec_params(*e)) < 0) {
+	for (i = 0; i < registered; i++)
+		if (dict_set_steal(d, registry[i]->qualname,
+				   spec_params(registry[i])) < 0) {
 			Py_DECREF(d);
 			return NULL;
 		}

@@ -159,16 +159,21 @@ typedef struct MethodArgs {
 	}
 
 /* Declare name##_args, the MethodArgs of qualname with the ArgSpec list
- * params, and register it for ibverbs._ibverbs._specs (a pointer in the
- * section ibverbs_args, which args.c walks). */
+ * params, and register it for ibverbs._ibverbs._specs when the module is
+ * loaded (a constructor calls args_register). */
 #define METHOD_ARGS_MASK(name, qualname_, params_, mask_off)                 \
 	static const MethodArgs name##_args = { .qualname = (qualname_),     \
 						.params = (params_),         \
 						.mask_offset = (mask_off) }; \
-	static const MethodArgs *const name##_args_entry                     \
-		__attribute__((section("ibverbs_args"), used)) = &name##_args
+	__attribute__((constructor)) static void name##_args_register(void)  \
+	{                                                                    \
+		args_register(&name##_args);                                 \
+	}
 #define METHOD_ARGS(name, qualname_, params_) \
 	METHOD_ARGS_MASK(name, qualname_, params_, -1)
+
+/* Add m to the declarations _specs lists (at load, from METHOD_ARGS). */
+void args_register(const MethodArgs *m);
 
 /* Parse args and kw (either may be NULL) into the struct at out by m's
  * declaration: the fields of left-out arguments get their defaults (0 /
