@@ -312,44 +312,29 @@ PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)
 	PDObject *pd = (PDObject *)self;
 	struct reg_dm_mr_args a;
 	struct ibv_mr *mr;
-	PyObject *dm;
-	MRObject *o;
+	PyObject *o;
 	int err;
 
 	HANDLE_CHECK(self);
 	if (args_parse(&pd_reg_dm_mr_args, self, args, kw, &a) < 0 ||
 	    dm_range(a.dm, a.offset, a.length) < 0)
 		return NULL;
-	dm = a.dm;
-	o = HANDLE_ALLOC(MRObject, ST.MR_type);
-	if (o == NULL)
-		return NULL;
-	if (handle_check(HANDLE(pd)) < 0 || handle_check(HANDLE(dm)) < 0) {
-		Py_DECREF(o);
-		return NULL;
-	}
 	errno = 0;
-	mr = ibv_reg_dm_mr((struct ibv_pd *)HANDLE(pd)->obj, DMP(dm), a.offset,
-			   (size_t)a.length, (unsigned int)a.access);
+	mr = ibv_reg_dm_mr((struct ibv_pd *)HANDLE(pd)->obj, DMP(a.dm),
+			   a.offset, (size_t)a.length, (unsigned int)a.access);
 	err = errno ? errno : EINVAL;
-	if (mr == NULL) {
-		Py_DECREF(o);
+	if (mr == NULL)
 		return verbs_error_fmt(err, "ibv_reg_dm_mr",
 				       "offset=%llu length=%llu access=0x%x",
 				       (unsigned long long)a.offset,
 				       (unsigned long long)a.length,
 				       (unsigned int)a.access);
-	}
-	handle_init(HANDLE(o), &dm_mr_kind, HANDLE(pd));
-	HANDLE_SET_OBJ(o, mr);
-	Py_INCREF(dm);
-	o->owner = dm;
-	handle_use(HANDLE(dm));
 	/* Registered zero-based: addresses start at the offset. */
-	o->addr = (uint64_t)(uintptr_t)mr->addr;
-	o->length = a.length;
-	o->access = a.access;
-	return (PyObject *)o;
+	o = mr_wrap(&dm_mr_kind, pd, mr, a.dm, (uint64_t)(uintptr_t)mr->addr,
+		    a.length, a.access);
+	if (o != NULL)
+		handle_use(HANDLE(a.dm));
+	return o;
 }
 
 /* ------------------------------------------------------------------ */
