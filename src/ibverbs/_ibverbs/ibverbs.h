@@ -340,6 +340,8 @@ PyObject *verbs_error_errno(const char *op);
 PyObject *completion_error(PyObject *wc);
 PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
 			   const char *fmt, ...);
+/* VerbsError(EOPNOTSUPP) for verb: the provider left its op NULL. */
+PyObject *provider_lacks(const char *verb);
 
 /* ------------------------------------------------------------------ */
 /* Converters (convert.c)                                              */

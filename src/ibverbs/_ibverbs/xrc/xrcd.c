@@ -101,8 +101,7 @@ PyObject *context_open_xrcd(PyObject *self, PyObject *args, PyObject *kw)
 	attr.oflags = oflags;
 	if (no_op(ctx)) {
 		Py_DECREF(x);
-		return verbs_error_fmt(EOPNOTSUPP, "ibv_open_xrcd",
-				       "the provider has no XRC domains");
+		return provider_lacks("ibv_open_xrcd");
 	}
 	errno = 0;
 	xrcd = ibv_open_xrcd(ctx, &attr);
@@ -206,8 +205,7 @@ PyObject *context_open_qp(PyObject *self, PyObject *args, PyObject *kw)
 	attr.qp_type = (enum ibv_qp_type)a.qp_type;
 	if (verbs_get_ctx_op(ctx, open_qp) == NULL) {
 		Py_DECREF(q);
-		return verbs_error_fmt(EOPNOTSUPP, "ibv_open_qp",
-				       "the provider has no shareable QPs");
+		return provider_lacks("ibv_open_qp");
 	}
 	errno = 0;
 	qp = ibv_open_qp(ctx, &attr);
