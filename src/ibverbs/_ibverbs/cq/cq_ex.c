@@ -79,16 +79,7 @@ static const HandleKind cqex_kind = { "CQEx", "ibv_destroy_cq", cqex_destroy,
 /* Attribute `name` of the init attr, or NULL with AttributeError. */
 static PyObject *attr_get(PyObject *o, const char *name)
 {
-	PyObject *v = PyObject_GetAttrString(o, name);
-
-	if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-		char hint[48];
-
-		PyErr_Clear();
-		snprintf(hint, sizeof(hint), "it has no %s", name);
-		arg_type_error_hint("init_attr", "CQInitAttrEx", 0, o, hint);
-	}
-	return v;
+	return attr_required(o, name, "init_attr", "CQInitAttrEx");
 }
 
 /* CQInitAttrEx.parent_domain (None when the object has no such field):
