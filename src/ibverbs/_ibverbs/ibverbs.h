@@ -396,6 +396,16 @@ typedef struct HandleKind {
 	void (*release)(Handle *h);
 } HandleKind;
 
+/* A kind whose destroy is one call, fn(h->obj), of the verb named verb
+ * (fn: an IBV.* pointer or a static inline of verbs.h): defines the
+ * static HandleKind kind and its destroy function, kind_destroy. */
+#define HANDLE_KIND(kind, name, verb, fn, release) \
+	static int kind##_destroy(Handle *h)       \
+	{                                          \
+		return fn(h->obj);                 \
+	}                                          \
+	static const HandleKind kind = { name, verb, kind##_destroy, release }
+
 struct Handle {
 	PyObject_HEAD
 	void *obj; /* the verbs object; NULL once closed */

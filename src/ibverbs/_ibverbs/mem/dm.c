@@ -20,12 +20,7 @@
 #define DMP(self) ((struct ibv_dm *)HANDLE(self)->obj)
 #define DMO(self) ((DMObject *)(self))
 
-static int dm_destroy(Handle *h)
-{
-	return ibv_free_dm((struct ibv_dm *)h->obj);
-}
-
-static const HandleKind dm_kind = { "DM", "ibv_free_dm", dm_destroy, NULL };
+HANDLE_KIND(dm_kind, "DM", "ibv_free_dm", ibv_free_dm, NULL);
 
 /* Context.alloc_dm(length, log_align_req=0) */
 METHOD_DOC(context_alloc_dm,
@@ -251,11 +246,6 @@ static PyObject *dm_copy_from(PyObject *self, PyObject *args, PyObject *kw)
 /* PD.reg_dm_mr(dm, offset, length, access)                            */
 /* ------------------------------------------------------------------ */
 
-static int dm_mr_destroy(Handle *h)
-{
-	return IBV.dereg_mr((struct ibv_mr *)h->obj);
-}
-
 /* Deregistered: the DM is no longer used and may go. */
 static void dm_mr_release(Handle *h)
 {
@@ -264,8 +254,7 @@ static void dm_mr_release(Handle *h)
 	handle_unuse_clear(&m->owner);
 }
 
-static const HandleKind dm_mr_kind = { "MR", "ibv_dereg_mr", dm_mr_destroy,
-				       dm_mr_release };
+HANDLE_KIND(dm_mr_kind, "MR", "ibv_dereg_mr", IBV.dereg_mr, dm_mr_release);
 
 METHOD_DOC(pd_reg_dm_mr,
 	   "Register part of a device memory allocation as an MR.\n"

@@ -15,11 +15,6 @@
 
 #define MRP(self) ((struct ibv_mr *)HANDLE(self)->obj)
 
-static int mr_destroy(Handle *h)
-{
-	return IBV.dereg_mr((struct ibv_mr *)h->obj);
-}
-
 /* The memory is no longer registered: its owner may go, and the Buf or
  * DMAH it used is free to close. */
 static void mr_release(Handle *h)
@@ -29,8 +24,7 @@ static void mr_release(Handle *h)
 	handle_unuse_clear(&((MRObject *)h)->uses[1]);
 }
 
-static const HandleKind mr_kind = { "MR", "ibv_dereg_mr", mr_destroy,
-				    mr_release };
+HANDLE_KIND(mr_kind, "MR", "ibv_dereg_mr", IBV.dereg_mr, mr_release);
 
 /* The arguments of PD.reg_mr, reg_mr_iova and reg_dmabuf_mr. */
 struct reg_mr_args {

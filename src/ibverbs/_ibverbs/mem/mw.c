@@ -21,11 +21,6 @@
 #include "mem/mem.h"
 #include <limits.h>
 
-static int mw_destroy(Handle *h)
-{
-	return ibv_dealloc_mw((struct ibv_mw *)h->obj);
-}
-
 /*
  * The hold: a window holds the MR of its last bind posted (an unbind,
  * none), and every MR it was bound to before, until the binding is known
@@ -271,8 +266,7 @@ static void mw_release(Handle *h)
 	Py_XDECREF(parked);
 }
 
-static const HandleKind mw_kind = { "MW", "ibv_dealloc_mw", mw_destroy,
-				    mw_release };
+HANDLE_KIND(mw_kind, "MW", "ibv_dealloc_mw", ibv_dealloc_mw, mw_release);
 
 /* QPEx.wr_bind_mw and wr_local_inv: a record of a hold to move once the
  * batch is posted, kept with the batch (a tuple: mw, mr or None, rkey). */

@@ -13,13 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int odp_mr_destroy(Handle *h)
-{
-	return IBV.dereg_mr((struct ibv_mr *)h->obj);
-}
-
-static const HandleKind odp_mr_kind = { "MR", "ibv_dereg_mr", odp_mr_destroy,
-					NULL };
+HANDLE_KIND(odp_mr_kind, "MR", "ibv_dereg_mr", IBV.dereg_mr, NULL);
 
 METHOD_DOC(pd_reg_implicit_odp_mr,
 	   "Register the whole address space as an implicit ODP MR.\n"

@@ -25,14 +25,8 @@ typedef struct {
 
 #define FAP(self) ((struct ibv_flow_action *)HANDLE(self)->obj)
 
-static int flow_action_destroy(Handle *h)
-{
-	return ibv_destroy_flow_action((struct ibv_flow_action *)h->obj);
-}
-
-static const HandleKind flow_action_kind = { "FlowAction",
-					     "ibv_destroy_flow_action",
-					     flow_action_destroy, NULL };
+HANDLE_KIND(flow_action_kind, "FlowAction", "ibv_destroy_flow_action",
+	    ibv_destroy_flow_action, NULL);
 
 /* Everything one struct ibv_flow_action_esp_attr points to. */
 struct esp_buf {
