@@ -340,6 +340,8 @@ PyObject *verbs_error_errno(const char *op);
 PyObject *completion_error(PyObject *wc);
 PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
 			   const char *fmt, ...);
+/* VerbsError(EOPNOTSUPP) for verb: the provider left its op NULL. */
+PyObject *provider_lacks(const char *verb);
 
 /* ------------------------------------------------------------------ */
 /* Converters (convert.c)                                              */
@@ -393,6 +395,16 @@ typedef struct HandleKind {
 	 * references (owner, CQs, ...) and release "uses" of other handles. */
 	void (*release)(Handle *h);
 } HandleKind;
+
+/* A kind whose destroy is one call, fn(h->obj), of the verb named verb
+ * (fn: an IBV.* pointer or a static inline of verbs.h): defines the
+ * static HandleKind kind and its destroy function, kind_destroy. */
+#define HANDLE_KIND(kind, name, verb, fn, release) \
+	static int kind##_destroy(Handle *h)       \
+	{                                          \
+		return fn(h->obj);                 \
+	}                                          \
+	static const HandleKind kind = { name, verb, kind##_destroy, release }
 
 struct Handle {
 	PyObject_HEAD

@@ -67,6 +67,19 @@ int arg_type_error(const char *name, const char *what, int none_ok,
 	return arg_type_error_hint(name, what, none_ok, got, NULL);
 }
 
+PyObject *attr_required(PyObject *o, const char *name, const char *arg,
+			const char *record)
+{
+	PyObject *v;
+	char hint[64];
+
+	if (attr_optional(o, name, &v) < 0 || v != NULL)
+		return v;
+	snprintf(hint, sizeof(hint), "it has no attribute '%s'", name);
+	arg_type_error_hint(arg, record, 0, o, hint);
+	return NULL;
+}
+
 int arg_other_parent_error(const char *name, const char *parent)
 {
 	PyErr_Format(PyExc_ValueError, "%s belongs to another %s", name,

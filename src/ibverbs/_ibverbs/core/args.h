@@ -194,6 +194,11 @@ int arg_type_error(const char *name, const char *what, int none_ok,
 int arg_type_error_hint(const char *name, const char *what, int none_ok,
 			PyObject *got, const char *hint);
 int arg_other_parent_error(const char *name, const char *parent);
+/* o.<name> of a record argument: a new reference, or NULL with
+ * "<arg> must be a <record>, not T (it has no attribute '<name>')"
+ * where o lacks it (any other error as raised). */
+PyObject *attr_required(PyObject *o, const char *name, const char *arg,
+			const char *record);
 
 /* {qualname: (param, ...)}: each param a dict of its declaration (name,
  * kind, optional, kw_only, pos_only, none_ok, lo, hi, default, cls,

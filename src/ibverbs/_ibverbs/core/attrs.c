@@ -312,19 +312,11 @@ static int cap_from_py(PyObject *o, struct ibv_qp_cap *cap)
 	size_t i;
 
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-		PyObject *v = PyObject_GetAttrString(o, f[i].name);
+		PyObject *v = attr_required(o, f[i].name, "cap", "QPCap");
 		int rc;
 
-		if (v == NULL) {
-			if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
-				PyErr_Clear();
-				PyErr_Format(PyExc_TypeError,
-					     "cap must be a QPCap, not %R (it "
-					     "has no attribute '%s')",
-					     (PyObject *)Py_TYPE(o), f[i].name);
-			}
+		if (v == NULL)
 			return -1;
-		}
 		rc = arg_u32(v, f[i].name,
 			     (uint32_t *)((char *)cap + f[i].off));
 		Py_DECREF(v);

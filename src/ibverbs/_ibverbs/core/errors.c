@@ -75,6 +75,12 @@ PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...)
 	return NULL;
 }
 
+PyObject *provider_lacks(const char *verb)
+{
+	return verbs_error_fmt(EOPNOTSUPP, verb,
+			       "the provider does not implement it");
+}
+
 PyObject *verbs_error_errno(const char *op)
 {
 	/* Some providers return NULL without setting errno; never report

@@ -27,13 +27,8 @@ typedef struct {
  * read()'s allocation. */
 #define COUNTERS_READ_MAX 4096
 
-static int counters_destroy(Handle *h)
-{
-	return ibv_destroy_counters((struct ibv_counters *)h->obj);
-}
-
-static const HandleKind counters_kind = { "Counters", "ibv_destroy_counters",
-					  counters_destroy, NULL };
+HANDLE_KIND(counters_kind, "Counters", "ibv_destroy_counters",
+	    ibv_destroy_counters, NULL);
 
 const char counters_create__doc__[] = PyDoc_STR(
 	"Create a counters object, to count the packets or bytes a flow\n"

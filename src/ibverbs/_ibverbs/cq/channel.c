@@ -19,14 +19,8 @@
 
 #define CHAN(self) ((struct ibv_comp_channel *)HANDLE(self)->obj)
 
-static int channel_destroy(Handle *h)
-{
-	return IBV.destroy_comp_channel((struct ibv_comp_channel *)h->obj);
-}
-
-static const HandleKind channel_kind = { "CompChannel",
-					 "ibv_destroy_comp_channel",
-					 channel_destroy, NULL };
+HANDLE_KIND(channel_kind, "CompChannel", "ibv_destroy_comp_channel",
+	    IBV.destroy_comp_channel, NULL);
 
 METHOD_DOC(context_create_comp_channel,
 	   "Create a completion event channel.\n"

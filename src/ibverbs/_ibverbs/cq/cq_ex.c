@@ -79,16 +79,7 @@ static const HandleKind cqex_kind = { "CQEx", "ibv_destroy_cq", cqex_destroy,
 /* Attribute `name` of the init attr, or NULL with AttributeError. */
 static PyObject *attr_get(PyObject *o, const char *name)
 {
-	PyObject *v = PyObject_GetAttrString(o, name);
-
-	if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-		char hint[48];
-
-		PyErr_Clear();
-		snprintf(hint, sizeof(hint), "it has no %s", name);
-		arg_type_error_hint("init_attr", "CQInitAttrEx", 0, o, hint);
-	}
-	return v;
+	return attr_required(o, name, "init_attr", "CQInitAttrEx");
 }
 
 /* CQInitAttrEx.parent_domain (None when the object has no such field):
@@ -642,18 +633,16 @@ static struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what,
  * the open session's current entry (cqex_entry, which checks the
  * CreateCQWCFlags bit need), the provider's read_<field> op, its value
  * through conv.  Each use names the function it defines. */
-#define CQEX_READER(fn, field, need, conv)                                \
-	static PyObject *fn(PyObject *self, PyObject *unused)             \
-	{                                                                 \
-		struct ibv_cq_ex *cq =                                    \
-			cqex_entry(self, "read_" #field "()", need);      \
-		if (cq == NULL)                                           \
-			return NULL;                                      \
-		if (cq->read_##field == NULL)                             \
-			return verbs_error_fmt(EOPNOTSUPP,                \
-					       "ibv_wc_read_" #field,     \
-					       "the provider has no op"); \
-		return conv(cq->read_##field(cq));                        \
+#define CQEX_READER(fn, field, need, conv)                            \
+	static PyObject *fn(PyObject *self, PyObject *unused)         \
+	{                                                             \
+		struct ibv_cq_ex *cq =                                \
+			cqex_entry(self, "read_" #field "()", need);  \
+		if (cq == NULL)                                       \
+			return NULL;                                  \
+		if (cq->read_##field == NULL)                         \
+			return provider_lacks("ibv_wc_read_" #field); \
+		return conv(cq->read_##field(cq));                    \
 	}
 #define U32(v) PyLong_FromUnsignedLong((unsigned long)(v))
 #define U64(v) PyLong_FromUnsignedLongLong((unsigned long long)(v))
@@ -785,9 +774,7 @@ static PyObject *cqex_read_invalidated_rkey(PyObject *self, PyObject *unused)
 	if (cq == NULL)
 		return NULL;
 	if (cq->read_imm_data == NULL)
-		return verbs_error_fmt(EOPNOTSUPP,
-				       "ibv_wc_read_invalidated_rkey",
-				       "the provider has no op");
+		return provider_lacks("ibv_wc_read_invalidated_rkey");
 	return PyLong_FromUnsignedLong(ibv_wc_read_invalidated_rkey(cq));
 }
 
@@ -811,8 +798,7 @@ static PyObject *cqex_read_tm_info(PyObject *self, PyObject *unused)
 	if (cq == NULL)
 		return NULL;
 	if (cq->read_tm_info == NULL)
-		return verbs_error_fmt(EOPNOTSUPP, "ibv_wc_read_tm_info",
-				       "the provider has no op");
+		return provider_lacks("ibv_wc_read_tm_info");
 	memset(&tm, 0, sizeof(tm));
 	ibv_wc_read_tm_info(cq, &tm);
 	d = PyDict_New();

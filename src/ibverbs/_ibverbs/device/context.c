@@ -11,13 +11,8 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-static int context_destroy(Handle *h)
-{
-	return IBV.close_device((struct ibv_context *)h->obj);
-}
-
-static const HandleKind context_kind = { "Context", "ibv_close_device",
-					 context_destroy, NULL };
+HANDLE_KIND(context_kind, "Context", "ibv_close_device", IBV.close_device,
+	    NULL);
 
 #define CTX(self) ((struct ibv_context *)HANDLE(self)->obj)
 

@@ -20,12 +20,7 @@
 #define DMP(self) ((struct ibv_dm *)HANDLE(self)->obj)
 #define DMO(self) ((DMObject *)(self))
 
-static int dm_destroy(Handle *h)
-{
-	return ibv_free_dm((struct ibv_dm *)h->obj);
-}
-
-static const HandleKind dm_kind = { "DM", "ibv_free_dm", dm_destroy, NULL };
+HANDLE_KIND(dm_kind, "DM", "ibv_free_dm", ibv_free_dm, NULL);
 
 /* Context.alloc_dm(length, log_align_req=0) */
 METHOD_DOC(context_alloc_dm,
@@ -251,11 +246,6 @@ static PyObject *dm_copy_from(PyObject *self, PyObject *args, PyObject *kw)
 /* PD.reg_dm_mr(dm, offset, length, access)                            */
 /* ------------------------------------------------------------------ */
 
-static int dm_mr_destroy(Handle *h)
-{
-	return IBV.dereg_mr((struct ibv_mr *)h->obj);
-}
-
 /* Deregistered: the DM is no longer used and may go. */
 static void dm_mr_release(Handle *h)
 {
@@ -264,8 +254,7 @@ static void dm_mr_release(Handle *h)
 	handle_unuse_clear(&m->owner);
 }
 
-static const HandleKind dm_mr_kind = { "MR", "ibv_dereg_mr", dm_mr_destroy,
-				       dm_mr_release };
+HANDLE_KIND(dm_mr_kind, "MR", "ibv_dereg_mr", IBV.dereg_mr, dm_mr_release);
 
 METHOD_DOC(pd_reg_dm_mr,
 	   "Register part of a device memory allocation as an MR.\n"
@@ -312,44 +301,29 @@ PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)
 	PDObject *pd = (PDObject *)self;
 	struct reg_dm_mr_args a;
 	struct ibv_mr *mr;
-	PyObject *dm;
-	MRObject *o;
+	PyObject *o;
 	int err;
 
 	HANDLE_CHECK(self);
 	if (args_parse(&pd_reg_dm_mr_args, self, args, kw, &a) < 0 ||
 	    dm_range(a.dm, a.offset, a.length) < 0)
 		return NULL;
-	dm = a.dm;
-	o = HANDLE_ALLOC(MRObject, ST.MR_type);
-	if (o == NULL)
-		return NULL;
-	if (handle_check(HANDLE(pd)) < 0 || handle_check(HANDLE(dm)) < 0) {
-		Py_DECREF(o);
-		return NULL;
-	}
 	errno = 0;
-	mr = ibv_reg_dm_mr((struct ibv_pd *)HANDLE(pd)->obj, DMP(dm), a.offset,
-			   (size_t)a.length, (unsigned int)a.access);
+	mr = ibv_reg_dm_mr((struct ibv_pd *)HANDLE(pd)->obj, DMP(a.dm),
+			   a.offset, (size_t)a.length, (unsigned int)a.access);
 	err = errno ? errno : EINVAL;
-	if (mr == NULL) {
-		Py_DECREF(o);
+	if (mr == NULL)
 		return verbs_error_fmt(err, "ibv_reg_dm_mr",
 				       "offset=%llu length=%llu access=0x%x",
 				       (unsigned long long)a.offset,
 				       (unsigned long long)a.length,
 				       (unsigned int)a.access);
-	}
-	handle_init(HANDLE(o), &dm_mr_kind, HANDLE(pd));
-	HANDLE_SET_OBJ(o, mr);
-	Py_INCREF(dm);
-	o->owner = dm;
-	handle_use(HANDLE(dm));
 	/* Registered zero-based: addresses start at the offset. */
-	o->addr = (uint64_t)(uintptr_t)mr->addr;
-	o->length = a.length;
-	o->access = a.access;
-	return (PyObject *)o;
+	o = mr_wrap(&dm_mr_kind, pd, mr, a.dm, (uint64_t)(uintptr_t)mr->addr,
+		    a.length, a.access);
+	if (o != NULL)
+		handle_use(HANDLE(a.dm));
+	return o;
 }
 
 /* ------------------------------------------------------------------ */

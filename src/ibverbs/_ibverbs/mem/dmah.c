@@ -14,13 +14,7 @@
 
 #define DMAHO(self) ((DMAHObject *)(self))
 
-static int dmah_destroy(Handle *h)
-{
-	return IBV.dealloc_dmah((struct ibv_dmah *)h->obj);
-}
-
-static const HandleKind dmah_kind = { "DMAH", "ibv_dealloc_dmah", dmah_destroy,
-				      NULL };
+HANDLE_KIND(dmah_kind, "DMAH", "ibv_dealloc_dmah", IBV.dealloc_dmah, NULL);
 
 /* Context.alloc_dmah(*, cpu_id=None, ph=None, tph_mem_type=None) */
 METHOD_DOC(context_alloc_dmah,

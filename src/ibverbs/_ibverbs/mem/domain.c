@@ -32,12 +32,7 @@ typedef struct {
 
 #define PDOM(self) ((ParentDomainObject *)(self))
 
-static int td_destroy(Handle *h)
-{
-	return ibv_dealloc_td((struct ibv_td *)h->obj);
-}
-
-static const HandleKind td_kind = { "TD", "ibv_dealloc_td", td_destroy, NULL };
+HANDLE_KIND(td_kind, "TD", "ibv_dealloc_td", ibv_dealloc_td, NULL);
 
 const char td_create__doc__[] = PyDoc_STR(
 	"Allocate a thread domain: a promise that the objects of a\n"
@@ -99,11 +94,6 @@ HANDLE_TYPE_SPEC(TD_spec, "TD", TDObject, 0, td__doc__, handle_tp_dealloc,
 /* ParentDomain                                                        */
 /* ------------------------------------------------------------------ */
 
-static int pdom_destroy(Handle *h)
-{
-	return IBV.dealloc_pd((struct ibv_pd *)h->obj);
-}
-
 /* Freed: its PD and TD may go. */
 static void pdom_release(Handle *h)
 {
@@ -111,8 +101,8 @@ static void pdom_release(Handle *h)
 	handle_unuse_clear(&PDOM(h)->td);
 }
 
-static const HandleKind pdom_kind = { "ParentDomain", "ibv_dealloc_pd",
-				      pdom_destroy, pdom_release };
+HANDLE_KIND(pdom_kind, "ParentDomain", "ibv_dealloc_pd", IBV.dealloc_pd,
+	    pdom_release);
 
 const char parent_domain_create__doc__[] = PyDoc_STR(
 	"Allocate a parent domain over ``pd`` and, optionally, ``td``.\n"

@@ -103,6 +103,13 @@ typedef struct {
 	uint8_t tph_mem_type;
 } DMAHObject;
 
+/* mr.c: a new MR of pd for mr, just registered (deregistered if the
+ * object cannot be made), holding owner (NULL or None: nothing).  kind:
+ * NULL for mr.c's own; a feature's file (odp.c, dm.c) passes its kind,
+ * whose release lets go of what it added. */
+PyObject *mr_wrap(const HandleKind *kind, PDObject *pd, struct ibv_mr *mr,
+		  PyObject *owner, uint64_t addr, uint64_t length, int access);
+
 /* import.c: the kinds of imported objects, whose close() unimports. */
 extern const HandleKind pd_imported_kind, mr_imported_kind, dm_imported_kind;
 /* Whether h was imported (its kind is one of the above). */

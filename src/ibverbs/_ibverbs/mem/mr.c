@@ -15,11 +15,6 @@
 
 #define MRP(self) ((struct ibv_mr *)HANDLE(self)->obj)
 
-static int mr_destroy(Handle *h)
-{
-	return IBV.dereg_mr((struct ibv_mr *)h->obj);
-}
-
 /* The memory is no longer registered: its owner may go, and the Buf or
  * DMAH it used is free to close. */
 static void mr_release(Handle *h)
@@ -29,8 +24,7 @@ static void mr_release(Handle *h)
 	handle_unuse_clear(&((MRObject *)h)->uses[1]);
 }
 
-static const HandleKind mr_kind = { "MR", "ibv_dereg_mr", mr_destroy,
-				    mr_release };
+HANDLE_KIND(mr_kind, "MR", "ibv_dereg_mr", IBV.dereg_mr, mr_release);
 
 /* The arguments of PD.reg_mr, reg_mr_iova and reg_dmabuf_mr. */
 struct reg_mr_args {
@@ -50,10 +44,9 @@ struct reg_mr_args {
 #define REG_MR_OWNER \
 	ARG_OBJECT(struct reg_mr_args, owner, .flags = ARG_KWOPT | ARG_NONE)
 
-/* Wrap a freshly registered ibv_mr; deregisters it on failure. */
-static PyObject *mr_wrap(PDObject *pd, struct ibv_mr *mr, PyObject *owner,
-			 uint64_t addr, uint64_t length, int access,
-			 int is_dmabuf)
+/* Declared in mem/mem.h: odp.c and dm.c wrap theirs here too. */
+PyObject *mr_wrap(const HandleKind *kind, PDObject *pd, struct ibv_mr *mr,
+		  PyObject *owner, uint64_t addr, uint64_t length, int access)
 {
 	MRObject *o = HANDLE_ALLOC(MRObject, ST.MR_type);
 
@@ -61,16 +54,15 @@ static PyObject *mr_wrap(PDObject *pd, struct ibv_mr *mr, PyObject *owner,
 		IBV.dereg_mr(mr);
 		return NULL;
 	}
-	handle_init(HANDLE(o), &mr_kind, HANDLE(pd));
+	handle_init(HANDLE(o), kind ? kind : &mr_kind, HANDLE(pd));
 	HANDLE_SET_OBJ(o, mr);
-	if (owner != Py_None) {
+	if (owner != NULL && owner != Py_None) {
 		Py_INCREF(owner);
 		o->owner = owner;
 	}
 	o->addr = addr;
 	o->length = length;
 	o->access = access;
-	o->is_dmabuf = is_dmabuf;
 	return (PyObject *)o;
 }
 
@@ -134,8 +126,7 @@ static PyObject *mr_register(PDObject *pd, const struct reg_mr_args *a,
 	HANDLE_BUSY_EXIT(pd);
 	if (mr == NULL)
 		return mr_error(err, verb, iova, length, access);
-	return mr_wrap(pd, mr, a->owner ? a->owner : Py_None, iova, length,
-		       access, 0);
+	return mr_wrap(NULL, pd, mr, a->owner, iova, length, access);
 }
 
 METHOD_DOC(pd_reg_mr,
@@ -279,6 +270,7 @@ PyObject *pd_reg_dmabuf_mr(PyObject *self, PyObject *args, PyObject *kw)
 	struct ibv_pd *p = HANDLE(pd)->obj;
 	struct reg_mr_args a;
 	struct ibv_mr *mr;
+	PyObject *o;
 	int err;
 
 	HANDLE_CHECK(self);
@@ -300,8 +292,10 @@ PyObject *pd_reg_dmabuf_mr(PyObject *self, PyObject *args, PyObject *kw)
 	if (mr == NULL)
 		return mr_error(err, "ibv_reg_dmabuf_mr", a.iova, a.length,
 				a.access);
-	return mr_wrap(pd, mr, a.owner ? a.owner : Py_None, a.iova, a.length,
-		       a.access, 1);
+	o = mr_wrap(NULL, pd, mr, a.owner, a.iova, a.length, a.access);
+	if (o != NULL)
+		((MRObject *)o)->is_dmabuf = 1;
+	return o;
 }
 
 /* ------------------------------------------------------------------ */
@@ -313,10 +307,12 @@ static PyObject *mr_wrap_using(PDObject *pd, struct ibv_mr *mr, PyObject *owner,
 			       uint64_t addr, uint64_t length, int access,
 			       int is_dmabuf, PyObject *uses[2])
 {
-	MRObject *o = (MRObject *)mr_wrap(pd, mr, owner, addr, length, access,
-					  is_dmabuf);
+	MRObject *o =
+		(MRObject *)mr_wrap(NULL, pd, mr, owner, addr, length, access);
 	int i;
 
+	if (o != NULL)
+		o->is_dmabuf = is_dmabuf;
 	for (i = 0; o != NULL && i < 2; i++) {
 		if (uses[i] == NULL)
 			continue;
@@ -487,8 +483,7 @@ PyObject *pd_reg_mr_ex(PyObject *self, PyObject *args, PyObject *kw)
 				       (unsigned long long)r.mask,
 				       (unsigned long long)start,
 				       (unsigned long long)r.length, r.access);
-	return mr_wrap_using(pd, mr, r.owner ? r.owner : Py_None, start,
-			     r.length, r.access,
+	return mr_wrap_using(pd, mr, r.owner, start, r.length, r.access,
 			     (r.mask & IBV_REG_MR_MASK_FD) != 0, uses);
 }
 
@@ -559,8 +554,7 @@ PyObject *pd_reg_buf_mr(PyObject *self, PyObject *args, PyObject *kw)
 	if (mr == NULL)
 		return mr_error(err, "ibv_reg_buf_mr", r.addr, r.length,
 				r.access);
-	return mr_wrap_using(pd, mr, Py_None, r.addr, r.length, r.access, 0,
-			     uses);
+	return mr_wrap_using(pd, mr, NULL, r.addr, r.length, r.access, 0, uses);
 }
 
 /* PD.alloc_null_mr(): ibv_alloc_null_mr is static inline over a
@@ -592,8 +586,8 @@ PyObject *pd_alloc_null_mr(PyObject *self, PyObject *unused)
 	err = errno ? errno : EINVAL;
 	if (mr == NULL)
 		return verbs_error(err, "ibv_alloc_null_mr");
-	return mr_wrap(pd, mr, Py_None, (uint64_t)(uintptr_t)mr->addr,
-		       (uint64_t)mr->length, 0, 0);
+	return mr_wrap(NULL, pd, mr, NULL, (uint64_t)(uintptr_t)mr->addr,
+		       (uint64_t)mr->length, 0);
 }
 
 /* ------------------------------------------------------------------ */

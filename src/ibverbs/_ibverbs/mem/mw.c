@@ -21,11 +21,6 @@
 #include "mem/mem.h"
 #include <limits.h>
 
-static int mw_destroy(Handle *h)
-{
-	return ibv_dealloc_mw((struct ibv_mw *)h->obj);
-}
-
 /*
  * The hold: a window holds the MR of its last bind posted (an unbind,
  * none), and every MR it was bound to before, until the binding is known
@@ -271,8 +266,7 @@ static void mw_release(Handle *h)
 	Py_XDECREF(parked);
 }
 
-static const HandleKind mw_kind = { "MW", "ibv_dealloc_mw", mw_destroy,
-				    mw_release };
+HANDLE_KIND(mw_kind, "MW", "ibv_dealloc_mw", ibv_dealloc_mw, mw_release);
 
 /* QPEx.wr_bind_mw and wr_local_inv: a record of a hold to move once the
  * batch is posted, kept with the batch (a tuple: mw, mr or None, rkey). */
@@ -394,22 +388,6 @@ PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg)
 /* struct ibv_mw_bind_info from an MWBindInfo                          */
 /* ------------------------------------------------------------------ */
 
-/* Read attribute name of o; a missing one is a TypeError naming what o
- * should be.  New reference or NULL. */
-static PyObject *field(PyObject *o, const char *name, const char *what)
-{
-	PyObject *v = PyObject_GetAttrString(o, name);
-
-	if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-		PyErr_Clear();
-		PyErr_Format(PyExc_TypeError,
-			     "%s must be an %s (or have its field %s), not %R",
-			     what, what[0] == 'b' ? "MWBindInfo" : "MWBind",
-			     name, (PyObject *)Py_TYPE(o));
-	}
-	return v;
-}
-
 /*
  * Convert bind_info (mr, addr, length, mw_access_flags) into *bi; *mr_out
  * gets a new reference to the MR.  0 or -1.
@@ -427,10 +405,13 @@ int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
 
 	memset(bi, 0, sizeof(*bi));
 	*mr_out = NULL;
-	if ((mr = field(o, "mr", "bind_info")) == NULL ||
-	    (addr = field(o, "addr", "bind_info")) == NULL ||
-	    (length = field(o, "length", "bind_info")) == NULL ||
-	    (flags = field(o, "mw_access_flags", "bind_info")) == NULL)
+	if ((mr = attr_required(o, "mr", "bind_info", "MWBindInfo")) == NULL ||
+	    (addr = attr_required(o, "addr", "bind_info", "MWBindInfo")) ==
+		    NULL ||
+	    (length = attr_required(o, "length", "bind_info", "MWBindInfo")) ==
+		    NULL ||
+	    (flags = attr_required(o, "mw_access_flags", "bind_info",
+				   "MWBindInfo")) == NULL)
 		goto out;
 	if (arg_u64(addr, "bind_info.addr", &bi->addr) < 0 ||
 	    arg_u64(length, "bind_info.length", &bi->length) < 0 ||
@@ -545,9 +526,12 @@ PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 	mw = a.mw;
 	bind_o = a.mw_bind;
 	memset(&bind, 0, sizeof(bind));
-	if ((wr_id = field(bind_o, "wr_id", "mw_bind")) == NULL ||
-	    (flags = field(bind_o, "send_flags", "mw_bind")) == NULL ||
-	    (info = field(bind_o, "bind_info", "mw_bind")) == NULL)
+	if ((wr_id = attr_required(bind_o, "wr_id", "mw_bind", "MWBind")) ==
+		    NULL ||
+	    (flags = attr_required(bind_o, "send_flags", "mw_bind",
+				   "MWBind")) == NULL ||
+	    (info = attr_required(bind_o, "bind_info", "mw_bind", "MWBind")) ==
+		    NULL)
 		goto out;
 	if (arg_u64(wr_id, "mw_bind.wr_id", &bind.wr_id) < 0 ||
 	    arg_u32(flags, "mw_bind.send_flags", &bind.send_flags) < 0 ||

@@ -8,17 +8,12 @@
  * verbs_get_ctx_op; EOPNOTSUPP without one).
  */
 #include "ibverbs.h"
+#include "mem/mem.h"
 #include "wr/wr.h"
 #include <stdio.h>
 #include <string.h>
 
-static int odp_mr_destroy(Handle *h)
-{
-	return IBV.dereg_mr((struct ibv_mr *)h->obj);
-}
-
-static const HandleKind odp_mr_kind = { "MR", "ibv_dereg_mr", odp_mr_destroy,
-					NULL };
+HANDLE_KIND(odp_mr_kind, "MR", "ibv_dereg_mr", IBV.dereg_mr, NULL);
 
 METHOD_DOC(pd_reg_implicit_odp_mr,
 	   "Register the whole address space as an implicit ODP MR.\n"
@@ -58,36 +53,22 @@ PyObject *pd_reg_implicit_odp_mr(PyObject *self, PyObject *args, PyObject *kw)
 	PDObject *pd = (PDObject *)self;
 	struct reg_implicit_odp_mr_args a;
 	struct ibv_mr *mr;
-	MRObject *o;
 	int access, err;
 
 	HANDLE_CHECK(self);
 	if (args_parse(&pd_reg_implicit_odp_mr_args, self, args, kw, &a) < 0)
 		return NULL;
-	access = a.access;
-	access |= IBV_ACCESS_ON_DEMAND;
-	o = HANDLE_ALLOC(MRObject, ST.MR_type);
-	if (o == NULL || handle_check(HANDLE(pd)) < 0) {
-		Py_XDECREF(o);
-		return NULL;
-	}
+	access = a.access | IBV_ACCESS_ON_DEMAND;
 	errno = 0;
 	mr = IBV.reg_mr((struct ibv_pd *)HANDLE(pd)->obj, NULL, SIZE_MAX,
 			access);
 	err = errno ? errno : EINVAL;
-	if (mr == NULL) {
-		Py_DECREF(o);
+	if (mr == NULL)
 		return verbs_error_fmt(err, "ibv_reg_mr",
 				       "implicit ODP (addr=0 length=SIZE_MAX "
 				       "access=0x%x)",
 				       (unsigned int)access);
-	}
-	handle_init(HANDLE(o), &odp_mr_kind, HANDLE(pd));
-	HANDLE_SET_OBJ(o, mr);
-	o->addr = 0;
-	o->length = SIZE_MAX;
-	o->access = access;
-	return (PyObject *)o;
+	return mr_wrap(&odp_mr_kind, pd, mr, NULL, 0, SIZE_MAX, access);
 }
 
 /* PD.advise_mr(advice, flags, sg_list) */

@@ -6,12 +6,7 @@
  */
 #include "ibverbs.h"
 
-static int ah_destroy(Handle *h)
-{
-	return IBV.destroy_ah((struct ibv_ah *)h->obj);
-}
-
-static const HandleKind ah_kind = { "AH", "ibv_destroy_ah", ah_destroy, NULL };
+HANDLE_KIND(ah_kind, "AH", "ibv_destroy_ah", IBV.destroy_ah, NULL);
 
 /* The AH object for a new ibv_ah of pd (destroyed if that fails). */
 static PyObject *ah_wrap(PDObject *pd, struct ibv_ah *ah)

@@ -23,13 +23,7 @@ typedef struct {
 	Handle h; /* obj: struct ibv_flow *; parent: QP */
 } FlowObject;
 
-static int flow_destroy(Handle *h)
-{
-	return ibv_destroy_flow((struct ibv_flow *)h->obj);
-}
-
-static const HandleKind flow_kind = { "Flow", "ibv_destroy_flow", flow_destroy,
-				      NULL };
+HANDLE_KIND(flow_kind, "Flow", "ibv_destroy_flow", ibv_destroy_flow, NULL);
 
 /* The spec header every spec starts with. */
 struct spec_hdr {

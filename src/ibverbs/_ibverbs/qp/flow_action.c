@@ -25,14 +25,8 @@ typedef struct {
 
 #define FAP(self) ((struct ibv_flow_action *)HANDLE(self)->obj)
 
-static int flow_action_destroy(Handle *h)
-{
-	return ibv_destroy_flow_action((struct ibv_flow_action *)h->obj);
-}
-
-static const HandleKind flow_action_kind = { "FlowAction",
-					     "ibv_destroy_flow_action",
-					     flow_action_destroy, NULL };
+HANDLE_KIND(flow_action_kind, "FlowAction", "ibv_destroy_flow_action",
+	    ibv_destroy_flow_action, NULL);
 
 /* Everything one struct ibv_flow_action_esp_attr points to. */
 struct esp_buf {
@@ -46,20 +40,11 @@ struct esp_buf {
  * answers 0 (absent), a value 1; -1 with TypeError/ValueError. */
 static int esp_field(PyObject *o, const char *name, uint64_t max, uint64_t *out)
 {
-	PyObject *v = PyObject_GetAttrString(o, name);
+	PyObject *v = attr_required(o, name, "attr", "FlowActionESPAttr");
 	int rc = 1;
 
-	if (v == NULL) {
-		if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
-			PyErr_Clear();
-			char hint[48];
-
-			snprintf(hint, sizeof(hint), "no %s", name);
-			arg_type_error_hint("attr", "FlowActionESPAttr", 0, o,
-					    hint);
-		}
+	if (v == NULL)
 		return -1;
-	}
 	if (v == Py_None)
 		rc = 0;
 	else if (arg_u64(v, name, out) < 0)
@@ -78,7 +63,7 @@ static int esp_field(PyObject *o, const char *name, uint64_t max, uint64_t *out)
 static int esp_keymat(PyObject *o, struct esp_buf *b)
 {
 	struct ibv_flow_action_esp_keymat_aes_gcm *k = &b->keymat;
-	PyObject *key = PyObject_GetAttrString(o, "key");
+	PyObject *key = attr_required(o, "key", "attr", "FlowActionESPAttr");
 	uint64_t iv = 0, algo = 0, salt = 0, icv = 0;
 	char *p;
 	Py_ssize_t n;

@@ -738,15 +738,7 @@ static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
  * TypeError, not an AttributeError. */
 static PyObject *remote_attr(PyObject *remote, const char *name)
 {
-	PyObject *v = PyObject_GetAttrString(remote, name);
-	char hint[48];
-
-	if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-		PyErr_Clear();
-		snprintf(hint, sizeof(hint), "it has no attribute '%s'", name);
-		arg_type_error_hint("remote", "QPInfo", 0, remote, hint);
-	}
-	return v;
+	return attr_required(remote, name, "remote", "QPInfo");
 }
 
 /* An integer attribute of the remote QPInfo, range-checked. */

@@ -309,13 +309,6 @@ static PyObject *not_in_batch(const char *verb)
 			       "no batch is open: call wr_start() first");
 }
 
-/* The provider left the op NULL: it does not implement it. */
-static PyObject *provider_lacks(const char *verb)
-{
-	return verbs_error_fmt(EOPNOTSUPP, verb,
-			       "the provider does not implement it");
-}
-
 /* A builder's checks after those of its arguments: the batch's state
  * (EINVAL; ValueError when the previous WR lacks its UD destination),
  * then the provider's op (EOPNOTSUPP); then op's WR is the current one. */

@@ -12,13 +12,7 @@
 #include "wr/wr.h"
 #include <string.h>
 
-static int srq_destroy(Handle *h)
-{
-	return IBV.destroy_srq((struct ibv_srq *)h->obj);
-}
-
-static const HandleKind srq_kind = { "SRQ", "ibv_destroy_srq", srq_destroy,
-				     NULL };
+HANDLE_KIND(srq_kind, "SRQ", "ibv_destroy_srq", IBV.destroy_srq, NULL);
 
 /* PD.create_srq(max_wr=128, max_sge=1, srq_limit=0) */
 METHOD_DOC(pd_create_srq,

@@ -21,11 +21,6 @@
 /* At most 2**RWQ_LOG_MAX WQs in a table. */
 #define RWQ_LOG_MAX 16
 
-static int rwq_destroy(Handle *h)
-{
-	return ibv_destroy_rwq_ind_table((struct ibv_rwq_ind_table *)h->obj);
-}
-
 static void rwq_release(Handle *h)
 {
 	RWQIndTableObject *t = (RWQIndTableObject *)h;
@@ -39,8 +34,8 @@ static void rwq_release(Handle *h)
 	Py_CLEAR(t->wqs);
 }
 
-static const HandleKind rwq_kind = { "RWQIndTable", "ibv_destroy_rwq_ind_table",
-				     rwq_destroy, rwq_release };
+HANDLE_KIND(rwq_kind, "RWQIndTable", "ibv_destroy_rwq_ind_table",
+	    ibv_destroy_rwq_ind_table, rwq_release);
 
 /* Each item an open WQ of this Context; the table's log2 size. */
 static int rwq_check(PyObject *self, PyObject *wqs, uint32_t *log)

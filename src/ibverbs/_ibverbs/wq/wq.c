@@ -19,18 +19,12 @@
 #define WQP(self) ((struct ibv_wq *)HANDLE(self)->obj)
 #define WQO(self) ((WQObject *)(self))
 
-static int wq_destroy(Handle *h)
-{
-	return ibv_destroy_wq((struct ibv_wq *)h->obj);
-}
-
 static void wq_release(Handle *h)
 {
 	handle_unuse_clear(&((WQObject *)h)->cq);
 }
 
-static const HandleKind wq_kind = { "WQ", "ibv_destroy_wq", wq_destroy,
-				    wq_release };
+HANDLE_KIND(wq_kind, "WQ", "ibv_destroy_wq", ibv_destroy_wq, wq_release);
 
 const char context_create_wq__doc__[] = PyDoc_STR(
 	"Create a work queue (a receive queue for RSS).\n"

@@ -19,13 +19,7 @@
 
 #define XRCDP(self) ((struct ibv_xrcd *)HANDLE(self)->obj)
 
-static int xrcd_destroy(Handle *h)
-{
-	return ibv_close_xrcd((struct ibv_xrcd *)h->obj);
-}
-
-static const HandleKind xrcd_kind = { "XRCD", "ibv_close_xrcd", xrcd_destroy,
-				      NULL };
+HANDLE_KIND(xrcd_kind, "XRCD", "ibv_close_xrcd", ibv_close_xrcd, NULL);
 
 /* The provider left the op out (verbs.h's inline checks the same, and
  * answers EOPNOTSUPP). */
@@ -101,8 +95,7 @@ PyObject *context_open_xrcd(PyObject *self, PyObject *args, PyObject *kw)
 	attr.oflags = oflags;
 	if (no_op(ctx)) {
 		Py_DECREF(x);
-		return verbs_error_fmt(EOPNOTSUPP, "ibv_open_xrcd",
-				       "the provider has no XRC domains");
+		return provider_lacks("ibv_open_xrcd");
 	}
 	errno = 0;
 	xrcd = ibv_open_xrcd(ctx, &attr);
@@ -125,13 +118,7 @@ PyObject *context_open_xrcd(PyObject *self, PyObject *args, PyObject *kw)
 /* Context.open_qp(xrcd, qp_num, qp_type=XRC_RECV)                     */
 /* ------------------------------------------------------------------ */
 
-static int opened_qp_destroy(Handle *h)
-{
-	return IBV.destroy_qp((struct ibv_qp *)h->obj);
-}
-
-static const HandleKind opened_qp_kind = { "QP", "ibv_destroy_qp",
-					   opened_qp_destroy, qp_release };
+HANDLE_KIND(opened_qp_kind, "QP", "ibv_destroy_qp", IBV.destroy_qp, qp_release);
 
 const char context_open_qp__doc__[] = PyDoc_STR(
 	"Open a shareable QP (an XRC receive QP) by its number.\n"
@@ -206,8 +193,7 @@ PyObject *context_open_qp(PyObject *self, PyObject *args, PyObject *kw)
 	attr.qp_type = (enum ibv_qp_type)a.qp_type;
 	if (verbs_get_ctx_op(ctx, open_qp) == NULL) {
 		Py_DECREF(q);
-		return verbs_error_fmt(EOPNOTSUPP, "ibv_open_qp",
-				       "the provider has no shareable QPs");
+		return provider_lacks("ibv_open_qp");
 	}
 	errno = 0;
 	qp = ibv_open_qp(ctx, &attr);
