@@ -29,7 +29,7 @@
 /* ------------------------------------------------------------------ */
 
 /* The ones libibverbs answers itself, without a provider op
- * (device/gid.c, core/strings.c). */
+ * (device/gid.c, core/lookups.c). */
 #define IBV_REQUIRED_LOOKUPS(X)                   \
 	X(node_type_str, ibv_node_type_str)       \
 	X(port_state_str, ibv_port_state_str)     \
@@ -96,12 +96,12 @@
 	X(init_ah_from_wc, ibv_init_ah_from_wc, "libibverbs 1.1")             \
 	X(create_ah_from_wc, ibv_create_ah_from_wc, "libibverbs 1.1")         \
 	X(query_qp_data_in_order, ibv_query_qp_data_in_order, "rdma-core 41") \
-	IBV_OPTIONAL_XRC(X)                                                   \
+	IBV_ECE_SYMBOLS(X)                                                    \
 	IBV_MEM_OPTIONAL_SYMBOLS(X)                                           \
 	IBV_COMP_CNTR_SYMBOLS(X)
 
-/* ECE (qp/qp_hw.c): exported, not provider-op inlines. */
-#define IBV_OPTIONAL_XRC(X)                     \
+/* ECE (qp/rate_limit_ece.c): exported, not provider-op inlines. */
+#define IBV_ECE_SYMBOLS(X)                      \
 	X(set_ece, ibv_set_ece, "rdma-core 31") \
 	X(query_ece, ibv_query_ece, "rdma-core 31")
 
@@ -616,7 +616,7 @@ typedef struct {
 
 typedef struct {
 	Handle h; /* obj: struct ibv_srq *; parent: PD */
-	/* Context.create_srq_ex (xrc/srq_ex.c): the XRCD and CQ of an XRC
+	/* Context.create_srq_ex (qp/create_srq_ex.c): the XRCD and CQ of an XRC
 	 * or tag-matching SRQ (used), or NULL; srq_type, an ibv_srq_type. */
 	PyObject *xrcd;
 	PyObject *cq;
@@ -752,7 +752,7 @@ extern const char qp_bind_mw__doc__[]; /* beside it in mw.c */
 /* ibverbs.inc_rkey(rkey) */
 PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg);
 extern const char mw_mod_inc_rkey__doc__[]; /* beside it */
-/* core/strings.c: the string, rate and static inline helpers */
+/* core/lookups.c: the string, rate and static inline helpers */
 PyObject *mod_node_type_str(PyObject *mod, PyObject *arg);
 extern const char mod_node_type_str__doc__[]; /* beside it */
 PyObject *mod_port_state_str(PyObject *mod, PyObject *arg);
@@ -774,7 +774,7 @@ METHOD_DECL(mod_is_qpt_supported);
 
 /* ------------------------------------------------------------------ */
 /* Memory, import and device verbs (mem/buf.c, mem/dmah.c,             */
-/* mem/import.c, device/values.c)                                      */
+/* mem/import.c, device/clock_and_speed.c)                             */
 /* ------------------------------------------------------------------ */
 
 extern PyType_Spec Buf_spec; /* buf.c */
@@ -790,7 +790,7 @@ METHOD_DECL(context_import_dm);
 METHOD_DECL(pd_reg_mr_ex);
 METHOD_DECL(pd_reg_buf_mr);
 METHOD_DECL_NOARGS(pd_alloc_null_mr);
-/* values.c: Context.query_rt_values_ex(), Context.query_port_speed() */
+/* clock_and_speed.c: Context.query_rt_values_ex(), Context.query_port_speed() */
 METHOD_DECL(context_query_rt_values_ex);
 METHOD_DECL(context_query_port_speed);
 

@@ -3,6 +3,7 @@
  */
 #include "ibverbs.h"
 #include "device/device.h"
+#include "qp/qp.h"
 #include "wq/wq.h"
 #include "xrc/xrc.h"
 #include <fcntl.h>

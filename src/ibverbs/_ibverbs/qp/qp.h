@@ -32,7 +32,13 @@ PyObject *qp_create_flags(PDObject *pd, PyObject *init_attr,
 			  qp_create_fn create, void *arg, PyTypeObject *type,
 			  int flags);
 
-/* qp_hw.c: the hardware-only QP verbs (qp.c's method table names them). */
+/* create_srq_ex.c: Context.create_srq_ex, an SRQ of any type (basic, XRC,
+ * tag matching); device/context.c's method table names it. */
+PyObject *context_create_srq_ex(PyObject *self, PyObject *args, PyObject *kw);
+extern const char context_create_srq_ex__doc__[];
+
+/* rate_limit_ece.c: the hardware-only QP verbs (qp.c's method table names
+ * them). */
 PyObject *qp_modify_rate_limit(PyObject *self, PyObject *args, PyObject *kw);
 extern const char qp_modify_rate_limit__doc__[];
 PyObject *qp_query_ece(PyObject *self, PyObject *unused);

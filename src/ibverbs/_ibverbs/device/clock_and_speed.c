@@ -1,6 +1,7 @@
 /*
- * values.c - the device's running values: Context.query_rt_values_ex()
- * (the free-running clock that WCEx.completion_ts counts in) and
+ * clock_and_speed.c - the device's running values: its clock,
+ * Context.query_rt_values_ex() (the free-running clock that
+ * WCEx.completion_ts counts in), and a port's speed,
  * Context.query_port_speed().
  *
  * ibv_query_rt_values_ex is static inline over a verbs_context op
