@@ -9,6 +9,7 @@
  * exported (rdma-core 62).  Soft-RoCE has neither op.
  */
 #include "ibverbs.h"
+#include "device/device.h"
 #include <string.h>
 
 #define CTX(self) ((struct ibv_context *)HANDLE(self)->obj)

@@ -2,7 +2,10 @@
  * context.c - Context: an opened device (ibv_context) and its queries.
  */
 #include "ibverbs.h"
+#include "counters/counters.h"
+#include "cq/cq.h"
 #include "device/device.h"
+#include "mem/mem.h"
 #include "qp/qp.h"
 #include "wq/wq.h"
 #include "xrc/xrc.h"

@@ -8,6 +8,7 @@
  * verbs_get_ctx_op; EOPNOTSUPP without one).
  */
 #include "ibverbs.h"
+#include "mem/mem.h"
 #include "wr/wr.h"
 #include <stdio.h>
 #include <string.h>

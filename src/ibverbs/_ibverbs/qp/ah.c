@@ -5,6 +5,8 @@
  * (PD.create_ah_from_wc, Context.init_ah_from_wc).
  */
 #include "ibverbs.h"
+#include "cq/cq.h"
+#include "qp/qp.h"
 
 static int ah_destroy(Handle *h)
 {

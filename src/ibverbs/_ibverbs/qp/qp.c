@@ -23,6 +23,8 @@
  * kept.
  */
 #include "ibverbs.h"
+#include "counters/counters.h"
+#include "mem/mem.h"
 #include "qp/qp.h"
 #include "wr/wr.h"
 #include <arpa/inet.h>
