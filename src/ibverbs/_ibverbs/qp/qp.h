@@ -83,29 +83,20 @@ static inline int qp_check_idle(PyObject *self, const char *what)
 	return -1;
 }
 
-/* qp.c, for cm.c: PD.create_qp's body with another creating call (it
- * returns NULL with errno, or with a Python exception set), the QP's
- * kind and the verb named in errors; qp_release is qp_kind's release. */
+/* qp.c: PD.create_qp's body, for it, CMID.create_qp (cm/cm.c) and
+ * QPEx (qp_ex.c): a QP of type (ST.QP_type, or a subclass) made from
+ * init_attr by create (it returns NULL with errno, or with a Python
+ * exception set) with arg, of the given kind, naming verb in errors.
+ * flags: QP_CREATE_NO_CQ lets send_cq and recv_cq be None (XRC receive
+ * and RSS QPs).  qp_release is qp_kind's release. */
 typedef struct ibv_qp *(*qp_create_fn)(struct ibv_pd *pd,
 				       struct ibv_qp_init_attr *init,
 				       void *arg);
-PyObject *qp_create_with(PDObject *pd, PyObject *init_attr,
-			 const HandleKind *kind, const char *verb,
-			 qp_create_fn create, void *arg);
-void qp_release(Handle *h);
-
-/* qp.c: qp_create_with() for a given type (QPEx: a subclass of QP). */
-PyObject *qp_create_typed(PDObject *pd, PyObject *init_attr,
-			  const HandleKind *kind, const char *verb,
-			  qp_create_fn create, void *arg, PyTypeObject *type);
-
-/* qp_create_typed() with flags: QP_CREATE_NO_CQ lets send_cq and
- * recv_cq be None (XRC receive and RSS QPs, qp_ex.c). */
 #define QP_CREATE_NO_CQ 1
-PyObject *qp_create_flags(PDObject *pd, PyObject *init_attr,
-			  const HandleKind *kind, const char *verb,
-			  qp_create_fn create, void *arg, PyTypeObject *type,
-			  int flags);
+PyObject *qp_create(PDObject *pd, PyObject *init_attr, const HandleKind *kind,
+		    const char *verb, qp_create_fn create, void *arg,
+		    PyTypeObject *type, int flags);
+void qp_release(Handle *h);
 
 /* rate_limit_ece.c: the hardware-only QP verbs (qp.c's method table names
  * them). */
