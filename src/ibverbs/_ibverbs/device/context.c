@@ -435,7 +435,7 @@ static PyObject *context_alloc_pd(PyObject *self, PyObject *unused)
 	return (PyObject *)o;
 }
 
-/* ---- import, DMA handles, running values (issue 32) ---- */
+/* ---- import, DMA handles, running values ---- */
 
 PyDoc_STRVAR(context_import_device__doc__,
 	     "Open a Context over another process's device file.\n"

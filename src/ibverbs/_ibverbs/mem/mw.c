@@ -394,9 +394,10 @@ PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg)
 /* struct ibv_mw_bind_info from an MWBindInfo                          */
 /* ------------------------------------------------------------------ */
 
-/* Read attribute name of o; a missing one is a TypeError naming what o
- * should be.  New reference or NULL. */
-static PyObject *field(PyObject *o, const char *name, const char *what)
+/* Read attribute name of o, the argument what; a missing one is a
+ * TypeError naming the class o should be.  New reference or NULL. */
+static PyObject *field(PyObject *o, const char *name, const char *what,
+		       const char *cls)
 {
 	PyObject *v = PyObject_GetAttrString(o, name);
 
@@ -404,10 +405,20 @@ static PyObject *field(PyObject *o, const char *name, const char *what)
 		PyErr_Clear();
 		PyErr_Format(PyExc_TypeError,
 			     "%s must be an %s (or have its field %s), not %R",
-			     what, what[0] == 'b' ? "MWBindInfo" : "MWBind",
-			     name, (PyObject *)Py_TYPE(o));
+			     what, cls, name, (PyObject *)Py_TYPE(o));
 	}
 	return v;
+}
+
+/* A field of an MWBindInfo (bind_info), of an MWBind (mw_bind). */
+static PyObject *bind_info_field(PyObject *o, const char *name)
+{
+	return field(o, name, "bind_info", "MWBindInfo");
+}
+
+static PyObject *mw_bind_field(PyObject *o, const char *name)
+{
+	return field(o, name, "mw_bind", "MWBind");
 }
 
 /*
@@ -427,10 +438,10 @@ int bind_info_from_py(PyObject *o, struct ibv_mw_bind_info *bi,
 
 	memset(bi, 0, sizeof(*bi));
 	*mr_out = NULL;
-	if ((mr = field(o, "mr", "bind_info")) == NULL ||
-	    (addr = field(o, "addr", "bind_info")) == NULL ||
-	    (length = field(o, "length", "bind_info")) == NULL ||
-	    (flags = field(o, "mw_access_flags", "bind_info")) == NULL)
+	if ((mr = bind_info_field(o, "mr")) == NULL ||
+	    (addr = bind_info_field(o, "addr")) == NULL ||
+	    (length = bind_info_field(o, "length")) == NULL ||
+	    (flags = bind_info_field(o, "mw_access_flags")) == NULL)
 		goto out;
 	if (arg_u64(addr, "bind_info.addr", &bi->addr) < 0 ||
 	    arg_u64(length, "bind_info.length", &bi->length) < 0 ||
@@ -545,9 +556,9 @@ PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
 	mw = a.mw;
 	bind_o = a.mw_bind;
 	memset(&bind, 0, sizeof(bind));
-	if ((wr_id = field(bind_o, "wr_id", "mw_bind")) == NULL ||
-	    (flags = field(bind_o, "send_flags", "mw_bind")) == NULL ||
-	    (info = field(bind_o, "bind_info", "mw_bind")) == NULL)
+	if ((wr_id = mw_bind_field(bind_o, "wr_id")) == NULL ||
+	    (flags = mw_bind_field(bind_o, "send_flags")) == NULL ||
+	    (info = mw_bind_field(bind_o, "bind_info")) == NULL)
 		goto out;
 	if (arg_u64(wr_id, "mw_bind.wr_id", &bind.wr_id) < 0 ||
 	    arg_u32(flags, "mw_bind.send_flags", &bind.send_flags) < 0 ||
