@@ -228,7 +228,7 @@ __all__ += ["MW", "MWBind", "MWBindInfo", "inc_rkey"]
 # the extended QP
 __all__ += ["QPEx", "QPInitAttrEx"]
 # the GID table and the helpers libibverbs answers itself (device/gid.c,
-# core/strings.c)
+# core/lookups.c)
 __all__ += [
     "GidEntry",
     "flow_label_to_udp_sport",
@@ -242,7 +242,7 @@ __all__ += [
 ]
 __all__ += enums.__all__
 
-# XRC, work queues and RSS, ECE, tag matching (xrc/, wq/, qp/qp_hw.c)
+# XRC, work queues and RSS, ECE, tag matching (xrc/, wq/, qp/rate_limit_ece.c)
 from ._ibverbs import RWQIndTable, WQ, XRCD  # noqa: E402,F401
 from ._objects import ECE, OpsWR, RXHashConf  # noqa: E402,F401
 
@@ -306,7 +306,7 @@ __all__ += [
     "FlowSpecTunnel",
 ]
 
-# buffers, DMA handles, running values (mem/buf.c, mem/dmah.c, device/values.c)
+# buffers, DMA handles, running values (mem/buf.c, mem/dmah.c, device/clock_and_speed.c)
 from ._ibverbs import DMAH, Buf  # noqa: E402,F401
 from ._objects import ValuesEx  # noqa: E402,F401
 

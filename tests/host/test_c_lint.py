@@ -378,11 +378,14 @@ TEMPLATES = {
     "wr/templates/wr_kind_undef.h": {"wr/post.c", "wr/wrchain.c"},
 }
 # The shared header and one per family (what a family's files share
-# beyond it, and what other families use of them); each includes only
-# ibverbs.h.
+# beyond it, and what other files use of them: its objects, type specs
+# and factories); each includes only ibverbs.h.  Any other file may
+# include any of them: core/module.c includes every family header, since
+# it names every type spec.
 SHARED_HEADERS = {
     "ibverbs.h",
     "cm/cm.h",
+    "counters/counters.h",
     "cq/cq.h",
     "device/device.h",
     "mem/mem.h",

@@ -47,7 +47,7 @@ OPTIONAL = (
     "ibv_init_ah_from_wc",
     "ibv_create_ah_from_wc",
     "ibv_query_qp_data_in_order",
-    # ECE (qp/qp_hw.c)
+    # ECE (qp/rate_limit_ece.c)
     "ibv_set_ece",
     "ibv_query_ece",
     # memory, import and device verbs (rdma-core 59-64)

@@ -1,4 +1,4 @@
-"""The module functions libibverbs answers without a device (core/strings.c):
+"""The module functions libibverbs answers without a device (core/lookups.c):
 node and port-state text, the rate conversions, the flow-label UDP port and
 is_qpt_supported."""
 

@@ -12,6 +12,13 @@
  * (ibv_reg_mr, ibv_query_port, ibv_query_gid_ex, ...) expand to calls of
  * exported functions; call IBV.xxx instead.  tests/host/test_symbols.py
  * checks that the built module has no undefined ibv_* symbol.
+ *
+ * This header holds what every family of files shares: the symbol table
+ * and its loader, the module state, errors, converters and declared
+ * arguments, the method-table macros, the handle protocol, and the few
+ * objects several families use.  Each family's own objects, type specs
+ * and factories are in its header (qp/qp.h, mem/mem.h, ...), which
+ * core/module.c includes to name every type.
  */
 #ifndef IBVERBS_EXT_H
 #define IBVERBS_EXT_H
@@ -25,11 +32,11 @@
 #include <endian.h>
 
 /* ------------------------------------------------------------------ */
-/* The dlsym table (loader.c)                                          */
+/* The symbol table of libibverbs and the loader (core/loader.c)      */
 /* ------------------------------------------------------------------ */
 
 /* The ones libibverbs answers itself, without a provider op
- * (device/gid.c, core/strings.c). */
+ * (device/gid.c, core/lookups.c). */
 #define IBV_REQUIRED_LOOKUPS(X)                   \
 	X(node_type_str, ibv_node_type_str)       \
 	X(port_state_str, ibv_port_state_str)     \
@@ -96,16 +103,17 @@
 	X(init_ah_from_wc, ibv_init_ah_from_wc, "libibverbs 1.1")             \
 	X(create_ah_from_wc, ibv_create_ah_from_wc, "libibverbs 1.1")         \
 	X(query_qp_data_in_order, ibv_query_qp_data_in_order, "rdma-core 41") \
-	IBV_OPTIONAL_XRC(X)                                                   \
+	IBV_ECE_SYMBOLS(X)                                                    \
 	IBV_MEM_OPTIONAL_SYMBOLS(X)                                           \
 	IBV_COMP_CNTR_SYMBOLS(X)
 
-/* ECE (qp/qp_hw.c): exported, not provider-op inlines. */
-#define IBV_OPTIONAL_XRC(X)                     \
+/* ECE (qp/rate_limit_ece.c): exported, not provider-op inlines. */
+#define IBV_ECE_SYMBOLS(X)                      \
 	X(set_ece, ibv_set_ece, "rdma-core 31") \
 	X(query_ece, ibv_query_ece, "rdma-core 31")
 
-/* Memory, import and device verbs (mem/, device/import.c). */
+/* Memory, import and device verbs (mem/, device/context.c's
+ * import_device, device/clock_and_speed.c's query_port_speed). */
 #define IBV_MEM_OPTIONAL_SYMBOLS(X)                                     \
 	X(rereg_mr, ibv_rereg_mr, "rdma-core 12")                       \
 	X(import_device, ibv_import_device, "rdma-core 31")             \
@@ -192,7 +200,81 @@ typedef struct LibSpec {
 void *lib_load(const LibSpec *spec, void *api, const char **name);
 
 /* ------------------------------------------------------------------ */
-/* Small shared definitions                                            */
+/* Errors (core/errors.c): the one place codes become exceptions      */
+/* ------------------------------------------------------------------ */
+
+/* Raise VerbsError(err, strerror(err), operation=op).  Returns NULL. */
+PyObject *verbs_error(int err, const char *op);
+/* Same with a detail appended to the strerror text. */
+PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...);
+/* For verbs returning NULL / -1 and setting errno: errno or EINVAL-ish
+ * fallback when a provider forgot to set it. */
+PyObject *verbs_error_errno(const char *op);
+/* As verbs_error_fmt, with each item of attrs (a dict) set on the
+ * exception (CMEvent errors: event, status, private_data). */
+PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
+			   const char *fmt, ...);
+/* VerbsError(EOPNOTSUPP) for verb: the provider left its op NULL. */
+PyObject *provider_lacks(const char *verb);
+/* Raise CompletionError for the WC record wc (borrowed): CQ.poll_count,
+ * CQEx.poll_count and WC.raise_for_status.  Returns NULL. */
+PyObject *completion_error(PyObject *wc);
+
+/* ------------------------------------------------------------------ */
+/* Converters (core/convert.c, core/attrs.c), declared arguments      */
+/* ------------------------------------------------------------------ */
+
+/* Declared arguments: one contract per method, one parser. */
+#include "core/args.h"
+
+/* Convert a Python int (or IntEnum) to a C integer with range checking:
+ * raise ValueError/TypeError with the argument's name.  0 / -1. */
+int arg_u64(PyObject *o, const char *name, uint64_t *out);
+int arg_u32(PyObject *o, const char *name, uint32_t *out);
+int arg_int(PyObject *o, const char *name, long min, long max, long *out);
+/* The first n bytes of a bytes-like object (bytes, bytearray, or any
+ * C-contiguous buffer: memoryview, array, numpy) into dst; TypeError for
+ * another type, ValueError naming "name" when it holds fewer.  0 / -1. */
+int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n);
+/* Small helpers for building attribute objects. */
+/* d[key] = o, stealing o (NULL: making it failed, -1).  0 / -1. */
+int dict_set_steal(PyObject *d, const char *key, PyObject *o);
+int dict_set_u64(PyObject *d, const char *key, uint64_t v);
+int dict_set_int(PyObject *d, const char *key, long v);
+int dict_set_str(PyObject *d, const char *key, const char *v);
+/* Call cls(**kwargs) and steal kwargs. */
+PyObject *make_record(PyObject *cls, PyObject *kwargs);
+/* ibverbs._objects.<name>(**kwargs), stealing kwargs (NULL: making it
+ * failed, NULL returned). */
+PyObject *objects_record(const char *name, PyObject *kwargs);
+/* o, or None for NULL, as a new reference: a getter's body for an
+ * optional reference (QP.srq, CMID.qp, ...). */
+PyObject *obj_or_none(PyObject *o);
+/* getattr that tells "missing" (0, *out NULL) from an error (-1). */
+int attr_optional(PyObject *o, const char *name, PyObject **out);
+
+/* attrs.c: 16 raw bytes from a Gid, bytes-like or IPv6 text (what Gid()
+ * accepts); None is the zero GID.  0 or -1. */
+int gid_from_py(PyObject *o, union ibv_gid *gid);
+/* attrs.c: ibv_ah_attr <-> AHAttr-like Python objects */
+int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out);
+PyObject *ah_attr_to_py(const struct ibv_ah_attr *a);
+/* attrs.c: ibv_qp_cap -> QPCap */
+PyObject *qp_cap_to_py(const struct ibv_qp_cap *cap);
+/* attrs.c: ibv_qp_attr from QP.modify()'s keywords (struct field names;
+ * "mask" is skipped; TypeError for an unknown name, ValueError out of
+ * range), and to a dict of the fields that "mask" covers (not cap). */
+int qp_attr_from_kw(PyObject *kw, struct ibv_qp_attr *attr);
+PyObject *qp_attr_to_dict(const struct ibv_qp_attr *attr, int mask);
+/* attrs.c: what the ibv_query_port macro does, through the dlsym table
+ * (context.c's query_port, QP.to_rtr's default path MTU).  0 or errno. */
+int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a);
+/* attrs.c: ibverbs.enums.<cls>(v), or a plain int when v is not a member
+ * (or the enums module is not importable yet).  New reference. */
+PyObject *enum_from_int(const char *cls, long v);
+
+/* ------------------------------------------------------------------ */
+/* Method tables                                                      */
 /* ------------------------------------------------------------------ */
 
 /* A METH_VARARGS | METH_KEYWORDS function in a PyMethodDef table. */
@@ -218,12 +300,8 @@ void *lib_load(const LibSpec *spec, void *api, const char **name);
 		name, fn, METH_NOARGS, fn##__doc__ \
 	}
 
-/* QP numbers and packet sequence numbers are 24-bit. */
-#define QPN_MAX 0xffffffu
-#define PSN_MAX 0xffffffu
-
 /* ------------------------------------------------------------------ */
-/* Module state (module.c)                                             */
+/* Module state and the module functions of core/                     */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -295,92 +373,34 @@ PyObject *module_cached(PyObject **slot, const char *name);
 
 extern module_state ST;
 
-/* Type specs, one per file. */
-extern PyType_Spec Context_spec; /* context.c */
-extern PyType_Spec PD_spec; /* pd.c */
-extern PyType_Spec MR_spec; /* mr.c */
-extern PyType_Spec CompChannel_spec; /* channel.c */
-extern PyType_Spec CQ_spec; /* cq.c */
-extern PyType_Spec QP_spec; /* qp.c */
-extern PyType_Spec SRQ_spec; /* srq.c */
-extern PyType_Spec AH_spec; /* ah.c */
-extern PyType_Spec SGE_spec; /* sge.c */
-extern PyType_Spec SendWR_spec; /* wr.c */
-extern PyType_Spec RecvWR_spec; /* wr.c */
-extern PyType_Spec SendWRChain_spec; /* wrchain.c */
-extern PyType_Spec RecvWRChain_spec; /* wrchain.c */
-extern PyType_Spec WC_spec; /* wc.c */
-extern PyType_Spec AsyncEvent_spec; /* event.c */
-extern PyType_Spec CMID_spec; /* cm.c */
-extern PyType_Spec CMListener_spec; /* cm_listener.c */
-extern PyType_Spec CMEvent_spec; /* cm_event.c */
-/* cm_loader.c: has_rdmacm() and _rdmacm_status() (librdmacm is loaded lazily) */
-PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused);
-extern const char cm_mod_has_rdmacm__doc__[]; /* beside it */
-PyObject *cm_mod_rdmacm_status(PyObject *mod, PyObject *unused);
-extern const char cm_mod_rdmacm_status__doc__[]; /* beside it */
-
 /* enums.c: a dict {class name: {member name: value}} from the headers */
 PyObject *ibv_constants_dict(void);
 PyObject *ibv_abi_constants(void);
 
+/* lookups.c: the module functions libibverbs answers without a device
+ * (core/module.c's table names them), each beside its docstring. */
+PyObject *mod_node_type_str(PyObject *mod, PyObject *arg);
+extern const char mod_node_type_str__doc__[]; /* beside it */
+PyObject *mod_port_state_str(PyObject *mod, PyObject *arg);
+extern const char mod_port_state_str__doc__[]; /* beside it */
+PyObject *mod_rate_to_mult(PyObject *mod, PyObject *arg);
+extern const char mod_rate_to_mult__doc__[]; /* beside it */
+PyObject *mod_rate_to_mbps(PyObject *mod, PyObject *arg);
+extern const char mod_rate_to_mbps__doc__[]; /* beside it */
+PyObject *mod_mult_to_ibv_rate(PyObject *mod, PyObject *arg);
+extern const char mod_mult_to_ibv_rate__doc__[]; /* beside it */
+PyObject *mod_mbps_to_ibv_rate(PyObject *mod, PyObject *arg);
+extern const char mod_mbps_to_ibv_rate__doc__[]; /* beside it */
+PyObject *mod_flow_label_to_udp_sport(PyObject *mod, PyObject *arg);
+extern const char mod_flow_label_to_udp_sport__doc__[]; /* beside it */
+METHOD_DECL(mod_is_qpt_supported);
+
 /* ------------------------------------------------------------------ */
-/* Errors (errors.c): the one place return codes become exceptions     */
+/* Handles (core/handle.c)                                            */
 /* ------------------------------------------------------------------ */
 
-/* Raise VerbsError(err, strerror(err), operation=op).  Returns NULL. */
-PyObject *verbs_error(int err, const char *op);
-/* Same with a detail appended to the strerror text. */
-PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...);
-/* For verbs returning NULL / -1 and setting errno: errno or EINVAL-ish
- * fallback when a provider forgot to set it. */
-PyObject *verbs_error_errno(const char *op);
-/* As verbs_error_fmt, with each item of attrs (a dict) set on the
- * exception (CMEvent errors: event, status, private_data). */
-PyObject *completion_error(PyObject *wc);
-PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,
-			   const char *fmt, ...);
-/* VerbsError(EOPNOTSUPP) for verb: the provider left its op NULL. */
-PyObject *provider_lacks(const char *verb);
-
-/* ------------------------------------------------------------------ */
-/* Converters (convert.c)                                              */
-/* ------------------------------------------------------------------ */
-
-/* Declared arguments: one contract per method, one parser. */
-#include "core/args.h"
-
-/* Convert a Python int (or IntEnum) to a C integer with range checking:
- * raise ValueError/TypeError with the argument's name.  0 / -1. */
-int arg_u64(PyObject *o, const char *name, uint64_t *out);
-int arg_u32(PyObject *o, const char *name, uint32_t *out);
-int arg_int(PyObject *o, const char *name, long min, long max, long *out);
-/* The first n bytes of a bytes-like object (bytes, bytearray, or any
- * C-contiguous buffer: memoryview, array, numpy) into dst; TypeError for
- * another type, ValueError naming "name" when it holds fewer.  0 / -1. */
-int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n);
-/* Small helpers for building attribute objects. */
-/* d[key] = o, stealing o (NULL: making it failed, -1).  0 / -1. */
-int dict_set_steal(PyObject *d, const char *key, PyObject *o);
-int dict_set_u64(PyObject *d, const char *key, uint64_t v);
-int dict_set_int(PyObject *d, const char *key, long v);
-int dict_set_str(PyObject *d, const char *key, const char *v);
-/* Call cls(**kwargs) and steal kwargs. */
-PyObject *make_record(PyObject *cls, PyObject *kwargs);
-/* ibverbs._objects.<name>(**kwargs), stealing kwargs (NULL: making it
- * failed, NULL returned). */
-PyObject *objects_record(const char *name, PyObject *kwargs);
-/* o, or None for NULL, as a new reference: a getter's body for an
- * optional reference (QP.srq, CMID.qp, ...). */
-PyObject *obj_or_none(PyObject *o);
-/* getattr that tells "missing" (0, *out NULL) from an error (-1). */
-int attr_optional(PyObject *o, const char *name, PyObject **out);
-/* ------------------------------------------------------------------ */
-/* Handles (handle.c): the lifetime protocol shared by every           */
-/* kernel-object wrapper (each type whose file calls handle_init:      */
-/* Context, PD, MR, CompChannel, CQ, CQEx, QP, QPEx, SRQ, AH, MW, DM,  */
-/* Flow, CMID, CMListener).                                            */
-/* ------------------------------------------------------------------ */
+/* The lifetime protocol of every wrapper of a kernel object: each type
+ * whose file calls handle_init or handle_adopt. */
 
 typedef struct Handle Handle;
 
@@ -590,7 +610,7 @@ extern const char handle_close__doc__[], handle_enter__doc__[],
 #define HANDLE_ALLOC(T, type) ((T *)PyType_GenericAlloc((type), 0))
 
 /* ------------------------------------------------------------------ */
-/* Concrete objects                                                    */
+/* Objects several families use                                       */
 /* ------------------------------------------------------------------ */
 
 typedef struct {
@@ -602,40 +622,6 @@ typedef struct {
 typedef struct {
 	Handle h; /* obj: struct ibv_pd *; parent: Context */
 } PDObject;
-
-typedef struct {
-	Handle h; /* obj: struct ibv_mr *; parent: PD */
-	PyObject *owner; /* object whose memory is registered */
-	uint64_t addr; /* address (iova for dma-buf MRs) */
-	uint64_t length;
-	int access;
-	int is_dmabuf;
-	PyObject *uses[2]; /* the handles it uses (its Buf, its DMAH) or
-			    * NULL, released on close (mem/mr.c) */
-} MRObject;
-
-typedef struct {
-	Handle h; /* obj: struct ibv_comp_channel *; parent: Context */
-} CompChannelObject;
-
-typedef struct {
-	Handle h; /* obj: struct ibv_cq *; parent: Context */
-	PyObject *channel; /* CompChannelObject or NULL (uses it) */
-	unsigned int events_unacked; /* CQ events got, not yet acked */
-	struct ibv_wc *wcs; /* preallocated poll storage */
-	int wcs_len;
-} CQObject;
-
-typedef struct {
-	Handle h; /* obj: struct ibv_srq *; parent: PD */
-	/* Context.create_srq_ex (xrc/srq_ex.c): the XRCD and CQ of an XRC
-	 * or tag-matching SRQ (used), or NULL; srq_type, an ibv_srq_type. */
-	PyObject *xrcd;
-	PyObject *cq;
-	int srq_type;
-} SRQObject;
-
-#define SRQP(self) ((struct ibv_srq *)HANDLE(self)->obj)
 
 typedef struct {
 	Handle h; /* obj: struct ibv_qp *; parent: PD */
@@ -661,209 +647,8 @@ typedef struct {
 #define QPP(self) ((struct ibv_qp *)HANDLE(self)->obj)
 #define QPO(self) ((QPObject *)(self))
 
-/* qp.c: before ibv_destroy_qp, detach the QP from the groups it is still
- * in (the kernel refuses to destroy a QP in a group: EBUSY). */
-void qp_leave_groups(Handle *h);
+/* QP numbers and packet sequence numbers are 24-bit. */
+#define QPN_MAX 0xffffffu
+#define PSN_MAX 0xffffffu
 
-/* qp.c: ibv_modify_qp raising a VerbsError that names the transition
- * ("to_rtr: RC QP 17 INIT -> RTR"), and ibv_query_qp returning its code;
- * both GIL-free, the QP busy.  0 / -1 resp. an errno. */
-int qp_modify(PyObject *self, const char *what, struct ibv_qp_attr *attr,
-	      int mask);
-int qp_query_raw(PyObject *self, struct ibv_qp_attr *attr, int mask,
-		 struct ibv_qp_init_attr *init);
-/* VerbsError(EBUSY) naming what, while a QPEx's wr_start() batch is open
- * (in_batch: the provider holds the send queue's lock until wr_complete);
- * post_send (post.c) and qp_modify (qp.c) check it.  0 or -1. */
-static inline int qp_check_idle(PyObject *self, const char *what)
-{
-	if (!QPO(self)->in_batch)
-		return 0;
-	verbs_error_fmt(EBUSY, NULL,
-			"%s: a wr_start() batch is open on this QP; "
-			"wr_complete() or wr_abort() first",
-			what);
-	return -1;
-}
-
-typedef struct {
-	Handle h; /* obj: struct ibv_ah *; parent: PD */
-} AHObject;
-
-/* Constructors used by the parent types' factory methods. Each returns a
- * new reference or NULL with an exception set. */
-METHOD_DECL(pd_reg_mr);
-METHOD_DECL(pd_reg_mr_iova);
-METHOD_DECL(pd_reg_dmabuf_mr);
-METHOD_DECL(context_create_cq);
-METHOD_DECL_NOARGS(context_create_comp_channel);
-METHOD_DECL(pd_create_qp);
-METHOD_DECL(pd_create_srq);
-METHOD_DECL(pd_create_ah);
-METHOD_DECL_NOARGS(context_get_async_event);
-PyObject *async_event_ack_for(ContextObject *ctx, PyObject *ev); /* event.c */
-/* wc.c: a new WC object holding a copy of *wc. */
-PyObject *wc_new(const struct ibv_wc *wc);
-/* Multicast and replies to a UD sender (qp.c, ah.c). */
-/* wc.c: *out = the struct ibv_wc a WC (or WCEx) holds, field for field;
- * TypeError naming "what" for anything else.  0 or -1. */
-int wc_to_c(PyObject *o, const char *what, struct ibv_wc *out);
-/* attrs.c: 16 raw bytes from a Gid, bytes-like or IPv6 text (what Gid()
- * accepts); None is the zero GID.  0 or -1. */
-int gid_from_py(PyObject *o, union ibv_gid *gid);
-/* ah.c: PD.create_ah_from_wc and Context.init_ah_from_wc. */
-PyObject *pd_create_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *context_init_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw);
-extern const char pd_create_ah_from_wc__doc__[];
-extern const char context_init_ah_from_wc__doc__[];
-/* attrs.c: ibv_ah_attr <-> AHAttr-like Python objects */
-int ah_attr_from_py(PyObject *o, struct ibv_ah_attr *out);
-PyObject *ah_attr_to_py(const struct ibv_ah_attr *a);
-/* attrs.c: ibv_qp_cap -> QPCap */
-PyObject *qp_cap_to_py(const struct ibv_qp_cap *cap);
-/* attrs.c: ibv_qp_attr from QP.modify()'s keywords (struct field names;
- * "mask" is skipped; TypeError for an unknown name, ValueError out of
- * range), and to a dict of the fields that "mask" covers (not cap). */
-int qp_attr_from_kw(PyObject *kw, struct ibv_qp_attr *attr);
-PyObject *qp_attr_to_dict(const struct ibv_qp_attr *attr, int mask);
-/* attrs.c: what the ibv_query_port macro does, through the dlsym table
- * (context.c's query_port, QP.to_rtr's default path MTU).  0 or errno. */
-int port_query(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a);
-/* attrs.c: ibverbs.enums.<cls>(v), or a plain int when v is not a member
- * (or the enums module is not importable yet).  New reference. */
-PyObject *enum_from_int(const char *cls, long v);
-/* ------------------------------------------------------------------ */
-/* Extended CQ, device attributes, device memory, flow steering, ODP   */
-/* (cq_ex.c, device_ex.c, dm.c, flow.c, odp.c).  The verbs they use    */
-/* are static inline in verbs.h over verbs_context ops (no symbol).    */
-/* ------------------------------------------------------------------ */
-
-extern PyType_Spec CQEx_spec; /* cq_ex.c; base: CQ */
-extern PyType_Spec WCEx_spec; /* wc_ex.c; base: WC */
-extern PyType_Spec DM_spec; /* dm.c */
-extern PyType_Spec Flow_spec; /* flow.c */
-METHOD_DECL(context_create_cq_ex);
-METHOD_DECL_NOARGS(context_query_device_ex);
-METHOD_DECL(context_alloc_dm);
-METHOD_DECL(pd_reg_dm_mr);
-PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw);
-extern const char qp_create_flow__doc__[]; /* QP.create_flow, flow.c */
-PyObject *flow_mod_layouts(PyObject *mod, PyObject *unused);
-extern const char flow_mod_layouts__doc__[]; /* beside it */
-METHOD_DECL(pd_reg_implicit_odp_mr);
-METHOD_DECL(pd_advise_mr);
-/* Memory windows (mw.c)                                               */
-/* ------------------------------------------------------------------ */
-
-extern PyType_Spec MW_spec; /* mw.c */
-/* PD.alloc_mw(type) */
-METHOD_DECL(pd_alloc_mw);
-/* QP.bind_mw(mw, mw_bind) -> the new rkey (type 1 windows) */
-PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
-extern const char qp_bind_mw__doc__[]; /* beside it in mw.c */
-/* ibverbs.inc_rkey(rkey) */
-PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg);
-extern const char mw_mod_inc_rkey__doc__[]; /* beside it */
-/* core/strings.c: the string, rate and static inline helpers */
-PyObject *mod_node_type_str(PyObject *mod, PyObject *arg);
-extern const char mod_node_type_str__doc__[]; /* beside it */
-PyObject *mod_port_state_str(PyObject *mod, PyObject *arg);
-extern const char mod_port_state_str__doc__[]; /* beside it */
-PyObject *mod_rate_to_mult(PyObject *mod, PyObject *arg);
-extern const char mod_rate_to_mult__doc__[]; /* beside it */
-PyObject *mod_rate_to_mbps(PyObject *mod, PyObject *arg);
-extern const char mod_rate_to_mbps__doc__[]; /* beside it */
-PyObject *mod_mult_to_ibv_rate(PyObject *mod, PyObject *arg);
-extern const char mod_mult_to_ibv_rate__doc__[]; /* beside it */
-PyObject *mod_mbps_to_ibv_rate(PyObject *mod, PyObject *arg);
-extern const char mod_mbps_to_ibv_rate__doc__[]; /* beside it */
-PyObject *mod_flow_label_to_udp_sport(PyObject *mod, PyObject *arg);
-extern const char mod_flow_label_to_udp_sport__doc__[]; /* beside it */
-METHOD_DECL(mod_is_qpt_supported);
-/* ------------------------------------------------------------------ */
-/* Extended QP (qp/qp_ex.c)                                            */
-/* ------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------ */
-/* Memory, import and device verbs (mem/buf.c, mem/dmah.c,             */
-/* mem/import.c, device/values.c)                                      */
-/* ------------------------------------------------------------------ */
-
-extern PyType_Spec Buf_spec; /* buf.c */
-extern PyType_Spec DMAH_spec; /* dmah.c */
-/* PD.alloc_buf(size) */
-METHOD_DECL(pd_alloc_buf);
-/* Context.alloc_dmah(...) */
-METHOD_DECL(context_alloc_dmah);
-/* import.c: Context.import_pd(pd_handle), Context.import_dm(...) */
-METHOD_DECL(context_import_pd);
-METHOD_DECL(context_import_dm);
-/* mr.c: PD.reg_mr_ex(...), PD.reg_buf_mr(...), PD.alloc_null_mr() */
-METHOD_DECL(pd_reg_mr_ex);
-METHOD_DECL(pd_reg_buf_mr);
-METHOD_DECL_NOARGS(pd_alloc_null_mr);
-/* values.c: Context.query_rt_values_ex(), Context.query_port_speed() */
-METHOD_DECL(context_query_rt_values_ex);
-METHOD_DECL(context_query_port_speed);
-
-/* qp_ex.c: the type (a subclass of QP, made at module exec) and the
- * factories of PD and Context. */
-extern PyType_Spec QPEx_spec;
-METHOD_DECL(pd_create_qp_ex);
-METHOD_DECL(context_create_qp_ex);
-/* ------------------------------------------------------------------ */
-/* XRC domains, work queues and RSS indirection tables (xrc/, wq/)     */
-/* ------------------------------------------------------------------ */
-
-typedef struct {
-	Handle h; /* obj: struct ibv_xrcd *; parent: Context */
-	int fd; /* as opened (-1: none) */
-	int oflags;
-} XRCDObject;
-
-typedef struct {
-	Handle h; /* obj: struct ibv_wq *; parent: PD */
-	PyObject *cq; /* CQObject (used) */
-	int wq_type;
-	uint32_t max_wr, max_sge; /* as created (the provider's answer) */
-} WQObject;
-
-typedef struct {
-	Handle h; /* obj: struct ibv_rwq_ind_table *; parent: Context */
-	PyObject *wqs; /* tuple of WQObject (each used) */
-} RWQIndTableObject;
-
-extern PyType_Spec XRCD_spec; /* xrc/xrcd.c */
-extern PyType_Spec WQ_spec; /* wq/wq.c */
-extern PyType_Spec RWQIndTable_spec; /* wq/rwq_ind_table.c */
-
-/* Thread and parent domains (mem/domain.c), counters and completion   */
-/* counters (counters/), flow actions (qp/flow_action.c).  Each        */
-/* function is a method of the type in its comment; its docstring is   */
-/* the exported name__doc__ beside it.                                  */
-/* ------------------------------------------------------------------ */
-
-extern PyType_Spec TD_spec, ParentDomain_spec; /* domain.c */
-extern PyType_Spec Counters_spec; /* counters.c */
-extern PyType_Spec CompCntr_spec; /* comp_cntr.c */
-extern PyType_Spec FlowAction_spec; /* flow_action.c */
-/* Context.alloc_td, Context.alloc_parent_domain */
-PyObject *td_create(PyObject *ctx, PyObject *unused);
-extern const char td_create__doc__[];
-PyObject *parent_domain_create(PyObject *ctx, PyObject *args, PyObject *kw);
-extern const char parent_domain_create__doc__[];
-/* Context.create_counters */
-PyObject *counters_create(PyObject *ctx, PyObject *unused);
-extern const char counters_create__doc__[];
-/* Context.create_comp_cntr, Context.query_comp_cntr_caps,
- * QP.attach_comp_cntr */
-PyObject *comp_cntr_create(PyObject *ctx, PyObject *args, PyObject *kw);
-extern const char comp_cntr_create__doc__[];
-PyObject *comp_cntr_query_caps(PyObject *ctx, PyObject *unused);
-extern const char comp_cntr_query_caps__doc__[];
-PyObject *qp_attach_comp_cntr(PyObject *qp, PyObject *args, PyObject *kw);
-extern const char qp_attach_comp_cntr__doc__[];
-/* Context.create_flow_action_esp */
-PyObject *flow_action_esp_create(PyObject *ctx, PyObject *args, PyObject *kw);
-extern const char flow_action_esp_create__doc__[];
 #endif /* IBVERBS_EXT_H */

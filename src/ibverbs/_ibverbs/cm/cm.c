@@ -448,8 +448,9 @@ static PyObject *cmid_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 			"this CMID "
 			"already has QP %u; a CMID has one QP",
 			((struct ibv_qp *)HANDLE(c->qp)->obj)->qp_num);
-	q = qp_create_with((PDObject *)a.pd, a.init_attr, &cm_qp_kind,
-			   "rdma_create_qp", cm_create_qp_fn, CMID_ID(self));
+	q = qp_create((PDObject *)a.pd, a.init_attr, &cm_qp_kind,
+		      "rdma_create_qp", cm_create_qp_fn, CMID_ID(self),
+		      ST.QP_type, 0);
 	if (q == NULL)
 		return NULL;
 	Py_INCREF(self);

@@ -2,8 +2,8 @@
  * cm.h - declarations shared by the connection manager's files: cm.c
  * (CMID and the helpers the CM types share), cm_listener.c (CMListener),
  * cm_event.c (waiting for events, CMEvent) and cm_loader.c (the lazy
- * loader of librdmacm.so.1).  Only these files include it; the module
- * sees the type specs and module functions declared in ibverbs.h.
+ * loader of librdmacm.so.1); and the type specs and module functions
+ * core/module.c names.
  */
 #ifndef IBVERBS_CM_H
 #define IBVERBS_CM_H
@@ -51,6 +51,17 @@ extern struct rdmacm_api CM;
 /* Load librdmacm once.  0, or -1 with ImportError naming the library (or
  * the missing symbol) and the package that provides it. */
 int cm_load(void);
+
+/* cm_loader.c: has_rdmacm() and _rdmacm_status() (librdmacm is loaded
+ * lazily), for core/module.c's table. */
+PyObject *cm_mod_has_rdmacm(PyObject *mod, PyObject *unused);
+extern const char cm_mod_has_rdmacm__doc__[];
+PyObject *cm_mod_rdmacm_status(PyObject *mod, PyObject *unused);
+extern const char cm_mod_rdmacm_status__doc__[];
+
+extern PyType_Spec CMID_spec; /* cm.c */
+extern PyType_Spec CMListener_spec; /* cm_listener.c */
+extern PyType_Spec CMEvent_spec; /* cm_event.c */
 
 /* ------------------------------------------------------------------ */
 /* Objects                                                             */

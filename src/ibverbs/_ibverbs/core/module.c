@@ -4,6 +4,15 @@
  * no file calls into it: the state they share is core/state.c's.
  */
 #include "ibverbs.h"
+#include "cm/cm.h"
+#include "counters/counters.h"
+#include "cq/cq.h"
+#include "device/device.h"
+#include "mem/mem.h"
+#include "qp/qp.h"
+#include "wq/wq.h"
+#include "wr/wr.h"
+#include "xrc/xrc.h"
 
 static int module_executed;
 

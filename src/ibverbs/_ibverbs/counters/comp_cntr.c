@@ -14,6 +14,7 @@
  * its own reference, so the binding keeps none.
  */
 #include "ibverbs.h"
+#include "counters/counters.h"
 #include <string.h>
 
 typedef struct {

@@ -15,6 +15,7 @@
  * pointer.  read() returns the values in index order.
  */
 #include "ibverbs.h"
+#include "counters/counters.h"
 #include <string.h>
 
 typedef struct {

@@ -12,6 +12,7 @@
  * object and counted in one GIL-held step, where the read cannot block.
  */
 #include "ibverbs.h"
+#include "cq/cq.h"
 
 /* ------------------------------------------------------------------ */
 /* CompChannel                                                         */

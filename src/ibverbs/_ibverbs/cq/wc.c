@@ -9,6 +9,7 @@
  * turn them into names.
  */
 #include "ibverbs.h"
+#include "cq/cq.h"
 #include <structmember.h>
 #include <stddef.h>
 #include <string.h>

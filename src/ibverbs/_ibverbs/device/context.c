@@ -2,7 +2,11 @@
  * context.c - Context: an opened device (ibv_context) and its queries.
  */
 #include "ibverbs.h"
+#include "counters/counters.h"
+#include "cq/cq.h"
 #include "device/device.h"
+#include "mem/mem.h"
+#include "qp/qp.h"
 #include "wq/wq.h"
 #include "xrc/xrc.h"
 #include <fcntl.h>
@@ -426,7 +430,7 @@ static PyObject *context_alloc_pd(PyObject *self, PyObject *unused)
 	return (PyObject *)o;
 }
 
-/* ---- import, DMA handles, running values (issue 32) ---- */
+/* ---- import, DMA handles, running values ---- */
 
 PyDoc_STRVAR(context_import_device__doc__,
 	     "Open a Context over another process's device file.\n"

@@ -11,6 +11,7 @@
  * CQModerationCaps, PCIAtomicCaps), looked up by name.
  */
 #include "ibverbs.h"
+#include "device/device.h"
 #include <string.h>
 
 /* ibverbs._objects.<name>(**d); steals d. */

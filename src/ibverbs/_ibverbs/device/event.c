@@ -10,6 +10,7 @@
  * itself happens with the GIL held, see channel.c for why.
  */
 #include "ibverbs.h"
+#include "device/device.h"
 #include <string.h>
 
 typedef struct {

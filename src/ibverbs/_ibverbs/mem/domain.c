@@ -18,6 +18,7 @@
  * with or without the GIL, so comp_mask is always 0.
  */
 #include "ibverbs.h"
+#include "mem/mem.h"
 #include <string.h>
 
 typedef struct {

@@ -1,11 +1,65 @@
 /*
- * mem/mem.h - what mem/ shares beyond ibverbs.h, and what wr/ and qp/
- * use of it: the MW object and the MWBindInfo conversions (mw.c).
+ * mem/mem.h - what mem/ shares beyond ibverbs.h, and what other files
+ * use of it: the MR object (wr/sge.c), the type specs (core/module.c),
+ * the factories of PD (pd.c) and of Context (device/context.c), the MW
+ * object and the MWBindInfo conversions (mw.c; wr/ and qp/).
  */
 #ifndef IBVERBS_MEM_MEM_H
 #define IBVERBS_MEM_MEM_H
 
 #include "ibverbs.h"
+
+typedef struct {
+	Handle h; /* obj: struct ibv_mr *; parent: PD */
+	PyObject *owner; /* object whose memory is registered */
+	uint64_t addr; /* address (iova for dma-buf MRs) */
+	uint64_t length;
+	int access;
+	int is_dmabuf;
+	PyObject *uses[2]; /* the handles it uses (its Buf, its DMAH) or
+			    * NULL, released on close (mem/mr.c) */
+} MRObject;
+
+extern PyType_Spec PD_spec; /* pd.c */
+extern PyType_Spec MR_spec; /* mr.c */
+extern PyType_Spec MW_spec; /* mw.c */
+extern PyType_Spec DM_spec; /* dm.c */
+extern PyType_Spec Buf_spec; /* buf.c */
+extern PyType_Spec DMAH_spec; /* dmah.c */
+extern PyType_Spec TD_spec, ParentDomain_spec; /* domain.c */
+
+/* The methods of PD that live beside the type they make (pd.c's table
+ * names them). */
+METHOD_DECL(pd_reg_mr); /* mr.c */
+METHOD_DECL(pd_reg_mr_iova); /* mr.c */
+METHOD_DECL(pd_reg_dmabuf_mr); /* mr.c */
+METHOD_DECL(pd_reg_mr_ex); /* mr.c */
+METHOD_DECL(pd_reg_buf_mr); /* mr.c */
+METHOD_DECL_NOARGS(pd_alloc_null_mr); /* mr.c */
+METHOD_DECL(pd_reg_dm_mr); /* dm.c */
+METHOD_DECL(pd_reg_implicit_odp_mr); /* odp.c */
+METHOD_DECL(pd_advise_mr); /* odp.c */
+METHOD_DECL(pd_alloc_mw); /* mw.c */
+METHOD_DECL(pd_alloc_buf); /* buf.c */
+METHOD_DECL(pd_import_mr); /* import.c */
+
+/* The factories of Context in mem/ (device/context.c's table names
+ * them). */
+METHOD_DECL(context_alloc_dm); /* dm.c */
+METHOD_DECL(context_alloc_dmah); /* dmah.c */
+METHOD_DECL(context_import_pd); /* import.c */
+METHOD_DECL(context_import_dm); /* import.c */
+PyObject *td_create(PyObject *ctx, PyObject *unused); /* domain.c */
+extern const char td_create__doc__[];
+PyObject *parent_domain_create(PyObject *ctx, PyObject *args, PyObject *kw);
+extern const char parent_domain_create__doc__[];
+
+/* mw.c: QP.bind_mw(mw, mw_bind) -> the new rkey (type 1 windows), for
+ * qp/qp.c's table; ibverbs.inc_rkey(rkey), for core/module.c's. */
+PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw);
+extern const char qp_bind_mw__doc__[];
+PyObject *mw_mod_inc_rkey(PyObject *mod, PyObject *arg);
+extern const char mw_mod_inc_rkey__doc__[];
 
 /* ibv_alloc_mw, ibv_dealloc_mw, ibv_bind_mw and ibv_inc_rkey are static
  * inline in <infiniband/verbs.h> (they jump through the provider's op
@@ -75,7 +129,7 @@ static inline int mw_any(void)
 PyObject *bind_info_to_py(const struct ibv_mw_bind_info *bi, PyObject *mr);
 
 /* ------------------------------------------------------------------ */
-/* Buffers, DMA handles, device memory, imported objects (issue 32)    */
+/* Buffers, DMA handles, device memory, imported objects             */
 /* ------------------------------------------------------------------ */
 
 /* dm.c's object, shared with import.c (Context.import_dm). */
@@ -114,7 +168,5 @@ PyObject *mr_wrap(const HandleKind *kind, PDObject *pd, struct ibv_mr *mr,
 extern const HandleKind pd_imported_kind, mr_imported_kind, dm_imported_kind;
 /* Whether h was imported (its kind is one of the above). */
 int handle_is_imported(Handle *h);
-/* import.c: PD.import_mr(mr_handle) */
-METHOD_DECL(pd_import_mr);
 
 #endif /* IBVERBS_MEM_MEM_H */

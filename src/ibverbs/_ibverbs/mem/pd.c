@@ -4,6 +4,7 @@
  */
 #include "ibverbs.h"
 #include "mem/mem.h"
+#include "qp/qp.h"
 
 static int pd_destroy(Handle *h)
 {

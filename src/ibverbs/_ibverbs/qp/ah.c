@@ -5,6 +5,8 @@
  * (PD.create_ah_from_wc, Context.init_ah_from_wc).
  */
 #include "ibverbs.h"
+#include "cq/cq.h"
+#include "qp/qp.h"
 
 HANDLE_KIND(ah_kind, "AH", "ibv_destroy_ah", IBV.destroy_ah, NULL);
 

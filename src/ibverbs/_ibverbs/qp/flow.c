@@ -16,6 +16,7 @@
  * (verbs_get_ctx_op; EOPNOTSUPP when the provider has no op).
  */
 #include "ibverbs.h"
+#include "qp/qp.h"
 #include <stddef.h>
 #include <string.h>
 

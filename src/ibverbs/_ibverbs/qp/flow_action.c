@@ -17,6 +17,7 @@
  * set.  The tunnel encapsulation list (esp_encap) is left NULL.
  */
 #include "ibverbs.h"
+#include "qp/qp.h"
 #include <string.h>
 
 typedef struct {

@@ -23,6 +23,8 @@
  * kept.
  */
 #include "ibverbs.h"
+#include "counters/counters.h"
+#include "mem/mem.h"
 #include "qp/qp.h"
 #include "wr/wr.h"
 #include <arpa/inet.h>
@@ -372,26 +374,13 @@ PyObject *pd_create_qp(PyObject *self, PyObject *args, PyObject *kw)
 	HANDLE_CHECK(self);
 	if (args_parse(&pd_create_qp_args, self, args, kw, &a) < 0)
 		return NULL;
-	return qp_create_with((PDObject *)self, a.init_attr, &qp_kind,
-			      "ibv_create_qp", plain_create, NULL);
+	return qp_create((PDObject *)self, a.init_attr, &qp_kind,
+			 "ibv_create_qp", plain_create, NULL, ST.QP_type, 0);
 }
 
-PyObject *qp_create_with(PDObject *pd, PyObject *ia, const HandleKind *kind,
-			 const char *verb, qp_create_fn create, void *arg)
-{
-	return qp_create_typed(pd, ia, kind, verb, create, arg, ST.QP_type);
-}
-
-PyObject *qp_create_typed(PDObject *pd, PyObject *ia, const HandleKind *kind,
-			  const char *verb, qp_create_fn create, void *arg,
-			  PyTypeObject *type)
-{
-	return qp_create_flags(pd, ia, kind, verb, create, arg, type, 0);
-}
-
-PyObject *qp_create_flags(PDObject *pd, PyObject *ia, const HandleKind *kind,
-			  const char *verb, qp_create_fn create, void *arg,
-			  PyTypeObject *type, int flags)
+PyObject *qp_create(PDObject *pd, PyObject *ia, const HandleKind *kind,
+		    const char *verb, qp_create_fn create, void *arg,
+		    PyTypeObject *type, int flags)
 {
 	PyObject *scq = NULL, *rcq = NULL, *srq = NULL, *res = NULL;
 	struct ibv_qp_init_attr init;

@@ -19,7 +19,7 @@
  *
  * QPEx is a subclass of QP (PyType_FromSpecWithBases): its object starts with
  * a QPObject, so modify, to_init/to_rtr/to_rts, post_recv, query and close
- * work as on any QP, and qp_create_flags() (qp.c) reads the init attributes
+ * work as on any QP, and qp_create() (qp.c) reads the init attributes
  * QPInitAttr has.  ibv_create_qp_ex is a static inline of verbs.h that calls
  * the exported ibv_create_qp by name for a comp_mask of PD alone; this file
  * calls the provider's create_qp_ex op itself (verbs_get_ctx_op), as verbs.h
@@ -827,8 +827,8 @@ static PyObject *create_ex(PDObject *pd, PyObject *ia)
 		goto out;
 	if (handle_check(HANDLE(pd)) < 0) /* that ran Python code */
 		goto out;
-	res = qp_create_flags(pd, ia, &qpex_kind, "ibv_create_qp_ex", ex_create,
-			      &a, ST.QPEx_type, no_cq ? QP_CREATE_NO_CQ : 0);
+	res = qp_create(pd, ia, &qpex_kind, "ibv_create_qp_ex", ex_create, &a,
+			ST.QPEx_type, no_cq ? QP_CREATE_NO_CQ : 0);
 	if (res == NULL)
 		goto out;
 	q = QPEXO(res);

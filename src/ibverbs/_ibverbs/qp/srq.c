@@ -9,6 +9,7 @@
  * post_recv() is in post.c, beside QP.post_recv().
  */
 #include "ibverbs.h"
+#include "qp/qp.h"
 #include "wr/wr.h"
 #include <string.h>
 

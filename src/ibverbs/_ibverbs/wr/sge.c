@@ -8,6 +8,7 @@
  * SGE objects in their sg_list.
  */
 #include "ibverbs.h"
+#include "mem/mem.h"
 #include "wr/wr.h"
 
 /* ------------------------------------------------------------------ */

@@ -14,6 +14,12 @@
  * the AH, so a WR keeps that memory alive while it exists. */
 #define WR_INLINE_SGES 2
 
+extern PyType_Spec SGE_spec; /* sge.c */
+extern PyType_Spec SendWR_spec; /* wr.c */
+extern PyType_Spec RecvWR_spec; /* wr.c */
+extern PyType_Spec SendWRChain_spec; /* wrchain.c */
+extern PyType_Spec RecvWRChain_spec; /* wrchain.c */
+
 typedef struct {
 	PyObject_HEAD
 	struct ibv_sge sge;

@@ -1,5 +1,5 @@
 /*
- * strings.c - module functions that libibverbs answers without a device:
+ * lookups.c - module functions that libibverbs answers without a device:
  * the text of node types and port states, the rate conversions, and the
  * two static inline helpers of verbs.h (ibv_flow_label_to_udp_sport,
  * ibv_is_qpt_supported).

@@ -1,6 +1,6 @@
 /*
- * qp_hw.c - the QP verbs only hardware providers implement: packet
- * pacing (QP.modify_rate_limit, ibv_modify_qp_rate_limit, a static
+ * rate_limit_ece.c - the QP verbs only hardware providers implement:
+ * packet pacing (QP.modify_rate_limit, ibv_modify_qp_rate_limit, a static
  * inline over a verbs_context op) and enhanced connection establishment
  * (QP.query_ece / QP.set_ece, exported since rdma-core 31, found with
  * dlsym).  rxe answers EOPNOTSUPP to all three; the recording double

@@ -1,6 +1,7 @@
 /*
- * values.c - the device's running values: Context.query_rt_values_ex()
- * (the free-running clock that WCEx.completion_ts counts in) and
+ * clock_and_speed.c - the device's running values: its clock,
+ * Context.query_rt_values_ex() (the free-running clock that
+ * WCEx.completion_ts counts in), and a port's speed,
  * Context.query_port_speed().
  *
  * ibv_query_rt_values_ex is static inline over a verbs_context op
@@ -8,6 +9,7 @@
  * exported (rdma-core 62).  Soft-RoCE has neither op.
  */
 #include "ibverbs.h"
+#include "device/device.h"
 #include <string.h>
 
 #define CTX(self) ((struct ibv_context *)HANDLE(self)->obj)

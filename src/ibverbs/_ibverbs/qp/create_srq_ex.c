@@ -1,5 +1,5 @@
 /*
- * srq_ex.c - Context.create_srq_ex(): an SRQ from a struct
+ * create_srq_ex.c - Context.create_srq_ex(): an SRQ from a struct
  * ibv_srq_init_attr_ex, of any type (basic, XRC, tag matching).
  *
  * ibv_create_srq_ex is a static inline of verbs.h that calls the exported
@@ -12,7 +12,7 @@
  * (handle_use) until it is destroyed, so they refuse close() meanwhile.
  */
 #include "ibverbs.h"
-#include "xrc/xrc.h"
+#include "qp/qp.h"
 #include <string.h>
 
 static int srqx_destroy(Handle *h)
