@@ -169,16 +169,16 @@ test-twonode: pycache
 #    the two-node suite;
 #  - on Debian 13's 6.12 the files whose answers differ between kernels
 #    (KERNELS_SUBSET) and the xfail: the rest runs on 6.1 and 7.2.
-# tests/device/test_kernel_caps.py (and test_mw.py, test_dm_flow_odp.py,
+# tests/device/test_kernel_caps.py (and test_mw_device.py, test_dm_flow_odp.py,
 # test_siw.py) hold each kernel's answers to the table in
 # tests/support/kernels.py and append them to $(OUT)/caps.jsonl, from which
 # tools/capability-table prints the testing guide's table.
 DISTROS_CACHE := $(or $(IBVERBS_DISTROS_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ibverbs-distros)
 KERNELS_SUBSET := tests/device/test_kernel_caps.py tests/device/test_dm_flow_odp.py \
-	tests/device/test_atomic_write.py tests/device/test_siw.py tests/device/test_mw.py \
-	tests/device/test_qp_ex.py::test_rdma_write_inline_list
-KERNELS_IN_ROOT := tests/device/test_kernel_caps.py tests/device/test_qp_ex.py::test_rdma_write_inline_list
-KERNELS_SIW := tests/device/test_siw.py tests/device/test_cm.py::test_readme_example
+	tests/device/test_atomic_write.py tests/device/test_siw.py tests/device/test_mw_device.py \
+	tests/device/test_qp_ex_device.py::test_rdma_write_inline_list
+KERNELS_IN_ROOT := tests/device/test_kernel_caps.py tests/device/test_qp_ex_device.py::test_rdma_write_inline_list
+KERNELS_SIW := tests/device/test_siw.py tests/device/test_cm_device.py::test_readme_example
 # The whole device suite on sid's kernel, one boot (tools/guest-suite), then
 # node 0 runs the in-root step; a failure of either fails the boot.
 define KERNELS_SID_SUITE
@@ -194,7 +194,7 @@ test-kernels: pycache $(ODP_REPRO)
 	$(if $(CAPS_FROM_GUEST),cp $(OUT)/caps-guest.jsonl $(OUT)/caps.jsonl,\
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --kernel bookworm --rw $(OUT) -- \
 		$(VPY) -m pytest -rfEsP -m integration tests/device/test_kernel_caps.py tests/device/test_siw.py \
-		tests/device/test_mw.py)
+		tests/device/test_mw_device.py)
 	IBVERBS_CAPS_OUT=$(OUT)/caps.jsonl $(RXE_VM) --provider siw --rw $(OUT) -- \
 		$(VPY) -m pytest -rfEsP -p no:cacheprovider -m integration $(KERNELS_SIW)
 	$(RXE_VM) --provider siw --nodes 2 --timeout 900 -- $(VPY) -m pytest -rfEsP -p no:cacheprovider \
@@ -514,8 +514,8 @@ FT_WHEEL = $$(ls $(DIST)/ibverbs-*-cp3*t-*x86_64.whl 2>/dev/null | head -n1)
 # runs them 4x slower than the GIL build); test_rc's two-process test is
 # left out (28 s for interpreter start-up, nothing about threads).
 FT_GUEST_TESTS ?= tests/device/test_threads_device.py tests/device/test_rc.py \
-	tests/device/test_cq.py tests/device/test_qp.py tests/device/test_events.py \
-	tests/device/test_wrchain.py tests/device/test_mcast.py \
+	tests/device/test_cq_device.py tests/device/test_qp_device.py tests/device/test_events.py \
+	tests/device/test_wrchain_device.py tests/device/test_mcast_device.py \
 	tests/device/reliability/test_rel_races.py
 FT_GUEST_SKIP := --deselect tests/device/test_rc.py::test_two_processes
 # The parallel stage: the host test files whose tests drive the extension
@@ -525,16 +525,17 @@ FT_GUEST_SKIP := --deselect tests/device/test_rc.py::test_two_processes
 # FT_PARALLEL_THREADS threads at once (pytest-run-parallel).  Left out:
 # the files about text, docs, typing and tools (no extension call), the
 # pure-Python layers driven through test doubles held by one fixture
-# (aio, CM, OOB, rendezvous, bootstrap, kv_transfer), the recording
-# double's files and test_threads (a child process per test, one at a
-# time), test_cuda/test_compat (monkeypatched: one thread anyway) and
+# (aio, CM, OOB, rendezvous, bootstrap, kv_transfer), the files only of
+# the recording double and test_threads (a child process per test, one at
+# a time: the recording double's tests in the files listed run in one
+# thread, the fixture marks them thread_unsafe), test_cuda/test_compat (monkeypatched: one thread anyway) and
 # test_qpinfo_fuzz (hypothesis and a million inputs over all CPUs
 # already; 150 s more in threads).
 FT_PARALLEL_THREADS ?= 4
 FT_PARALLEL_TESTS ?= $(addprefix tests/host/,reliability test_wr.py test_wc.py \
-	test_wrchain_host.py test_enums.py test_module.py test_loader.py test_tensor.py \
-	test_helpers_host.py test_mw_host.py test_qp_ex_host.py test_domains_host.py \
-	test_flow_host.py test_rate_strings.py test_symbols.py test_perf_args.py)
+	test_wrchain.py test_enums.py test_module.py test_loader.py test_tensor.py \
+	test_helpers.py test_mw.py test_qp_ex.py test_domains.py \
+	test_flow.py test_rate_strings.py test_symbols.py test_perf_args.py)
 
 test-freethreaded: test-freethreaded-host
 	$(MAKE) --no-print-directory test-freethreaded-parallel
@@ -688,17 +689,17 @@ ARM64_WHEEL ?=
 ARM64_HOST_TESTS := tests/host/test_enums.py tests/host/test_module.py \
 	tests/host/test_loader.py tests/host/test_wr.py tests/host/test_wc.py \
 	tests/host/test_cm_skips.py
-ARM64_DEVICE_TESTS := tests/device/test_context.py tests/device/test_mr.py \
-	tests/device/test_cq.py tests/device/test_rc.py tests/device/test_srq.py \
-	tests/device/test_uc_ud.py tests/device/test_cm.py tests/device/test_qp_ex.py \
+ARM64_DEVICE_TESTS := tests/device/test_context_device.py tests/device/test_mr_device.py \
+	tests/device/test_cq_device.py tests/device/test_rc.py tests/device/test_srq_device.py \
+	tests/device/test_uc_ud.py tests/device/test_cm_device.py tests/device/test_qp_ex_device.py \
 	tests/device/test_examples.py tests/device/reliability/test_rel_misuse.py
 # The free-threaded pass (emulated, the slowest of interpreters) runs the
 # host tests and the data-path files; the connection manager, the examples
 # and the misuse cases hold nothing about threads or the C API build that
 # the GIL pass and test-freethreaded-guest have not run (140 -> 74 s).
-ARM64_FT_TESTS := $(ARM64_HOST_TESTS) tests/device/test_context.py tests/device/test_mr.py \
-	tests/device/test_cq.py tests/device/test_rc.py tests/device/test_srq.py \
-	tests/device/test_uc_ud.py tests/device/test_qp_ex.py
+ARM64_FT_TESTS := $(ARM64_HOST_TESTS) tests/device/test_context_device.py tests/device/test_mr_device.py \
+	tests/device/test_cq_device.py tests/device/test_rc.py tests/device/test_srq_device.py \
+	tests/device/test_uc_ud.py tests/device/test_qp_ex_device.py
 ARM64_RUN := IBVERBS_REQUIRE_INTEGRATION=1 RXE_VM_PIP="$(abspath $(VPY)) -m pip" \
 	$(RXE_VM) --arch arm64 --timeout 3000 -- sh tools/arm64-suite $(ARM64_SITE) -rfEs
 

@@ -66,7 +66,7 @@ class TransferError(RuntimeError):
 
 # --------------------------------------------------------------- planning
 # Pure functions (no device): which WRITEs move which blocks, how they are
-# grouped into posts.  tests/host/test_kv_transfer_host.py checks them.
+# grouped into posts.  tests/host/test_kv_transfer.py checks them.
 
 
 @dataclass(frozen=True)

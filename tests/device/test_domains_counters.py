@@ -5,7 +5,8 @@ it with the errno rxe's libibverbs answers (EOPNOTSUPP: the provider has
 no op, or the loaded libibverbs predates the verb), and nothing is left
 behind (the parents close at once, the device's resource counts are
 unchanged).  What the binding passes to these verbs is checked field by
-field against the recording double (tests/host/test_recording_domains.py)."""
+field against the recording double (tests/host/test_domains.py,
+test_counters.py, test_flow.py)."""
 
 import pytest
 

@@ -29,7 +29,7 @@ def _collect():
         singles = guides.singles("device")
         pairs = guides.pairs("device")
     except guides.MarkerError:
-        return [], []  # tests/host/test_guides_host.py says what is wrong
+        return [], []  # tests/host/test_guides.py says what is wrong
     singles = [b for b in singles if guides.key_of(b) not in guides.ELSEWHERE]
     pairs = [p for p in pairs if p[0] not in guides.ELSEWHERE]
     return singles, pairs
@@ -59,7 +59,7 @@ def test_device_block(block, device_name):
     guides.check_output(block, rc, out)
 
 
-if PAIRS:  # today's only pair (the connection manager's) runs in test_cm.py
+if PAIRS:  # today's only pair (the connection manager's) runs in test_cm_device.py
 
     @pytest.mark.parametrize("pair", PAIRS, ids=lambda p: p[0])
     def test_device_pair(pair, device_name):

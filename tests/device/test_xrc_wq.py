@@ -7,8 +7,8 @@ only: rxe's refusal is asserted (a VerbsError naming the verb, with the
 errno libibverbs or rxe answers, as measured in the guest: EOPNOTSUPP
 throughout, EINVAL where libibverbs checks the arguments first), and the
 PD, CQ and Context close cleanly afterwards.  The recording double
-(tests/host/test_recording_xrc.py) checks what each of these verbs is
-passed."""
+(tests/host/test_xrc.py, test_srq.py, test_wq.py, test_qp.py) checks
+what each of these verbs is passed."""
 
 import errno
 

@@ -7,7 +7,7 @@ is in use by another thread"). It happened when rdma-core's rdma_client was
 missing. So the helpers of tests/device that may skip (those that call
 pytest.skip) are called from fixtures, which skip before the body runs, or
 from a test's body outside every ``with`` block, never inside one; and
-test_cm.py's ``tool()`` (rdma_server, rdma_client) from fixtures only.
+test_cm_device.py's ``tool()`` (rdma_server, rdma_client) from fixtures only.
 Static checks: the device tests cannot run here.
 """
 
@@ -86,7 +86,7 @@ def test_no_skipping_helper_inside_a_with_block():
 
 
 def test_cm_tools_are_found_by_fixtures():
-    tree = ast.parse((DEVICE / "test_cm.py").read_text())
+    tree = ast.parse((DEVICE / "test_cm_device.py").read_text())
     assert "tool" in skipping_helpers(tree)
     callers = set()
     for fn in functions(tree):
@@ -97,7 +97,7 @@ def test_cm_tools_are_found_by_fixtures():
                 and node.func.id == "tool"
             ):
                 callers.add((fn.name, is_fixture(fn)))
-    assert callers, "test_cm.py no longer calls tool()"
+    assert callers, "test_cm_device.py no longer calls tool()"
     assert all(fixture for _, fixture in callers), sorted(callers)
 
 

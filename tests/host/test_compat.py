@@ -3,7 +3,7 @@
 Programs written for the published package must run here unchanged: every
 public name it exports exists here with a compatible signature, and the
 behaviours that callers rely on (points 1-11) hold.  These are the
-host-side checks; tests/device/test_compat_rxe.py repeats the ones that
+host-side checks; tests/device/test_compat_device.py repeats the ones that
 need a device on rxe0.  The published package is never imported: its surface
 is written down below (names and signatures read from its wheel).
 """

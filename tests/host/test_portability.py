@@ -7,7 +7,7 @@ newer, and a libibverbs that lacks newer verbs still imports.
   tests/fakes/noverbs_shim.c, a libibverbs stand-in that forwards every verb
   to the real library except the hidden ones, loaded through the test-only
   override IBVERBS_LIBIBVERBS.  The device half (``PD.reg_dmabuf_mr``
-  raising EOPNOTSUPP) is tests/device/test_portability_rxe.py.
+  raising EOPNOTSUPP) is tests/device/test_portability_device.py.
 - The installed distribution's metadata: BSD-3-Clause, Python >= 3.9, the
   ``test`` and ``gpu`` extras, and one version, pyproject.toml's.
 

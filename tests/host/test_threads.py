@@ -381,3 +381,66 @@ def test_rereg_moving_an_mr_between_pds_while_threads_read_it(recording):
     assert errors == []
     assert last and busy == 16  # the MR is the child of the PD it moved to
     assert res.live == 0, res.live_report
+
+
+def test_threads_post_and_poll_each_completion_exactly_once(recording):
+    def body(fake, record, per_thread):
+        import threading
+
+        import ibverbs
+        from ibverbs import enums
+
+        fake.set_recording(record)
+        nthreads = 4
+        got = [None] * nthreads
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            shared_cq = ctx.create_cq(4096)
+            shared = pd.create_qp(ibverbs.QPInitAttr(shared_cq, max_send_wr=4096))
+            for qp in (shared,):
+                for st in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+                    qp.modify(enums.QPAttrMask.STATE, qp_state=st)
+
+            def own(k):
+                cq = ctx.create_cq(64)
+                qp = pd.create_qp(ibverbs.QPInitAttr(cq))
+                for st in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+                    qp.modify(enums.QPAttrMask.STATE, qp_state=st)
+                seen = []
+                sge = ibverbs.SGE(0x1000, 8, 1)
+                for i in range(per_thread):
+                    wr_id = k * per_thread + i
+                    qp.post_send(ibverbs.SendWR(wr_id, sge, send_flags=enums.SendFlags.SIGNALED))
+                    seen += [w.wr_id for w in cq.poll(2)]
+                    # and one on the shared QP, polled by whoever comes
+                    shared.post_send(
+                        ibverbs.SendWR(wr_id, sge, send_flags=enums.SendFlags.SIGNALED)
+                    )
+                    seen += [-1 - w.wr_id for w in shared_cq.poll(2)]
+                qp.close()
+                cq.close()
+                got[k] = seen
+
+            threads = [threading.Thread(target=own, args=(k,)) for k in range(nthreads)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            rest = [-1 - w.wr_id for w in shared_cq.poll(4096)]
+            shared.close()
+            shared_cq.close()
+        fake.set_recording(True)
+        own_ids = sorted(x for g in got for x in g if x >= 0)
+        shared_ids = sorted(-1 - x for g in got + [rest] for x in g if x < 0)
+        total = nthreads * per_thread
+        return [
+            own_ids == list(range(total)),
+            shared_ids == list(range(total)),
+            fake.cq_overflows(),
+        ]
+
+    for record, n in ((False, 2000), (True, 300)):
+        res = recording.run(body, record, n)
+        assert res.ok() == [True, True, 0], record
+        posts = len(res.calls("post_send"))
+        assert posts == (8 * n if record else 0)
+        assert res.live == 0, res.live_report

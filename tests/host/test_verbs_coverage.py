@@ -13,8 +13,8 @@ wrap it and where it ran.  Checked here:
   and no docstring says it wraps a verb the table calls unreached;
 - a test exercises the name where the table says it ran: the device or
   two-node suite for ``rxe`` and ``rxe-refuses``, the host suite for
-  ``lib``, a recording-double test (tests/host/test_recording_*.py) for
-  ``double``, and for ``rxe-sid`` a device test that the distribution
+  ``lib``, a recording-double test (a host test taking the ``recording``
+  fixture) for ``double``, and for ``rxe-sid`` a device test that the distribution
   matrix runs (listed in tools/distro-subset.txt: the sid root, whose
   rdma-core 65 has the verb), and for ``rxe-7.2`` a test that make
   test-kernels runs on kernel 7.2 chrooted into sid's root (the Makefile's
@@ -201,8 +201,37 @@ EVIDENCE = {
     "rxe": ("device/**/*.py", "twonode/*.py"),
     "rxe-refuses": ("device/**/*.py",),
     "lib": ("host/*.py", "device/**/*.py"),
-    "double": ("host/test_recording_*.py",),
+    "double": ("host/*.py",),
 }
+# The recording-double tests are spread over the host files by object:
+# for "double" only the test functions that take the fixture count.
+RECORDING_ONLY = {"double"}
+
+
+def _recording_tests(texts: dict[Path, str]) -> dict[Path, str]:
+    """The source of each test function taking the ``recording`` fixture,
+    with its file's constants and helpers (no docstring, no imports)."""
+    out = {}
+    for path, text in texts.items():
+        tree = ast.parse(text)
+        lines = text.splitlines()
+        tests = [
+            n
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef)
+            and n.name.startswith("test_")
+            and "recording" in {a.arg for a in n.args.args}
+        ]
+        if not tests:
+            continue
+        helpers = [
+            n
+            for n in tree.body
+            if isinstance(n, (ast.Assign, ast.FunctionDef, ast.ClassDef)) and n not in tests
+        ]
+        keep = helpers + tests
+        out[path] = "\n".join("\n".join(lines[n.lineno - 1 : n.end_lineno]) for n in keep)
+    return out
 
 
 def _node_texts(node_ids) -> dict[str, str]:
@@ -256,6 +285,8 @@ def test_a_test_exercises_each_name(table, where):
         texts = _node_texts(_in_root_tests())
     else:
         texts = _test_texts(*EVIDENCE[where])
+        if where in RECORDING_ONLY:
+            texts = _recording_tests(texts)
     lacking = [
         f"{v.verb} ({', '.join(v.names)})"
         for v in table

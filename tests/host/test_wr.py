@@ -1,5 +1,7 @@
 """SGE, SendWR and RecvWR on the host: construction, validation, attribute
-round trips and reference keeping (no device: raw-address SGEs only)."""
+round trips and reference keeping (no device: raw-address SGEs only), and
+a post_send chain with every opcode's fields, as the recording double
+(tests/fakes/recording/) sees it."""
 
 import gc
 import sys
@@ -7,7 +9,7 @@ import sys
 import pytest
 
 import ibverbs as ib
-from ibverbs import SGE, RecvWR, SendWR, SendFlags, WROpcode
+from ibverbs import SGE, RecvWR, SendFlags, SendWR, WROpcode, enums
 
 
 def sge(addr=0x1000, length=64, lkey=7):
@@ -168,7 +170,7 @@ def test_sendwr_opcode_validation():
         SendWR(opcode="SEND")
     with pytest.raises(ValueError, match="not supported"):
         SendWR(opcode=WROpcode.TSO)
-    # BIND_MW needs its window (tests/host/test_mw_host.py)
+    # BIND_MW needs its window (tests/host/test_mw.py)
     with pytest.raises(ValueError, match="BIND_MW needs mw="):
         SendWR(opcode=WROpcode.BIND_MW)
 
@@ -415,3 +417,109 @@ def test_cannot_subclass():
 
 def test_exports():
     assert ib.SGE is SGE and ib.SendWR is SendWR and ib.RecvWR is RecvWR
+
+
+def test_post_send_chain_passes_every_work_request_field(recording):
+    def body(fake):
+        import ctypes
+
+        import ibverbs
+        from ibverbs import enums
+
+        Op, S = enums.WROpcode, enums.SendFlags
+        buf = ctypes.create_string_buffer(b"inline!!" + bytes(4088))
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(32) as cq:
+            mr = pd.reg_mr(ctypes.addressof(buf), 4096, enums.AccessFlags.LOCAL_WRITE)
+            attr = ibverbs.QPInitAttr(cq, max_send_sge=2, max_inline_data=64)
+            qp = pd.create_qp(attr)
+            qp.modify(enums.QPAttrMask.STATE, qp_state=enums.QPState.INIT)
+            qp.modify(enums.QPAttrMask.STATE, qp_state=enums.QPState.RTR)
+            qp.modify(enums.QPAttrMask.STATE, qp_state=enums.QPState.RTS)
+            sig = S.SIGNALED
+            chain = [
+                ibverbs.SendWR(
+                    1, [mr.sge(100), mr.sge(200, 512)], Op.RDMA_WRITE, sig, 0xAB000, 0x77
+                ),
+                ibverbs.SendWR(
+                    2, [mr.sge(8)], Op.RDMA_WRITE_WITH_IMM, sig | S.FENCE, 0xAC000, 0x78, 0xDEADBEEF
+                ),
+                ibverbs.SendWR(3, [mr.sge(16)], Op.SEND_WITH_IMM, sig | S.SOLICITED, imm_data=5),
+                ibverbs.SendWR(4, [mr.sge(64)], Op.RDMA_READ, sig, remote_addr=0xAD000, rkey=0x79),
+                ibverbs.SendWR(
+                    5, [mr.sge(8)], Op.ATOMIC_CMP_AND_SWP, sig, 0xAE000, 0x7A, compare_add=3, swap=9
+                ),
+                ibverbs.SendWR(
+                    6, [mr.sge(8)], Op.ATOMIC_FETCH_AND_ADD, sig, 0xAF000, 0x7B, compare_add=11
+                ),
+                ibverbs.SendWR(7, [mr.sge(8)], Op.SEND, sig | S.INLINE),
+                ibverbs.SendWR(8, [mr.sge(4)], Op.SEND, 0),  # unsignaled
+            ]
+            qp.post_send(chain)
+            wcs = [[w.wr_id, int(w.opcode), w.byte_len, int(w.status)] for w in cq.poll(16)]
+            out = [mr.lkey, ctypes.addressof(buf), wcs]
+            qp.close()
+            mr.close()
+        return out
+
+    res = recording.run(body)
+    lkey, base, wcs = res.ok()
+    rec = res.one("post_send")
+    Op, S = enums.WROpcode, enums.SendFlags
+    assert rec["count"] == 8 and rec["qp_num"] == res.one("destroy_qp")["qp_num"]
+    w = [rec.prefixed(f"wr[{i}].") for i in range(8)]
+
+    def sge(i, j):
+        return {k: w[i][f"sg_list[{j}].{k}"] for k in ("addr", "length", "lkey")}
+
+    assert [x["wr_id"] for x in w] == list(range(1, 9))
+    assert [x["opcode"] for x in w] == [
+        int(o)
+        for o in (
+            Op.RDMA_WRITE,
+            Op.RDMA_WRITE_WITH_IMM,
+            Op.SEND_WITH_IMM,
+            Op.RDMA_READ,
+            Op.ATOMIC_CMP_AND_SWP,
+            Op.ATOMIC_FETCH_AND_ADD,
+            Op.SEND,
+            Op.SEND,
+        )
+    ]
+    sig = int(S.SIGNALED)
+    assert [x["send_flags"] for x in w] == [
+        sig,
+        sig | int(S.FENCE),
+        sig | int(S.SOLICITED),
+        sig,
+        sig,
+        sig,
+        sig | int(S.INLINE),
+        0,
+    ]
+    assert w[0]["num_sge"] == 2
+    assert sge(0, 0) == {"addr": base, "length": 100, "lkey": lkey}
+    assert sge(0, 1) == {"addr": base + 512, "length": 200, "lkey": lkey}
+    assert (w[0]["wr.rdma.remote_addr"], w[0]["wr.rdma.rkey"]) == (0xAB000, 0x77)
+    assert (w[1]["wr.rdma.remote_addr"], w[1]["wr.rdma.rkey"]) == (0xAC000, 0x78)
+    assert w[1]["imm_data"] == 0xDEADBEEF  # host order in, network order on the wire
+    assert w[2]["imm_data"] == 5
+    assert (w[3]["wr.rdma.remote_addr"], w[3]["wr.rdma.rkey"]) == (0xAD000, 0x79)
+    assert {k: v for k, v in w[4].items() if k.startswith("wr.atomic.")} == {
+        "wr.atomic.remote_addr": 0xAE000,
+        "wr.atomic.compare_add": 3,
+        "wr.atomic.swap": 9,
+        "wr.atomic.rkey": 0x7A,
+    }
+    assert (w[5]["wr.atomic.compare_add"], w[5]["wr.atomic.rkey"]) == (11, 0x7B)
+    assert w[6]["sg_list[0].data"] == b"inline!!"
+    W = enums.WCOpcode
+    assert wcs == [
+        [1, int(W.RDMA_WRITE), 300, 0],
+        [2, int(W.RDMA_WRITE), 8, 0],
+        [3, int(W.SEND), 16, 0],
+        [4, int(W.RDMA_READ), 64, 0],
+        [5, int(W.COMP_SWAP), 8, 0],
+        [6, int(W.FETCH_ADD), 8, 0],
+        [7, int(W.SEND), 8, 0],
+    ]
+    assert res.live == 0, res.live_report

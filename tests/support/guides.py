@@ -7,7 +7,7 @@ comment on the last non-blank line before the fence (Markdown and Sphinx
 show nothing of it)::
 
     <!-- run: host -->                   run on the host (no RDMA device):
-                                         tests/host/test_guides_host.py
+                                         tests/host/test_guides.py
     <!-- run: device -->                 run on an RDMA device (rxe0 in the
                                          Soft-RoCE guest):
                                          tests/device/test_guides_device.py
@@ -282,8 +282,8 @@ def singles(kind: str) -> list[Block]:
 # "file:pair" for a pair, "file:name" for a block with name=.  The host
 # test checks that each one exists and that its test names it.
 ELSEWHERE = {
-    "connection-manager.md:cm": "tests/device/test_cm.py::test_readme_example",
-    "asyncio.md:aio-cm": "tests/device/test_aio_cm.py::test_readme_asyncio_cm_program",
+    "connection-manager.md:cm": "tests/device/test_cm_device.py::test_readme_example",
+    "asyncio.md:aio-cm": "tests/device/test_aio_cm_device.py::test_readme_asyncio_cm_program",
 }
 
 

@@ -94,7 +94,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "7.2": "completion REM_ACCESS_ERR",
     },
     # A second BIND_MW of a bound type 2 window, without an invalidation
-    # between (tests/device/test_mw.py).  6.1's rxe completes it with
+    # between (tests/device/test_mw_device.py).  6.1's rxe completes it with
     # MW_BIND_ERR (its requester only marks itself in error and lets the
     # completer report the WR's status).  7.2's (read in Debian's
     # linux-source-7.2) moves the QP to the error state in rxe_req.c's

@@ -1,5 +1,5 @@
 """Run the ranks of a job as forked processes of the test (helper module
-for tests/device/test_bootstrap_rxe.py and
+for tests/device/test_bootstrap_device.py and
 tests/twonode/test_bootstrap_twonode.py), and the body of a rank that
 both run (mesh_write_rank, check_mesh).
 

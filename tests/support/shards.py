@@ -84,7 +84,7 @@ def merge(out, parts) -> dict[str, float]:
 
 # Files that go to one shard together: each imports torch (14-20 s in the
 # guest), which a process pays once.
-TOGETHER = [("tests/device/test_bootstrap_rxe.py", "tests/gpu/test_gpudirect.py")]
+TOGETHER = [("tests/device/test_bootstrap_device.py", "tests/gpu/test_gpudirect.py")]
 
 
 def parse(value: str | None) -> tuple[int, int] | None:

@@ -23,7 +23,7 @@ def _pairs():
     try:
         return guides.pairs("twonode")
     except guides.MarkerError:
-        return []  # tests/host/test_guides_host.py says what is wrong
+        return []  # tests/host/test_guides.py says what is wrong
 
 
 PAIRS = _pairs()

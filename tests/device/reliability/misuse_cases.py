@@ -110,7 +110,7 @@ CONTEXT = {
     "create_cq": D(cqe=4, channel=None, comp_vector=0, valid="ok"),
     "get_async_event": M(),  # async_fd is non-blocking: EAGAIN
     # No AsyncEvent to give (none pending): the checks of the argument
-    # and of the handle; tests/device/test_compat_rxe.py acks real ones.
+    # and of the handle; tests/device/test_compat_device.py acks real ones.
     "ack_async_event": M(P("event", None, obj="AsyncEvent")),
     "query_device": M(valid="ok"),
     "query_port": D(port_num=PORT, valid="ok"),

@@ -1,6 +1,6 @@
 """SendWRChain and RecvWRChain on the host (no device; raw-address SGEs):
 construction, membership, release and reference keeping.  Posting them is
-tested on rxe0 (tests/device/test_wrchain.py)."""
+tested on rxe0 (tests/device/test_wrchain_device.py)."""
 
 import gc
 import sys

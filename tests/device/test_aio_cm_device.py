@@ -2,7 +2,7 @@
 the Soft-RoCE guest): one event loop serving N clients at once, each
 exchanging data over its connected QP; the errors of the blocking calls;
 cancellation that leaves no fd registered and nothing to leak; an idle
-wait that costs no CPU.  Addresses as in test_cm.py (IBVERBS_TEST_CM_*)."""
+wait that costs no CPU.  Addresses as in test_cm_device.py (IBVERBS_TEST_CM_*)."""
 
 import asyncio
 import ctypes

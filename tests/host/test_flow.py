@@ -1,8 +1,11 @@
 """Flow steering rules serialized as verbs.h lays them out, checked
 against struct sizes and offsets from the compiled headers (a C program
 built here, independent of the module's own _flow_layouts), and the
-extended-CQ and device-memory pieces that need no device."""
+extended-CQ and device-memory pieces that need no device.  Against the
+recording double (tests/fakes/recording/): create_flow's attr and every
+spec field, and the ESP flow action's fields."""
 
+import errno
 import ipaddress
 import shutil
 import struct
@@ -10,8 +13,9 @@ import subprocess
 
 import pytest
 
+import ibverbs
 import ibverbs as ib
-from ibverbs import _ibverbs
+from ibverbs import _ibverbs, enums
 from ibverbs.flow import LAYOUTS
 
 SPECS = {
@@ -213,3 +217,156 @@ def test_on_demand_flags():
     assert int(ib.AdviseMRAdvice.PREFETCH) == 0
     assert ib.AdviseMRFlags.FLUSH == 1
     assert ib.ODPGeneralCaps.SUPPORT_IMPLICIT
+
+
+def test_esp_flow_action_fields(recording):
+    def body(fake):
+        import ibverbs
+        from ibverbs import flow
+
+        E = ibverbs.FlowActionESPFlags
+        full = ibverbs.FlowActionESPAttr(
+            spi=0xABCD,
+            seq=3,
+            tfc_pad=4,
+            flags=E.FULL_OFFLOAD | E.ENCRYPT,
+            hard_limit_pkts=2**40,
+            key=bytes(range(32)),
+            iv=2**63 + 1,
+            iv_algo=ibverbs.FlowActionIVAlgo.SEQ,
+            salt=0x5A17,
+            icv_len=16,
+            replay_window=128,
+            esn=9,
+        )
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+            with pd.create_qp(ibverbs.QPInitAttr(cq, qp_type=ibverbs.QPType.RAW_PACKET)) as qp:
+                fa = ctx.create_flow_action_esp(full)
+                fa.modify_esp(ibverbs.FlowActionESPAttr(spi=1))
+                f = qp.create_flow(flow.FlowAttr(specs=[flow.FlowSpecActionHandle(fa)]))
+                try:
+                    fa.close()  # the kernel would hold it; the binding holds nothing
+                except ibverbs.VerbsError as e:
+                    out["close"] = e.errno
+                f.close()
+                out["closed"] = fa.closed
+                for bad in ({"key": b"k" * 33}, {"spi": 2**32}, {"esn": -1}):
+                    try:
+                        ctx.create_flow_action_esp(ibverbs.FlowActionESPAttr(**bad))
+                    except ValueError:
+                        out.setdefault("bad", 0)
+                        out["bad"] += 1
+                try:
+                    ctx.create_flow_action_esp(object())
+                except TypeError:
+                    out["not_attr"] = True
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    assert out == {"closed": True, "bad": 3, "not_attr": True}
+    assert res.live == 0, res.live_report
+    made = res.one("create_flow_action_esp")
+    E = ibverbs.FlowActionESPFlags
+    assert made.prefixed("esp.") == {
+        "esp_attr": made["esp.esp_attr"],
+        "spi": 0xABCD,
+        "seq": 3,
+        "tfc_pad": 4,
+        "flags": int(E.FULL_OFFLOAD | E.ENCRYPT),
+        "hard_limit_pkts": 2**40,
+    }
+    assert made.prefixed("keymat.") == {
+        "iv": 2**63 + 1,
+        "iv_algo": 0,
+        "salt": 0x5A17,
+        "icv_len": 16,
+        "key_len": 32,
+        "aes_key": bytes(range(32)),
+    }
+    assert made["keymat_proto"] == 0 and made["keymat_len"] == 56
+    assert made["replay_proto"] == 1 and made["replay_len"] == 4 and made["replay.size"] == 128
+    assert made["esp_encap"] == 0 and made["comp_mask"] == 1 and made["esn"] == 9
+    mod = res.one("modify_flow_action_esp")
+    ptr = res.one("destroy_flow_action")["action"]
+    assert mod["action"] == ptr and mod["esp.spi"] == 1
+    assert mod["keymat_ptr"] == 0 and mod["keymat_len"] == 0
+    assert mod["replay_proto"] == 0 and mod["replay_ptr"] == 0
+    assert mod["comp_mask"] == 0 and "esn" not in mod
+    raw = res.one("create_flow")["spec[0].bytes"]
+    size, off, _, psize = ibverbs.flow.LAYOUTS["action_handle"]
+    assert int.from_bytes(raw[off : off + psize], "little") == ptr
+
+
+def test_create_flow_passes_the_attr_and_every_spec_field(recording):
+    def body(fake):
+        import errno
+
+        import ibverbs
+        from ibverbs import flow
+
+        spec = flow.FlowAttr(
+            priority=3,
+            port=1,
+            flags=int(ibverbs.enums.FlowFlags.DONT_TRAP),
+            specs=[
+                flow.FlowSpecEth(dst_mac="02:00:00:00:00:01", ether_type=0x0800),
+                flow.FlowSpecIPv4(dst_ip="192.0.2.7", mask={"dst_ip": 0xFFFFFF00}),
+                flow.FlowSpecTCPUDP(udp=True, dst_port=4791),
+                flow.FlowSpecIPv6(src_ip="2001:db8::1", flow_label=0x12345, inner=True),
+                flow.FlowSpecActionTag(0xBEEF),
+                flow.FlowSpecActionDrop(),
+            ],
+        )
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            with ctx.create_cq(8) as cq:
+                with pd.create_qp(ibverbs.QPInitAttr(cq, qp_type=ibverbs.QPType.RAW_PACKET)) as qp:
+                    with qp.create_flow(spec):
+                        pass
+                    fake.fail("create_flow", errno.EOPNOTSUPP)
+                    try:
+                        qp.create_flow(spec)
+                    except ibverbs.VerbsError as e:
+                        return [e.errno, e.operation]
+        return None
+
+    res = recording.run(body)
+    assert res.ok() == [errno.EOPNOTSUPP, "ibv_create_flow"]
+    rec, failed = res.calls("create_flow")
+    assert failed["injected_errno"] == errno.EOPNOTSUPP
+    qp = res.one("create_qp")
+    assert qp["attr.qp_type"] == int(ibverbs.QPType.RAW_PACKET)
+    assert rec.prefixed("attr.") == {
+        "comp_mask": 0,
+        "type": int(enums.FlowAttrType.NORMAL),
+        "size": rec["attr.size"],
+        "priority": 3,
+        "num_of_specs": 6,
+        "port": 1,
+        "flags": int(enums.FlowFlags.DONT_TRAP),
+    }
+    T = enums.FlowSpecType
+    s0, s1, s2, s3 = (rec.prefixed(f"spec[{i}].") for i in range(4))
+    assert s0["type"] == T.ETH
+    assert s0["val.dst_mac"] == bytes.fromhex("020000000001")
+    assert s0["mask.dst_mac"] == b"\xff" * 6
+    assert (s0["val.ether_type"], s0["mask.ether_type"]) == (0x0800, 0xFFFF)
+    assert s0["val.src_mac"] == s0["mask.src_mac"] == bytes(6)  # not matched
+    assert (s0["val.vlan_tag"], s0["mask.vlan_tag"]) == (0, 0)
+    assert s1["type"] == T.IPV4
+    assert (s1["val.dst_ip"], s1["mask.dst_ip"]) == (0xC0000207, 0xFFFFFF00)
+    assert (s1["val.src_ip"], s1["mask.src_ip"]) == (0, 0)
+    assert s2["type"] == T.UDP
+    assert (s2["val.dst_port"], s2["mask.dst_port"]) == (4791, 0xFFFF)
+    assert s3["type"] == T.IPV6 | T.INNER
+    assert s3["val.src_ip"] == bytes.fromhex("20010db8000000000000000000000001")
+    assert (s3["val.flow_label"], s3["mask.flow_label"]) == (0x12345, 0xFFFFFFFF)
+    assert rec["spec[4].type"] == T.ACTION_TAG and rec["spec[4].tag_id"] == 0xBEEF
+    assert rec["spec[5].type"] == T.ACTION_DROP
+    # The sizes add up: the attr, then each spec, as the C structs are.
+    sizes = [rec[f"spec[{i}].size"] for i in range(6)]
+    assert rec["attr.size"] == 20 + sum(sizes)
+    assert "spec[0].bytes" not in rec  # every spec type was decoded
+    assert len(res.calls("destroy_flow")) == 1
+    assert res.live == 0, res.live_report

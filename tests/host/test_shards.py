@@ -121,7 +121,7 @@ def test_two_shards_of_the_device_suite_split_it_exactly():
     assert a | b == whole and not a & b
     files = lambda ids: {i.split("::")[0] for i in ids}  # noqa: E731
     assert not files(a) & files(b)  # whole files, never split
-    torch = {"tests/device/test_bootstrap_rxe.py", "tests/gpu/test_gpudirect.py"}
+    torch = {"tests/device/test_bootstrap_device.py", "tests/gpu/test_gpudirect.py"}
     assert torch <= files(a) or torch <= files(b)
 
 
@@ -137,7 +137,7 @@ def test_a_session_stores_the_durations_of_what_ran(tmp_path):
             "-m",
             "pytest",
             "-q",
-            "tests/host/test_shards_host.py",
+            "tests/host/test_shards.py",
             "-k",
             "test_parse",
         ],
@@ -149,11 +149,11 @@ def test_a_session_stores_the_durations_of_what_ran(tmp_path):
     )
     assert p.returncode == 0, p.stdout + p.stderr
     got = shards.read_durations(out)
-    assert list(got) == ["tests/host/test_shards_host.py"] and got[list(got)[0]] >= 0
+    assert list(got) == ["tests/host/test_shards.py"] and got[list(got)[0]] >= 0
 
 
 def test_a_bad_shard_value_stops_the_session():
-    p = pytest_collect("tests/device/test_srq.py", shard="2/2")
+    p = pytest_collect("tests/device/test_srq_device.py", shard="2/2")
     assert p.returncode != 0 and "K must be 0 .. N-1" in p.stdout + p.stderr
 
 

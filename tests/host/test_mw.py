@@ -1,4 +1,8 @@
-"""Which MRs a memory window keeps alive, against the recording double
+"""Memory windows without a device: inc_rkey, the records, and the checks
+SendWR makes on the bind fields before any verb (the windows themselves
+are in tests/device/test_mw_device.py).
+
+Which MRs a memory window keeps alive, against the recording double
 (tests/fakes/recording): a bound window holds the MR of its last bind
 posted, since the kernel refuses to deregister an MR a window is bound to.
 The hold moves only once the WR that changes the binding was posted (a
@@ -8,12 +12,74 @@ window's PD invalidates, or that an unbind (type 1, length 0) frees, is
 parked until a later post or bind finds the kernel agrees it is unbound
 (its deregistration succeeds) and nothing else references it, or the
 window closes.  Seen here as the dereg_mr the double records (the device
-side, with 7.2's late invalidations, is tests/device/test_mw.py)."""
+side, with 7.2's late invalidations, is tests/device/test_mw_device.py)."""
 
 from __future__ import annotations
 
 import inspect
 import textwrap
+
+import pytest
+
+import ibverbs as ib
+from ibverbs import MWBind, MWBindInfo, SendWR, WROpcode, enums
+
+
+def test_inc_rkey_is_verbs_h():
+    # ibv_inc_rkey: the low 8 bits (the key) plus one, wrapping; the index
+    # (the upper 24 bits) stays.
+    assert ib.inc_rkey(0x12345600) == 0x12345601
+    assert ib.inc_rkey(0x123456FF) == 0x12345600
+    assert ib.inc_rkey(0xFFFFFFFF) == 0xFFFFFF00
+    assert ib.inc_rkey(0) == 1
+    for bad in (-1, 2**32):
+        with pytest.raises(ValueError, match="rkey"):
+            ib.inc_rkey(bad)
+    with pytest.raises(TypeError):
+        ib.inc_rkey("1")
+
+
+def test_enums_from_headers():
+    assert ib.MWType.TYPE_1 == 1 and ib.MWType.TYPE_2 == 2
+    assert ib.WROpcode.BIND_MW == 8
+    assert ib.WCOpcode.BIND_MW == 5 and ib.WCOpcode.LOCAL_INV == 6
+
+
+def test_records():
+    info = MWBindInfo(None, 0x1000, 64, ib.AccessFlags.REMOTE_READ)
+    assert info == MWBindInfo(None, 0x1000, 64, ib.AccessFlags.REMOTE_READ)
+    assert info != MWBindInfo(None, 0x1000, 65, ib.AccessFlags.REMOTE_READ)
+    assert "length=64" in repr(info)
+    bind = MWBind(info, wr_id=3, send_flags=ib.SendFlags.SIGNALED)
+    assert bind.bind_info is info and bind.wr_id == 3
+    assert "wr_id=3" in repr(bind)
+    with pytest.raises(AttributeError):
+        info.other = 1  # __slots__
+
+
+def test_sendwr_bind_fields_are_checked():
+    with pytest.raises(ValueError, match="BIND_MW needs mw="):
+        SendWR(opcode=WROpcode.BIND_MW)
+    with pytest.raises(ValueError, match="both mw= and bind_info="):
+        SendWR(opcode=WROpcode.BIND_MW, bind_info=MWBindInfo(None, 0, 0))
+    with pytest.raises(TypeError, match="mw must be an MW"):
+        SendWR(opcode=WROpcode.BIND_MW, mw=1, bind_info=MWBindInfo(None, 0, 0))
+    with pytest.raises(TypeError, match="mw must be an MW"):
+        SendWR(opcode=WROpcode.BIND_MW, mw="mw", bind_info=object())
+    # None is "not given"
+    wr = SendWR(mw=None, bind_info=None)
+    assert wr.mw is None and wr.bind_info is None
+
+
+def test_atomic_write_opcode_is_accepted():
+    # The 8 bytes to write travel in the SGE; what runs it is the device's
+    # business (tests/device/test_atomic_write.py).
+    sge = ib.SGE(0x1000, 8, lkey=1)
+    wr = SendWR(opcode=WROpcode.ATOMIC_WRITE, sg_list=[sge], remote_addr=0x2000, rkey=0x10)
+    assert wr.opcode is WROpcode.ATOMIC_WRITE
+    assert wr.remote_addr == 0x2000 and wr.rkey == 0x10
+    with pytest.raises(ValueError, match="compare_add"):
+        SendWR(opcode=WROpcode.ATOMIC_WRITE, sg_list=[sge], compare_add=1)
 
 
 def _common(fake):
@@ -306,3 +372,136 @@ def test_a_refused_dereg_stays_parked(recording):
         "alive_after_retry": False,
         "reported": [],
     }, v
+
+
+def test_memory_windows_alloc_and_bind(recording):
+    def body(fake):
+        import ibverbs
+        from ibverbs import enums
+
+        A = enums.AccessFlags
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+            mr = pd.reg_mr(0x10000, 8192, A.LOCAL_WRITE | A.REMOTE_WRITE | A.MW_BIND)
+            qp = pd.create_qp(ibverbs.QPInitAttr(cq))
+            for st in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+                qp.modify(enums.QPAttrMask.STATE, qp_state=st)
+            mw1 = pd.alloc_mw(enums.MWType.TYPE_1)
+            before = mw1.rkey
+            info = ibverbs.MWBindInfo(mr, 0x10100, 256, A.REMOTE_WRITE)
+            out["rkey"] = qp.bind_mw(mw1, ibverbs.MWBind(info, 31, enums.SendFlags.SIGNALED))
+            out["rkeys"] = [before, mw1.rkey]
+            mw2 = pd.alloc_mw(enums.MWType.TYPE_2)
+            wr = ibverbs.SendWR(
+                32,
+                opcode=enums.WROpcode.BIND_MW,
+                send_flags=enums.SendFlags.SIGNALED,
+                mw=mw2,
+                rkey=ibverbs.inc_rkey(mw2.rkey),
+                bind_info=info,
+            )
+            qp.post_send(wr)
+            out["wc"] = [[w.wr_id, int(w.opcode)] for w in cq.poll(4)]
+            out["mw2"] = mw2.rkey
+            for o in (mw2, mw1, qp, mr):
+                o.close()
+        return out
+
+    res = recording.run(body)
+    v = res.ok()
+    t1, t2 = res.calls("alloc_mw")
+    assert (t1["type"], t2["type"]) == (int(enums.MWType.TYPE_1), int(enums.MWType.TYPE_2))
+    bind = res.one("bind_mw")
+    A = enums.AccessFlags
+    assert bind.prefixed("mw_bind.") == {
+        "wr_id": 31,
+        "send_flags": int(enums.SendFlags.SIGNALED),
+        "bind_info.mr": bind["mw_bind.bind_info.mr"],
+        "bind_info.addr": 0x10100,
+        "bind_info.length": 256,
+        "bind_info.mw_access_flags": int(A.REMOTE_WRITE),
+    }
+    assert bind["mw_bind.bind_info.mr"] == res.one("dereg_mr")["mr"]
+    before, after = v["rkeys"]
+    assert after == v["rkey"] and after & ~0xFF == before & ~0xFF and after != before
+    post = res.one("post_send").prefixed("wr[0].")
+    assert post["opcode"] == int(enums.WROpcode.BIND_MW)
+    assert post["bind_mw.mw"] == res.calls("dealloc_mw")[0]["mw"]
+    assert (post["bind_mw.bind_info.addr"], post["bind_mw.bind_info.length"]) == (0x10100, 256)
+    assert post["bind_mw.bind_info.mw_access_flags"] == int(A.REMOTE_WRITE)
+    assert post["bind_mw.bind_info.mr"] == bind["mw_bind.bind_info.mr"]
+    W = enums.WCOpcode
+    assert v["wc"] == [[31, int(W.BIND_MW)], [32, int(W.BIND_MW)]]
+    assert res.live == 0, res.live_report
+
+
+def test_bound_window_holds_its_mr(recording):
+    """A window keeps the MR of its last bind alive (the kernel refuses to
+    deregister an MR under a bound window): with no other reference, the
+    MR is deregistered only after the window is deallocated; a bind to
+    another MR, or an unbind (length 0), parks the old one, which the next
+    post or bind deregisters once nothing else references it."""
+
+    def body(fake):
+        import gc
+
+        import ibverbs
+        from ibverbs import enums
+
+        A = enums.AccessFlags
+        acc = A.LOCAL_WRITE | A.REMOTE_WRITE | A.MW_BIND
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+            qp = pd.create_qp(ibverbs.QPInitAttr(cq))
+            for st in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+                qp.modify(enums.QPAttrMask.STATE, qp_state=st)
+            mw1 = pd.alloc_mw(enums.MWType.TYPE_1)
+            mw2 = pd.alloc_mw(enums.MWType.TYPE_2)
+            mrs = [pd.reg_mr(0x10000 * (i + 1), 4096, acc) for i in range(3)]
+            out["mrs"] = [mr.lkey for mr in mrs]
+
+            def info(mr, n=256):
+                return ibverbs.MWBindInfo(mr, mr.addr, n, A.REMOTE_WRITE)
+
+            qp.bind_mw(mw1, ibverbs.MWBind(info(mrs[0])))
+            qp.post_send(
+                ibverbs.SendWR(
+                    opcode=enums.WROpcode.BIND_MW,
+                    mw=mw2,
+                    rkey=ibverbs.inc_rkey(mw2.rkey),
+                    bind_info=info(mrs[1]),
+                )
+            )
+            spare = mrs[2]
+            del mrs
+            gc.collect()
+            # Moving mw1 to the spare MR lets mrs[0] go (the bind's own
+            # sweep); unbinding it (length 0) parks the spare, still
+            # referenced here, and the next post lets it go; closing mw2
+            # lets mrs[1] go.
+            qp.bind_mw(mw1, ibverbs.MWBind(info(spare)))
+            qp.bind_mw(mw1, ibverbs.MWBind(info(spare, 0)))
+            del spare
+            gc.collect()
+            qp.post_send(ibverbs.SendWR(9))
+            mw2.close()
+            mw1.close()
+            qp.close()
+        return out
+
+    res = recording.run(body)
+    v = res.ok()
+    verbs = res.verbs()
+    assert len(v["mrs"]) == len(res.calls("reg_mr")) == len(res.calls("dereg_mr")) == 3
+    order = [r.verb for r in res.records if r.verb in ("bind_mw", "dereg_mr", "dealloc_mw")]
+    assert order == [
+        "bind_mw",
+        "bind_mw",
+        "dereg_mr",
+        "bind_mw",
+        "dereg_mr",
+        "dealloc_mw",
+        "dereg_mr",
+        "dealloc_mw",
+    ], verbs
+    assert res.live == 0, res.live_report

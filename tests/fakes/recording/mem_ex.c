@@ -1,11 +1,11 @@
 /*
- * memx.c - recorders of the memory, import and device verbs of rdma-core 59-64:
+ * mem_ex.c - recorders of the memory, import and device verbs of rdma-core 59-64:
  * ibv_reg_mr_ex, ibv_alloc_buf/free_buf/reg_buf_mr/export_buf_dmabuf_fd,
  * ibv_alloc_dmah/dealloc_dmah, ibv_rereg_mr, ibv_import_device/pd/mr/dm
  * and their unimports, ibv_dm_export_dmabuf_fd, ibv_query_port_speed, and
  * the ops behind ibv_alloc_null_mr and ibv_query_rt_values_ex.
  *
- * The structs rdma-core 59..65 added are declared here with memx_ names
+ * The structs rdma-core 59..65 added are declared here with mem_ex_ names
  * (their layout as rdma-core 65's verbs.h has it) and the verbs bound to
  * their libibverbs names with asm labels, so this builds against rdma-core
  * 44 headers and the newest alike.
@@ -19,18 +19,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-struct memx_dmah {
+struct mem_ex_dmah {
 	struct ibv_context *context;
 };
 
-struct memx_dmah_init_attr {
+struct mem_ex_dmah_init_attr {
 	uint32_t comp_mask;
 	uint32_t cpu_id;
 	uint8_t ph;
 	uint8_t tph_mem_type;
 };
 
-struct memx_mr_init_attr {
+struct mem_ex_mr_init_attr {
 	size_t length;
 	int access;
 	uint64_t comp_mask;
@@ -38,29 +38,29 @@ struct memx_mr_init_attr {
 	void *addr;
 	int fd;
 	uint64_t fd_offset;
-	struct memx_dmah *dmah;
-	struct memx_buf *buf;
+	struct mem_ex_dmah *dmah;
+	struct mem_ex_buf *buf;
 };
 
-struct memx_buf {
+struct mem_ex_buf {
 	struct ibv_pd *pd;
 	void *addr;
 	size_t size;
 };
 
-#define MEMX_VERB(ret, c_name, sym, args)         \
+#define MEM_EX_VERB(ret, c_name, sym, args)         \
 	FAKE_EXPORT ret c_name args __asm__(sym); \
 	FAKE_EXPORT ret c_name args
 
 /* Unimport verbs: record, then free the process's struct only. */
-static void memx_forget(const char *verb, const char *kind, void *obj)
+static void mem_ex_forget(const char *verb, const char *kind, void *obj)
 {
 	fake_record_simple(verb, kind, obj);
 	fake_free_obj(kind, obj);
 }
 
 /* Import verbs: record the parent and the handle; the injected errno. */
-static int memx_import_rec(const char *verb, const char *pkey, const void *p,
+static int mem_ex_import_rec(const char *verb, const char *pkey, const void *p,
 			   const char *hkey, uint32_t handle)
 {
 	struct fake_rec r;
@@ -73,8 +73,8 @@ static int memx_import_rec(const char *verb, const char *pkey, const void *p,
 	return err;
 }
 
-MEMX_VERB(struct ibv_mr *, memx_reg_mr_ex, "ibv_reg_mr_ex",
-	  (struct ibv_pd * pd, struct memx_mr_init_attr *a))
+MEM_EX_VERB(struct ibv_mr *, mem_ex_reg_mr_ex, "ibv_reg_mr_ex",
+	  (struct ibv_pd * pd, struct mem_ex_mr_init_attr *a))
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "reg_mr_ex");
@@ -106,12 +106,12 @@ MEMX_VERB(struct ibv_mr *, memx_reg_mr_ex, "ibv_reg_mr_ex",
 			  a->length);
 }
 
-MEMX_VERB(void *, memx_alloc_buf, "ibv_alloc_buf",
-	  (struct ibv_pd * pd, size_t size, struct memx_buf **buf))
+MEM_EX_VERB(void *, mem_ex_alloc_buf, "ibv_alloc_buf",
+	  (struct ibv_pd * pd, size_t size, struct mem_ex_buf **buf))
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "alloc_buf");
-	struct memx_buf *b;
+	struct mem_ex_buf *b;
 
 	FAKE_P(&r, "pd", pd);
 	FAKE_U(&r, "size", size);
@@ -134,15 +134,15 @@ MEMX_VERB(void *, memx_alloc_buf, "ibv_alloc_buf",
 	return b->addr;
 }
 
-MEMX_VERB(void, memx_free_buf, "ibv_free_buf", (struct memx_buf * buf))
+MEM_EX_VERB(void, mem_ex_free_buf, "ibv_free_buf", (struct mem_ex_buf * buf))
 {
 	fake_record_simple("free_buf", "buf", buf);
 	free(buf->addr);
 	fake_free_obj("buf", buf);
 }
 
-MEMX_VERB(struct ibv_mr *, memx_reg_buf_mr, "ibv_reg_buf_mr",
-	  (struct ibv_pd * pd, struct memx_buf *buf, void *addr, size_t length,
+MEM_EX_VERB(struct ibv_mr *, mem_ex_reg_buf_mr, "ibv_reg_buf_mr",
+	  (struct ibv_pd * pd, struct mem_ex_buf *buf, void *addr, size_t length,
 	   int access))
 {
 	struct fake_rec r;
@@ -163,7 +163,7 @@ MEMX_VERB(struct ibv_mr *, memx_reg_buf_mr, "ibv_reg_buf_mr",
 
 /* One fd-returning verb of an object: dup(0), or -1 with the injected
  * errno. */
-static int memx_export(const char *verb, const char *key, const void *obj)
+static int mem_ex_export(const char *verb, const char *key, const void *obj)
 {
 	int err = fake_record_simple(verb, key, obj);
 
@@ -174,24 +174,24 @@ static int memx_export(const char *verb, const char *key, const void *obj)
 	return dup(0);
 }
 
-MEMX_VERB(int, memx_export_buf_dmabuf_fd, "ibv_export_buf_dmabuf_fd",
-	  (struct memx_buf * buf))
+MEM_EX_VERB(int, mem_ex_export_buf_dmabuf_fd, "ibv_export_buf_dmabuf_fd",
+	  (struct mem_ex_buf * buf))
 {
-	return memx_export("export_buf_dmabuf_fd", "buf", buf);
+	return mem_ex_export("export_buf_dmabuf_fd", "buf", buf);
 }
 
-MEMX_VERB(int, memx_dm_export_dmabuf_fd, "ibv_dm_export_dmabuf_fd",
+MEM_EX_VERB(int, mem_ex_dm_export_dmabuf_fd, "ibv_dm_export_dmabuf_fd",
 	  (struct ibv_dm * dm))
 {
-	return memx_export("dm_export_dmabuf_fd", "dm", dm);
+	return mem_ex_export("dm_export_dmabuf_fd", "dm", dm);
 }
 
-MEMX_VERB(struct memx_dmah *, memx_alloc_dmah, "ibv_alloc_dmah",
-	  (struct ibv_context * context, struct memx_dmah_init_attr *a))
+MEM_EX_VERB(struct mem_ex_dmah *, mem_ex_alloc_dmah, "ibv_alloc_dmah",
+	  (struct ibv_context * context, struct mem_ex_dmah_init_attr *a))
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "alloc_dmah");
-	struct memx_dmah *d;
+	struct mem_ex_dmah *d;
 
 	FAKE_P(&r, "context", context);
 	FAKE_X(&r, "attr.comp_mask", a->comp_mask);
@@ -212,7 +212,7 @@ MEMX_VERB(struct memx_dmah *, memx_alloc_dmah, "ibv_alloc_dmah",
 	return d;
 }
 
-MEMX_VERB(int, memx_dealloc_dmah, "ibv_dealloc_dmah", (struct memx_dmah * d))
+MEM_EX_VERB(int, mem_ex_dealloc_dmah, "ibv_dealloc_dmah", (struct mem_ex_dmah * d))
 {
 	int err = fake_record_simple("dealloc_dmah", "dmah", d);
 
@@ -222,7 +222,7 @@ MEMX_VERB(int, memx_dealloc_dmah, "ibv_dealloc_dmah", (struct memx_dmah * d))
 	return 0;
 }
 
-MEMX_VERB(int, memx_query_port_speed, "ibv_query_port_speed",
+MEM_EX_VERB(int, mem_ex_query_port_speed, "ibv_query_port_speed",
 	  (struct ibv_context * context, uint32_t port_num, uint64_t *speed))
 {
 	struct fake_rec r;
@@ -237,7 +237,7 @@ MEMX_VERB(int, memx_query_port_speed, "ibv_query_port_speed",
 	return 0;
 }
 
-MEMX_VERB(int, memx_rereg_mr, "ibv_rereg_mr",
+MEM_EX_VERB(int, mem_ex_rereg_mr, "ibv_rereg_mr",
 	  (struct ibv_mr * mr, int flags, struct ibv_pd *pd, void *addr,
 	   size_t length, int access))
 {
@@ -265,7 +265,7 @@ MEMX_VERB(int, memx_rereg_mr, "ibv_rereg_mr",
 	return 0;
 }
 
-MEMX_VERB(struct ibv_context *, memx_import_device, "ibv_import_device",
+MEM_EX_VERB(struct ibv_context *, mem_ex_import_device, "ibv_import_device",
 	  (int cmd_fd))
 {
 	struct fake_rec r;
@@ -288,12 +288,12 @@ MEMX_VERB(struct ibv_context *, memx_import_device, "ibv_import_device",
 	return ctx;
 }
 
-MEMX_VERB(struct ibv_pd *, memx_import_pd, "ibv_import_pd",
+MEM_EX_VERB(struct ibv_pd *, mem_ex_import_pd, "ibv_import_pd",
 	  (struct ibv_context * context, uint32_t handle))
 {
 	struct ibv_pd *pd;
 
-	if (memx_import_rec("import_pd", "context", context, "pd_handle",
+	if (mem_ex_import_rec("import_pd", "context", context, "pd_handle",
 			    handle))
 		return NULL;
 	pd = fake_new_obj("pd", sizeof(*pd));
@@ -304,17 +304,17 @@ MEMX_VERB(struct ibv_pd *, memx_import_pd, "ibv_import_pd",
 	return pd;
 }
 
-MEMX_VERB(void, memx_unimport_pd, "ibv_unimport_pd", (struct ibv_pd * pd))
+MEM_EX_VERB(void, mem_ex_unimport_pd, "ibv_unimport_pd", (struct ibv_pd * pd))
 {
-	memx_forget("unimport_pd", "pd", pd);
+	mem_ex_forget("unimport_pd", "pd", pd);
 }
 
-MEMX_VERB(struct ibv_mr *, memx_import_mr, "ibv_import_mr",
+MEM_EX_VERB(struct ibv_mr *, mem_ex_import_mr, "ibv_import_mr",
 	  (struct ibv_pd * pd, uint32_t handle))
 {
 	struct ibv_mr *mr;
 
-	if (memx_import_rec("import_mr", "pd", pd, "mr_handle", handle))
+	if (mem_ex_import_rec("import_mr", "pd", pd, "mr_handle", handle))
 		return NULL;
 	mr = mem_new_mr(pd, (void *)(uintptr_t)0x1000, 4096);
 	if (mr != NULL)
@@ -322,17 +322,17 @@ MEMX_VERB(struct ibv_mr *, memx_import_mr, "ibv_import_mr",
 	return mr;
 }
 
-MEMX_VERB(void, memx_unimport_mr, "ibv_unimport_mr", (struct ibv_mr * mr))
+MEM_EX_VERB(void, mem_ex_unimport_mr, "ibv_unimport_mr", (struct ibv_mr * mr))
 {
-	memx_forget("unimport_mr", "mr", mr);
+	mem_ex_forget("unimport_mr", "mr", mr);
 }
 
-MEMX_VERB(struct ibv_dm *, memx_import_dm, "ibv_import_dm",
+MEM_EX_VERB(struct ibv_dm *, mem_ex_import_dm, "ibv_import_dm",
 	  (struct ibv_context * context, uint32_t handle))
 {
 	struct ibv_dm *dm;
 
-	if (memx_import_rec("import_dm", "context", context, "dm_handle",
+	if (mem_ex_import_rec("import_dm", "context", context, "dm_handle",
 			    handle))
 		return NULL;
 	dm = fake_new_obj("dm", sizeof(*dm));
@@ -341,12 +341,12 @@ MEMX_VERB(struct ibv_dm *, memx_import_dm, "ibv_import_dm",
 	return dm;
 }
 
-MEMX_VERB(void, memx_unimport_dm, "ibv_unimport_dm", (struct ibv_dm * dm))
+MEM_EX_VERB(void, mem_ex_unimport_dm, "ibv_unimport_dm", (struct ibv_dm * dm))
 {
-	memx_forget("unimport_dm", "dm", dm);
+	mem_ex_forget("unimport_dm", "dm", dm);
 }
 
-static struct ibv_mr *memx_alloc_null_mr(struct ibv_pd *pd)
+static struct ibv_mr *mem_ex_alloc_null_mr(struct ibv_pd *pd)
 {
 	int err = fake_record_simple("alloc_null_mr", "pd", pd);
 
@@ -357,7 +357,7 @@ static struct ibv_mr *memx_alloc_null_mr(struct ibv_pd *pd)
 	return mem_new_mr(pd, NULL, SIZE_MAX);
 }
 
-static int memx_query_rt_values(struct ibv_context *context,
+static int mem_ex_query_rt_values(struct ibv_context *context,
 				struct ibv_values_ex *v)
 {
 	struct fake_rec r;
@@ -374,8 +374,8 @@ static int memx_query_rt_values(struct ibv_context *context,
 	return 0;
 }
 
-FAKE_CONTEXT_OPS(memx_ops)
+FAKE_CONTEXT_OPS(mem_ex_ops)
 {
-	fc->vctx.alloc_null_mr = memx_alloc_null_mr;
-	fc->vctx.query_rt_values = memx_query_rt_values;
+	fc->vctx.alloc_null_mr = mem_ex_alloc_null_mr;
+	fc->vctx.query_rt_values = mem_ex_query_rt_values;
 }

@@ -1,7 +1,7 @@
 """ibverbs.aio's waiting logic against stand-in CQs whose completion
 channel is a pipe (no device): the notify/poll race, event routing and
 batched acks, cancellation, fd registration, idle CPU, uvloop.
-tests/device/test_aio.py runs the same against rxe0."""
+tests/device/test_aio_device.py runs the same against rxe0."""
 
 import asyncio
 import errno

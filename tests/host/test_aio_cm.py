@@ -1,7 +1,7 @@
 """ibverbs.aio's connection manager awaitables against stand-ins whose
 event channel is a pipe (no device): waiting on the fd, timeouts,
 cancellation and fd registration, idle CPU, the default loop and uvloop.
-tests/device/test_aio_cm.py runs the real thing on rxe0."""
+tests/device/test_aio_cm_device.py runs the real thing on rxe0."""
 
 import asyncio
 import errno

@@ -120,7 +120,7 @@ def test_without_newer_verbs_only_the_calls_that_need_them_raise(shim, device_na
             assert got[call] == "ok", (call, got[call])
 
 
-# Multicast, replies from a WC and the data-ordering query (test_mcast.py,
+# Multicast, replies from a WC and the data-ordering query (test_mcast_device.py,
 # test_ud_reply.py) with a libibverbs that lacks their symbols.
 MCAST_CHILD = r"""
 import json, sys

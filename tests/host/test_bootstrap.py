@@ -259,7 +259,7 @@ def test_torch_stores_and_torch_store(monkeypatch):
 
 # ---------------------------------------------------------------------------
 # connect_mesh against stand-in verbs objects (the real ones: rxe0, in
-# tests/device/test_bootstrap_rxe.py)
+# tests/device/test_bootstrap_device.py)
 # ---------------------------------------------------------------------------
 
 import itertools  # noqa: E402

@@ -16,7 +16,7 @@ Where each runs:
   ``import_context`` either), ``alloc_dmah``, ``query_rt_values`` or
   ``query_port_speed``: refused everywhere (EOPNOTSUPP, answered by
   libibverbs' stand-in ops), their success paths checked against the
-  recording double only (tests/host/test_recording_mem.py).
+  recording double only (tests/host/test_mr.py, test_context.py).
 """
 
 import ctypes

@@ -1,5 +1,5 @@
 /*
- * qp_hw.c - the hardware-only QP verbs: modify_qp_rate_limit (a
+ * rate_limit_ece.c - the hardware-only QP verbs: modify_qp_rate_limit (a
  * verbs_context op) and the exported ibv_set_ece / ibv_query_ece.
  *
  * Answers: the rate limit is accepted; set_ece refuses vendor_id 0 with

@@ -1,11 +1,12 @@
 """The recording double of libibverbs itself (tests/fakes/recording/):
 it loads in place of libibverbs, answers as a provider would, logs each
 call, injects failures and counts live objects.  The field-by-field checks
-of the binding are in the other test_recording_*.py files."""
+of the binding are in the host test file of each object (test_mr.py, ...)."""
 
 from __future__ import annotations
 
 import ctypes
+import errno
 
 import ibverbs
 
@@ -121,4 +122,70 @@ def test_a_post_and_poll_loop_completes_every_work_request(recording):
         want += [(2 * i, recv, 64), (2 * i + 1, send, 32)]
     assert [tuple(x) for x in res.value] == want
     assert len(res.calls("post_send")) == len(res.calls("post_recv")) == 100
+    assert res.live == 0, res.live_report
+
+
+def test_injected_failures_raise_verbs_error_and_leak_nothing(recording):
+    def body(fake):
+        import errno
+
+        import ibverbs
+        from ibverbs import enums
+
+        out = []
+
+        def expect(verb, err, call):
+            fake.fail(verb, err)
+            try:
+                call()
+            except ibverbs.VerbsError as e:
+                out.append([verb, e.errno, e.operation])
+            else:
+                out.append([verb, "no error"])
+
+        expect("open_device", errno.ENODEV, lambda: ibverbs.Context("fake0"))
+        with ibverbs.Context("fake0") as ctx:
+            expect("create_cq", errno.ENOMEM, lambda: ctx.create_cq(8))
+            expect("create_comp_channel", errno.EMFILE, ctx.create_comp_channel)
+            with ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+                expect("reg_mr", errno.EFAULT, lambda: pd.reg_mr(0x1000, 64, 0))
+                expect("create_qp", errno.EINVAL, lambda: pd.create_qp(ibverbs.QPInitAttr(cq)))
+                expect("create_srq", errno.ENOSYS, pd.create_srq)
+                with pd.create_qp(ibverbs.QPInitAttr(cq)) as qp:
+                    expect("modify_qp", errno.EINVAL, lambda: qp.to_init(1))
+                    qp.to_init(1)
+                    qp.to_rtr(ibverbs.QPInfo(1, 0, 0, bytes(16), 1, 3), sgid_index=0)
+                    qp.to_rts()
+                    wrs = [ibverbs.SendWR(i, [ibverbs.SGE(0x1000, 8, 1)]) for i in (1, 2)]
+                    expect("post_send", errno.ENOMEM, lambda: qp.post_send(wrs))
+                    expect("post_recv", errno.ENOMEM, lambda: qp.post_recv(ibverbs.RecvWR(1)))
+                    expect("poll_cq", errno.EIO, lambda: cq.poll(1))
+                    expect("query_qp", errno.EIO, qp.query)
+                fake.fail("destroy_cq", errno.EBUSY)
+                c2 = ctx.create_cq(4)
+                try:
+                    c2.close()
+                except ibverbs.VerbsError as e:
+                    out.append(["destroy_cq", e.errno, e.operation, c2.closed])
+                c2.close()  # the retry frees it
+            expect("query_port", errno.EIO, lambda: ctx.query_port(1))
+        return [out, int(enums.QPState.RTS)]
+
+    res = recording.run(body)
+    out, _ = res.ok()
+    assert out == [
+        ["open_device", errno.ENODEV, "ibv_open_device"],
+        ["create_cq", errno.ENOMEM, "ibv_create_cq"],
+        ["create_comp_channel", errno.EMFILE, "ibv_create_comp_channel"],
+        ["reg_mr", errno.EFAULT, "ibv_reg_mr"],
+        ["create_qp", errno.EINVAL, "ibv_create_qp"],
+        ["create_srq", errno.ENOSYS, "ibv_create_srq"],
+        ["modify_qp", errno.EINVAL, "ibv_modify_qp"],
+        ["post_send", errno.ENOMEM, "ibv_post_send"],
+        ["post_recv", errno.ENOMEM, "ibv_post_recv"],
+        ["poll_cq", errno.EIO, "ibv_poll_cq"],
+        ["query_qp", errno.EIO, "ibv_query_qp"],
+        ["destroy_cq", errno.EBUSY, "ibv_destroy_cq", False],
+        ["query_port", errno.EIO, "ibv_query_port"],
+    ]
     assert res.live == 0, res.live_report

@@ -1,0 +1,82 @@
+"""XRC domains against the recording double (tests/fakes/recording/):
+open_xrcd and open_qp pass the fd, the oflags and the QP.  A check of what
+the binding hands libibverbs and what it makes of the answers, not evidence
+that a provider runs the verbs.  rxe refuses them:
+tests/device/test_xrc_wq.py."""
+
+from __future__ import annotations
+
+import errno
+
+from ibverbs import enums
+
+
+def test_open_xrcd_and_open_qp_pass_fd_oflags_and_the_qp(recording, tmp_path):
+    def body(fake, path):
+        import errno
+        import os
+
+        import ibverbs
+
+        out = {}
+        with ibverbs.Context("fake0") as ctx:
+            x = ctx.open_xrcd()
+            out["private"] = [x.fd, x.oflags, x.context is ctx]
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            shared = ctx.open_xrcd(fd=fd, oflags=os.O_CREAT | os.O_EXCL)
+            qp = ctx.open_qp(shared, 0x1234)
+            out["qp"] = [qp.qp_num, int(qp.qp_type), qp.pd is shared, qp.context is ctx]
+            try:
+                shared.close()
+            except ibverbs.VerbsError as e:
+                out["busy"] = [e.errno, str(e)]
+            qp.close()
+            shared.close()
+            os.close(fd)
+            x.close()
+            try:
+                x.close()
+                out["closed"] = x.closed
+            except ibverbs.VerbsError:
+                out["closed"] = "raised"
+            fake.fail("open_xrcd", errno.ENOMEM)
+            try:
+                ctx.open_xrcd()
+            except ibverbs.VerbsError as e:
+                out["injected"] = [e.errno, e.operation]
+            for bad in (-2, 2**31):
+                try:
+                    ctx.open_xrcd(fd=bad)
+                except ValueError:
+                    out.setdefault("bad", []).append(bad)
+        return out, os.O_CREAT, os.O_EXCL
+
+    res = recording.run(body, str(tmp_path / "xrc-domain"))
+    out, o_creat, o_excl = res.ok()
+    assert out["private"] == [-1, o_creat, True]
+    assert out["qp"] == [0x1234, int(enums.QPType.XRC_RECV), True, True]
+    assert out["busy"][0] == errno.EBUSY and "QP" in out["busy"][1]
+    assert out["closed"] is True
+    assert out["injected"] == [errno.ENOMEM, "ibv_open_xrcd"]
+    assert out["bad"] == [-2, 2**31]
+    opens = res.calls("open_xrcd")
+    mask = int(enums.XRCDInitAttrMask.FD | enums.XRCDInitAttrMask.OFLAGS)
+    assert [r["attr.comp_mask"] for r in opens] == [mask] * 3
+    assert [(r["attr.fd"], r["attr.oflags"]) for r in opens[:2]] == [
+        (-1, o_creat),
+        (opens[1]["attr.fd"], o_creat | o_excl),
+    ]
+    assert opens[1]["attr.fd"] >= 0
+    oq = res.one("open_qp")
+    om = enums.QPOpenAttrMask
+    assert oq["attr.comp_mask"] == int(om.XRCD | om.CONTEXT | om.NUM | om.TYPE)
+    assert oq["attr.qp_num"] == 0x1234
+    assert oq["attr.qp_type"] == int(enums.QPType.XRC_RECV)
+    assert oq["attr.qp_context"] != 0
+    closes = res.calls("close_xrcd")
+    assert len(closes) == 2 and oq["attr.xrcd"] == closes[0]["xrcd"]
+    assert res.one("destroy_qp")["qp_num"] == 0x1234
+    # the QP went before its XRCD
+    v = res.verbs()
+    assert v.index("destroy_qp") < v.index("close_xrcd")
+    assert res.live == 0, res.live_report
