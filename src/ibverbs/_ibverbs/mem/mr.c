@@ -809,14 +809,19 @@ PyDoc_STRVAR(mr_sge__doc__,
 
 /* sge(length=None, offset=0) -> SGE covering [offset, offset+length):
  * SGE(self, length, offset=offset), whose constructor checks the range. */
+/* offset is signed here: a negative one reaches SGE(), whose message
+ * ("offset must be non-negative") the compatibility contract keeps. */
 struct sge_args {
-	uint64_t offset, given;
+	int64_t offset;
+	uint64_t given;
 	uint32_t length;
 };
 static const ArgSpec sge_params[] = {
 	ARG_UINT(struct sge_args, length, .flags = ARG_OPT | ARG_NONE,
 		 .mask = 1),
-	ARG_UINT(struct sge_args, offset, .flags = ARG_OPT), ARG_END
+	ARG_INT(struct sge_args, offset, INT64_MIN, INT64_MAX,
+		.flags = ARG_OPT),
+	ARG_END
 };
 METHOD_ARGS_MASK(mr_sge, "MR.sge", sge_params,
 		 offsetof(struct sge_args, given));
@@ -830,7 +835,7 @@ static PyObject *mr_sge(PyObject *self, PyObject *args, PyObject *kw)
 	HANDLE_CHECK(self);
 	if (args_parse(&mr_sge_args, self, args, kw, &r) < 0)
 		return NULL;
-	k = Py_BuildValue("{sK}", "offset", (unsigned long long)r.offset);
+	k = Py_BuildValue("{sL}", "offset", (long long)r.offset);
 	if (k != NULL)
 		a = r.given ? Py_BuildValue("(Ok)", self,
 					    (unsigned long)r.length) :
