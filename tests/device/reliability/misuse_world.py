@@ -27,7 +27,8 @@ QPEX_OPS = (
     | _F.ATOMIC_WRITE
 )
 HANDLE_ATTRS = ["ctx", "pd", "mr", "cq", "ch", "qp", "srq", "ah", "cqx"]
-# The CM peer a CMID resolves (no listener needed to resolve).
+# The CM peer a CMID resolves (no listener needed to resolve): the node's
+# own address in the rig (tools/rxe-vm.d/guest-rig).
 CM_ADDR = os.environ.get("IBVERBS_TEST_CM_SERVER", "198.18.0.1")
 
 
@@ -79,7 +80,10 @@ class World:
         # a listener.
         if ib.has_rdmacm():
             self.cmid = ib.CMID.resolve(CM_ADDR, 7999)
-            self.listener = ib.CMListener(0)
+            # On the node's own address: a wildcard listener would make a
+            # cm_id on every device of the kernel, which the other node of
+            # a two-node guest counts (test_rel_leaks).
+            self.listener = ib.CMListener(0, CM_ADDR)
             if not close:
                 self.cm_pd = self.cmid.context.alloc_pd()
                 self.cm_cq = self.cmid.context.create_cq(4)
