@@ -126,28 +126,18 @@ def test_rxe_rdma_on_fallback_regions(fake_cuda, ctx, pd):
     qa, ca, qb, cb = rig.make_rc_pair(ctx, pd)
     try:
         # write src -> dst
-        qa.post_send(
-            ib.SendWR(
-                wr_id=1,
-                sg_list=[src.sge()],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=dst.addr,
-                rkey=dst.rkey,
-            )
-        )
+        qa.post_send(rig.send_wr([src.sge()], wr_id=1, opcode=ib.WROpcode.RDMA_WRITE, dest=dst))
         for wc in rig.poll_until(ca):
             wc.raise_for_status()
         assert ctypes.string_at(dst_ptr, n) == pattern
         # read dst -> back, at an offset
         qa.post_send(
-            ib.SendWR(
+            rig.send_wr(
+                [back.sge(n - 100, offset=100)],
                 wr_id=2,
-                sg_list=[back.sge(n - 100, offset=100)],
                 opcode=ib.WROpcode.RDMA_READ,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=dst.addr + 100,
-                rkey=dst.rkey,
+                dest=dst,
+                at=100,
             )
         )
         for wc in rig.poll_until(ca):

@@ -7,7 +7,7 @@ import time
 import pytest
 
 import ibverbs as ib
-from support.rdma import make_rc_pair, mkbuf, poll_until
+from support.rdma import make_rc_pair, mkbuf, poll_until, send_wr
 
 pytestmark = pytest.mark.integration
 
@@ -20,12 +20,11 @@ def test_bad_rkey_rem_access_err(pd, pair):
     src, mr_a = mkbuf(pd, 64, fill=1)
     dst, mr_b = mkbuf(pd, 64)
     qa.post_send(
-        ib.SendWR(
+        send_wr(
+            [mr_a.sge()],
             wr_id=5,
-            sg_list=[mr_a.sge()],
-            send_flags=SIGNALED,
             opcode=ib.WROpcode.RDMA_WRITE,
-            remote_addr=mr_b.addr,
+            dest=mr_b,
             rkey=mr_b.rkey ^ 0x5A5A00,
         )
     )
@@ -44,16 +43,7 @@ def test_write_without_remote_write_access(pd, pair):
     dst, mr_b = mkbuf(
         pd, 128, access=ib.AccessFlags.LOCAL_WRITE | ib.AccessFlags.REMOTE_READ, fill=0x11
     )
-    qa.post_send(
-        ib.SendWR(
-            wr_id=6,
-            sg_list=[mr_a.sge()],
-            send_flags=SIGNALED,
-            opcode=ib.WROpcode.RDMA_WRITE,
-            remote_addr=mr_b.addr,
-            rkey=mr_b.rkey,
-        )
-    )
+    qa.post_send(send_wr([mr_a.sge()], wr_id=6, opcode=ib.WROpcode.RDMA_WRITE, dest=mr_b))
     (wc,) = poll_until(ca)
     assert wc.status == S.REM_ACCESS_ERR
     assert (dst == 0x11).all()  # memory unchanged
@@ -63,16 +53,7 @@ def test_rdma_read_out_of_bounds(pd, pair):
     qa, ca, qb, cb = pair
     local, mr_a = mkbuf(pd, 64)
     remote, mr_b = mkbuf(pd, 32, fill=3)
-    qa.post_send(
-        ib.SendWR(
-            wr_id=7,
-            sg_list=[mr_a.sge()],
-            send_flags=SIGNALED,
-            opcode=ib.WROpcode.RDMA_READ,
-            remote_addr=mr_b.addr,
-            rkey=mr_b.rkey,
-        )
-    )
+    qa.post_send(send_wr([mr_a.sge()], wr_id=7, opcode=ib.WROpcode.RDMA_READ, dest=mr_b))
     (wc,) = poll_until(ca)
     assert wc.status == S.REM_ACCESS_ERR
     assert not local.any()
@@ -118,15 +99,7 @@ def test_post_send_too_many_sges_names_the_wr(ctx, pd):
     dst, mr_b = mkbuf(pd, 64)
     n = qa.cap.max_send_sge + 1
     good = [
-        ib.SendWR(
-            wr_id=i,
-            sg_list=[mr_a.sge(8)],
-            send_flags=SIGNALED,
-            opcode=ib.WROpcode.RDMA_WRITE,
-            remote_addr=mr_b.addr,
-            rkey=mr_b.rkey,
-        )
-        for i in range(2)
+        send_wr([mr_a.sge(8)], wr_id=i, opcode=ib.WROpcode.RDMA_WRITE, dest=mr_b) for i in range(2)
     ]
     bad = ib.SendWR(wr_id=42, sg_list=[mr_a.sge(1, i) for i in range(n)])
     with pytest.raises(ib.VerbsError) as ei:
@@ -149,14 +122,7 @@ def test_post_list_longer_than_sq(ctx, pd):
     src, mr_a = mkbuf(pd, 8)
     dst, mr_b = mkbuf(pd, 8)
     wrs = [
-        ib.SendWR(
-            wr_id=i,
-            sg_list=[mr_a.sge()],
-            send_flags=SIGNALED,
-            opcode=ib.WROpcode.RDMA_WRITE,
-            remote_addr=mr_b.addr,
-            rkey=mr_b.rkey,
-        )
+        send_wr([mr_a.sge()], wr_id=i, opcode=ib.WROpcode.RDMA_WRITE, dest=mr_b)
         for i in range(depth + 3)
     ]
     with pytest.raises(ib.VerbsError) as ei:

@@ -8,7 +8,7 @@ import pytest
 
 import ibverbs as ib
 
-from support.rdma import ALL_ACCESS, make_rc_pair, poll_until
+from support.rdma import ALL_ACCESS, make_rc_pair, poll_until, send_wr
 
 pytestmark = pytest.mark.integration
 
@@ -55,11 +55,10 @@ def test_rdma_write_and_read_through_iova(ctx, pd):
     mr_b = pd.reg_mr(back.ctypes.data, back.nbytes, ALL_ACCESS, owner=back)
     for wr_id, off in enumerate((0, 100, 4096 - src.nbytes)):
         qa.post_send(
-            ib.SendWR(
+            send_wr(
+                [mr_s.sge()],
                 wr_id=wr_id,
-                sg_list=[mr_s.sge()],
                 opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
                 remote_addr=mr_t.iova + off,
                 rkey=mr_t.rkey,
             )
@@ -68,11 +67,10 @@ def test_rdma_write_and_read_through_iova(ctx, pd):
         assert bytes(target[off : off + src.nbytes]) == src.tobytes()
         back[:] = 0
         qa.post_send(
-            ib.SendWR(
+            send_wr(
+                [mr_b.sge()],
                 wr_id=10 + wr_id,
-                sg_list=[mr_b.sge()],
                 opcode=ib.WROpcode.RDMA_READ,
-                send_flags=ib.SendFlags.SIGNALED,
                 remote_addr=IOVA + off,
                 rkey=mr_t.rkey,
             )
@@ -81,11 +79,10 @@ def test_rdma_write_and_read_through_iova(ctx, pd):
         assert back.tobytes() == src.tobytes()
     # The host address is not the MR's address any more: rxe refuses it.
     qa.post_send(
-        ib.SendWR(
+        send_wr(
+            [mr_s.sge()],
             wr_id=99,
-            sg_list=[mr_s.sge()],
             opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=ib.SendFlags.SIGNALED,
             remote_addr=target.ctypes.data,
             rkey=mr_t.rkey,
         )

@@ -29,7 +29,7 @@ import pytest
 
 import ibverbs as ib
 from support import kernels
-from support.rdma import ALL_ACCESS, make_rc_pair, mkbuf, ok, poll_until
+from support.rdma import ALL_ACCESS, make_rc_pair, mkbuf, ok, poll_until, send_wr
 
 pytestmark = pytest.mark.integration
 
@@ -50,10 +50,9 @@ def bufs(pd):
 def bind_type2(qp, cq, mw, mr, rkey, *, offset=0, length=1024, access=WINDOW, wr_id=1):
     """Bind a type 2 window with a posted SendWR and wait for it; then
     record the new rkey in the MW (see the module's docstring)."""
-    wr = ib.SendWR(
+    wr = send_wr(
         wr_id=wr_id,
         opcode=ib.WROpcode.BIND_MW,
-        send_flags=SIGNALED,
         mw=mw,
         rkey=rkey,
         bind_info=ib.MWBindInfo(mr, mr.addr + offset, length, access),
@@ -68,16 +67,7 @@ def bind_type2(qp, cq, mw, mr, rkey, *, offset=0, length=1024, access=WINDOW, wr
 def remote(qp, cq, op, mr, rkey, addr, n=8, wr_id=9):
     """One signaled RDMA WRITE/READ of n bytes at the start of mr, through
     rkey at addr; returns its completion (whatever its status)."""
-    qp.post_send(
-        ib.SendWR(
-            wr_id=wr_id,
-            sg_list=[mr.sge(n)],
-            opcode=op,
-            remote_addr=addr,
-            rkey=rkey,
-            send_flags=SIGNALED,
-        )
-    )
+    qp.post_send(send_wr([mr.sge(n)], wr_id=wr_id, opcode=op, remote_addr=addr, rkey=rkey))
     # A refused access completes at once on a quiet host; the long
     # timeout is for a guest starved by a busy one.
     (wc,) = poll_until(cq, timeout=60)
@@ -179,15 +169,7 @@ def test_send_with_inv_from_peer_then_refused(ctx, pd, pair, bufs):
     # The peer's message invalidates the window it was given.
     src[:16] = 0x5A
     qb.post_recv(ib.RecvWR(wr_id=5, sg_list=[mr_b.sge(64, offset=3000)]))
-    qa.post_send(
-        ib.SendWR(
-            wr_id=4,
-            sg_list=[mr_a.sge(16)],
-            opcode=ib.WROpcode.SEND_WITH_INV,
-            rkey=rkey,
-            send_flags=SIGNALED,
-        )
-    )
+    qa.post_send(send_wr([mr_a.sge(16)], wr_id=4, opcode=ib.WROpcode.SEND_WITH_INV, rkey=rkey))
     ok(poll_until(ca), ib.WCOpcode.SEND)
     (wc,) = ok(poll_until(cb), ib.WCOpcode.RECV)
     assert wc.wr_id == 5 and wc.byte_len == 16
@@ -211,15 +193,7 @@ def test_invalidated_rkey_read_through_cq_ex(ctx, pd, bufs):
     rkey = ib.inc_rkey(mw.rkey)
     bind_type2(qb, cb, mw, mr_b, rkey)
     qb.post_recv(ib.RecvWR(wr_id=6, sg_list=[mr_b.sge(64)]))
-    qa.post_send(
-        ib.SendWR(
-            wr_id=7,
-            sg_list=[mr_a.sge(16)],
-            opcode=ib.WROpcode.SEND_WITH_INV,
-            rkey=rkey,
-            send_flags=SIGNALED,
-        )
-    )
+    qa.post_send(send_wr([mr_a.sge(16)], wr_id=7, opcode=ib.WROpcode.SEND_WITH_INV, rkey=rkey))
     ok(poll_until(ca), ib.WCOpcode.SEND)
     deadline = time.monotonic() + 10
     while not cb.start_poll():
@@ -267,10 +241,9 @@ def test_type2_rebind_without_invalidate_fails(ctx, pd, pair, bufs):
     rkey = ib.inc_rkey(mw.rkey)
     bind_type2(qb, cb, mw, mr_b, rkey)
     qb.post_send(
-        ib.SendWR(
+        send_wr(
             wr_id=7,
             opcode=ib.WROpcode.BIND_MW,
-            send_flags=SIGNALED,
             mw=mw,
             rkey=ib.inc_rkey(rkey),
             bind_info=ib.MWBindInfo(mr_b, mr_b.addr, 64, WINDOW),
@@ -359,11 +332,12 @@ def test_bind_wr_keeps_mw_and_mr_alive_and_checks_them(pd, pair):
     buf = bytearray(4096)
     mr = ib.reg_tensor(pd, buf, ACCESS)
     mw = pd.alloc_mw(ib.MWType.TYPE_2)
-    wr = ib.SendWR(
+    wr = send_wr(
         opcode=ib.WROpcode.BIND_MW,
         mw=mw,
         rkey=ib.inc_rkey(mw.rkey),
         bind_info=ib.MWBindInfo(mr, mr.addr, 64, WINDOW),
+        signaled=False,
     )
     ids = id(mw), id(mr)
     del mw, mr
@@ -379,11 +353,12 @@ def test_bind_wr_keeps_mw_and_mr_alive_and_checks_them(pd, pair):
     # The same check in a chain, for the MR.
     mw2 = pd.alloc_mw(ib.MWType.TYPE_2)
     mr2 = ib.reg_tensor(pd, buf, ACCESS)
-    wr2 = ib.SendWR(
+    wr2 = send_wr(
         opcode=ib.WROpcode.BIND_MW,
         mw=mw2,
         rkey=ib.inc_rkey(mw2.rkey),
         bind_info=ib.MWBindInfo(mr2, mr2.addr, 64, WINDOW),
+        signaled=False,
     )
     chain = ib.SendWRChain([wr2])
     mr2.close()
@@ -557,11 +532,7 @@ def test_local_inv_lets_the_mr_go(ctx):
             del buf, mr
             gc.collect()
             assert owner() is not None  # held by the window
-            qb.post_send(
-                ib.SendWR(
-                    wr_id=200 + i, opcode=ib.WROpcode.LOCAL_INV, rkey=rkey, send_flags=SIGNALED
-                )
-            )
+            qb.post_send(send_wr(wr_id=200 + i, opcode=ib.WROpcode.LOCAL_INV, rkey=rkey))
             parked_after_post += owner() is not None
             ok(poll_until(cb), ib.WCOpcode.LOCAL_INV)
             previous = owner

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ibverbs as ib
-from support.rdma import ALL_ACCESS, make_rc_pair, mkbuf, ok, poll_until
+from support.rdma import ALL_ACCESS, make_rc_pair, mkbuf, ok, poll_until, send_wr
 from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
@@ -41,13 +41,7 @@ def test_send_with_imm(pd, pair):
     dst, mr_b = mkbuf(pd, 64)
     qb.post_recv(ib.RecvWR(wr_id=2, sg_list=[mr_b.sge()]))
     qa.post_send(
-        ib.SendWR(
-            wr_id=3,
-            sg_list=[mr_a.sge()],
-            opcode=ib.WROpcode.SEND_WITH_IMM,
-            imm_data=0xDEADBEEF,
-            send_flags=SIGNALED,
-        )
+        send_wr([mr_a.sge()], wr_id=3, opcode=ib.WROpcode.SEND_WITH_IMM, imm_data=0xDEADBEEF)
     )
     ok(poll_until(ca), ib.WCOpcode.SEND)
     (wb,) = ok(poll_until(cb), ib.WCOpcode.RECV)
@@ -62,13 +56,12 @@ def test_rdma_write(pd, pair):
     dst, mr_b = mkbuf(pd, 4096)
     src[:] = np.random.default_rng(1).integers(0, 256, 4096, dtype=np.uint8)
     qa.post_send(
-        ib.SendWR(
+        send_wr(
+            [ib.SGE(mr_a, 1000, offset=10)],
             wr_id=9,
-            sg_list=[ib.SGE(mr_a, 1000, offset=10)],
             opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=SIGNALED,
-            remote_addr=mr_b.addr + 100,
-            rkey=mr_b.rkey,
+            dest=mr_b,
+            at=100,
         )
     )
     (wa,) = ok(poll_until(ca), ib.WCOpcode.RDMA_WRITE)
@@ -84,14 +77,12 @@ def test_rdma_write_with_imm(pd, pair):
     dst, mr_b = mkbuf(pd, 512)
     qb.post_recv(ib.RecvWR(wr_id=11))  # no SGE: the data goes to remote_addr
     qa.post_send(
-        ib.SendWR(
+        send_wr(
+            [mr_a.sge()],
             wr_id=12,
-            sg_list=[mr_a.sge()],
             opcode=ib.WROpcode.RDMA_WRITE_WITH_IMM,
+            dest=mr_b,
             imm_data=0x01020304,
-            send_flags=SIGNALED,
-            remote_addr=mr_b.addr,
-            rkey=mr_b.rkey,
         )
     )
     ok(poll_until(ca), ib.WCOpcode.RDMA_WRITE)
@@ -108,13 +99,8 @@ def test_rdma_read(pd, pair):
     remote, mr_b = mkbuf(pd, 2048)
     remote[:] = np.arange(2048, dtype=np.uint16).astype(np.uint8)[::-1]
     qa.post_send(
-        ib.SendWR(
-            wr_id=21,
-            sg_list=[mr_a.sge(1024, offset=512)],
-            opcode=ib.WROpcode.RDMA_READ,
-            send_flags=SIGNALED,
-            remote_addr=mr_b.addr + 256,
-            rkey=mr_b.rkey,
+        send_wr(
+            [mr_a.sge(1024, offset=512)], wr_id=21, opcode=ib.WROpcode.RDMA_READ, dest=mr_b, at=256
         )
     )
     (wa,) = ok(poll_until(ca), ib.WCOpcode.RDMA_READ)
@@ -137,13 +123,11 @@ def test_compare_and_swap(ctx, pd, pair):
 
     def cas(compare, swap):
         qa.post_send(
-            ib.SendWR(
+            send_wr(
+                [mr_old.sge()],
                 wr_id=31,
-                sg_list=[mr_old.sge()],
                 opcode=ib.WROpcode.ATOMIC_CMP_AND_SWP,
-                send_flags=SIGNALED,
-                remote_addr=mr_t.addr,
-                rkey=mr_t.rkey,
+                dest=mr_t,
                 compare_add=compare,
                 swap=swap,
             )
@@ -166,13 +150,11 @@ def test_fetch_and_add(ctx, pd, pair):
     target[0] = 10
     for expect_old in (10, 15, 20):
         qa.post_send(
-            ib.SendWR(
+            send_wr(
+                [mr_old.sge()],
                 wr_id=41,
-                sg_list=[mr_old.sge()],
                 opcode=ib.WROpcode.ATOMIC_FETCH_AND_ADD,
-                send_flags=SIGNALED,
-                remote_addr=mr_t.addr,
-                rkey=mr_t.rkey,
+                dest=mr_t,
                 compare_add=5,
             )
         )
@@ -221,9 +203,9 @@ def test_inline_send(ctx, pd):
     src = np.frombuffer(bytearray(b"inline payload, 32 bytes long!!"), np.uint8)
     qb.post_recv(ib.RecvWR(wr_id=5, sg_list=[mr_b.sge()]))
     qa.post_send(
-        ib.SendWR(
+        send_wr(
+            [ib.SGE(src.ctypes.data, src.nbytes, lkey=0)],
             wr_id=6,
-            sg_list=[ib.SGE(src.ctypes.data, src.nbytes, lkey=0)],
             send_flags=SIGNALED | ib.SendFlags.INLINE,
         )
     )
@@ -268,12 +250,8 @@ def test_chained_tuple_mixed_opcodes(pd, pair):
     qb.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr_m.sge()]))
     qa.post_send(
         (
-            ib.SendWR(
-                wr_id=1,
-                sg_list=[mr_a.sge()],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                remote_addr=mr_b.addr,
-                rkey=mr_b.rkey,
+            send_wr(
+                [mr_a.sge()], wr_id=1, opcode=ib.WROpcode.RDMA_WRITE, dest=mr_b, signaled=False
             ),
             ib.SendWR(wr_id=2, sg_list=[mr_a.sge(8)], send_flags=SIGNALED),
         )
@@ -390,12 +368,13 @@ def _exchange(ctx, pd, port, gid_index, child, sock):
     assert sock.recv(1) == b"R"
     qp.post_send(
         [
-            ib.SendWR(
+            send_wr(
+                [mr.sge()],
                 wr_id=1,
-                sg_list=[mr.sge()],
                 opcode=ib.WROpcode.RDMA_WRITE,
                 remote_addr=raddr,
                 rkey=rkey,
+                signaled=False,
             ),
             ib.SendWR(wr_id=2, sg_list=[mr_msg.sge()], send_flags=SIGNALED),
         ]

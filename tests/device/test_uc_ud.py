@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 
 import ibverbs as ib
-from support.rdma import make_rc_pair, mkbuf, ok, poll_until, ud_qp
+from support.rdma import make_rc_pair, mkbuf, ok, poll_until, ud_qp, send_wr
 
 pytestmark = pytest.mark.integration
 
-SIGNALED = ib.SendFlags.SIGNALED
 GRH = 40  # a UD receive buffer starts with room for the GRH
 UD_QKEY = 0x11111111  # QP.to_init's default Q_Key for UD QPs
 
@@ -38,16 +37,7 @@ def test_uc_rdma_write(pd, uc_pair):
     src, mr_a = mkbuf(pd, 3000)
     dst, mr_b = mkbuf(pd, 3000)
     src[:] = np.random.default_rng(3).integers(0, 256, 3000, dtype=np.uint8)
-    qa.post_send(
-        ib.SendWR(
-            wr_id=1,
-            sg_list=[mr_a.sge()],
-            opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=SIGNALED,
-            remote_addr=mr_b.addr,
-            rkey=mr_b.rkey,
-        )
-    )
+    qa.post_send(send_wr([mr_a.sge()], wr_id=1, opcode=ib.WROpcode.RDMA_WRITE, dest=mr_b))
     ok(poll_until(ca), ib.WCOpcode.RDMA_WRITE)
     # UC completes at the sender when the data left; wait for it to land.
     deadline = time.monotonic() + 10
@@ -62,15 +52,7 @@ def test_uc_send_recv(pd, uc_pair):
     src[:] = np.arange(100, dtype=np.uint8)
     dst, mr_b = mkbuf(pd, 128)
     qb.post_recv(ib.RecvWR(wr_id=4, sg_list=[mr_b.sge()]))
-    qa.post_send(
-        ib.SendWR(
-            wr_id=5,
-            sg_list=[mr_a.sge()],
-            send_flags=SIGNALED,
-            opcode=ib.WROpcode.SEND_WITH_IMM,
-            imm_data=77,
-        )
-    )
+    qa.post_send(send_wr([mr_a.sge()], wr_id=5, opcode=ib.WROpcode.SEND_WITH_IMM, imm_data=77))
     ok(poll_until(ca), ib.WCOpcode.SEND)
     (wb,) = ok(poll_until(cb), ib.WCOpcode.RECV)
     assert wb.wr_id == 4 and wb.byte_len == 100 and wb.imm_data == 77
@@ -103,16 +85,7 @@ def test_ud_send_recv_through_ah(pd, ud):
     src[:] = np.random.default_rng(5).integers(0, 256, n, dtype=np.uint8)
     dst, mr_b = mkbuf(pd, GRH + n, fill=0xEE)
     qb.post_recv(ib.RecvWR(wr_id=8, sg_list=[mr_b.sge()]))
-    qa.post_send(
-        ib.SendWR(
-            wr_id=9,
-            sg_list=[mr_a.sge()],
-            send_flags=SIGNALED,
-            ah=ah,
-            remote_qpn=qb.qp_num,
-            remote_qkey=UD_QKEY,
-        )
-    )
+    qa.post_send(send_wr([mr_a.sge()], wr_id=9, ah=ah, remote_qpn=qb.qp_num, remote_qkey=UD_QKEY))
     (wa,) = ok(poll_until(ca), ib.WCOpcode.SEND)
     assert wa.wr_id == 9
     (wb,) = ok(poll_until(cb), ib.WCOpcode.RECV)
@@ -134,12 +107,11 @@ def test_ud_send_with_imm_and_list(pd, ud):
     )
     qa.post_send(
         [
-            ib.SendWR(
+            send_wr(
+                [mr_a.sge(16, 16 * i)],
                 wr_id=10 + i,
-                sg_list=[mr_a.sge(16, 16 * i)],
                 opcode=ib.WROpcode.SEND_WITH_IMM,
                 imm_data=1000 + i,
-                send_flags=SIGNALED,
                 ah=ah,
                 remote_qpn=qb.qp_num,
                 remote_qkey=UD_QKEY,
@@ -160,15 +132,7 @@ def test_ud_wrong_qkey_is_dropped(pd, ud):
     src, mr_a = mkbuf(pd, 16, fill=1)
     dst, mr_b = mkbuf(pd, GRH + 16)
     qb.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr_b.sge()]))
-    qa.post_send(
-        ib.SendWR(
-            sg_list=[mr_a.sge()],
-            send_flags=SIGNALED,
-            ah=ah,
-            remote_qpn=qb.qp_num,
-            remote_qkey=0x1234,
-        )
-    )
+    qa.post_send(send_wr([mr_a.sge()], ah=ah, remote_qpn=qb.qp_num, remote_qkey=0x1234))
     ok(poll_until(ca))  # UD: the sender does not know
     time.sleep(0.5)
     assert cb.poll(4) == []
@@ -198,13 +162,8 @@ def test_ud_send_chain_follows_a_new_ah(ctx, pd, ud, port, gid_index):
     dst, mr_b = mkbuf(pd, 2 * (GRH + 16))
     chain = ib.SendWRChain(
         [
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[mr_a.sge(16, 16 * i)],
-                send_flags=SIGNALED,
-                ah=ah,
-                remote_qpn=qb.qp_num,
-                remote_qkey=UD_QKEY,
+            send_wr(
+                [mr_a.sge(16, 16 * i)], wr_id=i, ah=ah, remote_qpn=qb.qp_num, remote_qkey=UD_QKEY
             )
             for i in range(2)
         ]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ibverbs as ib
-from support.rdma import make_rc_pair, mkbuf, ok, poll_until
+from support.rdma import make_rc_pair, mkbuf, ok, poll_until, send_wr
 
 pytestmark = pytest.mark.integration
 
@@ -20,12 +20,12 @@ WRITE = ib.WROpcode.RDMA_WRITE
 
 def writes(mr_src, mr_dst, n, size, signal_last=True):
     return [
-        ib.SendWR(
+        send_wr(
+            [mr_src.sge(size, i * size)],
             wr_id=i,
-            sg_list=[mr_src.sge(size, i * size)],
             opcode=WRITE,
-            remote_addr=mr_dst.addr + i * size,
-            rkey=mr_dst.rkey,
+            dest=mr_dst,
+            at=i * size,
             send_flags=SIGNALED if (i == n - 1 or not signal_last) else 0,
         )
         for i in range(n)
@@ -112,14 +112,7 @@ def test_members_refused_elsewhere_until_release(pd, pair):
     src, mr_a = mkbuf(pd, 16, fill=3)
     dst, mr_b = mkbuf(pd, 16)
     wrs = writes(mr_a, mr_b, 2, 8)
-    free = ib.SendWR(
-        wr_id=9,
-        sg_list=[mr_a.sge(8)],
-        opcode=WRITE,
-        remote_addr=mr_b.addr,
-        rkey=mr_b.rkey,
-        send_flags=SIGNALED,
-    )
+    free = send_wr([mr_a.sge(8)], wr_id=9, opcode=WRITE, dest=mr_b)
     chain = ib.SendWRChain(wrs)
     with pytest.raises(ValueError, match="belongs to a SendWRChain"):
         qa.post_send(wrs[1])
@@ -169,9 +162,7 @@ def test_closed_mr_is_refused_between_posts(pd, pair):
     wrs = writes(mr_a, mr_b, 2, 8)
     wrs.insert(
         1,
-        ib.SendWR(
-            wr_id=5, sg_list=[mr_o.sge()], opcode=WRITE, remote_addr=mr_b.addr, rkey=mr_b.rkey
-        ),
+        send_wr([mr_o.sge()], wr_id=5, opcode=WRITE, dest=mr_b, signaled=False),
     )
     chain = ib.SendWRChain(wrs)
     qa.post_send(chain)
@@ -199,17 +190,7 @@ def test_post_error_names_the_chain_index(ctx, pd):
     src, mr_a = mkbuf(pd, 8)
     dst, mr_b = mkbuf(pd, 8)
     chain = ib.SendWRChain(
-        [
-            ib.SendWR(
-                wr_id=i,
-                sg_list=[mr_a.sge()],
-                send_flags=SIGNALED,
-                opcode=WRITE,
-                remote_addr=mr_b.addr,
-                rkey=mr_b.rkey,
-            )
-            for i in range(depth + 3)
-        ]
+        [send_wr([mr_a.sge()], wr_id=i, opcode=WRITE, dest=mr_b) for i in range(depth + 3)]
     )
     with pytest.raises(ib.VerbsError) as ei:
         qa.post_send(chain)

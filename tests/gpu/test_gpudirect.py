@@ -156,16 +156,7 @@ def test_rdma_write_gpu_to_gpu(torch, gpudirect, pair, offset):
         cuda.register_tensor(gpudirect, dst, ACCESS) as dmr,
     ):
         assert smr.addr == src.data_ptr() and dmr.addr == dst.data_ptr()
-        qa.post_send(
-            ib.SendWR(
-                wr_id=1,
-                sg_list=[smr.sge()],
-                opcode=ib.WROpcode.RDMA_WRITE,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=dmr.addr,
-                rkey=dmr.rkey,
-            )
-        )
+        qa.post_send(rig.send_wr([smr.sge()], wr_id=1, opcode=ib.WROpcode.RDMA_WRITE, dest=dmr))
         for wc in rig.poll_until(ca):
             wc.raise_for_status()
         _flush_into(torch, dst)
@@ -181,16 +172,7 @@ def test_rdma_read_gpu_to_gpu(torch, gpudirect, pair):
         cuda.register_tensor(gpudirect, dst, ACCESS) as dmr,
     ):
         # qa reads the peer's src into its dst
-        qa.post_send(
-            ib.SendWR(
-                wr_id=2,
-                sg_list=[dmr.sge()],
-                opcode=ib.WROpcode.RDMA_READ,
-                send_flags=ib.SendFlags.SIGNALED,
-                remote_addr=smr.addr,
-                rkey=smr.rkey,
-            )
-        )
+        qa.post_send(rig.send_wr([dmr.sge()], wr_id=2, opcode=ib.WROpcode.RDMA_READ, dest=smr))
         for wc in rig.poll_until(ca):
             wc.raise_for_status()
         _flush_into(torch, dst)
@@ -206,14 +188,7 @@ def test_send_gpu_to_gpu(torch, gpudirect, pair):
         cuda.register_tensor(gpudirect, dst, ACCESS) as dmr,
     ):
         qb.post_recv(ib.RecvWR(wr_id=7, sg_list=[dmr.sge()]))
-        qa.post_send(
-            ib.SendWR(
-                wr_id=8,
-                sg_list=[smr.sge()],
-                opcode=ib.WROpcode.SEND,
-                send_flags=ib.SendFlags.SIGNALED,
-            )
-        )
+        qa.post_send(rig.send_wr([smr.sge()], wr_id=8, opcode=ib.WROpcode.SEND))
         for wc in rig.poll_until(ca):
             wc.raise_for_status()
         (wc,) = rig.poll_until(cb)
@@ -235,13 +210,12 @@ def test_sge_pieces_gpu_to_gpu(torch, gpudirect, pair):
     ):
         for i, off in enumerate((half, 0)):
             qa.post_send(
-                ib.SendWR(
+                rig.send_wr(
+                    [smr.sge(half, offset=off)],
                     wr_id=10 + i,
-                    sg_list=[smr.sge(half, offset=off)],
                     opcode=ib.WROpcode.RDMA_WRITE,
-                    send_flags=ib.SendFlags.SIGNALED,
-                    remote_addr=dmr.addr + off,
-                    rkey=dmr.rkey,
+                    dest=dmr,
+                    at=off,
                 )
             )
         for wc in rig.poll_until(ca, 2):

@@ -93,39 +93,47 @@ def make_rc_pair(
     ia = ib.local_qp_info(qa, port_attr, gid, port=PORT, psn=0x1234)
     ibb = ib.local_qp_info(qb, port_attr, gid, port=PORT, psn=0x4321)
     extra = {} if min_rnr_timer is None else {"min_rnr_timer": min_rnr_timer}
-    ib.connect_rc(
-        qa,
-        ibb,
-        port=PORT,
-        sgid_index=GID_INDEX,
-        access=access,
-        local_psn=ia.psn,
-        rnr_retry=rnr_retry,
-        **extra,
-    )
-    ib.connect_rc(
-        qb,
-        ia,
-        port=PORT,
-        sgid_index=GID_INDEX,
-        access=access,
-        local_psn=ibb.psn,
-        rnr_retry=rnr_retry,
-        **extra,
-    )
+    for qp, mine, theirs in ((qa, ia, ibb), (qb, ibb, ia)):
+        ib.connect_rc(
+            qp,
+            theirs,
+            port=PORT,
+            sgid_index=GID_INDEX,
+            access=access,
+            local_psn=mine.psn,
+            rnr_retry=rnr_retry,
+            **extra,
+        )
     return qa, ca, qb, cb
+
+
+def send_wr(sge=None, *, dest=None, at=0, rkey=None, signaled=True, **fields):
+    """A SendWR from SGE (an SGE, a list of them, or none), signaled unless
+    told (a send_flags field replaces that); with DEST (an MR), to DEST's
+    addr + AT with its rkey unless RKEY.  FIELDS: the other SendWR fields
+    (wr_id, opcode, imm_data, ah, remote_qpn, ...)."""
+    fields.setdefault("send_flags", ib.SendFlags.SIGNALED if signaled else 0)
+    if dest is not None:
+        fields["remote_addr"] = dest.addr + at
+        rkey = dest.rkey if rkey is None else rkey
+    if rkey is not None:
+        fields["rkey"] = rkey
+    if sge is not None:
+        fields["sg_list"] = sge
+    return ib.SendWR(**fields)
 
 
 def write_wr(src, length, dest, *, at=0, wr_id=0, rkey=None, signaled=True):
     """A SendWR that RDMA-writes the first LENGTH bytes of MR SRC to MR DEST
     at offset AT (with DEST's rkey unless RKEY), signaled unless told."""
-    return ib.SendWR(
+    return send_wr(
+        [src.sge(length)],
         wr_id=wr_id,
-        sg_list=[src.sge(length)],
         opcode=ib.WROpcode.RDMA_WRITE,
-        send_flags=ib.SendFlags.SIGNALED if signaled else 0,
-        remote_addr=dest.addr + at,
-        rkey=dest.rkey if rkey is None else rkey,
+        dest=dest,
+        at=at,
+        rkey=rkey,
+        signaled=signaled,
     )
 
 

@@ -7,6 +7,7 @@ import pytest
 
 import ibverbs as ib
 from support.peers import SIGNALED, connect, mkbuf, mr_desc, poll_until, rc_qp
+from support.rdma import send_wr
 
 pytestmark = pytest.mark.twonode
 
@@ -31,15 +32,9 @@ def test_send_recv_imm_multi_sge_inline(chan, me, ctx, pd):
         qp.post_send(
             [
                 # SEND of two SGEs gathered into one message
-                ib.SendWR(
-                    wr_id=1, sg_list=[mr.sge(300, 0), mr.sge(500, 1000)], send_flags=SIGNALED
-                ),
-                ib.SendWR(
-                    wr_id=2,
-                    sg_list=[mr.sge(700, 1500 - 700)],
-                    opcode=OP.SEND_WITH_IMM,
-                    imm_data=0xCAFE0001,
-                    send_flags=SIGNALED,
+                send_wr([mr.sge(300, 0), mr.sge(500, 1000)], wr_id=1),
+                send_wr(
+                    [mr.sge(700, 1500 - 700)], wr_id=2, opcode=OP.SEND_WITH_IMM, imm_data=0xCAFE0001
                 ),
             ]
         )
@@ -84,30 +79,27 @@ def test_write_write_imm_and_read(chan, me, ctx, pd):
         buf[:4096] = pattern(4096, 4)
         qp.post_send(
             [
-                ib.SendWR(
+                send_wr(
+                    [mr.sge(3000, 0)],
                     wr_id=1,
-                    sg_list=[mr.sge(3000, 0)],
                     opcode=OP.RDMA_WRITE,
                     remote_addr=theirs["addr"] + 100,
                     rkey=theirs["rkey"],
-                    send_flags=SIGNALED,
                 ),
-                ib.SendWR(
+                send_wr(
+                    [mr.sge(96, 3000)],
                     wr_id=2,
-                    sg_list=[mr.sge(96, 3000)],
                     opcode=OP.RDMA_WRITE_WITH_IMM,
                     imm_data=77,
                     remote_addr=theirs["addr"] + 3100,
                     rkey=theirs["rkey"],
-                    send_flags=SIGNALED,
                 ),
-                ib.SendWR(
+                send_wr(
+                    [mr.sge(4096, 4096)],
                     wr_id=3,
-                    sg_list=[mr.sge(4096, 4096)],
                     opcode=OP.RDMA_READ,
                     remote_addr=theirs["addr"] + 4096,
                     rkey=theirs["rkey"],
-                    send_flags=SIGNALED,
                 ),
             ]
         )

@@ -11,6 +11,7 @@ import pytest
 
 import ibverbs as ib
 from support.peers import GID_INDEX, PORT, SIGNALED, connect, mkbuf, poll_until, rc_qp
+from support.rdma import send_wr
 
 pytestmark = pytest.mark.twonode
 
@@ -36,10 +37,9 @@ def test_ud_through_ah_from_remote_gid(chan, me, node, ctx, pd):
     src, mr_s = mkbuf(pd, n)
     src[:] = np.random.default_rng(20 + me).integers(0, 256, n, dtype=np.uint8)
     qp.post_send(
-        ib.SendWR(
+        send_wr(
+            [mr_s.sge()],
             wr_id=60,
-            sg_list=[mr_s.sge()],
-            send_flags=SIGNALED,
             opcode=ib.WROpcode.SEND_WITH_IMM,
             imm_data=1000 + me,
             ah=ah,
@@ -91,12 +91,11 @@ def test_srq_shared_by_qps_from_the_peer(chan, me, ctx, pd):
             k = j % 2
             src[100 * j : 100 * (j + 1)] = 0x10 + j
             qps[k].post_send(
-                ib.SendWR(
+                send_wr(
+                    [mr.sge(100, 100 * j)],
                     wr_id=j,
-                    sg_list=[mr.sge(100, 100 * j)],
                     opcode=ib.WROpcode.SEND_WITH_IMM,
                     imm_data=(k << 8) | (0x10 + j),
-                    send_flags=SIGNALED,
                 )
             )
         poll_until(cq, 4, timeout=20, check=True)

@@ -19,6 +19,7 @@ import ibverbs as ib
 
 from support import NETDEV, PORT, TESTS, device_name
 from support.rdma import (
+    send_wr,
     ALL_ACCESS,
     drain_async_events,
     make_rc_pair,
@@ -50,14 +51,7 @@ def test_err_with_outstanding_work_completes_each_wr_once(ctx, pd):
     qa.post_send(
         [ib.SendWR(wr_id=100 + i, sg_list=[mr_src.sge(64)], send_flags=SIG) for i in range(8)]
         + [
-            ib.SendWR(
-                wr_id=200 + i,
-                sg_list=[mr_src.sge(64)],
-                send_flags=SIG,
-                opcode=ib.WROpcode.RDMA_WRITE,
-                remote_addr=mr_dst.addr,
-                rkey=mr_dst.rkey,
-            )
+            send_wr([mr_src.sge(64)], wr_id=200 + i, opcode=ib.WROpcode.RDMA_WRITE, dest=mr_dst)
             for i in range(4)
         ]
     )
@@ -128,13 +122,12 @@ def test_link_flap_mid_traffic(ctx, pd):
     try:
         for i in range(32):
             qa.post_send(
-                ib.SendWR(
+                send_wr(
+                    [mr_src.sge(2048, offset=2048 * i)],
                     wr_id=i,
-                    sg_list=[mr_src.sge(2048, offset=2048 * i)],
                     opcode=ib.WROpcode.RDMA_WRITE,
-                    send_flags=SIG,
-                    remote_addr=mr_dst.addr + 2048 * i,
-                    rkey=mr_dst.rkey,
+                    dest=mr_dst,
+                    at=2048 * i,
                 )
             )
             posted += 1
@@ -163,16 +156,7 @@ def test_link_flap_mid_traffic(ctx, pd):
     # A fresh pair works once the port is back.
     qa, ca, qb, cb = make_rc_pair(ctx, pd)
     dst[:] = bytes(65536)
-    qa.post_send(
-        ib.SendWR(
-            wr_id=1,
-            sg_list=[mr_src.sge(64)],
-            send_flags=SIG,
-            opcode=ib.WROpcode.RDMA_WRITE,
-            remote_addr=mr_dst.addr,
-            rkey=mr_dst.rkey,
-        )
-    )
+    qa.post_send(send_wr([mr_src.sge(64)], wr_id=1, opcode=ib.WROpcode.RDMA_WRITE, dest=mr_dst))
     poll_until(ca, 1, timeout=30)[0].raise_for_status()
     assert dst[:64] == src[:64]
     for o in (qa, qb, ca, cb, mr_src, mr_dst):

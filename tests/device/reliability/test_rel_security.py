@@ -22,7 +22,7 @@ import pytest
 import ibverbs as ib
 import ibverbs.cuda
 
-from support.rdma import ALL_ACCESS, make_rc_pair, poll_until
+from support.rdma import ALL_ACCESS, make_rc_pair, poll_until, send_wr
 
 A = ib.AccessFlags
 S = ib.WCStatus
@@ -44,16 +44,7 @@ def one_sided(ctx, pd, opcode, buf, access, addr, rkey):
     to (addr, rkey) from a fresh connected QP; the completion status."""
     qa, ca, qb, cb = make_rc_pair(ctx, pd, rnr_retry=0)
     mr = ib.reg_tensor(pd, buf, access)
-    qa.post_send(
-        ib.SendWR(
-            wr_id=1,
-            sg_list=[mr.sge()],
-            opcode=opcode,
-            send_flags=SIG,
-            remote_addr=addr,
-            rkey=rkey,
-        )
-    )
+    qa.post_send(send_wr([mr.sge()], wr_id=1, opcode=opcode, remote_addr=addr, rkey=rkey))
     st = poll_until(ca, 1, timeout=30)[0].status
     for o in (qa, qb, ca, cb, mr):
         o.close()
@@ -93,16 +84,7 @@ def test_qp_without_remote_write_access_refuses_writes(ctx, pd):
     mr_dst = ib.reg_tensor(pd, dst, ALL_ACCESS)
     src = bytearray(b"\x22" * 64)
     mr_src = ib.reg_tensor(pd, src, 0)
-    qa.post_send(
-        ib.SendWR(
-            wr_id=1,
-            sg_list=[mr_src.sge()],
-            opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=SIG,
-            remote_addr=mr_dst.addr,
-            rkey=mr_dst.rkey,
-        )
-    )
+    qa.post_send(send_wr([mr_src.sge()], wr_id=1, opcode=ib.WROpcode.RDMA_WRITE, dest=mr_dst))
     # rxe reports REM_INV_REQ_ERR here, other devices REM_ACCESS_ERR.
     assert poll_until(ca, 1)[0].status in (S.REM_ACCESS_ERR, S.REM_INV_REQ_ERR)
     assert dst == bytearray(64)
@@ -213,16 +195,7 @@ def test_mr_of_another_pd_is_refused(ctx, pd):
     qa, ca, qb, cb = make_rc_pair(ctx, pd, rnr_retry=0)
     dst = bytearray(64)
     mr_dst = ib.reg_tensor(pd, dst, ALL_ACCESS)
-    qa.post_send(
-        ib.SendWR(
-            wr_id=1,
-            sg_list=[mr_foreign.sge()],
-            opcode=ib.WROpcode.RDMA_WRITE,
-            send_flags=SIG,
-            remote_addr=mr_dst.addr,
-            rkey=mr_dst.rkey,
-        )
-    )
+    qa.post_send(send_wr([mr_foreign.sge()], wr_id=1, opcode=ib.WROpcode.RDMA_WRITE, dest=mr_dst))
     wc = poll_until(ca, 1, timeout=30)[0]
     assert wc.status != S.SUCCESS
     with pytest.raises(ib.CompletionError):

@@ -26,23 +26,10 @@ void fake_add_ah_attr(struct fake_rec *r, const char *p,
 		 a->grh.hop_limit, p, a->grh.traffic_class);
 }
 
-FAKE_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
-					 struct ibv_ah_attr *attr)
+struct ibv_ah *fake_new_ah(struct ibv_pd *pd, int err)
 {
-	struct fake_rec r;
-	int err = fake_begin(&r, "create_ah");
-	struct ibv_ah *ah;
+	struct ibv_ah *ah = fake_new_unless(err, "ah", sizeof(*ah));
 
-	FAKE_P(&r, "pd", pd);
-	fake_add_ah_attr(&r, "attr", attr);
-	fake_end(&r);
-	if (!err && attr->port_num != 1)
-		err = EINVAL;
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	ah = fake_new_obj("ah", sizeof(*ah));
 	if (ah == NULL)
 		return NULL;
 	ah->context = pd->context;
@@ -51,12 +38,21 @@ FAKE_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	return ah;
 }
 
+FAKE_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
+					 struct ibv_ah_attr *attr)
+{
+	struct fake_rec r;
+	int err = fake_begin(&r, "create_ah");
+
+	FAKE_P(&r, "pd", pd);
+	fake_add_ah_attr(&r, "attr", attr);
+	fake_end(&r);
+	if (!err && attr->port_num != 1)
+		err = EINVAL;
+	return fake_new_ah(pd, err);
+}
+
 FAKE_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	int err = fake_record_simple("destroy_ah", "ah", ah);
-
-	if (err)
-		return err;
-	fake_free_obj("ah", ah);
-	return 0;
+	return fake_destroy_simple("destroy_ah", "ah", "ah", ah);
 }

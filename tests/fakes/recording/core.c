@@ -244,6 +244,31 @@ void fake_free_obj(const char *kind, void *p)
 	free(p);
 }
 
+void *fake_new_unless(int err, const char *kind, size_t size)
+{
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	return fake_new_obj(kind, size);
+}
+
+void *fake_end_new(struct fake_rec *r, int err, const char *kind, size_t size)
+{
+	fake_end(r);
+	return fake_new_unless(err, kind, size);
+}
+
+int fake_destroy_simple(const char *verb, const char *key, const char *kind,
+			void *obj)
+{
+	int err = fake_record_simple(verb, key, obj);
+
+	if (!err)
+		fake_free_obj(kind, obj);
+	return err;
+}
+
 static uint32_t next_id = 0x100;
 
 uint32_t fake_next_id(void)

@@ -33,12 +33,7 @@ static struct ibv_counters *cnt_create(struct ibv_context *context,
 
 	FAKE_P(&r, "context", context);
 	FAKE_X(&r, "attr.comp_mask", a->comp_mask);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	c = fake_new_obj("counters", sizeof(*c));
+	c = fake_end_new(&r, err, "counters", sizeof(*c));
 	if (c != NULL)
 		c->context = context;
 	return c;
@@ -46,12 +41,8 @@ static struct ibv_counters *cnt_create(struct ibv_context *context,
 
 static int cnt_destroy(struct ibv_counters *c)
 {
-	int err = fake_record_simple("destroy_counters", "counters", c);
-
-	if (err)
-		return err;
-	fake_free_obj("counters", c);
-	return 0;
+	return fake_destroy_simple("destroy_counters", "counters", "counters",
+				   c);
 }
 
 static int cnt_attach(struct ibv_counters *c, struct ibv_counter_attach_attr *a,
@@ -140,12 +131,7 @@ cnt_create_esp(struct ibv_context *context, struct ibv_flow_action_esp_attr *a)
 
 	FAKE_P(&r, "context", context);
 	cnt_esp_fields(&r, a);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	fa = fake_new_obj("flow_action", sizeof(*fa));
+	fa = fake_end_new(&r, err, "flow_action", sizeof(*fa));
 	if (fa != NULL)
 		fa->context = context;
 	return fa;
@@ -165,12 +151,8 @@ static int cnt_modify_esp(struct ibv_flow_action *action,
 
 static int cnt_destroy_action(struct ibv_flow_action *action)
 {
-	int err = fake_record_simple("destroy_flow_action", "action", action);
-
-	if (err)
-		return err;
-	fake_free_obj("flow_action", action);
-	return 0;
+	return fake_destroy_simple("destroy_flow_action", "action",
+				   "flow_action", action);
 }
 
 FAKE_CONTEXT_OPS(cnt_ops)
@@ -245,12 +227,7 @@ CC_VERB(struct cc_cntr *, cc_create, "ibv_create_comp_cntr",
 	FAKE_X(&r, "attr.comp_mask", a->comp_mask);
 	FAKE_I(&r, "attr.type", a->type);
 	FAKE_X(&r, "attr.flags", a->flags);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	c = fake_new_obj("comp_cntr", sizeof(*c));
+	c = fake_end_new(&r, err, "comp_cntr", sizeof(*c));
 	if (c == NULL)
 		return NULL;
 	c->context = context;
@@ -260,12 +237,8 @@ CC_VERB(struct cc_cntr *, cc_create, "ibv_create_comp_cntr",
 
 CC_VERB(int, cc_destroy, "ibv_destroy_comp_cntr", struct cc_cntr *c)
 {
-	int err = fake_record_simple("destroy_comp_cntr", "comp_cntr", c);
-
-	if (err)
-		return err;
-	fake_free_obj("comp_cntr", c);
-	return 0;
+	return fake_destroy_simple("destroy_comp_cntr", "comp_cntr",
+				   "comp_cntr", c);
 }
 
 /* One of set/set_err/inc/inc_err: record, then *field = v or += v. */

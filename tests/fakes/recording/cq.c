@@ -69,12 +69,7 @@ ibv_create_comp_channel(struct ibv_context *context)
 	struct cq_channel *c;
 
 	FAKE_P(&r, "context", context);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	c = fake_new_obj("comp_channel", sizeof(*c));
+	c = fake_end_new(&r, err, "comp_channel", sizeof(*c));
 	if (c == NULL)
 		return NULL;
 	c->ch.context = context;

@@ -70,12 +70,8 @@ FAKE_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 	int i;
 
 	FAKE_P(&r, "num_devices", num_devices);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	list = fake_new_obj("device_list", (DEV_COUNT + 1) * sizeof(*list));
+	list = fake_end_new(&r, err, "device_list",
+			    (DEV_COUNT + 1) * sizeof(*list));
 	if (list == NULL)
 		return NULL;
 	for (i = 0; i < DEV_COUNT; i++)
@@ -138,11 +134,7 @@ FAKE_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	fake_end(&r);
 	if (!err && !dev_valid(device))
 		err = ENODEV;
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	fc = fake_new_obj("context", sizeof(*fc));
+	fc = fake_new_unless(err, "context", sizeof(*fc));
 	if (fc == NULL)
 		return NULL;
 	c = &fc->vctx.context;

@@ -19,12 +19,7 @@ static struct ibv_td *dom_alloc_td(struct ibv_context *context,
 
 	FAKE_P(&r, "context", context);
 	FAKE_X(&r, "attr.comp_mask", a->comp_mask);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	td = fake_new_obj("td", sizeof(*td));
+	td = fake_end_new(&r, err, "td", sizeof(*td));
 	if (td != NULL)
 		td->context = context;
 	return td;
@@ -32,12 +27,7 @@ static struct ibv_td *dom_alloc_td(struct ibv_context *context,
 
 static int dom_dealloc_td(struct ibv_td *td)
 {
-	int err = fake_record_simple("dealloc_td", "td", td);
-
-	if (err)
-		return err;
-	fake_free_obj("td", td);
-	return 0;
+	return fake_destroy_simple("dealloc_td", "td", "td", td);
 }
 
 static struct ibv_pd *
@@ -46,7 +36,6 @@ dom_alloc_parent_domain(struct ibv_context *context,
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "alloc_parent_domain");
-	struct ibv_pd *pd;
 
 	FAKE_P(&r, "context", context);
 	FAKE_P(&r, "attr.pd", a->pd);
@@ -61,16 +50,7 @@ dom_alloc_parent_domain(struct ibv_context *context,
 	fake_end(&r);
 	if (!err && a->pd == NULL)
 		err = EINVAL;
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	pd = fake_new_obj("pd", sizeof(*pd));
-	if (pd == NULL)
-		return NULL;
-	pd->context = context;
-	pd->handle = fake_next_id();
-	return pd;
+	return fake_new_pd(context, err);
 }
 
 static int dom_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *a)

@@ -96,6 +96,18 @@ int fake_recording(void);
  * NULL with errno ENOMEM.  fake_free_obj(kind, p) frees and uncounts. */
 void *fake_new_obj(const char *kind, size_t size);
 void fake_free_obj(const char *kind, void *p);
+/* What a create verb answers: when err (an armed or computed errno) is
+ * set, NULL with errno = err, else fake_new_obj(kind, size).
+ * fake_end_new is fake_end(r) and then this. */
+void *fake_new_unless(int err, const char *kind, size_t size);
+void *fake_end_new(struct fake_rec *r, int err, const char *kind, size_t size);
+/* A destroy verb that only records "verb key=obj" and frees: the armed
+ * errno (obj kept), or 0 with obj freed as a `kind` object. */
+int fake_destroy_simple(const char *verb, const char *key, const char *kind,
+			void *obj);
+/* mem.c: what alloc_pd and alloc_parent_domain answer: NULL with errno =
+ * err when err is set, else a new "pd" of context with a fresh handle. */
+struct ibv_pd *fake_new_pd(struct ibv_context *context, int err);
 /* A fresh number for handles, keys, QP numbers (never 0; 24 bits). */
 uint32_t fake_next_id(void);
 
@@ -149,6 +161,9 @@ static inline struct fake_qp *fake_qp_of(struct ibv_qp *qp)
  * ... (ah.c; modify_qp's ah_attr and create_ah use it). */
 void fake_add_ah_attr(struct fake_rec *r, const char *prefix,
 		      const struct ibv_ah_attr *a);
+/* ah.c: what create_ah and create_ah_from_wc answer: NULL with errno =
+ * err when err is set, else a new "ah" on pd with a fresh handle. */
+struct ibv_ah *fake_new_ah(struct ibv_pd *pd, int err);
 
 /* qp_ex.c: point an extended QP's wr_* functions at their recorders. */
 void fake_qp_ex_init(struct fake_qp *q, uint64_t send_ops_flags);

@@ -208,12 +208,7 @@ static struct ibv_flow *flow_create(struct ibv_qp *qp, struct ibv_flow_attr *a)
 		flow_spec(&r, i, s);
 		p += s->hdr.size;
 	}
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	flow = fake_new_obj("flow", sizeof(*flow));
+	flow = fake_end_new(&r, err, "flow", sizeof(*flow));
 	if (flow == NULL)
 		return NULL;
 	flow->context = qp->context;
@@ -223,12 +218,7 @@ static struct ibv_flow *flow_create(struct ibv_qp *qp, struct ibv_flow_attr *a)
 
 static int flow_destroy(struct ibv_flow *flow)
 {
-	int err = fake_record_simple("destroy_flow", "flow", flow);
-
-	if (err)
-		return err;
-	fake_free_obj("flow", flow);
-	return 0;
+	return fake_destroy_simple("destroy_flow", "flow", "flow", flow);
 }
 
 FAKE_CONTEXT_OPS(flow_ops)

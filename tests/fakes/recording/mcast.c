@@ -117,7 +117,6 @@ FAKE_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
 	struct fake_rec r;
 	int err = fake_begin(&r, "create_ah_from_wc");
 	struct ibv_ah_attr attr;
-	struct ibv_ah *ah;
 
 	FAKE_P(&r, "pd", pd);
 	mcast_add_wc(&r, wc);
@@ -126,17 +125,7 @@ FAKE_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
 	fake_end(&r);
 	if (!err)
 		err = mcast_ah_attr(wc, grh, port_num, &attr);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	ah = fake_new_obj("ah", sizeof(*ah));
-	if (ah == NULL)
-		return NULL;
-	ah->context = pd->context;
-	ah->pd = pd;
-	ah->handle = fake_next_id();
-	return ah;
+	return fake_new_ah(pd, err);
 }
 
 FAKE_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp,

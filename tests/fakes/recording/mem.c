@@ -9,19 +9,10 @@
  */
 #include "fake.h"
 
-FAKE_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+struct ibv_pd *fake_new_pd(struct ibv_context *context, int err)
 {
-	struct fake_rec r;
-	int err = fake_begin(&r, "alloc_pd");
-	struct ibv_pd *pd;
+	struct ibv_pd *pd = fake_new_unless(err, "pd", sizeof(*pd));
 
-	FAKE_P(&r, "context", context);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	pd = fake_new_obj("pd", sizeof(*pd));
 	if (pd == NULL)
 		return NULL;
 	pd->context = context;
@@ -29,14 +20,19 @@ FAKE_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	return pd;
 }
 
+FAKE_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct fake_rec r;
+	int err = fake_begin(&r, "alloc_pd");
+
+	FAKE_P(&r, "context", context);
+	fake_end(&r);
+	return fake_new_pd(context, err);
+}
+
 FAKE_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	int err = fake_record_simple("dealloc_pd", "pd", pd);
-
-	if (err)
-		return err;
-	fake_free_obj("pd", pd);
-	return 0;
+	return fake_destroy_simple("dealloc_pd", "pd", "pd", pd);
 }
 
 /* ------------------------------------------------------------------ */
@@ -128,12 +124,7 @@ FAKE_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 
 FAKE_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	int err = fake_record_simple("dereg_mr", "mr", mr);
-
-	if (err)
-		return err;
-	fake_free_obj("mr", mr);
-	return 0;
+	return fake_destroy_simple("dereg_mr", "mr", "mr", mr);
 }
 
 static int mem_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
@@ -232,11 +223,7 @@ static struct ibv_dm *mem_alloc_dm(struct ibv_context *context,
 	fake_end(&r);
 	if (!err && (attr->length == 0 || attr->length > (1 << 20)))
 		err = EINVAL;
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	d = fake_new_obj("dm", sizeof(*d));
+	d = fake_new_unless(err, "dm", sizeof(*d));
 	if (d == NULL)
 		return NULL;
 	d->bytes = calloc(1, attr->length);
@@ -301,12 +288,7 @@ static struct ibv_mw *mem_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 	FAKE_P(&r, "pd", pd);
 	FAKE_U(&r, "type", type);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	mw = fake_new_obj("mw", sizeof(*mw));
+	mw = fake_end_new(&r, err, "mw", sizeof(*mw));
 	if (mw == NULL)
 		return NULL;
 	mw->context = pd->context;
@@ -319,12 +301,7 @@ static struct ibv_mw *mem_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 static int mem_dealloc_mw(struct ibv_mw *mw)
 {
-	int err = fake_record_simple("dealloc_mw", "mw", mw);
-
-	if (err)
-		return err;
-	fake_free_obj("mw", mw);
-	return 0;
+	return fake_destroy_simple("dealloc_mw", "mw", "mw", mw);
 }
 
 FAKE_CONTEXT_OPS(mem_ops)

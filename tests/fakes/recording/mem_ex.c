@@ -48,7 +48,7 @@ struct mem_ex_buf {
 	size_t size;
 };
 
-#define MEM_EX_VERB(ret, c_name, sym, args)         \
+#define MEM_EX_VERB(ret, c_name, sym, args)       \
 	FAKE_EXPORT ret c_name args __asm__(sym); \
 	FAKE_EXPORT ret c_name args
 
@@ -61,7 +61,7 @@ static void mem_ex_forget(const char *verb, const char *kind, void *obj)
 
 /* Import verbs: record the parent and the handle; the injected errno. */
 static int mem_ex_import_rec(const char *verb, const char *pkey, const void *p,
-			   const char *hkey, uint32_t handle)
+			     const char *hkey, uint32_t handle)
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, verb);
@@ -74,7 +74,7 @@ static int mem_ex_import_rec(const char *verb, const char *pkey, const void *p,
 }
 
 MEM_EX_VERB(struct ibv_mr *, mem_ex_reg_mr_ex, "ibv_reg_mr_ex",
-	  (struct ibv_pd * pd, struct mem_ex_mr_init_attr *a))
+	    (struct ibv_pd * pd, struct mem_ex_mr_init_attr *a))
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "reg_mr_ex");
@@ -107,7 +107,7 @@ MEM_EX_VERB(struct ibv_mr *, mem_ex_reg_mr_ex, "ibv_reg_mr_ex",
 }
 
 MEM_EX_VERB(void *, mem_ex_alloc_buf, "ibv_alloc_buf",
-	  (struct ibv_pd * pd, size_t size, struct mem_ex_buf **buf))
+	    (struct ibv_pd * pd, size_t size, struct mem_ex_buf **buf))
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "alloc_buf");
@@ -115,12 +115,7 @@ MEM_EX_VERB(void *, mem_ex_alloc_buf, "ibv_alloc_buf",
 
 	FAKE_P(&r, "pd", pd);
 	FAKE_U(&r, "size", size);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	b = fake_new_obj("buf", sizeof(*b));
+	b = fake_end_new(&r, err, "buf", sizeof(*b));
 	if (b == NULL)
 		return NULL;
 	if (posix_memalign(&b->addr, 4096, size)) {
@@ -142,8 +137,8 @@ MEM_EX_VERB(void, mem_ex_free_buf, "ibv_free_buf", (struct mem_ex_buf * buf))
 }
 
 MEM_EX_VERB(struct ibv_mr *, mem_ex_reg_buf_mr, "ibv_reg_buf_mr",
-	  (struct ibv_pd * pd, struct mem_ex_buf *buf, void *addr, size_t length,
-	   int access))
+	    (struct ibv_pd * pd, struct mem_ex_buf *buf, void *addr,
+	     size_t length, int access))
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "reg_buf_mr");
@@ -175,19 +170,19 @@ static int mem_ex_export(const char *verb, const char *key, const void *obj)
 }
 
 MEM_EX_VERB(int, mem_ex_export_buf_dmabuf_fd, "ibv_export_buf_dmabuf_fd",
-	  (struct mem_ex_buf * buf))
+	    (struct mem_ex_buf * buf))
 {
 	return mem_ex_export("export_buf_dmabuf_fd", "buf", buf);
 }
 
 MEM_EX_VERB(int, mem_ex_dm_export_dmabuf_fd, "ibv_dm_export_dmabuf_fd",
-	  (struct ibv_dm * dm))
+	    (struct ibv_dm * dm))
 {
 	return mem_ex_export("dm_export_dmabuf_fd", "dm", dm);
 }
 
 MEM_EX_VERB(struct mem_ex_dmah *, mem_ex_alloc_dmah, "ibv_alloc_dmah",
-	  (struct ibv_context * context, struct mem_ex_dmah_init_attr *a))
+	    (struct ibv_context * context, struct mem_ex_dmah_init_attr *a))
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "alloc_dmah");
@@ -201,29 +196,20 @@ MEM_EX_VERB(struct mem_ex_dmah *, mem_ex_alloc_dmah, "ibv_alloc_dmah",
 		FAKE_U(&r, "attr.ph", a->ph);
 	if (a->comp_mask & 4)
 		FAKE_U(&r, "attr.tph_mem_type", a->tph_mem_type);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	d = fake_new_obj("dmah", sizeof(*d));
+	d = fake_end_new(&r, err, "dmah", sizeof(*d));
 	if (d != NULL)
 		d->context = context;
 	return d;
 }
 
-MEM_EX_VERB(int, mem_ex_dealloc_dmah, "ibv_dealloc_dmah", (struct mem_ex_dmah * d))
+MEM_EX_VERB(int, mem_ex_dealloc_dmah, "ibv_dealloc_dmah",
+	    (struct mem_ex_dmah * d))
 {
-	int err = fake_record_simple("dealloc_dmah", "dmah", d);
-
-	if (err)
-		return err;
-	fake_free_obj("dmah", d);
-	return 0;
+	return fake_destroy_simple("dealloc_dmah", "dmah", "dmah", d);
 }
 
 MEM_EX_VERB(int, mem_ex_query_port_speed, "ibv_query_port_speed",
-	  (struct ibv_context * context, uint32_t port_num, uint64_t *speed))
+	    (struct ibv_context * context, uint32_t port_num, uint64_t *speed))
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "query_port_speed");
@@ -238,8 +224,8 @@ MEM_EX_VERB(int, mem_ex_query_port_speed, "ibv_query_port_speed",
 }
 
 MEM_EX_VERB(int, mem_ex_rereg_mr, "ibv_rereg_mr",
-	  (struct ibv_mr * mr, int flags, struct ibv_pd *pd, void *addr,
-	   size_t length, int access))
+	    (struct ibv_mr * mr, int flags, struct ibv_pd *pd, void *addr,
+	     size_t length, int access))
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "rereg_mr");
@@ -266,7 +252,7 @@ MEM_EX_VERB(int, mem_ex_rereg_mr, "ibv_rereg_mr",
 }
 
 MEM_EX_VERB(struct ibv_context *, mem_ex_import_device, "ibv_import_device",
-	  (int cmd_fd))
+	    (int cmd_fd))
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "import_device");
@@ -289,12 +275,12 @@ MEM_EX_VERB(struct ibv_context *, mem_ex_import_device, "ibv_import_device",
 }
 
 MEM_EX_VERB(struct ibv_pd *, mem_ex_import_pd, "ibv_import_pd",
-	  (struct ibv_context * context, uint32_t handle))
+	    (struct ibv_context * context, uint32_t handle))
 {
 	struct ibv_pd *pd;
 
 	if (mem_ex_import_rec("import_pd", "context", context, "pd_handle",
-			    handle))
+			      handle))
 		return NULL;
 	pd = fake_new_obj("pd", sizeof(*pd));
 	if (pd != NULL) {
@@ -310,7 +296,7 @@ MEM_EX_VERB(void, mem_ex_unimport_pd, "ibv_unimport_pd", (struct ibv_pd * pd))
 }
 
 MEM_EX_VERB(struct ibv_mr *, mem_ex_import_mr, "ibv_import_mr",
-	  (struct ibv_pd * pd, uint32_t handle))
+	    (struct ibv_pd * pd, uint32_t handle))
 {
 	struct ibv_mr *mr;
 
@@ -328,12 +314,12 @@ MEM_EX_VERB(void, mem_ex_unimport_mr, "ibv_unimport_mr", (struct ibv_mr * mr))
 }
 
 MEM_EX_VERB(struct ibv_dm *, mem_ex_import_dm, "ibv_import_dm",
-	  (struct ibv_context * context, uint32_t handle))
+	    (struct ibv_context * context, uint32_t handle))
 {
 	struct ibv_dm *dm;
 
 	if (mem_ex_import_rec("import_dm", "context", context, "dm_handle",
-			    handle))
+			      handle))
 		return NULL;
 	dm = fake_new_obj("dm", sizeof(*dm));
 	if (dm != NULL)
@@ -358,7 +344,7 @@ static struct ibv_mr *mem_ex_alloc_null_mr(struct ibv_pd *pd)
 }
 
 static int mem_ex_query_rt_values(struct ibv_context *context,
-				struct ibv_values_ex *v)
+				  struct ibv_values_ex *v)
 {
 	struct fake_rec r;
 	int err = fake_begin(&r, "query_rt_values");

@@ -29,11 +29,7 @@ FAKE_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	if (!err && (a->attr.max_wr == 0 || a->attr.max_wr > 4096 ||
 		     a->attr.max_sge > 16))
 		err = EINVAL;
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	s = fake_new_obj("srq", sizeof(*s));
+	s = fake_new_unless(err, "srq", sizeof(*s));
 	if (s == NULL)
 		return NULL;
 	s->srq.context = pd->context;

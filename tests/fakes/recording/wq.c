@@ -64,11 +64,7 @@ static struct ibv_wq *wq_create(struct ibv_context *context,
 	fake_end(&r);
 	if (!err && (a->max_wr == 0 || a->max_wr > 4096 || a->max_sge > 16))
 		err = EINVAL;
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	wq = fake_new_obj("wq", sizeof(*wq));
+	wq = fake_new_unless(err, "wq", sizeof(*wq));
 	if (wq == NULL)
 		return NULL;
 	wq->context = context;
@@ -140,11 +136,7 @@ wq_create_ind_table(struct ibv_context *context,
 	fake_end(&r);
 	if (!err && n == 0)
 		err = EINVAL;
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	t = fake_new_obj("rwq_ind_table", sizeof(*t));
+	t = fake_new_unless(err, "rwq_ind_table", sizeof(*t));
 	if (t == NULL)
 		return NULL;
 	t->context = context;

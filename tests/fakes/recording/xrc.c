@@ -31,12 +31,7 @@ static struct ibv_xrcd *xrc_open_xrcd(struct ibv_context *context,
 		FAKE_I(&r, "attr.fd", a->fd);
 	if (a->comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS)
 		FAKE_X(&r, "attr.oflags", (unsigned int)a->oflags);
-	fake_end(&r);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	x = fake_new_obj("xrcd", sizeof(*x));
+	x = fake_end_new(&r, err, "xrcd", sizeof(*x));
 	if (x == NULL)
 		return NULL;
 	x->xrcd.context = context;
@@ -125,11 +120,7 @@ static struct ibv_srq *xrc_create_srq_ex(struct ibv_context *context,
 	if (!err && (!(m & IBV_SRQ_INIT_ATTR_PD) || a->attr.max_wr == 0 ||
 		     a->attr.max_wr > 4096 || a->attr.max_sge > 16))
 		err = EINVAL;
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	s = fake_new_obj("srq", sizeof(*s));
+	s = fake_new_unless(err, "srq", sizeof(*s));
 	if (s == NULL)
 		return NULL;
 	s->srq.context = context;
