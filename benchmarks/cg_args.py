@@ -67,6 +67,27 @@ def poll():
 def poll_count():
     cq.poll_count(16)
 
+# A CQEx with every field poll() reads, fed by 4 receives per call (the
+# double completes a receive on a QP in INIT): read_entry's work.
+W = ib.enums.CreateCQWCFlags
+every = W.BYTE_LEN | W.IMM | W.QP_NUM | W.SRC_QP | W.SLID | W.SL | W.DLID_PATH_BITS
+every |= W.COMPLETION_TIMESTAMP | W.COMPLETION_TIMESTAMP_WALLCLOCK | W.CVLAN | W.FLOW_TAG
+cqx = ctx.create_cq_ex(ib.CQInitAttrEx(64, wc_flags=every))
+rqp = pd.create_qp(ib.QPInitAttr(cqx, max_recv_wr=64))
+rqp.modify(ib.enums.QPAttrMask.STATE, qp_state=ib.enums.QPState.INIT)
+rwrs = [ib.RecvWR(wr_id=i, sg_list=[ib.SGE(addr, 64, mr.lkey)]) for i in range(4)]
+
+def cqex_post4():
+    rqp.post_recv(rwrs)
+    cqx.poll_count(4)
+
+def cqex_poll4():
+    rqp.post_recv(rwrs)
+    cqx.poll(4)
+
+def cqex_poll_empty():
+    cqx.poll(16)
+
 fn = globals()[sys.argv[1]]
 if fn is wr_send_imm:
     qpx.wr_start()
@@ -84,9 +105,12 @@ if fn is wr_send_imm:
 """
 METHODS = ["reg_mr", "query_port", "wr_send_imm", "alloc_mw", "create_srq"]
 # The data path's polls, parsed by hand: the same before and after a
-# change of the parser (the recording double's CQ is empty).  post_send
+# change of the parser (the recording double's CQ is empty).  A CQEx
+# asking for every field: empty (cqex_poll_empty), and 4 receives posted
+# then reaped by poll_count(4) (cqex_post4: 4 read_entry) or by poll(4)
+# (cqex_poll4: 4 read_entry and 4 WCEx).  post_send
 # needs a connected QP: its objdump is compared instead.
-DATA_PATH = ["poll", "poll_count"]
+DATA_PATH = ["poll", "poll_count", "cqex_poll_empty", "cqex_post4", "cqex_poll4"]
 
 
 def build_helpers(out: Path) -> tuple[str, str]:

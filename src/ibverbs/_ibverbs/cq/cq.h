@@ -53,21 +53,91 @@ struct cq_resize_args {
 extern const ArgSpec cq_resize_params[];
 PyObject *cq_resize_to(PyObject *self, int cqe);
 
-/* Fields a WCEx has beyond struct ibv_wc ("have" bits). */
-enum {
-	HAVE_TS = 1,
-	HAVE_WALLCLOCK = 2,
-	HAVE_CVLAN = 4,
-	HAVE_FLOW_TAG = 8,
-};
+/*
+ * The fields of an extended completion, once: CQEX_FIELDS(FIELD) calls
+ * FIELD(field, reader, need, needs, when, slot, conv, doc) for each, in the
+ * order CQEx.poll() reads them (wc_flags before imm_data, which it
+ * selects): those of struct ibv_wc (CQEX_WC_FIELDS), then those a WCEx
+ * adds (CQEX_EXT_FIELDS).  From it come cq_ex.c's read_entry (poll()),
+ * its read_<field>() methods and wc_ex.c's WCEx attributes.
+ *   field  the provider's op read_<field> and CQEx's method
+ *          read_<field>();
+ *   reader its ibv_wc_read_<field> (verbs.h);
+ *   need   the CreateCQWCFlags bit (IBV_WC_EX_WITH_*) the CQEx must
+ *          have been created with, 0 for none; needs: the same for the
+ *          docstrings, NEEDS("<its CreateCQWCFlags name>") or NEEDS_NONE
+ *          (each file that expands it defines both);
+ *   when   ALL: read from a failed entry too; OK: from a successful one
+ *          only (as with ibv_poll_cq, a failed entry has nothing else
+ *          valid);
+ *   slot   where poll()'s WCEx keeps it: WC, the struct ibv_wc field of
+ *          that name; IMM, imm_data or invalidated_rkey as the entry's
+ *          wc_flags say; EXT, the struct wc_ex field of that name, a WCEx
+ *          attribute that reads None unless asked for;
+ *   conv   how read_<field>() returns it: U32, U64, IMM (host order) or
+ *          OPCODE (a WCOpcode);
+ *   doc    read_<field>()'s first line (and the WCEx attribute's).
+ * read_invalidated_rkey() (the op of imm_data) and read_tm_info() (a
+ * struct, never in a WCEx) are written out in cq_ex.c.
+ */
+/* clang-format off */
+#define CQEX_WC_FIELDS(FIELD)                                                  \
+	FIELD(vendor_err, ibv_wc_read_vendor_err,                              \
+	  0, NEEDS_NONE,                                                       \
+	  ALL, WC, U32, "The current entry's vendor error syndrome.")          \
+	FIELD(qp_num, ibv_wc_read_qp_num,                                      \
+	  IBV_WC_EX_WITH_QP_NUM, NEEDS("QP_NUM"),                              \
+	  ALL, WC, U32, "The number of the entry's local QP.")                 \
+	FIELD(opcode, ibv_wc_read_opcode,                                      \
+	  0, NEEDS_NONE,                                                       \
+	  OK, WC, OPCODE, "The current entry's opcode (a ``WCOpcode``).")      \
+	FIELD(wc_flags, ibv_wc_read_wc_flags,                                  \
+	  0, NEEDS_NONE,                                                       \
+	  OK, WC, U32, "The entry's ``WCFlags`` (GRH, WITH_IMM, ...).")        \
+	FIELD(byte_len, ibv_wc_read_byte_len,                                  \
+	  IBV_WC_EX_WITH_BYTE_LEN, NEEDS("BYTE_LEN"),                          \
+	  OK, WC, U32, "Bytes the current entry received.")                    \
+	FIELD(imm_data, ibv_wc_read_imm_data,                                  \
+	  IBV_WC_EX_WITH_IMM, NEEDS("IMM"),                                    \
+	  OK, IMM, IMM, "The entry's immediate data, in host order.")          \
+	FIELD(src_qp, ibv_wc_read_src_qp,                                      \
+	  IBV_WC_EX_WITH_SRC_QP, NEEDS("SRC_QP"),                              \
+	  OK, WC, U32, "The remote QP number (UD receives).")                  \
+	FIELD(slid, ibv_wc_read_slid,                                          \
+	  IBV_WC_EX_WITH_SLID, NEEDS("SLID"),                                  \
+	  OK, WC, U32, "The source LID (UD receives).")                        \
+	FIELD(sl, ibv_wc_read_sl,                                              \
+	  IBV_WC_EX_WITH_SL, NEEDS("SL"),                                      \
+	  OK, WC, U32, "The service level (UD receives).")                     \
+	FIELD(dlid_path_bits, ibv_wc_read_dlid_path_bits,                      \
+	  IBV_WC_EX_WITH_DLID_PATH_BITS, NEEDS("DLID_PATH_BITS"),              \
+	  OK, WC, U32, "The destination LID path bits.")
+#define CQEX_EXT_FIELDS(FIELD)                                                 \
+	FIELD(completion_ts, ibv_wc_read_completion_ts,                        \
+	  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, NEEDS("COMPLETION_TIMESTAMP"),  \
+	  OK, EXT, U64, "The time stamp, in device clock ticks.")              \
+	FIELD(completion_wallclock_ns, ibv_wc_read_completion_wallclock_ns,    \
+	  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,                       \
+	  NEEDS("COMPLETION_TIMESTAMP_WALLCLOCK"),                             \
+	  OK, EXT, U64, "The time stamp, in wall clock ns.")                   \
+	FIELD(cvlan, ibv_wc_read_cvlan,                                        \
+	  IBV_WC_EX_WITH_CVLAN, NEEDS("CVLAN"),                                \
+	  OK, EXT, U32, "The customer VLAN of the entry.")                     \
+	FIELD(flow_tag, ibv_wc_read_flow_tag,                                  \
+	  IBV_WC_EX_WITH_FLOW_TAG, NEEDS("FLOW_TAG"),                          \
+	  OK, EXT, U32, "The flow tag of the entry (flow steering).")
+#define CQEX_FIELDS(FIELD) CQEX_WC_FIELDS(FIELD) CQEX_EXT_FIELDS(FIELD)
+/* clang-format on */
 
+/* A WCEx's fields: struct ibv_wc's, then the EXT ones of CQEX_FIELDS;
+ * have: the need bits of the EXT fields read (the others read None). */
 struct wc_ex {
 	struct ibv_wc wc;
 	uint64_t completion_ts;
 	uint64_t completion_wallclock_ns;
 	uint32_t flow_tag;
 	uint16_t cvlan;
-	uint16_t have;
+	uint16_t have; /* IBV_WC_EX_WITH_* bits, all below 1 << 16 */
 };
 
 /* Layout-compatible with wc.c's WCObject: the same head, then the ext. */

@@ -310,6 +310,37 @@ PyObject *context_create_cq_ex(PyObject *parent, PyObject *args, PyObject *kw)
 /* One entry into a struct wc_ex                                       */
 /* ------------------------------------------------------------------ */
 
+/* read_entry's two passes over CQEX_FIELDS (cq.h): the fields a failed
+ * entry has too (when ALL), then, on success, the rest (when OK).  Each
+ * field asked for (need) whose op the provider has is stored in its
+ * slot. */
+#define READ_FIELD(field, reader, need, slot)                \
+	if ((!(need) || (f & (need))) && cq->read_##field) { \
+		STORE_##slot(field, reader, need);           \
+	}
+#define STORE_WC(field, reader, need) wc->field = reader(cq)
+#define STORE_EXT(field, reader, need) \
+	do {                           \
+		x->field = reader(cq); \
+		x->have |= (need);     \
+	} while (0)
+#define STORE_IMM(field, reader, need)                            \
+	do {                                                      \
+		if (wc->wc_flags & IBV_WC_WITH_INV)               \
+			wc->invalidated_rkey =                    \
+				ibv_wc_read_invalidated_rkey(cq); \
+		else if (wc->wc_flags & IBV_WC_WITH_IMM)          \
+			wc->imm_data = reader(cq);                \
+	} while (0)
+#define READ_IF_ALL_ALL READ_FIELD
+#define READ_IF_ALL_OK(field, reader, need, slot)
+#define READ_IF_OK_ALL(field, reader, need, slot)
+#define READ_IF_OK_OK READ_FIELD
+#define READ_ALL(field, reader, need, needs, when, slot, conv, doc) \
+	READ_IF_ALL_##when(field, reader, need, slot)
+#define READ_OK(field, reader, need, needs, when, slot, conv, doc) \
+	READ_IF_OK_##when(field, reader, need, slot)
+
 static void read_entry(struct ibv_cq_ex *cq, uint64_t f, struct wc_ex *x)
 {
 	struct ibv_wc *wc = &x->wc;
@@ -317,53 +348,22 @@ static void read_entry(struct ibv_cq_ex *cq, uint64_t f, struct wc_ex *x)
 	memset(x, 0, sizeof(*x));
 	wc->wr_id = cq->wr_id;
 	wc->status = cq->status;
-	if (cq->read_vendor_err)
-		wc->vendor_err = ibv_wc_read_vendor_err(cq);
-	if ((f & IBV_WC_EX_WITH_QP_NUM) && cq->read_qp_num)
-		wc->qp_num = ibv_wc_read_qp_num(cq);
+	CQEX_FIELDS(READ_ALL)
 	/* As with ibv_poll_cq, a failed entry has nothing else valid. */
 	if (wc->status != IBV_WC_SUCCESS)
 		return;
-	if (cq->read_opcode)
-		wc->opcode = ibv_wc_read_opcode(cq);
-	if (cq->read_wc_flags)
-		wc->wc_flags = ibv_wc_read_wc_flags(cq);
-	if ((f & IBV_WC_EX_WITH_BYTE_LEN) && cq->read_byte_len)
-		wc->byte_len = ibv_wc_read_byte_len(cq);
-	if ((f & IBV_WC_EX_WITH_IMM) && cq->read_imm_data) {
-		if (wc->wc_flags & IBV_WC_WITH_INV)
-			wc->invalidated_rkey = ibv_wc_read_invalidated_rkey(cq);
-		else if (wc->wc_flags & IBV_WC_WITH_IMM)
-			wc->imm_data = ibv_wc_read_imm_data(cq);
-	}
-	if ((f & IBV_WC_EX_WITH_SRC_QP) && cq->read_src_qp)
-		wc->src_qp = ibv_wc_read_src_qp(cq);
-	if ((f & IBV_WC_EX_WITH_SLID) && cq->read_slid)
-		wc->slid = (uint16_t)ibv_wc_read_slid(cq);
-	if ((f & IBV_WC_EX_WITH_SL) && cq->read_sl)
-		wc->sl = ibv_wc_read_sl(cq);
-	if ((f & IBV_WC_EX_WITH_DLID_PATH_BITS) && cq->read_dlid_path_bits)
-		wc->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
-	if ((f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) &&
-	    cq->read_completion_ts) {
-		x->completion_ts = ibv_wc_read_completion_ts(cq);
-		x->have |= HAVE_TS;
-	}
-	if ((f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) &&
-	    cq->read_completion_wallclock_ns) {
-		x->completion_wallclock_ns =
-			ibv_wc_read_completion_wallclock_ns(cq);
-		x->have |= HAVE_WALLCLOCK;
-	}
-	if ((f & IBV_WC_EX_WITH_CVLAN) && cq->read_cvlan) {
-		x->cvlan = ibv_wc_read_cvlan(cq);
-		x->have |= HAVE_CVLAN;
-	}
-	if ((f & IBV_WC_EX_WITH_FLOW_TAG) && cq->read_flow_tag) {
-		x->flow_tag = ibv_wc_read_flow_tag(cq);
-		x->have |= HAVE_FLOW_TAG;
-	}
+	CQEX_FIELDS(READ_OK)
 }
+#undef READ_OK
+#undef READ_ALL
+#undef READ_IF_OK_OK
+#undef READ_IF_OK_ALL
+#undef READ_IF_ALL_OK
+#undef READ_IF_ALL_ALL
+#undef STORE_IMM
+#undef STORE_EXT
+#undef STORE_WC
+#undef READ_FIELD
 
 static PyObject *wcex_from(const struct wc_ex *x)
 {
@@ -611,7 +611,6 @@ static struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what,
 	return c->cq_ex;
 }
 
-/* read_<field>(): fn is the provider's op, conv builds the result. */
 /* What the readers' docstrings share: the paragraph that says what they
  * read, the man page, and the Raises section of a reader whose field
  * needs CreateCQWCFlags.<flag> (RDX_RAISES) or none (RDX_RAISES_ANY). */
@@ -629,136 +628,38 @@ static struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what,
 	"Raises:\n"    \
 	"    ValueError: no session is open, no current entry.\n" RDX_VERBS_ERROR
 
-/* CQEX_READER(fn, field, need, conv) defines fn, the method read_<field>:
- * the open session's current entry (cqex_entry, which checks the
- * CreateCQWCFlags bit need), the provider's read_<field> op, its value
- * through conv.  Each use names the function it defines. */
-#define CQEX_READER(fn, field, need, conv)                            \
-	static PyObject *fn(PyObject *self, PyObject *unused)         \
-	{                                                             \
-		struct ibv_cq_ex *cq =                                \
-			cqex_entry(self, "read_" #field "()", need);  \
-		if (cq == NULL)                                       \
-			return NULL;                                  \
-		if (cq->read_##field == NULL)                         \
-			return provider_lacks("ibv_wc_read_" #field); \
-		return conv(cq->read_##field(cq));                    \
+/* The method read_<field>() of each of CQEX_FIELDS (cq.h), with its
+ * docstring: the open session's current entry (cqex_entry, which checks
+ * the CreateCQWCFlags bit need), the provider's op read_<field> (through
+ * reader), its value through PY_<conv>.  Defines cqex_read_<field>. */
+#define NEEDS(flag) RDX_RAISES(flag)
+#define NEEDS_NONE RDX_RAISES_ANY
+#define PY_U32(v) PyLong_FromUnsignedLong((unsigned long)(v))
+#define PY_U64(v) PyLong_FromUnsignedLongLong((unsigned long long)(v))
+#define PY_IMM(v) PyLong_FromUnsignedLong(be32toh(v))
+#define PY_OPCODE(v) enum_from_int("WCOpcode", (long)(v))
+#define CQEX_READER(field, reader, need, needs, when, slot, conv, doc)        \
+	PyDoc_STRVAR(cqex_read_##field##__doc__,                              \
+		     doc "\n\n" RDX_READS "\nWraps ``" #reader "``\n" RDX_MAN \
+			 "\n" needs);                                         \
+	static PyObject *cqex_read_##field(PyObject *self, PyObject *unused)  \
+	{                                                                     \
+		struct ibv_cq_ex *cq =                                        \
+			cqex_entry(self, "read_" #field "()", need);          \
+		if (cq == NULL)                                               \
+			return NULL;                                          \
+		if (cq->read_##field == NULL)                                 \
+			return provider_lacks(#reader);                       \
+		return PY_##conv(reader(cq));                                 \
 	}
-#define U32(v) PyLong_FromUnsignedLong((unsigned long)(v))
-#define U64(v) PyLong_FromUnsignedLongLong((unsigned long long)(v))
-#define IMM(v) PyLong_FromUnsignedLong(be32toh(v))
-#define OPCODE(v) enum_from_int("WCOpcode", (long)(v))
-
-PyDoc_STRVAR(cqex_read_opcode__doc__,
-	     "The current entry's opcode (a ``WCOpcode``).\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_opcode``\n" RDX_MAN "\n" RDX_RAISES_ANY);
-
-CQEX_READER(cqex_read_opcode, opcode, 0, OPCODE)
-
-PyDoc_STRVAR(cqex_read_vendor_err__doc__,
-	     "The current entry's vendor error syndrome.\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_vendor_err``\n" RDX_MAN "\n" RDX_RAISES_ANY);
-
-CQEX_READER(cqex_read_vendor_err, vendor_err, 0, U32)
-
-PyDoc_STRVAR(cqex_read_byte_len__doc__,
-	     "Bytes the current entry received.\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_byte_len``\n" RDX_MAN
-	     "\n" RDX_RAISES("BYTE_LEN"));
-
-CQEX_READER(cqex_read_byte_len, byte_len, IBV_WC_EX_WITH_BYTE_LEN, U32)
-
-PyDoc_STRVAR(cqex_read_imm_data__doc__,
-	     "The entry's immediate data, in host order.\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_imm_data``\n" RDX_MAN "\n" RDX_RAISES("IMM"));
-
-CQEX_READER(cqex_read_imm_data, imm_data, IBV_WC_EX_WITH_IMM, IMM)
-
-PyDoc_STRVAR(cqex_read_qp_num__doc__, "The number of the entry's local QP.\n"
-				      "\n" RDX_READS "\n"
-				      "Wraps ``ibv_wc_read_qp_num``\n" RDX_MAN
-				      "\n" RDX_RAISES("QP_NUM"));
-
-CQEX_READER(cqex_read_qp_num, qp_num, IBV_WC_EX_WITH_QP_NUM, U32)
-
-PyDoc_STRVAR(cqex_read_src_qp__doc__, "The remote QP number (UD receives).\n"
-				      "\n" RDX_READS "\n"
-				      "Wraps ``ibv_wc_read_src_qp``\n" RDX_MAN
-				      "\n" RDX_RAISES("SRC_QP"));
-
-CQEX_READER(cqex_read_src_qp, src_qp, IBV_WC_EX_WITH_SRC_QP, U32)
-
-PyDoc_STRVAR(cqex_read_wc_flags__doc__,
-	     "The entry's ``WCFlags`` (GRH, WITH_IMM, ...).\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_wc_flags``\n" RDX_MAN "\n" RDX_RAISES_ANY);
-
-CQEX_READER(cqex_read_wc_flags, wc_flags, 0, U32)
-
-PyDoc_STRVAR(cqex_read_slid__doc__,
-	     "The source LID (UD receives).\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_slid``\n" RDX_MAN "\n" RDX_RAISES("SLID"));
-
-CQEX_READER(cqex_read_slid, slid, IBV_WC_EX_WITH_SLID, U32)
-
-PyDoc_STRVAR(cqex_read_sl__doc__,
-	     "The service level (UD receives).\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_sl``\n" RDX_MAN "\n" RDX_RAISES("SL"));
-
-CQEX_READER(cqex_read_sl, sl, IBV_WC_EX_WITH_SL, U32)
-
-PyDoc_STRVAR(cqex_read_dlid_path_bits__doc__,
-	     "The destination LID path bits.\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_dlid_path_bits``\n" RDX_MAN
-	     "\n" RDX_RAISES("DLID_PATH_BITS"));
-
-CQEX_READER(cqex_read_dlid_path_bits, dlid_path_bits,
-	    IBV_WC_EX_WITH_DLID_PATH_BITS, U32)
-
-PyDoc_STRVAR(cqex_read_completion_ts__doc__,
-	     "The time stamp, in device clock ticks.\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_completion_ts``\n" RDX_MAN
-	     "\n" RDX_RAISES("COMPLETION_TIMESTAMP"));
-
-CQEX_READER(cqex_read_completion_ts, completion_ts,
-	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, U64)
-
-PyDoc_STRVAR(cqex_read_completion_wallclock_ns__doc__,
-	     "The time stamp, in wall clock ns.\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_completion_wallclock_ns``\n" RDX_MAN
-	     "\n" RDX_RAISES("COMPLETION_TIMESTAMP_WALLCLOCK"));
-
-CQEX_READER(cqex_read_completion_wallclock_ns, completion_wallclock_ns,
-	    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, U64)
-
-PyDoc_STRVAR(cqex_read_cvlan__doc__,
-	     "The customer VLAN of the entry.\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_cvlan``\n" RDX_MAN "\n" RDX_RAISES("CVLAN"));
-
-CQEX_READER(cqex_read_cvlan, cvlan, IBV_WC_EX_WITH_CVLAN, U32)
-
-PyDoc_STRVAR(cqex_read_flow_tag__doc__,
-	     "The flow tag of the entry (flow steering).\n"
-	     "\n" RDX_READS "\n"
-	     "Wraps ``ibv_wc_read_flow_tag``\n" RDX_MAN
-	     "\n" RDX_RAISES("FLOW_TAG"));
-
-CQEX_READER(cqex_read_flow_tag, flow_tag, IBV_WC_EX_WITH_FLOW_TAG, U32)
+CQEX_FIELDS(CQEX_READER)
 #undef CQEX_READER
-#undef U32
-#undef U64
-#undef IMM
-#undef OPCODE
+#undef PY_OPCODE
+#undef PY_IMM
+#undef PY_U64
+#undef PY_U32
+#undef NEEDS_NONE
+#undef NEEDS
 
 PyDoc_STRVAR(cqex_read_invalidated_rkey__doc__,
 	     "The rkey a SEND_WITH_INV invalidated.\n"
@@ -1132,7 +1033,6 @@ PyDoc_STRVAR(cqex__doc__,
 	     "end_poll sessions (man page ibv_create_cq_ex(3)): one in C in\n"
 	     "``poll()``, or one across calls from ``start_poll()``.");
 
-/* read_<name>()'s docstring; need: NEED("BIT") for a wc_flags bit, or "". */
 static PyMethodDef cqex_methods[] = {
 	METHOD_KW("poll", cqex_poll),
 	{ "poll_count", cqex_poll_count, METH_O, cqex_poll_count__doc__ },
@@ -1140,22 +1040,13 @@ static PyMethodDef cqex_methods[] = {
 	METHOD_NOARGS("start_poll", cqex_start_poll),
 	METHOD_NOARGS("next_poll", cqex_next_poll),
 	METHOD_NOARGS("end_poll", cqex_end_poll),
-	METHOD_NOARGS("read_opcode", cqex_read_opcode),
-	METHOD_NOARGS("read_vendor_err", cqex_read_vendor_err),
-	METHOD_NOARGS("read_byte_len", cqex_read_byte_len),
-	METHOD_NOARGS("read_imm_data", cqex_read_imm_data),
+/* clang-format off */
+#define CQEX_READER_METHOD(field, reader, need, needs, when, slot, conv, doc) \
+	METHOD_NOARGS("read_" #field, cqex_read_##field),
+	CQEX_FIELDS(CQEX_READER_METHOD)
+#undef CQEX_READER_METHOD
+	/* clang-format on */
 	METHOD_NOARGS("read_invalidated_rkey", cqex_read_invalidated_rkey),
-	METHOD_NOARGS("read_qp_num", cqex_read_qp_num),
-	METHOD_NOARGS("read_src_qp", cqex_read_src_qp),
-	METHOD_NOARGS("read_wc_flags", cqex_read_wc_flags),
-	METHOD_NOARGS("read_slid", cqex_read_slid),
-	METHOD_NOARGS("read_sl", cqex_read_sl),
-	METHOD_NOARGS("read_dlid_path_bits", cqex_read_dlid_path_bits),
-	METHOD_NOARGS("read_completion_ts", cqex_read_completion_ts),
-	METHOD_NOARGS("read_completion_wallclock_ns",
-		      cqex_read_completion_wallclock_ns),
-	METHOD_NOARGS("read_cvlan", cqex_read_cvlan),
-	METHOD_NOARGS("read_flow_tag", cqex_read_flow_tag),
 	METHOD_NOARGS("read_tm_info", cqex_read_tm_info),
 	METHOD_NOARGS("close", cqex_close),
 	{ "__exit__", cqex_exit, METH_VARARGS, cqex_exit__doc__ },

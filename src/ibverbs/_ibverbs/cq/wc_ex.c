@@ -9,33 +9,24 @@
 
 #define WX(self) (&((WCExObject *)(self))->x)
 
-static PyObject *wcex_opt(PyObject *self, int bit, uint64_t v)
+/* The WCEx attribute of each of CQEX_EXT_FIELDS (cq.h): its value, or
+ * None unless its CQEx asked for it (need).  Defines wcex_get_<field>,
+ * and below its PyGetSetDef entry; the fields of struct ibv_wc are WC's
+ * getters. */
+static PyObject *wcex_opt(PyObject *self, int need, uint64_t v)
 {
-	if (!(WX(self)->have & bit))
+	if (!(WX(self)->have & need))
 		Py_RETURN_NONE;
 	return PyLong_FromUnsignedLongLong(v);
 }
 
-static PyObject *wcex_get_ts(PyObject *self, void *closure)
-{
-	return wcex_opt(self, HAVE_TS, WX(self)->completion_ts);
-}
-
-static PyObject *wcex_get_wallclock(PyObject *self, void *closure)
-{
-	return wcex_opt(self, HAVE_WALLCLOCK,
-			WX(self)->completion_wallclock_ns);
-}
-
-static PyObject *wcex_get_cvlan(PyObject *self, void *closure)
-{
-	return wcex_opt(self, HAVE_CVLAN, WX(self)->cvlan);
-}
-
-static PyObject *wcex_get_flow_tag(PyObject *self, void *closure)
-{
-	return wcex_opt(self, HAVE_FLOW_TAG, WX(self)->flow_tag);
-}
+#define WCEX_GETTER(field, reader, need, needs, when, slot, conv, doc)   \
+	static PyObject *wcex_get_##field(PyObject *self, void *closure) \
+	{                                                                \
+		return wcex_opt(self, need, WX(self)->field);            \
+	}
+CQEX_EXT_FIELDS(WCEX_GETTER)
+#undef WCEX_GETTER
 
 static PyObject *wcex_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
@@ -53,23 +44,17 @@ static void wcex_dealloc(PyObject *self)
 	Py_DECREF(tp);
 }
 
+#define NEEDS(flag) "None unless ``CreateCQWCFlags." flag "`` was asked for."
+#define WCEX_GETSET(field, reader, need, needs, when, slot, conv, doc) \
+	{ #field, wcex_get_##field, NULL, doc "\n" needs, NULL },
+/* clang-format off */
 static PyGetSetDef wcex_getset[] = {
-	{ "completion_ts", wcex_get_ts, NULL,
-	  "Completion time stamp in device clock ticks; None unless\n"
-	  "``CreateCQWCFlags.COMPLETION_TIMESTAMP`` was asked for.",
-	  NULL },
-	{ "completion_wallclock_ns", wcex_get_wallclock, NULL,
-	  "Completion time stamp in wall clock ns; None unless\n"
-	  "``COMPLETION_TIMESTAMP_WALLCLOCK`` was asked for.",
-	  NULL },
-	{ "cvlan", wcex_get_cvlan, NULL,
-	  "The customer VLAN tag; None unless ``CVLAN`` was asked for.", NULL },
-	{ "flow_tag", wcex_get_flow_tag, NULL,
-	  "The flow tag of the steering rule that matched; None unless\n"
-	  "``FLOW_TAG`` was asked for.",
-	  NULL },
+	CQEX_EXT_FIELDS(WCEX_GETSET)
 	{ NULL, NULL, NULL, NULL, NULL }
 };
+/* clang-format on */
+#undef WCEX_GETSET
+#undef NEEDS
 
 PyDoc_STRVAR(wcex__doc__,
 	     "A work completion from ``CQEx.poll()``, with extended fields.\n"

@@ -139,7 +139,6 @@ PyDoc_STRVAR(context_query_device__doc__,
 static PyObject *context_query_device(PyObject *self, PyObject *unused)
 {
 	struct ibv_device_attr a;
-	PyObject *d;
 	int rc;
 
 	HANDLE_CHECK(self);
@@ -147,33 +146,7 @@ static PyObject *context_query_device(PyObject *self, PyObject *unused)
 	rc = IBV.query_device(CTX(self), &a);
 	if (rc != 0)
 		return verbs_error(rc, "ibv_query_device");
-	d = PyDict_New();
-	if (d == NULL)
-		return NULL;
-/* clang-format off */
-#define U(f) if (dict_set_u64(d, #f, (uint64_t)a.f) < 0) goto fail;
-	if (dict_set_str(d, "fw_ver", a.fw_ver) < 0)
-		goto fail;
-	U(node_guid) U(sys_image_guid) U(max_mr_size) U(page_size_cap)
-	U(vendor_id) U(vendor_part_id) U(hw_ver) U(max_qp) U(max_qp_wr)
-	U(device_cap_flags) U(max_sge) U(max_sge_rd) U(max_cq) U(max_cqe)
-	U(max_mr) U(max_pd) U(max_qp_rd_atom) U(max_ee_rd_atom)
-	U(max_res_rd_atom) U(max_qp_init_rd_atom) U(max_ee_init_rd_atom)
-	U(atomic_cap) U(max_ee) U(max_rdd) U(max_mw) U(max_raw_ipv6_qp)
-	U(max_raw_ethy_qp) U(max_mcast_grp) U(max_mcast_qp_attach)
-	U(max_total_mcast_qp_attach) U(max_ah) U(max_fmr) U(max_map_per_fmr)
-	U(max_srq) U(max_srq_wr) U(max_srq_sge) U(max_pkeys)
-	U(local_ca_ack_delay) U(phys_port_cnt)
-#undef U
-		/* clang-format on */
-		/* GUIDs are big-endian on the wire; report them as numbers. */
-		if (dict_set_u64(d, "node_guid", be64toh(a.node_guid)) < 0 ||
-		    dict_set_u64(d, "sys_image_guid",
-				 be64toh(a.sys_image_guid)) < 0) goto fail;
-	return make_record(ST.DeviceAttr, d);
-fail:
-	Py_DECREF(d);
-	return NULL;
+	return device_attr_to_py(&a);
 }
 
 /* ibv_query_port is a header macro: port_query (attrs.c) does what it
@@ -195,6 +168,23 @@ PyDoc_STRVAR(context_query_port__doc__,
 	     "    ValueError: port_num is outside 1..255.\n"
 	     "    VerbsError: EBADF once the Context is closed; else the\n"
 	     "        verb failed (``errno``, e.g. EINVAL for no such port).");
+
+/* The fields of struct ibv_port_attr, as PortAttr holds them. */
+#define PA(f) ATTR_INT(struct ibv_port_attr, f)
+static const AttrField port_attr_fields[] = {
+	PA(state),	    PA(max_mtu),
+	PA(active_mtu),	    PA(gid_tbl_len),
+	PA(port_cap_flags), PA(max_msg_sz),
+	PA(bad_pkey_cntr),  PA(qkey_viol_cntr),
+	PA(pkey_tbl_len),   PA(lid),
+	PA(sm_lid),	    PA(lmc),
+	PA(max_vl_num),	    PA(sm_sl),
+	PA(subnet_timeout), PA(init_type_reply),
+	PA(active_width),   PA(active_speed),
+	PA(phys_state),	    PA(link_layer),
+	PA(flags),	    PA(port_cap_flags2),
+};
+#undef PA
 
 struct query_port_args {
 	uint8_t port_num;
@@ -223,16 +213,10 @@ static PyObject *context_query_port(PyObject *self, PyObject *args,
 	d = PyDict_New();
 	if (d == NULL)
 		return NULL;
-/* clang-format off */
-#define U(f) if (dict_set_u64(d, #f, (uint64_t)a.f) < 0) goto fail;
-	U(state) U(max_mtu) U(active_mtu) U(gid_tbl_len) U(port_cap_flags)
-	U(max_msg_sz) U(bad_pkey_cntr) U(qkey_viol_cntr) U(pkey_tbl_len)
-	U(lid) U(sm_lid) U(lmc) U(max_vl_num) U(sm_sl) U(subnet_timeout)
-	U(init_type_reply) U(active_width) U(active_speed) U(phys_state)
-	U(link_layer) U(flags) U(port_cap_flags2)
-#undef U
-		/* clang-format on */
-		if (dict_set_int(d, "port_num", port) < 0) goto fail;
+	if (attr_fields_set(d, &a, port_attr_fields,
+			    ATTR_COUNT(port_attr_fields)) < 0 ||
+	    dict_set_int(d, "port_num", port) < 0)
+		goto fail;
 	return make_record(ST.PortAttr, d);
 fail:
 	Py_DECREF(d);

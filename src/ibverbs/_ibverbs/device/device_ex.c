@@ -1,5 +1,9 @@
 /*
- * device_ex.c - Context.query_device_ex() -> DeviceAttrEx.
+ * device_ex.c - Context.query_device_ex() -> DeviceAttrEx, and the
+ * tables the device queries build their records from: attr_fields_set()
+ * reads a struct by an AttrField table (device.h); the fields of struct
+ * ibv_device_attr are listed once, for Context.query_device (context.c)
+ * and DeviceAttrEx.orig_attr.
  *
  * ibv_query_device_ex is static inline in verbs.h: it calls the
  * provider's query_device_ex op and falls back to ibv_query_device (an
@@ -14,99 +18,221 @@
 #include "device/device.h"
 #include <string.h>
 
-/* ibverbs._objects.<name>(**d); steals d. */
-static PyObject *record(const char *name, PyObject *d)
+/* ------------------------------------------------------------------ */
+/* Attribute structs by table                                          */
+/* ------------------------------------------------------------------ */
+
+int attr_fields_set(PyObject *d, const void *base, const AttrField *f, size_t n)
 {
-	return objects_record(name, d);
+	size_t i;
+
+	for (i = 0; i < n; i++, f++) {
+		const char *p = (const char *)base + f->off;
+		uint64_t v;
+		int64_t s;
+
+		if (f->kind == ATTR_TEXT) {
+			if (dict_set_str(d, f->name, p) < 0)
+				return -1;
+			continue;
+		}
+		switch (f->size) {
+		case 1:
+			s = *(const int8_t *)p;
+			v = *(const uint8_t *)p;
+			break;
+		case 2:
+			s = *(const int16_t *)p;
+			v = *(const uint16_t *)p;
+			break;
+		case 4:
+			s = *(const int32_t *)p;
+			v = *(const uint32_t *)p;
+			break;
+		default:
+			s = *(const int64_t *)p;
+			v = *(const uint64_t *)p;
+			break;
+		}
+		if (f->kind == ATTR_SIGNED)
+			v = (uint64_t)s;
+		else if (f->kind == ATTR_BE64)
+			v = be64toh(v);
+		if (dict_set_u64(d, f->name, v) < 0)
+			return -1;
+	}
+	return 0;
 }
 
-/* d[key] = record(name, sub); steals sub.  0 / -1. */
-static int set_record(PyObject *d, const char *key, const char *name,
-		      PyObject *sub)
-{
-	return dict_set_steal(d, key, record(name, sub));
-}
+/* The fields of struct ibv_device_attr, as DeviceAttr holds them: the
+ * one list query_device and query_device_ex build from. */
+#define DA(f) ATTR_INT(struct ibv_device_attr, f)
+static const AttrField device_attr_fields[] = {
+	ATTR_STR(struct ibv_device_attr, fw_ver),
+	ATTR_GUID(struct ibv_device_attr, node_guid),
+	ATTR_GUID(struct ibv_device_attr, sys_image_guid),
+	DA(max_mr_size),
+	DA(page_size_cap),
+	DA(vendor_id),
+	DA(vendor_part_id),
+	DA(hw_ver),
+	DA(max_qp),
+	DA(max_qp_wr),
+	DA(device_cap_flags),
+	DA(max_sge),
+	DA(max_sge_rd),
+	DA(max_cq),
+	DA(max_cqe),
+	DA(max_mr),
+	DA(max_pd),
+	DA(max_qp_rd_atom),
+	DA(max_ee_rd_atom),
+	DA(max_res_rd_atom),
+	DA(max_qp_init_rd_atom),
+	DA(max_ee_init_rd_atom),
+	DA(atomic_cap),
+	DA(max_ee),
+	DA(max_rdd),
+	DA(max_mw),
+	DA(max_raw_ipv6_qp),
+	DA(max_raw_ethy_qp),
+	DA(max_mcast_grp),
+	DA(max_mcast_qp_attach),
+	DA(max_total_mcast_qp_attach),
+	DA(max_ah),
+	DA(max_fmr),
+	DA(max_map_per_fmr),
+	DA(max_srq),
+	DA(max_srq_wr),
+	DA(max_srq_sge),
+	DA(max_pkeys),
+	DA(local_ca_ack_delay),
+	DA(phys_port_cnt),
+};
+#undef DA
 
-/* clang-format off */
-#define U(d, s, f) if (dict_set_u64(d, #f, (uint64_t)(s).f) < 0) goto fail;
-/* clang-format on */
-
-static PyObject *orig_attr_dict(const struct ibv_device_attr *a)
+PyObject *device_attr_to_py(const struct ibv_device_attr *a)
 {
 	PyObject *d = PyDict_New();
 
 	if (d == NULL)
 		return NULL;
-	if (dict_set_str(d, "fw_ver", a->fw_ver) < 0 ||
-	    dict_set_u64(d, "node_guid", be64toh(a->node_guid)) < 0 ||
-	    dict_set_u64(d, "sys_image_guid", be64toh(a->sys_image_guid)) < 0)
-		goto fail;
-	/* clang-format off */
-	U(d, *a, max_mr_size) U(d, *a, page_size_cap) U(d, *a, vendor_id)
-	U(d, *a, vendor_part_id) U(d, *a, hw_ver) U(d, *a, max_qp)
-	U(d, *a, max_qp_wr) U(d, *a, device_cap_flags) U(d, *a, max_sge)
-	U(d, *a, max_sge_rd) U(d, *a, max_cq) U(d, *a, max_cqe)
-	U(d, *a, max_mr) U(d, *a, max_pd) U(d, *a, max_qp_rd_atom)
-	U(d, *a, max_ee_rd_atom) U(d, *a, max_res_rd_atom)
-	U(d, *a, max_qp_init_rd_atom) U(d, *a, max_ee_init_rd_atom)
-	U(d, *a, atomic_cap) U(d, *a, max_ee) U(d, *a, max_rdd)
-	U(d, *a, max_mw) U(d, *a, max_raw_ipv6_qp) U(d, *a, max_raw_ethy_qp)
-	U(d, *a, max_mcast_grp) U(d, *a, max_mcast_qp_attach)
-	U(d, *a, max_total_mcast_qp_attach) U(d, *a, max_ah) U(d, *a, max_fmr)
-	U(d, *a, max_map_per_fmr) U(d, *a, max_srq) U(d, *a, max_srq_wr)
-	U(d, *a, max_srq_sge) U(d, *a, max_pkeys)
-	U(d, *a, local_ca_ack_delay) U(d, *a, phys_port_cnt)
-		/* clang-format on */
-		return d;
-fail:
-	Py_DECREF(d);
-	return NULL;
+	if (attr_fields_set(d, a, device_attr_fields,
+			    ATTR_COUNT(device_attr_fields)) < 0) {
+		Py_DECREF(d);
+		return NULL;
+	}
+	return make_record(ST.DeviceAttr, d);
 }
 
-/* The nested structs: one dict each, then a record. */
+/* ------------------------------------------------------------------ */
+/* query_device_ex                                                     */
+/* ------------------------------------------------------------------ */
+
+/* The integer fields of struct ibv_device_attr_ex beside orig_attr and
+ * the nested structs. */
+#define DX(f) ATTR_INT(struct ibv_device_attr_ex, f)
+static const AttrField device_attr_ex_fields[] = {
+	DX(comp_mask),	      DX(completion_timestamp_mask),
+	DX(hca_core_clock),   DX(device_cap_flags_ex),
+	DX(max_wq_type_rq),   DX(raw_packet_caps),
+	DX(max_dm_size),      DX(xrc_odp_caps),
+#ifdef IBVERBS_HAVE_PHYS_PORT_CNT_EX
+	DX(phys_port_cnt_ex),
+#else
+	/* Headers older than rdma-core 36 have no 32-bit count: the 8-bit
+	 * one is what libibverbs reports there. */
+	ATTR_INT_AS(struct ibv_device_attr_ex, orig_attr.phys_port_cnt,
+		    phys_port_cnt_ex),
+#endif
+};
+
+/* The nested structs, each a record of ibverbs._objects. */
+static const AttrField odp_caps[] = {
+	ATTR_INT(struct ibv_odp_caps, general_caps),
+	ATTR_INT_AS(struct ibv_odp_caps, per_transport_caps.rc_odp_caps,
+		    rc_odp_caps),
+	ATTR_INT_AS(struct ibv_odp_caps, per_transport_caps.uc_odp_caps,
+		    uc_odp_caps),
+	ATTR_INT_AS(struct ibv_odp_caps, per_transport_caps.ud_odp_caps,
+		    ud_odp_caps),
+};
+static const AttrField tso_caps[] = {
+	ATTR_INT(struct ibv_tso_caps, max_tso),
+	ATTR_INT(struct ibv_tso_caps, supported_qpts),
+};
+static const AttrField rss_caps[] = {
+	ATTR_INT(struct ibv_rss_caps, supported_qpts),
+	ATTR_INT(struct ibv_rss_caps, max_rwq_indirection_tables),
+	ATTR_INT(struct ibv_rss_caps, max_rwq_indirection_table_size),
+	ATTR_INT(struct ibv_rss_caps, rx_hash_fields_mask),
+	ATTR_INT(struct ibv_rss_caps, rx_hash_function),
+};
+static const AttrField packet_pacing_caps[] = {
+	ATTR_INT(struct ibv_packet_pacing_caps, qp_rate_limit_min),
+	ATTR_INT(struct ibv_packet_pacing_caps, qp_rate_limit_max),
+	ATTR_INT(struct ibv_packet_pacing_caps, supported_qpts),
+};
+static const AttrField tm_caps[] = {
+	ATTR_INT(struct ibv_tm_caps, max_rndv_hdr_size),
+	ATTR_INT(struct ibv_tm_caps, max_num_tags),
+	ATTR_INT(struct ibv_tm_caps, flags),
+	ATTR_INT(struct ibv_tm_caps, max_ops),
+	ATTR_INT(struct ibv_tm_caps, max_sge),
+};
+static const AttrField cq_mod_caps[] = {
+	ATTR_INT(struct ibv_cq_moderation_caps, max_cq_count),
+	ATTR_INT(struct ibv_cq_moderation_caps, max_cq_period),
+};
+static const AttrField pci_atomic_caps[] = {
+	ATTR_INT(struct ibv_pci_atomic_caps, fetch_add),
+	ATTR_INT(struct ibv_pci_atomic_caps, swap),
+	ATTR_INT(struct ibv_pci_atomic_caps, compare_swap),
+};
+
+/* Each nested struct: its DeviceAttrEx field, its record, its table. */
+static const struct caps_record {
+	const char *key;
+	const char *cls;
+	size_t off;
+	const AttrField *fields;
+	size_t n;
+} device_attr_ex_caps[] = {
+/* clang-format off */
+#define CAPS(key, cls) \
+	{ #key, cls, offsetof(struct ibv_device_attr_ex, key), key, ATTR_COUNT(key) }
+	CAPS(odp_caps, "ODPCaps"),
+	CAPS(tso_caps, "TSOCaps"),
+	CAPS(rss_caps, "RSSCaps"),
+	CAPS(packet_pacing_caps, "PacketPacingCaps"),
+	CAPS(tm_caps, "TMCaps"),
+	CAPS(cq_mod_caps, "CQModerationCaps"),
+	CAPS(pci_atomic_caps, "PCIAtomicCaps"),
+#undef CAPS
+	/* clang-format on */
+};
+#undef DX
+
+/* d[key] = the record of each nested struct.  0 / -1. */
 static int add_caps(PyObject *d, const struct ibv_device_attr_ex *a)
 {
-	PyObject *s;
+	size_t i;
 
-	/* clang-format off */
-#define SUB(key, cls, body) \
-	if ((s = PyDict_New()) == NULL) return -1; \
-	body \
-	if (set_record(d, key, cls, s) < 0) return -1;
-#define F(st, f) if (dict_set_u64(s, #f, (uint64_t)(st).f) < 0) goto fail;
-	SUB("odp_caps", "ODPCaps",
-	    F(a->odp_caps, general_caps)
-	    F(a->odp_caps.per_transport_caps, rc_odp_caps)
-	    F(a->odp_caps.per_transport_caps, uc_odp_caps)
-	    F(a->odp_caps.per_transport_caps, ud_odp_caps))
-	SUB("tso_caps", "TSOCaps",
-	    F(a->tso_caps, max_tso) F(a->tso_caps, supported_qpts))
-	SUB("rss_caps", "RSSCaps",
-	    F(a->rss_caps, supported_qpts)
-	    F(a->rss_caps, max_rwq_indirection_tables)
-	    F(a->rss_caps, max_rwq_indirection_table_size)
-	    F(a->rss_caps, rx_hash_fields_mask)
-	    F(a->rss_caps, rx_hash_function))
-	SUB("packet_pacing_caps", "PacketPacingCaps",
-	    F(a->packet_pacing_caps, qp_rate_limit_min)
-	    F(a->packet_pacing_caps, qp_rate_limit_max)
-	    F(a->packet_pacing_caps, supported_qpts))
-	SUB("tm_caps", "TMCaps",
-	    F(a->tm_caps, max_rndv_hdr_size) F(a->tm_caps, max_num_tags)
-	    F(a->tm_caps, flags) F(a->tm_caps, max_ops)
-	    F(a->tm_caps, max_sge))
-	SUB("cq_mod_caps", "CQModerationCaps",
-	    F(a->cq_mod_caps, max_cq_count) F(a->cq_mod_caps, max_cq_period))
-	SUB("pci_atomic_caps", "PCIAtomicCaps",
-	    F(a->pci_atomic_caps, fetch_add) F(a->pci_atomic_caps, swap)
-	    F(a->pci_atomic_caps, compare_swap))
-#undef F
-#undef SUB
-	/* clang-format on */
+	for (i = 0; i < ATTR_COUNT(device_attr_ex_caps); i++) {
+		const struct caps_record *c = &device_attr_ex_caps[i];
+		PyObject *s = PyDict_New();
+
+		if (s == NULL)
+			return -1;
+		if (attr_fields_set(s, (const char *)a + c->off, c->fields,
+				    c->n) < 0) {
+			Py_DECREF(s);
+			return -1;
+		}
+		if (dict_set_steal(d, c->key, objects_record(c->cls, s)) < 0)
+			return -1;
+	}
 	return 0;
-fail:
-	Py_DECREF(s);
-	return -1;
 }
 
 METHOD_DOC(context_query_device_ex,
@@ -152,31 +278,14 @@ PyObject *context_query_device_ex(PyObject *self, PyObject *unused)
 	d = PyDict_New();
 	if (d == NULL)
 		return NULL;
-	orig = orig_attr_dict(&a.orig_attr);
-	if (orig == NULL || set_record(d, "orig_attr", "DeviceAttr", orig) < 0)
+	orig = device_attr_to_py(&a.orig_attr);
+	if (dict_set_steal(d, "orig_attr", orig) < 0 || add_caps(d, &a) < 0 ||
+	    attr_fields_set(d, &a, device_attr_ex_fields,
+			    ATTR_COUNT(device_attr_ex_fields)) < 0 ||
+	    PyDict_SetItemString(d, "legacy", legacy ? Py_True : Py_False) < 0)
 		goto fail;
-	if (add_caps(d, &a) < 0)
-		goto fail;
-	/* clang-format off */
-	U(d, a, comp_mask) U(d, a, completion_timestamp_mask)
-	U(d, a, hca_core_clock) U(d, a, device_cap_flags_ex)
-	U(d, a, max_wq_type_rq) U(d, a, raw_packet_caps) U(d, a, max_dm_size)
-	U(d, a, xrc_odp_caps)
-#ifdef IBVERBS_HAVE_PHYS_PORT_CNT_EX
-	U(d, a, phys_port_cnt_ex)
-#else
-	/* Headers older than rdma-core 36 have no 32-bit count: the 8-bit
-	 * one is what libibverbs reports there. */
-	if (dict_set_u64(d, "phys_port_cnt_ex", a.orig_attr.phys_port_cnt) < 0)
-		goto fail;
-#endif
-		/* clang-format on */
-		if (PyDict_SetItemString(d, "legacy",
-					 legacy ? Py_True : Py_False) <
-		    0) goto fail;
-	return record("DeviceAttrEx", d);
+	return objects_record("DeviceAttrEx", d);
 fail:
 	Py_DECREF(d);
 	return NULL;
 }
-#undef U
