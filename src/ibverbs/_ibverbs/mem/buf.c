@@ -71,7 +71,6 @@ PyObject *pd_alloc_buf(PyObject *parent, PyObject *args, PyObject *kw)
 		return NULL;
 	size = a.size;
 	IBV_REQUIRE_OPTIONAL(alloc_buf, ibv_alloc_buf, "rdma-core 64");
-	HANDLE_CHECK(pd);
 	errno = 0;
 	addr = IBV.alloc_buf((struct ibv_pd *)HANDLE(pd)->obj, (size_t)size,
 			     &b);

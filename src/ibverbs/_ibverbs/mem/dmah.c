@@ -77,7 +77,6 @@ PyObject *context_alloc_dmah(PyObject *parent, PyObject *args, PyObject *kw)
 		return NULL;
 	mask = (uint32_t)a.mask;
 	IBV_REQUIRE_OPTIONAL(alloc_dmah, ibv_alloc_dmah, "rdma-core 59");
-	HANDLE_CHECK(ctx);
 	memset(&attr, 0, sizeof(attr));
 	attr.comp_mask = mask;
 	attr.cpu_id = a.cpu_id;

@@ -95,7 +95,6 @@ PyObject *context_import_pd(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	handle = a.pd_handle;
 	IBV_REQUIRE_OPTIONAL(import_pd, ibv_import_pd, "rdma-core 31");
-	HANDLE_CHECK(ctx);
 	errno = 0;
 	pd = IBV.import_pd((struct ibv_context *)HANDLE(ctx)->obj, handle);
 	if (pd == NULL)
@@ -159,7 +158,6 @@ PyObject *pd_import_mr(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	handle = a.mr_handle;
 	IBV_REQUIRE_OPTIONAL(import_mr, ibv_import_mr, "rdma-core 31");
-	HANDLE_CHECK(pd);
 	errno = 0;
 	mr = IBV.import_mr((struct ibv_pd *)HANDLE(pd)->obj, handle);
 	if (mr == NULL)
@@ -226,7 +224,6 @@ PyObject *context_import_dm(PyObject *self, PyObject *args, PyObject *kw)
 	if (args_parse(&context_import_dm_args, self, args, kw, &a) < 0)
 		return NULL;
 	IBV_REQUIRE_OPTIONAL(import_dm, ibv_import_dm, "rdma-core 35");
-	HANDLE_CHECK(ctx);
 	errno = 0;
 	dm = IBV.import_dm((struct ibv_context *)HANDLE(ctx)->obj, a.dm_handle);
 	if (dm == NULL)
