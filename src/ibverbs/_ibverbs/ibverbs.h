@@ -290,6 +290,10 @@ PyObject *enum_from_int(const char *cls, long v);
 #define METHOD_DECL_NOARGS(fn)                          \
 	PyObject *fn(PyObject *self, PyObject *unused); \
 	extern const char fn##__doc__[]
+/* A METH_O function: one positional argument. */
+#define METHOD_DECL_O(fn)                            \
+	PyObject *fn(PyObject *self, PyObject *arg); \
+	extern const char fn##__doc__[]
 #define METHOD_DOC(fn, text) const char fn##__doc__[] = PyDoc_STR(text)
 #define METHOD_KW(name, fn)                                            \
 	{                                                              \
@@ -300,6 +304,11 @@ PyObject *enum_from_int(const char *cls, long v);
 		name, fn, METH_NOARGS, fn##__doc__ \
 	}
 
+/* A METH_O entry: one positional argument. */
+#define METHOD_O(name, fn)                    \
+	{                                     \
+		name, fn, METH_O, fn##__doc__ \
+	}
 /* ------------------------------------------------------------------ */
 /* Module state and the module functions of core/                     */
 /* ------------------------------------------------------------------ */
@@ -379,20 +388,13 @@ PyObject *ibv_abi_constants(void);
 
 /* lookups.c: the module functions libibverbs answers without a device
  * (core/module.c's table names them), each beside its docstring. */
-PyObject *mod_node_type_str(PyObject *mod, PyObject *arg);
-extern const char mod_node_type_str__doc__[]; /* beside it */
-PyObject *mod_port_state_str(PyObject *mod, PyObject *arg);
-extern const char mod_port_state_str__doc__[]; /* beside it */
-PyObject *mod_rate_to_mult(PyObject *mod, PyObject *arg);
-extern const char mod_rate_to_mult__doc__[]; /* beside it */
-PyObject *mod_rate_to_mbps(PyObject *mod, PyObject *arg);
-extern const char mod_rate_to_mbps__doc__[]; /* beside it */
-PyObject *mod_mult_to_ibv_rate(PyObject *mod, PyObject *arg);
-extern const char mod_mult_to_ibv_rate__doc__[]; /* beside it */
-PyObject *mod_mbps_to_ibv_rate(PyObject *mod, PyObject *arg);
-extern const char mod_mbps_to_ibv_rate__doc__[]; /* beside it */
-PyObject *mod_flow_label_to_udp_sport(PyObject *mod, PyObject *arg);
-extern const char mod_flow_label_to_udp_sport__doc__[]; /* beside it */
+METHOD_DECL_O(mod_node_type_str);
+METHOD_DECL_O(mod_port_state_str);
+METHOD_DECL_O(mod_rate_to_mult);
+METHOD_DECL_O(mod_rate_to_mbps);
+METHOD_DECL_O(mod_mult_to_ibv_rate);
+METHOD_DECL_O(mod_mbps_to_ibv_rate);
+METHOD_DECL_O(mod_flow_label_to_udp_sport);
 METHOD_DECL(mod_is_qpt_supported);
 
 /* ------------------------------------------------------------------ */

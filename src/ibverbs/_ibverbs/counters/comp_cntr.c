@@ -340,10 +340,10 @@ PyDoc_STRVAR(comp_cntr__doc__,
 	     "``ibv_destroy_comp_cntr`` (man page ibv_create_comp_cntr(3)).");
 
 static PyMethodDef comp_cntr_methods[] = {
-	{ "set", comp_cntr_set, METH_O, comp_cntr_set__doc__ },
-	{ "set_err", comp_cntr_set_err, METH_O, comp_cntr_set_err__doc__ },
-	{ "inc", comp_cntr_inc, METH_O, comp_cntr_inc__doc__ },
-	{ "inc_err", comp_cntr_inc_err, METH_O, comp_cntr_inc_err__doc__ },
+	METHOD_O("set", comp_cntr_set),
+	METHOD_O("set_err", comp_cntr_set_err),
+	METHOD_O("inc", comp_cntr_inc),
+	METHOD_O("inc_err", comp_cntr_inc_err),
 	METHOD_NOARGS("read", comp_cntr_read),
 	METHOD_NOARGS("read_err", comp_cntr_read_err),
 	HANDLE_METHODS_END

@@ -770,8 +770,7 @@ PyDoc_STRVAR(cq__doc__,
 	     "closed. The base class of CQEx.");
 
 static PyMethodDef cq_methods[] = { METHOD_KW("poll", cq_poll),
-				    { "poll_count", cq_poll_count, METH_O,
-				      cq_poll_count__doc__ },
+				    METHOD_O("poll_count", cq_poll_count),
 				    METHOD_KW("resize", cq_resize),
 				    METHOD_KW("modify", cq_modify),
 				    METHOD_KW("req_notify", cq_req_notify),

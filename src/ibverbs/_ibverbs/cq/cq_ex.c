@@ -1035,7 +1035,7 @@ PyDoc_STRVAR(cqex__doc__,
 
 static PyMethodDef cqex_methods[] = {
 	METHOD_KW("poll", cqex_poll),
-	{ "poll_count", cqex_poll_count, METH_O, cqex_poll_count__doc__ },
+	METHOD_O("poll_count", cqex_poll_count),
 	METHOD_KW("resize", cqex_resize),
 	METHOD_NOARGS("start_poll", cqex_start_poll),
 	METHOD_NOARGS("next_poll", cqex_next_poll),

@@ -1349,8 +1349,8 @@ PyDoc_STRVAR(qp__doc__,
 	     "ibv_create_qp(3)). The base class of QPEx.");
 
 static PyMethodDef qp_methods[] = {
-	{ "post_send", qp_post_send, METH_O, qp_post_send__doc__ },
-	{ "post_recv", qp_post_recv, METH_O, qp_post_recv__doc__ },
+	METHOD_O("post_send", qp_post_send),
+	METHOD_O("post_recv", qp_post_recv),
 	{ "modify", KW qp_meth_modify, METH_VARARGS | METH_KEYWORDS,
 	  qp_modify__doc__ },
 	{ "query", KW qp_meth_query, METH_VARARGS | METH_KEYWORDS,
@@ -1366,7 +1366,7 @@ static PyMethodDef qp_methods[] = {
 	METHOD_KW("query_data_in_order", qp_query_data_in_order),
 	METHOD_KW("modify_rate_limit", qp_modify_rate_limit),
 	METHOD_NOARGS("query_ece", qp_query_ece),
-	{ "set_ece", qp_set_ece, METH_O, qp_set_ece__doc__ },
+	METHOD_O("set_ece", qp_set_ece),
 	METHOD_KW("attach_comp_cntr", qp_attach_comp_cntr),
 	HANDLE_METHODS_END
 };

@@ -472,14 +472,13 @@ PyDoc_STRVAR(srq__doc__,
 	     "it refuses ``close()`` until they are closed. ``close()``\n"
 	     "wraps ``ibv_destroy_srq`` (man page ibv_create_srq(3)).");
 
-static PyMethodDef srq_methods[] = {
-	{ "post_recv", srq_post_recv, METH_O, srq_post_recv__doc__ },
-	METHOD_KW("modify", srq_modify),
-	METHOD_NOARGS("query", srq_query),
-	METHOD_NOARGS("get_srq_num", srq_get_srq_num),
-	{ "post_srq_ops", srq_post_srq_ops, METH_O, srq_post_srq_ops__doc__ },
-	HANDLE_METHODS_END
-};
+static PyMethodDef srq_methods[] = { METHOD_O("post_recv", srq_post_recv),
+				     METHOD_KW("modify", srq_modify),
+				     METHOD_NOARGS("query", srq_query),
+				     METHOD_NOARGS("get_srq_num",
+						   srq_get_srq_num),
+				     METHOD_O("post_srq_ops", srq_post_srq_ops),
+				     HANDLE_METHODS_END };
 
 static PyGetSetDef srq_getset[] = {
 	{ "pd", handle_get_parent, NULL, "The PD the SRQ was created in.",

@@ -283,8 +283,7 @@ PyDoc_STRVAR(wq__doc__,
 	     "hardware here; checked against the recording double.");
 
 static PyMethodDef wq_methods[] = { METHOD_KW("modify", wq_modify),
-				    { "post_recv", wq_post_recv, METH_O,
-				      wq_post_recv__doc__ },
+				    METHOD_O("post_recv", wq_post_recv),
 				    HANDLE_METHODS_END };
 
 static PyGetSetDef wq_getset[] = {
