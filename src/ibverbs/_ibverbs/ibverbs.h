@@ -187,8 +187,9 @@ typedef struct LibSpec {
 	const char *env; /* names another file (test-only), if set */
 	const char *file; /* "librdmacm.so.1" */
 	const char *user; /* who needs it, for ImportError */
-	const char *pkg; /* "librdmacm": rdma-core's library, the RHEL
-			  * package; Debian's is pkg + "1" */
+	const char *pkg; /* "librdmacm": rdma-core's name for it */
+	const char *deb; /* the Debian/Ubuntu package: "librdmacm1" */
+	const char *rpm; /* the RHEL/Fedora package: "librdmacm" */
 	const LibSym *syms;
 	size_t size; /* of the table, cleared on failure */
 } LibSpec;

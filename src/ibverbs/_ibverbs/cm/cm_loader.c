@@ -55,6 +55,8 @@ static const LibSpec cm_lib = {
 	.file = "librdmacm.so.1",
 	.user = "the RDMA connection manager",
 	.pkg = "librdmacm",
+	.deb = "librdmacm1",
+	.rpm = "librdmacm",
 	.syms = cm_syms,
 	.size = sizeof(CM),
 };

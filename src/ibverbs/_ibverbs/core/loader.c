@@ -87,10 +87,10 @@ void *lib_load(const LibSpec *spec, void *api, const char **name)
 		const char *why = dlerror();
 
 		PyErr_Format(PyExc_ImportError,
-			     "%s needs %s (rdma-core's %s; install %s1 on "
+			     "%s needs %s (rdma-core's %s; install %s on "
 			     "Debian/Ubuntu or %s on RHEL/Fedora): %s",
-			     spec->user, libname, spec->pkg, spec->pkg,
-			     spec->pkg, why ? why : "dlopen failed");
+			     spec->user, libname, spec->pkg, spec->deb,
+			     spec->rpm, why ? why : "dlopen failed");
 		return NULL;
 	}
 	dlerror();
@@ -101,10 +101,10 @@ void *lib_load(const LibSpec *spec, void *api, const char **name)
 			PyErr_Format(PyExc_ImportError,
 				     "%s lacks the required symbol %s "
 				     "(rdma-core too old or not %s; install "
-				     "%s1 on Debian/Ubuntu or %s on "
+				     "%s on Debian/Ubuntu or %s on "
 				     "RHEL/Fedora)",
-				     libname, s->name, spec->pkg, spec->pkg,
-				     spec->pkg);
+				     libname, s->name, spec->pkg, spec->deb,
+				     spec->rpm);
 			memset(api, 0, spec->size);
 			dlclose(lib);
 			return NULL;
@@ -132,6 +132,8 @@ static const LibSpec ibv_lib = {
 	.file = "libibverbs.so.1",
 	.user = "ibverbs",
 	.pkg = "libibverbs",
+	.deb = "libibverbs1",
+	.rpm = "libibverbs",
 	.syms = ibv_syms,
 	.size = sizeof(IBV),
 };
