@@ -169,12 +169,13 @@ test-twonode: pycache
 #    the two-node suite;
 #  - on Debian 13's 6.12 the files whose answers differ between kernels
 #    (KERNELS_SUBSET) and the xfail: the rest runs on 6.1 and 7.2.
-# tests/device/test_kernel_caps.py (and test_mw_device.py, test_dm_flow_odp.py,
+# tests/device/test_kernel_caps.py (and test_mw_device.py, test_odp_device.py,
 # test_siw.py) hold each kernel's answers to the table in
 # tests/support/kernels.py and append them to $(OUT)/caps.jsonl, from which
 # tools/capability-table prints the testing guide's table.
 DISTROS_CACHE := $(or $(IBVERBS_DISTROS_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ibverbs-distros)
-KERNELS_SUBSET := tests/device/test_kernel_caps.py tests/device/test_dm_flow_odp.py \
+KERNELS_SUBSET := tests/device/test_kernel_caps.py tests/device/test_dm_device.py \
+	tests/device/test_flow_device.py tests/device/test_odp_device.py \
 	tests/device/test_atomic_write.py tests/device/test_siw.py tests/device/test_mw_device.py \
 	tests/device/test_qp_ex_device.py::test_rdma_write_inline_list
 KERNELS_IN_ROOT := tests/device/test_kernel_caps.py tests/device/test_qp_ex_device.py::test_rdma_write_inline_list

@@ -13,7 +13,7 @@ import pytest
 import ibverbs as ib
 
 from support import GID_INDEX, PORT
-from support.rdma import ALL_ACCESS, make_rc_pair, poll_until, write_wr
+from support.rdma import ALL_ACCESS, make_rc_pair, poll_until, refused, write_wr
 from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
@@ -321,3 +321,12 @@ def test_get_cq_event_blocks_without_the_gil(ctx, pd):
     assert result == [ca]
     poll_until(ca, 1)[0].raise_for_status()
     ca.ack_events(1)
+
+
+# rxe has no CQ moderation (the counted_objects fixture: nothing left).
+def test_modify_cq(counted_objects):
+    ctx, _, cq, _ = counted_objects
+    refused("ibv_modify_cq", cq.modify, 4, 10)
+    cqx = ctx.create_cq_ex(ib.CQInitAttrEx(8))
+    refused("ibv_modify_cq", cqx.modify, cq_count=1, cq_period=0)
+    cqx.close()

@@ -10,7 +10,7 @@ import pytest
 import ibverbs as ib
 
 from support import GID_INDEX, PORT
-from support.rdma import make_rc_pair, mkbuf, poll_until, write_wr
+from support.rdma import make_rc_pair, mkbuf, poll_until, refused, write_wr
 from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
@@ -358,3 +358,18 @@ def test_query_device_ex(ctx):
     if not a.legacy:
         assert a.device_cap_flags_ex & 0xFFFFFFFF == a.orig_attr.device_cap_flags
         assert a.phys_port_cnt_ex in (0, a.orig_attr.phys_port_cnt)
+
+
+# rxe has no tag matching (the counted_objects fixture: nothing left).
+def test_tm_info(counted_objects):
+    ctx = counted_objects[0]
+    # rxe's create_cq_ex takes none of the wc_flags beyond the standard ones
+    refused(
+        "ibv_create_cq_ex",
+        ctx.create_cq_ex,
+        ib.CQInitAttrEx(8, wc_flags=ib.CreateCQWCFlags.TM_INFO),
+    )
+    cqx = ctx.create_cq_ex(ib.CQInitAttrEx(8, wc_flags=ib.CreateCQWCFlags.BYTE_LEN))
+    with pytest.raises(ValueError, match="session"):
+        cqx.read_tm_info()
+    cqx.close()

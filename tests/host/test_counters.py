@@ -2,7 +2,7 @@
 (tests/fakes/recording/): attach, read, bind to a flow, and the comp_cntr
 verbs.  A check of what the binding hands libibverbs and what it makes of
 the answers, not evidence that a provider runs the verbs.  rxe refuses them:
-tests/device/test_domains_counters.py."""
+tests/device/test_counters_device.py."""
 
 from __future__ import annotations
 

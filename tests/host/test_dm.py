@@ -2,7 +2,7 @@
 alloc, copy and register, and failures naming the verb.  A check of what the
 binding hands libibverbs and what it makes of the answers, not evidence that
 a provider runs the verbs.  rxe refuses it:
-tests/device/test_dm_flow_odp.py."""
+tests/device/test_dm_device.py."""
 
 from __future__ import annotations
 

@@ -53,6 +53,26 @@ def cq(ctx):
 
 
 @pytest.fixture
+def counted_objects(device_name):
+    """A Context, a PD, a CQ and an RC QP for the tests of verbs a provider
+    refuses: after the test each closes at once (no child was left) and
+    the device's resource counts are as before."""
+    import ibverbs as ib
+
+    from support.process import rdma_counts
+
+    before = rdma_counts(device_name)
+    ctx = ib.Context(device_name)
+    pd = ctx.alloc_pd()
+    cq = ctx.create_cq(16)
+    qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq))
+    yield ctx, pd, cq, qp
+    for o in (qp, cq, pd, ctx):
+        o.close()
+    assert rdma_counts(device_name) == before
+
+
+@pytest.fixture
 def need_cm():
     """Skips unless librdmacm loads and a device is listed (the rdma_cm
     tests: ``pytest.mark.usefixtures("need_cm")``)."""

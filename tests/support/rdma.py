@@ -29,6 +29,15 @@ def refused(verb, fn, *args, err=errno.EOPNOTSUPP, **kw):
     raise AssertionError(f"{verb}: not refused")
 
 
+# What a provider answers for a verb it does not have.
+UNSUPPORTED = (errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS)
+
+
+def errno_name(e):
+    """EOPNOTSUPP, EINVAL, ... for an errno (ENOTSUP is EOPNOTSUPP on Linux)."""
+    return "EOPNOTSUPP" if e == errno.EOPNOTSUPP else errno.errorcode.get(e, str(e))
+
+
 ALL_ACCESS = (
     ib.AccessFlags.LOCAL_WRITE
     | ib.AccessFlags.REMOTE_WRITE
