@@ -166,6 +166,41 @@ def test_not_a_deb(tmp_path):
         gpu_check.extract_deb_python(bad, tmp_path / "out")
 
 
+def test_rdma_devices_named_by_their_kernel_driver(tmp_path):
+    """EFA and mlx5 devices are found by the driver under their PCI device
+    (a renamed ibdev keeps it); others are listed with no provider."""
+    for name, driver, vendor in (
+        ("rdmap16s27", "efa", "0x1d0f"),
+        ("mlx5_0", "mlx5_core", "0x15b3"),
+        ("rxe0", None, None),
+    ):
+        dev = tmp_path / "sys" / name / "device"
+        dev.mkdir(parents=True)
+        if driver:
+            (tmp_path / "drivers" / driver).mkdir(parents=True)
+            (dev / "driver").symlink_to(tmp_path / "drivers" / driver)
+            (dev / "vendor").write_text(vendor + "\n")
+    found = gpu_check.rdma_devices(tmp_path / "sys")
+    assert found == [
+        {"name": "mlx5_0", "driver": "mlx5_core", "vendor": "0x15b3", "provider": "mlx5"},
+        {"name": "rdmap16s27", "driver": "efa", "vendor": "0x1d0f", "provider": "efa"},
+        {"name": "rxe0", "driver": None, "vendor": None, "provider": None},
+    ]
+    assert gpu_check.rdma_devices(tmp_path / "absent") == []
+    for provider, test in gpu_check.PROVIDER_TESTS.items():
+        assert provider in gpu_check.PROVIDER_DRIVERS.values()
+        assert test.startswith("tests/device/")
+
+
+def test_provider_plugins_are_absolute_stems(tmp_path):
+    """libibverbs appends its suffix to an absolute RDMAV_DRIVERS entry."""
+    plugins = tmp_path / "usr/lib/x86_64-linux-gnu/libibverbs"
+    plugins.mkdir(parents=True)
+    for name in ("libmlx5-rdmav34.so", "libefa-rdmav34.so", "README"):
+        (plugins / name).write_text("")
+    assert gpu_check.provider_plugins(tmp_path) == f"{plugins}/libefa:{plugins}/libmlx5"
+
+
 def test_device_command_fits_the_device_tool():
     cmd = gpu_check.device_command("build/gpu-check")
     assert len(cmd) <= gpu_check.COMMAND_LIMIT
@@ -245,7 +280,7 @@ def test_prepare_writes_the_command_and_a_small_folder(prepared):
     assert f"{size} bytes" in output
 
     names = {d["package"] for d in manifest["debs"]}
-    assert "libibverbs1" in names
+    assert {"libibverbs1", "ibverbs-providers"} <= names
     assert "adduser" not in names and "libc6" not in names  # no library we need
     for d in manifest["debs"]:
         deb = folder / "debs" / d["file"]
@@ -266,7 +301,8 @@ def test_prepared_libraries_resolve_inside_the_prefix(prepared, tmp_path):
     for d in manifest["debs"]:
         gpu_check.extract_deb(folder / "debs" / d["file"], tmp_path)
     provided = {p.name for p in tmp_path.rglob("*.so*")}
-    assert "libibverbs.so.1" in provided
+    assert {"libibverbs.so.1", "libefa.so.1", "libmlx5.so.1"} <= provided
+    assert any(p.name == "libmlx5-rdmav34.so" for p in tmp_path.rglob("libibverbs/*"))
     for elf in gpu_check.elf_files(tmp_path):
         for so in gpu_check.elf_needed(elf):
             assert so in provided or so in gpu_check.GLIBC_SONAMES, (elf, so)
@@ -325,3 +361,6 @@ def test_run_rehearsal_on_this_host(prepared, tmp_path):
         assert real and all(c.find("skipped") is not None for c in real)
         assert any("no CUDA driver" in (c.find("skipped").get("message") or "") for c in real)
     assert "gpu-check summary" in proc.stdout
+    env_json = json.loads((out / "env.json").read_text())
+    assert env_json["rdma_devices"] == summary["rdma_devices"] == gpu_check.rdma_devices()
+    assert summary["device_runs"] == {}  # this host has no EFA or mlx5 device
