@@ -260,7 +260,7 @@ def write_wrs(
     ``query_device(ctx).max_rdma_size``); ``wr_id`` counts up from the
     first; only the last is signaled when ``signal_last``.  On SRD give
     the peer's ``ah``, ``remote_qpn`` and ``remote_qkey``."""
-    ud = {"ah": ah, "remote_qpn": remote_qpn, "remote_qkey": remote_qkey}
+    ud = {} if ah is None else {"ah": ah, "remote_qpn": remote_qpn, "remote_qkey": remote_qkey}
     return _split(
         WROpcode.RDMA_WRITE,
         addr,
@@ -292,7 +292,7 @@ def read_wrs(
     """RDMA READ ``length`` bytes from ``remote_addr`` into ``addr`` as
     SendWRs of at most ``max_rdma_size`` bytes each; as
     :func:`write_wrs`."""
-    ud = {"ah": ah, "remote_qpn": remote_qpn, "remote_qkey": remote_qkey}
+    ud = {} if ah is None else {"ah": ah, "remote_qpn": remote_qpn, "remote_qkey": remote_qkey}
     return _split(
         WROpcode.RDMA_READ,
         addr,

@@ -426,6 +426,7 @@ static const HandleKind efa_driver_qp_kind = { "QP", "ibv_destroy_qp",
 static struct ibv_qp *
 efa_driver_qp_make(struct ibv_pd *pd, struct ibv_qp_init_attr *init, void *arg)
 {
+	init->qp_type = IBV_QPT_DRIVER; /* libefa requires it */
 	return EFA.create_driver_qp(pd, init, *(uint32_t *)arg);
 }
 
@@ -467,12 +468,16 @@ METHOD_ARGS(efa_mod_create_driver_qp, "_efa_create_driver_qp", efa_dqp_params);
 PyObject *efa_mod_create_driver_qp(PyObject *mod, PyObject *args, PyObject *kw)
 {
 	struct efa_dqp_args a;
+	PyObject *res;
 
 	if (args_parse(&efa_mod_create_driver_qp_args, NULL, args, kw, &a) <
 		    0 ||
 	    EFA_NEED(create_driver_qp, "rdma-core 24") < 0)
 		return NULL;
-	return qp_create((PDObject *)a.pd, a.init_attr, &efa_driver_qp_kind,
-			 "efadv_create_driver_qp", efa_driver_qp_make,
-			 &a.driver_qp_type, ST.QP_type, 0);
+	res = qp_create((PDObject *)a.pd, a.init_attr, &efa_driver_qp_kind,
+			"efadv_create_driver_qp", efa_driver_qp_make,
+			&a.driver_qp_type, ST.QP_type, 0);
+	if (res != NULL)
+		QPO(res)->qp_type = IBV_QPT_DRIVER;
+	return res;
 }
