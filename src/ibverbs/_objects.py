@@ -813,3 +813,49 @@ class FlowActionESPAttr:
             for k in self.__slots__
         )
         return f"FlowActionESPAttr({inner})"
+
+
+# ---------------------------------------------------------------- efa ---
+# The records of ibverbs.efa (libefa's efadv.h), built by efa/*.c.
+
+
+class EfaDeviceAttr(_Record):
+    """``struct efadv_device_attr`` (``efa.query_device``): ``max_sq_wr``,
+    ``max_rq_wr``, ``max_sq_sge``, ``max_rq_sge``, ``inline_buf_size``,
+    ``inline_buf_size_ex`` (0 where libefa predates it), ``device_caps``
+    (``efa.DeviceCaps`` bits) and ``max_rdma_size``."""
+
+    __slots__ = ()
+
+
+class EfaAHAttr(_Record):
+    """``struct efadv_ah_attr`` (``efa.query_ah``): ``ahn``, the AH's
+    number, which a receiver sees in ``wc.slid``."""
+
+    __slots__ = ()
+
+
+class EfaMRAttr(_Record):
+    """``struct efadv_mr_attr`` (``efa.query_mr``): ``ic_id_validity``
+    (``efa.MRAttrValidity`` bits) and ``recv_ic_id``, ``rdma_read_ic_id``,
+    ``rdma_recv_ic_id`` (None where not valid)."""
+
+    __slots__ = ()
+
+
+class EfaWQAttr(_Record):
+    """``struct efadv_wq_attr`` (``efa.QP.query_wqs``): ``buffer``,
+    ``doorbell`` (addresses), ``ring``, ``doorbell_view`` (read-only
+    memoryviews), ``entry_size``, ``num_entries``, ``max_batch``, ``caps``
+    and ``qp`` (kept alive by the record)."""
+
+    __slots__ = ()
+
+
+class EfaCQAttr(_Record):
+    """``struct efadv_cq_attr`` (``efa.CQ.query``): ``buffer``,
+    ``doorbell`` (addresses), ``ring``, ``doorbell_view`` (read-only
+    memoryviews), ``entry_size``, ``num_entries`` and ``cq`` (kept alive
+    by the record)."""
+
+    __slots__ = ()

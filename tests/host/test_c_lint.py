@@ -393,11 +393,16 @@ SHARED_HEADERS = {
     "wr/wr.h",
     "wq/wq.h",
     "xrc/xrc.h",
+    "efa/efa.h",
 }
 # Parts of ibverbs.h kept apart: the declarations old rdma-core headers
 # lack, the argument declarations (glibc_floor.h is force-included by
 # setup.py, never by a file).
-PRIVATE_HEADERS = {"core/compat.h": {"ibverbs.h"}, "core/args.h": {"ibverbs.h"}}
+PRIVATE_HEADERS = {
+    "core/compat.h": {"ibverbs.h"},
+    "core/args.h": {"ibverbs.h"},
+    "efa/efa_abi.h": {"efa/efa.h"},  # also the fake libefa's
+}
 
 
 def object_symbols(tmp: Path) -> tuple[dict[str, str], dict[str, set[str]]]:

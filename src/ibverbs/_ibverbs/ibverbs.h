@@ -368,6 +368,9 @@ typedef struct {
 	PyTypeObject *ParentDomain_type; /* a subclass of PD */
 	PyTypeObject *Counters_type;
 	PyTypeObject *CompCntr_type;
+	/* efa/: ibverbs.efa's QP and CQ (subclasses of QPEx, CQEx) */
+	PyTypeObject *EfaQP_type;
+	PyTypeObject *EfaCQ_type;
 	PyTypeObject *FlowAction_type;
 	/* Python modules the C code reads classes from, imported on first
 	 * use (module_cached): ibverbs.enums and ibverbs.flow import this

@@ -8,6 +8,7 @@
 #include "counters/counters.h"
 #include "cq/cq.h"
 #include "device/device.h"
+#include "efa/efa.h"
 #include "mem/mem.h"
 #include "qp/qp.h"
 #include "wq/wq.h"
@@ -168,6 +169,17 @@ static PyMethodDef module_methods[] = {
 	METHOD_O("mbps_to_ibv_rate", mod_mbps_to_ibv_rate),
 	METHOD_O("flow_label_to_udp_sport", mod_flow_label_to_udp_sport),
 	METHOD_KW("is_qpt_supported", mod_is_qpt_supported),
+	/* efa/: ibverbs.efa's functions (libefa.so.1, loaded on first use) */
+	METHOD_NOARGS("_efa_libefa_status", efa_mod_libefa_status),
+	METHOD_KW("_efa_query_device", efa_mod_query_device),
+	METHOD_KW("_efa_get_max_sq_depth", efa_mod_get_max_sq_depth),
+	METHOD_KW("_efa_get_max_rq_depth", efa_mod_get_max_rq_depth),
+	METHOD_KW("_efa_query_ah", efa_mod_query_ah),
+	METHOD_KW("_efa_query_mr", efa_mod_query_mr),
+	METHOD_KW("_efa_create_comp_cntr", efa_mod_create_comp_cntr),
+	METHOD_KW("_efa_create_driver_qp", efa_mod_create_driver_qp),
+	METHOD_KW("_efa_create_qp", efa_mod_create_qp),
+	METHOD_KW("_efa_create_cq", efa_mod_create_cq),
 	{ NULL, NULL, 0, NULL }
 };
 
@@ -222,6 +234,9 @@ static const struct {
 		      { "QPEx", &QPEx_spec, &ST.QPEx_type, &ST.QP_type },
 		      { "ParentDomain", &ParentDomain_spec,
 			&ST.ParentDomain_type, &ST.PD_type },
+		      /* efa/ */
+		      { "EfaQP", &EfaQP_spec, &ST.EfaQP_type, &ST.QPEx_type },
+		      { "EfaCQ", &EfaCQ_spec, &ST.EfaCQ_type, &ST.CQEx_type },
 		      { NULL, NULL, NULL, NULL } };
 
 static const struct {

@@ -143,6 +143,16 @@ PyObject *comp_cntr_create(PyObject *ctx, PyObject *args, PyObject *kw)
 	return self;
 }
 
+PyObject *comp_cntr_adopt(PyObject *ctx, struct ibv_comp_cntr *cc, int type)
+{
+	PyObject *self = handle_adopt(ST.CompCntr_type, &comp_cntr_kind,
+				      HANDLE(ctx), cc);
+
+	if (self != NULL)
+		((CompCntrObject *)self)->type = type;
+	return self;
+}
+
 /* COMP_CNTR_SETTER(fn, verb, arg): the method fn(arg) calling IBV.verb
  * with the counter and a u64.  Each use names the function it
  * defines. */

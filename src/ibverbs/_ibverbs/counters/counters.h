@@ -24,4 +24,9 @@ extern const char comp_cntr_query_caps__doc__[];
 PyObject *qp_attach_comp_cntr(PyObject *qp, PyObject *args, PyObject *kw);
 extern const char qp_attach_comp_cntr__doc__[];
 
+/* comp_cntr.c: a CompCntr over cc, which another library's call made
+ * (efa/: efadv_create_comp_cntr), as a child of the Context ctx; type is
+ * its CompCntrType.  NULL when allocating fails (cc is then destroyed). */
+PyObject *comp_cntr_adopt(PyObject *ctx, struct ibv_comp_cntr *cc, int type);
+
 #endif /* IBVERBS_COUNTERS_COUNTERS_H */

@@ -33,6 +33,22 @@ METHOD_DECL_NOARGS(context_create_comp_channel); /* channel.c */
 METHOD_DECL(context_create_cq); /* cq.c */
 METHOD_DECL(context_create_cq_ex); /* cq_ex.c */
 
+/* cq_ex.c: Context.create_cq_ex's body, for it and for efa/ (a CQEx
+ * subclass made by a provider library's call): init_attr (a
+ * CQInitAttrEx) parsed into a, then make(ctx, a, arg) (NULL:
+ * ibv_create_cq_ex), which returns NULL with errno, or with a Python
+ * exception set; verb names it in errors; an object of type (CQEx or a
+ * subclass) over the result. */
+typedef struct ibv_cq_ex *(*cqex_make_fn)(struct ibv_context *ctx,
+					  struct ibv_cq_init_attr_ex *a,
+					  void *arg);
+PyObject *cqex_create(PyObject *ctx, PyObject *init_attr, PyTypeObject *type,
+		      const char *verb, cqex_make_fn make, void *arg);
+/* cq_ex.c: the open start_poll() session's current entry of the CQEx
+ * self, with `need` (a wc_flags bit, or 0) asked for at creation; NULL
+ * with ValueError (or VerbsError EBADF) set. */
+struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what, uint64_t need);
+
 /* wc.c: a new WC object holding a copy of *wc. */
 PyObject *wc_new(const struct ibv_wc *wc);
 /* wc.c: *out = the struct ibv_wc a WC (or WCEx) holds, field for field;

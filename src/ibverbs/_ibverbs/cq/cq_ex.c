@@ -238,24 +238,41 @@ METHOD_ARGS(context_create_cq_ex, "Context.create_cq_ex", create_cq_ex_params);
 
 PyObject *context_create_cq_ex(PyObject *parent, PyObject *args, PyObject *kw)
 {
-	ContextObject *ctx = (ContextObject *)parent;
 	struct create_cq_ex_args r;
+
+	HANDLE_CHECK(parent);
+	if (args_parse(&context_create_cq_ex_args, parent, args, kw, &r) < 0)
+		return NULL;
+	return cqex_create(parent, r.init_attr, ST.CQEx_type,
+			   "ibv_create_cq_ex", NULL, NULL);
+}
+
+/* ibv_create_cq_ex, the make function of Context.create_cq_ex. */
+static struct ibv_cq_ex *cqex_make_default(struct ibv_context *ctx,
+					   struct ibv_cq_init_attr_ex *a,
+					   void *arg)
+{
+	return ibv_create_cq_ex(ctx, a);
+}
+
+PyObject *cqex_create(PyObject *parent, PyObject *init_attr, PyTypeObject *type,
+		      const char *verb, cqex_make_fn make, void *arg)
+{
+	ContextObject *ctx = (ContextObject *)parent;
 	struct ibv_cq_init_attr_ex a;
 	struct ibv_cq_ex *cq;
 	PyObject *channel, *pdom;
 	CQExObject *self;
 	int err;
 
-	HANDLE_CHECK(parent);
-	if (args_parse(&context_create_cq_ex_args, parent, args, kw, &r) < 0 ||
-	    init_attr_parse(ctx, r.init_attr, &a, &channel) < 0)
+	if (init_attr_parse(ctx, init_attr, &a, &channel) < 0)
 		return NULL;
-	if (init_attr_pdom(ctx, r.init_attr, &pdom) < 0) {
+	if (init_attr_pdom(ctx, init_attr, &pdom) < 0) {
 		Py_XDECREF(channel);
 		return NULL;
 	}
 	/* Allocated first: its address is the cq_context. */
-	self = HANDLE_ALLOC(CQExObject, ST.CQEx_type);
+	self = HANDLE_ALLOC(CQExObject, type);
 	if (self == NULL) {
 		Py_XDECREF(channel);
 		Py_XDECREF(pdom);
@@ -279,13 +296,16 @@ PyObject *context_create_cq_ex(PyObject *parent, PyObject *args, PyObject *kw)
 		a.comp_mask |= IBV_CQ_INIT_ATTR_MASK_PD;
 	}
 	errno = 0;
-	cq = ibv_create_cq_ex((struct ibv_context *)HANDLE(ctx)->obj, &a);
+	cq = (make ? make : cqex_make_default)(
+		(struct ibv_context *)HANDLE(ctx)->obj, &a, arg);
 	err = errno ? errno : EINVAL;
 	if (cq == NULL) {
 		Py_XDECREF(channel);
 		Py_XDECREF(pdom);
 		Py_DECREF(self);
-		return verbs_error_fmt(err, "ibv_create_cq_ex",
+		if (PyErr_Occurred())
+			return NULL;
+		return verbs_error_fmt(err, verb,
 				       "cqe=%u wc_flags=0x%x flags=0x%x%s",
 				       a.cqe, (unsigned int)a.wc_flags, a.flags,
 				       pdom ? " with a parent domain" : "");
@@ -587,8 +607,7 @@ static PyObject *cqex_end_poll(PyObject *self, PyObject *unused)
 
 /* The open session's current entry, with `need` (a wc_flags bit, or 0)
  * asked for at creation; NULL with ValueError set. */
-static struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what,
-				    uint64_t need)
+struct ibv_cq_ex *cqex_entry(PyObject *self, const char *what, uint64_t need)
 {
 	CQExObject *c = CQX(self);
 
@@ -1071,5 +1090,7 @@ static PyGetSetDef cqex_getset[] = {
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
-HANDLE_TYPE_SPEC(CQEx_spec, "CQEx", CQExObject, 0, cqex__doc__, cqex_dealloc,
-		 cqex_traverse, cqex_repr, cqex_methods, cqex_getset);
+/* BASETYPE: efa.CQ (efa/efa_cq.c) derives from it. */
+HANDLE_TYPE_SPEC(CQEx_spec, "CQEx", CQExObject, Py_TPFLAGS_BASETYPE,
+		 cqex__doc__, cqex_dealloc, cqex_traverse, cqex_repr,
+		 cqex_methods, cqex_getset);

@@ -51,6 +51,8 @@ static const char *type_name(int t)
 		return "UC";
 	case IBV_QPT_UD:
 		return "UD";
+	case IBV_QPT_DRIVER:
+		return "DRIVER";
 	case IBV_QPT_RAW_PACKET:
 		return "RAW_PACKET";
 	case IBV_QPT_XRC_SEND:
@@ -710,6 +712,7 @@ static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
 	attr.qp_access_flags = (unsigned int)a.access;
 	switch (QPO(self)->qp_type) {
 	case IBV_QPT_UD:
+	case IBV_QPT_DRIVER: /* EFA's SRD (efa/): brought up as UD */
 		mask |= IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
 		break;
 	case IBV_QPT_RAW_PACKET:
@@ -956,7 +959,8 @@ static PyObject *qp_to_rtr(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTR;
-	if (type != IBV_QPT_UD && type != IBV_QPT_RAW_PACKET) {
+	if (type != IBV_QPT_UD && type != IBV_QPT_RAW_PACKET &&
+	    type != IBV_QPT_DRIVER) {
 		if (rtr_connected(self, &a, &attr) < 0)
 			return NULL;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |

@@ -98,6 +98,22 @@ PyObject *qp_create(PDObject *pd, PyObject *init_attr, const HandleKind *kind,
 		    PyTypeObject *type, int flags);
 void qp_release(Handle *h);
 
+/* qp_ex.c: PD.create_qp_ex's body, for it and for efa/ (a QPEx subclass
+ * made by a provider library's call): init_attr (a QPInitAttrEx) read
+ * into a struct ibv_qp_init_attr_ex, then make(ctx, ex, arg) (NULL: the
+ * provider's create_qp_ex op), which returns NULL with errno, or with a
+ * Python exception set; verb names it in errors; a QP of type (QPEx or
+ * a subclass). */
+typedef struct ibv_qp *(*qpex_make_fn)(struct ibv_context *ctx,
+				       struct ibv_qp_init_attr_ex *ex,
+				       void *arg);
+PyObject *qpex_create(PDObject *pd, PyObject *init_attr, PyTypeObject *type,
+		      const char *verb, qpex_make_fn make, void *arg);
+/* qp_ex.c: the struct ibv_qp_ex of the QPEx self while a builder's WR is
+ * open in a wr_start() batch (what a setter of that WR needs); NULL with
+ * VerbsError (EBADF, EINVAL) set otherwise. */
+struct ibv_qp_ex *qpex_current_wr(PyObject *self, const char *verb);
+
 /* rate_limit_ece.c: the hardware-only QP verbs (qp.c's method table names
  * them). */
 PyObject *qp_modify_rate_limit(PyObject *self, PyObject *args, PyObject *kw);

@@ -216,8 +216,9 @@ static int qpx_has(const QPExObject *q, size_t fn)
 
 static int needs_ud(QPExObject *q)
 {
-	return q->qp.qp_type == IBV_QPT_UD && q->cur_op != WREX_OP_NONE &&
-	       !q->cur_ud;
+	return (q->qp.qp_type == IBV_QPT_UD ||
+		q->qp.qp_type == IBV_QPT_DRIVER) &&
+	       q->cur_op != WREX_OP_NONE && !q->cur_ud;
 }
 
 static PyObject *ud_missing(QPExObject *q, const char *verb)
@@ -363,7 +364,9 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb,
 		return -1;
 	}
 	if (data == 0) { /* wr_set_ud_addr */
-		if (q->qp.qp_type != IBV_QPT_UD) {
+		/* EFA's SRD QPs (efa/) are addressed as UD. */
+		if (q->qp.qp_type != IBV_QPT_UD &&
+		    q->qp.qp_type != IBV_QPT_DRIVER) {
 			verbs_error_fmt(EINVAL, verb,
 					"wr_set_ud_addr is for UD QPs only");
 			return -1;
@@ -399,6 +402,30 @@ static int qpex_begin_setter(PyObject *self, int data, const char *verb,
 	else
 		q->cur_data = 1;
 	return 0;
+}
+
+struct ibv_qp_ex *qpex_current_wr(PyObject *self, const char *verb)
+{
+	QPExObject *q = QPEXO(self);
+
+	if (handle_check(HANDLE(self)) < 0)
+		return NULL;
+	if (q->qpx == NULL) {
+		no_send_ops(verb);
+		return NULL;
+	}
+	if (!q->qp.in_batch) {
+		not_in_batch(verb);
+		return NULL;
+	}
+	if (q->cur_op == WREX_OP_NONE) {
+		verbs_error_fmt(EINVAL, verb,
+				"no work request to attach it to: call a "
+				"builder (wr_send(), wr_rdma_write(), ...) "
+				"first");
+		return NULL;
+	}
+	return q->qpx;
 }
 
 /* ------------------------------------------------------------------ */
@@ -564,6 +591,8 @@ struct ex_args {
 	PyObject *xrcd, *ind_tbl;
 	struct ibv_rx_hash_conf rx_hash; /* rx_hash_key points into key */
 	uint8_t key[UINT8_MAX];
+	qpex_make_fn make; /* NULL: the provider's create_qp_ex op */
+	void *make_arg;
 };
 
 /* The handle behind o, or NULL with VerbsError(EBADF) when it was closed
@@ -624,12 +653,16 @@ static struct ibv_qp *ex_create(struct ibv_pd *pd,
 		ex.comp_mask |= IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
 		ex.max_tso_header = a->max_tso_header;
 	}
-	vctx = verbs_get_ctx_op(pd->context, create_qp_ex);
-	if (vctx == NULL) {
-		errno = EOPNOTSUPP;
-		return NULL;
+	if (a->make != NULL) {
+		qp = a->make(pd->context, &ex, a->make_arg);
+	} else {
+		vctx = verbs_get_ctx_op(pd->context, create_qp_ex);
+		if (vctx == NULL) {
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+		qp = vctx->create_qp_ex(pd->context, &ex);
 	}
-	qp = vctx->create_qp_ex(pd->context, &ex);
 	if (qp != NULL)
 		init->cap = ex.cap; /* the actual caps, as create_qp writes */
 	return qp;
@@ -813,7 +846,8 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 	return 0;
 }
 
-static PyObject *create_ex(PDObject *pd, PyObject *ia)
+PyObject *qpex_create(PDObject *pd, PyObject *ia, PyTypeObject *type,
+		      const char *verb, qpex_make_fn make, void *arg)
 {
 	struct ex_args a;
 	PyObject *res = NULL;
@@ -827,8 +861,10 @@ static PyObject *create_ex(PDObject *pd, PyObject *ia)
 		goto out;
 	if (handle_check(HANDLE(pd)) < 0) /* that ran Python code */
 		goto out;
-	res = qp_create(pd, ia, &qpex_kind, "ibv_create_qp_ex", ex_create, &a,
-			ST.QPEx_type, no_cq ? QP_CREATE_NO_CQ : 0);
+	a.make = make;
+	a.make_arg = arg;
+	res = qp_create(pd, ia, &qpex_kind, verb, ex_create, &a, type,
+			no_cq ? QP_CREATE_NO_CQ : 0);
 	if (res == NULL)
 		goto out;
 	q = QPEXO(res);
@@ -903,7 +939,8 @@ PyObject *pd_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
 	HANDLE_CHECK(self);
 	if (args_parse(&pd_create_qp_ex_args, self, args, kw, &a) < 0)
 		return NULL;
-	return create_ex((PDObject *)self, a.init_attr);
+	return qpex_create((PDObject *)self, a.init_attr, ST.QPEx_type,
+			   "ibv_create_qp_ex", NULL, NULL);
 }
 
 /* Context.create_qp_ex(init_attr): init_attr.pd is required and must be
@@ -964,7 +1001,8 @@ PyObject *context_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
 		arg_other_parent_error("init_attr.pd", "Context");
 		goto out;
 	}
-	res = create_ex((PDObject *)pd, a.init_attr);
+	res = qpex_create((PDObject *)pd, a.init_attr, ST.QPEx_type,
+			  "ibv_create_qp_ex", NULL, NULL);
 out:
 	Py_DECREF(pd);
 	return res;
@@ -2143,5 +2181,7 @@ PyDoc_STRVAR(qpex__doc__,
 	     "batch's state before the provider sees it. ``close()`` aborts\n"
 	     "an open batch first.");
 
-HANDLE_TYPE_SPEC(QPEx_spec, "QPEx", QPExObject, 0, qpex__doc__, qpex_dealloc,
-		 qpex_traverse, qpex_repr, qpex_methods, qpex_getset);
+/* BASETYPE: efa.QP (efa/efa_qp.c) derives from it. */
+HANDLE_TYPE_SPEC(QPEx_spec, "QPEx", QPExObject, Py_TPFLAGS_BASETYPE,
+		 qpex__doc__, qpex_dealloc, qpex_traverse, qpex_repr,
+		 qpex_methods, qpex_getset);
