@@ -393,6 +393,7 @@ SHARED_HEADERS = {
     "wr/wr.h",
     "wq/wq.h",
     "xrc/xrc.h",
+    "mlx5/mlx5.h",
 }
 # Parts of ibverbs.h kept apart: the declarations old rdma-core headers
 # lack, the argument declarations (glibc_floor.h is force-included by

@@ -9,6 +9,7 @@
 #include "cq/cq.h"
 #include "device/device.h"
 #include "mem/mem.h"
+#include "mlx5/mlx5.h"
 #include "qp/qp.h"
 #include "wq/wq.h"
 #include "wr/wr.h"
@@ -168,7 +169,8 @@ static PyMethodDef module_methods[] = {
 	METHOD_O("mbps_to_ibv_rate", mod_mbps_to_ibv_rate),
 	METHOD_O("flow_label_to_udp_sport", mod_flow_label_to_udp_sport),
 	METHOD_KW("is_qpt_supported", mod_is_qpt_supported),
-	{ NULL, NULL, 0, NULL }
+	/* the mlx5 direct verbs (mlx5/) */
+	MLX5_MODULE_METHODS{ NULL, NULL, 0, NULL }
 };
 
 /* ------------------------------------------------------------------ */
