@@ -23,6 +23,15 @@ from __future__ import annotations
 from . import _ibverbs
 
 is_supported = _ibverbs.mlx5_is_supported
+open_device = _ibverbs.mlx5_open_device
+query_device = _ibverbs.mlx5_query_device
+get_data_direct_sysfs_path = _ibverbs.mlx5_get_data_direct_sysfs_path
+reg_dmabuf_mr = _ibverbs.mlx5_reg_dmabuf_mr
+
+#: ``mlx5dv_context_attr.flags``: open a DEVX context.
+CONTEXT_FLAGS_DEVX = 1
+#: ``mlx5_access`` of ``reg_dmabuf_mr``: map through the data-direct device.
+REG_DMABUF_ACCESS_DATA_DIRECT = 1
 
 
 def library_status() -> tuple[bool, str]:
@@ -32,6 +41,12 @@ def library_status() -> tuple[bool, str]:
 
 
 __all__ = [
+    "CONTEXT_FLAGS_DEVX",
+    "REG_DMABUF_ACCESS_DATA_DIRECT",
+    "get_data_direct_sysfs_path",
     "is_supported",
+    "open_device",
+    "query_device",
+    "reg_dmabuf_mr",
     "library_status",
 ]

@@ -132,6 +132,78 @@ const char *mlx5_since(const char *field);
 				mlx5_symbol(#field), mlx5_since(#field)); \
 	} while (0)
 
+/* ------------------------------------------------------------------ */
+/* Mirror structs: rdma-core 65's layouts, which only grow at the end   */
+/* (the library reads what comp_mask selects); checked against the      */
+/* header's struct field by field where the header has the field        */
+/* (device.c, qp.c: _Static_assert, with setup.py's MLX5_PROBES).       */
+/* ------------------------------------------------------------------ */
+
+/* struct mlx5dv_context: query_device's out struct; comp_mask in/out. */
+struct m5_context {
+	uint8_t version;
+	uint64_t flags;
+	uint64_t comp_mask;
+	struct {
+		uint32_t max_num, supported_format;
+	} cqe_comp_caps;
+	struct {
+		uint32_t sw_parsing_offloads, supported_qpts;
+	} sw_parsing_caps;
+	struct {
+		uint32_t min_single_stride_log_num_of_bytes;
+		uint32_t max_single_stride_log_num_of_bytes;
+		uint32_t min_single_wqe_log_num_of_strides;
+		uint32_t max_single_wqe_log_num_of_strides;
+		uint32_t supported_qpts;
+	} striding_rq_caps;
+	uint32_t tunnel_offloads_caps;
+	uint32_t max_dynamic_bfregs;
+	uint64_t max_clock_info_update_nsec;
+	uint32_t flow_action_flags;
+	uint32_t dc_odp_caps;
+	void *hca_core_clock;
+	uint8_t num_lag_ports;
+	/* rdma-core 37 */
+	struct {
+		uint64_t block_size;
+		uint32_t block_prot;
+		uint16_t t10dif_bg;
+		uint16_t crc_type;
+	} sig_caps;
+	struct {
+		uint8_t max_log_num_concurent, max_log_num_errored;
+	} dci_streams_caps;
+	size_t max_wr_memcpy_length;
+	struct {
+		uint16_t failed_selftests;
+		uint8_t crypto_engines, wrapped_import_method, log_max_num_deks;
+		uint32_t flags;
+	} crypto_caps;
+	/* rdma-core 47 */
+	uint64_t max_dc_rd_atom;
+	uint64_t max_dc_init_rd_atom;
+	/* rdma-core 50 */
+	struct {
+		uint32_t value, mask;
+	} reg_c0;
+	/* rdma-core 55 */
+	struct {
+		uint32_t max_rc, max_xrc, max_dct, max_ud, max_uc;
+	} ooo_recv_wrs_caps;
+};
+
+/* The comp_mask bits of struct m5_context this build knows (MLX5DV_
+ * CONTEXT_MASK_*, bit 0 CQE_COMPRESION ... bit 16 OOO_RECV_WRS). */
+#define M5_CONTEXT_MASK_ALL ((1ull << 17) - 1)
+
+/* struct mlx5dv_context_attr (fds: rdma-core 54). */
+struct m5_context_attr {
+	uint32_t flags;
+	uint64_t comp_mask;
+	void *fds;
+};
+
 /* mlx5_loader.c: _mlx5_status() -> (True, path) or (False, why). */
 METHOD_DECL_NOARGS(mlx5_mod_status);
 
@@ -140,6 +212,10 @@ METHOD_DECL_NOARGS(mlx5_mod_status);
 /* ------------------------------------------------------------------ */
 
 METHOD_DECL(mlx5_mod_is_supported);
+METHOD_DECL(mlx5_mod_open_device);
+METHOD_DECL(mlx5_mod_query_device);
+METHOD_DECL(mlx5_mod_get_data_direct_sysfs_path);
+METHOD_DECL(mlx5_mod_reg_dmabuf_mr);
 
 /* The module functions of mlx5/, for core/module.c's table (one line
  * there: MLX5_MODULE_METHODS), each entry followed by a comma.  devx.c
@@ -151,6 +227,11 @@ METHOD_DECL(mlx5_mod_is_supported);
 #define MLX5_MODULE_METHODS \
 	METHOD_NOARGS("_mlx5_status", mlx5_mod_status), \
 	METHOD_KW("mlx5_is_supported", mlx5_mod_is_supported), \
+	METHOD_KW("mlx5_open_device", mlx5_mod_open_device), \
+	METHOD_KW("mlx5_query_device", mlx5_mod_query_device), \
+	METHOD_KW("mlx5_get_data_direct_sysfs_path", \
+		  mlx5_mod_get_data_direct_sysfs_path), \
+	METHOD_KW("mlx5_reg_dmabuf_mr", mlx5_mod_reg_dmabuf_mr), \
 	MLX5_DEVX_MODULE_METHODS \
 	MLX5_MKEY_MODULE_METHODS
 /* clang-format on */
