@@ -106,14 +106,36 @@ PROBES = [
 ]
 
 
+# mlx5dv.h (src/ibverbs/_ibverbs/mlx5/): what each release added to the
+# structs the mlx5 files mirror (their _Static_asserts check the mirror
+# against the header where it has the field); probed after including
+# <infiniband/mlx5dv.h>.
+MLX5_PROBES = [
+    (
+        "MLX5DV_CONTEXT_MASK_DCI_STREAMS + MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD"
+        " + MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS",
+        "IBVERBS_HAVE_MLX5DV_DCI_STREAMS",
+        37,
+    ),
+    ("MLX5DV_CONTEXT_MASK_MAX_DC_RD_ATOM", "IBVERBS_HAVE_MLX5DV_MAX_DC_RD_ATOM", 47),
+    ("MLX5DV_CONTEXT_MASK_REG_C0", "IBVERBS_HAVE_MLX5DV_REG_C0", 50),
+    ("&mlx5dv_get_data_direct_sysfs_path", "IBVERBS_HAVE_MLX5DV_DATA_DIRECT", 54),
+    (
+        "MLX5DV_CONTEXT_MASK_OOO_RECV_WRS + MLX5DV_QP_CREATE_OOO_DP",
+        "IBVERBS_HAVE_MLX5DV_OOO",
+        55,
+    ),
+]
+
+
 def _cc():
     return shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
 
 
-def header_has(expr, extra):
-    """Does ``expr`` compile after ``#include <infiniband/verbs.h>``, with
+def header_has(expr, extra, header="infiniband/verbs.h"):
+    """Does ``expr`` compile after ``#include <header>``, with
     the include flags this build uses (CPPFLAGS, then IBVERBS_EXTRA_CFLAGS)?"""
-    src = f"#include <infiniband/verbs.h>\nvoid ibverbs_probe(void) {{ (void)({expr}); }}\n"
+    src = f"#include <{header}>\nvoid ibverbs_probe(void) {{ (void)({expr}); }}\n"
     flags = shlex.split(os.environ.get("CPPFLAGS", "")) + list(extra)
     try:
         r = subprocess.run(
@@ -142,7 +164,12 @@ def probed_defines(extra):
 
     with ThreadPoolExecutor(build_jobs()) as pool:
         found = list(pool.map(lambda probe: header_has(probe[0], extra), PROBES))
-    return [(define, "1") for (_, define, _), ok in zip(PROBES, found) if ok]
+        mlx5 = list(
+            pool.map(lambda probe: header_has(probe[0], extra, "infiniband/mlx5dv.h"), MLX5_PROBES)
+        )
+    return [(define, "1") for (_, define, _), ok in zip(PROBES, found) if ok] + [
+        (define, "1") for (_, define, _), ok in zip(MLX5_PROBES, mlx5) if ok
+    ]
 
 
 # make wheel sets IBVERBS_GLIBC_FLOOR=1: the extension then loads on glibc

@@ -673,7 +673,6 @@ class CMEvent:
 
 def _flow_layouts() -> dict[str, tuple[int, int, int, int]]: ...
 
-@final
 class CQEx(CQ):
     @property
     def wc_flags(self) -> int: ...
@@ -750,7 +749,6 @@ class MW(_Handle):
     def type(self) -> int: ...
 
 # ------------------------------------------------------------ extended QP ---
-@final
 class QPEx(QP):
     wr_id: int
     wr_flags: int
@@ -940,3 +938,25 @@ class EfaCQ(CQEx):
     def read_sgid(self) -> Gid | None: ...
     def is_unsolicited(self) -> bool: ...
     def query(self) -> EfaCQAttr: ...
+
+# ------------------------------------------------------------------ mlx5 ---
+# The mlx5 direct verbs (mlx5/), public as ibverbs.mlx5.
+
+from . import Device as _Device  # noqa: E402
+
+def _mlx5_status() -> tuple[bool, str]: ...
+def mlx5_is_supported(device: str | _Device) -> bool: ...
+def mlx5_open_device(device: str | _Device, flags: int = 0) -> Context: ...
+def mlx5_query_device(ctx: Context) -> dict[str, Any]: ...
+def mlx5_get_data_direct_sysfs_path(ctx: Context) -> str: ...
+def mlx5_reg_dmabuf_mr(
+    pd: PD,
+    offset: int,
+    length: int,
+    iova: int,
+    fd: int,
+    access: int = 0,
+    *,
+    mlx5_access: int = 0,
+    owner: object | None = None,
+) -> MR: ...

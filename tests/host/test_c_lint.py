@@ -42,6 +42,8 @@ AUDITED = {
     # holds (an argument of the running method).
     "mr_register": "pd",
     "pd_reg_dmabuf_mr": "pd",
+    # mlx5dv_reg_dmabuf_mr on the PD argument (busy), as above.
+    "mlx5_mod_reg_dmabuf_mr": "a.pd",
     # ibv_modify_qp / ibv_query_qp on the QP (busy); its PD, CQs and SRQ
     # cannot close while the QP is open; attr/init are on the C stack.
     "qp_modify_raw": "self",
@@ -394,6 +396,7 @@ SHARED_HEADERS = {
     "wq/wq.h",
     "xrc/xrc.h",
     "efa/efa.h",
+    "mlx5/mlx5.h",
 }
 # Parts of ibverbs.h kept apart: the declarations old rdma-core headers
 # lack, the argument declarations (glibc_floor.h is force-included by

@@ -159,3 +159,13 @@ def recording(tmp_path_factory):
         pytest.skip("no C compiler (cc/gcc/clang or $CC) to build the recording double")
     lib = mod.build(tmp_path_factory.mktemp("recording"))
     return mod.Runner(lib, tmp_path_factory.mktemp("recording-runs"))
+
+
+@pytest.fixture(scope="session")
+def mlx5_fake(recording, tmp_path_factory):
+    """A Runner (tests/fakes/mlx5.py) like ``recording`` whose child also
+    loads the fake libmlx5.so.1 (IBVERBS_LIBMLX5); its Result has the
+    fake's records (``mlx5``, ``mlx5_one``)."""
+    mod = load_fake_module("mlx5")
+    lib = mod.build(tmp_path_factory.mktemp("mlx5"))
+    return mod.Runner(recording.lib, lib, tmp_path_factory.mktemp("mlx5-runs"))

@@ -10,6 +10,7 @@
 #include "device/device.h"
 #include "efa/efa.h"
 #include "mem/mem.h"
+#include "mlx5/mlx5.h"
 #include "qp/qp.h"
 #include "wq/wq.h"
 #include "wr/wr.h"
@@ -180,7 +181,8 @@ static PyMethodDef module_methods[] = {
 	METHOD_KW("_efa_create_driver_qp", efa_mod_create_driver_qp),
 	METHOD_KW("_efa_create_qp", efa_mod_create_qp),
 	METHOD_KW("_efa_create_cq", efa_mod_create_cq),
-	{ NULL, NULL, 0, NULL }
+	/* mlx5/: ibverbs.mlx5's functions (libmlx5.so.1, loaded on first use) */
+	MLX5_MODULE_METHODS{ NULL, NULL, 0, NULL }
 };
 
 /* ------------------------------------------------------------------ */

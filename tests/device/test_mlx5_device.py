@@ -1,0 +1,85 @@
+"""ibverbs.mlx5 with the REAL libmlx5.so.1 on a device of another provider
+(rxe0 in the Soft-RoCE guest): every entry point that checks its provider
+refuses, as a VerbsError naming the function, and leaks nothing.
+
+On an NVIDIA ConnectX host (vendor id 0x02c9, as rdma-core's tests check)
+these refusals do not apply: the module skips, so the same file runs
+unchanged there."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+import ibverbs as ib
+from ibverbs import mlx5
+from support.process import rdma_counts
+
+pytestmark = pytest.mark.integration
+
+MLX5_VENDOR_ID = 0x02C9
+
+
+@pytest.fixture(autouse=True)
+def _not_mlx5(ctx):
+    if ctx.query_device().vendor_id == MLX5_VENDOR_ID:
+        pytest.skip("an mlx5 device: the refusal tests are for other providers")
+    ok, why = mlx5.library_status()
+    if not ok:
+        pytest.skip(f"no libmlx5 here: {why}")
+
+
+def test_the_real_library_is_loaded():
+    ok, path = mlx5.library_status()
+    # dladdr names the file the provider plugin links to as well
+    # (libibverbs/libmlx5-rdmav34.so -> ../libmlx5.so.1.x).
+    assert ok and "libmlx5" in path
+
+
+def test_is_supported_is_false(ctx):
+    assert mlx5.is_supported(ctx.name) is False
+    dev = next(d for d in ib.get_device_list() if d.name == ctx.name)
+    assert mlx5.is_supported(dev) is False
+
+
+def test_open_device_refuses(ctx):
+    with pytest.raises(ib.VerbsError) as e:
+        mlx5.open_device(ctx.name)
+    assert e.value.errno == errno.EOPNOTSUPP
+    assert e.value.operation == "mlx5dv_open_device"
+
+
+def _refused(f, *args, **kw):
+    with pytest.raises(ib.VerbsError) as e:
+        f(*args, **kw)
+    assert e.value.errno != 0
+    return e.value
+
+
+def test_context_level_calls_refuse(ctx):
+    e = _refused(mlx5.query_device, ctx)
+    assert e.operation == "mlx5dv_query_device"
+    assert e.errno == errno.EOPNOTSUPP
+    ok_dd = True
+    try:
+        mlx5.get_data_direct_sysfs_path(ctx)
+    except ib.VerbsError as e2:
+        assert e2.operation == "mlx5dv_get_data_direct_sysfs_path"
+        assert e2.errno == errno.EOPNOTSUPP
+        ok_dd = False
+    assert not ok_dd
+
+
+def test_reg_dmabuf_mr_refuses_and_leaks_nothing(ctx):
+    before = rdma_counts(ctx.name)
+    with ctx.alloc_pd() as pd:
+        try:
+            mlx5.reg_dmabuf_mr(pd, 0, 4096, 0, 0, mlx5_access=1)
+        except ib.VerbsError as e:
+            assert e.operation == "mlx5dv_reg_dmabuf_mr"
+            assert e.errno == errno.EOPNOTSUPP
+        else:
+            pytest.fail("mlx5dv_reg_dmabuf_mr accepted an rxe PD")
+    if before is not None:
+        assert rdma_counts(ctx.name) == before
