@@ -673,6 +673,7 @@ class CMEvent:
 
 def _flow_layouts() -> dict[str, tuple[int, int, int, int]]: ...
 
+@disjoint_base
 class CQEx(CQ):
     @property
     def wc_flags(self) -> int: ...
@@ -749,6 +750,7 @@ class MW(_Handle):
     def type(self) -> int: ...
 
 # ------------------------------------------------------------ extended QP ---
+@disjoint_base
 class QPEx(QP):
     wr_id: int
     wr_flags: int
@@ -960,3 +962,40 @@ def mlx5_reg_dmabuf_mr(
     mlx5_access: int = 0,
     owner: object | None = None,
 ) -> MR: ...
+def _mlx5_create_cq(
+    context: Context,
+    init_attr: CQInitAttrEx,
+    *,
+    cqe_comp_res_format: int = 0,
+    flags: int = 0,
+    cqe_size: int = 0,
+) -> Mlx5CQ: ...
+def _mlx5_create_qp(
+    pd: PD,
+    init_attr: QPInitAttrEx,
+    *,
+    create_flags: int = 0,
+    dc_type: int = 0,
+    dct_access_key: int = 0,
+    log_num_concurent: int = 0,
+    log_num_errored: int = 0,
+    send_ops_flags: int = 0,
+) -> Mlx5QP: ...
+def _mlx5_modify_qp_udp_sport(qp: QP, udp_sport: int) -> None: ...
+def _mlx5_modify_qp_lag_port(qp: QP, port_num: int) -> None: ...
+def _mlx5_query_qp_lag_port(qp: QP) -> tuple[int, int]: ...
+def _mlx5_dci_stream_id_reset(qp: QP, stream_id: int) -> None: ...
+
+@final
+class Mlx5QP(QPEx):
+    def wr_set_dc_addr(self, ah: AH, remote_dctn: int, remote_dc_key: int) -> None: ...
+    def wr_set_dc_addr_stream(
+        self, ah: AH, remote_dctn: int, remote_dc_key: int, stream_id: int
+    ) -> None: ...
+    def modify_udp_sport(self, udp_sport: int) -> None: ...
+    def modify_lag_port(self, port_num: int) -> None: ...
+    def query_lag_port(self) -> tuple[int, int]: ...
+    def dci_stream_id_reset(self, stream_id: int) -> None: ...
+
+@final
+class Mlx5CQ(CQEx): ...

@@ -83,3 +83,43 @@ def test_reg_dmabuf_mr_refuses_and_leaks_nothing(ctx):
             pytest.fail("mlx5dv_reg_dmabuf_mr accepted an rxe PD")
     if before is not None:
         assert rdma_counts(ctx.name) == before
+
+
+def test_create_cq_and_create_qp_refuse_and_leak_nothing(ctx):
+    before = rdma_counts(ctx.name)
+    e = _refused(mlx5.create_cq, ctx, ib.CQInitAttrEx(cqe=8), cqe_size=64)
+    assert (e.operation, e.errno) == ("mlx5dv_create_cq", errno.EOPNOTSUPP)
+    with ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+        ops = ib.QPCreateSendOpsFlags
+        e = _refused(
+            mlx5.create_qp,
+            pd,
+            ib.QPInitAttrEx(cq, send_ops_flags=ops.SEND),
+            dc_type=mlx5.DCType.DCI,
+        )
+        assert (e.operation, e.errno) == ("mlx5dv_create_qp", errno.EOPNOTSUPP)
+        e = _refused(
+            mlx5.create_qp, pd, ib.QPInitAttrEx(cq), create_flags=mlx5.QPCreateFlags.OOO_DP
+        )
+        assert (e.operation, e.errno) == ("mlx5dv_create_qp", errno.EOPNOTSUPP)
+    if before is not None:
+        assert rdma_counts(ctx.name) == before
+
+
+def test_qp_level_verbs_refuse_an_rxe_qp(ctx):
+    before = rdma_counts(ctx.name)
+    with ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+        qp = pd.create_qp(ib.QPInitAttr(cq, qp_type=ib.QPType.RC))
+        try:
+            for f, args, name in (
+                (mlx5.modify_qp_udp_sport, (49152,), "mlx5dv_modify_qp_udp_sport"),
+                (mlx5.modify_qp_lag_port, (1,), "mlx5dv_modify_qp_lag_port"),
+                (mlx5.query_qp_lag_port, (), "mlx5dv_query_qp_lag_port"),
+                (mlx5.dci_stream_id_reset, (0,), "mlx5dv_dci_stream_id_reset"),
+            ):
+                e = _refused(f, qp, *args)
+                assert (e.operation, e.errno) == (name, errno.EOPNOTSUPP)
+        finally:
+            qp.close()
+    if before is not None:
+        assert rdma_counts(ctx.name) == before

@@ -371,6 +371,9 @@ typedef struct {
 	/* efa/: ibverbs.efa's QP and CQ (subclasses of QPEx, CQEx) */
 	PyTypeObject *EfaQP_type;
 	PyTypeObject *EfaCQ_type;
+	/* mlx5/: ibverbs.mlx5's QP and CQ (subclasses of QPEx, CQEx) */
+	PyTypeObject *Mlx5QP_type;
+	PyTypeObject *Mlx5CQ_type;
 	PyTypeObject *FlowAction_type;
 	/* Python modules the C code reads classes from, imported on first
 	 * use (module_cached): ibverbs.enums and ibverbs.flow import this

@@ -231,15 +231,20 @@ static const struct {
 	PyType_Spec *spec;
 	PyTypeObject **slot;
 	PyTypeObject **base;
-} subtype_table[] = { { "CQEx", &CQEx_spec, &ST.CQEx_type, &ST.CQ_type },
-		      { "WCEx", &WCEx_spec, &ST.WCEx_type, &ST.WC_type },
-		      { "QPEx", &QPEx_spec, &ST.QPEx_type, &ST.QP_type },
-		      { "ParentDomain", &ParentDomain_spec,
-			&ST.ParentDomain_type, &ST.PD_type },
-		      /* efa/ */
-		      { "EfaQP", &EfaQP_spec, &ST.EfaQP_type, &ST.QPEx_type },
-		      { "EfaCQ", &EfaCQ_spec, &ST.EfaCQ_type, &ST.CQEx_type },
-		      { NULL, NULL, NULL, NULL } };
+} subtype_table[] = {
+	{ "CQEx", &CQEx_spec, &ST.CQEx_type, &ST.CQ_type },
+	{ "WCEx", &WCEx_spec, &ST.WCEx_type, &ST.WC_type },
+	{ "QPEx", &QPEx_spec, &ST.QPEx_type, &ST.QP_type },
+	{ "ParentDomain", &ParentDomain_spec, &ST.ParentDomain_type,
+	  &ST.PD_type },
+	/* efa/ */
+	{ "EfaQP", &EfaQP_spec, &ST.EfaQP_type, &ST.QPEx_type },
+	{ "EfaCQ", &EfaCQ_spec, &ST.EfaCQ_type, &ST.CQEx_type },
+	/* mlx5/ */
+	{ "Mlx5QP", &Mlx5QP_spec, &ST.Mlx5QP_type, &ST.QPEx_type },
+	{ "Mlx5CQ", &Mlx5CQ_spec, &ST.Mlx5CQ_type, &ST.CQEx_type },
+	{ NULL, NULL, NULL, NULL }
+};
 
 static const struct {
 	const char *name;

@@ -204,6 +204,55 @@ struct m5_context_attr {
 	void *fds;
 };
 
+/* struct mlx5dv_qp_init_attr (the dci_streams member of the DC union:
+ * rdma-core 37). */
+struct m5_qp_init_attr {
+	uint64_t comp_mask;
+	uint32_t create_flags;
+	struct {
+		uint32_t dc_type; /* enum mlx5dv_dc_type */
+		union {
+			uint64_t dct_access_key;
+			struct {
+				uint8_t log_num_concurent;
+				uint8_t log_num_errored;
+			} dci_streams;
+		};
+	} dc_init_attr;
+	uint64_t send_ops_flags;
+};
+
+/* MLX5DV_QP_INIT_ATTR_MASK_*, MLX5DV_DCTYPE_* */
+#define M5_QP_MASK_CREATE_FLAGS (1ull << 0)
+#define M5_QP_MASK_DC (1ull << 1)
+#define M5_QP_MASK_SEND_OPS_FLAGS (1ull << 2)
+#define M5_QP_MASK_DCI_STREAMS (1ull << 3)
+#define M5_DCTYPE_DCT 1
+#define M5_DCTYPE_DCI 2
+
+/* struct mlx5dv_qp_ex: rdma-core 65's function table (what
+ * mlx5dv_qp_ex_from_ibv_qp_ex returns); the inline setters of mlx5dv.h
+ * call through it.  wr_set_dc_addr_stream: rdma-core 37. */
+struct m5_qp_ex {
+	uint64_t comp_mask;
+	void (*wr_set_dc_addr)(struct m5_qp_ex *mqp, struct ibv_ah *ah,
+			       uint32_t remote_dctn, uint64_t remote_dc_key);
+	void *wr_mr_interleaved;
+	void *wr_mr_list;
+	void *wr_mkey_configure;
+	void *wr_set_mkey_access_flags;
+	void *wr_set_mkey_layout_list;
+	void *wr_set_mkey_layout_interleaved;
+	void *wr_set_mkey_sig_block;
+	void *wr_raw_wqe;
+	void (*wr_set_dc_addr_stream)(struct m5_qp_ex *mqp, struct ibv_ah *ah,
+				      uint32_t remote_dctn,
+				      uint64_t remote_dc_key,
+				      uint16_t stream_id);
+	void *wr_memcpy;
+	void *wr_set_mkey_crypto;
+};
+
 /* mlx5_loader.c: _mlx5_status() -> (True, path) or (False, why). */
 METHOD_DECL_NOARGS(mlx5_mod_status);
 
@@ -216,6 +265,16 @@ METHOD_DECL(mlx5_mod_open_device);
 METHOD_DECL(mlx5_mod_query_device);
 METHOD_DECL(mlx5_mod_get_data_direct_sysfs_path);
 METHOD_DECL(mlx5_mod_reg_dmabuf_mr);
+
+/* cq.c, qp.c: the types (core/module.c's subtype_table) and factories */
+extern PyType_Spec Mlx5CQ_spec;
+extern PyType_Spec Mlx5QP_spec;
+METHOD_DECL(mlx5_mod_create_cq);
+METHOD_DECL(mlx5_mod_create_qp);
+METHOD_DECL(mlx5_mod_modify_qp_udp_sport);
+METHOD_DECL(mlx5_mod_modify_qp_lag_port);
+METHOD_DECL(mlx5_mod_query_qp_lag_port);
+METHOD_DECL(mlx5_mod_dci_stream_id_reset);
 
 /* The module functions of mlx5/, for core/module.c's table (one line
  * there: MLX5_MODULE_METHODS), each entry followed by a comma.  devx.c
@@ -232,6 +291,12 @@ METHOD_DECL(mlx5_mod_reg_dmabuf_mr);
 	METHOD_KW("mlx5_get_data_direct_sysfs_path", \
 		  mlx5_mod_get_data_direct_sysfs_path), \
 	METHOD_KW("mlx5_reg_dmabuf_mr", mlx5_mod_reg_dmabuf_mr), \
+	METHOD_KW("_mlx5_create_cq", mlx5_mod_create_cq), \
+	METHOD_KW("_mlx5_create_qp", mlx5_mod_create_qp), \
+	METHOD_KW("_mlx5_modify_qp_udp_sport", mlx5_mod_modify_qp_udp_sport), \
+	METHOD_KW("_mlx5_modify_qp_lag_port", mlx5_mod_modify_qp_lag_port), \
+	METHOD_KW("_mlx5_query_qp_lag_port", mlx5_mod_query_qp_lag_port), \
+	METHOD_KW("_mlx5_dci_stream_id_reset", mlx5_mod_dci_stream_id_reset), \
 	MLX5_DEVX_MODULE_METHODS \
 	MLX5_MKEY_MODULE_METHODS
 /* clang-format on */

@@ -113,6 +113,11 @@ PyObject *qpex_create(PDObject *pd, PyObject *init_attr, PyTypeObject *type,
  * open in a wr_start() batch (what a setter of that WR needs); NULL with
  * VerbsError (EBADF, EINVAL) set otherwise. */
 struct ibv_qp_ex *qpex_current_wr(PyObject *self, const char *verb);
+/* qp_ex.c: for a provider's own destination setter (mlx5/'s DC setters):
+ * after qpex_current_wr, mark the current WR of the DRIVER-type QPEx
+ * self addressed and hold ah (an AH) until the batch ends.  0, or -1
+ * with VerbsError EINVAL (not a DRIVER QP, destination set already). */
+int qpex_driver_addr(PyObject *self, PyObject *ah, const char *verb);
 
 /* rate_limit_ece.c: the hardware-only QP verbs (qp.c's method table names
  * them). */

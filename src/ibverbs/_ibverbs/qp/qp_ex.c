@@ -428,6 +428,26 @@ struct ibv_qp_ex *qpex_current_wr(PyObject *self, const char *verb)
 	return q->qpx;
 }
 
+int qpex_driver_addr(PyObject *self, PyObject *ah, const char *verb)
+{
+	QPExObject *q = QPEXO(self);
+
+	if (q->qp.qp_type != IBV_QPT_DRIVER) {
+		verbs_error_fmt(EINVAL, verb, "for DC (driver) QPs only");
+		return -1;
+	}
+	if (q->cur_ud) {
+		verbs_error_fmt(EINVAL, verb,
+				"work request %u already has its destination",
+				q->n_wr - 1);
+		return -1;
+	}
+	if (qpex_keep(self, ah) < 0)
+		return -1;
+	q->cur_ud = 1;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* wr_start, wr_complete, wr_abort                                    */
 /* ------------------------------------------------------------------ */
