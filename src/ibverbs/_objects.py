@@ -859,3 +859,13 @@ class EfaCQAttr(_Record):
     by the record)."""
 
     __slots__ = ()
+
+
+class Mlx5Obj(_Record):
+    """The mlx5 layout of a QP, CQ, SRQ, PD or DM (``mlx5.init_obj``):
+    ``kind``, ``obj`` (kept alive by the record) and the fields of
+    ``struct mlx5dv_qp`` / ``_cq`` / ``_srq`` / ``_pd`` / ``_dm``;
+    addresses are ints, rings and doorbell records read-only
+    memoryviews."""
+
+    __slots__ = ()

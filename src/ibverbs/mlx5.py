@@ -35,6 +35,8 @@ modify_qp_udp_sport = _ibverbs._mlx5_modify_qp_udp_sport
 modify_qp_lag_port = _ibverbs._mlx5_modify_qp_lag_port
 query_qp_lag_port = _ibverbs._mlx5_query_qp_lag_port
 dci_stream_id_reset = _ibverbs._mlx5_dci_stream_id_reset
+init_obj = _ibverbs._mlx5_init_obj
+get_cqe_opcode = _ibverbs._mlx5_get_cqe_opcode
 
 QP = _ibverbs.Mlx5QP
 CQ = _ibverbs.Mlx5CQ
@@ -107,6 +109,8 @@ __all__ = [
     "create_cq",
     "create_qp",
     "dci_stream_id_reset",
+    "get_cqe_opcode",
+    "init_obj",
     "modify_qp_lag_port",
     "modify_qp_udp_sport",
     "query_qp_lag_port",

@@ -123,3 +123,20 @@ def test_qp_level_verbs_refuse_an_rxe_qp(ctx):
             qp.close()
     if before is not None:
         assert rdma_counts(ctx.name) == before
+
+
+def test_init_obj_refuses_rxe_objects_and_the_cq_still_polls(ctx):
+    before = rdma_counts(ctx.name)
+    with ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+        qp = pd.create_qp(ib.QPInitAttr(cq, qp_type=ib.QPType.RC))
+        srq = pd.create_srq(8)
+        try:
+            for o in (qp, cq, srq, pd):
+                e = _refused(mlx5.init_obj, o)
+                assert (e.operation, e.errno) == ("mlx5dv_init_obj", errno.EOPNOTSUPP)
+            assert cq.poll() == []  # a refused init_obj leaves the CQ to libibverbs
+        finally:
+            srq.close()
+            qp.close()
+    if before is not None:
+        assert rdma_counts(ctx.name) == before

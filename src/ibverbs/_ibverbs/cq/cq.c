@@ -292,6 +292,17 @@ static struct ibv_wc *wc_room(struct ibv_wc *stack, int n, struct ibv_wc **heap)
 }
 #endif
 
+int cq_check_polled_here(PyObject *self)
+{
+	if (((CQObject *)self)->user_owned) {
+		PyErr_SetString(PyExc_ValueError,
+				"this CQ was handed to mlx5.init_obj(): its "
+				"user polls its ring, libibverbs does not");
+		return -1;
+	}
+	return 0;
+}
+
 static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 {
 	CQObject *c = (CQObject *)self;
@@ -300,7 +311,8 @@ static PyObject *cq_poll(PyObject *self, PyObject *args, PyObject *kw)
 	int n, rc;
 
 	HANDLE_CHECK(self);
-	if (parse_num_entries(args, kw, &want) < 0)
+	if (cq_check_polled_here(self) < 0 ||
+	    parse_num_entries(args, kw, &want) < 0)
 		return NULL;
 	cq = CQP(self);
 	/* A CQ never holds more than cqe entries: no need for more room. */
@@ -410,6 +422,8 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 	int n, rc, i;
 
 	HANDLE_CHECK(self);
+	if (cq_check_polled_here(self) < 0)
+		return NULL;
 	/* Parsed by hand: the data path, where args_parse costs instructions. */
 	want = PyLong_Check(arg) ? PyLong_AsLong(arg) : -1;
 	if (want < 1) {

@@ -20,7 +20,12 @@ typedef struct {
 	unsigned int events_unacked; /* CQ events got, not yet acked */
 	struct ibv_wc *wcs; /* preallocated poll storage */
 	int wcs_len;
+	int user_owned; /* handed to mlx5.init_obj: the poll paths refuse */
 } CQObject;
+
+/* cq.c: 0, or -1 with ValueError when the CQ self is its user's
+ * (mlx5.init_obj): CQ.poll/poll_count and CQEx's poll paths ask. */
+int cq_check_polled_here(PyObject *self);
 
 extern PyType_Spec CompChannel_spec; /* channel.c */
 extern PyType_Spec CQ_spec; /* cq.c */

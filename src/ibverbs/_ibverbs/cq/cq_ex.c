@@ -402,7 +402,7 @@ static PyObject *wcex_from(const struct wc_ex *x)
 
 static int cqex_check_open(PyObject *self)
 {
-	if (handle_check(HANDLE(self)) < 0)
+	if (handle_check(HANDLE(self)) < 0 || cq_check_polled_here(self) < 0)
 		return -1;
 	if (CQX(self)->polling) {
 		PyErr_SetString(PyExc_ValueError,

@@ -275,6 +275,9 @@ METHOD_DECL(mlx5_mod_modify_qp_udp_sport);
 METHOD_DECL(mlx5_mod_modify_qp_lag_port);
 METHOD_DECL(mlx5_mod_query_qp_lag_port);
 METHOD_DECL(mlx5_mod_dci_stream_id_reset);
+/* obj.c */
+METHOD_DECL(mlx5_mod_init_obj);
+METHOD_DECL(mlx5_mod_get_cqe_opcode);
 
 /* The module functions of mlx5/, for core/module.c's table (one line
  * there: MLX5_MODULE_METHODS), each entry followed by a comma.  devx.c
@@ -297,6 +300,8 @@ METHOD_DECL(mlx5_mod_dci_stream_id_reset);
 	METHOD_KW("_mlx5_modify_qp_lag_port", mlx5_mod_modify_qp_lag_port), \
 	METHOD_KW("_mlx5_query_qp_lag_port", mlx5_mod_query_qp_lag_port), \
 	METHOD_KW("_mlx5_dci_stream_id_reset", mlx5_mod_dci_stream_id_reset), \
+	METHOD_KW("_mlx5_init_obj", mlx5_mod_init_obj), \
+	METHOD_KW("_mlx5_get_cqe_opcode", mlx5_mod_get_cqe_opcode), \
 	MLX5_DEVX_MODULE_METHODS \
 	MLX5_MKEY_MODULE_METHODS
 /* clang-format on */

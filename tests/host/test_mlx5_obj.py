@@ -1,0 +1,125 @@
+"""mlx5.init_obj and mlx5.get_cqe_opcode against the fake libmlx5.so.1:
+the struct mlx5dv_obj the binding passes, the records it builds, and the
+CQ handed to its user refusing to be polled.  The fake is a double, not
+evidence that anything works on an mlx5 device."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_init_obj_records_and_user_owned_cq(mlx5_fake):
+    def body(fake):
+        import ibverbs
+        from ibverbs import mlx5
+
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            cq = mlx5.create_cq(ctx, ibverbs.CQInitAttrEx(cqe=16))
+            plain = ctx.create_cq(8)
+            qp = mlx5.create_qp(pd, ibverbs.QPInitAttrEx(cq))
+            srq = pd.create_srq(8)
+            q = mlx5.init_obj(qp)
+            out["qp"] = [
+                q.kind,
+                q.obj is qp,
+                q.sq_wqe_cnt,
+                q.sq_stride,
+                len(q.sq),
+                q.sq.readonly,
+                q.sq[0],
+                len(q.rq),
+                q.sqn,
+                q.comp_mask,
+                q.sq_buf - q.rq_buf,
+                bytes(q.dbrec_view).hex(),
+            ]
+            out["polls_before"] = cq.poll()
+            c = mlx5.init_obj(cq)
+            out["cq"] = [c.kind, c.cqn, c.cqe_cnt, c.cqe_size, len(c.ring), c.ring.readonly]
+            out["opcode"] = mlx5.get_cqe_opcode(c.ring[64:128])
+            refused = []
+            for f in (cq.poll, lambda: cq.poll_count(1), cq.start_poll):
+                try:
+                    f()
+                except ValueError as e:
+                    refused.append(str(e))
+            out["refused"] = refused
+            c2 = mlx5.init_obj(plain)
+            try:
+                plain.poll()
+            except ValueError as e:
+                out["plain_refused"] = "init_obj" in str(e)
+            s = mlx5.init_obj(srq)
+            out["srq"] = [s.kind, s.srqn, s.stride, len(s.ring), len(s.dbrec_view)]
+            p = mlx5.init_obj(pd)
+            out["pd"] = [p.kind, p.pdn]
+            try:
+                p.pdn = 1
+            except AttributeError:
+                out["readonly"] = True
+            try:
+                mlx5.init_obj(ctx)
+            except TypeError as e:
+                out["typeerr"] = str(e)
+            del q, c, c2, s, p
+            for o in (qp, srq, cq, plain):
+                o.close()
+            try:
+                mlx5.init_obj(qp)
+            except ibverbs.VerbsError as e:
+                out["ebadf"] = e.errno
+        return out
+
+    res = mlx5_fake.run(body)
+    out = res.ok()
+    assert out["qp"] == [
+        "qp",
+        True,
+        8,
+        64,
+        512,
+        True,
+        0,
+        256,
+        4,
+        3,
+        1024,
+        "1100000022000000",
+    ]
+    assert out["polls_before"] == []
+    assert out["cq"] == ["cq", 0x77, 16, 64, 1024, True]
+    assert out["opcode"] == 127 >> 4  # byte 63 of the second CQE: 127
+    assert len(out["refused"]) == 3 and all("mlx5.init_obj()" in m for m in out["refused"])
+    assert out["plain_refused"] is True
+    assert out["srq"] == ["srq", 0x55, 32, 256, 4]
+    assert out["pd"] == ["pd", 0x33] and out["readonly"] is True
+    assert "obj must be a QP, CQ, SRQ, PD or DM" in out["typeerr"]
+    assert out["ebadf"] == 9
+    recs = res.mlx5_calls("mlx5dv_init_obj")
+    assert [r["obj_type"] for r in recs] == [1, 2, 2, 4, 0x40]
+    assert recs[0]["qp.out.comp_mask"] == 7  # UAR offset, raw handles, TIR address
+    assert recs[0]["qp.in"] != 0
+    assert recs[3]["srq.out.comp_mask"] == 1
+    # struct mlx5dv_obj: only the pair of the object's type is set
+    assert recs[4]["obj_bytes"][:96] == bytes(96)
+    assert not res.mlx5_calls("mlx5dv_init_obj@MLX5_1.0")
+
+
+@pytest.mark.parametrize(
+    "cqe,want", [(bytes(63) + b"\xd3", 13), (bytearray(63) + b"\x20", 2), (bytes(64), 0)]
+)
+def test_get_cqe_opcode(cqe, want):
+    from ibverbs import mlx5
+
+    assert mlx5.get_cqe_opcode(cqe) == want
+    assert mlx5.get_cqe_opcode(memoryview(bytes(cqe))) == want
+
+
+def test_get_cqe_opcode_refuses():
+    from ibverbs import mlx5
+
+    with pytest.raises(ValueError):
+        mlx5.get_cqe_opcode(bytes(32))
+    with pytest.raises(TypeError):
+        mlx5.get_cqe_opcode("x" * 64)
