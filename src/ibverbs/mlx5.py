@@ -24,11 +24,11 @@ import enum
 
 from . import _ibverbs
 
-is_supported = _ibverbs.mlx5_is_supported
-open_device = _ibverbs.mlx5_open_device
-query_device = _ibverbs.mlx5_query_device
-get_data_direct_sysfs_path = _ibverbs.mlx5_get_data_direct_sysfs_path
-reg_dmabuf_mr = _ibverbs.mlx5_reg_dmabuf_mr
+is_supported = _ibverbs._mlx5_is_supported
+open_device = _ibverbs._mlx5_open_device
+query_device = _ibverbs._mlx5_query_device
+get_data_direct_sysfs_path = _ibverbs._mlx5_get_data_direct_sysfs_path
+reg_dmabuf_mr = _ibverbs._mlx5_reg_dmabuf_mr
 create_cq = _ibverbs._mlx5_create_cq
 create_qp = _ibverbs._mlx5_create_qp
 modify_qp_udp_sport = _ibverbs._mlx5_modify_qp_udp_sport

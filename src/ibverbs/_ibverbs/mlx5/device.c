@@ -109,7 +109,7 @@ struct is_supported_args {
 static const ArgSpec is_supported_params[] = {
 	ARG_OBJECT(struct is_supported_args, device), ARG_END
 };
-METHOD_ARGS(mlx5_mod_is_supported, "mlx5_is_supported", is_supported_params);
+METHOD_ARGS(mlx5_mod_is_supported, "_mlx5_is_supported", is_supported_params);
 
 PyObject *mlx5_mod_is_supported(PyObject *mod, PyObject *args, PyObject *kw)
 {
@@ -231,7 +231,7 @@ static const ArgSpec open_device_params[] = {
 	ARG_OBJECT(struct open_device_args, device),
 	ARG_UINT(struct open_device_args, flags, .flags = ARG_OPT), ARG_END
 };
-METHOD_ARGS(mlx5_mod_open_device, "mlx5_open_device", open_device_params);
+METHOD_ARGS(mlx5_mod_open_device, "_mlx5_open_device", open_device_params);
 
 PyObject *mlx5_mod_open_device(PyObject *mod, PyObject *args, PyObject *kw)
 {
@@ -437,7 +437,7 @@ static const ArgSpec query_device_params[] = {
 	ARG_HANDLE(struct query_device_args, ctx, Context, ARG_ANY_PARENT),
 	ARG_END
 };
-METHOD_ARGS(mlx5_mod_query_device, "mlx5_query_device", query_device_params);
+METHOD_ARGS(mlx5_mod_query_device, "_mlx5_query_device", query_device_params);
 
 PyObject *mlx5_mod_query_device(PyObject *mod, PyObject *args, PyObject *kw)
 {
@@ -483,7 +483,7 @@ METHOD_DOC(mlx5_mod_get_data_direct_sysfs_path,
 	   "        provider's device or a libmlx5 before rdma-core 54.");
 
 METHOD_ARGS(mlx5_mod_get_data_direct_sysfs_path,
-	    "mlx5_get_data_direct_sysfs_path", query_device_params);
+	    "_mlx5_get_data_direct_sysfs_path", query_device_params);
 
 PyObject *mlx5_mod_get_data_direct_sysfs_path(PyObject *mod, PyObject *args,
 					      PyObject *kw)
@@ -560,7 +560,7 @@ static const ArgSpec reg_dmabuf_params[] = {
 		   .flags = ARG_KWOPT | ARG_NONE),
 	ARG_END
 };
-METHOD_ARGS(mlx5_mod_reg_dmabuf_mr, "mlx5_reg_dmabuf_mr", reg_dmabuf_params);
+METHOD_ARGS(mlx5_mod_reg_dmabuf_mr, "_mlx5_reg_dmabuf_mr", reg_dmabuf_params);
 
 PyObject *mlx5_mod_reg_dmabuf_mr(PyObject *mod, PyObject *args, PyObject *kw)
 {

@@ -288,12 +288,12 @@ METHOD_DECL(mlx5_mod_get_cqe_opcode);
 /* clang-format off */
 #define MLX5_MODULE_METHODS \
 	METHOD_NOARGS("_mlx5_status", mlx5_mod_status), \
-	METHOD_KW("mlx5_is_supported", mlx5_mod_is_supported), \
-	METHOD_KW("mlx5_open_device", mlx5_mod_open_device), \
-	METHOD_KW("mlx5_query_device", mlx5_mod_query_device), \
-	METHOD_KW("mlx5_get_data_direct_sysfs_path", \
+	METHOD_KW("_mlx5_is_supported", mlx5_mod_is_supported), \
+	METHOD_KW("_mlx5_open_device", mlx5_mod_open_device), \
+	METHOD_KW("_mlx5_query_device", mlx5_mod_query_device), \
+	METHOD_KW("_mlx5_get_data_direct_sysfs_path", \
 		  mlx5_mod_get_data_direct_sysfs_path), \
-	METHOD_KW("mlx5_reg_dmabuf_mr", mlx5_mod_reg_dmabuf_mr), \
+	METHOD_KW("_mlx5_reg_dmabuf_mr", mlx5_mod_reg_dmabuf_mr), \
 	METHOD_KW("_mlx5_create_cq", mlx5_mod_create_cq), \
 	METHOD_KW("_mlx5_create_qp", mlx5_mod_create_qp), \
 	METHOD_KW("_mlx5_modify_qp_udp_sport", mlx5_mod_modify_qp_udp_sport), \
