@@ -375,6 +375,12 @@ typedef struct {
 	PyTypeObject *Mlx5QP_type;
 	PyTypeObject *Mlx5CQ_type;
 	PyTypeObject *FlowAction_type;
+	/* mlx5 DEVX and mkeys (mlx5/devx.c, mlx5/mkey.c) */
+	PyTypeObject *Mlx5DevxUmem_type;
+	PyTypeObject *Mlx5DevxUAR_type;
+	PyTypeObject *Mlx5DevxObj_type;
+	PyTypeObject *Mlx5DevxEventChannel_type;
+	PyTypeObject *Mlx5Mkey_type;
 	/* Python modules the C code reads classes from, imported on first
 	 * use (module_cached): ibverbs.enums and ibverbs.flow import this
 	 * module, so they cannot be imported while it is made. */

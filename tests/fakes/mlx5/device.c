@@ -166,10 +166,10 @@ FAKE_EXPORT struct ibv_mr *mlx5dv_reg_dmabuf_mr(struct ibv_pd *pd,
 						uint64_t iova, int fd,
 						int access, int mlx5_access)
 {
-	struct ibv_mr *(*reg)(struct ibv_pd *, uint64_t, size_t, uint64_t,
-			      int, int) =
-		(struct ibv_mr * (*)(struct ibv_pd *, uint64_t, size_t,
-				     uint64_t, int, int))
+	struct ibv_mr *(*reg)(struct ibv_pd *, uint64_t, size_t, uint64_t, int,
+			      int) =
+		(struct ibv_mr *
+		 (*)(struct ibv_pd *, uint64_t, size_t, uint64_t, int, int))
 			m5_ibv("ibv_reg_dmabuf_mr");
 	struct m5rec r;
 	int err = m5_begin(&r, "mlx5dv_reg_dmabuf_mr");

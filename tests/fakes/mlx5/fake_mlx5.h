@@ -54,4 +54,10 @@ int m5_unsupported(const char *name);
 /* A symbol of the recording double (the loaded $IBVERBS_LIBIBVERBS). */
 void *m5_ibv(const char *sym);
 
+/* mkey.c: the wr_mr_list op that qp.c's mlx5dv_qp_ex_from_ibv_qp_ex sets,
+ * NULL while a failure of "mlx5dv_wr_mr_list" is armed. */
+typedef void (*mr_list_fn)(struct mlx5dv_qp_ex *, struct mlx5dv_mkey *,
+			   uint32_t, uint16_t, struct ibv_sge *);
+mr_list_fn fake_mr_list_op(void);
+
 #endif

@@ -2,7 +2,8 @@
  * qp.c - the fake's QP verbs (test-only): mlx5dv_create_qp (records every
  * field and byte of both attrs; a DC QP is the double's RC QP),
  * mlx5dv_qp_ex_from_ibv_qp_ex (a table of recording DC setters for the
- * DCIs it made), and the QP-level verbs.
+ * DCIs it made, and mkey.c's wr_mr_list for any QPEx), and the QP-level
+ * verbs.
  */
 #include "fake_mlx5.h"
 
@@ -111,9 +112,12 @@ mlx5dv_create_qp(struct ibv_context *context,
 	return qp;
 }
 
-FAKE_EXPORT struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
+FAKE_EXPORT struct mlx5dv_qp_ex *
+mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
 {
-	static struct mlx5dv_qp_ex none;
+	/* a QPEx mlx5dv_create_qp did not make: only wr_mr_list (mkey.c) */
+	static struct mlx5dv_qp_ex other;
+	struct mlx5dv_qp_ex *dv = &other;
 	struct fake_dv_qp *d;
 	struct m5rec r;
 
@@ -122,8 +126,9 @@ FAKE_EXPORT struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *q
 	m5_end(&r);
 	for (d = dv_qps; d; d = d->next)
 		if (d->qpx == qp)
-			return &d->dv;
-	return &none;
+			dv = &d->dv;
+	dv->wr_mr_list = fake_mr_list_op();
+	return dv;
 }
 
 static int qp_verb(const char *verb, struct ibv_qp *qp, const char *key,
@@ -149,8 +154,8 @@ FAKE_EXPORT int mlx5dv_modify_qp_udp_sport(struct ibv_qp *qp,
 
 FAKE_EXPORT int mlx5dv_modify_qp_lag_port(struct ibv_qp *qp, uint8_t port_num)
 {
-	int err = qp_verb("mlx5dv_modify_qp_lag_port", qp, "port_num",
-			  port_num);
+	int err =
+		qp_verb("mlx5dv_modify_qp_lag_port", qp, "port_num", port_num);
 
 	return err ? err : (port_num < 1 || port_num > 2 ? EINVAL : 0);
 }

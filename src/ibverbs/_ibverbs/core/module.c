@@ -223,6 +223,14 @@ static const struct {
 		   { "Counters", &Counters_spec, &ST.Counters_type },
 		   { "CompCntr", &CompCntr_spec, &ST.CompCntr_type },
 		   { "FlowAction", &FlowAction_spec, &ST.FlowAction_type },
+		   /* mlx5 DEVX and mkeys (mlx5/devx.c, mlx5/mkey.c) */
+		   { "Mlx5DevxUmem", &Mlx5DevxUmem_spec,
+		     &ST.Mlx5DevxUmem_type },
+		   { "Mlx5DevxUAR", &Mlx5DevxUAR_spec, &ST.Mlx5DevxUAR_type },
+		   { "Mlx5DevxObj", &Mlx5DevxObj_spec, &ST.Mlx5DevxObj_type },
+		   { "Mlx5DevxEventChannel", &Mlx5DevxEventChannel_spec,
+		     &ST.Mlx5DevxEventChannel_type },
+		   { "Mlx5Mkey", &Mlx5Mkey_spec, &ST.Mlx5Mkey_type },
 		   { NULL, NULL, NULL } };
 
 /* Subclasses of the types above, made after them. */

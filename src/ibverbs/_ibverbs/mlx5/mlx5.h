@@ -283,8 +283,40 @@ METHOD_DECL(mlx5_mod_get_cqe_opcode);
  * there: MLX5_MODULE_METHODS), each entry followed by a comma.  devx.c
  * and mkey.c add theirs to MLX5_DEVX_MODULE_METHODS and
  * MLX5_MKEY_MODULE_METHODS. */
-#define MLX5_DEVX_MODULE_METHODS
-#define MLX5_MKEY_MODULE_METHODS
+/* devx.c: DEVX as raw bytes; its types Mlx5DevxUmem, Mlx5DevxUAR,
+ * Mlx5DevxObj, Mlx5DevxEventChannel.  mkey.c: Mlx5Mkey, wr_mr_list. */
+extern PyType_Spec Mlx5DevxUmem_spec;
+extern PyType_Spec Mlx5DevxUAR_spec;
+extern PyType_Spec Mlx5DevxObj_spec;
+extern PyType_Spec Mlx5DevxEventChannel_spec;
+extern PyType_Spec Mlx5Mkey_spec;
+METHOD_DECL(mlx5_mod_devx_general_cmd);
+METHOD_DECL(mlx5_mod_devx_query_eqn);
+METHOD_DECL(mlx5_mod_devx_qp_modify);
+METHOD_DECL(mlx5_mod_devx_qp_query);
+METHOD_DECL(mlx5_mod_devx_umem_reg);
+METHOD_DECL(mlx5_mod_devx_umem_reg_ex);
+METHOD_DECL(mlx5_mod_devx_alloc_uar);
+METHOD_DECL(mlx5_mod_devx_obj_create);
+METHOD_DECL(mlx5_mod_devx_create_event_channel);
+METHOD_DECL(mlx5_mod_create_mkey);
+METHOD_DECL(mlx5_mod_wr_mr_list);
+/* clang-format off */
+#define MLX5_DEVX_MODULE_METHODS \
+	METHOD_KW("_mlx5_devx_general_cmd", mlx5_mod_devx_general_cmd), \
+	METHOD_KW("_mlx5_devx_query_eqn", mlx5_mod_devx_query_eqn), \
+	METHOD_KW("_mlx5_devx_qp_modify", mlx5_mod_devx_qp_modify), \
+	METHOD_KW("_mlx5_devx_qp_query", mlx5_mod_devx_qp_query), \
+	METHOD_KW("_mlx5_devx_umem_reg", mlx5_mod_devx_umem_reg), \
+	METHOD_KW("_mlx5_devx_umem_reg_ex", mlx5_mod_devx_umem_reg_ex), \
+	METHOD_KW("_mlx5_devx_alloc_uar", mlx5_mod_devx_alloc_uar), \
+	METHOD_KW("_mlx5_devx_obj_create", mlx5_mod_devx_obj_create), \
+	METHOD_KW("_mlx5_devx_create_event_channel", \
+		  mlx5_mod_devx_create_event_channel),
+#define MLX5_MKEY_MODULE_METHODS \
+	METHOD_KW("_mlx5_create_mkey", mlx5_mod_create_mkey), \
+	METHOD_KW("_mlx5_wr_mr_list", mlx5_mod_wr_mr_list),
+/* clang-format on */
 /* clang-format off */
 #define MLX5_MODULE_METHODS \
 	METHOD_NOARGS("_mlx5_status", mlx5_mod_status), \
