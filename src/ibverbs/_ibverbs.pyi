@@ -673,6 +673,7 @@ class CMEvent:
 
 def _flow_layouts() -> dict[str, tuple[int, int, int, int]]: ...
 
+@disjoint_base
 class CQEx(CQ):
     @property
     def wc_flags(self) -> int: ...
@@ -749,6 +750,7 @@ class MW(_Handle):
     def type(self) -> int: ...
 
 # ------------------------------------------------------------ extended QP ---
+@disjoint_base
 class QPEx(QP):
     wr_id: int
     wr_flags: int
