@@ -11,7 +11,7 @@ over SRD QPs, which only :func:`create_qp` (``efadv_create_qp_ex``) makes::
     pd = ctx.alloc_pd()
     cq = efa.create_cq(ctx, ib.CQInitAttrEx(cqe=256), efa.WCFlags.WITH_SGID)
     qp = efa.create_qp(pd, ib.QPInitAttrEx(cq, send_ops_flags=...))
-    qp.to_init(qkey=efa.DEFAULT_QKEY); qp.to_rtr(); qp.to_rts()
+    qp.to_init(1, qkey=efa.DEFAULT_QKEY); qp.to_rtr(None); qp.to_rts()
     me = efa.EndpointInfo(ctx.query_gid(1, 0), qp.qp_num, efa.DEFAULT_QKEY)
     ...                                        # exchange me.to_bytes()
     ah = efa.create_ah(pd, efa.EndpointInfo.from_bytes(peer_bytes))
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _ibverbs
-from ._objects import (  # noqa: F401
+from ._objects import (
     AHAttr,
     EfaAHAttr,
     EfaCQAttr,
@@ -52,6 +52,11 @@ __all__ = [
     "QP",
     "DeviceCaps",
     "DriverQPType",
+    "EfaAHAttr",
+    "EfaCQAttr",
+    "EfaDeviceAttr",
+    "EfaMRAttr",
+    "EfaWQAttr",
     "EndpointInfo",
     "MRAttrValidity",
     "ProcessingHint",
