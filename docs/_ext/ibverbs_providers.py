@@ -63,7 +63,7 @@ PROVIDERS = {
         "efa",
         "efadv_",
         16,
-        "Debian 12's libefa (rdma-core 44)",
+        "Debian 12's, rdma-core 44",
     ),
 }
 
@@ -118,8 +118,8 @@ def _rst(p: Provider, functions: list[Function]) -> list[str]:
     lines = [
         f"The table lists {of} public functions of ``{p.header}.h``; "
         f"``{p.module}`` reaches {total - c['none']}.  "
-        f"{c['refuses']} ran against the real {p.library} ({p.real}) in the "
-        f"Soft-RoCE guest, where each refuses rxe objects (the refusal "
+        f"{c['refuses']} reached the real {p.library} ({p.real}) in the "
+        f"Soft-RoCE guest only, which refuses rxe objects (the refusal "
         f"asserted); {c['twonode-fake']} ran end to end between two nodes "
         f"of the rig over the fake library; {c['fake']} never ran on "
         f"hardware and are checked only against the fake library; "

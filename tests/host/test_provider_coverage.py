@@ -225,4 +225,4 @@ def test_the_page_counts_add_up(ext, case):
     assert sum(c.values()) == len(table)
     text = "\n".join(ext._rst(p, table))
     assert f"reaches {len(table) - c['none']}" in text
-    assert f"{c['refuses']} ran against the real {p.library}" in text
+    assert f"{c['refuses']} reached the real {p.library}" in text
