@@ -30,6 +30,7 @@ extensions = [
     "ibverbs_api",
     "ibverbs_guides",
     "ibverbs_verbs",
+    "ibverbs_providers",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

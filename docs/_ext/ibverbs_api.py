@@ -49,6 +49,7 @@ MODULES = [
     "ibverbs.aio",
     "ibverbs.bootstrap",
     "ibverbs.cuda",
+    "ibverbs.efa",
     "ibverbs",
 ]
 
@@ -204,12 +205,16 @@ class CWriter:
     def function(self, fullname: str, obj) -> list[str]:
         name = fullname.rsplit(".", 1)[1]
         stub = self.stubs.function(name)
+        # a provider module's name for a prefixed C function (efa.query_device
+        # is _ibverbs._efa_query_device)
+        c_name = name if stub is not None else obj.__name__
+        stub = stub or self.stubs.function(c_name)
         if stub is None:
             self.warn(f"{fullname}: no signature in _ibverbs.pyi")
             return []
         lines = _sig_lines(f".. py:function:: {name}", stub)
-        lines += [f"   :canonical: {C_MODULE}.{name}", ""]
-        doc = rst_lines(self.app, strip_signature(obj.__doc__, name), "function", fullname, obj)
+        lines += [f"   :canonical: {C_MODULE}.{c_name}", ""]
+        doc = rst_lines(self.app, strip_signature(obj.__doc__, c_name), "function", fullname, obj)
         return lines + ["   " + x for x in doc] + [""]
 
     def data(self, fullname: str, obj) -> list[str]:
@@ -580,11 +585,42 @@ def _napoleon_for_attributes_too(app) -> None:
     app.connect("autodoc-process-docstring", process, priority=found[0].priority)
 
 
+def _public_names_of_renamed_types(stubs: StubIndex) -> None:
+    """A C type whose tp_name puts it in a public module (``efa.QP`` is
+    ``_ibverbs.EfaQP``): its stub name reads, in signatures, as the public
+    one."""
+    c_module = importlib.import_module(C_MODULE)
+    for name, obj in vars(c_module).items():
+        if inspect.isclass(obj) and obj.__module__ != C_MODULE and name in stubs.classes:
+            stubs.aliases[name] = f"{obj.__module__}.{obj.__name__}"
+
+
+def _prefer_the_package(domain_cls) -> None:
+    """A bare class name in an annotation (``cq: CQ``) means the package's
+    (``ibverbs.CQ``) where a provider module has a class of the same name
+    (``ibverbs.efa.CQ``): without this Sphinx finds both and warns."""
+    find_obj = domain_cls.find_obj
+
+    def find(self, env, modname, classname, name, type, searchmode=0):
+        matches = find_obj(self, env, modname, classname, name, type, searchmode)
+        if len(matches) > 1:
+            package = [m for m in matches if m[0] == f"ibverbs.{name}"]
+            if package:
+                return package
+        return matches
+
+    domain_cls.find_obj = find
+
+
 def setup(app):
     app.setup_extension("sphinx.ext.napoleon")
     _napoleon_for_attributes_too(app)
+    from sphinx.domains.python import PythonDomain
+
+    _prefer_the_package(PythonDomain)
     root = Path(app.confdir).parent
     app.ibverbs_stubs = StubIndex(root / "src" / "ibverbs" / "_ibverbs.pyi")
+    _public_names_of_renamed_types(app.ibverbs_stubs)
     app.add_directive("ibverbs-api", ApiDirective)
     app.add_directive("ibverbs-object", ObjectDirective)
     app.connect("builder-inited", generate_pages)

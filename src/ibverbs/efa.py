@@ -11,7 +11,7 @@ over SRD QPs, which only :func:`create_qp` (``efadv_create_qp_ex``) makes::
     pd = ctx.alloc_pd()
     cq = efa.create_cq(ctx, ib.CQInitAttrEx(cqe=256), efa.WCFlags.WITH_SGID)
     qp = efa.create_qp(pd, ib.QPInitAttrEx(cq, send_ops_flags=...))
-    qp.to_init(qkey=efa.DEFAULT_QKEY); qp.to_rtr(); qp.to_rts()
+    qp.to_init(1, qkey=efa.DEFAULT_QKEY); qp.to_rtr(None); qp.to_rts()
     me = efa.EndpointInfo(ctx.query_gid(1, 0), qp.qp_num, efa.DEFAULT_QKEY)
     ...                                        # exchange me.to_bytes()
     ah = efa.create_ah(pd, efa.EndpointInfo.from_bytes(peer_bytes))
@@ -29,9 +29,10 @@ from __future__ import annotations
 import enum
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from . import _ibverbs
-from ._objects import (  # noqa: F401
+from ._objects import (
     AHAttr,
     EfaAHAttr,
     EfaCQAttr,
@@ -42,12 +43,20 @@ from ._objects import (  # noqa: F401
 )
 from .enums import SendFlags, WROpcode
 
+if TYPE_CHECKING:
+    from . import AH, PD, SendWR
+
 __all__ = [
     "CQ",
     "DEFAULT_QKEY",
     "QP",
     "DeviceCaps",
     "DriverQPType",
+    "EfaAHAttr",
+    "EfaCQAttr",
+    "EfaDeviceAttr",
+    "EfaMRAttr",
+    "EfaWQAttr",
     "EndpointInfo",
     "MRAttrValidity",
     "ProcessingHint",
@@ -171,7 +180,7 @@ class EndpointInfo:
 
     SIZE = _ENDPOINT.size
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "gid", Gid(self.gid))
         for name in ("qpn", "qkey"):
             v = getattr(self, name)
@@ -185,7 +194,7 @@ class EndpointInfo:
         return _ENDPOINT.pack(bytes(self.gid), self.qpn, self.qkey)
 
     @classmethod
-    def from_bytes(cls, data) -> EndpointInfo:
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> EndpointInfo:
         """Read the 24-byte wire form.
 
         Raises:
@@ -201,26 +210,49 @@ class EndpointInfo:
         return cls(Gid(gid), qpn, qkey)
 
 
-def create_ah(pd, endpoint: EndpointInfo, port_num: int = 1, *, sgid_index: int = 0, sl: int = 0):
+def create_ah(
+    pd: PD, endpoint: EndpointInfo, port_num: int = 1, *, sgid_index: int = 0, sl: int = 0
+) -> AH:
     """The AH that reaches ``endpoint`` (its GID) from ``port_num``.
 
     Wraps ``ibv_create_ah`` with a global route to ``endpoint.gid``; post
     to the peer with ``(ah, endpoint.qpn, endpoint.qkey)``.  On EFA
     ``efa.query_ah(ah).ahn`` is the number the peer's completions show
-    in ``wc.slid``."""
+    in ``wc.slid``.
+
+    Raises:
+        TypeError: pd is not a PD or endpoint not an EndpointInfo.
+        VerbsError: the AH could not be created (``errno``)."""
+    if not isinstance(pd, _ibverbs.PD):
+        raise TypeError(f"create_ah: pd must be a PD, not {type(pd).__name__}")
+    if not isinstance(endpoint, EndpointInfo):
+        raise TypeError(
+            f"create_ah: endpoint must be an EndpointInfo, not {type(endpoint).__name__}"
+        )
     return pd.create_ah(
         AHAttr(dgid=endpoint.gid, sgid_index=sgid_index, port_num=port_num, sl=sl, is_global=True)
     )
 
 
-def _split(opcode, addr, length, lkey, remote_addr, rkey, max_rdma_size, wr_id, signal_last, ud):
+def _split(
+    opcode: WROpcode,
+    addr: int,
+    length: int,
+    lkey: int,
+    remote_addr: int,
+    rkey: int,
+    max_rdma_size: int,
+    wr_id: int,
+    signal_last: bool,
+    ud: dict[str, Any],
+) -> list[SendWR]:
     from . import SGE, SendWR
 
     if max_rdma_size <= 0:
         raise ValueError(f"max_rdma_size must be positive, not {max_rdma_size}")
     if length < 0:
         raise ValueError(f"length must be >= 0, not {length}")
-    wrs = []
+    wrs: list[SendWR] = []
     off = 0
     while off < length or (length == 0 and not wrs):
         n = min(max_rdma_size, length - off)
@@ -251,16 +283,18 @@ def write_wrs(
     *,
     wr_id: int = 0,
     signal_last: bool = True,
-    ah=None,
+    ah: AH | None = None,
     remote_qpn: int = 0,
     remote_qkey: int = 0,
-):
+) -> list[SendWR]:
     """RDMA WRITE ``length`` bytes from ``addr`` to ``remote_addr`` as
     SendWRs of at most ``max_rdma_size`` bytes each (the device's limit:
     ``query_device(ctx).max_rdma_size``); ``wr_id`` counts up from the
     first; only the last is signaled when ``signal_last``.  On SRD give
     the peer's ``ah``, ``remote_qpn`` and ``remote_qkey``."""
-    ud = {} if ah is None else {"ah": ah, "remote_qpn": remote_qpn, "remote_qkey": remote_qkey}
+    ud: dict[str, Any] = (
+        {} if ah is None else {"ah": ah, "remote_qpn": remote_qpn, "remote_qkey": remote_qkey}
+    )
     return _split(
         WROpcode.RDMA_WRITE,
         addr,
@@ -285,14 +319,16 @@ def read_wrs(
     *,
     wr_id: int = 0,
     signal_last: bool = True,
-    ah=None,
+    ah: AH | None = None,
     remote_qpn: int = 0,
     remote_qkey: int = 0,
-):
+) -> list[SendWR]:
     """RDMA READ ``length`` bytes from ``remote_addr`` into ``addr`` as
     SendWRs of at most ``max_rdma_size`` bytes each; as
     :func:`write_wrs`."""
-    ud = {} if ah is None else {"ah": ah, "remote_qpn": remote_qpn, "remote_qkey": remote_qkey}
+    ud: dict[str, Any] = (
+        {} if ah is None else {"ah": ah, "remote_qpn": remote_qpn, "remote_qkey": remote_qkey}
+    )
     return _split(
         WROpcode.RDMA_READ,
         addr,

@@ -27,6 +27,7 @@ EXPECTED = {
     "command-line.md",
     "compatibility.md",
     "connection-manager.md",
+    "efa.md",
     "extended-verbs.md",
     "install-and-portability.md",
     "kv-transfer.md",

@@ -48,3 +48,25 @@ def test_misuse_device():
         "CQEx",
     }
     assert not [r for r in results if "NOT IN THE MISUSE TABLE" in r["name"]]
+
+
+@pytest.mark.integration
+def test_misuse_efa_over_the_fake_libefa(tmp_path):
+    """ibverbs.efa's functions, efa.QP and efa.CQ on a live device, with
+    the fake libefa.so.1 (tests/fakes/efa/: a double, which makes rxe
+    objects where libefa makes EFA ones); the real libefa's refusals of
+    the same calls are in the device group above."""
+    import importlib.util
+    import os
+
+    build = HERE.parents[1] / "fakes" / "efa" / "build.py"
+    spec = importlib.util.spec_from_file_location("fake_efa_build", build)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    env = dict(os.environ, IBVERBS_LIBEFA=str(mod.build(tmp_path)))
+    results, crashes, extra = run_cases(
+        HERE / "misuse_cases.py", "efa", "--device", device_name(), env=env
+    )
+    check_cases(results, crashes, 100)
+    assert set(extra["covered"]) == {"efa.QP", "efa.CQ"}
+    assert not [r for r in results if "NOT IN THE MISUSE TABLE" in r["name"]]
