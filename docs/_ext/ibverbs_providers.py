@@ -65,6 +65,17 @@ PROVIDERS = {
         16,
         "Debian 12's, rdma-core 44",
     ),
+    # Not complete: mlx5dv.h has 174 public names; the table lists those
+    # the engines call (../PROVIDERS.md) and the DC setters.
+    "mlx5dv": Provider(
+        "mlx5dv",
+        "libmlx5.so.1",
+        "ibverbs.mlx5",
+        "mlx5",
+        "mlx5dv_",
+        None,
+        "Debian 12's, rdma-core 44",
+    ),
 }
 
 

@@ -34,19 +34,10 @@ WHERE = {
     "rxe-refuses": "rxe refuses it; the device suite asserts the refusal",
     "double": "never ran on hardware: rxe refuses it (asserted), the recording double checks its arguments",
     "none": "not reached",
-    # provider direct verbs (sections named after their header)
-    "refuses": (
-        "the real provider library refuses rxe objects (asserted in the guest); "
-        "the project's fake provider library checks its arguments"
-    ),
-    "fake": ("never ran on hardware; the project's fake provider library checks its arguments"),
 }
 
 # The section of verbs without the ibv_ prefix, left out of the count.
 UNPREFIXED = "Public without the ibv_ prefix"
-# Sections of a provider's direct verbs (named "<header>: ..."): their
-# functions are listed by their full name, left out of the 174.
-PROVIDER_HEADERS = ("mlx5dv.h",)
 
 
 @dataclass(frozen=True)
@@ -59,7 +50,7 @@ class Verb:
 
     @property
     def counted(self) -> bool:
-        return not self.section.startswith((UNPREFIXED, *PROVIDER_HEADERS))
+        return not self.section.startswith(UNPREFIXED)
 
     @property
     def symbol(self) -> str:

@@ -47,6 +47,12 @@ pytestmark = pytest.mark.skipif(
 # files, the device test files, the two-node test files)
 TABLES = {
     "efadv": ("libefa", "host/test_efa*.py", "device/test_efa*_device.py", "twonode/test_efa*.py"),
+    "mlx5dv": (
+        "mlx5_fake",
+        "host/test_mlx5*.py",
+        "device/test_mlx5*_device.py",
+        "twonode/test_mlx5*.py",
+    ),
 }
 
 
@@ -106,7 +112,10 @@ def _header_functions(p) -> tuple[set[str], set[str]]:
     declared = {
         n for n in names if re.search(rf"^[^\n;{{}}()]*\b\w[\w\s\*]*[\s\*]{n}\s*\(", text, re.M)
     }
-    inline = set(re.findall(rf"static\s+inline\b[^;{{]*?\b({p.prefix}\w+)\s*\(", text))
+    # "static inline", or mlx5dv.h's "static MLX5DV_ALWAYS_INLINE"
+    inline = set(
+        re.findall(rf"static\s+(?:inline|\w+_INLINE)\b[^;{{]*?\b({p.prefix}\w+)\s*\(", text)
+    )
     return declared, inline
 
 
@@ -174,19 +183,27 @@ def _texts(pattern: str) -> dict[Path, str]:
 
 
 def _fixture_tests(texts: dict[Path, str], fixture: str) -> dict[Path, str]:
-    """The source of each test function taking `fixture`."""
+    """The source of each test function taking `fixture`, with the
+    module's helper functions it names (a body run in the fake's child
+    process is often one: ``mlx5_fake.run(_qp_body)``)."""
     out = {}
     for path, text in texts.items():
         tree = ast.parse(text)
+        defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
         funcs = [
             n
-            for n in tree.body
-            if isinstance(n, ast.FunctionDef)
-            and n.name.startswith("test_")
-            and fixture in {a.arg for a in n.args.args}
+            for n in defs
+            if n.name.startswith("test_") and fixture in {a.arg for a in n.args.args}
         ]
+        src = [ast.get_source_segment(text, n) or "" for n in funcs]
+        helpers = [
+            n
+            for n in defs
+            if not n.name.startswith("test_") and any(re.search(rf"\b{n.name}\b", t) for t in src)
+        ]
+        src += [ast.get_source_segment(text, n) or "" for n in helpers]
         if funcs:
-            out[path] = "\n".join(ast.get_source_segment(text, n) or "" for n in funcs)
+            out[path] = "\n".join(src)
     return out
 
 
