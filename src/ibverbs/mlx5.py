@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 
 from . import _ibverbs
+from ._objects import Mlx5Obj
 
 is_supported = _ibverbs._mlx5_is_supported
 open_device = _ibverbs._mlx5_open_device
@@ -103,6 +104,7 @@ __all__ = [
     "CQEResFormat",
     "CQInitAttrFlags",
     "DCType",
+    "Mlx5Obj",
     "QP",
     "QPCreateFlags",
     "SendOpsFlags",
