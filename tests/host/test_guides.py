@@ -31,6 +31,7 @@ EXPECTED = {
     "install-and-portability.md",
     "kv-transfer.md",
     "many-ranks.md",
+    "mlx5.md",
     "multicast.md",
     "performance.md",
     "quickstart.md",
