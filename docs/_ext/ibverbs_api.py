@@ -51,6 +51,8 @@ MODULES = [
     "ibverbs.cuda",
     "ibverbs.efa",
     "ibverbs",
+    # provider modules: C names re-exported under other names
+    "ibverbs.mlx5",
 ]
 
 # Groups of the ibverbs package's names: (group, rules).  A rule is a name
@@ -193,28 +195,59 @@ def _sig_lines(head: str, member) -> list[str]:
     return lines
 
 
+def c_name(obj) -> str:
+    """obj's name in the C module: a provider module re-exports its C
+    names under others (``ibverbs.mlx5.QP`` is ``Mlx5QP``,
+    ``ibverbs.mlx5.is_supported`` ``_mlx5_is_supported``)."""
+    mod = importlib.import_module(C_MODULE)
+    name = getattr(obj, "__name__", "")
+    if getattr(mod, name, None) is obj:
+        return name
+    return next((k for k, v in vars(mod).items() if v is obj), name)
+
+
+def documented_names(module: str) -> dict[str, str]:
+    """For the pages of a module other than ``ibverbs``: the stub's class
+    names (and private aliases of them) by the full name each is
+    documented under, so that the signatures' types resolve from that
+    module (``Context`` -> ``ibverbs.Context``, ``Mlx5CQ`` ->
+    ``ibverbs.mlx5.CQ``)."""
+    if module == "ibverbs":
+        return {}
+    mod = importlib.import_module(C_MODULE)
+    where = {id(obj): full for full, (_, _, obj) in public_names().items()}
+    out = {}
+    for k, v in vars(mod).items():
+        if inspect.isclass(v) and id(v) in where:
+            out[k] = where[id(v)]
+    out["_Device"] = where[id(importlib.import_module("ibverbs").Device)]
+    for full, (_, _, obj) in public_names().items():  # Python records of the module
+        if full.startswith(module + ".") and inspect.isclass(obj):
+            out.setdefault(obj.__name__, full)
+    return out
+
+
 class CWriter:
     """rST for one class or function of the C extension, from its stub."""
 
-    def __init__(self, app, stubs: StubIndex, source: str):
+    def __init__(self, app, stubs: StubIndex, source: str, module: str = "ibverbs"):
         self.app, self.stubs, self.source = app, stubs, source
+        self.module = module
+        self.mapping = documented_names(module)
 
     def warn(self, msg: str) -> None:
         logger.warning(msg, location=self.source)
 
     def function(self, fullname: str, obj) -> list[str]:
         name = fullname.rsplit(".", 1)[1]
-        stub = self.stubs.function(name)
-        # a provider module's name for a prefixed C function (efa.query_device
-        # is _ibverbs._efa_query_device)
-        c_name = name if stub is not None else obj.__name__
-        stub = stub or self.stubs.function(c_name)
+        cname = c_name(obj)
+        stub = self.stubs.function(cname, self.mapping)
         if stub is None:
             self.warn(f"{fullname}: no signature in _ibverbs.pyi")
             return []
         lines = _sig_lines(f".. py:function:: {name}", stub)
-        lines += [f"   :canonical: {C_MODULE}.{c_name}", ""]
-        doc = rst_lines(self.app, strip_signature(obj.__doc__, c_name), "function", fullname, obj)
+        lines += [f"   :canonical: {C_MODULE}.{cname}", ""]
+        doc = rst_lines(self.app, strip_signature(obj.__doc__, cname), "function", fullname, obj)
         return lines + ["   " + x for x in doc] + [""]
 
     def data(self, fullname: str, obj) -> list[str]:
@@ -229,21 +262,23 @@ class CWriter:
 
     def cls(self, fullname: str, obj: type) -> list[str]:
         name = obj.__name__
-        if name not in self.stubs.classes:
+        cname = c_name(obj)
+        if cname not in self.stubs.classes:
             self.warn(f"{fullname}: class not in _ibverbs.pyi")
             return []
-        ctor = self.stubs.constructor(name)
+        ctor = self.stubs.constructor(cname)
         if ctor is not None:
             lines = _sig_lines(f".. py:class:: {name}", ctor)
         else:  # made by a factory method, never by calling the class
             lines = [f".. py:class:: {name}"]
-        lines += [f"   :canonical: {C_MODULE}.{name}"]
+        lines += [f"   :canonical: {C_MODULE}.{cname}"]
         if not obj.__flags__ & (1 << 10):  # Py_TPFLAGS_BASETYPE: not subclassable
             lines.append("   :final:")
         lines.append("")
         base = obj.__base__
         if base is not None and base is not object:
-            lines += [f"   Bases: :py:class:`{base.__name__}`", ""]
+            ref = self.mapping.get(c_name(base), base.__name__)
+            lines += [f"   Bases: :py:class:`~{ref}`", ""]
         doc = rst_lines(self.app, strip_signature(obj.__doc__, name), "class", fullname, obj)
         lines += ["   " + x for x in doc] + [""]
         lines += ["   " + x for x in member_summary(obj)]
@@ -258,13 +293,13 @@ class CWriter:
                 methods.append((member, value))
         # methods (in the order of the type's method table), then attributes
         for member, value in methods:
-            lines += self._method(name, member, value, fullname)
+            lines += self._method(cname, member, value, fullname)
         for member, value in attrs:
-            lines += self._attribute(name, member, value, fullname)
+            lines += self._attribute(cname, member, value, fullname)
         return lines
 
     def _attribute(self, cls: str, member: str, value, fullname: str) -> list[str]:
-        stub = self.stubs.member(cls, member)
+        stub = self.stubs.member(cls, member, self.mapping)
         if stub is None or stub.kind not in ("property", "attribute"):
             self.warn(f"{fullname}.{member}: no attribute or property in _ibverbs.pyi")
             return []
@@ -280,7 +315,7 @@ class CWriter:
         return lines + ["      " + x for x in doc] + [""]
 
     def _method(self, cls: str, member: str, value, fullname: str) -> list[str]:
-        stub = self.stubs.member(cls, member)
+        stub = self.stubs.member(cls, member, self.mapping)
         if stub is None or stub.kind not in ("method", "classmethod", "staticmethod"):
             self.warn(f"{fullname}.{member}: no method in _ibverbs.pyi")
             return []
@@ -371,7 +406,11 @@ def _class_summary(app, what, name, obj, options, lines):
 
 
 def _is_c(obj) -> bool:
-    return getattr(obj, "__module__", None) == C_MODULE
+    if getattr(obj, "__module__", None) == C_MODULE:
+        return True
+    # a C type named for its provider module (tp_name "ibverbs.mlx5.QP")
+    mod = importlib.import_module(C_MODULE)
+    return inspect.isclass(obj) and any(v is obj for v in vars(mod).values())
 
 
 def object_lines(app, stubs: StubIndex, writer: CWriter, fullname: str, obj) -> list[str]:
@@ -450,7 +489,7 @@ class ApiDirective(_Generated):
             lines += [f"   {API_DIR}/{fullname}" for fullname, _, _ in ordered] + [""]
             sources = [(f"<ibverbs-api {group}>", i) for i in range(len(lines))]
             return self.parse_generated(lines, sources, f"group-{group}")
-        writer = CWriter(app, stubs, self.get_location())
+        writer = CWriter(app, stubs, self.get_location(), _module_of(ordered))
         done = self.env.domaindata.setdefault("ibverbs_api", {})
         for fullname, _, obj in ordered:
             lines += object_lines(app, stubs, writer, fullname, obj)
@@ -458,6 +497,10 @@ class ApiDirective(_Generated):
             done.setdefault(fullname, set()).add(self.env.docname)
         self.env.note_dependency(str(stubs.path))
         return self.parse_generated(lines, sources, f"group-{group}")
+
+
+def _module_of(ordered) -> str:
+    return ordered[0][0].rsplit(".", 1)[0] if ordered else "ibverbs"
 
 
 class ObjectDirective(_Generated):
@@ -474,7 +517,7 @@ class ObjectDirective(_Generated):
             return []
         app = self.env.app
         stubs = app.ibverbs_stubs
-        writer = CWriter(app, stubs, self.get_location())
+        writer = CWriter(app, stubs, self.get_location(), fullname.rsplit(".", 1)[0])
         lines = object_lines(app, stubs, writer, fullname, names[fullname][2])
         # warnings say "docstring of NAME:LINE", LINE counted from the
         # block's first line
@@ -544,6 +587,31 @@ def _check_all_documented(app, env):
             )
         elif len(pages) > 1:
             logger.warning(f"{fullname} is documented on {len(pages)} pages: {pages}")
+
+
+def _provider_classes_aliased(app, env):
+    """A provider module's classes share their last name with the core's
+    (``ibverbs.mlx5.QP``, ``ibverbs.QP``): an annotation ``QP`` that Sphinx
+    resolves by that last name (from a module that does not define it)
+    would find both.  Marked as aliases, they stay out of that search, as
+    the C types' ``ibverbs._ibverbs`` names do, and still resolve by their
+    full name."""
+    domain = env.get_domain("py")
+    core = {
+        name.split(".")[1]
+        for name, entry in domain.objects.items()
+        if entry.objtype == "class" and name.count(".") == 1 and name.startswith("ibverbs.")
+    }
+    for name, entry in list(domain.objects.items()):
+        parts = name.split(".")
+        if (
+            entry.objtype == "class"
+            and len(parts) == 3
+            and parts[0] == "ibverbs"
+            and parts[1] != "_ibverbs"
+            and parts[2] in core
+        ):
+            domain.objects[name] = entry._replace(aliased=True)
 
 
 def _drop_type_docstring(app, what, name, obj, options, lines):
@@ -626,6 +694,7 @@ def setup(app):
     app.connect("builder-inited", generate_pages)
     app.connect("env-purge-doc", _purge)
     app.connect("env-check-consistency", _check_all_documented)
+    app.connect("env-check-consistency", _provider_classes_aliased)
     app.connect("autodoc-process-docstring", _drop_type_docstring)
     app.connect("autodoc-process-docstring", _class_summary, priority=600)
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True}

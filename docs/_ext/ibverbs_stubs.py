@@ -210,14 +210,15 @@ class StubIndex:
                 return m
         return None
 
-    def function(self, name: str) -> StubMember | None:
+    def function(self, name: str, mapping: dict | None = None) -> StubMember | None:
+        aliases = {**self.aliases, **(mapping or {})}
         if name in self.overloads:
             defs = self.overloads[name]
         elif name in self.functions:
             defs = [self.functions[name]]
         else:
             return None
-        sigs = [(_arglist(d, False, self.aliases), _unparse(d.returns, self.aliases)) for d in defs]
+        sigs = [(_arglist(d, False, aliases), _unparse(d.returns, aliases)) for d in defs]
         return StubMember("function", sigs[0][0], sigs[0][1], sigs)
 
 

@@ -24,6 +24,7 @@ import enum
 from typing import Any
 
 from . import _ibverbs, _tensor
+from ._objects import Mlx5Obj
 
 is_supported = _ibverbs._mlx5_is_supported
 open_device = _ibverbs._mlx5_open_device
@@ -194,6 +195,7 @@ __all__ = [
     "CQEResFormat",
     "CQInitAttrFlags",
     "DCType",
+    "Mlx5Obj",
     "QP",
     "QPCreateFlags",
     "SendOpsFlags",

@@ -33,6 +33,7 @@ EXPECTED = {
     "kv-transfer.md",
     "many-ranks.md",
     "mlx5-devx.md",
+    "mlx5.md",
     "multicast.md",
     "performance.md",
     "quickstart.md",

@@ -97,6 +97,22 @@ def print_leak_result(kind, cycles, before, after, t0):
 # ---------------------------------------------------------------------------
 
 
+def child_env(env=None):
+    """env (or ours) with PYTHONPATH absolute and the folder of the
+    ibverbs this process imports first: a child started in another folder
+    would miss a relative ``src`` and import another tree's ibverbs (the
+    virtual environment's editable install)."""
+    import importlib.util
+
+    env = dict(os.environ if env is None else env)
+    paths = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    spec = importlib.util.find_spec("ibverbs")
+    if spec is not None and spec.origin:
+        paths.insert(0, str(Path(spec.origin).resolve().parent.parent))
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
 def run_cases(script, *args, timeout=600, env=None):
     """Run the case script at path `script` (which prints BEGIN/result/DONE
     lines, see misuse_cases.py) until every case has a result: a case that
@@ -106,6 +122,7 @@ def run_cases(script, *args, timeout=600, env=None):
     results, crashes, extra = [], [], None
     start = 0
     deadline = Deadline(timeout)
+    env = child_env(env)
     while True:
         left = deadline.left()
         if left <= 0:
