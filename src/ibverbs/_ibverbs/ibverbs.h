@@ -200,6 +200,28 @@ typedef struct LibSpec {
  * package that provides it. */
 void *lib_load(const LibSpec *spec, void *api, const char **name);
 
+/* A library loaded on the first call that needs it (librdmacm, libefa,
+ * libmlx5), never at import.  Its table's handle field (*lib) is set
+ * last, so a non-NULL handle means a complete table; path gets the file
+ * loaded (the real file, through dladdr of its first symbol found).  In
+ * the free-threaded build one thread loads and the others wait. */
+typedef struct LazyLib {
+	const LibSpec *spec;
+	void *api; /* the table lib_load fills */
+	void **lib; /* the table's handle field */
+	char *path; /* the table's path buffer */
+	size_t path_size;
+#ifdef Py_GIL_DISABLED
+	PyMutex lock;
+#endif
+} LazyLib;
+
+/* 0 once the library is loaded, or -1 with ImportError (lib_load's). */
+int lazy_load(LazyLib *l);
+/* (True, the library's path) or (False, why it cannot be loaded): a
+ * module's _status() function.  Loads it; raises nothing else. */
+PyObject *lazy_status(LazyLib *l);
+
 /* ------------------------------------------------------------------ */
 /* Errors (core/errors.c): the one place codes become exceptions      */
 /* ------------------------------------------------------------------ */

@@ -5,41 +5,15 @@
  * librdmacm is dlopened on the first CM call, never at import, so that
  * `import ibverbs` works where it is absent; the module still NEEDs only
  * libc.  $IBVERBS_LIBRDMACM (test-only) names another file.  The
- * dlopen and dlsym are core/loader.c's lib_load(), libibverbs' loader.
+ * loading is core/loader.c's lazy_load(), over lib_load().
  */
 #include "cm/cm.h"
-#include <dlfcn.h>
 
 /* ------------------------------------------------------------------ */
 /* The lazy loader                                                     */
 /* ------------------------------------------------------------------ */
 
 struct rdmacm_api CM;
-
-static int cm_load_locked(void);
-
-#ifdef Py_GIL_DISABLED
-/* Free-threaded build: one thread loads, the others wait for it and then
- * see the whole table (CM.lib is stored last, with release order). */
-static PyMutex cm_load_lock;
-
-int cm_load(void)
-{
-	int rc;
-
-	if (__atomic_load_n(&CM.lib, __ATOMIC_ACQUIRE) != NULL)
-		return 0;
-	PyMutex_Lock(&cm_load_lock);
-	rc = cm_load_locked();
-	PyMutex_Unlock(&cm_load_lock);
-	return rc;
-}
-#else
-int cm_load(void)
-{
-	return cm_load_locked();
-}
-#endif
 
 /* clang-format off */
 #define CM_SYM(field, sym) { #sym, offsetof(struct rdmacm_api, field), 1 },
@@ -61,26 +35,17 @@ static const LibSpec cm_lib = {
 	.size = sizeof(CM),
 };
 
-static int cm_load_locked(void)
-{
-	const char *libname;
-	Dl_info info;
-	void *lib;
+static LazyLib cm_lazy = {
+	.spec = &cm_lib,
+	.api = &CM,
+	.lib = &CM.lib,
+	.path = CM.path,
+	.path_size = sizeof(CM.path),
+};
 
-	if (CM.lib != NULL)
-		return 0;
-	lib = lib_load(&cm_lib, &CM, &libname);
-	if (lib == NULL)
-		return -1;
-	snprintf(CM.path, sizeof(CM.path), "%s", libname);
-	if (dladdr((void *)CM.create_id, &info) && info.dli_fname)
-		snprintf(CM.path, sizeof(CM.path), "%s", info.dli_fname);
-#ifdef Py_GIL_DISABLED
-	__atomic_store_n(&CM.lib, lib, __ATOMIC_RELEASE);
-#else
-	CM.lib = lib;
-#endif
-	return 0;
+int cm_load(void)
+{
+	return lazy_load(&cm_lazy);
 }
 
 const char cm_mod_has_rdmacm__doc__[] = PyDoc_STR(
@@ -104,16 +69,5 @@ const char cm_mod_rdmacm_status__doc__[] = PyDoc_STR(
 /* _rdmacm_status() -> (True, path) or (False, why) */
 PyObject *cm_mod_rdmacm_status(PyObject *mod, PyObject *unused)
 {
-	PyObject *t, *v, *tb, *msg;
-
-	if (cm_load() == 0)
-		return Py_BuildValue("(Os)", Py_True, CM.path);
-	PyErr_Fetch(&t, &v, &tb);
-	msg = v ? PyObject_Str(v) : NULL;
-	Py_XDECREF(t);
-	Py_XDECREF(v);
-	Py_XDECREF(tb);
-	if (msg == NULL)
-		return NULL;
-	return Py_BuildValue("(ON)", Py_False, msg);
+	return lazy_status(&cm_lazy);
 }

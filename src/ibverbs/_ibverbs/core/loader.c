@@ -1,6 +1,7 @@
 /*
  * loader.c - resolve every exported verb with dlopen/dlsym at import;
- * lib_load(), the loader librdmacm's (cm/cm_loader.c) uses too.
+ * lib_load() and the lazy loader of the libraries loaded on first use
+ * (librdmacm, libefa, libmlx5: lazy_load, lazy_status).
  *
  * The module does not link libibverbs: its only NEEDED library is libc.
  * A missing library or required symbol is an ImportError that names it;
@@ -12,6 +13,7 @@
 #include "ibverbs.h"
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +114,59 @@ void *lib_load(const LibSpec *spec, void *api, const char **name)
 		memcpy((char *)api + s->offset, &f, sizeof(f));
 	}
 	return lib;
+}
+
+static int lazy_load_locked(LazyLib *l)
+{
+	const char *libname;
+	const LibSym *s;
+	Dl_info info;
+	void *lib, *any = NULL;
+
+	if (*l->lib != NULL)
+		return 0;
+	lib = lib_load(l->spec, l->api, &libname);
+	if (lib == NULL)
+		return -1;
+	snprintf(l->path, l->path_size, "%s", libname);
+	for (s = l->spec->syms; s->name != NULL && any == NULL; s++)
+		memcpy(&any, (char *)l->api + s->offset, sizeof(any));
+	if (any != NULL && dladdr(any, &info) && info.dli_fname)
+		snprintf(l->path, l->path_size, "%s", info.dli_fname);
+	__atomic_store_n(l->lib, lib, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int lazy_load(LazyLib *l)
+{
+	int rc;
+
+	if (__atomic_load_n(l->lib, __ATOMIC_ACQUIRE) != NULL)
+		return 0;
+#ifdef Py_GIL_DISABLED
+	PyMutex_Lock(&l->lock);
+#endif
+	rc = lazy_load_locked(l);
+#ifdef Py_GIL_DISABLED
+	PyMutex_Unlock(&l->lock);
+#endif
+	return rc;
+}
+
+PyObject *lazy_status(LazyLib *l)
+{
+	PyObject *t, *v, *tb, *msg;
+
+	if (lazy_load(l) == 0)
+		return Py_BuildValue("(Os)", Py_True, l->path);
+	PyErr_Fetch(&t, &v, &tb);
+	msg = v ? PyObject_Str(v) : NULL;
+	Py_XDECREF(t);
+	Py_XDECREF(v);
+	Py_XDECREF(tb);
+	if (msg == NULL)
+		return NULL;
+	return Py_BuildValue("(ON)", Py_False, msg);
 }
 
 /* clang-format off */

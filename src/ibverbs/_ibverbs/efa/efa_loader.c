@@ -9,37 +9,9 @@
  * Every symbol is optional: a missing one is VerbsError(EOPNOTSUPP)
  * naming it and the rdma-core release that added it.
  */
-#define _GNU_SOURCE /* dladdr */
 #include "efa/efa.h"
-#include <dlfcn.h>
-#include <stdio.h>
 
 struct efa_api EFA;
-
-static int efa_load_locked(void);
-
-#ifdef Py_GIL_DISABLED
-/* Free-threaded build: one thread loads, the others wait for it and then
- * see the whole table (EFA.lib is stored last, with release order). */
-static PyMutex efa_load_lock;
-
-int efa_load(void)
-{
-	int rc;
-
-	if (__atomic_load_n(&EFA.lib, __ATOMIC_ACQUIRE) != NULL)
-		return 0;
-	PyMutex_Lock(&efa_load_lock);
-	rc = efa_load_locked();
-	PyMutex_Unlock(&efa_load_lock);
-	return rc;
-}
-#else
-int efa_load(void)
-{
-	return efa_load_locked();
-}
-#endif
 
 /* clang-format off */
 #define EFA_SYM(name, node, since, ret, params) \
@@ -62,31 +34,17 @@ static const LibSpec efa_lib = {
 	.size = sizeof(EFA),
 };
 
-static int efa_load_locked(void)
-{
-	const char *libname;
-	Dl_info info;
-	void *lib, *any = NULL;
+static LazyLib efa_lazy = {
+	.spec = &efa_lib,
+	.api = &EFA,
+	.lib = &EFA.lib,
+	.path = EFA.path,
+	.path_size = sizeof(EFA.path),
+};
 
-	if (EFA.lib != NULL)
-		return 0;
-	lib = lib_load(&efa_lib, &EFA, &libname);
-	if (lib == NULL)
-		return -1;
-	snprintf(EFA.path, sizeof(EFA.path), "%s", libname);
-#define EFA_ANY(name, node, since, ret, params) \
-	if (any == NULL)                        \
-		any = (void *)EFA.name;
-	EFA_SYMBOLS(EFA_ANY)
-#undef EFA_ANY
-	if (any != NULL && dladdr(any, &info) && info.dli_fname)
-		snprintf(EFA.path, sizeof(EFA.path), "%s", info.dli_fname);
-#ifdef Py_GIL_DISABLED
-	__atomic_store_n(&EFA.lib, lib, __ATOMIC_RELEASE);
-#else
-	EFA.lib = lib;
-#endif
-	return 0;
+int efa_load(void)
+{
+	return lazy_load(&efa_lazy);
 }
 
 int efa_need(void *fn, const char *name, const char *since)
@@ -107,16 +65,5 @@ METHOD_DOC(efa_mod_libefa_status,
 /* _efa_libefa_status() -> (True, path) or (False, why) */
 PyObject *efa_mod_libefa_status(PyObject *mod, PyObject *unused)
 {
-	PyObject *t, *v, *tb, *msg;
-
-	if (efa_load() == 0)
-		return Py_BuildValue("(Os)", Py_True, EFA.path);
-	PyErr_Fetch(&t, &v, &tb);
-	msg = v ? PyObject_Str(v) : NULL;
-	Py_XDECREF(t);
-	Py_XDECREF(v);
-	Py_XDECREF(tb);
-	if (msg == NULL)
-		return NULL;
-	return Py_BuildValue("(ON)", Py_False, msg);
+	return lazy_status(&efa_lazy);
 }

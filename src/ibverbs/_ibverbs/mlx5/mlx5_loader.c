@@ -9,37 +9,10 @@
  * EOPNOTSUPP naming it and its release).  The dlopen and dlsym are
  * core/loader.c's lib_load().
  */
-#define _GNU_SOURCE
 #include "mlx5/mlx5.h"
-#include <dlfcn.h>
 #include <string.h>
 
 struct mlx5_api MLX5;
-
-static int mlx5_load_locked(void);
-
-#ifdef Py_GIL_DISABLED
-/* Free-threaded build: one thread loads, the others wait for it and then
- * see the whole table (MLX5.lib is stored last, with release order). */
-static PyMutex mlx5_load_lock;
-
-int mlx5_load(void)
-{
-	int rc;
-
-	if (__atomic_load_n(&MLX5.lib, __ATOMIC_ACQUIRE) != NULL)
-		return 0;
-	PyMutex_Lock(&mlx5_load_lock);
-	rc = mlx5_load_locked();
-	PyMutex_Unlock(&mlx5_load_lock);
-	return rc;
-}
-#else
-int mlx5_load(void)
-{
-	return mlx5_load_locked();
-}
-#endif
 
 /* clang-format off */
 #define MLX5_SYM(field, sym, since) \
@@ -91,32 +64,17 @@ static const LibSpec mlx5_lib = {
 	.size = sizeof(MLX5),
 };
 
-static int mlx5_load_locked(void)
-{
-	const char *libname;
-	Dl_info info;
-	void *lib;
-	void *any = NULL;
+static LazyLib mlx5_lazy = {
+	.spec = &mlx5_lib,
+	.api = &MLX5,
+	.lib = &MLX5.lib,
+	.path = MLX5.path,
+	.path_size = sizeof(MLX5.path),
+};
 
-	if (MLX5.lib != NULL)
-		return 0;
-	lib = lib_load(&mlx5_lib, &MLX5, &libname);
-	if (lib == NULL)
-		return -1;
-	snprintf(MLX5.path, sizeof(MLX5.path), "%s", libname);
-#define MLX5_ANY(field, sym, since)    \
-	if (any == NULL && MLX5.field) \
-		any = (void *)MLX5.field;
-	MLX5_SYMBOLS(MLX5_ANY)
-#undef MLX5_ANY
-	if (any != NULL && dladdr(any, &info) && info.dli_fname)
-		snprintf(MLX5.path, sizeof(MLX5.path), "%s", info.dli_fname);
-#ifdef Py_GIL_DISABLED
-	__atomic_store_n(&MLX5.lib, lib, __ATOMIC_RELEASE);
-#else
-	MLX5.lib = lib;
-#endif
-	return 0;
+int mlx5_load(void)
+{
+	return lazy_load(&mlx5_lazy);
 }
 
 const char mlx5_mod_status__doc__[] = PyDoc_STR(
@@ -126,16 +84,5 @@ const char mlx5_mod_status__doc__[] = PyDoc_STR(
 /* _mlx5_status() -> (True, path) or (False, why) */
 PyObject *mlx5_mod_status(PyObject *mod, PyObject *unused)
 {
-	PyObject *t, *v, *tb, *msg;
-
-	if (mlx5_load() == 0)
-		return Py_BuildValue("(Os)", Py_True, MLX5.path);
-	PyErr_Fetch(&t, &v, &tb);
-	msg = v ? PyObject_Str(v) : NULL;
-	Py_XDECREF(t);
-	Py_XDECREF(v);
-	Py_XDECREF(tb);
-	if (msg == NULL)
-		return NULL;
-	return Py_BuildValue("(ON)", Py_False, msg);
+	return lazy_status(&mlx5_lazy);
 }
