@@ -656,6 +656,57 @@ leakcheck: build
 	IBVERBS_LEAK_CYCLES=100000 IBVERBS_CM_LEAK_CYCLES=2000 $(RXE_VM) --timeout 10800 --rw $(OUT) -- \
 		$(VPY) -m pytest -rs -s -m integration tests/device/reliability/test_rel_leaks.py
 
+# ---- Coverage: make coverage ----------------------------------------------
+#
+# make coverage  the extension built with gcc --coverage -O0 into
+#                build/coverage (tools/coverage build: setup.py's
+#                IBVERBS_INSTRUMENT=coverage, apart from .venv's build), then
+#                the suites with COV_PY in place of .venv's python
+#                (tools/coverage-python: coverage.py runs pytest, gcc's
+#                counters and coverage.py's data go under build/out, the
+#                guests' --rw share, one directory per suite and node):
+#                the host suite, the device suite on 6.1 (test-guest's two
+#                halves and the device removal) and the two- and three-node
+#                suites (test-twonode's three boots); then tools/coverage
+#                report merges them into build/out/coverage: gcovr's HTML
+#                per folder and file (c/), coverage.py's (python/) and
+#                summary.txt.  A failing suite fails the target, after the
+#                report.  Not in make test: it runs every suite a second
+#                time (the testing guide, "Coverage", says how long).
+# COVERAGE_TOOLS: gcovr and coverage.py, from PyPI into .venv (pinned: the
+# report's format and counting change between releases).
+.PHONY: coverage
+COVERAGE_TOOLS := gcovr==8.8 coverage==7.18.0
+COV_PY := $(CURDIR)/tools/coverage-python
+# Not about coverage: the exported symbols of the normal build (the
+# instrumented one exports gcov's too).
+COVERAGE_HOST_SKIP := --deselect tests/host/test_symbols.py
+# Nor the CPU an idle asyncio wait burns: coverage.py's tracing is counted
+# in it (9% of a core measured, against the 5% allowed).
+COVERAGE_GUEST_SKIP := --deselect tests/device/test_aio_device.py::test_idle_wait_uses_no_cpu
+
+$(VENV)/.coverage-tools: $(VENV)/.created
+	$(VPY) -m pip install -q $(COVERAGE_TOOLS)
+	@echo $(COVERAGE_TOOLS) >$@
+
+coverage: build $(VENV)/.coverage-tools pycache $(ODP_REPRO)
+	PYTHON=$(VPY) $(VPY) tools/coverage build
+	@mkdir -p $(OUT)
+	@rc=0; export IBVERBS_COVERAGE_PYTHON=$(abspath $(VPY)); set -x; \
+	IBVERBS_COVERAGE_RUN=host $(COV_PY) -m pytest -rfEs \
+		-m 'not integration and not twonode' $(COVERAGE_HOST_SKIP) tests || rc=1; \
+	IBVERBS_COVERAGE_RUN=guest IBVERBS_REQUIRE_INTEGRATION=1 \
+		$(RXE_VM) --nodes 2 --timeout 3600 --rw $(OUT) -- sh tools/guest-suite $(COV_PY) \
+		$(COVERAGE_GUEST_SKIP) || rc=1; \
+	IBVERBS_COVERAGE_RUN=twonode $(RXE_VM) --nodes 2 --mtu 1500,9000 --timeout 1800 --rw $(OUT) -- \
+		$(COV_PY) -m pytest -rfEs -m 'twonode and not separate_vms and not nodes3' tests/twonode || rc=1; \
+	IBVERBS_COVERAGE_RUN=separate $(RXE_VM) --nodes 2 --separate-vms --mtu 1500,9000 --timeout 1200 \
+		--rw $(OUT) -- $(COV_PY) -m pytest -rfEs -m 'twonode and separate_vms' tests/twonode || rc=1; \
+	IBVERBS_COVERAGE_RUN=nodes3 $(RXE_VM) --nodes 3 --timeout 1200 --rw $(OUT) -- \
+		$(COV_PY) -m pytest -rfEs -m 'twonode and nodes3' tests/twonode || rc=1; \
+	PYTHON=$(VPY) $(VPY) tools/coverage report || rc=1; \
+	exit $$rc
+
 # ---- aarch64: the wheel in an emulated arm64 guest --------------------------
 #
 # make test-arm64       one boot of tools/rxe-vm --arch arm64 (an emulated

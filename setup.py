@@ -6,8 +6,9 @@ libibverbs: it dlopens libibverbs.so.1 at import (core/loader.c).
 This file is the one place that names the extension's compiler flags.
 Tools that build it another way go through it (tools/devbuild, and so
 tools/sanitize, benchmarks/prepare.py: ``setup.py build_ext`` with
-IBVERBS_EXTRA_CFLAGS / IBVERBS_EXTRA_LDFLAGS added), or import CFLAGS
-and DEFINES from it: importing this file builds nothing.
+IBVERBS_EXTRA_CFLAGS / IBVERBS_EXTRA_LDFLAGS added; tools/coverage:
+IBVERBS_INSTRUMENT, the named instrumented builds of INSTRUMENTS), or
+import CFLAGS and DEFINES from it: importing this file builds nothing.
 
 Build-time defines that tools pass in IBVERBS_EXTRA_CFLAGS:
   -DIBVERBS_BENCH_RELEASE_GIL  release the GIL around ibv_post_send,
@@ -195,11 +196,40 @@ def glibc_floor_flags():
     return ["-include", header], ["-Wl,--no-as-needed", "-l:libdl.so.2"]
 
 
+# Instrumented builds, chosen by IBVERBS_INSTRUMENT=NAME: the compiler and
+# linker flags each one adds after the interpreter's own (so its -O0 wins
+# over their -O2).  Such a build never goes into .venv or a wheel: its
+# tool builds it apart (tools/devbuild OUT) and imports it with PYTHONPATH.
+#   coverage  gcc's line, branch and function counters (make coverage,
+#             tools/coverage): each process that loads the module adds to
+#             a .gcda file beside each object at exit, or under
+#             GCOV_PREFIX; -O0 keeps every line its own.
+# A new kind of build (a fuzzer's, under clang) is one more entry here and
+# one more tool that builds it with tools/devbuild.
+INSTRUMENTS = {
+    "coverage": (["--coverage", "-O0", "-g"], ["--coverage"]),
+}
+
+
+def instrument_flags():
+    """IBVERBS_INSTRUMENT's (compile flags, link flags); none when unset."""
+    name = os.environ.get("IBVERBS_INSTRUMENT", "")
+    if not name:
+        return [], []
+    if name not in INSTRUMENTS:
+        raise SystemExit(
+            f"IBVERBS_INSTRUMENT={name!r}: not one of {', '.join(sorted(INSTRUMENTS))}"
+        )
+    cflags, ldflags = INSTRUMENTS[name]
+    return list(cflags), list(ldflags)
+
+
 def extension():
     from setuptools import Extension
 
-    extra = os.environ.get("IBVERBS_EXTRA_CFLAGS", "").split()
-    extra_link = os.environ.get("IBVERBS_EXTRA_LDFLAGS", "").split()
+    inst_cflags, inst_ldflags = instrument_flags()
+    extra = inst_cflags + os.environ.get("IBVERBS_EXTRA_CFLAGS", "").split()
+    extra_link = inst_ldflags + os.environ.get("IBVERBS_EXTRA_LDFLAGS", "").split()
     floor_cflags, floor_ldflags = glibc_floor_flags()
     return Extension(
         "ibverbs._ibverbs",
