@@ -209,6 +209,8 @@ static const struct {
 		   { "Counters", &Counters_spec, &ST.Counters_type },
 		   { "CompCntr", &CompCntr_spec, &ST.CompCntr_type },
 		   { "FlowAction", &FlowAction_spec, &ST.FlowAction_type },
+		   { "SendBatch", &SendBatch_spec, &ST.SendBatch_type },
+		   { "RecvBatch", &RecvBatch_spec, &ST.RecvBatch_type },
 		   { NULL, NULL, NULL } };
 
 /* Subclasses of the types above, made after them. */

@@ -14,12 +14,16 @@ typedef struct {
 	Handle h; /* obj: struct ibv_comp_channel *; parent: Context */
 } CompChannelObject;
 
+/* CQ.poll_into's arrays (cq.c). */
+struct cq_into;
+
 typedef struct {
 	Handle h; /* obj: struct ibv_cq *; parent: Context */
 	PyObject *channel; /* CompChannelObject or NULL (uses it) */
 	unsigned int events_unacked; /* CQ events got, not yet acked */
 	struct ibv_wc *wcs; /* preallocated poll storage */
 	int wcs_len;
+	struct cq_into *into; /* poll_into's arrays (PyMem), or NULL */
 } CQObject;
 
 extern PyType_Spec CompChannel_spec; /* channel.c */
