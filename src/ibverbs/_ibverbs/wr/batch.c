@@ -422,11 +422,15 @@ static int post_args(PyObject *args, PyObject *kw, PyTypeObject *qtype,
 	static char *kwlist[] = { "queue", "start", "count", NULL };
 	PyObject *s = NULL, *c = NULL;
 
+	Py_ssize_t nargs = PyTuple_Size(args);
+
 	*queue = NULL;
-	if (kw == NULL && PyTuple_Size(args) == 1)
+	if (kw == NULL && nargs >= 1 && nargs <= 3) {
 		*queue = PyTuple_GetItem(args, 0);
-	else if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:post", kwlist,
-					      queue, &s, &c))
+		s = nargs > 1 ? PyTuple_GetItem(args, 1) : NULL;
+		c = nargs > 2 ? PyTuple_GetItem(args, 2) : NULL;
+	} else if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:post", kwlist,
+						queue, &s, &c))
 		return -1;
 	if (!PyObject_TypeCheck(*queue, qtype))
 		return arg_type_error("queue", qname, 0, *queue);

@@ -256,10 +256,14 @@ static PyObject *recv_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 
 	/* Parsed by hand: the data path, where args_parse costs
 	 * instructions. */
-	if (kw == NULL && PyTuple_Size(args) == 1)
+	if (kw == NULL && PyTuple_Size(args) >= 1 && PyTuple_Size(args) <= 3) {
 		queue = PyTuple_GetItem(args, 0);
-	else if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:post", kwlist,
-					      &queue, &s, &c))
+		if (PyTuple_Size(args) > 1)
+			s = PyTuple_GetItem(args, 1);
+		if (PyTuple_Size(args) > 2)
+			c = PyTuple_GetItem(args, 2);
+	} else if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:post", kwlist,
+						&queue, &s, &c))
 		return NULL;
 	if (!PyObject_TypeCheck(queue, ST.QP_type) &&
 	    !PyObject_TypeCheck(queue, ST.SRQ_type)) {
