@@ -2,6 +2,7 @@
 """Build what the benchmarks need, on the host (the guest's / is read-only):
 
 - build/bench/cg_loop          the C loop of benchmarks/cg_loop.c
+- build/bench/cg_batch         the C batch of benchmarks/cg_batch.c
 - build/bench/cgtoggle.so      callgrind start/stop for benchmarks/cg_loop.py
 - build/bench/gil-kept/src/ibverbs       the package, extension built as is
 - build/bench/gil-released/src/ibverbs   the same with the GIL released
@@ -54,6 +55,18 @@ def build_c(out: str) -> None:
             "-o",
             os.path.join(out, "cg_loop"),
             os.path.join(HERE, "cg_loop.c"),
+            "-libverbs",
+        ]
+    )
+    run(
+        [
+            CC,
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-o",
+            os.path.join(out, "cg_batch"),
+            os.path.join(HERE, "cg_batch.c"),
             "-libverbs",
         ]
     )

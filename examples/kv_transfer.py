@@ -11,9 +11,11 @@ of the job (block size, pool size, the (src block, dst block) pairs and a
 CRC32 of each source block); the receiver allocates and registers its
 pool, answers with its QPInfo, the pool's address and its rkey.  From then
 on the receiver's CPU does nothing but wait: the sender moves every pair
-with one RDMA WRITE, many in flight (as many as the send queue holds),
-posted SendWRChain by SendWRChain (one ibv_post_send per chain, only the
-last WR of a chain signaled).  The last WRITE of a batch carries an
+with one RDMA WRITE, many in flight (as many as the send queue holds).
+The WRITEs are one SendBatch, built in C from columns of the block table
+(source offsets, destination offsets, lengths: numpy arrays), posted
+--chain rows at a time (one ibv_post_send each, only the last row of a
+post signaled); completions are reaped into arrays (CQ.poll_into).  The last WRITE of a batch carries an
 immediate (the batch number): RC delivers in order, so when the receiver's
 completion for it arrives, every block of the batch has landed.  The
 receiver then checks each destination block's CRC32 and says so over TCP.
@@ -44,7 +46,7 @@ import struct
 import sys
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -99,6 +101,31 @@ def plan_writes(pairs, block_size: int, max_write: int) -> list[Write]:
     return writes
 
 
+def plan_arrays(pairs, block_size: int, max_write: int) -> dict[str, np.ndarray]:
+    """plan_writes as columns, computed on arrays (no object per Write):
+    src_off, dst_off, length, and first/count (the pairs each carries)."""
+    if block_size <= 0:
+        raise ValueError(f"block_size must be positive, got {block_size}")
+    per_write = max(1, max_write // block_size)
+    p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    n = len(p)
+    src, dst = p[:, 0], p[:, 1]
+    # Pair i continues pair i-1's run when both sides are contiguous.
+    cont = np.zeros(n, dtype=bool)
+    cont[1:] = (src[1:] == src[:-1] + 1) & (dst[1:] == dst[:-1] + 1)
+    starts = np.flatnonzero(~cont)
+    pos = np.arange(n) - starts[np.cumsum(~cont) - 1]  # index inside its run
+    first = np.flatnonzero(pos % per_write == 0)  # runs cut every per_write
+    count = np.diff(np.append(first, n))
+    return {
+        "src_off": src[first] * block_size,
+        "dst_off": dst[first] * block_size,
+        "length": count * block_size,
+        "first": first,
+        "count": count,
+    }
+
+
 def group_posts(n_writes: int, chain: int, depth: int) -> list[range]:
     """Split write indexes 0..n_writes-1 into posts of CHAIN WRs (the last
     may be shorter); a post never holds more WRs than the send queue."""
@@ -135,6 +162,11 @@ class Completions:
 
     def post(self, n: int) -> None:
         self.posted += n
+
+    def complete_many(self, wr_ids, statuses, n: int) -> None:
+        """complete() for the first N rows of two arrays (CQ.poll_into's)."""
+        for k in range(n):
+            self.complete(int(wr_ids[k]), int(statuses[k]))
 
     def complete(self, wr_id: int, status: int) -> None:
         if not self.done <= wr_id < self.posted:
@@ -238,61 +270,60 @@ class Endpoint:
 
 @dataclass
 class Batch:
-    """The WRs that move one list of pairs, linked once, posted per run."""
+    """The WRITEs that move one list of pairs: one SendBatch, built once,
+    posted CHAIN rows at a time per run."""
 
     pairs: list[tuple[int, int]]
-    writes: list[Write]
-    posts: list[ib.SendWRChain]
-    sizes: list[int] = field(default_factory=list)  # WRs per post
-    last: ib.SendWR | None = None  # the WRITE_WITH_IMM
+    first: np.ndarray  # the first pair each WRITE carries
+    count: np.ndarray  # how many pairs it carries
+    send: ib.SendBatch | None = None
+    chain: int = 16
+
+    @property
+    def posts(self) -> int:
+        return -(-len(self.first) // self.chain)
 
 
 def prepare(ep: Endpoint, pool: Pool, remote: dict, pairs, chain: int, max_write: int) -> Batch:
-    """Build the WRs for PAIRS once (NIXL's "initialize_xfer"): a SendWR per
-    Write, grouped into SendWRChains; the last WR of each chain is
-    signaled, the batch's last WR is a WRITE_WITH_IMM."""
-    writes = plan_writes(pairs, pool.block_size, max_write)
-    wrs = [
-        ib.SendWR(
-            wr_id=k,
-            sg_list=[ib.SGE(pool.mr, w.length, offset=w.src_off)],
-            opcode=ib.WROpcode.RDMA_WRITE,
-            remote_addr=remote["addr"] + w.dst_off,
-            rkey=remote["rkey"],
-        )
-        for k, w in enumerate(writes)
-    ]
-    last = wrs[-1]
-    last.imm_data = 0  # set per batch by run_batch
-    last.opcode = ib.WROpcode.RDMA_WRITE_WITH_IMM
-    groups = group_posts(len(wrs), chain, ep.depth)
-    for g in groups:
-        wrs[g[-1]].send_flags = ib.SendFlags.SIGNALED
-    posts = [ib.SendWRChain(wrs[g.start : g.stop]) for g in groups]
-    return Batch(list(pairs), writes, posts, [len(g) for g in groups], last)
+    """Build the WRITEs for PAIRS once (NIXL's "initialize_xfer"): the
+    plan's columns become one SendBatch, every CHAIN-th row signaled, the
+    last a WRITE_WITH_IMM (its immediate set per run)."""
+    plan = plan_arrays(pairs, pool.block_size, max_write)
+    step = min(chain, ep.depth)
+    send = ib.SendBatch(
+        pool.mr,
+        plan["src_off"],
+        plan["length"],
+        plan["dst_off"],
+        remote["rkey"],
+        remote_base=remote["addr"],
+        signal_every=step,
+        imm_data=0,
+    )
+    return Batch(list(pairs), plan["first"], plan["count"], send, step)
 
 
 def run_batch(ep: Endpoint, batch: Batch, imm: int, timeout: float = 30.0) -> Completions:
-    """Post every chain of BATCH, never more WRs in flight than the send
+    """Post every row of BATCH, never more WRs in flight than the send
     queue holds, and reap completions until each WR has completed.  Raises
     TransferError naming the pairs that were not delivered."""
-    batch.last.imm_data = imm
-    post, poll, sizes, posts = ep.qp.post_send, ep.cq.poll, batch.sizes, batch.posts
+    send, qp, poll_into = batch.send, ep.qp, ep.cq.poll_into
+    send.update(imm_data=imm)
+    ids, statuses = np.zeros(16, dtype=np.uint64), np.zeros(16, dtype=np.int32)
     acct = Completions()
-    nxt, n, room = 0, len(posts), ep.depth
+    nxt, n, chain, room = 0, len(send), batch.chain, ep.depth
     deadline = time.monotonic() + timeout
     while acct.done < acct.posted or nxt < n:
         # Post while the send queue has room (and nothing has failed).
-        while nxt < n and acct.outstanding + sizes[nxt] <= room and not acct.failed:
-            post(posts[nxt])
-            acct.post(sizes[nxt])
-            nxt += 1
+        while nxt < n and acct.outstanding + chain <= room and not acct.failed:
+            k = send.post(qp, nxt, chain)
+            acct.post(k)
+            nxt += k
         if acct.failed and acct.done == acct.posted:
             break
-        wcs = poll(16)
-        for wc in wcs:
-            acct.complete(wc.wr_id, wc.status)
-        if not wcs and time.monotonic() > deadline:
+        got = poll_into(wr_id=ids, status=statuses)
+        acct.complete_many(ids, statuses, got)
+        if not got and time.monotonic() > deadline:
             raise TransferError(
                 f"timed out: {acct.outstanding} WRs still in flight", undelivered(batch, acct)
             )
@@ -312,9 +343,9 @@ def run_batch(ep: Endpoint, batch: Batch, imm: int, timeout: float = 30.0) -> Co
 
 def undelivered(batch: Batch, acct: Completions) -> list[int]:
     """Pair indexes whose WRITE failed, was flushed or was never posted."""
-    bad = [batch.writes[k] for k, _ in acct.failed]
-    bad += batch.writes[acct.done :]
-    return sorted(i for w in bad for i in range(w.first, w.first + w.count))
+    bad = [k for k, _ in acct.failed] + list(range(acct.done, len(batch.first)))
+    first, count = batch.first, batch.count
+    return sorted(i for k in bad for i in range(int(first[k]), int(first[k] + count[k])))
 
 
 def sender(args) -> int:
@@ -347,7 +378,6 @@ def sender(args) -> int:
         t0 = time.perf_counter()
         batch = prepare(ep, pool, reply, pairs, args.chain, args.max_write)
         t_prep = time.perf_counter() - t0
-        stack.callback(lambda: [c.release() for c in batch.posts])
         nbytes = len(pairs) * args.block_size
         rates, verified = [], True
         for b in range(args.batches):
@@ -370,8 +400,8 @@ def sender(args) -> int:
         "blocks": len(pairs),
         "block_size": args.block_size,
         "scattered": bool(args.scatter),
-        "writes": len(batch.writes),
-        "posts": len(batch.posts),
+        "writes": len(batch.first),
+        "posts": batch.posts,
         "batches": args.batches,
         "median_gbps": med,
         "min_gbps": min(rates),
@@ -382,8 +412,8 @@ def sender(args) -> int:
     }
     print(
         f"kv_transfer: {len(pairs)} x {args.block_size} B blocks"
-        f"{' scattered' if args.scatter else ''}, {len(batch.writes)} WRITEs in "
-        f"{len(batch.posts)} posts, {args.batches} batches: {med:.4f} GB/s median "
+        f"{' scattered' if args.scatter else ''}, {len(batch.first)} WRITEs in "
+        f"{batch.posts} posts, {args.batches} batches: {med:.4f} GB/s median "
         f"(min {min(rates):.4f}, max {max(rates):.4f}), prepare {t_prep * 1e3:.1f} ms, "
         f"{'verified by the receiver' if verified else 'NOT VERIFIED'}"
     )
@@ -494,7 +524,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--batches", type=int, default=3, help="batches (each timed)")
     p.add_argument("--retry-cnt", type=int, default=7, help="transport retries (sender)")
     p.add_argument("--depth", type=int, default=128, help="send queue depth (WRs in flight)")
-    p.add_argument("--chain", type=int, default=16, help="WRs per post (SendWRChain)")
+    p.add_argument("--chain", type=int, default=16, help="WRs per post")
     p.add_argument("--max-write", type=size, default=1 << 20, help="largest merged WRITE")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per batch")
     p.add_argument("--json", action="store_true", help="also print the result as JSON")

@@ -298,6 +298,16 @@ class CQ(_Handle):
     def events_unacked(self) -> int: ...
     def poll(self, num_entries: int = 1) -> list[WC]: ...
     def poll_count(self, num_entries: int, /) -> int: ...
+    def poll_into(
+        self,
+        *,
+        wr_id: _Column | None = None,
+        status: _Column | None = None,
+        opcode: _Column | None = None,
+        byte_len: _Column | None = None,
+        imm_data: _Column | None = None,
+        num_entries: int = ...,
+    ) -> int: ...
     def resize(self, cqe: int) -> None: ...
     def modify(self, cq_count: int, cq_period: int) -> None: ...
     def req_notify(self, solicited_only: bool = False) -> None: ...
@@ -336,6 +346,31 @@ class QP(_Handle):
         self,
         wr_or_list: RecvWR | list[RecvWR] | tuple[RecvWR, ...] | RecvWRChain,
         /,
+    ) -> None: ...
+    def post_send_batch(
+        self,
+        mr: MR | None,
+        local: _Column,
+        lengths: _Column | int,
+        remote: _Column | None = None,
+        rkey: _Column | int | None = None,
+        *,
+        opcode: int = 0,
+        remote_base: int = 0,
+        lkey: _Column | int | None = None,
+        wr_id: _Column | int | None = None,
+        signal_every: int = 0,
+        imm_data: int | None = None,
+        inline_threshold: int = 0,
+    ) -> None: ...
+    def post_recv_batch(
+        self,
+        mr: MR | None,
+        local: _Column,
+        lengths: _Column | int,
+        *,
+        lkey: _Column | int | None = None,
+        wr_id: _Column | int | None = None,
     ) -> None: ...
     def modify(self, mask: int = ..., **attrs: Any) -> None: ...
     def query(self, mask: int = 0x1FFFFF) -> tuple[dict[str, Any], QPCap]: ...
@@ -515,6 +550,68 @@ class SendWRChain(_WRChain[SendWR]):
 @final
 class RecvWRChain(_WRChain[RecvWR]):
     """RecvWRs linked once, posted many times by ``post_recv(chain)``."""
+
+# ------------------------------------------------ batches from columns ---
+
+#: A column of integers: any 1-D C-contiguous buffer of them (numpy,
+#: array.array, memoryview) or a torch CPU tensor.
+_Column = _Buffer | Any
+
+@final
+class SendBatch:
+    """Send work requests from columns of integers, built in C."""
+
+    def __new__(
+        cls,
+        mr: MR | None,
+        local: _Column,
+        lengths: _Column | int,
+        remote: _Column | None = None,
+        rkey: _Column | int | None = None,
+        *,
+        opcode: int = 0,
+        remote_base: int = 0,
+        lkey: _Column | int | None = None,
+        wr_id: _Column | int | None = None,
+        signal_every: int = 0,
+        imm_data: int | None = None,
+        inline_threshold: int = 0,
+    ) -> Self: ...
+    def __len__(self) -> int: ...
+    @property
+    def mr(self) -> MR | None: ...
+    @property
+    def opcode(self) -> int: ...
+    def post(self, queue: QP, start: int = 0, count: int | None = None) -> int: ...
+    def update(
+        self,
+        *,
+        local: _Column | None = None,
+        lengths: _Column | int | None = None,
+        remote: _Column | None = None,
+        rkey: _Column | int | None = None,
+        lkey: _Column | int | None = None,
+        wr_id: _Column | int | None = None,
+        imm_data: int | None = None,
+    ) -> None: ...
+
+@final
+class RecvBatch:
+    """Receive work requests from columns of integers, built in C."""
+
+    def __new__(
+        cls,
+        mr: MR | None,
+        local: _Column,
+        lengths: _Column | int,
+        *,
+        lkey: _Column | int | None = None,
+        wr_id: _Column | int | None = None,
+    ) -> Self: ...
+    def __len__(self) -> int: ...
+    @property
+    def mr(self) -> MR | None: ...
+    def post(self, queue: QP | SRQ, start: int = 0, count: int | None = None) -> int: ...
 
 # --------------------------------------------------- completions, events ---
 

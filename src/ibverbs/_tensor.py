@@ -27,6 +27,7 @@ names the types.  The address itself is never taken from ``__dlpack__``
 from __future__ import annotations
 
 import ctypes
+import sys
 from typing import Any
 
 # DLPack's DLDeviceType (dlpack.h); the names are ours, torch's where it has one.
@@ -299,3 +300,89 @@ def describe(obj: Any, *, buffers: str = "address") -> Memory | None:
         dl = dlpack_device(obj)
         return _from_interface(obj, "__array_interface__", *(dl or ("cpu", None)))
     return _from_buffer(obj, buffers == "address")
+
+
+# ------------------------------------------------------- integer columns
+# The batches of the data path (wr/batch.c, wr/recv_batch.c, CQ.poll_into)
+# read and write columns of integers in C; the 3.9 Limited API has no
+# buffer protocol, so their address and element type are found here, once
+# per column and call.
+
+#: struct format letters of integer items (lower case: signed).
+_INT_LETTERS = "bBhHiIlLqQnN"
+_NATIVE_ORDERS = {"@", "=", "<" if sys.byteorder == "little" else ">"}
+
+
+def _column_error(name: str, what: str) -> ValueError:
+    return ValueError(f"{name} must be a 1-D C-contiguous array of integers: {what}")
+
+
+def _torch_column(t: Any, name: str) -> tuple[int, int, int, bool, Any]:
+    dtype = t.dtype
+    if getattr(dtype, "is_floating_point", False) or getattr(dtype, "is_complex", False):
+        raise _column_error(name, f"its dtype is {dtype}")
+    if str(dtype) == "torch.bool":
+        raise _column_error(name, "its dtype is torch.bool")
+    dev = getattr(getattr(t, "device", None), "type", "cpu")
+    if dev != "cpu":
+        raise _column_error(name, f"it lives on {dev}, not the CPU")
+    if t.dim() != 1:
+        raise _column_error(name, f"it has {t.dim()} dimensions")
+    if not t.is_contiguous():
+        raise _column_error(name, "it is not contiguous")
+    return int(t.data_ptr()), int(t.numel()), int(t.element_size()), bool(dtype.is_signed), t
+
+
+def int_column(obj: Any, name: str, writable: bool) -> tuple[int, int, int, bool, Any]:
+    """(address, count, itemsize, signed, owner) of a 1-D C-contiguous
+    column of integers: a buffer (numpy array, ``array.array``,
+    memoryview, bytearray) or a torch CPU tensor.  ``owner`` keeps the
+    memory (a buffer export) while the caller reads or writes it; the
+    caller releases a memoryview owner after.  A read-only buffer is copied
+    unless ``writable`` is asked (then ValueError).
+
+    Raises:
+        TypeError: obj is neither a buffer nor a tensor.
+        ValueError: not 1-D, not contiguous, not integers, read-only
+            where ``writable``.
+    """
+    if callable(getattr(obj, "data_ptr", None)) and hasattr(obj, "dtype"):
+        return _torch_column(obj, name)
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an array of integers (numpy, array.array, memoryview, "
+            f"a torch CPU tensor) or an int, not {type(obj).__name__}"
+        ) from None
+    fmt = view.format
+    order, letter = (fmt[0], fmt[1:]) if len(fmt) == 2 else ("@", fmt)
+    if letter not in _INT_LETTERS or view.itemsize not in (1, 2, 4, 8):
+        bad = f"its item format is {fmt!r}"
+    elif order not in _NATIVE_ORDERS:
+        bad = f"its byte order is not the machine's ({fmt!r})"
+    elif view.ndim != 1:
+        bad = f"it has {view.ndim} dimensions"
+    elif not view.c_contiguous:
+        bad = "it is strided (numpy.ascontiguousarray makes a copy)"
+    else:
+        bad = None
+    if bad is not None:
+        view.release()
+        raise _column_error(name, bad)
+    kind = (view.itemsize, letter.islower())
+    n = len(view)
+    if n == 0:
+        return 0, 0, kind[0], kind[1], view
+    if view.readonly:
+        if writable:
+            view.release()
+            raise ValueError(f"{name} is read-only: completions are written into it")
+        data = view.tobytes()
+        view.release()
+        addr = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0
+        return addr, n, kind[0], kind[1], data
+    arr = (ctypes.c_char * view.nbytes).from_buffer(view)
+    addr = ctypes.addressof(arr)
+    del arr
+    return addr, n, kind[0], kind[1], view

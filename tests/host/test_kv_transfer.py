@@ -2,12 +2,11 @@
 blocks, how they are grouped into posts, and the accounting that proves
 every posted WR completed exactly once (no device needed)."""
 
-import ctypes
 import importlib.util
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import ibverbs as ib
@@ -97,8 +96,8 @@ def test_a_failure_then_flushes_each_wr_once():
 
 def test_undelivered_names_the_pairs_of_failed_and_unposted_writes():
     pairs = [(i, i) for i in range(6)] + [(20, 30), (40, 50)]
-    writes = kv.plan_writes(pairs, 4096, 2 * 4096)  # 3 merged writes, then 2 single
-    batch = kv.Batch(pairs, writes, posts=[])
+    plan = kv.plan_arrays(pairs, 4096, 2 * 4096)  # 3 merged writes, then 2 single
+    batch = kv.Batch(pairs, plan["first"], plan["count"])
     c = kv.Completions()
     c.post(3)  # writes 3 and 4 were never posted
     c.complete(1, RETRY)
@@ -106,34 +105,79 @@ def test_undelivered_names_the_pairs_of_failed_and_unposted_writes():
     assert kv.undelivered(batch, c) == [2, 3, 4, 5, 6, 7]
 
 
+@pytest.mark.parametrize("max_write", [4096, 3 * 4096, 16 * 4096])
+def test_plan_arrays_is_plan_writes_as_columns(max_write):
+    pairs = [(i, i + 100) for i in range(10)] + kv.scattered_pairs(40, 200, seed=3)
+    pairs += [(500 + i, 900 + i) for i in range(7)] + [(3, 3), (4, 5)]
+    plan = kv.plan_arrays(pairs, 4096, max_write)
+    writes = kv.plan_writes(pairs, 4096, max_write)
+    assert plan["src_off"].tolist() == [w.src_off for w in writes]
+    assert plan["dst_off"].tolist() == [w.dst_off for w in writes]
+    assert plan["length"].tolist() == [w.length for w in writes]
+    assert plan["first"].tolist() == [w.first for w in writes]
+    assert plan["count"].tolist() == [w.count for w in writes]
+
+
+def test_complete_many_reads_poll_into_arrays():
+    c = kv.Completions()
+    c.post(40)
+    ids, st = np.array([15, 31, 39, 0], np.uint64), np.array([OK, RETRY, FLUSH, OK], np.int32)
+    c.complete_many(ids, st, 3)
+    assert c.done == 40 and c.failed == [(31, RETRY), (39, FLUSH)]
+
+
 def test_sizes_parse_units():
     assert kv.size("16K") == 16384 and kv.size("1M") == 1 << 20 and kv.size("123") == 123
 
 
-def test_prepare_links_chains_and_marks_signals(monkeypatch):
-    """prepare() builds real SendWRChains (no QP needed): one per post,
-    the last WR of each signaled, the batch's last a WRITE_WITH_IMM.  The
-    pool's SGEs point at a plain buffer (a raw address and a made-up lkey)
-    since there is no device to register it with."""
-    buf = (ctypes.c_char * (64 * 4096))()
-    real_sge = ib.SGE
-    monkeypatch.setattr(
-        kv.ib, "SGE", lambda _mr, n, offset=0: real_sge(ctypes.addressof(buf) + offset, n, lkey=1)
-    )
-    pool = SimpleNamespace(block_size=4096, mr=None)
-    pairs = [(i, 63 - i) for i in range(40)]
-    b = kv.prepare(SimpleNamespace(depth=64), pool, {"addr": 1 << 20, "rkey": 7}, pairs, 16, 4096)
-    try:
-        assert b.sizes == [16, 16, 8] and [len(c) for c in b.posts] == b.sizes
-        for chain in b.posts:
-            flags = [int(w.send_flags) for w in chain]
-            assert flags[-1] & int(ib.SendFlags.SIGNALED)
-            assert not any(f & int(ib.SendFlags.SIGNALED) for f in flags[:-1])
-        assert b.last is b.posts[-1][len(b.posts[-1]) - 1]
-        assert b.last.opcode == ib.WROpcode.RDMA_WRITE_WITH_IMM
-        assert [w.wr_id for c in b.posts for w in c] == list(range(40))
-        assert b.posts[0][0].remote_addr == (1 << 20) + 63 * 4096
-        assert b.posts[0][0].rkey == 7
-    finally:
-        for c in b.posts:
-            c.release()
+def test_prepare_builds_one_send_batch_posted_chain_by_chain(recording):
+    """prepare() and run_batch() against the recording double: every WRITE
+    of the plan, CHAIN per post, the last of each post signaled, the
+    batch's last a WRITE_WITH_IMM carrying the run's immediate."""
+
+    def body(fake, path):
+        import ctypes
+        import importlib.util
+        import sys
+        from types import SimpleNamespace
+
+        import ibverbs as ib
+
+        spec = importlib.util.spec_from_file_location("kv_transfer", path)
+        kv = importlib.util.module_from_spec(spec)
+        sys.modules["kv_transfer"] = kv
+        spec.loader.exec_module(kv)
+        buf = ctypes.create_string_buffer(64 * 4096)
+        with ib.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(256) as cq:
+            mr = pd.reg_mr(ctypes.addressof(buf), len(buf), ib.AccessFlags.LOCAL_WRITE)
+            qp = pd.create_qp(ib.QPInitAttr(cq, max_send_wr=64))
+            for st in (ib.QPState.INIT, ib.QPState.RTR, ib.QPState.RTS):
+                qp.modify(ib.QPAttrMask.STATE, qp_state=st)
+            ep = SimpleNamespace(depth=64, qp=qp, cq=cq)
+            pool = SimpleNamespace(block_size=4096, mr=mr)
+            pairs = [(i, 63 - i) for i in range(40)]
+            b = kv.prepare(ep, pool, {"addr": 1 << 20, "rkey": 7}, pairs, 16, 4096)
+            acct = kv.run_batch(ep, b, imm=5)
+            out = [b.posts, acct.posted, acct.done, ctypes.addressof(buf), mr.lkey]
+            qp.close()
+            mr.close()
+        return out
+
+    res = recording.run(body, str(ROOT / "examples" / "kv_transfer.py"))
+    posts, posted, done, base, lkey = res.ok()
+    assert posts == 3 and posted == done == 40
+    recs = res.calls("post_send")
+    assert [r["count"] for r in recs] == [16, 16, 8]
+    rows = [r.prefixed(f"wr[{i}].") for r in recs for i in range(r["count"])]
+    sig = int(ib.SendFlags.SIGNALED)
+    assert [x["send_flags"] for x in rows] == ([0] * 15 + [sig]) * 2 + [0] * 7 + [sig]
+    assert [x["wr_id"] for x in rows] == list(range(40))
+    W, WI = int(ib.WROpcode.RDMA_WRITE), int(ib.WROpcode.RDMA_WRITE_WITH_IMM)
+    assert [x["opcode"] for x in rows] == [W] * 39 + [WI] and rows[-1]["imm_data"] == 5
+    assert [x["sg_list[0].addr"] for x in rows] == [base + i * 4096 for i in range(40)]
+    assert [x["sg_list[0].length"] for x in rows] == [4096] * 40
+    assert [x["sg_list[0].lkey"] for x in rows] == [lkey] * 40
+    assert [x["wr.rdma.remote_addr"] for x in rows] == [
+        (1 << 20) + (63 - i) * 4096 for i in range(40)
+    ]
+    assert [x["wr.rdma.rkey"] for x in rows] == [7] * 40

@@ -50,6 +50,10 @@ def test_init_obj_records_and_user_owned_cq(mlx5_fake):
                 plain.poll()
             except ValueError as e:
                 out["plain_refused"] = "init_obj" in str(e)
+            try:
+                plain.poll_into(wr_id=bytearray(8))
+            except ValueError as e:
+                out["poll_into_refused"] = "init_obj" in str(e)
             s = mlx5.init_obj(srq)
             out["srq"] = [s.kind, s.srqn, s.stride, len(s.ring), len(s.dbrec_view)]
             p = mlx5.init_obj(pd)
@@ -92,6 +96,7 @@ def test_init_obj_records_and_user_owned_cq(mlx5_fake):
     assert out["opcode"] == 127 >> 4  # byte 63 of the second CQE: 127
     assert len(out["refused"]) == 3 and all("mlx5.init_obj()" in m for m in out["refused"])
     assert out["plain_refused"] is True
+    assert out["poll_into_refused"] is True
     assert out["srq"] == ["srq", 0x55, 32, 256, 4]
     assert out["pd"] == ["pd", 0x33] and out["readonly"] is True
     assert "obj must be a QP, CQ, SRQ, PD or DM" in out["typeerr"]

@@ -91,6 +91,16 @@ def quickstart(remote_bytes: bytes, peer_addr: int, peer_rkey: int, buf: Any) ->
     assert_type(chain.released, bool)
     qp.post_recv(ib.RecvWRChain([ib.RecvWR(sg_list=[mr.sge(8)])]))
 
+    # Batches from columns of integers, completions into arrays.
+    cols = memoryview(bytearray(16)).cast("Q")
+    batch = ib.SendBatch(mr, cols, 8, cols, peer_rkey, remote_base=peer_addr, signal_every=16)
+    assert_type(batch.post(qp, 0, 16), int)
+    batch.update(remote=cols, imm_data=None)
+    qp.post_send_batch(mr, cols, 8, cols, peer_rkey, opcode=ib.WROpcode.RDMA_WRITE)
+    assert_type(ib.RecvBatch(mr, cols, 8, wr_id=cols).post(qp), int)
+    qp.post_recv_batch(mr, cols, 8)
+    assert_type(cq.poll_into(wr_id=cols, status=cols), int)
+
     # Every resource is a context manager.
     with ctx.alloc_pd() as pd2, pd2.reg_mr(0x1000, 4096) as mr3:
         assert_type(pd2, ib.PD)

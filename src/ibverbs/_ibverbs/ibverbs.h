@@ -409,6 +409,11 @@ typedef struct {
 	PyObject *mod_objects; /* ibverbs._objects */
 	PyObject *mod_enums; /* ibverbs.enums */
 	PyObject *mod_flow; /* ibverbs.flow */
+	/* The batches from columns of integers (wr/batch.c,
+	 * wr/recv_batch.c, wr/columns.c) */
+	PyTypeObject *SendBatch_type;
+	PyTypeObject *RecvBatch_type;
+	PyObject *mod_tensor; /* ibverbs._tensor: int_column */
 } module_state;
 
 /* module.c: *slot, importing the module name into it on first use; a

@@ -38,6 +38,7 @@ What a case expects (the README's "Safety" contract):
 
 from __future__ import annotations
 
+import array
 import errno
 import json
 import os
@@ -215,6 +216,8 @@ PD_ = {
 CQ_ = {
     "poll": M(P("num_entries", 4, lo=1, optional=True), valid="ok"),
     "poll_count": M(P("num_entries", 4, lo=1, hi=2**63 - 1), valid="ok"),
+    # parsed by hand (the data path): keyword-only integer arrays
+    "poll_into": M(P("wr_id", lambda w: array.array("Q", bytes(32)), kw=True), valid="ok"),
     "resize": D(cqe=8, valid="ok"),
     "req_notify": D(solicited_only=False, valid="ok"),
     "ack_events": D(nevents=1),
@@ -225,6 +228,15 @@ CQ_ = {
 QP_ = {
     "post_send": M(P("wr", lambda w: w.swr, obj="SendWR|list")),
     "post_recv": M(P("wr", lambda w: w.rwr, obj="RecvWR|list")),
+    # columns of integers: two rows of 8 bytes in the world's MR
+    "post_send_batch": D(
+        mr=lambda w: w.mr,
+        local=lambda w: array.array("Q", [0, 8]),
+        lengths=8,
+        remote=lambda w: array.array("Q", [w.mr.addr, w.mr.addr + 8]),
+        rkey=lambda w: w.mr.rkey,
+    ),
+    "post_recv_batch": D(mr=lambda w: w.mr, local=lambda w: array.array("Q", [0, 8]), lengths=8),
     "modify": M(
         P("mask", ib.QPAttrMask.STATE, lo=0, hi=2**31 - 1),
         P("qp_state", ib.QPState.RESET, kw=True, lo=0, hi=7),
@@ -295,6 +307,8 @@ SRQ_ = {
 # Outside a start_poll() session every accessor raises ValueError.
 CQEX = {
     **CQ_,
+    # poll_into reads plain CQs: a CQEx refuses it (ValueError)
+    "poll_into": M(P("wr_id", lambda w: array.array("Q", bytes(32)), kw=True), valid="raise"),
     "start_poll": M(valid="ok"),  # empty: False, no session
     "next_poll": M(),
     "end_poll": M(),

@@ -5,6 +5,8 @@ inside their WRs."""
 
 from __future__ import annotations
 
+import array
+
 import errno
 import time
 
@@ -105,6 +107,56 @@ def host_datapath_cases(cases):
     add("WC.wr_id = 1", lambda: setattr(ib.WC(), "wr_id", 1), "attr")
 
 
+def batch_cases(cases, w, cw):
+    """SendBatch and RecvBatch: columns that are not arrays of integers or
+    out of the MR, posts to what is not a queue, a closed MR or QP."""
+    add, each = cases.add, cases.each
+    rows = array.array("Q", [0, 8])
+
+    def send(**kw):
+        args = dict(mr=w.mr, local=rows, lengths=8, remote=rows, rkey=1)
+        return ib.SendBatch(**{**args, **kw})
+
+    bad = [("a str", "12"), ("a float array", array.array("d", [0.0, 1.0])), ("a list", [0, 8])]
+    bad += [
+        ("an object", object()),
+        ("None", None),
+        ("a past-the-end offset", array.array("Q", [0, 8192])),
+    ]
+    each("SendBatch(local={})", lambda v: send(local=v), bad)
+    each("RecvBatch(local={})", lambda v: ib.RecvBatch(w.mr, v, 8), bad)
+    each("SendBatch(lengths={})", lambda v: send(lengths=v), [("-1", -1), ("2**64", 2**64)])
+    each("SendBatch(mr={})", lambda v: send(mr=v), [("closed MR", cw.mr), ("a PD", w.pd)])
+    each("SendBatch.post({})", lambda q: send().post(q), [("None", None), ("a CQ", w.cq)])
+    each("RecvBatch.post({})", lambda q: ib.RecvBatch(w.mr, rows, 8).post(q), [("an MR", w.mr)])
+    add("SendBatch.post(closed QP)", lambda: send().post(cw.qp), "closed")
+    add("RecvBatch.post(closed SRQ)", lambda: ib.RecvBatch(w.mr, rows, 8).post(cw.srq), "closed")
+    add("SendBatch.post(qp, start=-1)", lambda: send().post(w.qp, -1), "raise")
+    add("SendBatch.post(qp, start=3)", lambda: send().post(w.qp, 3), "raise")
+    add(
+        "SendBatch.update(remote=3 rows)",
+        lambda: send().update(remote=array.array("Q", [1] * 3)),
+        "raise",
+    )
+
+    def closed_mr(make):
+        mr = ib.reg_tensor(w.pd, bytearray(64), ALL_ACCESS)
+        batch = make(mr)
+        mr.close()
+        batch.post(w.srq if isinstance(batch, ib.RecvBatch) else w.qp)
+
+    add(
+        "SendBatch over an MR closed before the post",
+        lambda: closed_mr(lambda m: send(mr=m)),
+        "closed",
+    )
+    add(
+        "RecvBatch over an MR closed before the post",
+        lambda: closed_mr(lambda m: ib.RecvBatch(m, rows, 8)),
+        "closed",
+    )
+
+
 def device_datapath_cases(cases, w, cw, ow, opd):
     """Posts of WRs and chains over closed or foreign objects, the checks
     a chain keeps between posts, bind WRs."""
@@ -113,6 +165,7 @@ def device_datapath_cases(cases, w, cw, ow, opd):
     add("MR.sge past the end", lambda: w.mr.sge(8, offset=len(w.buf)), "raise")
     add("MR.sge length past the end", lambda: w.mr.sge(len(w.buf) + 1), "raise")
     add("SendWR(ah=closed AH)", lambda: ib.SendWR(ah=cw.ah), "any")
+    batch_cases(cases, w, cw)
 
     def ud_wr(i=3, sg=None, ah=None, qpn=None, **kw):
         sg = [w.sge] if sg is None else sg

@@ -231,6 +231,8 @@ static const struct {
 		   { "Mlx5DevxEventChannel", &Mlx5DevxEventChannel_spec,
 		     &ST.Mlx5DevxEventChannel_type },
 		   { "Mlx5Mkey", &Mlx5Mkey_spec, &ST.Mlx5Mkey_type },
+		   { "SendBatch", &SendBatch_spec, &ST.SendBatch_type },
+		   { "RecvBatch", &RecvBatch_spec, &ST.RecvBatch_type },
 		   { NULL, NULL, NULL } };
 
 /* Subclasses of the types above, made after them. */

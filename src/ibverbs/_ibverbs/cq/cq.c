@@ -9,10 +9,22 @@
  */
 #include "ibverbs.h"
 #include "cq/cq.h"
+#include "wr/wr.h"
+#include <arpa/inet.h>
 #include <limits.h>
 #include <string.h>
 
 #define CQP(self) ((struct ibv_cq *)HANDLE(self)->obj)
+
+/* CQ.poll_into: the arrays of the last call, held (a buffer export
+ * each) until other arrays are given or the CQ is closed. */
+#define CQ_INTO_FIELDS 5 /* wr_id, status, opcode, byte_len, imm_data */
+struct cq_into {
+	PyObject *src[CQ_INTO_FIELDS]; /* the arrays given, or NULL */
+	Column col[CQ_INTO_FIELDS];
+};
+
+static void cq_into_clear(CQObject *c);
 
 static int cq_destroy(Handle *h)
 {
@@ -32,6 +44,7 @@ static void cq_release(Handle *h)
 	CQObject *self = (CQObject *)h;
 
 	handle_unuse_clear(&self->channel);
+	cq_into_clear(self);
 }
 
 static const HandleKind cq_kind = { "CQ", "ibv_destroy_cq", cq_destroy,
@@ -145,6 +158,8 @@ static int cq_reserve(CQObject *self, int n)
 	return 0;
 }
 
+static int parse_num_entries_value(PyObject *o, long *n);
+
 static int parse_num_entries(PyObject *args, PyObject *kw, long *n)
 {
 	static char *kwlist[] = { "num_entries", NULL };
@@ -169,6 +184,12 @@ static int parse_num_entries(PyObject *args, PyObject *kw, long *n)
 		*n = 1;
 		return 0;
 	}
+	return parse_num_entries_value(o, n);
+}
+
+/* num_entries's value: an int >= 1 (a huge one clamped). */
+static int parse_num_entries_value(PyObject *o, long *n)
+{
 	if (PyLong_Check(o)) {
 		int overflow;
 
@@ -492,6 +513,221 @@ static PyObject *cq_poll_count(PyObject *self, PyObject *arg)
 }
 
 /* ------------------------------------------------------------------ */
+/* poll_into: completions into caller's arrays                         */
+/* ------------------------------------------------------------------ */
+
+/* The fields poll_into writes, in its keywords' order. */
+static const char *const into_names[CQ_INTO_FIELDS] = { "wr_id", "status",
+							"opcode", "byte_len",
+							"imm_data" };
+/* The least item size of each: wr_id is 64 bits, byte_len and imm_data
+ * 32, status and opcode fit a byte. */
+static const int into_min_size[CQ_INTO_FIELDS] = { 8, 1, 1, 4, 4 };
+
+/* Drop the arrays the CQ holds for poll_into (their exports). */
+static void cq_into_clear(CQObject *c)
+{
+	int k;
+
+	if (c->into == NULL)
+		return;
+	for (k = 0; k < CQ_INTO_FIELDS; k++) {
+		column_release(&c->into->col[k]);
+		Py_CLEAR(c->into->src[k]);
+	}
+	PyMem_Free(c->into);
+	c->into = NULL;
+}
+
+/* Field k's array o as a column of c->into: the one the last call gave
+ * when o is that object (no look at it again), else read now.  o NULL:
+ * the field is not asked for (a held array is released). */
+static int into_column(CQObject *c, int k, PyObject *o)
+{
+	struct cq_into *in = c->into;
+	Column *col = &in->col[k];
+
+	if (o == in->src[k])
+		return 0;
+	column_release(col);
+	Py_CLEAR(in->src[k]);
+	if (o == NULL)
+		return 0;
+	if (column_get(o, into_names[k], COLUMN_WRITE, col) < 0)
+		return -1;
+	if (col->itemsize < into_min_size[k]) {
+		PyErr_Format(PyExc_ValueError,
+			     "%s's items must hold at least %d bytes, not %d",
+			     into_names[k], into_min_size[k], col->itemsize);
+		column_release(col);
+		return -1;
+	}
+	Py_INCREF(o);
+	in->src[k] = o;
+	return 0;
+}
+
+/* poll_into's keywords into o[] (NULL: not given) and *want.  Parsed by
+ * hand: the data path, where args_parse costs instructions. */
+static int into_args(PyObject *args, PyObject *kw, PyObject *o[CQ_INTO_FIELDS],
+		     long *want)
+{
+	PyObject *key, *value;
+	Py_ssize_t pos = 0;
+	int k, given = 0;
+
+	memset(o, 0, CQ_INTO_FIELDS * sizeof(*o));
+	*want = LONG_MAX;
+	if (PyTuple_Size(args) != 0) {
+		PyErr_SetString(PyExc_TypeError,
+				"poll_into() takes keyword arguments only");
+		return -1;
+	}
+	while (kw != NULL && PyDict_Next(kw, &pos, &key, &value)) {
+		for (k = 0; k < CQ_INTO_FIELDS; k++) {
+			if (PyUnicode_CompareWithASCIIString(
+				    key, into_names[k]) == 0)
+				break;
+		}
+		if (k < CQ_INTO_FIELDS) {
+			if (value != Py_None) {
+				o[k] = value;
+				given++;
+			}
+		} else if (PyUnicode_CompareWithASCIIString(
+				   key, "num_entries") == 0) {
+			if (parse_num_entries_value(value, want) < 0)
+				return -1;
+		} else {
+			PyErr_Format(PyExc_TypeError,
+				     "poll_into() got an unexpected keyword "
+				     "argument '%S'",
+				     key);
+			return -1;
+		}
+	}
+	if (given == 0) {
+		PyErr_SetString(PyExc_TypeError,
+				"poll_into() needs at least one array (wr_id, "
+				"status, opcode, byte_len or imm_data)");
+		return -1;
+	}
+	return 0;
+}
+
+/* Write the n completions of wcs into the columns of in. */
+static void into_store(const struct cq_into *in, const struct ibv_wc *wcs,
+		       int n)
+{
+	const Column *col = in->col;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		const struct ibv_wc *wc = &wcs[i];
+
+		if (col[0].data)
+			column_put(&col[0], i, wc->wr_id);
+		if (col[1].data)
+			column_put(&col[1], i, wc->status);
+		if (col[2].data)
+			column_put(&col[2], i, wc->opcode);
+		if (col[3].data)
+			column_put(&col[3], i, wc->byte_len);
+		if (col[4].data)
+			column_put(&col[4], i,
+				   (wc->wc_flags & IBV_WC_WITH_IMM) ?
+					   ntohl(wc->imm_data) :
+					   0);
+	}
+}
+
+PyDoc_STRVAR(
+	cq_poll_into__doc__,
+	"Reap completions into integer arrays: no object per completion.\n"
+	"\n"
+	"One ``ibv_poll_cq`` call of at most as many completions as the\n"
+	"shortest array given (and ``num_entries``, and the CQ's size);\n"
+	"completion ``i`` goes to row ``i`` of each array asked for. A\n"
+	"failed completion is written like any other (check ``status``):\n"
+	"nothing is raised. An array is any writable 1-D array of integers\n"
+	"(numpy, array.array, bytearray's memoryview, a torch CPU tensor):\n"
+	"wr_id's items of 8 bytes, byte_len's and imm_data's of 4 or more.\n"
+	"The CQ keeps the arrays of the last call (a buffer export each,\n"
+	"until other arrays are given or the CQ is closed), so that a loop\n"
+	"passing the same arrays looks at them once.\n"
+	"\n"
+	"Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
+	"\n"
+	"Args:\n"
+	"    wr_id: the wr_ids, or None.\n"
+	"    status: the WCStatus values, or None.\n"
+	"    opcode: the WCOpcode values, or None.\n"
+	"    byte_len: the byte counts, or None.\n"
+	"    imm_data: the immediate data in host order (0 where the\n"
+	"        completion carries none), or None.\n"
+	"    num_entries: the most completions to reap.\n"
+	"\n"
+	"Returns:\n"
+	"    How many completions were reaped (0 when none is ready).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: positional arguments, no array, an array that is\n"
+	"        not one of integers.\n"
+	"    ValueError: an array read-only, not 1-D or strided, or of\n"
+	"        items too small; num_entries < 1; a CQEx (use its\n"
+	"        ``poll()``).\n"
+	"    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP or EIO\n"
+	"        as ``poll()``.");
+
+static PyObject *cq_poll_into(PyObject *self, PyObject *args, PyObject *kw)
+{
+	CQObject *c = (CQObject *)self;
+	PyObject *o[CQ_INTO_FIELDS];
+	struct ibv_cq *cq;
+	long n, want;
+	int k, rc;
+
+	HANDLE_CHECK(self);
+	if (cq_check_polled_here(self) < 0)
+		return NULL;
+	if (Py_TYPE(self) != ST.CQ_type) {
+		PyErr_SetString(PyExc_ValueError,
+				"poll_into() reads plain CQs: use a CQEx's "
+				"poll()");
+		return NULL;
+	}
+	if (into_args(args, kw, o, &want) < 0)
+		return NULL;
+	if (c->into == NULL) {
+		c->into = PyMem_Calloc(1, sizeof(*c->into));
+		if (c->into == NULL)
+			return PyErr_NoMemory();
+	}
+	n = want;
+	for (k = 0; k < CQ_INTO_FIELDS; k++) {
+		if (into_column(c, k, o[k]) < 0)
+			return NULL;
+		if (o[k] != NULL && c->into->col[k].n < n)
+			n = c->into->col[k].n;
+	}
+	cq = CQP(self);
+	if (n > cq->cqe)
+		n = cq->cqe;
+	if (n < 1)
+		return PyLong_FromLong(0);
+	if (n > c->wcs_len && cq_reserve(c, (int)n) < 0)
+		return NULL;
+	rc = ibv_poll_cq(cq, (int)n, c->wcs);
+	if (rc == 0)
+		return PyLong_FromLong(0);
+	rc = poll_result(cq, rc, (int)n, c->wcs);
+	if (rc < 0)
+		return NULL;
+	into_store(c->into, c->wcs, rc);
+	return PyLong_FromLong(rc);
+}
+
+/* ------------------------------------------------------------------ */
 /* Notification                                                        */
 /* ------------------------------------------------------------------ */
 
@@ -746,6 +982,11 @@ static PyObject *cq_get_events_unacked(PyObject *self, void *closure)
 
 static int cq_traverse(PyObject *self, visitproc visit, void *arg)
 {
+	struct cq_into *in = ((CQObject *)self)->into;
+	int k;
+
+	for (k = 0; in != NULL && k < CQ_INTO_FIELDS; k++)
+		Py_VISIT(in->src[k]);
 	Py_VISIT(((CQObject *)self)->channel);
 	return handle_traverse(HANDLE(self), visit, arg);
 }
@@ -759,6 +1000,7 @@ static void cq_dealloc(PyObject *self)
 	/* Still set if the destroy failed (the ibv_cq is leaked and keeps
 	 * using the channel) or the CQ never got created. */
 	Py_CLEAR(c->channel);
+	cq_into_clear(c);
 	PyMem_Free(c->wcs);
 	c->wcs = NULL;
 	handle_dealloc(HANDLE(self));
@@ -785,6 +1027,7 @@ PyDoc_STRVAR(cq__doc__,
 
 static PyMethodDef cq_methods[] = { METHOD_KW("poll", cq_poll),
 				    METHOD_O("poll_count", cq_poll_count),
+				    METHOD_KW("poll_into", cq_poll_into),
 				    METHOD_KW("resize", cq_resize),
 				    METHOD_KW("modify", cq_modify),
 				    METHOD_KW("req_notify", cq_req_notify),

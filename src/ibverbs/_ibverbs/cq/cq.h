@@ -14,6 +14,9 @@ typedef struct {
 	Handle h; /* obj: struct ibv_comp_channel *; parent: Context */
 } CompChannelObject;
 
+/* CQ.poll_into's arrays (cq.c). */
+struct cq_into;
+
 typedef struct {
 	Handle h; /* obj: struct ibv_cq *; parent: Context */
 	PyObject *channel; /* CompChannelObject or NULL (uses it) */
@@ -21,6 +24,7 @@ typedef struct {
 	struct ibv_wc *wcs; /* preallocated poll storage */
 	int wcs_len;
 	int user_owned; /* handed to mlx5.init_obj: the poll paths refuse */
+	struct cq_into *into; /* poll_into's arrays (PyMem), or NULL */
 } CQObject;
 
 /* cq.c: 0, or -1 with ValueError when the CQ self is its user's

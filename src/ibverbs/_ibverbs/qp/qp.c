@@ -1355,6 +1355,8 @@ PyDoc_STRVAR(qp__doc__,
 static PyMethodDef qp_methods[] = {
 	METHOD_O("post_send", qp_post_send),
 	METHOD_O("post_recv", qp_post_recv),
+	METHOD_KW("post_send_batch", qp_post_send_batch),
+	METHOD_KW("post_recv_batch", qp_post_recv_batch),
 	{ "modify", KW qp_meth_modify, METH_VARARGS | METH_KEYWORDS,
 	  qp_modify__doc__ },
 	{ "query", KW qp_meth_query, METH_VARARGS | METH_KEYWORDS,

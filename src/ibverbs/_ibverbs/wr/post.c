@@ -40,9 +40,9 @@
 /* Out of line: the post failed; say which WR and, for a QP (qp_state:
  * its state's name) and the usual causes, why; qp NULL: qp_state names
  * the queue (an SRQ, a WQ).  idx < 0: the provider did not say which. */
-static PyObject *post_error(int rc, const char *verb, const char *kind,
-			    Py_ssize_t idx, uint64_t wr_id,
-			    const struct ibv_qp *qp, const char *qp_state)
+PyObject *post_error(int rc, const char *verb, const char *kind, Py_ssize_t idx,
+		     uint64_t wr_id, const struct ibv_qp *qp,
+		     const char *qp_state)
 {
 	const char *hint = "";
 

@@ -8,6 +8,8 @@
 
 #include "ibverbs.h"
 
+#include <string.h>
+
 /* SGE (sge.c) and work requests (wr.c).  A WR object holds the native
  * struct, ready to post with no per-call conversion; small SGE lists live
  * inside the object.  "keep" holds what the SGEs point into (SGE -> MR -> owner) and
@@ -125,5 +127,110 @@ PyObject *wq_post_recv(PyObject *self, PyObject *arg);
  * srq.c and wq/wq.c name them). */
 extern const char qp_post_send__doc__[], qp_post_recv__doc__[],
 	srq_post_recv__doc__[], wq_post_recv__doc__[];
+
+/* ------------------------------------------------------------------ */
+/* Batches from columns of integers (columns.c, batch.c, recv_batch.c) */
+/* ------------------------------------------------------------------ */
+
+extern PyType_Spec SendBatch_spec; /* batch.c */
+extern PyType_Spec RecvBatch_spec; /* recv_batch.c */
+
+/* A column: n items of itemsize bytes at data (owner keeps that memory
+ * while the column is held), or, n < 0, the int scalar for every row. */
+typedef struct {
+	const char *name;
+	const void *data;
+	Py_ssize_t n;
+	int itemsize, is_signed;
+	uint64_t scalar;
+	PyObject *owner;
+} Column;
+
+/* column_get's flags: an int stands for every row; the column is written
+ * (CQ.poll_into: writable memory, read-only buffers refused). */
+#define COLUMN_SCALAR_OK 0x1
+#define COLUMN_WRITE 0x2
+
+/* Read o as the column called name: 0, or -1 with TypeError (not a
+ * buffer of integers), ValueError (not 1-D, strided, not integers, a
+ * negative row of a read column, read-only for COLUMN_WRITE).  Release
+ * with column_release (also after a failure: a no-op then). */
+int column_get(PyObject *o, const char *name, int flags, Column *c);
+void column_release(Column *c);
+/* A column of n rows (or a scalar): 0; else ValueError naming it, -1. */
+int column_check_len(const Column *c, Py_ssize_t n);
+int64_t column_signed_at(const Column *c, Py_ssize_t i);
+
+/* Row i of c as an unsigned value (a read column holds none negative). */
+static inline uint64_t column_at(const Column *c, Py_ssize_t i)
+{
+	const char *p;
+
+	if (c->n < 0)
+		return c->scalar;
+	p = (const char *)c->data + i * c->itemsize;
+	switch (c->itemsize) {
+	case 8: {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		return v;
+	}
+	case 4: {
+		uint32_t v;
+
+		memcpy(&v, p, 4);
+		return v;
+	}
+	case 2: {
+		uint16_t v;
+
+		memcpy(&v, p, 2);
+		return v;
+	}
+	default:
+		return *(const uint8_t *)p;
+	}
+}
+
+/* Store v into row i of a written column, cut to its item size. */
+static inline void column_put(const Column *c, Py_ssize_t i, uint64_t v)
+{
+	char *p = (char *)c->data + i * c->itemsize;
+
+	switch (c->itemsize) {
+	case 8:
+		memcpy(p, &v, 8);
+		break;
+	case 4: {
+		uint32_t w = (uint32_t)v;
+
+		memcpy(p, &w, 4);
+		break;
+	}
+	case 2: {
+		uint16_t w = (uint16_t)v;
+
+		memcpy(p, &w, 2);
+		break;
+	}
+	default:
+		*(uint8_t *)p = (uint8_t)v;
+	}
+}
+
+/* post.c: the error of a failed post (also the batches'): says which WR
+ * (index idx, wr_id; idx < 0: the provider did not say) and, for a QP qp
+ * in state qp_state, the usual causes; qp NULL: qp_state names the queue
+ * ("SRQ").  Returns NULL with VerbsError set. */
+PyObject *post_error(int rc, const char *verb, const char *kind, Py_ssize_t idx,
+		     uint64_t wr_id, const struct ibv_qp *qp,
+		     const char *qp_state);
+
+/* QP.post_send_batch / QP.post_recv_batch (batch.c, recv_batch.c), for
+ * qp/qp.c's method table, with their docstrings. */
+PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *qp_post_recv_batch(PyObject *self, PyObject *args, PyObject *kw);
+extern const char qp_post_send_batch__doc__[], qp_post_recv_batch__doc__[];
 
 #endif /* IBVERBS_WR_WR_H */

@@ -1,0 +1,787 @@
+/*
+ * batch.c - SendBatch: thousands of send work requests described by
+ * columns of integers (one row per request), built in C into native
+ * ibv_send_wr and ibv_sge arrays the batch owns, and posted in pieces;
+ * and QP.post_send_batch, which builds one and posts it at once.
+ *
+ * A list of SendWR objects costs two Python objects per request to
+ * build; a batch reads its columns (columns.c) once, checks every row
+ * (bounds inside the MR, fields that fit their 32 bits) and fills the
+ * structs.  The columns are copied into the structs: nothing of them is
+ * held after the call.  update() rewrites the given columns only (the
+ * next request's remote addresses), checking them all before it writes
+ * any, so a refused update leaves the batch as it was.
+ *
+ * Lifetimes: the batch holds its MR (a strong reference); each post
+ * checks that it is open (EBADF after close, never a post of a stale
+ * lkey) and not re-registered since the build.  The post keeps the GIL,
+ * as QP.post_send does.
+ */
+#include "ibverbs.h"
+#include "mem/mem.h"
+#include "qp/qp.h"
+#include "wr/wr.h"
+
+#include <arpa/inet.h>
+#include <string.h>
+
+typedef struct {
+	PyObject_HEAD
+	struct ibv_send_wr *wrs; /* n, linked through next (PyMem) */
+	struct ibv_sge *sges; /* n, one per WR (PyMem) */
+	Py_ssize_t n;
+	PyObject *mr; /* MRObject the offsets index, or NULL (addresses) */
+	uint64_t mr_addr, mr_length; /* as built: a re-registered MR
+				      * moved them */
+	uint32_t mr_lkey;
+	uint64_t remote_base;
+	int opcode; /* of every row (the last may be its _WITH_IMM) */
+	int imm; /* IMM_NONE, IMM_LAST or IMM_ALL */
+	int signal_every; /* 0: only the last (and each post's last) */
+	uint32_t inline_threshold; /* 0: none inline */
+} SendBatchObject;
+
+enum { IMM_NONE, IMM_LAST, IMM_ALL };
+
+#define SB(o) ((SendBatchObject *)(o))
+
+/* The columns of a build or an update; a column not given (name NULL)
+ * keeps what the structs hold. */
+struct send_cols {
+	Column local, lengths, remote, rkey, lkey, wr_id;
+};
+
+static void send_cols_release(struct send_cols *c)
+{
+	column_release(&c->local);
+	column_release(&c->lengths);
+	column_release(&c->remote);
+	column_release(&c->rkey);
+	column_release(&c->lkey);
+	column_release(&c->wr_id);
+}
+
+/* Read o (None or NULL: not given) into c. */
+static int col_opt(PyObject *o, const char *name, int flags, Column *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (o == NULL || o == Py_None)
+		return 0;
+	return column_get(o, name, flags, c);
+}
+
+static int row_error(Py_ssize_t i, const char *what, unsigned long long v)
+{
+	PyErr_Format(PyExc_ValueError, "SendBatch row %zd: %s (%llu)", i, what,
+		     v);
+	return -1;
+}
+
+static int is_rdma(int opcode)
+{
+	return opcode == IBV_WR_RDMA_WRITE ||
+	       opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	       opcode == IBV_WR_RDMA_READ;
+}
+
+/*
+ * Check row i of the given columns and, with write, store it.  A column
+ * not given keeps the row's value (local offsets and lengths are read
+ * back from the SGE, for the bounds of the other).  0, or -1 with a
+ * ValueError naming the row.
+ */
+static inline int send_row(SendBatchObject *b, const struct send_cols *c,
+			   Py_ssize_t i, int write)
+{
+	struct ibv_send_wr *wr = &b->wrs[i];
+	struct ibv_sge *sge = &b->sges[i];
+	uint64_t local, len, v;
+
+	if (c->local.name != NULL || c->lengths.name != NULL) {
+		local = c->local.name ? column_at(&c->local, i) :
+					sge->addr - (b->mr ? b->mr_addr : 0);
+		len = c->lengths.name ? column_at(&c->lengths, i) : sge->length;
+		if (len > UINT32_MAX)
+			return row_error(i, "length does not fit 32 bits", len);
+		if (b->mr != NULL &&
+		    (local > b->mr_length || len > b->mr_length - local))
+			return row_error(i,
+					 "offset + length is past the MR's "
+					 "end: offset",
+					 local);
+		if (write) {
+			sge->addr = local + (b->mr ? b->mr_addr : 0);
+			sge->length = (uint32_t)len;
+			if (b->inline_threshold && len <= b->inline_threshold &&
+			    b->opcode != IBV_WR_RDMA_READ)
+				wr->send_flags |= IBV_SEND_INLINE;
+			else
+				wr->send_flags &= ~IBV_SEND_INLINE;
+		}
+	}
+	if (c->lkey.name != NULL) {
+		v = column_at(&c->lkey, i);
+		if (v > UINT32_MAX)
+			return row_error(i, "lkey does not fit 32 bits", v);
+		if (write)
+			sge->lkey = (uint32_t)v;
+	}
+	if (c->remote.name != NULL) {
+		v = column_at(&c->remote, i);
+		if (v + b->remote_base < v)
+			return row_error(i,
+					 "remote_base + remote overflows 64 "
+					 "bits: remote",
+					 v);
+		if (write)
+			wr->wr.rdma.remote_addr = v + b->remote_base;
+	}
+	if (c->rkey.name != NULL) {
+		v = column_at(&c->rkey, i);
+		if (v > UINT32_MAX)
+			return row_error(i, "rkey does not fit 32 bits", v);
+		if (write)
+			wr->wr.rdma.rkey = (uint32_t)v;
+	}
+	if (c->wr_id.name != NULL && write)
+		wr->wr_id = c->wr_id.n < 0 ? c->wr_id.scalar + (uint64_t)i :
+					     column_at(&c->wr_id, i);
+	return 0;
+}
+
+/* Every row: checked and stored (write), or only checked. */
+static int send_rows(SendBatchObject *b, const struct send_cols *c, int write)
+{
+	Py_ssize_t i;
+
+	for (i = 0; i < b->n; i++) {
+		if (send_row(b, c, i, write) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Every column given has b->n rows (or is one int). */
+static int send_cols_check(const struct send_cols *c, Py_ssize_t n)
+{
+	const Column *all[] = { &c->local, &c->lengths, &c->remote,
+				&c->rkey,  &c->lkey,	&c->wr_id };
+	size_t k;
+
+	for (k = 0; k < sizeof(all) / sizeof(all[0]); k++) {
+		if (all[k]->name != NULL && column_check_len(all[k], n) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Building                                                            */
+/* ------------------------------------------------------------------ */
+
+struct send_batch_args {
+	uint64_t mask; /* bit 0: imm_data given */
+	PyObject *mr, *local, *lengths, *remote, *rkey, *lkey, *wr_id;
+	uint64_t remote_base;
+	int opcode, signal_every;
+	uint32_t imm_data, inline_threshold;
+};
+#define SB_KW .flags = ARG_KWOPT
+#define SB_KW_NONE .flags = ARG_KWOPT | ARG_NONE
+static const ArgSpec send_batch_params[] = {
+	ARG_HANDLE(struct send_batch_args, mr, MR, ARG_ANY_PARENT,
+		   .flags = ARG_NONE),
+	ARG_OBJECT(struct send_batch_args, local),
+	ARG_OBJECT(struct send_batch_args, lengths),
+	ARG_OBJECT(struct send_batch_args, remote, .flags = ARG_OPT | ARG_NONE),
+	ARG_OBJECT(struct send_batch_args, rkey, .flags = ARG_OPT | ARG_NONE),
+	ARG_ENUM(struct send_batch_args, opcode, WROpcode, IBV_WR_RDMA_WRITE,
+		 IBV_WR_RDMA_READ, SB_KW, .def = IBV_WR_RDMA_WRITE),
+	ARG_UINT(struct send_batch_args, remote_base, SB_KW),
+	ARG_OBJECT(struct send_batch_args, lkey, SB_KW_NONE),
+	ARG_OBJECT(struct send_batch_args, wr_id, SB_KW_NONE),
+	ARG_INT(struct send_batch_args, signal_every, 0, INT32_MAX, SB_KW),
+	ARG_UINT(struct send_batch_args, imm_data, SB_KW_NONE, .mask = 1),
+	ARG_UINT(struct send_batch_args, inline_threshold, SB_KW),
+	ARG_END
+};
+METHOD_ARGS_MASK(send_batch_new, "SendBatch.__new__", send_batch_params,
+		 offsetof(struct send_batch_args, mask));
+METHOD_ARGS_MASK(qp_post_send_batch, "QP.post_send_batch", send_batch_params,
+		 offsetof(struct send_batch_args, mask));
+
+/* The shared fields' rules, before any column is read. */
+static int send_batch_check_args(const struct send_batch_args *a)
+{
+	if (is_rdma(a->opcode) && (a->remote == NULL || a->rkey == NULL)) {
+		PyErr_SetString(PyExc_ValueError,
+				"an RDMA WRITE or READ batch needs remote "
+				"and rkey");
+		return -1;
+	}
+	if (!is_rdma(a->opcode) && (a->remote != NULL || a->rkey != NULL)) {
+		PyErr_SetString(PyExc_ValueError,
+				"a SEND batch has no remote or rkey");
+		return -1;
+	}
+	if ((a->mr == NULL) == (a->lkey == NULL)) {
+		PyErr_SetString(PyExc_ValueError,
+				"give an MR (local holds offsets into it) or "
+				"lkey (local holds addresses), not both");
+		return -1;
+	}
+	if (a->opcode == IBV_WR_RDMA_READ && (a->mask & 1)) {
+		PyErr_SetString(PyExc_ValueError,
+				"an RDMA READ carries no imm_data");
+		return -1;
+	}
+	return 0;
+}
+
+/* The batch a->... describes, as a new SendBatchObject of type tp. */
+static PyObject *send_batch_build(PyTypeObject *tp,
+				  const struct send_batch_args *a)
+{
+	struct send_cols c;
+	SendBatchObject *b = NULL;
+	Py_ssize_t i, n;
+
+	memset(&c, 0, sizeof(c));
+	if (send_batch_check_args(a) < 0)
+		return NULL;
+	if (column_get(a->local, "local", 0, &c.local) < 0 ||
+	    column_get(a->lengths, "lengths", COLUMN_SCALAR_OK, &c.lengths) <
+		    0 ||
+	    col_opt(a->remote, "remote", 0, &c.remote) < 0 ||
+	    col_opt(a->rkey, "rkey", COLUMN_SCALAR_OK, &c.rkey) < 0 ||
+	    col_opt(a->lkey, "lkey", COLUMN_SCALAR_OK, &c.lkey) < 0 ||
+	    col_opt(a->wr_id, "wr_id", COLUMN_SCALAR_OK, &c.wr_id) < 0)
+		goto fail;
+	if (c.wr_id.name == NULL) {
+		c.wr_id.name = "wr_id"; /* wr_id=0: row k's is k */
+		c.wr_id.n = -1;
+	}
+	n = c.local.n;
+	if (n == 0) {
+		PyErr_SetString(PyExc_ValueError, "local has no rows");
+		goto fail;
+	}
+	if (send_cols_check(&c, n) < 0)
+		goto fail;
+	b = (SendBatchObject *)PyType_GenericAlloc(tp, 0);
+	if (b == NULL)
+		goto fail;
+	b->wrs = PyMem_Calloc((size_t)n, sizeof(*b->wrs));
+	b->sges = PyMem_Calloc((size_t)n, sizeof(*b->sges));
+	if (b->wrs == NULL || b->sges == NULL) {
+		PyErr_NoMemory();
+		goto fail;
+	}
+	b->n = n;
+	if (a->mr != NULL) {
+		MRObject *mr = (MRObject *)a->mr;
+
+		Py_INCREF(a->mr);
+		b->mr = a->mr;
+		b->mr_addr = mr->addr;
+		b->mr_length = mr->length;
+		b->mr_lkey = ((struct ibv_mr *)HANDLE(mr)->obj)->lkey;
+	}
+	b->remote_base = a->remote_base;
+	b->opcode = a->opcode;
+	b->signal_every = a->signal_every;
+	b->inline_threshold = a->inline_threshold;
+	for (i = 0; i < n; i++) {
+		struct ibv_send_wr *wr = &b->wrs[i];
+
+		wr->next = i + 1 < n ? wr + 1 : NULL;
+		wr->sg_list = &b->sges[i];
+		wr->num_sge = 1;
+		wr->opcode = a->opcode;
+		if (i == n - 1 ||
+		    (b->signal_every > 0 && (i + 1) % b->signal_every == 0))
+			wr->send_flags = IBV_SEND_SIGNALED;
+		b->sges[i].lkey = b->mr_lkey;
+	}
+	if (send_rows(b, &c, 1) < 0)
+		goto fail;
+	if (a->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	    a->opcode == IBV_WR_SEND_WITH_IMM) {
+		b->imm = IMM_ALL;
+		for (i = 0; i < n; i++)
+			b->wrs[i].imm_data = htonl(a->imm_data);
+	} else if (a->mask & 1) {
+		b->imm = IMM_LAST;
+		b->wrs[n - 1].opcode = a->opcode == IBV_WR_SEND ?
+					       IBV_WR_SEND_WITH_IMM :
+					       IBV_WR_RDMA_WRITE_WITH_IMM;
+		b->wrs[n - 1].imm_data = htonl(a->imm_data);
+	}
+	send_cols_release(&c);
+	return (PyObject *)b;
+fail:
+	send_cols_release(&c);
+	Py_XDECREF(b);
+	return NULL;
+}
+
+static PyObject *send_batch_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+{
+	struct send_batch_args a;
+
+	if (args_parse(&send_batch_new_args, NULL, args, kw, &a) < 0)
+		return NULL;
+	return send_batch_build(tp, &a);
+}
+
+/* ------------------------------------------------------------------ */
+/* Posting                                                             */
+/* ------------------------------------------------------------------ */
+
+/* The batch's MR is open and as built; qp can take a batch.  0 or -1. */
+static int send_batch_ready(SendBatchObject *b, PyObject *qp)
+{
+	if (QPO(qp)->in_batch && qp_check_idle(qp, "SendBatch.post") < 0)
+		return -1;
+	if (QPO(qp)->qp_type == IBV_QPT_UD) {
+		PyErr_SetString(PyExc_ValueError,
+				"a UD QP needs an AH per request: post "
+				"SendWRs with ah= instead of a SendBatch");
+		return -1;
+	}
+	if (b->mr != NULL) {
+		MRObject *mr = (MRObject *)b->mr;
+
+		if (handle_check(HANDLE(mr)) < 0)
+			return -1;
+		if (mr->addr != b->mr_addr ||
+		    ((struct ibv_mr *)HANDLE(mr)->obj)->lkey != b->mr_lkey) {
+			PyErr_SetString(PyExc_ValueError,
+					"the batch's MR was re-registered "
+					"since the batch was built: build it "
+					"again");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Post rows [start, end) as one ibv_post_send; the last is signaled for
+ * this post (and restored after).  The number posted, or NULL. */
+static PyObject *send_batch_post_rows(SendBatchObject *b, PyObject *qp,
+				      Py_ssize_t start, Py_ssize_t end)
+{
+	struct ibv_send_wr *last, *next, *bad = NULL;
+	unsigned int flags;
+	int rc;
+
+	OBJ_LOCKED_BEGIN(b);
+	last = &b->wrs[end - 1];
+	next = last->next;
+	flags = last->send_flags;
+	last->next = NULL;
+	last->send_flags |= IBV_SEND_SIGNALED;
+	rc = ibv_post_send(QPP(qp), &b->wrs[start], &bad);
+	last->next = next;
+	last->send_flags = flags;
+	OBJ_LOCKED_END();
+	if (rc == 0)
+		return PyLong_FromSsize_t(end - start);
+	return post_error(rc, "ibv_post_send", "send", bad ? bad - b->wrs : -1,
+			  bad ? bad->wr_id : 0, QPP(qp),
+			  qp_state_name(QPP(qp)->state));
+}
+
+/* An optional Py_ssize_t argument (None or left out: dflt). */
+static int ssize_arg(PyObject *o, const char *name, Py_ssize_t dflt,
+		     Py_ssize_t *out)
+{
+	if (o == NULL || o == Py_None) {
+		*out = dflt;
+		return 0;
+	}
+	if (!PyLong_Check(o))
+		return arg_type_error(name, "int", 1, o);
+	*out = PyLong_AsSsize_t(o);
+	if (*out == -1 && PyErr_Occurred())
+		return -1;
+	if (*out < 0) {
+		PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %zd", name,
+			     *out);
+		return -1;
+	}
+	return 0;
+}
+
+/* post(qp, start=0, count=None)'s arguments.  Parsed by hand: the data
+ * path, where args_parse costs instructions. */
+static int post_args(PyObject *args, PyObject *kw, PyTypeObject *qtype,
+		     const char *qname, PyObject **queue, Py_ssize_t *start,
+		     Py_ssize_t *count)
+{
+	static char *kwlist[] = { "queue", "start", "count", NULL };
+	PyObject *s = NULL, *c = NULL;
+
+	Py_ssize_t nargs = PyTuple_Size(args);
+
+	*queue = NULL;
+	if (kw == NULL && nargs >= 1 && nargs <= 3) {
+		*queue = PyTuple_GetItem(args, 0);
+		s = nargs > 1 ? PyTuple_GetItem(args, 1) : NULL;
+		c = nargs > 2 ? PyTuple_GetItem(args, 2) : NULL;
+	} else if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:post", kwlist,
+						queue, &s, &c))
+		return -1;
+	if (!PyObject_TypeCheck(*queue, qtype))
+		return arg_type_error("queue", qname, 0, *queue);
+	if (ssize_arg(s, "start", 0, start) < 0 ||
+	    ssize_arg(c, "count", PY_SSIZE_T_MAX, count) < 0)
+		return -1;
+	return 0;
+}
+
+PyDoc_STRVAR(send_batch_post__doc__,
+	     "Post rows ``start`` onwards, as one ``ibv_post_send`` call.\n"
+	     "\n"
+	     "Posts ``count`` rows (all the rest when None), never more than\n"
+	     "the send queue holds (the QP's ``cap.max_send_wr``) and never\n"
+	     "past the last row; the last row posted is signaled. Checks\n"
+	     "that the batch's MR is open; keeps the GIL.\n"
+	     "\n"
+	     "Wraps ``ibv_post_send`` (man page ibv_post_send(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    queue: the QP (RC, UC or XRC: not UD).\n"
+	     "    start: the first row to post.\n"
+	     "    count: the most rows to post, or None for the rest.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    How many rows were posted (0 when start is the end).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: queue is not a QP, or start/count not ints.\n"
+	     "    ValueError: start past the end, a negative count, a UD QP,\n"
+	     "        or the MR was re-registered since the build.\n"
+	     "    VerbsError: EBADF if the QP or the MR is closed; EBUSY in\n"
+	     "        a QPEx ``wr_start()`` batch; else the provider refused\n"
+	     "        (the message names the row): the rows before it were\n"
+	     "        posted.");
+
+static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
+{
+	SendBatchObject *b = SB(self);
+	Py_ssize_t start = 0, count = 0, end, room;
+	PyObject *qp;
+
+	if (post_args(args, kw, ST.QP_type, "QP", &qp, &start, &count) < 0)
+		return NULL;
+	HANDLE_CHECK(qp);
+	if (start > b->n) {
+		PyErr_Format(PyExc_ValueError,
+			     "start %zd is past the batch's %zd rows", start,
+			     b->n);
+		return NULL;
+	}
+	if (send_batch_ready(b, qp) < 0)
+		return NULL;
+	room = QPO(qp)->cap.max_send_wr ? QPO(qp)->cap.max_send_wr : 1;
+	end = start + (count < room ? count : room);
+	if (end > b->n)
+		end = b->n;
+	if (end == start)
+		return PyLong_FromLong(0);
+	return send_batch_post_rows(b, qp, start, end);
+}
+
+/* ------------------------------------------------------------------ */
+/* Replacing columns                                                   */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(send_batch_update__doc__,
+	     "Replace some columns, keeping the rest of the built requests.\n"
+	     "\n"
+	     "Only the columns given are read and written: the next request's\n"
+	     "remote addresses cost one pass over one column. Every row is\n"
+	     "checked before any is written, so a refused update leaves the\n"
+	     "batch as it was.\n"
+	     "\n"
+	     "Args:\n"
+	     "    local: offsets into the MR (or addresses, built with lkey).\n"
+	     "    lengths: bytes per request, or one int for all.\n"
+	     "    remote: remote addresses, or offsets from remote_base.\n"
+	     "    rkey: one remote key for all, or a column.\n"
+	     "    lkey: the local keys (a batch built without an MR).\n"
+	     "    wr_id: the wr_ids: a column, or an int for ``wr_id + row``.\n"
+	     "    imm_data: the immediate data (a batch built with one).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: a column is not an array of integers or an int.\n"
+	     "    ValueError: a column's rows differ from the batch's, a row\n"
+	     "        out of bounds (named), a column the batch does not have\n"
+	     "        (remote of a SEND batch, lkey with an MR), or imm_data\n"
+	     "        for a batch built without one.");
+
+struct send_update_args {
+	uint64_t mask;
+	PyObject *local, *lengths, *remote, *rkey, *lkey, *wr_id;
+	uint32_t imm_data;
+};
+static const ArgSpec send_update_params[] = {
+	ARG_OBJECT(struct send_update_args, local, SB_KW_NONE),
+	ARG_OBJECT(struct send_update_args, lengths, SB_KW_NONE),
+	ARG_OBJECT(struct send_update_args, remote, SB_KW_NONE),
+	ARG_OBJECT(struct send_update_args, rkey, SB_KW_NONE),
+	ARG_OBJECT(struct send_update_args, lkey, SB_KW_NONE),
+	ARG_OBJECT(struct send_update_args, wr_id, SB_KW_NONE),
+	ARG_UINT(struct send_update_args, imm_data, SB_KW_NONE, .mask = 1),
+	ARG_END
+};
+METHOD_ARGS_MASK(send_batch_update, "SendBatch.update", send_update_params,
+		 offsetof(struct send_update_args, mask));
+
+static int send_update_check(SendBatchObject *b,
+			     const struct send_update_args *a)
+{
+	const char *bad = NULL;
+
+	if (!is_rdma(b->opcode) && (a->remote != NULL || a->rkey != NULL))
+		bad = "a SEND batch has no remote or rkey";
+	else if (b->mr != NULL && a->lkey != NULL)
+		bad = "a batch built with an MR takes no lkey";
+	else if (b->imm == IMM_NONE && (a->mask & 1))
+		bad = "the batch was built without imm_data";
+	if (bad == NULL)
+		return 0;
+	PyErr_SetString(PyExc_ValueError, bad);
+	return -1;
+}
+
+static PyObject *send_batch_update(PyObject *self, PyObject *args, PyObject *kw)
+{
+	SendBatchObject *b = SB(self);
+	struct send_update_args a;
+	struct send_cols c;
+	int rc = -1;
+
+	memset(&c, 0, sizeof(c));
+	if (args_parse(&send_batch_update_args, NULL, args, kw, &a) < 0 ||
+	    send_update_check(b, &a) < 0)
+		return NULL;
+	if (col_opt(a.local, "local", 0, &c.local) < 0 ||
+	    col_opt(a.lengths, "lengths", COLUMN_SCALAR_OK, &c.lengths) < 0 ||
+	    col_opt(a.remote, "remote", 0, &c.remote) < 0 ||
+	    col_opt(a.rkey, "rkey", COLUMN_SCALAR_OK, &c.rkey) < 0 ||
+	    col_opt(a.lkey, "lkey", COLUMN_SCALAR_OK, &c.lkey) < 0 ||
+	    col_opt(a.wr_id, "wr_id", COLUMN_SCALAR_OK, &c.wr_id) < 0 ||
+	    send_cols_check(&c, b->n) < 0)
+		goto out;
+	OBJ_LOCKED_BEGIN(b);
+	rc = send_rows(b, &c, 0);
+	if (rc == 0) {
+		send_rows(b, &c, 1);
+		if (a.mask & 1) {
+			Py_ssize_t i = b->imm == IMM_ALL ? 0 : b->n - 1;
+
+			for (; i < b->n; i++)
+				b->wrs[i].imm_data = htonl(a.imm_data);
+		}
+	}
+	OBJ_LOCKED_END();
+out:
+	send_cols_release(&c);
+	if (rc < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* QP.post_send_batch                                                  */
+/* ------------------------------------------------------------------ */
+
+const char qp_post_send_batch__doc__[] = PyDoc_STR(
+	"Build the send requests the columns describe, and post them.\n"
+	"\n"
+	"One ``ibv_post_send`` call of every row: at most the send queue's\n"
+	"``cap.max_send_wr`` rows (a SendBatch posts more, in pieces).\n"
+	"The arguments are SendBatch's; nothing is kept after the call.\n"
+	"\n"
+	"Wraps ``ibv_post_send`` (man page ibv_post_send(3)).\n"
+	"\n"
+	"Args:\n"
+	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
+	"    local: offsets into the MR (or addresses).\n"
+	"    lengths: bytes per request, or one int for all.\n"
+	"    remote: remote addresses, or offsets from remote_base\n"
+	"        (RDMA WRITE and READ; None for SEND).\n"
+	"    rkey: one remote key for all, or a column.\n"
+	"    opcode: RDMA_WRITE (the default), RDMA_WRITE_WITH_IMM, SEND,\n"
+	"        SEND_WITH_IMM or RDMA_READ, for every row.\n"
+	"    remote_base: added to every remote value.\n"
+	"    lkey: the local keys, one or a column, where mr is None.\n"
+	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
+	"    signal_every: signal every Nth row (0: only the last).\n"
+	"    imm_data: the last row's immediate data (it becomes the\n"
+	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"
+	"    inline_threshold: rows of at most this many bytes are sent\n"
+	"        inline (0: none).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: a column is not an array of integers or an int.\n"
+	"    ValueError: a bad row (named: past the MR's end, a field over\n"
+	"        32 bits), columns of different lengths, more rows than\n"
+	"        the send queue holds, a UD QP.\n"
+	"    VerbsError: EBADF if the QP or MR is closed; else the provider\n"
+	"        refused (the message names the row).");
+
+PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
+{
+	struct send_batch_args a;
+	SendBatchObject *b;
+	PyObject *res = NULL;
+
+	HANDLE_CHECK(self);
+	if (args_parse(&qp_post_send_batch_args, NULL, args, kw, &a) < 0)
+		return NULL;
+	b = (SendBatchObject *)send_batch_build(ST.SendBatch_type, &a);
+	if (b == NULL)
+		return NULL;
+	if (b->n > (Py_ssize_t)QPO(self)->cap.max_send_wr)
+		PyErr_Format(PyExc_ValueError,
+			     "%zd rows do not fit the send queue (%u WRs): "
+			     "post a SendBatch in pieces",
+			     b->n, QPO(self)->cap.max_send_wr);
+	else if (send_batch_ready(b, self) == 0)
+		res = send_batch_post_rows(b, self, 0, b->n);
+	Py_DECREF(b);
+	if (res == NULL)
+		return NULL;
+	Py_DECREF(res);
+	Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* The type                                                            */
+/* ------------------------------------------------------------------ */
+
+static int send_batch_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT((PyObject *)Py_TYPE(self));
+	Py_VISIT(SB(self)->mr);
+	return 0;
+}
+
+static int send_batch_clear(PyObject *self)
+{
+	Py_CLEAR(SB(self)->mr);
+	return 0;
+}
+
+static void send_batch_dealloc(PyObject *self)
+{
+	PyTypeObject *tp = Py_TYPE(self);
+
+	PyObject_GC_UnTrack(self);
+	send_batch_clear(self);
+	PyMem_Free(SB(self)->wrs);
+	PyMem_Free(SB(self)->sges);
+	((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
+	Py_DECREF(tp);
+}
+
+static Py_ssize_t send_batch_length(PyObject *self)
+{
+	return SB(self)->n;
+}
+
+static PyObject *send_batch_repr(PyObject *self)
+{
+	SendBatchObject *b = SB(self);
+
+	return PyUnicode_FromFormat("<SendBatch of %zd rows, opcode %d%s>",
+				    b->n, b->opcode,
+				    b->mr ? "" : ", by address");
+}
+
+static PyObject *send_batch_get_mr(PyObject *self, void *closure)
+{
+	return obj_or_none(SB(self)->mr);
+}
+
+static PyObject *send_batch_get_opcode(PyObject *self, void *closure)
+{
+	return enum_from_int("WROpcode", SB(self)->opcode);
+}
+
+static PyMethodDef send_batch_methods[] = { METHOD_KW("post", send_batch_post),
+					    METHOD_KW("update",
+						      send_batch_update),
+					    { NULL, NULL, 0, NULL } };
+
+static PyGetSetDef send_batch_getset[] = {
+	{ "mr", send_batch_get_mr, NULL,
+	  "The MR the local offsets index, or None (addresses).", NULL },
+	{ "opcode", send_batch_get_opcode, NULL,
+	  "The WROpcode of every row (the last may carry an immediate).",
+	  NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+PyDoc_STRVAR(
+	send_batch__doc__,
+	"Send work requests described by columns of integers, built in C.\n"
+	"\n"
+	"Row k is one request of one SGE: ``lengths[k]`` bytes at\n"
+	"``local[k]`` (an offset into ``mr``, or an address with ``lkey``),\n"
+	"to ``remote_base + remote[k]`` under ``rkey`` for an RDMA WRITE or\n"
+	"READ. A column is any 1-D array of integers (numpy, array.array,\n"
+	"memoryview, a torch CPU tensor); lengths, rkey, lkey and wr_id may\n"
+	"be one int for every row. The columns are checked once (each row\n"
+	"named in the error) and copied into native ``ibv_send_wr`` and\n"
+	"``ibv_sge`` arrays the batch owns: nothing of them is held.\n"
+	"``post(qp, start, count)`` posts rows in pieces the send queue\n"
+	"holds; ``update()`` replaces columns; ``len(batch)`` is the rows.\n"
+	"The batch holds its MR: a post after ``mr.close()`` is EBADF.\n"
+	"\n"
+	"Args:\n"
+	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
+	"    local: offsets into the MR (or addresses).\n"
+	"    lengths: bytes per request, or one int for all.\n"
+	"    remote: remote addresses, or offsets from remote_base\n"
+	"        (RDMA WRITE and READ; None for SEND).\n"
+	"    rkey: one remote key for all, or a column.\n"
+	"    opcode: RDMA_WRITE (the default), RDMA_WRITE_WITH_IMM, SEND,\n"
+	"        SEND_WITH_IMM or RDMA_READ, for every row.\n"
+	"    remote_base: added to every remote value.\n"
+	"    lkey: the local keys, one or a column, where mr is None.\n"
+	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
+	"    signal_every: signal every Nth row (0: only the last).\n"
+	"    imm_data: the last row's immediate data (it becomes the\n"
+	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"
+	"    inline_threshold: rows of at most this many bytes are sent\n"
+	"        inline (0: none).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: a column is not an array of integers or an int.\n"
+	"    ValueError: a bad row (named: past the MR's end, a field over\n"
+	"        32 bits, negative), columns of different lengths, no rows,\n"
+	"        remote/rkey missing for RDMA (or given for SEND), both or\n"
+	"        neither of mr and lkey, imm_data for a READ.\n"
+	"    VerbsError: EBADF if the MR is closed.");
+
+static PyType_Slot send_batch_slots[] = {
+	{ Py_tp_doc, (void *)send_batch__doc__ },
+	{ Py_tp_new, send_batch_new },
+	{ Py_tp_dealloc, send_batch_dealloc },
+	{ Py_tp_traverse, send_batch_traverse },
+	{ Py_tp_clear, send_batch_clear },
+	{ Py_tp_repr, send_batch_repr },
+	{ Py_tp_methods, send_batch_methods },
+	{ Py_tp_getset, send_batch_getset },
+	{ Py_sq_length, send_batch_length },
+	{ 0, NULL }
+};
+
+PyType_Spec SendBatch_spec = { "ibverbs._ibverbs.SendBatch",
+			       sizeof(SendBatchObject), 0,
+			       Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+			       send_batch_slots };

@@ -1,0 +1,439 @@
+/*
+ * recv_batch.c - RecvBatch: receive work requests from columns of
+ * integers (one buffer per row), built in C into native ibv_recv_wr and
+ * ibv_sge arrays the batch owns and posted in pieces to a QP or an SRQ;
+ * and QP.post_recv_batch, which builds one and posts it at once.
+ *
+ * As SendBatch (batch.c): the columns (columns.c) are checked once and
+ * copied; the batch holds its MR, and each post checks it is open and
+ * not re-registered.
+ */
+#include "ibverbs.h"
+#include "mem/mem.h"
+#include "qp/qp.h"
+#include "wr/wr.h"
+
+#include <string.h>
+
+typedef struct {
+	PyObject_HEAD
+	struct ibv_recv_wr *wrs; /* n, linked through next (PyMem) */
+	struct ibv_sge *sges; /* n (PyMem) */
+	Py_ssize_t n;
+	PyObject *mr; /* MRObject, or NULL (addresses and lkeys) */
+	uint64_t mr_addr, mr_length;
+	uint32_t mr_lkey;
+} RecvBatchObject;
+
+#define RB(o) ((RecvBatchObject *)(o))
+
+struct recv_batch_args {
+	PyObject *mr, *local, *lengths, *lkey, *wr_id;
+};
+static const ArgSpec recv_batch_params[] = {
+	ARG_HANDLE(struct recv_batch_args, mr, MR, ARG_ANY_PARENT,
+		   .flags = ARG_NONE),
+	ARG_OBJECT(struct recv_batch_args, local),
+	ARG_OBJECT(struct recv_batch_args, lengths),
+	ARG_OBJECT(struct recv_batch_args, lkey, .flags = ARG_KWOPT | ARG_NONE),
+	ARG_OBJECT(struct recv_batch_args, wr_id,
+		   .flags = ARG_KWOPT | ARG_NONE),
+	ARG_END
+};
+METHOD_ARGS(recv_batch_new, "RecvBatch.__new__", recv_batch_params);
+METHOD_ARGS(qp_post_recv_batch, "QP.post_recv_batch", recv_batch_params);
+
+static int recv_row_error(Py_ssize_t i, const char *what, unsigned long long v)
+{
+	PyErr_Format(PyExc_ValueError, "RecvBatch row %zd: %s (%llu)", i, what,
+		     v);
+	return -1;
+}
+
+/* Check and store every row. */
+static int recv_rows(RecvBatchObject *b, const Column *local,
+		     const Column *lengths, const Column *lkey,
+		     const Column *wr_id)
+{
+	Py_ssize_t i;
+
+	for (i = 0; i < b->n; i++) {
+		struct ibv_recv_wr *wr = &b->wrs[i];
+		struct ibv_sge *sge = &b->sges[i];
+		uint64_t off = column_at(local, i), len = column_at(lengths, i);
+		uint64_t key = lkey->name ? column_at(lkey, i) : b->mr_lkey;
+
+		if (len > UINT32_MAX)
+			return recv_row_error(i, "length does not fit 32 bits",
+					      len);
+		if (b->mr != NULL &&
+		    (off > b->mr_length || len > b->mr_length - off))
+			return recv_row_error(i,
+					      "offset + length is past the "
+					      "MR's end: offset",
+					      off);
+		if (key > UINT32_MAX)
+			return recv_row_error(i, "lkey does not fit 32 bits",
+					      key);
+		sge->addr = off + (b->mr ? b->mr_addr : 0);
+		sge->length = (uint32_t)len;
+		sge->lkey = (uint32_t)key;
+		wr->wr_id = wr_id->n < 0 ? wr_id->scalar + (uint64_t)i :
+					   column_at(wr_id, i);
+		wr->sg_list = sge;
+		wr->num_sge = 1;
+		wr->next = i + 1 < b->n ? wr + 1 : NULL;
+	}
+	return 0;
+}
+
+static PyObject *recv_batch_build(PyTypeObject *tp,
+				  const struct recv_batch_args *a)
+{
+	Column local, lengths, lkey, wr_id;
+	RecvBatchObject *b = NULL;
+
+	memset(&local, 0, sizeof(local));
+	memset(&lengths, 0, sizeof(lengths));
+	memset(&lkey, 0, sizeof(lkey));
+	memset(&wr_id, 0, sizeof(wr_id));
+	wr_id.name = "wr_id";
+	wr_id.n = -1; /* wr_id=0: row k's is k */
+	if ((a->mr == NULL) == (a->lkey == NULL || a->lkey == Py_None)) {
+		PyErr_SetString(PyExc_ValueError,
+				"give an MR (local holds offsets into it) or "
+				"lkey (local holds addresses), not both");
+		return NULL;
+	}
+	if (column_get(a->local, "local", 0, &local) < 0 ||
+	    column_get(a->lengths, "lengths", COLUMN_SCALAR_OK, &lengths) < 0 ||
+	    (a->lkey != NULL &&
+	     column_get(a->lkey, "lkey", COLUMN_SCALAR_OK, &lkey) < 0) ||
+	    (a->wr_id != NULL &&
+	     column_get(a->wr_id, "wr_id", COLUMN_SCALAR_OK, &wr_id) < 0))
+		goto fail;
+	if (local.n == 0) {
+		PyErr_SetString(PyExc_ValueError, "local has no rows");
+		goto fail;
+	}
+	if (column_check_len(&lengths, local.n) < 0 ||
+	    (lkey.name && column_check_len(&lkey, local.n) < 0) ||
+	    column_check_len(&wr_id, local.n) < 0)
+		goto fail;
+	b = (RecvBatchObject *)PyType_GenericAlloc(tp, 0);
+	if (b == NULL)
+		goto fail;
+	b->wrs = PyMem_Calloc((size_t)local.n, sizeof(*b->wrs));
+	b->sges = PyMem_Calloc((size_t)local.n, sizeof(*b->sges));
+	if (b->wrs == NULL || b->sges == NULL) {
+		PyErr_NoMemory();
+		goto fail;
+	}
+	b->n = local.n;
+	if (a->mr != NULL) {
+		MRObject *mr = (MRObject *)a->mr;
+
+		Py_INCREF(a->mr);
+		b->mr = a->mr;
+		b->mr_addr = mr->addr;
+		b->mr_length = mr->length;
+		b->mr_lkey = ((struct ibv_mr *)HANDLE(mr)->obj)->lkey;
+	}
+	if (recv_rows(b, &local, &lengths, &lkey, &wr_id) < 0)
+		goto fail;
+	column_release(&local);
+	column_release(&lengths);
+	column_release(&lkey);
+	column_release(&wr_id);
+	return (PyObject *)b;
+fail:
+	column_release(&local);
+	column_release(&lengths);
+	column_release(&lkey);
+	column_release(&wr_id);
+	Py_XDECREF(b);
+	return NULL;
+}
+
+static PyObject *recv_batch_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+{
+	struct recv_batch_args a;
+
+	if (args_parse(&recv_batch_new_args, NULL, args, kw, &a) < 0)
+		return NULL;
+	return recv_batch_build(tp, &a);
+}
+
+/* The MR is open and as built.  0 or -1. */
+static int recv_batch_ready(RecvBatchObject *b)
+{
+	MRObject *mr = (MRObject *)b->mr;
+
+	if (mr == NULL)
+		return 0;
+	if (handle_check(HANDLE(mr)) < 0)
+		return -1;
+	if (mr->addr != b->mr_addr ||
+	    ((struct ibv_mr *)HANDLE(mr)->obj)->lkey != b->mr_lkey) {
+		PyErr_SetString(PyExc_ValueError,
+				"the batch's MR was re-registered since the "
+				"batch was built: build it again");
+		return -1;
+	}
+	return 0;
+}
+
+/* Post rows [start, end) to the QP or SRQ queue: the number posted, or
+ * NULL. */
+static PyObject *recv_batch_post_rows(RecvBatchObject *b, PyObject *queue,
+				      Py_ssize_t start, Py_ssize_t end)
+{
+	struct ibv_recv_wr *last, *next, *bad = NULL;
+	int is_qp = PyObject_TypeCheck(queue, ST.QP_type), rc;
+
+	OBJ_LOCKED_BEGIN(b);
+	last = &b->wrs[end - 1];
+	next = last->next;
+	last->next = NULL;
+	if (is_qp)
+		rc = ibv_post_recv(QPP(queue), &b->wrs[start], &bad);
+	else
+		rc = ibv_post_srq_recv(SRQP(queue), &b->wrs[start], &bad);
+	last->next = next;
+	OBJ_LOCKED_END();
+	if (rc == 0)
+		return PyLong_FromSsize_t(end - start);
+	return post_error(rc, is_qp ? "ibv_post_recv" : "ibv_post_srq_recv",
+			  "receive", bad ? bad - b->wrs : -1,
+			  bad ? bad->wr_id : 0, is_qp ? QPP(queue) : NULL,
+			  is_qp ? qp_state_name(QPP(queue)->state) : "SRQ");
+}
+
+/* A QP that receives itself (no SRQ), or an SRQ.  0 or -1. */
+static int recv_queue_check(PyObject *queue)
+{
+	if (PyObject_TypeCheck(queue, ST.QP_type) && QPO(queue)->srq != NULL) {
+		PyErr_SetString(PyExc_ValueError,
+				"this QP receives through its SRQ: post the "
+				"batch to qp.srq");
+		return -1;
+	}
+	return 0;
+}
+
+PyDoc_STRVAR(recv_batch_post__doc__,
+	     "Post rows ``start`` onwards as one receive post.\n"
+	     "\n"
+	     "Posts ``count`` rows (all the rest when None); on a QP never\n"
+	     "more than its receive queue holds (``cap.max_recv_wr``). Checks\n"
+	     "that the batch's MR is open; keeps the GIL.\n"
+	     "\n"
+	     "Wraps ``ibv_post_recv`` and ``ibv_post_srq_recv`` (man pages\n"
+	     "ibv_post_recv(3), ibv_post_srq_recv(3)).\n"
+	     "\n"
+	     "Args:\n"
+	     "    queue: a QP (without an SRQ) or an SRQ.\n"
+	     "    start: the first row to post.\n"
+	     "    count: the most rows to post, or None for the rest.\n"
+	     "\n"
+	     "Returns:\n"
+	     "    How many rows were posted (0 when start is the end).\n"
+	     "\n"
+	     "Raises:\n"
+	     "    TypeError: queue is not a QP or SRQ, or start/count not\n"
+	     "        ints.\n"
+	     "    ValueError: start past the end, a negative count, a QP\n"
+	     "        with an SRQ, or the MR was re-registered.\n"
+	     "    VerbsError: EBADF if the queue or the MR is closed; else\n"
+	     "        the provider refused (the message names the row).");
+
+static PyObject *recv_batch_post(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "queue", "start", "count", NULL };
+	RecvBatchObject *b = RB(self);
+	PyObject *queue = NULL, *s = NULL, *c = NULL;
+	Py_ssize_t start = 0, count = PY_SSIZE_T_MAX, end;
+
+	/* Parsed by hand: the data path, where args_parse costs
+	 * instructions. */
+	if (kw == NULL && PyTuple_Size(args) >= 1 && PyTuple_Size(args) <= 3) {
+		queue = PyTuple_GetItem(args, 0);
+		if (PyTuple_Size(args) > 1)
+			s = PyTuple_GetItem(args, 1);
+		if (PyTuple_Size(args) > 2)
+			c = PyTuple_GetItem(args, 2);
+	} else if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:post", kwlist,
+						&queue, &s, &c))
+		return NULL;
+	if (!PyObject_TypeCheck(queue, ST.QP_type) &&
+	    !PyObject_TypeCheck(queue, ST.SRQ_type)) {
+		arg_type_error("queue", "QP or SRQ", 0, queue);
+		return NULL;
+	}
+	HANDLE_CHECK(queue);
+	if ((s != NULL && s != Py_None && (start = PyLong_AsSsize_t(s)) == -1 &&
+	     PyErr_Occurred()) ||
+	    (c != NULL && c != Py_None && (count = PyLong_AsSsize_t(c)) == -1 &&
+	     PyErr_Occurred()))
+		return NULL;
+	if (start < 0 || start > b->n || count < 0) {
+		PyErr_Format(PyExc_ValueError,
+			     "start must be in 0..%zd and count >= 0, got %zd "
+			     "and %zd",
+			     b->n, start, count);
+		return NULL;
+	}
+	if (recv_queue_check(queue) < 0 || recv_batch_ready(b) < 0)
+		return NULL;
+	if (PyObject_TypeCheck(queue, ST.QP_type) &&
+	    count > (Py_ssize_t)QPO(queue)->cap.max_recv_wr)
+		count = QPO(queue)->cap.max_recv_wr ?
+				QPO(queue)->cap.max_recv_wr :
+				1;
+	end = count < b->n - start ? start + count : b->n;
+	if (end == start)
+		return PyLong_FromLong(0);
+	return recv_batch_post_rows(b, queue, start, end);
+}
+
+const char qp_post_recv_batch__doc__[] = PyDoc_STR(
+	"Build the receive requests the columns describe, and post them.\n"
+	"\n"
+	"One ``ibv_post_recv`` call of every row: at most the receive\n"
+	"queue's ``cap.max_recv_wr`` rows. The arguments are RecvBatch's;\n"
+	"nothing is kept after the call.\n"
+	"\n"
+	"Wraps ``ibv_post_recv`` (man page ibv_post_recv(3)).\n"
+	"\n"
+	"Args:\n"
+	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
+	"    local: offsets into the MR (or addresses).\n"
+	"    lengths: bytes per buffer, or one int for all.\n"
+	"    lkey: the local keys, one or a column, where mr is None.\n"
+	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: a column is not an array of integers or an int.\n"
+	"    ValueError: a bad row (named), columns of different lengths,\n"
+	"        more rows than the receive queue holds, a QP with an SRQ.\n"
+	"    VerbsError: EBADF if the QP or MR is closed; else the provider\n"
+	"        refused (the message names the row).");
+
+PyObject *qp_post_recv_batch(PyObject *self, PyObject *args, PyObject *kw)
+{
+	struct recv_batch_args a;
+	RecvBatchObject *b;
+	PyObject *res = NULL;
+
+	HANDLE_CHECK(self);
+	if (args_parse(&qp_post_recv_batch_args, NULL, args, kw, &a) < 0 ||
+	    recv_queue_check(self) < 0)
+		return NULL;
+	b = (RecvBatchObject *)recv_batch_build(ST.RecvBatch_type, &a);
+	if (b == NULL)
+		return NULL;
+	if (b->n > (Py_ssize_t)QPO(self)->cap.max_recv_wr)
+		PyErr_Format(PyExc_ValueError,
+			     "%zd rows do not fit the receive queue (%u WRs): "
+			     "post a RecvBatch in pieces",
+			     b->n, QPO(self)->cap.max_recv_wr);
+	else if (recv_batch_ready(b) == 0)
+		res = recv_batch_post_rows(b, self, 0, b->n);
+	Py_DECREF(b);
+	if (res == NULL)
+		return NULL;
+	Py_DECREF(res);
+	Py_RETURN_NONE;
+}
+
+static int recv_batch_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT((PyObject *)Py_TYPE(self));
+	Py_VISIT(RB(self)->mr);
+	return 0;
+}
+
+static int recv_batch_clear(PyObject *self)
+{
+	Py_CLEAR(RB(self)->mr);
+	return 0;
+}
+
+static void recv_batch_dealloc(PyObject *self)
+{
+	PyTypeObject *tp = Py_TYPE(self);
+
+	PyObject_GC_UnTrack(self);
+	recv_batch_clear(self);
+	PyMem_Free(RB(self)->wrs);
+	PyMem_Free(RB(self)->sges);
+	((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
+	Py_DECREF(tp);
+}
+
+static Py_ssize_t recv_batch_length(PyObject *self)
+{
+	return RB(self)->n;
+}
+
+static PyObject *recv_batch_repr(PyObject *self)
+{
+	return PyUnicode_FromFormat("<RecvBatch of %zd rows>", RB(self)->n);
+}
+
+static PyObject *recv_batch_get_mr(PyObject *self, void *closure)
+{
+	return obj_or_none(RB(self)->mr);
+}
+
+static PyMethodDef recv_batch_methods[] = { METHOD_KW("post", recv_batch_post),
+					    { NULL, NULL, 0, NULL } };
+
+static PyGetSetDef recv_batch_getset[] = {
+	{ "mr", recv_batch_get_mr, NULL,
+	  "The MR the local offsets index, or None (addresses).", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+PyDoc_STRVAR(
+	recv_batch__doc__,
+	"Receive work requests described by columns of integers.\n"
+	"\n"
+	"Row k is one receive buffer of one SGE: ``lengths[k]`` bytes at\n"
+	"``local[k]`` (an offset into ``mr``, or an address with ``lkey``).\n"
+	"Columns as SendBatch's: any 1-D array of integers; lengths, lkey\n"
+	"and wr_id may be one int. Checked once and copied into native\n"
+	"``ibv_recv_wr`` and ``ibv_sge`` arrays the batch owns.\n"
+	"``post(queue, start, count)`` posts rows to a QP or an SRQ.\n"
+	"The batch holds its MR: a post after ``mr.close()`` is EBADF.\n"
+	"\n"
+	"Args:\n"
+	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
+	"    local: offsets into the MR (or addresses).\n"
+	"    lengths: bytes per buffer, or one int for all.\n"
+	"    lkey: the local keys, one or a column, where mr is None.\n"
+	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: a column is not an array of integers or an int.\n"
+	"    ValueError: a bad row (named), columns of different lengths,\n"
+	"        no rows, both or neither of mr and lkey.\n"
+	"    VerbsError: EBADF if the MR is closed.");
+
+static PyType_Slot recv_batch_slots[] = {
+	{ Py_tp_doc, (void *)recv_batch__doc__ },
+	{ Py_tp_new, recv_batch_new },
+	{ Py_tp_dealloc, recv_batch_dealloc },
+	{ Py_tp_traverse, recv_batch_traverse },
+	{ Py_tp_clear, recv_batch_clear },
+	{ Py_tp_repr, recv_batch_repr },
+	{ Py_tp_methods, recv_batch_methods },
+	{ Py_tp_getset, recv_batch_getset },
+	{ Py_sq_length, recv_batch_length },
+	{ 0, NULL }
+};
+
+PyType_Spec RecvBatch_spec = { "ibverbs._ibverbs.RecvBatch",
+			       sizeof(RecvBatchObject), 0,
+			       Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+			       recv_batch_slots };

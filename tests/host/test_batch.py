@@ -1,0 +1,438 @@
+"""SendBatch, RecvBatch, QP.post_send_batch/post_recv_batch and CQ.poll_into
+against the recording double: every field of every built WR, the bad
+columns (each error names its row), the pieces, the lifetimes."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from ibverbs import RecvBatch, SendBatch, enums
+
+Op = enums.WROpcode
+SIG = int(enums.SendFlags.SIGNALED)
+INL = int(enums.SendFlags.INLINE)
+
+
+# The child's world: an RC QP in RTS over a 64 KiB MR.  Defined in each
+# body (the body's source is what runs in the child).
+WORLD = """
+import ctypes
+import numpy as np
+import ibverbs
+from ibverbs import enums
+
+def world(max_send_wr=64, max_recv_wr=64, max_inline_data=64):
+    buf = ctypes.create_string_buffer(65536)
+    ctx = ibverbs.Context("fake0")
+    pd = ctx.alloc_pd()
+    cq = ctx.create_cq(256)
+    mr = pd.reg_mr(ctypes.addressof(buf), 65536, enums.AccessFlags.LOCAL_WRITE)
+    attr = ibverbs.QPInitAttr(cq, max_send_wr=max_send_wr, max_recv_wr=max_recv_wr,
+                              max_inline_data=max_inline_data)
+    qp = pd.create_qp(attr)
+    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+        qp.modify(enums.QPAttrMask.STATE, qp_state=s)
+    return buf, ctx, pd, cq, mr, qp
+"""
+
+
+def run(recording, src):
+    res = recording.run(WORLD + src)
+    return res
+
+
+def wrs(rec):
+    return [rec.prefixed(f"wr[{i}].") for i in range(rec["count"])]
+
+
+def test_send_batch_writes_every_field_of_every_wr(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    local = np.array([0, 4096, 100, 8192, 65536 - 16], dtype=np.int64)
+    lengths = array.array("I", [16, 4096, 32, 1000, 16])
+    remote = np.array([5, 6, 7, 8, 9], dtype=np.uint32) * 0x1000
+    b = ibverbs.SendBatch(mr, local, lengths, remote, 0x77, remote_base=0xA0000,
+                          wr_id=100, signal_every=2, imm_data=0xDEADBEEF,
+                          inline_threshold=32)
+    assert len(b) == 5 and b.mr is mr and b.opcode == enums.WROpcode.RDMA_WRITE
+    assert b.post(qp) == 5
+    wcs = [(w.wr_id, int(w.status)) for w in cq.poll(16)]
+    return [mr.lkey, ctypes.addressof(buf), wcs]
+import array
+""",
+    )
+    lkey, base, wcs = res.ok()
+    rec = res.one("post_send")
+    w = wrs(rec)
+    assert rec["count"] == 5
+    assert [x["wr_id"] for x in w] == [100, 101, 102, 103, 104]
+    W, WI = int(Op.RDMA_WRITE), int(Op.RDMA_WRITE_WITH_IMM)
+    assert [x["opcode"] for x in w] == [W, W, W, W, WI]
+    # signal every 2nd and the last; inline at 32 bytes or fewer
+    assert [x["send_flags"] for x in w] == [INL, SIG, INL, SIG, SIG | INL]
+    assert [x["num_sge"] for x in w] == [1] * 5
+    assert [x["sg_list[0].addr"] for x in w] == [base + o for o in (0, 4096, 100, 8192, 65520)]
+    assert [x["sg_list[0].length"] for x in w] == [16, 4096, 32, 1000, 16]
+    assert [x["sg_list[0].lkey"] for x in w] == [lkey] * 5
+    assert [x["wr.rdma.remote_addr"] for x in w] == [0xA0000 + k * 0x1000 for k in (5, 6, 7, 8, 9)]
+    assert [x["wr.rdma.rkey"] for x in w] == [0x77] * 5
+    assert w[4]["imm_data"] == 0xDEADBEEF and "imm_data" not in w[3]
+    assert wcs == [[101, 0], [103, 0], [104, 0]]
+
+
+def test_send_batch_opcodes_columns_and_addresses(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    import torch
+    buf, ctx, pd, cq, mr, qp = world()
+    out = {}
+    # SEND_WITH_IMM: every row carries the immediate; no remote.
+    ibverbs.SendBatch(mr, memoryview(array.array("q", [0, 64])), 8,
+                      opcode=enums.WROpcode.SEND_WITH_IMM, imm_data=7).post(qp)
+    # READ with per-row rkeys and a wr_id column (a torch tensor).
+    ibverbs.SendBatch(mr, torch.tensor([0, 128], dtype=torch.int32), 64,
+                      np.array([0x5000, 0x6000], dtype=np.uint64),
+                      np.array([1, 2], dtype=np.uint16),
+                      opcode=enums.WROpcode.RDMA_READ,
+                      wr_id=np.array([9, 3], dtype=np.uint64)).post(qp)
+    # No MR: addresses and lkeys (one column each).
+    base = ctypes.addressof(buf)
+    qp.post_send_batch(None, np.array([base, base + 8], dtype=np.uint64), 8,
+                       np.array([0, 8], dtype=np.int64), 5, remote_base=0x9000,
+                       lkey=np.array([mr.lkey, mr.lkey], dtype=np.uint32),
+                       opcode=enums.WROpcode.RDMA_WRITE)
+    # SEND: the last becomes SEND_WITH_IMM with imm_data.
+    qp.post_send_batch(mr, np.arange(3, dtype=np.uint8), 1,
+                       opcode=enums.WROpcode.SEND, imm_data=1)
+    return [mr.lkey, base]
+import array
+""",
+    )
+    lkey, base = res.ok()
+    send_imm, read, by_addr, send = (wrs(r) for r in res.calls("post_send"))
+    assert [x["opcode"] for x in send_imm] == [int(Op.SEND_WITH_IMM)] * 2
+    assert [x["imm_data"] for x in send_imm] == [7, 7]
+    assert [x["opcode"] for x in read] == [int(Op.RDMA_READ)] * 2
+    assert [x["wr_id"] for x in read] == [9, 3]
+    assert [x["wr.rdma.rkey"] for x in read] == [1, 2]
+    assert [x["wr.rdma.remote_addr"] for x in read] == [0x5000, 0x6000]
+    assert [x["sg_list[0].addr"] for x in read] == [base, base + 128]
+    assert [x["sg_list[0].addr"] for x in by_addr] == [base, base + 8]
+    assert [x["sg_list[0].lkey"] for x in by_addr] == [lkey, lkey]
+    assert [x["wr.rdma.remote_addr"] for x in by_addr] == [0x9000, 0x9008]
+    assert [x["wr_id"] for x in by_addr] == [0, 1]
+    assert [x["opcode"] for x in send] == [int(Op.SEND)] * 2 + [int(Op.SEND_WITH_IMM)]
+    assert send[2]["imm_data"] == 1
+    assert [x["send_flags"] for x in send] == [0, 0, SIG]
+
+
+def test_send_batch_posts_in_pieces_and_update_replaces_columns(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world(max_send_wr=8)
+    n = 20
+    b = ibverbs.SendBatch(mr, np.arange(n) * 16, 16, np.arange(n) * 32, 3,
+                          signal_every=16)
+    posted = []
+    k = 0
+    while k < n:
+        k += b.post(qp, k)
+        posted.append(k)
+    assert b.post(qp, n) == 0
+    assert b.post(qp, 3, count=2) == 2
+    b.update(remote=np.arange(n)[::-1].copy() * 64, wr_id=1000)
+    b.post(qp, 0, 4)
+    try:
+        b.update(imm_data=5)
+    except ValueError as e:
+        return posted, str(e)
+""",
+    )
+    posted, err = res.ok()
+    assert posted == [8, 16, 20] and "without imm_data" in err
+    p1, p2, p3, p4, p5 = (wrs(r) for r in res.calls("post_send"))
+    assert [len(p) for p in (p1, p2, p3, p4, p5)] == [8, 8, 4, 2, 4]
+    # each post's last row is signaled, and row 15 (every 16th)
+    assert [x["send_flags"] for x in p1] == [0] * 7 + [SIG]
+    assert [x["send_flags"] for x in p2] == [0] * 7 + [SIG]
+    assert [x["send_flags"] for x in p4] == [0, SIG]
+    assert [x["wr_id"] for x in p2] == list(range(8, 16))
+    assert [x["sg_list[0].addr"] - p1[0]["sg_list[0].addr"] for x in p3] == [
+        16 * k for k in range(16, 20)
+    ]
+    # update: new remote addresses and wr_ids, the rest as built
+    assert [x["wr.rdma.remote_addr"] for x in p5] == [64 * k for k in (19, 18, 17, 16)]
+    assert [x["wr_id"] for x in p5] == [1000, 1001, 1002, 1003]
+    assert [x["sg_list[0].length"] for x in p5] == [16] * 4
+    assert [x["wr.rdma.rkey"] for x in p5] == [3] * 4
+
+
+BAD = [
+    # (constructor call, error type, words of the message)
+    ("SendBatch(mr, np.arange(3), np.arange(2), np.arange(3), 1)", ValueError, "lengths has 2"),
+    ("SendBatch(mr, np.array([0, 65530]), 16, np.arange(2), 1)", ValueError, "row 1"),
+    ("SendBatch(mr, np.array([0, -1]), 16, np.arange(2), 1)", ValueError, "row 1 is negative"),
+    ("SendBatch(mr, np.arange(2.0), 16, np.arange(2), 1)", ValueError, "format is 'd'"),
+    ("SendBatch(mr, np.zeros((2, 2), np.int64), 16, np.arange(2), 1)", ValueError, "2 dimensions"),
+    ("SendBatch(mr, np.arange(4)[::2], 16, np.arange(2), 1)", ValueError, "strided"),
+    ("SendBatch(mr, [0, 1], 16, np.arange(2), 1)", TypeError, "array of integers"),
+    ("SendBatch(mr, np.arange(2), 16, np.arange(2), 2**32)", ValueError, "rkey does not fit"),
+    ("SendBatch(mr, np.arange(2), 2**32, np.arange(2), 1)", ValueError, "length does not fit"),
+    ("SendBatch(mr, np.arange(2), 16, None, None)", ValueError, "needs remote and rkey"),
+    (
+        "SendBatch(mr, np.arange(2), 16, np.arange(2), 1, opcode=enums.WROpcode.SEND)",
+        ValueError,
+        "SEND batch has no remote",
+    ),
+    ("SendBatch(None, np.arange(2), 16, np.arange(2), 1)", ValueError, "not both"),
+    ("SendBatch(mr, np.arange(2), 16, np.arange(2), 1, lkey=3)", ValueError, "not both"),
+    (
+        "SendBatch(mr, np.arange(2), 16, np.arange(2), 1, opcode=enums.WROpcode.RDMA_READ,"
+        " imm_data=1)",
+        ValueError,
+        "READ carries no imm_data",
+    ),
+    ("SendBatch(mr, np.arange(0), 16, np.arange(0), 1)", ValueError, "no rows"),
+    (
+        "SendBatch(mr, np.arange(2), 16, np.array([1, 2**64 - 1], np.uint64), 1, remote_base=1)",
+        ValueError,
+        "row 1: remote_base + remote overflows",
+    ),
+    ("SendBatch(mr, np.arange(2), 16, np.arange(2), 1, opcode=9)", ValueError, "opcode"),
+    ("RecvBatch(mr, np.array([0, 65536]), 1)", ValueError, "row 1"),
+    ("RecvBatch(mr, np.arange(2), np.arange(3))", ValueError, "lengths has 3"),
+]
+
+
+@pytest.mark.parametrize("call,exc,words", BAD, ids=[b[2] for b in BAD])
+def test_bad_columns_are_refused_naming_the_row(recording, call, exc, words):
+    res = run(
+        recording,
+        f"""
+def body(fake):
+    from ibverbs import SendBatch, RecvBatch
+    buf, ctx, pd, cq, mr, qp = world()
+    {call}
+""",
+    )
+    assert res.error is not None and res.error["type"] == exc.__name__, res.error
+    assert words in res.error["message"]
+    assert not res.calls("post_send")
+
+
+def test_a_refused_update_leaves_the_batch_as_it_was(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    b = ibverbs.SendBatch(mr, np.arange(3) * 8, 8, np.arange(3) * 8, 1)
+    errs = []
+    for kw in (dict(remote=np.arange(2)), dict(local=np.array([0, 8, 65535])),
+               dict(rkey=np.array([1, 2, 2**40])), dict(lkey=1)):
+        try:
+            b.update(**kw)
+        except ValueError as e:
+            errs.append(str(e))
+    b.post(qp)
+    return errs
+""",
+    )
+    errs = res.ok()
+    assert len(errs) == 4 and "row 2" in errs[1] and "row 2" in errs[2]
+    w = wrs(res.one("post_send"))
+    assert [x["wr.rdma.remote_addr"] for x in w] == [0, 8, 16]
+    assert [x["wr.rdma.rkey"] for x in w] == [1, 1, 1]
+
+
+def test_batch_holds_its_mr_and_a_closed_mr_is_ebadf(recording):
+    res = run(
+        recording,
+        """
+import gc
+import weakref
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    b = ibverbs.SendBatch(mr, np.arange(2) * 8, 8, np.arange(2), 1)
+    r = ibverbs.RecvBatch(mr, np.arange(2) * 8, 8)
+    out = []
+    for batch in (b, r):
+        try:
+            batch.post(qp, 0, 0)
+        except Exception as e:
+            out.append(repr(e))
+    mr.close()
+    for batch in (b, r):
+        try:
+            batch.post(qp)
+        except ibverbs.VerbsError as e:
+            out.append(e.errno)
+    qp.close()
+    try:
+        b.post(qp)
+    except ibverbs.VerbsError as e:
+        out.append(e.errno)
+    try:
+        b.post(mr)
+    except TypeError as e:
+        out.append("TypeError")
+    del b, r
+    gc.collect()
+    return out
+""",
+    )
+    assert res.ok() == [errno.EBADF, errno.EBADF, errno.EBADF, "TypeError"]
+    assert not res.calls("post_send") and not res.calls("post_recv")
+    assert res.live == 0, res.live_report
+
+
+def test_a_failed_post_names_the_row(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    b = ibverbs.SendBatch(mr, np.arange(4) * 8, 8, np.arange(4), 1, wr_id=50)
+    fake.fail("post_send", 12)
+    b.post(qp, 2)
+""",
+    )
+    assert res.error["type"] == "VerbsError" and res.error["errno"] == errno.ENOMEM
+    assert "index 2 (wr_id=52)" in res.error["message"]
+
+
+def test_post_send_batch_refuses_more_than_the_queue_and_ud(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world(max_send_wr=4)
+    out = []
+    try:
+        qp.post_send_batch(mr, np.arange(5), 1, np.arange(5), 1)
+    except ValueError as e:
+        out.append(str(e))
+    ud = pd.create_qp(ibverbs.QPInitAttr(cq, qp_type=enums.QPType.UD))
+    try:
+        ibverbs.SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND).post(ud)
+    except ValueError as e:
+        out.append(str(e))
+    return out
+""",
+    )
+    full, ud = res.ok()
+    assert "5 rows do not fit the send queue (4" in full
+    assert "UD QP" in ud
+    assert not res.calls("post_send")
+
+
+def test_recv_batch_and_poll_into(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    import torch
+    buf, ctx, pd, cq, mr, qp = world(max_recv_wr=4)
+    r = ibverbs.RecvBatch(mr, np.arange(6) * 1024, np.array([10, 20, 30, 40, 50, 60]),
+                          wr_id=np.arange(6, dtype=np.uint64) + 500)
+    assert r.post(qp) == 4 and r.post(qp, 4) == 2
+    qp.post_recv_batch(mr, array.array("H", [0]), 7)
+    wr_id = np.zeros(5, dtype=np.uint64)
+    status = torch.zeros(5, dtype=torch.int32)
+    opcode = array.array("B", bytes(5))
+    byte_len = np.zeros(5, dtype=np.uint32)
+    imm = np.full(5, 9, dtype=np.int64)
+    got = [cq.poll_into(wr_id=wr_id, status=status, opcode=opcode, byte_len=byte_len,
+                        imm_data=imm)]
+    first = [wr_id.tolist(), status.tolist(), list(opcode), byte_len.tolist(), imm.tolist()]
+    got.append(cq.poll_into(wr_id=wr_id, num_entries=1))
+    got.append(cq.poll_into(wr_id=wr_id, byte_len=byte_len))
+    got.append(cq.poll_into(wr_id=wr_id))
+    return [got, first, wr_id[:1].tolist(), byte_len[:1].tolist(), mr.lkey,
+            ctypes.addressof(buf)]
+import array
+""",
+    )
+    got, first, last_id, last_len, lkey, base = res.ok()
+    p1, p2, p3 = (wrs(r) for r in res.calls("post_recv"))
+    assert [len(p) for p in (p1, p2, p3)] == [4, 2, 1]
+    rows = p1 + p2
+    assert [x["wr_id"] for x in rows] == list(range(500, 506))
+    assert [x["num_sge"] for x in rows] == [1] * 6
+    assert [x["sg_list[0].addr"] for x in rows] == [base + 1024 * k for k in range(6)]
+    assert [x["sg_list[0].length"] for x in rows] == [10, 20, 30, 40, 50, 60]
+    assert [x["sg_list[0].lkey"] for x in rows] == [lkey] * 6
+    assert p3[0]["wr_id"] == 0 and p3[0]["sg_list[0].length"] == 7
+    assert got == [5, 1, 1, 0]
+    recv = int(enums.WCOpcode.RECV)
+    assert first == [[500, 501, 502, 503, 504], [0] * 5, [recv] * 5, [10, 20, 30, 40, 50], [0] * 5]
+    assert last_id == [0] and last_len == [7]
+
+
+POLL_INTO_BAD = [
+    ("cq.poll_into()", TypeError, "at least one array"),
+    ("cq.poll_into(np.zeros(2, np.uint64))", TypeError, "keyword arguments only"),
+    ("cq.poll_into(wr_id=np.zeros(2, np.uint32))", ValueError, "at least 8 bytes"),
+    ("cq.poll_into(wr_id=bytes(16))", ValueError, "read-only"),
+    ("cq.poll_into(wr_id=np.zeros(2))", ValueError, "format is 'd'"),
+    ("cq.poll_into(status=np.zeros(2, np.int32).data.toreadonly())", ValueError, "read-only"),
+    ("cq.poll_into(wr_id=np.zeros(2, np.uint64), num_entries=0)", ValueError, ">= 1"),
+    ("cq.poll_into(wrid=np.zeros(2, np.uint64))", TypeError, "unexpected keyword"),
+]
+
+
+@pytest.mark.parametrize("call,exc,words", POLL_INTO_BAD, ids=[b[2] for b in POLL_INTO_BAD])
+def test_poll_into_refuses_bad_arrays(recording, call, exc, words):
+    res = run(
+        recording,
+        f"""
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    {call}
+""",
+    )
+    assert res.error is not None and res.error["type"] == exc.__name__, res.error
+    assert words in res.error["message"]
+
+
+def test_poll_into_releases_the_arrays_on_close(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    ids = bytearray(16)
+    cq.poll_into(wr_id=memoryview(ids).cast("Q"))
+    try:
+        ids.extend(b"x")  # held: a buffer export
+        held = False
+    except BufferError:
+        held = True
+    qp.close()
+    cq.close()
+    ids.extend(b"x")
+    return held
+""",
+    )
+    assert res.ok() is True
+
+
+def test_batch_types_are_exported_and_gc_tracked():
+    import gc
+
+    import ibverbs as ib
+
+    assert ib.SendBatch is SendBatch and ib.RecvBatch is RecvBatch
+    # GC types: a batch holds its MR, which may hold the batch (owner=)
+    assert SendBatch.__flags__ & (1 << 14) and RecvBatch.__flags__ & (1 << 14)
+    assert "QP.post_send_batch" in ib._ibverbs._specs and "SendBatch.update" in ib._ibverbs._specs
+    assert not gc.is_tracked(0)
