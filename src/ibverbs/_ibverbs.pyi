@@ -301,11 +301,11 @@ class CQ(_Handle):
     def poll_into(
         self,
         *,
-        wr_id: _Column | None = None,
-        status: _Column | None = None,
-        opcode: _Column | None = None,
-        byte_len: _Column | None = None,
-        imm_data: _Column | None = None,
+        wr_id: _Buffer | Any | None = None,
+        status: _Buffer | Any | None = None,
+        opcode: _Buffer | Any | None = None,
+        byte_len: _Buffer | Any | None = None,
+        imm_data: _Buffer | Any | None = None,
         num_entries: int = ...,
     ) -> int: ...
     def resize(self, cqe: int) -> None: ...
@@ -350,15 +350,15 @@ class QP(_Handle):
     def post_send_batch(
         self,
         mr: MR | None,
-        local: _Column,
-        lengths: _Column | int,
-        remote: _Column | None = None,
-        rkey: _Column | int | None = None,
+        local: _Buffer | Any,
+        lengths: _Buffer | Any | int,
+        remote: _Buffer | Any | None = None,
+        rkey: _Buffer | Any | int | None = None,
         *,
         opcode: int = 0,
         remote_base: int = 0,
-        lkey: _Column | int | None = None,
-        wr_id: _Column | int | None = None,
+        lkey: _Buffer | Any | int | None = None,
+        wr_id: _Buffer | Any | int | None = None,
         signal_every: int = 0,
         imm_data: int | None = None,
         inline_threshold: int = 0,
@@ -366,11 +366,11 @@ class QP(_Handle):
     def post_recv_batch(
         self,
         mr: MR | None,
-        local: _Column,
-        lengths: _Column | int,
+        local: _Buffer | Any,
+        lengths: _Buffer | Any | int,
         *,
-        lkey: _Column | int | None = None,
-        wr_id: _Column | int | None = None,
+        lkey: _Buffer | Any | int | None = None,
+        wr_id: _Buffer | Any | int | None = None,
     ) -> None: ...
     def modify(self, mask: int = ..., **attrs: Any) -> None: ...
     def query(self, mask: int = 0x1FFFFF) -> tuple[dict[str, Any], QPCap]: ...
@@ -553,9 +553,9 @@ class RecvWRChain(_WRChain[RecvWR]):
 
 # ------------------------------------------------ batches from columns ---
 
-#: A column of integers: any 1-D C-contiguous buffer of them (numpy,
-#: array.array, memoryview) or a torch CPU tensor.
-_Column = _Buffer | Any
+# A column of integers (the batches' arguments): any 1-D C-contiguous
+# buffer of them (numpy, array.array, memoryview) or a torch CPU tensor,
+# written _Buffer | Any.
 
 @final
 class SendBatch:
@@ -564,15 +564,15 @@ class SendBatch:
     def __new__(
         cls,
         mr: MR | None,
-        local: _Column,
-        lengths: _Column | int,
-        remote: _Column | None = None,
-        rkey: _Column | int | None = None,
+        local: _Buffer | Any,
+        lengths: _Buffer | Any | int,
+        remote: _Buffer | Any | None = None,
+        rkey: _Buffer | Any | int | None = None,
         *,
         opcode: int = 0,
         remote_base: int = 0,
-        lkey: _Column | int | None = None,
-        wr_id: _Column | int | None = None,
+        lkey: _Buffer | Any | int | None = None,
+        wr_id: _Buffer | Any | int | None = None,
         signal_every: int = 0,
         imm_data: int | None = None,
         inline_threshold: int = 0,
@@ -586,12 +586,12 @@ class SendBatch:
     def update(
         self,
         *,
-        local: _Column | None = None,
-        lengths: _Column | int | None = None,
-        remote: _Column | None = None,
-        rkey: _Column | int | None = None,
-        lkey: _Column | int | None = None,
-        wr_id: _Column | int | None = None,
+        local: _Buffer | Any | None = None,
+        lengths: _Buffer | Any | int | None = None,
+        remote: _Buffer | Any | None = None,
+        rkey: _Buffer | Any | int | None = None,
+        lkey: _Buffer | Any | int | None = None,
+        wr_id: _Buffer | Any | int | None = None,
         imm_data: int | None = None,
     ) -> None: ...
 
@@ -602,11 +602,11 @@ class RecvBatch:
     def __new__(
         cls,
         mr: MR | None,
-        local: _Column,
-        lengths: _Column | int,
+        local: _Buffer | Any,
+        lengths: _Buffer | Any | int,
         *,
-        lkey: _Column | int | None = None,
-        wr_id: _Column | int | None = None,
+        lkey: _Buffer | Any | int | None = None,
+        wr_id: _Buffer | Any | int | None = None,
     ) -> Self: ...
     def __len__(self) -> int: ...
     @property

@@ -126,7 +126,7 @@ def test_umem_reg_holds_the_buffer_until_close(mlx5_fake):
 
     res = mlx5_fake.run(body)
     out = res.ok()
-    assert out[:5] == ["Mlx5DevxUmem", 0x10, 4096, 3, "memoryview"]
+    assert out[:5] == ["DevxUmem", 0x10, 4096, 3, "memoryview"]
     assert out[5:10] == ["pinned", 16, None, 9, "ValueError"]
     assert out[10:] == ["TypeError", "ValueError", 0x11]
     assert res.live == 0, res.live_report
@@ -227,7 +227,7 @@ def test_obj_create_modify_query_destroy(mlx5_fake):
 
     res = mlx5_fake.run(body)
     typ, created, modified, queried, ebadf, closed = res.ok()
-    assert typ == "Mlx5DevxObj"
+    assert typ == "DevxObj"
     assert B(created) == bytes(8) + (0x100).to_bytes(4, "big") + bytes(4)
     assert B(modified) == bytes(8) + b"\x0a\x0b" + bytes(2)
     assert B(queried) == bytes(8) + b"\x0c"
@@ -370,7 +370,7 @@ def test_mkey_create_destroy(mlx5_fake):
         return out
 
     res = mlx5_fake.run(body)
-    assert res.ok() == ["Mlx5Mkey", 0x1234, 0x5678, 8, True, 22, "mlx5dv_create_mkey", 16, 9, 16]
+    assert res.ok() == ["Mkey", 0x1234, 0x5678, 8, True, 22, "mlx5dv_create_mkey", 16, 9, 16]
     assert res.live == 0, res.live_report
     c1, c2, c3 = res.mlx5_calls("mlx5dv_create_mkey")
     assert (c1["attr.create_flags"], c1["attr.max_entries"]) == (1, 8)

@@ -629,9 +629,15 @@ extern const char handle_close__doc__[], handle_enter__doc__[],
 /* A handle type's PyType_Spec `spec` ("ibverbs._ibverbs." name, object
  * struct T, a GC type with `flags` added) and its slot table spec_slots:
  * no tp_new (Python code cannot instantiate it), then its doc, dealloc,
- * traverse, repr, methods and getsets. */
+ * traverse, repr, methods and getsets.  HANDLE_TYPE_SPEC_IN names the
+ * type in a public module instead ("ibverbs.mlx5", "DevxObj"): a provider
+ * module's own types. */
 #define HANDLE_TYPE_SPEC(spec, name, T, flags, doc, dealloc, traverse, \
 			 repr, methods, getset) \
+	HANDLE_TYPE_SPEC_IN(spec, "ibverbs._ibverbs", name, T, flags, doc, \
+			    dealloc, traverse, repr, methods, getset)
+#define HANDLE_TYPE_SPEC_IN(spec, module, name, T, flags, doc, dealloc, \
+			    traverse, repr, methods, getset) \
 	static PyType_Slot spec##_slots[] = { \
 		{ Py_tp_doc, (void *)(doc) }, \
 		{ Py_tp_new, handle_no_new }, \
@@ -642,7 +648,7 @@ extern const char handle_close__doc__[], handle_enter__doc__[],
 		{ Py_tp_getset, (getset) }, \
 		{ 0, NULL } \
 	}; \
-	PyType_Spec spec = { "ibverbs._ibverbs." name, sizeof(T), 0, \
+	PyType_Spec spec = { module "." name, sizeof(T), 0, \
 			     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | (flags), \
 			     spec##_slots }
 /* clang-format on */

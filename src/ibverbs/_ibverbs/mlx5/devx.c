@@ -618,9 +618,8 @@ static PyType_Slot umem_slots[] = {
 	{ Py_tp_repr, umem_repr },	    { Py_tp_methods, umem_methods },
 	{ Py_tp_getset, umem_getset },	    { 0, NULL }
 };
-PyType_Spec Mlx5DevxUmem_spec = { "ibverbs._ibverbs.Mlx5DevxUmem",
-				  sizeof(UmemObject), 0,
-				  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+PyType_Spec Mlx5DevxUmem_spec = { "ibverbs.mlx5.DevxUmem", sizeof(UmemObject),
+				  0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
 				  umem_slots };
 
 /* ------------------------------------------------------------------ */
@@ -768,9 +767,9 @@ static PyGetSetDef uar_getset[] = {
 	HANDLE_GETSETS_END
 };
 
-HANDLE_TYPE_SPEC(Mlx5DevxUAR_spec, "Mlx5DevxUAR", UarObject, 0, uar__doc__,
-		 handle_tp_dealloc, handle_tp_traverse, uar_repr, uar_methods,
-		 uar_getset);
+HANDLE_TYPE_SPEC_IN(Mlx5DevxUAR_spec, "ibverbs.mlx5", "DevxUAR", UarObject, 0,
+		    uar__doc__, handle_tp_dealloc, handle_tp_traverse, uar_repr,
+		    uar_methods, uar_getset);
 
 /* ------------------------------------------------------------------ */
 /* Mlx5DevxObj                                                         */
@@ -952,9 +951,9 @@ static PyGetSetDef devx_obj_getset[] = { { "context", handle_get_parent, NULL,
 					   "The Context.", NULL },
 					 HANDLE_GETSETS_END };
 
-HANDLE_TYPE_SPEC(Mlx5DevxObj_spec, "Mlx5DevxObj", DevxObjObject, 0,
-		 devx_obj__doc__, handle_tp_dealloc, handle_tp_traverse,
-		 devx_obj_repr, devx_obj_methods, devx_obj_getset);
+HANDLE_TYPE_SPEC_IN(Mlx5DevxObj_spec, "ibverbs.mlx5", "DevxObj", DevxObjObject,
+		    0, devx_obj__doc__, handle_tp_dealloc, handle_tp_traverse,
+		    devx_obj_repr, devx_obj_methods, devx_obj_getset);
 
 /* ------------------------------------------------------------------ */
 /* Mlx5DevxEventChannel                                                */
@@ -1235,6 +1234,7 @@ static PyGetSetDef ech_getset[] = {
 	HANDLE_GETSETS_END
 };
 
-HANDLE_TYPE_SPEC(Mlx5DevxEventChannel_spec, "Mlx5DevxEventChannel",
-		 EventChannelObject, 0, ech__doc__, handle_tp_dealloc,
-		 handle_tp_traverse, ech_repr, ech_methods, ech_getset);
+HANDLE_TYPE_SPEC_IN(Mlx5DevxEventChannel_spec, "ibverbs.mlx5",
+		    "DevxEventChannel", EventChannelObject, 0, ech__doc__,
+		    handle_tp_dealloc, handle_tp_traverse, ech_repr,
+		    ech_methods, ech_getset);

@@ -165,9 +165,9 @@ static PyGetSetDef mkey_getset[] = {
 	HANDLE_GETSETS_END
 };
 
-HANDLE_TYPE_SPEC(Mlx5Mkey_spec, "Mlx5Mkey", MkeyObject, 0, mkey__doc__,
-		 handle_tp_dealloc, handle_tp_traverse, mkey_repr, mkey_methods,
-		 mkey_getset);
+HANDLE_TYPE_SPEC_IN(Mlx5Mkey_spec, "ibverbs.mlx5", "Mkey", MkeyObject, 0,
+		    mkey__doc__, handle_tp_dealloc, handle_tp_traverse,
+		    mkey_repr, mkey_methods, mkey_getset);
 
 /* ------------------------------------------------------------------ */
 /* mlx5.wr_mr_list(qp, mkey, access_flags, sge_list)                   */
