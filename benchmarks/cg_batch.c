@@ -123,14 +123,16 @@ int main(int argc, char **argv)
 	char *a, *b;
 
 	if (argc != 5) {
-		fprintf(stderr, "usage: cg_batch DEVICE GID_INDEX BLOCKS BLOCK\n");
+		fprintf(stderr,
+			"usage: cg_batch DEVICE GID_INDEX BLOCKS BLOCK\n");
 		return 2;
 	}
 	gid_index = atoi(argv[2]);
 	n = atol(argv[3]);
 	p.block = atol(argv[4]);
 	/* Preloaded over the recording double (tests/fakes): its log off. */
-	set_recording = (void (*)(int))dlsym(RTLD_DEFAULT, "fake_set_recording");
+	set_recording =
+		(void (*)(int))dlsym(RTLD_DEFAULT, "fake_set_recording");
 	if (set_recording)
 		set_recording(0);
 	list = ibv_get_device_list(NULL);
