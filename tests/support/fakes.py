@@ -9,21 +9,32 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 from pathlib import Path
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 
 
+_load_lock = threading.RLock()  # a fake module may load another
+
+
 def load_fake_module(name: str):
     """tests/fakes/<name>.py as a module (loaded by path: tests/fakes is no
-    package), once per process."""
+    package), once per process.  Under a lock: the free-threaded parallel
+    run calls it from several threads, and a module is in sys.modules
+    (its dataclasses look it up) before it has finished executing."""
     modname = f"_ibverbs_fakes_{name}"
-    if modname not in sys.modules:
-        spec = importlib.util.spec_from_file_location(modname, FAKES / f"{name}.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[modname]
+    with _load_lock:
+        if modname not in sys.modules:
+            spec = importlib.util.spec_from_file_location(modname, FAKES / f"{name}.py")
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[modname] = mod
+            try:
+                spec.loader.exec_module(mod)
+            except BaseException:
+                del sys.modules[modname]
+                raise
+        return sys.modules[modname]
 
 
 class FakeMR:
