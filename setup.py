@@ -122,7 +122,6 @@ MLX5_PROBES = [
     ("MLX5DV_CONTEXT_MASK_REG_C0", "IBVERBS_HAVE_MLX5DV_REG_C0", 50),
     # mlx5/devx.c: struct mlx5dv_devx_umem_in with dmabuf_fd
     ("MLX5DV_UMEM_MASK_DMABUF", "IBVERBS_HAVE_MLX5DV_UMEM_DMABUF", 37),
-    ("&mlx5dv_get_data_direct_sysfs_path", "IBVERBS_HAVE_MLX5DV_DATA_DIRECT", 54),
     (
         "MLX5DV_CONTEXT_MASK_OOO_RECV_WRS + MLX5DV_QP_CREATE_OOO_DP",
         "IBVERBS_HAVE_MLX5DV_OOO",
