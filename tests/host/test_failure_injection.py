@@ -57,7 +57,7 @@ def test_every_injected_failure_is_a_clean_error(outcome, capsys):
             f"each allocation of {len(allocs)} methods failed; "
             f"{sum(not r['ok'] for r in results)} failing, {len(crashes)} crashed"
         )
-    check_cases(results, crashes, minimum=600)
+    check_cases(results, crashes, minimum=700)
     assert len(totals) == 1 and len(results) + len(crashes) == totals.pop()
 
 

@@ -21,7 +21,9 @@ call; plus the module functions and constructors below.  For each method:
    baseline (nothing leaked);
 3. the same for the calls of closing what the valid call returned (a
    factory's object): its close fails, stays open, and closes on retry;
-   and once per chunk for closing the World, type by type.
+   dropped without close(), its failed destroy is reported as unraisable;
+   and once per chunk for closing the World, type by type;
+4. each allocation of the valid call in turn (``inject_alloc``).
 
 Each case prints ``BEGIN <i> <label>`` before it runs and one JSON line
 after (the misuse suite's format: support.process.run_cases reads it); a
@@ -493,6 +495,7 @@ class Runner:
         self.baseline = fake.live()
         self.made = {}  # label -> the types its valid call returned
         self.learned_exc = {}  # label -> its valid call's exception or None
+        self.kept = []  # Worlds left open on purpose (inject_dealloc)
 
     def leak_check(self):
         """'' or the objects left beyond the baseline (then the new one)."""
@@ -503,6 +506,15 @@ class Runner:
         why = f"{live - self.baseline} live objects left: {self.fake.live_report()}"
         self.baseline = live
         return why
+
+    def finish(self, w, made, why, got):
+        """A case's end: close what it made and the World, count what is
+        left; (why, leak, got)."""
+        try:
+            close_all(w, made)
+        except Exception as e:  # noqa: BLE001
+            why = why or f"closing after the failure: {describe(e)}"
+        return why, self.leak_check(), got
 
     def learn(self, m):
         """(verbs of the valid call, its exception or None, its handles,
@@ -544,11 +556,7 @@ class Runner:
             why = (
                 f"the call after the failure: {describe(exc2)}, first run: {describe(learned_exc)}"
             )
-        try:
-            close_all(w, made)
-        except Exception as e:  # noqa: BLE001
-            why = why or f"closing after the failure: {describe(e)}"
-        return why, self.leak_check(), describe(exc)
+        return self.finish(w, made, why, describe(exc))
 
     def inject_close(self, m, verb, nth, err):
         """The k-th call of closing the valid call's objects fails: the
@@ -566,11 +574,41 @@ class Runner:
         why = judge_failure(m.label + " close", verb, err, exc, None)
         if not why and not any(not h.closed for h in hs):
             why = "every object is closed after its close failed"
+        return self.finish(w, hs, why, describe(exc))
+
+    def inject_dealloc(self, m, verb, nth, err):
+        """The valid call's objects dropped without close(), the k-th call
+        of their destroy failing: reported as unraisable (a VerbsError of
+        that errno naming the verb), no crash.  The kernel object stays
+        (the process owns it), and with it what it holds: its CQs and
+        channel refuse to close (EBUSY).  That World is kept as it is, so
+        no later collection changes the next case's count."""
+        f = self.fake
+        w = new_world()
+        hs = handles(m.call(w, m.setup(w)))
+        caught = []
+        hook, sys.unraisablehook = sys.unraisablehook, lambda u: caught.append(u.exc_value)
         try:
-            close_all(w, hs)
-        except Exception as e:  # noqa: BLE001
-            why = why or f"closing again: {describe(e)}"
-        return why, self.leak_check(), describe(exc)
+            f.fail_nth(verb, err, nth)
+            del hs[:]
+            gc.collect()
+        finally:
+            f.fail_clear()
+            sys.unraisablehook = hook
+        exc = caught[0] if caught else None
+        why = judge_failure(m.label + " dealloc", verb, err, exc, None)
+        if not why and len(caught) > 1:
+            why = f"{len(caught)} errors reported: {[describe(e) for e in caught]}"
+        for a in WORLD_CLOSE:
+            try:
+                getattr(w, a).close()
+            except ib.VerbsError as e:
+                if e.errno != E.EBUSY:
+                    why = why or f"closing the rest: {describe(e)}"
+        self.kept.append(w)
+        gc.collect()
+        self.baseline = f.live()
+        return why, "", describe(exc)
 
     def learn_world_close(self):
         """[(attribute, verbs of its close)] for closing a World."""
@@ -649,12 +687,7 @@ class Runner:
                 break
         else:
             problems.append(f"still failing after {ALLOC_MAX} allocations")
-        why = "; ".join(problems[:3])
-        try:
-            close_all(w, made)
-        except Exception as e:  # noqa: BLE001
-            why = why or f"closing after the allocation failures: {describe(e)}"
-        return why, self.leak_check(), f"MemoryError {failed} times"
+        return self.finish(w, made, "; ".join(problems[:3]), f"MemoryError {failed} times")
 
 
 def counted(verbs):
@@ -683,6 +716,9 @@ def cases(fake):
                 label = f"{m.label} -> {'+'.join(made)}.close | {v}#{k} | {E.errorcode[err]}"
                 fn = lambda m=m, v=v, k=k, err=err: r.inject_close(m, v, k, err)  # noqa: E731
                 out.append((f"{'+'.join(made)}.close", v, label, fn))
+                label = f"{m.label} -> {'+'.join(made)} dropped | {v}#{k} | {E.errorcode[err]}"
+                fn = lambda m=m, v=v, k=k, err=err: r.inject_dealloc(m, v, k, err)  # noqa: E731
+                out.append((f"{'+'.join(made)}.__del__", v, label, fn))
     for m in methods():
         if m.label in r.learned_exc:
             fn = lambda m=m: r.inject_alloc(m, r.learned_exc[m.label])  # noqa: E731
@@ -776,6 +812,9 @@ def main(argv):
         rec.update(why=why, exc=(got or "").split(":")[0] or None, msg=got)
         print(json.dumps(rec), flush=True)
     print(f"DONE {len(mine)}", flush=True)
+    # The Worlds inject_dealloc kept hold kernel objects that cannot be
+    # destroyed: their refusals at exit are expected, not news.
+    sys.unraisablehook = lambda unraisable: None
 
 
 if __name__ == "__main__":
