@@ -185,6 +185,8 @@ class Fake:
         lib.fake_set_recording.restype = None
         lib.fake_fail.argtypes = [ctypes.c_char_p, i, i]
         lib.fake_fail.restype = i
+        lib.fake_fail_nth.argtypes = [ctypes.c_char_p, i, i]
+        lib.fake_fail_nth.restype = i
         lib.fake_fail_clear.restype = None
         lib.fake_live.restype = L
         lib.fake_live_report.argtypes = [ctypes.c_char_p, sz]
@@ -228,6 +230,12 @@ class Fake:
         ``err`` (count -1: all, until fail_clear).  ``"completion"`` sets
         the status of the next ``count`` completions to ``err`` instead."""
         if self.lib.fake_fail(verb.encode(), err, count) != 0:
+            raise RuntimeError("the double has no free failure slot")
+
+    def fail_nth(self, verb: str, err: int, skip: int = 0) -> None:
+        """Only the (skip + 1)-th next call of ``verb`` fails with ``err``
+        (the ones before it go through)."""
+        if self.lib.fake_fail_nth(verb.encode(), err, skip) != 0:
             raise RuntimeError("the double has no free failure slot")
 
     def fail_clear(self) -> None:

@@ -31,6 +31,7 @@ struct fail_slot {
 	char verb[64];
 	int err;
 	int count; /* calls left to fail; < 0: every call */
+	int skip; /* calls to let through before the first failure */
 };
 
 static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -49,6 +50,10 @@ int fake_take_failure(const char *verb)
 
 		if (f->count == 0 || strcmp(f->verb, verb) != 0)
 			continue;
+		if (f->skip > 0) {
+			f->skip--;
+			break;
+		}
 		err = f->err;
 		if (f->count > 0 && --f->count == 0)
 			__atomic_sub_fetch(&fails_armed, 1, __ATOMIC_RELEASE);
@@ -358,11 +363,9 @@ FAKE_EXPORT void fake_set_recording(int on)
 	__atomic_store_n(&recording_on, on ? 1 : 0, __ATOMIC_RELAXED);
 }
 
-/* Make the next `count` calls of verb (its log name, "alloc_pd") fail
- * with errno err; count < 0: every call until fake_fail_clear().  A
- * second fake_fail for the same verb replaces the first; err 0 disarms.
- * Returns 0, or -1 when all slots are taken. */
-FAKE_EXPORT int fake_fail(const char *verb, int err, int count)
+/* Arm a slot: after `skip` calls of verb go through, the next `count`
+ * fail with err (count < 0: every call); replaces the verb's slot. */
+static int fail_arm(const char *verb, int err, int count, int skip)
 {
 	int i, free_slot = -1, rc = 0;
 
@@ -383,11 +386,28 @@ FAKE_EXPORT int fake_fail(const char *verb, int err, int count)
 				 sizeof(fails[free_slot].verb), "%s", verb);
 			fails[free_slot].err = err;
 			fails[free_slot].count = count;
+			fails[free_slot].skip = skip;
 			__atomic_add_fetch(&fails_armed, 1, __ATOMIC_RELEASE);
 		}
 	}
 	pthread_mutex_unlock(&fail_lock);
 	return rc;
+}
+
+/* Make the next `count` calls of verb (its log name, "alloc_pd") fail
+ * with errno err; count < 0: every call until fake_fail_clear().  A
+ * second fake_fail for the same verb replaces the first; err 0 disarms.
+ * Returns 0, or -1 when all slots are taken. */
+FAKE_EXPORT int fake_fail(const char *verb, int err, int count)
+{
+	return fail_arm(verb, err, count, 0);
+}
+
+/* Make only the (skip + 1)-th next call of verb fail with err: the
+ * failure injection suite fails each call of a method in turn. */
+FAKE_EXPORT int fake_fail_nth(const char *verb, int err, int skip)
+{
+	return fail_arm(verb, err, 1, skip < 0 ? 0 : skip);
 }
 
 /* Disarm every injected failure. */

@@ -290,8 +290,12 @@ static int cq_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 
 static int cq_next_poll(struct ibv_cq_ex *cq)
 {
-	if (fake_recording())
-		fake_record_simple("next_poll", "cq", cq);
+	if (fake_recording()) {
+		int err = fake_record_simple("next_poll", "cq", cq);
+
+		if (err) /* injected: the provider's failure, not ENOENT */
+			return err;
+	}
 	return cq_ex_advance(cqx_of(cq));
 }
 

@@ -110,10 +110,12 @@ FAKE_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 FAKE_EXPORT int ibv_get_device_index(struct ibv_device *device)
 {
 	struct fake_rec r;
+	int err = fake_begin(&r, "get_device_index");
 
-	fake_begin(&r, "get_device_index");
 	FAKE_P(&r, "device", device);
 	fake_end(&r);
+	if (err) /* an injected failure: the kernel gives no index */
+		return -1;
 	return dev_valid(device) ? dev_index(device) : -1;
 }
 

@@ -156,7 +156,9 @@ FAKE_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	struct fake_qp *q = fake_qp_of(qp);
 
-	fake_record_simple("qp_to_qp_ex", "qp", qp);
+	/* An injected failure: a provider that made a plain QP. */
+	if (fake_record_simple("qp_to_qp_ex", "qp", qp) != 0)
+		return NULL;
 	return q->has_ex ? &q->qpx : NULL;
 }
 
