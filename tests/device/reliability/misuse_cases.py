@@ -50,10 +50,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 # ibverbs.mlx5 (misuse_mlx5.py): the host group runs on the recording double
 # and the fake libmlx5, chosen before ibverbs loads libibverbs.
-if sys.argv[1:2] == ["host"]:
-    import misuse_mlx5
+import misuse_mlx5  # noqa: E402  (imports no ibverbs)
 
-    MLX5_FAKES_MISSING = misuse_mlx5.use_fakes()
+if sys.argv[1:2] == ["host"]:
+    misuse_mlx5.use_fakes()
 
 import ibverbs as ib  # noqa: E402
 from misuse_core import (  # noqa: E402
@@ -400,7 +400,7 @@ def device_cases(device):
     midcall_cases(cases, w, device)
     domain_cases(cases, w)
     cm_cases(cases, w, cw)
-    mlx5_group_cases(cases, all_worlds)
+    misuse_mlx5.group_cases(cases, all_worlds, QPEX, CQEX)
     return cases, covered
 
 
@@ -757,31 +757,8 @@ def host_cases():
     add("Device('nope').open()", lambda: ib.Device("no_such_dev0").open(), "raise")
     add("get_device_list()", lambda: ib.get_device_list(), "ok")
     efa_host_cases(cases)
-    mlx5_group_cases(cases, None)
+    misuse_mlx5.group_cases(cases, None, QPEX, CQEX)
     return cases
-
-
-def mlx5_group_cases(cases, worlds):
-    """ibverbs.mlx5 (misuse_mlx5.py): in the host group (worlds None) on
-    the fake libmlx5 with worlds of its own on the double's fake0; in the
-    device group the real libmlx5 on the device worlds' objects."""
-    import misuse_mlx5
-    from ibverbs import mlx5
-
-    if worlds is None:
-        worlds = misuse_mlx5.host_worlds()
-        if worlds is None:
-            print("no mlx5 cases: the fake libmlx5 is not loaded", file=sys.stderr)
-            return
-        fake = True
-    else:
-        if not mlx5.library_status()[0]:
-            print(f"no mlx5 cases: {mlx5.library_status()[1]}", file=sys.stderr)
-            return
-        if worlds[0].ctx.query_device().vendor_id == 0x02C9:
-            return  # an mlx5 device: the fake's expectations do not apply
-        fake = False
-    misuse_mlx5.mlx5_cases(cases, worlds, fake, QPEX, CQEX)
 
 
 # ---------------------------------------------------------------------------

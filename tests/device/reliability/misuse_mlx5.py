@@ -247,3 +247,26 @@ def mlx5_cases(cases, worlds, fake, qpex, cqex):
         "raise",
     )
     return covered
+
+
+def group_cases(cases, worlds, qpex, cqex):
+    """The mlx5 cases of a group: in the host group (worlds None) on the
+    fake libmlx5 with worlds of its own on the double's fake0; in the
+    device group the real libmlx5 on the device worlds' objects.  qpex,
+    cqex: misuse_cases.py's QPEx and CQEx tables."""
+    from ibverbs import mlx5
+
+    if worlds is None:
+        worlds = host_worlds()
+        if worlds is None:
+            print("no mlx5 cases: the fake libmlx5 is not loaded", file=sys.stderr)
+            return
+        fake = True
+    else:
+        if not mlx5.library_status()[0]:
+            print(f"no mlx5 cases: {mlx5.library_status()[1]}", file=sys.stderr)
+            return
+        if worlds[0].ctx.query_device().vendor_id == 0x02C9:
+            return  # an mlx5 device: the fake's expectations do not apply
+        fake = False
+    mlx5_cases(cases, worlds, fake, qpex, cqex)
