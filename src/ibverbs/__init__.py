@@ -48,25 +48,15 @@ from ._ibverbs import (  # noqa: F401  (re-exported)
     rate_to_mbps,
     rate_to_mult,
 )
-from ._objects import (  # noqa: F401
-    AHAttr,
-    CompletionError,
-    DeviceAttr,
-    Gid,
-    GidEntry,
-    MWBind,
-    MWBindInfo,
-    PortAttr,
-    QPCap,
-    QPInitAttr,
-    VerbsError,
-)
+
+# the errors and the records (their __all__), the enumerations
+from ._objects import *  # noqa: F401,F403
+from . import _objects
 from .enums import *  # noqa: F401,F403
 from . import enums
 
 # the extended QP (qp/qp_ex.c)
 from ._ibverbs import QPEx  # noqa: E402,F401
-from ._objects import QPInitAttrEx  # noqa: E402,F401
 
 
 def _version() -> str:
@@ -187,22 +177,15 @@ from .helpers import (  # noqa: E402,F401
 
 __all__ = [
     "AH",
-    "AHAttr",
     "AsyncEvent",
     "CQ",
     "CompChannel",
-    "CompletionError",
     "Context",
     "Device",
-    "DeviceAttr",
-    "Gid",
     "MR",
     "PD",
-    "PortAttr",
     "QP",
-    "QPCap",
     "QPInfo",
-    "QPInitAttr",
     "RecvBatch",
     "RecvWR",
     "RecvWRChain",
@@ -211,7 +194,6 @@ __all__ = [
     "SendBatch",
     "SendWR",
     "SendWRChain",
-    "VerbsError",
     "WC",
     "__version__",
     "connect_rc",
@@ -228,13 +210,12 @@ __all__ = [
 # the connection manager (cm/; librdmacm is loaded on first use)
 __all__ += ["CMEvent", "CMID", "CMListener", "has_rdmacm"]
 # memory windows (mem/mw.c)
-__all__ += ["MW", "MWBind", "MWBindInfo", "inc_rkey"]
+__all__ += ["MW", "inc_rkey"]
 # the extended QP
-__all__ += ["QPEx", "QPInitAttrEx"]
+__all__ += ["QPEx"]
 # the GID table and the helpers libibverbs answers itself (device/gid.c,
 # core/lookups.c)
 __all__ += [
-    "GidEntry",
     "flow_label_to_udp_sport",
     "is_qpt_supported",
     "mbps_to_ibv_rate",
@@ -244,92 +225,28 @@ __all__ += [
     "rate_to_mbps",
     "rate_to_mult",
 ]
+__all__ += _objects.__all__
 __all__ += enums.__all__
 
 # XRC, work queues and RSS, ECE, tag matching (xrc/, wq/, qp/rate_limit_ece.c)
 from ._ibverbs import RWQIndTable, WQ, XRCD  # noqa: E402,F401
-from ._objects import ECE, OpsWR, RXHashConf  # noqa: E402,F401
 
-__all__ += ["ECE", "OpsWR", "RWQIndTable", "RXHashConf", "WQ", "XRCD"]
+__all__ += ["RWQIndTable", "WQ", "XRCD"]
 
 # Extended CQ, device capabilities, device memory, flow steering, ODP
 from ._ibverbs import CQEx, DM, Flow, WCEx  # noqa: E402,F401
-from ._objects import (  # noqa: E402,F401
-    CQInitAttrEx,
-    CQModerationCaps,
-    DeviceAttrEx,
-    ODPCaps,
-    PacketPacingCaps,
-    PCIAtomicCaps,
-    RSSCaps,
-    TMCaps,
-    TSOCaps,
-)
-from .flow import (  # noqa: E402,F401
-    FlowAttr,
-    FlowSpec,
-    FlowSpecActionDrop,
-    FlowSpecActionTag,
-    FlowSpecESP,
-    FlowSpecEth,
-    FlowSpecGRE,
-    FlowSpecIPv4,
-    FlowSpecIPv4Ext,
-    FlowSpecIPv6,
-    FlowSpecMPLS,
-    FlowSpecTCPUDP,
-    FlowSpecTunnel,
-)
+from . import flow  # noqa: E402
+from .flow import *  # noqa: E402,F401,F403  (the flow specs: its __all__)
 
-__all__ += [
-    "CQEx",
-    "CQInitAttrEx",
-    "CQModerationCaps",
-    "DM",
-    "DeviceAttrEx",
-    "Flow",
-    "ODPCaps",
-    "PCIAtomicCaps",
-    "PacketPacingCaps",
-    "RSSCaps",
-    "TMCaps",
-    "TSOCaps",
-    "WCEx",
-    "FlowAttr",
-    "FlowSpec",
-    "FlowSpecActionDrop",
-    "FlowSpecActionTag",
-    "FlowSpecESP",
-    "FlowSpecEth",
-    "FlowSpecGRE",
-    "FlowSpecIPv4",
-    "FlowSpecIPv4Ext",
-    "FlowSpecIPv6",
-    "FlowSpecMPLS",
-    "FlowSpecTCPUDP",
-    "FlowSpecTunnel",
-]
+__all__ += ["CQEx", "DM", "Flow", "WCEx"]
+__all__ += flow.__all__
 
 # buffers, DMA handles, running values (mem/buf.c, mem/dmah.c, device/clock_and_speed.c)
 from ._ibverbs import DMAH, Buf  # noqa: E402,F401
-from ._objects import ValuesEx  # noqa: E402,F401
 
-__all__ += ["Buf", "DMAH", "ValuesEx"]
+__all__ += ["Buf", "DMAH"]
 # Thread and parent domains, counters, completion counters, flow actions
 # (mem/domain.c, counters/, qp/flow_action.c)
 from ._ibverbs import TD, CompCntr, Counters, FlowAction, ParentDomain  # noqa: E402,F401
-from ._objects import CompCntrCaps, FlowActionESPAttr, WCTMInfo  # noqa: E402,F401
-from .flow import FlowSpecActionCount, FlowSpecActionHandle  # noqa: E402,F401
 
-__all__ += [
-    "CompCntr",
-    "CompCntrCaps",
-    "Counters",
-    "FlowAction",
-    "FlowActionESPAttr",
-    "FlowSpecActionCount",
-    "FlowSpecActionHandle",
-    "ParentDomain",
-    "TD",
-    "WCTMInfo",
-]
+__all__ += ["CompCntr", "Counters", "FlowAction", "ParentDomain", "TD"]

@@ -27,6 +27,12 @@ __all__ = [
     "RXHashConf",
     "ECE",
     "OpsWR",
+    "MWBindInfo",
+    "MWBind",
+    "ValuesEx",
+    "WCTMInfo",
+    "CompCntrCaps",
+    "FlowActionESPAttr",
 ]
 
 

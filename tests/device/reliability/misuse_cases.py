@@ -50,16 +50,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 # ibverbs.mlx5 (misuse_mlx5.py): the host group runs on the recording double
 # and the fake libmlx5, chosen before ibverbs loads libibverbs.
-if sys.argv[1:2] == ["host"]:
-    import misuse_mlx5
+import misuse_mlx5  # noqa: E402  (imports no ibverbs)
 
-    MLX5_FAKES_MISSING = misuse_mlx5.use_fakes()
+if sys.argv[1:2] == ["host"]:
+    misuse_mlx5.use_fakes()
 
 import ibverbs as ib  # noqa: E402
-from ibverbs import efa  # noqa: E402
 from misuse_core import (  # noqa: E402
     ALLOWED,
-    SPECS,
     U32,
     U64,
     Cases,
@@ -67,37 +65,18 @@ from misuse_core import (  # noqa: E402
     M,
     P,
     bad_values,
-    declared_name,
+    bind_methods,
     judge,
+    member_cases,
 )
 from misuse_datapath import device_datapath_cases, host_datapath_cases  # noqa: E402
 from misuse_midcall import evil_record, midcall_cases  # noqa: E402
-from misuse_world import CM_ADDR, HANDLE_ATTRS, OtherPD, World  # noqa: E402
+from misuse_efa import efa_fake_cases, efa_function_cases, efa_host_cases  # noqa: E402
+from misuse_world import CM_ADDR, HANDLE_ATTRS, worlds  # noqa: E402
 
 from support import GID_INDEX, PORT  # noqa: E402
 from support.rdma import ALL_ACCESS  # noqa: E402
 
-# Attributes that are plain Python state, readable after close (XRC, RSS:
-# SRQ.srq_type, SRQ.xrcd, SRQ.cq, QP.xrcd, QP.rwq_ind_tbl; memory and imports;
-# a CMID's and a listener's addresses).
-READABLE_AFTER_CLOSE = set(
-    """closed name context pd owner access is_dmabuf channel events_unacked qp_type cap
-    sq_sig_all send_cq recv_cq srq wc_flags polling send_ops_flags srq_type xrcd cq
-    rwq_ind_tbl imported buf dmah CMID.connected CMID.host CMID.port CMID.private_data
-    CMID.qp CMID.source CMListener.host CMListener.port""".split()
-)
-# ... except on these types: a CMID's Context is its own, closed with it.
-CLOSED_WITH_IT = {"CMID.context"}
-# Attributes that are settable (QPEx.wr_id, QPEx.wr_flags; MW.rkey, the
-# C struct field a program assigns).
-WRITABLE = {"QPEx.wr_id", "QPEx.wr_flags", "MW.rkey", "efa.QP.wr_id", "efa.QP.wr_flags"}
-# Methods fine to call after close: close() is idempotent.
-CALLABLE_AFTER_CLOSE = {"close"}
-# Class methods, which need no open instance.
-CALLABLE_ON_CLOSED = {"Context.import_device", "CMID.resolve"}
-# Properties that raise on an open handle too: a CQEx's current entry
-# exists only inside a start_poll() session (ValueError outside one).
-READ_RAISES = {"CQEx.wr_id", "CQEx.status", "efa.CQ.wr_id", "efa.CQ.status"}
 CQEX_FIELDS = """opcode vendor_err byte_len imm_data invalidated_rkey qp_num src_qp wc_flags
     slid sl dlid_path_bits completion_ts completion_wallclock_ns cvlan flow_tag"""
 # Types whose constructor is no public way to make one.
@@ -393,175 +372,27 @@ def declared_functions(device):
     ]
 
 
-# ibverbs.efa (libefa's direct verbs).  In the device group the REAL
-# libefa (Debian 12's: nodes to EFA_1.2) refuses every rxe object
-# (EOPNOTSUPP) or lacks the function (EOPNOTSUPP naming its release): the
-# valid calls may raise; every perturbed one must raise before libefa.
-# The "efa" group runs them with the fake libefa.so.1 (tests/fakes/efa/,
-# named by IBVERBS_LIBEFA), which answers, and whose create_qp_ex and
-# create_cq make rxe objects: efa.QP and efa.CQ on a live device.
-def efa_functions(valid):
-    ctx, pd = (lambda w: w.ctx), (lambda w: w.pd)
-    return [
-        (efa.query_device, D(context=ctx, valid=valid)),
-        (efa.get_max_sq_depth, D(context=ctx, max_send_sge=1, valid=valid)),
-        (efa.get_max_rq_depth, D(context=ctx, max_recv_sge=1, valid=valid)),
-        (efa.query_ah, D(ah=lambda w: w.ah, valid=valid)),
-        (efa.query_mr, D(mr=lambda w: w.mr, valid=valid)),
-        # the fake makes it through libibverbs' ibv_create_comp_cntr,
-        # which rxe refuses (EOPNOTSUPP), as the real libefa does
-        (efa.create_comp_cntr, D(context=ctx, valid="raise" if valid == "raise" else "any")),
-        (
-            efa.create_driver_qp,
-            D(pd=pd, init_attr=lambda w: ib.QPInitAttr(send_cq=w.cq, recv_cq=w.cq), valid=valid),
-        ),
-        (efa.create_qp, D(pd=pd, init_attr=lambda w: ib.QPInitAttrEx(w.cq), valid=valid)),
-        (efa.create_cq, D(context=ctx, init_attr=lambda w: ib.CQInitAttrEx(4), valid=valid)),
-    ]
-
-
-def efa_function_cases(cases, w, worlds, valid):
-    for fn, spec in efa_functions(valid):
-        label = "efa." + fn.__name__.removeprefix("_efa_")
-        cases.method(label, fn, None, spec.bind(fn.__name__), w, worlds)
-    cases.method("efa.libefa_status", efa.libefa_status, None, M(valid="ok"), w)
-
-
-# efa.QP and efa.CQ: their own methods; the inherited ones are QPEx's and
-# CQEx's, exercised on the world's qpx and cqx (the same C code), and here
-# after close.
-EFA_QP = {
-    **QPEX,
-    # outside a batch: EINVAL
-    "wr_set_processing_hints": D(hints=efa.ProcessingHint.BURST_PPS_SENSITIVE),
-    "query_wqs": M(valid="ok"),
-}
-EFA_CQ = {
-    **CQEX,
-    # outside a start_poll() session: ValueError
-    "read_sgid": M(),
-    "is_unsolicited": M(),
-    "query": M(valid="ok"),
-}
-EFA_OWN = {
-    "efa.QP": ("wr_set_processing_hints", "query_wqs"),
-    "efa.CQ": ("read_sgid", "is_unsolicited", "query"),
-}
-
-
-def efa_objects(w):
-    cq = efa.create_cq(
-        w.ctx,
-        ib.CQInitAttrEx(16, wc_flags=ib.CreateCQWCFlags.BYTE_LEN | ib.CreateCQWCFlags.QP_NUM),
-        efa.WCFlags.WITH_SGID,
-    )
-    qp = efa.create_qp(
-        w.pd,
-        ib.QPInitAttrEx(w.cq, send_ops_flags=ib.QPCreateSendOpsFlags.SEND),
-        wr_flags=efa.WRFlags.WITH_PROCESSING_HINTS,
-    )
-    return {"efa.QP": qp, "efa.CQ": cq}
-
-
-def efa_fake_cases(device):
-    """efa's functions against the fake libefa, and efa.QP and efa.CQ
-    (made by it over rxe) with every public member after close."""
-    if not os.environ.get("IBVERBS_LIBEFA"):
-        raise SystemExit("the efa group needs IBVERBS_LIBEFA naming the fake libefa.so.1")
-    w = World(device)
-    worlds = (World(device, close=True), World(device), OtherPD(w))
-    cases = Cases()
-    objs, closed = efa_objects(w), efa_objects(w)
-    for o in closed.values():
-        o.close()
-    covered = {}
-    for tname, methods in (("efa.QP", EFA_QP), ("efa.CQ", EFA_CQ)):
-        obj = objs[tname]
-        bound = {}
-        for n, spec in methods.items():
-            # declared as EfaQP.<name> (the type's __name__ is "QP")
-            qual = f"Efa{type(obj).__name__}.{n}"
-            if qual not in SPECS:
-                qual = declared_name(type(obj), n)
-            bound[n] = spec.bind(qual) if isinstance(spec, D) else spec
-        covered[tname] = member_cases(cases, tname, obj, closed[tname], bound, w)
-        for n in EFA_OWN[tname]:
-            cases.method(tname, obj, n, bound[n], w, worlds)
-    efa_function_cases(cases, w, worlds, "ok")
-    return cases, covered
-
-
 # ---------------------------------------------------------------------------
 # Case generation
 # ---------------------------------------------------------------------------
 
 
-def member_cases(cases, tname, obj, cobj, methods, w):
-    """Every public member of obj's type after close (cobj), and each
-    property read and written; its names, for the harness's check that
-    the table covers them all."""
-    names = [n for n in dir(type(obj)) if not n.startswith("_")]
-    for n in names:
-        member = getattr(type(obj), n)
-        qual = f"{tname}.{n}"
-        if type(member).__name__ in ("getset_descriptor", "member_descriptor", "property"):
-            readable = READABLE_AFTER_CLOSE & {n, qual} and qual not in CLOSED_WITH_IT
-            add = cases.add
-            add(
-                f"{qual} read after close",
-                lambda n=n: getattr(cobj, n),
-                "any" if readable else "closed",
-            )
-            add(
-                f"{qual} read",
-                lambda n=n: getattr(obj, n),
-                "raise" if qual in READ_RAISES else "ok",
-            )
-            add(
-                f"{qual} write",
-                lambda n=n: setattr(obj, n, 1),
-                "any" if qual in WRITABLE else "attr",
-            )
-        elif n in CALLABLE_AFTER_CLOSE:
-            cases.add(f"{qual}() after close", getattr(cobj, n), "ok")
-        elif n not in methods:
-            cases.add(f"{qual}: NOT IN THE MISUSE TABLE", uncovered, "ok")
-        else:
-            expect = "any" if qual in CALLABLE_ON_CLOSED else "closed"
-            cases.add(f"{qual} after close", lambda n=n: methods[n].call(cobj, n, w), expect)
-    return names
-
-
-def uncovered():
-    raise AssertionError("a method the table does not name, or names by hand though declared")
-
-
 def device_cases(device):
-    w = World(device)
-    cw = World(device, close=True)
-    ow = World(device)  # another Context on the same device
-    opd = OtherPD(w)
-    worlds = (cw, ow, opd)
+    w, cw, ow, opd = all_worlds = worlds(device)
+    others = all_worlds[1:]
     cases = Cases()
     covered = {}
     for tname, (attr, methods) in DEVICE_METHODS.items():
         obj = getattr(w, attr)
-        bound = {}
-        for n, spec in methods.items():
-            qual = declared_name(type(obj), n)
-            bound[n] = spec.bind(qual) if isinstance(spec, D) else spec
-            if qual is not None and not isinstance(spec, D):
-                cases.add(
-                    f"{tname}.{n}: DECLARED ({qual}) BUT WRITTEN BY HAND: use D()", uncovered, "ok"
-                )
+        bound = bind_methods(cases, tname, obj, methods, strict=True)
         covered[tname] = member_cases(cases, tname, obj, getattr(cw, attr), bound, w)
         for n, spec in bound.items():
-            cases.method(tname, obj, n, spec, w, worlds)
+            cases.method(tname, obj, n, spec, w, others)
     for n, spec in UD_METHODS.items():
-        cases.method("UD QP", w.ud, n, spec, w, worlds, after=w.drain)
+        cases.method("UD QP", w.ud, n, spec, w, others, after=w.drain)
     for fn, spec in declared_functions(device):
-        cases.method(fn.__name__, fn, None, spec, w, worlds)
-    efa_function_cases(cases, w, worlds, "any")
+        cases.method(fn.__name__, fn, None, spec, w, others)
+    efa_function_cases(cases, w, others, "any")
     direct_cases(cases)
     device_datapath_cases(cases, w, cw, ow, opd)
     record_cases(cases, w, cw, ow, opd)
@@ -569,7 +400,7 @@ def device_cases(device):
     midcall_cases(cases, w, device)
     domain_cases(cases, w)
     cm_cases(cases, w, cw)
-    mlx5_group_cases(cases, (w, cw, ow, opd))
+    misuse_mlx5.group_cases(cases, all_worlds, QPEX, CQEX)
     return cases, covered
 
 
@@ -926,65 +757,8 @@ def host_cases():
     add("Device('nope').open()", lambda: ib.Device("no_such_dev0").open(), "raise")
     add("get_device_list()", lambda: ib.get_device_list(), "ok")
     efa_host_cases(cases)
-    mlx5_group_cases(cases, None)
+    misuse_mlx5.group_cases(cases, None, QPEX, CQEX)
     return cases
-
-
-def efa_host_cases(cases):
-    """ibverbs.efa's Python helpers; its C functions' arguments with no
-    handle to give (None, wrong types) raise before libefa loads."""
-    add, each = cases.add, cases.each
-    add("efa.libefa_status()", efa.libefa_status, "ok")
-    for fn, spec in efa_functions("raise"):
-        label = "efa." + fn.__name__.removeprefix("_efa_")
-        spec = spec.bind(fn.__name__)
-        first = spec.params[0]
-        for lbl, v, expect in bad_values(first):
-            add(f"{label}({first.name}={lbl})", lambda fn=fn, v=v: fn(v), expect)
-        add(f"{label}() without arguments", fn, "raise")
-        add(f"{label}(unknown keyword)", lambda fn=fn: fn(no_such_keyword=1), "raise")
-    gid = ib.Gid()
-    bad = [("None", None), ("23 bytes", b"\0" * 23), ("25 bytes", b"\0" * 25), ("str", "x" * 24)]
-    each("efa.EndpointInfo.from_bytes({})", efa.EndpointInfo.from_bytes, bad)
-    bad = [("qpn=-1", (gid, -1)), ("qpn=2**32", (gid, 2**32)), ("qpn='1'", (gid, "1"))]
-    bad += [
-        ("qkey=True", (gid, 1, True)),
-        ("gid=None", (None, 1)),
-        ("gid=15 bytes", (b"x" * 15, 1)),
-    ]
-    each("efa.EndpointInfo({})", lambda a: efa.EndpointInfo(*a), bad)
-    add("efa.EndpointInfo.qpn = ...", lambda: setattr(efa.EndpointInfo(gid, 1), "qpn", 2), "attr")
-    for name in ("write_wrs", "read_wrs"):
-        fn = getattr(efa, name)
-        bad = [("max_rdma_size=0", (0, 8, 1, 0, 2, 0)), ("length=-1", (0, -1, 1, 0, 2, 8))]
-        bad += [("addr=None", (None, 8, 1, 0, 2, 8)), ("lkey='x'", (0, 8, "x", 0, 2, 8))]
-        each(f"efa.{name}({{}})", lambda a, fn=fn: fn(*a), bad)
-        add(f"efa.{name}(valid)", lambda fn=fn: fn(0, 10, 1, 0, 2, 4), "ok")
-    add("efa.create_ah(None, ...)", lambda: efa.create_ah(None, efa.EndpointInfo(gid, 1)), "raise")
-    add("efa.create_ah(pd, None)", lambda: efa.create_ah(ib.PD, None), "raise")
-
-
-def mlx5_group_cases(cases, worlds):
-    """ibverbs.mlx5 (misuse_mlx5.py): in the host group (worlds None) on
-    the fake libmlx5 with worlds of its own on the double's fake0; in the
-    device group the real libmlx5 on the device worlds' objects."""
-    import misuse_mlx5
-    from ibverbs import mlx5
-
-    if worlds is None:
-        worlds = misuse_mlx5.host_worlds()
-        if worlds is None:
-            print("no mlx5 cases: the fake libmlx5 is not loaded", file=sys.stderr)
-            return
-        fake = True
-    else:
-        if not mlx5.library_status()[0]:
-            print(f"no mlx5 cases: {mlx5.library_status()[1]}", file=sys.stderr)
-            return
-        if worlds[0].ctx.query_device().vendor_id == 0x02C9:
-            return  # an mlx5 device: the fake's expectations do not apply
-        fake = False
-    misuse_mlx5.mlx5_cases(cases, worlds, fake, member_cases, QPEX, CQEX, WRITABLE, READ_RAISES)
 
 
 # ---------------------------------------------------------------------------
@@ -1004,7 +778,7 @@ def main(argv):
     if group == "host":
         cases = host_cases()
     elif group == "efa":
-        cases, covered = efa_fake_cases(device)
+        cases, covered = efa_fake_cases(device, QPEX, CQEX)
     else:
         cases, covered = device_cases(device)
     print(json.dumps({"covered": covered}), flush=True)

@@ -1,8 +1,8 @@
 """The misuse suite's machinery: a method's parameters (declared in C and
 read from ``_ibverbs._specs``, or written here for the hand-parsed data
-path), the bad values each implies, the cases one method yields, and how
-an outcome is judged.  The tables and the hand-written cases are in
-misuse_cases.py."""
+path), the bad values each implies, the cases one method yields, the
+rules for every public member after close, and how an outcome is judged.
+The tables and the hand-written cases are in misuse_cases.py."""
 
 from __future__ import annotations
 
@@ -202,13 +202,91 @@ class D(M):
         )
 
 
-def declared_name(cls, name):
+def declared_name(cls, name, prefix=""):
     """The qualified name under which a method of cls is declared (its own
-    class's or a base's), or None."""
+    class's or a base's), or None; a provider's type declares its own
+    methods under its C type's name (prefix "Efa": EfaQP.<name>)."""
+    if prefix and f"{prefix}{cls.__name__}.{name}" in SPECS:
+        return f"{prefix}{cls.__name__}.{name}"
     for c in cls.__mro__:
         if f"{c.__name__}.{name}" in SPECS:
             return f"{c.__name__}.{name}"
     return None
+
+
+def bind_methods(cases, tname, obj, methods, prefix="", strict=False):
+    """{name: spec}, each D bound to its declaration; strict: a method
+    declared but written by hand (M) is a failing case."""
+    bound = {}
+    for n, spec in methods.items():
+        qual = declared_name(type(obj), n, prefix)
+        bound[n] = spec.bind(qual) if isinstance(spec, D) else spec
+        if strict and qual is not None and not isinstance(spec, D):
+            cases.add(
+                f"{tname}.{n}: DECLARED ({qual}) BUT WRITTEN BY HAND: use D()", uncovered, "ok"
+            )
+    return bound
+
+
+# What no declaration says of a type's members, by member name or
+# "Type.name" (a rule of a type holds for its subclasses: QPEx's for
+# efa.QP and mlx5.QP).
+# Plain Python state, readable after close (XRC, RSS: SRQ.srq_type,
+# SRQ.xrcd, SRQ.cq, QP.xrcd, QP.rwq_ind_tbl; memory and imports; a CMID's
+# and a listener's addresses) ...
+READABLE_AFTER_CLOSE = set(
+    """closed name context pd owner access is_dmabuf channel events_unacked qp_type cap
+    sq_sig_all send_cq recv_cq srq wc_flags polling send_ops_flags srq_type xrcd cq
+    rwq_ind_tbl imported buf dmah CMID.connected CMID.host CMID.port CMID.private_data
+    CMID.qp CMID.source CMListener.host CMListener.port""".split()
+)
+# ... except these: a CMID's Context is its own, closed with it.
+CLOSED_WITH_IT = {"CMID.context"}
+# Settable (QPEx.wr_id, QPEx.wr_flags; MW.rkey, the C struct field a
+# program assigns).
+WRITABLE = {"QPEx.wr_id", "QPEx.wr_flags", "MW.rkey"}
+# Fine to call after close: close() is idempotent.
+CALLABLE_AFTER_CLOSE = {"close"}
+# Class methods, which need no open instance.
+CALLABLE_ON_CLOSED = {"Context.import_device", "CMID.resolve"}
+# Raise on an open handle too: a CQEx's current entry exists only inside
+# a start_poll() session (ValueError outside one).
+READ_RAISES = {"CQEx.wr_id", "CQEx.status"}
+
+
+def member_cases(cases, tname, obj, cobj, methods, w):
+    """Every public member of obj's type after close (cobj), and each
+    property read and written; its names, for the harness's check that
+    the table covers them all."""
+    names = [n for n in dir(type(obj)) if not n.startswith("_")]
+    for n in names:
+        member = getattr(type(obj), n)
+        qual = f"{tname}.{n}"
+        # the member's names the rules may use
+        keys = {n, qual} | {f"{c.__name__}.{n}" for c in type(obj).__mro__}
+        if type(member).__name__ in ("getset_descriptor", "member_descriptor", "property"):
+            readable = READABLE_AFTER_CLOSE & keys and not CLOSED_WITH_IT & keys
+            read = "raise" if READ_RAISES & keys else "ok"
+            write = "any" if WRITABLE & keys else "attr"
+            cases.add(
+                f"{qual} read after close",
+                lambda n=n: getattr(cobj, n),
+                "any" if readable else "closed",
+            )
+            cases.add(f"{qual} read", lambda n=n: getattr(obj, n), read)
+            cases.add(f"{qual} write", lambda n=n: setattr(obj, n, 1), write)
+        elif n in CALLABLE_AFTER_CLOSE:
+            cases.add(f"{qual}() after close", getattr(cobj, n), "ok")
+        elif n not in methods:
+            cases.add(f"{qual}: NOT IN THE MISUSE TABLE", uncovered, "ok")
+        else:
+            expect = "any" if CALLABLE_ON_CLOSED & keys else "closed"
+            cases.add(f"{qual} after close", lambda n=n: methods[n].call(cobj, n, w), expect)
+    return names
+
+
+def uncovered():
+    raise AssertionError("a method the table does not name, or names by hand though declared")
 
 
 class Cases(list):

@@ -150,15 +150,6 @@ def function_specs(fake):
     }
 
 
-def _qual(obj, n):
-    """The declared name of obj's method n: mlx5.QP's own are declared
-    under the C type's name (Mlx5QP), the inherited ones under QPEx/QP."""
-    from misuse_core import SPECS, declared_name
-
-    own = f"Mlx5{type(obj).__name__}.{n}"
-    return own if own in SPECS else declared_name(type(obj), n)
-
-
 class InBatch:
     """The DCI with one send WR open: each call of a DC address setter
     runs after wr_start() and wr_send(), and wr_abort() follows it."""
@@ -196,24 +187,16 @@ def qp_methods():
     }
 
 
-def mlx5_cases(cases, worlds, fake, member_cases, qpex, cqex, writable, read_raises):
+def mlx5_cases(cases, worlds, fake, qpex, cqex):
     """Add the cases to ``cases``; worlds: (w, closed, other Context,
     other PD).  On the fake, mlx5.QP and mlx5.CQ too: every member after
-    close (member_cases of misuse_cases.py, with the QPEx and CQEx
-    tables; writable and read_raises: its sets, to which the mlx5
-    names are added), the own methods of mlx5.QP perturbed.  Returns the covered
-    names ({type: names}) for the harness."""
+    close (with the QPEx and CQEx tables, qpex and cqex), the own methods
+    of mlx5.QP perturbed.  Returns the covered names ({type: names}) for
+    the harness."""
     from ibverbs import mlx5
-    from misuse_core import D
+    from misuse_core import bind_methods, member_cases
 
     w, cw, ow, opd = worlds
-    # What misuse_cases.py says of QPEx/CQEx members holds for their mlx5
-    # subclasses.
-    for names in (writable, read_raises):
-        for q in list(names):
-            t, _, n = q.partition(".")
-            if t in ("QPEx", "CQEx"):
-                names.add(f"mlx5.{t[:2]}.{n}")
     for fn, spec in function_specs(fake).items():
         label = f"mlx5.{fn.__name__.removeprefix('_mlx5_')}"
         cases.method(label, fn, None, spec.bind(fn.__name__), w, (cw, ow, opd))
@@ -226,9 +209,8 @@ def mlx5_cases(cases, worlds, fake, member_cases, qpex, cqex, writable, read_rai
         ("mlx5.CQ", "m_cq", cqex),
     ):
         obj = getattr(w, attr)
-        bound = {}
-        for n, spec in table.items():
-            bound[n] = spec.bind(_qual(obj, n)) if isinstance(spec, D) else spec
+        # mlx5.QP's own methods are declared under the C type's name (Mlx5QP)
+        bound = bind_methods(cases, tname, obj, table, prefix="Mlx5")
         covered[tname] = member_cases(cases, tname, obj, getattr(cw, attr), bound, w)
         # The inherited methods on an RC mlx5.QP, whose expectations are
         # the table's (a DCI is addressed per WR, as UD is).
@@ -236,10 +218,10 @@ def mlx5_cases(cases, worlds, fake, member_cases, qpex, cqex, writable, read_rai
         for n, spec in bound.items():
             if n not in own:
                 cases.method(tname, target, n, spec, w, (cw, ow, opd))
+        if tname == "mlx5.QP":
+            own = {n: bound[n] for n in own}
     dci = w.m_dci
-    for n in own:
-        spec = own[n]
-        spec = spec.bind(_qual(dci, n)) if isinstance(spec, D) else spec
+    for n, spec in own.items():
         target = InBatch(dci) if n.startswith("wr_set_dc_addr") else dci
         first = len(cases)
         cases.method("mlx5.QP", target, n, spec, w, (cw, ow, opd))
@@ -265,3 +247,26 @@ def mlx5_cases(cases, worlds, fake, member_cases, qpex, cqex, writable, read_rai
         "raise",
     )
     return covered
+
+
+def group_cases(cases, worlds, qpex, cqex):
+    """The mlx5 cases of a group: in the host group (worlds None) on the
+    fake libmlx5 with worlds of its own on the double's fake0; in the
+    device group the real libmlx5 on the device worlds' objects.  qpex,
+    cqex: misuse_cases.py's QPEx and CQEx tables."""
+    from ibverbs import mlx5
+
+    if worlds is None:
+        worlds = host_worlds()
+        if worlds is None:
+            print("no mlx5 cases: the fake libmlx5 is not loaded", file=sys.stderr)
+            return
+        fake = True
+    else:
+        if not mlx5.library_status()[0]:
+            print(f"no mlx5 cases: {mlx5.library_status()[1]}", file=sys.stderr)
+            return
+        if worlds[0].ctx.query_device().vendor_id == 0x02C9:
+            return  # an mlx5 device: the fake's expectations do not apply
+        fake = False
+    mlx5_cases(cases, worlds, fake, qpex, cqex)

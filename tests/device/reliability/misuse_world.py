@@ -125,3 +125,10 @@ class OtherPD:
         self.srq = self.pd.create_srq(max_wr=8)
         self.ah = self.pd.create_ah(w.ah_attr)
         self.ctx, self.cq, self.ch, self.qp = w.ctx, w.cq, w.ch, w.qp
+
+
+def worlds(device):
+    """(world, the same closed, one on another Context, another PD of the
+    world's Context): what a method's cases perturb its arguments with."""
+    w = World(device)
+    return w, World(device, close=True), World(device), OtherPD(w)
