@@ -29,10 +29,10 @@ import importlib.util
 import inspect
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import load_path
 
 ROOT = Path(__file__).resolve().parents[2]
 EXT = ROOT / "docs" / "_ext" / "ibverbs_providers.py"
@@ -56,17 +56,9 @@ TABLES = {
 }
 
 
-def _load_ext():
-    spec = importlib.util.spec_from_file_location("ibverbs_providers", EXT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def ext():
-    return _load_ext()
+    return load_path("ibverbs_providers", EXT, register=True)
 
 
 @pytest.fixture(params=sorted(TABLES))

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import load_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = ROOT / "setup.py"
@@ -37,12 +38,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _setup_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_ibverbs_setup", SETUP)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_path("_ibverbs_setup", SETUP)
 
 
 def _headers(suite):

@@ -27,13 +27,12 @@ no docs/: skipped there, with the reason).  No device needed.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from support import load_path
 
 import ibverbs
 
@@ -49,17 +48,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _load_ext():
-    spec = importlib.util.spec_from_file_location("ibverbs_verbs", EXT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def ext():
-    return _load_ext()
+    return load_path("ibverbs_verbs", EXT, register=True)
 
 
 @pytest.fixture(scope="module")
