@@ -40,7 +40,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import warnings
 from pathlib import Path
 
 import pytest
@@ -302,25 +301,14 @@ def fake_libcuda(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def real_torch():
-    """torch with CUDA on a machine whose NVIDIA driver loads."""
+def real_torch(request):
+    """torch with CUDA (conftest's torch fixture) on a machine whose NVIDIA
+    driver loads."""
     try:
         ctypes.CDLL("libcuda.so.1")
     except OSError as e:
         pytest.skip(f"no CUDA driver (libcuda.so.1 cannot be loaded: {e})")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # import-time warnings are not ours
-        try:
-            import torch
-        except ImportError as e:
-            pytest.skip(f"no torch ({e}): the real-driver checks use its CUDA memory")
-    if not torch.backends.cuda.is_built():
-        pytest.skip(f"torch {torch.__version__} is built without CUDA")
-    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
-        pytest.skip(
-            "a CUDA driver loads, but torch sees no GPU (torch.cuda.is_available() is False)"
-        )
-    return torch
+    return request.getfixturevalue("torch")
 
 
 @pytest.fixture(params=["fake", "real"])
