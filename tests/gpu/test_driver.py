@@ -36,14 +36,13 @@ import ctypes
 import errno
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 from support.fakes import load_fake_module
+from support.process import run_python
 
 import ibverbs as ib
 import ibverbs._cuda_driver as _cuda_driver
@@ -618,14 +617,7 @@ def test_plain_caching_allocator_gives_the_documented_error(real_torch, findings
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(Path(ib.__file__).parents[1]), env.get("PYTHONPATH")])
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", PLAIN_ALLOCATOR_SCRIPT],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=240,
-    )
+    proc = run_python(PLAIN_ALLOCATOR_SCRIPT, env, timeout=240)
     # A signal (negative returncode) is the crash this test exists to catch.
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{proc.stdout[-3000:]}"
     line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")][-1]

@@ -11,13 +11,12 @@ import gc
 import os
 import pickle
 import re
-import subprocess
-import sys
 import weakref
 from pathlib import Path
 
 import pytest
 from support.fakes import FakePD, load_fake_module
+from support.process import run_python
 
 import ibverbs as ib
 import ibverbs._cuda_driver as _cuda_driver
@@ -478,13 +477,7 @@ def test_import_does_not_load_libcuda_or_torch(fake_path):
         "assert 'libcuda' in open('/proc/self/maps').read()\n"
     )
     env = dict(os.environ, IBVERBS_LIBCUDA=fake_path)
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = run_python(code, env)
     assert proc.returncode == 0, proc.stdout
 
 

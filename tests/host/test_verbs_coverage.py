@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 from support import load_path
+from support.coverage import name_problems
 
 import ibverbs
 
@@ -142,20 +143,10 @@ def test_every_public_verb_once(table):
 
 
 def test_names_exist_and_name_the_verb(table):
-    bad = []
-    for v in table:
-        if v.where == "none":
-            assert not v.names, f"{v.verb}: unreached but names {v.names}"
-            continue
-        assert v.names, f"{v.verb}: reached ({v.where}) but no Python name"
-        for name, inside in zip(v.names, v.inside):
-            try:
-                docs = _docs_of(name)
-            except AttributeError:
-                bad.append(f"{v.verb}: ibverbs.{name} does not exist")
-                continue
-            if not inside and v.symbol not in docs and v.symbol.lstrip("_") not in docs:
-                bad.append(f"{v.verb}: the docstring of {name} does not name {v.symbol}")
+    def names_it(v, docs):
+        return v.symbol in docs or v.symbol.lstrip("_") in docs
+
+    bad = name_problems(table, lambda v: v.verb, "ibverbs", _docs_of, names_it)
     assert not bad, "\n".join(bad)
 
 

@@ -89,3 +89,17 @@ def load_path(name: str, path, *, register: bool = False):
         sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+class PassCount:
+    """How many tests marked MARKER passed this session: the conftests'
+    check that a rig run did not skip everything."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+        self.passed = 0
+
+    def add(self, report) -> None:
+        """pytest_runtest_logreport's report, counted if it is a passed call."""
+        if report.when == "call" and report.passed and self.marker in report.keywords:
+            self.passed += 1
