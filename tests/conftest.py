@@ -26,7 +26,7 @@ import os
 
 import pytest
 
-from support import device_name, shards, timeouts
+from support import PassCount, device_name, shards, timeouts
 
 pytest_plugins = ["support.fixtures"]
 
@@ -115,13 +115,11 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(line)
 
 
-_integration_passed = 0
+_integration = PassCount("integration")
 
 
 def pytest_runtest_logreport(report):
-    global _integration_passed
-    if report.when == "call" and report.passed and "integration" in report.keywords:
-        _integration_passed += 1
+    _integration.add(report)
     if _timings is not None:
         _timings.add(report)
 
@@ -129,7 +127,7 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session, exitstatus):
     if STORE_DURATIONS and _timings is not None:
         _timings.write(STORE_DURATIONS)
-    if REQUIRE and _integration_passed == 0 and exitstatus == 0:
+    if REQUIRE and _integration.passed == 0 and exitstatus == 0:
         print("\nIBVERBS_REQUIRE_INTEGRATION: no integration test passed")
         session.exitstatus = 1
 

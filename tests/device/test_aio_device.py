@@ -281,13 +281,12 @@ def test_async_events_of_a_link_flap(ctx, port, gid_index):
 def test_aio_example_runs(capsys):
     """examples/aio_sendrecv.py, the README's asyncio program (its main(),
     in this process: a new interpreter costs many seconds in the guest)."""
-    import importlib.util
     from pathlib import Path
 
+    from support import load_path
+
     path = Path(__file__).resolve().parents[2] / "examples" / "aio_sendrecv.py"
-    spec = importlib.util.spec_from_file_location("aio_sendrecv", path)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = load_path("aio_sendrecv", path)
     asyncio.run(example.main(300))
     assert "300 messages sent and received in order" in capsys.readouterr().out
     assert aio._debug_watches() == []

@@ -10,11 +10,10 @@ REM_ACCESS_ERR (run it there: RXE_VM_KERNEL_PACKAGE=linux-image-6.12-amd64).
 
 import os
 
-import numpy as np
 import pytest
 
 import ibverbs as ib
-from support.rdma import make_rc_pair, mkbuf, poll_until
+from support.rdma import atomic_write_8
 
 pytestmark = [
     pytest.mark.integration,
@@ -29,21 +28,7 @@ NOT_RUN = {ib.WCStatus.LOC_QP_OP_ERR, ib.WCStatus.REM_ACCESS_ERR}
 
 
 def test_atomic_write(ctx, pd):
-    qa, ca, qb, cb = make_rc_pair(ctx, pd)
-    src, mr_a = mkbuf(pd, 64, fill=0x11)
-    dst, mr_b = mkbuf(pd, 64, fill=0x22)
-    src[:8] = np.arange(1, 9, dtype=np.uint8)
-    wr = ib.SendWR(
-        wr_id=21,
-        sg_list=[mr_a.sge(8)],
-        opcode=ib.WROpcode.ATOMIC_WRITE,
-        remote_addr=mr_b.addr + 8,
-        rkey=mr_b.rkey,
-        send_flags=ib.SendFlags.SIGNALED,
-    )
-    assert wr.opcode is ib.WROpcode.ATOMIC_WRITE
-    qa.post_send(wr)
-    (wc,) = poll_until(ca)
+    wc, src, dst = atomic_write_8(ctx, pd)
     assert wc.wr_id == 21
     if wc.status != ib.WCStatus.SUCCESS:
         assert wc.status in NOT_RUN, wc

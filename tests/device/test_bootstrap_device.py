@@ -4,12 +4,11 @@ into each other's memory, and run examples/allreduce_ring.py as torchrun
 would start it.  Every torch-using guest test is in this one file: torch
 takes about 30 s to import in the emulated guest."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from support import free_port
+from support import free_port, load_path
 from support.rankrun import check_mesh, mesh_write_rank, run_ranks, torchrun_env
 from support.timeouts import scaled
 
@@ -54,12 +53,7 @@ def test_mesh_of_four_ranks_writes_into_every_peer(dist, np, device_name, port):
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location(
-        "allreduce_ring", ROOT / "examples" / "allreduce_ring.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_path("allreduce_ring", ROOT / "examples" / "allreduce_ring.py")
 
 
 @pytest.mark.parametrize("args", [["--count", "10007"], ["--count", "4096", "--integers"]])

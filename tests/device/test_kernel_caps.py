@@ -16,7 +16,7 @@ import pytest
 
 import ibverbs as ib
 from support import TESTS, kernels, timeouts
-from support.rdma import ALL_ACCESS, make_rc_pair, mkbuf, poll_until
+from support.rdma import ALL_ACCESS, atomic_write_8, make_rc_pair, mkbuf, poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -184,21 +184,7 @@ def test_advise_mr_prefetch(ctx, pd):
     reason="the rdma-core headers of this build have no IBV_WR_ATOMIC_WRITE (rdma-core < 42)",
 )
 def test_atomic_write(ctx, pd):
-    qa, ca, qb, cb = make_rc_pair(ctx, pd)
-    src, mr_a = mkbuf(pd, 64, fill=0x11)
-    dst, mr_b = mkbuf(pd, 64, fill=0x22)
-    src[:8] = np.arange(1, 9, dtype=np.uint8)
-    qa.post_send(
-        ib.SendWR(
-            wr_id=21,
-            sg_list=[mr_a.sge(8)],
-            opcode=ib.WROpcode.ATOMIC_WRITE,
-            remote_addr=mr_b.addr + 8,
-            rkey=mr_b.rkey,
-            send_flags=ib.SendFlags.SIGNALED,
-        )
-    )
-    (wc,) = poll_until(ca)
+    wc, src, dst = atomic_write_8(ctx, pd)
     if wc.is_success:
         assert list(dst[8:16]) == list(range(1, 9))
         answer = "runs"

@@ -19,7 +19,6 @@ import pytest
 import ibverbs as ib
 from ibverbs import mlx5
 
-from support.process import rdma_counts
 from support.rdma import refused
 
 pytestmark = pytest.mark.integration
@@ -28,25 +27,17 @@ MLX5_VENDOR_ID = 0x02C9
 
 
 @pytest.fixture
-def objects(device_name):
-    """A Context, a PD, a CQ and an RC QP of the (non-mlx5) device; after
-    the test each closes at once (nothing was left under them) and the
-    device's resource counts are as before."""
+def objects(request, device_name):
+    """support.fixtures' counted_objects (a Context, a PD, a CQ and an RC
+    QP, checked to close at once and leave the device's counts as they
+    were) of a device that is not an mlx5."""
     ok, why = mlx5.library_status()
     if not ok:
         pytest.skip(f"libmlx5.so.1 cannot be loaded: {why}")
-    before = rdma_counts(device_name)
-    ctx = ib.Context(device_name)
-    if ctx.query_device().vendor_id == MLX5_VENDOR_ID:
-        ctx.close()
-        pytest.skip("an mlx5 device: these are the refusals of other providers")
-    pd = ctx.alloc_pd()
-    cq = ctx.create_cq(16)
-    qp = pd.create_qp(ib.QPInitAttr(send_cq=cq, recv_cq=cq))
-    yield ctx, pd, cq, qp
-    for o in (qp, cq, pd, ctx):
-        o.close()
-    assert rdma_counts(device_name) == before
+    with ib.Context(device_name) as ctx:
+        if ctx.query_device().vendor_id == MLX5_VENDOR_ID:
+            pytest.skip("an mlx5 device: these are the refusals of other providers")
+    return request.getfixturevalue("counted_objects")
 
 
 def test_is_not_mlx5(objects, device_name):

@@ -18,26 +18,17 @@ from support.timeouts import scaled
 pytestmark = pytest.mark.integration
 
 
+def perf_args(device_name, test, *args):
+    """The command line of one loopback test on the device (a fresh port,
+    a 60 s timeout), then args."""
+    where = ["-d", device_name, "-i", str(PORT), "-x", str(GID_INDEX), "--loopback"]
+    return [test, *where, "-p", str(free_port()), "--timeout", "60", *args]
+
+
 def perf(device_name, test, *args):
     """ibverbs.perf.run in this process: the server is a forked child, so
     no interpreter starts (seconds each in the emulated guest)."""
-    return run(
-        [
-            test,
-            "-d",
-            device_name,
-            "-i",
-            str(PORT),
-            "-x",
-            str(GID_INDEX),
-            "--loopback",
-            "-p",
-            str(free_port()),
-            "--timeout",
-            "60",
-            *args,
-        ]
-    )
+    return run(perf_args(device_name, test, *args))
 
 
 def check_bw(r, test, size, msgs):
@@ -50,33 +41,8 @@ def check_bw(r, test, size, msgs):
 
 def test_cli_json(device_name):
     """The command line itself: one JSON object per size, one per line."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "ibverbs",
-        "perf",
-        "write_bw",
-        "-d",
-        device_name,
-        "-i",
-        str(PORT),
-        "-x",
-        str(GID_INDEX),
-        "--loopback",
-        "--json",
-        "-p",
-        str(free_port()),
-        "--timeout",
-        "60",
-        "-s",
-        "8,4K",
-        "-n",
-        "64",
-        "-l",
-        "4",
-        "-t",
-        "16",
-    ]
+    args = perf_args(device_name, "write_bw", "--json", "-s", "8,4K", "-n", "64", "-l", "4")
+    cmd = [sys.executable, "-m", "ibverbs", "perf", *args, "-t", "16"]
     p = subprocess.run(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=scaled(120)
     )

@@ -52,3 +52,18 @@ def compile_shared(source, out, *, defines=None, libs=(), cflags=()) -> str:
     if proc.returncode != 0 or proc.stdout.strip():
         raise BuildError(f"{' '.join(cmd)} failed or warned:\n{proc.stdout[-4000:]}")
     return str(out)
+
+
+def unit_sources(source_dir) -> list[Path]:
+    """The C files of a many-file fake: core.c first, then the others by name."""
+    files = sorted(Path(source_dir).glob("*.c"))
+    return sorted(files, key=lambda p: (p.name != "core.c", p.name))
+
+
+def compile_unit(source_dir, unit, out, **kw) -> str:
+    """compile_shared of one unit that includes every file of
+    ``unit_sources(source_dir)``, written to ``unit`` (a .c path)."""
+    unit = Path(unit)
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    unit.write_text("".join(f'#include "{p}"\n' for p in unit_sources(source_dir)))
+    return compile_shared(unit, out, **kw)

@@ -105,6 +105,14 @@ static uint64_t page_size(void)
 			return CUDA_ERROR_NOT_INITIALIZED; \
 	} while (0)
 
+/* ENTER(), then CUDA_ERROR_INVALID_DEVICE unless d is a device ordinal. */
+#define ENTER_DEVICE(d)                                   \
+	do {                                              \
+		ENTER();                                  \
+		if ((d) < 0 || (d) >= NDEV)               \
+			return CUDA_ERROR_INVALID_DEVICE; \
+	} while (0)
+
 static struct alloc *find_alloc(uint64_t p)
 {
 	for (int i = 0; i < MAX_ALLOCS; i++)
@@ -113,6 +121,15 @@ static struct alloc *find_alloc(uint64_t p)
 			return &allocs[i];
 	return NULL;
 }
+
+/* ENTER(), then a = the allocation holding p, or CUDA_ERROR_INVALID_VALUE. */
+#define ENTER_ALLOC(a, p)                                \
+	do {                                             \
+		ENTER();                                 \
+		(a) = find_alloc(p);                     \
+		if ((a) == NULL)                         \
+			return CUDA_ERROR_INVALID_VALUE; \
+	} while (0)
 
 static CUcontext current(void)
 {
@@ -139,30 +156,28 @@ static const struct {
 	{ 999, "CUDA_ERROR_UNKNOWN", "unknown error" },
 };
 
-EXPORT CUresult cuGetErrorName(CUresult error, const char **pstr)
+/* The errors[] row of ERROR (its name, or with TEXT its text) into *pstr. */
+static CUresult error_lookup(CUresult error, const char **pstr, int text)
 {
 	if (mode == MODE_STUB)
 		return CUDA_ERROR_STUB_LIBRARY;
 	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
 		if (errors[i].code == error) {
-			*pstr = errors[i].name;
+			*pstr = text ? errors[i].text : errors[i].name;
 			return CUDA_SUCCESS;
 		}
 	*pstr = NULL;
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
+EXPORT CUresult cuGetErrorName(CUresult error, const char **pstr)
+{
+	return error_lookup(error, pstr, 0);
+}
+
 EXPORT CUresult cuGetErrorString(CUresult error, const char **pstr)
 {
-	if (mode == MODE_STUB)
-		return CUDA_ERROR_STUB_LIBRARY;
-	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
-		if (errors[i].code == error) {
-			*pstr = errors[i].text;
-			return CUDA_SUCCESS;
-		}
-	*pstr = NULL;
-	return CUDA_ERROR_INVALID_VALUE;
+	return error_lookup(error, pstr, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -194,33 +209,29 @@ EXPORT CUresult cuDriverGetVersion(int *version)
 
 EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal)
 {
-	ENTER();
-	if (ordinal < 0 || ordinal >= NDEV)
-		return CUDA_ERROR_INVALID_DEVICE;
+	ENTER_DEVICE(ordinal);
 	*dev = ordinal;
 	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev)
 {
-	ENTER();
-	if (dev < 0 || dev >= NDEV)
-		return CUDA_ERROR_INVALID_DEVICE;
+	ENTER_DEVICE(dev);
 	switch (attrib) {
 	case 116: /* GPU_DIRECT_RDMA_SUPPORTED */
-		*pi = 1;
-		return CUDA_SUCCESS;
-	case 117: /* GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS */
-		*pi = flush_options[dev];
-		return CUDA_SUCCESS;
-	case 118: /* GPU_DIRECT_RDMA_WRITES_ORDERING */
-		*pi = ordering[dev];
-		return CUDA_SUCCESS;
 	case 124: /* DMA_BUF_SUPPORTED */
 		*pi = 1;
-		return CUDA_SUCCESS;
+		break;
+	case 117: /* GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS */
+		*pi = flush_options[dev];
+		break;
+	case 118: /* GPU_DIRECT_RDMA_WRITES_ORDERING */
+		*pi = ordering[dev];
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
 	}
-	return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
@@ -241,9 +252,7 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
 
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-	ENTER();
-	if (dev < 0 || dev >= NDEV)
-		return CUDA_ERROR_INVALID_DEVICE;
+	ENTER_DEVICE(dev);
 	primary_refs[dev]++;
 	*pctx = &primary[dev];
 	return CUDA_SUCCESS;
@@ -251,9 +260,7 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-	ENTER();
-	if (dev < 0 || dev >= NDEV)
-		return CUDA_ERROR_INVALID_DEVICE;
+	ENTER_DEVICE(dev);
 	if (primary_refs[dev] <= 0)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	primary_refs[dev]--;
@@ -284,28 +291,29 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 /* Memory                                                              */
 /* ------------------------------------------------------------------ */
 
+/* One attribute's value (n bytes, the attribute's type) into data. */
+static CUresult put(void *data, const void *value, size_t n)
+{
+	memcpy(data, value, n);
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuPointerGetAttribute(void *data, int attribute,
 				      CUdeviceptr ptr)
 {
 	struct alloc *a;
 
-	ENTER();
-	a = find_alloc(ptr);
-	if (a == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
+	ENTER_ALLOC(a, ptr);
 	switch (attribute) {
 	case 2: /* MEMORY_TYPE */
-		*(unsigned int *)data = a->memtype;
-		return CUDA_SUCCESS;
+		return put(data, &a->memtype, sizeof(unsigned int));
 	case 9: /* DEVICE_ORDINAL */
-		*(int *)data = a->device;
-		return CUDA_SUCCESS;
+		return put(data, &a->device, sizeof(int));
 	case 11: /* RANGE_START_ADDR */
-		*(CUdeviceptr *)data = a->base;
-		return CUDA_SUCCESS;
+		return put(data, &(CUdeviceptr){ a->base },
+			   sizeof(CUdeviceptr));
 	case 12: /* RANGE_SIZE */
-		*(size_t *)data = a->size;
-		return CUDA_SUCCESS;
+		return put(data, &(size_t){ a->size }, sizeof(size_t));
 	}
 	return CUDA_ERROR_INVALID_VALUE;
 }
@@ -315,10 +323,7 @@ EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize,
 {
 	struct alloc *a;
 
-	ENTER();
-	a = find_alloc(ptr);
-	if (a == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
+	ENTER_ALLOC(a, ptr);
 	if (pbase)
 		*pbase = a->base;
 	if (psize)

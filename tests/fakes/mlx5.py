@@ -23,7 +23,6 @@ not evidence that anything works on an mlx5 device.
 
 from __future__ import annotations
 
-import glob
 import os
 import subprocess
 import sys
@@ -34,25 +33,18 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import recording  # noqa: E402
-from cshared import compile_shared  # noqa: E402
+from cshared import compile_unit  # noqa: E402
 
 SOURCE_DIR = HERE / "mlx5"
 LIB_NAME = "libmlx5.so.1"
 
 
-def sources() -> list[Path]:
-    files = sorted(Path(p) for p in glob.glob(str(SOURCE_DIR / "*.c")))
-    return sorted(files, key=lambda p: (p.name != "core.c", p.name))
-
-
 def build(outdir) -> str:
     """Compile the fake into outdir/libmlx5.so.1 and return its path."""
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    unit = outdir / "mlx5_unit.c"
-    unit.write_text("".join(f'#include "{p}"\n' for p in sources()))
-    return compile_shared(
-        unit,
+    return compile_unit(
+        SOURCE_DIR,
+        outdir / "mlx5_unit.c",
         outdir / LIB_NAME,
         cflags=[f"-I{SOURCE_DIR}", *recording.include_flags()],
         libs=[

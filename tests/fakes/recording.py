@@ -36,7 +36,6 @@ of :class:`Record` (``verb``, ``fields``).
 from __future__ import annotations
 
 import ctypes
-import glob
 import inspect
 import json
 import os
@@ -51,19 +50,13 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from cshared import BuildError, compile_shared, compiler  # noqa: E402,F401
+from cshared import BuildError, compile_shared, compile_unit, compiler  # noqa: E402,F401
 
 SOURCE_DIR = HERE / "recording"
 LIB_NAME = "libibverbs-recording.so"
 
 
 # ------------------------------------------------------------------ build ---
-
-
-def sources() -> list[Path]:
-    """The double's C files: core.c first, then the families by name."""
-    files = sorted(Path(p) for p in glob.glob(str(SOURCE_DIR / "*.c")))
-    return sorted(files, key=lambda p: (p.name != "core.c", p.name))
 
 
 def include_flags() -> list[str]:
@@ -80,11 +73,9 @@ def build(outdir) -> str:
     includes every file of tests/fakes/recording) and return its path.
     BuildError without a compiler, or when it fails or warns."""
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    unit = outdir / "recording_unit.c"
-    unit.write_text("".join(f'#include "{p}"\n' for p in sources()))
-    return compile_shared(
-        unit,
+    return compile_unit(
+        SOURCE_DIR,
+        outdir / "recording_unit.c",
         outdir / LIB_NAME,
         cflags=[f"-I{SOURCE_DIR}", *include_flags()],
         libs=["-lpthread"],

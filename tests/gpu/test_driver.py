@@ -36,15 +36,13 @@ import ctypes
 import errno
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import threading
-import warnings
 from pathlib import Path
 
 import pytest
 from support.fakes import load_fake_module
+from support.process import run_python
 
 import ibverbs as ib
 import ibverbs._cuda_driver as _cuda_driver
@@ -302,25 +300,14 @@ def fake_libcuda(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def real_torch():
-    """torch with CUDA on a machine whose NVIDIA driver loads."""
+def real_torch(request):
+    """torch with CUDA (conftest's torch fixture) on a machine whose NVIDIA
+    driver loads."""
     try:
         ctypes.CDLL("libcuda.so.1")
     except OSError as e:
         pytest.skip(f"no CUDA driver (libcuda.so.1 cannot be loaded: {e})")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # import-time warnings are not ours
-        try:
-            import torch
-        except ImportError as e:
-            pytest.skip(f"no torch ({e}): the real-driver checks use its CUDA memory")
-    if not torch.backends.cuda.is_built():
-        pytest.skip(f"torch {torch.__version__} is built without CUDA")
-    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
-        pytest.skip(
-            "a CUDA driver loads, but torch sees no GPU (torch.cuda.is_available() is False)"
-        )
-    return torch
+    return request.getfixturevalue("torch")
 
 
 @pytest.fixture(params=["fake", "real"])
@@ -630,14 +617,7 @@ def test_plain_caching_allocator_gives_the_documented_error(real_torch, findings
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(Path(ib.__file__).parents[1]), env.get("PYTHONPATH")])
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", PLAIN_ALLOCATOR_SCRIPT],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=240,
-    )
+    proc = run_python(PLAIN_ALLOCATOR_SCRIPT, env, timeout=240)
     # A signal (negative returncode) is the crash this test exists to catch.
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{proc.stdout[-3000:]}"
     line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")][-1]

@@ -146,6 +146,14 @@ def _tensors(torch, n=1 << 16, offset=0):
     return src, dst
 
 
+def _completed_as_copy(torch, cq, src, dst):
+    """CQ's completions succeed and dst (flushed) then equals src."""
+    for wc in rig.poll_until(cq):
+        wc.raise_for_status()
+    _flush_into(torch, dst)
+    assert torch.equal(src, dst)
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("offset", [0, 3], ids=["aligned", "unaligned"])
 def test_rdma_write_gpu_to_gpu(torch, gpudirect, pair, offset):
@@ -157,10 +165,7 @@ def test_rdma_write_gpu_to_gpu(torch, gpudirect, pair, offset):
     ):
         assert smr.addr == src.data_ptr() and dmr.addr == dst.data_ptr()
         qa.post_send(rig.send_wr([smr.sge()], wr_id=1, opcode=ib.WROpcode.RDMA_WRITE, dest=dmr))
-        for wc in rig.poll_until(ca):
-            wc.raise_for_status()
-        _flush_into(torch, dst)
-        assert torch.equal(src, dst)
+        _completed_as_copy(torch, ca, src, dst)
 
 
 @pytest.mark.integration
@@ -173,10 +178,7 @@ def test_rdma_read_gpu_to_gpu(torch, gpudirect, pair):
     ):
         # qa reads the peer's src into its dst
         qa.post_send(rig.send_wr([dmr.sge()], wr_id=2, opcode=ib.WROpcode.RDMA_READ, dest=smr))
-        for wc in rig.poll_until(ca):
-            wc.raise_for_status()
-        _flush_into(torch, dst)
-        assert torch.equal(src, dst)
+        _completed_as_copy(torch, ca, src, dst)
 
 
 @pytest.mark.integration

@@ -43,6 +43,22 @@ def run(recording, src):
     return res
 
 
+def refused_in_world(recording, call, exc, words):
+    """CALL (source text, in world()'s names) raises EXC, WORDS in its message."""
+    res = run(
+        recording,
+        f"""
+def body(fake):
+    from ibverbs import SendBatch, RecvBatch
+    buf, ctx, pd, cq, mr, qp = world()
+    {call}
+""",
+    )
+    assert res.error is not None and res.error["type"] == exc.__name__, res.error
+    assert words in res.error["message"]
+    return res
+
+
 def wrs(rec):
     return [rec.prefixed(f"wr[{i}].") for i in range(rec["count"])]
 
@@ -216,17 +232,7 @@ BAD = [
 
 @pytest.mark.parametrize("call,exc,words", BAD, ids=[b[2] for b in BAD])
 def test_bad_columns_are_refused_naming_the_row(recording, call, exc, words):
-    res = run(
-        recording,
-        f"""
-def body(fake):
-    from ibverbs import SendBatch, RecvBatch
-    buf, ctx, pd, cq, mr, qp = world()
-    {call}
-""",
-    )
-    assert res.error is not None and res.error["type"] == exc.__name__, res.error
-    assert words in res.error["message"]
+    res = refused_in_world(recording, call, exc, words)
     assert not res.calls("post_send")
 
 
@@ -394,16 +400,7 @@ POLL_INTO_BAD = [
 
 @pytest.mark.parametrize("call,exc,words", POLL_INTO_BAD, ids=[b[2] for b in POLL_INTO_BAD])
 def test_poll_into_refuses_bad_arrays(recording, call, exc, words):
-    res = run(
-        recording,
-        f"""
-def body(fake):
-    buf, ctx, pd, cq, mr, qp = world()
-    {call}
-""",
-    )
-    assert res.error is not None and res.error["type"] == exc.__name__, res.error
-    assert words in res.error["message"]
+    refused_in_world(recording, call, exc, words)
 
 
 def test_poll_into_releases_the_arrays_on_close(recording):

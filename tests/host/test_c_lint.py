@@ -420,14 +420,12 @@ def object_symbols(tmp: Path) -> tuple[dict[str, str], dict[str, set[str]]]:
     inc = sysconfig.get_paths()["include"]
     # The defines of a real build: setup.py's, its header probes included
     # (without them compat.h would redeclare what these headers declare).
-    import importlib.util
+    from support import load_path
 
     setup_py = SRC.parents[2] / "setup.py"
     if not setup_py.exists():  # tools/test-wheels: the C sources as text only
         pytest.skip("no setup.py beside the C sources: the build's defines are unknown")
-    spec = importlib.util.spec_from_file_location("_ibverbs_setup", setup_py)
-    setup = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(setup)
+    setup = load_path("_ibverbs_setup", setup_py)
     defines = [f"-D{k}={v}" for k, v in setup.DEFINES + setup.probed_defines([])]
 
     includes = ["-I", str(SRC), "-I", inc]  # setup.py's include_dirs, Python's

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 import ibverbs as ib
+from support.process import without_file
 
 
 def run_py(code, env=None, prefix=()):
@@ -111,16 +112,8 @@ def test_import_without_librdmacm_in_a_private_mount_namespace(tmp_path):
     ok, path = ib._ibverbs._rdmacm_status()
     if not ok:
         pytest.skip("librdmacm is not installed here: " + path)
-    empty = tmp_path / "empty"
-    empty.write_bytes(b"")
     code = "import ibverbs as ib; print(ib.has_rdmacm()); print(ib._ibverbs._rdmacm_status()[1])"
-    script = f"mount --bind {empty} {os.path.realpath(path)} && exec {sys.executable} -c '{code}'"
-    r = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    r = without_file(os.path.realpath(path), code, tmp_path)
     if "mount:" in r.stderr:
         pytest.skip(f"bind mount not permitted here: {r.stderr.strip()}")
     assert r.returncode == 0, r.stderr

@@ -14,6 +14,7 @@ import ibverbs
 def test_counters_attach_read_and_bind_to_a_flow(recording):
     def body(fake):
         import ibverbs
+        from support.rdma import verbs_error_of
         from ibverbs import flow
 
         out = {}
@@ -42,10 +43,7 @@ def test_counters_attach_read_and_bind_to_a_flow(recording):
                     out["bytes"] = "TypeError"
                 f.close()
                 c.close()
-                try:
-                    qp.create_flow(rule)
-                except ibverbs.VerbsError as e:
-                    out["closed"] = e.errno
+                out["closed"] = verbs_error_of(lambda: qp.create_flow(rule)).errno
         return out
 
     res = recording.run(body)
@@ -86,6 +84,8 @@ def test_comp_cntr_verbs(recording):
 
         import ibverbs
 
+        from support.rdma import verbs_error_of
+
         out = {}
         with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
             caps = ctx.query_comp_cntr_caps()
@@ -112,16 +112,11 @@ def test_comp_cntr_verbs(recording):
                 except TypeError:
                     out["not_cc"] = True
                 fake.fail("inc_comp_cntr", errno.EINVAL)
-                try:
-                    cc.inc(1)
-                except ibverbs.VerbsError as e:
-                    out["inc_err"] = [e.errno, e.operation]
+                e = verbs_error_of(lambda: cc.inc(1))
+                out["inc_err"] = [e.errno, e.operation]
                 cc2.close()
                 cc.close()
-                try:
-                    cc.read()
-                except ibverbs.VerbsError as e:
-                    out["closed"] = e.errno
+                out["closed"] = verbs_error_of(cc.read).errno
         return out
 
     res = recording.run(body)

@@ -11,13 +11,12 @@ import gc
 import os
 import pickle
 import re
-import subprocess
-import sys
 import weakref
 from pathlib import Path
 
 import pytest
 from support.fakes import FakePD, load_fake_module
+from support.process import run_python
 
 import ibverbs as ib
 import ibverbs._cuda_driver as _cuda_driver
@@ -478,13 +477,7 @@ def test_import_does_not_load_libcuda_or_torch(fake_path):
         "assert 'libcuda' in open('/proc/self/maps').read()\n"
     )
     env = dict(os.environ, IBVERBS_LIBCUDA=fake_path)
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = run_python(code, env)
     assert proc.returncode == 0, proc.stdout
 
 
@@ -531,14 +524,8 @@ def test_fallback_when_the_driver_lacks_the_export(fake_nodmabuf, peermem):
 def test_error_names_both_paths_when_nothing_works(fake):
     # No peer-memory module: reg_mr is still tried (as the published
     # package does); its failure is explained by the missing module.
-    ptr = fake.alloc(PAGE)
-    reg_err = verbs_error(errno.EFAULT, "ibv_reg_mr")
-    pd = FakePD(
-        dmabuf_error=verbs_error(errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr"), reg_mr_error=reg_err
-    )
-    with pytest.raises(GpuDirectError) as info:
-        cuda.register_tensor(pd, CudaArray(ptr, (PAGE,)), ACCESS)
-    e = info.value
+    pd, reg_err = both_paths_failing()
+    e = register_refused(pd, fake.alloc(PAGE))
     assert isinstance(e, ib.VerbsError) and isinstance(e, OSError)
     assert e.errno == errno.EFAULT
     assert e.operation == "register_tensor"
@@ -555,12 +542,24 @@ def no_reg_mr():
     return FakePD(reg_mr_error=verbs_error(errno.EFAULT, "ibv_reg_mr"))
 
 
+def both_paths_failing():
+    """A FakePD whose reg_dmabuf_mr and reg_mr fail; and reg_mr's error."""
+    reg_err = verbs_error(errno.EFAULT, "ibv_reg_mr")
+    dmabuf_err = verbs_error(errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr")
+    return FakePD(dmabuf_error=dmabuf_err, reg_mr_error=reg_err), reg_err
+
+
+def register_refused(pd, ptr):
+    """register_tensor of PAGE bytes at ptr raises GpuDirectError: the error."""
+    with pytest.raises(GpuDirectError) as info:
+        cuda.register_tensor(pd, CudaArray(ptr, (PAGE,)), ACCESS)
+    return info.value
+
+
 def test_error_when_the_export_is_refused_and_no_peermem(fake):
     fake.set_export_error(1)
-    ptr = fake.alloc(PAGE)
-    with pytest.raises(GpuDirectError) as info:
-        cuda.register_tensor(no_reg_mr(), CudaArray(ptr, (PAGE,)), ACCESS)
-    text = str(info.value)
+    e = register_refused(no_reg_mr(), fake.alloc(PAGE))
+    text = str(e)
     assert "cuMemGetHandleForAddressRange" in text
     assert "CUDA_ERROR_INVALID_VALUE" in text
     assert "expandable_segments" in text
@@ -568,32 +567,22 @@ def test_error_when_the_export_is_refused_and_no_peermem(fake):
 
 def test_error_uses_the_driver_text(fake):
     fake.set_export_error(801)
-    ptr = fake.alloc(PAGE)
-    with pytest.raises(GpuDirectError) as info:
-        cuda.register_tensor(no_reg_mr(), CudaArray(ptr, (PAGE,)), ACCESS)
-    assert "CUDA_ERROR_NOT_SUPPORTED (801): operation not supported (fake)" in str(info.value)
-    assert "801" in info.value.attempts[0][1]
+    e = register_refused(no_reg_mr(), fake.alloc(PAGE))
+    assert "CUDA_ERROR_NOT_SUPPORTED (801): operation not supported (fake)" in str(e)
+    assert "801" in e.attempts[0][1]
 
 
 def test_error_when_the_driver_lacks_the_export(fake_nodmabuf):
-    ptr = fake_nodmabuf.alloc(PAGE)
-    with pytest.raises(GpuDirectError) as info:
-        cuda.register_tensor(no_reg_mr(), CudaArray(ptr, (PAGE,)), ACCESS)
-    assert "does not export cuMemGetHandleForAddressRange" in str(info.value)
-    assert "CUDA 11.7" in str(info.value)
-    assert "supports CUDA 12.4" in str(info.value)  # cuDriverGetVersion
+    e = register_refused(no_reg_mr(), fake_nodmabuf.alloc(PAGE))
+    assert "does not export cuMemGetHandleForAddressRange" in str(e)
+    assert "CUDA 11.7" in str(e)
+    assert "supports CUDA 12.4" in str(e)  # cuDriverGetVersion
 
 
 def test_error_when_peermem_registration_fails(fake, peermem):
     path = peermem()
-    ptr = fake.alloc(PAGE)
-    reg_err = verbs_error(errno.EFAULT, "ibv_reg_mr")
-    pd = FakePD(
-        dmabuf_error=verbs_error(errno.EOPNOTSUPP, "ibv_reg_dmabuf_mr"), reg_mr_error=reg_err
-    )
-    with pytest.raises(GpuDirectError) as info:
-        cuda.register_tensor(pd, CudaArray(ptr, (PAGE,)), ACCESS)
-    e = info.value
+    pd, reg_err = both_paths_failing()
+    e = register_refused(pd, fake.alloc(PAGE))
     assert e.errno == errno.EFAULT
     assert e.__cause__ is reg_err
     assert path in str(e) and "ibv_reg_mr" in str(e) and "ibv_reg_dmabuf_mr" in str(e)

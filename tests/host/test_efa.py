@@ -7,7 +7,6 @@ refusing rxe objects: tests/device/test_efa_device.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 import sys
 from pathlib import Path
@@ -16,17 +15,13 @@ import pytest
 
 import ibverbs
 from ibverbs import efa
+from support import load_path
 
 HERE = Path(__file__).resolve().parent
 
 
 def _build_mod():
-    spec = importlib.util.spec_from_file_location(
-        "fake_efa_build", HERE.parent / "fakes" / "efa" / "build.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_path("fake_efa_build", HERE.parent / "fakes" / "efa" / "build.py")
 
 
 @pytest.fixture(scope="module")

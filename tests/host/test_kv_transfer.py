@@ -2,20 +2,16 @@
 blocks, how they are grouped into posts, and the accounting that proves
 every posted WR completed exactly once (no device needed)."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ibverbs as ib
+from support import load_path
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("kv_transfer", ROOT / "examples" / "kv_transfer.py")
-kv = importlib.util.module_from_spec(_spec)
-sys.modules["kv_transfer"] = kv  # dataclasses look their module up
-_spec.loader.exec_module(kv)
+kv = load_path("kv_transfer", ROOT / "examples" / "kv_transfer.py", register=True)
 
 OK = int(ib.WCStatus.SUCCESS)
 RETRY = int(ib.WCStatus.RETRY_EXC_ERR)
@@ -137,16 +133,12 @@ def test_prepare_builds_one_send_batch_posted_chain_by_chain(recording):
 
     def body(fake, path):
         import ctypes
-        import importlib.util
-        import sys
         from types import SimpleNamespace
 
         import ibverbs as ib
+        from support import load_path
 
-        spec = importlib.util.spec_from_file_location("kv_transfer", path)
-        kv = importlib.util.module_from_spec(spec)
-        sys.modules["kv_transfer"] = kv
-        spec.loader.exec_module(kv)
+        kv = load_path("kv_transfer", path, register=True)
         buf = ctypes.create_string_buffer(64 * 4096)
         with ib.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(256) as cq:
             mr = pd.reg_mr(ctypes.addressof(buf), len(buf), ib.AccessFlags.LOCAL_WRITE)

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from support.process import without_file
+
 CODE = "import ibverbs"
 
 
@@ -46,15 +48,7 @@ def _real_lib():
 )
 def test_no_libibverbs_in_a_private_mount_namespace(tmp_path):
     lib = _real_lib()
-    empty = tmp_path / "empty"
-    empty.write_bytes(b"")
-    script = f"mount --bind {empty} {lib} && exec {sys.executable} -c '{CODE}'"
-    r = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    r = without_file(lib, CODE, tmp_path)
     if "mount:" in r.stderr and "ImportError" not in r.stderr:
         pytest.skip(f"bind mount not permitted here: {r.stderr.strip()}")
     assert r.returncode == 1, r.stderr

@@ -14,7 +14,8 @@ B = bytes.fromhex  # the child's bytes come back as hex (recording.Runner)
 
 def test_general_cmd_and_query_eqn(mlx5_fake):
     def body(fake):
-        from ibverbs import VerbsError, mlx5
+        from ibverbs import mlx5
+        from support.rdma import verbs_error_of
 
         ctx = mlx5.open_device("fake0", mlx5.CONTEXT_FLAGS_DEVX)
         cmd = bytes.fromhex("01000000") + bytes(12)  # QUERY_HCA_CAP opcode 0x100
@@ -30,10 +31,7 @@ def test_general_cmd_and_query_eqn(mlx5_fake):
             except (TypeError, ValueError) as e:
                 out.append(type(e).__name__)
         ctx.close()
-        try:
-            mlx5.devx_general_cmd(ctx, cmd, 8)
-        except VerbsError as e:
-            out.append(e.errno)
+        out.append(verbs_error_of(lambda: mlx5.devx_general_cmd(ctx, cmd, 8)).errno)
         return out
 
     res = mlx5_fake.run(body)
@@ -53,7 +51,8 @@ def test_general_cmd_and_query_eqn(mlx5_fake):
 
 def test_general_cmd_error_names_the_function(mlx5_fake):
     def body(fake):
-        from ibverbs import VerbsError, mlx5
+        from ibverbs import mlx5
+        from support.rdma import verbs_error_of
 
         ctx = mlx5.open_device("fake0")
         out = []
@@ -65,10 +64,8 @@ def test_general_cmd_error_names_the_function(mlx5_fake):
             lambda: mlx5.devx_create_event_channel(ctx),
             lambda: mlx5.devx_umem_reg(ctx, bytearray(64), 1),
         ):
-            try:
-                call()
-            except VerbsError as e:
-                out.append([e.errno, e.operation])
+            e = verbs_error_of(call)
+            out.append([e.errno, e.operation])
         ctx.close()
         return out
 
@@ -88,7 +85,8 @@ def test_general_cmd_error_names_the_function(mlx5_fake):
 def test_umem_reg_holds_the_buffer_until_close(mlx5_fake):
     def body(fake):
         import ibverbs
-        from ibverbs import VerbsError, mlx5
+        from support.rdma import verbs_error_of
+        from ibverbs import mlx5
 
         ctx = mlx5.open_device("fake0", mlx5.CONTEXT_FLAGS_DEVX)
         buf = bytearray(b"\x2a" * 4096)
@@ -101,18 +99,12 @@ def test_umem_reg_holds_the_buffer_until_close(mlx5_fake):
             buf.extend(b"x")  # pinned by the umem's memoryview
         except BufferError:
             out.append("pinned")
-        try:
-            ctx.close()
-        except VerbsError as e:
-            out.append(e.errno)  # EBUSY: the umem is open
+        out.append(verbs_error_of(ctx.close).errno)  # EBUSY: the umem is open
         umem.close()
         umem.close()
         buf.extend(b"x")
         out.append(umem.owner)
-        try:
-            umem.umem_id
-        except VerbsError as e:
-            out.append(e.errno)
+        out.append(verbs_error_of(lambda: umem.umem_id).errno)
         for bad, exc in ((b"ro", ValueError), (3, TypeError), (bytearray(), ValueError)):
             try:
                 mlx5.devx_umem_reg(ctx, bad, A.LOCAL_WRITE)
@@ -170,7 +162,8 @@ def test_umem_reg_ex_and_dmabuf_pass_the_struct(mlx5_fake):
 
 def test_uar_fields_and_lifetime(mlx5_fake):
     def body(fake):
-        from ibverbs import VerbsError, mlx5
+        from ibverbs import mlx5
+        from support.rdma import verbs_error_of
 
         ctx = mlx5.open_device("fake0", mlx5.CONTEXT_FLAGS_DEVX)
         uar = mlx5.devx_alloc_uar(ctx, mlx5.UAR_ALLOC_TYPE_NC)
@@ -178,15 +171,9 @@ def test_uar_fields_and_lifetime(mlx5_fake):
         out = [uar.reg_addr - uar.base_addr, uar.page_id, uar.mmap_off, uar.comp_mask]
         out += [uar.flags, uar.context is ctx, "page_id=7" in repr(uar)]
         uar.close()
-        try:
-            uar.reg_addr
-        except VerbsError as e:
-            out.append(e.errno)
+        out.append(verbs_error_of(lambda: uar.reg_addr).errno)
         uar2 = mlx5.devx_alloc_uar(ctx)
-        try:
-            ctx.close()
-        except VerbsError as e:
-            out.append(e.errno)  # EBUSY while a child is open
+        out.append(verbs_error_of(ctx.close).errno)  # EBUSY while a child is open
         uar2.close()
         ctx.close()
         return out
@@ -203,7 +190,8 @@ def test_uar_fields_and_lifetime(mlx5_fake):
 
 def test_obj_create_modify_query_destroy(mlx5_fake):
     def body(fake):
-        from ibverbs import VerbsError, mlx5
+        from ibverbs import mlx5
+        from support.rdma import verbs_error_of
 
         ctx = mlx5.open_device("fake0", mlx5.CONTEXT_FLAGS_DEVX)
         obj, out_create = mlx5.devx_obj_create(ctx, b"\x09\x00" + bytes(14), 16)
@@ -212,15 +200,9 @@ def test_obj_create_modify_query_destroy(mlx5_fake):
         out.append(obj.modify(b"\x0a\x0b", 12))
         out.append(obj.query(b"\x0c", outlen=9))
         obj.close()
-        try:
-            obj.query(b"", 8)
-        except VerbsError as e:
-            out.append(e.errno)
+        out.append(verbs_error_of(lambda: obj.query(b"", 8)).errno)
         obj2, _ = mlx5.devx_obj_create(ctx, b"\x01", 8)
-        try:
-            ctx.close()
-        except VerbsError as e:
-            out.append(e.errno)
+        out.append(verbs_error_of(ctx.close).errno)
         del obj2
         ctx.close()
         return out
@@ -243,15 +225,14 @@ def test_obj_create_modify_query_destroy(mlx5_fake):
 
 def test_obj_destroy_failure_keeps_it_usable(mlx5_fake):
     def body(fake):
-        from ibverbs import VerbsError, mlx5
+        from ibverbs import mlx5
+        from support.rdma import verbs_error_of
 
         ctx = mlx5.open_device("fake0", mlx5.CONTEXT_FLAGS_DEVX)
         obj, _ = mlx5.devx_obj_create(ctx, b"\x01", 8)
         out = []
-        try:
-            obj.close()
-        except VerbsError as e:
-            out += [e.errno, e.operation, obj.closed]
+        e = verbs_error_of(obj.close)
+        out += [e.errno, e.operation, obj.closed]
         return out
 
     res = mlx5_fake.run(body, fail={"mlx5dv_devx_obj_destroy": 16})
@@ -291,7 +272,9 @@ def test_event_channel_subscribe_and_get_event(mlx5_fake):
     def body(fake):
         import os
 
-        from ibverbs import VerbsError, mlx5
+        from ibverbs import mlx5
+
+        from support.rdma import verbs_error_of
 
         ctx = mlx5.open_device("fake0", mlx5.CONTEXT_FLAGS_DEVX)
         ch = mlx5.devx_create_event_channel(ctx, 0)
@@ -309,15 +292,9 @@ def test_event_channel_subscribe_and_get_event(mlx5_fake):
             except (TypeError, ValueError) as e:
                 out.append(type(e).__name__)
         obj.close()
-        try:
-            ch.subscribe(obj, [1])
-        except VerbsError as e:
-            out.append(e.errno)
+        out.append(verbs_error_of(lambda: ch.subscribe(obj, [1])).errno)
         ch.close()
-        try:
-            ch.get_event()
-        except VerbsError as e:
-            out.append(e.errno)
+        out.append(verbs_error_of(ch.get_event).errno)
         ctx.close()
         return out
 
@@ -339,31 +316,21 @@ def test_event_channel_subscribe_and_get_event(mlx5_fake):
 
 def test_mkey_create_destroy(mlx5_fake):
     def body(fake):
-        from ibverbs import VerbsError, mlx5
+        from ibverbs import mlx5
+        from support.rdma import verbs_error_of
 
         ctx = mlx5.open_device("fake0")
         pd = ctx.alloc_pd()
         mk = mlx5.create_mkey(pd, mlx5.MKEY_INIT_ATTR_FLAGS_INDIRECT, 8)
         assert isinstance(mk, mlx5.Mkey)
         out = [type(mk).__name__, mk.lkey, mk.rkey, mk.max_entries, mk.pd is pd]
-        try:
-            mlx5.create_mkey(pd, 0, 8)
-        except VerbsError as e:
-            out += [e.errno, e.operation]
-        try:
-            pd.close()
-        except VerbsError as e:
-            out.append(e.errno)
+        e = verbs_error_of(lambda: mlx5.create_mkey(pd, 0, 8))
+        out += [e.errno, e.operation]
+        out.append(verbs_error_of(pd.close).errno)
         mk.close()
-        try:
-            mk.lkey
-        except VerbsError as e:
-            out.append(e.errno)
+        out.append(verbs_error_of(lambda: mk.lkey).errno)
         mk2 = mlx5.create_mkey(pd)
-        try:
-            pd.close()
-        except VerbsError as e:
-            out.append(e.errno)
+        out.append(verbs_error_of(pd.close).errno)
         mk2.close()
         pd.close()
         ctx.close()
@@ -382,6 +349,7 @@ def test_mkey_create_destroy(mlx5_fake):
 
 def _mr_list_body(fake):
     import ibverbs
+    from support.rdma import verbs_error_of
     from ibverbs import VerbsError, enums, mlx5
 
     F = enums.QPCreateSendOpsFlags
@@ -392,10 +360,8 @@ def _mr_list_body(fake):
     sges = [ibverbs.SGE(0x1000, 64, 7), ibverbs.SGE(0x2000, 128, 8)]
     A = ibverbs.AccessFlags
     out = []
-    try:
-        mlx5.wr_mr_list(qp, mk, A.LOCAL_WRITE, sges)
-    except VerbsError as e:
-        out.append([e.errno, e.operation])
+    e = verbs_error_of(lambda: mlx5.wr_mr_list(qp, mk, A.LOCAL_WRITE, sges))
+    out.append([e.errno, e.operation])
     qp.wr_start()
     try:
         mlx5.wr_mr_list(qp, mk, A.LOCAL_WRITE | A.REMOTE_READ, sges)

@@ -11,6 +11,7 @@ import pytest
 def test_init_obj_records_and_user_owned_cq(mlx5_fake):
     def body(fake):
         import ibverbs
+        from support.rdma import verbs_error_of
         from ibverbs import mlx5
 
         out = {}
@@ -69,10 +70,7 @@ def test_init_obj_records_and_user_owned_cq(mlx5_fake):
             del q, c, c2, s, p
             for o in (qp, srq, cq, plain):
                 o.close()
-            try:
-                mlx5.init_obj(qp)
-            except ibverbs.VerbsError as e:
-                out["ebadf"] = e.errno
+            out["ebadf"] = verbs_error_of(lambda: mlx5.init_obj(qp)).errno
         return out
 
     res = mlx5_fake.run(body)

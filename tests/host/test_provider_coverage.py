@@ -29,10 +29,11 @@ import importlib.util
 import inspect
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import load_path
+from support.coverage import name_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 EXT = ROOT / "docs" / "_ext" / "ibverbs_providers.py"
@@ -56,17 +57,9 @@ TABLES = {
 }
 
 
-def _load_ext():
-    spec = importlib.util.spec_from_file_location("ibverbs_providers", EXT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def ext():
-    return _load_ext()
+    return load_path("ibverbs_providers", EXT, register=True)
 
 
 @pytest.fixture(params=sorted(TABLES))
@@ -158,23 +151,17 @@ def _resolve(module, name):
 def test_names_exist_and_name_the_function(case):
     p, table, _ = case
     module = importlib.import_module(p.module)
-    bad = []
-    for f in table:
-        if f.where == "none":
-            assert not f.names, f"{f.function}: unreached but names {f.names}"
-            continue
-        assert f.names, f"{f.function}: reached ({f.where}) but no Python name"
-        for name, inside in zip(f.names, f.inside):
-            try:
-                obj, owner = _resolve(module, name)
-            except AttributeError:
-                bad.append(f"{f.function}: {p.module}.{name} does not exist")
-                continue
-            docs = inspect.getdoc(obj) or ""
-            if inspect.isclass(owner):
-                docs += inspect.getdoc(owner) or ""
-            if not inside and f.function not in docs:
-                bad.append(f"{f.function}: the docstring of {name} does not name it")
+
+    def docs_of(name):
+        obj, owner = _resolve(module, name)
+        docs = inspect.getdoc(obj) or ""
+        if inspect.isclass(owner):
+            docs += inspect.getdoc(owner) or ""
+        return docs
+
+    bad = name_problems(
+        table, lambda f: f.function, p.module, docs_of, lambda f, docs: f.function in docs
+    )
     assert not bad, "\n".join(bad)
 
 

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import load_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = ROOT / "setup.py"
@@ -37,22 +38,19 @@ pytestmark = pytest.mark.skipif(
 
 
 def _setup_module():
-    import importlib.util
+    return load_path("_ibverbs_setup", SETUP)
 
-    spec = importlib.util.spec_from_file_location("_ibverbs_setup", SETUP)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+
+def _succeeds(what, cmd, timeout, **kw):
+    """subprocess.run(cmd, **kw) exits 0 (else the test fails naming WHAT,
+    with the output); the CompletedProcess (text)."""
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    assert r.returncode == 0, f"{what} failed:\n{r.stdout}\n{r.stderr}"
+    return r
 
 
 def _headers(suite):
-    r = subprocess.run(
-        [str(ROOT / "tools" / "rdma-headers"), suite],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, f"tools/rdma-headers {suite} failed:\n{r.stderr}"
+    r = _succeeds(f"tools/rdma-headers {suite}", [str(ROOT / "tools" / "rdma-headers"), suite], 600)
     inc = Path(r.stdout.strip().splitlines()[-1])
     assert (inc / "infiniband" / "verbs.h").is_file()
     version = (inc.parents[2] / "version").read_text().strip()
@@ -91,7 +89,8 @@ def _build_and_import(tmp_path, inc):
     env = dict(os.environ)
     env["IBVERBS_EXTRA_CFLAGS"] = f"-isystem {inc}"
     env.pop("IBVERBS_GLIBC_FLOOR", None)
-    r = subprocess.run(
+    r = _succeeds(
+        f"build against {inc}",
         [
             sys.executable,
             str(SETUP),
@@ -104,13 +103,10 @@ def _build_and_import(tmp_path, inc):
             "--build-temp",
             str(tmp_path / "tmp"),
         ],
+        900,
         cwd=ROOT,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
     )
-    assert r.returncode == 0, f"build against {inc} failed:\n{r.stdout}\n{r.stderr}"
     errors = [line for line in r.stderr.splitlines() if "error" in line]
     assert errors == [], "\n".join(errors)
     (so,) = (tmp_path / "lib" / "ibverbs").glob("_ibverbs*.so")
@@ -118,15 +114,13 @@ def _build_and_import(tmp_path, inc):
     # -S: no site, so no editable install's finder; only pkg/ is importable.
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONPATH"] = str(pkg)
-    r = subprocess.run(
+    r = _succeeds(
+        f"import of the build against {inc}",
         [sys.executable, "-S", "-c", PROBE, str(ROOT / "tests" / "typing" / "gen_enum_stubs.py")],
+        120,
         cwd=tmp_path,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
-    assert r.returncode == 0, f"import of the build against {inc} failed:\n{r.stderr}"
     got = json.loads(r.stdout)
     assert got["file"].startswith(str(pkg))
     # enums.pyi is the same for every rdma-core: it names the members that

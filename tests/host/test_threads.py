@@ -23,15 +23,15 @@ def test_threads_each_with_its_own_qp_and_cq_post_and_poll(recording):
     def body(fake, threads, rounds):
         import ctypes
         import sys
-        import threading
 
         import ibverbs
+        from support.threads import run_together
         from ibverbs import enums
 
         fake.set_recording(False)
         S = enums.QPState
         buf = ctypes.create_string_buffer(4096 * threads)
-        counts, errors = [0] * threads, []
+        counts = [0] * threads
         with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
             mr = pd.reg_mr(ctypes.addressof(buf), len(buf), enums.AccessFlags.LOCAL_WRITE)
             pairs = []
@@ -41,28 +41,19 @@ def test_threads_each_with_its_own_qp_and_cq_post_and_poll(recording):
                 for st in (S.INIT, S.RTR, S.RTS):
                     qp.modify(enums.QPAttrMask.STATE, qp_state=st)
                 pairs.append((qp, cq))
-            start = threading.Barrier(threads)
 
             def worker(i):
                 qp, cq = pairs[i]
                 wr = ibverbs.SendWR(
                     i, [mr.sge(64, 4096 * i)], enums.WROpcode.SEND, enums.SendFlags.SIGNALED
                 )
-                try:
-                    start.wait()
-                    for _ in range(rounds):
-                        qp.post_send(wr)
-                        got = cq.poll(4)
-                        assert [w.wr_id for w in got] == [i], got
-                        counts[i] += cq.poll_count(4) + len(got)
-                except BaseException as e:  # reported by the parent
-                    errors.append(repr(e))
+                for _ in range(rounds):
+                    qp.post_send(wr)
+                    got = cq.poll(4)
+                    assert [w.wr_id for w in got] == [i], got
+                    counts[i] += cq.poll_count(4) + len(got)
 
-            ts = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join()
+            errors = run_together(worker, threads)
             for qp, cq in pairs:
                 qp.close()
                 cq.close()
@@ -83,34 +74,25 @@ def test_threads_sharing_a_pd_register_and_close_their_own_mrs(recording):
 
     def body(fake, threads, rounds):
         import ctypes
-        import threading
 
         import ibverbs
+        from support.threads import run_together
         from ibverbs import enums
 
         fake.set_recording(False)
         buf = ctypes.create_string_buffer(4096)
-        errors, made = [], [0] * threads
+        made = [0] * threads
         with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
-            start = threading.Barrier(threads)
 
             def worker(i):
-                try:
-                    start.wait()
-                    for _ in range(rounds):
-                        mr = pd.reg_mr(ctypes.addressof(buf), 4096, enums.AccessFlags.LOCAL_WRITE)
-                        cq = ctx.create_cq(4)
-                        mr.close()
-                        cq.close()
-                        made[i] += 1
-                except BaseException as e:
-                    errors.append(repr(e))
+                for _ in range(rounds):
+                    mr = pd.reg_mr(ctypes.addressof(buf), 4096, enums.AccessFlags.LOCAL_WRITE)
+                    cq = ctx.create_cq(4)
+                    mr.close()
+                    cq.close()
+                    made[i] += 1
 
-            ts = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join()
+            errors = run_together(worker, threads)
             left = fake.live()
         return made, errors, left
 
@@ -271,32 +253,22 @@ def test_threads_attach_and_detach_groups_on_one_qp(recording):
     joined."""
 
     def body(fake, threads, rounds):
-        import threading
 
         import ibverbs
+        from support.threads import run_together
 
-        errors = []
         with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
             cq = ctx.create_cq(16)
             qp = pd.create_qp(ibverbs.QPInitAttr(cq, cq, qp_type=ibverbs.QPType.UD))
-            start = threading.Barrier(threads)
 
             def worker(i):
-                try:
-                    start.wait()
-                    for r in range(rounds):
-                        gid = f"ff12::{i + 1:x}:{r + 1:x}"
-                        qp.attach_mcast(gid, lid=0xC000 + i)
-                        if r % 2:
-                            qp.detach_mcast(gid, lid=0xC000 + i)
-                except BaseException as e:
-                    errors.append(repr(e))
+                for r in range(rounds):
+                    gid = f"ff12::{i + 1:x}:{r + 1:x}"
+                    qp.attach_mcast(gid, lid=0xC000 + i)
+                    if r % 2:
+                        qp.detach_mcast(gid, lid=0xC000 + i)
 
-            ts = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join()
+            errors = run_together(worker, threads)
             fake.clear()
             qp.close()  # detaches what is still joined
             cq.close()

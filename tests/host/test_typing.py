@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import ibverbs
+from support import load_path
 
 ROOT = Path(__file__).resolve().parents[2]
 TYPING = ROOT / "tests" / "typing"
@@ -28,12 +29,7 @@ need_source = pytest.mark.skipif(
 
 
 def _load_gen():
-    spec = importlib.util.spec_from_file_location(
-        "_ibverbs_gen_enum_stubs", TYPING / "gen_enum_stubs.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_path("_ibverbs_gen_enum_stubs", TYPING / "gen_enum_stubs.py")
 
 
 def _run(*args):

@@ -27,13 +27,13 @@ no docs/: skipped there, with the reason).  No device needed.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from support import load_path
+from support.coverage import name_problems
 
 import ibverbs
 
@@ -49,17 +49,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _load_ext():
-    spec = importlib.util.spec_from_file_location("ibverbs_verbs", EXT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def ext():
-    return _load_ext()
+    return load_path("ibverbs_verbs", EXT, register=True)
 
 
 @pytest.fixture(scope="module")
@@ -151,20 +143,10 @@ def test_every_public_verb_once(table):
 
 
 def test_names_exist_and_name_the_verb(table):
-    bad = []
-    for v in table:
-        if v.where == "none":
-            assert not v.names, f"{v.verb}: unreached but names {v.names}"
-            continue
-        assert v.names, f"{v.verb}: reached ({v.where}) but no Python name"
-        for name, inside in zip(v.names, v.inside):
-            try:
-                docs = _docs_of(name)
-            except AttributeError:
-                bad.append(f"{v.verb}: ibverbs.{name} does not exist")
-                continue
-            if not inside and v.symbol not in docs and v.symbol.lstrip("_") not in docs:
-                bad.append(f"{v.verb}: the docstring of {name} does not name {v.symbol}")
+    def names_it(v, docs):
+        return v.symbol in docs or v.symbol.lstrip("_") in docs
+
+    bad = name_problems(table, lambda v: v.verb, "ibverbs", _docs_of, names_it)
     assert not bad, "\n".join(bad)
 
 

@@ -4,6 +4,7 @@ directories, each defined once (rdma.py: an RC pair, buffers, work
 requests, polling, async events, the link; process.py: resource counters
 and the subprocess case runner; fixtures.py: ctx, pd, cq, the RC pair,
 the fake libcuda, ..., loaded for every test by tests/conftest.py;
+load_path: a script or example loaded as a module by its path;
 fakes.py: the fake PD of the host tests; shards.py: the guest's split of
 the device suite, by shard-durations.json).
 
@@ -14,8 +15,10 @@ inserts ``TESTS`` itself.  Nothing here imports conftest.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
+import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -74,3 +77,29 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def load_path(name: str, path, *, register: bool = False):
+    """The Python file PATH executed as a module named NAME (a script, an
+    example or a docs extension that is no package).  With REGISTER it is
+    put in sys.modules first: dataclasses look their module up there."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    if register:
+        sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class PassCount:
+    """How many tests marked MARKER passed this session: the conftests'
+    check that a rig run did not skip everything."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+        self.passed = 0
+
+    def add(self, report) -> None:
+        """pytest_runtest_logreport's report, counted if it is a passed call."""
+        if report.when == "call" and report.passed and self.marker in report.keywords:
+            self.passed += 1

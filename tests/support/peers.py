@@ -10,40 +10,31 @@ import ibverbs as ib
 from support import GID_INDEX, PORT
 
 # tests/twonode import these here: one definition, in support/rdma.py.
-from support.rdma import ALL_ACCESS, mkbuf, poll_until, wait_async_event  # noqa: F401
+from support.rdma import ALL_ACCESS, create_qp, mkbuf, poll_until, wait_async_event  # noqa: F401
 from support.timeouts import Deadline, communicate
 
 SIGNALED = ib.SendFlags.SIGNALED
 
 
-def rc_qp(
-    ctx,
-    pd,
-    cq=None,
-    *,
-    srq=None,
-    max_send_wr=64,
-    max_recv_wr=64,
-    max_send_sge=4,
-    max_recv_sge=4,
-    max_inline_data=0,
-    qp_type=None,
-):
+# rc_qp's QP capacities unless told others.
+PEER_CAPS = {
+    "max_send_wr": 64,
+    "max_recv_wr": 64,
+    "max_send_sge": 4,
+    "max_recv_sge": 4,
+    "max_inline_data": 0,
+}
+
+
+def rc_qp(ctx, pd, cq=None, *, srq=None, qp_type=None, **caps):
+    """An RC QP (or qp_type) of PD and its CQ (CQ, else a new one of 256
+    entries), on SRQ if given (then with no receive queue); caps: its
+    capacities, PEER_CAPS's where not given.  Returns (qp, cq)."""
     cq = cq or ctx.create_cq(256)
-    qp = pd.create_qp(
-        ib.QPInitAttr(
-            send_cq=cq,
-            recv_cq=cq,
-            srq=srq,
-            qp_type=ib.QPType.RC if qp_type is None else qp_type,
-            max_send_wr=max_send_wr,
-            max_recv_wr=0 if srq else max_recv_wr,
-            max_send_sge=max_send_sge,
-            max_recv_sge=max_recv_sge,
-            max_inline_data=max_inline_data,
-        )
-    )
-    return qp, cq
+    caps = {**PEER_CAPS, **caps}
+    if srq:
+        caps["max_recv_wr"] = 0
+    return create_qp(pd, cq, qp_type=qp_type, srq=srq, **caps), cq
 
 
 def local_info(ctx, qp, psn):

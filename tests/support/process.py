@@ -185,3 +185,31 @@ def check_cases(results, crashes, minimum):
             )
     assert not lines, f"{len(lines)} misuse case(s) failed:\n" + "\n".join(lines)
     assert len(results) >= minimum, f"only {len(results)} cases ran"
+
+
+def without_file(path, code, tmp_path, timeout=120):
+    """Run python -c CODE in a private mount namespace (unshare(1), as
+    root) where PATH reads as an empty file; the CompletedProcess (text).
+    The caller skips when its stderr says the bind mount was refused."""
+    empty = Path(tmp_path) / "empty"
+    empty.write_bytes(b"")
+    script = f"mount --bind {empty} {path} && exec {sys.executable} -c '{code}'"
+    return subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def run_python(code, env=None, timeout=None):
+    """python -c CODE in a child (environment ENV, else this one's); the
+    CompletedProcess, its stderr merged into its stdout (text)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )

@@ -16,6 +16,16 @@ from support import GID_INDEX, NETDEV, PORT
 from support.timeouts import Deadline, scaled
 
 
+def verbs_error_of(fn, *args, **kw):
+    """The VerbsError that fn(*args, **kw) raises (AssertionError when it
+    returns): one line for a call a test expects to fail."""
+    try:
+        fn(*args, **kw)
+    except ib.VerbsError as e:
+        return e
+    raise AssertionError(f"{fn!r} raised no VerbsError")
+
+
 def refused(verb, fn, *args, err=errno.EOPNOTSUPP, **kw):
     """fn(*args, **kw) raises VerbsError(err) naming verb (its operation
     and its text); the exception."""
@@ -46,16 +56,32 @@ ALL_ACCESS = (
 )
 
 
+# make_rc_pair's QP capacities unless told others.
+RC_PAIR_CAPS = {
+    "max_send_wr": 128,
+    "max_recv_wr": 128,
+    "max_send_sge": 2,
+    "max_recv_sge": 2,
+    "max_inline_data": 0,
+}
+
+
+def create_qp(pd, cq, *, qp_type=None, srq=None, send_ops_flags=None, **fields):
+    """A QP of PD (RC unless qp_type) whose send and receive CQ is CQ, on
+    SRQ if given; fields: more QPInitAttr fields (its capacities).  With
+    send_ops_flags an extended QP (PD.create_qp_ex of a QPInitAttrEx)."""
+    qp_type = ib.QPType.RC if qp_type is None else qp_type
+    fields.update(send_cq=cq, recv_cq=cq, srq=srq, qp_type=qp_type)
+    if send_ops_flags is None:
+        return pd.create_qp(ib.QPInitAttr(**fields))
+    return pd.create_qp_ex(ib.QPInitAttrEx(send_ops_flags=send_ops_flags, **fields))
+
+
 def make_rc_pair(
     ctx,
     pd,
     *,
     qp_type=None,
-    max_send_wr=128,
-    max_recv_wr=128,
-    max_send_sge=2,
-    max_recv_sge=2,
-    max_inline_data=0,
     access=ALL_ACCESS,
     srq=None,
     rnr_retry=7,
@@ -64,12 +90,15 @@ def make_rc_pair(
     min_rnr_timer=None,
     send_ops_flags=None,
     wc_flags=None,
+    **caps,
 ):
     """Two QPs on one device connected to each other (loopback), each with
     its own CQ (on `channel` if given).  Returns (qp_a, cq_a, qp_b, cq_b).
+    caps: the QPs' capacities (max_send_wr, max_recv_wr, max_send_sge,
+    max_recv_sge, max_inline_data), RC_PAIR_CAPS's where not given.
     With send_ops_flags both are extended QPs (PD.create_qp_ex); with
     wc_flags both CQs are extended CQs reading those fields (CQEx)."""
-    qp_type = ib.QPType.RC if qp_type is None else qp_type
+    caps = {**RC_PAIR_CAPS, **caps}
     port_attr = ctx.query_port(PORT)
     gid = ctx.query_gid(PORT, GID_INDEX)
     out = []
@@ -78,25 +107,7 @@ def make_rc_pair(
             cq = ctx.create_cq(cq_size, channel)
         else:
             cq = ctx.create_cq_ex(ib.CQInitAttrEx(cq_size, wc_flags=wc_flags, channel=channel))
-        if send_ops_flags is None:
-            make, attr, extra_attr = pd.create_qp, ib.QPInitAttr, {}
-        else:
-            make, attr = pd.create_qp_ex, ib.QPInitAttrEx
-            extra_attr = {"send_ops_flags": send_ops_flags}
-        qp = make(
-            attr(
-                send_cq=cq,
-                recv_cq=cq,
-                qp_type=qp_type,
-                srq=srq,
-                max_send_wr=max_send_wr,
-                max_recv_wr=max_recv_wr,
-                max_send_sge=max_send_sge,
-                max_recv_sge=max_recv_sge,
-                max_inline_data=max_inline_data,
-                **extra_attr,
-            )
-        )
+        qp = create_qp(pd, cq, qp_type=qp_type, srq=srq, send_ops_flags=send_ops_flags, **caps)
         out.append((qp, cq))
     (qa, ca), (qb, cb) = out
     ia = ib.local_qp_info(qa, port_attr, gid, port=PORT, psn=0x1234)
@@ -144,6 +155,23 @@ def write_wr(src, length, dest, *, at=0, wr_id=0, rkey=None, signaled=True):
         rkey=rkey,
         signaled=signaled,
     )
+
+
+def atomic_write_8(ctx, pd):
+    """An IBV_WR_ATOMIC_WRITE (wr_id 21) of bytes 1..8 from a buffer of
+    0x11 into bytes 8..15 of one of 0x22, on a fresh RC pair; returns
+    (its completion, the source, the target)."""
+    import numpy as np
+
+    qa, ca, qb, cb = make_rc_pair(ctx, pd)
+    src, mr_a = mkbuf(pd, 64, fill=0x11)
+    dst, mr_b = mkbuf(pd, 64, fill=0x22)
+    src[:8] = np.arange(1, 9, dtype=np.uint8)
+    wr = send_wr([mr_a.sge(8)], dest=mr_b, at=8, wr_id=21, opcode=ib.WROpcode.ATOMIC_WRITE)
+    assert wr.opcode is ib.WROpcode.ATOMIC_WRITE
+    qa.post_send(wr)
+    (wc,) = poll_until(ca)
+    return wc, src, dst
 
 
 def overrun_cq(qp, cq, mr, offset=0):
@@ -273,16 +301,7 @@ def ud_qp(ctx, pd, port, *, depth=16, cq=None, psn=0, **init):
     """A UD QP in RTS with the default Q_Key (send PSN psn; init: more
     QPInitAttr fields), and its CQ (send and recv)."""
     cq = cq if cq is not None else ctx.create_cq(2 * depth)
-    qp = pd.create_qp(
-        ib.QPInitAttr(
-            send_cq=cq,
-            recv_cq=cq,
-            qp_type=ib.QPType.UD,
-            max_send_wr=depth,
-            max_recv_wr=depth,
-            **init,
-        )
-    )
+    qp = create_qp(pd, cq, qp_type=ib.QPType.UD, max_send_wr=depth, max_recv_wr=depth, **init)
     assert qp.state == ib.QPState.RESET
     qp.to_init(port, 0)  # the default Q_Key
     qp.to_rtr(None)  # UD: no remote at RTR

@@ -15,6 +15,7 @@ import os
 import pytest
 
 import ibverbs as ib
+from support import PassCount
 from support.rendezvous import Node
 
 IN_RIG = "IBVERBS_NODE" in os.environ and "IBVERBS_NODE_ADDRS" in os.environ
@@ -31,20 +32,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-_passed = 0
+_twonode = PassCount("twonode")
 
 
 def pytest_runtest_logreport(report):
-    global _passed
-    if report.when == "call" and report.passed and "twonode" in report.keywords:
-        _passed += 1
+    _twonode.add(report)
 
 
 def pytest_sessionfinish(session, exitstatus):
     # Only a session that selected two-node tests (the device suite runs
     # under --nodes 2 too, one shard per node: see support/shards.py).
     selected = any(i.get_closest_marker("twonode") for i in getattr(session, "items", ()))
-    if IN_RIG and selected and _passed == 0 and exitstatus == 0:
+    if IN_RIG and selected and _twonode.passed == 0 and exitstatus == 0:
         print("\ntwonode: no two-node test passed")
         session.exitstatus = 1
 

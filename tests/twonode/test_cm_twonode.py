@@ -6,6 +6,7 @@ receiver's memory; and a Python client on node 1 against rdma-core's C
 crossed: its CMID's device is its own node's, and the peer address the
 CM reports is the other node's."""
 
+import contextlib
 import ctypes
 import shutil
 import subprocess
@@ -56,6 +57,20 @@ def _resolve(node, port):
             time.sleep(0.5)
 
 
+@contextlib.contextmanager
+def _endpoint(cmid, node):
+    """On cmid's context (this node's device): a PD, a CQ, a buffer of two
+    messages and cmid's QP, one receive posted into the buffer's second
+    half; yields (qp, cq, mr, buf)."""
+    ctx = cmid.context
+    assert ctx.name == node.device
+    with ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+        buf, mr = _buffer(pd, 2 * MSG)
+        with mr, _qp(cmid, pd, cq) as qp:
+            qp.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr.sge(MSG, MSG)]))
+            yield qp, cq, mr, buf
+
+
 def _exchange(cmid, qp, cq, mr, buf, payload):
     """One SEND each way; returns what arrived in this side's memory."""
     ctypes.memmove(buf, payload, MSG)
@@ -74,37 +89,27 @@ def test_cm_listener_and_cmid_across_nodes(chan, me, node):
             with listener.get_request(timeout=TIMEOUT) as cmid:
                 assert cmid.private_data[:6] == b"node 1"
                 assert cmid.host == node.addrs[1]  # the peer, not ourselves
-                ctx = cmid.context
-                assert ctx.name == node.device
-                with ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
-                    buf, mr = _buffer(pd, 2 * MSG)
-                    with mr, _qp(cmid, pd, cq) as qp:
-                        qp.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr.sge(MSG, MSG)]))
-                        cmid.accept(b"node 0 accepts")
-                        chan.barrier("posted")
-                        got = _exchange(cmid, qp, cq, mr, buf, b"from node 0....!")
-                        assert got == b"from node 1....!"
-                        chan.barrier("done")
-                        ev = cmid.get_event(timeout=TIMEOUT)
-                        assert ev.event == ib.CMEventType.DISCONNECTED
+                with _endpoint(cmid, node) as (qp, cq, mr, buf):
+                    cmid.accept(b"node 0 accepts")
+                    chan.barrier("posted")
+                    got = _exchange(cmid, qp, cq, mr, buf, b"from node 0....!")
+                    assert got == b"from node 1....!"
+                    chan.barrier("done")
+                    ev = cmid.get_event(timeout=TIMEOUT)
+                    assert ev.event == ib.CMEventType.DISCONNECTED
     else:
         chan.recv("listening")
         with _resolve(node, port) as cmid:
             assert cmid.source == node.addr and cmid.host == node.addrs[0]
-            ctx = cmid.context
-            assert ctx.name == node.device
-            with ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
-                buf, mr = _buffer(pd, 2 * MSG)
-                with mr, _qp(cmid, pd, cq) as qp:
-                    qp.post_recv(ib.RecvWR(wr_id=1, sg_list=[mr.sge(MSG, MSG)]))
-                    reply = cmid.connect(b"node 1 connects", timeout=TIMEOUT)
-                    assert reply[:14] == b"node 0 accepts"
-                    assert cmid.connected and qp.state == ib.QPState.RTS
-                    chan.barrier("posted")
-                    got = _exchange(cmid, qp, cq, mr, buf, b"from node 1....!")
-                    assert got == b"from node 0....!"
-                    chan.barrier("done")
-                    cmid.disconnect()
+            with _endpoint(cmid, node) as (qp, cq, mr, buf):
+                reply = cmid.connect(b"node 1 connects", timeout=TIMEOUT)
+                assert reply[:14] == b"node 0 accepts"
+                assert cmid.connected and qp.state == ib.QPState.RTS
+                chan.barrier("posted")
+                got = _exchange(cmid, qp, cq, mr, buf, b"from node 1....!")
+                assert got == b"from node 0....!"
+                chan.barrier("done")
+                cmid.disconnect()
 
 
 def test_cmid_against_c_rdma_server_on_the_peer(chan, me, node):

@@ -10,7 +10,6 @@ sender's GID is checked in the GRH rxe writes."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import time
@@ -21,7 +20,7 @@ import pytest
 
 import ibverbs as ib
 from ibverbs import efa
-from support import GID_INDEX, PORT
+from support import GID_INDEX, PORT, load_path
 from support.rdma import mkbuf
 
 pytestmark = pytest.mark.twonode
@@ -33,10 +32,7 @@ FAKE_SGID = bytes(0xF0 + i for i in range(16))  # the fake's answer
 @pytest.fixture(scope="module")
 def fake_libefa(tmp_path_factory):
     build = Path(__file__).resolve().parents[1] / "fakes" / "efa" / "build.py"
-    spec = importlib.util.spec_from_file_location("fake_efa_build", build)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    path = mod.build(tmp_path_factory.mktemp("efa"))
+    path = load_path("fake_efa_build", build).build(tmp_path_factory.mktemp("efa"))
     os.environ["IBVERBS_LIBEFA"] = path
     ok, loaded = efa.libefa_status()
     # libefa loads once per process: this one must be the fake

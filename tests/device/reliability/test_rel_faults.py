@@ -5,7 +5,6 @@ which runs last: it takes rxe0 away.)
 """
 
 import collections
-import importlib.util
 import os
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 
 import ibverbs as ib
 
-from support import NETDEV, PORT, TESTS, device_name
+from support import NETDEV, PORT, TESTS, device_name, load_path
 from support.rdma import (
     send_wr,
     ALL_ACCESS,
@@ -209,9 +208,7 @@ print("ALIVE", flush=True)
 
 
 def _build_faildestroy(tmp_path):
-    spec = importlib.util.spec_from_file_location("_rel_noverbs", FAKES / "noverbs.py")
-    noverbs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(noverbs)
+    noverbs = load_path("_rel_noverbs", FAKES / "noverbs.py")
     why = noverbs.missing_tools()
     if why:
         pytest.skip(why)

@@ -17,7 +17,7 @@ import pytest
 
 import ibverbs as ib
 
-from support import device_name
+from support import device_name, load_path
 from support.fakes import load_fake_module
 from support.process import check_cases, run_cases
 
@@ -57,13 +57,10 @@ def test_misuse_efa_over_the_fake_libefa(tmp_path):
     the fake libefa.so.1 (tests/fakes/efa/: a double, which makes rxe
     objects where libefa makes EFA ones); the real libefa's refusals of
     the same calls are in the device group above."""
-    import importlib.util
     import os
 
     build = HERE.parents[1] / "fakes" / "efa" / "build.py"
-    spec = importlib.util.spec_from_file_location("fake_efa_build", build)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_path("fake_efa_build", build)
     if load_fake_module("cshared").compiler() is None:
         # the arm64 guest of make test-arm64 has none
         pytest.skip("no C compiler (cc, gcc or clang) to build the fake libefa")

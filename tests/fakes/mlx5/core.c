@@ -98,6 +98,20 @@ void m5_end(struct m5rec *r)
 	close(fd);
 }
 
+int m5_free_rec(const char *verb, const char *idfmt, unsigned long long id,
+		void *obj)
+{
+	struct m5rec r;
+	int err = m5_begin(&r, verb);
+
+	m5_add(&r, idfmt, id);
+	m5_end(&r);
+	if (err)
+		return err;
+	free(obj);
+	return 0;
+}
+
 int m5_unsupported(const char *name)
 {
 	const char *list = getenv("IBVERBS_FAKE_MLX5_UNSUPPORTED");

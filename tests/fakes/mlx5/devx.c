@@ -42,18 +42,29 @@ static int cmd_rec(struct m5rec *r, const char *verb, const char *tkey,
 	return err;
 }
 
-FAKE_EXPORT int mlx5dv_devx_general_cmd(struct ibv_context *ctx, const void *in,
-					size_t inlen, void *out, size_t outlen)
+/* A command that answers by echoing in into out: cmd_rec's record, then
+ * the target's id ("key=value" by idfmt; none where idfmt is NULL). */
+static int echo_cmd(const char *verb, const char *tkey, const void *target,
+		    const char *idfmt, unsigned long long id, const void *in,
+		    size_t inlen, void *out, size_t outlen)
 {
 	struct m5rec r;
-	int err = cmd_rec(&r, "mlx5dv_devx_general_cmd", "ctx", ctx, in, inlen,
-			  outlen);
+	int err = cmd_rec(&r, verb, tkey, target, in, inlen, outlen);
 
+	if (idfmt)
+		m5_add(&r, idfmt, id);
 	m5_end(&r);
 	if (err)
 		return err;
 	echo_out(in, inlen, out, outlen);
 	return 0;
+}
+
+FAKE_EXPORT int mlx5dv_devx_general_cmd(struct ibv_context *ctx, const void *in,
+					size_t inlen, void *out, size_t outlen)
+{
+	return echo_cmd("mlx5dv_devx_general_cmd", "ctx", ctx, NULL, 0, in,
+			inlen, out, outlen);
 }
 
 FAKE_EXPORT int mlx5dv_devx_query_eqn(struct ibv_context *ctx, uint32_t vector,
@@ -124,15 +135,8 @@ mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx, struct mlx5dv_devx_umem_in *in)
 
 FAKE_EXPORT int mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *u)
 {
-	struct m5rec r;
-	int err = m5_begin(&r, "mlx5dv_devx_umem_dereg");
-
-	M5_U(&r, "umem_id", u->umem_id);
-	m5_end(&r);
-	if (err)
-		return err;
-	free(u);
-	return 0;
+	return m5_free_rec("mlx5dv_devx_umem_dereg", "umem_id=%llu", u->umem_id,
+			   u);
 }
 
 /* ---- UARs ---- */
@@ -212,44 +216,21 @@ FAKE_EXPORT int mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *o,
 				       const void *in, size_t inlen, void *out,
 				       size_t outlen)
 {
-	struct m5rec r;
-	int err = cmd_rec(&r, "mlx5dv_devx_obj_modify", "obj", o, in, inlen,
-			  outlen);
-
-	M5_X(&r, "obj.id", o->id);
-	m5_end(&r);
-	if (err)
-		return err;
-	echo_out(in, inlen, out, outlen);
-	return 0;
+	return echo_cmd("mlx5dv_devx_obj_modify", "obj", o, "obj.id=0x%llx",
+			o->id, in, inlen, out, outlen);
 }
 
 FAKE_EXPORT int mlx5dv_devx_obj_query(struct mlx5dv_devx_obj *o, const void *in,
 				      size_t inlen, void *out, size_t outlen)
 {
-	struct m5rec r;
-	int err = cmd_rec(&r, "mlx5dv_devx_obj_query", "obj", o, in, inlen,
-			  outlen);
-
-	M5_X(&r, "obj.id", o->id);
-	m5_end(&r);
-	if (err)
-		return err;
-	echo_out(in, inlen, out, outlen);
-	return 0;
+	return echo_cmd("mlx5dv_devx_obj_query", "obj", o, "obj.id=0x%llx",
+			o->id, in, inlen, out, outlen);
 }
 
 FAKE_EXPORT int mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *o)
 {
-	struct m5rec r;
-	int err = m5_begin(&r, "mlx5dv_devx_obj_destroy");
-
-	M5_X(&r, "obj.id", o->id);
-	m5_end(&r);
-	if (err)
-		return err;
-	free(o);
-	return 0;
+	return m5_free_rec("mlx5dv_devx_obj_destroy", "obj.id=0x%llx", o->id,
+			   o);
 }
 
 /* ---- QP commands ---- */
@@ -257,31 +238,15 @@ FAKE_EXPORT int mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *o)
 FAKE_EXPORT int mlx5dv_devx_qp_modify(struct ibv_qp *qp, const void *in,
 				      size_t inlen, void *out, size_t outlen)
 {
-	struct m5rec r;
-	int err = cmd_rec(&r, "mlx5dv_devx_qp_modify", "qp", qp, in, inlen,
-			  outlen);
-
-	M5_U(&r, "qp.qp_num", qp->qp_num);
-	m5_end(&r);
-	if (err)
-		return err;
-	echo_out(in, inlen, out, outlen);
-	return 0;
+	return echo_cmd("mlx5dv_devx_qp_modify", "qp", qp, "qp.qp_num=%llu",
+			qp->qp_num, in, inlen, out, outlen);
 }
 
 FAKE_EXPORT int mlx5dv_devx_qp_query(struct ibv_qp *qp, const void *in,
 				     size_t inlen, void *out, size_t outlen)
 {
-	struct m5rec r;
-	int err = cmd_rec(&r, "mlx5dv_devx_qp_query", "qp", qp, in, inlen,
-			  outlen);
-
-	M5_U(&r, "qp.qp_num", qp->qp_num);
-	m5_end(&r);
-	if (err)
-		return err;
-	echo_out(in, inlen, out, outlen);
-	return 0;
+	return echo_cmd("mlx5dv_devx_qp_query", "qp", qp, "qp.qp_num=%llu",
+			qp->qp_num, in, inlen, out, outlen);
 }
 
 /* ---- the event channel ---- */

@@ -43,6 +43,10 @@ void m5_bytes(struct m5rec *r, const char *key, const void *p, size_t n);
 void m5_str(struct m5rec *r, const char *key, const char *s);
 /* Append the record as one line to $IBVERBS_FAKE_MLX5_LOG. */
 void m5_end(struct m5rec *r);
+/* Record verb with the object's id ("key=value" by idfmt), then free obj
+ * unless a failure is armed for verb; returns that errno, or 0. */
+int m5_free_rec(const char *verb, const char *idfmt, unsigned long long id,
+		void *obj);
 
 #define M5_U(r, k, v) m5_add((r), "%s=%llu", (k), (unsigned long long)(v))
 #define M5_X(r, k, v) m5_add((r), "%s=0x%llx", (k), (unsigned long long)(v))

@@ -38,15 +38,7 @@ mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *attr)
 
 FAKE_EXPORT int mlx5dv_destroy_mkey(struct mlx5dv_mkey *mk)
 {
-	struct m5rec r;
-	int err = m5_begin(&r, "mlx5dv_destroy_mkey");
-
-	M5_X(&r, "lkey", mk->lkey);
-	m5_end(&r);
-	if (err)
-		return err;
-	free(mk);
-	return 0;
+	return m5_free_rec("mlx5dv_destroy_mkey", "lkey=0x%llx", mk->lkey, mk);
 }
 
 static void fake_wr_mr_list(struct mlx5dv_qp_ex *mqp, struct mlx5dv_mkey *mkey,
