@@ -343,6 +343,15 @@ static int qpex_begin_wr(PyObject *self, int op)
 	return 0;
 }
 
+/* A builder with arguments: m's parsing into a, then qpex_begin_wr. */
+static int qpex_build(PyObject *self, const MethodArgs *m, PyObject *args,
+		      PyObject *kw, void *a, int op)
+{
+	if (args_parse(m, self, args, kw, a) < 0)
+		return -1;
+	return qpex_begin_wr(self, op);
+}
+
 /* A setter's checks after those of its arguments: the batch's state
  * (EINVAL), then the provider's op (EOPNOTSUPP, fn: QPX_FN(wr_set_*)); then
  * the WR is marked as having its data (data: WREX_SET_*) or its UD
@@ -1068,9 +1077,8 @@ static PyObject *qpex_wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 	struct imm_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_send_imm_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_SEND_IMM) < 0)
+	if (qpex_build(self, &qpex_wr_send_imm_args, args, kw, &a,
+		       WREX_OP_SEND_IMM) < 0)
 		return NULL;
 	ibv_wr_send_imm(QPX(self), htobe32(a.imm_data));
 	Py_RETURN_NONE;
@@ -1102,9 +1110,8 @@ static PyObject *qpex_wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 	struct inv_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_send_inv_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_SEND_INV) < 0)
+	if (qpex_build(self, &qpex_wr_send_inv_args, args, kw, &a,
+		       WREX_OP_SEND_INV) < 0)
 		return NULL;
 	ibv_wr_send_inv(QPX(self), a.invalidate_rkey);
 	Py_RETURN_NONE;
@@ -1135,9 +1142,8 @@ static PyObject *qpex_wr_rdma_write(PyObject *self, PyObject *args,
 	struct rdma_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_rdma_write_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE) < 0)
+	if (qpex_build(self, &qpex_wr_rdma_write_args, args, kw, &a,
+		       WREX_OP_RDMA_WRITE) < 0)
 		return NULL;
 	ibv_wr_rdma_write(QPX(self), a.rkey, a.remote_addr);
 	Py_RETURN_NONE;
@@ -1170,9 +1176,8 @@ static PyObject *qpex_wr_rdma_write_imm(PyObject *self, PyObject *args,
 	struct rdma_imm_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_rdma_write_imm_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE_IMM) < 0)
+	if (qpex_build(self, &qpex_wr_rdma_write_imm_args, args, kw, &a,
+		       WREX_OP_RDMA_WRITE_IMM) < 0)
 		return NULL;
 	ibv_wr_rdma_write_imm(QPX(self), a.rkey, a.remote_addr,
 			      htobe32(a.imm_data));
@@ -1193,9 +1198,8 @@ static PyObject *qpex_wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 	struct rdma_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_rdma_read_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_READ) < 0)
+	if (qpex_build(self, &qpex_wr_rdma_read_args, args, kw, &a,
+		       WREX_OP_RDMA_READ) < 0)
 		return NULL;
 	ibv_wr_rdma_read(QPX(self), a.rkey, a.remote_addr);
 	Py_RETURN_NONE;
@@ -1231,9 +1235,8 @@ static PyObject *qpex_wr_atomic_cmp_swp(PyObject *self, PyObject *args,
 	struct cmp_swp_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_atomic_cmp_swp_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_ATOMIC_CMP_SWP) < 0)
+	if (qpex_build(self, &qpex_wr_atomic_cmp_swp_args, args, kw, &a,
+		       WREX_OP_ATOMIC_CMP_SWP) < 0)
 		return NULL;
 	ibv_wr_atomic_cmp_swp(QPX(self), a.rkey, a.remote_addr, a.compare,
 			      a.swap);
@@ -1268,9 +1271,8 @@ static PyObject *qpex_wr_atomic_fetch_add(PyObject *self, PyObject *args,
 	struct fetch_add_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_atomic_fetch_add_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_ATOMIC_FETCH_ADD) < 0)
+	if (qpex_build(self, &qpex_wr_atomic_fetch_add_args, args, kw, &a,
+		       WREX_OP_ATOMIC_FETCH_ADD) < 0)
 		return NULL;
 	ibv_wr_atomic_fetch_add(QPX(self), a.rkey, a.remote_addr, a.add);
 	Py_RETURN_NONE;
@@ -1295,9 +1297,8 @@ static PyObject *qpex_wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 	PyObject *mw, *rec;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_local_inv_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_LOCAL_INV) < 0)
+	if (qpex_build(self, &qpex_wr_local_inv_args, args, kw, &a,
+		       WREX_OP_LOCAL_INV) < 0)
 		return NULL;
 	/* A type 2 window of this PD bound under that rkey lets its MR go
 	 * once the batch is posted (mem/mw.c). */
@@ -2099,55 +2100,48 @@ static PyMethodDef qpex_methods[] = {
 /* wr_id, wr_flags, send_ops_flags                                     */
 /* ------------------------------------------------------------------ */
 
-static PyObject *get_wr_id(PyObject *self, void *closure)
+/* wr_id and wr_flags share their accessors: closure is the field's name
+ * ("wr_id": 64 bits; "wr_flags": 32 bits, read as SendFlags). */
+static int is_wr_id(void *closure)
 {
-	HANDLE_CHECK(self);
-	if (QPEXO(self)->qpx == NULL)
-		return no_send_ops("wr_id");
-	return PyLong_FromUnsignedLongLong(QPEXO(self)->qpx->wr_id);
+	return strcmp((const char *)closure, "wr_id") == 0;
 }
 
-static int set_wr_id(PyObject *self, PyObject *v, void *closure)
+static PyObject *get_wr_field(PyObject *self, void *closure)
 {
-	uint64_t id;
+	struct ibv_qp_ex *qpx;
+
+	HANDLE_CHECK(self);
+	qpx = QPEXO(self)->qpx;
+	if (qpx == NULL)
+		return no_send_ops(closure);
+	if (is_wr_id(closure))
+		return PyLong_FromUnsignedLongLong(qpx->wr_id);
+	return enum_from_int("SendFlags", (long)qpx->wr_flags);
+}
+
+static int set_wr_field(PyObject *self, PyObject *v, void *closure)
+{
+	const char *name = closure;
+	uint64_t id = 0;
+	uint32_t f = 0;
 
 	if (v == NULL) {
-		PyErr_SetString(PyExc_AttributeError, "cannot delete wr_id");
+		PyErr_Format(PyExc_AttributeError, "cannot delete %s", name);
 		return -1;
 	}
-	if (handle_check(HANDLE(self)) < 0 || arg_u64(v, "wr_id", &id) < 0)
+	if (handle_check(HANDLE(self)) < 0)
+		return -1;
+	if (is_wr_id(closure) ? arg_u64(v, name, &id) : arg_u32(v, name, &f))
 		return -1;
 	if (QPEXO(self)->qpx == NULL) {
-		no_send_ops("wr_id");
+		no_send_ops(name);
 		return -1;
 	}
-	QPEXO(self)->qpx->wr_id = id;
-	return 0;
-}
-
-static PyObject *get_wr_flags(PyObject *self, void *closure)
-{
-	HANDLE_CHECK(self);
-	if (QPEXO(self)->qpx == NULL)
-		return no_send_ops("wr_flags");
-	return enum_from_int("SendFlags", (long)QPEXO(self)->qpx->wr_flags);
-}
-
-static int set_wr_flags(PyObject *self, PyObject *v, void *closure)
-{
-	uint32_t f;
-
-	if (v == NULL) {
-		PyErr_SetString(PyExc_AttributeError, "cannot delete wr_flags");
-		return -1;
-	}
-	if (handle_check(HANDLE(self)) < 0 || arg_u32(v, "wr_flags", &f) < 0)
-		return -1;
-	if (QPEXO(self)->qpx == NULL) {
-		no_send_ops("wr_flags");
-		return -1;
-	}
-	QPEXO(self)->qpx->wr_flags = f;
+	if (is_wr_id(closure))
+		QPEXO(self)->qpx->wr_id = id;
+	else
+		QPEXO(self)->qpx->wr_flags = f;
 	return 0;
 }
 
@@ -2172,14 +2166,14 @@ static PyObject *qpex_repr(PyObject *self)
 }
 
 static PyGetSetDef qpex_getset[] = {
-	{ "wr_id", get_wr_id, set_wr_id,
+	{ "wr_id", get_wr_field, set_wr_field,
 	  "The wr_id of the WRs the next builders start\n"
 	  "(``ibv_qp_ex.wr_id``); settable; EBADF once closed.",
-	  NULL },
-	{ "wr_flags", get_wr_flags, set_wr_flags,
+	  "wr_id" },
+	{ "wr_flags", get_wr_field, set_wr_field,
 	  "The ``SendFlags`` of the WRs the next builders start\n"
 	  "(``ibv_qp_ex.wr_flags``); settable; EBADF once closed.",
-	  NULL },
+	  "wr_flags" },
 	{ "send_ops_flags", get_send_ops_flags, NULL,
 	  "The ``QPCreateSendOpsFlags`` the QP was created with: the\n"
 	  "builders it may use.",
