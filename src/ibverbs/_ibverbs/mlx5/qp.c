@@ -391,7 +391,8 @@ static PyObject *m5_stream_reset(PyObject *qp, uint16_t stream_id)
 	"    TypeError: an argument has the wrong type.\n" \
 	"    ValueError: a value is out of range.\n" M5_RAISES_LIB
 
-/* The module functions: qp, then the value. */
+/* The module functions: qp, then the value.  Each list also declares
+ * the method below, from its second entry. */
 METHOD_DOC(mlx5_mod_modify_qp_udp_sport, DOC_UDP_SPORT
 	   "\n"
 	   "Args:\n"
@@ -501,16 +502,14 @@ PyObject *mlx5_mod_dci_stream_id_reset(PyObject *mod, PyObject *args,
 	return m5_stream_reset(a.qp, a.stream_id);
 }
 
-/* The methods: the same on self. */
+/* The methods: the same verbs on self, declared by the module
+ * function's list less its first entry (qp). */
 PyDoc_STRVAR(mlx5_qp_modify_udp_sport__doc__,
 	     DOC_UDP_SPORT "\n"
 			   "Args:\n"
 			   "    udp_sport: the port." DOC_ERRS);
-static const ArgSpec m5_m_sport_params[] = {
-	ARG_UINT(struct m5_sport_args, udp_sport), ARG_END
-};
 METHOD_ARGS(mlx5_qp_modify_udp_sport, "Mlx5QP.modify_udp_sport",
-	    m5_m_sport_params);
+	    m5_sport_params + 1);
 
 static PyObject *mlx5_qp_modify_udp_sport(PyObject *self, PyObject *args,
 					  PyObject *kw)
@@ -527,11 +526,8 @@ PyDoc_STRVAR(mlx5_qp_modify_lag_port__doc__,
 	     DOC_LAG_PORT "\n"
 			  "Args:\n"
 			  "    port_num: the LAG port." DOC_ERRS);
-static const ArgSpec m5_m_port_params[] = {
-	ARG_UINT(struct m5_port_args, port_num), ARG_END
-};
 METHOD_ARGS(mlx5_qp_modify_lag_port, "Mlx5QP.modify_lag_port",
-	    m5_m_port_params);
+	    m5_port_params + 1);
 
 static PyObject *mlx5_qp_modify_lag_port(PyObject *self, PyObject *args,
 					 PyObject *kw)
@@ -558,11 +554,8 @@ PyDoc_STRVAR(mlx5_qp_dci_stream_id_reset__doc__,
 	     DOC_STREAM_RESET "\n"
 			      "Args:\n"
 			      "    stream_id: the stream." DOC_ERRS);
-static const ArgSpec m5_m_stream_params[] = {
-	ARG_UINT(struct m5_stream_args, stream_id), ARG_END
-};
 METHOD_ARGS(mlx5_qp_dci_stream_id_reset, "Mlx5QP.dci_stream_id_reset",
-	    m5_m_stream_params);
+	    m5_stream_params + 1);
 
 static PyObject *mlx5_qp_dci_stream_id_reset(PyObject *self, PyObject *args,
 					     PyObject *kw)
