@@ -161,14 +161,11 @@ extern struct ibv_api IBV;
 
 /* For a call that needs an optional verb: raise VerbsError(EOPNOTSUPP)
  * naming the symbol and the rdma-core release that added it. */
-#define IBV_REQUIRE_OPTIONAL(field, sym, since)                     \
-	do {                                                        \
-		if (IBV.field == NULL)                              \
-			return verbs_error_fmt(                     \
-				EOPNOTSUPP, #sym,                   \
-				"%s is not exported by the loaded " \
-				"libibverbs (needs %s or newer)",   \
-				#sym, since);                       \
+#define IBV_REQUIRE_OPTIONAL(field, sym, since)                              \
+	do {                                                                 \
+		if (lib_need((void *)IBV.field, "libibverbs", #sym, since) < \
+		    0)                                                       \
+			return NULL;                                         \
 	} while (0)
 
 /* Loads libibverbs.so.1 (or $IBVERBS_LIBIBVERBS, a test-only override).
@@ -215,6 +212,13 @@ typedef struct LazyLib {
 	PyMutex lock;
 #endif
 } LazyLib;
+
+/* 0 when fn (a symbol looked up in a loaded library) is there; else -1
+ * with VerbsError(EOPNOTSUPP) naming sym, the library (lib: its name or
+ * path) and the release that added it (since).  For every optional
+ * symbol: libibverbs's (IBV_REQUIRE_OPTIONAL), libefa's (EFA_NEED),
+ * libmlx5's (MLX5_NEED). */
+int lib_need(void *fn, const char *lib, const char *sym, const char *since);
 
 /* 0 once the library is loaded, or -1 with ImportError (lib_load's). */
 int lazy_load(LazyLib *l);

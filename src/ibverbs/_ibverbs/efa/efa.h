@@ -122,13 +122,12 @@ extern struct efa_api EFA;
 int efa_load(void);
 
 /* Load libefa and check it exports efadv_<fn>: 0, or -1 with ImportError
- * (no library) or VerbsError(EOPNOTSUPP) naming efadv_<fn> and the
- * rdma-core release that added it (since). */
-int efa_need(void *fn, const char *name, const char *since);
-#define EFA_NEED(fn, since)                                    \
-	((efa_load() < 0 ||                                    \
-	  efa_need((void *)EFA.fn, "efadv_" #fn, since) < 0) ? \
-		 -1 :                                          \
+ * (no library) or VerbsError(EOPNOTSUPP) naming efadv_<fn>, the file and
+ * the rdma-core release that added it (since): core/loader.c's lib_need. */
+#define EFA_NEED(fn, since)                                              \
+	((efa_load() < 0 ||                                              \
+	  lib_need((void *)EFA.fn, EFA.path, "efadv_" #fn, since) < 0) ? \
+		 -1 :                                                    \
 		 0)
 
 /* The Raises lines the docstrings share. */

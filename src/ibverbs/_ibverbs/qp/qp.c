@@ -1198,12 +1198,10 @@ static PyObject *qp_mcast(PyObject *self, PyObject *args, PyObject *kw,
 	if (args_parse(attach ? &qp_attach_mcast_args : &qp_detach_mcast_args,
 		       self, args, kw, &a) < 0)
 		return NULL;
-	if (attach ? IBV.attach_mcast == NULL : IBV.detach_mcast == NULL)
-		return verbs_error_fmt(EOPNOTSUPP, verb,
-				       "%s is not exported by the loaded "
-				       "libibverbs (needs libibverbs 1.1 or "
-				       "newer)",
-				       verb);
+	if (lib_need(attach ? (void *)IBV.attach_mcast :
+			      (void *)IBV.detach_mcast,
+		     "libibverbs", verb, "libibverbs 1.1") < 0)
+		return NULL;
 	if (a.gid == Py_None) {
 		arg_type_error("gid", "Gid, 16 bytes or IPv6 text", 0, a.gid);
 		return NULL;
