@@ -263,6 +263,9 @@ int arg_int(PyObject *o, const char *name, long min, long max, long *out);
  * C-contiguous buffer: memoryview, array, numpy) into dst; TypeError for
  * another type, ValueError naming "name" when it holds fewer.  0 / -1. */
 int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n);
+/* A memoryview of o (*mv, a new reference): 1; 0 (*mv NULL, no error)
+ * when o is no buffer, str and int included; -1 on another error. */
+int buffer_view(PyObject *o, PyObject **mv);
 /* Small helpers for building attribute objects. */
 /* d[key] = o, stealing o (NULL: making it failed, -1).  0 / -1. */
 int dict_set_steal(PyObject *d, const char *key, PyObject *o);
@@ -279,6 +282,9 @@ PyObject *objects_record(const char *name, PyObject *kwargs);
 PyObject *obj_or_none(PyObject *o);
 /* getattr that tells "missing" (0, *out NULL) from an error (-1). */
 int attr_optional(PyObject *o, const char *name, PyObject **out);
+/* The same where None also means "not given": 1 with *out a new
+ * reference, 0 (*out NULL) when missing or None, -1 on error. */
+int attr_given(PyObject *o, const char *name, PyObject **out);
 
 /* attrs.c: 16 raw bytes from a Gid, bytes-like or IPv6 text (what Gid()
  * accepts); None is the zero GID.  0 or -1. */

@@ -130,7 +130,14 @@ int efa_load(void);
 		 -1 :                                                    \
 		 0)
 
-/* The Raises lines the docstrings share. */
+/* The Raises lines the docstrings share: EFA_RAISES_RING for the ring
+ * queries (efa.CQ.query, efa.QP.query_wqs). */
+#define EFA_RAISES_RING                                               \
+	"Raises:\n"                                                   \
+	"    ImportError: libefa.so.1 cannot be loaded.\n"            \
+	"    VerbsError: EBADF once closed; EOPNOTSUPP when libefa\n" \
+	"        predates it or the device is not EFA; else the\n"    \
+	"        function failed (``errno``)."
 #define EFA_RAISES_LIB                                                     \
 	"    ImportError: libefa.so.1 cannot be loaded (Debian/Ubuntu:\n"  \
 	"        ibverbs-providers; RHEL/Fedora: libibverbs).\n"           \

@@ -706,14 +706,9 @@ static int ia_uint(PyObject *ia, const char *name, uint64_t max, uint64_t dflt,
 	int rc;
 
 	*out = dflt;
-	if (attr_optional(ia, name, &v) < 0)
-		return -1;
-	if (v == NULL)
-		return 0;
-	if (v == Py_None) {
-		Py_DECREF(v);
-		return 0;
-	}
+	rc = attr_given(ia, name, &v);
+	if (rc <= 0)
+		return rc;
 	snprintf(what, sizeof(what), "init_attr.%s", name);
 	rc = arg_u64(v, what, out);
 	Py_DECREF(v);
@@ -746,39 +741,6 @@ static int ia_pd_matches(PDObject *pd, PyObject *ia)
 	return rc;
 }
 
-/* init_attr.<name>: None (*out NULL), or an open handle of type t whose
- * Context is ctx (*out a new reference).  0 / -1. */
-static int ia_handle(PyObject *ia, const char *name, PyTypeObject *t,
-		     const char *tname, Handle *ctx, PyObject **out)
-{
-	PyObject *v;
-	char what[32];
-
-	*out = NULL;
-	if (attr_optional(ia, name, &v) < 0)
-		return -1;
-	if (v == NULL || v == Py_None) {
-		Py_XDECREF(v);
-		return 0;
-	}
-	snprintf(what, sizeof(what), "init_attr.%s", name);
-	if (!PyObject_TypeCheck(v, t)) {
-		arg_type_error(what, tname, 1, v);
-		goto fail;
-	}
-	if (handle_check(HANDLE(v)) < 0)
-		goto fail;
-	if (HANDLE(v)->parent != ctx) {
-		arg_other_parent_error(what, "Context");
-		goto fail;
-	}
-	*out = v;
-	return 0;
-fail:
-	Py_DECREF(v);
-	return -1;
-}
-
 /* init_attr.rx_hash_conf: None, or an RXHashConf-like object
  * (rx_hash_function, rx_hash_key bytes, rx_hash_fields_mask). */
 static int ia_rx_hash(PyObject *ia, struct ex_args *a)
@@ -789,12 +751,10 @@ static int ia_rx_hash(PyObject *ia, struct ex_args *a)
 	Py_ssize_t n;
 	int rc = -1;
 
-	if (attr_optional(ia, "rx_hash_conf", &c) < 0)
-		return -1;
-	if (c == NULL || c == Py_None) {
-		Py_XDECREF(c);
-		return 0;
-	}
+	rc = attr_given(ia, "rx_hash_conf", &c);
+	if (rc <= 0)
+		return rc;
+	rc = -1;
 	if (ia_uint(c, "rx_hash_function", UINT8_MAX, 0, &fn) < 0 ||
 	    ia_uint(c, "rx_hash_fields_mask", UINT64_MAX, 0, &fields) < 0 ||
 	    attr_optional(c, "rx_hash_key", &key_o) < 0)
@@ -838,9 +798,10 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 
 	memset(a, 0, sizeof(*a));
 	if (ia_uint(ia, "qp_type", INT32_MAX, IBV_QPT_RC, &type) < 0 ||
-	    ia_handle(ia, "xrcd", ST.XRCD_type, "XRCD", ctx, &a->xrcd) < 0 ||
-	    ia_handle(ia, "rwq_ind_tbl", ST.RWQIndTable_type, "RWQIndTable",
-		      ctx, &a->ind_tbl) < 0)
+	    init_attr_handle(ia, "xrcd", ST.XRCD_type, "XRCD", ctx, "Context",
+			     &a->xrcd) < 0 ||
+	    init_attr_handle(ia, "rwq_ind_tbl", ST.RWQIndTable_type,
+			     "RWQIndTable", ctx, "Context", &a->ind_tbl) < 0)
 		return -1;
 	*no_cq = type == IBV_QPT_XRC_RECV || a->ind_tbl != NULL;
 	ops_dflt = *no_cq ? 0 : IBV_QP_EX_WITH_SEND;
@@ -1557,6 +1518,49 @@ static PyObject *qpex_wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 
 #define SMALL_LIST 16
 
+/* The list setters' start: o (the argument name, a list or tuple of
+ * what) as a new tuple, so its items cannot change under us (a list's
+ * owner might), and *arr: small when n items of size each fit
+ * SMALL_LIST, else PyMem_Malloc'd (list_done frees it).  NULL with
+ * TypeError or MemoryError set. */
+static PyObject *list_start(PyObject *o, const char *name, const char *what,
+			    void *small, size_t size, void **arr)
+{
+	PyObject *seq;
+	Py_ssize_t n;
+
+	*arr = small;
+	if (!PyList_Check(o) && !PyTuple_Check(o)) {
+		arg_type_error(name, what, 0, o);
+		return NULL;
+	}
+	seq = PySequence_Tuple(o);
+	if (seq == NULL)
+		return NULL;
+	n = PyTuple_Size(seq);
+	if (n > SMALL_LIST) {
+		*arr = PyMem_Malloc(n * size);
+		if (*arr == NULL) {
+			Py_DECREF(seq);
+			PyErr_NoMemory();
+			return NULL;
+		}
+	}
+	return seq;
+}
+
+/* The list setters' end: free arr unless it is small, drop seq, and
+ * answer None when ok, else NULL. */
+static PyObject *list_done(int ok, PyObject *seq, void *arr, void *small)
+{
+	if (arr != small)
+		PyMem_Free(arr);
+	Py_DECREF(seq);
+	if (!ok)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(qpex_wr_set_sge_list__doc__,
 	     "Give the last builder's WR its data: a list of SGEs.\n"
 	     "\n"
@@ -1587,34 +1591,22 @@ METHOD_ARGS(qpex_wr_set_sge_list, "QPEx.wr_set_sge_list", sge_list_params);
 static PyObject *qpex_wr_set_sge_list(PyObject *self, PyObject *args,
 				      PyObject *kw)
 {
-	struct ibv_sge small[SMALL_LIST], *arr = small;
-	PyObject *seq = NULL, *res = NULL;
+	struct ibv_sge small[SMALL_LIST], *arr;
 	struct sge_list_args a;
+	PyObject *seq;
 	Py_ssize_t i, n;
+	int ok = 0;
 
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_set_sge_list_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (!PyList_Check(a.sg_list) && !PyTuple_Check(a.sg_list)) {
-		arg_type_error("sg_list", "list or tuple of SGEs", 0,
-			       a.sg_list);
-		return NULL;
-	}
-	/* A tuple copy: the SGEs cannot change under us (an SGE's
-	 * __eq__ runs no code, but a list's owner might). */
-	seq = PySequence_Tuple(a.sg_list);
+	seq = list_start(a.sg_list, "sg_list", "list or tuple of SGEs", small,
+			 sizeof(*arr), (void **)&arr);
 	if (seq == NULL)
 		return NULL;
 	n = PyTuple_Size(seq);
 	if (check_num_sge(self, n, "ibv_wr_set_sge_list") < 0)
 		goto out;
-	if (n > SMALL_LIST) {
-		arr = PyMem_Malloc(n * sizeof(*arr));
-		if (arr == NULL) {
-			PyErr_NoMemory();
-			goto out;
-		}
-	}
 	for (i = 0; i < n; i++) {
 		char what[32];
 
@@ -1632,13 +1624,9 @@ static PyObject *qpex_wr_set_sge_list(PyObject *self, PyObject *args,
 		}
 	}
 	ibv_wr_set_sge_list(QPX(self), (size_t)n, arr);
-	Py_INCREF(Py_None);
-	res = Py_None;
+	ok = 1;
 out:
-	if (arr != small)
-		PyMem_Free(arr);
-	Py_XDECREF(seq);
-	return res;
+	return list_done(ok, seq, arr, small);
 }
 
 /*
@@ -1652,19 +1640,17 @@ static int inline_buf(PyObject *o, const char *what, PyObject **hold,
 		      struct ibv_data_buf *out)
 {
 	PyObject *mv;
+	int rc;
 
 	if (PyBytes_Check(o) || PyByteArray_Check(o)) {
 		Py_INCREF(o);
 		*hold = o;
-	} else if (PyUnicode_Check(o) || PyLong_Check(o)) {
-		goto bad;
 	} else {
-		mv = PyMemoryView_FromObject(o);
-		if (mv == NULL) {
-			if (!PyErr_ExceptionMatches(PyExc_TypeError))
-				return -1;
-			PyErr_Clear();
-			goto bad;
+		rc = buffer_view(o, &mv);
+		if (rc <= 0) {
+			if (rc == 0)
+				goto bad;
+			return -1;
 		}
 		*hold = PyObject_Bytes(mv);
 		Py_DECREF(mv);
@@ -1777,36 +1763,26 @@ METHOD_ARGS(qpex_wr_set_inline_data_list, "QPEx.wr_set_inline_data_list",
 static PyObject *qpex_wr_set_inline_data_list(PyObject *self, PyObject *args,
 					      PyObject *kw)
 {
-	struct ibv_data_buf small[SMALL_LIST], *arr = small;
-	PyObject *seq = NULL, *holds = NULL, *res = NULL;
+	struct ibv_data_buf small[SMALL_LIST], *arr;
 	struct inline_data_list_args a;
+	PyObject *seq, *holds;
 	Py_ssize_t i, n;
 	size_t total = 0;
+	int ok = 0;
 
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_set_inline_data_list_args, self, args, kw, &a) <
 	    0)
 		return NULL;
-	if (!PyList_Check(a.buf_list) && !PyTuple_Check(a.buf_list)) {
-		arg_type_error("buf_list",
-			       "list or tuple of bytes-like objects", 0,
-			       a.buf_list);
-		return NULL;
-	}
-	seq = PySequence_Tuple(a.buf_list);
+	seq = list_start(a.buf_list, "buf_list",
+			 "list or tuple of bytes-like objects", small,
+			 sizeof(*arr), (void **)&arr);
 	if (seq == NULL)
 		return NULL;
 	n = PyTuple_Size(seq);
 	holds = PyTuple_New(n);
 	if (holds == NULL)
 		goto out;
-	if (n > SMALL_LIST) {
-		arr = PyMem_Malloc(n * sizeof(*arr));
-		if (arr == NULL) {
-			PyErr_NoMemory();
-			goto out;
-		}
-	}
 	for (i = 0; i < n; i++) {
 		PyObject *h = NULL;
 		char what[32];
@@ -1823,14 +1799,10 @@ static PyObject *qpex_wr_set_inline_data_list(PyObject *self, PyObject *args,
 			      QPX_FN(wr_set_inline_data_list)) < 0)
 		goto out;
 	ibv_wr_set_inline_data_list(QPX(self), (size_t)n, arr);
-	Py_INCREF(Py_None);
-	res = Py_None;
+	ok = 1;
 out:
-	if (arr != small)
-		PyMem_Free(arr);
 	Py_XDECREF(holds);
-	Py_XDECREF(seq);
-	return res;
+	return list_done(ok, seq, arr, small);
 }
 
 PyDoc_STRVAR(qpex_wr_set_ud_addr__doc__,
