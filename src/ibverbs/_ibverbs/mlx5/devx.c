@@ -355,6 +355,21 @@ static PyObject *umem_wrap(PyObject *ctx, struct mlx5dv_devx_umem *u,
 	return (PyObject *)self;
 }
 
+/* The umem registrations' docstrings from the owner argument to the
+ * start of VerbsError's line. */
+#define DEVX_UMEM_OWNER_RAISES                                            \
+	"    owner: what keeps the memory alive (held until close), or\n" \
+	"        None.\n"                                                 \
+	"\n"                                                              \
+	"Returns:\n"                                                      \
+	"    A new Mlx5DevxUmem (``umem_id``), a child of ctx.\n"         \
+	"\n"                                                              \
+	"Raises:\n"                                                       \
+	"    TypeError: an argument has the wrong type.\n"                \
+	"    ValueError: a value is out of range.\n"                      \
+	"    ImportError: libmlx5.so.1 cannot be loaded.\n"               \
+	"    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n"
+
 METHOD_DOC(mlx5_mod_devx_umem_reg,
 	   "Register user memory for DEVX objects (a umem: the queues,\n"
 	   "doorbells and buffers a DEVX QP or CQ names by umem id).\n"
@@ -368,18 +383,7 @@ METHOD_DOC(mlx5_mod_devx_umem_reg,
 	   "    ctx: an open Context (DEVX).\n"
 	   "    addr: the memory's address.\n"
 	   "    size: its length in bytes.\n"
-	   "    access: ``AccessFlags`` bits.\n"
-	   "    owner: what keeps the memory alive (held until close), or\n"
-	   "        None.\n"
-	   "\n"
-	   "Returns:\n"
-	   "    A new Mlx5DevxUmem (``umem_id``), a child of ctx.\n"
-	   "\n"
-	   "Raises:\n"
-	   "    TypeError: an argument has the wrong type.\n"
-	   "    ValueError: a value is out of range.\n"
-	   "    ImportError: libmlx5.so.1 cannot be loaded.\n"
-	   "    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n"
+	   "    access: ``AccessFlags`` bits.\n" DEVX_UMEM_OWNER_RAISES
 	   "        device of another provider; else the verb failed.");
 
 struct umem_reg_args {
@@ -452,35 +456,25 @@ _Static_assert(MLX5DV_UMEM_MASK_DMABUF == M5_UMEM_MASK_DMABUF,
 #undef UMEM_SAME
 #endif
 
-METHOD_DOC(mlx5_mod_devx_umem_reg_ex,
-	   "Register user memory, or a dma-buf (GPU memory), for DEVX\n"
-	   "objects, with the page sizes the device may map it with.\n"
-	   "\n"
-	   "Wraps ``mlx5dv_devx_umem_reg_ex`` (man page\n"
-	   "mlx5dv_devx_umem_reg(3), rdma-core 35; a dma-buf: 37).  With\n"
-	   "``dmabuf_fd`` the memory is that dma-buf's and ``addr`` is the\n"
-	   "offset in it (``comp_mask`` MLX5DV_UMEM_MASK_DMABUF).\n"
-	   "\n"
-	   "Args:\n"
-	   "    ctx: an open Context (DEVX).\n"
-	   "    addr: the memory's address (or the offset in the dma-buf).\n"
-	   "    size: its length in bytes.\n"
-	   "    access: ``AccessFlags`` bits.\n"
-	   "    pgsz_bitmap: the page sizes allowed (bit n: 2**n bytes).\n"
-	   "    dmabuf_fd: a dma-buf file descriptor, or None.\n"
-	   "    owner: what keeps the memory alive (held until close), or\n"
-	   "        None.\n"
-	   "\n"
-	   "Returns:\n"
-	   "    A new Mlx5DevxUmem (``umem_id``), a child of ctx.\n"
-	   "\n"
-	   "Raises:\n"
-	   "    TypeError: an argument has the wrong type.\n"
-	   "    ValueError: a value is out of range.\n"
-	   "    ImportError: libmlx5.so.1 cannot be loaded.\n"
-	   "    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n"
-	   "        device of another provider or when libmlx5 predates\n"
-	   "        rdma-core 35; else the verb failed.");
+METHOD_DOC(
+	mlx5_mod_devx_umem_reg_ex,
+	"Register user memory, or a dma-buf (GPU memory), for DEVX\n"
+	"objects, with the page sizes the device may map it with.\n"
+	"\n"
+	"Wraps ``mlx5dv_devx_umem_reg_ex`` (man page\n"
+	"mlx5dv_devx_umem_reg(3), rdma-core 35; a dma-buf: 37).  With\n"
+	"``dmabuf_fd`` the memory is that dma-buf's and ``addr`` is the\n"
+	"offset in it (``comp_mask`` MLX5DV_UMEM_MASK_DMABUF).\n"
+	"\n"
+	"Args:\n"
+	"    ctx: an open Context (DEVX).\n"
+	"    addr: the memory's address (or the offset in the dma-buf).\n"
+	"    size: its length in bytes.\n"
+	"    access: ``AccessFlags`` bits.\n"
+	"    pgsz_bitmap: the page sizes allowed (bit n: 2**n bytes).\n"
+	"    dmabuf_fd: a dma-buf file descriptor, or None.\n" DEVX_UMEM_OWNER_RAISES
+	"        device of another provider or when libmlx5 predates\n"
+	"        rdma-core 35; else the verb failed.");
 
 struct umem_reg_ex_args {
 	PyObject *ctx;
