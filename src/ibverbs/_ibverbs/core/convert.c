@@ -175,7 +175,7 @@ int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n)
 {
 	PyObject *mv = NULL, *flat = NULL, *head = NULL, *bytes;
 	Py_ssize_t have = 0;
-	int rc = -1;
+	int rc = -1, view;
 
 	if (PyBytes_Check(o) || PyByteArray_Check(o)) {
 		have = PyBytes_Check(o) ? PyBytes_Size(o) : PyByteArray_Size(o);
@@ -187,13 +187,11 @@ int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n)
 		       n);
 		return 0;
 	}
-	rc = buffer_view(o, &mv);
-	if (rc <= 0) {
-		if (rc == 0)
-			goto bad;
+	view = buffer_view(o, &mv);
+	if (view < 0)
 		return -1;
-	}
-	rc = -1;
+	if (view == 0)
+		goto bad;
 	flat = PyObject_CallMethod(mv, "cast", "s", "B");
 	if (flat == NULL)
 		goto out; /* TypeError: not C-contiguous */
