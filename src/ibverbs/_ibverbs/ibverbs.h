@@ -161,14 +161,11 @@ extern struct ibv_api IBV;
 
 /* For a call that needs an optional verb: raise VerbsError(EOPNOTSUPP)
  * naming the symbol and the rdma-core release that added it. */
-#define IBV_REQUIRE_OPTIONAL(field, sym, since)                     \
-	do {                                                        \
-		if (IBV.field == NULL)                              \
-			return verbs_error_fmt(                     \
-				EOPNOTSUPP, #sym,                   \
-				"%s is not exported by the loaded " \
-				"libibverbs (needs %s or newer)",   \
-				#sym, since);                       \
+#define IBV_REQUIRE_OPTIONAL(field, sym, since)                              \
+	do {                                                                 \
+		if (lib_need((void *)IBV.field, "libibverbs", #sym, since) < \
+		    0)                                                       \
+			return NULL;                                         \
 	} while (0)
 
 /* Loads libibverbs.so.1 (or $IBVERBS_LIBIBVERBS, a test-only override).
@@ -216,6 +213,13 @@ typedef struct LazyLib {
 #endif
 } LazyLib;
 
+/* 0 when fn (a symbol looked up in a loaded library) is there; else -1
+ * with VerbsError(EOPNOTSUPP) naming sym, the library (lib: its name or
+ * path) and the release that added it (since).  For every optional
+ * symbol: libibverbs's (IBV_REQUIRE_OPTIONAL), libefa's (EFA_NEED),
+ * libmlx5's (MLX5_NEED). */
+int lib_need(void *fn, const char *lib, const char *sym, const char *since);
+
 /* 0 once the library is loaded, or -1 with ImportError (lib_load's). */
 int lazy_load(LazyLib *l);
 /* (True, the library's path) or (False, why it cannot be loaded): a
@@ -259,6 +263,9 @@ int arg_int(PyObject *o, const char *name, long min, long max, long *out);
  * C-contiguous buffer: memoryview, array, numpy) into dst; TypeError for
  * another type, ValueError naming "name" when it holds fewer.  0 / -1. */
 int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n);
+/* A memoryview of o (*mv, a new reference): 1; 0 (*mv NULL, no error)
+ * when o is no buffer, str and int included; -1 on another error. */
+int buffer_view(PyObject *o, PyObject **mv);
 /* Small helpers for building attribute objects. */
 /* d[key] = o, stealing o (NULL: making it failed, -1).  0 / -1. */
 int dict_set_steal(PyObject *d, const char *key, PyObject *o);
@@ -275,6 +282,9 @@ PyObject *objects_record(const char *name, PyObject *kwargs);
 PyObject *obj_or_none(PyObject *o);
 /* getattr that tells "missing" (0, *out NULL) from an error (-1). */
 int attr_optional(PyObject *o, const char *name, PyObject **out);
+/* The same where None also means "not given": 1 with *out a new
+ * reference, 0 (*out NULL) when missing or None, -1 on error. */
+int attr_given(PyObject *o, const char *name, PyObject **out);
 
 /* attrs.c: 16 raw bytes from a Gid, bytes-like or IPv6 text (what Gid()
  * accepts); None is the zero GID.  0 or -1. */

@@ -169,6 +169,28 @@ static void conn_param_set(struct rdma_conn_param *p, const char *pdata,
 	p->rnr_retry_count = (uint8_t)rnr;
 }
 
+/* The arguments of m (which: PD_CONNECT, or PD_ACCEPT, which has no
+ * retry_count; meth names the method in messages) as *p, the timeout in
+ * *ms (ms NULL: the start_ form, without one).  0 / -1. */
+static int conn_read(PyObject *self, const MethodArgs *m, PyObject *args,
+		     PyObject *kw, long *ms, int which, const char *meth,
+		     struct rdma_conn_param *p)
+{
+	struct conn_args a;
+	const char *pdata;
+	Py_ssize_t plen;
+
+	if (args_parse(m, self, args, kw, &a) < 0 ||
+	    (ms != NULL && cm_timeout_arg(a.timeout, ms) < 0) ||
+	    pdata_arg(a.private_data, CMID_ID(self), which, meth, &pdata,
+		      &plen) < 0)
+		return -1;
+	conn_param_set(p, pdata, plen, a.responder_resources, a.initiator_depth,
+		       which == PD_CONNECT ? a.retry_count : 0,
+		       a.rnr_retry_count);
+	return 0;
+}
+
 /* rdma_connect with the arguments of m (connect, or start_connect
  * without timeout), after HANDLE_CHECK(self); *ms gets the timeout
  * (ms NULL: start_connect). */
@@ -177,15 +199,9 @@ static int connect_begin(PyObject *self, const MethodArgs *m, PyObject *args,
 {
 	CMIDObject *c = CMO(self);
 	const char *meth = ms ? "connect" : "start_connect";
-	const char *pdata;
-	Py_ssize_t plen;
-	struct conn_args a;
 	struct rdma_conn_param p;
 
-	if (args_parse(m, self, args, kw, &a) < 0 ||
-	    (ms != NULL && cm_timeout_arg(a.timeout, ms) < 0) ||
-	    pdata_arg(a.private_data, CMID_ID(self), PD_CONNECT, meth, &pdata,
-		      &plen) < 0)
+	if (conn_read(self, m, args, kw, ms, PD_CONNECT, meth, &p) < 0)
 		return -1;
 	if (c->passive) {
 		PyErr_Format(PyExc_ValueError,
@@ -202,8 +218,6 @@ static int connect_begin(PyObject *self, const MethodArgs *m, PyObject *args,
 	}
 	if (cmid_need_idle(c, "rdma_connect") < 0 || cmid_need_qp(c, meth) < 0)
 		return -1;
-	conn_param_set(&p, pdata, plen, a.responder_resources,
-		       a.initiator_depth, a.retry_count, a.rnr_retry_count);
 	if (CM.connect(CMID_ID(self), &p) != 0) {
 		verbs_error_errno("rdma_connect");
 		return -1;
@@ -310,19 +324,11 @@ static int accept_begin(PyObject *self, const MethodArgs *m, PyObject *args,
 {
 	CMIDObject *c = CMO(self);
 	const char *meth = ms ? "accept" : "start_accept";
-	const char *pdata;
-	Py_ssize_t plen;
-	struct conn_args a;
 	struct rdma_conn_param p;
 
-	if (args_parse(m, self, args, kw, &a) < 0 ||
-	    (ms != NULL && cm_timeout_arg(a.timeout, ms) < 0) ||
-	    pdata_arg(a.private_data, CMID_ID(self), PD_ACCEPT, meth, &pdata,
-		      &plen) < 0 ||
+	if (conn_read(self, m, args, kw, ms, PD_ACCEPT, meth, &p) < 0 ||
 	    cmid_need_request(c, meth) < 0 || cmid_need_qp(c, meth) < 0)
 		return -1;
-	conn_param_set(&p, pdata, plen, a.responder_resources,
-		       a.initiator_depth, 0, a.rnr_retry_count);
 	if (CM.accept(CMID_ID(self), &p) != 0) {
 		verbs_error_errno("rdma_accept");
 		return -1;

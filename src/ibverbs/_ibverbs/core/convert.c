@@ -136,6 +136,15 @@ int attr_optional(PyObject *o, const char *name, PyObject **out)
 	return 0;
 }
 
+int attr_given(PyObject *o, const char *name, PyObject **out)
+{
+	if (attr_optional(o, name, out) < 0)
+		return -1;
+	if (*out == Py_None)
+		Py_CLEAR(*out);
+	return *out != NULL;
+}
+
 PyObject *obj_or_none(PyObject *o)
 {
 	if (o == NULL)
@@ -148,11 +157,25 @@ PyObject *obj_or_none(PyObject *o)
  * read directly, any other buffer through a byte view of its first n
  * bytes (memoryview.cast("B")[:n]), so a large receive buffer is not
  * copied whole. */
+int buffer_view(PyObject *o, PyObject **mv)
+{
+	*mv = NULL;
+	if (PyUnicode_Check(o) || PyLong_Check(o))
+		return 0;
+	*mv = PyMemoryView_FromObject(o);
+	if (*mv != NULL)
+		return 1;
+	if (!PyErr_ExceptionMatches(PyExc_TypeError))
+		return -1;
+	PyErr_Clear();
+	return 0;
+}
+
 int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n)
 {
 	PyObject *mv = NULL, *flat = NULL, *head = NULL, *bytes;
 	Py_ssize_t have = 0;
-	int rc = -1;
+	int rc = -1, view;
 
 	if (PyBytes_Check(o) || PyByteArray_Check(o)) {
 		have = PyBytes_Check(o) ? PyBytes_Size(o) : PyByteArray_Size(o);
@@ -164,15 +187,11 @@ int arg_bytes_prefix(PyObject *o, const char *name, void *dst, size_t n)
 		       n);
 		return 0;
 	}
-	if (PyUnicode_Check(o) || PyLong_Check(o))
+	view = buffer_view(o, &mv);
+	if (view < 0)
+		return -1;
+	if (view == 0)
 		goto bad;
-	mv = PyMemoryView_FromObject(o);
-	if (mv == NULL) {
-		if (!PyErr_ExceptionMatches(PyExc_TypeError))
-			return -1;
-		PyErr_Clear();
-		goto bad;
-	}
 	flat = PyObject_CallMethod(mv, "cast", "s", "B");
 	if (flat == NULL)
 		goto out; /* TypeError: not C-contiguous */

@@ -153,6 +153,17 @@ int lazy_load(LazyLib *l)
 	return rc;
 }
 
+int lib_need(void *fn, const char *lib, const char *sym, const char *since)
+{
+	if (fn != NULL)
+		return 0;
+	verbs_error_fmt(EOPNOTSUPP, sym,
+			"%s is not exported by the loaded %s (needs %s or "
+			"newer)",
+			sym, lib, since);
+	return -1;
+}
+
 PyObject *lazy_status(LazyLib *l)
 {
 	PyObject *t, *v, *tb, *msg;

@@ -6,6 +6,12 @@
  */
 #include "ibverbs.h"
 
+/* The Raises of a function of one int argument, 0..2**31-1. */
+#define NONNEG_INT_RAISES(arg)                    \
+	"Raises:\n"                               \
+	"    TypeError: " arg " is not an int.\n" \
+	"    ValueError: " arg " is negative or above 2**31-1."
+
 const char mod_node_type_str__doc__[] = PyDoc_STR(
 	"libibverbs' text for a node type (a NodeType value).\n"
 	"\n"
@@ -41,10 +47,7 @@ const char mod_port_state_str__doc__[] = PyDoc_STR(
 	"\n"
 	"Returns:\n"
 	"    The text, e.g. ``\"active\"``.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: port_state is not an int.\n"
-	"    ValueError: port_state is negative or above 2**31-1.");
+	"\n" NONNEG_INT_RAISES("port_state"));
 
 PyObject *mod_port_state_str(PyObject *mod, PyObject *arg)
 {
@@ -95,10 +98,7 @@ const char mod_rate_to_mult__doc__[] = PyDoc_STR(
 	"\n"
 	"Returns:\n"
 	"    The multiple, an int; -1 for a rate it does not know.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: rate is not an int.\n"
-	"    ValueError: rate is negative or above 2**31-1.");
+	"\n" NONNEG_INT_RAISES("rate"));
 
 PyObject *mod_rate_to_mult(PyObject *mod, PyObject *arg)
 {
@@ -136,10 +136,7 @@ const char mod_mult_to_ibv_rate__doc__[] = PyDoc_STR(
 	"Returns:\n"
 	"    An ``enum ibv_rate`` value, an int; ``IBV_RATE_MAX`` (0) for a multiple with\n"
 	"    no rate.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: mult is not an int.\n"
-	"    ValueError: mult is negative or above 2**31-1.");
+	"\n" NONNEG_INT_RAISES("mult"));
 
 PyObject *mod_mult_to_ibv_rate(PyObject *mod, PyObject *arg)
 {
@@ -158,10 +155,7 @@ const char mod_mbps_to_ibv_rate__doc__[] = PyDoc_STR(
 	"Returns:\n"
 	"    An ``enum ibv_rate`` value, an int; ``IBV_RATE_MAX`` (0) for a speed with no\n"
 	"    rate.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: mbps is not an int.\n"
-	"    ValueError: mbps is negative or above 2**31-1.");
+	"\n" NONNEG_INT_RAISES("mbps"));
 
 PyObject *mod_mbps_to_ibv_rate(PyObject *mod, PyObject *arg)
 {

@@ -47,13 +47,10 @@ PyObject *context_create_comp_channel(PyObject *self, PyObject *unused)
 	ch = IBV.create_comp_channel((struct ibv_context *)HANDLE(ctx)->obj);
 	if (ch == NULL)
 		return verbs_error_errno("ibv_create_comp_channel");
-	o = HANDLE_ALLOC(CompChannelObject, ST.CompChannel_type);
-	if (o == NULL) {
-		IBV.destroy_comp_channel(ch);
+	o = (CompChannelObject *)handle_adopt(ST.CompChannel_type,
+					      &channel_kind, HANDLE(ctx), ch);
+	if (o == NULL)
 		return NULL;
-	}
-	handle_init(HANDLE(o), &channel_kind, HANDLE(ctx));
-	HANDLE_SET_OBJ(o, ch);
 	return (PyObject *)o;
 }
 

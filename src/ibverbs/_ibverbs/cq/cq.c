@@ -26,7 +26,7 @@ struct cq_into {
 
 static void cq_into_clear(CQObject *c);
 
-static int cq_destroy(Handle *h)
+int cq_destroy(Handle *h)
 {
 	CQObject *self = (CQObject *)h;
 	struct ibv_cq *cq = h->obj;
@@ -855,14 +855,7 @@ PyDoc_STRVAR(cq_resize__doc__,
 	     "size below the number of completions waiting is refused by\n"
 	     "the provider (rxe: EINVAL). The verb runs with the GIL held,\n"
 	     "so no ``poll()`` of this CQ runs meanwhile.\n"
-	     "\n"
-	     "Wraps ``ibv_resize_cq`` (man page ibv_resize_cq(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    cqe: the entries it must hold, 1 or more.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: cqe is not an int.\n"
+	     "\n" CQ_RESIZE_DOC_ARGS
 	     "    ValueError: cqe is less than 1 or above ``2**31-1``.\n"
 	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
 	     "        failed (``errno``: EINVAL above the device's\n"

@@ -76,6 +76,17 @@ struct cq_resize_args {
 	int cqe;
 };
 extern const ArgSpec cq_resize_params[];
+/* The docstring of resize up to the rest of its Raises, for both types. */
+#define CQ_RESIZE_DOC_ARGS                                       \
+	"Wraps ``ibv_resize_cq`` (man page ibv_resize_cq(3)).\n" \
+	"\n"                                                     \
+	"Args:\n"                                                \
+	"    cqe: the entries it must hold, 1 or more.\n"        \
+	"\n"                                                     \
+	"Raises:\n"                                              \
+	"    TypeError: cqe is not an int.\n"
+/* A CQ's destroy (CQ and CQEx): acks the events got, then destroys. */
+int cq_destroy(Handle *h);
 PyObject *cq_resize_to(PyObject *self, int cqe);
 
 /*

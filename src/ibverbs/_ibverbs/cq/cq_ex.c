@@ -52,18 +52,6 @@ typedef struct {
 /* Creation, destruction                                               */
 /* ------------------------------------------------------------------ */
 
-static int cqex_destroy(Handle *h)
-{
-	CQObject *self = (CQObject *)h;
-	struct ibv_cq *cq = h->obj;
-
-	if (self->events_unacked) {
-		IBV.ack_cq_events(cq, self->events_unacked);
-		self->events_unacked = 0;
-	}
-	return IBV.destroy_cq(cq);
-}
-
 static void cqex_release(Handle *h)
 {
 	CQObject *self = (CQObject *)h;
@@ -73,7 +61,7 @@ static void cqex_release(Handle *h)
 	handle_unuse_clear(&CQX(h)->pdom);
 }
 
-static const HandleKind cqex_kind = { "CQEx", "ibv_destroy_cq", cqex_destroy,
+static const HandleKind cqex_kind = { "CQEx", "ibv_destroy_cq", cq_destroy,
 				      cqex_release };
 
 /* Attribute `name` of the init attr, or NULL with AttributeError. */
@@ -418,14 +406,7 @@ PyDoc_STRVAR(cqex_resize__doc__,
 	     "\n"
 	     "As ``CQ.resize()``; refused while a ``start_poll()`` session\n"
 	     "is open (rxe holds the CQ's lock for the session).\n"
-	     "\n"
-	     "Wraps ``ibv_resize_cq`` (man page ibv_resize_cq(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    cqe: the entries it must hold, 1 or more.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: cqe is not an int.\n"
+	     "\n" CQ_RESIZE_DOC_ARGS
 	     "    ValueError: cqe is out of range, or a session is open.\n"
 	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
 	     "        failed (``errno``).");

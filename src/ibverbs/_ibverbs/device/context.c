@@ -404,13 +404,9 @@ static PyObject *context_alloc_pd(PyObject *self, PyObject *unused)
 	pd = IBV.alloc_pd(CTX(self));
 	if (pd == NULL)
 		return verbs_error_errno("ibv_alloc_pd");
-	o = HANDLE_ALLOC(PDObject, ST.PD_type);
-	if (o == NULL) {
-		IBV.dealloc_pd(pd);
+	o = (PDObject *)handle_adopt(ST.PD_type, &pd_kind, HANDLE(self), pd);
+	if (o == NULL)
 		return NULL;
-	}
-	handle_init(HANDLE(o), &pd_kind, HANDLE(self));
-	HANDLE_SET_OBJ(o, pd);
 	return (PyObject *)o;
 }
 

@@ -25,13 +25,9 @@ static int gid_table_fetch(PyObject *self, struct ibv_gid_entry **out,
 	ssize_t got;
 	int rc, p;
 
-	if (IBV.query_gid_table == NULL) {
-		verbs_error_fmt(EOPNOTSUPP, "_ibv_query_gid_table",
-				"_ibv_query_gid_table is not exported by the "
-				"loaded libibverbs (needs rdma-core 32 or "
-				"newer)");
+	if (lib_need((void *)IBV.query_gid_table, "libibverbs",
+		     "_ibv_query_gid_table", "rdma-core 32") < 0)
 		return -1;
-	}
 	rc = IBV.query_device(ctx, &da);
 	if (rc != 0) {
 		verbs_error(rc, "ibv_query_device");

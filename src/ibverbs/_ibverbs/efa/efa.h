@@ -122,16 +122,22 @@ extern struct efa_api EFA;
 int efa_load(void);
 
 /* Load libefa and check it exports efadv_<fn>: 0, or -1 with ImportError
- * (no library) or VerbsError(EOPNOTSUPP) naming efadv_<fn> and the
- * rdma-core release that added it (since). */
-int efa_need(void *fn, const char *name, const char *since);
-#define EFA_NEED(fn, since)                                    \
-	((efa_load() < 0 ||                                    \
-	  efa_need((void *)EFA.fn, "efadv_" #fn, since) < 0) ? \
-		 -1 :                                          \
+ * (no library) or VerbsError(EOPNOTSUPP) naming efadv_<fn>, the file and
+ * the rdma-core release that added it (since): core/loader.c's lib_need. */
+#define EFA_NEED(fn, since)                                              \
+	((efa_load() < 0 ||                                              \
+	  lib_need((void *)EFA.fn, EFA.path, "efadv_" #fn, since) < 0) ? \
+		 -1 :                                                    \
 		 0)
 
-/* The Raises lines the docstrings share. */
+/* The Raises lines the docstrings share: EFA_RAISES_RING for the ring
+ * queries (efa.CQ.query, efa.QP.query_wqs). */
+#define EFA_RAISES_RING                                               \
+	"Raises:\n"                                                   \
+	"    ImportError: libefa.so.1 cannot be loaded.\n"            \
+	"    VerbsError: EBADF once closed; EOPNOTSUPP when libefa\n" \
+	"        predates it or the device is not EFA; else the\n"    \
+	"        function failed (``errno``)."
 #define EFA_RAISES_LIB                                                     \
 	"    ImportError: libefa.so.1 cannot be loaded (Debian/Ubuntu:\n"  \
 	"        ibverbs-providers; RHEL/Fedora: libibverbs).\n"           \

@@ -185,12 +185,7 @@ PyDoc_STRVAR(efa_cq_query__doc__,
 	     "    ints), ``ring`` and ``doorbell_view`` (read-only\n"
 	     "    memoryviews, or None), ``entry_size``, ``num_entries``\n"
 	     "    and ``cq``.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ImportError: libefa.so.1 cannot be loaded.\n"
-	     "    VerbsError: EBADF once closed; EOPNOTSUPP when libefa\n"
-	     "        predates it or the device is not EFA; else the\n"
-	     "        function failed (``errno``).");
+	     "\n" EFA_RAISES_RING);
 
 static PyObject *efa_cq_query(PyObject *self, PyObject *unused)
 {

@@ -47,17 +47,6 @@ int efa_load(void)
 	return lazy_load(&efa_lazy);
 }
 
-int efa_need(void *fn, const char *name, const char *since)
-{
-	if (fn != NULL)
-		return 0;
-	verbs_error_fmt(EOPNOTSUPP, name,
-			"%s is not exported by the loaded libefa.so.1 (%s): "
-			"needs %s or newer",
-			name, EFA.path, since);
-	return -1;
-}
-
 METHOD_DOC(efa_mod_libefa_status,
 	   "(True, the library's path) or (False, why libefa.so.1 cannot be\n"
 	   "loaded).  Loads it (``dlopen``, once); calls no verb.");

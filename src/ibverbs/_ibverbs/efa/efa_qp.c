@@ -202,12 +202,7 @@ PyDoc_STRVAR(efa_qp_query_wqs__doc__,
 	     "    ``doorbell_view`` (read-only memoryviews, or None),\n"
 	     "    ``entry_size``, ``num_entries``, ``max_batch``, ``caps``\n"
 	     "    (``WQCaps`` bits) and ``qp``.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    ImportError: libefa.so.1 cannot be loaded.\n"
-	     "    VerbsError: EBADF once closed; EOPNOTSUPP when libefa\n"
-	     "        predates it or the device is not EFA; else the\n"
-	     "        function failed (``errno``).");
+	     "\n" EFA_RAISES_RING);
 
 static PyObject *efa_qp_query_wqs(PyObject *self, PyObject *unused)
 {

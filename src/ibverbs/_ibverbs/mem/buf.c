@@ -78,13 +78,9 @@ PyObject *pd_alloc_buf(PyObject *parent, PyObject *args, PyObject *kw)
 	if (addr == NULL)
 		return verbs_error_fmt(err, "ibv_alloc_buf", "size=%llu",
 				       (unsigned long long)size);
-	self = HANDLE_ALLOC(BufObject, ST.Buf_type);
-	if (self == NULL) {
-		IBV.free_buf(b);
+	self = (BufObject *)handle_adopt(ST.Buf_type, &buf_kind, HANDLE(pd), b);
+	if (self == NULL)
 		return NULL;
-	}
-	handle_init(HANDLE(self), &buf_kind, HANDLE(pd));
-	HANDLE_SET_OBJ(self, b);
 	self->addr = (uint64_t)(uintptr_t)addr;
 	self->size = size;
 	return (PyObject *)self;

@@ -77,13 +77,9 @@ PyObject *context_alloc_dm(PyObject *parent, PyObject *args, PyObject *kw)
 				       "length=%llu log_align_req=%u",
 				       (unsigned long long)a.length,
 				       (unsigned int)a.log_align_req);
-	self = HANDLE_ALLOC(DMObject, ST.DM_type);
-	if (self == NULL) {
-		ibv_free_dm(dm);
+	self = (DMObject *)handle_adopt(ST.DM_type, &dm_kind, HANDLE(ctx), dm);
+	if (self == NULL)
 		return NULL;
-	}
-	handle_init(HANDLE(self), &dm_kind, HANDLE(ctx));
-	HANDLE_SET_OBJ(self, dm);
 	self->length = a.length;
 	self->log_align_req = a.log_align_req;
 	return (PyObject *)self;

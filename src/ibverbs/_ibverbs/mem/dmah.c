@@ -93,13 +93,10 @@ PyObject *context_alloc_dmah(PyObject *parent, PyObject *args, PyObject *kw)
 				       (unsigned int)a.cpu_id,
 				       (unsigned int)a.ph,
 				       (unsigned int)a.tph_mem_type);
-	self = HANDLE_ALLOC(DMAHObject, ST.DMAH_type);
-	if (self == NULL) {
-		IBV.dealloc_dmah(d);
+	self = (DMAHObject *)handle_adopt(ST.DMAH_type, &dmah_kind, HANDLE(ctx),
+					  d);
+	if (self == NULL)
 		return NULL;
-	}
-	handle_init(HANDLE(self), &dmah_kind, HANDLE(ctx));
-	HANDLE_SET_OBJ(self, d);
 	self->comp_mask = mask;
 	self->cpu_id = attr.cpu_id;
 	self->ph = attr.ph;

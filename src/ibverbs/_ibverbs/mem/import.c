@@ -100,13 +100,10 @@ PyObject *context_import_pd(PyObject *self, PyObject *args, PyObject *kw)
 	if (pd == NULL)
 		return verbs_error_fmt(errno ? errno : EINVAL, "ibv_import_pd",
 				       "pd_handle=%u", (unsigned int)handle);
-	o = HANDLE_ALLOC(PDObject, ST.PD_type);
-	if (o == NULL) {
-		IBV.unimport_pd(pd);
+	o = (PDObject *)handle_adopt(ST.PD_type, &pd_imported_kind, HANDLE(ctx),
+				     pd);
+	if (o == NULL)
 		return NULL;
-	}
-	handle_init(HANDLE(o), &pd_imported_kind, HANDLE(ctx));
-	HANDLE_SET_OBJ(o, pd);
 	return (PyObject *)o;
 }
 
@@ -163,13 +160,10 @@ PyObject *pd_import_mr(PyObject *self, PyObject *args, PyObject *kw)
 	if (mr == NULL)
 		return verbs_error_fmt(errno ? errno : EINVAL, "ibv_import_mr",
 				       "mr_handle=%u", (unsigned int)handle);
-	o = HANDLE_ALLOC(MRObject, ST.MR_type);
-	if (o == NULL) {
-		IBV.unimport_mr(mr);
+	o = (MRObject *)handle_adopt(ST.MR_type, &mr_imported_kind, HANDLE(pd),
+				     mr);
+	if (o == NULL)
 		return NULL;
-	}
-	handle_init(HANDLE(o), &mr_imported_kind, HANDLE(pd));
-	HANDLE_SET_OBJ(o, mr);
 	o->addr = (uint64_t)(uintptr_t)mr->addr;
 	o->length = (uint64_t)mr->length;
 	return (PyObject *)o;
@@ -230,13 +224,10 @@ PyObject *context_import_dm(PyObject *self, PyObject *args, PyObject *kw)
 		return verbs_error_fmt(errno ? errno : EINVAL, "ibv_import_dm",
 				       "dm_handle=%u",
 				       (unsigned int)a.dm_handle);
-	o = HANDLE_ALLOC(DMObject, ST.DM_type);
-	if (o == NULL) {
-		IBV.unimport_dm(dm);
+	o = (DMObject *)handle_adopt(ST.DM_type, &dm_imported_kind, HANDLE(ctx),
+				     dm);
+	if (o == NULL)
 		return NULL;
-	}
-	handle_init(HANDLE(o), &dm_imported_kind, HANDLE(ctx));
-	HANDLE_SET_OBJ(o, dm);
 	o->length = a.length;
 	return (PyObject *)o;
 }

@@ -129,6 +129,28 @@ static PyObject *mr_register(PDObject *pd, const struct reg_mr_args *a,
 	return mr_wrap(NULL, pd, mr, a->owner, iova, length, access);
 }
 
+/* reg_mr and reg_mr_iova: m's parsing, then mr_register. */
+static PyObject *mr_parse_register(PyObject *self, const MethodArgs *m,
+				   PyObject *args, PyObject *kw, int has_iova)
+{
+	struct reg_mr_args a;
+
+	if (args_parse(m, self, args, kw, &a) < 0)
+		return NULL;
+	return mr_register((PDObject *)self, &a, has_iova);
+}
+
+/* The docstrings' shared lines: addr and length; the new MR and the
+ * Raises header. */
+#define DOC_ADDR_LENGTH                                     \
+	"    addr: start address of the region (an int).\n" \
+	"    length: bytes, 1 or more.\n"
+#define DOC_NEW_MR_RAISES                        \
+	"Returns:\n"                             \
+	"    The new MR (a child of this PD).\n" \
+	"\n"                                     \
+	"Raises:\n"
+
 METHOD_DOC(pd_reg_mr,
 	   "Register ``length`` bytes of memory at ``addr`` for RDMA.\n"
 	   "\n"
@@ -142,16 +164,10 @@ METHOD_DOC(pd_reg_mr,
 	   "\n"
 	   "Wraps ``ibv_reg_mr`` (man page ibv_reg_mr(3)).\n"
 	   "\n"
-	   "Args:\n"
-	   "    addr: start address of the region (an int).\n"
-	   "    length: bytes, 1 or more.\n"
+	   "Args:\n" DOC_ADDR_LENGTH
 	   "    access: ``AccessFlags`` (LOCAL_WRITE, REMOTE_READ, ...).\n"
 	   "    owner: the object whose memory this is, or None.\n"
-	   "\n"
-	   "Returns:\n"
-	   "    The new MR (a child of this PD).\n"
-	   "\n"
-	   "Raises:\n"
+	   "\n" DOC_NEW_MR_RAISES
 	   "    TypeError: addr, length or access is not an int (use\n"
 	   "        ``ibverbs.reg_tensor()`` for arrays and tensors).\n"
 	   "    ValueError: length is 0, addr + length overflows, or a\n"
@@ -167,12 +183,8 @@ METHOD_ARGS(pd_reg_mr, "PD.reg_mr", reg_mr_params);
 
 PyObject *pd_reg_mr(PyObject *self, PyObject *args, PyObject *kw)
 {
-	struct reg_mr_args a;
-
 	HANDLE_CHECK(self);
-	if (args_parse(&pd_reg_mr_args, self, args, kw, &a) < 0)
-		return NULL;
-	return mr_register((PDObject *)self, &a, 0);
+	return mr_parse_register(self, &pd_reg_mr_args, args, kw, 0);
 }
 
 METHOD_DOC(pd_reg_mr_iova,
@@ -187,18 +199,11 @@ METHOD_DOC(pd_reg_mr_iova,
 	   "\n"
 	   "Wraps ``ibv_reg_mr_iova`` (man page ibv_reg_mr(3)).\n"
 	   "\n"
-	   "Args:\n"
-	   "    addr: start address of the region (an int).\n"
-	   "    length: bytes, 1 or more.\n"
+	   "Args:\n" DOC_ADDR_LENGTH
 	   "    iova: the address work requests use for its first byte.\n"
 	   "    access: ``AccessFlags``.\n"
 	   "    owner: the object whose memory this is, or None.\n"
-	   "\n"
-	   "Returns:\n"
-	   "    The new MR (a child of this PD).\n"
-	   "\n"
-	   "Raises:\n"
-	   "    TypeError: an argument is not an int.\n"
+	   "\n" DOC_NEW_MR_RAISES "    TypeError: an argument is not an int.\n"
 	   "    ValueError: length is 0, addr + length or iova + length\n"
 	   "        overflows, or a value is out of range.\n"
 	   "    VerbsError: EBADF once the PD is closed; EOPNOTSUPP when\n"
@@ -213,12 +218,8 @@ METHOD_ARGS(pd_reg_mr_iova, "PD.reg_mr_iova", reg_mr_iova_params);
 
 PyObject *pd_reg_mr_iova(PyObject *self, PyObject *args, PyObject *kw)
 {
-	struct reg_mr_args a;
-
 	HANDLE_CHECK(self);
-	if (args_parse(&pd_reg_mr_iova_args, self, args, kw, &a) < 0)
-		return NULL;
-	return mr_register((PDObject *)self, &a, 1);
+	return mr_parse_register(self, &pd_reg_mr_iova_args, args, kw, 1);
 }
 
 /*

@@ -103,6 +103,33 @@ static PyObject *devx_run(devx_cmd_fn fn, void *target, PyObject *in,
 	"        firmware's syndrome is in the out mailbox, not\n"          \
 	"        returned)."
 
+/* The docstrings' lines for cmd and outlen, and for the out mailbox. */
+#define DEVX_ARGS_CMD                                        \
+	"    cmd: the input mailbox (bytes or bytearray).\n" \
+	"    outlen: the size of the output mailbox.\n"
+#define DEVX_RETURNS_CMD                                     \
+	"\n"                                                 \
+	"Returns:\n"                                         \
+	"    The output mailbox (bytes of length outlen).\n" \
+	"\n" DEVX_RAISES_CMD
+
+/* devx_alloc_uar and devx_create_event_channel: a Context and flags. */
+struct ctx_flags_args {
+	PyObject *ctx;
+	uint32_t flags;
+};
+static const ArgSpec ctx_flags_params[] = {
+	ARG_HANDLE(struct ctx_flags_args, ctx, Context, ARG_ANY_PARENT),
+	ARG_UINT(struct ctx_flags_args, flags, .flags = ARG_OPT), ARG_END
+};
+#define DEVX_RAISES_CTX_FLAGS                                         \
+	"Raises:\n"                                                   \
+	"    TypeError: an argument has the wrong type.\n"            \
+	"    ValueError: flags is out of range.\n"                    \
+	"    ImportError: libmlx5.so.1 cannot be loaded.\n"           \
+	"    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n" \
+	"        device of another provider; else the verb failed."
+
 /* ------------------------------------------------------------------ */
 /* mlx5.devx_general_cmd(ctx, cmd, outlen)                             */
 /* ------------------------------------------------------------------ */
@@ -123,13 +150,7 @@ METHOD_DOC(mlx5_mod_devx_general_cmd,
 	   "\n"
 	   "Args:\n"
 	   "    ctx: a Context opened with ``open_device(name,\n"
-	   "        CONTEXT_FLAGS_DEVX)``.\n"
-	   "    cmd: the input mailbox (bytes or bytearray).\n"
-	   "    outlen: the size of the output mailbox.\n"
-	   "\n"
-	   "Returns:\n"
-	   "    The output mailbox (bytes of length outlen).\n"
-	   "\n" DEVX_RAISES_CMD);
+	   "        CONTEXT_FLAGS_DEVX)``.\n" DEVX_ARGS_CMD DEVX_RETURNS_CMD);
 
 struct cmd_args {
 	PyObject *ctx;
@@ -181,13 +202,7 @@ METHOD_DOC(mlx5_mod_devx_qp_modify,
 	   "binding's view of the QP's state is not updated.\n"
 	   "\n"
 	   "Args:\n"
-	   "    qp: a QP of an mlx5 device.\n"
-	   "    cmd: the input mailbox (bytes or bytearray).\n"
-	   "    outlen: the size of the output mailbox.\n"
-	   "\n"
-	   "Returns:\n"
-	   "    The output mailbox (bytes of length outlen).\n"
-	   "\n" DEVX_RAISES_CMD);
+	   "    qp: a QP of an mlx5 device.\n" DEVX_ARGS_CMD DEVX_RETURNS_CMD);
 
 struct qp_cmd_args {
 	PyObject *qp;
@@ -222,13 +237,7 @@ METHOD_DOC(mlx5_mod_devx_qp_query,
 	   "the QP number.\n"
 	   "\n"
 	   "Args:\n"
-	   "    qp: a QP of an mlx5 device.\n"
-	   "    cmd: the input mailbox (bytes or bytearray).\n"
-	   "    outlen: the size of the output mailbox.\n"
-	   "\n"
-	   "Returns:\n"
-	   "    The output mailbox (bytes of length outlen).\n"
-	   "\n" DEVX_RAISES_CMD);
+	   "    qp: a QP of an mlx5 device.\n" DEVX_ARGS_CMD DEVX_RETURNS_CMD);
 
 METHOD_ARGS(mlx5_mod_devx_qp_query, "_mlx5_devx_qp_query", qp_cmd_params);
 
@@ -346,6 +355,21 @@ static PyObject *umem_wrap(PyObject *ctx, struct mlx5dv_devx_umem *u,
 	return (PyObject *)self;
 }
 
+/* The umem registrations' docstrings from the owner argument to the
+ * start of VerbsError's line. */
+#define DEVX_UMEM_OWNER_RAISES                                            \
+	"    owner: what keeps the memory alive (held until close), or\n" \
+	"        None.\n"                                                 \
+	"\n"                                                              \
+	"Returns:\n"                                                      \
+	"    A new Mlx5DevxUmem (``umem_id``), a child of ctx.\n"         \
+	"\n"                                                              \
+	"Raises:\n"                                                       \
+	"    TypeError: an argument has the wrong type.\n"                \
+	"    ValueError: a value is out of range.\n"                      \
+	"    ImportError: libmlx5.so.1 cannot be loaded.\n"               \
+	"    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n"
+
 METHOD_DOC(mlx5_mod_devx_umem_reg,
 	   "Register user memory for DEVX objects (a umem: the queues,\n"
 	   "doorbells and buffers a DEVX QP or CQ names by umem id).\n"
@@ -359,18 +383,7 @@ METHOD_DOC(mlx5_mod_devx_umem_reg,
 	   "    ctx: an open Context (DEVX).\n"
 	   "    addr: the memory's address.\n"
 	   "    size: its length in bytes.\n"
-	   "    access: ``AccessFlags`` bits.\n"
-	   "    owner: what keeps the memory alive (held until close), or\n"
-	   "        None.\n"
-	   "\n"
-	   "Returns:\n"
-	   "    A new Mlx5DevxUmem (``umem_id``), a child of ctx.\n"
-	   "\n"
-	   "Raises:\n"
-	   "    TypeError: an argument has the wrong type.\n"
-	   "    ValueError: a value is out of range.\n"
-	   "    ImportError: libmlx5.so.1 cannot be loaded.\n"
-	   "    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n"
+	   "    access: ``AccessFlags`` bits.\n" DEVX_UMEM_OWNER_RAISES
 	   "        device of another provider; else the verb failed.");
 
 struct umem_reg_args {
@@ -443,35 +456,25 @@ _Static_assert(MLX5DV_UMEM_MASK_DMABUF == M5_UMEM_MASK_DMABUF,
 #undef UMEM_SAME
 #endif
 
-METHOD_DOC(mlx5_mod_devx_umem_reg_ex,
-	   "Register user memory, or a dma-buf (GPU memory), for DEVX\n"
-	   "objects, with the page sizes the device may map it with.\n"
-	   "\n"
-	   "Wraps ``mlx5dv_devx_umem_reg_ex`` (man page\n"
-	   "mlx5dv_devx_umem_reg(3), rdma-core 35; a dma-buf: 37).  With\n"
-	   "``dmabuf_fd`` the memory is that dma-buf's and ``addr`` is the\n"
-	   "offset in it (``comp_mask`` MLX5DV_UMEM_MASK_DMABUF).\n"
-	   "\n"
-	   "Args:\n"
-	   "    ctx: an open Context (DEVX).\n"
-	   "    addr: the memory's address (or the offset in the dma-buf).\n"
-	   "    size: its length in bytes.\n"
-	   "    access: ``AccessFlags`` bits.\n"
-	   "    pgsz_bitmap: the page sizes allowed (bit n: 2**n bytes).\n"
-	   "    dmabuf_fd: a dma-buf file descriptor, or None.\n"
-	   "    owner: what keeps the memory alive (held until close), or\n"
-	   "        None.\n"
-	   "\n"
-	   "Returns:\n"
-	   "    A new Mlx5DevxUmem (``umem_id``), a child of ctx.\n"
-	   "\n"
-	   "Raises:\n"
-	   "    TypeError: an argument has the wrong type.\n"
-	   "    ValueError: a value is out of range.\n"
-	   "    ImportError: libmlx5.so.1 cannot be loaded.\n"
-	   "    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n"
-	   "        device of another provider or when libmlx5 predates\n"
-	   "        rdma-core 35; else the verb failed.");
+METHOD_DOC(
+	mlx5_mod_devx_umem_reg_ex,
+	"Register user memory, or a dma-buf (GPU memory), for DEVX\n"
+	"objects, with the page sizes the device may map it with.\n"
+	"\n"
+	"Wraps ``mlx5dv_devx_umem_reg_ex`` (man page\n"
+	"mlx5dv_devx_umem_reg(3), rdma-core 35; a dma-buf: 37).  With\n"
+	"``dmabuf_fd`` the memory is that dma-buf's and ``addr`` is the\n"
+	"offset in it (``comp_mask`` MLX5DV_UMEM_MASK_DMABUF).\n"
+	"\n"
+	"Args:\n"
+	"    ctx: an open Context (DEVX).\n"
+	"    addr: the memory's address (or the offset in the dma-buf).\n"
+	"    size: its length in bytes.\n"
+	"    access: ``AccessFlags`` bits.\n"
+	"    pgsz_bitmap: the page sizes allowed (bit n: 2**n bytes).\n"
+	"    dmabuf_fd: a dma-buf file descriptor, or None.\n" DEVX_UMEM_OWNER_RAISES
+	"        device of another provider or when libmlx5 predates\n"
+	"        rdma-core 35; else the verb failed.");
 
 struct umem_reg_ex_args {
 	PyObject *ctx;
@@ -655,27 +658,13 @@ METHOD_DOC(mlx5_mod_devx_alloc_uar,
 	   "Returns:\n"
 	   "    A new Mlx5DevxUAR (``reg_addr``, ``base_addr``, ``page_id``,\n"
 	   "    ``mmap_off``, ``comp_mask``), a child of ctx.\n"
-	   "\n"
-	   "Raises:\n"
-	   "    TypeError: an argument has the wrong type.\n"
-	   "    ValueError: flags is out of range.\n"
-	   "    ImportError: libmlx5.so.1 cannot be loaded.\n"
-	   "    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n"
-	   "        device of another provider; else the verb failed.");
+	   "\n" DEVX_RAISES_CTX_FLAGS);
 
-struct alloc_uar_args {
-	PyObject *ctx;
-	uint32_t flags;
-};
-static const ArgSpec alloc_uar_params[] = {
-	ARG_HANDLE(struct alloc_uar_args, ctx, Context, ARG_ANY_PARENT),
-	ARG_UINT(struct alloc_uar_args, flags, .flags = ARG_OPT), ARG_END
-};
-METHOD_ARGS(mlx5_mod_devx_alloc_uar, "_mlx5_devx_alloc_uar", alloc_uar_params);
+METHOD_ARGS(mlx5_mod_devx_alloc_uar, "_mlx5_devx_alloc_uar", ctx_flags_params);
 
 PyObject *mlx5_mod_devx_alloc_uar(PyObject *mod, PyObject *args, PyObject *kw)
 {
-	struct alloc_uar_args a;
+	struct ctx_flags_args a;
 	struct mlx5dv_devx_uar *u;
 	PyObject *self;
 
@@ -790,6 +779,24 @@ static const HandleKind devx_obj_kind = { "Mlx5DevxObj",
 					  "mlx5dv_devx_obj_destroy",
 					  devx_obj_destroy, NULL };
 
+/* mlx5dv_devx_obj_create as a devx_cmd_fn: target is a devx_create,
+ * which receives the object. */
+struct devx_create {
+	struct ibv_context *ctx;
+	struct mlx5dv_devx_obj *obj;
+};
+
+static int obj_create(void *t, const void *in, size_t inlen, void *out,
+		      size_t outlen)
+{
+	struct devx_create *c = t;
+
+	c->obj = MLX5.devx_obj_create(c->ctx, in, inlen, out, outlen);
+	if (c->obj == NULL)
+		return errno ? errno : EOPNOTSUPP;
+	return 0;
+}
+
 METHOD_DOC(mlx5_mod_devx_obj_create,
 	   "Create a firmware object with a raw DEVX command (CREATE_QP,\n"
 	   "CREATE_CQ, CREATE_MKEY, ...).\n"
@@ -800,10 +807,7 @@ METHOD_DOC(mlx5_mod_devx_obj_create,
 	   "remembers the matching destroy command.\n"
 	   "\n"
 	   "Args:\n"
-	   "    ctx: an open Context (DEVX).\n"
-	   "    cmd: the input mailbox (bytes or bytearray).\n"
-	   "    outlen: the size of the output mailbox.\n"
-	   "\n"
+	   "    ctx: an open Context (DEVX).\n" DEVX_ARGS_CMD "\n"
 	   "Returns:\n"
 	   "    ``(obj, out)``: the new Mlx5DevxObj (a child of ctx; close\n"
 	   "    destroys it) and the output mailbox (bytes of length\n"
@@ -816,38 +820,19 @@ METHOD_ARGS(mlx5_mod_devx_obj_create, "_mlx5_devx_obj_create",
 PyObject *mlx5_mod_devx_obj_create(PyObject *mod, PyObject *args, PyObject *kw)
 {
 	struct cmd_args a;
-	struct mlx5dv_devx_obj *o;
-	PyObject *inb, *out, *self;
+	struct devx_create c = { NULL, NULL };
+	PyObject *out, *self;
 
 	if (args_parse(&mlx5_mod_devx_obj_create_args, NULL, args, kw, &a) < 0)
 		return NULL;
 	MLX5_NEED(devx_obj_create);
-	inb = in_bytes(a.cmd, "cmd");
-	if (inb == NULL)
+	c.ctx = CTXP(a.ctx);
+	out = devx_run(obj_create, &c, a.cmd, a.outlen,
+		       "mlx5dv_devx_obj_create");
+	if (out == NULL)
 		return NULL;
-	out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)a.outlen);
-	if (out == NULL) {
-		Py_DECREF(inb);
-		return NULL;
-	}
-	memset(PyBytes_AsString(out), 0, a.outlen);
-	errno = 0;
-	o = MLX5.devx_obj_create(CTXP(a.ctx), PyBytes_AsString(inb),
-				 (size_t)PyBytes_Size(inb),
-				 PyBytes_AsString(out), a.outlen);
-	if (o == NULL) {
-		PyObject *e = verbs_error_fmt(errno ? errno : EOPNOTSUPP,
-					      "mlx5dv_devx_obj_create",
-					      "inlen=%zd outlen=%u",
-					      PyBytes_Size(inb),
-					      (unsigned)a.outlen);
-		Py_DECREF(inb);
-		Py_DECREF(out);
-		return e;
-	}
-	Py_DECREF(inb);
 	self = handle_adopt(ST.Mlx5DevxObj_type, &devx_obj_kind, HANDLE(a.ctx),
-			    o);
+			    c.obj);
 	if (self == NULL) {
 		Py_DECREF(out);
 		return NULL;
@@ -867,14 +852,18 @@ static int obj_query(void *t, const void *in, size_t inlen, void *out,
 	return MLX5.devx_obj_query(t, in, inlen, out, outlen);
 }
 
-struct obj_cmd_args {
-	PyObject *cmd;
-	uint32_t outlen;
-};
-static const ArgSpec obj_cmd_params[] = {
-	ARG_BUFFER(struct obj_cmd_args, cmd, 0),
-	ARG_INT(struct obj_cmd_args, outlen, 0, DEVX_OUTLEN_MAX), ARG_END
-};
+/* modify and query: the command (general_cmd_params less its ctx) run by
+ * fn on the object. */
+static PyObject *devx_obj_cmd(PyObject *self, const MethodArgs *m,
+			      PyObject *args, PyObject *kw, devx_cmd_fn fn,
+			      const char *verb)
+{
+	struct cmd_args a;
+
+	if (args_parse(m, self, args, kw, &a) < 0)
+		return NULL;
+	return devx_run(fn, DOBJP(self), a.cmd, a.outlen, verb);
+}
 
 PyDoc_STRVAR(devx_obj_modify__doc__,
 	     "Modify the object with a raw DEVX command.\n"
@@ -882,25 +871,15 @@ PyDoc_STRVAR(devx_obj_modify__doc__,
 	     "Wraps ``mlx5dv_devx_obj_modify`` (man page\n"
 	     "mlx5dv_devx_obj_create(3), rdma-core 21).\n"
 	     "\n"
-	     "Args:\n"
-	     "    cmd: the input mailbox (bytes or bytearray).\n"
-	     "    outlen: the size of the output mailbox.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The output mailbox (bytes of length outlen).\n"
-	     "\n" DEVX_RAISES_CMD);
+	     "Args:\n" DEVX_ARGS_CMD DEVX_RETURNS_CMD);
 
-METHOD_ARGS(devx_obj_modify, "Mlx5DevxObj.modify", obj_cmd_params);
+METHOD_ARGS(devx_obj_modify, "Mlx5DevxObj.modify", general_cmd_params + 1);
 
 static PyObject *devx_obj_modify(PyObject *self, PyObject *args, PyObject *kw)
 {
-	struct obj_cmd_args a;
-
 	HANDLE_CHECK(self);
-	if (args_parse(&devx_obj_modify_args, self, args, kw, &a) < 0)
-		return NULL;
-	return devx_run(obj_modify, DOBJP(self), a.cmd, a.outlen,
-			"mlx5dv_devx_obj_modify");
+	return devx_obj_cmd(self, &devx_obj_modify_args, args, kw, obj_modify,
+			    "mlx5dv_devx_obj_modify");
 }
 
 PyDoc_STRVAR(devx_obj_query__doc__,
@@ -909,25 +888,15 @@ PyDoc_STRVAR(devx_obj_query__doc__,
 	     "Wraps ``mlx5dv_devx_obj_query`` (man page\n"
 	     "mlx5dv_devx_obj_create(3), rdma-core 21).\n"
 	     "\n"
-	     "Args:\n"
-	     "    cmd: the input mailbox (bytes or bytearray).\n"
-	     "    outlen: the size of the output mailbox.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The output mailbox (bytes of length outlen).\n"
-	     "\n" DEVX_RAISES_CMD);
+	     "Args:\n" DEVX_ARGS_CMD DEVX_RETURNS_CMD);
 
-METHOD_ARGS(devx_obj_query, "Mlx5DevxObj.query", obj_cmd_params);
+METHOD_ARGS(devx_obj_query, "Mlx5DevxObj.query", general_cmd_params + 1);
 
 static PyObject *devx_obj_query(PyObject *self, PyObject *args, PyObject *kw)
 {
-	struct obj_cmd_args a;
-
 	HANDLE_CHECK(self);
-	if (args_parse(&devx_obj_query_args, self, args, kw, &a) < 0)
-		return NULL;
-	return devx_run(obj_query, DOBJP(self), a.cmd, a.outlen,
-			"mlx5dv_devx_obj_query");
+	return devx_obj_cmd(self, &devx_obj_query_args, args, kw, obj_query,
+			    "mlx5dv_devx_obj_query");
 }
 
 static PyObject *devx_obj_repr(PyObject *self)
@@ -990,29 +959,15 @@ METHOD_DOC(mlx5_mod_devx_create_event_channel,
 	   "\n"
 	   "Returns:\n"
 	   "    A new Mlx5DevxEventChannel (``fd``), a child of ctx.\n"
-	   "\n"
-	   "Raises:\n"
-	   "    TypeError: an argument has the wrong type.\n"
-	   "    ValueError: flags is out of range.\n"
-	   "    ImportError: libmlx5.so.1 cannot be loaded.\n"
-	   "    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n"
-	   "        device of another provider; else the verb failed.");
+	   "\n" DEVX_RAISES_CTX_FLAGS);
 
-struct create_ech_args {
-	PyObject *ctx;
-	uint32_t flags;
-};
-static const ArgSpec create_ech_params[] = {
-	ARG_HANDLE(struct create_ech_args, ctx, Context, ARG_ANY_PARENT),
-	ARG_UINT(struct create_ech_args, flags, .flags = ARG_OPT), ARG_END
-};
 METHOD_ARGS(mlx5_mod_devx_create_event_channel,
-	    "_mlx5_devx_create_event_channel", create_ech_params);
+	    "_mlx5_devx_create_event_channel", ctx_flags_params);
 
 PyObject *mlx5_mod_devx_create_event_channel(PyObject *mod, PyObject *args,
 					     PyObject *kw)
 {
-	struct create_ech_args a;
+	struct ctx_flags_args a;
 	struct mlx5dv_devx_event_channel *ch;
 	PyObject *self;
 

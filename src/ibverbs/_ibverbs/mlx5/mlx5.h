@@ -120,16 +120,13 @@ const char *mlx5_since(const char *field);
 /* In a function returning PyObject *: load the library, then raise
  * VerbsError(EOPNOTSUPP) naming the symbol of MLX5.field and the release
  * that added it when the loaded libmlx5 lacks it. */
-#define MLX5_NEED(field)                                                  \
-	do {                                                              \
-		if (mlx5_load() < 0)                                      \
-			return NULL;                                      \
-		if (MLX5.field == NULL)                                   \
-			return verbs_error_fmt(                           \
-				EOPNOTSUPP, mlx5_symbol(#field),          \
-				"%s is not exported by the loaded "       \
-				"libmlx5 (needs %s or newer)",            \
-				mlx5_symbol(#field), mlx5_since(#field)); \
+#define MLX5_NEED(field)                                                   \
+	do {                                                               \
+		if (mlx5_load() < 0)                                       \
+			return NULL;                                       \
+		if (lib_need((void *)MLX5.field, "libmlx5",                \
+			     mlx5_symbol(#field), mlx5_since(#field)) < 0) \
+			return NULL;                                       \
 	} while (0)
 
 /* ------------------------------------------------------------------ */

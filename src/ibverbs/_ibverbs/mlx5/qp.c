@@ -198,27 +198,21 @@ static struct m5_qp_ex *m5_current_wr(PyObject *self, const char *verb)
 	return (struct m5_qp_ex *)MLX5.qp_ex_from_ibv_qp_ex(qpx);
 }
 
-PyDoc_STRVAR(mlx5_qp_wr_set_dc_addr__doc__,
-	     "Give the last builder's WR its DC destination (required on a\n"
-	     "DCI).  The AH is held, and marked used, until the batch ends.\n"
-	     "\n"
-	     "Wraps ``mlx5dv_wr_set_dc_addr`` (a static inline of mlx5dv.h,\n"
-	     "over ``mlx5dv_qp_ex_from_ibv_qp_ex``; rdma-core 24).\n"
-	     "\n"
-	     "Args:\n"
-	     "    ah: an AH of the QP's Context: the path to the target.\n"
-	     "    remote_dctn: the target DCT's number.\n"
-	     "    remote_dc_key: its ``dct_access_key``.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: ah is not an AH, or a number is not an int.\n"
-	     "    ValueError: a number is out of range, or the AH is of\n"
-	     "        another Context.\n"
-	     "    ImportError: libmlx5.so.1 cannot be loaded.\n"
-	     "    VerbsError: EINVAL outside a batch, before a builder, on a\n"
-	     "        QP that is not DC or when the WR has its destination;\n"
-	     "        EOPNOTSUPP when the QP offers no DC setter; EBADF once\n"
-	     "        closed.");
+/* The DC setters' shared docstring lines: the Args of the destination,
+ * then the Raises up to the EOPNOTSUPP each words its own way. */
+#define M5_DC_ARGS                                                     \
+	"Args:\n"                                                      \
+	"    ah: an AH of the QP's Context: the path to the target.\n" \
+	"    remote_dctn: the target DCT's number.\n"                  \
+	"    remote_dc_key: its ``dct_access_key``.\n"
+#define M5_DC_RAISES                                                       \
+	"Raises:\n"                                                        \
+	"    TypeError: ah is not an AH, or a number is not an int.\n"     \
+	"    ValueError: a number is out of range, or the AH is of\n"      \
+	"        another Context.\n"                                       \
+	"    ImportError: libmlx5.so.1 cannot be loaded.\n"                \
+	"    VerbsError: EINVAL outside a batch, before a builder, on a\n" \
+	"        QP that is not DC or when the WR has its destination;\n"
 
 struct m5_dc_args {
 	PyObject *ah;
@@ -226,35 +220,65 @@ struct m5_dc_args {
 	uint64_t remote_dc_key;
 	uint16_t stream_id;
 };
-static const ArgSpec m5_dc_params[] = {
-	ARG_HANDLE(struct m5_dc_args, ah, AH, ARG_SAME_CONTEXT),
-	ARG_INT(struct m5_dc_args, remote_dctn, 0, QPN_MAX),
-	ARG_UINT(struct m5_dc_args, remote_dc_key), ARG_END
-};
+#define M5_DC_PARAMS                                                 \
+	ARG_HANDLE(struct m5_dc_args, ah, AH, ARG_SAME_CONTEXT),     \
+		ARG_INT(struct m5_dc_args, remote_dctn, 0, QPN_MAX), \
+		ARG_UINT(struct m5_dc_args, remote_dc_key)
+
+/* wr_set_dc_addr and, with stream, wr_set_dc_addr_stream: m's
+ * arguments, the WR's checks, then the provider's setter. */
+static PyObject *m5_set_dc_addr(PyObject *self, const MethodArgs *m,
+				PyObject *args, PyObject *kw, int stream)
+{
+	const char *verb = stream ? "mlx5dv_wr_set_dc_addr_stream" :
+				    "mlx5dv_wr_set_dc_addr";
+	struct m5_dc_args a;
+	struct m5_qp_ex *dv;
+	struct ibv_ah *ah;
+
+	if (args_parse(m, self, args, kw, &a) < 0)
+		return NULL;
+	dv = m5_current_wr(self, verb);
+	if (dv == NULL)
+		return NULL;
+	if (!stream && dv->wr_set_dc_addr == NULL)
+		return verbs_error_fmt(EOPNOTSUPP, verb,
+				       "the QP offers no DC setter (not a "
+				       "DCI)");
+	if (stream && dv->wr_set_dc_addr_stream == NULL)
+		return verbs_error_fmt(EOPNOTSUPP, verb,
+				       "the QP offers no stream setter (not "
+				       "a DCI with streams, or a libmlx5 "
+				       "before rdma-core 37)");
+	if (qpex_driver_addr(self, a.ah, verb) < 0)
+		return NULL;
+	ah = HANDLE(a.ah)->obj;
+	if (stream)
+		dv->wr_set_dc_addr_stream(dv, ah, a.remote_dctn,
+					  a.remote_dc_key, a.stream_id);
+	else
+		dv->wr_set_dc_addr(dv, ah, a.remote_dctn, a.remote_dc_key);
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(mlx5_qp_wr_set_dc_addr__doc__,
+	     "Give the last builder's WR its DC destination (required on a\n"
+	     "DCI).  The AH is held, and marked used, until the batch ends.\n"
+	     "\n"
+	     "Wraps ``mlx5dv_wr_set_dc_addr`` (a static inline of mlx5dv.h,\n"
+	     "over ``mlx5dv_qp_ex_from_ibv_qp_ex``; rdma-core 24).\n"
+	     "\n" M5_DC_ARGS "\n" M5_DC_RAISES
+	     "        EOPNOTSUPP when the QP offers no DC setter; EBADF once\n"
+	     "        closed.");
+
+static const ArgSpec m5_dc_params[] = { M5_DC_PARAMS, ARG_END };
 METHOD_ARGS(mlx5_qp_wr_set_dc_addr, "Mlx5QP.wr_set_dc_addr", m5_dc_params);
 
 static PyObject *mlx5_qp_wr_set_dc_addr(PyObject *self, PyObject *args,
 					PyObject *kw)
 {
-	static const char verb[] = "mlx5dv_wr_set_dc_addr";
-	struct m5_dc_args a;
-	struct m5_qp_ex *dv;
-
 	HANDLE_CHECK(self);
-	if (args_parse(&mlx5_qp_wr_set_dc_addr_args, self, args, kw, &a) < 0)
-		return NULL;
-	dv = m5_current_wr(self, verb);
-	if (dv == NULL)
-		return NULL;
-	if (dv->wr_set_dc_addr == NULL)
-		return verbs_error_fmt(EOPNOTSUPP, verb,
-				       "the QP offers no DC setter (not a "
-				       "DCI)");
-	if (qpex_driver_addr(self, a.ah, verb) < 0)
-		return NULL;
-	dv->wr_set_dc_addr(dv, (struct ibv_ah *)HANDLE(a.ah)->obj,
-			   a.remote_dctn, a.remote_dc_key);
-	Py_RETURN_NONE;
+	return m5_set_dc_addr(self, &mlx5_qp_wr_set_dc_addr_args, args, kw, 0);
 }
 
 PyDoc_STRVAR(mlx5_qp_wr_set_dc_addr_stream__doc__,
@@ -263,28 +287,14 @@ PyDoc_STRVAR(mlx5_qp_wr_set_dc_addr_stream__doc__,
 	     "Wraps ``mlx5dv_wr_set_dc_addr_stream`` (a static inline of\n"
 	     "mlx5dv.h, over ``mlx5dv_qp_ex_from_ibv_qp_ex``; rdma-core 37).\n"
 	     "The QP must have been created with DCI streams.\n"
-	     "\n"
-	     "Args:\n"
-	     "    ah: an AH of the QP's Context: the path to the target.\n"
-	     "    remote_dctn: the target DCT's number.\n"
-	     "    remote_dc_key: its ``dct_access_key``.\n"
+	     "\n" M5_DC_ARGS
 	     "    stream_id: the stream, below 2**log_num_concurent.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: ah is not an AH, or a number is not an int.\n"
-	     "    ValueError: a number is out of range, or the AH is of\n"
-	     "        another Context.\n"
-	     "    ImportError: libmlx5.so.1 cannot be loaded.\n"
-	     "    VerbsError: EINVAL outside a batch, before a builder, on a\n"
-	     "        QP that is not DC or when the WR has its destination;\n"
+	     "\n" M5_DC_RAISES
 	     "        EOPNOTSUPP when the QP offers no stream setter; EBADF\n"
 	     "        once closed.");
 
 static const ArgSpec m5_dc_stream_params[] = {
-	ARG_HANDLE(struct m5_dc_args, ah, AH, ARG_SAME_CONTEXT),
-	ARG_INT(struct m5_dc_args, remote_dctn, 0, QPN_MAX),
-	ARG_UINT(struct m5_dc_args, remote_dc_key),
-	ARG_UINT(struct m5_dc_args, stream_id), ARG_END
+	M5_DC_PARAMS, ARG_UINT(struct m5_dc_args, stream_id), ARG_END
 };
 METHOD_ARGS(mlx5_qp_wr_set_dc_addr_stream, "Mlx5QP.wr_set_dc_addr_stream",
 	    m5_dc_stream_params);
@@ -292,27 +302,9 @@ METHOD_ARGS(mlx5_qp_wr_set_dc_addr_stream, "Mlx5QP.wr_set_dc_addr_stream",
 static PyObject *mlx5_qp_wr_set_dc_addr_stream(PyObject *self, PyObject *args,
 					       PyObject *kw)
 {
-	static const char verb[] = "mlx5dv_wr_set_dc_addr_stream";
-	struct m5_dc_args a;
-	struct m5_qp_ex *dv;
-
 	HANDLE_CHECK(self);
-	if (args_parse(&mlx5_qp_wr_set_dc_addr_stream_args, self, args, kw,
-		       &a) < 0)
-		return NULL;
-	dv = m5_current_wr(self, verb);
-	if (dv == NULL)
-		return NULL;
-	if (dv->wr_set_dc_addr_stream == NULL)
-		return verbs_error_fmt(EOPNOTSUPP, verb,
-				       "the QP offers no stream setter (not "
-				       "a DCI with streams, or a libmlx5 "
-				       "before rdma-core 37)");
-	if (qpex_driver_addr(self, a.ah, verb) < 0)
-		return NULL;
-	dv->wr_set_dc_addr_stream(dv, (struct ibv_ah *)HANDLE(a.ah)->obj,
-				  a.remote_dctn, a.remote_dc_key, a.stream_id);
-	Py_RETURN_NONE;
+	return m5_set_dc_addr(self, &mlx5_qp_wr_set_dc_addr_stream_args, args,
+			      kw, 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -391,7 +383,8 @@ static PyObject *m5_stream_reset(PyObject *qp, uint16_t stream_id)
 	"    TypeError: an argument has the wrong type.\n" \
 	"    ValueError: a value is out of range.\n" M5_RAISES_LIB
 
-/* The module functions: qp, then the value. */
+/* The module functions: qp, then the value.  Each list also declares
+ * the method below, from its second entry. */
 METHOD_DOC(mlx5_mod_modify_qp_udp_sport, DOC_UDP_SPORT
 	   "\n"
 	   "Args:\n"
@@ -501,16 +494,14 @@ PyObject *mlx5_mod_dci_stream_id_reset(PyObject *mod, PyObject *args,
 	return m5_stream_reset(a.qp, a.stream_id);
 }
 
-/* The methods: the same on self. */
+/* The methods: the same verbs on self, declared by the module
+ * function's list less its first entry (qp). */
 PyDoc_STRVAR(mlx5_qp_modify_udp_sport__doc__,
 	     DOC_UDP_SPORT "\n"
 			   "Args:\n"
 			   "    udp_sport: the port." DOC_ERRS);
-static const ArgSpec m5_m_sport_params[] = {
-	ARG_UINT(struct m5_sport_args, udp_sport), ARG_END
-};
 METHOD_ARGS(mlx5_qp_modify_udp_sport, "Mlx5QP.modify_udp_sport",
-	    m5_m_sport_params);
+	    m5_sport_params + 1);
 
 static PyObject *mlx5_qp_modify_udp_sport(PyObject *self, PyObject *args,
 					  PyObject *kw)
@@ -527,11 +518,8 @@ PyDoc_STRVAR(mlx5_qp_modify_lag_port__doc__,
 	     DOC_LAG_PORT "\n"
 			  "Args:\n"
 			  "    port_num: the LAG port." DOC_ERRS);
-static const ArgSpec m5_m_port_params[] = {
-	ARG_UINT(struct m5_port_args, port_num), ARG_END
-};
 METHOD_ARGS(mlx5_qp_modify_lag_port, "Mlx5QP.modify_lag_port",
-	    m5_m_port_params);
+	    m5_port_params + 1);
 
 static PyObject *mlx5_qp_modify_lag_port(PyObject *self, PyObject *args,
 					 PyObject *kw)
@@ -558,11 +546,8 @@ PyDoc_STRVAR(mlx5_qp_dci_stream_id_reset__doc__,
 	     DOC_STREAM_RESET "\n"
 			      "Args:\n"
 			      "    stream_id: the stream." DOC_ERRS);
-static const ArgSpec m5_m_stream_params[] = {
-	ARG_UINT(struct m5_stream_args, stream_id), ARG_END
-};
 METHOD_ARGS(mlx5_qp_dci_stream_id_reset, "Mlx5QP.dci_stream_id_reset",
-	    m5_m_stream_params);
+	    m5_stream_params + 1);
 
 static PyObject *mlx5_qp_dci_stream_id_reset(PyObject *self, PyObject *args,
 					     PyObject *kw)

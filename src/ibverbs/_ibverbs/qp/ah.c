@@ -13,15 +13,7 @@ HANDLE_KIND(ah_kind, "AH", "ibv_destroy_ah", IBV.destroy_ah, NULL);
 /* The AH object for a new ibv_ah of pd (destroyed if that fails). */
 static PyObject *ah_wrap(PDObject *pd, struct ibv_ah *ah)
 {
-	AHObject *self = HANDLE_ALLOC(AHObject, ST.AH_type);
-
-	if (self == NULL) {
-		IBV.destroy_ah(ah);
-		return NULL;
-	}
-	handle_init(HANDLE(self), &ah_kind, HANDLE(pd));
-	HANDLE_SET_OBJ(self, ah);
-	return (PyObject *)self;
+	return handle_adopt(ST.AH_type, &ah_kind, HANDLE(pd), ah);
 }
 
 /* PD.create_ah(attr): attr is an AHAttr or any object with its fields. */
@@ -95,15 +87,37 @@ struct from_wc_args {
 #define FROM_WC_WC ARG_RECORD(struct from_wc_args, wc, WC)
 #define FROM_WC_GRH ARG_BUFFER(struct from_wc_args, grh, 40)
 
-/* wc and grh converted and checked, then self's handle again (reading
- * the buffer may have run Python code that closed it); 0 or -1. */
-static int from_wc_read(PyObject *self, const struct from_wc_args *a,
-			struct ibv_wc *wc, struct ibv_grh *grh)
+/* Both verbs' inputs: the arguments, and the completion and GRH they
+ * name in C. */
+struct from_wc {
+	struct from_wc_args a;
+	struct ibv_wc wc;
+	struct ibv_grh grh;
+};
+
+/* The arguments parsed by m, the verb (fn, named sym, libibverbs 1.1)
+ * checked, wc and grh converted and checked, then self's handle again
+ * (reading the buffer may have run Python code that closed it); 0 or
+ * -1. */
+static int from_wc_read(PyObject *self, const MethodArgs *m, PyObject *args,
+			PyObject *kw, void *fn, const char *sym,
+			struct from_wc *f)
 {
-	if (wc_to_c(a->wc, "wc", wc) < 0 ||
-	    arg_bytes_prefix(a->grh, "grh", grh, GRH_LEN) < 0)
+	if (args_parse(m, self, args, kw, &f->a) < 0 ||
+	    lib_need(fn, "libibverbs", sym, "libibverbs 1.1") < 0 ||
+	    wc_to_c(f->a.wc, "wc", &f->wc) < 0 ||
+	    arg_bytes_prefix(f->a.grh, "grh", &f->grh, GRH_LEN) < 0)
 		return -1;
 	return handle_check(HANDLE(self));
+}
+
+/* The verb's failure: err (else dflt), with the port and the WC's. */
+static PyObject *from_wc_error(int err, int dflt, const char *sym,
+			       const struct from_wc *f)
+{
+	return verbs_error_fmt(err ? err : dflt, sym,
+			       "port %u, src_qp %u, wc_flags 0x%x", f->a.port,
+			       f->wc.src_qp, f->wc.wc_flags);
 }
 
 const char context_init_ah_from_wc__doc__[] = PyDoc_STR(
@@ -146,32 +160,26 @@ METHOD_ARGS(context_init_ah_from_wc, "Context.init_ah_from_wc",
 
 PyObject *context_init_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw)
 {
-	struct from_wc_args a;
 	struct ibv_ah_attr attr;
-	struct ibv_grh grh;
-	struct ibv_wc wc;
+	struct from_wc f;
 	int rc, err;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&context_init_ah_from_wc_args, self, args, kw, &a) < 0)
-		return NULL;
-	IBV_REQUIRE_OPTIONAL(init_ah_from_wc, ibv_init_ah_from_wc,
-			     "libibverbs 1.1");
-	if (from_wc_read(self, &a, &wc, &grh) < 0)
+	if (from_wc_read(self, &context_init_ah_from_wc_args, args, kw,
+			 (void *)IBV.init_ah_from_wc, "ibv_init_ah_from_wc",
+			 &f) < 0)
 		return NULL;
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;
 	rc = IBV.init_ah_from_wc((struct ibv_context *)HANDLE(self)->obj,
-				 a.port, &wc, &grh, &attr);
+				 f.a.port, &f.wc, &f.grh, &attr);
 	err = errno;
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(self);
 	if (rc != 0)
-		return verbs_error_fmt(err ? err : (rc > 0 ? rc : EINVAL),
-				       "ibv_init_ah_from_wc",
-				       "port %u, src_qp %u, wc_flags 0x%x",
-				       a.port, wc.src_qp, wc.wc_flags);
+		return from_wc_error(err, rc > 0 ? rc : EINVAL,
+				     "ibv_init_ah_from_wc", &f);
 	return ah_attr_to_py(&attr);
 }
 
@@ -207,32 +215,25 @@ METHOD_ARGS(pd_create_ah_from_wc, "PD.create_ah_from_wc",
 
 PyObject *pd_create_ah_from_wc(PyObject *self, PyObject *args, PyObject *kw)
 {
-	struct from_wc_args a;
-	struct ibv_grh grh;
-	struct ibv_wc wc;
+	struct from_wc f;
 	struct ibv_ah *ah;
 	int err;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&pd_create_ah_from_wc_args, self, args, kw, &a) < 0)
-		return NULL;
-	IBV_REQUIRE_OPTIONAL(create_ah_from_wc, ibv_create_ah_from_wc,
-			     "libibverbs 1.1");
-	if (from_wc_read(self, &a, &wc, &grh) < 0)
+	if (from_wc_read(self, &pd_create_ah_from_wc_args, args, kw,
+			 (void *)IBV.create_ah_from_wc, "ibv_create_ah_from_wc",
+			 &f) < 0)
 		return NULL;
 	HANDLE_BUSY_ENTER(self);
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;
-	ah = IBV.create_ah_from_wc((struct ibv_pd *)HANDLE(self)->obj, &wc,
-				   &grh, a.port);
+	ah = IBV.create_ah_from_wc((struct ibv_pd *)HANDLE(self)->obj, &f.wc,
+				   &f.grh, f.a.port);
 	err = errno;
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(self);
 	if (ah == NULL)
-		return verbs_error_fmt(err ? err : EINVAL,
-				       "ibv_create_ah_from_wc",
-				       "port %u, src_qp %u, wc_flags 0x%x",
-				       a.port, wc.src_qp, wc.wc_flags);
+		return from_wc_error(err, EINVAL, "ibv_create_ah_from_wc", &f);
 	return ah_wrap((PDObject *)self, ah);
 }
 

@@ -163,13 +163,10 @@ static int init_u32(PyObject *ia, const char *name, uint32_t dflt,
 	char what[40];
 	int rc;
 
-	if (attr_optional(ia, name, &v) < 0)
-		return -1;
 	*out = dflt;
-	if (v == NULL || v == Py_None) {
-		Py_XDECREF(v);
-		return 0;
-	}
+	rc = attr_given(ia, name, &v);
+	if (rc <= 0)
+		return rc;
 	snprintf(what, sizeof(what), "init_attr.%s", name);
 	rc = arg_u32(v, what, out);
 	Py_DECREF(v);
@@ -212,33 +209,41 @@ fail:
 	return NULL;
 }
 
+int init_attr_handle(PyObject *ia, const char *name, PyTypeObject *t,
+		     const char *tname, Handle *parent, const char *pname,
+		     PyObject **out)
+{
+	PyObject *v;
+	char what[32];
+	int rc;
+
+	*out = NULL;
+	rc = attr_given(ia, name, &v);
+	if (rc <= 0)
+		return rc;
+	snprintf(what, sizeof(what), "init_attr.%s", name);
+	if (!PyObject_TypeCheck(v, t)) {
+		arg_type_error(what, tname, 1, v);
+		goto fail;
+	}
+	if (handle_check(HANDLE(v)) < 0)
+		goto fail;
+	if (HANDLE(v)->parent != parent) {
+		arg_other_parent_error(what, pname);
+		goto fail;
+	}
+	*out = v;
+	return 0;
+fail:
+	Py_DECREF(v);
+	return -1;
+}
+
 /* The SRQ (new reference) or NULL with no error for None. */
 static int get_srq(PDObject *pd, PyObject *ia, PyObject **out)
 {
-	PyObject *srq;
-
-	*out = NULL;
-	if (attr_optional(ia, "srq", &srq) < 0)
-		return -1;
-	if (srq == NULL || srq == Py_None) {
-		Py_XDECREF(srq);
-		return 0;
-	}
-	if (!PyObject_TypeCheck(srq, ST.SRQ_type)) {
-		arg_type_error("init_attr.srq", "SRQ", 1, srq);
-		goto fail;
-	}
-	if (handle_check(HANDLE(srq)) < 0)
-		goto fail;
-	if (HANDLE(srq)->parent != HANDLE(pd)) {
-		arg_other_parent_error("init_attr.srq", "PD");
-		goto fail;
-	}
-	*out = srq;
-	return 0;
-fail:
-	Py_DECREF(srq);
-	return -1;
+	return init_attr_handle(ia, "srq", ST.SRQ_type, "SRQ", HANDLE(pd), "PD",
+				out);
 }
 
 static int get_qp_type(PyObject *ia, enum ibv_qp_type *out)
@@ -247,13 +252,10 @@ static int get_qp_type(PyObject *ia, enum ibv_qp_type *out)
 	long t;
 	int rc;
 
-	if (attr_optional(ia, "qp_type", &v) < 0)
-		return -1;
 	*out = IBV_QPT_RC;
-	if (v == NULL || v == Py_None) {
-		Py_XDECREF(v);
-		return 0;
-	}
+	rc = attr_given(ia, "qp_type", &v);
+	if (rc <= 0)
+		return rc;
 	rc = arg_int(v, "init_attr.qp_type", 0, INT32_MAX, &t);
 	Py_DECREF(v);
 	*out = (enum ibv_qp_type)t;
@@ -1198,12 +1200,10 @@ static PyObject *qp_mcast(PyObject *self, PyObject *args, PyObject *kw,
 	if (args_parse(attach ? &qp_attach_mcast_args : &qp_detach_mcast_args,
 		       self, args, kw, &a) < 0)
 		return NULL;
-	if (attach ? IBV.attach_mcast == NULL : IBV.detach_mcast == NULL)
-		return verbs_error_fmt(EOPNOTSUPP, verb,
-				       "%s is not exported by the loaded "
-				       "libibverbs (needs libibverbs 1.1 or "
-				       "newer)",
-				       verb);
+	if (lib_need(attach ? (void *)IBV.attach_mcast :
+			      (void *)IBV.detach_mcast,
+		     "libibverbs", verb, "libibverbs 1.1") < 0)
+		return NULL;
 	if (a.gid == Py_None) {
 		arg_type_error("gid", "Gid, 16 bytes or IPv6 text", 0, a.gid);
 		return NULL;
@@ -1227,6 +1227,20 @@ static PyObject *qp_mcast(PyObject *self, PyObject *args, PyObject *kw,
 			       text, (unsigned)a.lid);
 }
 
+/* The Args and Raises of attach_mcast and detach_mcast, up to the
+ * errno examples each ends with. */
+#define MCAST_ARGS_RAISES                                                \
+	"Args:\n"                                                        \
+	"    gid: the group's GID: a Gid, 16 bytes or IPv6 text.\n"      \
+	"    lid: the group's LID (InfiniBand), 0..0xffff.\n"            \
+	"\n"                                                             \
+	"Raises:\n"                                                      \
+	"    TypeError: gid is not a GID's type, or lid not an int.\n"   \
+	"    ValueError: gid is not 16 bytes or IPv6 text, lid out of\n" \
+	"        range.\n"                                               \
+	"    VerbsError: EBADF once the QP is closed; else the verb\n"   \
+	"        failed (``errno``; "
+
 PyDoc_STRVAR(qp_attach_mcast__doc__,
 	     "Join a multicast group: the QP receives what is sent to it.\n"
 	     "\n"
@@ -1239,17 +1253,7 @@ PyDoc_STRVAR(qp_attach_mcast__doc__,
 	     "with the GIL released.\n"
 	     "\n"
 	     "Wraps ``ibv_attach_mcast`` (man page ibv_attach_mcast(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    gid: the group's GID: a Gid, 16 bytes or IPv6 text.\n"
-	     "    lid: the group's LID (InfiniBand), 0..0xffff.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: gid is not a GID's type, or lid not an int.\n"
-	     "    ValueError: gid is not 16 bytes or IPv6 text, lid out of\n"
-	     "        range.\n"
-	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
-	     "        failed (``errno``; e.g. EINVAL for a QP that is not\n"
+	     "\n" MCAST_ARGS_RAISES "e.g. EINVAL for a QP that is not\n"
 	     "        UD or a GID that is no multicast group; rxe answers\n"
 	     "        0 when this QP is already in the group).");
 
@@ -1265,17 +1269,7 @@ PyDoc_STRVAR(qp_detach_mcast__doc__,
 	     "Runs with the GIL released.\n"
 	     "\n"
 	     "Wraps ``ibv_detach_mcast`` (man page ibv_attach_mcast(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    gid: the group's GID: a Gid, 16 bytes or IPv6 text.\n"
-	     "    lid: the group's LID (InfiniBand), 0..0xffff.\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: gid is not a GID's type, or lid not an int.\n"
-	     "    ValueError: gid is not 16 bytes or IPv6 text, lid out of\n"
-	     "        range.\n"
-	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
-	     "        failed (``errno``; rxe answers EINVAL for a group\n"
+	     "\n" MCAST_ARGS_RAISES "rxe answers EINVAL for a group\n"
 	     "        this QP is not in).");
 
 static PyObject *qp_detach_mcast(PyObject *self, PyObject *args, PyObject *kw)

@@ -83,6 +83,12 @@ static inline int qp_check_idle(PyObject *self, const char *what)
 	return -1;
 }
 
+/* init_attr.<name>: None (*out NULL), or an open handle of type t (tname
+ * in messages) whose parent is parent (pname) (*out a new reference).
+ * 0 / -1.  For QP and QPEx creation. */
+int init_attr_handle(PyObject *ia, const char *name, PyTypeObject *t,
+		     const char *tname, Handle *parent, const char *pname,
+		     PyObject **out);
 /* qp.c: PD.create_qp's body, for it, CMID.create_qp (cm/cm.c) and
  * QPEx (qp_ex.c): a QP of type (ST.QP_type, or a subclass) made from
  * init_attr by create (it returns NULL with errno, or with a Python

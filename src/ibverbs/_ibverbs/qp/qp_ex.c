@@ -343,6 +343,15 @@ static int qpex_begin_wr(PyObject *self, int op)
 	return 0;
 }
 
+/* A builder with arguments: m's parsing into a, then qpex_begin_wr. */
+static int qpex_build(PyObject *self, const MethodArgs *m, PyObject *args,
+		      PyObject *kw, void *a, int op)
+{
+	if (args_parse(m, self, args, kw, a) < 0)
+		return -1;
+	return qpex_begin_wr(self, op);
+}
+
 /* A setter's checks after those of its arguments: the batch's state
  * (EINVAL), then the provider's op (EOPNOTSUPP, fn: QPX_FN(wr_set_*)); then
  * the WR is marked as having its data (data: WREX_SET_*) or its UD
@@ -697,14 +706,9 @@ static int ia_uint(PyObject *ia, const char *name, uint64_t max, uint64_t dflt,
 	int rc;
 
 	*out = dflt;
-	if (attr_optional(ia, name, &v) < 0)
-		return -1;
-	if (v == NULL)
-		return 0;
-	if (v == Py_None) {
-		Py_DECREF(v);
-		return 0;
-	}
+	rc = attr_given(ia, name, &v);
+	if (rc <= 0)
+		return rc;
 	snprintf(what, sizeof(what), "init_attr.%s", name);
 	rc = arg_u64(v, what, out);
 	Py_DECREF(v);
@@ -737,39 +741,6 @@ static int ia_pd_matches(PDObject *pd, PyObject *ia)
 	return rc;
 }
 
-/* init_attr.<name>: None (*out NULL), or an open handle of type t whose
- * Context is ctx (*out a new reference).  0 / -1. */
-static int ia_handle(PyObject *ia, const char *name, PyTypeObject *t,
-		     const char *tname, Handle *ctx, PyObject **out)
-{
-	PyObject *v;
-	char what[32];
-
-	*out = NULL;
-	if (attr_optional(ia, name, &v) < 0)
-		return -1;
-	if (v == NULL || v == Py_None) {
-		Py_XDECREF(v);
-		return 0;
-	}
-	snprintf(what, sizeof(what), "init_attr.%s", name);
-	if (!PyObject_TypeCheck(v, t)) {
-		arg_type_error(what, tname, 1, v);
-		goto fail;
-	}
-	if (handle_check(HANDLE(v)) < 0)
-		goto fail;
-	if (HANDLE(v)->parent != ctx) {
-		arg_other_parent_error(what, "Context");
-		goto fail;
-	}
-	*out = v;
-	return 0;
-fail:
-	Py_DECREF(v);
-	return -1;
-}
-
 /* init_attr.rx_hash_conf: None, or an RXHashConf-like object
  * (rx_hash_function, rx_hash_key bytes, rx_hash_fields_mask). */
 static int ia_rx_hash(PyObject *ia, struct ex_args *a)
@@ -780,12 +751,10 @@ static int ia_rx_hash(PyObject *ia, struct ex_args *a)
 	Py_ssize_t n;
 	int rc = -1;
 
-	if (attr_optional(ia, "rx_hash_conf", &c) < 0)
-		return -1;
-	if (c == NULL || c == Py_None) {
-		Py_XDECREF(c);
-		return 0;
-	}
+	rc = attr_given(ia, "rx_hash_conf", &c);
+	if (rc <= 0)
+		return rc;
+	rc = -1;
 	if (ia_uint(c, "rx_hash_function", UINT8_MAX, 0, &fn) < 0 ||
 	    ia_uint(c, "rx_hash_fields_mask", UINT64_MAX, 0, &fields) < 0 ||
 	    attr_optional(c, "rx_hash_key", &key_o) < 0)
@@ -829,9 +798,10 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 
 	memset(a, 0, sizeof(*a));
 	if (ia_uint(ia, "qp_type", INT32_MAX, IBV_QPT_RC, &type) < 0 ||
-	    ia_handle(ia, "xrcd", ST.XRCD_type, "XRCD", ctx, &a->xrcd) < 0 ||
-	    ia_handle(ia, "rwq_ind_tbl", ST.RWQIndTable_type, "RWQIndTable",
-		      ctx, &a->ind_tbl) < 0)
+	    init_attr_handle(ia, "xrcd", ST.XRCD_type, "XRCD", ctx, "Context",
+			     &a->xrcd) < 0 ||
+	    init_attr_handle(ia, "rwq_ind_tbl", ST.RWQIndTable_type,
+			     "RWQIndTable", ctx, "Context", &a->ind_tbl) < 0)
 		return -1;
 	*no_cq = type == IBV_QPT_XRC_RECV || a->ind_tbl != NULL;
 	ops_dflt = *no_cq ? 0 : IBV_QP_EX_WITH_SEND;
@@ -1068,9 +1038,8 @@ static PyObject *qpex_wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
 	struct imm_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_send_imm_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_SEND_IMM) < 0)
+	if (qpex_build(self, &qpex_wr_send_imm_args, args, kw, &a,
+		       WREX_OP_SEND_IMM) < 0)
 		return NULL;
 	ibv_wr_send_imm(QPX(self), htobe32(a.imm_data));
 	Py_RETURN_NONE;
@@ -1102,9 +1071,8 @@ static PyObject *qpex_wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 	struct inv_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_send_inv_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_SEND_INV) < 0)
+	if (qpex_build(self, &qpex_wr_send_inv_args, args, kw, &a,
+		       WREX_OP_SEND_INV) < 0)
 		return NULL;
 	ibv_wr_send_inv(QPX(self), a.invalidate_rkey);
 	Py_RETURN_NONE;
@@ -1135,9 +1103,8 @@ static PyObject *qpex_wr_rdma_write(PyObject *self, PyObject *args,
 	struct rdma_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_rdma_write_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE) < 0)
+	if (qpex_build(self, &qpex_wr_rdma_write_args, args, kw, &a,
+		       WREX_OP_RDMA_WRITE) < 0)
 		return NULL;
 	ibv_wr_rdma_write(QPX(self), a.rkey, a.remote_addr);
 	Py_RETURN_NONE;
@@ -1170,9 +1137,8 @@ static PyObject *qpex_wr_rdma_write_imm(PyObject *self, PyObject *args,
 	struct rdma_imm_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_rdma_write_imm_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_WRITE_IMM) < 0)
+	if (qpex_build(self, &qpex_wr_rdma_write_imm_args, args, kw, &a,
+		       WREX_OP_RDMA_WRITE_IMM) < 0)
 		return NULL;
 	ibv_wr_rdma_write_imm(QPX(self), a.rkey, a.remote_addr,
 			      htobe32(a.imm_data));
@@ -1193,9 +1159,8 @@ static PyObject *qpex_wr_rdma_read(PyObject *self, PyObject *args, PyObject *kw)
 	struct rdma_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_rdma_read_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_RDMA_READ) < 0)
+	if (qpex_build(self, &qpex_wr_rdma_read_args, args, kw, &a,
+		       WREX_OP_RDMA_READ) < 0)
 		return NULL;
 	ibv_wr_rdma_read(QPX(self), a.rkey, a.remote_addr);
 	Py_RETURN_NONE;
@@ -1231,9 +1196,8 @@ static PyObject *qpex_wr_atomic_cmp_swp(PyObject *self, PyObject *args,
 	struct cmp_swp_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_atomic_cmp_swp_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_ATOMIC_CMP_SWP) < 0)
+	if (qpex_build(self, &qpex_wr_atomic_cmp_swp_args, args, kw, &a,
+		       WREX_OP_ATOMIC_CMP_SWP) < 0)
 		return NULL;
 	ibv_wr_atomic_cmp_swp(QPX(self), a.rkey, a.remote_addr, a.compare,
 			      a.swap);
@@ -1268,9 +1232,8 @@ static PyObject *qpex_wr_atomic_fetch_add(PyObject *self, PyObject *args,
 	struct fetch_add_args a;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_atomic_fetch_add_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_ATOMIC_FETCH_ADD) < 0)
+	if (qpex_build(self, &qpex_wr_atomic_fetch_add_args, args, kw, &a,
+		       WREX_OP_ATOMIC_FETCH_ADD) < 0)
 		return NULL;
 	ibv_wr_atomic_fetch_add(QPX(self), a.rkey, a.remote_addr, a.add);
 	Py_RETURN_NONE;
@@ -1295,9 +1258,8 @@ static PyObject *qpex_wr_local_inv(PyObject *self, PyObject *args, PyObject *kw)
 	PyObject *mw, *rec;
 
 	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_local_inv_args, self, args, kw, &a) < 0)
-		return NULL;
-	if (qpex_begin_wr(self, WREX_OP_LOCAL_INV) < 0)
+	if (qpex_build(self, &qpex_wr_local_inv_args, args, kw, &a,
+		       WREX_OP_LOCAL_INV) < 0)
 		return NULL;
 	/* A type 2 window of this PD bound under that rkey lets its MR go
 	 * once the batch is posted (mem/mw.c). */
@@ -1556,6 +1518,49 @@ static PyObject *qpex_wr_set_sge(PyObject *self, PyObject *args, PyObject *kw)
 
 #define SMALL_LIST 16
 
+/* The list setters' start: o (the argument name, a list or tuple of
+ * what) as a new tuple, so its items cannot change under us (a list's
+ * owner might), and *arr: small when n items of size each fit
+ * SMALL_LIST, else PyMem_Malloc'd (list_done frees it).  NULL with
+ * TypeError or MemoryError set. */
+static PyObject *list_start(PyObject *o, const char *name, const char *what,
+			    void *small, size_t size, void **arr)
+{
+	PyObject *seq;
+	Py_ssize_t n;
+
+	*arr = small;
+	if (!PyList_Check(o) && !PyTuple_Check(o)) {
+		arg_type_error(name, what, 0, o);
+		return NULL;
+	}
+	seq = PySequence_Tuple(o);
+	if (seq == NULL)
+		return NULL;
+	n = PyTuple_Size(seq);
+	if (n > SMALL_LIST) {
+		*arr = PyMem_Malloc(n * size);
+		if (*arr == NULL) {
+			Py_DECREF(seq);
+			PyErr_NoMemory();
+			return NULL;
+		}
+	}
+	return seq;
+}
+
+/* The list setters' end: free arr unless it is small, drop seq, and
+ * answer None when ok, else NULL. */
+static PyObject *list_done(int ok, PyObject *seq, void *arr, void *small)
+{
+	if (arr != small)
+		PyMem_Free(arr);
+	Py_DECREF(seq);
+	if (!ok)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(qpex_wr_set_sge_list__doc__,
 	     "Give the last builder's WR its data: a list of SGEs.\n"
 	     "\n"
@@ -1586,34 +1591,22 @@ METHOD_ARGS(qpex_wr_set_sge_list, "QPEx.wr_set_sge_list", sge_list_params);
 static PyObject *qpex_wr_set_sge_list(PyObject *self, PyObject *args,
 				      PyObject *kw)
 {
-	struct ibv_sge small[SMALL_LIST], *arr = small;
-	PyObject *seq = NULL, *res = NULL;
+	struct ibv_sge small[SMALL_LIST], *arr;
 	struct sge_list_args a;
+	PyObject *seq;
 	Py_ssize_t i, n;
+	int ok = 0;
 
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_set_sge_list_args, self, args, kw, &a) < 0)
 		return NULL;
-	if (!PyList_Check(a.sg_list) && !PyTuple_Check(a.sg_list)) {
-		arg_type_error("sg_list", "list or tuple of SGEs", 0,
-			       a.sg_list);
-		return NULL;
-	}
-	/* A tuple copy: the SGEs cannot change under us (an SGE's
-	 * __eq__ runs no code, but a list's owner might). */
-	seq = PySequence_Tuple(a.sg_list);
+	seq = list_start(a.sg_list, "sg_list", "list or tuple of SGEs", small,
+			 sizeof(*arr), (void **)&arr);
 	if (seq == NULL)
 		return NULL;
 	n = PyTuple_Size(seq);
 	if (check_num_sge(self, n, "ibv_wr_set_sge_list") < 0)
 		goto out;
-	if (n > SMALL_LIST) {
-		arr = PyMem_Malloc(n * sizeof(*arr));
-		if (arr == NULL) {
-			PyErr_NoMemory();
-			goto out;
-		}
-	}
 	for (i = 0; i < n; i++) {
 		char what[32];
 
@@ -1631,13 +1624,9 @@ static PyObject *qpex_wr_set_sge_list(PyObject *self, PyObject *args,
 		}
 	}
 	ibv_wr_set_sge_list(QPX(self), (size_t)n, arr);
-	Py_INCREF(Py_None);
-	res = Py_None;
+	ok = 1;
 out:
-	if (arr != small)
-		PyMem_Free(arr);
-	Py_XDECREF(seq);
-	return res;
+	return list_done(ok, seq, arr, small);
 }
 
 /*
@@ -1651,19 +1640,17 @@ static int inline_buf(PyObject *o, const char *what, PyObject **hold,
 		      struct ibv_data_buf *out)
 {
 	PyObject *mv;
+	int rc;
 
 	if (PyBytes_Check(o) || PyByteArray_Check(o)) {
 		Py_INCREF(o);
 		*hold = o;
-	} else if (PyUnicode_Check(o) || PyLong_Check(o)) {
-		goto bad;
 	} else {
-		mv = PyMemoryView_FromObject(o);
-		if (mv == NULL) {
-			if (!PyErr_ExceptionMatches(PyExc_TypeError))
-				return -1;
-			PyErr_Clear();
-			goto bad;
+		rc = buffer_view(o, &mv);
+		if (rc <= 0) {
+			if (rc == 0)
+				goto bad;
+			return -1;
 		}
 		*hold = PyObject_Bytes(mv);
 		Py_DECREF(mv);
@@ -1776,36 +1763,26 @@ METHOD_ARGS(qpex_wr_set_inline_data_list, "QPEx.wr_set_inline_data_list",
 static PyObject *qpex_wr_set_inline_data_list(PyObject *self, PyObject *args,
 					      PyObject *kw)
 {
-	struct ibv_data_buf small[SMALL_LIST], *arr = small;
-	PyObject *seq = NULL, *holds = NULL, *res = NULL;
+	struct ibv_data_buf small[SMALL_LIST], *arr;
 	struct inline_data_list_args a;
+	PyObject *seq, *holds;
 	Py_ssize_t i, n;
 	size_t total = 0;
+	int ok = 0;
 
 	HANDLE_CHECK(self);
 	if (args_parse(&qpex_wr_set_inline_data_list_args, self, args, kw, &a) <
 	    0)
 		return NULL;
-	if (!PyList_Check(a.buf_list) && !PyTuple_Check(a.buf_list)) {
-		arg_type_error("buf_list",
-			       "list or tuple of bytes-like objects", 0,
-			       a.buf_list);
-		return NULL;
-	}
-	seq = PySequence_Tuple(a.buf_list);
+	seq = list_start(a.buf_list, "buf_list",
+			 "list or tuple of bytes-like objects", small,
+			 sizeof(*arr), (void **)&arr);
 	if (seq == NULL)
 		return NULL;
 	n = PyTuple_Size(seq);
 	holds = PyTuple_New(n);
 	if (holds == NULL)
 		goto out;
-	if (n > SMALL_LIST) {
-		arr = PyMem_Malloc(n * sizeof(*arr));
-		if (arr == NULL) {
-			PyErr_NoMemory();
-			goto out;
-		}
-	}
 	for (i = 0; i < n; i++) {
 		PyObject *h = NULL;
 		char what[32];
@@ -1822,14 +1799,10 @@ static PyObject *qpex_wr_set_inline_data_list(PyObject *self, PyObject *args,
 			      QPX_FN(wr_set_inline_data_list)) < 0)
 		goto out;
 	ibv_wr_set_inline_data_list(QPX(self), (size_t)n, arr);
-	Py_INCREF(Py_None);
-	res = Py_None;
+	ok = 1;
 out:
-	if (arr != small)
-		PyMem_Free(arr);
 	Py_XDECREF(holds);
-	Py_XDECREF(seq);
-	return res;
+	return list_done(ok, seq, arr, small);
 }
 
 PyDoc_STRVAR(qpex_wr_set_ud_addr__doc__,
@@ -2099,55 +2072,48 @@ static PyMethodDef qpex_methods[] = {
 /* wr_id, wr_flags, send_ops_flags                                     */
 /* ------------------------------------------------------------------ */
 
-static PyObject *get_wr_id(PyObject *self, void *closure)
+/* wr_id and wr_flags share their accessors: closure is the field's name
+ * ("wr_id": 64 bits; "wr_flags": 32 bits, read as SendFlags). */
+static int is_wr_id(void *closure)
 {
-	HANDLE_CHECK(self);
-	if (QPEXO(self)->qpx == NULL)
-		return no_send_ops("wr_id");
-	return PyLong_FromUnsignedLongLong(QPEXO(self)->qpx->wr_id);
+	return strcmp((const char *)closure, "wr_id") == 0;
 }
 
-static int set_wr_id(PyObject *self, PyObject *v, void *closure)
+static PyObject *get_wr_field(PyObject *self, void *closure)
 {
-	uint64_t id;
+	struct ibv_qp_ex *qpx;
+
+	HANDLE_CHECK(self);
+	qpx = QPEXO(self)->qpx;
+	if (qpx == NULL)
+		return no_send_ops(closure);
+	if (is_wr_id(closure))
+		return PyLong_FromUnsignedLongLong(qpx->wr_id);
+	return enum_from_int("SendFlags", (long)qpx->wr_flags);
+}
+
+static int set_wr_field(PyObject *self, PyObject *v, void *closure)
+{
+	const char *name = closure;
+	uint64_t id = 0;
+	uint32_t f = 0;
 
 	if (v == NULL) {
-		PyErr_SetString(PyExc_AttributeError, "cannot delete wr_id");
+		PyErr_Format(PyExc_AttributeError, "cannot delete %s", name);
 		return -1;
 	}
-	if (handle_check(HANDLE(self)) < 0 || arg_u64(v, "wr_id", &id) < 0)
+	if (handle_check(HANDLE(self)) < 0)
+		return -1;
+	if (is_wr_id(closure) ? arg_u64(v, name, &id) : arg_u32(v, name, &f))
 		return -1;
 	if (QPEXO(self)->qpx == NULL) {
-		no_send_ops("wr_id");
+		no_send_ops(name);
 		return -1;
 	}
-	QPEXO(self)->qpx->wr_id = id;
-	return 0;
-}
-
-static PyObject *get_wr_flags(PyObject *self, void *closure)
-{
-	HANDLE_CHECK(self);
-	if (QPEXO(self)->qpx == NULL)
-		return no_send_ops("wr_flags");
-	return enum_from_int("SendFlags", (long)QPEXO(self)->qpx->wr_flags);
-}
-
-static int set_wr_flags(PyObject *self, PyObject *v, void *closure)
-{
-	uint32_t f;
-
-	if (v == NULL) {
-		PyErr_SetString(PyExc_AttributeError, "cannot delete wr_flags");
-		return -1;
-	}
-	if (handle_check(HANDLE(self)) < 0 || arg_u32(v, "wr_flags", &f) < 0)
-		return -1;
-	if (QPEXO(self)->qpx == NULL) {
-		no_send_ops("wr_flags");
-		return -1;
-	}
-	QPEXO(self)->qpx->wr_flags = f;
+	if (is_wr_id(closure))
+		QPEXO(self)->qpx->wr_id = id;
+	else
+		QPEXO(self)->qpx->wr_flags = f;
 	return 0;
 }
 
@@ -2172,14 +2138,14 @@ static PyObject *qpex_repr(PyObject *self)
 }
 
 static PyGetSetDef qpex_getset[] = {
-	{ "wr_id", get_wr_id, set_wr_id,
+	{ "wr_id", get_wr_field, set_wr_field,
 	  "The wr_id of the WRs the next builders start\n"
 	  "(``ibv_qp_ex.wr_id``); settable; EBADF once closed.",
-	  NULL },
-	{ "wr_flags", get_wr_flags, set_wr_flags,
+	  "wr_id" },
+	{ "wr_flags", get_wr_field, set_wr_field,
 	  "The ``SendFlags`` of the WRs the next builders start\n"
 	  "(``ibv_qp_ex.wr_flags``); settable; EBADF once closed.",
-	  NULL },
+	  "wr_flags" },
 	{ "send_ops_flags", get_send_ops_flags, NULL,
 	  "The ``QPCreateSendOpsFlags`` the QP was created with: the\n"
 	  "builders it may use.",

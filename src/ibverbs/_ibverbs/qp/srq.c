@@ -125,12 +125,9 @@ static int op_uint(PyObject *op, const char *name, int bits, Py_ssize_t i,
 	int rc;
 
 	*out = 0;
-	if (attr_optional(op, name, &v) < 0)
-		return -1;
-	if (v == NULL || v == Py_None) {
-		Py_XDECREF(v);
-		return 0;
-	}
+	rc = attr_given(op, name, &v);
+	if (rc <= 0)
+		return rc;
 	snprintf(what, sizeof(what), "ops[%zd].%s", i, name);
 	rc = arg_u64(v, what, out);
 	Py_DECREF(v);
@@ -148,13 +145,10 @@ static int op_sges(PyObject *op, Py_ssize_t i, struct ibv_sge *sges,
 {
 	PyObject *l, *seq;
 	Py_ssize_t k, n;
+	int rc = attr_given(op, "sg_list", &l);
 
-	if (attr_optional(op, "sg_list", &l) < 0)
-		return -1;
-	if (l == NULL || l == Py_None) {
-		Py_XDECREF(l);
-		return 0;
-	}
+	if (rc <= 0)
+		return rc;
 	seq = PySequence_Tuple(l);
 	Py_DECREF(l);
 	if (seq == NULL)
