@@ -133,7 +133,9 @@ class Sequence:
                 self._keep(v)
             return
         mod = getattr(type(value), "__module__", "") or ""
-        if not mod.startswith("ibverbs"):
+        if not mod.startswith("ibverbs") or isinstance(value, (int, str, bytes, float)):
+            # Not the enums: their methods are int's (int.to_bytes(2**53)
+            # asks for 8 PiB), not this package's.
             return
         with self.lock:
             bucket = self.objects if hasattr(value, "close") else self.records

@@ -1,5 +1,5 @@
-"""QPInfo.from_bytes on a peer's bytes: a QPInfo (whose to_bytes gives
-the same bytes back) or ValueError, nothing else."""
+"""QPInfo.from_bytes on a peer's bytes (as bytes, bytearray, memoryview):
+a QPInfo whose to_bytes gives the same bytes back, or ValueError."""
 
 import harness
 
@@ -8,12 +8,7 @@ ib, _ = harness.instrumented_import()
 
 def test_one_input(data: bytes) -> None:
     for wrap in (bytes, bytearray, memoryview):
-        try:
-            info = ib.QPInfo.from_bytes(wrap(data))
-        except ValueError:
-            continue
-        if info.to_bytes() != data:
-            raise AssertionError(f"{data!r} read as {info}, written back as {info.to_bytes()!r}")
+        harness.round_trip(ib.QPInfo.from_bytes, wrap(data))
 
 
 if __name__ == "__main__":

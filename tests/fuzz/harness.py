@@ -101,8 +101,22 @@ def instrumented_import(*names: str):
 
 
 def main(test_one_input) -> None:
-    """atheris.Setup + Fuzz with this process's argv (libFuzzer's flags)."""
+    """atheris.Setup + Fuzz with this process's argv (libFuzzer's flags).
+    argv[0] becomes "python script": libFuzzer's -merge, -fork and -jobs
+    run argv[0] through the shell, and the script is not executable."""
     import atheris
 
-    atheris.Setup(sys.argv, test_one_input)
+    argv = [f"{sys.executable} {os.path.abspath(sys.argv[0])}", *sys.argv[1:]]
+    atheris.Setup(argv, test_one_input)
     atheris.Fuzz()
+
+
+def round_trip(parse, data) -> None:
+    """A peer record's parser on data: ValueError, or a record whose
+    to_bytes() gives data back (AssertionError otherwise)."""
+    try:
+        rec = parse(data)
+    except ValueError:
+        return
+    if rec.to_bytes() != bytes(data):
+        raise AssertionError(f"{bytes(data)!r} read as {rec}, written back as {rec.to_bytes()!r}")
