@@ -675,10 +675,10 @@ FUZZ_TEST_SECONDS ?= 8
 FUZZERS ?=
 
 fuzz: build
-	tools/fuzz -s $(FUZZ_SECONDS) $(FUZZERS)
+	PYTHON=$(VPY) tools/fuzz -s $(FUZZ_SECONDS) $(FUZZERS)
 
 test-fuzz: build
-	tools/fuzz -s $(FUZZ_TEST_SECONDS) $(FUZZERS)
+	PYTHON=$(VPY) tools/fuzz -s $(FUZZ_TEST_SECONDS) $(FUZZERS)
 
 # ---- Coverage: make coverage ----------------------------------------------
 #
