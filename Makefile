@@ -38,7 +38,7 @@ build: deps venv
 # (test-host-suites); test-freethreaded's and test-wheels' other parts
 # follow in their own places.  CAPS_FROM_GUEST: test-kernels takes 6.1's
 # answers from test-guest's boot instead of booting 6.1 again.
-test: prefetch build lint docs wheel test-host-suites test-freethreaded-parallel \
+test: prefetch build lint docs wheel test-host-suites test-fuzz test-freethreaded-parallel \
 	test-freethreaded-guest test-guest test-twonode test-wheels-sid test-distros \
 	test-arm64 test-kernels test-build-hosts
 test: export IBVERBS_REQUIRE_WHEELS = 1
@@ -655,6 +655,30 @@ leakcheck: build
 	@mkdir -p $(OUT)
 	IBVERBS_LEAK_CYCLES=100000 IBVERBS_CM_LEAK_CYCLES=2000 $(RXE_VM) --timeout 10800 --rw $(OUT) -- \
 		$(VPY) -m pytest -rs -s -m integration tests/device/reliability/test_rel_leaks.py
+
+# ---- Fuzzing: make fuzz ----------------------------------------------------
+#
+# make fuzz        the coverage-guided fuzzers of tests/fuzz (atheris, with
+#                  the extension built by clang under ASan + UBSan with
+#                  libFuzzer's counters into build/fuzz, against the
+#                  recording double): the API-sequence fuzzer and one per
+#                  parser of peer input, FUZZ_SECONDS each (default 60),
+#                  one after the other (tools/fuzz; FUZZERS=NAME... for
+#                  some).  Logs, findings and summary.txt in build/out/fuzz.
+# make test-fuzz   what make test runs: each fuzzer for FUZZ_TEST_SECONDS
+#                  (8) from its committed seeds and earlier runs' inputs,
+#                  about 90 s on 2 CPUs.
+
+.PHONY: fuzz test-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TEST_SECONDS ?= 8
+FUZZERS ?=
+
+fuzz: build
+	PYTHON=$(VPY) tools/fuzz -s $(FUZZ_SECONDS) $(FUZZERS)
+
+test-fuzz: build
+	PYTHON=$(VPY) tools/fuzz -s $(FUZZ_TEST_SECONDS) $(FUZZERS)
 
 # ---- Coverage: make coverage ----------------------------------------------
 #

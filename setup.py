@@ -203,10 +203,21 @@ def glibc_floor_flags():
 #             tools/coverage): each process that loads the module adds to
 #             a .gcda file beside each object at exit, or under
 #             GCOV_PREFIX; -O0 keeps every line its own.
-# A new kind of build (a fuzzer's, under clang) is one more entry here and
-# one more tool that builds it with tools/devbuild.
+#   fuzz      clang's ASan + UBSan and libFuzzer's coverage counters
+#             (fuzzer-no-link: the fuzzer, atheris, brings libFuzzer and
+#             the sanitizer runtimes, preloaded; tools/fuzz, CC=clang).
+#             Not -fsanitize=function (C since clang 17): atheris 3.0.0's
+#             runtime has no handler for it.
+# A new kind of build is one more entry here and one more tool that
+# builds it with tools/devbuild.
+_FUZZ_SAN = "-fsanitize=address,undefined,fuzzer-no-link"
 INSTRUMENTS = {
     "coverage": (["--coverage", "-O0", "-g"], ["--coverage"]),
+    "fuzz": (
+        [_FUZZ_SAN, "-fno-sanitize=function", "-fno-sanitize-recover=all"]
+        + ["-fno-omit-frame-pointer", "-g", "-O1"],
+        [_FUZZ_SAN],
+    ),
 }
 
 

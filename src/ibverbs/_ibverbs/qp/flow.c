@@ -77,21 +77,22 @@ static int flow_buf_check(const char *p, Py_ssize_t n)
 }
 
 /* The ibv_flow_spec_action_handle / ibv_flow_spec_counter_action spec at
- * p (index i, type t) pointing to objs[i], an open object of tp on the
- * Context ctx: its pointer written.  0, or -1 with an exception. */
-static int flow_fill_one(char *p, int i, uint32_t t, PyObject *objs,
-			 Handle *ctx)
+ * p (index i, its header h, copied out: a spec of raw bytes may sit at
+ * any offset) pointing to objs[i], an open object of tp on the Context
+ * ctx: its pointer written.  0, or -1 with an exception. */
+static int flow_fill_one(char *p, int i, const struct spec_hdr *h,
+			 PyObject *objs, Handle *ctx)
 {
-	int is_count = t == IBV_FLOW_SPEC_ACTION_COUNT;
+	int is_count = h->type == IBV_FLOW_SPEC_ACTION_COUNT;
 	PyTypeObject *tp = is_count ? ST.Counters_type : ST.FlowAction_type;
 	size_t want = is_count ? sizeof(struct ibv_flow_spec_counter_action) :
 				 sizeof(struct ibv_flow_spec_action_handle);
 	PyObject *o = objs ? PyTuple_GetItem(objs, i) : NULL;
 	void *ptr;
 
-	if (((struct spec_hdr *)p)->size != want) {
+	if (h->size != want) {
 		PyErr_Format(PyExc_ValueError, "spec %d has size %u, not %zu",
-			     i, (unsigned)((struct spec_hdr *)p)->size, want);
+			     i, (unsigned)h->size, want);
 		return -1;
 	}
 	if (o == NULL || !PyObject_TypeCheck(o, tp)) {
@@ -144,7 +145,7 @@ static int flow_fill_objects(struct ibv_flow_attr *attr, PyObject *objs,
 		memcpy(&h, p, sizeof(h));
 		if ((h.type == IBV_FLOW_SPEC_ACTION_COUNT ||
 		     h.type == IBV_FLOW_SPEC_ACTION_HANDLE) &&
-		    flow_fill_one(p, i, h.type, objs, ctx) < 0)
+		    flow_fill_one(p, i, &h, objs, ctx) < 0)
 			return -1;
 		p += h.size;
 	}
