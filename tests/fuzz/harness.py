@@ -23,6 +23,7 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "fakes"))
 
 import recording  # noqa: E402
+from cshared import unit_sources  # noqa: E402
 
 # The exceptions a public call may raise on bad input or a failed verb;
 # ibverbs.VerbsError is an OSError.  SystemError is never one of them.
@@ -80,7 +81,7 @@ def verb_names() -> list[str]:
     import re
 
     names = set()
-    for src in recording.sources():
+    for src in unit_sources(recording.SOURCE_DIR):
         names.update(re.findall(r'fake_begin\(\s*&?\w+\s*,\s*"(\w+)"', src.read_text()))
     return sorted(names)
 
