@@ -136,7 +136,9 @@ extern PyType_Spec SendBatch_spec; /* batch.c */
 extern PyType_Spec RecvBatch_spec; /* recv_batch.c */
 
 /* A column: n items of itemsize bytes at data (owner keeps that memory
- * while the column is held), or, n < 0, the int scalar for every row. */
+ * while the column is held), or, n < 0, the int scalar for every row.
+ * A read column's rows are also at u64, as 64-bit values: data itself
+ * when its items are aligned 8-byte ones, else wide, a widened copy. */
 typedef struct {
 	const char *name;
 	const void *data;
@@ -144,6 +146,8 @@ typedef struct {
 	int itemsize, is_signed;
 	uint64_t scalar;
 	PyObject *owner;
+	const uint64_t *u64; /* NULL: a scalar, or a written column */
+	uint64_t *wide; /* PyMem, or NULL */
 } Column;
 
 /* column_get's flags: an int stands for every row; the column is written
@@ -161,36 +165,30 @@ void column_release(Column *c);
 int column_check_len(const Column *c, Py_ssize_t n);
 int64_t column_signed_at(const Column *c, Py_ssize_t i);
 
-/* Row i of c as an unsigned value (a read column holds none negative). */
+/* Row i of a read column as an unsigned value (none is negative). */
 static inline uint64_t column_at(const Column *c, Py_ssize_t i)
 {
-	const char *p;
+	return c->u64 ? c->u64[i] : c->scalar;
+}
 
-	if (c->n < 0)
-		return c->scalar;
-	p = (const char *)c->data + i * c->itemsize;
-	switch (c->itemsize) {
-	case 8: {
-		uint64_t v;
+/* A read column as a loop over its rows reads it, with no branch: row i
+ * is p[i & mask] (mask 0: the scalar, p pointing into the Column, which
+ * must stay where it is for the loop). */
+typedef struct {
+	const uint64_t *p;
+	Py_ssize_t mask;
+} ColumnRows;
 
-		memcpy(&v, p, 8);
-		return v;
-	}
-	case 4: {
-		uint32_t v;
+static inline ColumnRows column_rows(const Column *c)
+{
+	ColumnRows r = { c->u64 ? c->u64 : &c->scalar, c->u64 ? -1 : 0 };
 
-		memcpy(&v, p, 4);
-		return v;
-	}
-	case 2: {
-		uint16_t v;
+	return r;
+}
 
-		memcpy(&v, p, 2);
-		return v;
-	}
-	default:
-		return *(const uint8_t *)p;
-	}
+static inline uint64_t rows_at(ColumnRows r, Py_ssize_t i)
+{
+	return r.p[i & r.mask];
 }
 
 /* Store v into row i of a written column, cut to its item size. */
