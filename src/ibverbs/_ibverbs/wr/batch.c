@@ -27,14 +27,7 @@
 #include <string.h>
 
 typedef struct {
-	PyObject_HEAD
-	struct ibv_send_wr *wrs; /* n, linked through next (PyMem) */
-	struct ibv_sge *sges; /* n, one per WR (PyMem) */
-	Py_ssize_t n;
-	PyObject *mr; /* MRObject the offsets index, or NULL (addresses) */
-	uint64_t mr_addr, mr_length; /* as built: a re-registered MR
-				      * moved them */
-	uint32_t mr_lkey;
+	BATCH_HEAD(struct ibv_send_wr)
 	uint64_t remote_base;
 	int opcode; /* of every row (the last may be its _WITH_IMM) */
 	int imm; /* IMM_NONE, IMM_LAST or IMM_ALL */
@@ -79,9 +72,7 @@ static int col_opt(PyObject *o, const char *name, int flags, Column *c)
 
 static int row_error(Py_ssize_t i, const char *what, unsigned long long v)
 {
-	PyErr_Format(PyExc_ValueError, "SendBatch row %zd: %s (%llu)", i, what,
-		     v);
-	return -1;
+	return batch_row_error("SendBatch", i, what, v);
 }
 
 static int is_rdma(int opcode)
@@ -132,14 +123,9 @@ send_row(SendBatchObject *b, const struct send_shape *sh,
 		local = has_local ? rows_at(sh->local, i) :
 				    sge->addr - sh->base;
 		len = has_len ? rows_at(sh->lengths, i) : sge->length;
-		if (len > UINT32_MAX)
-			return row_error(i, "length does not fit 32 bits", len);
-		if (sh->has_mr &&
-		    (local > sh->length || len > sh->length - local))
-			return row_error(i,
-					 "offset + length is past the MR's "
-					 "end: offset",
-					 local);
+		if (batch_sge_check("SendBatch", i, local, len, sh->has_mr,
+				    sh->length) < 0)
+			return -1;
 		if (mode != ROW_CHECK) {
 			sge->addr = local + sh->base;
 			sge->length = (uint32_t)len;
@@ -309,12 +295,8 @@ static int send_batch_check_args(const struct send_batch_args *a)
 				"a SEND batch has no remote or rkey");
 		return -1;
 	}
-	if ((a->mr == NULL) == (a->lkey == NULL)) {
-		PyErr_SetString(PyExc_ValueError,
-				"give an MR (local holds offsets into it) or "
-				"lkey (local holds addresses), not both");
+	if (batch_mr_or_lkey(a->mr, a->lkey) < 0)
 		return -1;
-	}
 	if (a->opcode == IBV_WR_RDMA_READ && (a->mask & 1)) {
 		PyErr_SetString(PyExc_ValueError,
 				"an RDMA READ carries no imm_data");
@@ -356,22 +338,8 @@ static PyObject *send_batch_build(PyTypeObject *tp,
 	b = (SendBatchObject *)PyType_GenericAlloc(tp, 0);
 	if (b == NULL)
 		goto fail;
-	b->wrs = PyMem_Calloc((size_t)n, sizeof(*b->wrs));
-	b->sges = PyMem_Calloc((size_t)n, sizeof(*b->sges));
-	if (b->wrs == NULL || b->sges == NULL) {
-		PyErr_NoMemory();
+	if (batch_init((BatchBase *)b, n, sizeof(*b->wrs), a->mr) < 0)
 		goto fail;
-	}
-	b->n = n;
-	if (a->mr != NULL) {
-		MRObject *mr = (MRObject *)a->mr;
-
-		Py_INCREF(a->mr);
-		b->mr = a->mr;
-		b->mr_addr = mr->addr;
-		b->mr_length = mr->length;
-		b->mr_lkey = ((struct ibv_mr *)HANDLE(mr)->obj)->lkey;
-	}
 	b->remote_base = a->remote_base;
 	b->opcode = a->opcode;
 	b->signal_every = a->signal_every;
@@ -441,21 +409,7 @@ static int send_batch_ready(SendBatchObject *b, PyObject *qp)
 				"SendWRs with ah= instead of a SendBatch");
 		return -1;
 	}
-	if (b->mr != NULL) {
-		MRObject *mr = (MRObject *)b->mr;
-
-		if (handle_check(HANDLE(mr)) < 0)
-			return -1;
-		if (mr->addr != b->mr_addr ||
-		    ((struct ibv_mr *)HANDLE(mr)->obj)->lkey != b->mr_lkey) {
-			PyErr_SetString(PyExc_ValueError,
-					"the batch's MR was re-registered "
-					"since the batch was built: build it "
-					"again");
-			return -1;
-		}
-	}
-	return 0;
+	return batch_mr_ready((BatchBase *)b);
 }
 
 /* Post rows [start, end) as one ibv_post_send; the last is signaled for
@@ -500,55 +454,6 @@ static PyObject *send_batch_post_rows(SendBatchObject *b, PyObject *qp,
 	return send_post_error(b, qp, rc, bad);
 }
 
-/* An optional Py_ssize_t argument (None or left out: dflt). */
-static int ssize_arg(PyObject *o, const char *name, Py_ssize_t dflt,
-		     Py_ssize_t *out)
-{
-	if (o == NULL || o == Py_None) {
-		*out = dflt;
-		return 0;
-	}
-	if (!PyLong_Check(o))
-		return arg_type_error(name, "int", 1, o);
-	*out = PyLong_AsSsize_t(o);
-	if (*out == -1 && PyErr_Occurred())
-		return -1;
-	if (*out < 0) {
-		PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %zd", name,
-			     *out);
-		return -1;
-	}
-	return 0;
-}
-
-/* (queue, a=None, b=None)'s arguments, names and format for
- * PyArg_ParseTupleAndKeywords: queue of type qtype (qname in the error),
- * a and b >= 0 (None or left out: da and db).  Parsed by hand: the
- * data path, where args_parse costs instructions. */
-static int queue_args(PyObject *args, PyObject *kw, char **kwlist,
-		      const char *fmt, PyTypeObject *qtype, const char *qname,
-		      PyObject **queue, Py_ssize_t da, Py_ssize_t *a,
-		      Py_ssize_t db, Py_ssize_t *b)
-{
-	PyObject *s = NULL, *c = NULL;
-	Py_ssize_t nargs = PyTuple_Size(args);
-
-	*queue = NULL;
-	if (kw == NULL && nargs >= 1 && nargs <= 3) {
-		*queue = PyTuple_GetItem(args, 0);
-		s = nargs > 1 ? PyTuple_GetItem(args, 1) : NULL;
-		c = nargs > 2 ? PyTuple_GetItem(args, 2) : NULL;
-	} else if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, queue,
-						&s, &c))
-		return -1;
-	if (!PyObject_TypeCheck(*queue, qtype))
-		return arg_type_error(kwlist[0], qname, 0, *queue);
-	if (ssize_arg(s, kwlist[1], da, a) < 0 ||
-	    ssize_arg(c, kwlist[2], db, b) < 0)
-		return -1;
-	return 0;
-}
-
 PyDoc_STRVAR(send_batch_post__doc__,
 	     "Post rows ``start`` onwards, as one ``ibv_post_send`` call.\n"
 	     "\n"
@@ -584,8 +489,8 @@ static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 
 	static char *kwlist[] = { "queue", "start", "count", NULL };
 
-	if (queue_args(args, kw, kwlist, "O|OO:post", ST.QP_type, "QP", &qp, 0,
-		       &start, PY_SSIZE_T_MAX, &count) < 0)
+	if (batch_queue_args(args, kw, kwlist, "O|OO:post", ST.QP_type, NULL,
+			     "QP", &qp, 0, &start, PY_SSIZE_T_MAX, &count) < 0)
 		return NULL;
 	HANDLE_CHECK(qp);
 	if (start > b->n) {
@@ -779,8 +684,9 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 	PyObject *qp, *cq;
 	int rc;
 
-	if (queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type, "QP", &qp,
-		       PY_SSIZE_T_MAX, &depth, 16, &piece) < 0)
+	if (batch_queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type,
+			     NULL, "QP", &qp, PY_SSIZE_T_MAX, &depth, 16,
+			     &piece) < 0)
 		return NULL;
 	HANDLE_CHECK(qp);
 	if (send_batch_ready(b, qp) < 0)
@@ -997,12 +903,9 @@ PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 	b = (SendBatchObject *)send_batch_build(ST.SendBatch_type, &a);
 	if (b == NULL)
 		return NULL;
-	if (b->n > (Py_ssize_t)QPO(self)->cap.max_send_wr)
-		PyErr_Format(PyExc_ValueError,
-			     "%zd rows do not fit the send queue (%u WRs): "
-			     "post a SendBatch in pieces",
-			     b->n, QPO(self)->cap.max_send_wr);
-	else if (send_batch_ready(b, self) == 0)
+	if (batch_check_rows((BatchBase *)b, QPO(self)->cap.max_send_wr, "send",
+			     "SendBatch") == 0 &&
+	    send_batch_ready(b, self) == 0)
 		res = send_batch_post_rows(b, self, 0, b->n);
 	Py_DECREF(b);
 	if (res == NULL)
@@ -1017,10 +920,8 @@ PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 
 static int send_batch_traverse(PyObject *self, visitproc visit, void *arg)
 {
-	Py_VISIT((PyObject *)Py_TYPE(self));
-	Py_VISIT(SB(self)->mr);
 	Py_VISIT(SB(self)->run_qp);
-	return 0;
+	return batch_traverse(self, visit, arg);
 }
 
 static int send_batch_clear(PyObject *self)
@@ -1030,23 +931,6 @@ static int send_batch_clear(PyObject *self)
 	return 0;
 }
 
-static void send_batch_dealloc(PyObject *self)
-{
-	PyTypeObject *tp = Py_TYPE(self);
-
-	PyObject_GC_UnTrack(self);
-	send_batch_clear(self);
-	PyMem_Free(SB(self)->wrs);
-	PyMem_Free(SB(self)->sges);
-	((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-	Py_DECREF(tp);
-}
-
-static Py_ssize_t send_batch_length(PyObject *self)
-{
-	return SB(self)->n;
-}
-
 static PyObject *send_batch_repr(PyObject *self)
 {
 	SendBatchObject *b = SB(self);
@@ -1054,11 +938,6 @@ static PyObject *send_batch_repr(PyObject *self)
 	return PyUnicode_FromFormat("<SendBatch of %zd rows, opcode %d%s>",
 				    b->n, b->opcode,
 				    b->mr ? "" : ", by address");
-}
-
-static PyObject *send_batch_get_mr(PyObject *self, void *closure)
-{
-	return obj_or_none(SB(self)->mr);
 }
 
 static PyObject *send_batch_get_opcode(PyObject *self, void *closure)
@@ -1075,7 +954,7 @@ static PyMethodDef send_batch_methods[] = {
 };
 
 static PyGetSetDef send_batch_getset[] = {
-	{ "mr", send_batch_get_mr, NULL,
+	{ "mr", batch_get_mr, NULL,
 	  "The MR the local offsets index, or None (addresses).", NULL },
 	{ "opcode", send_batch_get_opcode, NULL,
 	  "The WROpcode of every row (the last may carry an immediate).",
@@ -1128,13 +1007,13 @@ PyDoc_STRVAR(
 static PyType_Slot send_batch_slots[] = {
 	{ Py_tp_doc, (void *)send_batch__doc__ },
 	{ Py_tp_new, send_batch_new },
-	{ Py_tp_dealloc, send_batch_dealloc },
+	{ Py_tp_dealloc, batch_dealloc },
 	{ Py_tp_traverse, send_batch_traverse },
 	{ Py_tp_clear, send_batch_clear },
 	{ Py_tp_repr, send_batch_repr },
 	{ Py_tp_methods, send_batch_methods },
 	{ Py_tp_getset, send_batch_getset },
-	{ Py_sq_length, send_batch_length },
+	{ Py_sq_length, batch_length },
 	{ 0, NULL }
 };
 
