@@ -384,13 +384,13 @@ def body(fake):
     try:
         b.progress(qp, 32, 8)
     except ibverbs.CompletionError as e:
-        err = [e.row, e.wc.wr_id, e.strerror, e.errno]
+        err = [e.row, e.wc.wr_id, e.strerror, e.errno, e.posted]
     cq.poll_count(64)  # the rows in flight stay in the CQ
     return [err, b.progress(qp, 32, 8)]  # a new run from row 0
 """,
     )
-    (row, wr_id, msg, err), n = res.ok()
-    assert (row, wr_id, n, err) == (7, 1007, 64, errno.EIO)
+    (row, wr_id, msg, err, posted), n = res.ok()
+    assert (row, wr_id, n, err, posted) == (7, 1007, 64, errno.EIO, 32)
     assert msg.startswith("SendBatch row 7: work completion failed: REM_ACCESS_ERR")
 
 

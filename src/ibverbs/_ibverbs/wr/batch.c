@@ -543,10 +543,12 @@ static Py_ssize_t run_row(const SendBatchObject *b, uint64_t wr_id)
 }
 
 /* CompletionError for the failed completion *wc of row (or -1: not a
- * row in flight), its message and ``row`` attribute naming it: NULL. */
-static PyObject *run_failed(const struct ibv_wc *wc, Py_ssize_t row)
+ * row in flight), its message and ``row`` attribute naming it, its
+ * ``posted`` attribute the rows the run had posted: NULL. */
+static PyObject *run_failed(const struct ibv_wc *wc, Py_ssize_t row,
+			    Py_ssize_t posted)
 {
-	PyObject *w = wc_new(wc), *type, *value, *tb, *msg, *r;
+	PyObject *w = wc_new(wc), *type, *value, *tb, *msg, *r, *p;
 
 	if (w == NULL)
 		return NULL;
@@ -555,9 +557,10 @@ static PyObject *run_failed(const struct ibv_wc *wc, Py_ssize_t row)
 	PyErr_Fetch(&type, &value, &tb);
 	PyErr_NormalizeException(&type, &value, &tb);
 	r = PyLong_FromSsize_t(row);
+	p = PyLong_FromSsize_t(posted);
 	msg = PyUnicode_FromFormat("SendBatch row %zd: work completion failed",
 				   row);
-	if (value != NULL && r != NULL && msg != NULL) {
+	if (value != NULL && r != NULL && p != NULL && msg != NULL) {
 		PyObject *old = PyObject_GetAttrString(value, "strerror");
 
 		if (old != NULL && PyUnicode_Check(old)) {
@@ -569,10 +572,12 @@ static PyObject *run_failed(const struct ibv_wc *wc, Py_ssize_t row)
 		PyErr_Clear();
 		if (msg == NULL ||
 		    PyObject_SetAttrString(value, "row", r) < 0 ||
+		    PyObject_SetAttrString(value, "posted", p) < 0 ||
 		    PyObject_SetAttrString(value, "strerror", msg) < 0)
 			PyErr_Clear();
 	}
 	Py_XDECREF(r);
+	Py_XDECREF(p);
 	Py_XDECREF(msg);
 	PyErr_Restore(type, value, tb);
 	return NULL;
@@ -615,7 +620,7 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_cq *cq,
 		for (k = 0; k < got; k++) {
 			row = run_row(b, wc[k].wr_id);
 			if (wc[k].status != IBV_WC_SUCCESS) {
-				run_failed(&wc[k], row);
+				run_failed(&wc[k], row, b->run_posted);
 				return -1;
 			}
 			if (row < 0) {
@@ -669,7 +674,9 @@ PyDoc_STRVAR(
 	"        elsewhere send CQ, another QP's run under way, the MR\n"
 	"        re-registered, or a completion that is not a row in flight.\n"
 	"    CompletionError: a failed completion; its ``row`` attribute\n"
-	"        and message name the row. The rows posted after it flush.\n"
+	"        and message name the row, ``posted`` is the rows the run\n"
+	"        had posted: those after the row flush, one completion\n"
+	"        each, left in the CQ.\n"
 	"    VerbsError: EBADF if the QP or the MR is closed; EBUSY in a\n"
 	"        QPEx ``wr_start()`` batch; else the provider refused a post\n"
 	"        (the message names the row). A raise ends the run: the\n"
