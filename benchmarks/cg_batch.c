@@ -5,8 +5,12 @@
  * and an ibv_sge per block, post them in chains of CHAIN (the last of each
  * signaled), never more than DEPTH in flight, and poll until every WR has
  * completed (an empty poll sleeps 1 ms, as the Python programs do).
+ * MODE recv: receive buffers at the source offsets instead, posted in
+ * chains of CHAIN (at most DEPTH posted), each completion reaped; MODE
+ * poll: the WRITEs all signaled, CHAIN posted and their CHAIN completions
+ * reaped before the next.
  *
- *   cg_batch DEVICE GID_INDEX BLOCKS BLOCK_SIZE
+ *   cg_batch DEVICE GID_INDEX BLOCKS BLOCK_SIZE [send|recv|poll]
  *
  * Two rounds on the same pools; under valgrind --instr-atstart=no only
  * the second (prepare + post + poll) is counted.  Two RC QPs on one
@@ -86,6 +90,104 @@ static long one_batch(const struct pools *p, const uint64_t *src_idx,
 	return empty;
 }
 
+/* MODE recv: n receive buffers, CHAIN per post.  The empty polls. */
+static long one_recv(const struct pools *p, const uint64_t *src_idx, long n)
+{
+	struct ibv_recv_wr *wrs = calloc(n, sizeof(*wrs)), *bad;
+	struct ibv_sge *sges = calloc(n, sizeof(*sges));
+	struct ibv_wc wc[16];
+	long i, next = 0, done = 0, empty = 0;
+	int k, got;
+
+	if (!wrs || !sges)
+		die("calloc");
+	for (i = 0; i < n; i++) {
+		sges[i].addr = (uintptr_t)p->src->addr + src_idx[i] * p->block;
+		sges[i].length = p->block;
+		sges[i].lkey = p->src->lkey;
+		wrs[i].wr_id = i;
+		wrs[i].sg_list = &sges[i];
+		wrs[i].num_sge = 1;
+		if ((i + 1) % CHAIN != 0 && i != n - 1)
+			wrs[i].next = &wrs[i + 1];
+	}
+	while (done < n) {
+		while (next < n && next - done + CHAIN <= DEPTH) {
+			if (ibv_post_recv(p->qp, &wrs[next], &bad))
+				die("ibv_post_recv");
+			next = next + CHAIN < n ? next + CHAIN : n;
+		}
+		got = ibv_poll_cq(p->cq, 16, wc);
+		if (got < 0)
+			die("ibv_poll_cq");
+		if (got == 0) {
+			empty++;
+			usleep(1000);
+		}
+		for (k = 0; k < got; k++) {
+			if (wc[k].status != IBV_WC_SUCCESS)
+				die("completion");
+		}
+		done += got;
+	}
+	free(wrs);
+	free(sges);
+	return empty;
+}
+
+/* MODE poll: every WRITE signaled, CHAIN posted, their CHAIN completions
+ * reaped before the next CHAIN.  The empty polls. */
+static long one_poll(const struct pools *p, const uint64_t *src_idx,
+		     const uint64_t *dst_idx, long n)
+{
+	struct ibv_send_wr *wrs = calloc(n, sizeof(*wrs)), *bad;
+	struct ibv_sge *sges = calloc(n, sizeof(*sges));
+	struct ibv_wc wc[16];
+	long i, next = 0, want, empty = 0;
+	int k, got;
+
+	if (!wrs || !sges)
+		die("calloc");
+	for (i = 0; i < n; i++) {
+		sges[i].addr = (uintptr_t)p->src->addr + src_idx[i] * p->block;
+		sges[i].length = p->block;
+		sges[i].lkey = p->src->lkey;
+		wrs[i].wr_id = i;
+		wrs[i].sg_list = &sges[i];
+		wrs[i].num_sge = 1;
+		wrs[i].opcode = IBV_WR_RDMA_WRITE;
+		wrs[i].wr.rdma.remote_addr =
+			(uintptr_t)p->dst->addr + dst_idx[i] * p->block;
+		wrs[i].wr.rdma.rkey = p->dst->rkey;
+		wrs[i].send_flags = IBV_SEND_SIGNALED;
+		if ((i + 1) % CHAIN != 0 && i != n - 1)
+			wrs[i].next = &wrs[i + 1];
+	}
+	while (next < n) {
+		if (ibv_post_send(p->qp, &wrs[next], &bad))
+			die("ibv_post_send");
+		want = next + CHAIN < n ? CHAIN : n - next;
+		next += want;
+		while (want > 0) {
+			got = ibv_poll_cq(p->cq, 16, wc);
+			if (got < 0)
+				die("ibv_poll_cq");
+			if (got == 0) {
+				empty++;
+				usleep(1000);
+			}
+			for (k = 0; k < got; k++) {
+				if (wc[k].status != IBV_WC_SUCCESS)
+					die("completion");
+			}
+			want -= got;
+		}
+	}
+	free(wrs);
+	free(sges);
+	return empty;
+}
+
 /* A random permutation's first n of 0..pool-1. */
 static void pick(uint64_t *out, long n, long pool, unsigned int seed)
 {
@@ -119,14 +221,16 @@ int main(int argc, char **argv)
 	uint64_t *src_idx, *dst_idx;
 	long n, empty = 0;
 	int gid_index, k, round;
+	const char *mode;
 	void (*set_recording)(int);
 	char *a, *b;
 
-	if (argc != 5) {
-		fprintf(stderr,
-			"usage: cg_batch DEVICE GID_INDEX BLOCKS BLOCK\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: cg_batch DEVICE GID_INDEX BLOCKS BLOCK "
+				"[send|recv|poll]\n");
 		return 2;
 	}
+	mode = argc == 6 ? argv[5] : "send";
 	gid_index = atoi(argv[2]);
 	n = atol(argv[3]);
 	p.block = atol(argv[4]);
@@ -156,7 +260,7 @@ int main(int argc, char **argv)
 	init.send_cq = init.recv_cq = p.cq;
 	init.qp_type = IBV_QPT_RC;
 	init.cap.max_send_wr = DEPTH;
-	init.cap.max_recv_wr = 16;
+	init.cap.max_recv_wr = DEPTH;
 	init.cap.max_send_sge = init.cap.max_recv_sge = 1;
 	p.qp = ibv_create_qp(pd, &init);
 	qb = ibv_create_qp(pd, &init);
@@ -176,10 +280,15 @@ int main(int argc, char **argv)
 			CALLGRIND_START_INSTRUMENTATION;
 			CALLGRIND_ZERO_STATS;
 		}
-		empty = one_batch(&p, src_idx, dst_idx, n);
+		if (!strcmp(mode, "recv"))
+			empty = one_recv(&p, src_idx, n);
+		else if (!strcmp(mode, "poll"))
+			empty = one_poll(&p, src_idx, dst_idx, n);
+		else
+			empty = one_batch(&p, src_idx, dst_idx, n);
 	}
 	CALLGRIND_DUMP_STATS_AT("loop");
 	CALLGRIND_STOP_INSTRUMENTATION;
-	printf("c: %ld blocks, %ld empty polls\n", n, empty);
+	printf("c %s: %ld blocks, %ld empty polls\n", mode, n, empty);
 	return 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Instructions per block of one batch of scattered RDMA WRITEs (prepare +
 post + poll), counted by callgrind: the work-request objects against the
-array batch (SendBatch, CQ.poll_into) and a C program from the same arrays.
+array batch (SendBatch) and a C program from the same arrays; the same for
+receives (RecvBatch) and for reaping completions (CQ.poll_into, CQ.poll).
 
     python3 benchmarks/prepare.py          (on the host: cg_batch, cgtoggle.so)
     tools/rxe-vm --rw $PWD/build/out -- .venv/bin/python benchmarks/cg_batch.py
@@ -16,11 +17,23 @@ for the emulated device costs about the same everywhere.
 
 - objects: a SendWR and an SGE per block, SendWRChains of 16 (the
   per-object path), completions as WC objects (``poll(16)``);
-- batch:   one SendBatch from the arrays, ``post(qp, k, 16)``,
-  completions into arrays (``poll_into``);
+- post:    one SendBatch from the arrays, a Python loop of
+  ``post(qp, k, 16)`` and ``poll_into`` (the thin per-piece path);
+- batch:   one SendBatch from the arrays, ``progress(qp, 64, 16)`` (the
+  C loop over the pieces and the completions);
 - repost:  the SendBatch of the first run, its remote addresses replaced
-  (``update(remote=...)``) and posted again;
+  (``update(remote=...)``) and run again by ``progress``;
 - c:       benchmarks/cg_batch.c, the same from the same kind of arrays.
+
+Receives (``recv-*``): BLOCKS receive buffers at scattered offsets, posted
+16 per call (at most 64 posted), each completion reaped (the recording
+double completes a receive when it is posted; on a device the peer would
+have to send, so these run over the double only): RecvWR objects in
+RecvWRChains and ``poll(16)``; a RecvBatch, ``post(qp, k, 16)`` and
+``poll_into``; ``cg_batch ... recv``.  Completions (``poll-*``): the
+batch's WRITEs all signaled, posted 16 at a time by ``SendBatch.post`` and
+reaped before the next 16: ``poll(16)`` (a WC object each) against
+``poll_into``, and ``cg_batch ... poll``.
 """
 
 from __future__ import annotations
@@ -40,7 +53,11 @@ sys.path.insert(0, HERE)
 from callgrind import loop_dump, totals  # noqa: E402
 
 CHAIN, DEPTH = 16, 64
-MODES = ["objects", "batch", "repost", "c"]
+SEND = ["objects", "post", "batch", "repost", "c"]
+RECV = ["recv-objects", "recv-batch", "recv-c"]
+POLL = ["poll-wc", "poll-into", "poll-c"]
+MODES = SEND + RECV + POLL
+C_MODES = {"c": "send", "recv-c": "recv", "poll-c": "poll"}  # cg_batch's MODE
 
 
 def setup(device: str, gid_index: int, n: int, block: int):
@@ -56,7 +73,7 @@ def setup(device: str, gid_index: int, n: int, block: int):
     mr_src = ib.reg_tensor(pd, src, acc.LOCAL_WRITE)
     mr_dst = ib.reg_tensor(pd, dst, acc.LOCAL_WRITE | acc.REMOTE_WRITE)
     cq = ctx.create_cq(DEPTH + 16)
-    attr = ib.QPInitAttr(cq, max_send_wr=DEPTH, max_recv_wr=16)
+    attr = ib.QPInitAttr(cq, max_send_wr=DEPTH, max_recv_wr=DEPTH)
     qa, qb = pd.create_qp(attr), pd.create_qp(attr)
     gid = ctx.query_gid(1, gid_index)
     port = ctx.query_port(1)
@@ -124,6 +141,83 @@ def run_batch(np, qa, cq, batch, ids, st):
     return empty
 
 
+def run_progress(qa, batch):
+    """The whole batch by SendBatch.progress: one C loop, 64 in flight."""
+    n, progress = len(batch), batch.progress
+    empty = 0
+    deadline = time.monotonic() + 300
+    while progress(qa, DEPTH, CHAIN) < n:
+        assert time.monotonic() < deadline, "the batch did not complete"
+        empty += 1
+        time.sleep(0.001)
+    return empty
+
+
+def run_recv_objects(ib, qa, cq, mr_src, s, block):
+    """Receives as RecvWR objects in RecvWRChains of 16, WCs reaped."""
+    wrs = [
+        ib.RecvWR(wr_id=k, sg_list=[ib.SGE(mr_src, block, offset=int(s[k]) * block)])
+        for k in range(len(s))
+    ]
+    chains = [ib.RecvWRChain(wrs[k : k + CHAIN]) for k in range(0, len(wrs), CHAIN)]
+    nxt = done = empty = 0
+    while done < len(wrs):
+        while nxt < len(chains) and nxt * CHAIN - done + CHAIN <= DEPTH:
+            qa.post_recv(chains[nxt])
+            nxt += 1
+        wcs = cq.poll(16)
+        for wc in wcs:
+            assert wc.status == 0
+        done += len(wcs)
+        if not wcs:
+            empty += 1
+            time.sleep(0.001)
+    for c in chains:
+        c.release()
+    return empty
+
+
+def run_recv_batch(qa, cq, batch, ids, st):
+    """A RecvBatch posted 16 rows at a time, reaped into arrays."""
+    n, post, poll_into = len(batch), batch.post, cq.poll_into
+    nxt = done = empty = 0
+    while done < n:
+        while nxt < n and nxt - done + CHAIN <= DEPTH:
+            nxt += post(qa, nxt, CHAIN)
+        got = poll_into(wr_id=ids, status=st)
+        for k in range(got):
+            assert st[k] == 0
+        done += got
+        if not got:
+            empty += 1
+            time.sleep(0.001)
+    return empty
+
+
+def run_poll(qa, cq, batch, into, ids, st):
+    """Every row signaled, 16 posted, the 16 reaped: WCs or arrays."""
+    n, post = len(batch), batch.post
+    nxt = empty = 0
+    while nxt < n:
+        want = post(qa, nxt, CHAIN)
+        nxt += want
+        while want:
+            if into:
+                got = cq.poll_into(wr_id=ids, status=st)
+                for k in range(got):
+                    assert st[k] == 0
+            else:
+                wcs = cq.poll(16)
+                for wc in wcs:
+                    assert wc.status == 0
+                got = len(wcs)
+            want -= got
+            if not got:
+                empty += 1
+                time.sleep(0.001)
+    return empty
+
+
 def program(mode: str, device: str, gid_index: int, n: int, block: int) -> None:
     ib, np, qa, cq, mr_src, mr_dst, s, d = setup(device, gid_index, n, block)
     toggle = ctypes.CDLL(os.environ["CG_TOGGLE"]) if "CG_TOGGLE" in os.environ else None
@@ -138,15 +232,29 @@ def program(mode: str, device: str, gid_index: int, n: int, block: int) -> None:
             toggle.cg_start()
         if mode == "objects":
             empty = run_objects(ib, qa, cq, mr_src, mr_dst, s, d, block)
-        elif mode == "batch" or batch is None:
+        elif mode == "recv-objects":
+            empty = run_recv_objects(ib, qa, cq, mr_src, s, block)
+        elif mode == "recv-batch":
+            batch = ib.RecvBatch(mr_src, src_off, block)
+            empty = run_recv_batch(qa, cq, batch, ids, st)
+        elif mode in ("poll-wc", "poll-into"):
+            batch = ib.SendBatch(
+                mr_src, src_off, block, dst_off, mr_dst.rkey, remote_base=mr_dst.addr,
+                signal_every=1,
+            )  # fmt: skip
+            empty = run_poll(qa, cq, batch, mode == "poll-into", ids, st)
+        elif mode in ("post", "batch") or batch is None:
             batch = ib.SendBatch(
                 mr_src, src_off, block, dst_off, mr_dst.rkey, remote_base=mr_dst.addr,
                 signal_every=CHAIN,
             )  # fmt: skip
-            empty = run_batch(np, qa, cq, batch, ids, st)
+            if mode == "post":
+                empty = run_batch(np, qa, cq, batch, ids, st)
+            else:
+                empty = run_progress(qa, batch)
         else:  # repost: the next request's remote addresses
             batch.update(remote=dst_off[::-1].copy())
-            empty = run_batch(np, qa, cq, batch, ids, st)
+            empty = run_progress(qa, batch)
         if rnd == 1 and toggle:
             toggle.cg_stop()
     print(f"{mode}: {n} blocks, {empty} empty polls")
@@ -163,7 +271,9 @@ def main(argv=None) -> int:
     p.add_argument("--bench", default=os.path.join(ROOT, "build", "bench"))
     p.add_argument("--out", default=os.path.join(ROOT, "build", "out"))
     p.add_argument("--only", help="comma-separated subset of " + ",".join(MODES))
-    p.add_argument("--program", choices=MODES[:-1], help=argparse.SUPPRESS)
+    p.add_argument(
+        "--program", choices=[m for m in MODES if m not in C_MODES], help=argparse.SUPPRESS
+    )
     a = p.parse_args(argv)
     if a.gid_index is None:
         import ibverbs as ib
@@ -178,8 +288,8 @@ def main(argv=None) -> int:
     size = [a.device, str(a.gid_index), str(a.blocks), str(a.block)]
     results = {}
     for mode in a.only.split(",") if a.only else MODES:
-        if mode == "c":
-            cmd = [os.path.join(a.bench, "cg_batch"), *size]
+        if mode in C_MODES:
+            cmd = [os.path.join(a.bench, "cg_batch"), *size, C_MODES[mode]]
         else:
             cmd = [sys.executable, os.path.abspath(__file__), "--program", mode]
             cmd += ["-d", a.device, "-x", str(a.gid_index), "-n", str(a.blocks)]
@@ -194,7 +304,7 @@ def main(argv=None) -> int:
             OPENBLAS_NUM_THREADS="1",
             OMP_NUM_THREADS="1",
         )
-        if mode == "c" and "IBVERBS_LIBIBVERBS" in env:  # over the recording double
+        if cmd[0].endswith("cg_batch") and "IBVERBS_LIBIBVERBS" in env:  # over the recording double
             env["LD_PRELOAD"] = env["IBVERBS_LIBIBVERBS"]
         t0 = time.monotonic()
         proc = subprocess.run(
@@ -217,13 +327,17 @@ def main(argv=None) -> int:
             f"({empty[-1] if empty else '?'}; {time.monotonic() - t0:.0f} s)",
             flush=True,
         )
-    if "c" in results and "per_block" in results["c"]:
-        for mode, r in results.items():
-            if "per_block" in r:
-                r["over_c"] = r["per_block"] / results["c"]["per_block"]
+    for group, floor in ((SEND, "c"), (RECV, "recv-c"), (POLL, "poll-c")):
+        if "per_block" not in results.get(floor, {}):
+            continue
+        for mode in group:
+            if "per_block" in results.get(mode, {}):
+                results[mode]["over_c"] = results[mode]["per_block"] / results[floor]["per_block"]
         print(
             "over c: "
-            + ", ".join(f"{m} {r['over_c']:.2f}x" for m, r in results.items() if "over_c" in r)
+            + ", ".join(
+                f"{m} {results[m]['over_c']:.2f}x" for m in group if "over_c" in results.get(m, {})
+            )
         )
     with open(os.path.join(a.out, "cg_batch.json"), "w") as f:
         json.dump(results, f, indent=1)

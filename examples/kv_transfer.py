@@ -13,9 +13,11 @@ pool, answers with its QPInfo, the pool's address and its rkey.  From then
 on the receiver's CPU does nothing but wait: the sender moves every pair
 with one RDMA WRITE, many in flight (as many as the send queue holds).
 The WRITEs are one SendBatch, built in C from columns of the block table
-(source offsets, destination offsets, lengths: numpy arrays), posted
---chain rows at a time (one ibv_post_send each, only the last row of a
-post signaled); completions are reaped into arrays (CQ.poll_into).  The last WRITE of a batch carries an
+(source offsets, destination offsets, lengths: numpy arrays), and run by
+SendBatch.progress: one C loop posts --chain rows at a time (one
+ibv_post_send each, only the last row of a post signaled) and reaps the
+completions; after a failure the flushes are reaped into arrays
+(CQ.poll_into).  The last WRITE of a batch carries an
 immediate (the batch number): RC delivers in order, so when the receiver's
 completion for it arrives, every block of the batch has landed.  The
 receiver then checks each destination block's CRC32 and says so over TCP.
@@ -304,29 +306,29 @@ def prepare(ep: Endpoint, pool: Pool, remote: dict, pairs, chain: int, max_write
 
 
 def run_batch(ep: Endpoint, batch: Batch, imm: int, timeout: float = 30.0) -> Completions:
-    """Post every row of BATCH, never more WRs in flight than the send
-    queue holds, and reap completions until each WR has completed.  Raises
-    TransferError naming the pairs that were not delivered."""
-    send, qp, poll_into = batch.send, ep.qp, ep.cq.poll_into
+    """Run every row of BATCH by SendBatch.progress (one C loop: posts of
+    CHAIN rows, never more WRs in flight than the send queue holds, the
+    completions reaped into the batch's count) until each WR has
+    completed.  On a failed completion, reap the flushes of the rows after
+    it into arrays (CQ.poll_into) so that each posted WR is accounted for
+    once.  Raises TransferError naming the pairs that were not delivered."""
+    send, qp = batch.send, ep.qp
     send.update(imm_data=imm)
-    ids, statuses = np.zeros(16, dtype=np.uint64), np.zeros(16, dtype=np.int32)
     acct = Completions()
-    nxt, n, chain, room = 0, len(send), batch.chain, ep.depth
+    n = len(send)
     deadline = time.monotonic() + timeout
-    while acct.done < acct.posted or nxt < n:
-        # Post while the send queue has room (and nothing has failed).
-        while nxt < n and acct.outstanding + chain <= room and not acct.failed:
-            k = send.post(qp, nxt, chain)
-            acct.post(k)
-            nxt += k
-        if acct.failed and acct.done == acct.posted:
-            break
-        got = poll_into(wr_id=ids, status=statuses)
-        acct.complete_many(ids, statuses, got)
-        if not got and time.monotonic() > deadline:
-            raise TransferError(
-                f"timed out: {acct.outstanding} WRs still in flight", undelivered(batch, acct)
-            )
+    try:
+        while (done := send.progress(qp, ep.depth, batch.chain)) < n:
+            if time.monotonic() > deadline:
+                send.reset()
+                acct.posted = acct.done = done
+                raise TransferError(
+                    f"timed out: {n - done} WRs not completed", undelivered(batch, acct)
+                )
+    except ib.CompletionError as e:
+        acct.post(e.posted)
+        acct.complete(e.row, int(e.status))
+        drain(ep, acct, deadline)
     if acct.failed:
         failed = undelivered(batch, acct)
         wr_id, status = acct.failed[0]
@@ -338,7 +340,20 @@ def run_batch(ep: Endpoint, batch: Batch, imm: int, timeout: float = 30.0) -> Co
             f"{len(acct.failed)} in error",
             failed,
         )
+    acct.post(n)
+    acct.done = n
     return acct
+
+
+def drain(ep: Endpoint, acct: Completions, deadline: float) -> None:
+    """Reap the completions of the WRs still in flight into arrays (after
+    a failure: one flush each) until every posted WR has completed."""
+    ids, statuses = np.zeros(16, dtype=np.uint64), np.zeros(16, dtype=np.int32)
+    while acct.done < acct.posted:
+        got = ep.cq.poll_into(wr_id=ids, status=statuses)
+        acct.complete_many(ids, statuses, got)
+        if not got and time.monotonic() > deadline:
+            break
 
 
 def undelivered(batch: Batch, acct: Completions) -> list[int]:

@@ -342,6 +342,141 @@ def body(fake):
     assert not res.calls("post_send")
 
 
+def test_progress_posts_in_pieces_within_depth_and_reaps(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    ids = np.arange(100, dtype=np.uint64)[::-1].copy() + 7  # not row + base
+    b = ibverbs.SendBatch(mr, np.arange(100) * 8, 8, np.arange(100) * 8, 0x55,
+                          wr_id=ids)
+    first = b.progress(qp, depth=40, piece=16)
+    again = b.progress(qp)  # a new run, default depth (64) and piece (16)
+    return [first, again, cq.poll_count(16)]
+""",
+    )
+    assert res.ok() == [100, 100, 0]
+    # at most 40 rows in flight: the double completes each signaled piece
+    # at once, so each poll reaps every row posted before it
+    counts, in_flight, most = [], 0, 0
+    for r in res.records:
+        if r.verb == "post_send" and sum(counts) < 100:
+            counts.append(r["count"])
+            in_flight += r["count"]
+            most = max(most, in_flight)
+        elif r.verb == "poll_cq":
+            in_flight = 0
+    assert counts == [16] * 6 + [4] and most == 36  # 16 + 16 + 4
+    sent = [w for r in res.calls("post_send") for w in wrs(r)]
+    assert [w["wr_id"] for w in sent[:100]] == list(range(106, 6, -1))
+    assert [w["wr_id"] for w in sent[100:]] == list(range(106, 6, -1))
+    # each piece's last row signaled for its post, none other
+    assert [i for i, w in enumerate(sent[:100]) if w["send_flags"] & SIG] == [
+        *range(15, 96, 16),
+        99,
+    ]
+    assert res.live == 0, res.live_report
+
+
+def test_progress_names_the_failed_row_and_ends_the_run(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    b = ibverbs.SendBatch(mr, np.arange(64) * 8, 8, np.arange(64), 1, wr_id=1000)
+    fake.fail("completion", int(enums.WCStatus.REM_ACCESS_ERR))
+    try:
+        b.progress(qp, 32, 8)
+    except ibverbs.CompletionError as e:
+        err = [e.row, e.wc.wr_id, e.strerror, e.errno, e.posted]
+    cq.poll_count(64)  # the rows in flight stay in the CQ
+    return [err, b.progress(qp, 32, 8)]  # a new run from row 0
+""",
+    )
+    (row, wr_id, msg, err, posted), n = res.ok()
+    assert (row, wr_id, n, err, posted) == (7, 1007, 64, errno.EIO, 32)
+    assert msg.startswith("SendBatch row 7: work completion failed: REM_ACCESS_ERR")
+
+
+def test_progress_refuses_while_a_run_is_under_way(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    small = ctx.create_cq(1)  # drops completions: the run waits
+    attr = ibverbs.QPInitAttr(small, max_send_wr=64)
+    q2 = pd.create_qp(attr)
+    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+        q2.modify(enums.QPAttrMask.STATE, qp_state=s)
+    b = ibverbs.SendBatch(mr, np.arange(32) * 8, 8, np.arange(32), 1)
+    out = [b.progress(q2, 32, 16)]
+    for f in (lambda: b.post(q2), lambda: b.update(rkey=2), lambda: b.progress(qp)):
+        try:
+            f()
+        except ValueError as e:
+            out.append(str(e))
+    b.reset()
+    out.append(b.post(qp, 0, 4))
+    for args in ((qp, 0), (qp, 8, 0), (cq,)):
+        try:
+            b.progress(*args)
+        except (ValueError, TypeError) as e:
+            out.append(type(e).__name__)
+    q2.close()
+    try:
+        b.progress(q2)
+    except ibverbs.VerbsError as e:
+        out.append(e.errno)
+    return out
+""",
+    )
+    out = res.ok()
+    assert out[0] == 16  # the first piece's completion went in, the second's dropped
+    assert "run of this batch is under way (16 of 32 rows complete)" in out[1]
+    assert "under way" in out[2] and "on another QP" in out[3]
+    assert out[4:] == [4, "ValueError", "ValueError", "TypeError", errno.EBADF]
+    assert res.live == 0, res.live_report
+
+
+def test_progress_post_failure_and_strangers_end_the_run(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    b = ibverbs.SendBatch(mr, np.arange(40) * 8, 8, np.arange(40), 1, wr_id=500)
+    out = []
+    fake.fail("post_send", 12)
+    try:
+        b.progress(qp)
+    except ibverbs.VerbsError as e:
+        out.append(str(e))
+    wr = ibverbs.SendWR(wr_id=9, opcode=enums.WROpcode.RDMA_WRITE, remote_addr=0,
+                        rkey=1, send_flags=enums.SendFlags.SIGNALED)
+    qp.post_send(wr)  # a completion that is none of the batch's
+    try:
+        b.progress(qp)
+    except ValueError as e:
+        out.append(str(e))
+    cq.poll_count(64)
+    mr.close()
+    try:
+        b.progress(qp)
+    except ibverbs.VerbsError as e:
+        out.append(e.errno)
+    return out
+""",
+    )
+    out = res.ok()
+    assert "index 0 (wr_id=500)" in out[0]
+    assert "wr_id 9 is not a row in flight" in out[1]
+    assert out[2] == errno.EBADF
+    assert res.live == 0, res.live_report
+
+
 def test_recv_batch_and_poll_into(recording):
     pytest.importorskip("torch")  # a torch CPU tensor is one of the columns
     res = run(

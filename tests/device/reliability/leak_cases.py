@@ -11,6 +11,7 @@ RSS (KiB), of /proc/self/fd, and the device's kernel object counts
 
 from __future__ import annotations
 
+import array
 import errno
 import json
 import os
@@ -23,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import ibverbs as ib  # noqa: E402
 
 from support import GID_INDEX, PORT  # noqa: E402
-from support.rdma import ALL_ACCESS  # noqa: E402
+from support.rdma import ALL_ACCESS, make_rc_pair  # noqa: E402
 from support.process import fd_count, full_gc, measure, print_leak_result, rdma_counts  # noqa: E402
 
 
@@ -349,6 +350,28 @@ def cycles(device):
             assert e.errno in unsupported + (errno.EINVAL,), e
         qp.close()
 
+    def rc(s):
+        s["mr"] = ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS)
+        s["qa"], s["ca"], s["qb"], s["cb"] = make_rc_pair(s["ctx"], s["pd"], cq_size=64)
+        s["rows"] = array.array("Q", range(0, 4096, 64))
+        s["st"] = array.array("i", bytes(4 * 16))
+        return s
+
+    def batch_cycle(s):
+        # A SendBatch over a fresh MR run to the end by progress(), a
+        # RecvBatch built on it; odd cycles close the MR, even ones drop
+        # it with the batches (the GC path).
+        mr = ib.reg_tensor(s["pd"], bytearray(4096), ALL_ACCESS)
+        rows = s["rows"]
+        b = ib.SendBatch(mr, rows, 64, rows, s["mr"].rkey, remote_base=s["mr"].addr, signal_every=8)
+        while b.progress(s["qa"], 32, 8) < len(b):
+            pass
+        ib.RecvBatch(mr, rows, 64, wr_id=rows)
+        assert s["ca"].poll_into(status=s["st"]) == 0
+        s["odd"] = not s.get("odd")
+        if s["odd"]:
+            mr.close()
+
     def with_hw(s):
         s["mr"] = ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS)
         s["esp"] = ib.FlowActionESPAttr(
@@ -393,6 +416,7 @@ def cycles(device):
         "AH": (base, lambda s: s["pd"].create_ah(s["ah_attr"]).close()),
         "post_send + poll": (lambda: ud(base()), data_path),
         "SendWRChain post + poll": (lambda: ud(base()), chain_path),
+        "SendBatch.progress + RecvBatch (MR closed or dropped)": (lambda: rc(base()), batch_cycle),
         "MW (types 1 and 2, with a BIND_MW WR)": (base, mw_cycle),
         "MW (dropped)": (base, lambda s: s["pd"].alloc_mw(ib.MWType.TYPE_2)),
         "QPEx": (base, qpex_cycle),
@@ -427,7 +451,7 @@ def main(argv):
             cycle(state)
         after = measure(device)
         print_leak_result(name, n, before, after, t0)
-        for key in ("ud", "ah", "mr", "cq", "pd", "ctx"):
+        for key in ("qa", "qb", "ca", "cb", "ud", "ah", "mr", "cq", "pd", "ctx"):
             o = state.pop(key, None)
             if o is not None:
                 o.close()

@@ -11,7 +11,7 @@ import errno
 import time
 
 import ibverbs as ib
-from misuse_core import U32, U64, P, bad_values
+from misuse_core import U32, U64, D, P, bad_values
 
 from support.rdma import ALL_ACCESS
 from support.timeouts import Deadline
@@ -139,11 +139,11 @@ def batch_cases(cases, w, cw):
         "raise",
     )
 
-    def closed_mr(make):
+    def closed_mr(make, method="post"):
         mr = ib.reg_tensor(w.pd, bytearray(64), ALL_ACCESS)
         batch = make(mr)
         mr.close()
-        batch.post(w.srq if isinstance(batch, ib.RecvBatch) else w.qp)
+        getattr(batch, method)(w.srq if isinstance(batch, ib.RecvBatch) else w.qp)
 
     add(
         "SendBatch over an MR closed before the post",
@@ -155,6 +155,36 @@ def batch_cases(cases, w, cw):
         lambda: closed_mr(lambda m: ib.RecvBatch(m, rows, 8)),
         "closed",
     )
+    each("SendBatch.progress({})", lambda q: send().progress(q), [("None", None), ("a CQ", w.cq)])
+    add("SendBatch.progress(closed QP)", lambda: send().progress(cw.qp), "closed")
+    bad = [
+        ("depth=-1", (-1, 16)),
+        ("depth=0", (0, 16)),
+        ("piece=0", (8, 0)),
+        ("piece='x'", (8, "x")),
+    ]
+    each("SendBatch.progress(qp, {})", lambda a: send().progress(w.qp, *a), bad)
+    add("SendBatch.progress(UD QP)", lambda: send().progress(w.ud), "raise")
+    add(
+        "SendBatch.progress over an MR closed before it",
+        lambda: closed_mr(lambda m: send(mr=m), "progress"),
+        "closed",
+    )
+    add("SendBatch.reset() without a run", lambda: send().reset(), "ok")
+
+
+def batch_declared_cases(cases, w, worlds):
+    """The declared arguments of SendBatch's and RecvBatch's constructors
+    and of SendBatch.update: the valid call and each one perturbed."""
+    rows = lambda w: array.array("Q", [0, 8])  # noqa: E731
+    mr = lambda w: w.mr  # noqa: E731
+    send = D(mr=mr, local=rows, lengths=8, remote=rows, rkey=lambda w: w.mr.rkey, valid="ok")
+    recv = D(mr=mr, local=rows, lengths=8, valid="ok")
+    for t, d in ((ib.SendBatch, send), (ib.RecvBatch, recv)):
+        cases.method(t.__name__, t, None, d.bind(f"{t.__name__}.__new__"), w, worlds)
+    batch = ib.SendBatch(w.mr, rows(w), 8, rows(w), w.mr.rkey, imm_data=1)
+    update = D(remote=rows, rkey=1, imm_data=2, valid="ok").bind("SendBatch.update")
+    cases.method("SendBatch", batch, "update", update, w, worlds)
 
 
 def device_datapath_cases(cases, w, cw, ow, opd):
@@ -166,6 +196,7 @@ def device_datapath_cases(cases, w, cw, ow, opd):
     add("MR.sge length past the end", lambda: w.mr.sge(len(w.buf) + 1), "raise")
     add("SendWR(ah=closed AH)", lambda: ib.SendWR(ah=cw.ah), "any")
     batch_cases(cases, w, cw)
+    batch_declared_cases(cases, w, (cw, ow, opd))
 
     def ud_wr(i=3, sg=None, ah=None, qpn=None, **kw):
         sg = [w.sge] if sg is None else sg

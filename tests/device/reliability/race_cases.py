@@ -20,6 +20,7 @@ Prints one JSON line per kind of race and "DONE".
 
 from __future__ import annotations
 
+import array
 import errno
 import json
 import os
@@ -407,6 +408,38 @@ def main(argv):
     t.report()
     for o in (ah7, qp7, cq7):
         o.close()
+
+    # --- H: a SendBatch run by progress() (it keeps the GIL) in a loop
+    # over a fresh RC pair; close the batch's MR, or (every 3rd) its QP:
+    # the close succeeds between calls and the loop's next call is EBADF,
+    # never a post of a stale lkey or a freed QP.
+    t = Tally("H SendBatch.progress loop vs close of its MR or QP")
+    rows = array.array("Q", range(0, 4096, 64))
+
+    def race_h(i):
+        qh, ch_, qh2, ch2 = make_rc_pair(ctx, pd, cq_size=256)
+        mrh = ib.reg_tensor(pd, bytearray(4096), ALL_ACCESS)
+        batch = ib.SendBatch(mrh, rows, 64, rows, mr.rkey, remote_base=mr.addr, signal_every=8)
+        stop = threading.Event()
+
+        def loop():
+            while not stop.is_set():
+                batch.progress(qh, 32, 8)
+
+        fut = pool.submit(loop)
+        delay(rng)
+        victim = qh if i % 3 == 2 else mrh
+        got = try_close(victim)
+        kind, _ = outcome(fut)
+        stop.set()
+        assert got == "closed" and kind == "EBADF", (got, kind)
+        t.add(f"{'QP' if victim is qh else 'MR'} closed, loop EBADF")
+        batch.reset()
+        for o in (qh, qh2, ch_, ch2, mrh):
+            o.close()
+
+    t.run(N(30), race_h)
+    t.report()
 
     pool.shutdown(wait=True)
     for o in (qa, qb, ca, cb, ch, mr, pd, ctx):

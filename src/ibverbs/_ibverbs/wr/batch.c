@@ -20,25 +20,25 @@
 #include "ibverbs.h"
 #include "mem/mem.h"
 #include "qp/qp.h"
+#include "cq/cq.h"
 #include "wr/wr.h"
 
 #include <arpa/inet.h>
 #include <string.h>
 
 typedef struct {
-	PyObject_HEAD
-	struct ibv_send_wr *wrs; /* n, linked through next (PyMem) */
-	struct ibv_sge *sges; /* n, one per WR (PyMem) */
-	Py_ssize_t n;
-	PyObject *mr; /* MRObject the offsets index, or NULL (addresses) */
-	uint64_t mr_addr, mr_length; /* as built: a re-registered MR
-				      * moved them */
-	uint32_t mr_lkey;
+	BATCH_HEAD(struct ibv_send_wr)
 	uint64_t remote_base;
 	int opcode; /* of every row (the last may be its _WITH_IMM) */
 	int imm; /* IMM_NONE, IMM_LAST or IMM_ALL */
 	int signal_every; /* 0: only the last (and each post's last) */
 	uint32_t inline_threshold; /* 0: none inline */
+	uint64_t wr_id_base; /* row k's wr_id is wr_id_base + k ... */
+	int wr_id_seq; /* ... when this is 1 (else a column gave them) */
+	/* progress(): the QP of the run under way (strong), or NULL; the
+	 * rows posted and the rows known complete. */
+	PyObject *run_qp;
+	Py_ssize_t run_posted, run_done;
 } SendBatchObject;
 
 enum { IMM_NONE, IMM_LAST, IMM_ALL };
@@ -72,9 +72,7 @@ static int col_opt(PyObject *o, const char *name, int flags, Column *c)
 
 static int row_error(Py_ssize_t i, const char *what, unsigned long long v)
 {
-	PyErr_Format(PyExc_ValueError, "SendBatch row %zd: %s (%llu)", i, what,
-		     v);
-	return -1;
+	return batch_row_error("SendBatch", i, what, v);
 }
 
 static int is_rdma(int opcode)
@@ -84,81 +82,154 @@ static int is_rdma(int opcode)
 	       opcode == IBV_WR_RDMA_READ;
 }
 
+/* What the rows of a build or an update read of the batch, as locals:
+ * the compiler then knows that no store into a WR changes them. */
+struct send_shape {
+	uint64_t base, length, remote_base, seq_mask;
+	uint32_t inline_threshold;
+	int has_mr, opcode;
+	ColumnRows local, lengths, remote, rkey, lkey, wr_id;
+	struct ibv_send_wr *wrs;
+	struct ibv_sge *sges;
+};
+
+enum { ROW_CHECK, ROW_WRITE, ROW_BUILD, ROW_BUILD_RDMA };
+
 /*
- * Check row i of the given columns and, with write, store it.  A column
- * not given keeps the row's value (local offsets and lengths are read
- * back from the SGE, for the bounds of the other).  0, or -1 with a
- * ValueError naming the row.
+ * Check row i of the given columns and (ROW_WRITE) store it, or
+ * (ROW_BUILD) fill the whole WR and SGE but the signaling, which the
+ * caller sets.  A column not given keeps the row's value (local offsets
+ * and lengths are read back from the SGE, for the bounds of the other).
+ * 0, or -1 with a ValueError naming the row.  Inlined with a constant
+ * mode into each loop.
  */
-static inline int send_row(SendBatchObject *b, const struct send_cols *c,
-			   Py_ssize_t i, int write)
+static inline __attribute__((always_inline)) int
+send_row(SendBatchObject *b, const struct send_shape *sh,
+	 const struct send_cols *c, Py_ssize_t i, int mode)
 {
-	struct ibv_send_wr *wr = &b->wrs[i];
-	struct ibv_sge *sge = &b->sges[i];
+	struct ibv_send_wr *wr = &sh->wrs[i];
+	struct ibv_sge *sge = &sh->sges[i];
+	/* A build reads every column (remote and rkey for RDMA only), and
+	 * these are constants once inlined; an update, those given. */
+	int build = mode >= ROW_BUILD, rdma = mode == ROW_BUILD_RDMA;
+	int has_local = build || c->local.name,
+	    has_len = build || c->lengths.name;
+	int has_lkey = build || c->lkey.name, has_id = build || c->wr_id.name;
+	int has_remote = rdma || (!build && c->remote.name);
+	int has_rkey = rdma || (!build && c->rkey.name);
 	uint64_t local, len, v;
 
-	if (c->local.name != NULL || c->lengths.name != NULL) {
-		local = c->local.name ? column_at(&c->local, i) :
-					sge->addr - (b->mr ? b->mr_addr : 0);
-		len = c->lengths.name ? column_at(&c->lengths, i) : sge->length;
-		if (len > UINT32_MAX)
-			return row_error(i, "length does not fit 32 bits", len);
-		if (b->mr != NULL &&
-		    (local > b->mr_length || len > b->mr_length - local))
-			return row_error(i,
-					 "offset + length is past the MR's "
-					 "end: offset",
-					 local);
-		if (write) {
-			sge->addr = local + (b->mr ? b->mr_addr : 0);
+	if (has_local || has_len) {
+		local = has_local ? rows_at(sh->local, i) :
+				    sge->addr - sh->base;
+		len = has_len ? rows_at(sh->lengths, i) : sge->length;
+		if (batch_sge_check("SendBatch", i, local, len, sh->has_mr,
+				    sh->length) < 0)
+			return -1;
+		if (mode != ROW_CHECK) {
+			sge->addr = local + sh->base;
 			sge->length = (uint32_t)len;
-			if (b->inline_threshold && len <= b->inline_threshold &&
-			    b->opcode != IBV_WR_RDMA_READ)
+			int inl = sh->inline_threshold &&
+				  len <= sh->inline_threshold &&
+				  sh->opcode != IBV_WR_RDMA_READ;
+
+			if (build) /* calloc'd: no other flag yet */
+				wr->send_flags = inl ? IBV_SEND_INLINE : 0;
+			else if (inl)
 				wr->send_flags |= IBV_SEND_INLINE;
 			else
 				wr->send_flags &= ~IBV_SEND_INLINE;
 		}
 	}
-	if (c->lkey.name != NULL) {
-		v = column_at(&c->lkey, i);
+	if (has_lkey) {
+		v = rows_at(sh->lkey, i);
 		if (v > UINT32_MAX)
 			return row_error(i, "lkey does not fit 32 bits", v);
-		if (write)
+		if (mode != ROW_CHECK)
 			sge->lkey = (uint32_t)v;
 	}
-	if (c->remote.name != NULL) {
-		v = column_at(&c->remote, i);
-		if (v + b->remote_base < v)
+	if (has_remote) {
+		v = rows_at(sh->remote, i);
+		if (v + sh->remote_base < v)
 			return row_error(i,
 					 "remote_base + remote overflows 64 "
 					 "bits: remote",
 					 v);
-		if (write)
-			wr->wr.rdma.remote_addr = v + b->remote_base;
+		if (mode != ROW_CHECK)
+			wr->wr.rdma.remote_addr = v + sh->remote_base;
 	}
-	if (c->rkey.name != NULL) {
-		v = column_at(&c->rkey, i);
+	if (has_rkey) {
+		v = rows_at(sh->rkey, i);
 		if (v > UINT32_MAX)
 			return row_error(i, "rkey does not fit 32 bits", v);
-		if (write)
+		if (mode != ROW_CHECK)
 			wr->wr.rdma.rkey = (uint32_t)v;
 	}
-	if (c->wr_id.name != NULL && write)
-		wr->wr_id = c->wr_id.n < 0 ? c->wr_id.scalar + (uint64_t)i :
-					     column_at(&c->wr_id, i);
+	/* An int wr_id is row k's wr_id + k: seq_mask is all ones then. */
+	if (has_id && mode != ROW_CHECK)
+		wr->wr_id =
+			rows_at(sh->wr_id, i) + ((uint64_t)i & sh->seq_mask);
+	if (build) {
+		wr->next = wr + 1;
+		wr->sg_list = sge;
+		wr->num_sge = 1;
+		wr->opcode = sh->opcode;
+	}
 	return 0;
 }
 
-/* Every row: checked and stored (write), or only checked. */
-static int send_rows(SendBatchObject *b, const struct send_cols *c, int write)
+/* Every row: checked (ROW_CHECK), checked and stored (ROW_WRITE), or
+ * built (ROW_BUILD, ROW_BUILD_RDMA: with the signaling, and the last
+ * row's next NULL). */
+static int send_rows(SendBatchObject *b, const struct send_cols *cols, int mode)
 {
-	Py_ssize_t i;
+	struct send_cols c = *cols;
+	struct send_shape sh = {
+		.base = b->mr ? b->mr_addr : 0,
+		.length = b->mr_length,
+		.remote_base = b->remote_base,
+		.seq_mask = cols->wr_id.n < 0 ? ~0ULL : 0,
+		.inline_threshold = b->inline_threshold,
+		.has_mr = b->mr != NULL,
+		.opcode = b->opcode,
+		.local = column_rows(&c.local),
+		.lengths = column_rows(&c.lengths),
+		.remote = column_rows(&c.remote),
+		.rkey = column_rows(&c.rkey),
+		.lkey = column_rows(&c.lkey),
+		.wr_id = column_rows(&c.wr_id),
+		.wrs = b->wrs,
+		.sges = b->sges,
+	};
+	Py_ssize_t i, n = b->n, every = b->signal_every, k = every;
+	int rc = 0;
 
-	for (i = 0; i < b->n; i++) {
-		if (send_row(b, c, i, write) < 0)
-			return -1;
+	if (mode == ROW_CHECK) {
+		for (i = 0; i < n && rc == 0; i++)
+			rc = send_row(b, &sh, &c, i, ROW_CHECK);
+	} else if (mode == ROW_WRITE) {
+		for (i = 0; i < n && rc == 0; i++)
+			rc = send_row(b, &sh, &c, i, ROW_WRITE);
+	} else if (is_rdma(b->opcode)) {
+		for (i = 0; i < n && rc == 0; i++) {
+			rc = send_row(b, &sh, &c, i, ROW_BUILD_RDMA);
+			if (every > 0 && --k == 0) {
+				b->wrs[i].send_flags |= IBV_SEND_SIGNALED;
+				k = every;
+			}
+		}
+	} else {
+		for (i = 0; i < n && rc == 0; i++) {
+			rc = send_row(b, &sh, &c, i, ROW_BUILD);
+			if (every > 0 && --k == 0) {
+				b->wrs[i].send_flags |= IBV_SEND_SIGNALED;
+				k = every;
+			}
+		}
+		b->wrs[n - 1].next = NULL;
+		b->wrs[n - 1].send_flags |= IBV_SEND_SIGNALED;
 	}
-	return 0;
+	return rc;
 }
 
 /* Every column given has b->n rows (or is one int). */
@@ -224,12 +295,8 @@ static int send_batch_check_args(const struct send_batch_args *a)
 				"a SEND batch has no remote or rkey");
 		return -1;
 	}
-	if ((a->mr == NULL) == (a->lkey == NULL)) {
-		PyErr_SetString(PyExc_ValueError,
-				"give an MR (local holds offsets into it) or "
-				"lkey (local holds addresses), not both");
+	if (batch_mr_or_lkey(a->mr, a->lkey) < 0)
 		return -1;
-	}
 	if (a->opcode == IBV_WR_RDMA_READ && (a->mask & 1)) {
 		PyErr_SetString(PyExc_ValueError,
 				"an RDMA READ carries no imm_data");
@@ -271,39 +338,20 @@ static PyObject *send_batch_build(PyTypeObject *tp,
 	b = (SendBatchObject *)PyType_GenericAlloc(tp, 0);
 	if (b == NULL)
 		goto fail;
-	b->wrs = PyMem_Calloc((size_t)n, sizeof(*b->wrs));
-	b->sges = PyMem_Calloc((size_t)n, sizeof(*b->sges));
-	if (b->wrs == NULL || b->sges == NULL) {
-		PyErr_NoMemory();
+	if (batch_init((BatchBase *)b, n, sizeof(*b->wrs), a->mr) < 0)
 		goto fail;
-	}
-	b->n = n;
-	if (a->mr != NULL) {
-		MRObject *mr = (MRObject *)a->mr;
-
-		Py_INCREF(a->mr);
-		b->mr = a->mr;
-		b->mr_addr = mr->addr;
-		b->mr_length = mr->length;
-		b->mr_lkey = ((struct ibv_mr *)HANDLE(mr)->obj)->lkey;
-	}
 	b->remote_base = a->remote_base;
 	b->opcode = a->opcode;
 	b->signal_every = a->signal_every;
 	b->inline_threshold = a->inline_threshold;
-	for (i = 0; i < n; i++) {
-		struct ibv_send_wr *wr = &b->wrs[i];
-
-		wr->next = i + 1 < n ? wr + 1 : NULL;
-		wr->sg_list = &b->sges[i];
-		wr->num_sge = 1;
-		wr->opcode = a->opcode;
-		if (i == n - 1 ||
-		    (b->signal_every > 0 && (i + 1) % b->signal_every == 0))
-			wr->send_flags = IBV_SEND_SIGNALED;
-		b->sges[i].lkey = b->mr_lkey;
+	b->wr_id_seq = c.wr_id.n < 0;
+	b->wr_id_base = c.wr_id.scalar;
+	if (c.lkey.name == NULL) { /* the MR's, one for all */
+		c.lkey.name = "lkey";
+		c.lkey.n = -1;
+		c.lkey.scalar = b->mr_lkey;
 	}
-	if (send_rows(b, &c, 1) < 0)
+	if (send_rows(b, &c, ROW_BUILD) < 0)
 		goto fail;
 	if (a->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
 	    a->opcode == IBV_WR_SEND_WITH_IMM) {
@@ -338,6 +386,18 @@ static PyObject *send_batch_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 /* Posting                                                             */
 /* ------------------------------------------------------------------ */
 
+/* No progress() run is under way (post and update would race it). */
+static int send_batch_idle(SendBatchObject *b)
+{
+	if (b->run_qp == NULL)
+		return 0;
+	PyErr_Format(PyExc_ValueError,
+		     "a progress() run of this batch is under way (%zd of %zd "
+		     "rows complete): finish it or reset() it first",
+		     b->run_done, b->n);
+	return -1;
+}
+
 /* The batch's MR is open and as built; qp can take a batch.  0 or -1. */
 static int send_batch_ready(SendBatchObject *b, PyObject *qp)
 {
@@ -349,95 +409,49 @@ static int send_batch_ready(SendBatchObject *b, PyObject *qp)
 				"SendWRs with ah= instead of a SendBatch");
 		return -1;
 	}
-	if (b->mr != NULL) {
-		MRObject *mr = (MRObject *)b->mr;
-
-		if (handle_check(HANDLE(mr)) < 0)
-			return -1;
-		if (mr->addr != b->mr_addr ||
-		    ((struct ibv_mr *)HANDLE(mr)->obj)->lkey != b->mr_lkey) {
-			PyErr_SetString(PyExc_ValueError,
-					"the batch's MR was re-registered "
-					"since the batch was built: build it "
-					"again");
-			return -1;
-		}
-	}
-	return 0;
+	return batch_mr_ready((BatchBase *)b);
 }
 
 /* Post rows [start, end) as one ibv_post_send; the last is signaled for
- * this post (and restored after).  The number posted, or NULL. */
-static PyObject *send_batch_post_rows(SendBatchObject *b, PyObject *qp,
-				      Py_ssize_t start, Py_ssize_t end)
+ * this post (and restored after).  ibv_post_send's result. */
+static int send_post_range(SendBatchObject *b, struct ibv_qp *qp,
+			   Py_ssize_t start, Py_ssize_t end,
+			   struct ibv_send_wr **bad)
 {
-	struct ibv_send_wr *last, *next, *bad = NULL;
-	unsigned int flags;
+	struct ibv_send_wr *last = &b->wrs[end - 1], *next = last->next;
+	unsigned int flags = last->send_flags;
 	int rc;
 
-	OBJ_LOCKED_BEGIN(b);
-	last = &b->wrs[end - 1];
-	next = last->next;
-	flags = last->send_flags;
 	last->next = NULL;
 	last->send_flags |= IBV_SEND_SIGNALED;
-	rc = ibv_post_send(QPP(qp), &b->wrs[start], &bad);
+	rc = ibv_post_send(qp, &b->wrs[start], bad);
 	last->next = next;
 	last->send_flags = flags;
-	OBJ_LOCKED_END();
-	if (rc == 0)
-		return PyLong_FromSsize_t(end - start);
+	return rc;
+}
+
+/* The error of a refused post of the batch's rows to qp: NULL. */
+static PyObject *send_post_error(SendBatchObject *b, PyObject *qp, int rc,
+				 struct ibv_send_wr *bad)
+{
 	return post_error(rc, "ibv_post_send", "send", bad ? bad - b->wrs : -1,
 			  bad ? bad->wr_id : 0, QPP(qp),
 			  qp_state_name(QPP(qp)->state));
 }
 
-/* An optional Py_ssize_t argument (None or left out: dflt). */
-static int ssize_arg(PyObject *o, const char *name, Py_ssize_t dflt,
-		     Py_ssize_t *out)
+/* Post rows [start, end): the number posted, or NULL. */
+static PyObject *send_batch_post_rows(SendBatchObject *b, PyObject *qp,
+				      Py_ssize_t start, Py_ssize_t end)
 {
-	if (o == NULL || o == Py_None) {
-		*out = dflt;
-		return 0;
-	}
-	if (!PyLong_Check(o))
-		return arg_type_error(name, "int", 1, o);
-	*out = PyLong_AsSsize_t(o);
-	if (*out == -1 && PyErr_Occurred())
-		return -1;
-	if (*out < 0) {
-		PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %zd", name,
-			     *out);
-		return -1;
-	}
-	return 0;
-}
+	struct ibv_send_wr *bad = NULL;
+	int rc;
 
-/* post(qp, start=0, count=None)'s arguments.  Parsed by hand: the data
- * path, where args_parse costs instructions. */
-static int post_args(PyObject *args, PyObject *kw, PyTypeObject *qtype,
-		     const char *qname, PyObject **queue, Py_ssize_t *start,
-		     Py_ssize_t *count)
-{
-	static char *kwlist[] = { "queue", "start", "count", NULL };
-	PyObject *s = NULL, *c = NULL;
-
-	Py_ssize_t nargs = PyTuple_Size(args);
-
-	*queue = NULL;
-	if (kw == NULL && nargs >= 1 && nargs <= 3) {
-		*queue = PyTuple_GetItem(args, 0);
-		s = nargs > 1 ? PyTuple_GetItem(args, 1) : NULL;
-		c = nargs > 2 ? PyTuple_GetItem(args, 2) : NULL;
-	} else if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:post", kwlist,
-						queue, &s, &c))
-		return -1;
-	if (!PyObject_TypeCheck(*queue, qtype))
-		return arg_type_error("queue", qname, 0, *queue);
-	if (ssize_arg(s, "start", 0, start) < 0 ||
-	    ssize_arg(c, "count", PY_SSIZE_T_MAX, count) < 0)
-		return -1;
-	return 0;
+	OBJ_LOCKED_BEGIN(b);
+	rc = send_post_range(b, QPP(qp), start, end, &bad);
+	OBJ_LOCKED_END();
+	if (rc == 0)
+		return PyLong_FromSsize_t(end - start);
+	return send_post_error(b, qp, rc, bad);
 }
 
 PyDoc_STRVAR(send_batch_post__doc__,
@@ -473,7 +487,10 @@ static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 	Py_ssize_t start = 0, count = 0, end, room;
 	PyObject *qp;
 
-	if (post_args(args, kw, ST.QP_type, "QP", &qp, &start, &count) < 0)
+	static char *kwlist[] = { "queue", "start", "count", NULL };
+
+	if (batch_queue_args(args, kw, kwlist, "O|OO:post", ST.QP_type, NULL,
+			     "QP", &qp, 0, &start, PY_SSIZE_T_MAX, &count) < 0)
 		return NULL;
 	HANDLE_CHECK(qp);
 	if (start > b->n) {
@@ -482,7 +499,7 @@ static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 			     b->n);
 		return NULL;
 	}
-	if (send_batch_ready(b, qp) < 0)
+	if (send_batch_idle(b) < 0 || send_batch_ready(b, qp) < 0)
 		return NULL;
 	room = QPO(qp)->cap.max_send_wr ? QPO(qp)->cap.max_send_wr : 1;
 	end = start + (count < room ? count : room);
@@ -491,6 +508,250 @@ static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 	if (end == start)
 		return PyLong_FromLong(0);
 	return send_batch_post_rows(b, qp, start, end);
+}
+
+/* ------------------------------------------------------------------ */
+/* progress(): posting and reaping in one C loop                       */
+/* ------------------------------------------------------------------ */
+
+#define RUN_POLL 16 /* completions per ibv_poll_cq */
+
+static void run_end(SendBatchObject *b)
+{
+	Py_CLEAR(b->run_qp);
+	b->run_posted = b->run_done = 0;
+}
+
+/* The row in flight whose wr_id this is, or -1. */
+static Py_ssize_t run_row(const SendBatchObject *b, uint64_t wr_id)
+{
+	Py_ssize_t i;
+
+	if (b->wr_id_seq) {
+		uint64_t r = wr_id - b->wr_id_base;
+
+		return r >= (uint64_t)b->run_done &&
+				       r < (uint64_t)b->run_posted ?
+			       (Py_ssize_t)r :
+			       -1;
+	}
+	for (i = b->run_done; i < b->run_posted; i++) {
+		if (b->wrs[i].wr_id == wr_id)
+			return i;
+	}
+	return -1;
+}
+
+/* CompletionError for the failed completion *wc of row (or -1: not a
+ * row in flight), its message and ``row`` attribute naming it, its
+ * ``posted`` attribute the rows the run had posted: NULL. */
+static PyObject *run_failed(const struct ibv_wc *wc, Py_ssize_t row,
+			    Py_ssize_t posted)
+{
+	PyObject *w = wc_new(wc), *type, *value, *tb, *msg, *r, *p;
+
+	if (w == NULL)
+		return NULL;
+	completion_error(w);
+	Py_DECREF(w);
+	PyErr_Fetch(&type, &value, &tb);
+	PyErr_NormalizeException(&type, &value, &tb);
+	r = PyLong_FromSsize_t(row);
+	p = PyLong_FromSsize_t(posted);
+	msg = PyUnicode_FromFormat("SendBatch row %zd: work completion failed",
+				   row);
+	if (value != NULL && r != NULL && p != NULL && msg != NULL) {
+		PyObject *old = PyObject_GetAttrString(value, "strerror");
+
+		if (old != NULL && PyUnicode_Check(old)) {
+			Py_DECREF(msg);
+			msg = PyUnicode_FromFormat("SendBatch row %zd: %U", row,
+						   old);
+		}
+		Py_XDECREF(old);
+		PyErr_Clear();
+		if (msg == NULL ||
+		    PyObject_SetAttrString(value, "row", r) < 0 ||
+		    PyObject_SetAttrString(value, "posted", p) < 0 ||
+		    PyObject_SetAttrString(value, "strerror", msg) < 0)
+			PyErr_Clear();
+	}
+	Py_XDECREF(r);
+	Py_XDECREF(p);
+	Py_XDECREF(msg);
+	PyErr_Restore(type, value, tb);
+	return NULL;
+}
+
+/* One run's loop: post while the bound allows, reap, until a poll comes
+ * back empty or every row is complete.  0, or -1 with an error set. */
+static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_cq *cq,
+		    Py_ssize_t depth, Py_ssize_t piece)
+{
+	struct ibv_wc wc[RUN_POLL];
+	struct ibv_send_wr *bad;
+	Py_ssize_t end, row;
+	int got, k, rc;
+
+	for (;;) {
+		while (b->run_posted < b->n) {
+			end = b->run_posted + piece < b->n ?
+				      b->run_posted + piece :
+				      b->n;
+			if (end - b->run_done > depth)
+				break;
+			bad = NULL;
+			rc = send_post_range(b, QPP(qp), b->run_posted, end,
+					     &bad);
+			if (rc != 0) {
+				send_post_error(b, qp, rc, bad);
+				return -1;
+			}
+			b->run_posted = end;
+		}
+		got = ibv_poll_cq(cq, RUN_POLL, wc);
+		if (got == 0)
+			return 0;
+		if (got < 0 || got > RUN_POLL) {
+			verbs_error_fmt(EIO, "ibv_poll_cq",
+					"the provider returned %d", got);
+			return -1;
+		}
+		for (k = 0; k < got; k++) {
+			row = run_row(b, wc[k].wr_id);
+			if (wc[k].status != IBV_WC_SUCCESS) {
+				run_failed(&wc[k], row, b->run_posted);
+				return -1;
+			}
+			if (row < 0) {
+				PyErr_Format(PyExc_ValueError,
+					     "a completion of wr_id %llu is "
+					     "not a row in flight: while "
+					     "progress() runs, the QP's send "
+					     "CQ must carry only this "
+					     "batch's completions",
+					     (unsigned long long)wc[k].wr_id);
+				return -1;
+			}
+			b->run_done = row + 1;
+		}
+		if (b->run_done == b->n)
+			return 0;
+	}
+}
+
+PyDoc_STRVAR(
+	send_batch_progress__doc__,
+	"Post and reap the whole batch in pieces, in one C loop.\n"
+	"\n"
+	"Starts a run (or goes on with the one under way): posts pieces of\n"
+	"``piece`` rows (the last of each signaled) while at most ``depth``\n"
+	"rows are in flight, and reaps the QP's send CQ into the batch's\n"
+	"count of complete rows (a signaled row's completion completes the\n"
+	"rows before it), until a poll finds nothing or every row is\n"
+	"complete; then returns. Call it again (sleeping, or after a CQ\n"
+	"event) until it returns ``len(batch)``, which ends the run. While a\n"
+	"run is under way the send CQ must carry only this batch's\n"
+	"completions, and ``post()``/``update()`` are refused. Keeps the\n"
+	"GIL, as ``QP.post_send`` does.\n"
+	"\n"
+	"Wraps ``ibv_post_send`` and ``ibv_poll_cq`` (man pages\n"
+	"ibv_post_send(3), ibv_poll_cq(3)).\n"
+	"\n"
+	"Args:\n"
+	"    queue: the QP (RC, UC or XRC: not UD), over a plain CQ.\n"
+	"    depth: the most rows in flight (None: ``cap.max_send_wr``;\n"
+	"        more is cut to it).\n"
+	"    piece: rows per ``ibv_post_send`` (more than depth is cut\n"
+	"        to it).\n"
+	"\n"
+	"Returns:\n"
+	"    How many rows are complete; ``len(batch)`` ends the run.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: queue is not a QP, or depth/piece not ints.\n"
+	"    ValueError: depth or piece < 1, a UD QP, a CQEx or a polled-\n"
+	"        elsewhere send CQ, another QP's run under way, the MR\n"
+	"        re-registered, or a completion that is not a row in flight.\n"
+	"    CompletionError: a failed completion; its ``row`` attribute\n"
+	"        and message name the row, ``posted`` is the rows the run\n"
+	"        had posted: those after the row flush, one completion\n"
+	"        each, left in the CQ.\n"
+	"    VerbsError: EBADF if the QP or the MR is closed; EBUSY in a\n"
+	"        QPEx ``wr_start()`` batch; else the provider refused a post\n"
+	"        (the message names the row). A raise ends the run: the\n"
+	"        completions of rows still in flight stay in the CQ.");
+
+static PyObject *send_batch_progress(PyObject *self, PyObject *args,
+				     PyObject *kw)
+{
+	static char *kwlist[] = { "queue", "depth", "piece", NULL };
+	SendBatchObject *b = SB(self);
+	Py_ssize_t depth = 0, piece = 0, done;
+	PyObject *qp, *cq;
+	int rc;
+
+	if (batch_queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type,
+			     NULL, "QP", &qp, PY_SSIZE_T_MAX, &depth, 16,
+			     &piece) < 0)
+		return NULL;
+	HANDLE_CHECK(qp);
+	if (send_batch_ready(b, qp) < 0)
+		return NULL;
+	cq = QPO(qp)->send_cq;
+	if (cq == NULL || Py_TYPE(cq) != ST.CQ_type) {
+		PyErr_SetString(PyExc_ValueError,
+				"progress() polls a plain CQ: this QP's send "
+				"CQ is a CQEx");
+		return NULL;
+	}
+	if (cq_check_polled_here(cq) < 0)
+		return NULL;
+	if (b->run_qp != NULL && b->run_qp != qp) {
+		PyErr_SetString(PyExc_ValueError,
+				"a progress() run of this batch is under way "
+				"on another QP: finish it or reset() it first");
+		return NULL;
+	}
+	if (depth == PY_SSIZE_T_MAX ||
+	    depth > (Py_ssize_t)QPO(qp)->cap.max_send_wr)
+		depth = QPO(qp)->cap.max_send_wr;
+	if (depth < 1 || piece < 1) {
+		PyErr_Format(PyExc_ValueError,
+			     "depth and piece must be >= 1, got %zd and %zd",
+			     depth, piece);
+		return NULL;
+	}
+	if (piece > depth)
+		piece = depth;
+	OBJ_LOCKED_BEGIN(b);
+	if (b->run_qp == NULL) {
+		Py_INCREF(qp);
+		b->run_qp = qp;
+	}
+	rc = run_loop(b, qp, (struct ibv_cq *)HANDLE(cq)->obj, depth, piece);
+	done = b->run_done;
+	if (rc < 0 || done == b->n)
+		run_end(b);
+	OBJ_LOCKED_END();
+	if (rc < 0)
+		return NULL;
+	return PyLong_FromSsize_t(done);
+}
+
+PyDoc_STRVAR(send_batch_reset__doc__,
+	     "End the progress() run under way without waiting for it.\n"
+	     "\n"
+	     "The rows in flight stay posted: their completions arrive in\n"
+	     "the send CQ as usual. Nothing happens when no run is under\n"
+	     "way.");
+
+static PyObject *send_batch_reset(PyObject *self, PyObject *unused)
+{
+	OBJ_LOCKED_BEGIN(self);
+	run_end(SB(self));
+	OBJ_LOCKED_END();
+	Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ */
@@ -565,7 +826,7 @@ static PyObject *send_batch_update(PyObject *self, PyObject *args, PyObject *kw)
 
 	memset(&c, 0, sizeof(c));
 	if (args_parse(&send_batch_update_args, NULL, args, kw, &a) < 0 ||
-	    send_update_check(b, &a) < 0)
+	    send_update_check(b, &a) < 0 || send_batch_idle(b) < 0)
 		return NULL;
 	if (col_opt(a.local, "local", 0, &c.local) < 0 ||
 	    col_opt(a.lengths, "lengths", COLUMN_SCALAR_OK, &c.lengths) < 0 ||
@@ -576,9 +837,13 @@ static PyObject *send_batch_update(PyObject *self, PyObject *args, PyObject *kw)
 	    send_cols_check(&c, b->n) < 0)
 		goto out;
 	OBJ_LOCKED_BEGIN(b);
-	rc = send_rows(b, &c, 0);
+	rc = send_rows(b, &c, ROW_CHECK);
 	if (rc == 0) {
-		send_rows(b, &c, 1);
+		send_rows(b, &c, ROW_WRITE);
+		if (c.wr_id.name != NULL) {
+			b->wr_id_seq = c.wr_id.n < 0;
+			b->wr_id_base = c.wr_id.scalar;
+		}
 		if (a.mask & 1) {
 			Py_ssize_t i = b->imm == IMM_ALL ? 0 : b->n - 1;
 
@@ -645,12 +910,9 @@ PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 	b = (SendBatchObject *)send_batch_build(ST.SendBatch_type, &a);
 	if (b == NULL)
 		return NULL;
-	if (b->n > (Py_ssize_t)QPO(self)->cap.max_send_wr)
-		PyErr_Format(PyExc_ValueError,
-			     "%zd rows do not fit the send queue (%u WRs): "
-			     "post a SendBatch in pieces",
-			     b->n, QPO(self)->cap.max_send_wr);
-	else if (send_batch_ready(b, self) == 0)
+	if (batch_check_rows((BatchBase *)b, QPO(self)->cap.max_send_wr, "send",
+			     "SendBatch") == 0 &&
+	    send_batch_ready(b, self) == 0)
 		res = send_batch_post_rows(b, self, 0, b->n);
 	Py_DECREF(b);
 	if (res == NULL)
@@ -665,32 +927,15 @@ PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 
 static int send_batch_traverse(PyObject *self, visitproc visit, void *arg)
 {
-	Py_VISIT((PyObject *)Py_TYPE(self));
-	Py_VISIT(SB(self)->mr);
-	return 0;
+	Py_VISIT(SB(self)->run_qp);
+	return batch_traverse(self, visit, arg);
 }
 
 static int send_batch_clear(PyObject *self)
 {
 	Py_CLEAR(SB(self)->mr);
+	Py_CLEAR(SB(self)->run_qp);
 	return 0;
-}
-
-static void send_batch_dealloc(PyObject *self)
-{
-	PyTypeObject *tp = Py_TYPE(self);
-
-	PyObject_GC_UnTrack(self);
-	send_batch_clear(self);
-	PyMem_Free(SB(self)->wrs);
-	PyMem_Free(SB(self)->sges);
-	((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-	Py_DECREF(tp);
-}
-
-static Py_ssize_t send_batch_length(PyObject *self)
-{
-	return SB(self)->n;
 }
 
 static PyObject *send_batch_repr(PyObject *self)
@@ -702,23 +947,21 @@ static PyObject *send_batch_repr(PyObject *self)
 				    b->mr ? "" : ", by address");
 }
 
-static PyObject *send_batch_get_mr(PyObject *self, void *closure)
-{
-	return obj_or_none(SB(self)->mr);
-}
-
 static PyObject *send_batch_get_opcode(PyObject *self, void *closure)
 {
 	return enum_from_int("WROpcode", SB(self)->opcode);
 }
 
-static PyMethodDef send_batch_methods[] = { METHOD_KW("post", send_batch_post),
-					    METHOD_KW("update",
-						      send_batch_update),
-					    { NULL, NULL, 0, NULL } };
+static PyMethodDef send_batch_methods[] = {
+	METHOD_KW("post", send_batch_post),
+	METHOD_KW("progress", send_batch_progress),
+	METHOD_NOARGS("reset", send_batch_reset),
+	METHOD_KW("update", send_batch_update),
+	{ NULL, NULL, 0, NULL }
+};
 
 static PyGetSetDef send_batch_getset[] = {
-	{ "mr", send_batch_get_mr, NULL,
+	{ "mr", batch_get_mr, NULL,
 	  "The MR the local offsets index, or None (addresses).", NULL },
 	{ "opcode", send_batch_get_opcode, NULL,
 	  "The WROpcode of every row (the last may carry an immediate).",
@@ -771,13 +1014,13 @@ PyDoc_STRVAR(
 static PyType_Slot send_batch_slots[] = {
 	{ Py_tp_doc, (void *)send_batch__doc__ },
 	{ Py_tp_new, send_batch_new },
-	{ Py_tp_dealloc, send_batch_dealloc },
+	{ Py_tp_dealloc, batch_dealloc },
 	{ Py_tp_traverse, send_batch_traverse },
 	{ Py_tp_clear, send_batch_clear },
 	{ Py_tp_repr, send_batch_repr },
 	{ Py_tp_methods, send_batch_methods },
 	{ Py_tp_getset, send_batch_getset },
-	{ Py_sq_length, send_batch_length },
+	{ Py_sq_length, batch_length },
 	{ 0, NULL }
 };
 

@@ -14,21 +14,39 @@
 
 #include <string.h>
 
+/* Whether any of the n items of type T at p is negative: an OR of them
+ * all, which the compiler vectorizes (the common case has none). */
+#define ANY_NEGATIVE(T, p, n)                 \
+	({                                    \
+		const T *q_ = (const T *)(p); \
+		T acc_ = 0;                   \
+		Py_ssize_t j_;                \
+		for (j_ = 0; j_ < (n); j_++)  \
+			acc_ |= q_[j_];       \
+		acc_ < 0;                     \
+	})
+
 /* A signed column's first negative row, or -1 (a column read, not
  * written, holds offsets, lengths, keys and ids: none may be negative). */
 static Py_ssize_t column_first_negative(const Column *c)
 {
 	Py_ssize_t i;
+	int any;
 
+	if (((uintptr_t)c->data & (c->itemsize - 1)) != 0)
+		any = 1; /* unaligned: look at each */
+	else if (c->itemsize == 8)
+		any = ANY_NEGATIVE(int64_t, c->data, c->n);
+	else if (c->itemsize == 4)
+		any = ANY_NEGATIVE(int32_t, c->data, c->n);
+	else if (c->itemsize == 2)
+		any = ANY_NEGATIVE(int16_t, c->data, c->n);
+	else
+		any = ANY_NEGATIVE(int8_t, c->data, c->n);
+	if (!any)
+		return -1;
 	for (i = 0; i < c->n; i++) {
-		const char *p = (const char *)c->data + i * c->itemsize;
-
-		/* The sign bit of the item, in the machine's byte order. */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		if (p[c->itemsize - 1] & 0x80)
-#else
-		if (p[0] & 0x80)
-#endif
+		if (column_signed_at(c, i) < 0)
 			return i;
 	}
 	return -1;
@@ -56,6 +74,45 @@ static int column_from_tuple(PyObject *t, Column *c)
 	c->is_signed = PyObject_IsTrue(PyTuple_GetItem(t, 3));
 	c->owner = PyTuple_GetItem(t, 4);
 	Py_INCREF(c->owner);
+	return 0;
+}
+
+/* WIDEN(T): the n items of type T at c->data into c->wide. */
+#define WIDEN(T)                                  \
+	do {                                      \
+		const T *q_ = (const T *)c->data; \
+		Py_ssize_t j_;                    \
+		for (j_ = 0; j_ < c->n; j_++)     \
+			c->wide[j_] = q_[j_];     \
+	} while (0)
+
+/* c->u64 of a read column: its data, or a widened copy.  0 or -1. */
+static int column_widen(Column *c)
+{
+	if (c->itemsize == 8 && ((uintptr_t)c->data & 7) == 0) {
+		c->u64 = c->data;
+		return 0;
+	}
+	c->wide = PyMem_Malloc(c->n > 0 ? (size_t)c->n * 8 : 1);
+	if (c->wide == NULL) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	if (c->itemsize == 8)
+		memcpy(c->wide, c->data, (size_t)c->n * 8);
+	else if (((uintptr_t)c->data & (c->itemsize - 1)) != 0) {
+		Py_ssize_t j;
+
+		for (j = 0; j < c->n; j++)
+			c->wide[j] = (uint64_t)column_signed_at(c, j) &
+				     (~0ULL >> (64 - 8 * c->itemsize));
+	} else if (c->itemsize == 4)
+		WIDEN(uint32_t);
+	else if (c->itemsize == 2)
+		WIDEN(uint16_t);
+	else
+		WIDEN(uint8_t);
+	c->u64 = c->wide;
 	return 0;
 }
 
@@ -100,6 +157,10 @@ int column_get(PyObject *o, const char *name, int flags, Column *c)
 			return -1;
 		}
 	}
+	if (!(flags & COLUMN_WRITE) && column_widen(c) < 0) {
+		column_release(c);
+		return -1;
+	}
 	return 0;
 }
 
@@ -107,6 +168,9 @@ void column_release(Column *c)
 {
 	PyObject *r;
 
+	PyMem_Free(c->wide);
+	c->wide = NULL;
+	c->u64 = NULL;
 	if (c->owner == NULL)
 		return;
 	/* A memoryview's export is dropped now, not when the last reference

@@ -16,13 +16,7 @@
 #include <string.h>
 
 typedef struct {
-	PyObject_HEAD
-	struct ibv_recv_wr *wrs; /* n, linked through next (PyMem) */
-	struct ibv_sge *sges; /* n (PyMem) */
-	Py_ssize_t n;
-	PyObject *mr; /* MRObject, or NULL (addresses and lkeys) */
-	uint64_t mr_addr, mr_length;
-	uint32_t mr_lkey;
+	BATCH_HEAD(struct ibv_recv_wr)
 } RecvBatchObject;
 
 #define RB(o) ((RecvBatchObject *)(o))
@@ -45,45 +39,42 @@ METHOD_ARGS(qp_post_recv_batch, "QP.post_recv_batch", recv_batch_params);
 
 static int recv_row_error(Py_ssize_t i, const char *what, unsigned long long v)
 {
-	PyErr_Format(PyExc_ValueError, "RecvBatch row %zd: %s (%llu)", i, what,
-		     v);
-	return -1;
+	return batch_row_error("RecvBatch", i, what, v);
 }
 
-/* Check and store every row. */
+/* Check and store every row (the columns read as ColumnRows, the
+ * batch's fields as locals: see send_rows in batch.c). */
 static int recv_rows(RecvBatchObject *b, const Column *local,
 		     const Column *lengths, const Column *lkey,
 		     const Column *wr_id)
 {
-	Py_ssize_t i;
+	ColumnRows off = column_rows(local), len = column_rows(lengths);
+	ColumnRows key = column_rows(lkey), id = column_rows(wr_id);
+	struct ibv_recv_wr *wrs = b->wrs;
+	struct ibv_sge *sges = b->sges;
+	uint64_t base = b->mr ? b->mr_addr : 0, length = b->mr_length;
+	uint64_t seq = wr_id->n < 0 ? ~0ULL : 0;
+	Py_ssize_t i, n = b->n;
+	int has_mr = b->mr != NULL;
 
-	for (i = 0; i < b->n; i++) {
-		struct ibv_recv_wr *wr = &b->wrs[i];
-		struct ibv_sge *sge = &b->sges[i];
-		uint64_t off = column_at(local, i), len = column_at(lengths, i);
-		uint64_t key = lkey->name ? column_at(lkey, i) : b->mr_lkey;
+	for (i = 0; i < n; i++) {
+		uint64_t o = rows_at(off, i), l = rows_at(len, i);
+		uint64_t k = rows_at(key, i);
 
-		if (len > UINT32_MAX)
-			return recv_row_error(i, "length does not fit 32 bits",
-					      len);
-		if (b->mr != NULL &&
-		    (off > b->mr_length || len > b->mr_length - off))
-			return recv_row_error(i,
-					      "offset + length is past the "
-					      "MR's end: offset",
-					      off);
-		if (key > UINT32_MAX)
+		if (batch_sge_check("RecvBatch", i, o, l, has_mr, length) < 0)
+			return -1;
+		if (k > UINT32_MAX)
 			return recv_row_error(i, "lkey does not fit 32 bits",
-					      key);
-		sge->addr = off + (b->mr ? b->mr_addr : 0);
-		sge->length = (uint32_t)len;
-		sge->lkey = (uint32_t)key;
-		wr->wr_id = wr_id->n < 0 ? wr_id->scalar + (uint64_t)i :
-					   column_at(wr_id, i);
-		wr->sg_list = sge;
-		wr->num_sge = 1;
-		wr->next = i + 1 < b->n ? wr + 1 : NULL;
+					      k);
+		sges[i].addr = o + base;
+		sges[i].length = (uint32_t)l;
+		sges[i].lkey = (uint32_t)k;
+		wrs[i].wr_id = rows_at(id, i) + ((uint64_t)i & seq);
+		wrs[i].sg_list = &sges[i];
+		wrs[i].num_sge = 1;
+		wrs[i].next = &wrs[i + 1];
 	}
+	wrs[n - 1].next = NULL;
 	return 0;
 }
 
@@ -99,12 +90,8 @@ static PyObject *recv_batch_build(PyTypeObject *tp,
 	memset(&wr_id, 0, sizeof(wr_id));
 	wr_id.name = "wr_id";
 	wr_id.n = -1; /* wr_id=0: row k's is k */
-	if ((a->mr == NULL) == (a->lkey == NULL || a->lkey == Py_None)) {
-		PyErr_SetString(PyExc_ValueError,
-				"give an MR (local holds offsets into it) or "
-				"lkey (local holds addresses), not both");
+	if (batch_mr_or_lkey(a->mr, a->lkey) < 0)
 		return NULL;
-	}
 	if (column_get(a->local, "local", 0, &local) < 0 ||
 	    column_get(a->lengths, "lengths", COLUMN_SCALAR_OK, &lengths) < 0 ||
 	    (a->lkey != NULL &&
@@ -123,21 +110,12 @@ static PyObject *recv_batch_build(PyTypeObject *tp,
 	b = (RecvBatchObject *)PyType_GenericAlloc(tp, 0);
 	if (b == NULL)
 		goto fail;
-	b->wrs = PyMem_Calloc((size_t)local.n, sizeof(*b->wrs));
-	b->sges = PyMem_Calloc((size_t)local.n, sizeof(*b->sges));
-	if (b->wrs == NULL || b->sges == NULL) {
-		PyErr_NoMemory();
+	if (batch_init((BatchBase *)b, local.n, sizeof(*b->wrs), a->mr) < 0)
 		goto fail;
-	}
-	b->n = local.n;
-	if (a->mr != NULL) {
-		MRObject *mr = (MRObject *)a->mr;
-
-		Py_INCREF(a->mr);
-		b->mr = a->mr;
-		b->mr_addr = mr->addr;
-		b->mr_length = mr->length;
-		b->mr_lkey = ((struct ibv_mr *)HANDLE(mr)->obj)->lkey;
+	if (lkey.name == NULL) { /* the MR's, one for all */
+		lkey.name = "lkey";
+		lkey.n = -1;
+		lkey.scalar = b->mr_lkey;
 	}
 	if (recv_rows(b, &local, &lengths, &lkey, &wr_id) < 0)
 		goto fail;
@@ -162,25 +140,6 @@ static PyObject *recv_batch_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 	if (args_parse(&recv_batch_new_args, NULL, args, kw, &a) < 0)
 		return NULL;
 	return recv_batch_build(tp, &a);
-}
-
-/* The MR is open and as built.  0 or -1. */
-static int recv_batch_ready(RecvBatchObject *b)
-{
-	MRObject *mr = (MRObject *)b->mr;
-
-	if (mr == NULL)
-		return 0;
-	if (handle_check(HANDLE(mr)) < 0)
-		return -1;
-	if (mr->addr != b->mr_addr ||
-	    ((struct ibv_mr *)HANDLE(mr)->obj)->lkey != b->mr_lkey) {
-		PyErr_SetString(PyExc_ValueError,
-				"the batch's MR was re-registered since the "
-				"batch was built: build it again");
-		return -1;
-	}
-	return 0;
 }
 
 /* Post rows [start, end) to the QP or SRQ queue: the number posted, or
@@ -251,39 +210,21 @@ static PyObject *recv_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "queue", "start", "count", NULL };
 	RecvBatchObject *b = RB(self);
-	PyObject *queue = NULL, *s = NULL, *c = NULL;
-	Py_ssize_t start = 0, count = PY_SSIZE_T_MAX, end;
+	PyObject *queue;
+	Py_ssize_t start, count, end;
 
-	/* Parsed by hand: the data path, where args_parse costs
-	 * instructions. */
-	if (kw == NULL && PyTuple_Size(args) >= 1 && PyTuple_Size(args) <= 3) {
-		queue = PyTuple_GetItem(args, 0);
-		if (PyTuple_Size(args) > 1)
-			s = PyTuple_GetItem(args, 1);
-		if (PyTuple_Size(args) > 2)
-			c = PyTuple_GetItem(args, 2);
-	} else if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:post", kwlist,
-						&queue, &s, &c))
+	if (batch_queue_args(args, kw, kwlist, "O|OO:post", ST.QP_type,
+			     ST.SRQ_type, "QP or SRQ", &queue, 0, &start,
+			     PY_SSIZE_T_MAX, &count) < 0)
 		return NULL;
-	if (!PyObject_TypeCheck(queue, ST.QP_type) &&
-	    !PyObject_TypeCheck(queue, ST.SRQ_type)) {
-		arg_type_error("queue", "QP or SRQ", 0, queue);
-		return NULL;
-	}
 	HANDLE_CHECK(queue);
-	if ((s != NULL && s != Py_None && (start = PyLong_AsSsize_t(s)) == -1 &&
-	     PyErr_Occurred()) ||
-	    (c != NULL && c != Py_None && (count = PyLong_AsSsize_t(c)) == -1 &&
-	     PyErr_Occurred()))
-		return NULL;
-	if (start < 0 || start > b->n || count < 0) {
+	if (start > b->n) {
 		PyErr_Format(PyExc_ValueError,
-			     "start must be in 0..%zd and count >= 0, got %zd "
-			     "and %zd",
-			     b->n, start, count);
+			     "start %zd is past the batch's %zd rows", start,
+			     b->n);
 		return NULL;
 	}
-	if (recv_queue_check(queue) < 0 || recv_batch_ready(b) < 0)
+	if (recv_queue_check(queue) < 0 || batch_mr_ready((BatchBase *)b) < 0)
 		return NULL;
 	if (PyObject_TypeCheck(queue, ST.QP_type) &&
 	    count > (Py_ssize_t)QPO(queue)->cap.max_recv_wr)
@@ -332,12 +273,9 @@ PyObject *qp_post_recv_batch(PyObject *self, PyObject *args, PyObject *kw)
 	b = (RecvBatchObject *)recv_batch_build(ST.RecvBatch_type, &a);
 	if (b == NULL)
 		return NULL;
-	if (b->n > (Py_ssize_t)QPO(self)->cap.max_recv_wr)
-		PyErr_Format(PyExc_ValueError,
-			     "%zd rows do not fit the receive queue (%u WRs): "
-			     "post a RecvBatch in pieces",
-			     b->n, QPO(self)->cap.max_recv_wr);
-	else if (recv_batch_ready(b) == 0)
+	if (batch_check_rows((BatchBase *)b, QPO(self)->cap.max_recv_wr,
+			     "receive", "RecvBatch") == 0 &&
+	    batch_mr_ready((BatchBase *)b) == 0)
 		res = recv_batch_post_rows(b, self, 0, b->n);
 	Py_DECREF(b);
 	if (res == NULL)
@@ -346,34 +284,10 @@ PyObject *qp_post_recv_batch(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-static int recv_batch_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	Py_VISIT((PyObject *)Py_TYPE(self));
-	Py_VISIT(RB(self)->mr);
-	return 0;
-}
-
 static int recv_batch_clear(PyObject *self)
 {
 	Py_CLEAR(RB(self)->mr);
 	return 0;
-}
-
-static void recv_batch_dealloc(PyObject *self)
-{
-	PyTypeObject *tp = Py_TYPE(self);
-
-	PyObject_GC_UnTrack(self);
-	recv_batch_clear(self);
-	PyMem_Free(RB(self)->wrs);
-	PyMem_Free(RB(self)->sges);
-	((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
-	Py_DECREF(tp);
-}
-
-static Py_ssize_t recv_batch_length(PyObject *self)
-{
-	return RB(self)->n;
 }
 
 static PyObject *recv_batch_repr(PyObject *self)
@@ -381,16 +295,11 @@ static PyObject *recv_batch_repr(PyObject *self)
 	return PyUnicode_FromFormat("<RecvBatch of %zd rows>", RB(self)->n);
 }
 
-static PyObject *recv_batch_get_mr(PyObject *self, void *closure)
-{
-	return obj_or_none(RB(self)->mr);
-}
-
 static PyMethodDef recv_batch_methods[] = { METHOD_KW("post", recv_batch_post),
 					    { NULL, NULL, 0, NULL } };
 
 static PyGetSetDef recv_batch_getset[] = {
-	{ "mr", recv_batch_get_mr, NULL,
+	{ "mr", batch_get_mr, NULL,
 	  "The MR the local offsets index, or None (addresses).", NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
@@ -423,13 +332,13 @@ PyDoc_STRVAR(
 static PyType_Slot recv_batch_slots[] = {
 	{ Py_tp_doc, (void *)recv_batch__doc__ },
 	{ Py_tp_new, recv_batch_new },
-	{ Py_tp_dealloc, recv_batch_dealloc },
-	{ Py_tp_traverse, recv_batch_traverse },
+	{ Py_tp_dealloc, batch_dealloc },
+	{ Py_tp_traverse, batch_traverse },
 	{ Py_tp_clear, recv_batch_clear },
 	{ Py_tp_repr, recv_batch_repr },
 	{ Py_tp_methods, recv_batch_methods },
 	{ Py_tp_getset, recv_batch_getset },
-	{ Py_sq_length, recv_batch_length },
+	{ Py_sq_length, batch_length },
 	{ 0, NULL }
 };
 

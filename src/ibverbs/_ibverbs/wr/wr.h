@@ -135,8 +135,78 @@ extern const char qp_post_send__doc__[], qp_post_recv__doc__[],
 extern PyType_Spec SendBatch_spec; /* batch.c */
 extern PyType_Spec RecvBatch_spec; /* recv_batch.c */
 
+/* The start of SendBatch's and RecvBatch's objects: n WRs of wr_type,
+ * linked through next, and their n SGEs, one per WR (PyMem, owned); the
+ * MR the local offsets index (held), or NULL (addresses and lkeys), with
+ * its address, length and lkey as built (a re-registered MR moved
+ * them). */
+#define BATCH_HEAD(wr_type)          \
+	PyObject_HEAD                \
+	wr_type *wrs;                \
+	struct ibv_sge *sges;        \
+	Py_ssize_t n;                \
+	PyObject *mr;                \
+	uint64_t mr_addr, mr_length; \
+	uint32_t mr_lkey;
+
+typedef struct {
+	BATCH_HEAD(void)
+} BatchBase;
+
+/* batch_base.c: allocate n WRs of wr_size bytes and their SGEs, and hold
+ * mr (or NULL): 0, or -1 with MemoryError (the object frees what was
+ * allocated). */
+int batch_init(BatchBase *b, Py_ssize_t n, size_t wr_size, PyObject *mr);
+/* Exactly one of mr and lkey given (lkey None: not given): 0, or -1 with
+ * ValueError. */
+int batch_mr_or_lkey(PyObject *mr, PyObject *lkey);
+/* The batch's MR (if any) is open and as built: 0, or -1 with EBADF or
+ * ValueError. */
+int batch_mr_ready(BatchBase *b);
+/* ValueError "<type> row i: what (v)": -1. */
+int batch_row_error(const char *type, Py_ssize_t i, const char *what,
+		    unsigned long long v);
+/* Row i's SGE fields, checked: the length fits 32 bits and, has_mr,
+ * lies inside the MR's mr_length bytes from offset local.  0, or -1
+ * with the ValueError of batch_row_error. */
+static inline int batch_sge_check(const char *type, Py_ssize_t i,
+				  uint64_t local, uint64_t len, int has_mr,
+				  uint64_t mr_length)
+{
+	if (len > UINT32_MAX)
+		return batch_row_error(type, i, "length does not fit 32 bits",
+				       len);
+	if (has_mr && (local > mr_length || len > mr_length - local))
+		return batch_row_error(type, i,
+				       "offset + length is past the MR's "
+				       "end: offset",
+				       local);
+	return 0;
+}
+
+/* The batch's rows fit a queue of room WRs (what: "send", "receive";
+ * type: the batch's, for the error): 0, or -1 with ValueError. */
+int batch_check_rows(BatchBase *b, unsigned int room, const char *what,
+		     const char *type);
+/* A post method's (queue, a=None, b=None): queue of type qtype or qtype2
+ * (NULL: none; qname in the error), a and b ints >= 0 (None or left out:
+ * da and db); kwlist their names and fmt the PyArg format.  0 or -1. */
+int batch_queue_args(PyObject *args, PyObject *kw, char **kwlist,
+		     const char *fmt, PyTypeObject *qtype, PyTypeObject *qtype2,
+		     const char *qname, PyObject **queue, Py_ssize_t da,
+		     Py_ssize_t *a, Py_ssize_t db, Py_ssize_t *b);
+/* The slots and getters that read only the head: tp_traverse (the type
+ * and the MR), tp_dealloc (calls the type's tp_clear, frees the rows),
+ * sq_length, and the ``mr`` getter. */
+int batch_traverse(PyObject *self, visitproc visit, void *arg);
+void batch_dealloc(PyObject *self);
+Py_ssize_t batch_length(PyObject *self);
+PyObject *batch_get_mr(PyObject *self, void *closure);
+
 /* A column: n items of itemsize bytes at data (owner keeps that memory
- * while the column is held), or, n < 0, the int scalar for every row. */
+ * while the column is held), or, n < 0, the int scalar for every row.
+ * A read column's rows are also at u64, as 64-bit values: data itself
+ * when its items are aligned 8-byte ones, else wide, a widened copy. */
 typedef struct {
 	const char *name;
 	const void *data;
@@ -144,6 +214,8 @@ typedef struct {
 	int itemsize, is_signed;
 	uint64_t scalar;
 	PyObject *owner;
+	const uint64_t *u64; /* NULL: a scalar, or a written column */
+	uint64_t *wide; /* PyMem, or NULL */
 } Column;
 
 /* column_get's flags: an int stands for every row; the column is written
@@ -161,36 +233,30 @@ void column_release(Column *c);
 int column_check_len(const Column *c, Py_ssize_t n);
 int64_t column_signed_at(const Column *c, Py_ssize_t i);
 
-/* Row i of c as an unsigned value (a read column holds none negative). */
+/* Row i of a read column as an unsigned value (none is negative). */
 static inline uint64_t column_at(const Column *c, Py_ssize_t i)
 {
-	const char *p;
+	return c->u64 ? c->u64[i] : c->scalar;
+}
 
-	if (c->n < 0)
-		return c->scalar;
-	p = (const char *)c->data + i * c->itemsize;
-	switch (c->itemsize) {
-	case 8: {
-		uint64_t v;
+/* A read column as a loop over its rows reads it, with no branch: row i
+ * is p[i & mask] (mask 0: the scalar, p pointing into the Column, which
+ * must stay where it is for the loop). */
+typedef struct {
+	const uint64_t *p;
+	Py_ssize_t mask;
+} ColumnRows;
 
-		memcpy(&v, p, 8);
-		return v;
-	}
-	case 4: {
-		uint32_t v;
+static inline ColumnRows column_rows(const Column *c)
+{
+	ColumnRows r = { c->u64 ? c->u64 : &c->scalar, c->u64 ? -1 : 0 };
 
-		memcpy(&v, p, 4);
-		return v;
-	}
-	case 2: {
-		uint16_t v;
+	return r;
+}
 
-		memcpy(&v, p, 2);
-		return v;
-	}
-	default:
-		return *(const uint8_t *)p;
-	}
+static inline uint64_t rows_at(ColumnRows r, Py_ssize_t i)
+{
+	return r.p[i & r.mask];
 }
 
 /* Store v into row i of a written column, cut to its item size. */

@@ -1,0 +1,160 @@
+/*
+ * batch_base.c - what SendBatch (batch.c) and RecvBatch (recv_batch.c)
+ * share: the rows and the MR at the start of both objects (BATCH_HEAD in
+ * wr/wr.h), their allocation, the MR's checks before a post, the row
+ * errors, the post methods' (queue, a, b) arguments, and the type slots
+ * and getters that read only the head.
+ */
+#include "ibverbs.h"
+#include "mem/mem.h"
+#include "wr/wr.h"
+
+#include <string.h>
+
+int batch_init(BatchBase *b, Py_ssize_t n, size_t wr_size, PyObject *mr)
+{
+	b->wrs = PyMem_Calloc((size_t)n, wr_size);
+	b->sges = PyMem_Calloc((size_t)n, sizeof(*b->sges));
+	if (b->wrs == NULL || b->sges == NULL) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	b->n = n;
+	if (mr != NULL) {
+		MRObject *m = (MRObject *)mr;
+
+		Py_INCREF(mr);
+		b->mr = mr;
+		b->mr_addr = m->addr;
+		b->mr_length = m->length;
+		b->mr_lkey = ((struct ibv_mr *)HANDLE(m)->obj)->lkey;
+	}
+	return 0;
+}
+
+int batch_mr_or_lkey(PyObject *mr, PyObject *lkey)
+{
+	if ((mr == NULL) == (lkey == NULL || lkey == Py_None)) {
+		PyErr_SetString(PyExc_ValueError,
+				"give an MR (local holds offsets into it) or "
+				"lkey (local holds addresses), not both");
+		return -1;
+	}
+	return 0;
+}
+
+int batch_mr_ready(BatchBase *b)
+{
+	MRObject *mr = (MRObject *)b->mr;
+
+	if (mr == NULL)
+		return 0;
+	if (handle_check(HANDLE(mr)) < 0)
+		return -1;
+	if (mr->addr != b->mr_addr ||
+	    ((struct ibv_mr *)HANDLE(mr)->obj)->lkey != b->mr_lkey) {
+		PyErr_SetString(PyExc_ValueError,
+				"the batch's MR was re-registered since the "
+				"batch was built: build it again");
+		return -1;
+	}
+	return 0;
+}
+
+int batch_row_error(const char *type, Py_ssize_t i, const char *what,
+		    unsigned long long v)
+{
+	PyErr_Format(PyExc_ValueError, "%s row %zd: %s (%llu)", type, i, what,
+		     v);
+	return -1;
+}
+
+int batch_check_rows(BatchBase *b, unsigned int room, const char *what,
+		     const char *type)
+{
+	if (b->n <= (Py_ssize_t)room)
+		return 0;
+	PyErr_Format(PyExc_ValueError,
+		     "%zd rows do not fit the %s queue (%u WRs): post a %s "
+		     "in pieces",
+		     b->n, what, room, type);
+	return -1;
+}
+
+/* An optional Py_ssize_t argument (None or left out: dflt). */
+static int ssize_arg(PyObject *o, const char *name, Py_ssize_t dflt,
+		     Py_ssize_t *out)
+{
+	if (o == NULL || o == Py_None) {
+		*out = dflt;
+		return 0;
+	}
+	if (!PyLong_Check(o))
+		return arg_type_error(name, "int", 1, o);
+	*out = PyLong_AsSsize_t(o);
+	if (*out == -1 && PyErr_Occurred())
+		return -1;
+	if (*out < 0) {
+		PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %zd", name,
+			     *out);
+		return -1;
+	}
+	return 0;
+}
+
+int batch_queue_args(PyObject *args, PyObject *kw, char **kwlist,
+		     const char *fmt, PyTypeObject *qtype, PyTypeObject *qtype2,
+		     const char *qname, PyObject **queue, Py_ssize_t da,
+		     Py_ssize_t *a, Py_ssize_t db, Py_ssize_t *b)
+{
+	PyObject *s = NULL, *c = NULL;
+	Py_ssize_t nargs = PyTuple_Size(args);
+
+	*queue = NULL;
+	/* Parsed by hand: the data path, where args_parse costs
+	 * instructions. */
+	if (kw == NULL && nargs >= 1 && nargs <= 3) {
+		*queue = PyTuple_GetItem(args, 0);
+		s = nargs > 1 ? PyTuple_GetItem(args, 1) : NULL;
+		c = nargs > 2 ? PyTuple_GetItem(args, 2) : NULL;
+	} else if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, queue,
+						&s, &c))
+		return -1;
+	if (!PyObject_TypeCheck(*queue, qtype) &&
+	    (qtype2 == NULL || !PyObject_TypeCheck(*queue, qtype2)))
+		return arg_type_error(kwlist[0], qname, 0, *queue);
+	if (ssize_arg(s, kwlist[1], da, a) < 0 ||
+	    ssize_arg(c, kwlist[2], db, b) < 0)
+		return -1;
+	return 0;
+}
+
+int batch_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT((PyObject *)Py_TYPE(self));
+	Py_VISIT(((BatchBase *)self)->mr);
+	return 0;
+}
+
+void batch_dealloc(PyObject *self)
+{
+	PyTypeObject *tp = Py_TYPE(self);
+	BatchBase *b = (BatchBase *)self;
+
+	PyObject_GC_UnTrack(self);
+	((inquiry)PyType_GetSlot(tp, Py_tp_clear))(self);
+	PyMem_Free(b->wrs);
+	PyMem_Free(b->sges);
+	((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
+	Py_DECREF(tp);
+}
+
+Py_ssize_t batch_length(PyObject *self)
+{
+	return ((BatchBase *)self)->n;
+}
+
+PyObject *batch_get_mr(PyObject *self, void *closure)
+{
+	return obj_or_none(((BatchBase *)self)->mr);
+}
