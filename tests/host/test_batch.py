@@ -441,7 +441,7 @@ def body(fake):
     assert res.live == 0, res.live_report
 
 
-def test_progress_post_failure_and_strangers_end_the_run(recording):
+def test_progress_goes_on_after_a_failed_verb_and_strangers_end_it(recording):
     res = run(
         recording,
         """
@@ -449,11 +449,13 @@ def body(fake):
     buf, ctx, pd, cq, mr, qp = world()
     b = ibverbs.SendBatch(mr, np.arange(40) * 8, 8, np.arange(40), 1, wr_id=500)
     out = []
-    fake.fail("post_send", 12)
-    try:
-        b.progress(qp)
-    except ibverbs.VerbsError as e:
-        out.append(str(e))
+    for verb in ("post_send", "poll_cq"):
+        fake.fail(verb, 12)
+        try:
+            b.progress(qp)
+        except ibverbs.VerbsError as e:
+            out.append(str(e))
+        out.append(b.progress(qp))  # the run goes on, counts intact
     wr = ibverbs.SendWR(wr_id=9, opcode=enums.WROpcode.RDMA_WRITE, remote_addr=0,
                         rkey=1, send_flags=enums.SendFlags.SIGNALED)
     qp.post_send(wr)  # a completion that is none of the batch's
@@ -471,9 +473,10 @@ def body(fake):
 """,
     )
     out = res.ok()
-    assert "index 0 (wr_id=500)" in out[0]
-    assert "wr_id 9 is not a row in flight" in out[1]
-    assert out[2] == errno.EBADF
+    assert "index 0 (wr_id=500)" in out[0] and out[1] == 40
+    assert "ibv_poll_cq" in out[2] and out[3] == 40
+    assert "wr_id 9 is not a row in flight" in out[4]
+    assert out[5] == errno.EBADF
     assert res.live == 0, res.live_report
 
 

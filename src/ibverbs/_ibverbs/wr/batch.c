@@ -584,7 +584,9 @@ static PyObject *run_failed(const struct ibv_wc *wc, Py_ssize_t row,
 }
 
 /* One run's loop: post while the bound allows, reap, until a poll comes
- * back empty or every row is complete.  0, or -1 with an error set. */
+ * back empty or every row is complete.  0; -1 with an error set when a
+ * verb failed (the run's counts stay true: it can go on); -2 with an
+ * error set when a completion failed or is not the run's (it ends). */
 static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_cq *cq,
 		    Py_ssize_t depth, Py_ssize_t piece)
 {
@@ -604,6 +606,11 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_cq *cq,
 			rc = send_post_range(b, QPP(qp), b->run_posted, end,
 					     &bad);
 			if (rc != 0) {
+				/* The rows before bad are posted: the next
+				 * piece's signaled row completes them. */
+				if (bad >= &b->wrs[b->run_posted] &&
+				    bad < &b->wrs[end])
+					b->run_posted = bad - b->wrs;
 				send_post_error(b, qp, rc, bad);
 				return -1;
 			}
@@ -621,7 +628,7 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_cq *cq,
 			row = run_row(b, wc[k].wr_id);
 			if (wc[k].status != IBV_WC_SUCCESS) {
 				run_failed(&wc[k], row, b->run_posted);
-				return -1;
+				return -2;
 			}
 			if (row < 0) {
 				PyErr_Format(PyExc_ValueError,
@@ -631,7 +638,7 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_cq *cq,
 					     "CQ must carry only this "
 					     "batch's completions",
 					     (unsigned long long)wc[k].wr_id);
-				return -1;
+				return -2;
 			}
 			b->run_done = row + 1;
 		}
@@ -679,8 +686,10 @@ PyDoc_STRVAR(
 	"        each, left in the CQ.\n"
 	"    VerbsError: EBADF if the QP or the MR is closed; EBUSY in a\n"
 	"        QPEx ``wr_start()`` batch; else the provider refused a post\n"
-	"        (the message names the row). A raise ends the run: the\n"
-	"        completions of rows still in flight stay in the CQ.");
+	"        (the message names the row) or ``ibv_poll_cq`` failed.\n"
+	"        The run stays under way (call again to go on, or\n"
+	"        ``reset()``); a CompletionError or ValueError ends it, the\n"
+	"        completions of rows still in flight left in the CQ.");
 
 static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 				     PyObject *kw)
@@ -731,7 +740,7 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 	}
 	rc = run_loop(b, qp, (struct ibv_cq *)HANDLE(cq)->obj, depth, piece);
 	done = b->run_done;
-	if (rc < 0 || done == b->n)
+	if (rc == -2 || done == b->n)
 		run_end(b);
 	OBJ_LOCKED_END();
 	if (rc < 0)
