@@ -129,6 +129,10 @@ class FlowSpec:
             if v is not None:
                 self.val[n] = _conv(kinds[n], n, v)
                 self.mask[n] = _KINDS[kinds[n]][1]
+        if mask is not None and not isinstance(mask, dict):
+            raise TypeError(
+                f"{type(self).__name__}: mask must be a dict, not {type(mask).__name__}"
+            )
         for n, v in (mask or {}).items():
             if n not in names:
                 raise TypeError(f"{type(self).__name__}: mask has an unknown field {n!r}")

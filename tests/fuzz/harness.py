@@ -40,20 +40,11 @@ PROMISED: tuple[type[BaseException], ...] = (
 
 
 def is_promised(exc: BaseException) -> bool:
-    """exc is a documented answer to bad input.  An AttributeError passes
-    only when raised by the package's Python code (a wrong type reaching
-    a record's __init__): the C core's answer is always a TypeError."""
+    """exc is a documented answer to bad input (an AttributeError is not:
+    a wrong type is a TypeError, in the C core and the Python records)."""
     if isinstance(exc, SystemError):
         return False
-    if isinstance(exc, PROMISED):
-        return True
-    if isinstance(exc, AttributeError):
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-        name = tb.tb_frame.f_code.co_filename if tb is not None else ""
-        return "/ibverbs/" in name and name.endswith(".py")
-    return False
+    return isinstance(exc, PROMISED)
 
 
 def double_path() -> str:

@@ -178,6 +178,8 @@ def test_bad_specs_and_attrs():
         ib.FlowSpecTCPUDP(dst_port="80")
     with pytest.raises(TypeError):
         ib.FlowSpecIPv4(mask={"nope": 1})
+    with pytest.raises(TypeError, match="mask must be a dict, not list"):
+        ib.FlowSpecIPv4(mask=[("src_ip", 1)])  # was an AttributeError (found by fuzzing)
     with pytest.raises(ValueError):
         ib.FlowSpecActionTag(-1)
     with pytest.raises(ValueError):
