@@ -209,3 +209,50 @@ def test_query_gid_ex_does_not_leak(recording):
     v = recording.run(body).ok()
     # One leaked bytes object per call would be 5000 blocks.
     assert v["grown"] < 50, v
+
+
+def test_find_gid_by_ip_and_the_errors(recording):
+    def body(fake):
+        import ipaddress
+
+        import ibverbs
+
+        out = {}
+        with ibverbs.Context("fake0") as ctx:
+            for ip in ("192.0.2.1", ipaddress.IPv4Address("192.0.2.1"), "::ffff:192.0.2.1"):
+                e = ctx.find_gid(ip=ip)
+                out.setdefault("found", []).append([e.index, e.port, int(e.gid_type)])
+            out["default"] = ctx.find_gid().index
+            for kw in (
+                {"ip": "192.0.2.9"},
+                {"ip": "not an address"},
+                {"gid_type": ibverbs.GIDType.IB},
+                {"ip": "192.0.2.1", "gid_type": ibverbs.GIDType.ROCE_V1},
+            ):
+                try:
+                    ctx.find_gid(**kw)
+                except ValueError as e:
+                    out.setdefault("value", []).append(str(e))
+            try:
+                ctx.find_gid(ip=3232235521)
+            except TypeError as e:
+                out["type"] = str(e)
+        with ibverbs.Context("fake1") as ib_ctx:
+            out["ib"] = ib_ctx.find_gid(gid_type=ibverbs.GIDType.IB).index
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    roce2 = 2  # IBV_GID_TYPE_ROCE_V2
+    assert out["found"] == [[1, 1, roce2]] * 3
+    assert out["default"] == 1  # the IPv4-mapped one
+    assert out["value"] == [
+        "fake0 port 1 has no GID of type 2 for 192.0.2.9",
+        "not an IP address: 'not an address'",
+        "fake0 port 1 has no GID of type 0 with an IPv4 address (give the netdev an IPv4 "
+        "address, or pass ip)",
+        "fake0 port 1 has no GID of type 1 for 192.0.2.1",
+    ]
+    assert out["type"].startswith("ip must be a str, an ipaddress address")
+    assert out["ib"] == 0
+    assert len(res.calls("query_gid_table")) == 8
