@@ -166,3 +166,108 @@ def test_run_needs_a_server_or_loopback_and_the_cli_prints_text(recording):
         ["send_lat", "8", "4"],
         ["send_lat", "16", "4"],
     ]
+
+
+def _served(recording, *argv):
+    """The server as its own process (python -m ibverbs perf, server mode:
+    it exits normally, so its coverage counts), the client here with
+    ibverbs.perf.run(argv + the server)."""
+
+    def body(fake, argv):
+        import os
+        import socket
+        import subprocess
+        import sys
+
+        from ibverbs.perf.cli import run
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = str(s.getsockname()[1])
+        r, w = os.pipe()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "ibverbs", "perf", argv[0], "-d", "fake0"]
+            + ["-p", port, "--ready-fd", str(w)],
+            pass_fds=[w],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        os.close(w)
+        ready = os.read(r, 2)
+        os.close(r)
+        results = run([*argv, "-d", "fake0", "-p", port, "127.0.0.1"])
+        out, err = server.communicate(timeout=60)
+        return {"ready": ready.decode(), "results": results, "server": [server.returncode, err]}
+
+    return recording.run(body, list(argv))
+
+
+def test_send_bw_against_a_server_process_over_two_qps(recording):
+    res = _served(recording, "send_bw", "-q", "2", "-n", "5", "-s", "64", "-r", "4")
+    out = res.ok()
+    assert out["ready"] == "ok" and out["server"] == [0, ""]
+    (r,) = out["results"]
+    assert (r["test"], r["qps"], r["msgs"], r["size"]) == ("send_bw", 2, 10, 64)
+    posts = _posts(res)
+    assert len({qp for qp, _ in posts}) == 2
+    assert [wrs for _, wrs in posts] == [[(int(WROpcode.SEND), SIGNALED, 64)]] * 10
+
+
+def test_send_bw_and_send_lat_against_a_server_process(recording):
+    bw = _served(recording, "send_bw", "-n", "6", "-s", "8,32", "-r", "2").ok()
+    assert bw["server"] == [0, ""]
+    assert [(r["size"], r["msgs"]) for r in bw["results"]] == [(8, 6), (32, 6)]
+    lat = _served(recording, "send_lat", "-n", "3", "-s", "8").ok()
+    assert lat["server"] == [0, ""]
+    assert [(r["test"], r["iters"]) for r in lat["results"]] == [("send_lat", 3)]
+    rd = _served(recording, "read_bw", "-n", "2", "-s", "8").ok()
+    assert rd["server"] == [0, ""] and rd["results"][0]["msgs"] == 2
+
+
+def test_a_server_refuses_options_the_client_did_not_check(recording):
+    """The server checks the client's options again and sends its error
+    back: the client raises PerfError with the server's message."""
+
+    def body(fake):
+        import os
+        import socket
+        import subprocess
+        import sys
+
+        from ibverbs import _oob
+        from ibverbs.perf import PerfError
+        from ibverbs.perf.session import recv_msg
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        r, w = os.pipe()
+        cmd = [sys.executable, "-m", "ibverbs", "perf", "write_lat", "-d", "fake0"]
+        server = subprocess.Popen(
+            [*cmd, "-p", str(port), "--ready-fd", str(w)],
+            pass_fds=[w],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        os.close(w)
+        os.read(r, 2)
+        os.close(r)
+        out = {}
+        with _oob.connect("127.0.0.1", port, timeout=30, retry=False) as conn:
+            cfg = {"test": "write_lat", "qps": 2, "tx_depth": 8, "rx_depth": 8}
+            cfg.update({"post_list": 1, "cq_mod": 1, "inline": 0, "sizes": [8]})
+            cfg.update({"iters": 1, "max_bytes": 0, "timeout": 5.0})
+            _oob.send(conn, cfg)
+            try:
+                recv_msg(conn)
+            except PerfError as e:
+                out["client"] = str(e)
+        _, err = server.communicate(timeout=60)
+        out["server"] = [server.returncode, err]
+        return out
+
+    out = recording.run(body).ok()
+    assert out["client"] == "peer: the latency tests use one QP"
+    assert out["server"] == [1, "error: the latency tests use one QP\n"]
