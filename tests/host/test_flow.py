@@ -370,3 +370,63 @@ def test_create_flow_passes_the_attr_and_every_spec_field(recording):
     assert "spec[0].bytes" not in rec  # every spec type was decoded
     assert len(res.calls("destroy_flow")) == 1
     assert res.live == 0, res.live_report
+
+
+def test_create_flow_refuses_malformed_bytes_before_the_verb(recording):
+    """QP.create_flow(bytes) checks the buffer's sizes before the provider
+    reads it: each malformed buffer is a ValueError and no verb runs."""
+
+    def body(fake):
+        import struct
+
+        import ibverbs
+        from ibverbs import flow
+
+        good = flow.FlowAttr(specs=[flow.FlowSpecEth(ether_type=0x0800)]).to_bytes()
+        size = struct.unpack_from("<H", good, 8)[0]  # ibv_flow_attr.size
+
+        def patched(data, off, fmt, value):
+            b = bytearray(data)
+            struct.pack_into(fmt, b, off, value)
+            return bytes(b)
+
+        attr_len = 20  # sizeof(struct ibv_flow_attr): the first spec's offset
+        cases = [
+            b"\0" * 4,
+            good + b"\0",
+            patched(good, 12, "<B", 2),  # num_of_specs 2, one spec
+            patched(good, attr_len + 4, "<H", 2),  # the spec's size below its header
+            patched(good + bytes(8), 8, "<H", size + 8),  # 8 bytes no spec covers
+        ]
+        out = {"size": [size, len(good)]}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+            qp = pd.create_qp(ibverbs.QPInitAttr(cq, qp_type=ibverbs.QPType.RAW_PACKET))
+            fake.clear()
+            for data in cases:
+                try:
+                    qp.create_flow(data)
+                except ValueError as e:
+                    out.setdefault("errors", []).append(str(e))
+            try:
+                qp.create_flow(bytearray(good))
+            except TypeError as e:
+                out["type"] = str(e)
+            out["verbs"] = [r.verb for r in fake.take()]
+            with qp.create_flow(good) as f:
+                out["ok"] = type(f).__name__
+            qp.close()
+        return out
+
+    out = recording.run(body).ok()
+    size = out["size"][0]
+    assert size == out["size"][1]
+    assert out["errors"] == [
+        "a flow attr is 20..65535 bytes, got 4",
+        f"flow attr size field {size} != buffer length {size + 1}",
+        "spec 1 starts past the buffer's end",
+        "spec 0 has size 2: outside the buffer",
+        "8 bytes after the 1 spec(s)",
+    ]
+    assert out["type"].startswith("flow_attr must be a FlowAttr or bytes")
+    assert out["verbs"] == []
+    assert out["ok"] == "Flow"
