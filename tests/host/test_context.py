@@ -8,6 +8,8 @@ tests/device/test_context_device.py."""
 
 from __future__ import annotations
 
+import errno
+
 from ibverbs import enums
 
 
@@ -256,3 +258,48 @@ def test_find_gid_by_ip_and_the_errors(recording):
     assert out["type"].startswith("ip must be a str, an ipaddress address")
     assert out["ib"] == 0
     assert len(res.calls("query_gid_table")) == 8
+
+
+def test_context_fds_refused_arguments_and_a_bad_import_fd(recording):
+    def body(fake):
+        import os
+
+        import ibverbs
+
+        out = {}
+        with ibverbs.Context("fake0") as ctx:
+            out["fds"] = [type(ctx.async_fd).__name__, type(ctx.cmd_fd).__name__]
+            fake.clear()
+            for call in (
+                lambda: ctx.query_port("1"),
+                lambda: ctx.query_gid(1, "0"),
+                lambda: ctx.query_gid_ex(1, "0"),
+                lambda: ctx.query_pkey(1, None),
+                lambda: ibverbs.Context.import_device("3"),
+            ):
+                try:
+                    call()
+                except TypeError as e:
+                    out.setdefault("type", []).append(str(e))
+            out["verbs"] = [r.verb for r in fake.take()]
+            r, w = os.pipe()
+            os.close(r)
+            os.close(w)
+            try:
+                ibverbs.Context.import_device(r)
+            except ibverbs.VerbsError as e:
+                out["import"] = [e.errno, e.operation, str(e).endswith(f"cmd_fd {r}")]
+        for getter in ("async_fd", "cmd_fd", "num_comp_vectors"):
+            try:
+                getattr(ctx, getter)
+            except ibverbs.VerbsError as e:
+                out.setdefault("closed", []).append(e.errno)
+        return out
+
+    out = recording.run(body).ok()
+    assert out["fds"] == ["int", "int"]
+    assert len(out["type"]) == 5
+    assert out["type"][0].startswith("port_num must be an int")
+    assert out["verbs"] == []
+    assert out["import"] == [errno.EBADF, "ibv_import_device", True]
+    assert out["closed"] == [errno.EBADF] * 3
