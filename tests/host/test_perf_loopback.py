@@ -9,6 +9,8 @@ tests/device/test_perf*.py."""
 
 from __future__ import annotations
 
+import json
+
 from ibverbs import SendFlags, WROpcode
 
 SIGNALED, INLINE = int(SendFlags.SIGNALED), int(SendFlags.INLINE)
@@ -179,6 +181,7 @@ def _served(recording, *argv):
         import subprocess
         import sys
 
+        from ibverbs.perf import PerfError
         from ibverbs.perf.cli import run
 
         with socket.socket() as s:
@@ -196,7 +199,10 @@ def _served(recording, *argv):
         os.close(w)
         ready = os.read(r, 2)
         os.close(r)
-        results = run([*argv, "-d", "fake0", "-p", port, "127.0.0.1"])
+        try:
+            results = run([*argv, "-d", "fake0", "-p", port, "127.0.0.1"])
+        except PerfError as e:
+            results = {"error": str(e)}
         out, err = server.communicate(timeout=60)
         return {"ready": ready.decode(), "results": results, "server": [server.returncode, err]}
 
@@ -271,3 +277,54 @@ def test_a_server_refuses_options_the_client_did_not_check(recording):
     out = recording.run(body).ok()
     assert out["client"] == "peer: the latency tests use one QP"
     assert out["server"] == [1, "error: the latency tests use one QP\n"]
+
+
+def test_write_lat_server_times_out_without_the_clients_write(recording):
+    out = _served(recording, "write_lat", "-n", "2", "--timeout", "0.2").ok()
+    # the double moves no bytes: the server waits for the client's write,
+    # the client for the server's; each side gives up after the timeout
+    assert out["results"] == {
+        "error": "write_lat size 8: no progress before the timeout (iteration 0)"
+    }
+    rc, err = out["server"]
+    assert rc == 1
+    assert err == "error: write_lat size 8: no progress before the timeout (iteration 0)\n"
+
+
+def test_cli_bw_text_json_lines_and_size_errors(recording):
+    def body(fake):
+        import socket
+        import subprocess
+        import sys
+
+        def port():
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                return str(s.getsockname()[1])
+
+        perf = [sys.executable, "-m", "ibverbs", "perf"]
+        out = {}
+        for key, argv in (
+            ("text", ["write_bw", "-n", "4", "-s", "64,128", "--loopback", "-p", port()]),
+            ("json", ["read_bw", "-n", "2", "-s", "1K", "--json", "--loopback", "-p", port()]),
+            ("bad", ["write_bw", "-s", "4X"]),
+            ("big", ["write_bw", "-s", "2G"]),
+        ):
+            p = subprocess.run([*perf, *argv], capture_output=True, text=True, timeout=120)
+            out[key] = [p.returncode, p.stdout.splitlines(), p.stderr.splitlines()[-1:]]
+        return out
+
+    out = recording.run(body).ok()
+    rc, lines, err = out["text"]
+    assert (rc, err) == (0, [])
+    assert lines[0].split() == ["test", "bytes", "msgs", "K", "msg/s", "MB/s"]
+    assert [ln.split()[:3] for ln in lines[1:]] == [
+        ["write_bw", "64", "4"],
+        ["write_bw", "128", "4"],
+    ]
+    rc, lines, err = out["json"]
+    assert (rc, err) == (0, [])
+    (doc,) = [json.loads(ln) for ln in lines]
+    assert (doc["test"], doc["size"], doc["msgs"], doc["device"]) == ("read_bw", 1024, 2, "fake0")
+    assert out["bad"][0] == 2 and "bad size '4X'" in out["bad"][2][0]
+    assert out["big"][0] == 2 and "size '2G' out of 1 B .. 1 GiB" in out["big"][2][0]
