@@ -430,3 +430,34 @@ def test_create_flow_refuses_malformed_bytes_before_the_verb(recording):
     assert out["type"].startswith("flow_attr must be a FlowAttr or bytes")
     assert out["verbs"] == []
     assert out["ok"] == "Flow"
+
+
+def test_spec_address_forms_reprs_and_attr_limits():
+    from ibverbs import flow
+
+    for bad, exc in (("aa:bb:cc", ValueError), ("aa:bb:cc:dd:ee:zz", ValueError), (5, TypeError)):
+        with pytest.raises(exc, match="dst_mac"):
+            flow.FlowSpecEth(dst_mac=bad)
+    raw = bytes(range(6))
+    assert flow.FlowSpecEth(dst_mac=bytearray(raw)).val["dst_mac"] == raw
+    six = ipaddress.IPv6Address("fe80::1")
+    by_int = flow.FlowSpecIPv6(src_ip=int(six))
+    assert by_int.val["src_ip"] == six.packed
+    assert flow.FlowSpecIPv6(src_ip=bytearray(six.packed)).val["src_ip"] == six.packed
+    with pytest.raises(TypeError, match="an IPv6 address is text, 16 bytes or an int"):
+        flow.FlowSpecIPv6(dst_ip=b"short")
+    eth = flow.FlowSpecEth(ether_type=0x0800, inner=True)
+    assert repr(eth) == "FlowSpecEth(ether_type=2048, inner=True)"
+    assert repr(flow.FlowSpecActionTag(7)) == "FlowSpecActionTag(tag_id=7)"
+    assert repr(flow.FlowSpecActionDrop()) == "FlowSpecActionDrop()"
+    with pytest.raises(TypeError, match="FlowAttr.priority must be an int, not str"):
+        flow.FlowAttr(priority="high").to_bytes()
+    # 255 of the largest spec (IPv6, 88 bytes) fit: only a FlowSpec subclass
+    # with a larger body reaches the attr's 16-bit size limit
+
+    class Huge(flow.FlowSpecActionDrop):
+        def to_bytes(self):
+            return bytes(70000)
+
+    with pytest.raises(ValueError, match="the flow attr is 70020 bytes, more than 65535"):
+        flow.FlowAttr(specs=[Huge()]).to_bytes()
