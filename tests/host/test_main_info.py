@@ -5,22 +5,29 @@ double's devices: the GID types come from ibv_query_gid_ex."""
 
 from __future__ import annotations
 
+import errno
 import json
 
 
-def _main(recording, *argv):
-    def body(fake, argv):
+def _main(recording, *argv, fail=()):
+    """main(argv) in the double's child, the failures in fail armed first
+    ((verb, errno, skip) for the double's fail_nth)."""
+
+    def body(fake, argv, fail):
         import contextlib
         import io
 
         from ibverbs.__main__ import main
+
+        for verb, err, skip in fail:
+            fake.fail_nth(verb, err, skip)
 
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = main(argv)
         return [rc, out.getvalue(), err.getvalue()]
 
-    return recording.run(body, list(argv))
+    return recording.run(body, list(argv), [list(f) for f in fail])
 
 
 def test_info_json_of_one_device(recording):
@@ -63,3 +70,12 @@ def test_info_of_an_unknown_device_is_exit_code_1(recording):
     rc, text, err = _main(recording, "info", "-d", "nosuch").ok()
     assert (rc, text) == (1, "")
     assert err.startswith("error: ") and "nosuch" in err
+
+
+def test_info_skips_a_gid_it_cannot_read_and_a_type_it_cannot_query(recording):
+    fail = [("query_gid", errno.EIO, 0), ("query_gid_ex", errno.EINVAL, 0)]
+    rc, text, err = _main(recording, "info", "--json", "-d", "fake0", fail=fail).ok()
+    assert (rc, err) == (0, "")
+    (port,) = json.loads(text)["devices"][0]["ports"][:1]
+    # GID 0 unreadable: left out; GID 1's type unknown: None
+    assert [(g["index"], g["type"]) for g in port["gids"]] == [(1, None)]
