@@ -8,6 +8,8 @@ tests/device/test_context_device.py."""
 
 from __future__ import annotations
 
+import errno
+
 from ibverbs import enums
 
 
@@ -209,3 +211,95 @@ def test_query_gid_ex_does_not_leak(recording):
     v = recording.run(body).ok()
     # One leaked bytes object per call would be 5000 blocks.
     assert v["grown"] < 50, v
+
+
+def test_find_gid_by_ip_and_the_errors(recording):
+    def body(fake):
+        import ipaddress
+
+        import ibverbs
+
+        out = {}
+        with ibverbs.Context("fake0") as ctx:
+            for ip in ("192.0.2.1", ipaddress.IPv4Address("192.0.2.1"), "::ffff:192.0.2.1"):
+                e = ctx.find_gid(ip=ip)
+                out.setdefault("found", []).append([e.index, e.port, int(e.gid_type)])
+            out["default"] = ctx.find_gid().index
+            for kw in (
+                {"ip": "192.0.2.9"},
+                {"ip": "not an address"},
+                {"gid_type": ibverbs.GIDType.IB},
+                {"ip": "192.0.2.1", "gid_type": ibverbs.GIDType.ROCE_V1},
+            ):
+                try:
+                    ctx.find_gid(**kw)
+                except ValueError as e:
+                    out.setdefault("value", []).append(str(e))
+            try:
+                ctx.find_gid(ip=3232235521)
+            except TypeError as e:
+                out["type"] = str(e)
+        with ibverbs.Context("fake1") as ib_ctx:
+            out["ib"] = ib_ctx.find_gid(gid_type=ibverbs.GIDType.IB).index
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    roce2 = 2  # IBV_GID_TYPE_ROCE_V2
+    assert out["found"] == [[1, 1, roce2]] * 3
+    assert out["default"] == 1  # the IPv4-mapped one
+    assert out["value"] == [
+        "fake0 port 1 has no GID of type 2 for 192.0.2.9",
+        "not an IP address: 'not an address'",
+        "fake0 port 1 has no GID of type 0 with an IPv4 address (give the netdev an IPv4 "
+        "address, or pass ip)",
+        "fake0 port 1 has no GID of type 1 for 192.0.2.1",
+    ]
+    assert out["type"].startswith("ip must be a str, an ipaddress address")
+    assert out["ib"] == 0
+    assert len(res.calls("query_gid_table")) == 8
+
+
+def test_context_fds_refused_arguments_and_a_bad_import_fd(recording):
+    def body(fake):
+        import os
+
+        import ibverbs
+
+        out = {}
+        with ibverbs.Context("fake0") as ctx:
+            out["fds"] = [type(ctx.async_fd).__name__, type(ctx.cmd_fd).__name__]
+            fake.clear()
+            for call in (
+                lambda: ctx.query_port("1"),
+                lambda: ctx.query_gid(1, "0"),
+                lambda: ctx.query_gid_ex(1, "0"),
+                lambda: ctx.query_pkey(1, None),
+                lambda: ibverbs.Context.import_device("3"),
+            ):
+                try:
+                    call()
+                except TypeError as e:
+                    out.setdefault("type", []).append(str(e))
+            out["verbs"] = [r.verb for r in fake.take()]
+            r, w = os.pipe()
+            os.close(r)
+            os.close(w)
+            try:
+                ibverbs.Context.import_device(r)
+            except ibverbs.VerbsError as e:
+                out["import"] = [e.errno, e.operation, str(e).endswith(f"cmd_fd {r}")]
+        for getter in ("async_fd", "cmd_fd", "num_comp_vectors"):
+            try:
+                getattr(ctx, getter)
+            except ibverbs.VerbsError as e:
+                out.setdefault("closed", []).append(e.errno)
+        return out
+
+    out = recording.run(body).ok()
+    assert out["fds"] == ["int", "int"]
+    assert len(out["type"]) == 5
+    assert out["type"][0].startswith("port_num must be an int")
+    assert out["verbs"] == []
+    assert out["import"] == [errno.EBADF, "ibv_import_device", True]
+    assert out["closed"] == [errno.EBADF] * 3

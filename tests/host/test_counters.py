@@ -140,3 +140,49 @@ def test_comp_cntr_verbs(recording):
     att = res.one("qp_attach_comp_cntr")
     assert att["comp_cntr"] == ptr and att["qp.qp_num"] == res.one("destroy_qp")["qp_num"]
     assert att.prefixed("attr.") == {"comp_mask": 0, "op_mask": 0x11}
+
+
+def test_counters_reprs_bad_arguments_and_a_failed_read(recording):
+    def body(fake):
+        import errno
+
+        import ibverbs
+
+        out = {}
+        with ibverbs.Context("fake0") as ctx:
+            c = ctx.create_counters()
+            cc = ctx.create_comp_cntr(ibverbs.CompCntrType.BYTES)
+            out["repr"] = [repr(c), repr(cc)]
+            for call in (
+                lambda: c.attach_point_flow("packets", 0),
+                lambda: ctx.create_comp_cntr("bytes"),
+            ):
+                try:
+                    call()
+                except TypeError as e:
+                    out.setdefault("type", []).append(str(e))
+            fake.clear()
+            fake.fail("read_counters", errno.EOPNOTSUPP)
+            try:
+                c.read(2, flags=1)
+            except ibverbs.VerbsError as e:
+                out["read"] = [e.errno, e.operation, str(e)]
+            out["retry"] = c.read(2)
+            out["verbs"] = [r.verb for r in fake.take()]
+            c.close()
+            cc.close()
+            out["closed"] = [repr(c), repr(cc)]
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    assert out["repr"] == ["<ibverbs.Counters>", "<ibverbs.CompCntr type=1>"]
+    assert out["type"][0] == "counter_desc must be an int, not <class 'str'>"
+    assert out["type"][1].startswith("type must be an int")
+    assert out["read"][:2] == [errno.EOPNOTSUPP, "ibv_read_counters"]
+    assert "ncounters=2 flags=0x1" in out["read"][2]
+    assert out["retry"] == [1000, 1001]
+    # nothing attached for the TypeErrors; the failed read, then the retry
+    assert out["verbs"] == ["read_counters", "read_counters"]
+    assert out["closed"] == ["<ibverbs.Counters closed>", "<ibverbs.CompCntr closed>"]
+    assert res.live == 0, res.live_report

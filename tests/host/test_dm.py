@@ -72,3 +72,66 @@ def test_device_memory_failures_name_the_verb(recording):
         [errno.EIO, "ibv_memcpy_to_dm"],
     ]
     assert res.live == 0, res.live_report
+
+
+def test_device_memory_attributes_ranges_and_data_types(recording):
+    def body(fake):
+        import ibverbs
+
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            dm = ctx.alloc_dm(256, log_align_req=3)
+            out["attrs"] = [dm.length, dm.log_align_req, dm.handle, dm.imported]
+            out["repr"] = repr(dm)
+            out["ctx"] = dm.context is ctx
+            fake.clear()
+            dm.copy_to(4, bytearray(b"from a bytearray"))
+            dm.copy_to(0, b"")  # nothing to copy: no verb
+            out["empty"] = dm.copy_from(16, 0) == b""
+            took = fake.take()
+            out["verbs"] = [r.verb for r in took]
+            out["data"] = [took[0]["dm_offset"], took[0]["data"].hex()]
+            for call in (
+                lambda: dm.copy_to(250, b"too long"),
+                lambda: dm.copy_from(200, 57),
+                lambda: dm.copy_from(257, 0),
+                lambda: pd.reg_dm_mr(dm, 128, 129, 0),
+                lambda: dm.copy_to(0, memoryview(b"x")),
+                lambda: dm.copy_to(0, "text"),
+            ):
+                try:
+                    call()
+                except (ValueError, TypeError) as e:
+                    out.setdefault("errors", []).append([type(e).__name__, str(e)])
+            out["after"] = [r.verb for r in fake.take()]
+            dm.close()
+            out["closed"] = [repr(dm), dm.length, dm.log_align_req]
+            try:
+                dm.handle
+            except ibverbs.VerbsError as e:
+                out["handle"] = e.errno
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    # the double's handles are ids from 0x100 up
+    assert out["attrs"][:2] == [256, 3] and out["attrs"][3] is False
+    assert out["attrs"][2] >= 0x100
+    assert out["repr"] == "<ibverbs.DM length=256>"
+    assert out["ctx"] is True
+    assert out["empty"] is True
+    assert out["verbs"] == ["memcpy_to_dm"]
+    assert out["data"] == [4, b"from a bytearray".hex()]
+    beyond = "offset {} + length {} is beyond the DM's 256 bytes"
+    assert out["errors"] == [
+        ["ValueError", beyond.format(250, 8)],
+        ["ValueError", beyond.format(200, 57)],
+        ["ValueError", beyond.format(257, 0)],
+        ["ValueError", beyond.format(128, 129)],
+        ["TypeError", "data must be bytes or bytearray, not <class 'memoryview'>"],
+        ["TypeError", "data must be bytes or bytearray, not <class 'str'>"],
+    ]
+    assert out["after"] == []  # refused before any verb
+    assert out["closed"] == ["<ibverbs.DM closed>", 256, 3]
+    assert out["handle"] == errno.EBADF
+    assert res.live == 0, res.live_report

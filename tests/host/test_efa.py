@@ -7,6 +7,7 @@ refusing rxe objects: tests/device/test_efa_device.py."""
 
 from __future__ import annotations
 
+import errno
 import struct
 import sys
 from pathlib import Path
@@ -346,3 +347,63 @@ def test_missing_library_names_file_and_package(recording, tmp_path):
 
     msg, ok = recording.run(body, str(tmp_path / "nope" / "libefa.so.1")).value
     assert "libefa" in msg and "ibverbs-providers" in msg and ok is False
+
+
+def test_efa_queries_failing_name_their_function(recording, libefa):
+    def body(fake, lib):
+        import ctypes
+        import errno as E
+        import os
+
+        import ibverbs
+        from ibverbs import efa
+
+        os.environ["IBVERBS_LIBEFA"] = lib
+        flog = ctypes.CDLL(lib)
+        flog.efa_fake_fail.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        out = []
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(8) as plain:
+            mr = pd.reg_mr(0x100000, 4096, ibverbs.AccessFlags.LOCAL_WRITE)
+            ah = efa.create_ah(pd, efa.EndpointInfo(ibverbs.Gid(bytes(range(16))), 7))
+            cq = efa.create_cq(ctx, ibverbs.CQInitAttrEx(cqe=16))
+            qp = efa.create_qp(pd, ibverbs.QPInitAttrEx(cq))
+            calls = {
+                "get_max_sq_depth": lambda: efa.get_max_sq_depth(ctx, 1, 2, 64),
+                "get_max_rq_depth": lambda: efa.get_max_rq_depth(ctx, 2),
+                "query_ah": lambda: efa.query_ah(ah),
+                "query_mr": lambda: efa.query_mr(mr),
+                "query_qp_wqs": qp.query_wqs,
+                "query_cq": cq.query,
+            }
+            for verb, call in calls.items():
+                flog.efa_fake_fail(verb.encode(), E.EOPNOTSUPP)
+                try:
+                    call()
+                    out.append([verb, "no error"])
+                except ibverbs.VerbsError as e:
+                    out.append([verb, e.errno, e.operation])
+                call()  # the next call succeeds
+            for bad in (lambda: efa.query_ah(plain), lambda: efa.get_max_rq_depth(pd, 2)):
+                try:
+                    bad()
+                except TypeError as e:
+                    out.append(["TypeError", str(e)])
+            qp.close()
+            cq.close()
+            ah.close()
+            mr.close()
+        return out
+
+    out = recording.run(body, libefa).ok()
+    assert out[:6] == [
+        [v, errno.EOPNOTSUPP, f"efadv_{v}"]
+        for v in (
+            "get_max_sq_depth",
+            "get_max_rq_depth",
+            "query_ah",
+            "query_mr",
+            "query_qp_wqs",
+            "query_cq",
+        )
+    ]
+    assert [o[0] for o in out[6:]] == ["TypeError", "TypeError"]

@@ -372,3 +372,94 @@ def test_create_flow_passes_the_attr_and_every_spec_field(recording):
     assert "spec[0].bytes" not in rec  # every spec type was decoded
     assert len(res.calls("destroy_flow")) == 1
     assert res.live == 0, res.live_report
+
+
+def test_create_flow_refuses_malformed_bytes_before_the_verb(recording):
+    """QP.create_flow(bytes) checks the buffer's sizes before the provider
+    reads it: each malformed buffer is a ValueError and no verb runs."""
+
+    def body(fake):
+        import struct
+
+        import ibverbs
+        from ibverbs import flow
+
+        good = flow.FlowAttr(specs=[flow.FlowSpecEth(ether_type=0x0800)]).to_bytes()
+        size = struct.unpack_from("<H", good, 8)[0]  # ibv_flow_attr.size
+
+        def patched(data, off, fmt, value):
+            b = bytearray(data)
+            struct.pack_into(fmt, b, off, value)
+            return bytes(b)
+
+        attr_len = 20  # sizeof(struct ibv_flow_attr): the first spec's offset
+        cases = [
+            b"\0" * 4,
+            good + b"\0",
+            patched(good, 12, "<B", 2),  # num_of_specs 2, one spec
+            patched(good, attr_len + 4, "<H", 2),  # the spec's size below its header
+            patched(good + bytes(8), 8, "<H", size + 8),  # 8 bytes no spec covers
+        ]
+        out = {"size": [size, len(good)]}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(8) as cq:
+            qp = pd.create_qp(ibverbs.QPInitAttr(cq, qp_type=ibverbs.QPType.RAW_PACKET))
+            fake.clear()
+            for data in cases:
+                try:
+                    qp.create_flow(data)
+                except ValueError as e:
+                    out.setdefault("errors", []).append(str(e))
+            try:
+                qp.create_flow(bytearray(good))
+            except TypeError as e:
+                out["type"] = str(e)
+            out["verbs"] = [r.verb for r in fake.take()]
+            with qp.create_flow(good) as f:
+                out["ok"] = type(f).__name__
+            qp.close()
+        return out
+
+    out = recording.run(body).ok()
+    size = out["size"][0]
+    assert size == out["size"][1]
+    assert out["errors"] == [
+        "a flow attr is 20..65535 bytes, got 4",
+        f"flow attr size field {size} != buffer length {size + 1}",
+        "spec 1 starts past the buffer's end",
+        "spec 0 has size 2: outside the buffer",
+        "8 bytes after the 1 spec(s)",
+    ]
+    assert out["type"].startswith("flow_attr must be a FlowAttr or bytes")
+    assert out["verbs"] == []
+    assert out["ok"] == "Flow"
+
+
+def test_spec_address_forms_reprs_and_attr_limits():
+    from ibverbs import flow
+
+    for bad, exc in (("aa:bb:cc", ValueError), ("aa:bb:cc:dd:ee:zz", ValueError), (5, TypeError)):
+        with pytest.raises(exc, match="dst_mac"):
+            flow.FlowSpecEth(dst_mac=bad)
+    raw = bytes(range(6))
+    assert flow.FlowSpecEth(dst_mac=bytearray(raw)).val["dst_mac"] == raw
+    six = ipaddress.IPv6Address("fe80::1")
+    by_int = flow.FlowSpecIPv6(src_ip=int(six))
+    assert by_int.val["src_ip"] == six.packed
+    assert flow.FlowSpecIPv6(src_ip=bytearray(six.packed)).val["src_ip"] == six.packed
+    with pytest.raises(TypeError, match="an IPv6 address is text, 16 bytes or an int"):
+        flow.FlowSpecIPv6(dst_ip=b"short")
+    eth = flow.FlowSpecEth(ether_type=0x0800, inner=True)
+    assert repr(eth) == "FlowSpecEth(ether_type=2048, inner=True)"
+    assert repr(flow.FlowSpecActionTag(7)) == "FlowSpecActionTag(tag_id=7)"
+    assert repr(flow.FlowSpecActionDrop()) == "FlowSpecActionDrop()"
+    with pytest.raises(TypeError, match="FlowAttr.priority must be an int, not str"):
+        flow.FlowAttr(priority="high").to_bytes()
+    # 255 of the largest spec (IPv6, 88 bytes) fit: only a FlowSpec subclass
+    # with a larger body reaches the attr's 16-bit size limit
+
+    class Huge(flow.FlowSpecActionDrop):
+        def to_bytes(self):
+            return bytes(70000)
+
+    with pytest.raises(ValueError, match="the flow attr is 70020 bytes, more than 65535"):
+        flow.FlowAttr(specs=[Huge()]).to_bytes()

@@ -5,6 +5,7 @@ not evidence that anything works on an mlx5 device."""
 
 from __future__ import annotations
 
+import errno
 import subprocess
 import sys
 
@@ -82,6 +83,44 @@ def test_missing_library_names_the_package(tmp_path):
     assert out[0] == "False"
     assert "libmlx5.so.1" in out[1] and "ibverbs-providers" in out[1]
     assert out[2].startswith("IE ") and "ibverbs-providers" in out[2]
+
+
+def test_a_libmlx5_without_the_symbols_names_each_and_its_release(recording):
+    """A library that loads but exports no mlx5dv_* function (here the
+    recording double): each call is EOPNOTSUPP naming the missing symbol
+    and the rdma-core release that added it."""
+
+    def body(fake):
+        import os
+
+        os.environ["IBVERBS_LIBMLX5"] = os.environ["IBVERBS_LIBIBVERBS"]
+        import ibverbs
+        from ibverbs import mlx5
+
+        out = [list(mlx5.library_status())]
+        with ibverbs.Context("fake0") as ctx:
+            for call in (
+                lambda: mlx5.is_supported("fake0"),
+                lambda: mlx5.open_device("fake0"),
+                lambda: mlx5.query_device(ctx),
+            ):
+                try:
+                    call()
+                except ibverbs.VerbsError as e:
+                    out.append([e.errno, e.operation, str(e).partition("not supported: ")[2]])
+        return out
+
+    out = recording.run(body).ok()
+    assert out[0] == [True, recording.lib]
+    missing = "{} is not exported by the loaded libmlx5 (needs rdma-core {} or newer)"
+    assert out[1:] == [
+        [errno.EOPNOTSUPP, f, missing.format(f, since)]
+        for f, since in (
+            ("mlx5dv_is_supported", 22),
+            ("mlx5dv_open_device", 21),
+            ("mlx5dv_query_device", 13),
+        )
+    ]
 
 
 def test_open_device_and_query_device(mlx5_fake):

@@ -427,3 +427,45 @@ def _foreign_body(fake):
     finally:
         qp.wr_abort()
     return None
+
+
+def test_umem_repr_gc_refusals_and_a_failed_reg_ex(mlx5_fake):
+    def body(fake):
+        import gc
+
+        import ibverbs
+        from ibverbs import mlx5
+
+        ctx = mlx5.open_device("fake0", mlx5.CONTEXT_FLAGS_DEVX)
+        buf = bytearray(4096)
+        try:  # armed: the fake fails it
+            mlx5.devx_umem_reg_ex(ctx, bytearray(8192), 1, 1 << 12)
+        except ibverbs.VerbsError as e:
+            failed = [e.errno, e.operation, str(e)]
+        umem = mlx5.devx_umem_reg(ctx, buf, ibverbs.AccessFlags.LOCAL_WRITE)
+        out = {"repr": repr(umem), "gc": any(r is umem.owner for r in gc.get_referents(umem))}
+        out["failed"] = failed
+        for call in (
+            lambda: mlx5.devx_umem_reg(ctx, buf, "rw"),
+            lambda: mlx5.devx_umem_reg_ex(ctx, buf, 1, "4K"),
+            lambda: mlx5.devx_query_eqn(ctx, "0"),
+            lambda: mlx5.devx_qp_modify(ctx, b"", 16),
+            lambda: mlx5.devx_qp_query(ctx, b"", 16),
+        ):
+            try:
+                call()
+            except TypeError as e:
+                out.setdefault("type", []).append(str(e))
+        umem.close()
+        out["closed"] = repr(umem)
+        ctx.close()
+        return out
+
+    res = mlx5_fake.run(body, fail={"mlx5dv_devx_umem_reg_ex": 12})
+    out = res.ok()
+    assert out["repr"] == "<ibverbs.mlx5.DevxUmem umem_id=16 size=4096>"
+    assert out["gc"] is True
+    assert len(out["type"]) == 5
+    assert out["failed"][:2] == [12, "mlx5dv_devx_umem_reg_ex"]
+    assert "Cannot allocate memory: addr=0x" in out["failed"][2]
+    assert out["closed"] == "<ibverbs.mlx5.DevxUmem closed>"

@@ -16,6 +16,7 @@ side, with 7.2's late invalidations, is tests/device/test_mw_device.py)."""
 
 from __future__ import annotations
 
+import errno
 import inspect
 import textwrap
 
@@ -505,3 +506,61 @@ def test_bound_window_holds_its_mr(recording):
         "dealloc_mw",
     ], verbs
     assert res.live == 0, res.live_report
+
+
+def test_mw_attributes_and_refused_bind_info(recording):
+    def body(fake):
+        from ibverbs import enums
+
+        ib, ctx, pd, cq, qp, deregs, done = _common(fake)
+        A = enums.AccessFlags
+        out = {}
+        mw1 = pd.alloc_mw(enums.MWType.TYPE_1)
+        mw2 = pd.alloc_mw(enums.MWType.TYPE_2)
+        mr = _reg(pd, 0x10000)
+        out["attrs"] = [int(mw1.type), type(mw1.type).__name__, mw1.handle > 0, mw1.rkey > 0]
+        out["repr"] = repr(mw1) == (f"<ibverbs.MW type=1 rkey={mw1.rkey:#x} handle={mw1.handle}>")
+        mw2.rkey = 0x1234
+        out["set"] = mw2.rkey
+        for call in (
+            lambda: delattr(mw2, "rkey"),
+            lambda: setattr(mw2, "rkey", -1),
+            lambda: qp.bind_mw(mw1, ib.MWBind(ib.MWBindInfo(pd, 0, 0, A.REMOTE_WRITE))),
+            lambda: qp.bind_mw(mw1, ib.MWBind(ib.MWBindInfo(mr, "0", 64, A.REMOTE_WRITE))),
+            lambda: qp.bind_mw(mw1, ib.MWBind(ib.MWBindInfo(mr, 2**64 - 8, 64, A.REMOTE_WRITE))),
+        ):
+            try:
+                call()
+            except (AttributeError, TypeError, ValueError) as e:
+                out.setdefault("errors", []).append([type(e).__name__, str(e)])
+        try:
+            qp.bind_mw(mw2, ib.MWBind(ib.MWBindInfo(mr, mr.addr, 64, A.REMOTE_WRITE)))
+        except ib.VerbsError as e:
+            out["type2"] = [e.errno, e.operation, str(e).partition("argument: ")[2]]
+        out["verbs"] = sorted({r.verb for r in fake.take()} - {"reg_mr", "alloc_mw"})
+        mw1.close()
+        out["closed"] = repr(mw1)
+        mr.close()
+        return done(out, mw2)
+
+    v = _run(recording, body)
+    assert v["attrs"] == [1, "MWType", True, True]
+    assert v["repr"] is True
+    assert v["set"] == 0x1234
+    assert v["errors"] == [
+        ["AttributeError", "cannot delete rkey"],
+        ["ValueError", "rkey must be in range 0..2**32-1"],
+        [
+            "TypeError",
+            "bind_info.mr must be an MR, not <class 'ibverbs._ibverbs.PD'> (length=0 unbinds)",
+        ],
+        ["TypeError", "bind_info.addr must be an int, not <class 'str'>"],
+        ["ValueError", "bind_info.addr + length overflows"],
+    ]
+    assert v["type2"] == [
+        errno.EINVAL,
+        "ibv_bind_mw",
+        "QP.bind_mw binds type 1 windows; bind a type 2 window with a SendWR(opcode=BIND_MW)",
+    ]
+    assert v["verbs"] == []  # none of them reached ibv_bind_mw
+    assert v["closed"] == "<ibverbs.MW closed>"

@@ -77,3 +77,17 @@ def test_connect_retries_until_the_timeout():
     assert time.monotonic() - t0 >= 0.5
     with pytest.raises(ConnectionRefusedError):
         _oob.connect("127.0.0.1", port, timeout=1, retry=False)
+
+
+def test_deadline_already_past_closed_peer_and_a_taken_port(pair):
+    a, b = pair
+    with pytest.raises(TimeoutError, match="no message before the deadline"):
+        _oob.recv(b, deadline=time.monotonic() - 1)
+    a.close()
+    with pytest.raises(_oob.Closed, match="the peer closed the connection"):
+        _oob.recv(b, deadline=time.monotonic() + 5)
+    with _oob.listen("127.0.0.1", 0) as first:
+        port = first.getsockname()[1]
+        # SO_REUSEADDR does not share a port that is listening
+        with pytest.raises(OSError):
+            _oob.listen("127.0.0.1", port)

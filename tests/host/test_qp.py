@@ -198,3 +198,83 @@ def test_rate_limit_and_ece_pass_their_fields(recording):
     )
     assert res.one("query_ece")["qp_num"] == qpn
     assert res.live == 0, res.live_report
+
+
+def test_create_qp_refuses_bad_init_attrs_and_names_each_type(recording):
+    """create_qp's checks of QPInitAttr before ibv_create_qp (the log stays
+    empty), a failed create's message naming the type, and the repr of
+    each QP type."""
+
+    def body(fake):
+        import errno
+
+        import ibverbs
+        from ibverbs import QPInitAttr, QPType
+
+        out = {}
+        with (
+            ibverbs.Context("fake0") as ctx,
+            ctx.alloc_pd() as pd,
+            ctx.alloc_pd() as pd2,
+            ctx.create_cq(8) as cq,
+            ibverbs.Context("fake0") as other,
+            other.create_cq(8) as ocq,
+        ):
+            srq = pd2.create_srq(max_wr=8)
+            shut = ctx.create_cq(8)
+            shut.close()
+            fake.clear()
+            for ia in (
+                QPInitAttr(None),
+                QPInitAttr(pd),
+                QPInitAttr(shut),
+                QPInitAttr(ocq),
+                QPInitAttr(cq, srq=cq),
+                QPInitAttr(cq, srq=srq),
+                QPInitAttr(cq, max_send_wr=-1),
+                QPInitAttr(cq, max_inline_data="x"),
+            ):
+                try:
+                    pd.create_qp(ia)
+                except (TypeError, ValueError, ibverbs.VerbsError) as e:
+                    out.setdefault("errors", []).append([type(e).__name__, str(e)])
+            out["verbs"] = [r.verb for r in fake.take()]
+            fake.fail("create_qp", errno.ENOMEM)
+            try:
+                pd.create_qp(QPInitAttr(cq, qp_type=QPType.UD, srq=None, max_inline_data=8))
+            except ibverbs.VerbsError as e:
+                out["failed"] = str(e)
+            reprs = []
+            for t in (QPType.UC, QPType.UD, QPType.RAW_PACKET):
+                qp = pd.create_qp(QPInitAttr(cq, qp_type=t))
+                reprs.append(repr(qp).split(" qp_num=")[0])
+                qp.close()
+                reprs.append(repr(qp))
+            out["reprs"] = reprs
+            srq.close()
+        return out
+
+    out = recording.run(body).ok()
+    errs = out["errors"]
+    assert errs[0][0] == "TypeError" and errs[0][1].startswith("init_attr.send_cq must be a CQ")
+    assert errs[1][0] == "TypeError" and errs[1][1].startswith("init_attr.send_cq must be a CQ")
+    assert errs[2][0] == "VerbsError" and errs[2][1].endswith("CQ is closed")
+    assert errs[3][0] == "ValueError" and "init_attr.send_cq" in errs[3][1]
+    assert "Context" in errs[3][1]
+    assert errs[4][0] == "TypeError" and errs[4][1].startswith(
+        "init_attr.srq must be an SRQ or None"
+    )
+    assert errs[5][0] == "ValueError" and "init_attr.srq" in errs[5][1] and "PD" in errs[5][1]
+    assert errs[6][0] == "ValueError" and "init_attr.max_send_wr" in errs[6][1]
+    assert errs[7][0] == "TypeError" and "init_attr.max_inline_data" in errs[7][1]
+    assert out["verbs"] == []
+    assert "UD QP with max_send_wr=128 max_recv_wr=128 max_send_sge=1" in out["failed"]
+    assert "max_inline_data=8" in out["failed"]
+    assert out["reprs"] == [
+        "<ibverbs.QP UC",
+        "<ibverbs.QP UC closed>",
+        "<ibverbs.QP UD",
+        "<ibverbs.QP UD closed>",
+        "<ibverbs.QP RAW_PACKET",
+        "<ibverbs.QP RAW_PACKET closed>",
+    ]

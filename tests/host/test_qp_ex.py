@@ -235,3 +235,93 @@ def test_create_qp_ex_passes_every_comp_mask_field(recording):
     st = res.one("wr_send_tso")
     assert (st["hdr"], st["hdr_sz"], st["mss"]) == (bytes(range(54)), 54, 1460)
     assert res.live == 0, res.live_report
+
+
+def test_qp_ex_batch_state_errors(recording):
+    """Each misuse of a batch is refused before the provider sees it: a
+    VerbsError (EINVAL) naming the ibv_wr_* verb, or ValueError for a UD
+    work request without its destination; the batch stays usable."""
+
+    def body(fake):
+        import gc
+
+        import ibverbs
+        from ibverbs import enums
+
+        F = enums.QPCreateSendOpsFlags
+        out = []
+
+        def err(call):
+            try:
+                call()
+                out.append("no error")
+            except ibverbs.VerbsError as e:
+                out.append([e.errno, e.operation, str(e).partition("Invalid argument: ")[2]])
+            except ValueError as e:
+                out.append(["ValueError", str(e)])
+
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(16) as cq:
+            rc = pd.create_qp_ex(
+                ibverbs.QPInitAttrEx(cq, send_ops_flags=F.SEND | F.RDMA_READ, max_inline_data=16)
+            )
+            ud = pd.create_qp_ex(
+                ibverbs.QPInitAttrEx(cq, qp_type=ibverbs.QPType.UD, send_ops_flags=F.SEND)
+            )
+            ah = pd.create_ah(ibverbs.AHAttr(dlid=3, port_num=1))
+            fake.clear()
+            err(lambda: rc.wr_send())  # no batch
+            err(lambda: rc.wr_set_sge(1, 0x1000, 8))  # no batch
+            rc.wr_start()
+            err(rc.wr_start)  # twice
+            err(lambda: rc.wr_set_sge(1, 0x1000, 8))  # no WR yet
+            err(lambda: rc.wr_rdma_write(1, 2))  # not in send_ops_flags
+            rc.wr_rdma_read(1, 0x2000)
+            err(lambda: rc.wr_set_inline_data(b"x"))  # a read takes SGEs only
+            rc.wr_set_sge(1, 0x1000, 8)
+            err(lambda: rc.wr_set_sge(1, 0x1000, 8))  # data twice
+            err(lambda: rc.wr_set_ud_addr(ah, 1, 2))  # not UD
+            rc.wr_abort()
+            ud.wr_start()
+            ud.wr_send()
+            ud.wr_set_sge(1, 0x1000, 8)
+            err(ud.wr_send)  # the previous WR has no destination
+            ud.wr_set_ud_addr(ah, 0x99, 0x1111)
+            refs = [r is ah for r in gc.get_referents(ud)]
+            err(lambda: ud.wr_set_ud_addr(ah, 0x99, 0x1111))  # twice
+            ud.wr_send()
+            err(ud.wr_complete)  # the last WR has no destination: aborted
+            err(lambda: ud.wr_set_sge(1, 0x1000, 8))  # the batch is gone
+            verbs = sorted({r.verb for r in fake.take()})
+            rc.close()
+            ud.close()
+            ah.close()
+        return out, any(refs), verbs
+
+    out, kept, verbs = recording.run(body).ok()
+    EINVAL = errno.EINVAL
+    no_batch = "no batch is open: call wr_start() first"
+    assert out[:9] == [
+        [EINVAL, "ibv_wr_send", no_batch],
+        [EINVAL, "ibv_wr_set_sge", no_batch],
+        [EINVAL, "ibv_wr_start", out[2][2]],
+        [EINVAL, "ibv_wr_set_sge", out[3][2]],
+        [EINVAL, "ibv_wr_rdma_write", out[4][2]],
+        [
+            EINVAL,
+            "ibv_wr_set_inline_data",
+            "ibv_wr_rdma_read takes SGEs only (wr_set_sge, wr_set_sge_list), not inline data",
+        ],
+        [EINVAL, "ibv_wr_set_sge", out[6][2]],
+        [EINVAL, "ibv_wr_set_ud_addr", "wr_set_ud_addr is for UD QPs only"],
+        ["ValueError", out[8][1]],
+    ]
+    assert "a batch is already open (0 work requests)" in out[2][2]
+    assert "no work request to attach it to" in out[3][2]
+    assert "RDMA_WRITE is not in this QP's send_ops_flags" in out[4][2]
+    assert "work request 0 (ibv_wr_rdma_read) already has its data" in out[6][2]
+    assert "work request 0 of the batch (ibv_wr_send on a UD QP) has no destination" in out[8][1]
+    assert out[9] == [EINVAL, "ibv_wr_set_ud_addr", "work request 0 already has its destination"]
+    assert out[10][0] == "ValueError" and out[10][1].startswith("ibv_wr_complete: work request 1")
+    assert out[11] == [EINVAL, "ibv_wr_set_sge", no_batch]
+    assert kept  # the open batch holds the AH (the GC sees it)
+    assert "wr_complete" not in verbs and "wr_abort" in verbs

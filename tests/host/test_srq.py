@@ -195,3 +195,44 @@ def test_post_srq_ops_passes_every_op_field_and_returns_the_handles(recording):
     # the failed post (injected) was recorded; the one with a closed MR never reached it
     assert len(res.calls("post_srq_ops")) == 3
     assert res.live == 0, res.live_report
+
+
+def test_post_srq_ops_refuses_malformed_ops_before_the_verb(recording):
+    def body(fake):
+        import ibverbs
+        from ibverbs import OpsWR, enums
+
+        OP = enums.OpsWROpcode
+        buf = bytearray(4096)
+        out = []
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(16) as cq:
+            srq = ctx.create_srq_ex(pd, srq_type=enums.SRQType.TM, cq=cq, max_num_tags=8)
+            mr = ibverbs.reg_tensor(pd, buf, enums.AccessFlags.LOCAL_WRITE)
+            fake.clear()
+            for ops in (
+                [],
+                [OpsWR(OP.TAG_SYNC)] * 65,
+                [OpsWR(OP.TAG_SYNC), "sync"],
+                [OpsWR(OP.TAG_SYNC, unexpected_cnt=2**32)],
+                [OpsWR(OP.TAG_SYNC, flags=-1)],
+                [OpsWR(OP.TAG_ADD, sg_list=[mr.sge(8), "sge"])],
+                [OpsWR(OP.TAG_ADD, sg_list=[mr.sge(8)] * 40)] * 2,
+            ):
+                try:
+                    srq.post_srq_ops(ops)
+                except (TypeError, ValueError) as e:
+                    out.append([type(e).__name__, str(e)])
+            out.append([r.verb for r in fake.take()])
+            mr.close()
+            srq.close()
+        return out
+
+    out = recording.run(body).ok()
+    assert out[0] == ["ValueError", "post_srq_ops takes 1..64 ops, not 0"]
+    assert out[1] == ["ValueError", "post_srq_ops takes 1..64 ops, not 65"]
+    assert out[2] == ["TypeError", "ops[1] must be an OpsWR, not <class 'str'> (it has no opcode)"]
+    assert out[3] == ["ValueError", "ops[0].unexpected_cnt must be below 2**32"]
+    assert out[4] == ["ValueError", "ops[0].flags must be in range 0..2**64-1"]
+    assert out[5] == ["TypeError", "ops[0].sg_list[1] must be an SGE, not <class 'str'>"]
+    assert out[6] == ["ValueError", "ops[1].sg_list: more than 64 SGEs in all"]
+    assert out[7] == []  # none reached ibv_post_srq_ops

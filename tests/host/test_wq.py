@@ -115,3 +115,62 @@ def test_wq_and_rwq_ind_table_pass_their_attributes(recording):
     assert v.index("destroy_rwq_ind_table") < v.index("destroy_wq")
     assert [r["wq_num"] for r in res.calls("destroy_wq")] == nums
     assert res.live == 0, res.live_report
+
+
+def test_wq_and_rwq_ind_table_reprs_and_refused_arguments(recording):
+    def body(fake):
+        import gc
+
+        import ibverbs
+        from ibverbs import enums
+
+        W = enums.WQFlags
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(16) as cq:
+            w = ctx.create_wq(pd, cq)
+            t = ctx.create_rwq_ind_table([w])
+            out["repr"] = [repr(w), repr(t)]
+            fake.clear()
+            for call in (
+                lambda: w.modify(flags_mask=W.SCATTER_FCS),
+                lambda: w.modify(),
+                lambda: w.modify(wq_state="ready"),
+                lambda: ctx.create_wq("pd", cq),
+                lambda: ctx.create_rwq_ind_table(42),
+                lambda: ctx.create_rwq_ind_table([w, pd]),
+                lambda: ctx.create_rwq_ind_table(wqs=[w], extra=1),
+            ):
+                try:
+                    call()
+                except TypeError as e:
+                    out.setdefault("type", []).append(str(e))
+            with ibverbs.Context("fake0") as other:
+                with other.alloc_pd() as opd, other.create_cq(4) as ocq:
+                    ow = other.create_wq(opd, ocq)
+                    try:
+                        ctx.create_rwq_ind_table([w, ow])
+                    except ValueError as e:
+                        out["other"] = str(e)
+                    ow.close()
+            out["verbs"] = sorted({r.verb for r in fake.take()})
+            t.close()
+            w.close()
+            out["closed"] = [repr(w), repr(t)]
+            gc.collect()
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    assert out["repr"][0].startswith("<ibverbs.WQ wq_num=")
+    assert out["repr"][1].startswith("<ibverbs.RWQIndTable ind_tbl_num=")
+    assert out["type"][:2] == [
+        "flags_mask needs flags",
+        "modify() needs wq_state, curr_wq_state and/or flags",
+    ]
+    assert out["type"][5].startswith("wqs[1] must be a WQ")
+    assert len(out["type"]) == 7
+    assert "wqs[1]" in out["other"] and "Context" in out["other"]
+    # nothing reached libibverbs but the other context's own objects
+    assert "modify_wq" not in out["verbs"] and "create_rwq_ind_table" not in out["verbs"]
+    assert out["closed"] == ["<ibverbs.WQ closed>", "<ibverbs.RWQIndTable closed>"]
+    assert res.live == 0, res.live_report

@@ -80,3 +80,35 @@ def test_open_xrcd_and_open_qp_pass_fd_oflags_and_the_qp(recording, tmp_path):
     v = res.verbs()
     assert v.index("destroy_qp") < v.index("close_xrcd")
     assert res.live == 0, res.live_report
+
+
+def test_xrcd_repr_and_refused_arguments(recording):
+    def body(fake):
+        import ibverbs
+
+        out = {}
+        with ibverbs.Context("fake0") as ctx:
+            x = ctx.open_xrcd()
+            out["repr"] = repr(x)
+            fake.clear()
+            for call in (
+                lambda: ctx.open_qp(x, "qp"),
+                lambda: ctx.open_qp("xrcd", 1),
+                lambda: ctx.open_xrcd(fd="0"),
+            ):
+                try:
+                    call()
+                except TypeError as e:
+                    out.setdefault("type", []).append(str(e))
+            out["verbs"] = [r.verb for r in fake.take()]
+            x.close()
+            out["closed"] = repr(x)
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    assert out["repr"] == "<ibverbs.XRCD fd=-1>"
+    assert len(out["type"]) == 3 and out["type"][0].startswith("qp_num must be an int")
+    assert out["verbs"] == []
+    assert out["closed"] == "<ibverbs.XRCD closed>"
+    assert res.live == 0, res.live_report

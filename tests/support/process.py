@@ -108,7 +108,9 @@ def child_env(env=None):
     paths = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     spec = importlib.util.find_spec("ibverbs")
     if spec is not None and spec.origin:
-        paths.insert(0, str(Path(spec.origin).resolve().parent.parent))
+        # abspath, not resolve(): the coverage build's package is links to
+        # src's files, and following them would import src's extension.
+        paths.insert(0, str(Path(os.path.abspath(spec.origin)).parent.parent))
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     return env
 
