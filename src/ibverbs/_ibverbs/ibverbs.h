@@ -234,6 +234,15 @@ PyObject *lazy_status(LazyLib *l);
 PyObject *verbs_error(int err, const char *op);
 /* Same with a detail appended to the strerror text. */
 PyObject *verbs_error_fmt(int err, const char *op, const char *fmt, ...);
+/* The formats of verbs_error_fmt/_with are PyUnicode_FromFormat's, which
+ * has no %llx before 3.12: a 64-bit value in hex goes in as the %s of
+ * HEX64(v) ("0x..." in a buffer that lives to the end of the call). */
+static inline const char *hex64(char *buf, size_t size, unsigned long long v)
+{
+	snprintf(buf, size, "0x%llx", v);
+	return buf;
+}
+#define HEX64(v) hex64((char[19]){ 0 }, 19, (unsigned long long)(v))
 /* For verbs returning NULL / -1 and setting errno: errno or EINVAL-ish
  * fallback when a provider forgot to set it. */
 PyObject *verbs_error_errno(const char *op);

@@ -125,14 +125,10 @@ static int init_attr_parse(ContextObject *ctx, PyObject *o,
 	if (arg_u64(flags, "wc_flags", &wf) < 0)
 		goto out;
 	if (wf & ~(uint64_t)CQEX_WC_FLAGS) {
-		char bits[24]; /* PyErr_Format has no %llx */
-
-		snprintf(bits, sizeof(bits), "0x%llx",
-			 (unsigned long long)(wf & ~(uint64_t)CQEX_WC_FLAGS));
 		PyErr_Format(PyExc_ValueError,
 			     "wc_flags has bits no CQEx takes: %s "
 			     "(CreateCQWCFlags)",
-			     bits);
+			     HEX64(wf & ~(uint64_t)CQEX_WC_FLAGS));
 		goto out;
 	}
 	a->wc_flags = wf;

@@ -479,10 +479,9 @@ PyObject *pd_reg_mr_ex(PyObject *self, PyObject *args, PyObject *kw)
 						  r.fd_offset;
 	if (mr == NULL)
 		return verbs_error_fmt(err, "ibv_reg_mr_ex",
-				       "comp_mask=0x%llx addr=0x%llx "
+				       "comp_mask=%s addr=%s "
 				       "length=%llu access=0x%x",
-				       (unsigned long long)r.mask,
-				       (unsigned long long)start,
+				       HEX64(r.mask), HEX64(start),
 				       (unsigned long long)r.length, r.access);
 	return mr_wrap_using(pd, mr, r.owner, start, r.length, r.access,
 			     (r.mask & IBV_REG_MR_MASK_FD) != 0, uses);

@@ -414,12 +414,10 @@ PyObject *mlx5_mod_devx_umem_reg(PyObject *mod, PyObject *args, PyObject *kw)
 	u = MLX5.devx_umem_reg(CTXP(a.ctx), (void *)(uintptr_t)a.addr,
 			       (size_t)a.size, a.access);
 	if (u == NULL)
-		return verbs_error_fmt(errno ? errno : EOPNOTSUPP,
-				       "mlx5dv_devx_umem_reg",
-				       "addr=0x%llx size=%llu access=0x%x",
-				       (unsigned long long)a.addr,
-				       (unsigned long long)a.size,
-				       (unsigned)a.access);
+		return verbs_error_fmt(
+			errno ? errno : EOPNOTSUPP, "mlx5dv_devx_umem_reg",
+			"addr=%s size=%llu access=0x%x", HEX64(a.addr),
+			(unsigned long long)a.size, (unsigned)a.access);
 	return umem_wrap(a.ctx, u, a.owner, a.addr, a.size, a.access, -1);
 }
 
@@ -525,11 +523,10 @@ PyObject *mlx5_mod_devx_umem_reg_ex(PyObject *mod, PyObject *args, PyObject *kw)
 	if (u == NULL)
 		return verbs_error_fmt(
 			errno ? errno : EOPNOTSUPP, "mlx5dv_devx_umem_reg_ex",
-			"addr=0x%llx size=%llu access=0x%x pgsz_bitmap=0x%llx "
+			"addr=%s size=%llu access=0x%x pgsz_bitmap=%s "
 			"dmabuf_fd=%d",
-			(unsigned long long)a.addr, (unsigned long long)a.size,
-			(unsigned)a.access, (unsigned long long)a.pgsz_bitmap,
-			in.dmabuf_fd);
+			HEX64(a.addr), (unsigned long long)a.size,
+			(unsigned)a.access, HEX64(a.pgsz_bitmap), in.dmabuf_fd);
 	return umem_wrap(a.ctx, u, a.owner, a.addr, a.size, a.access,
 			 in.dmabuf_fd);
 }
@@ -1080,8 +1077,8 @@ static PyObject *ech_subscribe(PyObject *self, PyObject *args, PyObject *kw)
 	if (rc != 0)
 		return verbs_error_fmt(devx_err(rc),
 				       "mlx5dv_devx_subscribe_devx_event",
-				       "%zd event types cookie=0x%llx", n,
-				       (unsigned long long)a.cookie);
+				       "%zd event types cookie=%s", n,
+				       HEX64(a.cookie));
 	Py_RETURN_NONE;
 }
 
