@@ -342,6 +342,215 @@ def body(fake):
     assert not res.calls("post_send")
 
 
+UD_WORLD = """
+def ud_world(n_ah=1, max_send_wr=64):
+    buf, ctx, pd, cq, mr, qp = world(max_send_wr=max_send_wr)
+    ud = pd.create_qp(ibverbs.QPInitAttr(cq, qp_type=enums.QPType.UD,
+                                         max_send_wr=max_send_wr))
+    ud.to_init(1, qkey=0x1234)
+    ud.to_rtr(None)
+    ud.to_rts()
+    ahs = [pd.create_ah(ibverbs.AHAttr(dlid=k + 1, port_num=1)) for k in range(n_ah)]
+    return buf, ctx, pd, cq, mr, qp, ud, ahs
+"""
+
+
+def test_ud_batch_writes_ah_qpn_and_qkey_of_every_wr(recording):
+    res = run(
+        recording,
+        UD_WORLD
+        + """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp, ud, ahs = ud_world(n_ah=3)
+    rows = [ahs[k % 3] for k in range(7)]
+    qpns = np.array([0x10 + k for k in range(7)], dtype=np.uint32)
+    qkeys = array.array("Q", [0x1000 + k for k in range(7)])
+    b = ibverbs.SendBatch(mr, np.arange(7) * 64, 64, opcode=enums.WROpcode.SEND_WITH_IMM,
+                          imm_data=0x99, ah=rows, remote_qpn=qpns, remote_qkey=qkeys,
+                          wr_id=40)
+    one = ibverbs.SendBatch(mr, np.arange(3) * 64, 8, opcode=enums.WROpcode.SEND,
+                            ah=ahs[1], remote_qpn=0xFFFFFF, inline_threshold=8)
+    del rows
+    out = [b.post(ud), one.post(ud)]
+    cq.poll(16)  # progress() wants the send CQ to itself
+    out.append(b.progress(ud, piece=4))
+    b.update(remote_qpn=5, remote_qkey=np.array([9] * 7, dtype=np.int16))
+    out.append(b.post(ud, 5))
+    for ah in ahs:
+        ah.close()
+    return out + [mr.lkey, ctypes.addressof(buf)]
+import array
+""",
+    )
+    *posted, lkey, base = res.ok()
+    assert posted == [7, 3, 7, 2]
+    ah = [r["ah"] for r in res.calls("destroy_ah")]
+    assert len(set(ah)) == 3
+    posts = res.calls("post_send")
+    w = wrs(posts[0])
+    assert [x["wr.ud.ah"] for x in w] == [ah[k % 3] for k in range(7)]
+    assert [x["wr.ud.remote_qpn"] for x in w] == [0x10 + k for k in range(7)]
+    assert [x["wr.ud.remote_qkey"] for x in w] == [0x1000 + k for k in range(7)]
+    assert [x["wr_id"] for x in w] == list(range(40, 47))
+    assert [x["opcode"] for x in w] == [int(Op.SEND_WITH_IMM)] * 7
+    assert [x["imm_data"] for x in w] == [0x99] * 7
+    assert [x["sg_list[0].addr"] for x in w] == [base + 64 * k for k in range(7)]
+    assert [x["sg_list[0].length"] for x in w] == [64] * 7
+    assert [x["sg_list[0].lkey"] for x in w] == [lkey] * 7
+    assert [x["send_flags"] for x in w] == [0] * 6 + [SIG]
+    w = wrs(posts[1])
+    assert [x["wr.ud.ah"] for x in w] == [ah[1]] * 3
+    assert [x["wr.ud.remote_qpn"] for x in w] == [0xFFFFFF] * 3
+    assert [x["wr.ud.remote_qkey"] for x in w] == [0] * 3
+    assert [x["opcode"] for x in w] == [int(Op.SEND)] * 3
+    assert [x["send_flags"] for x in w] == [INL, INL, SIG | INL]
+    # progress in pieces of 4: every row as built
+    sent = [x for r in posts[2:4] for x in wrs(r)]
+    assert [x["wr.ud.ah"] for x in sent] == [ah[k % 3] for k in range(7)]
+    assert [x["wr.ud.remote_qpn"] for x in sent] == [0x10 + k for k in range(7)]
+    # the update replaced the QPNs and Q_Keys only
+    w = wrs(posts[4])
+    assert [(x["wr.ud.remote_qpn"], x["wr.ud.remote_qkey"]) for x in w] == [(5, 9)] * 2
+    assert [x["wr.ud.ah"] for x in w] == [ah[2], ah[0]]
+    assert res.live == 0, res.live_report
+
+
+def test_ud_batch_holds_its_ahs_and_a_closed_ah_is_ebadf(recording):
+    res = run(
+        recording,
+        UD_WORLD
+        + """
+def body(fake):
+    import gc, sys
+    buf, ctx, pd, cq, mr, qp, ud, ahs = ud_world(n_ah=2)
+    b = ibverbs.SendBatch(mr, np.arange(4), 1, opcode=enums.WROpcode.SEND,
+                          ah=(ahs[0], ahs[1], ahs[0], ahs[1]), remote_qpn=7)
+    held = [sys.getrefcount(a) for a in ahs]
+    ahs[1].close()
+    out = []
+    for call in (lambda: b.post(ud), lambda: b.progress(ud),
+                 lambda: ibverbs.SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND,
+                                           ah=ahs[1], remote_qpn=7)):
+        try:
+            call()
+        except ibverbs.VerbsError as e:
+            out.append(e.errno)
+    refs = sys.getrefcount(ahs[0])
+    del b
+    gc.collect()
+    return [out, refs - sys.getrefcount(ahs[0])]
+""",
+    )
+    assert res.ok() == [[errno.EBADF] * 3, 1]
+    assert not res.calls("post_send")
+    assert res.live == 0, res.live_report
+
+
+@pytest.mark.parametrize(
+    "call, exc, words",
+    [
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=ahs[0])",
+            ValueError,
+            "needs remote_qpn",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, np.arange(2), 1, ah=ahs[0], remote_qpn=1)",
+            ValueError,
+            "SEND or SEND_WITH_IMM",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, remote_qpn=1)",
+            ValueError,
+            "go with ah",
+        ),
+        (
+            "SendBatch(mr, np.arange(3), 1, opcode=enums.WROpcode.SEND, ah=ahs * 2, remote_qpn=1)",
+            ValueError,
+            "ah has 2 AHs for 3 rows",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=[ahs[0], mr], "
+            "remote_qpn=1)",
+            TypeError,
+            "row 1: ah must be an AH",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=5, remote_qpn=1)",
+            TypeError,
+            "a sequence of AHs",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=ahs[0], "
+            "remote_qpn=np.array([1, 1 << 24]))",
+            ValueError,
+            "row 1: remote_qpn does not fit 24 bits",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=ahs[0], "
+            "remote_qpn=1, remote_qkey=np.array([1, 1 << 32]))",
+            ValueError,
+            "row 1: remote_qkey does not fit 32 bits",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=ahs[0], "
+            "remote_qpn=1).post(qp)",
+            ValueError,
+            "posts to a UD QP only",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND).post(ud)",
+            ValueError,
+            "build the SendBatch with ah=",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND).update(remote_qpn=1)",
+            ValueError,
+            "go with a UD batch",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=ahs[0], "
+            "remote_qpn=1).update(remote_qpn=np.arange(3))",
+            ValueError,
+            "remote_qpn",
+        ),
+    ],
+)
+def test_bad_ud_batches_are_refused(recording, call, exc, words):
+    res = run(
+        recording,
+        UD_WORLD
+        + f"""
+def body(fake):
+    from ibverbs import SendBatch
+    buf, ctx, pd, cq, mr, qp, ud, ahs = ud_world()
+    {call}
+""",
+    )
+    assert res.error is not None and res.error["type"] == exc.__name__, res.error
+    assert words in res.error["message"], res.error
+    assert not res.calls("post_send")
+
+
+def test_post_send_batch_of_a_ud_qp(recording):
+    res = run(
+        recording,
+        UD_WORLD
+        + """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp, ud, ahs = ud_world(max_send_wr=4)
+    ud.post_send_batch(mr, np.arange(4), 1, opcode=enums.WROpcode.SEND, ah=ahs[0],
+                       remote_qpn=np.arange(4) + 100, remote_qkey=0x1234)
+    return [w.wr_id for w in cq.poll(8)]
+""",
+    )
+    assert res.ok() == [3]
+    w = wrs(res.one("post_send"))
+    assert [x["wr.ud.remote_qpn"] for x in w] == [100, 101, 102, 103]
+    assert [x["wr.ud.remote_qkey"] for x in w] == [0x1234] * 4
+    assert len({x["wr.ud.ah"] for x in w}) == 1 and w[0]["wr.ud.ah"] != 0
+
+
 def test_progress_posts_in_pieces_within_depth_and_reaps(recording):
     res = run(
         recording,
