@@ -172,6 +172,39 @@ def batch_cases(cases, w, cw):
     )
     add("SendBatch.reset() without a run", lambda: send().reset(), "ok")
     ud_batch_cases(cases, w, cw)
+    qpex_batch_cases(cases, w)
+
+
+def qpex_batch_cases(cases, w):
+    """SendBatches on a QPEx (the ibv_wr_* path): a QP not ready, a
+    wr_start() batch open, a UD batch on an RC QPEx."""
+    add = cases.add
+    rows = array.array("Q", [0, 8])
+
+    def send(**kw):
+        return ib.SendBatch(w.mr, rows, 8, rows, 1, **kw)
+
+    add("SendBatch.post(QPEx not in RTS)", lambda: send().post(w.qpx), "any")
+    add(
+        "SendBatch(inline).post(QPEx not in RTS)",
+        lambda: send(inline_threshold=8).post(w.qpx),
+        "any",
+    )
+    add("SendBatch.progress(QPEx not in RTS)", lambda: send().progress(w.qpx), "any")
+
+    def in_wr_start(method):
+        w.qpx.wr_start()
+        try:
+            getattr(send(), method)(w.qpx)
+        finally:
+            w.qpx.wr_abort()
+
+    add("SendBatch.post(QPEx in wr_start)", lambda: in_wr_start("post"), "raise")
+    add("SendBatch.progress(QPEx in wr_start)", lambda: in_wr_start("progress"), "raise")
+    ud = lambda: ib.SendBatch(  # noqa: E731
+        w.mr, rows, 8, opcode=ib.WROpcode.SEND, ah=w.ah, remote_qpn=1
+    )
+    add("UD SendBatch.post(RC QPEx)", lambda: ud().post(w.qpx), "raise")
 
 
 def ud_batch_cases(cases, w, cw):

@@ -553,16 +553,146 @@ static int send_batch_ready(SendBatchObject *b, PyObject *qp)
 	return batch_mr_ready((BatchBase *)b);
 }
 
-/* Post rows [start, end) as one ibv_post_send; the last is signaled for
- * this post (and restored after).  ibv_post_send's result. */
+/* The send_ops_flags bit and the provider's builder of opcode. */
+static int wr_op_of(const struct ibv_qp_ex *x, int opcode, uint64_t *bit)
+{
+	switch (opcode) {
+	case IBV_WR_RDMA_WRITE:
+		*bit = IBV_QP_EX_WITH_RDMA_WRITE;
+		return x->wr_rdma_write != NULL;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		*bit = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+		return x->wr_rdma_write_imm != NULL;
+	case IBV_WR_SEND:
+		*bit = IBV_QP_EX_WITH_SEND;
+		return x->wr_send != NULL;
+	case IBV_WR_SEND_WITH_IMM:
+		*bit = IBV_QP_EX_WITH_SEND_WITH_IMM;
+		return x->wr_send_imm != NULL;
+	default: /* IBV_WR_RDMA_READ */
+		*bit = IBV_QP_EX_WITH_RDMA_READ;
+		return x->wr_rdma_read != NULL;
+	}
+}
+
+/* The wr_* path: *out is qp's struct ibv_qp_ex when qp is a QPEx whose
+ * send_ops_flags and provider have every builder and setter the rows
+ * use, else NULL (ibv_post_send posts them).  0, or -1 with VerbsError
+ * when ibv_qp_to_qp_ex fails. */
+static int send_batch_qpx(SendBatchObject *b, PyObject *qp,
+			  struct ibv_qp_ex **out)
+{
+	struct ibv_qp_ex *x;
+	unsigned long long flags;
+	uint64_t bit, bit2 = 0;
+	PyObject *o;
+	int ok;
+
+	*out = NULL;
+	if (!PyObject_TypeCheck(qp, ST.QPEx_type))
+		return 0;
+	/* Read as Python does: a C call into qp/qp_ex.c would close a
+	 * cycle between the type files (qp.c's table holds this file's
+	 * QP.post_send_batch, qp_ex.c calls qp.c). */
+	o = PyObject_GetAttrString(qp, "send_ops_flags");
+	if (o == NULL)
+		return -1;
+	flags = PyLong_AsUnsignedLongLong(o);
+	Py_DECREF(o);
+	if (flags == (unsigned long long)-1 && PyErr_Occurred())
+		return -1;
+	ok = flags != 0;
+	if (ok) {
+		x = IBV.qp_to_qp_ex(QPP(qp));
+		if (x == NULL) { /* NULL sets no errno */
+			verbs_error_fmt(EOPNOTSUPP, "ibv_qp_to_qp_ex",
+					"the provider gives this QPEx no "
+					"struct ibv_qp_ex");
+			return -1;
+		}
+		ok = x->wr_start && x->wr_complete && x->wr_set_sge &&
+		     wr_op_of(x, b->opcode, &bit);
+	}
+	if (ok && b->imm == IMM_LAST) /* the last row's _WITH_IMM */
+		ok = wr_op_of(x, b->wrs[b->n - 1].opcode, &bit2);
+	if (ok && b->ahs != NULL && x->wr_set_ud_addr == NULL)
+		ok = 0;
+	if (ok && b->inline_threshold && x->wr_set_inline_data == NULL)
+		ok = 0;
+	if (ok && (flags & (bit | bit2)) == (bit | bit2))
+		*out = x;
+	return 0;
+}
+
+/* Rows [start, end) by the wr_* builders between ibv_wr_start and
+ * ibv_wr_complete, the last signaled.  ibv_wr_complete's result; on a
+ * failure no row is posted (*bad: the first). */
+static int send_wr_range(SendBatchObject *b, struct ibv_qp_ex *x,
+			 Py_ssize_t start, Py_ssize_t end,
+			 struct ibv_send_wr **bad)
+{
+	Py_ssize_t i;
+	int rc;
+
+	ibv_wr_start(x);
+	for (i = start; i < end; i++) {
+		const struct ibv_send_wr *wr = &b->wrs[i];
+		const struct ibv_sge *sge = wr->sg_list;
+
+		x->wr_id = wr->wr_id;
+		/* INLINE kept: rxe reads the inline data only of a WR whose
+		 * wr_flags have it (mlx5 goes by the setter alone). */
+		x->wr_flags = wr->send_flags |
+			      (i == end - 1 ? IBV_SEND_SIGNALED : 0);
+		switch (wr->opcode) {
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(x, wr->wr.rdma.rkey,
+					  wr->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			ibv_wr_rdma_write_imm(x, wr->wr.rdma.rkey,
+					      wr->wr.rdma.remote_addr,
+					      wr->imm_data);
+			break;
+		case IBV_WR_SEND:
+			ibv_wr_send(x);
+			break;
+		case IBV_WR_SEND_WITH_IMM:
+			ibv_wr_send_imm(x, wr->imm_data);
+			break;
+		default:
+			ibv_wr_rdma_read(x, wr->wr.rdma.rkey,
+					 wr->wr.rdma.remote_addr);
+		}
+		if (b->ahs != NULL)
+			ibv_wr_set_ud_addr(x, wr->wr.ud.ah,
+					   wr->wr.ud.remote_qpn,
+					   wr->wr.ud.remote_qkey);
+		if (wr->send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(x, (void *)(uintptr_t)sge->addr,
+					       sge->length);
+		else
+			ibv_wr_set_sge(x, sge->lkey, sge->addr, sge->length);
+	}
+	rc = ibv_wr_complete(x);
+	if (rc != 0)
+		*bad = &b->wrs[start];
+	return rc;
+}
+
+/* Post rows [start, end) as one ibv_post_send (qpx NULL) or one wr_*
+ * batch of qpx; the last is signaled for this post (and restored
+ * after).  The verb's result. */
 static int send_post_range(SendBatchObject *b, struct ibv_qp *qp,
-			   Py_ssize_t start, Py_ssize_t end,
-			   struct ibv_send_wr **bad)
+			   struct ibv_qp_ex *qpx, Py_ssize_t start,
+			   Py_ssize_t end, struct ibv_send_wr **bad)
 {
 	struct ibv_send_wr *last = &b->wrs[end - 1], *next = last->next;
 	unsigned int flags = last->send_flags;
 	int rc;
 
+	if (qpx != NULL)
+		return send_wr_range(b, qpx, start, end, bad);
 	last->next = NULL;
 	last->send_flags |= IBV_SEND_SIGNALED;
 	rc = ibv_post_send(qp, &b->wrs[start], bad);
@@ -571,13 +701,15 @@ static int send_post_range(SendBatchObject *b, struct ibv_qp *qp,
 	return rc;
 }
 
-/* The error of a refused post of the batch's rows to qp: NULL. */
-static PyObject *send_post_error(SendBatchObject *b, PyObject *qp, int rc,
+/* The error of a refused post of the batch's rows to qp (by qpx's
+ * ibv_wr_complete, or ibv_post_send): NULL. */
+static PyObject *send_post_error(SendBatchObject *b, PyObject *qp,
+				 struct ibv_qp_ex *qpx, int rc,
 				 struct ibv_send_wr *bad)
 {
-	return post_error(rc, "ibv_post_send", "send", bad ? bad - b->wrs : -1,
-			  bad ? bad->wr_id : 0, QPP(qp),
-			  qp_state_name(QPP(qp)->state));
+	return post_error(rc, qpx ? "ibv_wr_complete" : "ibv_post_send", "send",
+			  bad ? bad - b->wrs : -1, bad ? bad->wr_id : 0,
+			  QPP(qp), qp_state_name(QPP(qp)->state));
 }
 
 /* Post rows [start, end): the number posted, or NULL. */
@@ -585,25 +717,32 @@ static PyObject *send_batch_post_rows(SendBatchObject *b, PyObject *qp,
 				      Py_ssize_t start, Py_ssize_t end)
 {
 	struct ibv_send_wr *bad = NULL;
+	struct ibv_qp_ex *qpx;
 	int rc;
 
+	if (send_batch_qpx(b, qp, &qpx) < 0)
+		return NULL;
 	OBJ_LOCKED_BEGIN(b);
-	rc = send_post_range(b, QPP(qp), start, end, &bad);
+	rc = send_post_range(b, QPP(qp), qpx, start, end, &bad);
 	OBJ_LOCKED_END();
 	if (rc == 0)
 		return PyLong_FromSsize_t(end - start);
-	return send_post_error(b, qp, rc, bad);
+	return send_post_error(b, qp, qpx, rc, bad);
 }
 
 PyDoc_STRVAR(send_batch_post__doc__,
 	     "Post rows ``start`` onwards, as one ``ibv_post_send`` call.\n"
 	     "\n"
+	     "On a QPEx whose ``send_ops_flags`` (and provider) have the\n"
+	     "batch's operations, the rows go by the ``ibv_wr_*`` builders\n"
+	     "between ``ibv_wr_start`` and ``ibv_wr_complete`` instead.\n"
 	     "Posts ``count`` rows (all the rest when None), never more than\n"
 	     "the send queue holds (the QP's ``cap.max_send_wr``) and never\n"
 	     "past the last row; the last row posted is signaled. Checks\n"
 	     "that the batch's MR is open; keeps the GIL.\n"
 	     "\n"
-	     "Wraps ``ibv_post_send`` (man page ibv_post_send(3)).\n"
+	     "Wraps ``ibv_post_send`` or the ``ibv_wr_*`` calls (man pages\n"
+	     "ibv_post_send(3), ibv_wr_post(3)).\n"
 	     "\n"
 	     "Args:\n"
 	     "    queue: the QP: a UD one for a batch built with ``ah``,\n"
@@ -620,9 +759,11 @@ PyDoc_STRVAR(send_batch_post__doc__,
 	     "        the wrong type (UD without ``ah`` or the reverse), or\n"
 	     "        the MR was re-registered since the build.\n"
 	     "    VerbsError: EBADF if the QP, the MR or an AH is closed;\n"
-	     "        EBUSY in a QPEx ``wr_start()`` batch; else the provider\n"
+	     "        EBUSY in a QPEx ``wr_start()`` batch; EOPNOTSUPP when a\n"
+	     "        QPEx has no ``struct ibv_qp_ex``; else the provider\n"
 	     "        refused (the message names the row): the rows before\n"
-	     "        it were posted.");
+	     "        it were posted (none, by a refused\n"
+	     "        ``ibv_wr_complete``).");
 
 static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -730,8 +871,8 @@ static PyObject *run_failed(const struct ibv_wc *wc, Py_ssize_t row,
  * back empty or every row is complete.  0; -1 with an error set when a
  * verb failed (the run's counts stay true: it can go on); -2 with an
  * error set when a completion failed or is not the run's (it ends). */
-static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_cq *cq,
-		    Py_ssize_t depth, Py_ssize_t piece)
+static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
+		    struct ibv_cq *cq, Py_ssize_t depth, Py_ssize_t piece)
 {
 	struct ibv_wc wc[RUN_POLL];
 	struct ibv_send_wr *bad;
@@ -746,15 +887,15 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_cq *cq,
 			if (end - b->run_done > depth)
 				break;
 			bad = NULL;
-			rc = send_post_range(b, QPP(qp), b->run_posted, end,
-					     &bad);
+			rc = send_post_range(b, QPP(qp), qpx, b->run_posted,
+					     end, &bad);
 			if (rc != 0) {
 				/* The rows before bad are posted: the next
 				 * piece's signaled row completes them. */
 				if (bad >= &b->wrs[b->run_posted] &&
 				    bad < &b->wrs[end])
 					b->run_posted = bad - b->wrs;
-				send_post_error(b, qp, rc, bad);
+				send_post_error(b, qp, qpx, rc, bad);
 				return -1;
 			}
 			b->run_posted = end;
@@ -803,10 +944,11 @@ PyDoc_STRVAR(
 	"event) until it returns ``len(batch)``, which ends the run. While a\n"
 	"run is under way the send CQ must carry only this batch's\n"
 	"completions, and ``post()``/``update()`` are refused. Keeps the\n"
-	"GIL, as ``QP.post_send`` does.\n"
+	"GIL, as ``QP.post_send`` does. A QPEx posts as in ``post()``.\n"
 	"\n"
-	"Wraps ``ibv_post_send`` and ``ibv_poll_cq`` (man pages\n"
-	"ibv_post_send(3), ibv_poll_cq(3)).\n"
+	"Wraps ``ibv_post_send`` (or the ``ibv_wr_*`` calls) and\n"
+	"``ibv_poll_cq`` (man pages ibv_post_send(3), ibv_wr_post(3),\n"
+	"ibv_poll_cq(3)).\n"
 	"\n"
 	"Args:\n"
 	"    queue: the QP (UD for a batch built with ``ah``, else RC,\n"
@@ -830,7 +972,8 @@ PyDoc_STRVAR(
 	"        had posted: those after the row flush, one completion\n"
 	"        each, left in the CQ.\n"
 	"    VerbsError: EBADF if the QP, the MR or an AH is closed; EBUSY\n"
-	"        in a QPEx ``wr_start()`` batch; else the provider refused\n"
+	"        in a QPEx ``wr_start()`` batch; EOPNOTSUPP when a QPEx has\n"
+	"        no ``struct ibv_qp_ex``; else the provider refused\n"
 	"        a post (the message names the row) or ``ibv_poll_cq``\n"
 	"        failed.\n"
 	"        The run stays under way (call again to go on, or\n"
@@ -843,6 +986,7 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 	static char *kwlist[] = { "queue", "depth", "piece", NULL };
 	SendBatchObject *b = SB(self);
 	Py_ssize_t depth = 0, piece = 0, done;
+	struct ibv_qp_ex *qpx;
 	PyObject *qp, *cq;
 	int rc;
 
@@ -879,12 +1023,15 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 	}
 	if (piece > depth)
 		piece = depth;
+	if (send_batch_qpx(b, qp, &qpx) < 0)
+		return NULL;
 	OBJ_LOCKED_BEGIN(b);
 	if (b->run_qp == NULL) {
 		Py_INCREF(qp);
 		b->run_qp = qp;
 	}
-	rc = run_loop(b, qp, (struct ibv_cq *)HANDLE(cq)->obj, depth, piece);
+	rc = run_loop(b, qp, qpx, (struct ibv_cq *)HANDLE(cq)->obj, depth,
+		      piece);
 	done = b->run_done;
 	if (rc == -2 || done == b->n)
 		run_end(b);
@@ -1071,8 +1218,9 @@ const char qp_post_send_batch__doc__[] = PyDoc_STR(
 	"        32 bits), columns of different lengths, more rows than\n"
 	"        the send queue holds, a QP of the wrong type (UD without\n"
 	"        ``ah`` or the reverse), ah without remote_qpn.\n"
-	"    VerbsError: EBADF if the QP, MR or an AH is closed; else the\n"
-	"        provider refused (the message names the row).");
+	"    VerbsError: EBADF if the QP, MR or an AH is closed;\n"
+	"        EOPNOTSUPP when a QPEx has no ``struct ibv_qp_ex``; else\n"
+	"        the provider refused (the message names the row).");
 
 PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -1161,7 +1309,9 @@ PyDoc_STRVAR(
 	"named in the error) and copied into native ``ibv_send_wr`` and\n"
 	"``ibv_sge`` arrays the batch owns: nothing of them is held.\n"
 	"``post(qp, start, count)`` posts rows in pieces the send queue\n"
-	"holds; ``update()`` replaces columns; ``len(batch)`` is the rows.\n"
+	"holds (on a QPEx by its ``ibv_wr_*`` builders where its\n"
+	"``send_ops_flags`` have the batch's operations);\n"
+	"``update()`` replaces columns; ``len(batch)`` is the rows.\n"
 	"The batch holds its MR: a post after ``mr.close()`` is EBADF.\n"
 	"\n"
 	"Args:\n"
