@@ -100,6 +100,19 @@ struct send_shape {
 
 enum { ROW_CHECK, ROW_WRITE, ROW_BUILD, ROW_BUILD_RDMA, ROW_BUILD_UD };
 
+/* In send_row: a 32-bit field of row i from column col: checked against max (what
+ * names it in the error), stored into dst unless only checking. */
+#define ROW_FIELD(has, col, max, what, dst)                   \
+	do {                                                  \
+		if (has) {                                    \
+			v = rows_at(sh->col, i);              \
+			if (v > (max))                        \
+				return row_error(i, what, v); \
+			if (mode != ROW_CHECK)                \
+				dst = (uint32_t)v;            \
+		}                                             \
+	} while (0)
+
 /*
  * Check row i of the given columns and (ROW_WRITE) store it, or
  * (ROW_BUILD) fill the whole WR and SGE but the signaling, which the
@@ -150,13 +163,8 @@ send_row(SendBatchObject *b, const struct send_shape *sh,
 				wr->send_flags &= ~IBV_SEND_INLINE;
 		}
 	}
-	if (has_lkey) {
-		v = rows_at(sh->lkey, i);
-		if (v > UINT32_MAX)
-			return row_error(i, "lkey does not fit 32 bits", v);
-		if (mode != ROW_CHECK)
-			sge->lkey = (uint32_t)v;
-	}
+	ROW_FIELD(has_lkey, lkey, UINT32_MAX, "lkey does not fit 32 bits",
+		  sge->lkey);
 	if (has_remote) {
 		v = rows_at(sh->remote, i);
 		if (v + sh->remote_base < v)
@@ -167,29 +175,13 @@ send_row(SendBatchObject *b, const struct send_shape *sh,
 		if (mode != ROW_CHECK)
 			wr->wr.rdma.remote_addr = v + sh->remote_base;
 	}
-	if (has_rkey) {
-		v = rows_at(sh->rkey, i);
-		if (v > UINT32_MAX)
-			return row_error(i, "rkey does not fit 32 bits", v);
-		if (mode != ROW_CHECK)
-			wr->wr.rdma.rkey = (uint32_t)v;
-	}
-	if (has_qpn) {
-		v = rows_at(sh->qpn, i);
-		if (v > QPN_MAX)
-			return row_error(i, "remote_qpn does not fit 24 bits",
-					 v);
-		if (mode != ROW_CHECK)
-			wr->wr.ud.remote_qpn = (uint32_t)v;
-	}
-	if (has_qkey) {
-		v = rows_at(sh->qkey, i);
-		if (v > UINT32_MAX)
-			return row_error(i, "remote_qkey does not fit 32 bits",
-					 v);
-		if (mode != ROW_CHECK)
-			wr->wr.ud.remote_qkey = (uint32_t)v;
-	}
+	ROW_FIELD(has_rkey, rkey, UINT32_MAX, "rkey does not fit 32 bits",
+		  wr->wr.rdma.rkey);
+	ROW_FIELD(has_qpn, qpn, QPN_MAX, "remote_qpn does not fit 24 bits",
+		  wr->wr.ud.remote_qpn);
+	ROW_FIELD(has_qkey, qkey, UINT32_MAX,
+		  "remote_qkey does not fit 32 bits", wr->wr.ud.remote_qkey);
+#undef ROW_FIELD
 	/* An int wr_id is row k's wr_id + k: seq_mask is all ones then. */
 	if (has_id && mode != ROW_CHECK)
 		wr->wr_id =
@@ -1178,6 +1170,16 @@ out:
 /* QP.post_send_batch                                                  */
 /* ------------------------------------------------------------------ */
 
+/* The UD arguments' lines of the Args of QP.post_send_batch and
+ * SendBatch. */
+#define SB_DOC_UD_ARGS                                                      \
+	"    ah: a UD batch's address handle: one AH for every row, or a\n" \
+	"        sequence of one per row (held while the batch lives);\n"   \
+	"        SEND or SEND_WITH_IMM only.\n"                             \
+	"    remote_qpn: the destination QPN of a UD batch, one or a\n"     \
+	"        column.\n"                                                 \
+	"    remote_qkey: its Q_Key, one (0 when left out) or a column.\n"
+
 const char qp_post_send_batch__doc__[] = PyDoc_STR(
 	"Build the send requests the columns describe, and post them.\n"
 	"\n"
@@ -1203,14 +1205,7 @@ const char qp_post_send_batch__doc__[] = PyDoc_STR(
 	"    imm_data: the last row's immediate data (it becomes the\n"
 	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"
 	"    inline_threshold: rows of at most this many bytes are sent\n"
-	"        inline (0: none).\n"
-	"    ah: a UD batch's address handle: one AH for every row, or a\n"
-	"        sequence of one per row (held while the batch lives);\n"
-	"        SEND or SEND_WITH_IMM only.\n"
-	"    remote_qpn: the destination QPN of a UD batch, one or a\n"
-	"        column.\n"
-	"    remote_qkey: its Q_Key, one (0 when left out) or a column.\n"
-	"\n"
+	"        inline (0: none).\n" SB_DOC_UD_ARGS "\n"
 	"Raises:\n"
 	"    TypeError: a column is not an array of integers or an int,\n"
 	"        or ah not an AH or a sequence of AHs.\n"
@@ -1330,14 +1325,7 @@ PyDoc_STRVAR(
 	"    imm_data: the last row's immediate data (it becomes the\n"
 	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"
 	"    inline_threshold: rows of at most this many bytes are sent\n"
-	"        inline (0: none).\n"
-	"    ah: a UD batch's address handle: one AH for every row, or a\n"
-	"        sequence of one per row (held while the batch lives);\n"
-	"        SEND or SEND_WITH_IMM only.\n"
-	"    remote_qpn: the destination QPN of a UD batch, one or a\n"
-	"        column.\n"
-	"    remote_qkey: its Q_Key, one (0 when left out) or a column.\n"
-	"\n"
+	"        inline (0: none).\n" SB_DOC_UD_ARGS "\n"
 	"Raises:\n"
 	"    TypeError: a column is not an array of integers or an int,\n"
 	"        or ah not an AH or a sequence of AHs.\n"
