@@ -12,7 +12,7 @@ context manager; none of them can be built directly except ``Context``.
 """
 
 import ipaddress
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Generic, Literal, TypedDict, TypeVar, final, overload, type_check_only
 
@@ -368,6 +368,9 @@ class QP(_OfPD):
         signal_every: int = 0,
         imm_data: int | None = None,
         inline_threshold: int = 0,
+        ah: AH | Sequence[AH] | None = None,
+        remote_qpn: _Buffer | Any | int | None = None,
+        remote_qkey: _Buffer | Any | int | None = None,
     ) -> None: ...
     def post_recv_batch(
         self,
@@ -578,6 +581,9 @@ class SendBatch:
         signal_every: int = 0,
         imm_data: int | None = None,
         inline_threshold: int = 0,
+        ah: AH | Sequence[AH] | None = None,
+        remote_qpn: _Buffer | Any | int | None = None,
+        remote_qkey: _Buffer | Any | int | None = None,
     ) -> Self: ...
     def __len__(self) -> int: ...
     @property
@@ -597,6 +603,8 @@ class SendBatch:
         lkey: _Buffer | Any | int | None = None,
         wr_id: _Buffer | Any | int | None = None,
         imm_data: int | None = None,
+        remote_qpn: _Buffer | Any | int | None = None,
+        remote_qkey: _Buffer | Any | int | None = None,
     ) -> None: ...
 
 @final

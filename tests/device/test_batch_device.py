@@ -224,3 +224,122 @@ def test_progress_names_the_failed_row(pd, pair):
     assert all(w.status == ib.WCStatus.WR_FLUSH_ERR for w in ca.poll(64))
     with pytest.raises(ib.VerbsError):
         batch.progress(qa)
+
+
+@pytest.mark.parametrize("qpex", [False, True], ids=["post_send", "qpex"])
+def test_ud_batch_of_sends_into_recv_batches(ctx, pd, port, gid_index, qpex):
+    """Hundreds of UD SENDs by one SendBatch, alternating between two
+    receivers (an AH, QPN and Q_Key column per row), each received by a
+    RecvBatch and verified message by message; from a QP, and from a
+    QPEx (the ibv_wr_* path)."""
+    n, msg, grh = 400, 64, 40
+    scq, rcq = ctx.create_cq(64), ctx.create_cq(n + 16)
+
+    def ud(qkey, ex=False, **kw):
+        init = dict(send_cq=scq, recv_cq=rcq, qp_type=ib.QPType.UD, **kw)
+        if ex:
+            ops = ib.QPCreateSendOpsFlags.SEND | ib.QPCreateSendOpsFlags.SEND_WITH_IMM
+            qp = pd.create_qp_ex(ib.QPInitAttrEx(send_ops_flags=ops, **init))
+        else:
+            qp = pd.create_qp(ib.QPInitAttr(**init))
+        qp.to_init(port, 0, qkey=qkey)
+        qp.to_rtr(None)
+        qp.to_rts(0)
+        return qp
+
+    qa = ud(0x1111, qpex, max_send_wr=64)
+    assert isinstance(qa, ib.QPEx) == qpex
+    qkeys = (0x1234, 0x5678)
+    rx = [ud(k, max_recv_wr=n // 2) for k in qkeys]
+    gid = ctx.query_gid(port, gid_index)
+    ahs = [pd.create_ah(ib.AHAttr(dgid=gid, sgid_index=gid_index, port_num=port)) for _ in rx]
+    src, mr_a = mkbuf(pd, n * msg)
+    dst, mr_b = mkbuf(pd, n * 128)
+    src[:] = np.random.default_rng(7).integers(0, 256, src.size, dtype=np.uint8)
+    half = np.arange(n // 2)
+    for j, qp in enumerate(rx):  # receiver j's k-th buffer takes row 2k + j
+        recv = ib.RecvBatch(mr_b, (2 * half + j) * 128, grh + msg, wr_id=j * 10_000)
+        assert recv.post(qp) == n // 2
+    row = np.arange(n)
+    batch = ib.SendBatch(
+        mr_a,
+        row * msg,
+        msg,
+        opcode=ib.WROpcode.SEND_WITH_IMM,
+        imm_data=0xFEED,
+        ah=[ahs[k % 2] for k in range(n)],
+        remote_qpn=np.array([rx[k % 2].qp_num for k in range(n)], dtype=np.uint32),
+        remote_qkey=np.array([qkeys[k % 2] for k in range(n)], dtype=np.uint32),
+        wr_id=500,
+    )
+    run_progress(qa, batch, 64, 16)
+    ids, nbytes = np.zeros(n, np.uint64), np.zeros(n, np.uint32)
+    st, imm = np.zeros(n, np.int32), np.zeros(n, np.uint32)
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < n:
+        got += rcq.poll_into(
+            wr_id=ids[got:], byte_len=nbytes[got:], status=st[got:], imm_data=imm[got:]
+        )
+        assert time.monotonic() < deadline, f"{got} of {n} messages"
+    assert not st.any() and set(nbytes.tolist()) == {grh + msg}
+    assert set(imm.tolist()) == {0xFEED}
+    assert sorted(ids.tolist()) == sorted([j * 10_000 + k for j in (0, 1) for k in half])
+    for k in range(n):
+        got = dst[k * 128 + grh : k * 128 + grh + msg]
+        assert np.array_equal(got, src[k * msg : (k + 1) * msg]), f"message {k}"
+    for o in (qa, *rx, *ahs, mr_a, mr_b, scq, rcq):
+        o.close()
+
+
+def test_write_batch_on_a_qpex_by_the_wr_builders(ctx, pd):
+    """A QPEx pair: a scattered WRITE batch (the last row WITH_IMM, small
+    rows inline) by progress(), then re-posted by post() pieces; block by
+    block."""
+    from support.rdma import make_rc_pair
+
+    F = ib.QPCreateSendOpsFlags
+    qa, ca, qb, cb = make_rc_pair(
+        ctx,
+        pd,
+        send_ops_flags=F.RDMA_WRITE | F.RDMA_WRITE_WITH_IMM,
+        max_send_wr=64,
+        max_recv_wr=64,
+        max_inline_data=64,
+        cq_size=512,
+    )
+    assert isinstance(qa, ib.QPEx)
+    n, pool = 2000, 4096
+    src, mr_a = mkbuf(pd, pool * BLOCK)
+    dst, mr_b = mkbuf(pd, pool * BLOCK)
+    src[:] = np.random.default_rng(8).integers(0, 256, src.size, dtype=np.uint8)
+    s, d = scattered(n, pool, 9)
+    lengths = np.where(np.arange(n) % 3 == 0, 48, BLOCK).astype(np.uint32)  # every 3rd inline
+    batch = ib.SendBatch(
+        mr_a,
+        s * BLOCK,
+        lengths,
+        d * BLOCK,
+        mr_b.rkey,
+        remote_base=mr_b.addr,
+        imm_data=0xC0DE,
+        inline_threshold=64,
+    )
+    for rnd, dests in enumerate((d, np.random.default_rng(10).permutation(pool)[:n])):
+        dst[:] = 0
+        ib.RecvBatch(mr_b, np.zeros(1, np.uint64), 0, wr_id=900 + rnd).post(qb)
+        if rnd == 0:
+            run_progress(qa, batch, 48, 16)
+        else:
+            batch.update(remote=dests * BLOCK)
+            _, st, _ = run(qa, ca, batch, 64)
+            assert st == [SUCCESS] * len(st)
+        ids, imm = np.zeros(1, np.uint64), np.zeros(1, np.uint32)
+        deadline = time.monotonic() + 10
+        while cb.poll_into(wr_id=ids, imm_data=imm) == 0:
+            assert time.monotonic() < deadline
+        assert (ids[0], imm[0]) == (900 + rnd, 0xC0DE)
+        for k in range(n):
+            ln = lengths[k]
+            got = dst[dests[k] * BLOCK : dests[k] * BLOCK + ln]
+            assert np.array_equal(got, src[s[k] * BLOCK : s[k] * BLOCK + ln]), f"block {k}"

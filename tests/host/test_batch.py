@@ -342,6 +342,370 @@ def body(fake):
     assert not res.calls("post_send")
 
 
+UD_WORLD = """
+def ud_world(n_ah=1, max_send_wr=64):
+    buf, ctx, pd, cq, mr, qp = world(max_send_wr=max_send_wr)
+    ud = pd.create_qp(ibverbs.QPInitAttr(cq, qp_type=enums.QPType.UD,
+                                         max_send_wr=max_send_wr))
+    ud.to_init(1, qkey=0x1234)
+    ud.to_rtr(None)
+    ud.to_rts()
+    ahs = [pd.create_ah(ibverbs.AHAttr(dlid=k + 1, port_num=1)) for k in range(n_ah)]
+    return buf, ctx, pd, cq, mr, qp, ud, ahs
+"""
+
+
+def test_ud_batch_writes_ah_qpn_and_qkey_of_every_wr(recording):
+    res = run(
+        recording,
+        UD_WORLD
+        + """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp, ud, ahs = ud_world(n_ah=3)
+    rows = [ahs[k % 3] for k in range(7)]
+    qpns = np.array([0x10 + k for k in range(7)], dtype=np.uint32)
+    qkeys = array.array("Q", [0x1000 + k for k in range(7)])
+    b = ibverbs.SendBatch(mr, np.arange(7) * 64, 64, opcode=enums.WROpcode.SEND_WITH_IMM,
+                          imm_data=0x99, ah=rows, remote_qpn=qpns, remote_qkey=qkeys,
+                          wr_id=40)
+    one = ibverbs.SendBatch(mr, np.arange(3) * 64, 8, opcode=enums.WROpcode.SEND,
+                            ah=ahs[1], remote_qpn=0xFFFFFF, inline_threshold=8)
+    del rows
+    out = [b.post(ud), one.post(ud)]
+    cq.poll(16)  # progress() wants the send CQ to itself
+    out.append(b.progress(ud, piece=4))
+    b.update(remote_qpn=5, remote_qkey=np.array([9] * 7, dtype=np.int16))
+    out.append(b.post(ud, 5))
+    for ah in ahs:
+        ah.close()
+    return out + [mr.lkey, ctypes.addressof(buf)]
+import array
+""",
+    )
+    *posted, lkey, base = res.ok()
+    assert posted == [7, 3, 7, 2]
+    ah = [r["ah"] for r in res.calls("destroy_ah")]
+    assert len(set(ah)) == 3
+    posts = res.calls("post_send")
+    w = wrs(posts[0])
+    assert [x["wr.ud.ah"] for x in w] == [ah[k % 3] for k in range(7)]
+    assert [x["wr.ud.remote_qpn"] for x in w] == [0x10 + k for k in range(7)]
+    assert [x["wr.ud.remote_qkey"] for x in w] == [0x1000 + k for k in range(7)]
+    assert [x["wr_id"] for x in w] == list(range(40, 47))
+    assert [x["opcode"] for x in w] == [int(Op.SEND_WITH_IMM)] * 7
+    assert [x["imm_data"] for x in w] == [0x99] * 7
+    assert [x["sg_list[0].addr"] for x in w] == [base + 64 * k for k in range(7)]
+    assert [x["sg_list[0].length"] for x in w] == [64] * 7
+    assert [x["sg_list[0].lkey"] for x in w] == [lkey] * 7
+    assert [x["send_flags"] for x in w] == [0] * 6 + [SIG]
+    w = wrs(posts[1])
+    assert [x["wr.ud.ah"] for x in w] == [ah[1]] * 3
+    assert [x["wr.ud.remote_qpn"] for x in w] == [0xFFFFFF] * 3
+    assert [x["wr.ud.remote_qkey"] for x in w] == [0] * 3
+    assert [x["opcode"] for x in w] == [int(Op.SEND)] * 3
+    assert [x["send_flags"] for x in w] == [INL, INL, SIG | INL]
+    # progress in pieces of 4: every row as built
+    sent = [x for r in posts[2:4] for x in wrs(r)]
+    assert [x["wr.ud.ah"] for x in sent] == [ah[k % 3] for k in range(7)]
+    assert [x["wr.ud.remote_qpn"] for x in sent] == [0x10 + k for k in range(7)]
+    # the update replaced the QPNs and Q_Keys only
+    w = wrs(posts[4])
+    assert [(x["wr.ud.remote_qpn"], x["wr.ud.remote_qkey"]) for x in w] == [(5, 9)] * 2
+    assert [x["wr.ud.ah"] for x in w] == [ah[2], ah[0]]
+    assert res.live == 0, res.live_report
+
+
+def test_ud_batch_holds_its_ahs_and_a_closed_ah_is_ebadf(recording):
+    res = run(
+        recording,
+        UD_WORLD
+        + """
+def body(fake):
+    import gc, sys
+    buf, ctx, pd, cq, mr, qp, ud, ahs = ud_world(n_ah=2)
+    b = ibverbs.SendBatch(mr, np.arange(4), 1, opcode=enums.WROpcode.SEND,
+                          ah=(ahs[0], ahs[1], ahs[0], ahs[1]), remote_qpn=7)
+    held = [sys.getrefcount(a) for a in ahs]
+    ahs[1].close()
+    out = []
+    for call in (lambda: b.post(ud), lambda: b.progress(ud),
+                 lambda: ibverbs.SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND,
+                                           ah=ahs[1], remote_qpn=7)):
+        try:
+            call()
+        except ibverbs.VerbsError as e:
+            out.append(e.errno)
+    refs = sys.getrefcount(ahs[0])
+    del b
+    gc.collect()
+    return [out, refs - sys.getrefcount(ahs[0])]
+""",
+    )
+    assert res.ok() == [[errno.EBADF] * 3, 1]
+    assert not res.calls("post_send")
+    assert res.live == 0, res.live_report
+
+
+@pytest.mark.parametrize(
+    "call, exc, words",
+    [
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=ahs[0])",
+            ValueError,
+            "needs remote_qpn",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, np.arange(2), 1, ah=ahs[0], remote_qpn=1)",
+            ValueError,
+            "SEND or SEND_WITH_IMM",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, remote_qpn=1)",
+            ValueError,
+            "go with ah",
+        ),
+        (
+            "SendBatch(mr, np.arange(3), 1, opcode=enums.WROpcode.SEND, ah=ahs * 2, remote_qpn=1)",
+            ValueError,
+            "ah has 2 AHs for 3 rows",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=[ahs[0], mr], "
+            "remote_qpn=1)",
+            TypeError,
+            "row 1: ah must be an AH",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=5, remote_qpn=1)",
+            TypeError,
+            "a sequence of AHs",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=ahs[0], "
+            "remote_qpn=np.array([1, 1 << 24]))",
+            ValueError,
+            "row 1: remote_qpn does not fit 24 bits",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=ahs[0], "
+            "remote_qpn=1, remote_qkey=np.array([1, 1 << 32]))",
+            ValueError,
+            "row 1: remote_qkey does not fit 32 bits",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=ahs[0], "
+            "remote_qpn=1).post(qp)",
+            ValueError,
+            "posts to a UD QP only",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND).post(ud)",
+            ValueError,
+            "build the SendBatch with ah=",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND).update(remote_qpn=1)",
+            ValueError,
+            "go with a UD batch",
+        ),
+        (
+            "SendBatch(mr, np.arange(2), 1, opcode=enums.WROpcode.SEND, ah=ahs[0], "
+            "remote_qpn=1).update(remote_qpn=np.arange(3))",
+            ValueError,
+            "remote_qpn",
+        ),
+    ],
+)
+def test_bad_ud_batches_are_refused(recording, call, exc, words):
+    res = run(
+        recording,
+        UD_WORLD
+        + f"""
+def body(fake):
+    from ibverbs import SendBatch
+    buf, ctx, pd, cq, mr, qp, ud, ahs = ud_world()
+    {call}
+""",
+    )
+    assert res.error is not None and res.error["type"] == exc.__name__, res.error
+    assert words in res.error["message"], res.error
+    assert not res.calls("post_send")
+
+
+def test_post_send_batch_of_a_ud_qp(recording):
+    res = run(
+        recording,
+        UD_WORLD
+        + """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp, ud, ahs = ud_world(max_send_wr=4)
+    ud.post_send_batch(mr, np.arange(4), 1, opcode=enums.WROpcode.SEND, ah=ahs[0],
+                       remote_qpn=np.arange(4) + 100, remote_qkey=0x1234)
+    return [w.wr_id for w in cq.poll(8)]
+""",
+    )
+    assert res.ok() == [3]
+    w = wrs(res.one("post_send"))
+    assert [x["wr.ud.remote_qpn"] for x in w] == [100, 101, 102, 103]
+    assert [x["wr.ud.remote_qkey"] for x in w] == [0x1234] * 4
+    assert len({x["wr.ud.ah"] for x in w}) == 1 and w[0]["wr.ud.ah"] != 0
+
+
+QPEX_WORLD = """
+def qpex_world(ops, qp_type=enums.QPType.RC, rts=True):
+    buf, ctx, pd, cq, mr, qp = world()
+    attr = ibverbs.QPInitAttrEx(cq, send_ops_flags=ops, qp_type=qp_type, max_send_wr=64,
+                                max_inline_data=64)
+    qpx = pd.create_qp_ex(attr)
+    if qp_type == enums.QPType.UD:
+        qpx.to_init(1, qkey=0x1234)
+        qpx.to_rtr(None)
+    else:
+        qpx.to_init(1)
+        qpx.to_rtr(ibverbs.QPInfo(5, 0, 0, bytes(16), 1, 3), sgid_index=0)
+    if rts:
+        qpx.to_rts()
+    return buf, ctx, pd, cq, mr, qpx
+F = enums.QPCreateSendOpsFlags
+"""
+
+
+def qpex_wrs(res):
+    """The wr_* calls of each wr_start..wr_complete, as lists of records."""
+    out, cur = [], None
+    for r in res.records:
+        if r.verb == "wr_start":
+            cur = []
+        elif r.verb == "wr_complete":
+            out.append((cur, r["count"]))
+            cur = None
+        elif cur is not None and r.verb.startswith("wr_"):
+            cur.append(r)
+    return out
+
+
+def test_batch_on_a_qpex_posts_by_the_wr_builders(recording):
+    res = run(
+        recording,
+        QPEX_WORLD
+        + """
+def body(fake):
+    buf, ctx, pd, cq, mr, qpx = qpex_world(F.RDMA_WRITE | F.RDMA_WRITE_WITH_IMM | F.SEND)
+    local = np.array([0, 4096, 100, 8192, 65536 - 16], dtype=np.int64)
+    lengths = np.array([16, 4096, 32, 1000, 16], dtype=np.uint32)
+    b = ibverbs.SendBatch(mr, local, lengths, np.arange(5) * 0x1000, 0x77, remote_base=0xA0000,
+                          wr_id=100, signal_every=2, imm_data=0xDEADBEEF, inline_threshold=32)
+    out = [b.post(qpx), [w.wr_id for w in cq.poll(16)]]
+    out.append(b.progress(qpx, 4, 2))
+    return out + [mr.lkey, ctypes.addressof(buf)]
+""",
+    )
+    posted, wcs, done, lkey, base = res.ok()
+    assert (posted, wcs, done) == (5, [101, 103, 104], 5)
+    assert not res.calls("post_send")
+    batches = qpex_wrs(res)
+    assert [n for _, n in batches] == [5, 2, 2, 1]
+    calls, _ = batches[0]
+    builders = calls[0::2]
+    assert [c.verb for c in builders] == ["wr_rdma_write"] * 4 + ["wr_rdma_write_imm"]
+    assert [c["wr_id"] for c in builders] == [100, 101, 102, 103, 104]
+    assert [c["wr_flags"] for c in builders] == [INL, SIG, INL, SIG, SIG | INL]
+    assert [c["rkey"] for c in builders] == [0x77] * 5
+    assert [c["remote_addr"] for c in builders] == [0xA0000 + k * 0x1000 for k in range(5)]
+    assert builders[4]["imm_data"] == 0xDEADBEEF
+    data = calls[1::2]
+    assert [c.verb for c in data] == [
+        "wr_set_inline_data",
+        "wr_set_sge",
+        "wr_set_inline_data",
+        "wr_set_sge",
+        "wr_set_inline_data",
+    ]
+    assert [c["addr"] for c in data] == [base + o for o in (0, 4096, 100, 8192, 65520)]
+    assert [c["length"] for c in data] == [16, 4096, 32, 1000, 16]
+    assert [data[k]["lkey"] for k in (1, 3)] == [lkey] * 2
+    # progress's pieces: the last of each signaled for its post
+    flags = [c["wr_flags"] for calls, _ in batches[1:] for c in calls[0::2]]
+    assert flags == [INL, SIG, INL, SIG, SIG | INL]
+    assert res.live == 0, res.live_report
+
+
+def test_ud_batch_on_a_qpex_sets_each_ud_address(recording):
+    res = run(
+        recording,
+        QPEX_WORLD
+        + """
+def body(fake):
+    buf, ctx, pd, cq, mr, qpx = qpex_world(F.SEND | F.SEND_WITH_IMM, enums.QPType.UD)
+    ahs = [pd.create_ah(ibverbs.AHAttr(dlid=k + 1, port_num=1)) for k in range(2)]
+    b = ibverbs.SendBatch(mr, np.arange(4) * 64, 64, opcode=enums.WROpcode.SEND_WITH_IMM,
+                          imm_data=7, ah=[ahs[0], ahs[1], ahs[1], ahs[0]],
+                          remote_qpn=np.arange(4) + 0x40, remote_qkey=0x1234)
+    out = b.post(qpx)
+    for ah in ahs:
+        ah.close()
+    return out
+""",
+    )
+    assert res.ok() == 4
+    ah = [r["ah"] for r in res.calls("destroy_ah")]
+    ((calls, n),) = qpex_wrs(res)
+    assert n == 4 and not res.calls("post_send")
+    assert [c.verb for c in calls[0::3]] == ["wr_send_imm"] * 4
+    assert [c["imm_data"] for c in calls[0::3]] == [7] * 4
+    ud = calls[1::3]
+    assert [c.verb for c in ud] == ["wr_set_ud_addr"] * 4
+    assert [c["ah"] for c in ud] == [ah[0], ah[1], ah[1], ah[0]]
+    assert [c["remote_qpn"] for c in ud] == [0x40, 0x41, 0x42, 0x43]
+    assert [c["remote_qkey"] for c in ud] == [0x1234] * 4
+    assert [c.verb for c in calls[2::3]] == ["wr_set_sge"] * 4
+
+
+def test_a_qpex_without_the_ops_posts_by_ibv_post_send(recording):
+    res = run(
+        recording,
+        QPEX_WORLD
+        + """
+def body(fake):
+    buf, ctx, pd, cq, mr, qpx = qpex_world(F.RDMA_WRITE)  # no WRITE_WITH_IMM
+    b = ibverbs.SendBatch(mr, np.arange(3) * 8, 8, np.arange(3), 1, imm_data=1)
+    return b.post(qpx)
+""",
+    )
+    assert res.ok() == 3
+    assert res.one("post_send")["count"] == 3 and not qpex_wrs(res)
+
+
+def test_a_refused_wr_complete_names_the_first_row_and_posts_none(recording):
+    res = run(
+        recording,
+        QPEX_WORLD
+        + """
+def body(fake):
+    buf, ctx, pd, cq, mr, qpx = qpex_world(F.RDMA_WRITE, rts=False)  # RTR: refused
+    b = ibverbs.SendBatch(mr, np.arange(6) * 8, 8, np.arange(6), 1, wr_id=30)
+    out = []
+    try:
+        b.post(qpx, 2)
+    except ibverbs.VerbsError as e:
+        out.append([e.errno, str(e)])
+    try:
+        b.progress(qpx, 4, 2)
+    except ibverbs.VerbsError as e:
+        out.append([e.errno, str(e)])
+    qpx.to_rts()
+    while b.progress(qpx, 4, 2) < 6:  # the run goes on from row 0
+        pass
+    return out + [cq.poll_count(16)]
+""",
+    )
+    (e1, m1), (e2, m2), left = res.ok()
+    assert e1 == e2 == errno.EINVAL
+    assert "index 2 (wr_id=32)" in m1 and "index 0 (wr_id=30)" in m2
+    assert [n for _, n in qpex_wrs(res)] == [4, 2, 2, 2, 2]
+    assert left == 0
+
+
 def test_progress_posts_in_pieces_within_depth_and_reaps(recording):
     res = run(
         recording,

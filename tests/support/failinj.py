@@ -118,6 +118,11 @@ DOCUMENTED = {
     ("Context.get_device_index", "get_device_index", "*"): E.EOPNOTSUPP,
     # NULL: "EOPNOTSUPP when ... the provider makes no extended QP"
     **{(f"{t}.create_qp_ex", "qp_to_qp_ex", "*"): E.EOPNOTSUPP for t in ("Context", "PD")},
+    # and a batch's post on such a QPEx (wr/batch.c)
+    **{
+        (m, "qp_to_qp_ex", "*"): E.EOPNOTSUPP
+        for m in ("QPEx.post_send_batch", "SendBatch.post", "SendBatch.progress")
+    },
 }
 
 # Calls the double makes inside another verb (libibverbs' own

@@ -372,6 +372,28 @@ def cycles(device):
         if s["odd"]:
             mr.close()
 
+    def ud_batch_cycle(s):
+        # A UD SendBatch over a fresh AH (one per row, the same twice),
+        # run to the end by progress(); odd cycles close the AH, even
+        # ones drop it with the batch (the GC path).
+        ah = s["pd"].create_ah(s["ah_attr"])
+        rows = array.array("Q", range(0, 1024, 64))
+        b = ib.SendBatch(
+            s["mr"],
+            rows,
+            64,
+            opcode=ib.WROpcode.SEND,
+            ah=[ah, s["ah"]] * 8,
+            remote_qpn=s["ud"].qp_num,
+            remote_qkey=0x11111111,
+            signal_every=4,
+        )
+        while b.progress(s["ud"], 16, 4) < len(b):
+            pass
+        s["odd"] = not s.get("odd")
+        if s["odd"]:
+            ah.close()
+
     def with_hw(s):
         s["mr"] = ib.reg_tensor(s["pd"], s["buf"], ALL_ACCESS)
         s["esp"] = ib.FlowActionESPAttr(
@@ -417,6 +439,7 @@ def cycles(device):
         "post_send + poll": (lambda: ud(base()), data_path),
         "SendWRChain post + poll": (lambda: ud(base()), chain_path),
         "SendBatch.progress + RecvBatch (MR closed or dropped)": (lambda: rc(base()), batch_cycle),
+        "UD SendBatch.progress (AH closed or dropped)": (lambda: ud(base()), ud_batch_cycle),
         "MW (types 1 and 2, with a BIND_MW WR)": (base, mw_cycle),
         "MW (dropped)": (base, lambda s: s["pd"].alloc_mw(ib.MWType.TYPE_2)),
         "QPEx": (base, qpex_cycle),

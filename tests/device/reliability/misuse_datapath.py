@@ -171,6 +171,82 @@ def batch_cases(cases, w, cw):
         "closed",
     )
     add("SendBatch.reset() without a run", lambda: send().reset(), "ok")
+    ud_batch_cases(cases, w, cw)
+    qpex_batch_cases(cases, w)
+
+
+def qpex_batch_cases(cases, w):
+    """SendBatches on a QPEx (the ibv_wr_* path): a QP not ready, a
+    wr_start() batch open, a UD batch on an RC QPEx."""
+    add = cases.add
+    rows = array.array("Q", [0, 8])
+
+    def send(**kw):
+        return ib.SendBatch(w.mr, rows, 8, rows, 1, **kw)
+
+    add("SendBatch.post(QPEx not in RTS)", lambda: send().post(w.qpx), "any")
+    add(
+        "SendBatch(inline).post(QPEx not in RTS)",
+        lambda: send(inline_threshold=8).post(w.qpx),
+        "any",
+    )
+    add("SendBatch.progress(QPEx not in RTS)", lambda: send().progress(w.qpx), "any")
+
+    def in_wr_start(method):
+        w.qpx.wr_start()
+        try:
+            getattr(send(), method)(w.qpx)
+        finally:
+            w.qpx.wr_abort()
+
+    add("SendBatch.post(QPEx in wr_start)", lambda: in_wr_start("post"), "raise")
+    add("SendBatch.progress(QPEx in wr_start)", lambda: in_wr_start("progress"), "raise")
+    ud = lambda: ib.SendBatch(  # noqa: E731
+        w.mr, rows, 8, opcode=ib.WROpcode.SEND, ah=w.ah, remote_qpn=1
+    )
+    add("UD SendBatch.post(RC QPEx)", lambda: ud().post(w.qpx), "raise")
+
+
+def ud_batch_cases(cases, w, cw):
+    """UD SendBatches: AHs that are not AHs or are closed (before the
+    build or after it), QPNs out of range, the wrong kind of QP."""
+    add, each = cases.add, cases.each
+    rows = array.array("Q", [0, 8])
+
+    def ud(**kw):
+        args = dict(mr=w.mr, local=rows, lengths=8, opcode=ib.WROpcode.SEND, ah=w.ah)
+        return ib.SendBatch(**{**args, "remote_qpn": 1, **kw})
+
+    bad = [
+        ("closed AH", cw.ah),
+        ("an int", 5),
+        ("a list with an MR", [w.ah, w.mr]),
+        ("3 AHs for 2 rows", [w.ah] * 3),
+        ("a list with a closed AH", [w.ah, cw.ah]),
+    ]
+    each("SendBatch(ah={})", lambda v: ud(ah=v), bad)
+    bad = [("2**24", 2**24), ("-1", -1), ("a str", "1"), ("None", None)]
+    each("SendBatch(ah=, remote_qpn={})", lambda v: ud(remote_qpn=v), bad)
+    each("SendBatch(ah=, remote_qkey={})", lambda v: ud(remote_qkey=v), [("2**32", 2**32)])
+    add("SendBatch(ah=, opcode=RDMA_WRITE)", lambda: ud(opcode=ib.WROpcode.RDMA_WRITE), "raise")
+    add("SendBatch(remote_qpn= without ah)", lambda: ud(ah=None), "raise")
+    add("SendBatch(ah=).post(RC QP)", lambda: ud().post(w.qp), "raise")
+    add("SendBatch(ah=).progress(RC QP)", lambda: ud().progress(w.qp), "raise")
+    add("SendBatch(ah=).update(remote_qpn=2**24)", lambda: ud().update(remote_qpn=2**24), "raise")
+    add(
+        "SendBatch.update(remote_qpn=) without ah",
+        lambda: ib.SendBatch(w.mr, rows, 8, opcode=ib.WROpcode.SEND).update(remote_qpn=1),
+        "raise",
+    )
+
+    def closed_ah(method):
+        ah = w.pd.create_ah(w.ah_attr)
+        batch = ud(ah=[w.ah, ah])
+        ah.close()
+        getattr(batch, method)(w.ud)
+
+    add("UD SendBatch.post over an AH closed after the build", lambda: closed_ah("post"), "closed")
+    add("UD SendBatch.progress over an AH closed after it", lambda: closed_ah("progress"), "closed")
 
 
 def batch_declared_cases(cases, w, worlds):

@@ -39,6 +39,9 @@ typedef struct {
 	 * rows posted and the rows known complete. */
 	PyObject *run_qp;
 	Py_ssize_t run_posted, run_done;
+	/* A UD batch: a tuple of the distinct AHs its rows point to (each
+	 * checked open before a post), else NULL. */
+	PyObject *ahs;
 } SendBatchObject;
 
 enum { IMM_NONE, IMM_LAST, IMM_ALL };
@@ -48,7 +51,7 @@ enum { IMM_NONE, IMM_LAST, IMM_ALL };
 /* The columns of a build or an update; a column not given (name NULL)
  * keeps what the structs hold. */
 struct send_cols {
-	Column local, lengths, remote, rkey, lkey, wr_id;
+	Column local, lengths, remote, rkey, lkey, wr_id, qpn, qkey;
 };
 
 static void send_cols_release(struct send_cols *c)
@@ -59,6 +62,8 @@ static void send_cols_release(struct send_cols *c)
 	column_release(&c->rkey);
 	column_release(&c->lkey);
 	column_release(&c->wr_id);
+	column_release(&c->qpn);
+	column_release(&c->qkey);
 }
 
 /* Read o (None or NULL: not given) into c. */
@@ -88,12 +93,25 @@ struct send_shape {
 	uint64_t base, length, remote_base, seq_mask;
 	uint32_t inline_threshold;
 	int has_mr, opcode;
-	ColumnRows local, lengths, remote, rkey, lkey, wr_id;
+	ColumnRows local, lengths, remote, rkey, lkey, wr_id, qpn, qkey;
 	struct ibv_send_wr *wrs;
 	struct ibv_sge *sges;
 };
 
-enum { ROW_CHECK, ROW_WRITE, ROW_BUILD, ROW_BUILD_RDMA };
+enum { ROW_CHECK, ROW_WRITE, ROW_BUILD, ROW_BUILD_RDMA, ROW_BUILD_UD };
+
+/* In send_row: a 32-bit field of row i from column col: checked against max (what
+ * names it in the error), stored into dst unless only checking. */
+#define ROW_FIELD(has, col, max, what, dst)                   \
+	do {                                                  \
+		if (has) {                                    \
+			v = rows_at(sh->col, i);              \
+			if (v > (max))                        \
+				return row_error(i, what, v); \
+			if (mode != ROW_CHECK)                \
+				dst = (uint32_t)v;            \
+		}                                             \
+	} while (0)
 
 /*
  * Check row i of the given columns and (ROW_WRITE) store it, or
@@ -109,14 +127,18 @@ send_row(SendBatchObject *b, const struct send_shape *sh,
 {
 	struct ibv_send_wr *wr = &sh->wrs[i];
 	struct ibv_sge *sge = &sh->sges[i];
-	/* A build reads every column (remote and rkey for RDMA only), and
-	 * these are constants once inlined; an update, those given. */
+	/* A build reads every column (remote and rkey for RDMA only, the
+	 * QPN and Q_Key for UD only), and these are constants once inlined;
+	 * an update, those given. */
 	int build = mode >= ROW_BUILD, rdma = mode == ROW_BUILD_RDMA;
+	int ud = mode == ROW_BUILD_UD;
 	int has_local = build || c->local.name,
 	    has_len = build || c->lengths.name;
 	int has_lkey = build || c->lkey.name, has_id = build || c->wr_id.name;
 	int has_remote = rdma || (!build && c->remote.name);
 	int has_rkey = rdma || (!build && c->rkey.name);
+	int has_qpn = ud || (!build && c->qpn.name);
+	int has_qkey = ud || (!build && c->qkey.name);
 	uint64_t local, len, v;
 
 	if (has_local || has_len) {
@@ -141,13 +163,8 @@ send_row(SendBatchObject *b, const struct send_shape *sh,
 				wr->send_flags &= ~IBV_SEND_INLINE;
 		}
 	}
-	if (has_lkey) {
-		v = rows_at(sh->lkey, i);
-		if (v > UINT32_MAX)
-			return row_error(i, "lkey does not fit 32 bits", v);
-		if (mode != ROW_CHECK)
-			sge->lkey = (uint32_t)v;
-	}
+	ROW_FIELD(has_lkey, lkey, UINT32_MAX, "lkey does not fit 32 bits",
+		  sge->lkey);
 	if (has_remote) {
 		v = rows_at(sh->remote, i);
 		if (v + sh->remote_base < v)
@@ -158,13 +175,13 @@ send_row(SendBatchObject *b, const struct send_shape *sh,
 		if (mode != ROW_CHECK)
 			wr->wr.rdma.remote_addr = v + sh->remote_base;
 	}
-	if (has_rkey) {
-		v = rows_at(sh->rkey, i);
-		if (v > UINT32_MAX)
-			return row_error(i, "rkey does not fit 32 bits", v);
-		if (mode != ROW_CHECK)
-			wr->wr.rdma.rkey = (uint32_t)v;
-	}
+	ROW_FIELD(has_rkey, rkey, UINT32_MAX, "rkey does not fit 32 bits",
+		  wr->wr.rdma.rkey);
+	ROW_FIELD(has_qpn, qpn, QPN_MAX, "remote_qpn does not fit 24 bits",
+		  wr->wr.ud.remote_qpn);
+	ROW_FIELD(has_qkey, qkey, UINT32_MAX,
+		  "remote_qkey does not fit 32 bits", wr->wr.ud.remote_qkey);
+#undef ROW_FIELD
 	/* An int wr_id is row k's wr_id + k: seq_mask is all ones then. */
 	if (has_id && mode != ROW_CHECK)
 		wr->wr_id =
@@ -178,9 +195,28 @@ send_row(SendBatchObject *b, const struct send_shape *sh,
 	return 0;
 }
 
+/* Build every row in mode (a constant once inlined), with the
+ * signaling. */
+static inline __attribute__((always_inline)) int
+send_build_rows(SendBatchObject *b, const struct send_shape *sh,
+		const struct send_cols *c, int mode)
+{
+	Py_ssize_t i, n = b->n, every = b->signal_every, k = every;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		rc = send_row(b, sh, c, i, mode);
+		if (every > 0 && --k == 0) {
+			b->wrs[i].send_flags |= IBV_SEND_SIGNALED;
+			k = every;
+		}
+	}
+	return rc;
+}
+
 /* Every row: checked (ROW_CHECK), checked and stored (ROW_WRITE), or
- * built (ROW_BUILD, ROW_BUILD_RDMA: with the signaling, and the last
- * row's next NULL). */
+ * built (ROW_BUILD: with the signaling, and the last row's next NULL;
+ * RDMA and UD rows as the batch's opcode and AHs say). */
 static int send_rows(SendBatchObject *b, const struct send_cols *cols, int mode)
 {
 	struct send_cols c = *cols;
@@ -198,45 +234,40 @@ static int send_rows(SendBatchObject *b, const struct send_cols *cols, int mode)
 		.rkey = column_rows(&c.rkey),
 		.lkey = column_rows(&c.lkey),
 		.wr_id = column_rows(&c.wr_id),
+		.qpn = column_rows(&c.qpn),
+		.qkey = column_rows(&c.qkey),
 		.wrs = b->wrs,
 		.sges = b->sges,
 	};
-	Py_ssize_t i, n = b->n, every = b->signal_every, k = every;
+	Py_ssize_t i, n = b->n;
 	int rc = 0;
 
 	if (mode == ROW_CHECK) {
 		for (i = 0; i < n && rc == 0; i++)
 			rc = send_row(b, &sh, &c, i, ROW_CHECK);
-	} else if (mode == ROW_WRITE) {
+		return rc;
+	}
+	if (mode == ROW_WRITE) {
 		for (i = 0; i < n && rc == 0; i++)
 			rc = send_row(b, &sh, &c, i, ROW_WRITE);
-	} else if (is_rdma(b->opcode)) {
-		for (i = 0; i < n && rc == 0; i++) {
-			rc = send_row(b, &sh, &c, i, ROW_BUILD_RDMA);
-			if (every > 0 && --k == 0) {
-				b->wrs[i].send_flags |= IBV_SEND_SIGNALED;
-				k = every;
-			}
-		}
-	} else {
-		for (i = 0; i < n && rc == 0; i++) {
-			rc = send_row(b, &sh, &c, i, ROW_BUILD);
-			if (every > 0 && --k == 0) {
-				b->wrs[i].send_flags |= IBV_SEND_SIGNALED;
-				k = every;
-			}
-		}
-		b->wrs[n - 1].next = NULL;
-		b->wrs[n - 1].send_flags |= IBV_SEND_SIGNALED;
+		return rc;
 	}
+	if (is_rdma(b->opcode))
+		rc = send_build_rows(b, &sh, &c, ROW_BUILD_RDMA);
+	else if (b->ahs != NULL)
+		rc = send_build_rows(b, &sh, &c, ROW_BUILD_UD);
+	else
+		rc = send_build_rows(b, &sh, &c, ROW_BUILD);
+	b->wrs[n - 1].next = NULL;
+	b->wrs[n - 1].send_flags |= IBV_SEND_SIGNALED;
 	return rc;
 }
 
 /* Every column given has b->n rows (or is one int). */
 static int send_cols_check(const struct send_cols *c, Py_ssize_t n)
 {
-	const Column *all[] = { &c->local, &c->lengths, &c->remote,
-				&c->rkey,  &c->lkey,	&c->wr_id };
+	const Column *all[] = { &c->local, &c->lengths, &c->remote, &c->rkey,
+				&c->lkey,  &c->wr_id,	&c->qpn,    &c->qkey };
 	size_t k;
 
 	for (k = 0; k < sizeof(all) / sizeof(all[0]); k++) {
@@ -253,6 +284,7 @@ static int send_cols_check(const struct send_cols *c, Py_ssize_t n)
 struct send_batch_args {
 	uint64_t mask; /* bit 0: imm_data given */
 	PyObject *mr, *local, *lengths, *remote, *rkey, *lkey, *wr_id;
+	PyObject *ah, *remote_qpn, *remote_qkey;
 	uint64_t remote_base;
 	int opcode, signal_every;
 	uint32_t imm_data, inline_threshold;
@@ -274,6 +306,9 @@ static const ArgSpec send_batch_params[] = {
 	ARG_INT(struct send_batch_args, signal_every, 0, INT32_MAX, SB_KW),
 	ARG_UINT(struct send_batch_args, imm_data, SB_KW_NONE, .mask = 1),
 	ARG_UINT(struct send_batch_args, inline_threshold, SB_KW),
+	ARG_OBJECT(struct send_batch_args, ah, SB_KW_NONE),
+	ARG_OBJECT(struct send_batch_args, remote_qpn, SB_KW_NONE),
+	ARG_OBJECT(struct send_batch_args, remote_qkey, SB_KW_NONE),
 	ARG_END
 };
 METHOD_ARGS_MASK(send_batch_new, "SendBatch.__new__", send_batch_params,
@@ -297,12 +332,89 @@ static int send_batch_check_args(const struct send_batch_args *a)
 	}
 	if (batch_mr_or_lkey(a->mr, a->lkey) < 0)
 		return -1;
+	if (a->ah == NULL &&
+	    (a->remote_qpn != NULL || a->remote_qkey != NULL)) {
+		PyErr_SetString(PyExc_ValueError,
+				"remote_qpn and remote_qkey go with ah (a UD "
+				"batch)");
+		return -1;
+	}
+	if (a->ah != NULL && (is_rdma(a->opcode) || a->remote_qpn == NULL)) {
+		PyErr_SetString(PyExc_ValueError,
+				"a UD batch (ah given) is a SEND or "
+				"SEND_WITH_IMM batch and needs remote_qpn");
+		return -1;
+	}
 	if (a->opcode == IBV_WR_RDMA_READ && (a->mask & 1)) {
 		PyErr_SetString(PyExc_ValueError,
 				"an RDMA READ carries no imm_data");
 		return -1;
 	}
 	return 0;
+}
+
+/* The AH of row i of ah (one AH, or a sequence of n), as a borrowed
+ * reference to an open AH: NULL with TypeError or EBADF. */
+static PyObject *ah_row(PyObject *ah, PyObject *seq, Py_ssize_t i)
+{
+	PyObject *o = seq ? PyTuple_GetItem(seq, i) : ah;
+
+	if (!PyObject_TypeCheck(o, ST.AH_type)) {
+		PyErr_Format(PyExc_TypeError,
+			     "SendBatch row %zd: ah must be an AH, not %R", i,
+			     (PyObject *)Py_TYPE(o));
+		return NULL;
+	}
+	if (handle_check(HANDLE(o)) < 0)
+		return NULL;
+	return o;
+}
+
+/* A UD batch's AHs: each row's wr.ud.ah, and b->ahs the distinct AHs
+ * (held for the batch's life).  0, or -1 with TypeError (not an AH, a
+ * sequence of another length) or EBADF (a closed AH). */
+static int send_batch_set_ahs(SendBatchObject *b, PyObject *ah)
+{
+	PyObject *seq = NULL, *set = NULL, *o, *prev = NULL;
+	Py_ssize_t i;
+	int rc = -1;
+
+	if (!PyObject_TypeCheck(ah, ST.AH_type)) {
+		if (!PySequence_Check(ah)) {
+			PyErr_Format(PyExc_TypeError,
+				     "ah must be an AH or a sequence of AHs, "
+				     "one per row, not %R",
+				     (PyObject *)Py_TYPE(ah));
+			return -1;
+		}
+		seq = PySequence_Tuple(ah);
+		if (seq == NULL)
+			return -1;
+		if (PyTuple_Size(seq) != b->n) {
+			PyErr_Format(PyExc_ValueError,
+				     "ah has %zd AHs for %zd rows",
+				     PyTuple_Size(seq), b->n);
+			goto out;
+		}
+	}
+	set = PySet_New(NULL);
+	if (set == NULL)
+		goto out;
+	for (i = 0; i < b->n; i++) {
+		o = ah_row(ah, seq, i);
+		if (o == NULL)
+			goto out;
+		if (o != prev && PySet_Add(set, o) < 0)
+			goto out;
+		prev = o;
+		b->wrs[i].wr.ud.ah = (struct ibv_ah *)HANDLE(o)->obj;
+	}
+	b->ahs = PySequence_Tuple(set);
+	rc = b->ahs ? 0 : -1;
+out:
+	Py_XDECREF(set);
+	Py_XDECREF(seq);
+	return rc;
 }
 
 /* The batch a->... describes, as a new SendBatchObject of type tp. */
@@ -322,8 +434,16 @@ static PyObject *send_batch_build(PyTypeObject *tp,
 	    col_opt(a->remote, "remote", 0, &c.remote) < 0 ||
 	    col_opt(a->rkey, "rkey", COLUMN_SCALAR_OK, &c.rkey) < 0 ||
 	    col_opt(a->lkey, "lkey", COLUMN_SCALAR_OK, &c.lkey) < 0 ||
-	    col_opt(a->wr_id, "wr_id", COLUMN_SCALAR_OK, &c.wr_id) < 0)
+	    col_opt(a->wr_id, "wr_id", COLUMN_SCALAR_OK, &c.wr_id) < 0 ||
+	    col_opt(a->remote_qpn, "remote_qpn", COLUMN_SCALAR_OK, &c.qpn) <
+		    0 ||
+	    col_opt(a->remote_qkey, "remote_qkey", COLUMN_SCALAR_OK, &c.qkey) <
+		    0)
 		goto fail;
+	if (a->ah != NULL && c.qkey.name == NULL) {
+		c.qkey.name = "remote_qkey"; /* 0 for every row */
+		c.qkey.n = -1;
+	}
 	if (c.wr_id.name == NULL) {
 		c.wr_id.name = "wr_id"; /* wr_id=0: row k's is k */
 		c.wr_id.n = -1;
@@ -346,6 +466,8 @@ static PyObject *send_batch_build(PyTypeObject *tp,
 	b->inline_threshold = a->inline_threshold;
 	b->wr_id_seq = c.wr_id.n < 0;
 	b->wr_id_base = c.wr_id.scalar;
+	if (a->ah != NULL && send_batch_set_ahs(b, a->ah) < 0)
+		goto fail;
 	if (c.lkey.name == NULL) { /* the MR's, one for all */
 		c.lkey.name = "lkey";
 		c.lkey.n = -1;
@@ -398,30 +520,171 @@ static int send_batch_idle(SendBatchObject *b)
 	return -1;
 }
 
-/* The batch's MR is open and as built; qp can take a batch.  0 or -1. */
+/* The batch's MR and AHs are open and as built; qp can take a batch (a
+ * UD batch a UD QP, another batch any other).  0 or -1. */
 static int send_batch_ready(SendBatchObject *b, PyObject *qp)
 {
+	Py_ssize_t i, n;
+
 	if (QPO(qp)->in_batch && qp_check_idle(qp, "SendBatch.post") < 0)
 		return -1;
-	if (QPO(qp)->qp_type == IBV_QPT_UD) {
+	if ((QPO(qp)->qp_type == IBV_QPT_UD) != (b->ahs != NULL)) {
 		PyErr_SetString(PyExc_ValueError,
-				"a UD QP needs an AH per request: post "
-				"SendWRs with ah= instead of a SendBatch");
+				b->ahs ? "a UD batch (built with ah) posts to "
+					 "a UD QP only" :
+					 "a UD QP needs an AH per request: "
+					 "build the SendBatch with ah=");
 		return -1;
+	}
+	/* Providers dereference wr.ud.ah unchecked. */
+	n = b->ahs ? PyTuple_Size(b->ahs) : 0;
+	for (i = 0; i < n; i++) {
+		if (handle_check(HANDLE(PyTuple_GetItem(b->ahs, i))) < 0)
+			return -1;
 	}
 	return batch_mr_ready((BatchBase *)b);
 }
 
-/* Post rows [start, end) as one ibv_post_send; the last is signaled for
- * this post (and restored after).  ibv_post_send's result. */
+/* The send_ops_flags bit and the provider's builder of opcode. */
+static int wr_op_of(const struct ibv_qp_ex *x, int opcode, uint64_t *bit)
+{
+	switch (opcode) {
+	case IBV_WR_RDMA_WRITE:
+		*bit = IBV_QP_EX_WITH_RDMA_WRITE;
+		return x->wr_rdma_write != NULL;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		*bit = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+		return x->wr_rdma_write_imm != NULL;
+	case IBV_WR_SEND:
+		*bit = IBV_QP_EX_WITH_SEND;
+		return x->wr_send != NULL;
+	case IBV_WR_SEND_WITH_IMM:
+		*bit = IBV_QP_EX_WITH_SEND_WITH_IMM;
+		return x->wr_send_imm != NULL;
+	default: /* IBV_WR_RDMA_READ */
+		*bit = IBV_QP_EX_WITH_RDMA_READ;
+		return x->wr_rdma_read != NULL;
+	}
+}
+
+/* The wr_* path: *out is qp's struct ibv_qp_ex when qp is a QPEx whose
+ * send_ops_flags and provider have every builder and setter the rows
+ * use, else NULL (ibv_post_send posts them).  0, or -1 with VerbsError
+ * when ibv_qp_to_qp_ex fails. */
+static int send_batch_qpx(SendBatchObject *b, PyObject *qp,
+			  struct ibv_qp_ex **out)
+{
+	struct ibv_qp_ex *x;
+	unsigned long long flags;
+	uint64_t bit, bit2 = 0;
+	PyObject *o;
+	int ok;
+
+	*out = NULL;
+	if (!PyObject_TypeCheck(qp, ST.QPEx_type))
+		return 0;
+	/* Read as Python does: a C call into qp/qp_ex.c would close a
+	 * cycle between the type files (qp.c's table holds this file's
+	 * QP.post_send_batch, qp_ex.c calls qp.c). */
+	o = PyObject_GetAttrString(qp, "send_ops_flags");
+	if (o == NULL)
+		return -1;
+	flags = PyLong_AsUnsignedLongLong(o);
+	Py_DECREF(o);
+	if (flags == (unsigned long long)-1 && PyErr_Occurred())
+		return -1;
+	ok = flags != 0;
+	if (ok) {
+		x = IBV.qp_to_qp_ex(QPP(qp));
+		if (x == NULL) { /* NULL sets no errno */
+			verbs_error_fmt(EOPNOTSUPP, "ibv_qp_to_qp_ex",
+					"the provider gives this QPEx no "
+					"struct ibv_qp_ex");
+			return -1;
+		}
+		ok = x->wr_start && x->wr_complete && x->wr_set_sge &&
+		     wr_op_of(x, b->opcode, &bit);
+	}
+	if (ok && b->imm == IMM_LAST) /* the last row's _WITH_IMM */
+		ok = wr_op_of(x, b->wrs[b->n - 1].opcode, &bit2);
+	if (ok && b->ahs != NULL && x->wr_set_ud_addr == NULL)
+		ok = 0;
+	if (ok && b->inline_threshold && x->wr_set_inline_data == NULL)
+		ok = 0;
+	if (ok && (flags & (bit | bit2)) == (bit | bit2))
+		*out = x;
+	return 0;
+}
+
+/* Rows [start, end) by the wr_* builders between ibv_wr_start and
+ * ibv_wr_complete, the last signaled.  ibv_wr_complete's result; on a
+ * failure no row is posted (*bad: the first). */
+static int send_wr_range(SendBatchObject *b, struct ibv_qp_ex *x,
+			 Py_ssize_t start, Py_ssize_t end,
+			 struct ibv_send_wr **bad)
+{
+	Py_ssize_t i;
+	int rc;
+
+	ibv_wr_start(x);
+	for (i = start; i < end; i++) {
+		const struct ibv_send_wr *wr = &b->wrs[i];
+		const struct ibv_sge *sge = wr->sg_list;
+
+		x->wr_id = wr->wr_id;
+		/* INLINE kept: rxe reads the inline data only of a WR whose
+		 * wr_flags have it (mlx5 goes by the setter alone). */
+		x->wr_flags = wr->send_flags |
+			      (i == end - 1 ? IBV_SEND_SIGNALED : 0);
+		switch (wr->opcode) {
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(x, wr->wr.rdma.rkey,
+					  wr->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			ibv_wr_rdma_write_imm(x, wr->wr.rdma.rkey,
+					      wr->wr.rdma.remote_addr,
+					      wr->imm_data);
+			break;
+		case IBV_WR_SEND:
+			ibv_wr_send(x);
+			break;
+		case IBV_WR_SEND_WITH_IMM:
+			ibv_wr_send_imm(x, wr->imm_data);
+			break;
+		default:
+			ibv_wr_rdma_read(x, wr->wr.rdma.rkey,
+					 wr->wr.rdma.remote_addr);
+		}
+		if (b->ahs != NULL)
+			ibv_wr_set_ud_addr(x, wr->wr.ud.ah,
+					   wr->wr.ud.remote_qpn,
+					   wr->wr.ud.remote_qkey);
+		if (wr->send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(x, (void *)(uintptr_t)sge->addr,
+					       sge->length);
+		else
+			ibv_wr_set_sge(x, sge->lkey, sge->addr, sge->length);
+	}
+	rc = ibv_wr_complete(x);
+	if (rc != 0)
+		*bad = &b->wrs[start];
+	return rc;
+}
+
+/* Post rows [start, end) as one ibv_post_send (qpx NULL) or one wr_*
+ * batch of qpx; the last is signaled for this post (and restored
+ * after).  The verb's result. */
 static int send_post_range(SendBatchObject *b, struct ibv_qp *qp,
-			   Py_ssize_t start, Py_ssize_t end,
-			   struct ibv_send_wr **bad)
+			   struct ibv_qp_ex *qpx, Py_ssize_t start,
+			   Py_ssize_t end, struct ibv_send_wr **bad)
 {
 	struct ibv_send_wr *last = &b->wrs[end - 1], *next = last->next;
 	unsigned int flags = last->send_flags;
 	int rc;
 
+	if (qpx != NULL)
+		return send_wr_range(b, qpx, start, end, bad);
 	last->next = NULL;
 	last->send_flags |= IBV_SEND_SIGNALED;
 	rc = ibv_post_send(qp, &b->wrs[start], bad);
@@ -430,13 +693,15 @@ static int send_post_range(SendBatchObject *b, struct ibv_qp *qp,
 	return rc;
 }
 
-/* The error of a refused post of the batch's rows to qp: NULL. */
-static PyObject *send_post_error(SendBatchObject *b, PyObject *qp, int rc,
+/* The error of a refused post of the batch's rows to qp (by qpx's
+ * ibv_wr_complete, or ibv_post_send): NULL. */
+static PyObject *send_post_error(SendBatchObject *b, PyObject *qp,
+				 struct ibv_qp_ex *qpx, int rc,
 				 struct ibv_send_wr *bad)
 {
-	return post_error(rc, "ibv_post_send", "send", bad ? bad - b->wrs : -1,
-			  bad ? bad->wr_id : 0, QPP(qp),
-			  qp_state_name(QPP(qp)->state));
+	return post_error(rc, qpx ? "ibv_wr_complete" : "ibv_post_send", "send",
+			  bad ? bad - b->wrs : -1, bad ? bad->wr_id : 0,
+			  QPP(qp), qp_state_name(QPP(qp)->state));
 }
 
 /* Post rows [start, end): the number posted, or NULL. */
@@ -444,28 +709,36 @@ static PyObject *send_batch_post_rows(SendBatchObject *b, PyObject *qp,
 				      Py_ssize_t start, Py_ssize_t end)
 {
 	struct ibv_send_wr *bad = NULL;
+	struct ibv_qp_ex *qpx;
 	int rc;
 
+	if (send_batch_qpx(b, qp, &qpx) < 0)
+		return NULL;
 	OBJ_LOCKED_BEGIN(b);
-	rc = send_post_range(b, QPP(qp), start, end, &bad);
+	rc = send_post_range(b, QPP(qp), qpx, start, end, &bad);
 	OBJ_LOCKED_END();
 	if (rc == 0)
 		return PyLong_FromSsize_t(end - start);
-	return send_post_error(b, qp, rc, bad);
+	return send_post_error(b, qp, qpx, rc, bad);
 }
 
 PyDoc_STRVAR(send_batch_post__doc__,
 	     "Post rows ``start`` onwards, as one ``ibv_post_send`` call.\n"
 	     "\n"
+	     "On a QPEx whose ``send_ops_flags`` (and provider) have the\n"
+	     "batch's operations, the rows go by the ``ibv_wr_*`` builders\n"
+	     "between ``ibv_wr_start`` and ``ibv_wr_complete`` instead.\n"
 	     "Posts ``count`` rows (all the rest when None), never more than\n"
 	     "the send queue holds (the QP's ``cap.max_send_wr``) and never\n"
 	     "past the last row; the last row posted is signaled. Checks\n"
 	     "that the batch's MR is open; keeps the GIL.\n"
 	     "\n"
-	     "Wraps ``ibv_post_send`` (man page ibv_post_send(3)).\n"
+	     "Wraps ``ibv_post_send`` or the ``ibv_wr_*`` calls (man pages\n"
+	     "ibv_post_send(3), ibv_wr_post(3)).\n"
 	     "\n"
 	     "Args:\n"
-	     "    queue: the QP (RC, UC or XRC: not UD).\n"
+	     "    queue: the QP: a UD one for a batch built with ``ah``,\n"
+	     "        else RC, UC or XRC.\n"
 	     "    start: the first row to post.\n"
 	     "    count: the most rows to post, or None for the rest.\n"
 	     "\n"
@@ -474,12 +747,15 @@ PyDoc_STRVAR(send_batch_post__doc__,
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: queue is not a QP, or start/count not ints.\n"
-	     "    ValueError: start past the end, a negative count, a UD QP,\n"
-	     "        or the MR was re-registered since the build.\n"
-	     "    VerbsError: EBADF if the QP or the MR is closed; EBUSY in\n"
-	     "        a QPEx ``wr_start()`` batch; else the provider refused\n"
-	     "        (the message names the row): the rows before it were\n"
-	     "        posted.");
+	     "    ValueError: start past the end, a negative count, a QP of\n"
+	     "        the wrong type (UD without ``ah`` or the reverse), or\n"
+	     "        the MR was re-registered since the build.\n"
+	     "    VerbsError: EBADF if the QP, the MR or an AH is closed;\n"
+	     "        EBUSY in a QPEx ``wr_start()`` batch; EOPNOTSUPP when a\n"
+	     "        QPEx has no ``struct ibv_qp_ex``; else the provider\n"
+	     "        refused (the message names the row): the rows before\n"
+	     "        it were posted (none, by a refused\n"
+	     "        ``ibv_wr_complete``).");
 
 static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -587,8 +863,8 @@ static PyObject *run_failed(const struct ibv_wc *wc, Py_ssize_t row,
  * back empty or every row is complete.  0; -1 with an error set when a
  * verb failed (the run's counts stay true: it can go on); -2 with an
  * error set when a completion failed or is not the run's (it ends). */
-static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_cq *cq,
-		    Py_ssize_t depth, Py_ssize_t piece)
+static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
+		    struct ibv_cq *cq, Py_ssize_t depth, Py_ssize_t piece)
 {
 	struct ibv_wc wc[RUN_POLL];
 	struct ibv_send_wr *bad;
@@ -603,15 +879,15 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_cq *cq,
 			if (end - b->run_done > depth)
 				break;
 			bad = NULL;
-			rc = send_post_range(b, QPP(qp), b->run_posted, end,
-					     &bad);
+			rc = send_post_range(b, QPP(qp), qpx, b->run_posted,
+					     end, &bad);
 			if (rc != 0) {
 				/* The rows before bad are posted: the next
 				 * piece's signaled row completes them. */
 				if (bad >= &b->wrs[b->run_posted] &&
 				    bad < &b->wrs[end])
 					b->run_posted = bad - b->wrs;
-				send_post_error(b, qp, rc, bad);
+				send_post_error(b, qp, qpx, rc, bad);
 				return -1;
 			}
 			b->run_posted = end;
@@ -660,13 +936,15 @@ PyDoc_STRVAR(
 	"event) until it returns ``len(batch)``, which ends the run. While a\n"
 	"run is under way the send CQ must carry only this batch's\n"
 	"completions, and ``post()``/``update()`` are refused. Keeps the\n"
-	"GIL, as ``QP.post_send`` does.\n"
+	"GIL, as ``QP.post_send`` does. A QPEx posts as in ``post()``.\n"
 	"\n"
-	"Wraps ``ibv_post_send`` and ``ibv_poll_cq`` (man pages\n"
-	"ibv_post_send(3), ibv_poll_cq(3)).\n"
+	"Wraps ``ibv_post_send`` (or the ``ibv_wr_*`` calls) and\n"
+	"``ibv_poll_cq`` (man pages ibv_post_send(3), ibv_wr_post(3),\n"
+	"ibv_poll_cq(3)).\n"
 	"\n"
 	"Args:\n"
-	"    queue: the QP (RC, UC or XRC: not UD), over a plain CQ.\n"
+	"    queue: the QP (UD for a batch built with ``ah``, else RC,\n"
+	"        UC or XRC), over a plain CQ.\n"
 	"    depth: the most rows in flight (None: ``cap.max_send_wr``;\n"
 	"        more is cut to it).\n"
 	"    piece: rows per ``ibv_post_send`` (more than depth is cut\n"
@@ -677,16 +955,19 @@ PyDoc_STRVAR(
 	"\n"
 	"Raises:\n"
 	"    TypeError: queue is not a QP, or depth/piece not ints.\n"
-	"    ValueError: depth or piece < 1, a UD QP, a CQEx or a polled-\n"
-	"        elsewhere send CQ, another QP's run under way, the MR\n"
-	"        re-registered, or a completion that is not a row in flight.\n"
+	"    ValueError: depth or piece < 1, a QP of the wrong type, a CQEx\n"
+	"        or a polled-elsewhere send CQ, another QP's run under\n"
+	"        way, the MR re-registered, or a completion that is not a\n"
+	"        row in flight.\n"
 	"    CompletionError: a failed completion; its ``row`` attribute\n"
 	"        and message name the row, ``posted`` is the rows the run\n"
 	"        had posted: those after the row flush, one completion\n"
 	"        each, left in the CQ.\n"
-	"    VerbsError: EBADF if the QP or the MR is closed; EBUSY in a\n"
-	"        QPEx ``wr_start()`` batch; else the provider refused a post\n"
-	"        (the message names the row) or ``ibv_poll_cq`` failed.\n"
+	"    VerbsError: EBADF if the QP, the MR or an AH is closed; EBUSY\n"
+	"        in a QPEx ``wr_start()`` batch; EOPNOTSUPP when a QPEx has\n"
+	"        no ``struct ibv_qp_ex``; else the provider refused\n"
+	"        a post (the message names the row) or ``ibv_poll_cq``\n"
+	"        failed.\n"
 	"        The run stays under way (call again to go on, or\n"
 	"        ``reset()``); a CompletionError or ValueError ends it, the\n"
 	"        completions of rows still in flight left in the CQ.");
@@ -697,6 +978,7 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 	static char *kwlist[] = { "queue", "depth", "piece", NULL };
 	SendBatchObject *b = SB(self);
 	Py_ssize_t depth = 0, piece = 0, done;
+	struct ibv_qp_ex *qpx;
 	PyObject *qp, *cq;
 	int rc;
 
@@ -733,12 +1015,15 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 	}
 	if (piece > depth)
 		piece = depth;
+	if (send_batch_qpx(b, qp, &qpx) < 0)
+		return NULL;
 	OBJ_LOCKED_BEGIN(b);
 	if (b->run_qp == NULL) {
 		Py_INCREF(qp);
 		b->run_qp = qp;
 	}
-	rc = run_loop(b, qp, (struct ibv_cq *)HANDLE(cq)->obj, depth, piece);
+	rc = run_loop(b, qp, qpx, (struct ibv_cq *)HANDLE(cq)->obj, depth,
+		      piece);
 	done = b->run_done;
 	if (rc == -2 || done == b->n)
 		run_end(b);
@@ -783,18 +1068,22 @@ PyDoc_STRVAR(send_batch_update__doc__,
 	     "    lkey: the local keys (a batch built without an MR).\n"
 	     "    wr_id: the wr_ids: a column, or an int for ``wr_id + row``.\n"
 	     "    imm_data: the immediate data (a batch built with one).\n"
+	     "    remote_qpn: the destination QPNs, one or a column (UD).\n"
+	     "    remote_qkey: the Q_Keys, one or a column (UD).\n"
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: a column is not an array of integers or an int.\n"
 	     "    ValueError: a column's rows differ from the batch's, a row\n"
 	     "        out of bounds (named), a column the batch does not have\n"
-	     "        (remote of a SEND batch, lkey with an MR), or imm_data\n"
-	     "        for a batch built without one.");
+	     "        (remote of a SEND batch, lkey with an MR, remote_qpn of\n"
+	     "        a batch without ah), or imm_data for a batch built\n"
+	     "        without one.");
 
 struct send_update_args {
 	uint64_t mask;
 	PyObject *local, *lengths, *remote, *rkey, *lkey, *wr_id;
 	uint32_t imm_data;
+	PyObject *remote_qpn, *remote_qkey;
 };
 static const ArgSpec send_update_params[] = {
 	ARG_OBJECT(struct send_update_args, local, SB_KW_NONE),
@@ -804,6 +1093,8 @@ static const ArgSpec send_update_params[] = {
 	ARG_OBJECT(struct send_update_args, lkey, SB_KW_NONE),
 	ARG_OBJECT(struct send_update_args, wr_id, SB_KW_NONE),
 	ARG_UINT(struct send_update_args, imm_data, SB_KW_NONE, .mask = 1),
+	ARG_OBJECT(struct send_update_args, remote_qpn, SB_KW_NONE),
+	ARG_OBJECT(struct send_update_args, remote_qkey, SB_KW_NONE),
 	ARG_END
 };
 METHOD_ARGS_MASK(send_batch_update, "SendBatch.update", send_update_params,
@@ -820,6 +1111,10 @@ static int send_update_check(SendBatchObject *b,
 		bad = "a batch built with an MR takes no lkey";
 	else if (b->imm == IMM_NONE && (a->mask & 1))
 		bad = "the batch was built without imm_data";
+	else if (b->ahs == NULL &&
+		 (a->remote_qpn != NULL || a->remote_qkey != NULL))
+		bad = "remote_qpn and remote_qkey go with a UD batch (built "
+		      "with ah)";
 	if (bad == NULL)
 		return 0;
 	PyErr_SetString(PyExc_ValueError, bad);
@@ -843,6 +1138,9 @@ static PyObject *send_batch_update(PyObject *self, PyObject *args, PyObject *kw)
 	    col_opt(a.rkey, "rkey", COLUMN_SCALAR_OK, &c.rkey) < 0 ||
 	    col_opt(a.lkey, "lkey", COLUMN_SCALAR_OK, &c.lkey) < 0 ||
 	    col_opt(a.wr_id, "wr_id", COLUMN_SCALAR_OK, &c.wr_id) < 0 ||
+	    col_opt(a.remote_qpn, "remote_qpn", COLUMN_SCALAR_OK, &c.qpn) < 0 ||
+	    col_opt(a.remote_qkey, "remote_qkey", COLUMN_SCALAR_OK, &c.qkey) <
+		    0 ||
 	    send_cols_check(&c, b->n) < 0)
 		goto out;
 	OBJ_LOCKED_BEGIN(b);
@@ -872,6 +1170,16 @@ out:
 /* QP.post_send_batch                                                  */
 /* ------------------------------------------------------------------ */
 
+/* The UD arguments' lines of the Args of QP.post_send_batch and
+ * SendBatch. */
+#define SB_DOC_UD_ARGS                                                      \
+	"    ah: a UD batch's address handle: one AH for every row, or a\n" \
+	"        sequence of one per row (held while the batch lives);\n"   \
+	"        SEND or SEND_WITH_IMM only.\n"                             \
+	"    remote_qpn: the destination QPN of a UD batch, one or a\n"     \
+	"        column.\n"                                                 \
+	"    remote_qkey: its Q_Key, one (0 when left out) or a column.\n"
+
 const char qp_post_send_batch__doc__[] = PyDoc_STR(
 	"Build the send requests the columns describe, and post them.\n"
 	"\n"
@@ -897,15 +1205,17 @@ const char qp_post_send_batch__doc__[] = PyDoc_STR(
 	"    imm_data: the last row's immediate data (it becomes the\n"
 	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"
 	"    inline_threshold: rows of at most this many bytes are sent\n"
-	"        inline (0: none).\n"
-	"\n"
+	"        inline (0: none).\n" SB_DOC_UD_ARGS "\n"
 	"Raises:\n"
-	"    TypeError: a column is not an array of integers or an int.\n"
+	"    TypeError: a column is not an array of integers or an int,\n"
+	"        or ah not an AH or a sequence of AHs.\n"
 	"    ValueError: a bad row (named: past the MR's end, a field over\n"
 	"        32 bits), columns of different lengths, more rows than\n"
-	"        the send queue holds, a UD QP.\n"
-	"    VerbsError: EBADF if the QP or MR is closed; else the provider\n"
-	"        refused (the message names the row).");
+	"        the send queue holds, a QP of the wrong type (UD without\n"
+	"        ``ah`` or the reverse), ah without remote_qpn.\n"
+	"    VerbsError: EBADF if the QP, MR or an AH is closed;\n"
+	"        EOPNOTSUPP when a QPEx has no ``struct ibv_qp_ex``; else\n"
+	"        the provider refused (the message names the row).");
 
 PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -937,6 +1247,7 @@ PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 static int send_batch_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT(SB(self)->run_qp);
+	Py_VISIT(SB(self)->ahs);
 	return batch_traverse(self, visit, arg);
 }
 
@@ -944,6 +1255,7 @@ static int send_batch_clear(PyObject *self)
 {
 	Py_CLEAR(SB(self)->mr);
 	Py_CLEAR(SB(self)->run_qp);
+	Py_CLEAR(SB(self)->ahs);
 	return 0;
 }
 
@@ -985,13 +1297,16 @@ PyDoc_STRVAR(
 	"Row k is one request of one SGE: ``lengths[k]`` bytes at\n"
 	"``local[k]`` (an offset into ``mr``, or an address with ``lkey``),\n"
 	"to ``remote_base + remote[k]`` under ``rkey`` for an RDMA WRITE or\n"
-	"READ. A column is any 1-D array of integers (numpy, array.array,\n"
+	"READ, or for a UD SEND to ``remote_qpn[k]`` through ``ah`` (one AH\n"
+	"or one per row). A column is any 1-D array of integers (numpy, array.array,\n"
 	"memoryview, a torch CPU tensor); lengths, rkey, lkey and wr_id may\n"
 	"be one int for every row. The columns are checked once (each row\n"
 	"named in the error) and copied into native ``ibv_send_wr`` and\n"
 	"``ibv_sge`` arrays the batch owns: nothing of them is held.\n"
 	"``post(qp, start, count)`` posts rows in pieces the send queue\n"
-	"holds; ``update()`` replaces columns; ``len(batch)`` is the rows.\n"
+	"holds (on a QPEx by its ``ibv_wr_*`` builders where its\n"
+	"``send_ops_flags`` have the batch's operations);\n"
+	"``update()`` replaces columns; ``len(batch)`` is the rows.\n"
 	"The batch holds its MR: a post after ``mr.close()`` is EBADF.\n"
 	"\n"
 	"Args:\n"
@@ -1010,15 +1325,17 @@ PyDoc_STRVAR(
 	"    imm_data: the last row's immediate data (it becomes the\n"
 	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"
 	"    inline_threshold: rows of at most this many bytes are sent\n"
-	"        inline (0: none).\n"
-	"\n"
+	"        inline (0: none).\n" SB_DOC_UD_ARGS "\n"
 	"Raises:\n"
-	"    TypeError: a column is not an array of integers or an int.\n"
+	"    TypeError: a column is not an array of integers or an int,\n"
+	"        or ah not an AH or a sequence of AHs.\n"
 	"    ValueError: a bad row (named: past the MR's end, a field over\n"
 	"        32 bits, negative), columns of different lengths, no rows,\n"
 	"        remote/rkey missing for RDMA (or given for SEND), both or\n"
-	"        neither of mr and lkey, imm_data for a READ.\n"
-	"    VerbsError: EBADF if the MR is closed.");
+	"        neither of mr and lkey, imm_data for a READ, ah with an\n"
+	"        RDMA opcode or without remote_qpn (or remote_qpn without\n"
+	"        ah), a sequence of AHs of another length than the rows.\n"
+	"    VerbsError: EBADF if the MR or an AH is closed.");
 
 static PyType_Slot send_batch_slots[] = {
 	{ Py_tp_doc, (void *)send_batch__doc__ },
