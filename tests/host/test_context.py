@@ -120,6 +120,27 @@ def test_rt_values_port_speed_and_null_mr(recording):
     assert res.live == 0, res.live_report
 
 
+def test_a_failed_pkey_lookup_names_port_and_pkey(recording):
+    def body(fake):
+        import errno
+
+        import ibverbs
+
+        with ibverbs.Context("fake0") as ctx:
+            fake.fail("get_pkey_index", errno.ENOENT)
+            try:
+                ctx.get_pkey_index(1, 0x8001)
+            except ibverbs.VerbsError as e:
+                return [e.errno, str(e)]
+
+    # the values, not "%#x" (which CPython 3.12's PyUnicode_FromFormat
+    # refuses as a SystemError, and 3.11's printed as it stands)
+    assert recording.run(body).ok() == [
+        errno.ENOENT,
+        "[Errno 2] ibv_get_pkey_index: No such file or directory: port 1 pkey 0x8001",
+    ]
+
+
 def test_device_ex_and_the_lookup_helpers(recording):
     def body(fake):
         import errno
