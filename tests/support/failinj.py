@@ -53,6 +53,7 @@ from misuse_core import OMIT, D, declared_name  # noqa: E402
 from misuse_world import World  # noqa: E402
 
 from support import GID_INDEX, PORT  # noqa: E402
+from support.process import can_fail_allocations  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # Data: the errnos each verb's man page names (rdma-core 65's man3 pages;
@@ -674,6 +675,11 @@ class Runner:
                 state = m.setup(w)
             c = m.invoke(w, state)
             fn, args, kwargs = c.fn, c.args, c.kwargs
+            # A FlowAttr goes in as its bytes (create_flow takes either):
+            # its to_bytes is pure Python, and CPython 3.13 itself crashes
+            # (SIGSEGV) in it under set_nomemory, with no C of ours on the
+            # stack; the failures here are aimed at the C core.
+            args = tuple(a.to_bytes() if isinstance(a, ib.FlowAttr) else a for a in args)
             _testcapi.set_nomemory(k, k + 1)
             try:
                 value, exc = fn(*args, **kwargs), None
@@ -726,7 +732,7 @@ def cases(fake):
                 label = f"{m.label} -> {'+'.join(made)} dropped | {v}#{k} | {E.errorcode[err]}"
                 fn = lambda m=m, v=v, k=k, err=err: r.inject_dealloc(m, v, k, err)  # noqa: E731
                 out.append((f"{'+'.join(made)}.__del__", v, label, fn))
-    for m in methods():
+    for m in methods() if can_fail_allocations() else ():
         if m.label in r.learned_exc:
             fn = lambda m=m: r.inject_alloc(m, r.learned_exc[m.label])  # noqa: E731
             out.append((m.label, "PyMem", f"{m.label} | allocation | MemoryError", fn))

@@ -215,3 +215,14 @@ def run_python(code, env=None, timeout=None):
         text=True,
         timeout=timeout,
     )
+
+
+def can_fail_allocations() -> bool:
+    """_testcapi.set_nomemory is here: CPython's test module, which some
+    builds leave out (python-build-standalone's, Debian's without
+    libpythonX.Y-testsuite)."""
+    try:
+        import _testcapi
+    except ImportError:
+        return False
+    return hasattr(_testcapi, "set_nomemory")
