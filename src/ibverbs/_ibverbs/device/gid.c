@@ -300,8 +300,8 @@ PyObject *context_get_pkey_index(PyObject *self, PyObject *args, PyObject *kw)
 	rc = IBV.get_pkey_index(GCTX(self), a.port, htobe16(a.pkey));
 	if (rc < 0)
 		return verbs_error_fmt(errno ? errno : ENOENT,
-				       "ibv_get_pkey_index", "port %d pkey 0x%x",
-				       a.port, a.pkey);
+				       "ibv_get_pkey_index",
+				       "port %d pkey 0x%x", a.port, a.pkey);
 	return PyLong_FromLong(rc);
 }
 
