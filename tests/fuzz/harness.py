@@ -42,8 +42,6 @@ PROMISED: tuple[type[BaseException], ...] = (
 def is_promised(exc: BaseException) -> bool:
     """exc is a documented answer to bad input (an AttributeError is not:
     a wrong type is a TypeError, in the C core and the Python records)."""
-    if isinstance(exc, SystemError):
-        return False
     return isinstance(exc, PROMISED)
 
 
