@@ -884,7 +884,8 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
 			if (rc != 0) {
 				/* The rows before bad are posted: the next
 				 * piece's signaled row completes them. */
-				if (bad >= &b->wrs[b->run_posted] &&
+				if (bad != NULL &&
+				    bad >= &b->wrs[b->run_posted] &&
 				    bad < &b->wrs[end])
 					b->run_posted = bad - b->wrs;
 				send_post_error(b, qp, qpx, rc, bad);
