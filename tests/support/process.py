@@ -66,10 +66,54 @@ def full_gc():
         gc.collect()
 
 
-def measure(device):
-    """After a full GC: (RSS in KiB, open fds, the device's rdma_counts)."""
+def measure(device, settle_to=None):
+    """After a full GC: (RSS in KiB, open fds, the device's rdma_counts).
+
+    The counts are the whole device's, read from the kernel's resource
+    tracking: an object freed by this process can still be listed for a
+    moment (the kernel releases some after close() returns, and counts
+    other processes' objects too).  With SETTLE_TO (an earlier reading),
+    counts that differ from it are read again for up to 10 s (scaled)
+    until they match; where they still differ, the kernel's own list of
+    the kinds that differ (owner pid and command) is added under "detail",
+    so a failure says whose objects they are."""
     full_gc()
-    return rss_kib(), fd_count(), rdma_counts(device)
+    rss, fds, counts = rss_kib(), fd_count(), rdma_counts(device)
+    if settle_to is None or counts == settle_to:
+        return rss, fds, counts
+    deadline = time.monotonic() + scaled(10)
+    while counts != settle_to and time.monotonic() < deadline:
+        time.sleep(0.2)
+        full_gc()
+        counts = rdma_counts(device)
+    if counts != settle_to and counts is not None and settle_to is not None:
+        counts = dict(counts, detail=_rdma_detail(device, counts, settle_to))
+    return rss, fds, counts
+
+
+def _rdma_detail(device, counts, expected):
+    """`rdma -j resource show KIND dev DEVICE` of each kind whose count
+    differs: the kernel's owner (pid, comm) of every listed object."""
+    detail = {}
+    for kind in sorted(k for k in counts if counts.get(k) != expected.get(k)):
+        out = subprocess.run(
+            ["rdma", "-j", "resource", "show", kind, "dev", device],
+            capture_output=True,
+            text=True,
+            timeout=scaled(60),
+        )
+        try:
+            rows = json.loads(out.stdout or "[]")
+        except ValueError:
+            rows = out.stdout + out.stderr
+        if isinstance(rows, list):
+            rows = [
+                {k: r.get(k) for k in ("pid", "comm", "ctxn", "pdn", "cqn", "lqpn") if k in r}
+                for r in rows
+                if isinstance(r, dict)
+            ]
+        detail[kind] = rows if len(str(rows)) < 2000 else str(rows)[:2000]
+    return detail
 
 
 def print_leak_result(kind, cycles, before, after, t0):

@@ -121,7 +121,7 @@ def main(argv):
         before = measure(device)
         t0 = time.monotonic()
         run(listener, n)
-        after = measure(device)
+        after = measure(device, settle_to=before[2])
     print_leak_result("cm_connect", n, before, after, t0)
     print("DONE", flush=True)
 

@@ -472,7 +472,7 @@ def main(argv):
         before = measure(device)
         for _ in range(n):
             cycle(state)
-        after = measure(device)
+        after = measure(device, settle_to=before[2])
         print_leak_result(name, n, before, after, t0)
         for key in ("qa", "qb", "ca", "cb", "ud", "ah", "mr", "cq", "pd", "ctx"):
             o = state.pop(key, None)
@@ -482,7 +482,7 @@ def main(argv):
         full_gc()
     full_gc()
     print(
-        json.dumps({"rdma_start": start, "rdma_end": rdma_counts(device), "fds": fd_count()}),
+        json.dumps({"rdma_start": start, "rdma_end": measure(device, start)[2], "fds": fd_count()}),
         flush=True,
     )
     print("DONE", flush=True)
