@@ -16,8 +16,9 @@ log format, with every argument and every struct byte (fake_mlx5.h).
         assert res.ok() is True
         assert res.mlx5_one("mlx5dv_is_supported")["device.name"] == "fake0"
 
-``run(body, *args, fail={"mlx5dv_create_qp": errno}, unsupported=["fake0"])``
-arms failures and unsupported devices for that run.  It is a test tool,
+``run(body, *args, fail={"mlx5dv_create_qp": errno}, unsupported=["fake0"],
+caps=0x3)`` arms failures, unsupported devices and the comp_mask bits
+mlx5dv_query_device may answer (default: all) for that run.  It is a test tool,
 not evidence that anything works on an mlx5 device.
 """
 
@@ -96,13 +97,16 @@ class Runner(recording.Runner):
     def env(self) -> dict:
         return dict(super().env(), IBVERBS_LIBMLX5=self.mlx5_lib, **self._extra)
 
-    def run(self, body, *args, fail=None, unsupported=(), timeout: float = 120) -> Result:
+    def run(
+        self, body, *args, fail=None, unsupported=(), caps=None, timeout: float = 120
+    ) -> Result:
         self._n += 1
         log = self.workdir / f"mlx5-{os.getpid()}-{self._n}.log"
         self._extra = {
             "IBVERBS_FAKE_MLX5_LOG": str(log),
             "IBVERBS_FAKE_MLX5_FAIL": ",".join(f"{k}={v}" for k, v in (fail or {}).items()),
             "IBVERBS_FAKE_MLX5_UNSUPPORTED": ",".join(unsupported),
+            "IBVERBS_FAKE_MLX5_CAPS": "" if caps is None else hex(caps),
         }
         try:
             res = super().run(body, *args, timeout=timeout)

@@ -118,11 +118,12 @@ def libefa_2(tmp_path_factory, recording):
     return build.build(tmp_path_factory.mktemp("efa2p"), max_node=2)
 
 
-def test_a_libefa_without_the_functions_refuses_each(recording, libefa_2):
+def test_a_libefa_without_the_functions_refuses_each(recording, libefa_2, tmp_path):
     """The recording double as libefa (it loads, and exports no efadv_*
     function): each module function is EOPNOTSUPP naming its function and
-    the rdma-core release; then a libefa of EFA_1.2 (rdma-core 43): the
-    methods whose functions came later refuse the same way."""
+    the rdma-core release; a libefa that is not there: ImportError from
+    each; then a libefa of EFA_1.2 (rdma-core 43): the methods whose
+    functions came later refuse as the first."""
 
     def body(fake, lib):
         import os
@@ -132,12 +133,13 @@ def test_a_libefa_without_the_functions_refuses_each(recording, libefa_2):
         from support.rdma import verbs_error_of
 
         os.environ["IBVERBS_LIBEFA"] = lib or os.environ["IBVERBS_LIBIBVERBS"]
+        absent = lib is not None and not os.path.exists(lib)
         out = []
         with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
             cq = ctx.create_cq(4)
             mr = pd.reg_mr(0x100000, 64)
             ah = pd.create_ah(ibverbs.AHAttr(dlid=1, port_num=1))
-            if lib is None:
+            if lib is None or absent:
                 calls = [
                     lambda: efa.query_device(ctx),
                     lambda: efa.get_max_rq_depth(ctx, 1),
@@ -159,9 +161,15 @@ def test_a_libefa_without_the_functions_refuses_each(recording, libefa_2):
                     lambda: efa.get_max_rq_depth(ctx, 1),
                 ]
             for call in calls:
+                if absent:
+                    try:
+                        call()
+                    except ImportError as e:
+                        out.append(["ImportError", "ibverbs-providers" in str(e)])
+                    continue
                 e = verbs_error_of(call)
                 out.append([e.errno, e.operation, str(e).partition("not supported: ")[2]])
-            if lib is not None:
+            if lib is not None and not absent:
                 qp.wr_abort()
                 qp.close()
                 xcq.close()
@@ -191,6 +199,8 @@ def test_a_libefa_without_the_functions_refuses_each(recording, libefa_2):
             ("efadv_create_driver_qp", 24),
         ),
     )
+    out = recording.run(body, str(tmp_path / "libefa.so.1")).ok()
+    assert out == [["ImportError", True]] * 6
     out = recording.run(body, libefa_2).ok()
     assert out == missing(
         libefa_2,
