@@ -6,7 +6,7 @@ tests/support/failinj.py's ``inject_alloc`` does for the World's methods).
     out = each_allocation_fails(lambda: mlx5.init_obj(qp))
 
 calls ``fn`` with the k-th allocation from its start failing, k = 0, 1,
-..., until three calls in a row raise no MemoryError (the call has fewer
+..., until eight calls in a row raise no MemoryError (the call has fewer
 allocations than k), and returns a dict: ``failed`` (how many calls raised
 MemoryError), ``other`` (the repr of any other exception: a wrong error
 path) and ``value`` (``fn()``'s value with nothing armed, after the sweep:
@@ -57,6 +57,6 @@ def _sweep(_testcapi, fn, limit):
             streak += 1
         finally:
             _testcapi.remove_mem_hooks()
-        if streak == 3:
+        if streak == 8:
             break
     return {"failed": failed, "other": other, "value": fn()}
