@@ -303,3 +303,25 @@ def test_each_allocation_of_the_records_failing(recording, libefa):
     assert out["query_cq"] == [True, [], 32]
     assert out["query_wqs"] == [True, [], [16, 64]]
     assert res.live == 0, res.live_report
+
+
+def test_create_ah_and_the_wr_splitters_refuse_bad_arguments(recording):
+    from ibverbs import efa
+
+    with pytest.raises(TypeError, match="create_ah: pd must be a PD, not str"):
+        efa.create_ah("pd", None)
+    with pytest.raises(ValueError, match="length must be >= 0, not -1"):
+        efa.write_wrs(0x1000, -1, 7, 0x9000, 9, 4)
+
+    def body(fake):
+        import ibverbs
+        from ibverbs import efa
+
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            try:
+                efa.create_ah(pd, ("gid", 1))
+            except TypeError as e:
+                return str(e)
+
+    msg = recording.run(body).ok()
+    assert msg == "create_ah: endpoint must be an EndpointInfo, not tuple"

@@ -280,3 +280,22 @@ def test_each_allocation_of_the_devx_constructors_failing(mlx5_fake):
         "cq": [True, [], 8],
     }
     assert res.live == 0, res.live_report
+
+
+def test_umem_reg_refuses_device_memory():
+    from ibverbs import mlx5
+
+    class OnGpu:
+        __cuda_array_interface__ = {
+            "shape": (4096,),
+            "typestr": "|u1",
+            "data": (0x7F0000000000, False),
+            "version": 3,
+        }
+
+    for reg in (
+        lambda b: mlx5.devx_umem_reg(None, b, 1),
+        lambda b: mlx5.devx_umem_reg_ex(None, b, 1, 1 << 12),
+    ):
+        with pytest.raises(ValueError, match="buffer lives on device 'cuda', not in host memory"):
+            reg(OnGpu())
