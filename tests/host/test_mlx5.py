@@ -324,7 +324,7 @@ def test_query_device_groups_not_answered_and_dmabuf_refused(mlx5_fake):
 
 
 @pytest.mark.skipif(not can_fail_allocations(), reason="needs _testcapi.set_nomemory")
-def test_each_allocation_of_open_device_and_query_device_failing(mlx5_fake):
+def test_each_allocation_of_open_device_query_device_reg_dmabuf_failing(mlx5_fake):
     def body(fake):
         from ibverbs import mlx5
         from support.nomem import each_allocation_fails
@@ -336,13 +336,25 @@ def test_each_allocation_of_open_device_and_query_device_failing(mlx5_fake):
             finally:
                 ctx.close()
 
+        def reg_close(pd):
+            mr = mlx5.reg_dmabuf_mr(pd, 0, 4096, 0x1000, 5)
+            try:
+                return mr.is_dmabuf
+            finally:
+                mr.close()
+
         r1 = each_allocation_fails(open_close)
-        with mlx5.open_device("fake0") as ctx:
+        with mlx5.open_device("fake0") as ctx, ctx.alloc_pd() as pd:
             r2 = each_allocation_fails(lambda: mlx5.query_device(ctx)["reg_c0"])
-        return [[r["failed"] > 0, r["other"], r["value"]] for r in (r1, r2)]
+            r3 = each_allocation_fails(lambda: reg_close(pd))
+        return [[r["failed"] > 0, r["other"], r["value"]] for r in (r1, r2, r3)]
 
     res = mlx5_fake.run(body)
-    assert res.ok() == [[True, [], "fake0"], [True, [], {"value": 1600, "mask": 1601}]]
+    assert res.ok() == [
+        [True, [], "fake0"],
+        [True, [], {"value": 1600, "mask": 1601}],
+        [True, [], True],
+    ]
     assert res.live == 0, res.live_report
 
 
@@ -366,6 +378,8 @@ def test_a_libmlx5_without_the_symbols_refuses_every_function(recording, tmp_pat
             qp = pd.create_qp(ibverbs.QPInitAttr(cq))
             buf = bytearray(4096)
             calls = [
+                lambda: mlx5.open_device("fake0"),
+                lambda: mlx5.query_device(ctx),
                 lambda: mlx5.get_data_direct_sysfs_path(ctx),
                 lambda: mlx5.reg_dmabuf_mr(pd, 0, 4096, 0, 3),
                 lambda: mlx5.create_cq(ctx, ibverbs.CQInitAttrEx(cqe=4)),
@@ -401,6 +415,8 @@ def test_a_libmlx5_without_the_symbols_refuses_every_function(recording, tmp_pat
 
     res = recording.run(body, None)
     names = (
+        "open_device",
+        "query_device",
         "get_data_direct_sysfs_path",
         "reg_dmabuf_mr",
         "create_cq",

@@ -38,6 +38,15 @@ def test_reprs_getters_and_methods_once_closed(mlx5_fake):
         out["mkey"] = [repr(mk) == f"<ibverbs.mlx5.Mkey lkey={mk.lkey:#x} rkey={mk.rkey:#x}>"]
         out["mkey"].append(mk.create_flags)
         out["umem_owner"] = [umem.owner, ctx in gc.get_referents(umem)]
+        buf = bytearray(4096)
+        held = mlx5.devx_umem_reg(ctx, buf, 1)
+        owner = held.owner
+        out["umem_held"] = [owner in gc.get_referents(held), owner.obj is buf]
+        # dropped without close(): deregistered, the owner let go
+        dropped = mlx5.devx_umem_reg_dmabuf(ctx, 9, 0, 4096, 1, 1 << 12)
+        del held, dropped, owner
+        gc.collect()
+        buf.append(0)  # no export left: the bytearray may be resized
         out["dc_stream"] = None
         qp.wr_start()
         qp.wr_send()
@@ -62,6 +71,7 @@ def test_reprs_getters_and_methods_once_closed(mlx5_fake):
                 lambda: ch.fd,
                 lambda: ch.subscribe(None, [1]),
                 lambda: mk.lkey,
+                lambda: mk.rkey,
             )
         ]
         qp.close()
@@ -85,6 +95,8 @@ def test_reprs_getters_and_methods_once_closed(mlx5_fake):
     assert out["open"] == ["<ibverbs.mlx5.DevxObj>", True]
     assert out["mkey"] == [True, 1]
     assert out["umem_owner"] == [None, True]
+    assert out["umem_held"] == [True, True]
+    assert len(res.mlx5_calls("mlx5dv_devx_umem_dereg")) == 3
     assert out["dc_stream"] == [errno.EOPNOTSUPP, True]
     assert out["in_batch"] == [errno.EBUSY, True]
     assert out["closed"] == [
@@ -93,7 +105,7 @@ def test_reprs_getters_and_methods_once_closed(mlx5_fake):
         "<ibverbs.mlx5.DevxEventChannel closed>",
         "<ibverbs.mlx5.Mkey closed>",
     ]
-    assert out["ebadf"] == [errno.EBADF] * 8
+    assert out["ebadf"] == [errno.EBADF] * 9
     assert out["qp_closed"] == [errno.EBADF] * 4
     assert res.mlx5_calls("mlx5dv_devx_qp_modify") == []
     assert res.live == 0, res.live_report
@@ -299,3 +311,37 @@ def test_umem_reg_refuses_device_memory():
     ):
         with pytest.raises(ValueError, match="buffer lives on device 'cuda', not in host memory"):
             reg(OnGpu())
+
+
+def test_get_cqe_opcode_refuses_an_int_and_streams_need_a_dci(mlx5_fake):
+    from ibverbs import mlx5
+
+    with pytest.raises(TypeError, match="cqe must be a bytes-like, not <class 'int'>"):
+        mlx5.get_cqe_opcode(64)
+
+    def body(fake):
+        import ibverbs
+        from ibverbs import mlx5
+
+        out = []
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            cq = mlx5.create_cq(ctx, ibverbs.CQInitAttrEx(cqe=8))
+            try:
+                mlx5.create_qp(pd, ibverbs.QPInitAttrEx(cq), log_num_errored=1)
+            except ValueError as e:
+                out.append(str(e))
+            dci = mlx5.create_qp(
+                pd, ibverbs.QPInitAttrEx(cq), dc_type=mlx5.DCType.DCI, log_num_errored=2
+            )
+            dci.close()
+            cq.close()
+        return out
+
+    res = mlx5_fake.run(body)
+    out = res.ok()
+    assert len(out) == 1 and "are for a DCI (dc_type=DCType.DCI) only" in out[0]
+    (rec,) = res.mlx5_calls("mlx5dv_create_qp")
+    # comp_mask DC | DCI_STREAMS, {dc_type DCI, {log_num_concurent 0,
+    # log_num_errored 2}}
+    assert rec["attr.comp_mask"] == 0xA
+    assert rec["attr"][16:26] == bytes([2, 0, 0, 0, 0, 0, 0, 0, 0, 2])
