@@ -18,7 +18,9 @@ log format, with every argument and every struct byte (fake_mlx5.h).
 
 ``run(body, *args, fail={"mlx5dv_create_qp": errno}, unsupported=["fake0"],
 caps=0x3)`` arms failures, unsupported devices and the comp_mask bits
-mlx5dv_query_device may answer (default: all) for that run.  It is a test tool,
+mlx5dv_query_device may answer (default: all) for that run.  A failure
+is an errno (every call of the verb fails) or ``(errno, n)``: only its
+n-th call (from 1), as the recording double's ``fail_nth``.  It is a test tool,
 not evidence that anything works on an mlx5 device.
 """
 
@@ -104,7 +106,10 @@ class Runner(recording.Runner):
         log = self.workdir / f"mlx5-{os.getpid()}-{self._n}.log"
         self._extra = {
             "IBVERBS_FAKE_MLX5_LOG": str(log),
-            "IBVERBS_FAKE_MLX5_FAIL": ",".join(f"{k}={v}" for k, v in (fail or {}).items()),
+            "IBVERBS_FAKE_MLX5_FAIL": ",".join(
+                f"{k}={v[0]}@{v[1]}" if isinstance(v, tuple) else f"{k}={v}"
+                for k, v in (fail or {}).items()
+            ),
             "IBVERBS_FAKE_MLX5_UNSUPPORTED": ",".join(unsupported),
             "IBVERBS_FAKE_MLX5_CAPS": "" if caps is None else hex(caps),
         }

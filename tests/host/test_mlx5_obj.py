@@ -194,10 +194,15 @@ def test_init_obj_failure_names_the_function(mlx5_fake):
 
         with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
             e = verbs_error_of(lambda: mlx5.init_obj(pd))
-        return [e.errno, str(e)]
+            again = mlx5.init_obj(pd).pdn  # only the first call failed
+        return [e.errno, str(e), again]
 
     import errno
 
-    out = mlx5_fake.run(body, fail={"mlx5dv_init_obj": errno.EPROTO}).ok()
+    res = mlx5_fake.run(body, fail={"mlx5dv_init_obj": (errno.EPROTO, 1)})
+    out = res.ok()
     assert out[0] == errno.EPROTO
     assert "mlx5dv_init_obj" in out[1] and "a pd" in out[1]
+    assert out[2] == 0x33
+    first, second = res.mlx5_calls("mlx5dv_init_obj")
+    assert first["injected_errno"] == errno.EPROTO and "injected_errno" not in second
