@@ -42,19 +42,22 @@ SOURCE_DIR = HERE / "mlx5"
 LIB_NAME = "libmlx5.so.1"
 
 
-def build(outdir) -> str:
-    """Compile the fake into outdir/libmlx5.so.1 and return its path."""
+def build(outdir, hide=()) -> str:
+    """Compile the fake into outdir/libmlx5.so.1 and return its path;
+    the functions named in ``hide`` are left out of the version script
+    (local: absent to dlsym, as in a libmlx5 that predates them)."""
     outdir = Path(outdir)
+    script = SOURCE_DIR / "libmlx5.map"
+    if hide:
+        lines = script.read_text().splitlines(keepends=True)
+        script = outdir / "libmlx5.map"
+        script.write_text("".join(ln for ln in lines if ln.strip().rstrip(";") not in hide))
     return compile_unit(
         SOURCE_DIR,
         outdir / "mlx5_unit.c",
         outdir / LIB_NAME,
         cflags=[f"-I{SOURCE_DIR}", *recording.include_flags()],
-        libs=[
-            "-ldl",
-            f"-Wl,--version-script={SOURCE_DIR / 'libmlx5.map'}",
-            f"-Wl,-soname,{LIB_NAME}",
-        ],
+        libs=["-ldl", f"-Wl,--version-script={script}", f"-Wl,-soname,{LIB_NAME}"],
     )
 
 

@@ -343,3 +343,44 @@ def test_get_cqe_opcode_refuses_an_int_and_streams_need_a_dci(mlx5_fake):
     # log_num_errored 2}}
     assert rec["attr.comp_mask"] == 0xA
     assert rec["attr"][16:26] == bytes([2, 0, 0, 0, 0, 0, 0, 0, 0, 2])
+
+
+@pytest.fixture(scope="module")
+def mlx5_without_is_supported(recording, tmp_path_factory):
+    """A Runner whose libmlx5 is the fake without mlx5dv_is_supported: no
+    rdma-core release is so (22 added it, 24 the mkeys), but a library
+    that is must meet a refusal, not a call through a NULL pointer."""
+    from support.fakes import load_fake_module
+
+    mod = load_fake_module("mlx5")
+    lib = mod.build(tmp_path_factory.mktemp("mlx5-old"), hide=("mlx5dv_is_supported",))
+    return mod.Runner(recording.lib, lib, tmp_path_factory.mktemp("mlx5-old-runs"))
+
+
+def test_wr_mr_list_needs_is_supported(mlx5_without_is_supported):
+    """wr_mr_list checks the QP's device with mlx5dv_is_supported before it
+    converts the QP: a libmlx5 without it refuses, converting nothing."""
+
+    def body(fake):
+        import ibverbs
+        from ibverbs import mlx5
+        from support.rdma import verbs_error_of
+
+        F = ibverbs.QPCreateSendOpsFlags
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            cq = ctx.create_cq(8)
+            qp = pd.create_qp_ex(ibverbs.QPInitAttrEx(cq, send_ops_flags=F.SEND))
+            mk = mlx5.create_mkey(pd, 1, 4)
+            qp.wr_start()
+            e = verbs_error_of(lambda: mlx5.wr_mr_list(qp, mk, 0, [ibverbs.SGE(0x1000, 64, 7)]))
+            qp.wr_abort()
+            for o in (mk, qp, cq):
+                o.close()
+        return [e.errno, e.operation, str(e).partition(": ")[2]]
+
+    res = mlx5_without_is_supported.run(body)
+    err, op, msg = res.ok()
+    assert (err, op) == (errno.EOPNOTSUPP, "mlx5dv_wr_mr_list")
+    assert "lacks mlx5dv_is_supported or mlx5dv_qp_ex_from_ibv_qp_ex" in msg
+    assert res.mlx5_calls("mlx5dv_qp_ex_from_ibv_qp_ex") == []
+    assert res.live == 0, res.live_report
