@@ -16,8 +16,11 @@ log format, with every argument and every struct byte (fake_mlx5.h).
         assert res.ok() is True
         assert res.mlx5_one("mlx5dv_is_supported")["device.name"] == "fake0"
 
-``run(body, *args, fail={"mlx5dv_create_qp": errno}, unsupported=["fake0"])``
-arms failures and unsupported devices for that run.  It is a test tool,
+``run(body, *args, fail={"mlx5dv_create_qp": errno}, unsupported=["fake0"],
+caps=0x3)`` arms failures, unsupported devices and the comp_mask bits
+mlx5dv_query_device may answer (default: all) for that run.  A failure
+is an errno (every call of the verb fails) or ``(errno, n)``: only its
+n-th call (from 1), as the recording double's ``fail_nth``.  It is a test tool,
 not evidence that anything works on an mlx5 device.
 """
 
@@ -39,19 +42,22 @@ SOURCE_DIR = HERE / "mlx5"
 LIB_NAME = "libmlx5.so.1"
 
 
-def build(outdir) -> str:
-    """Compile the fake into outdir/libmlx5.so.1 and return its path."""
+def build(outdir, hide=()) -> str:
+    """Compile the fake into outdir/libmlx5.so.1 and return its path;
+    the functions named in ``hide`` are left out of the version script
+    (local: absent to dlsym, as in a libmlx5 that predates them)."""
     outdir = Path(outdir)
+    script = SOURCE_DIR / "libmlx5.map"
+    if hide:
+        lines = script.read_text().splitlines(keepends=True)
+        script = outdir / "libmlx5.map"
+        script.write_text("".join(ln for ln in lines if ln.strip().rstrip(";") not in hide))
     return compile_unit(
         SOURCE_DIR,
         outdir / "mlx5_unit.c",
         outdir / LIB_NAME,
         cflags=[f"-I{SOURCE_DIR}", *recording.include_flags()],
-        libs=[
-            "-ldl",
-            f"-Wl,--version-script={SOURCE_DIR / 'libmlx5.map'}",
-            f"-Wl,-soname,{LIB_NAME}",
-        ],
+        libs=["-ldl", f"-Wl,--version-script={script}", f"-Wl,-soname,{LIB_NAME}"],
     )
 
 
@@ -96,13 +102,19 @@ class Runner(recording.Runner):
     def env(self) -> dict:
         return dict(super().env(), IBVERBS_LIBMLX5=self.mlx5_lib, **self._extra)
 
-    def run(self, body, *args, fail=None, unsupported=(), timeout: float = 120) -> Result:
+    def run(
+        self, body, *args, fail=None, unsupported=(), caps=None, timeout: float = 120
+    ) -> Result:
         self._n += 1
         log = self.workdir / f"mlx5-{os.getpid()}-{self._n}.log"
         self._extra = {
             "IBVERBS_FAKE_MLX5_LOG": str(log),
-            "IBVERBS_FAKE_MLX5_FAIL": ",".join(f"{k}={v}" for k, v in (fail or {}).items()),
+            "IBVERBS_FAKE_MLX5_FAIL": ",".join(
+                f"{k}={v[0]}@{v[1]}" if isinstance(v, tuple) else f"{k}={v}"
+                for k, v in (fail or {}).items()
+            ),
             "IBVERBS_FAKE_MLX5_UNSUPPORTED": ",".join(unsupported),
+            "IBVERBS_FAKE_MLX5_CAPS": "" if caps is None else hex(caps),
         }
         try:
             res = super().run(body, *args, timeout=timeout)

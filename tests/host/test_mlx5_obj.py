@@ -126,3 +126,83 @@ def test_get_cqe_opcode_refuses():
         mlx5.get_cqe_opcode(bytes(32))
     with pytest.raises(TypeError):
         mlx5.get_cqe_opcode("x" * 64)
+
+
+def test_get_cqe_opcode_refuses_no_argument_and_non_buffers():
+    from ibverbs import mlx5
+
+    with pytest.raises(TypeError):
+        mlx5.get_cqe_opcode()
+    with pytest.raises(TypeError, match="cannot convert 'object' object to bytes"):
+        mlx5.get_cqe_opcode(object())
+
+
+def test_init_obj_dm_empty_rq_failure_and_each_allocation_failing(mlx5_fake):
+    """A DM's record; a QP on an SRQ, whose receive queue libmlx5 leaves
+    empty (None, not a view); the function's failure named; each
+    allocation of each kind's record failing in turn (MemoryError, nothing
+    else); no argument at all."""
+
+    def body(fake):
+        import ibverbs
+        from ibverbs import mlx5
+        from support.nomem import each_allocation_fails
+
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            dm = ctx.alloc_dm(4096)
+            d = mlx5.init_obj(dm)
+            out["dm"] = [d.kind, d.obj is dm, d.length, d.comp_mask, d.remote_va, len(d.view)]
+            out["dm_view"] = bytes(d.view[:4]).hex()
+            cq = ctx.create_cq(8)
+            srq = pd.create_srq(8)
+            qp = pd.create_qp(ibverbs.QPInitAttr(cq, srq=srq))
+            q = mlx5.init_obj(qp)
+            out["on_srq"] = [q.rq, q.rq_wqe_cnt, q.rq_buf, len(q.sq)]
+            try:
+                mlx5.init_obj()
+            except TypeError as e:
+                out["noarg"] = str(e)
+            sweeps = {}
+            for name, o in (("qp", qp), ("cq", cq), ("srq", srq), ("pd", pd), ("dm", dm)):
+                r = each_allocation_fails(lambda o=o: mlx5.init_obj(o))
+                sweeps[name] = [r["failed"] > 0, r["other"], r["value"].kind]
+            out["sweeps"] = sweeps
+            del d, q, r
+            for o in (qp, srq, cq, dm):
+                o.close()
+        return out
+
+    res = mlx5_fake.run(body)
+    out = res.ok()
+    # the fake's DM: 128 bytes of its ring at offset 2048 (bytes count up)
+    assert out["dm"] == ["dm", True, 128, 1, 0xABC000, 128]
+    assert out["dm_view"] == "00010203"
+    assert out["on_srq"] == [None, 0, 0, 512]
+    assert "obj" in out["noarg"]
+    for kind in ("qp", "cq", "srq", "pd", "dm"):
+        assert out["sweeps"][kind] == [True, [], kind], kind
+    recs = res.mlx5_calls("mlx5dv_init_obj")
+    assert recs[0]["obj_type"] == 0x10 and recs[0]["dm.out.comp_mask"] == 1
+
+
+def test_init_obj_failure_names_the_function(mlx5_fake):
+    def body(fake):
+        import ibverbs
+        from ibverbs import mlx5
+        from support.rdma import verbs_error_of
+
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            e = verbs_error_of(lambda: mlx5.init_obj(pd))
+            again = mlx5.init_obj(pd).pdn  # only the first call failed
+        return [e.errno, str(e), again]
+
+    import errno
+
+    res = mlx5_fake.run(body, fail={"mlx5dv_init_obj": (errno.EPROTO, 1)})
+    out = res.ok()
+    assert out[0] == errno.EPROTO
+    assert "mlx5dv_init_obj" in out[1] and "a pd" in out[1]
+    assert out[2] == 0x33
+    first, second = res.mlx5_calls("mlx5dv_init_obj")
+    assert first["injected_errno"] == errno.EPROTO and "injected_errno" not in second

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import errno
 
+import pytest
+
 from ibverbs import enums
+from support.process import can_fail_allocations
 
 
 def test_open_xrcd_and_open_qp_pass_fd_oflags_and_the_qp(recording, tmp_path):
@@ -111,4 +114,116 @@ def test_xrcd_repr_and_refused_arguments(recording):
     assert len(out["type"]) == 3 and out["type"][0].startswith("qp_num must be an int")
     assert out["verbs"] == []
     assert out["closed"] == "<ibverbs.XRCD closed>"
+    assert res.live == 0, res.live_report
+
+
+def test_open_qp_failing_and_closed_parents(recording):
+    def body(fake):
+        import errno
+
+        import ibverbs
+        from support.rdma import verbs_error_of
+
+        out = {}
+        ctx = ibverbs.Context("fake0")
+        x = ctx.open_xrcd()
+        fake.fail("open_qp", errno.ENOENT)
+        e = verbs_error_of(lambda: ctx.open_qp(x, 0x77))
+        out["failed"] = [e.errno, e.operation, "qp_num=119" in str(e)]
+        qp = ctx.open_qp(x, 0x77)  # the next one opens
+        out["again"] = qp.qp_num
+        qp.close()
+        x.close()
+        out["xrcd_closed"] = verbs_error_of(lambda: ctx.open_qp(x, 1)).errno
+        ctx.close()
+        out["ctx_closed"] = [
+            verbs_error_of(ctx.open_xrcd).errno,
+            verbs_error_of(lambda: ctx.open_qp(x, 1)).errno,
+        ]
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    assert out["failed"] == [errno.ENOENT, "ibv_open_qp", True]
+    assert out["again"] == 0x77
+    assert out["xrcd_closed"] == errno.EBADF
+    assert out["ctx_closed"] == [errno.EBADF, errno.EBADF]
+    assert len(res.calls("open_qp")) == 2
+    assert res.live == 0, res.live_report
+
+
+@pytest.mark.skipif(not can_fail_allocations(), reason="needs _testcapi.set_nomemory")
+def test_each_allocation_of_open_xrcd_and_open_qp_failing(recording):
+    def body(fake):
+        import ibverbs
+        from support.nomem import each_allocation_fails
+
+        def open_close_qp(x):
+            qp = ctx.open_qp(x, 0x55)
+            try:
+                return qp.qp_num
+            finally:
+                qp.close()
+
+        with ibverbs.Context("fake0") as ctx:
+            r1 = each_allocation_fails(lambda: ctx.open_xrcd().close())
+            x = ctx.open_xrcd()
+            r2 = each_allocation_fails(lambda: open_close_qp(x))
+            x.close()
+        return [[r["failed"] > 0, r["other"], r["value"]] for r in (r1, r2)]
+
+    res = recording.run(body)
+    assert res.ok() == [[True, [], None], [True, [], 0x55]]
+    assert res.live == 0, res.live_report
+
+
+def test_a_collection_closing_the_parent_during_the_call(recording):
+    """The garbage collector may run while the new object is allocated,
+    and a finalizer may close the Context (open_xrcd, open_qp) or the XRCD
+    (open_qp): the call then refuses with EBADF, nothing opened."""
+
+    def body(fake):
+        import gc
+
+        import ibverbs
+
+        class Closer:
+            def __init__(self, targets):
+                self.targets, self.me = targets, self
+
+            def __del__(self):
+                for t in self.targets:
+                    t.close()
+
+        def during_collection(targets, method, args):
+            # no allocation of a tracked object between enable() and the
+            # method's own: its first one runs the collection
+            threshold = gc.get_threshold()
+            gc.disable()
+            Closer(targets)  # a cycle: collected, finalized, at the next pass
+            gc.set_threshold(1)
+            gc.enable()
+            try:
+                method(*args)
+            except ibverbs.VerbsError as e:
+                return e.errno
+            finally:
+                gc.set_threshold(*threshold)
+
+        out = {}
+        ctx, ctx2 = ibverbs.Context("fake0"), ibverbs.Context("fake0")
+        x, x2 = ctx.open_xrcd(), ctx2.open_xrcd()
+        out["open_qp"] = [during_collection([x], ctx.open_qp, (x, 5)), x.closed]
+        e = during_collection([x2, ctx2], ctx2.open_qp, (x2, 5))
+        out["open_qp_ctx"] = [e, ctx2.closed]
+        out["open_xrcd"] = [during_collection([ctx], ctx.open_xrcd, ()), ctx.closed]
+        return out
+
+    res = recording.run(body)
+    assert res.ok() == {
+        "open_qp": [errno.EBADF, True],
+        "open_qp_ctx": [errno.EBADF, True],
+        "open_xrcd": [errno.EBADF, True],
+    }
+    assert res.calls("open_qp") == [] and len(res.calls("open_xrcd")) == 2
     assert res.live == 0, res.live_report

@@ -12,7 +12,9 @@
  * QPs and CQs are made through the loaded libibverbs (the recording
  * double on the host; the real one in the guest), as a UD QP and a
  * plain extended CQ: a double, not EFA.  Tests read the log with
- * efa_fake_log() and arm failures with efa_fake_fail().
+ * efa_fake_log() and arm failures with efa_fake_fail(); efa_fake_shape()
+ * makes the next answers those of queues without rings (no buffer, no
+ * doorbell) and of entries without a sender GID.
  */
 #define _GNU_SOURCE
 #include "efa/efa_abi.h"
@@ -36,6 +38,8 @@ static char efa_log[1 << 16];
 static size_t efa_log_len;
 static char efa_fail_name[64];
 static int efa_fail_errno;
+static int efa_no_rings; /* query_cq, query_qp_wqs: NULL buffer, doorbell */
+static int efa_no_sgid; /* wc_read_sgid: the entry carries no GID */
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -101,6 +105,14 @@ EXPORT void efa_fake_fail(const char *verb, int err)
 	efa_fail_errno = err;
 }
 
+/* From now on: rings (whether the queues have a buffer and a doorbell),
+ * sgid (whether an entry carries the sender's GID). */
+EXPORT void efa_fake_shape(int rings, int sgid)
+{
+	efa_no_rings = !rings;
+	efa_no_sgid = !sgid;
+}
+
 /* libefa's input check: inlen covers the first field (comp_mask) and
  * what lies past our struct is zero. */
 static int check_inlen(const void *p, uint32_t inlen, size_t size)
@@ -158,6 +170,8 @@ static int fake_read_sgid(struct efa_m_cq *dv, union ibv_gid *sgid)
 	int i;
 
 	logf_("wc_read_sgid efadv_cq=0x%lx\n", (unsigned long)(uintptr_t)dv);
+	if (efa_no_sgid)
+		return -ENOENT;
 	for (i = 0; i < 16; i++)
 		sgid->raw[i] = (uint8_t)(0xf0 + i);
 	return 0;
@@ -394,6 +408,10 @@ EXPORT int efadv_query_qp_wqs(struct ibv_qp *qp, struct efa_m_wq_attr *sq,
 	rq->entry_size = 16;
 	rq->num_entries = 64;
 	rq->doorbell = &wq_db[1];
+	if (efa_no_rings) {
+		sq->buffer = rq->buffer = NULL;
+		sq->doorbell = rq->doorbell = NULL;
+	}
 	return 0;
 }
 
@@ -413,6 +431,10 @@ EXPORT int efadv_query_cq(struct ibv_cq *cq, struct efa_m_cq_attr *attr,
 	attr->entry_size = 32;
 	attr->num_entries = 32;
 	attr->doorbell = &cq_db;
+	if (efa_no_rings) {
+		attr->buffer = NULL;
+		attr->doorbell = NULL;
+	}
 	return 0;
 }
 #endif

@@ -9,27 +9,42 @@
 #include <stdio.h>
 #include <unistd.h>
 
+/* The calls so far of the verb of each "verb=errno@nth" entry. */
+#define M5_FAIL_MAX 32
+static unsigned m5_calls[M5_FAIL_MAX];
+
 int m5_begin(struct m5rec *r, const char *verb)
 {
 	const char *fail = getenv("IBVERBS_FAKE_MLX5_FAIL");
 	size_t n = strlen(verb);
+	int i = 0;
 
 	r->len = (size_t)snprintf(r->buf, sizeof(r->buf), "%s", verb);
-	/* "verb=errno,verb=errno" */
+	/* "verb=errno,verb=errno@nth": every call, or only the nth (1 on) */
 	while (fail != NULL && *fail) {
 		const char *eq = strchr(fail, '=');
+		const char *end, *at;
 
 		if (eq == NULL)
 			break;
+		end = strchr(eq, ',');
+		at = strchr(eq, '@');
+		if (at != NULL && end != NULL && at > end)
+			at = NULL;
 		if ((size_t)(eq - fail) == n && strncmp(fail, verb, n) == 0) {
 			int err = atoi(eq + 1);
 
+			if (at != NULL &&
+			    (i >= M5_FAIL_MAX ||
+			     __atomic_add_fetch(&m5_calls[i], 1,
+						__ATOMIC_RELAXED) !=
+				     (unsigned)atoi(at + 1)))
+				return 0;
 			m5_add(r, "injected_errno=%d", err);
 			return err;
 		}
-		fail = strchr(eq, ',');
-		if (fail != NULL)
-			fail++;
+		fail = end != NULL ? end + 1 : NULL;
+		i++;
 	}
 	return 0;
 }

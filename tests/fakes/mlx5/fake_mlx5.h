@@ -14,7 +14,7 @@
  * double's log format ("verb key=value ..."; b:<hex> for bytes, s:<text>
  * for text), with every argument and every byte of every struct passed.
  * $IBVERBS_FAKE_MLX5_FAIL="verb=errno,..." makes those verbs fail (every
- * call); $IBVERBS_FAKE_MLX5_UNSUPPORTED="name,..." lists the devices
+ * call; "verb=errno@n": only the n-th, from 1); $IBVERBS_FAKE_MLX5_UNSUPPORTED="name,..." lists the devices
  * mlx5dv_is_supported answers false for (and open_device refuses).
  */
 #ifndef FAKE_MLX5_H

@@ -63,15 +63,17 @@ int m5_init_obj_1_2(struct mlx5dv_obj *obj, uint64_t obj_type)
 	if (obj_type & MLX5DV_OBJ_QP) {
 		struct mlx5dv_qp *q = obj->qp.out;
 		uint64_t m = q->comp_mask;
+		int on_srq = obj->qp.in->srq != NULL;
 
 		memset(q, 0, sizeof(*q));
 		q->dbrec = fake_dbrec;
 		q->sq.buf = fake_ring + 1024;
 		q->sq.wqe_cnt = 8;
 		q->sq.stride = 64;
-		q->rq.buf = fake_ring;
-		q->rq.wqe_cnt = 16;
-		q->rq.stride = 16;
+		/* a QP on an SRQ has no receive queue of its own */
+		q->rq.buf = on_srq ? NULL : fake_ring;
+		q->rq.wqe_cnt = on_srq ? 0 : 16;
+		q->rq.stride = on_srq ? 0 : 16;
 		q->bf.reg = fake_ring + 3072;
 		q->bf.size = 256;
 		q->comp_mask = m & 3;
