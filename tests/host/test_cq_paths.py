@@ -40,6 +40,7 @@ def _cq_body(fake):
         "ch repr": repr(ch).startswith("<ibverbs.CompChannel fd="),
     }
     out["referents"] = ch in gc.get_referents(cq)
+    out["not a wc"] = outcome(lambda: pd.create_ah_from_wc("wc", bytes(40), 1))
     recv(3)
     out["poll kw"] = outcome(lambda: cq.poll(num_entries=2))
     out["poll huge"] = outcome(lambda: cq.poll(2**70))
@@ -160,6 +161,12 @@ def test_get_cq_event_failures(cqs):
         "not destroyed cleanly; event acked and dropped",
     ]
     assert out["orphan log"] == [["get_cq_event", None], ["ack_cq_events", 1]]
+
+
+def test_an_ah_from_something_else_than_a_wc(cqs):
+    _, out = cqs
+    assert out["not a wc"][0] == "TypeError"
+    assert out["not a wc"][1].startswith("wc must be a WC")
 
 
 def test_req_notify_flag_that_raises_or_closes(cqs):
