@@ -13,7 +13,7 @@ def _post_body(fake):
     import errno
 
     import ibverbs as ib
-    from ibverbs import SGE, RecvWR, SendWR, SendWRChain, enums
+    from ibverbs import SGE, RecvWR, RecvWRChain, SendWR, SendWRChain, enums
 
     buf = ctypes.create_string_buffer(65536)
     ctx = ib.Context("fake0")
@@ -41,6 +41,8 @@ def _post_body(fake):
     rwide = RecvWR(wr_id=7, sg_list=[sge(0), sge(1), sge(2)])
     member = SendWR(wr_id=8, sg_list=[sge(8)])
     chain = SendWRChain([member])
+    rmember = RecvWR(wr_id=9, sg_list=[sge(9)])
+    rchain = RecvWRChain([rmember])
 
     def outcome(fn):
         try:
@@ -69,6 +71,7 @@ def _post_body(fake):
         "a member alone": lambda: qp.post_send(member),
         "recv twice": lambda: qp.post_recv([ra, rb, ra]),
         "recv not a WR": lambda: qp.post_recv((ra, a)),
+        "recv member": lambda: qp.post_recv([ra, rmember]),
         "not a list": lambda: qp.post_send({a}),
         "empty": lambda: qp.post_send(()),
         "srq's qp": lambda: on_srq.post_recv(ra),
@@ -98,6 +101,7 @@ def _post_body(fake):
     qp.post_send(a)
     out["single after failures"] = posts()
     chain.release()
+    rchain.release()
     cq.poll(64)
     for o in (on_srq, srq, ud, qp, mr, cq, pd, ctx):
         o.close()
@@ -119,6 +123,10 @@ REFUSED = {
     "twice, then not a WR": ["TypeError", "work request 2 must be a SendWR, not <class 'str'>"],
     "a member": ["ValueError", f"work request 1 {MEMBER}"],
     "a member alone": ["ValueError", f"work request 0 {MEMBER}"],
+    "recv member": [
+        "ValueError",
+        "work request 1 belongs to a RecvWRChain: post the chain, or release() it first",
+    ],
     "recv twice": ["ValueError", "work request 2 appears more than once in the list"],
     "recv not a WR": [
         "TypeError",

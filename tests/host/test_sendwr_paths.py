@@ -169,7 +169,9 @@ def _closed_body(fake):
     out["bound mr closed"] = outcome(lambda: qp.post_send(w4))
     # An AH closed under its WR; a UD list whose second WR is no SEND.
     ah = pd.create_ah(ib.AHAttr(dlid=1, port_num=1))
-    uw = SendWR(1, opcode=W.SEND, ah=ah, remote_qpn=2, remote_qkey=3)
+    uw = SendWR(1, opcode=W.SEND, ah=ah, remote_qpn=0x22, remote_qkey=3)
+    out["ah getter"] = uw.ah is ah
+    out["ud repr"] = repr(uw)
     out["ud not send"] = outcome(lambda: ud.post_send([uw, SendWR(2, opcode=W.RDMA_WRITE)]))
     out["ud no ah"] = outcome(lambda: ud.post_send([uw, SendWR(2, opcode=W.SEND)]))
     out["ah of rdma"] = outcome(lambda: setattr(SendWR(opcode=W.RDMA_WRITE), "ah", ah))
@@ -187,6 +189,9 @@ EBADF = "[Errno 9] Bad file descriptor: "
 HINT = " (too many SGEs, an unsupported opcode or flag, or a QP state that does not allow posting?)"
 CLOSED = {
     "mw": True,
+    "ah getter": True,
+    "ud repr": "SendWR(wr_id=1, opcode=<WROpcode.SEND: 2>, num_sge=0, send_flags=0, "
+    "remote_qpn=0x22)",
     "half": ["ValueError", "a BIND_MW needs both mw= and bind_info="],
     "no window": ["ValueError", "BIND_MW needs mw=, bind_info= and rkey= (the new rkey)"],
     "with sges": ["ValueError", "BIND_MW carries no sg_list"],

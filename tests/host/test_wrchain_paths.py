@@ -155,9 +155,14 @@ def _chain_body(fake):
     out["keyword"] = outcome(lambda: RecvWRChain(rwrs, extra=1))
     closed = reg(200)
     late = RecvWR(wr_id=5, sg_list=[SGE(closed, 8)])
+    late_send = SendWR(wr_id=7, sg_list=[SGE(closed, 8)])
     closed.close()
     out["closed_at_build"] = outcome(lambda: RecvWRChain(rwrs[:2] + [late]))
     out["free_again"] = len(RecvWRChain(rwrs[:2]))
+    gone = RecvWRChain(rwrs[:1])
+    gone.release()
+    out["recv released"] = outcome(lambda: qp.post_recv(gone))
+    out["send closed at build"] = outcome(lambda: SendWRChain([SendWR(6), late_send]))
     cq.poll(1024)
     for o in (srq, ud, qp, *[m for m in mrs if not m.closed], bmr, mw, ah2, cq, pd, ctx):
         o.close()
@@ -225,4 +230,9 @@ def test_a_refused_build_claims_nothing(chains):
         "[Errno 9] Bad file descriptor: work request 2: sg_list[0] points into a closed MR",
     ]
     assert out["free_again"] == 2
+    assert out["recv released"] == ["ValueError", "this RecvWRChain was released"]
+    assert out["send closed at build"] == [
+        "VerbsError",
+        "[Errno 9] Bad file descriptor: work request 1: sg_list[0] points into a closed MR",
+    ]
     assert res.live == 0, res.live_report
