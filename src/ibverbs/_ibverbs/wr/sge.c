@@ -24,9 +24,9 @@ static int sge_check_offset_sign(PyObject *off_o)
 
 	if (!PyLong_Check(off_o))
 		return 0;
+	/* An int (checked above) never makes this raise: it only reports
+	 * an overflow. */
 	v = PyLong_AsLongLongAndOverflow(off_o, &overflow);
-	if (v == -1 && PyErr_Occurred())
-		return -1;
 	if (v < 0 || overflow < 0) {
 		PyErr_Format(PyExc_ValueError,
 			     "offset must be non-negative, got %R", off_o);
