@@ -122,6 +122,7 @@ RAW = [
         ValueError,
         f"offset must be non-negative, got {-(2**70)}",
     ),
+    (lambda: SGE(0x1000, 8, 1, 2**70), ValueError, "offset must be in range 0..2**64-1"),
     (lambda: SGE(0x1000, 8, 1, "x"), TypeError, "offset must be an int, not <class 'str'>"),
     (lambda: SGE(2**64 - 8, 8, 1, 16), ValueError, "address + offset overflows 64 bits"),
     (lambda: SGE(0x1000, 8), TypeError, "SGE() from a raw address needs lkey="),
