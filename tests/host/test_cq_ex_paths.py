@@ -12,15 +12,10 @@ import pytest
 def _cq_ex_body(fake):
     import gc
 
+    from support.outcomes import result
+
     import ibverbs as ib
     from ibverbs import SGE, RecvWR, enums
-
-    def outcome(fn):
-        try:
-            v = fn()
-        except Exception as e:  # noqa: BLE001 - the test judges it
-            return [type(e).__name__, str(e)]
-        return v if isinstance(v, (int, str, type(None))) else len(v)
 
     A = ib.CQInitAttrEx
     ctx = ib.Context("fake0")
@@ -28,11 +23,11 @@ def _cq_ex_body(fake):
     out = {}
     ch = ctx.create_comp_channel()
     ch.close()
-    out["closed channel"] = outcome(lambda: ctx.create_cq_ex(A(8, channel=ch)))
+    out["closed channel"] = result(lambda: ctx.create_cq_ex(A(8, channel=ch)))
     pdom = ctx.alloc_parent_domain(pd)
     pdom.close()
-    out["closed parent domain"] = outcome(lambda: ctx.create_cq_ex(A(8, parent_domain=pdom)))
-    out["cqe str"] = outcome(lambda: ctx.create_cq_ex(A("8")))
+    out["closed parent domain"] = result(lambda: ctx.create_cq_ex(A(8, parent_domain=pdom)))
+    out["cqe str"] = result(lambda: ctx.create_cq_ex(A("8")))
 
     ch = ctx.create_comp_channel()
     pdom = ctx.alloc_parent_domain(pd)
@@ -48,18 +43,18 @@ def _cq_ex_body(fake):
     recv(4)
     # A field the CQEx was not created to report reads None.
     out["not asked"] = [w.completion_ts for w in cq.poll(1)]
-    out["poll huge"] = outcome(lambda: cq.poll(2**70))
-    out["poll 0"] = outcome(lambda: cq.poll(0))
-    out["poll str"] = outcome(lambda: cq.poll("1"))
-    out["count huge"] = outcome(lambda: cq.poll_count(2**70))
-    out["count -huge"] = outcome(lambda: cq.poll_count(-(2**70)))
+    out["poll huge"] = result(lambda: cq.poll(2**70))
+    out["poll 0"] = result(lambda: cq.poll(0))
+    out["poll str"] = result(lambda: cq.poll("1"))
+    out["count huge"] = result(lambda: cq.poll_count(2**70))
+    out["count -huge"] = result(lambda: cq.poll_count(-(2**70)))
     status = int(enums.WCStatus.REM_ACCESS_ERR)
     fake.fail("completion", status)
     recv()
     out["poll failed"] = [[w.wr_id, int(w.status), w.byte_len] for w in cq.poll(4)]
     fake.fail("completion", status)
     recv()
-    out["count failed"] = outcome(lambda: cq.poll_count(4))
+    out["count failed"] = result(lambda: cq.poll_count(4))
 
     # Inside a session: close refuses, the repr says so, a with block
     # ends it, and so does dropping the CQEx.
@@ -67,7 +62,7 @@ def _cq_ex_body(fake):
     qp.close()
     cq.start_poll()
     out["repr polling"] = repr(cq).endswith(" with channel polling>")
-    out["close polling"] = outcome(cq.close)
+    out["close polling"] = result(cq.close)
     fake.clear()
     with cq:
         pass

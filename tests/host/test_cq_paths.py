@@ -14,15 +14,10 @@ def _cq_body(fake):
     import gc
     import os
 
+    from support.outcomes import result
+
     import ibverbs as ib
     from ibverbs import SGE, RecvWR, enums
-
-    def outcome(fn):
-        try:
-            v = fn()
-        except Exception as e:  # noqa: BLE001 - the test judges it
-            return [type(e).__name__, str(e)]
-        return v if isinstance(v, (int, str, type(None))) else len(v)
 
     ctx = ib.Context("fake0")
     pd = ctx.alloc_pd()
@@ -40,21 +35,21 @@ def _cq_body(fake):
         "ch repr": repr(ch).startswith("<ibverbs.CompChannel fd="),
     }
     out["referents"] = ch in gc.get_referents(cq)
-    out["not a wc"] = outcome(lambda: pd.create_ah_from_wc("wc", bytes(40), 1))
+    out["not a wc"] = result(lambda: pd.create_ah_from_wc("wc", bytes(40), 1))
     recv(3)
-    out["poll kw"] = outcome(lambda: cq.poll(num_entries=2))
-    out["poll huge"] = outcome(lambda: cq.poll(2**70))
-    out["poll 0"] = outcome(lambda: cq.poll(0))
-    out["poll -huge"] = outcome(lambda: cq.poll(-(2**70)))
-    out["poll str"] = outcome(lambda: cq.poll("2"))
-    out["poll kw str"] = outcome(lambda: cq.poll(num_entries="2"))
-    out["poll kw none"] = outcome(lambda: cq.poll(**{}))
-    out["count 0"] = outcome(lambda: cq.poll_count(0))
-    out["count huge"] = outcome(lambda: cq.poll_count(2**70))
-    out["count str"] = outcome(lambda: cq.poll_count("1"))
+    out["poll kw"] = result(lambda: cq.poll(num_entries=2))
+    out["poll huge"] = result(lambda: cq.poll(2**70))
+    out["poll 0"] = result(lambda: cq.poll(0))
+    out["poll -huge"] = result(lambda: cq.poll(-(2**70)))
+    out["poll str"] = result(lambda: cq.poll("2"))
+    out["poll kw str"] = result(lambda: cq.poll(num_entries="2"))
+    out["poll kw none"] = result(lambda: cq.poll(**{}))
+    out["count 0"] = result(lambda: cq.poll_count(0))
+    out["count huge"] = result(lambda: cq.poll_count(2**70))
+    out["count str"] = result(lambda: cq.poll_count("1"))
     fake.fail("completion", int(enums.WCStatus.LOC_PROT_ERR))
     recv()
-    out["count failed"] = outcome(lambda: cq.poll_count(4))
+    out["count failed"] = result(lambda: cq.poll_count(4))
 
     # An event got and not acked: closing the CQ acks it first.
     cq.req_notify()
@@ -71,8 +66,8 @@ def _cq_body(fake):
     # A get_cq_event that fails: its errno; non-blocking with no event.
     fake.fail("get_cq_event", errno.EIO)
     os.set_blocking(ch.fd, False)
-    out["get failed"] = outcome(ch.get_cq_event)
-    out["get none"] = outcome(ch.get_cq_event)
+    out["get failed"] = result(ch.get_cq_event)
+    out["get none"] = result(ch.get_cq_event)
 
     # req_notify's flag: its __bool__ raising, then closing the CQ.
     cq2 = ctx.create_cq(8, ch)
@@ -86,8 +81,8 @@ def _cq_body(fake):
             cq2.close()
             return True
 
-    out["flag raises"] = outcome(lambda: cq2.req_notify(Raises()))
-    out["flag closes"] = outcome(lambda: cq2.req_notify(Closes()))
+    out["flag raises"] = result(lambda: cq2.req_notify(Raises()))
+    out["flag closes"] = result(lambda: cq2.req_notify(Closes()))
 
     # An event for a CQ whose destroy failed when it was dropped: acked
     # and reported, not trusted.
@@ -101,7 +96,7 @@ def _cq_body(fake):
     del cq3
     gc.collect()
     fake.clear()
-    out["orphan"] = outcome(ch.get_cq_event)
+    out["orphan"] = result(ch.get_cq_event)
     out["orphan log"] = [(r.verb, r.get("nevents")) for r in fake.take()]
     return out
 

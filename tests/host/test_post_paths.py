@@ -12,6 +12,8 @@ def _post_body(fake):
     import ctypes
     import errno
 
+    from support.outcomes import raised, rts
+
     import ibverbs as ib
     from ibverbs import SGE, RecvWR, RecvWRChain, SendWR, SendWRChain, enums
 
@@ -20,11 +22,6 @@ def _post_body(fake):
     pd = ctx.alloc_pd()
     cq = ctx.create_cq(256)
     mr = pd.reg_mr(ctypes.addressof(buf), 65536, enums.AccessFlags.LOCAL_WRITE)
-
-    def rts(qp):
-        for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
-            qp.modify(enums.QPAttrMask.STATE, qp_state=s)
-        return qp
 
     caps = dict(max_send_wr=64, max_recv_wr=64, max_send_sge=2, max_recv_sge=2)
     qp = rts(pd.create_qp(ib.QPInitAttr(cq, **caps)))
@@ -43,13 +40,6 @@ def _post_body(fake):
     chain = SendWRChain([member])
     rmember = RecvWR(wr_id=9, sg_list=[sge(9)])
     rchain = RecvWRChain([rmember])
-
-    def outcome(fn):
-        try:
-            fn()
-        except Exception as e:  # noqa: BLE001 - the test judges it
-            return [type(e).__name__, str(e)]
-        return None
 
     def posts():
         """The wr_ids of each post logged since the last call."""
@@ -78,7 +68,7 @@ def _post_body(fake):
         "ud without an ah": lambda: ud.post_send([a, b]),
     }
     for name, fn in cases.items():
-        out[name] = outcome(fn)
+        out[name] = raised(fn)
     out["refused posts reach no verb"] = posts()
 
     # Each WR is unlinked again: a list of them all posts as is.
@@ -88,15 +78,15 @@ def _post_body(fake):
     cq.poll(64)
 
     # The provider rejects one WR of a list: its index and wr_id.
-    out["rejected third"] = outcome(lambda: qp.post_send([a, b, wide]))
-    out["rejected second recv"] = outcome(lambda: qp.post_recv((ra, rwide)))
-    out["rejected second of a tuple"] = outcome(lambda: qp.post_send((c, wide)))
+    out["rejected third"] = raised(lambda: qp.post_send([a, b, wide]))
+    out["rejected second recv"] = raised(lambda: qp.post_recv((ra, rwide)))
+    out["rejected second of a tuple"] = raised(lambda: qp.post_send((c, wide)))
     cq.poll(64)
     for err in (errno.ENOMEM, errno.EINVAL, errno.EIO):
         fake.fail("post_send", err)
-        out[f"errno {err}"] = outcome(lambda: qp.post_send(b))
+        out[f"errno {err}"] = raised(lambda: qp.post_send(b))
     fake.fail("post_srq_recv", errno.EINVAL)
-    out["srq rejects"] = outcome(lambda: srq.post_recv([ra, rb]))
+    out["srq rejects"] = raised(lambda: srq.post_recv([ra, rb]))
     fake.clear()
     qp.post_send(a)
     out["single after failures"] = posts()

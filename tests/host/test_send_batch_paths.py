@@ -15,6 +15,8 @@ from ibverbs import enums
 def _batch_body(fake):
     import ctypes
 
+    from support.outcomes import result, rts
+
     import ibverbs as ib
     from ibverbs import SendBatch, enums
 
@@ -27,11 +29,7 @@ def _batch_body(fake):
 
     def outcome(fn):
         fake.clear()
-        try:
-            v = fn()
-        except Exception as e:  # noqa: BLE001 - the test judges it
-            return [type(e).__name__, str(e)]
-        return v
+        return result(fn)
 
     def qpex(ops, send_cq=cq):
         attr = ib.QPInitAttrEx(send_cq, send_ops_flags=ops, max_send_wr=64, max_inline_data=64)
@@ -63,9 +61,7 @@ def _batch_body(fake):
     cqx = ctx.create_cq_ex(ib.CQInitAttrEx(64))
     on_cqx = qpex(F.SEND, send_cq=cqx)
     out["progress cqex"] = outcome(lambda: send.progress(on_cqx))
-    plain = pd.create_qp(ib.QPInitAttr(cq, max_send_wr=64))
-    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
-        plain.modify(enums.QPAttrMask.STATE, qp_state=s)
+    plain = rts(pd.create_qp(ib.QPInitAttr(cq, max_send_wr=64)))
     out["progress piece"] = outcome(lambda: send.progress(plain, 2, 16))
     out["progress piece posts"] = [r["count"] for r in fake.records() if r.verb == "post_send"]
 

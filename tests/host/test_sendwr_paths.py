@@ -106,6 +106,8 @@ def test_sg_lists_of_any_length():
 def _closed_body(fake):
     import errno
 
+    from support.outcomes import raised, rts
+
     import ibverbs as ib
     from ibverbs import SGE, SendWR, enums
 
@@ -113,11 +115,6 @@ def _closed_body(fake):
     ctx = ib.Context("fake0")
     pd = ctx.alloc_pd()
     cq = ctx.create_cq(64)
-
-    def rts(qp):
-        for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
-            qp.modify(enums.QPAttrMask.STATE, qp_state=s)
-        return qp
 
     qp = rts(pd.create_qp(ib.QPInitAttr(cq)))
     ud = rts(pd.create_qp(ib.QPInitAttr(cq, qp_type=enums.QPType.UD)))
@@ -129,21 +126,14 @@ def _closed_body(fake):
         info = ib.MWBindInfo(mr, mr.addr, 64, A.REMOTE_WRITE)
         return SendWR(wr_id, opcode=W.BIND_MW, mw=mw, rkey=ib.inc_rkey(mw.rkey), bind_info=info)
 
-    def outcome(fn):
-        try:
-            fn()
-        except Exception as e:  # noqa: BLE001 - the test judges it
-            return [type(e).__name__, str(e)]
-        return None
-
     out = {}
     mw1, mw2 = pd.alloc_mw(enums.MWType.TYPE_2), pd.alloc_mw(enums.MWType.TYPE_2)
     mr1, mr2 = reg(1), reg(2)
     w1 = bind(mw1, mr1)
     out["mw"] = w1.mw is mw1 and w1.bind_info.mr is mr1
-    out["half"] = outcome(lambda: SendWR(opcode=W.BIND_MW, mw=mw1))
-    out["no window"] = outcome(lambda: SendWR(opcode=W.BIND_MW, rkey=1))
-    out["with sges"] = outcome(
+    out["half"] = raised(lambda: SendWR(opcode=W.BIND_MW, mw=mw1))
+    out["no window"] = raised(lambda: SendWR(opcode=W.BIND_MW, rkey=1))
+    out["with sges"] = raised(
         lambda: SendWR(
             opcode=W.BIND_MW,
             sg_list=[SGE(mr1, 8)],
@@ -155,33 +145,33 @@ def _closed_body(fake):
     # A list of two binds whose second the provider rejects: the first
     # moved its window's hold, the second did not.
     wide = SendWR(3, opcode=W.SEND, sg_list=[SGE(mr1, 8)] * 2)  # over max_send_sge
-    out["second rejected"] = outcome(lambda: qp.post_send([w1, wide]))
+    out["second rejected"] = raised(lambda: qp.post_send([w1, wide]))
     cq.poll(8)
     # Closed under the WR: the window, then the bound MR.
     mw3 = pd.alloc_mw(enums.MWType.TYPE_2)
     w3 = bind(mw3, reg(3))
     mw3.close()
-    out["mw closed"] = outcome(lambda: qp.post_send(w3))
-    out["mw closed at build"] = outcome(lambda: bind(mw3, mr1))
+    out["mw closed"] = raised(lambda: qp.post_send(w3))
+    out["mw closed at build"] = raised(lambda: bind(mw3, mr1))
     mr4 = reg(4)
     w4 = bind(pd.alloc_mw(enums.MWType.TYPE_2), mr4)
     mr4.close()  # a WR holds no handle: the MR closes
-    out["bound mr closed"] = outcome(lambda: qp.post_send(w4))
+    out["bound mr closed"] = raised(lambda: qp.post_send(w4))
     # An AH closed under its WR; a UD list whose second WR is no SEND.
     ah = pd.create_ah(ib.AHAttr(dlid=1, port_num=1))
     uw = SendWR(1, opcode=W.SEND, ah=ah, remote_qpn=0x22, remote_qkey=3)
     out["ah getter"] = uw.ah is ah
     out["ud repr"] = repr(uw)
-    out["ud not send"] = outcome(lambda: ud.post_send([uw, SendWR(2, opcode=W.RDMA_WRITE)]))
-    out["ud no ah"] = outcome(lambda: ud.post_send([uw, SendWR(2, opcode=W.SEND)]))
-    out["ah of rdma"] = outcome(lambda: setattr(SendWR(opcode=W.RDMA_WRITE), "ah", ah))
-    out["ah not an ah"] = outcome(lambda: setattr(uw, "ah", 5))
+    out["ud not send"] = raised(lambda: ud.post_send([uw, SendWR(2, opcode=W.RDMA_WRITE)]))
+    out["ud no ah"] = raised(lambda: ud.post_send([uw, SendWR(2, opcode=W.SEND)]))
+    out["ah of rdma"] = raised(lambda: setattr(SendWR(opcode=W.RDMA_WRITE), "ah", ah))
+    out["ah not an ah"] = raised(lambda: setattr(uw, "ah", 5))
     ah.close()
-    out["ah closed"] = outcome(lambda: ud.post_send(uw))
-    out["ah closed, set"] = outcome(lambda: setattr(SendWR(opcode=W.SEND), "ah", ah))
+    out["ah closed"] = raised(lambda: ud.post_send(uw))
+    out["ah closed, set"] = raised(lambda: setattr(SendWR(opcode=W.SEND), "ah", ah))
     fake.fail("post_send", errno.EINVAL)
-    out["bind rejected"] = outcome(lambda: qp.post_send([bind(mw2, mr2, wr_id=2)]))
-    out["bind to send"] = outcome(lambda: setattr(w1, "opcode", W.SEND))
+    out["bind rejected"] = raised(lambda: qp.post_send([bind(mw2, mr2, wr_id=2)]))
+    out["bind to send"] = raised(lambda: setattr(w1, "opcode", W.SEND))
     return out
 
 

@@ -18,6 +18,8 @@ def _chain_body(fake):
     import errno
     import gc
 
+    from support.outcomes import raised, rts
+
     import ibverbs as ib
     from ibverbs import SGE, RecvWR, RecvWRChain, SendWR, SendWRChain, enums
 
@@ -28,11 +30,6 @@ def _chain_body(fake):
     pd = ctx.alloc_pd()
     cq = ctx.create_cq(1024)
 
-    def rts(qp):
-        for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
-            qp.modify(enums.QPAttrMask.STATE, qp_state=s)
-        return qp
-
     qp = rts(pd.create_qp(ib.QPInitAttr(cq, max_send_wr=256, max_recv_wr=256)))
     ud = rts(pd.create_qp(ib.QPInitAttr(cq, qp_type=enums.QPType.UD, max_send_wr=16)))
     srq = pd.create_srq(max_wr=32, max_sge=1)
@@ -42,11 +39,7 @@ def _chain_body(fake):
 
     def outcome(fn):
         fake.clear()
-        try:
-            fn()
-        except Exception as e:  # noqa: BLE001 - the test judges it
-            return [type(e).__name__, str(e)]
-        return None
+        return raised(fn)
 
     out = {}
 
