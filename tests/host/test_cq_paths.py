@@ -69,6 +69,18 @@ def _cq_body(fake):
     out["get failed"] = result(ch.get_cq_event)
     out["get none"] = result(ch.get_cq_event)
 
+    # A blocking wait that a signal handler interrupts: its exception.
+    import signal
+
+    def wake(signum, frame):
+        raise TimeoutError("woken")
+
+    os.set_blocking(ch.fd, True)
+    signal.signal(signal.SIGALRM, wake)
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
+    out["interrupted"] = result(ch.get_cq_event)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
     # req_notify's flag: its __bool__ raising, then closing the CQ.
     cq2 = ctx.create_cq(8, ch)
 
@@ -98,6 +110,11 @@ def _cq_body(fake):
     fake.clear()
     out["orphan"] = result(ch.get_cq_event)
     out["orphan log"] = [(r.verb, r.get("nevents")) for r in fake.take()]
+    # The leaked CQ still uses ch (by design); another channel closes.
+    out["channel close"] = result(ch.close)[0]
+    other = ctx.create_comp_channel()
+    other.close()
+    out["closed channel repr"] = repr(other)
     return out
 
 
@@ -162,6 +179,13 @@ def test_an_ah_from_something_else_than_a_wc(cqs):
     _, out = cqs
     assert out["not a wc"][0] == "TypeError"
     assert out["not a wc"][1].startswith("wc must be a WC")
+
+
+def test_a_signal_ends_the_wait_and_a_closed_channel_says_so(cqs):
+    _, out = cqs
+    assert out["interrupted"] == ["TimeoutError", "woken"]
+    assert out["channel close"] == "VerbsError"
+    assert out["closed channel repr"] == "<ibverbs.CompChannel closed>"
 
 
 def test_req_notify_flag_that_raises_or_closes(cqs):
