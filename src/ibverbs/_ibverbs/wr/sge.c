@@ -24,10 +24,10 @@ static int sge_check_offset_sign(PyObject *off_o)
 
 	if (!PyLong_Check(off_o))
 		return 0;
+	/* An int (checked above) never makes this raise: it only reports
+	 * an overflow, with v -1 (a huge positive one is arg_u64's). */
 	v = PyLong_AsLongLongAndOverflow(off_o, &overflow);
-	if (v == -1 && PyErr_Occurred())
-		return -1;
-	if (v < 0 || overflow < 0) {
+	if (overflow < 0 || (overflow == 0 && v < 0)) {
 		PyErr_Format(PyExc_ValueError,
 			     "offset must be non-negative, got %R", off_o);
 		return -1;
