@@ -330,7 +330,14 @@ def _torch_column(t: Any, name: str) -> tuple[int, int, int, bool, Any]:
         raise _column_error(name, f"it has {t.dim()} dimensions")
     if not t.is_contiguous():
         raise _column_error(name, "it is not contiguous")
-    return int(t.data_ptr()), int(t.numel()), int(t.element_size()), bool(dtype.is_signed), t
+    # What a tensor reports is checked, not trusted: a count below zero
+    # would read as the C side's "one int for every row".
+    count, size = int(t.numel()), int(t.element_size())
+    if count < 0:
+        raise _column_error(name, f"its numel() is {count}")
+    if size not in (1, 2, 4, 8):
+        raise _column_error(name, f"its element_size() is {size}")
+    return int(t.data_ptr()), count, size, bool(dtype.is_signed), t
 
 
 def int_column(obj: Any, name: str, writable: bool) -> tuple[int, int, int, bool, Any]:

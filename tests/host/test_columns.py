@@ -109,6 +109,7 @@ def _columns_body(fake, formats):
     refused["empty"] = raised(lambda: SendBatch(mr, array.array("i"), 8, opcode=send))
     refused["address"] = raised(lambda: SendBatch(mr, Tensor(2**64, 1, 8), 8, opcode=send))
     refused["size"] = raised(lambda: SendBatch(mr, Tensor(8, 1, 2**70), 8, opcode=send))
+    refused["numel"] = raised(lambda: SendBatch(mr, Tensor(8, -1, 8), 8, opcode=send))
     refused["float"] = raised(lambda: SendBatch(mr, array.array("d", [0.0]), 8, opcode=send))
     refused["strided"] = raised(
         lambda: SendBatch(mr, memoryview(array.array("q", [0, 1, 2, 3]))[::2], 8, opcode=send)
@@ -179,7 +180,14 @@ REFUSED = {
     ],
     "empty": ["ValueError", "local has no rows"],
     "address": ["OverflowError", "int too big to convert"],
-    "size": ["OverflowError", "Python int too large to convert to C long"],
+    "size": [
+        "ValueError",
+        f"local must be a 1-D C-contiguous array of integers: its element_size() is {2**70}",
+    ],
+    "numel": [
+        "ValueError",
+        "local must be a 1-D C-contiguous array of integers: its numel() is -1",
+    ],
     "float": [
         "ValueError",
         "local must be a 1-D C-contiguous array of integers: its item format is 'd'",
