@@ -162,9 +162,7 @@ int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
 
 static const char *event_name(int event)
 {
-	const char *s = CM.event_str ?
-				CM.event_str((enum rdma_cm_event_type)event) :
-				NULL;
+	const char *s = CM.event_str((enum rdma_cm_event_type)event);
 
 	return s ? s : "?";
 }
