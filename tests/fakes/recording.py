@@ -193,6 +193,8 @@ class Fake:
         lib.fake_cm_answer.argtypes = [cp, i, i, cp, i]
         lib.fake_cm_answer.restype = i
         lib.fake_cm_answer_clear.restype = None
+        lib.fake_cm_set_request_family.argtypes = [i]
+        lib.fake_cm_set_request_family.restype = None
 
     # the log
     def log_text(self) -> str:
@@ -260,12 +262,15 @@ class Fake:
         return self.lib.fake_srq_posted()
 
     # the librdmacm double (recording/cm.c)
-    def cm_queue(self, fd: int, event: int, status: int = 0, private_data: bytes = b"") -> None:
+    def cm_queue(
+        self, fd: int, event: int, status: int = 0, private_data: bytes | None = b""
+    ) -> None:
         """Queue an event (a CMEventType value) on the event channel whose
         fd is ``fd`` (CMID.fd, CMListener.fd); a CONNECT_REQUEST brings a
-        new id.  At most 255 bytes of private data."""
-        pd = bytes(private_data)
-        if self.lib.fake_cm_queue(fd, int(event), status, pd, len(pd)) != 0:
+        new id.  At most 255 bytes of private data; None: a NULL pointer."""
+        pd = bytes(private_data or b"")
+        n = -1 if private_data is None else len(pd)
+        if self.lib.fake_cm_queue(fd, int(event), status, pd, n) != 0:
             raise RuntimeError(f"the double has no event channel with fd {fd}")
 
     def cm_answer(self, verb: str, event: int, status: int = 0, private_data: bytes = b"") -> None:
@@ -278,6 +283,11 @@ class Fake:
 
     def cm_answer_clear(self) -> None:
         self.lib.fake_cm_answer_clear()
+
+    def cm_request_family(self, family: int) -> None:
+        """The address family of the requests cm_queue makes (AF_INET,
+        AF_INET6, or another: the family alone)."""
+        self.lib.fake_cm_set_request_family(family)
 
 
 # ------------------------------------------------------- the parent side ---

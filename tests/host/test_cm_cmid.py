@@ -542,3 +542,237 @@ def test_close_while_another_thread_waits_is_refused(cm):
 
     busy, ev = cm.run(body).ok()
     assert busy[:3] == ["VerbsError", 16, "rdma_destroy_id"] and ev == 14
+
+
+def test_a_closed_cmid_refuses_every_method(cm):
+    def body(fake):
+        from cm_helpers import catch, world
+
+        c, pd, cq = world()
+        pd.close()
+        cq.close()
+        c.close()
+        out = {
+            name: catch(getattr(c, name))
+            for name in (
+                "connect",
+                "start_connect",
+                "accept",
+                "start_accept",
+                "poll_established",
+                "reject",
+                "disconnect",
+                "get_event",
+                "poll_event",
+            )
+        }
+        out["create_qp"] = catch(c.create_qp, None, None)
+        out["context"] = catch(lambda: c.context)
+        out["fd"] = catch(lambda: c.fd)
+        out["values"] = [c.connected, c.host, c.port, c.qp]
+        return out
+
+    v = cm.run(body).ok()
+    assert v.pop("values") == [False, "192.0.2.9", 4791, None]
+    for name, err in v.items():
+        assert err[:2] == ["VerbsError", 9], (name, err)  # EBADF
+
+
+def test_bad_arguments_call_nothing(cm):
+    def body(fake):
+        from cm_helpers import catch, close_all, qp_of, request, world
+
+        import ibverbs as ib
+
+        c, pd, cq = world()
+        L = ib.CMListener(4420)
+        r = request(fake, L)
+        fake.clear()
+        out = {
+            "create_qp": catch(c.create_qp, "pd", None),
+            "start_connect": catch(c.start_connect, bogus=1),
+            "connect_pdata": catch(c.connect, "text"),
+            "start_accept": catch(r.start_accept, bogus=1),
+            "reject": catch(r.reject, 5),
+            "reject_kw": catch(r.reject, bogus=1),
+            "get_request": catch(L.get_request, "1"),
+            "get_request_neg": catch(L.get_request, -1),
+            "get_event_huge_int": catch(c.get_event, 10**400),
+        }
+        out["calls"] = [x.verb for x in fake.records()]
+        qp = qp_of(c, pd, cq)
+        out["qp"] = repr(c.qp) == repr(qp)
+        close_all(qp, cq, pd, c, r, L)
+        out["live"] = fake.live_report()
+        return out
+
+    v = cm.run(body).ok()
+    assert v.pop("calls") == [] and v.pop("live") == "" and v.pop("qp") is True
+    assert {k: e[0] for k, e in v.items()} == {
+        "create_qp": "TypeError",
+        "start_connect": "TypeError",
+        "connect_pdata": "TypeError",
+        "start_accept": "TypeError",
+        "reject": "TypeError",
+        "reject_kw": "TypeError",
+        "get_request": "TypeError",
+        "get_request_neg": "ValueError",
+        "get_event_huge_int": "ValueError",
+    }
+    assert "timeout must be in range 0..2147483 seconds" in v["get_event_huge_int"][3]
+
+
+def test_an_int_max_timeout_waits_in_int_steps(cm):
+    """resolve adds a second to timeout_ms: past INT_MAX ms, poll gets
+    INT_MAX (the event is ready, so no wait)."""
+
+    def body(fake):
+        import ibverbs as ib
+
+        c = ib.CMID.resolve("192.0.2.9", timeout_ms=2**31 - 1)
+        out = [c.port, fake.one("resolve_route")["timeout_ms"]]
+        c.close()
+        return out
+
+    assert cm.run(body).ok() == [4420, 2**31 - 1]
+
+
+def test_garbage_collection(cm):
+    """A CMID, its Context, PD, CQ and QP dropped together are collected:
+    everything is destroyed.  gc sees what a CMID and a CMEvent hold."""
+
+    def body(fake):
+        import gc
+
+        import ibverbs as ib
+        from cm_helpers import qp_of, request, world
+
+        out = {}
+        c, pd, cq = world()
+        ctx = c.context
+        out["refs"] = sorted(
+            type(o).__name__ for o in gc.get_referents(c) if not isinstance(o, type)
+        )
+        fake.cm_queue(c.fd, ib.CMEventType.ADDR_CHANGE, 0, b"e")
+        ev = c.poll_event()
+        out["event_refs"] = sorted(type(o).__name__ for o in gc.get_referents(ev))
+        qp = qp_of(c, pd, cq)
+        del c, pd, cq, qp, ctx, ev
+        gc.collect()
+        out["live_all"] = fake.live_report()
+        L = ib.CMListener(4420)
+        r = request(fake, L, b"p")
+        out["request_refs"] = sorted(
+            type(o).__name__ for o in gc.get_referents(r) if not isinstance(o, type)
+        )
+        del r, L
+        gc.collect()
+        out["live_request"] = fake.live_report()
+        return out
+
+    v = cm.run(body).ok()
+    assert v["refs"] == ["Context", "NoneType", "str"]
+    assert v["event_refs"] == ["NoneType", "bytes", "type"]
+    assert v["request_refs"] == ["Context", "bytes", "str", "str"]
+    assert v["live_all"] == "" and v["live_request"] == ""
+
+
+def test_allocation_failures(cm):
+    """Each allocation of resolve, connect (a REJECTED answer: the event
+    becomes the error's attributes), get_event and a request's CMID fails
+    in turn (CPython's _testcapi.set_nomemory): MemoryError or the call's
+    own outcome, never a crash or another exception, nothing leaked."""
+    from support.process import can_fail_allocations
+
+    if not can_fail_allocations():
+        pytest.skip("this CPython has no _testcapi.set_nomemory")
+
+    def body(fake):
+        import gc
+        import sys
+
+        import _testcapi
+
+        import ibverbs as ib
+        from cm_helpers import close_all, qp_of, world
+
+        T = ib.CMEventType
+        sys._getframe()
+        L = ib.CMListener(4420)
+        c, pd, cq = world()
+        qp = qp_of(c, pd, cq)
+
+        def nothing():
+            pass
+
+        def resolve():
+            ib.CMID.resolve("192.0.2.9").close()
+
+        def listen():
+            ib.CMListener(7).close()
+
+        def answer_rejected():
+            fake.cm_answer("connect", T.REJECTED, 28, b"why")
+
+        def rejected():
+            try:
+                c.connect()
+            except ib.VerbsError as e:
+                if e.status != 28:
+                    raise AssertionError(e) from None
+
+        def queue_event():
+            fake.cm_queue(c.fd, T.ADDR_CHANGE, 0, b"ev")
+
+        def event():
+            c.get_event(1)
+
+        def queue_request():
+            fake.cm_queue(L.fd, T.CONNECT_REQUEST, 0, b"rq")
+
+        def req():
+            L.get_request(1).close()
+
+        def req_event():
+            L.get_event(1).cmid.close()
+
+        out = {}
+        for prep, fn in (
+            (nothing, resolve),
+            (nothing, listen),
+            (answer_rejected, rejected),
+            (queue_event, event),
+            (queue_request, req),
+            (queue_request, req_event),
+        ):
+            fails, other = 0, []
+            for k in range(120):
+                prep()
+                _testcapi.set_nomemory(k, k + 1)
+                try:
+                    fn()
+                except MemoryError:
+                    fails += 1
+                except BaseException as e:  # noqa: BLE001 - reported
+                    other.append(f"{k}: {e!r}")
+                finally:
+                    _testcapi.remove_mem_hooks()
+                # what a failed call left queued is taken now
+                fake.cm_answer_clear()
+                while c.poll_event() is not None:
+                    pass
+                while (ev := L.poll_event()) is not None:
+                    if ev.cmid is not None:
+                        ev.cmid.close()
+                gc.collect()
+            out[fn.__name__] = [fails > 0, other]
+        fake.cm_answer_clear()
+        close_all(qp, cq, pd, c, L)
+        gc.collect()
+        out["live"] = fake.live_report()
+        return out
+
+    v = cm.run(body).ok()
+    assert v.pop("live") == ""
+    for name, (failed, other) in v.items():
+        assert failed and other == [], (name, other)

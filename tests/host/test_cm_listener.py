@@ -283,3 +283,89 @@ def test_get_request_skips_other_events_and_reports_removal(cm):
         assert err[:2] == ["VerbsError", 9], err  # EBADF
     assert v["closed"][3] == 4420
     assert v["live"] == ""
+
+
+def test_the_address_of_a_request_of_each_family(cm):
+    def body(fake):
+        import socket
+
+        import ibverbs as ib
+        from cm_helpers import request
+
+        out = {}
+        with ib.CMListener(4420) as L:
+            for fam in (socket.AF_INET6, 27):  # 27: AF_IB, no text form
+                fake.cm_request_family(fam)
+                r = request(fake, L)
+                out[fam] = [r.host, r.port, r.source, repr(r)]
+                r.close()
+            fake.cm_request_family(socket.AF_INET)
+            fake.cm_queue(L.fd, ib.CMEventType.CONNECT_REQUEST, 0, None)
+            r = L.get_request(1)
+            out["no_pdata"] = r.private_data
+            r.close()
+        out["live"] = fake.live_report()
+        return out
+
+    v = cm.run(body).ok()
+    assert v["10"] == [
+        "2001:db8::2",
+        40000,
+        "2001:db8::1",
+        "<ibverbs.CMID host='2001:db8::2' port=40000 request>",
+    ]
+    assert v["27"] == [None, 0, None, "<ibverbs.CMID host=None port=0 request>"]
+    assert v["no_pdata"] == "" and v["live"] == ""
+
+
+def test_a_failing_read_while_waiting_for_a_request(cm):
+    def body(fake):
+        import errno as E
+
+        import ibverbs as ib
+        from cm_helpers import catch
+
+        L = ib.CMListener(4420)
+        out = []
+        for timeout in (None, 1):
+            fake.cm_queue(L.fd, ib.CMEventType.CONNECT_REQUEST)
+            fake.fail("get_cm_event", E.EIO)
+            out.append(catch(L.get_request, timeout))
+            L.get_request(0).close()  # the request stayed queued
+        L.close()
+        return out + [fake.live_report()]
+
+    *errs, live = cm.run(body).ok()
+    for err in errs:
+        assert err[:3] == ["VerbsError", 5, "rdma_get_cm_event"], err
+    assert live == ""
+
+
+def test_a_listener_dropped_without_close(cm):
+    def body(fake):
+        import gc
+        import sys
+
+        import ibverbs as ib
+
+        seen = []
+        sys.unraisablehook = lambda u: seen.append(str(u.exc_value))
+        L = ib.CMListener(4420)
+        fake.cm_queue(L.fd, ib.CMEventType.CONNECT_REQUEST)
+        del L
+        out = [fake.live_report()]
+        L = ib.CMListener(4420)
+        fake.fail("destroy_id", 16)
+        fake.clear()
+        del L
+        gc.collect()
+        out.append(seen)
+        out.append([r.verb for r in fake.records()])
+        out.append(fake.live_report())
+        return out
+
+    live, seen, calls, left = cm.run(body).ok()
+    assert live == ""
+    # the failure is reported; the handle's dealloc tries once more
+    assert len(seen) == 1 and "rdma_destroy_id" in seen[0]
+    assert calls == ["destroy_id", "destroy_id", "destroy_event_channel"] and left == ""

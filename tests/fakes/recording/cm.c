@@ -14,7 +14,9 @@
  *    in order (event -1: none at all);
  *  - fake_cm_queue(fd, ...) queues an event on the channel whose fd is fd
  *    (CMID.fd, CMListener.fd); a CONNECT_REQUEST carries a new id on
- *    device fake0, peer 192.0.2.2 port 40000, local 192.0.2.1 port 4420.
+ *    device fake0, peer 192.0.2.2 port 40000, local 192.0.2.1 port 4420
+ *    (fake_cm_set_request_family: IPv6 or another family).  Private data
+ *    of length -1 is none at all (a NULL pointer), of 0 an empty one.
  * Events a channel still holds when it is destroyed are freed with it
  * (a request's new id too).  rdma_get_cm_event answers EAGAIN when none
  * is queued.
@@ -58,6 +60,7 @@ struct cm_id {
 static pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cm_chan *cm_chans;
 static int cm_ports;
+static int cm_req_family = AF_INET; /* fake_cm_set_request_family */
 
 #define CM_ANSWERS 32
 static struct {
@@ -151,16 +154,17 @@ static void cm_push(struct cm_chan *ch, struct rdma_cm_id *id, int event,
 
 	if (e == NULL)
 		return;
+	e->ev.id = id;
+	/* len < 0: no private data pointer at all; else one, maybe empty */
+	e->ev.param.conn.private_data = len < 0 ? NULL : e->pdata;
 	if (len < 0)
 		len = 0;
 	if (len > 255)
 		len = 255;
-	e->ev.id = id;
 	e->ev.event = (enum rdma_cm_event_type)event;
 	e->ev.status = status;
 	if (len > 0)
 		memcpy(e->pdata, pdata, (size_t)len);
-	e->ev.param.conn.private_data = len ? e->pdata : NULL;
 	e->ev.param.conn.private_data_len = (uint8_t)len;
 	if (ch->tail)
 		ch->tail->next = e;
@@ -649,12 +653,30 @@ FAKE_EXPORT int fake_cm_queue(int fd, int event, int status, const void *pdata,
 		cm_free_id(c);
 		return -1;
 	}
-	c->id.route.addr.src_sin.sin_family = AF_INET;
-	c->id.route.addr.src_sin.sin_addr.s_addr = htonl(0xc0000201);
-	c->id.route.addr.src_sin.sin_port = htons(4420);
-	c->id.route.addr.dst_sin.sin_family = AF_INET;
-	c->id.route.addr.dst_sin.sin_addr.s_addr = htonl(0xc0000202);
-	c->id.route.addr.dst_sin.sin_port = htons(40000);
+	if (cm_req_family == AF_INET) {
+		struct rdma_addr *a = &c->id.route.addr;
+
+		a->src_sin.sin_family = AF_INET;
+		a->src_sin.sin_addr.s_addr = htonl(0xc0000201);
+		a->src_sin.sin_port = htons(4420);
+		a->dst_sin.sin_family = AF_INET;
+		a->dst_sin.sin_addr.s_addr = htonl(0xc0000202);
+		a->dst_sin.sin_port = htons(40000);
+	} else if (cm_req_family == AF_INET6) {
+		struct rdma_addr *a = &c->id.route.addr;
+
+		a->src_sin6.sin6_family = AF_INET6;
+		inet_pton(AF_INET6, "2001:db8::1", &a->src_sin6.sin6_addr);
+		a->src_sin6.sin6_port = htons(4420);
+		a->dst_sin6.sin6_family = AF_INET6;
+		inet_pton(AF_INET6, "2001:db8::2", &a->dst_sin6.sin6_addr);
+		a->dst_sin6.sin6_port = htons(40000);
+	} else {
+		c->id.route.addr.src_addr.sa_family =
+			(sa_family_t)cm_req_family;
+		c->id.route.addr.dst_addr.sa_family =
+			(sa_family_t)cm_req_family;
+	}
 	pthread_mutex_lock(&cm_lock);
 	cm_push(ch, &c->id, event, status, pdata, len);
 	pthread_mutex_unlock(&cm_lock);
@@ -689,6 +711,14 @@ FAKE_EXPORT int fake_cm_answer(const char *verb, int event, int status,
 	}
 	pthread_mutex_unlock(&cm_lock);
 	return rc;
+}
+
+/* The address family of the requests fake_cm_queue makes: AF_INET (the
+ * default), AF_INET6 (2001:db8::2 port 40000 to 2001:db8::1 port 4420),
+ * or any other (AF_IB: the family alone, the rest zero). */
+FAKE_EXPORT void fake_cm_set_request_family(int family)
+{
+	cm_req_family = family;
 }
 
 /* Disarm every answer. */

@@ -31,10 +31,14 @@ int cm_timeout_arg(PyObject *o, long *ms)
 		*ms = -1;
 		return 0;
 	}
+	/* o is an int or a float (the parsers' ARG_NUMBER): an int too large
+	 * for a double is out of range; MemoryError (int.__float__) stays. */
 	t = PyFloat_AsDouble(o);
 	if (t == -1.0 && PyErr_Occurred()) {
+		if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+			return -1;
 		PyErr_Clear();
-		return arg_type_error("timeout", "number of seconds", 1, o);
+		t = -1.0;
 	}
 	if (!(t >= 0.0) || t > (double)INT_MAX / 1000.0) {
 		PyErr_Format(PyExc_ValueError,
