@@ -182,6 +182,9 @@ def test_error_events_of_resolve(cm):
             ("removal", "resolve_addr", [(T.DEVICE_REMOVAL, 0, b"")]),
             ("other", "resolve_addr", [(T.CONNECT_ERROR, 0, b"")]),
             ("rejected", "resolve_route", [(T.REJECTED, 28, b"\x01\x02")]),
+            # no negative errno: INT_MIN (whose negation overflows), -4096
+            ("int_min", "resolve_addr", [(T.ADDR_ERROR, -(2**31), b"")]),
+            ("not_errno", "resolve_route", [(T.UNREACHABLE, -4096, b"")]),
             (
                 "skipped",
                 "resolve_addr",
@@ -215,6 +218,8 @@ def test_error_events_of_resolve(cm):
         "removal": [19, "rdma_resolve_addr", 11, 0, ""],
         "other": [103, "rdma_resolve_addr", 6, 0, ""],
         "rejected": [111, "rdma_resolve_route", 8, 28, "0102"],
+        "int_min": [103, "rdma_resolve_addr", 1, -(2**31), ""],
+        "not_errno": [113, "rdma_resolve_route", 7, -4096, ""],
     }
     assert "while resolving the route (FAKE_CM_EVENT_8, status 28)" in v["rejected"][5]
     assert "rejected by the peer" in v["rejected"][5]

@@ -233,12 +233,16 @@ int cm_expect(Handle *h, struct rdma_event_channel *ch, long ms, int want,
 				       "peer while %s",
 				       what);
 		} else {
-			int err = ev->status < 0 ? -ev->status :
+			/* A status of -4095..-1 is a negative errno (the
+			 * kernel's range); any other, INT_MIN included, is
+			 * none: the event says what went wrong. */
+			int err = ev->status < 0 && ev->status > -4096 ?
+					  -ev->status :
 				  ev->event == RDMA_CM_EVENT_UNREACHABLE ?
-						   EHOSTUNREACH :
+					  EHOSTUNREACH :
 				  ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ?
-						   ENODEV :
-						   ECONNABORTED;
+					  ENODEV :
+					  ECONNABORTED;
 
 			cm_event_error(err, op, ev, "while %s", what);
 		}
