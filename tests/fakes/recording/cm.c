@@ -175,6 +175,46 @@ static void cm_push(struct cm_chan *ch, struct rdma_cm_id *id, int event,
 		abort();
 }
 
+/* The new id of a CONNECT_REQUEST on channel ch (see the header), or
+ * NULL. */
+static struct cm_id *cm_new_request(struct rdma_event_channel *ch)
+{
+	struct cm_id *c;
+
+	c = cm_new_id(ch, RDMA_PS_TCP);
+	if (c == NULL)
+		return NULL;
+	if (cm_open_verbs(c) < 0) {
+		cm_free_id(c);
+		return NULL;
+	}
+	if (cm_req_family == AF_INET) {
+		struct rdma_addr *a = &c->id.route.addr;
+
+		a->src_sin.sin_family = AF_INET;
+		a->src_sin.sin_addr.s_addr = htonl(0xc0000201);
+		a->src_sin.sin_port = htons(4420);
+		a->dst_sin.sin_family = AF_INET;
+		a->dst_sin.sin_addr.s_addr = htonl(0xc0000202);
+		a->dst_sin.sin_port = htons(40000);
+	} else if (cm_req_family == AF_INET6) {
+		struct rdma_addr *a = &c->id.route.addr;
+
+		a->src_sin6.sin6_family = AF_INET6;
+		inet_pton(AF_INET6, "2001:db8::1", &a->src_sin6.sin6_addr);
+		a->src_sin6.sin6_port = htons(4420);
+		a->dst_sin6.sin6_family = AF_INET6;
+		inet_pton(AF_INET6, "2001:db8::2", &a->dst_sin6.sin6_addr);
+		a->dst_sin6.sin6_port = htons(40000);
+	} else {
+		c->id.route.addr.src_addr.sa_family =
+			(sa_family_t)cm_req_family;
+		c->id.route.addr.dst_addr.sa_family =
+			(sa_family_t)cm_req_family;
+	}
+	return c;
+}
+
 /* After a call of verb on id: the armed answers, or the default event. */
 static void cm_answer(const char *verb, struct rdma_cm_id *id, int def)
 {
@@ -187,10 +227,19 @@ static void cm_answer(const char *verb, struct rdma_cm_id *id, int def)
 			continue;
 		}
 		any = 1;
-		if (cm_answers[i].event >= 0)
-			cm_push((struct cm_chan *)id->channel, id,
-				cm_answers[i].event, cm_answers[i].status,
-				cm_answers[i].pdata, cm_answers[i].len);
+		if (cm_answers[i].event >= 0) {
+			/* a request brings an id of its own */
+			struct cm_id *req =
+				cm_answers[i].event ==
+						RDMA_CM_EVENT_CONNECT_REQUEST ?
+					cm_new_request(id->channel) :
+					NULL;
+
+			cm_push((struct cm_chan *)id->channel,
+				req ? &req->id : id, cm_answers[i].event,
+				cm_answers[i].status, cm_answers[i].pdata,
+				cm_answers[i].len);
+		}
 		for (j = i; j + 1 < cm_nanswers; j++)
 			cm_answers[j] = cm_answers[j + 1];
 		cm_nanswers--;
@@ -646,37 +695,9 @@ FAKE_EXPORT int fake_cm_queue(int fd, int event, int status, const void *pdata,
 		pthread_mutex_unlock(&cm_lock);
 		return 0;
 	}
-	c = cm_new_id(&ch->ch, RDMA_PS_TCP);
+	c = cm_new_request(&ch->ch);
 	if (c == NULL)
 		return -1;
-	if (cm_open_verbs(c) < 0) {
-		cm_free_id(c);
-		return -1;
-	}
-	if (cm_req_family == AF_INET) {
-		struct rdma_addr *a = &c->id.route.addr;
-
-		a->src_sin.sin_family = AF_INET;
-		a->src_sin.sin_addr.s_addr = htonl(0xc0000201);
-		a->src_sin.sin_port = htons(4420);
-		a->dst_sin.sin_family = AF_INET;
-		a->dst_sin.sin_addr.s_addr = htonl(0xc0000202);
-		a->dst_sin.sin_port = htons(40000);
-	} else if (cm_req_family == AF_INET6) {
-		struct rdma_addr *a = &c->id.route.addr;
-
-		a->src_sin6.sin6_family = AF_INET6;
-		inet_pton(AF_INET6, "2001:db8::1", &a->src_sin6.sin6_addr);
-		a->src_sin6.sin6_port = htons(4420);
-		a->dst_sin6.sin6_family = AF_INET6;
-		inet_pton(AF_INET6, "2001:db8::2", &a->dst_sin6.sin6_addr);
-		a->dst_sin6.sin6_port = htons(40000);
-	} else {
-		c->id.route.addr.src_addr.sa_family =
-			(sa_family_t)cm_req_family;
-		c->id.route.addr.dst_addr.sa_family =
-			(sa_family_t)cm_req_family;
-	}
 	pthread_mutex_lock(&cm_lock);
 	cm_push(ch, &c->id, event, status, pdata, len);
 	pthread_mutex_unlock(&cm_lock);
