@@ -26,7 +26,10 @@
  * value is -1 with that errno, with a negative value that EAI code.
  * rdma_resolve_addr and a bind to a non-wildcard address open fake0 (the
  * id's verbs, closed by rdma_destroy_id); a bind to port 0 gets port
- * 20000 + n.  rdma_create_qp is ibv_create_qp of this double.
+ * 20000 + n.  rdma_create_qp is ibv_create_qp of this double.  The
+ * libibverbs calls made inside (opening and closing fake0, creating and
+ * destroying the QP) are quiet (fake_quiet): not logged, never failed,
+ * as librdmacm's own calls are none of the binding's.
  * rdma_event_str answers "FAKE_CM_EVENT_<n>", NULL for an n outside the
  * enum.  Live kinds: event_channel, cm_id, cm_event (handed out, not
  * acked), addrinfo.
@@ -112,11 +115,12 @@ static int cm_open_verbs(struct cm_id *c)
 
 	if (c->id.verbs != NULL)
 		return 0;
+	fake_quiet(1);
 	list = ibv_get_device_list(&n);
-	if (list == NULL)
-		return -1;
-	c->id.verbs = n > 0 ? ibv_open_device(list[0]) : NULL;
-	ibv_free_device_list(list);
+	c->id.verbs = list && n > 0 ? ibv_open_device(list[0]) : NULL;
+	if (list != NULL)
+		ibv_free_device_list(list);
+	fake_quiet(0);
 	if (c->id.verbs == NULL)
 		return -1;
 	c->owns_verbs = 1;
@@ -139,8 +143,11 @@ static struct cm_id *cm_new_id(struct rdma_event_channel *ch,
 
 static void cm_free_id(struct cm_id *c)
 {
-	if (c->owns_verbs)
+	if (c->owns_verbs) {
+		fake_quiet(1);
 		ibv_close_device(c->id.verbs);
+		fake_quiet(0);
+	}
 	fake_free_obj("cm_id", c);
 }
 
@@ -505,15 +512,19 @@ FAKE_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 		errno = err;
 		return -1;
 	}
+	fake_quiet(1);
 	id->qp = ibv_create_qp(pd, qp_init_attr);
+	fake_quiet(0);
 	return id->qp == NULL ? -1 : 0;
 }
 
 FAKE_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	fake_record_simple("rdma_destroy_qp", "id", id);
+	fake_quiet(1);
 	if (id->qp != NULL && ibv_destroy_qp(id->qp) == 0)
 		id->qp = NULL;
+	fake_quiet(0);
 }
 
 static void cm_add_conn_param(struct fake_rec *r,
