@@ -107,6 +107,17 @@ static socklen_t cm_addr_len(const struct sockaddr *sa)
 					   sizeof(struct sockaddr_in);
 }
 
+/* End the record; -1 with errno = err when a failure was injected. */
+static int cm_end(struct fake_rec *r, int err)
+{
+	fake_end(r);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
 /* Open fake0 as the id's device (the binding wraps it as its Context). */
 static int cm_open_verbs(struct cm_id *c)
 {
@@ -312,11 +323,8 @@ FAKE_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 	FAKE_P(&r, "channel", channel);
 	FAKE_P(&r, "context", context);
 	FAKE_I(&r, "ps", ps);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	c = cm_new_id(channel, ps);
 	if (c == NULL)
 		return -1;
@@ -345,11 +353,8 @@ FAKE_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 
 	FAKE_P(&r, "id", id);
 	FAKE_P(&r, "channel", channel);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	id->channel = channel;
 	return 0;
 }
@@ -431,11 +436,8 @@ FAKE_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 
 	FAKE_P(&r, "id", id);
 	cm_add_addr(&r, "addr", addr);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	memcpy(&id->route.addr.src_storage, addr, cm_addr_len(addr));
 	if (sin->sin_family == AF_INET && sin->sin_port == 0) {
 		pthread_mutex_lock(&cm_lock);
@@ -460,11 +462,8 @@ FAKE_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 	cm_add_addr(&r, "src_addr", src_addr);
 	cm_add_addr(&r, "dst_addr", dst_addr);
 	FAKE_I(&r, "timeout_ms", timeout_ms);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	if (src_addr != NULL)
 		memcpy(&id->route.addr.src_storage, src_addr,
 		       cm_addr_len(src_addr));
@@ -482,11 +481,8 @@ FAKE_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 
 	FAKE_P(&r, "id", id);
 	FAKE_I(&r, "timeout_ms", timeout_ms);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	cm_answer("resolve_route", id, RDMA_CM_EVENT_ROUTE_RESOLVED);
 	return 0;
 }
@@ -507,11 +503,8 @@ FAKE_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	FAKE_U(&r, "qp_init_attr.cap.max_recv_wr",
 	       qp_init_attr->cap.max_recv_wr);
 	FAKE_P(&r, "qp_init_attr.srq", qp_init_attr->srq);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	fake_quiet(1);
 	id->qp = ibv_create_qp(pd, qp_init_attr);
 	fake_quiet(0);
@@ -547,11 +540,8 @@ FAKE_EXPORT int rdma_connect(struct rdma_cm_id *id,
 
 	FAKE_P(&r, "id", id);
 	cm_add_conn_param(&r, conn_param);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	cm_answer("connect", id, RDMA_CM_EVENT_ESTABLISHED);
 	return 0;
 }
@@ -563,11 +553,8 @@ FAKE_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 
 	FAKE_P(&r, "id", id);
 	FAKE_I(&r, "backlog", backlog);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	return 0;
 }
 
@@ -579,11 +566,8 @@ FAKE_EXPORT int rdma_accept(struct rdma_cm_id *id,
 
 	FAKE_P(&r, "id", id);
 	cm_add_conn_param(&r, conn_param);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	cm_answer("accept", id, RDMA_CM_EVENT_ESTABLISHED);
 	return 0;
 }
@@ -598,11 +582,8 @@ FAKE_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	fake_bytes(&r, "private_data", private_data,
 		   private_data ? private_data_len : 0);
 	FAKE_U(&r, "private_data_len", private_data_len);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	return 0;
 }
 
@@ -631,11 +612,8 @@ FAKE_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 	uint64_t v;
 
 	FAKE_P(&r, "channel", channel);
-	fake_end(&r);
-	if (err) {
-		errno = err;
+	if (cm_end(&r, err) < 0)
 		return -1;
-	}
 	pthread_mutex_lock(&cm_lock);
 	e = ch->head;
 	if (e != NULL) {
