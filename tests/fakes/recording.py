@@ -187,6 +187,14 @@ class Fake:
         lib.fake_set_wc_ex.restype = None
         lib.fake_cq_overflows.restype = L
         lib.fake_srq_posted.restype = L
+        cp = ctypes.c_char_p
+        lib.fake_cm_queue.argtypes = [i, i, i, cp, i]
+        lib.fake_cm_queue.restype = i
+        lib.fake_cm_answer.argtypes = [cp, i, i, cp, i]
+        lib.fake_cm_answer.restype = i
+        lib.fake_cm_answer_clear.restype = None
+        lib.fake_cm_set_request_family.argtypes = [i]
+        lib.fake_cm_set_request_family.restype = None
 
     # the log
     def log_text(self) -> str:
@@ -252,6 +260,34 @@ class Fake:
 
     def srq_posted(self) -> int:
         return self.lib.fake_srq_posted()
+
+    # the librdmacm double (recording/cm.c)
+    def cm_queue(
+        self, fd: int, event: int, status: int = 0, private_data: bytes | None = b""
+    ) -> None:
+        """Queue an event (a CMEventType value) on the event channel whose
+        fd is ``fd`` (CMID.fd, CMListener.fd); a CONNECT_REQUEST brings a
+        new id.  At most 255 bytes of private data; None: a NULL pointer."""
+        pd = bytes(private_data or b"")
+        n = -1 if private_data is None else len(pd)
+        if self.lib.fake_cm_queue(fd, int(event), status, pd, n) != 0:
+            raise RuntimeError(f"the double has no event channel with fd {fd}")
+
+    def cm_answer(self, verb: str, event: int, status: int = 0, private_data: bytes = b"") -> None:
+        """The next call of ``verb`` (resolve_addr, resolve_route, connect,
+        accept) queues this event instead of its success event; several
+        armed are queued by one call, in order; event -1: none."""
+        pd = bytes(private_data)
+        if self.lib.fake_cm_answer(verb.encode(), int(event), status, pd, len(pd)) != 0:
+            raise RuntimeError("the double has no free answer slot")
+
+    def cm_answer_clear(self) -> None:
+        self.lib.fake_cm_answer_clear()
+
+    def cm_request_family(self, family: int) -> None:
+        """The address family of the requests cm_queue makes (AF_INET,
+        AF_INET6, or another: the family alone)."""
+        self.lib.fake_cm_set_request_family(family)
 
 
 # ------------------------------------------------------- the parent side ---
@@ -327,17 +363,26 @@ with open(sys.argv[1], "w") as f:
 class Runner:
     """Runs code in a child process whose ibverbs loads the double."""
 
-    def __init__(self, lib: str, workdir):
+    def __init__(self, lib: str, workdir, *, rdmacm: bool = False):
         self.lib = lib
         self.workdir = Path(workdir)
+        self.rdmacm = rdmacm
         self._n = 0
 
+    def with_rdmacm(self) -> Runner:
+        """A Runner whose child also loads the double as librdmacm
+        (IBVERBS_LIBRDMACM: recording/cm.c)."""
+        return Runner(self.lib, self.workdir, rdmacm=True)
+
     def env(self) -> dict:
-        return dict(
+        env = dict(
             os.environ,
             IBVERBS_LIBIBVERBS=self.lib,
             PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
         )
+        if self.rdmacm:
+            env["IBVERBS_LIBRDMACM"] = self.lib
+        return env
 
     def run(self, body, *args, timeout: float = 120) -> Result:
         """Call ``body(fake, *args)`` in a fresh child (``body`` is a
@@ -352,7 +397,8 @@ class Runner:
         else:
             src, name, filename = textwrap.dedent(body), "body", "<body>"
         self._n += 1
-        out_path = self.workdir / f"result-{os.getpid()}-{self._n}.json"
+        tag = "cm-" if self.rdmacm else ""
+        out_path = self.workdir / f"result-{tag}{os.getpid()}-{self._n}.json"
         code = _CHILD.format(
             fakes=str(HERE), src=src, filename=filename, name=name, args=json.dumps(list(args))
         )

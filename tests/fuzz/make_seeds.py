@@ -58,6 +58,9 @@ def seeds() -> dict[str, list[bytes]]:
         "flow": [attr.to_bytes(), flow.FlowAttr(port=1).to_bytes()],
         "wr": [bytes(range(48)), bytes(range(200, 256)) * 2, b"\x02" * 40],
         "api": api,
+        # CM events and private data (fuzz_cm.py reads the bytes as
+        # choices): the passive and the active path, requests with data.
+        "cm": [bytes(range(64)), bytes(range(255, 0, -3)), b"\x00\x01\x04\x38" * 24],
     }
 
 

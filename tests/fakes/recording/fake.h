@@ -88,6 +88,10 @@ int fake_take_failure(const char *name);
 /* Whether recording is on (a relaxed read: the data path checks it). */
 int fake_recording(void);
 
+/* While on (this thread), fake_begin neither logs nor fails: for the
+ * libibverbs calls another double makes inside its own (cm.c). */
+void fake_quiet(int on);
+
 /* ------------------------------------------------------------------ */
 /* Objects                                                             */
 /* ------------------------------------------------------------------ */

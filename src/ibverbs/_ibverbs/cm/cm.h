@@ -114,8 +114,8 @@ extern const HandleKind cm_listener_kind;
 /* ------------------------------------------------------------------ */
 
 /* A str argument as UTF-8: non-empty, without NUL.  New bytes, or NULL
- * with ValueError/TypeError naming it. */
-PyObject *cm_text_arg(PyObject *o, const char *name, int type_is_value);
+ * with ValueError naming it (a value that is not a str too). */
+PyObject *cm_text_arg(PyObject *o, const char *name);
 /* rdma_getaddrinfo's failure rc as VerbsError.  Returns NULL. */
 PyObject *cm_addrinfo_error(int rc, const char *what, const char *node,
 			    const char *service);

@@ -79,17 +79,14 @@ struct conn_args {
 static int pdata_arg(PyObject *o, struct rdma_cm_id *id, int which,
 		     const char *meth, const char **p, Py_ssize_t *len)
 {
-	char *s;
-
 	*p = "";
 	*len = 0;
 	if (o != NULL) {
 		if (!PyBytes_Check(o))
 			return arg_type_error("private_data", "bytes object", 0,
 					      o);
-		if (PyBytes_AsStringAndSize(o, &s, len) < 0)
-			return -1;
-		*p = s;
+		*p = PyBytes_AsString(o);
+		*len = PyBytes_Size(o);
 	}
 	return pdata_check(id, which, *len, meth);
 }
@@ -142,15 +139,15 @@ static int cmid_need_qp(CMIDObject *c, const char *meth)
 	return -1;
 }
 
+/* connect_begin's: an active CMID (a passive one is refused before), so
+ * what is under way is a connect. */
 static int cmid_need_idle(CMIDObject *c, const char *verb)
 {
 	if (c->pending == CM_PENDING_NONE)
 		return 0;
 	verbs_error_fmt(EALREADY, verb,
-			"a %s is already under way on this CMID; await it "
-			"(poll_established()) or close the CMID",
-			c->pending == CM_PENDING_CONNECT ? "connect" :
-							   "accept");
+			"a connect is already under way on this CMID; await "
+			"it (poll_established()) or close the CMID");
 	return -1;
 }
 

@@ -31,10 +31,14 @@ int cm_timeout_arg(PyObject *o, long *ms)
 		*ms = -1;
 		return 0;
 	}
+	/* o is an int or a float (the parsers' ARG_NUMBER): an int too large
+	 * for a double is out of range; MemoryError (int.__float__) stays. */
 	t = PyFloat_AsDouble(o);
 	if (t == -1.0 && PyErr_Occurred()) {
+		if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+			return -1;
 		PyErr_Clear();
-		return arg_type_error("timeout", "number of seconds", 1, o);
+		t = -1.0;
 	}
 	if (!(t >= 0.0) || t > (double)INT_MAX / 1000.0) {
 		PyErr_Format(PyExc_ValueError,
@@ -162,9 +166,7 @@ int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
 
 static const char *event_name(int event)
 {
-	const char *s = CM.event_str ?
-				CM.event_str((enum rdma_cm_event_type)event) :
-				NULL;
+	const char *s = CM.event_str((enum rdma_cm_event_type)event);
 
 	return s ? s : "?";
 }
@@ -231,12 +233,16 @@ int cm_expect(Handle *h, struct rdma_event_channel *ch, long ms, int want,
 				       "peer while %s",
 				       what);
 		} else {
-			int err = ev->status < 0 ? -ev->status :
+			/* A status of -4095..-1 is a negative errno (the
+			 * kernel's range); any other, INT_MIN included, is
+			 * none: the event says what went wrong. */
+			int err = ev->status < 0 && ev->status > -4096 ?
+					  -ev->status :
 				  ev->event == RDMA_CM_EVENT_UNREACHABLE ?
-						   EHOSTUNREACH :
+					  EHOSTUNREACH :
 				  ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ?
-						   ENODEV :
-						   ECONNABORTED;
+					  ENODEV :
+					  ECONNABORTED;
 
 			cm_event_error(err, op, ev, "while %s", what);
 		}

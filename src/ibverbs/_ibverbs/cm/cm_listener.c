@@ -40,7 +40,7 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 	if (args_parse(&listener_new_args, NULL, args, kw, &a) < 0)
 		return NULL;
-	if (a.host != NULL && (host_b = cm_text_arg(a.host, "host", 0)) == NULL)
+	if (a.host != NULL && (host_b = cm_text_arg(a.host, "host")) == NULL)
 		return NULL;
 	if (cm_load() < 0)
 		goto out;
