@@ -667,7 +667,7 @@ leakcheck: build
 #                  some).  Logs, findings and summary.txt in build/out/fuzz.
 # make test-fuzz   what make test runs: each fuzzer for FUZZ_TEST_SECONDS
 #                  (8) from its committed seeds and earlier runs' inputs,
-#                  about 90 s on 2 CPUs.
+#                  about 100 s for the eight on 2 CPUs.
 
 .PHONY: fuzz test-fuzz
 FUZZ_SECONDS ?= 60
