@@ -187,6 +187,8 @@ class Fake:
         lib.fake_set_wc_ex.restype = None
         lib.fake_cq_overflows.restype = L
         lib.fake_srq_posted.restype = L
+        lib.fake_async_event.argtypes = [i, ctypes.c_char_p, i]
+        lib.fake_async_event.restype = i
 
     # the log
     def log_text(self) -> str:
@@ -252,6 +254,13 @@ class Fake:
 
     def srq_posted(self) -> int:
         return self.lib.fake_srq_posted()
+
+    def async_event(self, event_type: int, about: str, port: int = 1) -> None:
+        """The next get_async_event answers one event of ``event_type``
+        about ``about``: "port" (``port``), "stranger" (an object ibverbs
+        did not create) or the newest live "qp", "cq", "srq" or "wq"."""
+        if self.lib.fake_async_event(event_type, about.encode(), port) != 0:
+            raise RuntimeError(f"the double has no live {about}")
 
 
 # ------------------------------------------------------- the parent side ---

@@ -496,8 +496,35 @@ FAKE_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 }
 
 /* ------------------------------------------------------------------ */
-/* Async events: none happen (the async fd never becomes readable)     */
+/* Async events: none happen on their own (the async fd never becomes   */
+/* readable); fake_async_event queues one for the next call            */
 /* ------------------------------------------------------------------ */
+
+static pthread_mutex_t dev_async_lock = PTHREAD_MUTEX_INITIALIZER;
+static int dev_async_pending;
+static struct ibv_async_event dev_async_ev;
+static char dev_async_stranger; /* an element no binding object wraps */
+
+/* The next ibv_get_async_event (of any context) answers an event of
+ * type about: "port" (port_num = port), "stranger" (an object the
+ * binding did not create) or a kind of fake_new_obj ("qp", "cq",
+ * "srq", "wq": the newest live one).  0, or -1 when there is none. */
+FAKE_EXPORT int fake_async_event(int type, const char *about, int port)
+{
+	struct ibv_async_event ev = { .event_type = type };
+
+	if (strcmp(about, "port") == 0)
+		ev.element.port_num = port;
+	else if (strcmp(about, "stranger") == 0)
+		ev.element.qp = (struct ibv_qp *)(void *)&dev_async_stranger;
+	else if ((ev.element.qp = fake_last_obj(about)) == NULL)
+		return -1;
+	pthread_mutex_lock(&dev_async_lock);
+	dev_async_ev = ev;
+	dev_async_pending = 1;
+	pthread_mutex_unlock(&dev_async_lock);
+	return 0;
+}
 
 FAKE_EXPORT int ibv_get_async_event(struct ibv_context *context,
 				    struct ibv_async_event *event)
@@ -507,9 +534,21 @@ FAKE_EXPORT int ibv_get_async_event(struct ibv_context *context,
 
 	FAKE_P(&r, "context", context);
 	fake_end(&r);
-	(void)event;
-	errno = err ? err : EAGAIN;
-	return -1;
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	pthread_mutex_lock(&dev_async_lock);
+	if (dev_async_pending) {
+		*event = dev_async_ev;
+		dev_async_pending = 0;
+		err = 0;
+	} else {
+		err = EAGAIN;
+	}
+	pthread_mutex_unlock(&dev_async_lock);
+	errno = err;
+	return err ? -1 : 0;
 }
 
 FAKE_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
