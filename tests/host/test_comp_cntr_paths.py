@@ -1,8 +1,10 @@
-"""A CompCntr over a libibverbs that has ibv_create_comp_cntr but lacks
-the verbs after it: the recording double (tests/fakes/recording/) behind
-the noverbs shim (tests/fakes/noverbs.py) with those verbs hidden.  Each
-method is VerbsError(EOPNOTSUPP) naming its verb and rdma-core 65, and a
-close without ibv_destroy_comp_cntr is refused, the object still open."""
+"""CompCntr's failure paths.  Over a libibverbs that has
+ibv_create_comp_cntr but lacks the verbs after it (the recording double,
+tests/fakes/recording/, behind the noverbs shim, tests/fakes/noverbs.py,
+with those verbs hidden): each method is VerbsError(EOPNOTSUPP) naming
+its verb and rdma-core 65, and a close without ibv_destroy_comp_cntr is
+refused, the object still open.  On the double itself: each setter's
+TypeError, each method's failed verb, and EBADF once closed."""
 
 from __future__ import annotations
 
@@ -88,3 +90,53 @@ def test_comp_cntr_verbs_missing_after_create_are_eopnotsupp(shim):
         assert "rdma-core 65" in e[2], name
     assert out["close"][:2] == [errno.EOPNOTSUPP, "ibv_destroy_comp_cntr"]
     assert out["closed"] is False
+
+
+def test_each_comp_cntr_method_refuses_bad_input_failure_and_close(recording):
+    def body(fake):
+        import errno
+
+        import ibverbs
+
+        out = {}
+
+        def outcome(fn):
+            try:
+                fn()
+            except ibverbs.VerbsError as e:
+                return [e.errno, e.operation]
+            except (TypeError, ValueError) as e:
+                return type(e).__name__
+            return "returned"
+
+        with ibverbs.Context("fake0") as ctx:
+            cc = ctx.create_comp_cntr()
+            setters = ("set", "set_err", "inc", "inc_err")
+            for name in setters:
+                meth = getattr(cc, name)
+                fake.fail(f"{name}_comp_cntr", errno.EIO)
+                out[name] = [outcome(lambda: meth("x")), outcome(lambda: meth(1))]
+            for name in ("read", "read_err"):
+                fake.fail(f"{name}_comp_cntr", errno.EIO)
+                out[name] = [outcome(getattr(cc, name))]
+            cc.close()
+            for name in setters:
+                out[name].append(outcome(lambda: getattr(cc, name)(1)))
+            for name in ("read", "read_err"):
+                out[name].append(outcome(getattr(cc, name)))
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    for name in ("set", "set_err", "inc", "inc_err"):
+        assert out[name] == [
+            "TypeError",
+            [errno.EIO, f"ibv_{name}_comp_cntr"],
+            [errno.EBADF, None],  # closed: no verb called
+        ], name
+    for name in ("read", "read_err"):
+        assert out[name] == [
+            [errno.EIO, f"ibv_{name}_comp_cntr"],
+            [errno.EBADF, None],  # closed: no verb called
+        ], name
+    assert res.live == 0, res.live_report
