@@ -154,3 +154,37 @@ def test_a_failed_read_is_an_error_naming_the_verb(recording):
     assert out[0][:2] == [errno.EIO, "ibv_get_async_event"]
     assert out[1][:2] == [errno.EAGAIN, "ibv_get_async_event"]
     assert "no async event pending" in out[1][2]
+
+
+def test_an_event_outliving_its_context_and_one_in_a_cycle(recording):
+    def body(fake):
+        import gc
+
+        import ibverbs
+        from ibverbs import enums
+
+        out = {}
+        ctx = ibverbs.Context("fake0")
+        fake.async_event(int(enums.EventType.PORT_ERR), "port", 1)
+        ev = ctx.get_async_event()
+        out["text"] = ev.event_type_str
+        ctx.close()  # a port event holds no element: the close goes through
+        fake.clear()
+        ev.ack()  # the context is gone: nothing to hand libibverbs
+        out["after_close"] = [ev.acked, [r.verb for r in fake.records()]]
+        with ibverbs.Context("fake0") as ctx2:
+            fake.async_event(int(enums.EventType.LID_CHANGE), "port", 1)
+            cycle = [ctx2.get_async_event()]
+            cycle.append(cycle)
+            del cycle
+            fake.clear()
+            gc.collect()  # the cycle's event is traversed, cleared, acked
+            out["collected"] = [r.verb for r in fake.records()]
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    assert out["text"] == f"fake event {int(E.PORT_ERR)}"
+    assert out["after_close"] == [True, []]
+    assert out["collected"] == ["ack_async_event"]
+    assert res.live == 0, res.live_report
