@@ -21,8 +21,12 @@ def test_post_srq_ops_refuses_a_bad_sg_list_and_a_closed_srq(recording):
             mr = ibverbs.reg_tensor(pd, buf, enums.AccessFlags.LOCAL_WRITE)
             srq = ctx.create_srq_ex(pd, srq_type=enums.SRQType.TM, cq=cq, max_num_tags=8)
             fake.clear()
+            # OpsWR makes its sg_list a tuple; one set afterwards is read
+            # by the C as it is.
+            op = OpsWR(OP.TAG_ADD, wr_id=1, tag=1, mask=1)
+            op.sg_list = 5
             try:
-                srq.post_srq_ops(OpsWR(OP.TAG_ADD, wr_id=1, sg_list=5, tag=1, mask=1))
+                srq.post_srq_ops(op)
             except TypeError as e:
                 out["not_seq"] = str(e)
 
@@ -33,8 +37,9 @@ def test_post_srq_ops_refuses_a_bad_sg_list_and_a_closed_srq(recording):
                     srq.close()
                     yield mr.sge(8)
 
+            op.sg_list = Closing()
             try:
-                srq.post_srq_ops(OpsWR(OP.TAG_ADD, wr_id=2, sg_list=Closing(), tag=1, mask=1))
+                srq.post_srq_ops(op)
             except ibverbs.VerbsError as e:
                 out["closed"] = [e.errno, srq.closed]
             out["verbs"] = [r.verb for r in fake.records()]
