@@ -1,6 +1,8 @@
-"""MR.rereg moving an MR into a PD that already has children, against
-the recording double (tests/fakes/recording/): the MR joins the new PD's
-children (its close refused, naming both MRs), the old PD closes."""
+"""MR paths the other host tests leave out, against the recording double
+(tests/fakes/recording/): MR.rereg moving an MR into a PD that already
+has children (the MR joins them, the new PD's close names both MRs, the
+old PD closes), and PD.advise_mr's refusals of its sg_list and its
+failed verb."""
 
 from __future__ import annotations
 
@@ -35,4 +37,51 @@ def test_rereg_into_a_pd_with_children(recording):
     assert out["old_closed"] is True
     assert out["busy"][0] == errno.EBUSY
     assert "MR x2" in out["busy"][1]
+    assert res.live == 0, res.live_report
+
+
+def test_advise_mr_refuses_bad_sg_lists(recording):
+    def body(fake):
+        import errno
+
+        import ibverbs
+        from ibverbs import enums
+
+        A = enums.AccessFlags.ON_DEMAND
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.alloc_pd() as pd2:
+            with pd.reg_mr(0x10000, 4096, A) as mr, pd2.reg_mr(0x20000, 4096, A) as theirs:
+                fake.clear()
+                for name, sgl in (
+                    ("not_list", 5),
+                    ("empty", []),
+                    ("not_sge", [mr.sge(8), 5]),
+                    ("other_pd", (mr.sge(8), theirs.sge(8))),
+                ):
+                    try:
+                        pd.advise_mr(enums.AdviseMRAdvice.PREFETCH, 0, sgl)
+                    except (TypeError, ValueError) as e:
+                        out[name] = [type(e).__name__, str(e)]
+                out["verbs"] = [r.verb for r in fake.records()]
+                fake.fail("advise_mr", errno.EIO)
+                try:
+                    pd.advise_mr(enums.AdviseMRAdvice.PREFETCH, 0, [mr.sge(8)])
+                except ibverbs.VerbsError as e:
+                    out["failed"] = [e.errno, e.operation, str(e)]
+                try:
+                    pd.reg_implicit_odp_mr("rw")
+                except TypeError as e:
+                    out["implicit"] = str(e)
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    assert out["not_list"][0] == "TypeError" and "sg_list" in out["not_list"][1]
+    assert out["empty"] == ["ValueError", "sg_list must hold at least one SGE"]
+    assert out["not_sge"][0] == "TypeError" and "sg_list[1]" in out["not_sge"][1]
+    assert out["other_pd"][0] == "ValueError" and "sg_list[1].mr" in out["other_pd"][1]
+    assert out["verbs"] == []
+    assert out["failed"][:2] == [errno.EIO, "ibv_advise_mr"]
+    assert "advice=0 flags=0x0 num_sge=1" in out["failed"][2]
+    assert "access" in out["implicit"]
     assert res.live == 0, res.live_report
