@@ -1,8 +1,8 @@
 """MR paths the other host tests leave out, against the recording double
 (tests/fakes/recording/): MR.rereg moving an MR into a PD that already
 has children (the MR joins them, the new PD's close names both MRs, the
-old PD closes), and PD.advise_mr's refusals of its sg_list and its
-failed verb."""
+old PD closes), PD.advise_mr's refusals of its sg_list and its failed
+verb, and reg_mr_ex's and rereg's refusals of inconsistent arguments."""
 
 from __future__ import annotations
 
@@ -84,4 +84,46 @@ def test_advise_mr_refuses_bad_sg_lists(recording):
     assert out["failed"][:2] == [errno.EIO, "ibv_advise_mr"]
     assert "advice=0 flags=0x0 num_sge=1" in out["failed"][2]
     assert "access" in out["implicit"]
+    assert res.live == 0, res.live_report
+
+
+def test_reg_mr_ex_and_rereg_refuse_inconsistent_arguments(recording):
+    def body(fake):
+        import ibverbs
+        from ibverbs import enums
+
+        R = enums.ReregMRFlags
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            buf = pd.alloc_buf(4096)
+            mr = pd.reg_mr_ex(64, fd=5, fd_offset=16, iova=0x100)
+            bmr = pd.reg_buf_mr(buf, buf.addr, 4096, 1)
+            fake.clear()
+            cases = {
+                "overflow": lambda: pd.reg_mr_ex(4096, 1, addr=2**64 - 16),
+                "access_flag_only": lambda: mr.rereg(R.CHANGE_ACCESS),
+                "access_only": lambda: mr.rereg(R.CHANGE_PD, pd=pd, access=1),
+                "trans_without_len": lambda: mr.rereg(R.CHANGE_TRANSLATION, addr=0x1000),
+                "trans_of_buf_mr": lambda: bmr.rereg(
+                    R.CHANGE_TRANSLATION, addr=buf.addr, length=64
+                ),
+            }
+            for name, fn in cases.items():
+                try:
+                    fn()
+                except ValueError as e:
+                    out[name] = str(e)
+            out["verbs"] = [r.verb for r in fake.records()]
+            for o in (bmr, mr, buf):
+                o.close()
+        return out
+
+    res = recording.run(body)
+    out = res.ok()
+    assert out.pop("verbs") == []
+    assert out["overflow"] == "addr + length overflows the address space"
+    access = "access goes with ReregMRFlags.CHANGE_ACCESS, and it needs access"
+    assert out["access_flag_only"] == out["access_only"] == access
+    assert out["trans_without_len"].startswith("addr and length (and owner) go with")
+    assert out["trans_of_buf_mr"].startswith("a new translation needs an MR of reg_mr")
     assert res.live == 0, res.live_report
