@@ -195,6 +195,8 @@ class Fake:
         lib.fake_cm_answer_clear.restype = None
         lib.fake_cm_set_request_family.argtypes = [i]
         lib.fake_cm_set_request_family.restype = None
+        lib.fake_async_event.argtypes = [i, cp, i]
+        lib.fake_async_event.restype = i
 
     # the log
     def log_text(self) -> str:
@@ -288,6 +290,14 @@ class Fake:
         """The address family of the requests cm_queue makes (AF_INET,
         AF_INET6, or another: the family alone)."""
         self.lib.fake_cm_set_request_family(family)
+
+    # asynchronous events (recording/device.c)
+    def async_event(self, event_type: int, about: str, port: int = 1) -> None:
+        """The next get_async_event answers one event of ``event_type``
+        about ``about``: "port" (``port``), "stranger" (an object ibverbs
+        did not create) or the newest live "qp", "cq", "srq" or "wq"."""
+        if self.lib.fake_async_event(event_type, about.encode(), port) != 0:
+            raise RuntimeError(f"the double has no live {about}")
 
 
 # ------------------------------------------------------- the parent side ---

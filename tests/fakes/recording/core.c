@@ -218,10 +218,11 @@ static pthread_mutex_t kind_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	const char *kind; /* a string literal of the family file */
 	long live;
+	void *last; /* the newest live object of the kind (fake_last_obj) */
 } kinds[KIND_SLOTS];
 static long live_total;
 
-static void kind_count(const char *kind, long delta)
+static void kind_count(const char *kind, long delta, void *p)
 {
 	int i;
 
@@ -231,6 +232,10 @@ static void kind_count(const char *kind, long delta)
 			kinds[i].kind = kind;
 		if (strcmp(kinds[i].kind, kind) == 0) {
 			kinds[i].live += delta;
+			if (delta > 0)
+				kinds[i].last = p;
+			else if (kinds[i].last == p)
+				kinds[i].last = NULL;
 			break;
 		}
 	}
@@ -246,7 +251,7 @@ void *fake_new_obj(const char *kind, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	kind_count(kind, 1);
+	kind_count(kind, 1, p);
 	return p;
 }
 
@@ -254,8 +259,24 @@ void fake_free_obj(const char *kind, void *p)
 {
 	if (p == NULL)
 		return;
-	kind_count(kind, -1);
+	kind_count(kind, -1, p);
 	free(p);
+}
+
+void *fake_last_obj(const char *kind)
+{
+	void *p = NULL;
+	int i;
+
+	pthread_mutex_lock(&kind_lock);
+	for (i = 0; i < KIND_SLOTS && kinds[i].kind != NULL; i++) {
+		if (strcmp(kinds[i].kind, kind) == 0) {
+			p = kinds[i].last;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&kind_lock);
+	return p;
 }
 
 void *fake_new_unless(int err, const char *kind, size_t size)

@@ -125,6 +125,57 @@ FAKE_EXPORT int ibv_get_device_index(struct ibv_device *device)
 
 void fake_run_ops(struct fake_context *fc);
 
+/* The verbs_context ops that fake_drop_ops can leave unset, as on a
+ * provider without them. */
+static const struct {
+	const char *name;
+	size_t off;
+} dev_droppable[] = {
+	{ "query_port", offsetof(struct verbs_context, query_port) },
+	{ "query_device_ex", offsetof(struct verbs_context, query_device_ex) },
+	{ "open_xrcd", offsetof(struct verbs_context, open_xrcd) },
+	{ "open_qp", offsetof(struct verbs_context, open_qp) },
+	{ "create_srq_ex", offsetof(struct verbs_context, create_srq_ex) },
+};
+#define DEV_N_DROPPABLE (sizeof(dev_droppable) / sizeof(dev_droppable[0]))
+static unsigned int dev_dropped; /* bit i: dev_droppable[i] unset */
+
+/* Contexts opened from now on lack the ops named in names (space
+ * separated; "" for none).  0, or -1 for a name not in dev_droppable. */
+FAKE_EXPORT int fake_drop_ops(const char *names)
+{
+	unsigned int bits = 0;
+	const char *p = names;
+	size_t i, n;
+
+	while (*p != '\0') {
+		n = strcspn(p, " ");
+		for (i = 0; i < DEV_N_DROPPABLE; i++)
+			if (strlen(dev_droppable[i].name) == n &&
+			    strncmp(dev_droppable[i].name, p, n) == 0)
+				break;
+		if (n > 0 && i == DEV_N_DROPPABLE)
+			return -1;
+		if (n > 0)
+			bits |= 1u << i;
+		p += n;
+		p += strspn(p, " ");
+	}
+	__atomic_store_n(&dev_dropped, bits, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void dev_drop_ops(struct fake_context *fc)
+{
+	unsigned int bits = __atomic_load_n(&dev_dropped, __ATOMIC_RELAXED);
+	size_t i;
+
+	for (i = 0; i < DEV_N_DROPPABLE; i++)
+		if (bits & (1u << i))
+			memset((char *)&fc->vctx + dev_droppable[i].off, 0,
+			       sizeof(void (*)(void)));
+}
+
 FAKE_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct fake_rec r;
@@ -149,6 +200,7 @@ FAKE_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	fc->vctx.sz = sizeof(fc->vctx);
 	fc->dev_index = dev_index(device);
 	fake_run_ops(fc);
+	dev_drop_ops(fc);
 	return c;
 }
 
@@ -496,8 +548,35 @@ FAKE_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 }
 
 /* ------------------------------------------------------------------ */
-/* Async events: none happen (the async fd never becomes readable)     */
+/* Async events: none happen on their own (the async fd never becomes   */
+/* readable); fake_async_event queues one for the next call            */
 /* ------------------------------------------------------------------ */
+
+static pthread_mutex_t dev_async_lock = PTHREAD_MUTEX_INITIALIZER;
+static int dev_async_pending;
+static struct ibv_async_event dev_async_ev;
+static char dev_async_stranger; /* an element no binding object wraps */
+
+/* The next ibv_get_async_event (of any context) answers an event of
+ * type about: "port" (port_num = port), "stranger" (an object the
+ * binding did not create) or a kind of fake_new_obj ("qp", "cq",
+ * "srq", "wq": the newest live one).  0, or -1 when there is none. */
+FAKE_EXPORT int fake_async_event(int type, const char *about, int port)
+{
+	struct ibv_async_event ev = { .event_type = type };
+
+	if (strcmp(about, "port") == 0)
+		ev.element.port_num = port;
+	else if (strcmp(about, "stranger") == 0)
+		ev.element.qp = (struct ibv_qp *)(void *)&dev_async_stranger;
+	else if ((ev.element.qp = fake_last_obj(about)) == NULL)
+		return -1;
+	pthread_mutex_lock(&dev_async_lock);
+	dev_async_ev = ev;
+	dev_async_pending = 1;
+	pthread_mutex_unlock(&dev_async_lock);
+	return 0;
+}
 
 FAKE_EXPORT int ibv_get_async_event(struct ibv_context *context,
 				    struct ibv_async_event *event)
@@ -507,9 +586,21 @@ FAKE_EXPORT int ibv_get_async_event(struct ibv_context *context,
 
 	FAKE_P(&r, "context", context);
 	fake_end(&r);
-	(void)event;
-	errno = err ? err : EAGAIN;
-	return -1;
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	pthread_mutex_lock(&dev_async_lock);
+	if (dev_async_pending) {
+		*event = dev_async_ev;
+		dev_async_pending = 0;
+		err = 0;
+	} else {
+		err = EAGAIN;
+	}
+	pthread_mutex_unlock(&dev_async_lock);
+	errno = err;
+	return err ? -1 : 0;
 }
 
 FAKE_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)

@@ -99,6 +99,8 @@ void fake_quiet(int on);
 /* calloc(size) counted as a live object of `kind` ("pd", "qp"...), or
  * NULL with errno ENOMEM.  fake_free_obj(kind, p) frees and uncounts. */
 void *fake_new_obj(const char *kind, size_t size);
+/* The newest live object of kind (its struct ibv_*), or NULL. */
+void *fake_last_obj(const char *kind);
 void fake_free_obj(const char *kind, void *p);
 /* What a create verb answers: when err (an armed or computed errno) is
  * set, NULL with errno = err, else fake_new_obj(kind, size).

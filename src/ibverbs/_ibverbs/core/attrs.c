@@ -403,11 +403,11 @@ static PyObject *field_get(const struct qp_field *f,
 	const char *p = (const char *)attr + f->off;
 	unsigned long v;
 
+	/* No F_CAP: qp_attr_to_dict, the only caller, skips the caps
+	 * (QP.query returns them as a QPCap of their own). */
 	switch (f->kind) {
 	case F_AH:
 		return ah_attr_to_py((const struct ibv_ah_attr *)p);
-	case F_CAP:
-		return qp_cap_to_py((const struct ibv_qp_cap *)p);
 	case F_U8:
 		v = *(const uint8_t *)p;
 		break;

@@ -26,7 +26,7 @@ static int add_library_info(PyObject *module, const char *libname)
 	Dl_info info;
 	char real[PATH_MAX];
 	const char *path = libname, *ver = NULL, *base;
-	PyObject *found, *missing;
+	PyObject *found;
 	int rc;
 
 	if (dladdr((void *)IBV.get_device_list, &info) && info.dli_fname) {
@@ -57,7 +57,6 @@ static int add_library_info(PyObject *module, const char *libname)
 		return -1;
 
 	found = PyDict_New();
-	missing = NULL;
 	if (found == NULL)
 		return -1;
 #define IBV_REPORT_OPT(field, sym, since)                             \
@@ -70,7 +69,6 @@ static int add_library_info(PyObject *module, const char *libname)
 		goto fail;
 	return 0;
 fail:
-	Py_XDECREF(missing);
 	Py_DECREF(found);
 	return -1;
 }
