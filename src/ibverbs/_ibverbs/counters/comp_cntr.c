@@ -30,7 +30,7 @@ typedef struct {
 static int comp_cntr_destroy(Handle *h)
 {
 	if (IBV.destroy_comp_cntr == NULL)
-		return EOPNOTSUPP; /* not reached: made without it */
+		return EOPNOTSUPP; /* a library with the create verb only */
 	return IBV.destroy_comp_cntr((struct ibv_comp_cntr *)h->obj);
 }
 
