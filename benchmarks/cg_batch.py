@@ -30,7 +30,8 @@ Receives (``recv-*``): BLOCKS receive buffers at scattered offsets, posted
 double completes a receive when it is posted; on a device the peer would
 have to send, so these run over the double only): RecvWR objects in
 RecvWRChains and ``poll(16)``; a RecvBatch, ``post(qp, k, 16)`` and
-``poll_into``; ``cg_batch ... recv``.  Completions (``poll-*``): the
+``poll_into``; a RecvBatch run by ``progress(qp, 64, 16)`` (the C loop);
+``cg_batch ... recv``.  Completions (``poll-*``): the
 batch's WRITEs all signaled, posted 16 at a time by ``SendBatch.post`` and
 reaped before the next 16: ``poll(16)`` (a WC object each) against
 ``poll_into``, and ``cg_batch ... poll``.
@@ -54,7 +55,7 @@ from callgrind import loop_dump, totals  # noqa: E402
 
 CHAIN, DEPTH = 16, 64
 SEND = ["objects", "post", "batch", "repost", "c"]
-RECV = ["recv-objects", "recv-batch", "recv-c"]
+RECV = ["recv-objects", "recv-batch", "recv-progress", "recv-c"]
 POLL = ["poll-wc", "poll-into", "poll-c"]
 MODES = SEND + RECV + POLL
 C_MODES = {"c": "send", "recv-c": "recv", "poll-c": "poll"}  # cg_batch's MODE
@@ -194,6 +195,16 @@ def run_recv_batch(qa, cq, batch, ids, st):
     return empty
 
 
+def run_recv_progress(qa, batch):
+    """The whole RecvBatch by progress: one C loop, 64 posted."""
+    n, progress = len(batch), batch.progress
+    empty = 0
+    while progress(qa, DEPTH, CHAIN) < n:
+        empty += 1
+        time.sleep(0.001)
+    return empty
+
+
 def run_poll(qa, cq, batch, into, ids, st):
     """Every row signaled, 16 posted, the 16 reaped: WCs or arrays."""
     n, post = len(batch), batch.post
@@ -237,6 +248,9 @@ def program(mode: str, device: str, gid_index: int, n: int, block: int) -> None:
         elif mode == "recv-batch":
             batch = ib.RecvBatch(mr_src, src_off, block)
             empty = run_recv_batch(qa, cq, batch, ids, st)
+        elif mode == "recv-progress":
+            batch = ib.RecvBatch(mr_src, src_off, block)
+            empty = run_recv_progress(qa, batch)
         elif mode in ("poll-wc", "poll-into"):
             batch = ib.SendBatch(
                 mr_src, src_off, block, dst_off, mr_dst.rkey, remote_base=mr_dst.addr,

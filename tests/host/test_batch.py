@@ -754,13 +754,14 @@ def body(fake):
     try:
         b.progress(qp, 32, 8)
     except ibverbs.CompletionError as e:
-        err = [e.row, e.wc.wr_id, e.strerror, e.errno, e.posted]
+        err = [e.row, e.wc.wr_id, e.strerror, e.errno, e.posted, [w.wr_id for w in e.after]]
     cq.poll_count(64)  # the rows in flight stay in the CQ
     return [err, b.progress(qp, 32, 8)]  # a new run from row 0
 """,
     )
-    (row, wr_id, msg, err, posted), n = res.ok()
+    (row, wr_id, msg, err, posted, after), n = res.ok()
     assert (row, wr_id, n, err, posted) == (7, 1007, 64, errno.EIO, 32)
+    assert after == [1015, 1023, 1031]  # reaped with row 7's, each piece's last
     assert msg.startswith("SendBatch row 7: work completion failed: REM_ACCESS_ERR")
 
 
@@ -886,6 +887,159 @@ import array
     recv = int(enums.WCOpcode.RECV)
     assert first == [[500, 501, 502, 503, 504], [0] * 5, [recv] * 5, [10, 20, 30, 40, 50], [0] * 5]
     assert last_id == [0] and last_len == [7]
+
+
+def test_recv_progress_posts_in_pieces_within_depth_and_reaps(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    ids = np.arange(100, dtype=np.uint64)[::-1].copy() + 7  # not row + base
+    r = ibverbs.RecvBatch(mr, np.arange(100) * 64, 64, wr_id=ids)
+    first = r.progress(qp, depth=40, piece=16)
+    again = r.progress(qp)  # a new run, default depth (64) and piece (16)
+    return [first, again, cq.poll_count(16), ctypes.addressof(buf), mr.lkey]
+""",
+    )
+    first, again, left, base, lkey = res.ok()
+    assert (first, again, left) == (100, 100, 0)
+    # at most 40 rows posted and not complete: the double completes each
+    # receive when it is posted, so each poll reaps what was posted before
+    counts, posted, most = [], 0, 0
+    for r in res.records:
+        if r.verb == "post_recv" and sum(counts) < 100:
+            counts.append(r["count"])
+            posted += r["count"]
+            most = max(most, posted)
+        elif r.verb == "poll_cq":
+            posted = max(posted - 16, 0)
+    assert counts == [16] * 6 + [4] and most == 36  # 16 + 16 + 4
+    rows = [w for r in res.calls("post_recv") for w in wrs(r)]
+    assert [w["wr_id"] for w in rows] == list(range(106, 6, -1)) * 2
+    assert [w["sg_list[0].addr"] for w in rows[:100]] == [base + 64 * k for k in range(100)]
+    assert {w["sg_list[0].length"] for w in rows} == {64}
+    assert {w["sg_list[0].lkey"] for w in rows} == {lkey}
+    assert res.live == 0, res.live_report
+
+
+def test_recv_progress_names_the_failed_row_and_ends_the_run(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    r = ibverbs.RecvBatch(mr, np.arange(64) * 8, 8, wr_id=1000)
+    out = [r.progress(qp, 32, 8)]
+    fake.fail("completion", int(enums.WCStatus.LOC_LEN_ERR))
+    try:
+        r.progress(qp, 32, 8)  # a new run: its first row fails
+    except ibverbs.CompletionError as e:
+        after = [w.wr_id for w in e.after]
+        out.append([e.row, e.wc.wr_id, e.strerror, e.errno, e.posted, after])
+    out.append(sum(iter(lambda: cq.poll_count(16), 0)))  # the rest stay in the CQ
+    return out
+""",
+    )
+    done, (row, wr_id, msg, err, posted, after), left = res.ok()
+    # 32 rows posted (4 pieces of 8) before the first poll; the poll that
+    # reaped row 0 reaped 15 more (``after``), 16 left in the CQ
+    assert (done, row, wr_id, err, posted, left) == (64, 0, 1000, errno.EIO, 32, 16)
+    assert after == list(range(1001, 1016))
+    assert msg.startswith("RecvBatch row 0: work completion failed: LOC_LEN_ERR")
+    assert res.live == 0, res.live_report
+
+
+def test_recv_progress_refuses_while_a_run_is_under_way(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    small = ctx.create_cq(1)  # drops completions: the run waits
+    attr = ibverbs.QPInitAttr(cq, recv_cq=small, max_recv_wr=64)
+    q2 = pd.create_qp(attr)
+    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+        q2.modify(enums.QPAttrMask.STATE, qp_state=s)
+    r = ibverbs.RecvBatch(mr, np.arange(32) * 8, 8)
+    out = [r.progress(q2, 32, 16)]
+    for f in (lambda: r.post(q2), lambda: r.progress(qp)):
+        try:
+            f()
+        except ValueError as e:
+            out.append(str(e))
+    r.reset()
+    out.append(r.post(qp, 0, 4))
+    cq.poll_count(16)
+    for args in ((qp, 0), (qp, 8, 0), (cq,)):
+        try:
+            r.progress(*args)
+        except (ValueError, TypeError) as e:
+            out.append(type(e).__name__)
+    srq = pd.create_srq(max_wr=8)
+    q3 = pd.create_qp(ibverbs.QPInitAttr(cq, srq=srq))
+    cqx = ctx.create_cq_ex(ibverbs.CQInitAttrEx(cqe=8))
+    q4 = pd.create_qp(ibverbs.QPInitAttr(cq, recv_cq=cqx))
+    for q in (q3, q4):
+        try:
+            r.progress(q)
+        except ValueError as e:
+            out.append(str(e))
+    wr = ibverbs.RecvWR(wr_id=9)
+    qp.post_recv(wr)  # a completion that is none of the batch's
+    try:
+        r.progress(qp)
+    except ValueError as e:
+        out.append(str(e))
+    cq.poll_count(64)
+    q2.close()
+    try:
+        r.progress(q2)
+    except ibverbs.VerbsError as e:
+        out.append(e.errno)
+    mr.close()
+    try:
+        r.progress(qp)
+    except ibverbs.VerbsError as e:
+        out.append(e.errno)
+    for o in (q4, cqx, q3, srq):
+        o.close()
+    return out
+""",
+    )
+    out = res.ok()
+    assert out[0] == 1  # one completion went in, the rest dropped
+    assert "run of this batch is under way (1 of 32 rows complete)" in out[1]
+    assert "on another QP" in out[2]
+    assert out[3:7] == [4, "ValueError", "ValueError", "TypeError"]
+    assert "receives through its SRQ" in out[7] and "receive CQ is a CQEx" in out[8]
+    assert "wr_id 9 is not the next row in flight" in out[9]
+    assert out[10:] == [errno.EBADF, errno.EBADF]
+    assert res.live == 0, res.live_report
+
+
+def test_recv_progress_goes_on_after_a_failed_verb(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    r = ibverbs.RecvBatch(mr, np.arange(40) * 8, 8, wr_id=500)
+    out = []
+    for verb in ("post_recv", "poll_cq"):
+        fake.fail(verb, 12)
+        try:
+            r.progress(qp)
+        except ibverbs.VerbsError as e:
+            out.append(str(e))
+        out.append(r.progress(qp))  # the run goes on, counts intact
+    return out
+""",
+    )
+    out = res.ok()
+    assert "index 0 (wr_id=500)" in out[0] and out[1] == 40
+    assert "ibv_poll_cq" in out[2] and out[3] == 40
+    assert res.live == 0, res.live_report
 
 
 POLL_INTO_BAD = [

@@ -818,47 +818,6 @@ static Py_ssize_t run_row(const SendBatchObject *b, uint64_t wr_id)
 	return -1;
 }
 
-/* CompletionError for the failed completion *wc of row (or -1: not a
- * row in flight), its message and ``row`` attribute naming it, its
- * ``posted`` attribute the rows the run had posted: NULL. */
-static PyObject *run_failed(const struct ibv_wc *wc, Py_ssize_t row,
-			    Py_ssize_t posted)
-{
-	PyObject *w = wc_new(wc), *type, *value, *tb, *msg, *r, *p;
-
-	if (w == NULL)
-		return NULL;
-	completion_error(w);
-	Py_DECREF(w);
-	PyErr_Fetch(&type, &value, &tb);
-	PyErr_NormalizeException(&type, &value, &tb);
-	r = PyLong_FromSsize_t(row);
-	p = PyLong_FromSsize_t(posted);
-	msg = PyUnicode_FromFormat("SendBatch row %zd: work completion failed",
-				   row);
-	if (value != NULL && r != NULL && p != NULL && msg != NULL) {
-		PyObject *old = PyObject_GetAttrString(value, "strerror");
-
-		if (old != NULL && PyUnicode_Check(old)) {
-			Py_DECREF(msg);
-			msg = PyUnicode_FromFormat("SendBatch row %zd: %U", row,
-						   old);
-		}
-		Py_XDECREF(old);
-		PyErr_Clear();
-		if (msg == NULL ||
-		    PyObject_SetAttrString(value, "row", r) < 0 ||
-		    PyObject_SetAttrString(value, "posted", p) < 0 ||
-		    PyObject_SetAttrString(value, "strerror", msg) < 0)
-			PyErr_Clear();
-	}
-	Py_XDECREF(r);
-	Py_XDECREF(p);
-	Py_XDECREF(msg);
-	PyErr_Restore(type, value, tb);
-	return NULL;
-}
-
 /* One run's loop: post while the bound allows, reap, until a poll comes
  * back empty or every row is complete.  0; -1 with an error set when a
  * verb failed (the run's counts stay true: it can go on); -2 with an
@@ -904,7 +863,8 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
 		for (k = 0; k < got; k++) {
 			row = run_row(b, wc[k].wr_id);
 			if (wc[k].status != IBV_WC_SUCCESS) {
-				run_failed(&wc[k], row, b->run_posted);
+				batch_run_failed("SendBatch", wc, k, got, row,
+						 b->run_posted);
 				return -2;
 			}
 			if (row < 0) {
@@ -962,8 +922,8 @@ PyDoc_STRVAR(
 	"        row in flight.\n"
 	"    CompletionError: a failed completion; its ``row`` attribute\n"
 	"        and message name the row, ``posted`` is the rows the run\n"
-	"        had posted: those after the row flush, one completion\n"
-	"        each, left in the CQ.\n"
+	"        had posted, ``after`` the WCs reaped with it (a list);\n"
+	"        the rest flush, one completion each, left in the CQ.\n"
 	"    VerbsError: EBADF if the QP, the MR or an AH is closed; EBUSY\n"
 	"        in a QPEx ``wr_start()`` batch; EOPNOTSUPP when a QPEx has\n"
 	"        no ``struct ibv_qp_ex``; else the provider refused\n"

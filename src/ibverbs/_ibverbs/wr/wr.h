@@ -184,6 +184,13 @@ static inline int batch_sge_check(const char *type, Py_ssize_t i,
 	return 0;
 }
 
+/* progress(): the CompletionError of the failed completion wcs[k] of
+ * the got one poll reaped, of row (-1: not a row in flight) of a batch of
+ * type batch ("SendBatch"), its ``row``, ``posted`` (the rows the run
+ * had posted) and ``after`` (WCs of wcs[k+1..got), reaped with it)
+ * attributes set: NULL. */
+PyObject *batch_run_failed(const char *batch, const struct ibv_wc *wcs, int k,
+			   int got, Py_ssize_t row, Py_ssize_t posted);
 /* The batch's rows fit a queue of room WRs (what: "send", "receive";
  * type: the batch's, for the error): 0, or -1 with ValueError. */
 int batch_check_rows(BatchBase *b, unsigned int room, const char *what,
