@@ -796,6 +796,16 @@ class CQEx(CQ):
     @property
     def status(self) -> int: ...
     def poll(self, num_entries: int = 1) -> list[WCEx]: ...  # type: ignore[override]
+    def poll_into(
+        self,
+        *,
+        wr_id: _Buffer | Any | None = None,
+        status: _Buffer | Any | None = None,
+        opcode: _Buffer | Any | None = None,
+        byte_len: _Buffer | Any | None = None,
+        imm_data: _Buffer | Any | None = None,
+        num_entries: int = ...,
+    ) -> int: ...
     def start_poll(self) -> bool: ...
     def next_poll(self) -> bool: ...
     def end_poll(self) -> None: ...

@@ -1042,6 +1042,68 @@ def body(fake):
     assert res.live == 0, res.live_report
 
 
+def test_cq_ex_poll_into_writes_every_field(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    W = enums.CreateCQWCFlags
+    buf, ctx, pd, cq, mr, qp = world()
+    cqx = ctx.create_cq_ex(ibverbs.CQInitAttrEx(32, wc_flags=W.BYTE_LEN | W.IMM))
+    q = pd.create_qp(ibverbs.QPInitAttr(cqx))
+    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+        q.modify(enums.QPAttrMask.STATE, qp_state=s)
+    ibverbs.RecvBatch(mr, np.arange(3) * 64, np.array([10, 20, 30]), wr_id=70).post(q)
+    fake.fail("completion", int(enums.WCStatus.LOC_PROT_ERR))
+    one = np.zeros(1, dtype=np.uint64)
+    ibverbs.SendBatch(mr, one, 8, one, 1, wr_id=80, signal_every=1).post(q)
+    wr_id = np.zeros(3, dtype=np.uint64)
+    status = np.zeros(8, dtype=np.int32)
+    opcode = np.zeros(8, dtype=np.uint8)
+    byte_len = np.zeros(8, dtype=np.uint32)
+    imm = np.full(8, 9, dtype=np.int64)
+    arrays = dict(wr_id=wr_id, status=status, opcode=opcode, byte_len=byte_len, imm_data=imm)
+    got = [cqx.poll_into(**arrays)]  # at most 3: wr_id's rows
+    first = [a.tolist()[:3] for a in arrays.values()]
+    got.append(cqx.poll_into(**arrays))
+    last = [a.tolist()[:1] for a in arrays.values()]
+    got.append(cqx.poll_into(**arrays))
+    out = [got, first, last]
+    plain = ctx.create_cq_ex(ibverbs.CQInitAttrEx(8))
+    for f in (lambda: plain.poll_into(byte_len=byte_len), lambda: plain.poll_into(imm_data=imm),
+              lambda: ibverbs.CQ.poll_into(plain, wr_id=wr_id)):
+        try:
+            f()
+        except ValueError as e:
+            out.append(str(e))
+    out.append(plain.poll_into(wr_id=wr_id, status=status, opcode=opcode))
+    q.close()
+    cqx.close()
+    plain.close()
+    try:
+        cqx.poll_into(wr_id=wr_id)
+    except ibverbs.VerbsError as e:
+        out.append(e.errno)
+    return out
+""",
+    )
+    out = res.ok()
+    got, first, last = out[:3]
+    assert got == [3, 1, 0]
+    recv, write = int(enums.WCOpcode.RECV), int(enums.WCOpcode.RDMA_WRITE)
+    assert first == [[70, 71, 72], [0] * 3, [recv] * 3, [10, 20, 30], [0] * 3]
+    # the failed WRITE: wr_id and status only (a failed entry has no other
+    # field), the rest written as 0
+    assert last == [[80], [int(enums.WCStatus.LOC_PROT_ERR)], [last[2][0]], [0], [0]]
+    assert last[2][0] in (0, write)
+    assert "byte_len needs CreateCQWCFlags.BYTE_LEN" in out[3]
+    assert "imm_data needs CreateCQWCFlags.IMM" in out[4]
+    assert "use CQEx.poll_into()" in out[5]
+    assert out[6:] == [0, errno.EBADF]
+    assert [r.verb for r in res.records].count("start_poll") >= 3
+    assert res.live == 0, res.live_report
+
+
 POLL_INTO_BAD = [
     ("cq.poll_into()", TypeError, "at least one array"),
     ("cq.poll_into(np.zeros(2, np.uint64))", TypeError, "keyword arguments only"),

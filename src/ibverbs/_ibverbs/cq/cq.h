@@ -27,6 +27,18 @@ typedef struct {
 	struct cq_into *into; /* poll_into's arrays (PyMem), or NULL */
 } CQObject;
 
+/* cq.c, poll_into for CQ and CQEx: read the keywords (the arrays, each
+ * held by c until others are given, and num_entries) into c's columns;
+ * *n the most completions to reap (num_entries, the shortest array),
+ * *given (or NULL) a bit 1 << k per field k given (wr_id, status,
+ * opcode, byte_len, imm_data).  0, or -1 with TypeError/ValueError. */
+int cq_into_begin(CQObject *c, PyObject *args, PyObject *kw, long *n,
+		  unsigned int *given);
+/* Write n completions into the columns cq_into_begin read: completion i
+ * is the struct ibv_wc at first + i * stride bytes. */
+void cq_into_store(const CQObject *c, const struct ibv_wc *first, size_t stride,
+		   int n);
+
 /* cq.c: 0, or -1 with ValueError when the CQ self is its user's
  * (mlx5.init_obj): CQ.poll/poll_count and CQEx's poll paths ask. */
 int cq_check_polled_here(PyObject *self);
