@@ -951,31 +951,9 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 	if (send_batch_ready(b, qp) < 0)
 		return NULL;
 	cq = QPO(qp)->send_cq;
-	if (cq == NULL || Py_TYPE(cq) != ST.CQ_type) {
-		PyErr_SetString(PyExc_ValueError,
-				"progress() polls a plain CQ: this QP's send "
-				"CQ is a CQEx");
+	if (batch_progress_check(qp, cq, "send", b->run_qp,
+				 QPO(qp)->cap.max_send_wr, &depth, &piece) < 0)
 		return NULL;
-	}
-	if (cq_check_polled_here(cq) < 0)
-		return NULL;
-	if (b->run_qp != NULL && b->run_qp != qp) {
-		PyErr_SetString(PyExc_ValueError,
-				"a progress() run of this batch is under way "
-				"on another QP: finish it or reset() it first");
-		return NULL;
-	}
-	if (depth == PY_SSIZE_T_MAX ||
-	    depth > (Py_ssize_t)QPO(qp)->cap.max_send_wr)
-		depth = QPO(qp)->cap.max_send_wr;
-	if (depth < 1 || piece < 1) {
-		PyErr_Format(PyExc_ValueError,
-			     "depth and piece must be >= 1, got %zd and %zd",
-			     depth, piece);
-		return NULL;
-	}
-	if (piece > depth)
-		piece = depth;
 	if (send_batch_qpx(b, qp, &qpx) < 0)
 		return NULL;
 	OBJ_LOCKED_BEGIN(b);

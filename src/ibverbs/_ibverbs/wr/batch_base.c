@@ -70,6 +70,39 @@ int batch_row_error(const char *type, Py_ssize_t i, const char *what,
 	return -1;
 }
 
+/* See wr.h. */
+int batch_progress_check(PyObject *qp, PyObject *cq, const char *which,
+			 PyObject *run_qp, unsigned int cap, Py_ssize_t *depth,
+			 Py_ssize_t *piece)
+{
+	if (cq == NULL || Py_TYPE(cq) != ST.CQ_type) {
+		PyErr_Format(PyExc_ValueError,
+			     "progress() polls a plain CQ: this QP's %s CQ is "
+			     "a CQEx",
+			     which);
+		return -1;
+	}
+	if (cq_check_polled_here(cq) < 0)
+		return -1;
+	if (run_qp != NULL && run_qp != qp) {
+		PyErr_SetString(PyExc_ValueError,
+				"a progress() run of this batch is under way "
+				"on another QP: finish it or reset() it first");
+		return -1;
+	}
+	if (*depth > (Py_ssize_t)cap)
+		*depth = cap;
+	if (*depth < 1 || *piece < 1) {
+		PyErr_Format(PyExc_ValueError,
+			     "depth and piece must be >= 1, got %zd and %zd",
+			     *depth, *piece);
+		return -1;
+	}
+	if (*piece > *depth)
+		*piece = *depth;
+	return 0;
+}
+
 /* See wr.h: the message names the batch's type and the row. */
 PyObject *batch_run_failed(const char *batch, const struct ibv_wc *wcs, int k,
 			   int got, Py_ssize_t row, Py_ssize_t posted)

@@ -421,30 +421,9 @@ static PyObject *recv_batch_progress(PyObject *self, PyObject *args,
 	if (recv_queue_check(qp) < 0 || batch_mr_ready((BatchBase *)b) < 0)
 		return NULL;
 	cq = QPO(qp)->recv_cq;
-	if (cq == NULL || Py_TYPE(cq) != ST.CQ_type) {
-		PyErr_SetString(PyExc_ValueError,
-				"progress() polls a plain CQ: this QP's "
-				"receive CQ is a CQEx");
+	if (batch_progress_check(qp, cq, "receive", b->run_qp,
+				 QPO(qp)->cap.max_recv_wr, &depth, &piece) < 0)
 		return NULL;
-	}
-	if (cq_check_polled_here(cq) < 0)
-		return NULL;
-	if (b->run_qp != NULL && b->run_qp != qp) {
-		PyErr_SetString(PyExc_ValueError,
-				"a progress() run of this batch is under way "
-				"on another QP: finish it or reset() it first");
-		return NULL;
-	}
-	if (depth > (Py_ssize_t)QPO(qp)->cap.max_recv_wr)
-		depth = QPO(qp)->cap.max_recv_wr;
-	if (depth < 1 || piece < 1) {
-		PyErr_Format(PyExc_ValueError,
-			     "depth and piece must be >= 1, got %zd and %zd",
-			     depth, piece);
-		return NULL;
-	}
-	if (piece > depth)
-		piece = depth;
 	OBJ_LOCKED_BEGIN(b);
 	if (b->run_qp == NULL) {
 		Py_INCREF(qp);

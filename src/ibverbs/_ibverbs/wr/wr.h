@@ -184,6 +184,13 @@ static inline int batch_sge_check(const char *type, Py_ssize_t i,
 	return 0;
 }
 
+/* progress()'s checks of qp, whose which ("send", "receive") CQ is cq:
+ * a plain CQ polled here, no run of the batch (run_qp) on another QP;
+ * *depth cut to the queue's cap, *depth and *piece >= 1, *piece cut to
+ * *depth.  0, or -1 with ValueError. */
+int batch_progress_check(PyObject *qp, PyObject *cq, const char *which,
+			 PyObject *run_qp, unsigned int cap, Py_ssize_t *depth,
+			 Py_ssize_t *piece);
 /* progress(): the CompletionError of the failed completion wcs[k] of
  * the got one poll reaped, of row (-1: not a row in flight) of a batch of
  * type batch ("SendBatch"), its ``row``, ``posted`` (the rows the run
