@@ -845,6 +845,46 @@ def body(fake):
     assert res.live == 0, res.live_report
 
 
+def test_progress_reaps_before_it_reports_a_refused_post(recording):
+    """A post refused after a WR failed (a QP in error may refuse them):
+    the loop still reaps, and the failed completion raises, not the post's
+    VerbsError; alone, the refused post raises after the reap."""
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    out = []
+    send = ibverbs.SendBatch(mr, np.arange(64) * 8, 8, np.arange(64), 1, wr_id=100)
+    recv = ibverbs.RecvBatch(mr, np.arange(64) * 8, 8, wr_id=300)
+    for b, verb in ((send, "post_send"), (recv, "post_recv")):
+        fake.fail("completion", int(enums.WCStatus.REM_ACCESS_ERR))
+        fake.fail_nth(verb, 22, 1)  # the second piece's post
+        try:
+            b.progress(qp, 32, 8)
+        except ibverbs.CompletionError as e:
+            out.append([type(b).__name__, e.row, e.posted, e.wc.wr_id])
+        while cq.poll_count(16):
+            pass
+    fake.fail_nth("post_send", 22, 1)
+    try:
+        send.progress(qp, 32, 8)
+    except ibverbs.VerbsError as e:
+        out.append([e.errno, send.progress(qp, 32, 8)])  # then it goes on
+    return out
+""",
+    )
+    assert res.ok() == [
+        ["SendBatch", 7, 8, 107],
+        ["RecvBatch", 0, 8, 300],
+        [errno.EINVAL, 64],
+    ]
+    verbs = [r.verb for r in res.records if r.verb in ("post_send", "poll_cq")]
+    i = verbs.index("post_send")
+    assert verbs[i : i + 3] == ["post_send", "post_send", "poll_cq"]
+    assert res.live == 0, res.live_report
+
+
 def test_recv_batch_and_poll_into(recording):
     pytest.importorskip("torch")  # a torch CPU tensor is one of the columns
     res = run(

@@ -826,9 +826,9 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
 		    struct ibv_cq *cq, Py_ssize_t depth, Py_ssize_t piece)
 {
 	struct ibv_wc wc[RUN_POLL];
-	struct ibv_send_wr *bad;
+	struct ibv_send_wr *bad = NULL;
 	Py_ssize_t end, row;
-	int got, k, rc;
+	int got, k, rc, post_rc = 0;
 
 	for (;;) {
 		while (b->run_posted < b->n) {
@@ -847,13 +847,13 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
 				    bad >= &b->wrs[b->run_posted] &&
 				    bad < &b->wrs[end])
 					b->run_posted = bad - b->wrs;
-				send_post_error(b, qp, qpx, rc, bad);
-				return -1;
+				post_rc = rc;
+				break;
 			}
 			b->run_posted = end;
 		}
 		got = ibv_poll_cq(cq, RUN_POLL, wc);
-		if (got == 0)
+		if (got == 0 && post_rc == 0)
 			return 0;
 		if (got < 0 || got > RUN_POLL) {
 			verbs_error_fmt(EIO, "ibv_poll_cq",
@@ -878,6 +878,13 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
 				return -2;
 			}
 			b->run_done = row + 1;
+		}
+		if (post_rc != 0) {
+			/* Reported after the reap: a QP in error may refuse
+			 * posts, and the failed completion that put it there
+			 * (raised above) says more. */
+			send_post_error(b, qp, qpx, post_rc, bad);
+			return -1;
 		}
 		if (b->run_done == b->n)
 			return 0;
@@ -927,8 +934,9 @@ PyDoc_STRVAR(
 	"    VerbsError: EBADF if the QP, the MR or an AH is closed; EBUSY\n"
 	"        in a QPEx ``wr_start()`` batch; EOPNOTSUPP when a QPEx has\n"
 	"        no ``struct ibv_qp_ex``; else the provider refused\n"
-	"        a post (the message names the row) or ``ibv_poll_cq``\n"
-	"        failed.\n"
+	"        a post (the message names the row; raised after the\n"
+	"        reap that follows it, so that a failed completion raises\n"
+	"        first) or ``ibv_poll_cq`` failed.\n"
 	"        The run stays under way (call again to go on, or\n"
 	"        ``reset()``); a CompletionError or ValueError ends it, the\n"
 	"        completions of rows still in flight left in the CQ.");

@@ -297,9 +297,9 @@ static int recv_run_loop(RecvBatchObject *b, PyObject *qp, struct ibv_cq *cq,
 			 Py_ssize_t depth, Py_ssize_t piece)
 {
 	struct ibv_wc wc[RUN_POLL];
-	struct ibv_recv_wr *bad;
+	struct ibv_recv_wr *bad = NULL;
 	Py_ssize_t end, n = b->n;
-	int got, k, rc;
+	int got, k, rc, post_rc = 0;
 
 	for (;;) {
 		while (b->run_posted < n) {
@@ -317,13 +317,13 @@ static int recv_run_loop(RecvBatchObject *b, PyObject *qp, struct ibv_cq *cq,
 				    bad >= &b->wrs[b->run_posted] &&
 				    bad < &b->wrs[end])
 					b->run_posted = bad - b->wrs;
-				recv_post_error(b, qp, 1, rc, bad);
-				return -1;
+				post_rc = rc;
+				break;
 			}
 			b->run_posted = end;
 		}
 		got = ibv_poll_cq(cq, RUN_POLL, wc);
-		if (got == 0)
+		if (got == 0 && post_rc == 0)
 			return 0;
 		if (got < 0 || got > RUN_POLL) {
 			verbs_error_fmt(EIO, "ibv_poll_cq",
@@ -352,6 +352,10 @@ static int recv_run_loop(RecvBatchObject *b, PyObject *qp, struct ibv_cq *cq,
 				return -2;
 			}
 			b->run_done = row + 1;
+		}
+		if (post_rc != 0) { /* after the reap: see batch.c's run_loop */
+			recv_post_error(b, qp, 1, post_rc, bad);
+			return -1;
 		}
 		if (b->run_done == n)
 			return 0;
@@ -398,8 +402,10 @@ PyDoc_STRVAR(
 	"        had posted, ``after`` the WCs reaped with it (a list);\n"
 	"        the rest flush, one completion each, left in the CQ.\n"
 	"    VerbsError: EBADF if the QP or the MR is closed; else the\n"
-	"        provider refused a post (the message names the row) or\n"
-	"        ``ibv_poll_cq`` failed. The run stays under way (call\n"
+	"        provider refused a post (the message names the row;\n"
+	"        raised after the reap that follows it, so that a failed\n"
+	"        completion raises first) or ``ibv_poll_cq`` failed. The\n"
+	"        run stays under way (call\n"
 	"        again to go on, or ``reset()``); a CompletionError or\n"
 	"        ValueError ends it, the completions of rows still posted\n"
 	"        left in the CQ.");
