@@ -26,7 +26,7 @@ WS = ib.WCStatus
 # is declared dead within about a second (test_faults.py says why not
 # shorter).
 FAST_FAIL = {"timeout": 16, "retry_cnt": 2, "rnr_retry": 2}
-N, POOL, BLOCK = 8192, 8192, 1024
+N, POOL, BLOCK = 4096, 4096, 1024
 DEPTH, PIECE = 64, 16
 STARTED = 256  # rows complete before node 0 is told to destroy its QP
 # What the first failed WRITE may meet: no QP (silence, RETRY_EXC_ERR) or
@@ -43,10 +43,19 @@ def source(buf):
     buf.view(np.uint64)[:] = np.arange(buf.nbytes // 8, dtype=np.uint64) * 0x9E37 + 1
 
 
-def by_poll_into(chan, qp, cq, batch, acct):
-    """A Python loop of post(qp, k, 16) within DEPTH in flight, reaped by
-    poll_into into Completions; until every posted WR completed after a
-    failure (or all rows succeeded)."""
+def streaming(chan):
+    """Tell node 0 to destroy its QP, and wait until it has: the rows
+    posted from then on meet no QP, whatever the machine's speed."""
+    chan.send("streaming")
+    chan.recv("destroyed", timeout=60)
+    return True
+
+
+def by_poll_into(chan, qp, cq, make, acct):
+    """One batch of every row, by a Python loop of post(qp, k, 16) within
+    DEPTH in flight, reaped by poll_into into Completions; until every
+    posted WR completed after a failure (or all rows succeeded)."""
+    batch = make(0, N)
     ids, st = np.zeros(16, np.uint64), np.zeros(16, np.int32)
     told = False
     deadline = time.monotonic() + 120
@@ -60,25 +69,30 @@ def by_poll_into(chan, qp, cq, batch, acct):
         got = cq.poll_into(wr_id=ids, status=st)
         acct.complete_many(ids, st, got)
         if not told and acct.done >= STARTED:
-            chan.send("streaming")
-            told = True
+            told = streaming(chan)
     return told
 
 
-def by_progress(chan, qp, cq, batch, acct):
-    """SendBatch.progress until its CompletionError; then the WCs reaped
-    with the failed one (``after``) and the flushes left in the CQ."""
-    told = False
+def by_progress(chan, qp, cq, make, acct):
+    """The first STARTED rows by progress (one call runs a whole batch
+    while completions keep coming, so the rest is a second batch, wr_ids
+    going on); then the rest by progress until its CompletionError, the
+    WCs reaped with the failed one (``after``) and the flushes left in
+    the CQ (poll_into)."""
+    head, tail = make(0, STARTED), make(STARTED, N)
     deadline = time.monotonic() + 120
+    while head.progress(qp, DEPTH, PIECE) < STARTED:
+        assert time.monotonic() < deadline, "the first rows did not complete"
+    acct.post(STARTED)
+    acct.complete(STARTED - 1, int(WS.SUCCESS))
+    told = streaming(chan)
     try:
-        while (done := batch.progress(qp, DEPTH, PIECE)) < N:
-            assert time.monotonic() < deadline, f"{done} of {N} rows complete"
-            if not told and done >= STARTED:
-                chan.send("streaming")
-                told = True
+        while (done := tail.progress(qp, DEPTH, PIECE)) < N - STARTED:
+            assert time.monotonic() < deadline, f"{done} of {N - STARTED} rows complete"
     except ib.CompletionError as e:
         acct.post(e.posted)
-        acct.complete(e.row, int(e.status))
+        acct.complete(e.wc.wr_id, int(e.status))
+        assert e.wc.wr_id == STARTED + e.row
         for wc in e.after:
             acct.complete(wc.wr_id, int(wc.status))
     ids, st = np.zeros(16, np.uint64), np.zeros(16, np.int32)
@@ -101,6 +115,7 @@ def test_batch_reports_the_error_and_the_flushes_after_the_peer_qp_dies(
         chan.send("mr", mr_desc(mr))
         chan.recv("streaming", timeout=120)
         qp.close()
+        chan.send("destroyed")
         first_failed = chan.recv("result", timeout=180)
         src = np.empty_like(buf)
         source(src)
@@ -111,14 +126,17 @@ def test_batch_reports_the_error_and_the_flushes_after_the_peer_qp_dies(
         source(buf)
         connect(chan, ctx, qp, access=0, **FAST_FAIL)
         remote = chan.recv("mr")
-        batch = ib.SendBatch(
-            mr, s * BLOCK, BLOCK, d * BLOCK, remote["rkey"], remote_base=remote["addr"],
-            signal_every=PIECE,
-        )  # fmt: skip
+
+        def make(lo, hi):  # rows lo..hi-1, wr_id = row
+            return ib.SendBatch(
+                mr, s[lo:hi] * BLOCK, BLOCK, d[lo:hi] * BLOCK, remote["rkey"],
+                remote_base=remote["addr"], signal_every=PIECE, wr_id=lo,
+            )  # fmt: skip
+
         acct = kv.Completions()  # raises on a wr_id completed twice or out of order
         run = by_poll_into if reap == "poll_into" else by_progress
         t0 = time.monotonic()
-        assert run(chan, qp, cq, batch, acct), f"only {acct.done} rows completed"
+        assert run(chan, qp, cq, make, acct), f"only {acct.done} rows completed"
         elapsed = time.monotonic() - t0
         assert acct.failed, "every row completed: the batch outran the QP's destruction"
         first, status = acct.failed[0]
