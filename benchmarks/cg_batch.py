@@ -30,10 +30,13 @@ Receives (``recv-*``): BLOCKS receive buffers at scattered offsets, posted
 double completes a receive when it is posted; on a device the peer would
 have to send, so these run over the double only): RecvWR objects in
 RecvWRChains and ``poll(16)``; a RecvBatch, ``post(qp, k, 16)`` and
-``poll_into``; ``cg_batch ... recv``.  Completions (``poll-*``): the
+``poll_into``; a RecvBatch run by ``progress(qp, 64, 16)`` (the C loop);
+``cg_batch ... recv``.  Completions (``poll-*``): the
 batch's WRITEs all signaled, posted 16 at a time by ``SendBatch.post`` and
 reaped before the next 16: ``poll(16)`` (a WC object each) against
-``poll_into``, and ``cg_batch ... poll``.
+``poll_into`` (each status read in Python), ``poll_into`` with the
+statuses checked by one ``array.count`` (poll-bulk), and ``cg_batch ...
+poll``.
 """
 
 from __future__ import annotations
@@ -54,8 +57,8 @@ from callgrind import loop_dump, totals  # noqa: E402
 
 CHAIN, DEPTH = 16, 64
 SEND = ["objects", "post", "batch", "repost", "c"]
-RECV = ["recv-objects", "recv-batch", "recv-c"]
-POLL = ["poll-wc", "poll-into", "poll-c"]
+RECV = ["recv-objects", "recv-batch", "recv-progress", "recv-c"]
+POLL = ["poll-wc", "poll-into", "poll-bulk", "poll-c"]
 MODES = SEND + RECV + POLL
 C_MODES = {"c": "send", "recv-c": "recv", "poll-c": "poll"}  # cg_batch's MODE
 
@@ -194,6 +197,16 @@ def run_recv_batch(qa, cq, batch, ids, st):
     return empty
 
 
+def run_recv_progress(qa, batch):
+    """The whole RecvBatch by progress: one C loop, 64 posted."""
+    n, progress = len(batch), batch.progress
+    empty = 0
+    while progress(qa, DEPTH, CHAIN) < n:
+        empty += 1
+        time.sleep(0.001)
+    return empty
+
+
 def run_poll(qa, cq, batch, into, ids, st):
     """Every row signaled, 16 posted, the 16 reaped: WCs or arrays."""
     n, post = len(batch), batch.post
@@ -202,7 +215,10 @@ def run_poll(qa, cq, batch, into, ids, st):
         want = post(qa, nxt, CHAIN)
         nxt += want
         while want:
-            if into:
+            if into == "bulk":  # one C call checks them all: the rows
+                got = cq.poll_into(wr_id=ids, status=st)  # past got are
+                assert st.count(0) == len(st)  # earlier ones, all 0
+            elif into:
                 got = cq.poll_into(wr_id=ids, status=st)
                 for k in range(got):
                     assert st[k] == 0
@@ -237,12 +253,16 @@ def program(mode: str, device: str, gid_index: int, n: int, block: int) -> None:
         elif mode == "recv-batch":
             batch = ib.RecvBatch(mr_src, src_off, block)
             empty = run_recv_batch(qa, cq, batch, ids, st)
-        elif mode in ("poll-wc", "poll-into"):
+        elif mode == "recv-progress":
+            batch = ib.RecvBatch(mr_src, src_off, block)
+            empty = run_recv_progress(qa, batch)
+        elif mode in ("poll-wc", "poll-into", "poll-bulk"):
             batch = ib.SendBatch(
                 mr_src, src_off, block, dst_off, mr_dst.rkey, remote_base=mr_dst.addr,
                 signal_every=1,
             )  # fmt: skip
-            empty = run_poll(qa, cq, batch, mode == "poll-into", ids, st)
+            into = {"poll-into": True, "poll-bulk": "bulk"}.get(mode, False)
+            empty = run_poll(qa, cq, batch, into, ids, st)
         elif mode in ("post", "batch") or batch is None:
             batch = ib.SendBatch(
                 mr_src, src_off, block, dst_off, mr_dst.rkey, remote_base=mr_dst.addr,

@@ -328,6 +328,8 @@ def run_batch(ep: Endpoint, batch: Batch, imm: int, timeout: float = 30.0) -> Co
     except ib.CompletionError as e:
         acct.post(e.posted)
         acct.complete(e.row, int(e.status))
+        for wc in e.after:  # reaped by the same poll as the failed one
+            acct.complete(wc.wr_id, int(wc.status))
         drain(ep, acct, deadline)
     if acct.failed:
         failed = undelivered(batch, acct)

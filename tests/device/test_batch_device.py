@@ -343,3 +343,87 @@ def test_write_batch_on_a_qpex_by_the_wr_builders(ctx, pd):
             ln = lengths[k]
             got = dst[dests[k] * BLOCK : dests[k] * BLOCK + ln]
             assert np.array_equal(got, src[s[k] * BLOCK : s[k] * BLOCK + ln]), f"block {k}"
+
+
+def test_recv_progress_takes_a_stream_of_sends(pd, pair):
+    """A RecvBatch of 256 buffers run by progress (64 posted at most)
+    while a SendBatch of SENDs follows what it has posted; each message
+    verified, every receive completion reaped by progress."""
+    qa, ca, qb, cb = pair
+    n = 256
+    src, mr_a = mkbuf(pd, n * 256)
+    dst, mr_b = mkbuf(pd, n * 256)
+    src[:] = np.random.default_rng(7).integers(0, 256, src.size, dtype=np.uint8)
+    lengths = np.arange(n, dtype=np.uint32) % 200 + 17
+    recv = ib.RecvBatch(mr_b, np.arange(n)[::-1].copy() * 256, 256, wr_id=5000)
+    send = ib.SendBatch(mr_a, np.arange(n) * 256, lengths, opcode=ib.WROpcode.SEND)
+    sent = done = 0
+    deadline = time.monotonic() + 30
+    while done < n:
+        done = recv.progress(qb, 64, 16)
+        room = min(done + 48, n) - sent  # progress keeps >= 48 posted
+        ca.poll_count(16)  # the sends' completions (a failed one raises)
+        if room > 0:
+            sent += send.post(qa, sent, min(room, 16))
+        assert time.monotonic() < deadline, f"{done} of {n} received"
+    while ca.poll_count(16):
+        pass
+    assert cb.poll_count(16) == 0  # every receive completion reaped
+    for k in range(n):
+        at = (n - 1 - k) * 256
+        assert np.array_equal(dst[at : at + lengths[k]], src[k * 256 : k * 256 + lengths[k]])
+
+
+@pytest.fixture
+def cqex_pair(ctx, pd):
+    from support.rdma import make_rc_pair
+
+    W = ib.CreateCQWCFlags
+    pair = make_rc_pair(
+        ctx, pd, max_send_wr=64, max_recv_wr=64, cq_size=128, wc_flags=W.BYTE_LEN | W.IMM
+    )
+    yield pair
+    for o in pair:
+        o.close()
+
+
+def test_cq_ex_poll_into_reports_receives_errors_and_flushes(pd, cqex_pair):
+    qa, ca, qb, cb = cqex_pair
+    src, mr_a = mkbuf(pd, 8 * 64)
+    dst, mr_b = mkbuf(pd, 8 * 64)
+    ib.RecvBatch(mr_b, np.arange(2) * 64, 64, wr_id=70).post(qb)
+    imm = ib.SendBatch(
+        mr_a, np.arange(2) * 64, np.array([5, 9]), opcode=ib.WROpcode.SEND, imm_data=0xBEEF,
+        signal_every=1,
+    )  # fmt: skip
+    assert imm.post(qa) == 2
+    ids, st, op = np.zeros(8, np.uint64), np.zeros(8, np.int32), np.zeros(8, np.uint8)
+    nbytes, im = np.zeros(8, np.uint32), np.zeros(8, np.uint32)
+    got = 0
+    deadline = time.monotonic() + 10
+    while got < 2:
+        got += cb.poll_into(
+            wr_id=ids[got:], status=st[got:], opcode=op[got:], byte_len=nbytes[got:],
+            imm_data=im[got:],
+        )  # fmt: skip
+        assert time.monotonic() < deadline
+    assert ids[:2].tolist() == [70, 71] and not st[:2].any()
+    assert op[:2].tolist() == [int(ib.WCOpcode.RECV)] * 2
+    assert nbytes[:2].tolist() == [5, 9]
+    # the imm batch's imm_data goes with its last row only
+    assert im[:2].tolist() == [0, 0xBEEF]
+    # Row 2 past the remote MR's end: REM_ACCESS_ERR, then flushes.
+    remote = np.array([0, 64, 8 * 64, 128, 192, 256], dtype=np.uint64)
+    batch = ib.SendBatch(
+        mr_a, np.arange(6) * 64, 64, remote, mr_b.rkey, remote_base=mr_b.addr, signal_every=1
+    )
+    assert batch.post(qa) == 6
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < 8:  # the two SEND completions first
+        got += ca.poll_into(wr_id=ids[got:], status=st[got:])
+        assert time.monotonic() < deadline, f"{got} of 8 completions"
+    assert ids[:8].tolist() == [0, 1, 0, 1, 2, 3, 4, 5]
+    assert st[:4].tolist() == [SUCCESS] * 4
+    assert st[4] == int(ib.WCStatus.REM_ACCESS_ERR)
+    assert st[5:8].tolist() == [int(ib.WCStatus.WR_FLUSH_ERR)] * 3

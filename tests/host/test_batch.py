@@ -754,13 +754,14 @@ def body(fake):
     try:
         b.progress(qp, 32, 8)
     except ibverbs.CompletionError as e:
-        err = [e.row, e.wc.wr_id, e.strerror, e.errno, e.posted]
+        err = [e.row, e.wc.wr_id, e.strerror, e.errno, e.posted, [w.wr_id for w in e.after]]
     cq.poll_count(64)  # the rows in flight stay in the CQ
     return [err, b.progress(qp, 32, 8)]  # a new run from row 0
 """,
     )
-    (row, wr_id, msg, err, posted), n = res.ok()
+    (row, wr_id, msg, err, posted, after), n = res.ok()
     assert (row, wr_id, n, err, posted) == (7, 1007, 64, errno.EIO, 32)
+    assert after == [1015, 1023, 1031]  # reaped with row 7's, each piece's last
     assert msg.startswith("SendBatch row 7: work completion failed: REM_ACCESS_ERR")
 
 
@@ -844,6 +845,46 @@ def body(fake):
     assert res.live == 0, res.live_report
 
 
+def test_progress_reaps_before_it_reports_a_refused_post(recording):
+    """A post refused after a WR failed (a QP in error may refuse them):
+    the loop still reaps, and the failed completion raises, not the post's
+    VerbsError; alone, the refused post raises after the reap."""
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    out = []
+    send = ibverbs.SendBatch(mr, np.arange(64) * 8, 8, np.arange(64), 1, wr_id=100)
+    recv = ibverbs.RecvBatch(mr, np.arange(64) * 8, 8, wr_id=300)
+    for b, verb in ((send, "post_send"), (recv, "post_recv")):
+        fake.fail("completion", int(enums.WCStatus.REM_ACCESS_ERR))
+        fake.fail_nth(verb, 22, 1)  # the second piece's post
+        try:
+            b.progress(qp, 32, 8)
+        except ibverbs.CompletionError as e:
+            out.append([type(b).__name__, e.row, e.posted, e.wc.wr_id])
+        while cq.poll_count(16):
+            pass
+    fake.fail_nth("post_send", 22, 1)
+    try:
+        send.progress(qp, 32, 8)
+    except ibverbs.VerbsError as e:
+        out.append([e.errno, send.progress(qp, 32, 8)])  # then it goes on
+    return out
+""",
+    )
+    assert res.ok() == [
+        ["SendBatch", 7, 8, 107],
+        ["RecvBatch", 0, 8, 300],
+        [errno.EINVAL, 64],
+    ]
+    verbs = [r.verb for r in res.records if r.verb in ("post_send", "poll_cq")]
+    i = verbs.index("post_send")
+    assert verbs[i : i + 3] == ["post_send", "post_send", "poll_cq"]
+    assert res.live == 0, res.live_report
+
+
 def test_recv_batch_and_poll_into(recording):
     pytest.importorskip("torch")  # a torch CPU tensor is one of the columns
     res = run(
@@ -886,6 +927,221 @@ import array
     recv = int(enums.WCOpcode.RECV)
     assert first == [[500, 501, 502, 503, 504], [0] * 5, [recv] * 5, [10, 20, 30, 40, 50], [0] * 5]
     assert last_id == [0] and last_len == [7]
+
+
+def test_recv_progress_posts_in_pieces_within_depth_and_reaps(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    ids = np.arange(100, dtype=np.uint64)[::-1].copy() + 7  # not row + base
+    r = ibverbs.RecvBatch(mr, np.arange(100) * 64, 64, wr_id=ids)
+    first = r.progress(qp, depth=40, piece=16)
+    again = r.progress(qp)  # a new run, default depth (64) and piece (16)
+    return [first, again, cq.poll_count(16), ctypes.addressof(buf), mr.lkey]
+""",
+    )
+    first, again, left, base, lkey = res.ok()
+    assert (first, again, left) == (100, 100, 0)
+    # at most 40 rows posted and not complete: the double completes each
+    # receive when it is posted, so each poll reaps what was posted before
+    counts, posted, most = [], 0, 0
+    for r in res.records:
+        if r.verb == "post_recv" and sum(counts) < 100:
+            counts.append(r["count"])
+            posted += r["count"]
+            most = max(most, posted)
+        elif r.verb == "poll_cq":
+            posted = max(posted - 16, 0)
+    assert counts == [16] * 6 + [4] and most == 36  # 16 + 16 + 4
+    rows = [w for r in res.calls("post_recv") for w in wrs(r)]
+    assert [w["wr_id"] for w in rows] == list(range(106, 6, -1)) * 2
+    assert [w["sg_list[0].addr"] for w in rows[:100]] == [base + 64 * k for k in range(100)]
+    assert {w["sg_list[0].length"] for w in rows} == {64}
+    assert {w["sg_list[0].lkey"] for w in rows} == {lkey}
+    assert res.live == 0, res.live_report
+
+
+def test_recv_progress_names_the_failed_row_and_ends_the_run(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    r = ibverbs.RecvBatch(mr, np.arange(64) * 8, 8, wr_id=1000)
+    out = [r.progress(qp, 32, 8)]
+    fake.fail("completion", int(enums.WCStatus.LOC_LEN_ERR))
+    try:
+        r.progress(qp, 32, 8)  # a new run: its first row fails
+    except ibverbs.CompletionError as e:
+        after = [w.wr_id for w in e.after]
+        out.append([e.row, e.wc.wr_id, e.strerror, e.errno, e.posted, after])
+    out.append(sum(iter(lambda: cq.poll_count(16), 0)))  # the rest stay in the CQ
+    return out
+""",
+    )
+    done, (row, wr_id, msg, err, posted, after), left = res.ok()
+    # 32 rows posted (4 pieces of 8) before the first poll; the poll that
+    # reaped row 0 reaped 15 more (``after``), 16 left in the CQ
+    assert (done, row, wr_id, err, posted, left) == (64, 0, 1000, errno.EIO, 32, 16)
+    assert after == list(range(1001, 1016))
+    assert msg.startswith("RecvBatch row 0: work completion failed: LOC_LEN_ERR")
+    assert res.live == 0, res.live_report
+
+
+def test_recv_progress_refuses_while_a_run_is_under_way(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    small = ctx.create_cq(1)  # drops completions: the run waits
+    attr = ibverbs.QPInitAttr(cq, recv_cq=small, max_recv_wr=64)
+    q2 = pd.create_qp(attr)
+    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+        q2.modify(enums.QPAttrMask.STATE, qp_state=s)
+    r = ibverbs.RecvBatch(mr, np.arange(32) * 8, 8)
+    out = [r.progress(q2, 32, 16)]
+    for f in (lambda: r.post(q2), lambda: r.progress(qp)):
+        try:
+            f()
+        except ValueError as e:
+            out.append(str(e))
+    r.reset()
+    out.append(r.post(qp, 0, 4))
+    cq.poll_count(16)
+    for args in ((qp, 0), (qp, 8, 0), (cq,)):
+        try:
+            r.progress(*args)
+        except (ValueError, TypeError) as e:
+            out.append(type(e).__name__)
+    srq = pd.create_srq(max_wr=8)
+    q3 = pd.create_qp(ibverbs.QPInitAttr(cq, srq=srq))
+    cqx = ctx.create_cq_ex(ibverbs.CQInitAttrEx(cqe=8))
+    q4 = pd.create_qp(ibverbs.QPInitAttr(cq, recv_cq=cqx))
+    for q in (q3, q4):
+        try:
+            r.progress(q)
+        except ValueError as e:
+            out.append(str(e))
+    wr = ibverbs.RecvWR(wr_id=9)
+    qp.post_recv(wr)  # a completion that is none of the batch's
+    try:
+        r.progress(qp)
+    except ValueError as e:
+        out.append(str(e))
+    cq.poll_count(64)
+    q2.close()
+    try:
+        r.progress(q2)
+    except ibverbs.VerbsError as e:
+        out.append(e.errno)
+    mr.close()
+    try:
+        r.progress(qp)
+    except ibverbs.VerbsError as e:
+        out.append(e.errno)
+    for o in (q4, cqx, q3, srq):
+        o.close()
+    return out
+""",
+    )
+    out = res.ok()
+    assert out[0] == 1  # one completion went in, the rest dropped
+    assert "run of this batch is under way (1 of 32 rows complete)" in out[1]
+    assert "on another QP" in out[2]
+    assert out[3:7] == [4, "ValueError", "ValueError", "TypeError"]
+    assert "receives through its SRQ" in out[7] and "receive CQ is a CQEx" in out[8]
+    assert "wr_id 9 is not the next row in flight" in out[9]
+    assert out[10:] == [errno.EBADF, errno.EBADF]
+    assert res.live == 0, res.live_report
+
+
+def test_recv_progress_goes_on_after_a_failed_verb(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    buf, ctx, pd, cq, mr, qp = world()
+    r = ibverbs.RecvBatch(mr, np.arange(40) * 8, 8, wr_id=500)
+    out = []
+    for verb in ("post_recv", "poll_cq"):
+        fake.fail(verb, 12)
+        try:
+            r.progress(qp)
+        except ibverbs.VerbsError as e:
+            out.append(str(e))
+        out.append(r.progress(qp))  # the run goes on, counts intact
+    return out
+""",
+    )
+    out = res.ok()
+    assert "index 0 (wr_id=500)" in out[0] and out[1] == 40
+    assert "ibv_poll_cq" in out[2] and out[3] == 40
+    assert res.live == 0, res.live_report
+
+
+def test_cq_ex_poll_into_writes_every_field(recording):
+    res = run(
+        recording,
+        """
+def body(fake):
+    W = enums.CreateCQWCFlags
+    buf, ctx, pd, cq, mr, qp = world()
+    cqx = ctx.create_cq_ex(ibverbs.CQInitAttrEx(32, wc_flags=W.BYTE_LEN | W.IMM))
+    q = pd.create_qp(ibverbs.QPInitAttr(cqx))
+    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
+        q.modify(enums.QPAttrMask.STATE, qp_state=s)
+    ibverbs.RecvBatch(mr, np.arange(3) * 64, np.array([10, 20, 30]), wr_id=70).post(q)
+    fake.fail("completion", int(enums.WCStatus.LOC_PROT_ERR))
+    one = np.zeros(1, dtype=np.uint64)
+    ibverbs.SendBatch(mr, one, 8, one, 1, wr_id=80, signal_every=1).post(q)
+    wr_id = np.zeros(3, dtype=np.uint64)
+    status = np.zeros(8, dtype=np.int32)
+    opcode = np.zeros(8, dtype=np.uint8)
+    byte_len = np.zeros(8, dtype=np.uint32)
+    imm = np.full(8, 9, dtype=np.int64)
+    arrays = dict(wr_id=wr_id, status=status, opcode=opcode, byte_len=byte_len, imm_data=imm)
+    got = [cqx.poll_into(**arrays)]  # at most 3: wr_id's rows
+    first = [a.tolist()[:3] for a in arrays.values()]
+    got.append(cqx.poll_into(**arrays))
+    last = [a.tolist()[:1] for a in arrays.values()]
+    got.append(cqx.poll_into(**arrays))
+    out = [got, first, last]
+    plain = ctx.create_cq_ex(ibverbs.CQInitAttrEx(8))
+    for f in (lambda: plain.poll_into(byte_len=byte_len), lambda: plain.poll_into(imm_data=imm),
+              lambda: ibverbs.CQ.poll_into(plain, wr_id=wr_id)):
+        try:
+            f()
+        except ValueError as e:
+            out.append(str(e))
+    out.append(plain.poll_into(wr_id=wr_id, status=status, opcode=opcode))
+    q.close()
+    cqx.close()
+    plain.close()
+    try:
+        cqx.poll_into(wr_id=wr_id)
+    except ibverbs.VerbsError as e:
+        out.append(e.errno)
+    return out
+""",
+    )
+    out = res.ok()
+    got, first, last = out[:3]
+    assert got == [3, 1, 0]
+    recv, write = int(enums.WCOpcode.RECV), int(enums.WCOpcode.RDMA_WRITE)
+    assert first == [[70, 71, 72], [0] * 3, [recv] * 3, [10, 20, 30], [0] * 3]
+    # the failed WRITE: wr_id and status only (a failed entry has no other
+    # field), the rest written as 0
+    assert last == [[80], [int(enums.WCStatus.LOC_PROT_ERR)], [last[2][0]], [0], [0]]
+    assert last[2][0] in (0, write)
+    assert "byte_len needs CreateCQWCFlags.BYTE_LEN" in out[3]
+    assert "imm_data needs CreateCQWCFlags.IMM" in out[4]
+    assert "use CQEx.poll_into()" in out[5]
+    assert out[6:] == [0, errno.EBADF]
+    assert [r.verb for r in res.records].count("start_poll") >= 3
+    assert res.live == 0, res.live_report
 
 
 POLL_INTO_BAD = [

@@ -126,36 +126,47 @@ def test_sizes_parse_units():
     assert kv.size("16K") == 16384 and kv.size("1M") == 1 << 20 and kv.size("123") == 123
 
 
+def kv_body(fake, path, fail):
+    """prepare() and run_batch() of 40 pairs over the double, in a child:
+    what the run returns, or (fail: a failed completion injected) what
+    its TransferError says."""
+    import ctypes
+    import time
+    from types import SimpleNamespace
+
+    import ibverbs as ib
+    from support import load_path
+
+    kv = load_path("kv_transfer", path, register=True)
+    buf = ctypes.create_string_buffer(64 * 4096)
+    with ib.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(256) as cq:
+        mr = pd.reg_mr(ctypes.addressof(buf), len(buf), ib.AccessFlags.LOCAL_WRITE)
+        qp = pd.create_qp(ib.QPInitAttr(cq, max_send_wr=64))
+        for st in (ib.QPState.INIT, ib.QPState.RTR, ib.QPState.RTS):
+            qp.modify(ib.QPAttrMask.STATE, qp_state=st)
+        ep = SimpleNamespace(depth=64, qp=qp, cq=cq)
+        pool = SimpleNamespace(block_size=4096, mr=mr)
+        pairs = [(i, 63 - i) for i in range(40)]
+        b = kv.prepare(ep, pool, {"addr": 1 << 20, "rkey": 7}, pairs, 16, 4096)
+        if fail:
+            fake.fail("completion", int(ib.WCStatus.REM_ACCESS_ERR))
+        t0 = time.monotonic()
+        try:
+            acct = kv.run_batch(ep, b, imm=5, timeout=5.0)
+            out = [b.posts, acct.posted, acct.done, ctypes.addressof(buf), mr.lkey]
+        except kv.TransferError as e:
+            out = [e.failed, str(e), time.monotonic() - t0]
+        qp.close()
+        mr.close()
+    return out
+
+
 def test_prepare_builds_one_send_batch_posted_chain_by_chain(recording):
     """prepare() and run_batch() against the recording double: every WRITE
     of the plan, CHAIN per post, the last of each post signaled, the
     batch's last a WRITE_WITH_IMM carrying the run's immediate."""
 
-    def body(fake, path):
-        import ctypes
-        from types import SimpleNamespace
-
-        import ibverbs as ib
-        from support import load_path
-
-        kv = load_path("kv_transfer", path, register=True)
-        buf = ctypes.create_string_buffer(64 * 4096)
-        with ib.Context("fake0") as ctx, ctx.alloc_pd() as pd, ctx.create_cq(256) as cq:
-            mr = pd.reg_mr(ctypes.addressof(buf), len(buf), ib.AccessFlags.LOCAL_WRITE)
-            qp = pd.create_qp(ib.QPInitAttr(cq, max_send_wr=64))
-            for st in (ib.QPState.INIT, ib.QPState.RTR, ib.QPState.RTS):
-                qp.modify(ib.QPAttrMask.STATE, qp_state=st)
-            ep = SimpleNamespace(depth=64, qp=qp, cq=cq)
-            pool = SimpleNamespace(block_size=4096, mr=mr)
-            pairs = [(i, 63 - i) for i in range(40)]
-            b = kv.prepare(ep, pool, {"addr": 1 << 20, "rkey": 7}, pairs, 16, 4096)
-            acct = kv.run_batch(ep, b, imm=5)
-            out = [b.posts, acct.posted, acct.done, ctypes.addressof(buf), mr.lkey]
-            qp.close()
-            mr.close()
-        return out
-
-    res = recording.run(body, str(ROOT / "examples" / "kv_transfer.py"))
+    res = recording.run(kv_body, str(ROOT / "examples" / "kv_transfer.py"), False)
     posts, posted, done, base, lkey = res.ok()
     assert posts == 3 and posted == done == 40
     recs = res.calls("post_send")
@@ -173,3 +184,17 @@ def test_prepare_builds_one_send_batch_posted_chain_by_chain(recording):
         (1 << 20) + (63 - i) * 4096 for i in range(40)
     ]
     assert [x["wr.rdma.rkey"] for x in rows] == [7] * 40
+
+
+def test_run_batch_accounts_for_the_completions_reaped_with_a_failure(recording):
+    """A failed completion in progress()'s poll: the completions the same
+    poll reaped after it (CompletionError.after) are accounted for, so
+    only the failed WRITE's pairs are reported undelivered."""
+
+    res = recording.run(kv_body, str(ROOT / "examples" / "kv_transfer.py"), True)
+    failed, msg, took = res.ok()
+    # the 40 rows are posted at once (16, 16, 8), each post's last signaled:
+    # row 15's completion fails, rows 31 and 39 complete in the same poll
+    assert failed == [15]
+    assert "first failure WR 15: REM_ACCESS_ERR" in msg and "40 WRs posted, 40 completed" in msg
+    assert took < 4.0  # no wait for completions that were already reaped

@@ -110,7 +110,10 @@ DOCUMENTED = {
     # "EOPNOTSUPP or EIO when it returns a bad count": a negative count
     # is no errno (providers disagree on what it means).
     **{(f"{t}.{m}", "poll_cq", "*"): E.EIO for t in ("CQ", "CQEx") for m in ("poll", "poll_count")},
-    **{(m, "poll_cq", "*"): E.EIO for m in ("CQ.poll_into", "SendBatch.progress")},
+    **{
+        (m, "poll_cq", "*"): E.EIO
+        for m in ("CQ.poll_into", "SendBatch.progress", "RecvBatch.progress")
+    },
     # "ENODEV when no device has that name (or none can be listed)":
     # ENOSYS is the kernel without RDMA.
     ("Context", "get_device_list", E.ENOSYS): E.ENODEV,
@@ -360,6 +363,8 @@ EXTRA = [
     Method("SendBatch.update", _send_batch, lambda w, b: C(b.update, lkey=w.mr.lkey)),
     Method("SendBatch.progress", _send_batch, lambda w, b: C(b.progress, w.qp)),
     Method("SendBatch.reset", _send_batch, lambda w, b: C(b.reset)),
+    Method("RecvBatch.progress", _recv_batch, lambda w, b: C(b.progress, w.qp)),
+    Method("RecvBatch.reset", _recv_batch, lambda w, b: C(b.reset)),
     Method("SendWRChain.release", lambda w: None, lambda w, _: C(ib.SendWRChain([w.swr]).release)),
     Method("RecvWRChain.release", lambda w: None, lambda w, _: C(ib.RecvWRChain([w.rwr]).release)),
     Method("WC.raise_for_status", lambda w: None, lambda w, _: C(ib.WC(wr_id=1).raise_for_status)),

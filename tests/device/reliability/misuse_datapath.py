@@ -143,7 +143,8 @@ def batch_cases(cases, w, cw):
         mr = ib.reg_tensor(w.pd, bytearray(64), ALL_ACCESS)
         batch = make(mr)
         mr.close()
-        getattr(batch, method)(w.srq if isinstance(batch, ib.RecvBatch) else w.qp)
+        recv_post = isinstance(batch, ib.RecvBatch) and method == "post"
+        getattr(batch, method)(w.srq if recv_post else w.qp)
 
     add(
         "SendBatch over an MR closed before the post",
@@ -171,6 +172,16 @@ def batch_cases(cases, w, cw):
         "closed",
     )
     add("SendBatch.reset() without a run", lambda: send().reset(), "ok")
+    recv = ib.RecvBatch(w.mr, rows, 8)
+    each("RecvBatch.progress({})", recv.progress, [("None", None), ("an SRQ", w.srq)])
+    add("RecvBatch.progress(closed QP)", lambda: recv.progress(cw.qp), "closed")
+    each("RecvBatch.progress(qp, {})", lambda a: recv.progress(w.qp, *a), bad)
+    add(
+        "RecvBatch.progress over an MR closed before it",
+        lambda: closed_mr(lambda m: ib.RecvBatch(m, rows, 8), "progress"),
+        "closed",
+    )
+    add("RecvBatch.reset() without a run", recv.reset, "ok")
     ud_batch_cases(cases, w, cw)
     qpex_batch_cases(cases, w)
 

@@ -615,15 +615,17 @@ static int into_args(PyObject *args, PyObject *kw, PyObject *o[CQ_INTO_FIELDS],
 	return 0;
 }
 
-/* Write the n completions of wcs into the columns of in. */
-static void into_store(const struct cq_into *in, const struct ibv_wc *wcs,
-		       int n)
+/* See cq.h: completion i is the ibv_wc at first + i * stride. */
+void cq_into_store(const CQObject *c, const struct ibv_wc *first, size_t stride,
+		   int n)
 {
-	const Column *col = in->col;
+	const Column *col = c->into->col;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		const struct ibv_wc *wc = &wcs[i];
+		const struct ibv_wc *wc =
+			(const struct ibv_wc *)((const char *)first +
+						(size_t)i * stride);
 
 		if (col[0].data)
 			column_put(&col[0], i, wc->wr_id);
@@ -639,6 +641,37 @@ static void into_store(const struct cq_into *in, const struct ibv_wc *wcs,
 					   ntohl(wc->imm_data) :
 					   0);
 	}
+}
+
+/* See cq.h. */
+int cq_into_begin(CQObject *c, PyObject *args, PyObject *kw, long *n,
+		  unsigned int *given)
+{
+	PyObject *o[CQ_INTO_FIELDS];
+	long want;
+	int k;
+
+	if (into_args(args, kw, o, &want) < 0)
+		return -1;
+	if (c->into == NULL) {
+		c->into = PyMem_Calloc(1, sizeof(*c->into));
+		if (c->into == NULL) {
+			PyErr_NoMemory();
+			return -1;
+		}
+	}
+	*n = want;
+	if (given != NULL)
+		*given = 0;
+	for (k = 0; k < CQ_INTO_FIELDS; k++) {
+		if (into_column(c, k, o[k]) < 0)
+			return -1;
+		if (o[k] != NULL && c->into->col[k].n < *n)
+			*n = c->into->col[k].n;
+		if (o[k] != NULL && given != NULL)
+			*given |= 1u << k;
+	}
+	return 0;
 }
 
 PyDoc_STRVAR(
@@ -657,59 +690,30 @@ PyDoc_STRVAR(
 	"passing the same arrays looks at them once.\n"
 	"\n"
 	"Wraps ``ibv_poll_cq`` (man page ibv_poll_cq(3)).\n"
-	"\n"
-	"Args:\n"
-	"    wr_id: the wr_ids, or None.\n"
-	"    status: the WCStatus values, or None.\n"
-	"    opcode: the WCOpcode values, or None.\n"
-	"    byte_len: the byte counts, or None.\n"
-	"    imm_data: the immediate data in host order (0 where the\n"
-	"        completion carries none), or None.\n"
-	"    num_entries: the most completions to reap.\n"
-	"\n"
-	"Returns:\n"
-	"    How many completions were reaped (0 when none is ready).\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: positional arguments, no array, an array that is\n"
-	"        not one of integers.\n"
-	"    ValueError: an array read-only, not 1-D or strided, or of\n"
+	"\n" CQ_POLL_INTO_DOC_ARGS
 	"        items too small; num_entries < 1; a CQEx (use its\n"
-	"        ``poll()``).\n"
+	"        ``poll_into()``).\n"
 	"    VerbsError: EBADF once the CQ is closed; EOPNOTSUPP or EIO\n"
 	"        as ``poll()``.");
 
 static PyObject *cq_poll_into(PyObject *self, PyObject *args, PyObject *kw)
 {
 	CQObject *c = (CQObject *)self;
-	PyObject *o[CQ_INTO_FIELDS];
 	struct ibv_cq *cq;
-	long n, want;
-	int k, rc;
+	long n;
+	int rc;
 
 	HANDLE_CHECK(self);
 	if (cq_check_polled_here(self) < 0)
 		return NULL;
 	if (Py_TYPE(self) != ST.CQ_type) {
 		PyErr_SetString(PyExc_ValueError,
-				"poll_into() reads plain CQs: use a CQEx's "
-				"poll()");
+				"CQ.poll_into() reads plain CQs: use "
+				"CQEx.poll_into()");
 		return NULL;
 	}
-	if (into_args(args, kw, o, &want) < 0)
+	if (cq_into_begin(c, args, kw, &n, NULL) < 0)
 		return NULL;
-	if (c->into == NULL) {
-		c->into = PyMem_Calloc(1, sizeof(*c->into));
-		if (c->into == NULL)
-			return PyErr_NoMemory();
-	}
-	n = want;
-	for (k = 0; k < CQ_INTO_FIELDS; k++) {
-		if (into_column(c, k, o[k]) < 0)
-			return NULL;
-		if (o[k] != NULL && c->into->col[k].n < n)
-			n = c->into->col[k].n;
-	}
 	cq = CQP(self);
 	if (n > cq->cqe)
 		n = cq->cqe;
@@ -723,7 +727,7 @@ static PyObject *cq_poll_into(PyObject *self, PyObject *args, PyObject *kw)
 	rc = poll_result(cq, rc, (int)n, c->wcs);
 	if (rc < 0)
 		return NULL;
-	into_store(c->into, c->wcs, rc);
+	cq_into_store(c, c->wcs, sizeof(*c->wcs), rc);
 	return PyLong_FromLong(rc);
 }
 

@@ -27,6 +27,38 @@ typedef struct {
 	struct cq_into *into; /* poll_into's arrays (PyMem), or NULL */
 } CQObject;
 
+/* cq.c, poll_into for CQ and CQEx: read the keywords (the arrays, each
+ * held by c until others are given, and num_entries) into c's columns;
+ * *n the most completions to reap (num_entries, the shortest array),
+ * *given (or NULL) a bit 1 << k per field k given (wr_id, status,
+ * opcode, byte_len, imm_data).  0, or -1 with TypeError/ValueError. */
+int cq_into_begin(CQObject *c, PyObject *args, PyObject *kw, long *n,
+		  unsigned int *given);
+/* Write n completions into the columns cq_into_begin read: completion i
+ * is the struct ibv_wc at first + i * stride bytes. */
+void cq_into_store(const CQObject *c, const struct ibv_wc *first, size_t stride,
+		   int n);
+
+/* The docstring of poll_into from Args to the start of its ValueError,
+ * for both types. */
+#define CQ_POLL_INTO_DOC_ARGS                                               \
+	"Args:\n"                                                           \
+	"    wr_id: the wr_ids, or None.\n"                                 \
+	"    status: the WCStatus values, or None.\n"                       \
+	"    opcode: the WCOpcode values, or None.\n"                       \
+	"    byte_len: the byte counts, or None.\n"                         \
+	"    imm_data: the immediate data in host order (0 where the\n"     \
+	"        completion carries none), or None.\n"                      \
+	"    num_entries: the most completions to reap.\n"                  \
+	"\n"                                                                \
+	"Returns:\n"                                                        \
+	"    How many completions were reaped (0 when none is ready).\n"    \
+	"\n"                                                                \
+	"Raises:\n"                                                         \
+	"    TypeError: positional arguments, no array, an array that is\n" \
+	"        not one of integers.\n"                                    \
+	"    ValueError: an array read-only, not 1-D or strided, or of\n"
+
 /* cq.c: 0, or -1 with ValueError when the CQ self is its user's
  * (mlx5.init_obj): CQ.poll/poll_count and CQEx's poll paths ask. */
 int cq_check_polled_here(PyObject *self);

@@ -879,6 +879,70 @@ static PyObject *cqex_poll(PyObject *self, PyObject *args, PyObject *kw)
 			       sizeof(*c->store), got, wcex_build);
 }
 
+/* poll_into's fields (cq_into_begin's bits) and the wc_flags each needs
+ * asked for at creation (0: always read). */
+static const struct {
+	const char *name, *flag;
+	uint64_t need;
+} into_needs[] = { { "wr_id", NULL, 0 },
+		   { "status", NULL, 0 },
+		   { "opcode", NULL, 0 },
+		   { "byte_len", "BYTE_LEN", IBV_WC_EX_WITH_BYTE_LEN },
+		   { "imm_data", "IMM", IBV_WC_EX_WITH_IMM } };
+
+PyDoc_STRVAR(
+	cqex_poll_into__doc__,
+	"Reap completions into integer arrays: no object per completion.\n"
+	"\n"
+	"As ``CQ.poll_into()`` (the same arrays, rows and holding), over\n"
+	"one start/next/end_poll session as ``poll()``. ``byte_len`` needs\n"
+	"``CreateCQWCFlags.BYTE_LEN`` and ``imm_data`` needs ``IMM`` in the\n"
+	"CQ's ``wc_flags``. A failed completion is written like any other\n"
+	"(check ``status``): nothing is raised.\n"
+	"\n"
+	"Wraps ``ibv_start_poll``, ``ibv_next_poll``, ``ibv_end_poll``\n"
+	"(man page ibv_create_cq_ex(3)).\n"
+	"\n" CQ_POLL_INTO_DOC_ARGS
+	"        items too small; a field the CQ's ``wc_flags`` leave out;\n"
+	"        num_entries < 1; a ``start_poll()`` session open.\n"
+	"    VerbsError: EBADF once the CQ is closed; else\n"
+	"        ``ibv_start_poll`` failed (``errno``).");
+
+static PyObject *cqex_poll_into(PyObject *self, PyObject *args, PyObject *kw)
+{
+	CQExObject *c = CQX(self);
+	unsigned int given;
+	long n;
+	int k, got, err;
+
+	if (cqex_check_open(self) < 0 ||
+	    cq_into_begin(&c->cq, args, kw, &n, &given) < 0)
+		return NULL;
+	for (k = 0; k < (int)(sizeof(into_needs) / sizeof(into_needs[0]));
+	     k++) {
+		if ((given & (1u << k)) &&
+		    (c->wc_flags & into_needs[k].need) != into_needs[k].need) {
+			PyErr_Format(PyExc_ValueError,
+				     "%s needs CreateCQWCFlags.%s in the "
+				     "CQEx's wc_flags",
+				     into_needs[k].name, into_needs[k].flag);
+			return NULL;
+		}
+	}
+	if (n > c->cq_ex->cqe)
+		n = c->cq_ex->cqe;
+	if (n < 1)
+		return PyLong_FromLong(0);
+	if (cqex_reserve(c, (int)n) < 0)
+		return NULL;
+	got = cqex_reap(c, (int)n, &err);
+	if (got == 0 && err)
+		return verbs_error(err, "ibv_start_poll");
+	/* A failed next_poll after some entries: as poll(). */
+	cq_into_store(&c->cq, &c->store[0].wc, sizeof(*c->store), got);
+	return PyLong_FromLong(got);
+}
+
 PyDoc_STRVAR(cqex_poll_count__doc__,
 	     "Reap up to ``num_entries`` completions and count them.\n"
 	     "\n"
@@ -1032,6 +1096,7 @@ PyDoc_STRVAR(cqex__doc__,
 static PyMethodDef cqex_methods[] = {
 	METHOD_KW("poll", cqex_poll),
 	METHOD_O("poll_count", cqex_poll_count),
+	METHOD_KW("poll_into", cqex_poll_into),
 	METHOD_KW("resize", cqex_resize),
 	METHOD_NOARGS("start_poll", cqex_start_poll),
 	METHOD_NOARGS("next_poll", cqex_next_poll),

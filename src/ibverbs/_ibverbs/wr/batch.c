@@ -818,47 +818,6 @@ static Py_ssize_t run_row(const SendBatchObject *b, uint64_t wr_id)
 	return -1;
 }
 
-/* CompletionError for the failed completion *wc of row (or -1: not a
- * row in flight), its message and ``row`` attribute naming it, its
- * ``posted`` attribute the rows the run had posted: NULL. */
-static PyObject *run_failed(const struct ibv_wc *wc, Py_ssize_t row,
-			    Py_ssize_t posted)
-{
-	PyObject *w = wc_new(wc), *type, *value, *tb, *msg, *r, *p;
-
-	if (w == NULL)
-		return NULL;
-	completion_error(w);
-	Py_DECREF(w);
-	PyErr_Fetch(&type, &value, &tb);
-	PyErr_NormalizeException(&type, &value, &tb);
-	r = PyLong_FromSsize_t(row);
-	p = PyLong_FromSsize_t(posted);
-	msg = PyUnicode_FromFormat("SendBatch row %zd: work completion failed",
-				   row);
-	if (value != NULL && r != NULL && p != NULL && msg != NULL) {
-		PyObject *old = PyObject_GetAttrString(value, "strerror");
-
-		if (old != NULL && PyUnicode_Check(old)) {
-			Py_DECREF(msg);
-			msg = PyUnicode_FromFormat("SendBatch row %zd: %U", row,
-						   old);
-		}
-		Py_XDECREF(old);
-		PyErr_Clear();
-		if (msg == NULL ||
-		    PyObject_SetAttrString(value, "row", r) < 0 ||
-		    PyObject_SetAttrString(value, "posted", p) < 0 ||
-		    PyObject_SetAttrString(value, "strerror", msg) < 0)
-			PyErr_Clear();
-	}
-	Py_XDECREF(r);
-	Py_XDECREF(p);
-	Py_XDECREF(msg);
-	PyErr_Restore(type, value, tb);
-	return NULL;
-}
-
 /* One run's loop: post while the bound allows, reap, until a poll comes
  * back empty or every row is complete.  0; -1 with an error set when a
  * verb failed (the run's counts stay true: it can go on); -2 with an
@@ -867,9 +826,9 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
 		    struct ibv_cq *cq, Py_ssize_t depth, Py_ssize_t piece)
 {
 	struct ibv_wc wc[RUN_POLL];
-	struct ibv_send_wr *bad;
+	struct ibv_send_wr *bad = NULL;
 	Py_ssize_t end, row;
-	int got, k, rc;
+	int got, k, rc, post_rc = 0;
 
 	for (;;) {
 		while (b->run_posted < b->n) {
@@ -888,13 +847,13 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
 				    bad >= &b->wrs[b->run_posted] &&
 				    bad < &b->wrs[end])
 					b->run_posted = bad - b->wrs;
-				send_post_error(b, qp, qpx, rc, bad);
-				return -1;
+				post_rc = rc;
+				break;
 			}
 			b->run_posted = end;
 		}
 		got = ibv_poll_cq(cq, RUN_POLL, wc);
-		if (got == 0)
+		if (got == 0 && post_rc == 0)
 			return 0;
 		if (got < 0 || got > RUN_POLL) {
 			verbs_error_fmt(EIO, "ibv_poll_cq",
@@ -904,7 +863,8 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
 		for (k = 0; k < got; k++) {
 			row = run_row(b, wc[k].wr_id);
 			if (wc[k].status != IBV_WC_SUCCESS) {
-				run_failed(&wc[k], row, b->run_posted);
+				batch_run_failed("SendBatch", wc, k, got, row,
+						 b->run_posted);
 				return -2;
 			}
 			if (row < 0) {
@@ -918,6 +878,13 @@ static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
 				return -2;
 			}
 			b->run_done = row + 1;
+		}
+		if (post_rc != 0) {
+			/* Reported after the reap: a QP in error may refuse
+			 * posts, and the failed completion that put it there
+			 * (raised above) says more. */
+			send_post_error(b, qp, qpx, post_rc, bad);
+			return -1;
 		}
 		if (b->run_done == b->n)
 			return 0;
@@ -962,13 +929,14 @@ PyDoc_STRVAR(
 	"        row in flight.\n"
 	"    CompletionError: a failed completion; its ``row`` attribute\n"
 	"        and message name the row, ``posted`` is the rows the run\n"
-	"        had posted: those after the row flush, one completion\n"
-	"        each, left in the CQ.\n"
+	"        had posted, ``after`` the WCs reaped with it (a list);\n"
+	"        the rest flush, one completion each, left in the CQ.\n"
 	"    VerbsError: EBADF if the QP, the MR or an AH is closed; EBUSY\n"
 	"        in a QPEx ``wr_start()`` batch; EOPNOTSUPP when a QPEx has\n"
 	"        no ``struct ibv_qp_ex``; else the provider refused\n"
-	"        a post (the message names the row) or ``ibv_poll_cq``\n"
-	"        failed.\n"
+	"        a post (the message names the row; raised after the\n"
+	"        reap that follows it, so that a failed completion raises\n"
+	"        first) or ``ibv_poll_cq`` failed.\n"
 	"        The run stays under way (call again to go on, or\n"
 	"        ``reset()``); a CompletionError or ValueError ends it, the\n"
 	"        completions of rows still in flight left in the CQ.");
@@ -991,31 +959,9 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 	if (send_batch_ready(b, qp) < 0)
 		return NULL;
 	cq = QPO(qp)->send_cq;
-	if (cq == NULL || Py_TYPE(cq) != ST.CQ_type) {
-		PyErr_SetString(PyExc_ValueError,
-				"progress() polls a plain CQ: this QP's send "
-				"CQ is a CQEx");
+	if (batch_progress_check(qp, cq, "send", b->run_qp,
+				 QPO(qp)->cap.max_send_wr, &depth, &piece) < 0)
 		return NULL;
-	}
-	if (cq_check_polled_here(cq) < 0)
-		return NULL;
-	if (b->run_qp != NULL && b->run_qp != qp) {
-		PyErr_SetString(PyExc_ValueError,
-				"a progress() run of this batch is under way "
-				"on another QP: finish it or reset() it first");
-		return NULL;
-	}
-	if (depth == PY_SSIZE_T_MAX ||
-	    depth > (Py_ssize_t)QPO(qp)->cap.max_send_wr)
-		depth = QPO(qp)->cap.max_send_wr;
-	if (depth < 1 || piece < 1) {
-		PyErr_Format(PyExc_ValueError,
-			     "depth and piece must be >= 1, got %zd and %zd",
-			     depth, piece);
-		return NULL;
-	}
-	if (piece > depth)
-		piece = depth;
 	if (send_batch_qpx(b, qp, &qpx) < 0)
 		return NULL;
 	OBJ_LOCKED_BEGIN(b);

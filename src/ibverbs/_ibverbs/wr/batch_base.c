@@ -7,6 +7,7 @@
  */
 #include "ibverbs.h"
 #include "mem/mem.h"
+#include "cq/cq.h"
 #include "wr/wr.h"
 
 #include <string.h>
@@ -67,6 +68,93 @@ int batch_row_error(const char *type, Py_ssize_t i, const char *what,
 	PyErr_Format(PyExc_ValueError, "%s row %zd: %s (%llu)", type, i, what,
 		     v);
 	return -1;
+}
+
+/* See wr.h. */
+int batch_progress_check(PyObject *qp, PyObject *cq, const char *which,
+			 PyObject *run_qp, unsigned int cap, Py_ssize_t *depth,
+			 Py_ssize_t *piece)
+{
+	if (cq == NULL || Py_TYPE(cq) != ST.CQ_type) {
+		PyErr_Format(PyExc_ValueError,
+			     "progress() polls a plain CQ: this QP's %s CQ is "
+			     "a CQEx",
+			     which);
+		return -1;
+	}
+	if (cq_check_polled_here(cq) < 0)
+		return -1;
+	if (run_qp != NULL && run_qp != qp) {
+		PyErr_SetString(PyExc_ValueError,
+				"a progress() run of this batch is under way "
+				"on another QP: finish it or reset() it first");
+		return -1;
+	}
+	if (*depth > (Py_ssize_t)cap)
+		*depth = cap;
+	if (*depth < 1 || *piece < 1) {
+		PyErr_Format(PyExc_ValueError,
+			     "depth and piece must be >= 1, got %zd and %zd",
+			     *depth, *piece);
+		return -1;
+	}
+	if (*piece > *depth)
+		*piece = *depth;
+	return 0;
+}
+
+/* See wr.h: the message names the batch's type and the row. */
+PyObject *batch_run_failed(const char *batch, const struct ibv_wc *wcs, int k,
+			   int got, Py_ssize_t row, Py_ssize_t posted)
+{
+	const struct ibv_wc *wc = &wcs[k];
+	PyObject *w = wc_new(wc), *type, *value, *tb, *msg, *r, *p, *after;
+	int j;
+
+	if (w == NULL)
+		return NULL;
+	completion_error(w);
+	Py_DECREF(w);
+	PyErr_Fetch(&type, &value, &tb);
+	PyErr_NormalizeException(&type, &value, &tb);
+	r = PyLong_FromSsize_t(row);
+	p = PyLong_FromSsize_t(posted);
+	after = PyList_New(got - k - 1);
+	for (j = k + 1; after != NULL && j < got; j++) {
+		PyObject *o = wc_new(&wcs[j]);
+
+		if (o == NULL) {
+			Py_CLEAR(after);
+			break;
+		}
+		PyList_SetItem(after, j - k - 1, o);
+	}
+	msg = PyUnicode_FromFormat("%s row %zd: work completion failed", batch,
+				   row);
+	if (value != NULL && r != NULL && p != NULL && after != NULL &&
+	    msg != NULL) {
+		PyObject *old = PyObject_GetAttrString(value, "strerror");
+
+		if (old != NULL && PyUnicode_Check(old)) {
+			Py_DECREF(msg);
+			msg = PyUnicode_FromFormat("%s row %zd: %U", batch, row,
+						   old);
+		}
+		Py_XDECREF(old);
+		PyErr_Clear();
+		if (msg == NULL ||
+		    PyObject_SetAttrString(value, "row", r) < 0 ||
+		    PyObject_SetAttrString(value, "posted", p) < 0 ||
+		    PyObject_SetAttrString(value, "after", after) < 0 ||
+		    PyObject_SetAttrString(value, "strerror", msg) < 0)
+			PyErr_Clear();
+	}
+	Py_XDECREF(r);
+	Py_XDECREF(p);
+	Py_XDECREF(after);
+	Py_XDECREF(msg);
+	PyErr_Restore(type, value, tb);
+	return NULL;
 }
 
 int batch_check_rows(BatchBase *b, unsigned int room, const char *what,

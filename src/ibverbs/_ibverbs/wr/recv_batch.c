@@ -11,12 +11,19 @@
 #include "ibverbs.h"
 #include "mem/mem.h"
 #include "qp/qp.h"
+#include "cq/cq.h"
 #include "wr/wr.h"
 
 #include <string.h>
 
+#define RUN_POLL 16 /* completions per ibv_poll_cq in progress() */
+
 typedef struct {
 	BATCH_HEAD(struct ibv_recv_wr)
+	/* progress(): the QP of the run under way (strong), or NULL; the
+	 * rows posted and the rows complete. */
+	PyObject *run_qp;
+	Py_ssize_t run_posted, run_done;
 } RecvBatchObject;
 
 #define RB(o) ((RecvBatchObject *)(o))
@@ -142,30 +149,48 @@ static PyObject *recv_batch_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 	return recv_batch_build(tp, &a);
 }
 
+/* Post rows [start, end) to the QP (is_qp) or SRQ queue: the verb's
+ * return code, *bad as it set it.  The caller holds the batch's lock. */
+static int recv_post_range(RecvBatchObject *b, PyObject *queue, int is_qp,
+			   Py_ssize_t start, Py_ssize_t end,
+			   struct ibv_recv_wr **bad)
+{
+	struct ibv_recv_wr *last = &b->wrs[end - 1], *next = last->next;
+	int rc;
+
+	last->next = NULL;
+	if (is_qp)
+		rc = ibv_post_recv(QPP(queue), &b->wrs[start], bad);
+	else
+		rc = ibv_post_srq_recv(SRQP(queue), &b->wrs[start], bad);
+	last->next = next;
+	return rc;
+}
+
+/* The VerbsError of a failed post of rc, bad as the verb set it: NULL. */
+static PyObject *recv_post_error(RecvBatchObject *b, PyObject *queue, int is_qp,
+				 int rc, struct ibv_recv_wr *bad)
+{
+	return post_error(rc, is_qp ? "ibv_post_recv" : "ibv_post_srq_recv",
+			  "receive", bad ? bad - b->wrs : -1,
+			  bad ? bad->wr_id : 0, is_qp ? QPP(queue) : NULL,
+			  is_qp ? qp_state_name(QPP(queue)->state) : "SRQ");
+}
+
 /* Post rows [start, end) to the QP or SRQ queue: the number posted, or
  * NULL. */
 static PyObject *recv_batch_post_rows(RecvBatchObject *b, PyObject *queue,
 				      Py_ssize_t start, Py_ssize_t end)
 {
-	struct ibv_recv_wr *last, *next, *bad = NULL;
+	struct ibv_recv_wr *bad = NULL;
 	int is_qp = PyObject_TypeCheck(queue, ST.QP_type), rc;
 
 	OBJ_LOCKED_BEGIN(b);
-	last = &b->wrs[end - 1];
-	next = last->next;
-	last->next = NULL;
-	if (is_qp)
-		rc = ibv_post_recv(QPP(queue), &b->wrs[start], &bad);
-	else
-		rc = ibv_post_srq_recv(SRQP(queue), &b->wrs[start], &bad);
-	last->next = next;
+	rc = recv_post_range(b, queue, is_qp, start, end, &bad);
 	OBJ_LOCKED_END();
 	if (rc == 0)
 		return PyLong_FromSsize_t(end - start);
-	return post_error(rc, is_qp ? "ibv_post_recv" : "ibv_post_srq_recv",
-			  "receive", bad ? bad - b->wrs : -1,
-			  bad ? bad->wr_id : 0, is_qp ? QPP(queue) : NULL,
-			  is_qp ? qp_state_name(QPP(queue)->state) : "SRQ");
+	return recv_post_error(b, queue, is_qp, rc, bad);
 }
 
 /* A QP that receives itself (no SRQ), or an SRQ.  0 or -1. */
@@ -178,6 +203,18 @@ static int recv_queue_check(PyObject *queue)
 		return -1;
 	}
 	return 0;
+}
+
+/* No progress() run is under way (a post would race it). */
+static int recv_batch_idle(RecvBatchObject *b)
+{
+	if (b->run_qp == NULL)
+		return 0;
+	PyErr_Format(PyExc_ValueError,
+		     "a progress() run of this batch is under way (%zd of %zd "
+		     "rows complete): finish it or reset() it first",
+		     b->run_done, b->n);
+	return -1;
 }
 
 PyDoc_STRVAR(recv_batch_post__doc__,
@@ -202,7 +239,8 @@ PyDoc_STRVAR(recv_batch_post__doc__,
 	     "    TypeError: queue is not a QP or SRQ, or start/count not\n"
 	     "        ints.\n"
 	     "    ValueError: start past the end, a negative count, a QP\n"
-	     "        with an SRQ, or the MR was re-registered.\n"
+	     "        with an SRQ, the MR was re-registered, or a\n"
+	     "        ``progress()`` run is under way.\n"
 	     "    VerbsError: EBADF if the queue or the MR is closed; else\n"
 	     "        the provider refused (the message names the row).");
 
@@ -218,6 +256,8 @@ static PyObject *recv_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 			     PY_SSIZE_T_MAX, &count) < 0)
 		return NULL;
 	HANDLE_CHECK(queue);
+	if (recv_batch_idle(b) < 0)
+		return NULL;
 	if (start > b->n) {
 		PyErr_Format(PyExc_ValueError,
 			     "start %zd is past the batch's %zd rows", start,
@@ -235,6 +275,190 @@ static PyObject *recv_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 	if (end == start)
 		return PyLong_FromLong(0);
 	return recv_batch_post_rows(b, queue, start, end);
+}
+
+/* ------------------------------------------------------------------ */
+/* progress(): posting and reaping in one C loop                       */
+/* ------------------------------------------------------------------ */
+
+static void recv_run_end(RecvBatchObject *b)
+{
+	Py_CLEAR(b->run_qp);
+	b->run_posted = b->run_done = 0;
+}
+
+/* One run's loop: post pieces while the bound allows, reap the receive
+ * CQ, until a poll comes back empty or every row is complete.  A QP's
+ * receives complete in the order they were posted: completion k of the
+ * run is row k.  0; -1 with an error set when a verb failed (the run's
+ * counts stay true); -2 when a completion failed or is not the next
+ * row (the run ends). */
+static int recv_run_loop(RecvBatchObject *b, PyObject *qp, struct ibv_cq *cq,
+			 Py_ssize_t depth, Py_ssize_t piece)
+{
+	struct ibv_wc wc[RUN_POLL];
+	struct ibv_recv_wr *bad = NULL;
+	Py_ssize_t end, n = b->n;
+	int got, k, rc, post_rc = 0;
+
+	for (;;) {
+		while (b->run_posted < n) {
+			end = b->run_posted + piece < n ?
+				      b->run_posted + piece :
+				      n;
+			if (end - b->run_done > depth)
+				break;
+			bad = NULL;
+			rc = recv_post_range(b, qp, 1, b->run_posted, end,
+					     &bad);
+			if (rc != 0) {
+				/* The rows before bad are posted. */
+				if (bad != NULL &&
+				    bad >= &b->wrs[b->run_posted] &&
+				    bad < &b->wrs[end])
+					b->run_posted = bad - b->wrs;
+				post_rc = rc;
+				break;
+			}
+			b->run_posted = end;
+		}
+		got = ibv_poll_cq(cq, RUN_POLL, wc);
+		if (got == 0 && post_rc == 0)
+			return 0;
+		if (got < 0 || got > RUN_POLL) {
+			verbs_error_fmt(EIO, "ibv_poll_cq",
+					"the provider returned %d", got);
+			return -1;
+		}
+		for (k = 0; k < got; k++) {
+			Py_ssize_t row = b->run_done;
+			int ours = row < b->run_posted &&
+				   wc[k].wr_id == b->wrs[row].wr_id;
+
+			if (wc[k].status != IBV_WC_SUCCESS) {
+				batch_run_failed("RecvBatch", wc, k, got,
+						 ours ? row : -1,
+						 b->run_posted);
+				return -2;
+			}
+			if (!ours) {
+				PyErr_Format(PyExc_ValueError,
+					     "a completion of wr_id %llu is "
+					     "not the next row in flight: "
+					     "while progress() runs, the QP's "
+					     "receive CQ must carry only this "
+					     "batch's completions",
+					     (unsigned long long)wc[k].wr_id);
+				return -2;
+			}
+			b->run_done = row + 1;
+		}
+		if (post_rc != 0) { /* after the reap: see batch.c's run_loop */
+			recv_post_error(b, qp, 1, post_rc, bad);
+			return -1;
+		}
+		if (b->run_done == n)
+			return 0;
+	}
+}
+
+PyDoc_STRVAR(
+	recv_batch_progress__doc__,
+	"Post and reap the whole batch in pieces, in one C loop.\n"
+	"\n"
+	"Starts a run (or goes on with the one under way): posts pieces of\n"
+	"``piece`` rows while at most ``depth`` rows are posted and not yet\n"
+	"complete, and reaps the QP's receive CQ (a QP's receives complete\n"
+	"in the order posted: the run's k-th completion is row k), until a\n"
+	"poll finds nothing or every row is complete; then returns. Call it\n"
+	"again (sleeping, or after a CQ event) until it returns\n"
+	"``len(batch)``, which ends the run. While a run is under way the\n"
+	"receive CQ must carry only this batch's completions, and\n"
+	"``post()`` is refused. The completions' byte counts and immediate\n"
+	"data are not kept: use ``post()`` and ``CQ.poll_into`` for them.\n"
+	"Keeps the GIL, as ``QP.post_recv`` does.\n"
+	"\n"
+	"Wraps ``ibv_post_recv`` and ``ibv_poll_cq`` (man pages\n"
+	"ibv_post_recv(3), ibv_poll_cq(3)).\n"
+	"\n"
+	"Args:\n"
+	"    queue: the QP (without an SRQ), over a plain receive CQ.\n"
+	"    depth: the most rows posted and not complete (None:\n"
+	"        ``cap.max_recv_wr``; more is cut to it).\n"
+	"    piece: rows per ``ibv_post_recv`` (more than depth is cut\n"
+	"        to it).\n"
+	"\n"
+	"Returns:\n"
+	"    How many rows are complete; ``len(batch)`` ends the run.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: queue is not a QP, or depth/piece not ints.\n"
+	"    ValueError: depth or piece < 1, a QP with an SRQ, a CQEx or a\n"
+	"        polled-elsewhere receive CQ, another QP's run under way,\n"
+	"        the MR re-registered, or a completion that is not the\n"
+	"        next row.\n"
+	"    CompletionError: a failed completion; its ``row`` attribute\n"
+	"        and message name the row, ``posted`` is the rows the run\n"
+	"        had posted, ``after`` the WCs reaped with it (a list);\n"
+	"        the rest flush, one completion each, left in the CQ.\n"
+	"    VerbsError: EBADF if the QP or the MR is closed; else the\n"
+	"        provider refused a post (the message names the row;\n"
+	"        raised after the reap that follows it, so that a failed\n"
+	"        completion raises first) or ``ibv_poll_cq`` failed. The\n"
+	"        run stays under way (call\n"
+	"        again to go on, or ``reset()``); a CompletionError or\n"
+	"        ValueError ends it, the completions of rows still posted\n"
+	"        left in the CQ.");
+
+static PyObject *recv_batch_progress(PyObject *self, PyObject *args,
+				     PyObject *kw)
+{
+	static char *kwlist[] = { "queue", "depth", "piece", NULL };
+	RecvBatchObject *b = RB(self);
+	Py_ssize_t depth = 0, piece = 0, done;
+	PyObject *qp, *cq;
+	int rc;
+
+	if (batch_queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type,
+			     NULL, "QP", &qp, PY_SSIZE_T_MAX, &depth, 16,
+			     &piece) < 0)
+		return NULL;
+	HANDLE_CHECK(qp);
+	if (recv_queue_check(qp) < 0 || batch_mr_ready((BatchBase *)b) < 0)
+		return NULL;
+	cq = QPO(qp)->recv_cq;
+	if (batch_progress_check(qp, cq, "receive", b->run_qp,
+				 QPO(qp)->cap.max_recv_wr, &depth, &piece) < 0)
+		return NULL;
+	OBJ_LOCKED_BEGIN(b);
+	if (b->run_qp == NULL) {
+		Py_INCREF(qp);
+		b->run_qp = qp;
+	}
+	rc = recv_run_loop(b, qp, (struct ibv_cq *)HANDLE(cq)->obj, depth,
+			   piece);
+	done = b->run_done;
+	if (rc == -2 || done == b->n)
+		recv_run_end(b);
+	OBJ_LOCKED_END();
+	if (rc < 0)
+		return NULL;
+	return PyLong_FromSsize_t(done);
+}
+
+PyDoc_STRVAR(recv_batch_reset__doc__,
+	     "End the progress() run under way without waiting for it.\n"
+	     "\n"
+	     "The rows posted stay posted: their completions arrive in the\n"
+	     "receive CQ as usual. Nothing happens when no run is under\n"
+	     "way.");
+
+static PyObject *recv_batch_reset(PyObject *self, PyObject *unused)
+{
+	OBJ_LOCKED_BEGIN(self);
+	recv_run_end(RB(self));
+	OBJ_LOCKED_END();
+	Py_RETURN_NONE;
 }
 
 const char qp_post_recv_batch__doc__[] = PyDoc_STR(
@@ -284,8 +508,15 @@ PyObject *qp_post_recv_batch(PyObject *self, PyObject *args, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
+static int recv_batch_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(RB(self)->run_qp);
+	return batch_traverse(self, visit, arg);
+}
+
 static int recv_batch_clear(PyObject *self)
 {
+	Py_CLEAR(RB(self)->run_qp);
 	Py_CLEAR(RB(self)->mr);
 	return 0;
 }
@@ -295,8 +526,12 @@ static PyObject *recv_batch_repr(PyObject *self)
 	return PyUnicode_FromFormat("<RecvBatch of %zd rows>", RB(self)->n);
 }
 
-static PyMethodDef recv_batch_methods[] = { METHOD_KW("post", recv_batch_post),
-					    { NULL, NULL, 0, NULL } };
+static PyMethodDef recv_batch_methods[] = {
+	METHOD_KW("post", recv_batch_post),
+	METHOD_KW("progress", recv_batch_progress),
+	METHOD_NOARGS("reset", recv_batch_reset),
+	{ NULL, NULL, 0, NULL }
+};
 
 static PyGetSetDef recv_batch_getset[] = {
 	{ "mr", batch_get_mr, NULL,
@@ -313,7 +548,9 @@ PyDoc_STRVAR(
 	"Columns as SendBatch's: any 1-D array of integers; lengths, lkey\n"
 	"and wr_id may be one int. Checked once and copied into native\n"
 	"``ibv_recv_wr`` and ``ibv_sge`` arrays the batch owns.\n"
-	"``post(queue, start, count)`` posts rows to a QP or an SRQ.\n"
+	"``post(queue, start, count)`` posts rows to a QP or an SRQ;\n"
+	"``progress(qp, depth, piece)`` posts and reaps the whole batch in\n"
+	"one C loop.\n"
 	"The batch holds its MR: a post after ``mr.close()`` is EBADF.\n"
 	"\n"
 	"Args:\n"
@@ -333,7 +570,7 @@ static PyType_Slot recv_batch_slots[] = {
 	{ Py_tp_doc, (void *)recv_batch__doc__ },
 	{ Py_tp_new, recv_batch_new },
 	{ Py_tp_dealloc, batch_dealloc },
-	{ Py_tp_traverse, batch_traverse },
+	{ Py_tp_traverse, recv_batch_traverse },
 	{ Py_tp_clear, recv_batch_clear },
 	{ Py_tp_repr, recv_batch_repr },
 	{ Py_tp_methods, recv_batch_methods },

@@ -184,6 +184,20 @@ static inline int batch_sge_check(const char *type, Py_ssize_t i,
 	return 0;
 }
 
+/* progress()'s checks of qp, whose which ("send", "receive") CQ is cq:
+ * a plain CQ polled here, no run of the batch (run_qp) on another QP;
+ * *depth cut to the queue's cap, *depth and *piece >= 1, *piece cut to
+ * *depth.  0, or -1 with ValueError. */
+int batch_progress_check(PyObject *qp, PyObject *cq, const char *which,
+			 PyObject *run_qp, unsigned int cap, Py_ssize_t *depth,
+			 Py_ssize_t *piece);
+/* progress(): the CompletionError of the failed completion wcs[k] of
+ * the got one poll reaped, of row (-1: not a row in flight) of a batch of
+ * type batch ("SendBatch"), its ``row``, ``posted`` (the rows the run
+ * had posted) and ``after`` (WCs of wcs[k+1..got), reaped with it)
+ * attributes set: NULL. */
+PyObject *batch_run_failed(const char *batch, const struct ibv_wc *wcs, int k,
+			   int got, Py_ssize_t row, Py_ssize_t posted);
 /* The batch's rows fit a queue of room WRs (what: "send", "receive";
  * type: the batch's, for the error): 0, or -1 with ValueError. */
 int batch_check_rows(BatchBase *b, unsigned int room, const char *what,
