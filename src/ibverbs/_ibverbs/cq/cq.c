@@ -743,9 +743,7 @@ PyDoc_STRVAR(cq_req_notify__doc__,
 	     "    solicited_only: only a solicited completion (or an error)\n"
 	     "        triggers the event.\n"
 	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "Raises:\n" DOC_RAISES_VERB("CQ"));
 
 /* solicited_only: any object, read for its truth. */
 struct req_notify_args {

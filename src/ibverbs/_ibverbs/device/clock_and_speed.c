@@ -38,9 +38,8 @@ METHOD_DOC(context_query_rt_values_ex,
 	   "\n"
 	   "Raises:\n"
 	   "    TypeError: comp_mask is not an int.\n"
-	   "    ValueError: comp_mask is out of range.\n"
-	   "    VerbsError: EBADF once the Context is closed; else the\n"
-	   "        verb failed (``errno``: EOPNOTSUPP without the op).");
+	   "    ValueError: comp_mask is out of range.\n" DOC_RAISES_VERB_AS(
+		   "Context", ": EOPNOTSUPP without the op"));
 
 struct rt_values_args {
 	uint32_t comp_mask;

@@ -347,9 +347,8 @@ const char context_resolve_eth_l2_from_gid__doc__[] = PyDoc_STR(
 	"\n"
 	"Raises:\n"
 	"    TypeError: ah_attr is not an AHAttr.\n"
-	"    ValueError: a field of ah_attr is out of range.\n"
-	"    VerbsError: EBADF once the Context is closed; else the verb\n"
-	"        failed (``errno``, e.g. EINVAL without a GRH).");
+	"    ValueError: a field of ah_attr is out of range.\n" DOC_RAISES_VERB_AS(
+		"Context", ", e.g. EINVAL without a GRH"));
 
 PyObject *context_resolve_eth_l2_from_gid(PyObject *self, PyObject *arg)
 {

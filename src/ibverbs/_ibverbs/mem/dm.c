@@ -117,9 +117,7 @@ PyDoc_STRVAR(dm_copy_to__doc__,
 	     "    TypeError: data is not bytes or bytearray, or offset is\n"
 	     "        not an int.\n"
 	     "    ValueError: offset is negative, or offset + len(data)\n"
-	     "        passes the DM's end.\n"
-	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "        passes the DM's end.\n" DOC_RAISES_VERB("DM"));
 
 struct copy_to_args {
 	uint64_t offset;
@@ -192,9 +190,7 @@ PyDoc_STRVAR(dm_copy_from__doc__,
 	     "Raises:\n"
 	     "    TypeError: offset or length is not an int.\n"
 	     "    ValueError: offset or length is negative, or offset +\n"
-	     "        length passes the DM's end.\n"
-	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "        length passes the DM's end.\n" DOC_RAISES_VERB("DM"));
 
 struct copy_from_args {
 	uint64_t offset, length;

@@ -570,9 +570,7 @@ METHOD_DOC(pd_alloc_null_mr,
 	   "Returns:\n"
 	   "    The new MR (its lkey goes into SGEs).\n"
 	   "\n"
-	   "Raises:\n"
-	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
-	   "        failed (``errno``: EOPNOTSUPP without the op).");
+	   "Raises:\n" DOC_RAISES_VERB_AS("PD", ": EOPNOTSUPP without the op"));
 
 PyObject *pd_alloc_null_mr(PyObject *self, PyObject *unused)
 {

@@ -318,9 +318,8 @@ METHOD_DOC(pd_alloc_mw,
 	   "\n"
 	   "Raises:\n"
 	   "    TypeError: type is not an int.\n"
-	   "    ValueError: type is neither 1 nor 2.\n"
-	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
-	   "        failed (``errno``, e.g. EOPNOTSUPP without windows).");
+	   "    ValueError: type is neither 1 nor 2.\n" DOC_RAISES_VERB_AS(
+		   "PD", ", e.g. EOPNOTSUPP without windows"));
 
 struct alloc_mw_args {
 	int type;

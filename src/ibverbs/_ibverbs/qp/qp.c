@@ -611,9 +611,7 @@ PyDoc_STRVAR(qp_query__doc__,
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: mask is not an int.\n"
-	     "    ValueError: mask is out of range.\n"
-	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "    ValueError: mask is out of range.\n" DOC_RAISES_VERB("QP"));
 
 /* query(mask=all) -> (dict of the fields the mask covers, QPCap) */
 struct query_args {

@@ -152,9 +152,7 @@ PyDoc_STRVAR(wq_modify__doc__,
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: nothing is given, or a value is not an int.\n"
-	     "    ValueError: a value is out of range.\n"
-	     "    VerbsError: EBADF once the WQ is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "    ValueError: a value is out of range.\n" DOC_RAISES_VERB("WQ"));
 
 /* given: the attr_mask bits of the arguments given (not None), and
  * WQ_MODIFY_FLAGS_MASK for flags_mask. */
