@@ -191,18 +191,13 @@ static const ArgSpec query_port_params[] = {
 };
 METHOD_ARGS(context_query_port, "Context.query_port", query_port_params);
 
-static PyObject *context_query_port(PyObject *self, PyObject *args,
-				    PyObject *kw)
+ARGS_METHOD(static, context_query_port, self, struct query_port_args, q)
 {
-	struct query_port_args q;
 	struct ibv_port_attr a;
 	uint8_t port;
 	PyObject *d;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_query_port_args, self, args, kw, &q) < 0)
-		return NULL;
 	port = q.port_num;
 	rc = port_query(CTX(self), port, &a);
 	if (rc != 0)
@@ -260,15 +255,11 @@ static const ArgSpec query_gid_params[] = {
 };
 METHOD_ARGS(context_query_gid, "Context.query_gid", query_gid_params);
 
-static PyObject *context_query_gid(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, context_query_gid, self, struct query_gid_args, q)
 {
-	struct query_gid_args q;
 	union ibv_gid gid;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_query_gid_args, self, args, kw, &q) < 0)
-		return NULL;
 	rc = IBV.query_gid(CTX(self), q.port_num, q.index, &gid);
 	if (rc != 0)
 		return verbs_error_fmt(rc < 0 ? (errno ? errno : EINVAL) : rc,
@@ -446,16 +437,12 @@ static const ArgSpec import_device_params[] = {
 METHOD_ARGS(context_import_device, "Context.import_device",
 	    import_device_params);
 
-static PyObject *context_import_device(PyObject *cls, PyObject *args,
-				       PyObject *kw)
+ARGS_FUNCTION(static, context_import_device, cls, struct import_device_args, a)
 {
-	struct import_device_args a;
 	struct ibv_context *ctx;
 	ContextObject *self;
 	int dup_fd, err, fd;
 
-	if (args_parse(&context_import_device_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	fd = a.cmd_fd;
 	IBV_REQUIRE_OPTIONAL(import_device, ibv_import_device, "rdma-core 31");
 	dup_fd = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);

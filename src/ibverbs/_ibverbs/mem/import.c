@@ -82,17 +82,13 @@ static const ArgSpec import_pd_params[] = {
 };
 METHOD_ARGS(context_import_pd, "Context.import_pd", import_pd_params);
 
-PyObject *context_import_pd(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_import_pd, self, struct import_pd_args, a)
 {
 	ContextObject *ctx = (ContextObject *)self;
-	struct import_pd_args a;
 	struct ibv_pd *pd;
 	uint32_t handle;
 	PDObject *o;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_import_pd_args, self, args, kw, &a) < 0)
-		return NULL;
 	handle = a.pd_handle;
 	IBV_REQUIRE_OPTIONAL(import_pd, ibv_import_pd, "rdma-core 31");
 	errno = 0;
@@ -142,17 +138,13 @@ static const ArgSpec import_mr_params[] = {
 };
 METHOD_ARGS(pd_import_mr, "PD.import_mr", import_mr_params);
 
-PyObject *pd_import_mr(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, pd_import_mr, self, struct import_mr_args, a)
 {
 	PDObject *pd = (PDObject *)self;
-	struct import_mr_args a;
 	struct ibv_mr *mr;
 	uint32_t handle;
 	MRObject *o;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&pd_import_mr_args, self, args, kw, &a) < 0)
-		return NULL;
 	handle = a.mr_handle;
 	IBV_REQUIRE_OPTIONAL(import_mr, ibv_import_mr, "rdma-core 31");
 	errno = 0;
@@ -207,16 +199,12 @@ static const ArgSpec import_dm_params[] = {
 };
 METHOD_ARGS(context_import_dm, "Context.import_dm", import_dm_params);
 
-PyObject *context_import_dm(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_import_dm, self, struct import_dm_args, a)
 {
 	ContextObject *ctx = (ContextObject *)self;
-	struct import_dm_args a;
 	struct ibv_dm *dm;
 	DMObject *o;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_import_dm_args, self, args, kw, &a) < 0)
-		return NULL;
 	IBV_REQUIRE_OPTIONAL(import_dm, ibv_import_dm, "rdma-core 35");
 	errno = 0;
 	dm = IBV.import_dm((struct ibv_context *)HANDLE(ctx)->obj, a.dm_handle);

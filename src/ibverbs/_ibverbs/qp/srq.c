@@ -353,15 +353,11 @@ static const ArgSpec srq_modify_params[] = {
 METHOD_ARGS_MASK(srq_modify, "SRQ.modify", srq_modify_params,
 		 offsetof(struct srq_modify_args, mask));
 
-static PyObject *srq_modify(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, srq_modify, self, struct srq_modify_args, a)
 {
-	struct srq_modify_args a;
 	struct ibv_srq_attr attr = { 0 };
 	int mask, rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&srq_modify_args, self, args, kw, &a) < 0)
-		return NULL;
 	mask = (int)a.mask;
 	attr.max_wr = a.max_wr;
 	attr.srq_limit = a.srq_limit;
