@@ -337,6 +337,13 @@ PyObject *enum_from_int(const char *cls, long v);
 	PyObject *fn(PyObject *self, PyObject *arg); \
 	extern const char fn##__doc__[]
 #define METHOD_DOC(fn, text) const char fn##__doc__[] = PyDoc_STR(text)
+/* A docstring's last Raises line where the method calls one verb on its
+ * T (a type name): EBADF once the T is closed, else the verb's errno;
+ * _AS adds how (", e.g. EINVAL for ...") inside the parenthesis. */
+#define DOC_RAISES_VERB_AS(T, how)                                        \
+	"    VerbsError: EBADF once the " T " is closed; else the verb\n" \
+	"        failed (``errno``" how ")."
+#define DOC_RAISES_VERB(T) DOC_RAISES_VERB_AS(T, "")
 #define METHOD_KW(name, fn)                                            \
 	{                                                              \
 		name, KW fn, METH_VARARGS | METH_KEYWORDS, fn##__doc__ \

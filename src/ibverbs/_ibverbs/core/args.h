@@ -20,9 +20,10 @@
  *	};
  *	METHOD_ARGS(pd_reg_mr, "PD.reg_mr", reg_mr_params);
  *
- * and the function calls args_parse(&pd_reg_mr_args, self, args, kw, &a)
- * after HANDLE_CHECK(self), so a handle argument is checked open (and, in
- * the free-threaded build, pinned) inside the method's scope.
+ * and the function's head is ARGS_METHOD (below), which calls
+ * args_parse(&pd_reg_mr_args, self, args, kw, &a) after
+ * HANDLE_CHECK(self), so a handle argument is checked open (and, in the
+ * free-threaded build, pinned) inside the method's scope.
  *
  * From that one declaration come the parsing, with one wording per kind
  * of error (args.c), and ibverbs._ibverbs._specs, the declarations as
@@ -183,6 +184,35 @@ void args_register(const MethodArgs *m);
  * VerbsError(EBADF) set. */
 int args_parse(const MethodArgs *m, PyObject *self, PyObject *args,
 	       PyObject *kw, void *out);
+
+/* The head of a function that parses by its declaration (METHOD_ARGS
+ * above it): the macro defines fn (link: static or extern), which parses
+ * args and kw into a T named var and returns fn##_impl(self, var); the
+ * block after the macro is fn##_impl's body.  ARGS_METHOD does
+ * HANDLE_CHECK(self) first, and a handle argument must share self's
+ * parent; ARGS_FUNCTION (a module function) has no parent to share.
+ *
+ *	METHOD_ARGS(pd_alloc_buf, "PD.alloc_buf", alloc_buf_params);
+ *	ARGS_METHOD(extern, pd_alloc_buf, parent, struct alloc_buf_args, a)
+ *	{
+ *		... a.size ...
+ *	}
+ */
+#define ARGS_FN_(link, fn, self, T, var, check, parent)                 \
+	static PyObject *fn##_impl(PyObject *self, T var);              \
+	link PyObject *fn(PyObject *self, PyObject *args, PyObject *kw) \
+	{                                                               \
+		T var;                                                  \
+		check;                                                  \
+		if (args_parse(&fn##_args, parent, args, kw, &var) < 0) \
+			return NULL;                                    \
+		return fn##_impl(self, var);                            \
+	}                                                               \
+	static PyObject *fn##_impl(PyObject *self, T var)
+#define ARGS_METHOD(link, fn, self, T, var) \
+	ARGS_FN_(link, fn, self, T, var, HANDLE_CHECK(self), self)
+#define ARGS_FUNCTION(link, fn, mod, T, var) \
+	ARGS_FN_(link, fn, mod, T, var, (void)0, NULL)
 
 /* The messages of the kinds of bad argument, for the few methods that
  * still parse by hand: "name must be an MR[ or None], not <type>";

@@ -209,19 +209,28 @@ static int drain_pins(Handle *h)
 #define obj_store(h, o) ((h)->obj = (o))
 #endif
 
-void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
+/* No object, no links, no users; closed: no pin may be taken any more
+ * (free-threaded builds), else none is held. */
+static void handle_reset(Handle *h, int closed)
 {
-	Handle **head;
-
 	h->obj = NULL;
-	h->kind = kind;
 	h->children = NULL;
 	h->sib_prev = h->sib_next = NULL;
 	h->users = 0;
 	h->busy = 0;
 #ifdef Py_GIL_DISABLED
-	h->pins = 0;
+	h->pins = closed ? HANDLE_CLOSING : 0;
+#else
+	(void)closed;
 #endif
+}
+
+void handle_init(Handle *h, const HandleKind *kind, Handle *parent)
+{
+	Handle **head;
+
+	handle_reset(h, 0);
+	h->kind = kind;
 	h->parent = parent;
 	if (parent != NULL)
 		Py_INCREF((PyObject *)parent);
@@ -302,15 +311,8 @@ static void forget_tree(Handle *h)
 		next = c->sib_next;
 		forget_tree(c);
 	}
-	h->obj = NULL;
-	h->children = NULL;
-	h->sib_prev = h->sib_next = NULL;
-	h->users = 0;
-	h->busy = 0;
-#ifdef Py_GIL_DISABLED
 	/* The threads that held pins are gone: closed for good. */
-	h->pins = HANDLE_CLOSING;
-#endif
+	handle_reset(h, 1);
 }
 
 /*

@@ -219,12 +219,9 @@ static const ArgSpec is_qpt_supported_params[] = {
 };
 METHOD_ARGS(mod_is_qpt_supported, "is_qpt_supported", is_qpt_supported_params);
 
-PyObject *mod_is_qpt_supported(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mod_is_qpt_supported, mod, struct is_qpt_supported_args,
+	      a)
 {
-	struct is_qpt_supported_args a;
-
-	if (args_parse(&mod_is_qpt_supported_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	return PyBool_FromLong(
 		ibv_is_qpt_supported(a.caps, (enum ibv_qp_type)a.qp_type));
 }

@@ -115,16 +115,12 @@ METHOD_ARGS(comp_cntr_create, "Context.create_comp_cntr",
 	    create_comp_cntr_params);
 
 /* Context.create_comp_cntr(type=WRS, flags=0) */
-PyObject *comp_cntr_create(PyObject *ctx, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, comp_cntr_create, ctx, struct create_comp_cntr_args, a)
 {
 	struct ibv_comp_cntr_init_attr attr;
-	struct create_comp_cntr_args a;
 	struct ibv_comp_cntr *cc;
 	PyObject *self;
 
-	HANDLE_CHECK(ctx);
-	if (args_parse(&comp_cntr_create_args, ctx, args, kw, &a) < 0)
-		return NULL;
 	COMP_CNTR_NEEDS(create_comp_cntr, ibv_create_comp_cntr);
 	memset(&attr, 0, sizeof(attr));
 	attr.type = (enum ibv_comp_cntr_type)a.type;
@@ -309,15 +305,11 @@ METHOD_ARGS(qp_attach_comp_cntr, "QP.attach_comp_cntr",
 	    attach_comp_cntr_params);
 
 /* QP.attach_comp_cntr(comp_cntr, op_mask) */
-PyObject *qp_attach_comp_cntr(PyObject *qp, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, qp_attach_comp_cntr, qp, struct attach_comp_cntr_args, a)
 {
 	struct ibv_qp_attach_comp_cntr_attr attr;
-	struct attach_comp_cntr_args a;
 	int rc;
 
-	HANDLE_CHECK(qp);
-	if (args_parse(&qp_attach_comp_cntr_args, qp, args, kw, &a) < 0)
-		return NULL;
 	COMP_CNTR_NEEDS(qp_attach_comp_cntr, ibv_qp_attach_comp_cntr);
 	memset(&attr, 0, sizeof(attr));
 	attr.op_mask = a.op_mask;

@@ -104,17 +104,12 @@ static const ArgSpec attach_point_flow_params[] = {
 METHOD_ARGS(counters_attach_point_flow, "Counters.attach_point_flow",
 	    attach_point_flow_params);
 
-static PyObject *counters_attach_point_flow(PyObject *self, PyObject *args,
-					    PyObject *kw)
+ARGS_METHOD(static, counters_attach_point_flow, self,
+	    struct attach_point_flow_args, a)
 {
 	struct ibv_counter_attach_attr attr;
-	struct attach_point_flow_args a;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&counters_attach_point_flow_args, self, args, kw, &a) <
-	    0)
-		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.counter_desc = (enum ibv_counter_description)a.counter_desc;
 	attr.index = a.index;
@@ -160,18 +155,14 @@ static const ArgSpec read_params[] = {
 };
 METHOD_ARGS(counters_read, "Counters.read", read_params);
 
-static PyObject *counters_read(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, counters_read, self, struct read_args, a)
 {
-	struct read_args a;
 	uint32_t flags;
 	uint64_t *vals;
 	PyObject *res;
 	long n, i;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&counters_read_args, self, args, kw, &a) < 0)
-		return NULL;
 	n = (long)a.ncounters;
 	flags = a.flags;
 	vals = PyMem_Calloc((size_t)n, sizeof(*vals));

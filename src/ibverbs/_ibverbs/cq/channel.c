@@ -32,9 +32,7 @@ METHOD_DOC(context_create_comp_channel,
 	   "Returns:\n"
 	   "    The new CompChannel; give it to ``create_cq(channel=...)``.\n"
 	   "\n"
-	   "Raises:\n"
-	   "    VerbsError: EBADF once the Context is closed; else the\n"
-	   "        verb failed (``errno``, e.g. EMFILE).");
+	   "Raises:\n" DOC_RAISES_VERB_AS("Context", ", e.g. EMFILE"));
 
 PyObject *context_create_comp_channel(PyObject *self, PyObject *unused)
 {

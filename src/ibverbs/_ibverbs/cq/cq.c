@@ -91,18 +91,14 @@ static const ArgSpec create_cq_params[] = {
 };
 METHOD_ARGS(context_create_cq, "Context.create_cq", create_cq_params);
 
-PyObject *context_create_cq(PyObject *parent, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_create_cq, parent, struct create_cq_args, a)
 {
 	ContextObject *ctx = (ContextObject *)parent;
 	struct ibv_comp_channel *ch = NULL;
-	struct create_cq_args a;
 	PyObject *channel;
 	struct ibv_cq *cq;
 	CQObject *self;
 
-	HANDLE_CHECK(parent);
-	if (args_parse(&context_create_cq_args, parent, args, kw, &a) < 0)
-		return NULL;
 	channel = a.channel;
 	if (channel != NULL)
 		ch = HANDLE(channel)->obj;
@@ -747,9 +743,7 @@ PyDoc_STRVAR(cq_req_notify__doc__,
 	     "    solicited_only: only a solicited completion (or an error)\n"
 	     "        triggers the event.\n"
 	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the CQ is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "Raises:\n" DOC_RAISES_VERB("CQ"));
 
 /* solicited_only: any object, read for its truth. */
 struct req_notify_args {
@@ -761,14 +755,10 @@ static const ArgSpec req_notify_params[] = {
 };
 METHOD_ARGS(cq_req_notify, "CQ.req_notify", req_notify_params);
 
-static PyObject *cq_req_notify(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, cq_req_notify, self, struct req_notify_args, a)
 {
-	struct req_notify_args a;
 	int solicited = 0, rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&cq_req_notify_args, self, args, kw, &a) < 0)
-		return NULL;
 	if (a.solicited_only != NULL &&
 	    (solicited = PyObject_IsTrue(a.solicited_only)) < 0)
 		return NULL;
@@ -818,15 +808,11 @@ static const ArgSpec ack_events_params[] = {
 };
 METHOD_ARGS(cq_ack_events, "CQ.ack_events", ack_events_params);
 
-static PyObject *cq_ack_events(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, cq_ack_events, self, struct ack_events_args, a)
 {
 	CQObject *c = (CQObject *)self;
-	struct ack_events_args a;
 	long n;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&cq_ack_events_args, self, args, kw, &a) < 0)
-		return NULL;
 	n = a.nevents;
 #ifdef Py_GIL_DISABLED
 	{
@@ -924,15 +910,11 @@ static const ArgSpec cq_modify_params[] = {
 };
 METHOD_ARGS(cq_modify, "CQ.modify", cq_modify_params);
 
-static PyObject *cq_modify(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, cq_modify, self, struct cq_modify_args, a)
 {
 	struct ibv_modify_cq_attr attr;
-	struct cq_modify_args a;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&cq_modify_args, self, args, kw, &a) < 0)
-		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.attr_mask = IBV_CQ_ATTR_MODERATE;
 	attr.moderate.cq_count = a.cq_count;

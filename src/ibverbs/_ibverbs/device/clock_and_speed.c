@@ -38,9 +38,8 @@ METHOD_DOC(context_query_rt_values_ex,
 	   "\n"
 	   "Raises:\n"
 	   "    TypeError: comp_mask is not an int.\n"
-	   "    ValueError: comp_mask is out of range.\n"
-	   "    VerbsError: EBADF once the Context is closed; else the\n"
-	   "        verb failed (``errno``: EOPNOTSUPP without the op).");
+	   "    ValueError: comp_mask is out of range.\n" DOC_RAISES_VERB_AS(
+		   "Context", ": EOPNOTSUPP without the op"));
 
 struct rt_values_args {
 	uint32_t comp_mask;
@@ -125,16 +124,12 @@ static const ArgSpec port_speed_params[] = {
 METHOD_ARGS(context_query_port_speed, "Context.query_port_speed",
 	    port_speed_params);
 
-PyObject *context_query_port_speed(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_query_port_speed, self, struct port_speed_args, a)
 {
 	ContextObject *ctx = (ContextObject *)self;
-	struct port_speed_args a;
 	uint64_t speed = 0;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_query_port_speed_args, self, args, kw, &a) < 0)
-		return NULL;
 	IBV_REQUIRE_OPTIONAL(query_port_speed, ibv_query_port_speed,
 			     "rdma-core 62");
 	rc = IBV.query_port_speed(CTX(ctx), a.port_num, &speed);

@@ -132,9 +132,7 @@ PyDoc_STRVAR(context_query_device__doc__,
 	     "    A DeviceAttr (fw_ver, node_guid, max_qp, max_cqe, max_mr,\n"
 	     "    phys_port_cnt, ...); GUIDs are host-order ints.\n"
 	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``).");
+	     "Raises:\n" DOC_RAISES_VERB("Context"));
 
 static PyObject *context_query_device(PyObject *self, PyObject *unused)
 {
@@ -165,9 +163,8 @@ PyDoc_STRVAR(context_query_port__doc__,
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: port_num is not an int.\n"
-	     "    ValueError: port_num is outside 1..255.\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``, e.g. EINVAL for no such port).");
+	     "    ValueError: port_num is outside 1..255.\n" DOC_RAISES_VERB_AS(
+		     "Context", ", e.g. EINVAL for no such port"));
 
 /* The fields of struct ibv_port_attr, as PortAttr holds them. */
 #define PA(f) ATTR_INT(struct ibv_port_attr, f)
@@ -194,18 +191,13 @@ static const ArgSpec query_port_params[] = {
 };
 METHOD_ARGS(context_query_port, "Context.query_port", query_port_params);
 
-static PyObject *context_query_port(PyObject *self, PyObject *args,
-				    PyObject *kw)
+ARGS_METHOD(static, context_query_port, self, struct query_port_args, q)
 {
-	struct query_port_args q;
 	struct ibv_port_attr a;
 	uint8_t port;
 	PyObject *d;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_query_port_args, self, args, kw, &q) < 0)
-		return NULL;
 	port = q.port_num;
 	rc = port_query(CTX(self), port, &a);
 	if (rc != 0)
@@ -235,23 +227,23 @@ static PyObject *gid_to_py(const union ibv_gid *gid)
 	return res;
 }
 
-PyDoc_STRVAR(context_query_gid__doc__,
-	     "Read one entry of a port's GID table.\n"
-	     "\n"
-	     "Wraps ``ibv_query_gid`` (man page ibv_query_gid(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    port_num: the port, from 1.\n"
-	     "    index: the GID table index, from 0.\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The Gid (all zeros for an unused entry on most devices).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int.\n"
-	     "    ValueError: port_num outside 1..255 or a negative index.\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``, e.g. EINVAL past the table).");
+PyDoc_STRVAR(
+	context_query_gid__doc__,
+	"Read one entry of a port's GID table.\n"
+	"\n"
+	"Wraps ``ibv_query_gid`` (man page ibv_query_gid(3)).\n"
+	"\n"
+	"Args:\n"
+	"    port_num: the port, from 1.\n"
+	"    index: the GID table index, from 0.\n"
+	"\n"
+	"Returns:\n"
+	"    The Gid (all zeros for an unused entry on most devices).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: port_num outside 1..255 or a negative index.\n" DOC_RAISES_VERB_AS(
+		"Context", ", e.g. EINVAL past the table"));
 
 struct query_gid_args {
 	uint8_t port_num;
@@ -263,15 +255,11 @@ static const ArgSpec query_gid_params[] = {
 };
 METHOD_ARGS(context_query_gid, "Context.query_gid", query_gid_params);
 
-static PyObject *context_query_gid(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, context_query_gid, self, struct query_gid_args, q)
 {
-	struct query_gid_args q;
 	union ibv_gid gid;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_query_gid_args, self, args, kw, &q) < 0)
-		return NULL;
 	rc = IBV.query_gid(CTX(self), q.port_num, q.index, &gid);
 	if (rc != 0)
 		return verbs_error_fmt(rc < 0 ? (errno ? errno : EINVAL) : rc,
@@ -339,23 +327,23 @@ static PyObject *context_query_gid_ex(PyObject *self, PyObject *args,
 			     (unsigned)e.ndev_ifindex);
 }
 
-PyDoc_STRVAR(context_query_pkey__doc__,
-	     "Read one entry of a port's P_Key table.\n"
-	     "\n"
-	     "Wraps ``ibv_query_pkey`` (man page ibv_query_pkey(3)).\n"
-	     "\n"
-	     "Args:\n"
-	     "    port: the port, from 1 (positional only).\n"
-	     "    index: the P_Key table index, from 0 (positional only).\n"
-	     "\n"
-	     "Returns:\n"
-	     "    The P_Key, in host order (0xffff: the default partition).\n"
-	     "\n"
-	     "Raises:\n"
-	     "    TypeError: an argument is not an int, or not 2 given.\n"
-	     "    ValueError: port outside 1..255 or a negative index.\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``).");
+PyDoc_STRVAR(
+	context_query_pkey__doc__,
+	"Read one entry of a port's P_Key table.\n"
+	"\n"
+	"Wraps ``ibv_query_pkey`` (man page ibv_query_pkey(3)).\n"
+	"\n"
+	"Args:\n"
+	"    port: the port, from 1 (positional only).\n"
+	"    index: the P_Key table index, from 0 (positional only).\n"
+	"\n"
+	"Returns:\n"
+	"    The P_Key, in host order (0xffff: the default partition).\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int, or not 2 given.\n"
+	"    ValueError: port outside 1..255 or a negative index.\n" DOC_RAISES_VERB(
+		"Context"));
 
 static PyObject *context_query_pkey(PyObject *self, PyObject *args,
 				    PyObject *kw)
@@ -390,9 +378,7 @@ PyDoc_STRVAR(context_alloc_pd__doc__,
 	     "Returns:\n"
 	     "    The new PD (a child of this Context).\n"
 	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the Context is closed; else the\n"
-	     "        verb failed (``errno``, e.g. ENOMEM).");
+	     "Raises:\n" DOC_RAISES_VERB_AS("Context", ", e.g. ENOMEM"));
 
 static PyObject *context_alloc_pd(PyObject *self, PyObject *unused)
 {
@@ -451,16 +437,12 @@ static const ArgSpec import_device_params[] = {
 METHOD_ARGS(context_import_device, "Context.import_device",
 	    import_device_params);
 
-static PyObject *context_import_device(PyObject *cls, PyObject *args,
-				       PyObject *kw)
+ARGS_FUNCTION(static, context_import_device, cls, struct import_device_args, a)
 {
-	struct import_device_args a;
 	struct ibv_context *ctx;
 	ContextObject *self;
 	int dup_fd, err, fd;
 
-	if (args_parse(&context_import_device_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	fd = a.cmd_fd;
 	IBV_REQUIRE_OPTIONAL(import_device, ibv_import_device, "rdma-core 31");
 	dup_fd = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);

@@ -249,9 +249,7 @@ METHOD_DOC(context_query_device_ex,
 	   "    A DeviceAttrEx: ``orig_attr`` (a DeviceAttr), odp_caps,\n"
 	   "    tso_caps, rss_caps, ..., max_dm_size, phys_port_cnt_ex.\n"
 	   "\n"
-	   "Raises:\n"
-	   "    VerbsError: EBADF once the Context is closed; else the\n"
-	   "        verb failed (``errno``).");
+	   "Raises:\n" DOC_RAISES_VERB("Context"));
 
 PyObject *context_query_device_ex(PyObject *self, PyObject *unused)
 {

@@ -212,9 +212,8 @@ static const ArgSpec find_gid_params[] = {
 };
 METHOD_ARGS(context_find_gid, "Context.find_gid", find_gid_params);
 
-PyObject *context_find_gid(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_find_gid, self, struct find_gid_args, a)
 {
-	struct find_gid_args a;
 	PyObject *res = NULL;
 	struct ibv_gid_entry *e;
 	long port, type;
@@ -222,9 +221,6 @@ PyObject *context_find_gid(PyObject *self, PyObject *args, PyObject *kw)
 	int has_ip;
 	size_t n, i;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_find_gid_args, self, args, kw, &a) < 0)
-		return NULL;
 	port = a.port;
 	type = a.gid_type;
 	has_ip = ip_to_gid(a.ip, want);
@@ -288,14 +284,10 @@ static const ArgSpec get_pkey_index_params[] = {
 METHOD_ARGS(context_get_pkey_index, "Context.get_pkey_index",
 	    get_pkey_index_params);
 
-PyObject *context_get_pkey_index(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_get_pkey_index, self, struct get_pkey_index_args, a)
 {
-	struct get_pkey_index_args a;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_get_pkey_index_args, self, args, kw, &a) < 0)
-		return NULL;
 	errno = 0;
 	rc = IBV.get_pkey_index(GCTX(self), a.port, htobe16(a.pkey));
 	if (rc < 0)
@@ -347,9 +339,8 @@ const char context_resolve_eth_l2_from_gid__doc__[] = PyDoc_STR(
 	"\n"
 	"Raises:\n"
 	"    TypeError: ah_attr is not an AHAttr.\n"
-	"    ValueError: a field of ah_attr is out of range.\n"
-	"    VerbsError: EBADF once the Context is closed; else the verb\n"
-	"        failed (``errno``, e.g. EINVAL without a GRH).");
+	"    ValueError: a field of ah_attr is out of range.\n" DOC_RAISES_VERB_AS(
+		"Context", ", e.g. EINVAL without a GRH"));
 
 PyObject *context_resolve_eth_l2_from_gid(PyObject *self, PyObject *arg)
 {

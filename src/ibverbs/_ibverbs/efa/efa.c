@@ -71,14 +71,12 @@ static const ArgSpec efa_ctx_params[] = {
 };
 METHOD_ARGS(efa_mod_query_device, "_efa_query_device", efa_ctx_params);
 
-PyObject *efa_mod_query_device(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, efa_mod_query_device, mod, struct efa_ctx_args, a)
 {
 	struct efa_m_device_attr attr;
-	struct efa_ctx_args a;
 	int rc;
 
-	if (args_parse(&efa_mod_query_device_args, NULL, args, kw, &a) < 0 ||
-	    EFA_NEED(query_device, "rdma-core 26") < 0)
+	if (EFA_NEED(query_device, "rdma-core 26") < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	rc = EFA.query_device((struct ibv_context *)HANDLE(a.context)->obj,
@@ -140,15 +138,13 @@ static const ArgSpec efa_sq_depth_params[] = {
 METHOD_ARGS(efa_mod_get_max_sq_depth, "_efa_get_max_sq_depth",
 	    efa_sq_depth_params);
 
-PyObject *efa_mod_get_max_sq_depth(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, efa_mod_get_max_sq_depth, mod, struct efa_sq_depth_args,
+	      a)
 {
 	struct efa_m_sq_depth_attr attr;
-	struct efa_sq_depth_args a;
 	int rc;
 
-	if (args_parse(&efa_mod_get_max_sq_depth_args, NULL, args, kw, &a) <
-		    0 ||
-	    EFA_NEED(get_max_sq_depth, "rdma-core 63") < 0)
+	if (EFA_NEED(get_max_sq_depth, "rdma-core 63") < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.flags = a.flags;
@@ -195,15 +191,13 @@ static const ArgSpec efa_rq_depth_params[] = {
 METHOD_ARGS(efa_mod_get_max_rq_depth, "_efa_get_max_rq_depth",
 	    efa_rq_depth_params);
 
-PyObject *efa_mod_get_max_rq_depth(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, efa_mod_get_max_rq_depth, mod, struct efa_rq_depth_args,
+	      a)
 {
 	struct efa_m_rq_depth_attr attr;
-	struct efa_rq_depth_args a;
 	int rc;
 
-	if (args_parse(&efa_mod_get_max_rq_depth_args, NULL, args, kw, &a) <
-		    0 ||
-	    EFA_NEED(get_max_rq_depth, "rdma-core 63") < 0)
+	if (EFA_NEED(get_max_rq_depth, "rdma-core 63") < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.max_recv_sge = a.max_recv_sge;
@@ -242,14 +236,12 @@ static const ArgSpec efa_ah_params[] = {
 };
 METHOD_ARGS(efa_mod_query_ah, "_efa_query_ah", efa_ah_params);
 
-PyObject *efa_mod_query_ah(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, efa_mod_query_ah, mod, struct efa_ah_args, a)
 {
 	struct efa_m_ah_attr attr;
-	struct efa_ah_args a;
 	int rc;
 
-	if (args_parse(&efa_mod_query_ah_args, NULL, args, kw, &a) < 0 ||
-	    EFA_NEED(query_ah, "rdma-core 26") < 0)
+	if (EFA_NEED(query_ah, "rdma-core 26") < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	rc = EFA.query_ah((struct ibv_ah *)HANDLE(a.ah)->obj, &attr,
@@ -374,16 +366,13 @@ static const ArgSpec efa_cc_params[] = {
 METHOD_ARGS_MASK(efa_mod_create_comp_cntr, "_efa_create_comp_cntr",
 		 efa_cc_params, offsetof(struct efa_cc_args, mask));
 
-PyObject *efa_mod_create_comp_cntr(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, efa_mod_create_comp_cntr, mod, struct efa_cc_args, a)
 {
 	struct ibv_comp_cntr_init_attr attr;
 	struct efa_m_comp_cntr_init_attr ea;
-	struct efa_cc_args a;
 	struct ibv_comp_cntr *cc;
 
-	if (args_parse(&efa_mod_create_comp_cntr_args, NULL, args, kw, &a) <
-		    0 ||
-	    EFA_NEED(create_comp_cntr, "rdma-core 65") < 0)
+	if (EFA_NEED(create_comp_cntr, "rdma-core 65") < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	memset(&ea, 0, sizeof(ea));
@@ -465,14 +454,11 @@ static const ArgSpec efa_dqp_params[] = {
 };
 METHOD_ARGS(efa_mod_create_driver_qp, "_efa_create_driver_qp", efa_dqp_params);
 
-PyObject *efa_mod_create_driver_qp(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, efa_mod_create_driver_qp, mod, struct efa_dqp_args, a)
 {
-	struct efa_dqp_args a;
 	PyObject *res;
 
-	if (args_parse(&efa_mod_create_driver_qp_args, NULL, args, kw, &a) <
-		    0 ||
-	    EFA_NEED(create_driver_qp, "rdma-core 24") < 0)
+	if (EFA_NEED(create_driver_qp, "rdma-core 24") < 0)
 		return NULL;
 	res = qp_create((PDObject *)a.pd, a.init_attr, &efa_driver_qp_kind,
 			"efadv_create_driver_qp", efa_driver_qp_make,

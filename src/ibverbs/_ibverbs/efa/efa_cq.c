@@ -65,12 +65,9 @@ static const ArgSpec efa_cq_params[] = {
 };
 METHOD_ARGS(efa_mod_create_cq, "_efa_create_cq", efa_cq_params);
 
-PyObject *efa_mod_create_cq(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, efa_mod_create_cq, mod, struct efa_cq_args, a)
 {
-	struct efa_cq_args a;
-
-	if (args_parse(&efa_mod_create_cq_args, NULL, args, kw, &a) < 0 ||
-	    EFA_NEED(create_cq, "rdma-core 43") < 0)
+	if (EFA_NEED(create_cq, "rdma-core 43") < 0)
 		return NULL;
 	return cqex_create(a.context, a.init_attr, ST.EfaCQ_type,
 			   "efadv_create_cq", efa_cq_make, &a);

@@ -81,13 +81,11 @@ static const ArgSpec efa_qp_params[] = {
 };
 METHOD_ARGS(efa_mod_create_qp, "_efa_create_qp", efa_qp_params);
 
-PyObject *efa_mod_create_qp(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, efa_mod_create_qp, mod, struct efa_qp_args, a)
 {
-	struct efa_qp_args a;
 	PyObject *res;
 
-	if (args_parse(&efa_mod_create_qp_args, NULL, args, kw, &a) < 0 ||
-	    EFA_NEED(create_qp_ex, "rdma-core 26") < 0)
+	if (EFA_NEED(create_qp_ex, "rdma-core 26") < 0)
 		return NULL;
 	res = qpex_create((PDObject *)a.pd, a.init_attr, ST.EfaQP_type,
 			  "efadv_create_qp_ex", efa_qp_make, &a);

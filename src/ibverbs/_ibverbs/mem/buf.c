@@ -56,19 +56,15 @@ static const ArgSpec alloc_buf_params[] = {
 };
 METHOD_ARGS(pd_alloc_buf, "PD.alloc_buf", alloc_buf_params);
 
-PyObject *pd_alloc_buf(PyObject *parent, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, pd_alloc_buf, parent, struct alloc_buf_args, a)
 {
 	PDObject *pd = (PDObject *)parent;
 	struct ibv_buf *b = NULL;
-	struct alloc_buf_args a;
 	BufObject *self;
 	uint64_t size;
 	void *addr;
 	int err;
 
-	HANDLE_CHECK(parent);
-	if (args_parse(&pd_alloc_buf_args, parent, args, kw, &a) < 0)
-		return NULL;
 	size = a.size;
 	IBV_REQUIRE_OPTIONAL(alloc_buf, ibv_alloc_buf, "rdma-core 64");
 	errno = 0;

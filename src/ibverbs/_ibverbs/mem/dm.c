@@ -54,18 +54,14 @@ static const ArgSpec alloc_dm_params[] = {
 };
 METHOD_ARGS(context_alloc_dm, "Context.alloc_dm", alloc_dm_params);
 
-PyObject *context_alloc_dm(PyObject *parent, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_alloc_dm, parent, struct alloc_dm_args, a)
 {
 	ContextObject *ctx = (ContextObject *)parent;
 	struct ibv_alloc_dm_attr attr;
-	struct alloc_dm_args a;
 	struct ibv_dm *dm;
 	DMObject *self;
 	int err;
 
-	HANDLE_CHECK(parent);
-	if (args_parse(&context_alloc_dm_args, parent, args, kw, &a) < 0)
-		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.length = (size_t)a.length;
 	attr.log_align_req = a.log_align_req;
@@ -117,9 +113,7 @@ PyDoc_STRVAR(dm_copy_to__doc__,
 	     "    TypeError: data is not bytes or bytearray, or offset is\n"
 	     "        not an int.\n"
 	     "    ValueError: offset is negative, or offset + len(data)\n"
-	     "        passes the DM's end.\n"
-	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "        passes the DM's end.\n" DOC_RAISES_VERB("DM"));
 
 struct copy_to_args {
 	uint64_t offset;
@@ -131,17 +125,13 @@ static const ArgSpec copy_to_params[] = {
 };
 METHOD_ARGS(dm_copy_to, "DM.copy_to", copy_to_params);
 
-static PyObject *dm_copy_to(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, dm_copy_to, self, struct copy_to_args, a)
 {
 	PyObject *data, *hold;
-	struct copy_to_args a;
 	Py_ssize_t n;
 	char *p;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&dm_copy_to_args, self, args, kw, &a) < 0)
-		return NULL;
 	data = a.data;
 	if (PyBytes_Check(data)) {
 		if (PyBytes_AsStringAndSize(data, &p, &n) < 0)
@@ -192,9 +182,7 @@ PyDoc_STRVAR(dm_copy_from__doc__,
 	     "Raises:\n"
 	     "    TypeError: offset or length is not an int.\n"
 	     "    ValueError: offset or length is negative, or offset +\n"
-	     "        length passes the DM's end.\n"
-	     "    VerbsError: EBADF once the DM is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "        length passes the DM's end.\n" DOC_RAISES_VERB("DM"));
 
 struct copy_from_args {
 	uint64_t offset, length;

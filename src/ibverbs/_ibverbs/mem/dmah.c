@@ -62,19 +62,15 @@ static const ArgSpec alloc_dmah_params[] = {
 METHOD_ARGS_MASK(context_alloc_dmah, "Context.alloc_dmah", alloc_dmah_params,
 		 offsetof(struct alloc_dmah_args, mask));
 
-PyObject *context_alloc_dmah(PyObject *parent, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_alloc_dmah, parent, struct alloc_dmah_args, a)
 {
 	ContextObject *ctx = (ContextObject *)parent;
 	struct ibv_dmah_init_attr attr;
-	struct alloc_dmah_args a;
 	struct ibv_dmah *d;
 	DMAHObject *self;
 	uint32_t mask;
 	int err;
 
-	HANDLE_CHECK(parent);
-	if (args_parse(&context_alloc_dmah_args, parent, args, kw, &a) < 0)
-		return NULL;
 	mask = (uint32_t)a.mask;
 	IBV_REQUIRE_OPTIONAL(alloc_dmah, ibv_alloc_dmah, "rdma-core 59");
 	memset(&attr, 0, sizeof(attr));

@@ -147,18 +147,15 @@ METHOD_ARGS(parent_domain_create, "Context.alloc_parent_domain",
 	    alloc_parent_domain_params);
 
 /* Context.alloc_parent_domain(pd, td=None) */
-PyObject *parent_domain_create(PyObject *ctx, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, parent_domain_create, ctx, struct alloc_parent_domain_args,
+	    a)
 {
 	struct ibv_parent_domain_init_attr attr;
-	struct alloc_parent_domain_args a;
 	ParentDomainObject *self;
 	PyObject *pd, *td;
 	struct ibv_pd *p;
 	int err;
 
-	HANDLE_CHECK(ctx);
-	if (args_parse(&parent_domain_create_args, ctx, args, kw, &a) < 0)
-		return NULL;
 	pd = a.pd;
 	td = a.td ? a.td : Py_None;
 	if (PyObject_TypeCheck(pd, ST.ParentDomain_type)) {

@@ -34,6 +34,19 @@ static int dm_unimport(Handle *h)
 	return 0;
 }
 
+/* What an ibv_import_* verb returned (NULL: failed, errno set) as a tp
+ * of kind under parent; NULL with the error set, the message naming the
+ * handle given ("pd_handle=5"). */
+static PyObject *imported(void *obj, const char *verb, const char *field,
+			  uint32_t handle, PyTypeObject *tp,
+			  const HandleKind *kind, Handle *parent)
+{
+	if (obj == NULL)
+		return verbs_error_fmt(errno ? errno : EINVAL, verb, "%s=%u",
+				       field, (unsigned int)handle);
+	return handle_adopt(tp, kind, parent, obj);
+}
+
 const HandleKind pd_imported_kind = { "PD", "ibv_unimport_pd", pd_unimport,
 				      NULL };
 const HandleKind mr_imported_kind = { "MR", "ibv_unimport_mr", mr_unimport,
@@ -82,29 +95,16 @@ static const ArgSpec import_pd_params[] = {
 };
 METHOD_ARGS(context_import_pd, "Context.import_pd", import_pd_params);
 
-PyObject *context_import_pd(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_import_pd, self, struct import_pd_args, a)
 {
-	ContextObject *ctx = (ContextObject *)self;
-	struct import_pd_args a;
 	struct ibv_pd *pd;
-	uint32_t handle;
-	PDObject *o;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_import_pd_args, self, args, kw, &a) < 0)
-		return NULL;
-	handle = a.pd_handle;
 	IBV_REQUIRE_OPTIONAL(import_pd, ibv_import_pd, "rdma-core 31");
 	errno = 0;
-	pd = IBV.import_pd((struct ibv_context *)HANDLE(ctx)->obj, handle);
-	if (pd == NULL)
-		return verbs_error_fmt(errno ? errno : EINVAL, "ibv_import_pd",
-				       "pd_handle=%u", (unsigned int)handle);
-	o = (PDObject *)handle_adopt(ST.PD_type, &pd_imported_kind, HANDLE(ctx),
-				     pd);
-	if (o == NULL)
-		return NULL;
-	return (PyObject *)o;
+	pd = IBV.import_pd((struct ibv_context *)HANDLE(self)->obj,
+			   a.pd_handle);
+	return imported(pd, "ibv_import_pd", "pd_handle", a.pd_handle,
+			ST.PD_type, &pd_imported_kind, HANDLE(self));
 }
 
 /* PD.import_mr(mr_handle): addr and length are the exporter's. */
@@ -142,26 +142,16 @@ static const ArgSpec import_mr_params[] = {
 };
 METHOD_ARGS(pd_import_mr, "PD.import_mr", import_mr_params);
 
-PyObject *pd_import_mr(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, pd_import_mr, self, struct import_mr_args, a)
 {
-	PDObject *pd = (PDObject *)self;
-	struct import_mr_args a;
 	struct ibv_mr *mr;
-	uint32_t handle;
 	MRObject *o;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&pd_import_mr_args, self, args, kw, &a) < 0)
-		return NULL;
-	handle = a.mr_handle;
 	IBV_REQUIRE_OPTIONAL(import_mr, ibv_import_mr, "rdma-core 31");
 	errno = 0;
-	mr = IBV.import_mr((struct ibv_pd *)HANDLE(pd)->obj, handle);
-	if (mr == NULL)
-		return verbs_error_fmt(errno ? errno : EINVAL, "ibv_import_mr",
-				       "mr_handle=%u", (unsigned int)handle);
-	o = (MRObject *)handle_adopt(ST.MR_type, &mr_imported_kind, HANDLE(pd),
-				     mr);
+	mr = IBV.import_mr((struct ibv_pd *)HANDLE(self)->obj, a.mr_handle);
+	o = (MRObject *)imported(mr, "ibv_import_mr", "mr_handle", a.mr_handle,
+				 ST.MR_type, &mr_imported_kind, HANDLE(self));
 	if (o == NULL)
 		return NULL;
 	o->addr = (uint64_t)(uintptr_t)mr->addr;
@@ -207,25 +197,17 @@ static const ArgSpec import_dm_params[] = {
 };
 METHOD_ARGS(context_import_dm, "Context.import_dm", import_dm_params);
 
-PyObject *context_import_dm(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_import_dm, self, struct import_dm_args, a)
 {
-	ContextObject *ctx = (ContextObject *)self;
-	struct import_dm_args a;
 	struct ibv_dm *dm;
 	DMObject *o;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_import_dm_args, self, args, kw, &a) < 0)
-		return NULL;
 	IBV_REQUIRE_OPTIONAL(import_dm, ibv_import_dm, "rdma-core 35");
 	errno = 0;
-	dm = IBV.import_dm((struct ibv_context *)HANDLE(ctx)->obj, a.dm_handle);
-	if (dm == NULL)
-		return verbs_error_fmt(errno ? errno : EINVAL, "ibv_import_dm",
-				       "dm_handle=%u",
-				       (unsigned int)a.dm_handle);
-	o = (DMObject *)handle_adopt(ST.DM_type, &dm_imported_kind, HANDLE(ctx),
-				     dm);
+	dm = IBV.import_dm((struct ibv_context *)HANDLE(self)->obj,
+			   a.dm_handle);
+	o = (DMObject *)imported(dm, "ibv_import_dm", "dm_handle", a.dm_handle,
+				 ST.DM_type, &dm_imported_kind, HANDLE(self));
 	if (o == NULL)
 		return NULL;
 	o->length = a.length;

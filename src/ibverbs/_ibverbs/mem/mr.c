@@ -441,19 +441,15 @@ static const ArgSpec reg_mr_ex_params[] = {
 METHOD_ARGS_MASK(pd_reg_mr_ex, "PD.reg_mr_ex", reg_mr_ex_params,
 		 offsetof(struct reg_mr_ex_args, mask));
 
-PyObject *pd_reg_mr_ex(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, pd_reg_mr_ex, self, struct reg_mr_ex_args, r)
 {
 	PDObject *pd = (PDObject *)self;
-	struct reg_mr_ex_args r;
 	struct ibverbs_mr_init_attr a;
 	PyObject *uses[2];
 	struct ibv_mr *mr;
 	uint64_t start;
 	int err;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&pd_reg_mr_ex_args, self, args, kw, &r) < 0)
-		return NULL;
 	if ((r.mask & IBV_REG_MR_MASK_ADDR) &&
 	    r.length - 1 > UINT64_MAX - r.addr) {
 		PyErr_SetString(PyExc_ValueError,
@@ -530,18 +526,14 @@ static const ArgSpec reg_buf_mr_params[] = {
 };
 METHOD_ARGS(pd_reg_buf_mr, "PD.reg_buf_mr", reg_buf_mr_params);
 
-PyObject *pd_reg_buf_mr(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, pd_reg_buf_mr, self, struct reg_buf_mr_args, r)
 {
 	PDObject *pd = (PDObject *)self;
 	PyObject *uses[2] = { NULL, NULL };
 	struct ibverbs_mr_init_attr a;
-	struct reg_buf_mr_args r;
 	struct ibv_mr *mr;
 	int err;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&pd_reg_buf_mr_args, self, args, kw, &r) < 0)
-		return NULL;
 	IBV_REQUIRE_OPTIONAL(reg_buf_mr, ibv_reg_buf_mr, "rdma-core 64");
 	memset(&a, 0, sizeof(a));
 	a.comp_mask = IBV_REG_MR_MASK_BUF | IBV_REG_MR_MASK_ADDR;
@@ -570,9 +562,7 @@ METHOD_DOC(pd_alloc_null_mr,
 	   "Returns:\n"
 	   "    The new MR (its lkey goes into SGEs).\n"
 	   "\n"
-	   "Raises:\n"
-	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
-	   "        failed (``errno``: EOPNOTSUPP without the op).");
+	   "Raises:\n" DOC_RAISES_VERB_AS("PD", ": EOPNOTSUPP without the op"));
 
 PyObject *pd_alloc_null_mr(PyObject *self, PyObject *unused)
 {
@@ -827,14 +817,10 @@ METHOD_ARGS_MASK(mr_sge, "MR.sge", sge_params,
 		 offsetof(struct sge_args, given));
 
 /* SGE(self, length, offset=offset), whose constructor checks the range. */
-static PyObject *mr_sge(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, mr_sge, self, struct sge_args, r)
 {
 	PyObject *a = NULL, *k, *res = NULL;
-	struct sge_args r;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&mr_sge_args, self, args, kw, &r) < 0)
-		return NULL;
 	k = Py_BuildValue("{sL}", "offset", (long long)r.offset);
 	if (k != NULL)
 		a = r.given ? Py_BuildValue("(Ok)", self,

@@ -318,9 +318,8 @@ METHOD_DOC(pd_alloc_mw,
 	   "\n"
 	   "Raises:\n"
 	   "    TypeError: type is not an int.\n"
-	   "    ValueError: type is neither 1 nor 2.\n"
-	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
-	   "        failed (``errno``, e.g. EOPNOTSUPP without windows).");
+	   "    ValueError: type is neither 1 nor 2.\n" DOC_RAISES_VERB_AS(
+		   "PD", ", e.g. EOPNOTSUPP without windows"));
 
 struct alloc_mw_args {
 	int type;
@@ -331,17 +330,13 @@ static const ArgSpec alloc_mw_params[] = { ARG_ENUM(struct alloc_mw_args, type,
 					   ARG_END };
 METHOD_ARGS(pd_alloc_mw, "PD.alloc_mw", alloc_mw_params);
 
-PyObject *pd_alloc_mw(PyObject *parent, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, pd_alloc_mw, parent, struct alloc_mw_args, a)
 {
 	PDObject *pd = (PDObject *)parent;
-	struct alloc_mw_args a;
 	struct ibv_mw *mw;
 	PyObject *parked;
 	MWObject *self;
 
-	HANDLE_CHECK(parent);
-	if (args_parse(&pd_alloc_mw_args, parent, args, kw, &a) < 0)
-		return NULL;
 	errno = 0;
 	mw = ibv_alloc_mw((struct ibv_pd *)HANDLE(pd)->obj,
 			  (enum ibv_mw_type)a.type);
@@ -512,17 +507,13 @@ static const ArgSpec bind_mw_params[] = {
 };
 METHOD_ARGS(qp_bind_mw, "QP.bind_mw", bind_mw_params);
 
-PyObject *qp_bind_mw(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, qp_bind_mw, self, struct bind_mw_args, a)
 {
 	PyObject *mw, *bind_o, *wr_id = NULL, *flags = NULL, *info = NULL;
 	PyObject *mr = NULL, *res = NULL;
 	struct ibv_mw_bind bind;
-	struct bind_mw_args a;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qp_bind_mw_args, self, args, kw, &a) < 0)
-		return NULL;
 	mw = a.mw;
 	bind_o = a.mw_bind;
 	memset(&bind, 0, sizeof(bind));

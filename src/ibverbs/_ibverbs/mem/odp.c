@@ -48,16 +48,13 @@ static const ArgSpec reg_implicit_odp_mr_params[] = {
 METHOD_ARGS(pd_reg_implicit_odp_mr, "PD.reg_implicit_odp_mr",
 	    reg_implicit_odp_mr_params);
 
-PyObject *pd_reg_implicit_odp_mr(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, pd_reg_implicit_odp_mr, self,
+	    struct reg_implicit_odp_mr_args, a)
 {
 	PDObject *pd = (PDObject *)self;
-	struct reg_implicit_odp_mr_args a;
 	struct ibv_mr *mr;
 	int access, err;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&pd_reg_implicit_odp_mr_args, self, args, kw, &a) < 0)
-		return NULL;
 	access = a.access | IBV_ACCESS_ON_DEMAND;
 	errno = 0;
 	mr = IBV.reg_mr((struct ibv_pd *)HANDLE(pd)->obj, NULL, SIZE_MAX,
@@ -103,18 +100,14 @@ static const ArgSpec advise_mr_params[] = {
 };
 METHOD_ARGS(pd_advise_mr, "PD.advise_mr", advise_mr_params);
 
-PyObject *pd_advise_mr(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, pd_advise_mr, self, struct advise_mr_args, a)
 {
 	PDObject *pd = (PDObject *)self;
 	PyObject *list, *seq = NULL, *res = NULL;
 	struct ibv_sge *sges = NULL;
-	struct advise_mr_args a;
 	Py_ssize_t n, i;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&pd_advise_mr_args, self, args, kw, &a) < 0)
-		return NULL;
 	list = a.sg_list;
 	if (!PyList_Check(list) && !PyTuple_Check(list)) {
 		arg_type_error("sg_list", "list of SGEs", 0, list);

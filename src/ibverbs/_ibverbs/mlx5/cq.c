@@ -84,12 +84,8 @@ static const ArgSpec m5_cq_params[] = {
 };
 METHOD_ARGS(mlx5_mod_create_cq, "_mlx5_create_cq", m5_cq_params);
 
-PyObject *mlx5_mod_create_cq(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_create_cq, mod, struct m5_cq_args, a)
 {
-	struct m5_cq_args a;
-
-	if (args_parse(&mlx5_mod_create_cq_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(create_cq);
 	return cqex_create(a.context, a.init_attr, ST.Mlx5CQ_type,
 			   "mlx5dv_create_cq", m5_cq_make, &a);

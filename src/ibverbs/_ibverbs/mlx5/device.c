@@ -111,15 +111,12 @@ static const ArgSpec is_supported_params[] = {
 };
 METHOD_ARGS(mlx5_mod_is_supported, "_mlx5_is_supported", is_supported_params);
 
-PyObject *mlx5_mod_is_supported(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_is_supported, mod, struct is_supported_args, a)
 {
-	struct is_supported_args a;
 	struct ibv_device **list, *dev = NULL;
 	PyObject *name;
 	bool ok;
 
-	if (args_parse(&mlx5_mod_is_supported_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(is_supported);
 	name = device_name_bytes(a.device);
 	if (name == NULL)
@@ -236,9 +233,8 @@ static const ArgSpec open_device_params[] = {
 };
 METHOD_ARGS(mlx5_mod_open_device, "_mlx5_open_device", open_device_params);
 
-PyObject *mlx5_mod_open_device(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_open_device, mod, struct open_device_args, a)
 {
-	struct open_device_args a;
 	struct m5_context_attr attr;
 	struct ibv_device **list, *dev = NULL;
 	struct ibv_context *ctx;
@@ -246,8 +242,6 @@ PyObject *mlx5_mod_open_device(PyObject *mod, PyObject *args, PyObject *kw)
 	PyObject *name;
 	int err;
 
-	if (args_parse(&mlx5_mod_open_device_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(open_device);
 	name = device_name_bytes(a.device);
 	if (name == NULL)
@@ -442,14 +436,11 @@ static const ArgSpec query_device_params[] = {
 };
 METHOD_ARGS(mlx5_mod_query_device, "_mlx5_query_device", query_device_params);
 
-PyObject *mlx5_mod_query_device(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_query_device, mod, struct query_device_args, a)
 {
-	struct query_device_args a;
 	struct m5_context c;
 	int rc;
 
-	if (args_parse(&mlx5_mod_query_device_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(query_device);
 	memset(&c, 0, sizeof(c));
 	c.comp_mask = M5_CONTEXT_MASK_ALL;
@@ -488,16 +479,12 @@ METHOD_DOC(mlx5_mod_get_data_direct_sysfs_path,
 METHOD_ARGS(mlx5_mod_get_data_direct_sysfs_path,
 	    "_mlx5_get_data_direct_sysfs_path", query_device_params);
 
-PyObject *mlx5_mod_get_data_direct_sysfs_path(PyObject *mod, PyObject *args,
-					      PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_get_data_direct_sysfs_path, mod,
+	      struct query_device_args, a)
 {
-	struct query_device_args a;
 	char buf[PATH_MAX];
 	int rc;
 
-	if (args_parse(&mlx5_mod_get_data_direct_sysfs_path_args, NULL, args,
-		       kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(get_data_direct_sysfs_path);
 	memset(buf, 0, sizeof(buf));
 	rc = MLX5.get_data_direct_sysfs_path(HANDLE(a.ctx)->obj, buf,

@@ -165,12 +165,8 @@ static const ArgSpec general_cmd_params[] = {
 METHOD_ARGS(mlx5_mod_devx_general_cmd, "_mlx5_devx_general_cmd",
 	    general_cmd_params);
 
-PyObject *mlx5_mod_devx_general_cmd(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_devx_general_cmd, mod, struct cmd_args, a)
 {
-	struct cmd_args a;
-
-	if (args_parse(&mlx5_mod_devx_general_cmd_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(devx_general_cmd);
 	return devx_run(general_cmd, CTXP(a.ctx), a.cmd, a.outlen,
 			"mlx5dv_devx_general_cmd");
@@ -216,12 +212,8 @@ static const ArgSpec qp_cmd_params[] = {
 };
 METHOD_ARGS(mlx5_mod_devx_qp_modify, "_mlx5_devx_qp_modify", qp_cmd_params);
 
-PyObject *mlx5_mod_devx_qp_modify(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_devx_qp_modify, mod, struct qp_cmd_args, a)
 {
-	struct qp_cmd_args a;
-
-	if (args_parse(&mlx5_mod_devx_qp_modify_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(devx_qp_modify);
 	if (qp_check_idle(a.qp, "mlx5dv_devx_qp_modify") < 0)
 		return NULL;
@@ -241,12 +233,8 @@ METHOD_DOC(mlx5_mod_devx_qp_query,
 
 METHOD_ARGS(mlx5_mod_devx_qp_query, "_mlx5_devx_qp_query", qp_cmd_params);
 
-PyObject *mlx5_mod_devx_qp_query(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_devx_qp_query, mod, struct qp_cmd_args, a)
 {
-	struct qp_cmd_args a;
-
-	if (args_parse(&mlx5_mod_devx_qp_query_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(devx_qp_query);
 	return devx_run(devx_qp_q, QPP(a.qp), a.cmd, a.outlen,
 			"mlx5dv_devx_qp_query");
@@ -288,14 +276,11 @@ static const ArgSpec query_eqn_params[] = {
 };
 METHOD_ARGS(mlx5_mod_devx_query_eqn, "_mlx5_devx_query_eqn", query_eqn_params);
 
-PyObject *mlx5_mod_devx_query_eqn(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_devx_query_eqn, mod, struct query_eqn_args, a)
 {
-	struct query_eqn_args a;
 	uint32_t eqn = 0;
 	int rc;
 
-	if (args_parse(&mlx5_mod_devx_query_eqn_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(devx_query_eqn);
 	errno = 0;
 	rc = MLX5.devx_query_eqn(CTXP(a.ctx), a.vector, &eqn);
@@ -402,13 +387,10 @@ static const ArgSpec umem_reg_params[] = {
 };
 METHOD_ARGS(mlx5_mod_devx_umem_reg, "_mlx5_devx_umem_reg", umem_reg_params);
 
-PyObject *mlx5_mod_devx_umem_reg(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_devx_umem_reg, mod, struct umem_reg_args, a)
 {
-	struct umem_reg_args a;
 	struct mlx5dv_devx_umem *u;
 
-	if (args_parse(&mlx5_mod_devx_umem_reg_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(devx_umem_reg);
 	errno = 0;
 	u = MLX5.devx_umem_reg(CTXP(a.ctx), (void *)(uintptr_t)a.addr,
@@ -498,14 +480,12 @@ static const ArgSpec umem_reg_ex_params[] = {
 METHOD_ARGS_MASK(mlx5_mod_devx_umem_reg_ex, "_mlx5_devx_umem_reg_ex",
 		 umem_reg_ex_params, offsetof(struct umem_reg_ex_args, mask));
 
-PyObject *mlx5_mod_devx_umem_reg_ex(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_devx_umem_reg_ex, mod, struct umem_reg_ex_args,
+	      a)
 {
-	struct umem_reg_ex_args a;
 	struct m5_umem_in in;
 	struct mlx5dv_devx_umem *u;
 
-	if (args_parse(&mlx5_mod_devx_umem_reg_ex_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(devx_umem_reg_ex);
 	memset(&in, 0, sizeof(in));
 	in.addr = (void *)(uintptr_t)a.addr;
@@ -659,14 +639,11 @@ METHOD_DOC(mlx5_mod_devx_alloc_uar,
 
 METHOD_ARGS(mlx5_mod_devx_alloc_uar, "_mlx5_devx_alloc_uar", ctx_flags_params);
 
-PyObject *mlx5_mod_devx_alloc_uar(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_devx_alloc_uar, mod, struct ctx_flags_args, a)
 {
-	struct ctx_flags_args a;
 	struct mlx5dv_devx_uar *u;
 	PyObject *self;
 
-	if (args_parse(&mlx5_mod_devx_alloc_uar_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(devx_alloc_uar);
 	errno = 0;
 	u = MLX5.devx_alloc_uar(CTXP(a.ctx), a.flags);
@@ -814,14 +791,11 @@ METHOD_DOC(mlx5_mod_devx_obj_create,
 METHOD_ARGS(mlx5_mod_devx_obj_create, "_mlx5_devx_obj_create",
 	    general_cmd_params);
 
-PyObject *mlx5_mod_devx_obj_create(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_devx_obj_create, mod, struct cmd_args, a)
 {
-	struct cmd_args a;
 	struct devx_create c = { NULL, NULL };
 	PyObject *out, *self;
 
-	if (args_parse(&mlx5_mod_devx_obj_create_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(devx_obj_create);
 	c.ctx = CTXP(a.ctx);
 	out = devx_run(obj_create, &c, a.cmd, a.outlen,
@@ -961,16 +935,12 @@ METHOD_DOC(mlx5_mod_devx_create_event_channel,
 METHOD_ARGS(mlx5_mod_devx_create_event_channel,
 	    "_mlx5_devx_create_event_channel", ctx_flags_params);
 
-PyObject *mlx5_mod_devx_create_event_channel(PyObject *mod, PyObject *args,
-					     PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_devx_create_event_channel, mod,
+	      struct ctx_flags_args, a)
 {
-	struct ctx_flags_args a;
 	struct mlx5dv_devx_event_channel *ch;
 	PyObject *self;
 
-	if (args_parse(&mlx5_mod_devx_create_event_channel_args, NULL, args, kw,
-		       &a) < 0)
-		return NULL;
 	MLX5_NEED(devx_create_event_channel);
 	errno = 0;
 	ch = MLX5.devx_create_event_channel(
@@ -1115,16 +1085,12 @@ static const ArgSpec get_event_params[] = {
 };
 METHOD_ARGS(ech_get_event, "Mlx5DevxEventChannel.get_event", get_event_params);
 
-static PyObject *ech_get_event(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, ech_get_event, self, struct get_event_args, a)
 {
-	struct get_event_args a;
 	PyObject *buf, *res;
 	ssize_t n;
 	int fd;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&ech_get_event_args, self, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(devx_get_event);
 	fd = ECHP(self)->fd;
 	if (!fd_is_nonblocking(fd) && fd_wait_readable(HANDLE(self), fd) < 0)

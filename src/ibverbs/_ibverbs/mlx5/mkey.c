@@ -85,15 +85,12 @@ static const ArgSpec create_mkey_params[] = {
 };
 METHOD_ARGS(mlx5_mod_create_mkey, "_mlx5_create_mkey", create_mkey_params);
 
-PyObject *mlx5_mod_create_mkey(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_create_mkey, mod, struct create_mkey_args, a)
 {
-	struct create_mkey_args a;
 	struct mlx5dv_mkey_init_attr attr;
 	struct mlx5dv_mkey *mk;
 	PyObject *self;
 
-	if (args_parse(&mlx5_mod_create_mkey_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	MLX5_NEED(create_mkey);
 	MLX5_NEED(destroy_mkey);
 	memset(&attr, 0, sizeof(attr));
@@ -247,16 +244,13 @@ static const ArgSpec mr_list_params[] = {
 };
 METHOD_ARGS(mlx5_mod_wr_mr_list, "_mlx5_wr_mr_list", mr_list_params);
 
-PyObject *mlx5_mod_wr_mr_list(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_wr_mr_list, mod, struct mr_list_args, a)
 {
 	static const char verb[] = "mlx5dv_wr_mr_list";
-	struct mr_list_args a;
 	struct ibv_sge sge[MR_LIST_MAX];
 	struct mlx5dv_qp_ex *mqp;
 	Py_ssize_t i, n;
 
-	if (args_parse(&mlx5_mod_wr_mr_list_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	n = PyList_Size(a.sge_list);
 	if (n < 1 || n > MR_LIST_MAX) {
 		PyErr_Format(PyExc_ValueError,

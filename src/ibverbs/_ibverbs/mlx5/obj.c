@@ -135,9 +135,8 @@ static const ArgSpec init_obj_params[] = {
 };
 METHOD_ARGS(mlx5_mod_init_obj, "_mlx5_init_obj", init_obj_params);
 
-PyObject *mlx5_mod_init_obj(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_init_obj, mod, struct init_obj_args, a)
 {
-	struct init_obj_args a;
 	struct mlx5dv_obj o;
 	struct mlx5dv_qp qp;
 	struct mlx5dv_cq cq;
@@ -149,8 +148,6 @@ PyObject *mlx5_mod_init_obj(PyObject *mod, PyObject *args, PyObject *kw)
 	PyObject *d, *ok = NULL;
 	int rc;
 
-	if (args_parse(&mlx5_mod_init_obj_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	memset(&o, 0, sizeof(o));
 	memset(&qp, 0, sizeof(qp));
 	memset(&cq, 0, sizeof(cq));
@@ -277,14 +274,11 @@ static const ArgSpec cqe_params[] = { ARG_BUFFER(struct cqe_args, cqe, 64),
 				      ARG_END };
 METHOD_ARGS(mlx5_mod_get_cqe_opcode, "_mlx5_get_cqe_opcode", cqe_params);
 
-PyObject *mlx5_mod_get_cqe_opcode(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_get_cqe_opcode, mod, struct cqe_args, a)
 {
-	struct cqe_args a;
 	PyObject *b;
 	unsigned char op_own;
 
-	if (args_parse(&mlx5_mod_get_cqe_opcode_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	if (PyUnicode_Check(a.cqe) || PyLong_Check(a.cqe)) {
 		arg_type_error("cqe", "bytes-like", 0, a.cqe);
 		return NULL;

@@ -146,13 +146,10 @@ static const ArgSpec m5_qp_params[] = {
 };
 METHOD_ARGS(mlx5_mod_create_qp, "_mlx5_create_qp", m5_qp_params);
 
-PyObject *mlx5_mod_create_qp(PyObject *mod, PyObject *args, PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_create_qp, mod, struct m5_qp_args, a)
 {
-	struct m5_qp_args a;
 	PyObject *res;
 
-	if (args_parse(&mlx5_mod_create_qp_args, NULL, args, kw, &a) < 0)
-		return NULL;
 	if (a.dct_access_key && a.dc_type != M5_DCTYPE_DCT) {
 		PyErr_SetString(PyExc_ValueError, "dct_access_key is for a DCT "
 						  "(dc_type=DCType.DCT) only");
@@ -401,14 +398,9 @@ static const ArgSpec m5_sport_params[] = {
 METHOD_ARGS(mlx5_mod_modify_qp_udp_sport, "_mlx5_modify_qp_udp_sport",
 	    m5_sport_params);
 
-PyObject *mlx5_mod_modify_qp_udp_sport(PyObject *mod, PyObject *args,
-				       PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_modify_qp_udp_sport, mod, struct m5_sport_args,
+	      a)
 {
-	struct m5_sport_args a;
-
-	if (args_parse(&mlx5_mod_modify_qp_udp_sport_args, NULL, args, kw, &a) <
-	    0)
-		return NULL;
 	return m5_udp_sport(a.qp, a.udp_sport);
 }
 
@@ -428,14 +420,8 @@ static const ArgSpec m5_port_params[] = {
 METHOD_ARGS(mlx5_mod_modify_qp_lag_port, "_mlx5_modify_qp_lag_port",
 	    m5_port_params);
 
-PyObject *mlx5_mod_modify_qp_lag_port(PyObject *mod, PyObject *args,
-				      PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_modify_qp_lag_port, mod, struct m5_port_args, a)
 {
-	struct m5_port_args a;
-
-	if (args_parse(&mlx5_mod_modify_qp_lag_port_args, NULL, args, kw, &a) <
-	    0)
-		return NULL;
 	return m5_lag_port(a.qp, a.port_num);
 }
 
@@ -455,14 +441,9 @@ static const ArgSpec m5_qp_only_params[] = {
 METHOD_ARGS(mlx5_mod_query_qp_lag_port, "_mlx5_query_qp_lag_port",
 	    m5_qp_only_params);
 
-PyObject *mlx5_mod_query_qp_lag_port(PyObject *mod, PyObject *args,
-				     PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_query_qp_lag_port, mod, struct m5_qp_only_args,
+	      a)
 {
-	struct m5_qp_only_args a;
-
-	if (args_parse(&mlx5_mod_query_qp_lag_port_args, NULL, args, kw, &a) <
-	    0)
-		return NULL;
 	return m5_query_lag(a.qp);
 }
 
@@ -483,14 +464,9 @@ static const ArgSpec m5_stream_params[] = {
 METHOD_ARGS(mlx5_mod_dci_stream_id_reset, "_mlx5_dci_stream_id_reset",
 	    m5_stream_params);
 
-PyObject *mlx5_mod_dci_stream_id_reset(PyObject *mod, PyObject *args,
-				       PyObject *kw)
+ARGS_FUNCTION(extern, mlx5_mod_dci_stream_id_reset, mod, struct m5_stream_args,
+	      a)
 {
-	struct m5_stream_args a;
-
-	if (args_parse(&mlx5_mod_dci_stream_id_reset_args, NULL, args, kw, &a) <
-	    0)
-		return NULL;
 	return m5_stream_reset(a.qp, a.stream_id);
 }
 
@@ -503,14 +479,8 @@ PyDoc_STRVAR(mlx5_qp_modify_udp_sport__doc__,
 METHOD_ARGS(mlx5_qp_modify_udp_sport, "Mlx5QP.modify_udp_sport",
 	    m5_sport_params + 1);
 
-static PyObject *mlx5_qp_modify_udp_sport(PyObject *self, PyObject *args,
-					  PyObject *kw)
+ARGS_METHOD(static, mlx5_qp_modify_udp_sport, self, struct m5_sport_args, a)
 {
-	struct m5_sport_args a;
-
-	HANDLE_CHECK(self);
-	if (args_parse(&mlx5_qp_modify_udp_sport_args, self, args, kw, &a) < 0)
-		return NULL;
 	return m5_udp_sport(self, a.udp_sport);
 }
 
@@ -521,14 +491,8 @@ PyDoc_STRVAR(mlx5_qp_modify_lag_port__doc__,
 METHOD_ARGS(mlx5_qp_modify_lag_port, "Mlx5QP.modify_lag_port",
 	    m5_port_params + 1);
 
-static PyObject *mlx5_qp_modify_lag_port(PyObject *self, PyObject *args,
-					 PyObject *kw)
+ARGS_METHOD(static, mlx5_qp_modify_lag_port, self, struct m5_port_args, a)
 {
-	struct m5_port_args a;
-
-	HANDLE_CHECK(self);
-	if (args_parse(&mlx5_qp_modify_lag_port_args, self, args, kw, &a) < 0)
-		return NULL;
 	return m5_lag_port(self, a.port_num);
 }
 
@@ -549,15 +513,8 @@ PyDoc_STRVAR(mlx5_qp_dci_stream_id_reset__doc__,
 METHOD_ARGS(mlx5_qp_dci_stream_id_reset, "Mlx5QP.dci_stream_id_reset",
 	    m5_stream_params + 1);
 
-static PyObject *mlx5_qp_dci_stream_id_reset(PyObject *self, PyObject *args,
-					     PyObject *kw)
+ARGS_METHOD(static, mlx5_qp_dci_stream_id_reset, self, struct m5_stream_args, a)
 {
-	struct m5_stream_args a;
-
-	HANDLE_CHECK(self);
-	if (args_parse(&mlx5_qp_dci_stream_id_reset_args, self, args, kw, &a) <
-	    0)
-		return NULL;
 	return m5_stream_reset(self, a.stream_id);
 }
 

@@ -17,28 +17,28 @@ static PyObject *ah_wrap(PDObject *pd, struct ibv_ah *ah)
 }
 
 /* PD.create_ah(attr): attr is an AHAttr or any object with its fields. */
-METHOD_DOC(pd_create_ah,
-	   "Create an address handle, the destination of UD sends.\n"
-	   "\n"
-	   "``attr`` is an ``AHAttr`` (or any object with some of its\n"
-	   "fields: dlid, sl, port_num, dgid, sgid_index, hop_limit, ...);\n"
-	   "a ``dgid`` makes the address global (RoCE needs one) unless\n"
-	   "``is_global`` says otherwise.\n"
-	   "\n"
-	   "Wraps ``ibv_create_ah`` (man page ibv_create_ah(3)).\n"
-	   "\n"
-	   "Args:\n"
-	   "    attr: an AHAttr, or any object with some of its fields.\n"
-	   "\n"
-	   "Returns:\n"
-	   "    The new AH.\n"
-	   "\n"
-	   "Raises:\n"
-	   "    TypeError: attr has none of AHAttr's fields, or a field\n"
-	   "        has the wrong type.\n"
-	   "    ValueError: a field is out of range or dgid is no GID.\n"
-	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
-	   "        failed (``errno``, e.g. EINVAL for a bad sgid_index).");
+METHOD_DOC(
+	pd_create_ah,
+	"Create an address handle, the destination of UD sends.\n"
+	"\n"
+	"``attr`` is an ``AHAttr`` (or any object with some of its\n"
+	"fields: dlid, sl, port_num, dgid, sgid_index, hop_limit, ...);\n"
+	"a ``dgid`` makes the address global (RoCE needs one) unless\n"
+	"``is_global`` says otherwise.\n"
+	"\n"
+	"Wraps ``ibv_create_ah`` (man page ibv_create_ah(3)).\n"
+	"\n"
+	"Args:\n"
+	"    attr: an AHAttr, or any object with some of its fields.\n"
+	"\n"
+	"Returns:\n"
+	"    The new AH.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: attr has none of AHAttr's fields, or a field\n"
+	"        has the wrong type.\n"
+	"    ValueError: a field is out of range or dgid is no GID.\n" DOC_RAISES_VERB_AS(
+		"PD", ", e.g. EINVAL for a bad sgid_index"));
 
 struct create_ah_args {
 	PyObject *attr;
@@ -204,9 +204,8 @@ const char pd_create_ah_from_wc__doc__[] = PyDoc_STR(
 	"\n"
 	"Raises:\n"
 	"    TypeError: wc is not a WC, or grh not bytes-like.\n"
-	"    ValueError: port out of range, or grh under 40 bytes.\n"
-	"    VerbsError: EBADF once the PD is closed; else the verb\n"
-	"        failed (``errno``, as for ``Context.init_ah_from_wc``).");
+	"    ValueError: port out of range, or grh under 40 bytes.\n" DOC_RAISES_VERB_AS(
+		"PD", ", as for ``Context.init_ah_from_wc``"));
 
 static const ArgSpec create_ah_from_wc_params[] = { FROM_WC_WC, FROM_WC_GRH,
 						    FROM_WC_PORT, ARG_END };

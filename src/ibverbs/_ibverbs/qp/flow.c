@@ -206,9 +206,8 @@ static const ArgSpec create_flow_params[] = {
 };
 METHOD_ARGS(flow_create, "QP.create_flow", create_flow_params);
 
-PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, flow_create, qp, struct create_flow_args, a)
 {
-	struct create_flow_args a;
 	PyObject *o, *b, *objs = NULL;
 	struct ibv_flow_attr *attr;
 	struct ibv_flow *flow;
@@ -217,9 +216,6 @@ PyObject *flow_create(PyObject *qp, PyObject *args, PyObject *kw)
 	char *p;
 	int err;
 
-	HANDLE_CHECK(qp);
-	if (args_parse(&flow_create_args, qp, args, kw, &a) < 0)
-		return NULL;
 	o = a.flow_attr;
 	if (PyBytes_Check(o)) {
 		b = o;

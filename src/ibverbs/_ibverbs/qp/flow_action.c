@@ -181,16 +181,12 @@ METHOD_ARGS(flow_action_esp_create, "Context.create_flow_action_esp",
 	    esp_params);
 
 /* Context.create_flow_action_esp(attr) */
-PyObject *flow_action_esp_create(PyObject *ctx, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, flow_action_esp_create, ctx, struct esp_args, a)
 {
 	struct ibv_flow_action *fa;
 	struct esp_buf *b;
-	struct esp_args a;
 	PyObject *o;
 
-	HANDLE_CHECK(ctx);
-	if (args_parse(&flow_action_esp_create_args, ctx, args, kw, &a) < 0)
-		return NULL;
 	o = a.attr;
 	b = PyMem_Malloc(sizeof(*b));
 	if (b == NULL)
@@ -234,17 +230,12 @@ PyDoc_STRVAR(flow_action_modify_esp__doc__,
 
 METHOD_ARGS(flow_action_modify_esp, "FlowAction.modify_esp", esp_params);
 
-static PyObject *flow_action_modify_esp(PyObject *self, PyObject *args,
-					PyObject *kw)
+ARGS_METHOD(static, flow_action_modify_esp, self, struct esp_args, a)
 {
 	struct esp_buf *b;
-	struct esp_args a;
 	PyObject *o;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&flow_action_modify_esp_args, self, args, kw, &a) < 0)
-		return NULL;
 	o = a.attr;
 	b = PyMem_Malloc(sizeof(*b));
 	if (b == NULL)

@@ -371,13 +371,8 @@ static const ArgSpec create_qp_params[] = {
 };
 METHOD_ARGS(pd_create_qp, "PD.create_qp", create_qp_params);
 
-PyObject *pd_create_qp(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, pd_create_qp, self, struct create_qp_args, a)
 {
-	struct create_qp_args a;
-
-	HANDLE_CHECK(self);
-	if (args_parse(&pd_create_qp_args, self, args, kw, &a) < 0)
-		return NULL;
 	return qp_create((PDObject *)self, a.init_attr, &qp_kind,
 			 "ibv_create_qp", plain_create, NULL, ST.QP_type, 0);
 }
@@ -611,9 +606,7 @@ PyDoc_STRVAR(qp_query__doc__,
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: mask is not an int.\n"
-	     "    ValueError: mask is out of range.\n"
-	     "    VerbsError: EBADF once the QP is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "    ValueError: mask is out of range.\n" DOC_RAISES_VERB("QP"));
 
 /* query(mask=all) -> (dict of the fields the mask covers, QPCap) */
 struct query_args {
@@ -626,17 +619,13 @@ static const ArgSpec query_params[] = {
 };
 METHOD_ARGS(qp_meth_query, "QP.query", query_params);
 
-static PyObject *qp_meth_query(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, qp_meth_query, self, struct query_args, a)
 {
 	PyObject *d, *cap;
 	struct ibv_qp_init_attr init;
 	struct ibv_qp_attr attr;
-	struct query_args a;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qp_meth_query_args, self, args, kw, &a) < 0)
-		return NULL;
 	rc = qp_query_raw(self, &attr, a.mask, &init);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_query_qp",
@@ -697,15 +686,11 @@ static const ArgSpec to_init_params[] = {
 };
 METHOD_ARGS(qp_to_init, "QP.to_init", to_init_params);
 
-static PyObject *qp_to_init(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, qp_to_init, self, struct to_init_args, a)
 {
 	struct ibv_qp_attr attr;
-	struct to_init_args a;
 	int mask = IBV_QP_STATE | IBV_QP_PORT;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qp_to_init_args, self, args, kw, &a) < 0)
-		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_INIT;
 	attr.port_num = a.port;
@@ -1015,15 +1000,11 @@ static const ArgSpec to_rts_params[] = {
 };
 METHOD_ARGS(qp_to_rts, "QP.to_rts", to_rts_params);
 
-static PyObject *qp_to_rts(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, qp_to_rts, self, struct to_rts_args, a)
 {
 	struct ibv_qp_attr attr;
-	struct to_rts_args a;
 	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qp_to_rts_args, self, args, kw, &a) < 0)
-		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTS;
 	attr.sq_psn = a.psn;
@@ -1320,15 +1301,10 @@ static const ArgSpec data_in_order_params[] = {
 METHOD_ARGS(qp_query_data_in_order, "QP.query_data_in_order",
 	    data_in_order_params);
 
-static PyObject *qp_query_data_in_order(PyObject *self, PyObject *args,
-					PyObject *kw)
+ARGS_METHOD(static, qp_query_data_in_order, self, struct data_in_order_args, a)
 {
-	struct data_in_order_args a;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qp_query_data_in_order_args, self, args, kw, &a) < 0)
-		return NULL;
 	IBV_REQUIRE_OPTIONAL(query_qp_data_in_order, ibv_query_qp_data_in_order,
 			     "rdma-core 41");
 	rc = IBV.query_qp_data_in_order(QPP(self), (enum ibv_wr_opcode)a.op,

@@ -922,13 +922,8 @@ static const ArgSpec create_qp_ex_params[] = {
 };
 METHOD_ARGS(pd_create_qp_ex, "PD.create_qp_ex", create_qp_ex_params);
 
-PyObject *pd_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, pd_create_qp_ex, self, struct create_qp_ex_args, a)
 {
-	struct create_qp_ex_args a;
-
-	HANDLE_CHECK(self);
-	if (args_parse(&pd_create_qp_ex_args, self, args, kw, &a) < 0)
-		return NULL;
 	return qpex_create((PDObject *)self, a.init_attr, ST.QPEx_type,
 			   "ibv_create_qp_ex", NULL, NULL);
 }
@@ -962,14 +957,10 @@ METHOD_DOC(
 
 METHOD_ARGS(context_create_qp_ex, "Context.create_qp_ex", create_qp_ex_params);
 
-PyObject *context_create_qp_ex(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_create_qp_ex, self, struct create_qp_ex_args, a)
 {
-	struct create_qp_ex_args a;
 	PyObject *pd, *res = NULL;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_create_qp_ex_args, self, args, kw, &a) < 0)
-		return NULL;
 	pd = PyObject_GetAttrString(a.init_attr, "pd");
 	if (pd == NULL) {
 		if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
@@ -1313,16 +1304,11 @@ static const ArgSpec atomic_write_params[] = {
 };
 METHOD_ARGS(qpex_wr_atomic_write, "QPEx.wr_atomic_write", atomic_write_params);
 
-static PyObject *qpex_wr_atomic_write(PyObject *self, PyObject *args,
-				      PyObject *kw)
+ARGS_METHOD(static, qpex_wr_atomic_write, self, struct atomic_write_args, a)
 {
-	struct atomic_write_args a;
 	PyObject *data;
 	const char *p;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_atomic_write_args, self, args, kw, &a) < 0)
-		return NULL;
 	data = a.data;
 	if (PyBytes_Check(data) && PyBytes_Size(data) == 8) {
 		p = PyBytes_AsString(data);
@@ -1385,13 +1371,8 @@ static const ArgSpec flush_params[] = { ARG_UINT(struct flush_args, rkey),
 					ARG_END };
 METHOD_ARGS(qpex_wr_flush, "QPEx.wr_flush", flush_params);
 
-static PyObject *qpex_wr_flush(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, qpex_wr_flush, self, struct flush_args, a)
 {
-	struct flush_args a;
-
-	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_flush_args, self, args, kw, &a) < 0)
-		return NULL;
 #ifdef IBVERBS_HAVE_WR_FLUSH
 	if (qpex_begin_wr(self, WREX_OP_FLUSH) < 0)
 		return NULL;
@@ -1588,18 +1569,13 @@ static const ArgSpec sge_list_params[] = {
 };
 METHOD_ARGS(qpex_wr_set_sge_list, "QPEx.wr_set_sge_list", sge_list_params);
 
-static PyObject *qpex_wr_set_sge_list(PyObject *self, PyObject *args,
-				      PyObject *kw)
+ARGS_METHOD(static, qpex_wr_set_sge_list, self, struct sge_list_args, a)
 {
 	struct ibv_sge small[SMALL_LIST], *arr;
-	struct sge_list_args a;
 	PyObject *seq;
 	Py_ssize_t i, n;
 	int ok = 0;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_set_sge_list_args, self, args, kw, &a) < 0)
-		return NULL;
 	seq = list_start(a.sg_list, "sg_list", "list or tuple of SGEs", small,
 			 sizeof(*arr), (void **)&arr);
 	if (seq == NULL)
@@ -1760,20 +1736,15 @@ static const ArgSpec inline_data_list_params[] = {
 METHOD_ARGS(qpex_wr_set_inline_data_list, "QPEx.wr_set_inline_data_list",
 	    inline_data_list_params);
 
-static PyObject *qpex_wr_set_inline_data_list(PyObject *self, PyObject *args,
-					      PyObject *kw)
+ARGS_METHOD(static, qpex_wr_set_inline_data_list, self,
+	    struct inline_data_list_args, a)
 {
 	struct ibv_data_buf small[SMALL_LIST], *arr;
-	struct inline_data_list_args a;
 	PyObject *seq, *holds;
 	Py_ssize_t i, n;
 	size_t total = 0;
 	int ok = 0;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_set_inline_data_list_args, self, args, kw, &a) <
-	    0)
-		return NULL;
 	seq = list_start(a.buf_list, "buf_list",
 			 "list or tuple of bytes-like objects", small,
 			 sizeof(*arr), (void **)&arr);
@@ -1837,14 +1808,8 @@ static const ArgSpec ud_addr_params[] = {
 };
 METHOD_ARGS(qpex_wr_set_ud_addr, "QPEx.wr_set_ud_addr", ud_addr_params);
 
-static PyObject *qpex_wr_set_ud_addr(PyObject *self, PyObject *args,
-				     PyObject *kw)
+ARGS_METHOD(static, qpex_wr_set_ud_addr, self, struct ud_addr_args, a)
 {
-	struct ud_addr_args a;
-
-	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_set_ud_addr_args, self, args, kw, &a) < 0)
-		return NULL;
 	if (qpex_begin_setter(self, 0, "ibv_wr_set_ud_addr",
 			      QPX_FN(wr_set_ud_addr)) < 0)
 		return NULL;
@@ -1936,15 +1901,10 @@ static const ArgSpec xrc_srqn_params[] = {
 };
 METHOD_ARGS(qpex_wr_set_xrc_srqn, "QPEx.wr_set_xrc_srqn", xrc_srqn_params);
 
-static PyObject *qpex_wr_set_xrc_srqn(PyObject *self, PyObject *args,
-				      PyObject *kw)
+ARGS_METHOD(static, qpex_wr_set_xrc_srqn, self, struct xrc_srqn_args, a)
 {
 	QPExObject *q = QPEXO(self);
-	struct xrc_srqn_args a;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_set_xrc_srqn_args, self, args, kw, &a) < 0)
-		return NULL;
 	if (!q->qp.in_batch)
 		return not_in_batch("ibv_wr_set_xrc_srqn");
 	if (q->cur_op == WREX_OP_NONE)

@@ -46,15 +46,11 @@ static const ArgSpec rate_limit_params[] = {
 };
 METHOD_ARGS(qp_modify_rate_limit, "QP.modify_rate_limit", rate_limit_params);
 
-PyObject *qp_modify_rate_limit(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, qp_modify_rate_limit, self, struct rate_limit_args, a)
 {
 	struct ibv_qp_rate_limit_attr attr;
-	struct rate_limit_args a;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qp_modify_rate_limit_args, self, args, kw, &a) < 0)
-		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	attr.rate_limit = a.rate_limit;
 	attr.max_burst_sz = a.max_burst_sz;

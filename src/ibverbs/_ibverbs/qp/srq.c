@@ -16,24 +16,24 @@
 HANDLE_KIND(srq_kind, "SRQ", "ibv_destroy_srq", IBV.destroy_srq, NULL);
 
 /* PD.create_srq(max_wr=128, max_sge=1, srq_limit=0) */
-METHOD_DOC(pd_create_srq,
-	   "Create a shared receive queue in this PD.\n"
-	   "\n"
-	   "Wraps ``ibv_create_srq`` (man page ibv_create_srq(3)).\n"
-	   "\n"
-	   "Args:\n"
-	   "    max_wr: receive work requests it holds.\n"
-	   "    max_sge: scatter entries per work request.\n"
-	   "    srq_limit: the SRQ_LIMIT_REACHED threshold (0: none).\n"
-	   "\n"
-	   "Returns:\n"
-	   "    The new SRQ.\n"
-	   "\n"
-	   "Raises:\n"
-	   "    TypeError: an argument is not an int.\n"
-	   "    ValueError: a value is outside ``0..2**32-1``.\n"
-	   "    VerbsError: EBADF once the PD is closed; else the verb\n"
-	   "        failed (``errno``, e.g. EINVAL past the device limits).");
+METHOD_DOC(
+	pd_create_srq,
+	"Create a shared receive queue in this PD.\n"
+	"\n"
+	"Wraps ``ibv_create_srq`` (man page ibv_create_srq(3)).\n"
+	"\n"
+	"Args:\n"
+	"    max_wr: receive work requests it holds.\n"
+	"    max_sge: scatter entries per work request.\n"
+	"    srq_limit: the SRQ_LIMIT_REACHED threshold (0: none).\n"
+	"\n"
+	"Returns:\n"
+	"    The new SRQ.\n"
+	"\n"
+	"Raises:\n"
+	"    TypeError: an argument is not an int.\n"
+	"    ValueError: a value is outside ``0..2**32-1``.\n" DOC_RAISES_VERB_AS(
+		"PD", ", e.g. EINVAL past the device limits"));
 
 /* Parsed straight into ibv_srq_init_attr.attr, whose fields the
  * arguments are. */
@@ -353,15 +353,11 @@ static const ArgSpec srq_modify_params[] = {
 METHOD_ARGS_MASK(srq_modify, "SRQ.modify", srq_modify_params,
 		 offsetof(struct srq_modify_args, mask));
 
-static PyObject *srq_modify(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, srq_modify, self, struct srq_modify_args, a)
 {
-	struct srq_modify_args a;
 	struct ibv_srq_attr attr = { 0 };
 	int mask, rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&srq_modify_args, self, args, kw, &a) < 0)
-		return NULL;
 	mask = (int)a.mask;
 	attr.max_wr = a.max_wr;
 	attr.srq_limit = a.srq_limit;
@@ -386,9 +382,7 @@ PyDoc_STRVAR(srq_query__doc__,
 	     "Returns:\n"
 	     "    ``{\"max_wr\": ..., \"max_sge\": ..., \"srq_limit\": ...}``.\n"
 	     "\n"
-	     "Raises:\n"
-	     "    VerbsError: EBADF once the SRQ is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "Raises:\n" DOC_RAISES_VERB("SRQ"));
 
 static PyObject *srq_query(PyObject *self, PyObject *unused)
 {

@@ -100,11 +100,10 @@ static const ArgSpec create_rwq_ind_table_params[] = {
 METHOD_ARGS(context_create_rwq_ind_table, "Context.create_rwq_ind_table",
 	    create_rwq_ind_table_params);
 
-PyObject *context_create_rwq_ind_table(PyObject *self, PyObject *args,
-				       PyObject *kw)
+ARGS_METHOD(extern, context_create_rwq_ind_table, self,
+	    struct create_rwq_ind_table_args, a)
 {
 	struct ibv_rwq_ind_table_init_attr ia;
-	struct create_rwq_ind_table_args a;
 	struct ibv_rwq_ind_table *tbl;
 	RWQIndTableObject *t = NULL;
 	struct ibv_wq **arr = NULL;
@@ -112,10 +111,6 @@ PyObject *context_create_rwq_ind_table(PyObject *self, PyObject *args,
 	PyObject *wqs;
 	uint32_t log;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_create_rwq_ind_table_args, self, args, kw, &a) <
-	    0)
-		return NULL;
 	wqs = PySequence_Tuple(a.wqs);
 	if (wqs == NULL)
 		return NULL;

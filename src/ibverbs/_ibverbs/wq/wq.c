@@ -78,16 +78,12 @@ static const ArgSpec create_wq_params[] = {
 METHOD_ARGS_MASK(context_create_wq, "Context.create_wq", create_wq_params,
 		 offsetof(struct create_wq_args, mask));
 
-PyObject *context_create_wq(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_create_wq, self, struct create_wq_args, a)
 {
-	struct create_wq_args a;
 	struct ibv_wq_init_attr ia;
 	struct ibv_wq *wq;
 	WQObject *w;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_create_wq_args, self, args, kw, &a) < 0)
-		return NULL;
 	w = HANDLE_ALLOC(WQObject, ST.WQ_type);
 	if (w == NULL)
 		return NULL;
@@ -152,9 +148,7 @@ PyDoc_STRVAR(wq_modify__doc__,
 	     "\n"
 	     "Raises:\n"
 	     "    TypeError: nothing is given, or a value is not an int.\n"
-	     "    ValueError: a value is out of range.\n"
-	     "    VerbsError: EBADF once the WQ is closed; else the verb\n"
-	     "        failed (``errno``).");
+	     "    ValueError: a value is out of range.\n" DOC_RAISES_VERB("WQ"));
 
 /* given: the attr_mask bits of the arguments given (not None), and
  * WQ_MODIFY_FLAGS_MASK for flags_mask. */
@@ -179,15 +173,11 @@ static const ArgSpec wq_modify_params[] = {
 METHOD_ARGS_MASK(wq_modify, "WQ.modify", wq_modify_params,
 		 offsetof(struct wq_modify_args, given));
 
-static PyObject *wq_modify(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(static, wq_modify, self, struct wq_modify_args, a)
 {
-	struct wq_modify_args a;
 	struct ibv_wq_attr attr;
 	int rc;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&wq_modify_args, self, args, kw, &a) < 0)
-		return NULL;
 	if ((a.given & WQ_MODIFY_FLAGS_MASK) &&
 	    !(a.given & IBV_WQ_ATTR_FLAGS)) {
 		PyErr_SetString(PyExc_TypeError, "flags_mask needs flags");

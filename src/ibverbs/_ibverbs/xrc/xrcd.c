@@ -67,18 +67,14 @@ static const ArgSpec open_xrcd_params[] = {
 };
 METHOD_ARGS(context_open_xrcd, "Context.open_xrcd", open_xrcd_params);
 
-PyObject *context_open_xrcd(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_open_xrcd, self, struct open_xrcd_args, a)
 {
 	struct ibv_xrcd_init_attr attr;
-	struct open_xrcd_args a;
 	struct ibv_context *ctx;
 	struct ibv_xrcd *xrcd;
 	int fd, oflags;
 	XRCDObject *x;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_open_xrcd_args, self, args, kw, &a) < 0)
-		return NULL;
 	fd = a.fd;
 	oflags = a.oflags;
 	x = HANDLE_ALLOC(XRCDObject, ST.XRCD_type);
@@ -163,18 +159,14 @@ static const ArgSpec open_qp_params[] = {
 };
 METHOD_ARGS(context_open_qp, "Context.open_qp", open_qp_params);
 
-PyObject *context_open_qp(PyObject *self, PyObject *args, PyObject *kw)
+ARGS_METHOD(extern, context_open_qp, self, struct open_qp_args, a)
 {
 	struct ibv_qp_open_attr attr;
 	struct ibv_context *ctx;
-	struct open_qp_args a;
 	struct ibv_qp *qp;
 	PyObject *xo;
 	QPObject *q;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&context_open_qp_args, self, args, kw, &a) < 0)
-		return NULL;
 	xo = a.xrcd;
 	q = HANDLE_ALLOC(QPObject, ST.QP_type);
 	if (q == NULL)
