@@ -790,16 +790,8 @@ static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 /* progress(): posting and reaping in one C loop                       */
 /* ------------------------------------------------------------------ */
 
-#define RUN_POLL 16 /* completions per ibv_poll_cq */
-
-static void run_end(SendBatchObject *b)
-{
-	Py_CLEAR(b->run_qp);
-	b->run_posted = b->run_done = 0;
-}
-
 /* The row in flight whose wr_id this is, or -1. */
-static Py_ssize_t run_row(const SendBatchObject *b, uint64_t wr_id)
+static Py_ssize_t send_run_row(const SendBatchObject *b, uint64_t wr_id)
 {
 	Py_ssize_t i;
 
@@ -818,78 +810,18 @@ static Py_ssize_t run_row(const SendBatchObject *b, uint64_t wr_id)
 	return -1;
 }
 
-/* One run's loop: post while the bound allows, reap, until a poll comes
- * back empty or every row is complete.  0; -1 with an error set when a
- * verb failed (the run's counts stay true: it can go on); -2 with an
- * error set when a completion failed or is not the run's (it ends). */
-static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
-		    struct ibv_cq *cq, Py_ssize_t depth, Py_ssize_t piece)
-{
-	struct ibv_wc wc[RUN_POLL];
-	struct ibv_send_wr *bad = NULL;
-	Py_ssize_t end, row;
-	int got, k, rc, post_rc = 0;
-
-	for (;;) {
-		while (b->run_posted < b->n) {
-			end = b->run_posted + piece < b->n ?
-				      b->run_posted + piece :
-				      b->n;
-			if (end - b->run_done > depth)
-				break;
-			bad = NULL;
-			rc = send_post_range(b, QPP(qp), qpx, b->run_posted,
-					     end, &bad);
-			if (rc != 0) {
-				/* The rows before bad are posted: the next
-				 * piece's signaled row completes them. */
-				if (bad != NULL &&
-				    bad >= &b->wrs[b->run_posted] &&
-				    bad < &b->wrs[end])
-					b->run_posted = bad - b->wrs;
-				post_rc = rc;
-				break;
-			}
-			b->run_posted = end;
-		}
-		got = ibv_poll_cq(cq, RUN_POLL, wc);
-		if (got == 0 && post_rc == 0)
-			return 0;
-		if (got < 0 || got > RUN_POLL) {
-			verbs_error_fmt(EIO, "ibv_poll_cq",
-					"the provider returned %d", got);
-			return -1;
-		}
-		for (k = 0; k < got; k++) {
-			row = run_row(b, wc[k].wr_id);
-			if (wc[k].status != IBV_WC_SUCCESS) {
-				batch_run_failed("SendBatch", wc, k, got, row,
-						 b->run_posted);
-				return -2;
-			}
-			if (row < 0) {
-				PyErr_Format(PyExc_ValueError,
-					     "a completion of wr_id %llu is "
-					     "not a row in flight: while "
-					     "progress() runs, the QP's send "
-					     "CQ must carry only this "
-					     "batch's completions",
-					     (unsigned long long)wc[k].wr_id);
-				return -2;
-			}
-			b->run_done = row + 1;
-		}
-		if (post_rc != 0) {
-			/* Reported after the reap: a QP in error may refuse
-			 * posts, and the failed completion that put it there
-			 * (raised above) says more. */
-			send_post_error(b, qp, qpx, post_rc, bad);
-			return -1;
-		}
-		if (b->run_done == b->n)
-			return 0;
-	}
-}
+#define RUN_FN(name) send_run_##name
+#define RUN_OBJ SendBatchObject
+#define RUN_NATIVE struct ibv_send_wr
+#define RUN_CTX struct ibv_qp_ex *
+#define RUN_POST(b, qp, qpx, start, end, bad) \
+	send_post_range(b, QPP(qp), qpx, start, end, bad)
+#define RUN_POST_ERROR send_post_error
+#define RUN_ROW send_run_row
+#define RUN_NAME "SendBatch"
+#define RUN_WHICH "send"
+#define RUN_ROW_WHAT "a row in flight"
+#include "wr/templates/batch_run.h"
 
 PyDoc_STRVAR(
 	send_batch_progress__doc__,
@@ -946,10 +878,9 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 {
 	static char *kwlist[] = { "queue", "depth", "piece", NULL };
 	SendBatchObject *b = SB(self);
-	Py_ssize_t depth = 0, piece = 0, done;
+	Py_ssize_t depth = 0, piece = 0;
 	struct ibv_qp_ex *qpx;
 	PyObject *qp, *cq;
-	int rc;
 
 	if (batch_queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type,
 			     NULL, "QP", &qp, PY_SSIZE_T_MAX, &depth, 16,
@@ -964,36 +895,15 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 		return NULL;
 	if (send_batch_qpx(b, qp, &qpx) < 0)
 		return NULL;
-	OBJ_LOCKED_BEGIN(b);
-	if (b->run_qp == NULL) {
-		Py_INCREF(qp);
-		b->run_qp = qp;
-	}
-	rc = run_loop(b, qp, qpx, (struct ibv_cq *)HANDLE(cq)->obj, depth,
-		      piece);
-	done = b->run_done;
-	if (rc == -2 || done == b->n)
-		run_end(b);
-	OBJ_LOCKED_END();
-	if (rc < 0)
-		return NULL;
-	return PyLong_FromSsize_t(done);
+	return send_run_go(b, qp, qpx, cq, depth, piece);
 }
 
-PyDoc_STRVAR(send_batch_reset__doc__,
+PyDoc_STRVAR(send_run_reset__doc__,
 	     "End the progress() run under way without waiting for it.\n"
 	     "\n"
 	     "The rows in flight stay posted: their completions arrive in\n"
 	     "the send CQ as usual. Nothing happens when no run is under\n"
 	     "way.");
-
-static PyObject *send_batch_reset(PyObject *self, PyObject *unused)
-{
-	OBJ_LOCKED_BEGIN(self);
-	run_end(SB(self));
-	OBJ_LOCKED_END();
-	Py_RETURN_NONE;
-}
 
 /* ------------------------------------------------------------------ */
 /* Replacing columns                                                   */
@@ -1223,7 +1133,7 @@ static PyObject *send_batch_get_opcode(PyObject *self, void *closure)
 static PyMethodDef send_batch_methods[] = {
 	METHOD_KW("post", send_batch_post),
 	METHOD_KW("progress", send_batch_progress),
-	METHOD_NOARGS("reset", send_batch_reset),
+	METHOD_NOARGS("reset", send_run_reset),
 	METHOD_KW("update", send_batch_update),
 	{ NULL, NULL, 0, NULL }
 };
