@@ -1027,15 +1027,36 @@ out:
 /* QP.post_send_batch                                                  */
 /* ------------------------------------------------------------------ */
 
-/* The UD arguments' lines of the Args of QP.post_send_batch and
- * SendBatch. */
-#define SB_DOC_UD_ARGS                                                      \
-	"    ah: a UD batch's address handle: one AH for every row, or a\n" \
-	"        sequence of one per row (held while the batch lives);\n"   \
-	"        SEND or SEND_WITH_IMM only.\n"                             \
-	"    remote_qpn: the destination QPN of a UD batch, one or a\n"     \
-	"        column.\n"                                                 \
-	"    remote_qkey: its Q_Key, one (0 when left out) or a column.\n"
+/* The Args lines of QP.post_send_batch and SendBatch, and the first of
+ * their Raises. */
+#define SB_DOC_ARGS                                                          \
+	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"      \
+	"    local: offsets into the MR (or addresses).\n"                   \
+	"    lengths: bytes per request, or one int for all.\n"              \
+	"    remote: remote addresses, or offsets from remote_base\n"        \
+	"        (RDMA WRITE and READ; None for SEND).\n"                    \
+	"    rkey: one remote key for all, or a column.\n"                   \
+	"    opcode: RDMA_WRITE (the default), RDMA_WRITE_WITH_IMM, SEND,\n" \
+	"        SEND_WITH_IMM or RDMA_READ, for every row.\n"               \
+	"    remote_base: added to every remote value.\n"                    \
+	"    lkey: the local keys, one or a column, where mr is None.\n"     \
+	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"        \
+	"    signal_every: signal every Nth row (0: only the last).\n"       \
+	"    imm_data: the last row's immediate data (it becomes the\n"      \
+	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"  \
+	"    inline_threshold: rows of at most this many bytes are sent\n"   \
+	"        inline (0: none).\n"                                        \
+	"    ah: a UD batch's address handle: one AH for every row, or a\n"  \
+	"        sequence of one per row (held while the batch lives);\n"    \
+	"        SEND or SEND_WITH_IMM only.\n"                              \
+	"    remote_qpn: the destination QPN of a UD batch, one or a\n"      \
+	"        column.\n"                                                  \
+	"    remote_qkey: its Q_Key, one (0 when left out) or a column.\n"   \
+	"\n"                                                                 \
+	"Raises:\n"                                                          \
+	"    TypeError: a column is not an array of integers or an int,\n"   \
+	"        or ah not an AH or a sequence of AHs.\n"                    \
+	"    ValueError: a bad row (named: past the MR's end, a field over\n"
 
 const char qp_post_send_batch__doc__[] = PyDoc_STR(
 	"Build the send requests the columns describe, and post them.\n"
@@ -1046,27 +1067,7 @@ const char qp_post_send_batch__doc__[] = PyDoc_STR(
 	"\n"
 	"Wraps ``ibv_post_send`` (man page ibv_post_send(3)).\n"
 	"\n"
-	"Args:\n"
-	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
-	"    local: offsets into the MR (or addresses).\n"
-	"    lengths: bytes per request, or one int for all.\n"
-	"    remote: remote addresses, or offsets from remote_base\n"
-	"        (RDMA WRITE and READ; None for SEND).\n"
-	"    rkey: one remote key for all, or a column.\n"
-	"    opcode: RDMA_WRITE (the default), RDMA_WRITE_WITH_IMM, SEND,\n"
-	"        SEND_WITH_IMM or RDMA_READ, for every row.\n"
-	"    remote_base: added to every remote value.\n"
-	"    lkey: the local keys, one or a column, where mr is None.\n"
-	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
-	"    signal_every: signal every Nth row (0: only the last).\n"
-	"    imm_data: the last row's immediate data (it becomes the\n"
-	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"
-	"    inline_threshold: rows of at most this many bytes are sent\n"
-	"        inline (0: none).\n" SB_DOC_UD_ARGS "\n"
-	"Raises:\n"
-	"    TypeError: a column is not an array of integers or an int,\n"
-	"        or ah not an AH or a sequence of AHs.\n"
-	"    ValueError: a bad row (named: past the MR's end, a field over\n"
+	"Args:\n" SB_DOC_ARGS
 	"        32 bits), columns of different lengths, more rows than\n"
 	"        the send queue holds, a QP of the wrong type (UD without\n"
 	"        ``ah`` or the reverse), ah without remote_qpn.\n"
@@ -1166,27 +1167,7 @@ PyDoc_STRVAR(
 	"``update()`` replaces columns; ``len(batch)`` is the rows.\n"
 	"The batch holds its MR: a post after ``mr.close()`` is EBADF.\n"
 	"\n"
-	"Args:\n"
-	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
-	"    local: offsets into the MR (or addresses).\n"
-	"    lengths: bytes per request, or one int for all.\n"
-	"    remote: remote addresses, or offsets from remote_base\n"
-	"        (RDMA WRITE and READ; None for SEND).\n"
-	"    rkey: one remote key for all, or a column.\n"
-	"    opcode: RDMA_WRITE (the default), RDMA_WRITE_WITH_IMM, SEND,\n"
-	"        SEND_WITH_IMM or RDMA_READ, for every row.\n"
-	"    remote_base: added to every remote value.\n"
-	"    lkey: the local keys, one or a column, where mr is None.\n"
-	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
-	"    signal_every: signal every Nth row (0: only the last).\n"
-	"    imm_data: the last row's immediate data (it becomes the\n"
-	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"
-	"    inline_threshold: rows of at most this many bytes are sent\n"
-	"        inline (0: none).\n" SB_DOC_UD_ARGS "\n"
-	"Raises:\n"
-	"    TypeError: a column is not an array of integers or an int,\n"
-	"        or ah not an AH or a sequence of AHs.\n"
-	"    ValueError: a bad row (named: past the MR's end, a field over\n"
+	"Args:\n" SB_DOC_ARGS
 	"        32 bits, negative), columns of different lengths, no rows,\n"
 	"        remote/rkey missing for RDMA (or given for SEND), both or\n"
 	"        neither of mr and lkey, imm_data for a READ, ah with an\n"

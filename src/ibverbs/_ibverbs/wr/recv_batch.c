@@ -378,6 +378,19 @@ PyDoc_STRVAR(recv_run_reset__doc__,
 	     "receive CQ as usual. Nothing happens when no run is under\n"
 	     "way.");
 
+/* The Args lines of QP.post_recv_batch and RecvBatch, and the first of
+ * their Raises. */
+#define RB_DOC_ARGS                                                        \
+	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"    \
+	"    local: offsets into the MR (or addresses).\n"                 \
+	"    lengths: bytes per buffer, or one int for all.\n"             \
+	"    lkey: the local keys, one or a column, where mr is None.\n"   \
+	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"      \
+	"\n"                                                               \
+	"Raises:\n"                                                        \
+	"    TypeError: a column is not an array of integers or an int.\n" \
+	"    ValueError: a bad row (named), columns of different lengths,\n"
+
 const char qp_post_recv_batch__doc__[] = PyDoc_STR(
 	"Build the receive requests the columns describe, and post them.\n"
 	"\n"
@@ -387,16 +400,7 @@ const char qp_post_recv_batch__doc__[] = PyDoc_STR(
 	"\n"
 	"Wraps ``ibv_post_recv`` (man page ibv_post_recv(3)).\n"
 	"\n"
-	"Args:\n"
-	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
-	"    local: offsets into the MR (or addresses).\n"
-	"    lengths: bytes per buffer, or one int for all.\n"
-	"    lkey: the local keys, one or a column, where mr is None.\n"
-	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: a column is not an array of integers or an int.\n"
-	"    ValueError: a bad row (named), columns of different lengths,\n"
+	"Args:\n" RB_DOC_ARGS
 	"        more rows than the receive queue holds, a QP with an SRQ.\n"
 	"    VerbsError: EBADF if the QP or MR is closed; else the provider\n"
 	"        refused (the message names the row).");
@@ -470,16 +474,7 @@ PyDoc_STRVAR(
 	"one C loop.\n"
 	"The batch holds its MR: a post after ``mr.close()`` is EBADF.\n"
 	"\n"
-	"Args:\n"
-	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
-	"    local: offsets into the MR (or addresses).\n"
-	"    lengths: bytes per buffer, or one int for all.\n"
-	"    lkey: the local keys, one or a column, where mr is None.\n"
-	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: a column is not an array of integers or an int.\n"
-	"    ValueError: a bad row (named), columns of different lengths,\n"
+	"Args:\n" RB_DOC_ARGS
 	"        no rows, both or neither of mr and lkey.\n"
 	"    VerbsError: EBADF if the MR is closed.");
 
