@@ -876,15 +876,12 @@ PyDoc_STRVAR(
 static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 				     PyObject *kw)
 {
-	static char *kwlist[] = { "queue", "depth", "piece", NULL };
 	SendBatchObject *b = SB(self);
-	Py_ssize_t depth = 0, piece = 0;
+	Py_ssize_t depth, piece;
 	struct ibv_qp_ex *qpx;
 	PyObject *qp, *cq;
 
-	if (batch_queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type,
-			     NULL, "QP", &qp, PY_SSIZE_T_MAX, &depth, 16,
-			     &piece) < 0)
+	if (batch_progress_args(args, kw, &qp, &depth, &piece) < 0)
 		return NULL;
 	HANDLE_CHECK(qp);
 	if (send_batch_ready(b, qp) < 0)

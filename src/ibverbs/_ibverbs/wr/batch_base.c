@@ -217,6 +217,16 @@ int batch_queue_args(PyObject *args, PyObject *kw, char **kwlist,
 	return 0;
 }
 
+int batch_progress_args(PyObject *args, PyObject *kw, PyObject **qp,
+			Py_ssize_t *depth, Py_ssize_t *piece)
+{
+	static char *kwlist[] = { "queue", "depth", "piece", NULL };
+
+	return batch_queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type,
+				NULL, "QP", qp, PY_SSIZE_T_MAX, depth, 16,
+				piece);
+}
+
 int batch_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT((PyObject *)Py_TYPE(self));

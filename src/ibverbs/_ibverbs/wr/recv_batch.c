@@ -352,14 +352,11 @@ PyDoc_STRVAR(
 static PyObject *recv_batch_progress(PyObject *self, PyObject *args,
 				     PyObject *kw)
 {
-	static char *kwlist[] = { "queue", "depth", "piece", NULL };
 	RecvBatchObject *b = RB(self);
-	Py_ssize_t depth = 0, piece = 0;
+	Py_ssize_t depth, piece;
 	PyObject *qp, *cq;
 
-	if (batch_queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type,
-			     NULL, "QP", &qp, PY_SSIZE_T_MAX, &depth, 16,
-			     &piece) < 0)
+	if (batch_progress_args(args, kw, &qp, &depth, &piece) < 0)
 		return NULL;
 	HANDLE_CHECK(qp);
 	if (recv_queue_check(qp) < 0 || batch_mr_ready((BatchBase *)b) < 0)
