@@ -508,18 +508,6 @@ static PyObject *send_batch_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 /* Posting                                                             */
 /* ------------------------------------------------------------------ */
 
-/* No progress() run is under way (post and update would race it). */
-static int send_batch_idle(SendBatchObject *b)
-{
-	if (b->run_qp == NULL)
-		return 0;
-	PyErr_Format(PyExc_ValueError,
-		     "a progress() run of this batch is under way (%zd of %zd "
-		     "rows complete): finish it or reset() it first",
-		     b->run_done, b->n);
-	return -1;
-}
-
 /* The batch's MR and AHs are open and as built; qp can take a batch (a
  * UD batch a UD QP, another batch any other).  0 or -1. */
 static int send_batch_ready(SendBatchObject *b, PyObject *qp)
@@ -775,7 +763,8 @@ static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 			     b->n);
 		return NULL;
 	}
-	if (send_batch_idle(b) < 0 || send_batch_ready(b, qp) < 0)
+	if (batch_idle(b->run_qp, b->run_done, b->n) < 0 ||
+	    send_batch_ready(b, qp) < 0)
 		return NULL;
 	room = QPO(qp)->cap.max_send_wr ? QPO(qp)->cap.max_send_wr : 1;
 	end = start + (count < room ? count : room);
@@ -984,7 +973,8 @@ static PyObject *send_batch_update(PyObject *self, PyObject *args, PyObject *kw)
 
 	memset(&c, 0, sizeof(c));
 	if (args_parse(&send_batch_update_args, NULL, args, kw, &a) < 0 ||
-	    send_update_check(b, &a) < 0 || send_batch_idle(b) < 0)
+	    send_update_check(b, &a) < 0 ||
+	    batch_idle(b->run_qp, b->run_done, b->n) < 0)
 		return NULL;
 	if (col_opt(a.local, "local", 0, &c.local) < 0 ||
 	    col_opt(a.lengths, "lengths", COLUMN_SCALAR_OK, &c.lengths) < 0 ||

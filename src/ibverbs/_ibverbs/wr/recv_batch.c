@@ -203,18 +203,6 @@ static int recv_queue_check(PyObject *queue)
 	return 0;
 }
 
-/* No progress() run is under way (a post would race it). */
-static int recv_batch_idle(RecvBatchObject *b)
-{
-	if (b->run_qp == NULL)
-		return 0;
-	PyErr_Format(PyExc_ValueError,
-		     "a progress() run of this batch is under way (%zd of %zd "
-		     "rows complete): finish it or reset() it first",
-		     b->run_done, b->n);
-	return -1;
-}
-
 PyDoc_STRVAR(recv_batch_post__doc__,
 	     "Post rows ``start`` onwards as one receive post.\n"
 	     "\n"
@@ -254,7 +242,7 @@ static PyObject *recv_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 			     PY_SSIZE_T_MAX, &count) < 0)
 		return NULL;
 	HANDLE_CHECK(queue);
-	if (recv_batch_idle(b) < 0)
+	if (batch_idle(b->run_qp, b->run_done, b->n) < 0)
 		return NULL;
 	if (start > b->n) {
 		PyErr_Format(PyExc_ValueError,

@@ -209,6 +209,10 @@ int batch_queue_args(PyObject *args, PyObject *kw, char **kwlist,
 		     const char *fmt, PyTypeObject *qtype, PyTypeObject *qtype2,
 		     const char *qname, PyObject **queue, Py_ssize_t da,
 		     Py_ssize_t *a, Py_ssize_t db, Py_ssize_t *b);
+/* No progress() run is under way (run_qp NULL; a post or an update
+ * would race it): 0, or -1 with ValueError naming the done of n rows
+ * complete. */
+int batch_idle(PyObject *run_qp, Py_ssize_t done, Py_ssize_t n);
 /* progress()'s arguments (queue, depth=None, piece=None): queue a QP,
  * depth (None: PY_SSIZE_T_MAX, cut later) and piece (None: 16) ints >=
  * 0.  0 or -1. */
