@@ -22,6 +22,7 @@ import ctypes
 import numpy as np
 import ibverbs
 from ibverbs import enums
+from support.outcomes import rts
 
 def world(max_send_wr=64, max_recv_wr=64, max_inline_data=64):
     buf = ctypes.create_string_buffer(65536)
@@ -32,11 +33,6 @@ def world(max_send_wr=64, max_recv_wr=64, max_inline_data=64):
     attr = ibverbs.QPInitAttr(cq, max_send_wr=max_send_wr, max_recv_wr=max_recv_wr,
                               max_inline_data=max_inline_data)
     return buf, ctx, pd, cq, mr, rts(pd.create_qp(attr))
-
-def rts(qp):
-    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
-        qp.modify(enums.QPAttrMask.STATE, qp_state=s)
-    return qp
 
 # An RC QP in RTS whose side ("send", "recv") CQ holds one completion and
 # drops the rest: a progress() run on it waits.
