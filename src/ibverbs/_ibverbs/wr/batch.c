@@ -1078,11 +1078,7 @@ PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 			     "SendBatch") == 0 &&
 	    send_batch_ready(b, self) == 0)
 		res = send_batch_post_rows(b, self, 0, b->n);
-	Py_DECREF(b);
-	if (res == NULL)
-		return NULL;
-	Py_DECREF(res);
-	Py_RETURN_NONE;
+	return batch_posted((PyObject *)b, res);
 }
 
 /* ------------------------------------------------------------------ */

@@ -238,6 +238,15 @@ int batch_progress_args(PyObject *args, PyObject *kw, PyObject **qp,
 				piece);
 }
 
+PyObject *batch_posted(PyObject *batch, PyObject *res)
+{
+	Py_DECREF(batch);
+	if (res == NULL)
+		return NULL;
+	Py_DECREF(res);
+	Py_RETURN_NONE;
+}
+
 int batch_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT((PyObject *)Py_TYPE(self));

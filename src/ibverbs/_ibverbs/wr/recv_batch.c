@@ -407,11 +407,7 @@ PyObject *qp_post_recv_batch(PyObject *self, PyObject *args, PyObject *kw)
 			     "receive", "RecvBatch") == 0 &&
 	    batch_mr_ready((BatchBase *)b) == 0)
 		res = recv_batch_post_rows(b, self, 0, b->n);
-	Py_DECREF(b);
-	if (res == NULL)
-		return NULL;
-	Py_DECREF(res);
-	Py_RETURN_NONE;
+	return batch_posted((PyObject *)b, res);
 }
 
 static int recv_batch_traverse(PyObject *self, visitproc visit, void *arg)
