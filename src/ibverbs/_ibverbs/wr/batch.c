@@ -847,11 +847,7 @@ PyDoc_STRVAR(
 	"    ValueError: depth or piece < 1, a QP of the wrong type, a CQEx\n"
 	"        or a polled-elsewhere send CQ, another QP's run under\n"
 	"        way, the MR re-registered, or a completion that is not a\n"
-	"        row in flight.\n"
-	"    CompletionError: a failed completion; its ``row`` attribute\n"
-	"        and message name the row, ``posted`` is the rows the run\n"
-	"        had posted, ``after`` the WCs reaped with it (a list);\n"
-	"        the rest flush, one completion each, left in the CQ.\n"
+	"        row in flight.\n" RUN_DOC_COMPLETION_ERROR
 	"    VerbsError: EBADF if the QP, the MR or an AH is closed; EBUSY\n"
 	"        in a QPEx ``wr_start()`` batch; EOPNOTSUPP when a QPEx has\n"
 	"        no ``struct ibv_qp_ex``; else the provider refused\n"

@@ -323,11 +323,7 @@ PyDoc_STRVAR(
 	"    ValueError: depth or piece < 1, a QP with an SRQ, a CQEx or a\n"
 	"        polled-elsewhere receive CQ, another QP's run under way,\n"
 	"        the MR re-registered, or a completion that is not the\n"
-	"        next row.\n"
-	"    CompletionError: a failed completion; its ``row`` attribute\n"
-	"        and message name the row, ``posted`` is the rows the run\n"
-	"        had posted, ``after`` the WCs reaped with it (a list);\n"
-	"        the rest flush, one completion each, left in the CQ.\n"
+	"        next row.\n" RUN_DOC_COMPLETION_ERROR
 	"    VerbsError: EBADF if the QP or the MR is closed; else the\n"
 	"        provider refused a post (the message names the row;\n"
 	"        raised after the reap that follows it, so that a failed\n"

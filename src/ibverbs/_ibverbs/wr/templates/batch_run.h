@@ -20,10 +20,19 @@
  *
  * and undefines them at its end.  Defines, static: RUN_FN(end),
  * RUN_FN(loop), RUN_FN(go) and RUN_FN(reset) (send_run_end, ...,
- * recv_run_end, ...).  Calls batch_run_failed (batch_base.c).
+ * recv_run_end, ...), and the docstring lines RUN_DOC_COMPLETION_ERROR.
+ * Calls batch_run_failed (batch_base.c).
  */
 
 #define RUN_POLL 16 /* completions per ibv_poll_cq */
+
+/* The CompletionError lines of progress()'s Raises, for the docstring
+ * that follows the include (left defined). */
+#define RUN_DOC_COMPLETION_ERROR                                             \
+	"    CompletionError: a failed completion; its ``row`` attribute\n"  \
+	"        and message name the row, ``posted`` is the rows the run\n" \
+	"        had posted, ``after`` the WCs reaped with it (a list);\n"   \
+	"        the rest flush, one completion each, left in the CQ.\n"
 
 /* send_run_end, recv_run_end: no run under way. */
 static void RUN_FN(end)(RUN_OBJ *b)
