@@ -22,6 +22,7 @@ import ctypes
 import numpy as np
 import ibverbs
 from ibverbs import enums
+from support.outcomes import rts
 
 def world(max_send_wr=64, max_recv_wr=64, max_inline_data=64):
     buf = ctypes.create_string_buffer(65536)
@@ -31,10 +32,40 @@ def world(max_send_wr=64, max_recv_wr=64, max_inline_data=64):
     mr = pd.reg_mr(ctypes.addressof(buf), 65536, enums.AccessFlags.LOCAL_WRITE)
     attr = ibverbs.QPInitAttr(cq, max_send_wr=max_send_wr, max_recv_wr=max_recv_wr,
                               max_inline_data=max_inline_data)
-    qp = pd.create_qp(attr)
-    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
-        qp.modify(enums.QPAttrMask.STATE, qp_state=s)
-    return buf, ctx, pd, cq, mr, qp
+    return buf, ctx, pd, cq, mr, rts(pd.create_qp(attr))
+
+# An RC QP in RTS whose side ("send", "recv") CQ holds one completion and
+# drops the rest: a progress() run on it waits.
+def stalled_qp(ctx, pd, cq, side):
+    small = ctx.create_cq(1)
+    if side == "send":
+        return rts(pd.create_qp(ibverbs.QPInitAttr(small, max_send_wr=64)))
+    return rts(pd.create_qp(ibverbs.QPInitAttr(cq, recv_cq=small, max_recv_wr=64)))
+
+# Start b's run on the stalled q2; each of refused (callables) then raises
+# ValueError; reset() ends the run, and b posts to qp again; bad progress()
+# arguments raise; a closed q2 is EBADF.  What each step gave, in order.
+def under_way(b, q2, qp, cq, refused):
+    out = [b.progress(q2, 32, 16)]
+    for f in refused:
+        try:
+            f()
+        except ValueError as e:
+            out.append(str(e))
+    b.reset()
+    out.append(b.post(qp, 0, 4))
+    cq.poll_count(16)
+    for args in ((qp, 0), (qp, 8, 0), (cq,)):
+        try:
+            b.progress(*args)
+        except (ValueError, TypeError) as e:
+            out.append(type(e).__name__)
+    q2.close()
+    try:
+        b.progress(q2)
+    except ibverbs.VerbsError as e:
+        out.append(e.errno)
+    return out
 """
 
 
@@ -771,31 +802,10 @@ def test_progress_refuses_while_a_run_is_under_way(recording):
         """
 def body(fake):
     buf, ctx, pd, cq, mr, qp = world()
-    small = ctx.create_cq(1)  # drops completions: the run waits
-    attr = ibverbs.QPInitAttr(small, max_send_wr=64)
-    q2 = pd.create_qp(attr)
-    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
-        q2.modify(enums.QPAttrMask.STATE, qp_state=s)
+    q2 = stalled_qp(ctx, pd, cq, "send")
     b = ibverbs.SendBatch(mr, np.arange(32) * 8, 8, np.arange(32), 1)
-    out = [b.progress(q2, 32, 16)]
-    for f in (lambda: b.post(q2), lambda: b.update(rkey=2), lambda: b.progress(qp)):
-        try:
-            f()
-        except ValueError as e:
-            out.append(str(e))
-    b.reset()
-    out.append(b.post(qp, 0, 4))
-    for args in ((qp, 0), (qp, 8, 0), (cq,)):
-        try:
-            b.progress(*args)
-        except (ValueError, TypeError) as e:
-            out.append(type(e).__name__)
-    q2.close()
-    try:
-        b.progress(q2)
-    except ibverbs.VerbsError as e:
-        out.append(e.errno)
-    return out
+    refused = (lambda: b.post(q2), lambda: b.update(rkey=2), lambda: b.progress(qp))
+    return under_way(b, q2, qp, cq, refused)
 """,
     )
     out = res.ok()
@@ -806,24 +816,45 @@ def body(fake):
     assert res.live == 0, res.live_report
 
 
-def test_progress_goes_on_after_a_failed_verb_and_strangers_end_it(recording):
+# progress() of each batch: the batch (in world()'s names), its post verb,
+# a WR of the same QP that is none of the batch's, and what the error of
+# its completion calls the batch's rows.
+GOES_ON = [
+    (
+        "ibverbs.SendBatch(mr, np.arange(40) * 8, 8, np.arange(40), 1, wr_id=500)",
+        "post_send",
+        "qp.post_send(ibverbs.SendWR(wr_id=9, opcode=enums.WROpcode.RDMA_WRITE,"
+        " remote_addr=0, rkey=1, send_flags=enums.SendFlags.SIGNALED))",
+        "wr_id 9 is not a row in flight",
+    ),
+    (
+        "ibverbs.RecvBatch(mr, np.arange(40) * 8, 8, wr_id=500)",
+        "post_recv",
+        "qp.post_recv(ibverbs.RecvWR(wr_id=9))",
+        "wr_id 9 is not the next row in flight",
+    ),
+]
+
+
+@pytest.mark.parametrize("make,verb,stranger,words", GOES_ON, ids=["send", "recv"])
+def test_progress_goes_on_after_a_failed_verb_and_strangers_end_it(
+    recording, make, verb, stranger, words
+):
     res = run(
         recording,
-        """
+        f"""
 def body(fake):
     buf, ctx, pd, cq, mr, qp = world()
-    b = ibverbs.SendBatch(mr, np.arange(40) * 8, 8, np.arange(40), 1, wr_id=500)
+    b = {make}
     out = []
-    for verb in ("post_send", "poll_cq"):
+    for verb in ({verb!r}, "poll_cq"):
         fake.fail(verb, 12)
         try:
             b.progress(qp)
         except ibverbs.VerbsError as e:
             out.append(str(e))
         out.append(b.progress(qp))  # the run goes on, counts intact
-    wr = ibverbs.SendWR(wr_id=9, opcode=enums.WROpcode.RDMA_WRITE, remote_addr=0,
-                        rkey=1, send_flags=enums.SendFlags.SIGNALED)
-    qp.post_send(wr)  # a completion that is none of the batch's
+    {stranger}  # a completion that is none of the batch's
     try:
         b.progress(qp)
     except ValueError as e:
@@ -840,7 +871,7 @@ def body(fake):
     out = res.ok()
     assert "index 0 (wr_id=500)" in out[0] and out[1] == 40
     assert "ibv_poll_cq" in out[2] and out[3] == 40
-    assert "wr_id 9 is not a row in flight" in out[4]
+    assert words in out[4]
     assert out[5] == errno.EBADF
     assert res.live == 0, res.live_report
 
@@ -996,26 +1027,9 @@ def test_recv_progress_refuses_while_a_run_is_under_way(recording):
         """
 def body(fake):
     buf, ctx, pd, cq, mr, qp = world()
-    small = ctx.create_cq(1)  # drops completions: the run waits
-    attr = ibverbs.QPInitAttr(cq, recv_cq=small, max_recv_wr=64)
-    q2 = pd.create_qp(attr)
-    for s in (enums.QPState.INIT, enums.QPState.RTR, enums.QPState.RTS):
-        q2.modify(enums.QPAttrMask.STATE, qp_state=s)
+    q2 = stalled_qp(ctx, pd, cq, "recv")
     r = ibverbs.RecvBatch(mr, np.arange(32) * 8, 8)
-    out = [r.progress(q2, 32, 16)]
-    for f in (lambda: r.post(q2), lambda: r.progress(qp)):
-        try:
-            f()
-        except ValueError as e:
-            out.append(str(e))
-    r.reset()
-    out.append(r.post(qp, 0, 4))
-    cq.poll_count(16)
-    for args in ((qp, 0), (qp, 8, 0), (cq,)):
-        try:
-            r.progress(*args)
-        except (ValueError, TypeError) as e:
-            out.append(type(e).__name__)
+    out = under_way(r, q2, qp, cq, (lambda: r.post(q2), lambda: r.progress(qp)))
     srq = pd.create_srq(max_wr=8)
     q3 = pd.create_qp(ibverbs.QPInitAttr(cq, srq=srq))
     cqx = ctx.create_cq_ex(ibverbs.CQInitAttrEx(cqe=8))
@@ -1025,23 +1039,6 @@ def body(fake):
             r.progress(q)
         except ValueError as e:
             out.append(str(e))
-    wr = ibverbs.RecvWR(wr_id=9)
-    qp.post_recv(wr)  # a completion that is none of the batch's
-    try:
-        r.progress(qp)
-    except ValueError as e:
-        out.append(str(e))
-    cq.poll_count(64)
-    q2.close()
-    try:
-        r.progress(q2)
-    except ibverbs.VerbsError as e:
-        out.append(e.errno)
-    mr.close()
-    try:
-        r.progress(qp)
-    except ibverbs.VerbsError as e:
-        out.append(e.errno)
     for o in (q4, cqx, q3, srq):
         o.close()
     return out
@@ -1051,34 +1048,8 @@ def body(fake):
     assert out[0] == 1  # one completion went in, the rest dropped
     assert "run of this batch is under way (1 of 32 rows complete)" in out[1]
     assert "on another QP" in out[2]
-    assert out[3:7] == [4, "ValueError", "ValueError", "TypeError"]
-    assert "receives through its SRQ" in out[7] and "receive CQ is a CQEx" in out[8]
-    assert "wr_id 9 is not the next row in flight" in out[9]
-    assert out[10:] == [errno.EBADF, errno.EBADF]
-    assert res.live == 0, res.live_report
-
-
-def test_recv_progress_goes_on_after_a_failed_verb(recording):
-    res = run(
-        recording,
-        """
-def body(fake):
-    buf, ctx, pd, cq, mr, qp = world()
-    r = ibverbs.RecvBatch(mr, np.arange(40) * 8, 8, wr_id=500)
-    out = []
-    for verb in ("post_recv", "poll_cq"):
-        fake.fail(verb, 12)
-        try:
-            r.progress(qp)
-        except ibverbs.VerbsError as e:
-            out.append(str(e))
-        out.append(r.progress(qp))  # the run goes on, counts intact
-    return out
-""",
-    )
-    out = res.ok()
-    assert "index 0 (wr_id=500)" in out[0] and out[1] == 40
-    assert "ibv_poll_cq" in out[2] and out[3] == 40
+    assert out[3:8] == [4, "ValueError", "ValueError", "TypeError", errno.EBADF]
+    assert "receives through its SRQ" in out[8] and "receive CQ is a CQEx" in out[9]
     assert res.live == 0, res.live_report
 
 

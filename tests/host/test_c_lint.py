@@ -375,6 +375,7 @@ def test_macro_lengths_counts_continuations():
 TEMPLATES = {
     "wr/templates/post_link.h": {"wr/post.c"},
     "wr/templates/wrchain_kind.h": {"wr/wrchain.c"},
+    "wr/templates/batch_run.h": {"wr/batch.c", "wr/recv_batch.c"},
     "wr/templates/wr_kind_send.h": {"wr/post.c", "wr/wrchain.c"},
     "wr/templates/wr_kind_recv.h": {"wr/post.c", "wr/wrchain.c"},
     "wr/templates/wr_kind_undef.h": {"wr/post.c", "wr/wrchain.c"},

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from fakes.cm_helpers import verbs_errors_are
+
 
 @pytest.fixture(scope="module")
 def cm(recording):
@@ -76,40 +78,41 @@ def test_each_failure_of_resolve_is_a_verbs_error_and_leaks_nothing(cm):
 
         import ibverbs as ib
 
-        from cm_helpers import catch
+        from cm_helpers import each_failure
 
-        out = {}
-        for verb, skip, err in (
-            ("getaddrinfo", 0, E.ENOMEM),
-            ("getaddrinfo", 1, E.EINVAL),  # the source's
-            ("create_event_channel", 0, E.EMFILE),
-            ("create_id", 0, E.ENOMEM),
-            ("resolve_addr", 0, E.EADDRNOTAVAIL),
-            ("resolve_route", 0, E.ETIMEDOUT),
-            ("get_cm_event", 0, E.EIO),
-            ("get_cm_event", 1, E.EIO),
-        ):
-            fake.fail_nth(verb, err, skip)
-            out[f"{verb}/{skip}"] = catch(ib.CMID.resolve, "192.0.2.9", 7, source="192.0.2.1")
-            fake.fail_clear()
-        out["live"] = fake.live_report()
-        return out
+        def resolve():
+            return ib.CMID.resolve("192.0.2.9", 7, source="192.0.2.1")
 
-    v = cm.run(body).ok()
-    assert v.pop("live") == ""
-    for key, want in {
-        "getaddrinfo/0": (12, "rdma_getaddrinfo", "cannot resolve host 192.0.2.9 port 7"),
-        "getaddrinfo/1": (22, "rdma_getaddrinfo", "cannot resolve source 192.0.2.1"),
-        "create_event_channel/0": (24, "rdma_create_event_channel", ""),
-        "create_id/0": (12, "rdma_create_id", ""),
-        "resolve_addr/0": (99, "rdma_resolve_addr", "192.0.2.9 port 7"),
-        "resolve_route/0": (110, "rdma_resolve_route", ""),
-        "get_cm_event/0": (5, "rdma_get_cm_event", ""),
-        "get_cm_event/1": (5, "rdma_get_cm_event", ""),
-    }.items():
-        typ, err, op, msg = v[key]
-        assert (typ, err, op) == ("VerbsError", want[0], want[1]), (key, v[key])
-        assert want[2] in msg, (key, msg)
+        return each_failure(
+            fake,
+            [
+                (f"{verb}/{skip}", verb, err, skip, resolve)
+                for verb, skip, err in (
+                    ("getaddrinfo", 0, E.ENOMEM),
+                    ("getaddrinfo", 1, E.EINVAL),  # the source's
+                    ("create_event_channel", 0, E.EMFILE),
+                    ("create_id", 0, E.ENOMEM),
+                    ("resolve_addr", 0, E.EADDRNOTAVAIL),
+                    ("resolve_route", 0, E.ETIMEDOUT),
+                    ("get_cm_event", 0, E.EIO),
+                    ("get_cm_event", 1, E.EIO),
+                )
+            ],
+        )
+
+    verbs_errors_are(
+        cm.run(body).ok(),
+        {
+            "getaddrinfo/0": (12, "rdma_getaddrinfo", "cannot resolve host 192.0.2.9 port 7"),
+            "getaddrinfo/1": (22, "rdma_getaddrinfo", "cannot resolve source 192.0.2.1"),
+            "create_event_channel/0": (24, "rdma_create_event_channel", ""),
+            "create_id/0": (12, "rdma_create_id", ""),
+            "resolve_addr/0": (99, "rdma_resolve_addr", "192.0.2.9 port 7"),
+            "resolve_route/0": (110, "rdma_resolve_route", ""),
+            "get_cm_event/0": (5, "rdma_get_cm_event", ""),
+            "get_cm_event/1": (5, "rdma_get_cm_event", ""),
+        },
+    )
 
 
 def test_getaddrinfo_codes_become_errnos(cm):
@@ -122,7 +125,7 @@ def test_getaddrinfo_codes_become_errnos(cm):
 
         import ibverbs as ib
 
-        from cm_helpers import catch
+        from cm_helpers import catch, with_live
 
         out = {}
         for name in (
@@ -140,8 +143,7 @@ def test_getaddrinfo_codes_become_errnos(cm):
             out[name] = catch(ib.CMID.resolve, "192.0.2.9", 7)
         out["name"] = catch(ib.CMID.resolve, "no.such.host.invalid")
         out["listener"] = catch(ib.CMListener, 7, "not-an-address")
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out)
 
     v = cm.run(body).ok()
     assert v.pop("live") == ""
@@ -172,6 +174,7 @@ def test_error_events_of_resolve(cm):
 
     def body(fake):
         import ibverbs as ib
+        from cm_helpers import with_live
 
         T = ib.CMEventType
         out = {}
@@ -205,8 +208,7 @@ def test_error_events_of_resolve(cm):
                     e.private_data.hex(),
                     str(e),
                 ]
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out)
 
     v = cm.run(body).ok()
     assert v.pop("live") == ""
@@ -270,7 +272,7 @@ def test_text_arguments(cm):
 def test_create_qp(cm):
     def body(fake):
         import ibverbs as ib
-        from cm_helpers import catch, close_all, qp_of, world
+        from cm_helpers import catch, qp_of, with_live, world
 
         c, pd, cq = world()
         out = {"ud": catch(qp_of, c, pd, cq, qp_type=ib.QPType.UD)}
@@ -286,9 +288,7 @@ def test_create_qp(cm):
         out["still_open"] = repr(c)
         qp.close()
         out["qp_after"] = c.qp
-        close_all(srq, cq, pd, c)
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out, srq, cq, pd, c)
 
     v = cm.run(body).ok()
     assert v["ud"][0] == "ValueError" and "connects RC QPs only" in v["ud"][3]
@@ -350,7 +350,7 @@ def test_connect_passes_its_parameters_and_returns_the_peers_data(cm):
 def test_connect_refusals_and_failures(cm):
     def body(fake):
         import ibverbs as ib
-        from cm_helpers import catch, close_all, qp_of, world
+        from cm_helpers import catch, qp_of, with_live, world
 
         T = ib.CMEventType
         c, pd, cq = world()
@@ -398,9 +398,7 @@ def test_connect_refusals_and_failures(cm):
         fake.fail("disconnect", 5)
         out["disconnect_fail"] = catch(c.disconnect)
         out["connected_after"] = c.connected
-        close_all(qp, cq, pd, c)
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out, qp, cq, pd, c)
 
     v = cm.run(body).ok()
     assert v["no_qp"][0] == "ValueError" and "create_qp" in v["no_qp"][3]
@@ -582,7 +580,7 @@ def test_a_closed_cmid_refuses_every_method(cm):
 
 def test_bad_arguments_call_nothing(cm):
     def body(fake):
-        from cm_helpers import catch, close_all, qp_of, request, world
+        from cm_helpers import catch, qp_of, request, with_live, world
 
         import ibverbs as ib
 
@@ -604,9 +602,7 @@ def test_bad_arguments_call_nothing(cm):
         out["calls"] = [x.verb for x in fake.records()]
         qp = qp_of(c, pd, cq)
         out["qp"] = repr(c.qp) == repr(qp)
-        close_all(qp, cq, pd, c, r, L)
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out, qp, cq, pd, c, r, L)
 
     v = cm.run(body).ok()
     assert v.pop("calls") == [] and v.pop("live") == "" and v.pop("qp") is True
@@ -696,7 +692,7 @@ def test_allocation_failures(cm):
         import _testcapi
 
         import ibverbs as ib
-        from cm_helpers import close_all, qp_of, world
+        from cm_helpers import close_all, qp_of, with_live, world
 
         T = ib.CMEventType
         sys._getframe()
@@ -777,8 +773,7 @@ def test_allocation_failures(cm):
         fake.cm_answer_clear()
         close_all(qp, cq, pd, c, L)
         gc.collect()
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out)
 
     v = cm.run(body).ok()
     assert v.pop("live") == ""

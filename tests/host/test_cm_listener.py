@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from fakes.cm_helpers import verbs_errors_are
+
 
 @pytest.fixture(scope="module")
 def cm(recording):
@@ -16,6 +18,7 @@ def cm(recording):
 def test_listener_binds_and_listens(cm):
     def body(fake):
         import ibverbs as ib
+        from cm_helpers import with_live
 
         out = {}
         with ib.CMListener(0) as L:
@@ -30,8 +33,7 @@ def test_listener_binds_and_listens(cm):
             out["v6"] = [L.host, L.port]
         with ib.CMListener(0, "::1") as L:  # the double binds IPv6 port 0 as given
             out["v6_any"] = L.port
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out)
 
     res = cm.run(body)
     v = res.ok()
@@ -51,42 +53,40 @@ def test_each_failure_of_the_listener_is_a_verbs_error(cm):
         import errno as E
 
         import ibverbs as ib
-        from cm_helpers import catch
+        from cm_helpers import each_failure
 
-        out = {}
-        for verb, err, host in (
-            ("getaddrinfo", E.ENOMEM, "192.0.2.1"),
-            ("create_event_channel", E.EMFILE, None),
-            ("create_id", E.ENOMEM, None),
-            ("bind_addr", E.EADDRINUSE, None),
-            ("bind_addr", E.EADDRNOTAVAIL, "192.0.2.1"),
-            ("listen", E.EINVAL, None),
-        ):
-            fake.fail(verb, err)
-            out[f"{verb}/{host}"] = catch(ib.CMListener, 7, host)
-            fake.fail_clear()
-        out["live"] = fake.live_report()
-        return out
+        return each_failure(
+            fake,
+            [
+                (f"{verb}/{host}", verb, err, 0, lambda host=host: ib.CMListener(7, host))
+                for verb, err, host in (
+                    ("getaddrinfo", E.ENOMEM, "192.0.2.1"),
+                    ("create_event_channel", E.EMFILE, None),
+                    ("create_id", E.ENOMEM, None),
+                    ("bind_addr", E.EADDRINUSE, None),
+                    ("bind_addr", E.EADDRNOTAVAIL, "192.0.2.1"),
+                    ("listen", E.EINVAL, None),
+                )
+            ],
+        )
 
-    v = cm.run(body).ok()
-    assert v.pop("live") == ""
-    want = {
-        "getaddrinfo/192.0.2.1": (12, "rdma_getaddrinfo", "host 192.0.2.1 port 7"),
-        "create_event_channel/None": (24, "rdma_create_event_channel", ""),
-        "create_id/None": (12, "rdma_create_id", ""),
-        "bind_addr/None": (98, "rdma_bind_addr", "any address port 7"),
-        "bind_addr/192.0.2.1": (99, "rdma_bind_addr", "192.0.2.1 port 7"),
-        "listen/None": (22, "rdma_listen", "port 7"),
-    }
-    for key, (err, op, msg) in want.items():
-        assert v[key][:3] == ["VerbsError", err, op], (key, v[key])
-        assert msg in v[key][3], (key, v[key])
+    verbs_errors_are(
+        cm.run(body).ok(),
+        {
+            "getaddrinfo/192.0.2.1": (12, "rdma_getaddrinfo", "host 192.0.2.1 port 7"),
+            "create_event_channel/None": (24, "rdma_create_event_channel", ""),
+            "create_id/None": (12, "rdma_create_id", ""),
+            "bind_addr/None": (98, "rdma_bind_addr", "any address port 7"),
+            "bind_addr/192.0.2.1": (99, "rdma_bind_addr", "192.0.2.1 port 7"),
+            "listen/None": (22, "rdma_listen", "port 7"),
+        },
+    )
 
 
 def test_a_request_and_its_answers(cm):
     def body(fake):
         import ibverbs as ib
-        from cm_helpers import catch, close_all, request
+        from cm_helpers import catch, close_all, request, with_live
 
         T = ib.CMEventType
         out = {}
@@ -148,10 +148,7 @@ def test_a_request_and_its_answers(cm):
         r.reject()
         rec = fake.one("reject")
         out["reject_empty"] = [rec["private_data"], rec["private_data_len"]]
-        r.close()
-        L.close()
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out, r, L)
 
     v = cm.run(body).ok()
     assert v["request"] == [
@@ -190,7 +187,7 @@ def test_a_request_whose_cmid_cannot_be_made_is_rejected(cm):
         import errno as E
 
         import ibverbs as ib
-        from cm_helpers import catch
+        from cm_helpers import catch, with_live
 
         out = {}
         L = ib.CMListener(4420)
@@ -199,9 +196,7 @@ def test_a_request_whose_cmid_cannot_be_made_is_rejected(cm):
             fake.fail(verb, E.EMFILE)
             fake.clear()
             out[verb] = [catch(L.get_request, 1), [r.verb for r in fake.records()]]
-        L.close()
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out, L)
 
     v = cm.run(body).ok()
     assert v["create_event_channel"][0][:3] == ["VerbsError", 24, "rdma_create_event_channel"]
@@ -219,7 +214,7 @@ def test_a_request_whose_cmid_cannot_be_made_is_rejected(cm):
 def test_get_request_skips_other_events_and_reports_removal(cm):
     def body(fake):
         import ibverbs as ib
-        from cm_helpers import catch
+        from cm_helpers import catch, with_live
 
         T = ib.CMEventType
         out = {}
@@ -257,8 +252,7 @@ def test_get_request_skips_other_events_and_reports_removal(cm):
         fake.cm_queue(L.fd, T.ADDR_CHANGE)
         L.close()
         out["closed"] = [catch(L.get_request), catch(L.poll_request), catch(lambda: L.fd), L.port]
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out)
 
     v = cm.run(body).ok()
     assert v["none"] is None and v["skipped"] is None
@@ -282,7 +276,7 @@ def test_the_address_of_a_request_of_each_family(cm):
         import socket
 
         import ibverbs as ib
-        from cm_helpers import request
+        from cm_helpers import request, with_live
 
         out = {}
         with ib.CMListener(4420) as L:
@@ -296,8 +290,7 @@ def test_the_address_of_a_request_of_each_family(cm):
             r = L.get_request(1)
             out["no_pdata"] = r.private_data
             r.close()
-        out["live"] = fake.live_report()
-        return out
+        return with_live(fake, out)
 
     v = cm.run(body).ok()
     assert v["10"] == [

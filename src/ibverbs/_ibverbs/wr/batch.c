@@ -508,18 +508,6 @@ static PyObject *send_batch_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 /* Posting                                                             */
 /* ------------------------------------------------------------------ */
 
-/* No progress() run is under way (post and update would race it). */
-static int send_batch_idle(SendBatchObject *b)
-{
-	if (b->run_qp == NULL)
-		return 0;
-	PyErr_Format(PyExc_ValueError,
-		     "a progress() run of this batch is under way (%zd of %zd "
-		     "rows complete): finish it or reset() it first",
-		     b->run_done, b->n);
-	return -1;
-}
-
 /* The batch's MR and AHs are open and as built; qp can take a batch (a
  * UD batch a UD QP, another batch any other).  0 or -1. */
 static int send_batch_ready(SendBatchObject *b, PyObject *qp)
@@ -775,7 +763,8 @@ static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 			     b->n);
 		return NULL;
 	}
-	if (send_batch_idle(b) < 0 || send_batch_ready(b, qp) < 0)
+	if (batch_idle(b->run_qp, b->run_done, b->n) < 0 ||
+	    send_batch_ready(b, qp) < 0)
 		return NULL;
 	room = QPO(qp)->cap.max_send_wr ? QPO(qp)->cap.max_send_wr : 1;
 	end = start + (count < room ? count : room);
@@ -790,16 +779,8 @@ static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 /* progress(): posting and reaping in one C loop                       */
 /* ------------------------------------------------------------------ */
 
-#define RUN_POLL 16 /* completions per ibv_poll_cq */
-
-static void run_end(SendBatchObject *b)
-{
-	Py_CLEAR(b->run_qp);
-	b->run_posted = b->run_done = 0;
-}
-
 /* The row in flight whose wr_id this is, or -1. */
-static Py_ssize_t run_row(const SendBatchObject *b, uint64_t wr_id)
+static Py_ssize_t send_run_row(const SendBatchObject *b, uint64_t wr_id)
 {
 	Py_ssize_t i;
 
@@ -818,78 +799,18 @@ static Py_ssize_t run_row(const SendBatchObject *b, uint64_t wr_id)
 	return -1;
 }
 
-/* One run's loop: post while the bound allows, reap, until a poll comes
- * back empty or every row is complete.  0; -1 with an error set when a
- * verb failed (the run's counts stay true: it can go on); -2 with an
- * error set when a completion failed or is not the run's (it ends). */
-static int run_loop(SendBatchObject *b, PyObject *qp, struct ibv_qp_ex *qpx,
-		    struct ibv_cq *cq, Py_ssize_t depth, Py_ssize_t piece)
-{
-	struct ibv_wc wc[RUN_POLL];
-	struct ibv_send_wr *bad = NULL;
-	Py_ssize_t end, row;
-	int got, k, rc, post_rc = 0;
-
-	for (;;) {
-		while (b->run_posted < b->n) {
-			end = b->run_posted + piece < b->n ?
-				      b->run_posted + piece :
-				      b->n;
-			if (end - b->run_done > depth)
-				break;
-			bad = NULL;
-			rc = send_post_range(b, QPP(qp), qpx, b->run_posted,
-					     end, &bad);
-			if (rc != 0) {
-				/* The rows before bad are posted: the next
-				 * piece's signaled row completes them. */
-				if (bad != NULL &&
-				    bad >= &b->wrs[b->run_posted] &&
-				    bad < &b->wrs[end])
-					b->run_posted = bad - b->wrs;
-				post_rc = rc;
-				break;
-			}
-			b->run_posted = end;
-		}
-		got = ibv_poll_cq(cq, RUN_POLL, wc);
-		if (got == 0 && post_rc == 0)
-			return 0;
-		if (got < 0 || got > RUN_POLL) {
-			verbs_error_fmt(EIO, "ibv_poll_cq",
-					"the provider returned %d", got);
-			return -1;
-		}
-		for (k = 0; k < got; k++) {
-			row = run_row(b, wc[k].wr_id);
-			if (wc[k].status != IBV_WC_SUCCESS) {
-				batch_run_failed("SendBatch", wc, k, got, row,
-						 b->run_posted);
-				return -2;
-			}
-			if (row < 0) {
-				PyErr_Format(PyExc_ValueError,
-					     "a completion of wr_id %llu is "
-					     "not a row in flight: while "
-					     "progress() runs, the QP's send "
-					     "CQ must carry only this "
-					     "batch's completions",
-					     (unsigned long long)wc[k].wr_id);
-				return -2;
-			}
-			b->run_done = row + 1;
-		}
-		if (post_rc != 0) {
-			/* Reported after the reap: a QP in error may refuse
-			 * posts, and the failed completion that put it there
-			 * (raised above) says more. */
-			send_post_error(b, qp, qpx, post_rc, bad);
-			return -1;
-		}
-		if (b->run_done == b->n)
-			return 0;
-	}
-}
+#define RUN_FN(name) send_run_##name
+#define RUN_OBJ SendBatchObject
+#define RUN_NATIVE struct ibv_send_wr
+#define RUN_CTX struct ibv_qp_ex *
+#define RUN_POST(b, qp, qpx, start, end, bad) \
+	send_post_range(b, QPP(qp), qpx, start, end, bad)
+#define RUN_POST_ERROR send_post_error
+#define RUN_ROW send_run_row
+#define RUN_NAME "SendBatch"
+#define RUN_WHICH "send"
+#define RUN_ROW_WHAT "a row in flight"
+#include "wr/templates/batch_run.h"
 
 PyDoc_STRVAR(
 	send_batch_progress__doc__,
@@ -926,11 +847,7 @@ PyDoc_STRVAR(
 	"    ValueError: depth or piece < 1, a QP of the wrong type, a CQEx\n"
 	"        or a polled-elsewhere send CQ, another QP's run under\n"
 	"        way, the MR re-registered, or a completion that is not a\n"
-	"        row in flight.\n"
-	"    CompletionError: a failed completion; its ``row`` attribute\n"
-	"        and message name the row, ``posted`` is the rows the run\n"
-	"        had posted, ``after`` the WCs reaped with it (a list);\n"
-	"        the rest flush, one completion each, left in the CQ.\n"
+	"        row in flight.\n" RUN_DOC_COMPLETION_ERROR
 	"    VerbsError: EBADF if the QP, the MR or an AH is closed; EBUSY\n"
 	"        in a QPEx ``wr_start()`` batch; EOPNOTSUPP when a QPEx has\n"
 	"        no ``struct ibv_qp_ex``; else the provider refused\n"
@@ -944,16 +861,12 @@ PyDoc_STRVAR(
 static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 				     PyObject *kw)
 {
-	static char *kwlist[] = { "queue", "depth", "piece", NULL };
 	SendBatchObject *b = SB(self);
-	Py_ssize_t depth = 0, piece = 0, done;
+	Py_ssize_t depth, piece;
 	struct ibv_qp_ex *qpx;
 	PyObject *qp, *cq;
-	int rc;
 
-	if (batch_queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type,
-			     NULL, "QP", &qp, PY_SSIZE_T_MAX, &depth, 16,
-			     &piece) < 0)
+	if (batch_progress_args(args, kw, &qp, &depth, &piece) < 0)
 		return NULL;
 	HANDLE_CHECK(qp);
 	if (send_batch_ready(b, qp) < 0)
@@ -964,36 +877,15 @@ static PyObject *send_batch_progress(PyObject *self, PyObject *args,
 		return NULL;
 	if (send_batch_qpx(b, qp, &qpx) < 0)
 		return NULL;
-	OBJ_LOCKED_BEGIN(b);
-	if (b->run_qp == NULL) {
-		Py_INCREF(qp);
-		b->run_qp = qp;
-	}
-	rc = run_loop(b, qp, qpx, (struct ibv_cq *)HANDLE(cq)->obj, depth,
-		      piece);
-	done = b->run_done;
-	if (rc == -2 || done == b->n)
-		run_end(b);
-	OBJ_LOCKED_END();
-	if (rc < 0)
-		return NULL;
-	return PyLong_FromSsize_t(done);
+	return send_run_go(b, qp, qpx, cq, depth, piece);
 }
 
-PyDoc_STRVAR(send_batch_reset__doc__,
+PyDoc_STRVAR(send_run_reset__doc__,
 	     "End the progress() run under way without waiting for it.\n"
 	     "\n"
 	     "The rows in flight stay posted: their completions arrive in\n"
 	     "the send CQ as usual. Nothing happens when no run is under\n"
 	     "way.");
-
-static PyObject *send_batch_reset(PyObject *self, PyObject *unused)
-{
-	OBJ_LOCKED_BEGIN(self);
-	run_end(SB(self));
-	OBJ_LOCKED_END();
-	Py_RETURN_NONE;
-}
 
 /* ------------------------------------------------------------------ */
 /* Replacing columns                                                   */
@@ -1077,7 +969,8 @@ static PyObject *send_batch_update(PyObject *self, PyObject *args, PyObject *kw)
 
 	memset(&c, 0, sizeof(c));
 	if (args_parse(&send_batch_update_args, NULL, args, kw, &a) < 0 ||
-	    send_update_check(b, &a) < 0 || send_batch_idle(b) < 0)
+	    send_update_check(b, &a) < 0 ||
+	    batch_idle(b->run_qp, b->run_done, b->n) < 0)
 		return NULL;
 	if (col_opt(a.local, "local", 0, &c.local) < 0 ||
 	    col_opt(a.lengths, "lengths", COLUMN_SCALAR_OK, &c.lengths) < 0 ||
@@ -1117,15 +1010,36 @@ out:
 /* QP.post_send_batch                                                  */
 /* ------------------------------------------------------------------ */
 
-/* The UD arguments' lines of the Args of QP.post_send_batch and
- * SendBatch. */
-#define SB_DOC_UD_ARGS                                                      \
-	"    ah: a UD batch's address handle: one AH for every row, or a\n" \
-	"        sequence of one per row (held while the batch lives);\n"   \
-	"        SEND or SEND_WITH_IMM only.\n"                             \
-	"    remote_qpn: the destination QPN of a UD batch, one or a\n"     \
-	"        column.\n"                                                 \
-	"    remote_qkey: its Q_Key, one (0 when left out) or a column.\n"
+/* The Args lines of QP.post_send_batch and SendBatch, and the first of
+ * their Raises. */
+#define SB_DOC_ARGS                                                          \
+	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"      \
+	"    local: offsets into the MR (or addresses).\n"                   \
+	"    lengths: bytes per request, or one int for all.\n"              \
+	"    remote: remote addresses, or offsets from remote_base\n"        \
+	"        (RDMA WRITE and READ; None for SEND).\n"                    \
+	"    rkey: one remote key for all, or a column.\n"                   \
+	"    opcode: RDMA_WRITE (the default), RDMA_WRITE_WITH_IMM, SEND,\n" \
+	"        SEND_WITH_IMM or RDMA_READ, for every row.\n"               \
+	"    remote_base: added to every remote value.\n"                    \
+	"    lkey: the local keys, one or a column, where mr is None.\n"     \
+	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"        \
+	"    signal_every: signal every Nth row (0: only the last).\n"       \
+	"    imm_data: the last row's immediate data (it becomes the\n"      \
+	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"  \
+	"    inline_threshold: rows of at most this many bytes are sent\n"   \
+	"        inline (0: none).\n"                                        \
+	"    ah: a UD batch's address handle: one AH for every row, or a\n"  \
+	"        sequence of one per row (held while the batch lives);\n"    \
+	"        SEND or SEND_WITH_IMM only.\n"                              \
+	"    remote_qpn: the destination QPN of a UD batch, one or a\n"      \
+	"        column.\n"                                                  \
+	"    remote_qkey: its Q_Key, one (0 when left out) or a column.\n"   \
+	"\n"                                                                 \
+	"Raises:\n"                                                          \
+	"    TypeError: a column is not an array of integers or an int,\n"   \
+	"        or ah not an AH or a sequence of AHs.\n"                    \
+	"    ValueError: a bad row (named: past the MR's end, a field over\n"
 
 const char qp_post_send_batch__doc__[] = PyDoc_STR(
 	"Build the send requests the columns describe, and post them.\n"
@@ -1136,27 +1050,7 @@ const char qp_post_send_batch__doc__[] = PyDoc_STR(
 	"\n"
 	"Wraps ``ibv_post_send`` (man page ibv_post_send(3)).\n"
 	"\n"
-	"Args:\n"
-	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
-	"    local: offsets into the MR (or addresses).\n"
-	"    lengths: bytes per request, or one int for all.\n"
-	"    remote: remote addresses, or offsets from remote_base\n"
-	"        (RDMA WRITE and READ; None for SEND).\n"
-	"    rkey: one remote key for all, or a column.\n"
-	"    opcode: RDMA_WRITE (the default), RDMA_WRITE_WITH_IMM, SEND,\n"
-	"        SEND_WITH_IMM or RDMA_READ, for every row.\n"
-	"    remote_base: added to every remote value.\n"
-	"    lkey: the local keys, one or a column, where mr is None.\n"
-	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
-	"    signal_every: signal every Nth row (0: only the last).\n"
-	"    imm_data: the last row's immediate data (it becomes the\n"
-	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"
-	"    inline_threshold: rows of at most this many bytes are sent\n"
-	"        inline (0: none).\n" SB_DOC_UD_ARGS "\n"
-	"Raises:\n"
-	"    TypeError: a column is not an array of integers or an int,\n"
-	"        or ah not an AH or a sequence of AHs.\n"
-	"    ValueError: a bad row (named: past the MR's end, a field over\n"
+	"Args:\n" SB_DOC_ARGS
 	"        32 bits), columns of different lengths, more rows than\n"
 	"        the send queue holds, a QP of the wrong type (UD without\n"
 	"        ``ah`` or the reverse), ah without remote_qpn.\n"
@@ -1180,11 +1074,7 @@ PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 			     "SendBatch") == 0 &&
 	    send_batch_ready(b, self) == 0)
 		res = send_batch_post_rows(b, self, 0, b->n);
-	Py_DECREF(b);
-	if (res == NULL)
-		return NULL;
-	Py_DECREF(res);
-	Py_RETURN_NONE;
+	return batch_posted((PyObject *)b, res);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1223,7 +1113,7 @@ static PyObject *send_batch_get_opcode(PyObject *self, void *closure)
 static PyMethodDef send_batch_methods[] = {
 	METHOD_KW("post", send_batch_post),
 	METHOD_KW("progress", send_batch_progress),
-	METHOD_NOARGS("reset", send_batch_reset),
+	METHOD_NOARGS("reset", send_run_reset),
 	METHOD_KW("update", send_batch_update),
 	{ NULL, NULL, 0, NULL }
 };
@@ -1256,27 +1146,7 @@ PyDoc_STRVAR(
 	"``update()`` replaces columns; ``len(batch)`` is the rows.\n"
 	"The batch holds its MR: a post after ``mr.close()`` is EBADF.\n"
 	"\n"
-	"Args:\n"
-	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
-	"    local: offsets into the MR (or addresses).\n"
-	"    lengths: bytes per request, or one int for all.\n"
-	"    remote: remote addresses, or offsets from remote_base\n"
-	"        (RDMA WRITE and READ; None for SEND).\n"
-	"    rkey: one remote key for all, or a column.\n"
-	"    opcode: RDMA_WRITE (the default), RDMA_WRITE_WITH_IMM, SEND,\n"
-	"        SEND_WITH_IMM or RDMA_READ, for every row.\n"
-	"    remote_base: added to every remote value.\n"
-	"    lkey: the local keys, one or a column, where mr is None.\n"
-	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
-	"    signal_every: signal every Nth row (0: only the last).\n"
-	"    imm_data: the last row's immediate data (it becomes the\n"
-	"        _WITH_IMM opcode); every row's with a _WITH_IMM opcode.\n"
-	"    inline_threshold: rows of at most this many bytes are sent\n"
-	"        inline (0: none).\n" SB_DOC_UD_ARGS "\n"
-	"Raises:\n"
-	"    TypeError: a column is not an array of integers or an int,\n"
-	"        or ah not an AH or a sequence of AHs.\n"
-	"    ValueError: a bad row (named: past the MR's end, a field over\n"
+	"Args:\n" SB_DOC_ARGS
 	"        32 bits, negative), columns of different lengths, no rows,\n"
 	"        remote/rkey missing for RDMA (or given for SEND), both or\n"
 	"        neither of mr and lkey, imm_data for a READ, ah with an\n"

@@ -217,6 +217,36 @@ int batch_queue_args(PyObject *args, PyObject *kw, char **kwlist,
 	return 0;
 }
 
+int batch_idle(PyObject *run_qp, Py_ssize_t done, Py_ssize_t n)
+{
+	if (run_qp == NULL)
+		return 0;
+	PyErr_Format(PyExc_ValueError,
+		     "a progress() run of this batch is under way (%zd of %zd "
+		     "rows complete): finish it or reset() it first",
+		     done, n);
+	return -1;
+}
+
+int batch_progress_args(PyObject *args, PyObject *kw, PyObject **qp,
+			Py_ssize_t *depth, Py_ssize_t *piece)
+{
+	static char *kwlist[] = { "queue", "depth", "piece", NULL };
+
+	return batch_queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type,
+				NULL, "QP", qp, PY_SSIZE_T_MAX, depth, 16,
+				piece);
+}
+
+PyObject *batch_posted(PyObject *batch, PyObject *res)
+{
+	Py_DECREF(batch);
+	if (res == NULL)
+		return NULL;
+	Py_DECREF(res);
+	Py_RETURN_NONE;
+}
+
 int batch_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT((PyObject *)Py_TYPE(self));

@@ -16,8 +16,6 @@
 
 #include <string.h>
 
-#define RUN_POLL 16 /* completions per ibv_poll_cq in progress() */
-
 typedef struct {
 	BATCH_HEAD(struct ibv_recv_wr)
 	/* progress(): the QP of the run under way (strong), or NULL; the
@@ -205,18 +203,6 @@ static int recv_queue_check(PyObject *queue)
 	return 0;
 }
 
-/* No progress() run is under way (a post would race it). */
-static int recv_batch_idle(RecvBatchObject *b)
-{
-	if (b->run_qp == NULL)
-		return 0;
-	PyErr_Format(PyExc_ValueError,
-		     "a progress() run of this batch is under way (%zd of %zd "
-		     "rows complete): finish it or reset() it first",
-		     b->run_done, b->n);
-	return -1;
-}
-
 PyDoc_STRVAR(recv_batch_post__doc__,
 	     "Post rows ``start`` onwards as one receive post.\n"
 	     "\n"
@@ -256,7 +242,7 @@ static PyObject *recv_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 			     PY_SSIZE_T_MAX, &count) < 0)
 		return NULL;
 	HANDLE_CHECK(queue);
-	if (recv_batch_idle(b) < 0)
+	if (batch_idle(b->run_qp, b->run_done, b->n) < 0)
 		return NULL;
 	if (start > b->n) {
 		PyErr_Format(PyExc_ValueError,
@@ -281,86 +267,27 @@ static PyObject *recv_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 /* progress(): posting and reaping in one C loop                       */
 /* ------------------------------------------------------------------ */
 
-static void recv_run_end(RecvBatchObject *b)
+/* The next row in flight, if this is its wr_id, or -1: a QP's receives
+ * complete in the order they were posted (completion k of the run is
+ * row k). */
+static inline Py_ssize_t recv_run_row(const RecvBatchObject *b, uint64_t wr_id)
 {
-	Py_CLEAR(b->run_qp);
-	b->run_posted = b->run_done = 0;
+	Py_ssize_t row = b->run_done;
+
+	return row < b->run_posted && wr_id == b->wrs[row].wr_id ? row : -1;
 }
 
-/* One run's loop: post pieces while the bound allows, reap the receive
- * CQ, until a poll comes back empty or every row is complete.  A QP's
- * receives complete in the order they were posted: completion k of the
- * run is row k.  0; -1 with an error set when a verb failed (the run's
- * counts stay true); -2 when a completion failed or is not the next
- * row (the run ends). */
-static int recv_run_loop(RecvBatchObject *b, PyObject *qp, struct ibv_cq *cq,
-			 Py_ssize_t depth, Py_ssize_t piece)
-{
-	struct ibv_wc wc[RUN_POLL];
-	struct ibv_recv_wr *bad = NULL;
-	Py_ssize_t end, n = b->n;
-	int got, k, rc, post_rc = 0;
-
-	for (;;) {
-		while (b->run_posted < n) {
-			end = b->run_posted + piece < n ?
-				      b->run_posted + piece :
-				      n;
-			if (end - b->run_done > depth)
-				break;
-			bad = NULL;
-			rc = recv_post_range(b, qp, 1, b->run_posted, end,
-					     &bad);
-			if (rc != 0) {
-				/* The rows before bad are posted. */
-				if (bad != NULL &&
-				    bad >= &b->wrs[b->run_posted] &&
-				    bad < &b->wrs[end])
-					b->run_posted = bad - b->wrs;
-				post_rc = rc;
-				break;
-			}
-			b->run_posted = end;
-		}
-		got = ibv_poll_cq(cq, RUN_POLL, wc);
-		if (got == 0 && post_rc == 0)
-			return 0;
-		if (got < 0 || got > RUN_POLL) {
-			verbs_error_fmt(EIO, "ibv_poll_cq",
-					"the provider returned %d", got);
-			return -1;
-		}
-		for (k = 0; k < got; k++) {
-			Py_ssize_t row = b->run_done;
-			int ours = row < b->run_posted &&
-				   wc[k].wr_id == b->wrs[row].wr_id;
-
-			if (wc[k].status != IBV_WC_SUCCESS) {
-				batch_run_failed("RecvBatch", wc, k, got,
-						 ours ? row : -1,
-						 b->run_posted);
-				return -2;
-			}
-			if (!ours) {
-				PyErr_Format(PyExc_ValueError,
-					     "a completion of wr_id %llu is "
-					     "not the next row in flight: "
-					     "while progress() runs, the QP's "
-					     "receive CQ must carry only this "
-					     "batch's completions",
-					     (unsigned long long)wc[k].wr_id);
-				return -2;
-			}
-			b->run_done = row + 1;
-		}
-		if (post_rc != 0) { /* after the reap: see batch.c's run_loop */
-			recv_post_error(b, qp, 1, post_rc, bad);
-			return -1;
-		}
-		if (b->run_done == n)
-			return 0;
-	}
-}
+#define RUN_FN(name) recv_run_##name
+#define RUN_OBJ RecvBatchObject
+#define RUN_NATIVE struct ibv_recv_wr
+#define RUN_CTX int /* is_qp: 1 */
+#define RUN_POST recv_post_range
+#define RUN_POST_ERROR recv_post_error
+#define RUN_ROW recv_run_row
+#define RUN_NAME "RecvBatch"
+#define RUN_WHICH "receive"
+#define RUN_ROW_WHAT "the next row in flight"
+#include "wr/templates/batch_run.h"
 
 PyDoc_STRVAR(
 	recv_batch_progress__doc__,
@@ -396,11 +323,7 @@ PyDoc_STRVAR(
 	"    ValueError: depth or piece < 1, a QP with an SRQ, a CQEx or a\n"
 	"        polled-elsewhere receive CQ, another QP's run under way,\n"
 	"        the MR re-registered, or a completion that is not the\n"
-	"        next row.\n"
-	"    CompletionError: a failed completion; its ``row`` attribute\n"
-	"        and message name the row, ``posted`` is the rows the run\n"
-	"        had posted, ``after`` the WCs reaped with it (a list);\n"
-	"        the rest flush, one completion each, left in the CQ.\n"
+	"        next row.\n" RUN_DOC_COMPLETION_ERROR
 	"    VerbsError: EBADF if the QP or the MR is closed; else the\n"
 	"        provider refused a post (the message names the row;\n"
 	"        raised after the reap that follows it, so that a failed\n"
@@ -413,15 +336,11 @@ PyDoc_STRVAR(
 static PyObject *recv_batch_progress(PyObject *self, PyObject *args,
 				     PyObject *kw)
 {
-	static char *kwlist[] = { "queue", "depth", "piece", NULL };
 	RecvBatchObject *b = RB(self);
-	Py_ssize_t depth = 0, piece = 0, done;
+	Py_ssize_t depth, piece;
 	PyObject *qp, *cq;
-	int rc;
 
-	if (batch_queue_args(args, kw, kwlist, "O|OO:progress", ST.QP_type,
-			     NULL, "QP", &qp, PY_SSIZE_T_MAX, &depth, 16,
-			     &piece) < 0)
+	if (batch_progress_args(args, kw, &qp, &depth, &piece) < 0)
 		return NULL;
 	HANDLE_CHECK(qp);
 	if (recv_queue_check(qp) < 0 || batch_mr_ready((BatchBase *)b) < 0)
@@ -430,36 +349,28 @@ static PyObject *recv_batch_progress(PyObject *self, PyObject *args,
 	if (batch_progress_check(qp, cq, "receive", b->run_qp,
 				 QPO(qp)->cap.max_recv_wr, &depth, &piece) < 0)
 		return NULL;
-	OBJ_LOCKED_BEGIN(b);
-	if (b->run_qp == NULL) {
-		Py_INCREF(qp);
-		b->run_qp = qp;
-	}
-	rc = recv_run_loop(b, qp, (struct ibv_cq *)HANDLE(cq)->obj, depth,
-			   piece);
-	done = b->run_done;
-	if (rc == -2 || done == b->n)
-		recv_run_end(b);
-	OBJ_LOCKED_END();
-	if (rc < 0)
-		return NULL;
-	return PyLong_FromSsize_t(done);
+	return recv_run_go(b, qp, 1, cq, depth, piece);
 }
 
-PyDoc_STRVAR(recv_batch_reset__doc__,
+PyDoc_STRVAR(recv_run_reset__doc__,
 	     "End the progress() run under way without waiting for it.\n"
 	     "\n"
 	     "The rows posted stay posted: their completions arrive in the\n"
 	     "receive CQ as usual. Nothing happens when no run is under\n"
 	     "way.");
 
-static PyObject *recv_batch_reset(PyObject *self, PyObject *unused)
-{
-	OBJ_LOCKED_BEGIN(self);
-	recv_run_end(RB(self));
-	OBJ_LOCKED_END();
-	Py_RETURN_NONE;
-}
+/* The Args lines of QP.post_recv_batch and RecvBatch, and the first of
+ * their Raises. */
+#define RB_DOC_ARGS                                                        \
+	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"    \
+	"    local: offsets into the MR (or addresses).\n"                 \
+	"    lengths: bytes per buffer, or one int for all.\n"             \
+	"    lkey: the local keys, one or a column, where mr is None.\n"   \
+	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"      \
+	"\n"                                                               \
+	"Raises:\n"                                                        \
+	"    TypeError: a column is not an array of integers or an int.\n" \
+	"    ValueError: a bad row (named), columns of different lengths,\n"
 
 const char qp_post_recv_batch__doc__[] = PyDoc_STR(
 	"Build the receive requests the columns describe, and post them.\n"
@@ -470,16 +381,7 @@ const char qp_post_recv_batch__doc__[] = PyDoc_STR(
 	"\n"
 	"Wraps ``ibv_post_recv`` (man page ibv_post_recv(3)).\n"
 	"\n"
-	"Args:\n"
-	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
-	"    local: offsets into the MR (or addresses).\n"
-	"    lengths: bytes per buffer, or one int for all.\n"
-	"    lkey: the local keys, one or a column, where mr is None.\n"
-	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: a column is not an array of integers or an int.\n"
-	"    ValueError: a bad row (named), columns of different lengths,\n"
+	"Args:\n" RB_DOC_ARGS
 	"        more rows than the receive queue holds, a QP with an SRQ.\n"
 	"    VerbsError: EBADF if the QP or MR is closed; else the provider\n"
 	"        refused (the message names the row).");
@@ -501,11 +403,7 @@ PyObject *qp_post_recv_batch(PyObject *self, PyObject *args, PyObject *kw)
 			     "receive", "RecvBatch") == 0 &&
 	    batch_mr_ready((BatchBase *)b) == 0)
 		res = recv_batch_post_rows(b, self, 0, b->n);
-	Py_DECREF(b);
-	if (res == NULL)
-		return NULL;
-	Py_DECREF(res);
-	Py_RETURN_NONE;
+	return batch_posted((PyObject *)b, res);
 }
 
 static int recv_batch_traverse(PyObject *self, visitproc visit, void *arg)
@@ -529,7 +427,7 @@ static PyObject *recv_batch_repr(PyObject *self)
 static PyMethodDef recv_batch_methods[] = {
 	METHOD_KW("post", recv_batch_post),
 	METHOD_KW("progress", recv_batch_progress),
-	METHOD_NOARGS("reset", recv_batch_reset),
+	METHOD_NOARGS("reset", recv_run_reset),
 	{ NULL, NULL, 0, NULL }
 };
 
@@ -553,16 +451,7 @@ PyDoc_STRVAR(
 	"one C loop.\n"
 	"The batch holds its MR: a post after ``mr.close()`` is EBADF.\n"
 	"\n"
-	"Args:\n"
-	"    mr: the MR ``local`` indexes, or None (``lkey`` given).\n"
-	"    local: offsets into the MR (or addresses).\n"
-	"    lengths: bytes per buffer, or one int for all.\n"
-	"    lkey: the local keys, one or a column, where mr is None.\n"
-	"    wr_id: an int (row k gets ``wr_id + k``) or a column.\n"
-	"\n"
-	"Raises:\n"
-	"    TypeError: a column is not an array of integers or an int.\n"
-	"    ValueError: a bad row (named), columns of different lengths,\n"
+	"Args:\n" RB_DOC_ARGS
 	"        no rows, both or neither of mr and lkey.\n"
 	"    VerbsError: EBADF if the MR is closed.");
 

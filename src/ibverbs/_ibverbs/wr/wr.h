@@ -209,6 +209,19 @@ int batch_queue_args(PyObject *args, PyObject *kw, char **kwlist,
 		     const char *fmt, PyTypeObject *qtype, PyTypeObject *qtype2,
 		     const char *qname, PyObject **queue, Py_ssize_t da,
 		     Py_ssize_t *a, Py_ssize_t db, Py_ssize_t *b);
+/* No progress() run is under way (run_qp NULL; a post or an update
+ * would race it): 0, or -1 with ValueError naming the done of n rows
+ * complete. */
+int batch_idle(PyObject *run_qp, Py_ssize_t done, Py_ssize_t n);
+/* progress()'s arguments (queue, depth=None, piece=None): queue a QP,
+ * depth (None: PY_SSIZE_T_MAX, cut later) and piece (None: 16) ints >=
+ * 0.  0 or -1. */
+int batch_progress_args(PyObject *args, PyObject *kw, PyObject **qp,
+			Py_ssize_t *depth, Py_ssize_t *piece);
+/* The end of QP.post_send_batch / post_recv_batch: drops the batch built
+ * for the call and res, what its post returned (NULL: it failed).  None,
+ * or NULL. */
+PyObject *batch_posted(PyObject *batch, PyObject *res);
 /* The slots and getters that read only the head: tp_traverse (the type
  * and the MR), tp_dealloc (calls the type's tp_clear, frees the rows),
  * sq_length, and the ``mr`` getter. */
