@@ -224,6 +224,8 @@ def test_subscribe_get_event_and_lag_port_failing(mlx5_fake):
 @pytest.mark.skipif(not can_fail_allocations(), reason="needs _testcapi.set_nomemory")
 def test_each_allocation_of_the_devx_constructors_failing(mlx5_fake):
     def body(fake):
+        import functools
+
         import ibverbs
         from ibverbs import mlx5
         from support.nomem import each_allocation_fails
@@ -240,24 +242,23 @@ def test_each_allocation_of_the_devx_constructors_failing(mlx5_fake):
             finally:
                 obj.close()
 
-        calls = {
-            "general_cmd": lambda: len(mlx5.devx_general_cmd(ctx, b"\x01" * 16, 32)),
-            "obj_create": lambda: made(
-                lambda: mlx5.devx_obj_create(ctx, b"\x01", 8), lambda o: repr(o)
+        # Each call's functions are made here, before the sweep arms the
+        # allocator: CPython 3.12 and 3.13 crash in PyFunction_New when its
+        # own allocation fails (a lambda made while armed).
+        makers = {
+            "obj_create": (lambda: mlx5.devx_obj_create(ctx, b"\x01", 8), repr),
+            "umem_reg": (lambda: mlx5.devx_umem_reg(ctx, buf, 1), lambda o: o.size),
+            "umem_dmabuf": (
+                lambda: mlx5.devx_umem_reg_dmabuf(ctx, 9, 0, 4096, 1, 1 << 12),
+                lambda o: o.size,
             ),
-            "umem_reg": lambda: made(lambda: mlx5.devx_umem_reg(ctx, buf, 1), lambda o: o.size),
-            "umem_dmabuf": lambda: made(
-                lambda: mlx5.devx_umem_reg_dmabuf(ctx, 9, 0, 4096, 1, 1 << 12), lambda o: o.size
-            ),
-            "alloc_uar": lambda: made(lambda: mlx5.devx_alloc_uar(ctx), lambda o: o.flags),
-            "event_channel": lambda: made(
-                lambda: mlx5.devx_create_event_channel(ctx), lambda o: o.flags
-            ),
-            "mkey": lambda: made(lambda: mlx5.create_mkey(pd, 1, 4), lambda o: o.create_flags),
-            "cq": lambda: made(
-                lambda: mlx5.create_cq(ctx, ibverbs.CQInitAttrEx(cqe=8)), lambda o: o.cqe
-            ),
+            "alloc_uar": (lambda: mlx5.devx_alloc_uar(ctx), lambda o: o.flags),
+            "event_channel": (lambda: mlx5.devx_create_event_channel(ctx), lambda o: o.flags),
+            "mkey": (lambda: mlx5.create_mkey(pd, 1, 4), lambda o: o.create_flags),
+            "cq": (lambda: mlx5.create_cq(ctx, ibverbs.CQInitAttrEx(cqe=8)), lambda o: o.cqe),
         }
+        calls = {"general_cmd": lambda: len(mlx5.devx_general_cmd(ctx, b"\x01" * 16, 32))}
+        calls.update({k: functools.partial(made, *fv) for k, fv in makers.items()})
         ch = mlx5.devx_create_event_channel(ctx)
 
         def subscribe_str():

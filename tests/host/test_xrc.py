@@ -7,6 +7,7 @@ tests/device/test_xrc_wq.py."""
 from __future__ import annotations
 
 import errno
+import sys
 
 import pytest
 
@@ -177,6 +178,11 @@ def test_each_allocation_of_open_xrcd_and_open_qp_failing(recording):
     assert res.live == 0, res.live_report
 
 
+@pytest.mark.skipif(
+    sys.version_info >= (3, 12),
+    reason="CPython 3.12 and later run a due collection at the next bytecode "
+    "boundary, never inside a C call's allocation; 3.9-3.11 (the host venv) run it",
+)
 def test_a_collection_closing_the_parent_during_the_call(recording):
     """The garbage collector may run while the new object is allocated,
     and a finalizer may close the Context (open_xrcd, open_qp) or the XRCD

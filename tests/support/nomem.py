@@ -10,7 +10,9 @@ calls ``fn`` with the k-th allocation from its start failing, k = 0, 1,
 allocations than k), and returns a dict: ``failed`` (how many calls raised
 MemoryError), ``other`` (the repr of any other exception: a wrong error
 path) and ``value`` (``fn()``'s value with nothing armed, after the sweep:
-the object is still usable).  ``fn`` must be repeatable.
+the object is still usable).  ``fn`` must be repeatable, and must make no
+function (a lambda, a closure) while it runs: CPython 3.12 and 3.13 crash in
+PyFunction_New when its own allocation fails; make them before the sweep.
 
 Under make coverage (coverage.py measuring this child too), coverage.py's
 tracer is paused for the sweep: it allocates on every line and does not
