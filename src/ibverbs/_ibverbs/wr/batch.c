@@ -35,10 +35,6 @@ typedef struct {
 	uint32_t inline_threshold; /* 0: none inline */
 	uint64_t wr_id_base; /* row k's wr_id is wr_id_base + k ... */
 	int wr_id_seq; /* ... when this is 1 (else a column gave them) */
-	/* progress(): the QP of the run under way (strong), or NULL; the
-	 * rows posted and the rows known complete. */
-	PyObject *run_qp;
-	Py_ssize_t run_posted, run_done;
 	/* A UD batch: a tuple of the distinct AHs its rows point to (each
 	 * checked open before a post), else NULL. */
 	PyObject *ahs;
@@ -763,8 +759,7 @@ static PyObject *send_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 			     b->n);
 		return NULL;
 	}
-	if (batch_idle(b->run_qp, b->run_done, b->n) < 0 ||
-	    send_batch_ready(b, qp) < 0)
+	if (batch_idle((BatchBase *)b) < 0 || send_batch_ready(b, qp) < 0)
 		return NULL;
 	room = QPO(qp)->cap.max_send_wr ? QPO(qp)->cap.max_send_wr : 1;
 	end = start + (count < room ? count : room);
@@ -969,8 +964,7 @@ static PyObject *send_batch_update(PyObject *self, PyObject *args, PyObject *kw)
 
 	memset(&c, 0, sizeof(c));
 	if (args_parse(&send_batch_update_args, NULL, args, kw, &a) < 0 ||
-	    send_update_check(b, &a) < 0 ||
-	    batch_idle(b->run_qp, b->run_done, b->n) < 0)
+	    send_update_check(b, &a) < 0 || batch_idle((BatchBase *)b) < 0)
 		return NULL;
 	if (col_opt(a.local, "local", 0, &c.local) < 0 ||
 	    col_opt(a.lengths, "lengths", COLUMN_SCALAR_OK, &c.lengths) < 0 ||
@@ -1083,7 +1077,6 @@ PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 
 static int send_batch_traverse(PyObject *self, visitproc visit, void *arg)
 {
-	Py_VISIT(SB(self)->run_qp);
 	Py_VISIT(SB(self)->ahs);
 	return batch_traverse(self, visit, arg);
 }

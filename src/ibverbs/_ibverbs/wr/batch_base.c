@@ -217,14 +217,14 @@ int batch_queue_args(PyObject *args, PyObject *kw, char **kwlist,
 	return 0;
 }
 
-int batch_idle(PyObject *run_qp, Py_ssize_t done, Py_ssize_t n)
+int batch_idle(const BatchBase *b)
 {
-	if (run_qp == NULL)
+	if (b->run_qp == NULL)
 		return 0;
 	PyErr_Format(PyExc_ValueError,
 		     "a progress() run of this batch is under way (%zd of %zd "
 		     "rows complete): finish it or reset() it first",
-		     done, n);
+		     b->run_done, b->n);
 	return -1;
 }
 
@@ -251,6 +251,7 @@ int batch_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT((PyObject *)Py_TYPE(self));
 	Py_VISIT(((BatchBase *)self)->mr);
+	Py_VISIT(((BatchBase *)self)->run_qp);
 	return 0;
 }
 

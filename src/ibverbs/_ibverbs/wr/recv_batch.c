@@ -18,10 +18,6 @@
 
 typedef struct {
 	BATCH_HEAD(struct ibv_recv_wr)
-	/* progress(): the QP of the run under way (strong), or NULL; the
-	 * rows posted and the rows complete. */
-	PyObject *run_qp;
-	Py_ssize_t run_posted, run_done;
 } RecvBatchObject;
 
 #define RB(o) ((RecvBatchObject *)(o))
@@ -242,7 +238,7 @@ static PyObject *recv_batch_post(PyObject *self, PyObject *args, PyObject *kw)
 			     PY_SSIZE_T_MAX, &count) < 0)
 		return NULL;
 	HANDLE_CHECK(queue);
-	if (batch_idle(b->run_qp, b->run_done, b->n) < 0)
+	if (batch_idle((BatchBase *)b) < 0)
 		return NULL;
 	if (start > b->n) {
 		PyErr_Format(PyExc_ValueError,
@@ -406,12 +402,6 @@ PyObject *qp_post_recv_batch(PyObject *self, PyObject *args, PyObject *kw)
 	return batch_posted((PyObject *)b, res);
 }
 
-static int recv_batch_traverse(PyObject *self, visitproc visit, void *arg)
-{
-	Py_VISIT(RB(self)->run_qp);
-	return batch_traverse(self, visit, arg);
-}
-
 static int recv_batch_clear(PyObject *self)
 {
 	Py_CLEAR(RB(self)->run_qp);
@@ -459,7 +449,7 @@ static PyType_Slot recv_batch_slots[] = {
 	{ Py_tp_doc, (void *)recv_batch__doc__ },
 	{ Py_tp_new, recv_batch_new },
 	{ Py_tp_dealloc, batch_dealloc },
-	{ Py_tp_traverse, recv_batch_traverse },
+	{ Py_tp_traverse, batch_traverse },
 	{ Py_tp_clear, recv_batch_clear },
 	{ Py_tp_repr, recv_batch_repr },
 	{ Py_tp_methods, recv_batch_methods },

@@ -140,6 +140,9 @@ extern PyType_Spec RecvBatch_spec; /* recv_batch.c */
  * MR the local offsets index (held), or NULL (addresses and lkeys), with
  * its address, length and lkey as built (a re-registered MR moved
  * them). */
+/* run_qp, run_posted, run_done: progress()'s run (wr/templates/
+ * batch_run.h): the QP of the run under way (strong), or NULL; the rows
+ * posted and the rows complete. */
 #define BATCH_HEAD(wr_type)          \
 	PyObject_HEAD                \
 	wr_type *wrs;                \
@@ -147,7 +150,9 @@ extern PyType_Spec RecvBatch_spec; /* recv_batch.c */
 	Py_ssize_t n;                \
 	PyObject *mr;                \
 	uint64_t mr_addr, mr_length; \
-	uint32_t mr_lkey;
+	uint32_t mr_lkey;            \
+	PyObject *run_qp;            \
+	Py_ssize_t run_posted, run_done;
 
 typedef struct {
 	BATCH_HEAD(void)
@@ -209,10 +214,10 @@ int batch_queue_args(PyObject *args, PyObject *kw, char **kwlist,
 		     const char *fmt, PyTypeObject *qtype, PyTypeObject *qtype2,
 		     const char *qname, PyObject **queue, Py_ssize_t da,
 		     Py_ssize_t *a, Py_ssize_t db, Py_ssize_t *b);
-/* No progress() run is under way (run_qp NULL; a post or an update
- * would race it): 0, or -1 with ValueError naming the done of n rows
- * complete. */
-int batch_idle(PyObject *run_qp, Py_ssize_t done, Py_ssize_t n);
+/* No progress() run of b is under way (run_qp NULL; a post or an update
+ * would race it): 0, or -1 with ValueError naming how many of its rows
+ * are complete. */
+int batch_idle(const BatchBase *b);
 /* progress()'s arguments (queue, depth=None, piece=None): queue a QP,
  * depth (None: PY_SSIZE_T_MAX, cut later) and piece (None: 16) ints >=
  * 0.  0 or -1. */
