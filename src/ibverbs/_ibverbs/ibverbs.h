@@ -243,8 +243,12 @@ static inline const char *hex64(char *buf, size_t size, unsigned long long v)
 	return buf;
 }
 #define HEX64(v) hex64((char[19]){ 0 }, 19, (unsigned long long)(v))
-/* For verbs returning NULL / -1 and setting errno: errno or EINVAL-ish
- * fallback when a provider forgot to set it. */
+/* errno, or fallback when it is 0: some providers fail a verb (NULL or
+ * -1) without setting errno, and an error must never read "Success".
+ * Read it before any cleanup call that may change errno. */
+int errno_or(int fallback);
+/* For verbs returning NULL / -1 and setting errno: verbs_error of
+ * errno_or(EINVAL). */
 PyObject *verbs_error_errno(const char *op);
 /* As verbs_error_fmt, with each item of attrs (a dict) set on the
  * exception (CMEvent errors: event, status, private_data). */

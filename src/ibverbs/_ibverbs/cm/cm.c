@@ -45,7 +45,7 @@ static int cmid_destroy(Handle *h)
 	Py_BEGIN_ALLOW_THREADS
 	rc = CM.destroy_id(id);
 	if (rc != 0)
-		err = errno ? errno : EIO;
+		err = errno_or(EIO);
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(h);
 	if (rc != 0)
@@ -155,8 +155,7 @@ PyObject *cm_addrinfo_error(int rc, const char *what, const char *node,
 	int err;
 
 	if (rc == -1 || rc == EAI_SYSTEM)
-		return verbs_error_fmt(errno ? errno : EINVAL,
-				       "rdma_getaddrinfo",
+		return verbs_error_fmt(errno_or(EINVAL), "rdma_getaddrinfo",
 				       "cannot resolve %s %s%s%s", what, node,
 				       service ? " port " : "",
 				       service ? service : "");
@@ -351,7 +350,7 @@ static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 		goto out;
 	if (CM.resolve_addr(id, src ? src->ai_src_addr : NULL, dst->ai_dst_addr,
 			    a.timeout_ms) != 0) {
-		verbs_error_fmt(errno ? errno : EINVAL, "rdma_resolve_addr",
+		verbs_error_fmt(errno_or(EINVAL), "rdma_resolve_addr",
 				"%s port %s", PyBytes_AsString(host_b),
 				service);
 		goto out;

@@ -70,14 +70,14 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		goto out;
 	if (CM.bind_addr(id, addr) != 0) {
 		verbs_error_fmt(
-			errno ? errno : EINVAL, "rdma_bind_addr", "%s port %d",
+			errno_or(EINVAL), "rdma_bind_addr", "%s port %d",
 			host_b ? PyBytes_AsString(host_b) : "any address",
 			a.port);
 		goto out;
 	}
 	if (CM.listen(id, a.backlog) != 0) {
-		verbs_error_fmt(errno ? errno : EINVAL, "rdma_listen",
-				"port %d", a.port);
+		verbs_error_fmt(errno_or(EINVAL), "rdma_listen", "port %d",
+				a.port);
 		goto out;
 	}
 	res = cmid_wrap(type, &cm_listener_kind, id, ch, &owned);

@@ -81,13 +81,14 @@ PyObject *provider_lacks(const char *verb)
 			       "the provider does not implement it");
 }
 
+int errno_or(int fallback)
+{
+	return errno ? errno : fallback;
+}
+
 PyObject *verbs_error_errno(const char *op)
 {
-	/* Some providers return NULL without setting errno; never report
-	 * "Success". */
-	int err = errno ? errno : EINVAL;
-
-	return verbs_error(err, op);
+	return verbs_error(errno_or(EINVAL), op);
 }
 
 PyObject *verbs_error_with(int err, const char *op, PyObject *attrs,

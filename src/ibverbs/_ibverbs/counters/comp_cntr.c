@@ -129,8 +129,7 @@ ARGS_METHOD(extern, comp_cntr_create, ctx, struct create_comp_cntr_args, a)
 	cc = IBV.create_comp_cntr((struct ibv_context *)HANDLE(ctx)->obj,
 				  &attr);
 	if (cc == NULL)
-		return verbs_error_fmt(errno ? errno : EINVAL,
-				       "ibv_create_comp_cntr",
+		return verbs_error_fmt(errno_or(EINVAL), "ibv_create_comp_cntr",
 				       "type=%d flags=0x%x", a.type,
 				       (unsigned)a.flags);
 	self = handle_adopt(ST.CompCntr_type, &comp_cntr_kind, HANDLE(ctx), cc);

@@ -58,8 +58,7 @@ PyObject *counters_create(PyObject *ctx, PyObject *unused)
 	errno = 0;
 	c = ibv_create_counters((struct ibv_context *)HANDLE(ctx)->obj, &attr);
 	if (c == NULL)
-		return verbs_error(errno ? errno : EINVAL,
-				   "ibv_create_counters");
+		return verbs_error(errno_or(EINVAL), "ibv_create_counters");
 	return handle_adopt(ST.Counters_type, &counters_kind, HANDLE(ctx), c);
 }
 

@@ -98,7 +98,7 @@ static PyObject *channel_get_cq_event(PyObject *self, PyObject *unused)
 		return NULL;
 	/* Readable (or non-blocking): this read does not block. */
 	if (IBV.get_cq_event(ch, &cq, &cq_ctx) != 0) {
-		int err = errno ? errno : EIO;
+		int err = errno_or(EIO);
 
 		if (err == EAGAIN)
 			return verbs_error_fmt(

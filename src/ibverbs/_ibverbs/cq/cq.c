@@ -118,7 +118,7 @@ ARGS_METHOD(extern, context_create_cq, parent, struct create_cq_args, a)
 	cq = IBV.create_cq((struct ibv_context *)HANDLE(ctx)->obj, a.cqe, self,
 			   ch, a.comp_vector);
 	if (cq == NULL) {
-		int err = errno ? errno : EINVAL;
+		int err = errno_or(EINVAL);
 
 		Py_DECREF(self);
 		return verbs_error_fmt(err, "ibv_create_cq", "cqe=%d", a.cqe);

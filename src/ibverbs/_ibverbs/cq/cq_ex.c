@@ -282,7 +282,7 @@ PyObject *cqex_create(PyObject *parent, PyObject *init_attr, PyTypeObject *type,
 	errno = 0;
 	cq = (make ? make : cqex_make_default)(
 		(struct ibv_context *)HANDLE(ctx)->obj, &a, arg);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	if (cq == NULL) {
 		Py_XDECREF(channel);
 		Py_XDECREF(pdom);

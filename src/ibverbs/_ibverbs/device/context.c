@@ -30,8 +30,7 @@ static struct ibv_context *context_open_named(const char *name)
 	errno = 0;
 	list = IBV.get_device_list(&n);
 	if (list == NULL) {
-		verbs_error_fmt(errno == ENOSYS ? ENODEV :
-						  (errno ? errno : ENODEV),
+		verbs_error_fmt(errno == ENOSYS ? ENODEV : errno_or(ENODEV),
 				"ibv_get_device_list",
 				"cannot list RDMA devices to open %s", name);
 		return NULL;
@@ -40,7 +39,7 @@ static struct ibv_context *context_open_named(const char *name)
 		if (strcmp(IBV.get_device_name(list[i]), name) == 0) {
 			errno = 0;
 			ctx = IBV.open_device(list[i]);
-			err = errno ? errno : ENODEV;
+			err = errno_or(ENODEV);
 			break;
 		}
 	}
@@ -262,7 +261,7 @@ ARGS_METHOD(static, context_query_gid, self, struct query_gid_args, q)
 
 	rc = IBV.query_gid(CTX(self), q.port_num, q.index, &gid);
 	if (rc != 0)
-		return verbs_error_fmt(rc < 0 ? (errno ? errno : EINVAL) : rc,
+		return verbs_error_fmt(rc < 0 ? errno_or(EINVAL) : rc,
 				       "ibv_query_gid", "port %d index %d",
 				       q.port_num, q.index);
 	return gid_to_py(&gid);
@@ -357,7 +356,7 @@ static PyObject *context_query_pkey(PyObject *self, PyObject *args,
 		return NULL;
 	rc = IBV.query_pkey(CTX(self), a.port, a.index, &pkey);
 	if (rc != 0)
-		return verbs_error_fmt(rc < 0 ? (errno ? errno : EINVAL) : rc,
+		return verbs_error_fmt(rc < 0 ? errno_or(EINVAL) : rc,
 				       "ibv_query_pkey", "port %d index %d",
 				       a.port, a.index);
 	return PyLong_FromLong(ntohs(pkey));
@@ -451,7 +450,7 @@ ARGS_FUNCTION(static, context_import_device, cls, struct import_device_args, a)
 				       fd);
 	errno = 0;
 	ctx = IBV.import_device(dup_fd);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	if (ctx == NULL) {
 		close(dup_fd);
 		return verbs_error_fmt(err, "ibv_import_device", "cmd_fd %ld",

@@ -170,7 +170,7 @@ PyObject *context_get_async_event(PyObject *self, PyObject *unused)
 	c = HANDLE(ctx)->obj;
 	errno = 0;
 	if (IBV.get_async_event(c, &ev) != 0) {
-		int err = errno ? errno : EIO;
+		int err = errno_or(EIO);
 
 		Py_DECREF(e);
 		if (err == EAGAIN)

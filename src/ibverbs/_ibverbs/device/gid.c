@@ -291,8 +291,7 @@ ARGS_METHOD(extern, context_get_pkey_index, self, struct get_pkey_index_args, a)
 	errno = 0;
 	rc = IBV.get_pkey_index(GCTX(self), a.port, htobe16(a.pkey));
 	if (rc < 0)
-		return verbs_error_fmt(errno ? errno : ENOENT,
-				       "ibv_get_pkey_index",
+		return verbs_error_fmt(errno_or(ENOENT), "ibv_get_pkey_index",
 				       "port %d pkey 0x%x", a.port, a.pkey);
 	return PyLong_FromLong(rc);
 }
@@ -357,7 +356,7 @@ PyObject *context_resolve_eth_l2_from_gid(PyObject *self, PyObject *arg)
 	errno = 0;
 	rc = IBV.resolve_eth_l2_from_gid(GCTX(self), &a, mac, &vid);
 	if (rc != 0)
-		return verbs_error(rc < 0 ? (errno ? errno : EINVAL) : rc,
+		return verbs_error(rc < 0 ? errno_or(EINVAL) : rc,
 				   "ibv_resolve_eth_l2_from_gid");
 	return Py_BuildValue("(y#I)", (const char *)mac, (Py_ssize_t)6,
 			     (unsigned)vid);

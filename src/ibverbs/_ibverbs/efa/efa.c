@@ -391,7 +391,7 @@ ARGS_FUNCTION(extern, efa_mod_create_comp_cntr, mod, struct efa_cc_args, a)
 	cc = EFA.create_comp_cntr((struct ibv_context *)HANDLE(a.context)->obj,
 				  &attr, &ea, sizeof(ea));
 	if (cc == NULL)
-		return verbs_error_fmt(errno ? errno : EINVAL,
+		return verbs_error_fmt(errno_or(EINVAL),
 				       "efadv_create_comp_cntr",
 				       "type=%d flags=0x%x", a.type,
 				       (unsigned)ea.flags);

@@ -70,7 +70,7 @@ ARGS_METHOD(extern, pd_alloc_buf, parent, struct alloc_buf_args, a)
 	errno = 0;
 	addr = IBV.alloc_buf((struct ibv_pd *)HANDLE(pd)->obj, (size_t)size,
 			     &b);
-	err = errno ? errno : ENOMEM;
+	err = errno_or(ENOMEM);
 	if (addr == NULL)
 		return verbs_error_fmt(err, "ibv_alloc_buf", "size=%llu",
 				       (unsigned long long)size);

@@ -67,7 +67,7 @@ ARGS_METHOD(extern, context_alloc_dm, parent, struct alloc_dm_args, a)
 	attr.log_align_req = a.log_align_req;
 	errno = 0;
 	dm = ibv_alloc_dm((struct ibv_context *)HANDLE(ctx)->obj, &attr);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	if (dm == NULL)
 		return verbs_error_fmt(err, "ibv_alloc_dm",
 				       "length=%llu log_align_req=%u",
@@ -295,7 +295,7 @@ PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)
 	errno = 0;
 	mr = ibv_reg_dm_mr((struct ibv_pd *)HANDLE(pd)->obj, DMP(a.dm),
 			   a.offset, (size_t)a.length, (unsigned int)a.access);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	if (mr == NULL)
 		return verbs_error_fmt(err, "ibv_reg_dm_mr",
 				       "offset=%llu length=%llu access=0x%x",

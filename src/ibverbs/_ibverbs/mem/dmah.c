@@ -80,7 +80,7 @@ ARGS_METHOD(extern, context_alloc_dmah, parent, struct alloc_dmah_args, a)
 	attr.tph_mem_type = a.tph_mem_type;
 	errno = 0;
 	d = IBV.alloc_dmah((struct ibv_context *)HANDLE(ctx)->obj, &attr);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	if (d == NULL)
 		return verbs_error_fmt(err, "ibv_alloc_dmah",
 				       "comp_mask=0x%x cpu_id=%u ph=%u "

@@ -63,7 +63,7 @@ PyObject *td_create(PyObject *ctx, PyObject *unused)
 	errno = 0;
 	td = ibv_alloc_td((struct ibv_context *)HANDLE(ctx)->obj, &attr);
 	if (td == NULL)
-		return verbs_error(errno ? errno : EINVAL, "ibv_alloc_td");
+		return verbs_error(errno_or(EINVAL), "ibv_alloc_td");
 	return handle_adopt(ST.TD_type, &td_kind, HANDLE(ctx), td);
 }
 
@@ -178,7 +178,7 @@ ARGS_METHOD(extern, parent_domain_create, ctx, struct alloc_parent_domain_args,
 	errno = 0;
 	p = ibv_alloc_parent_domain((struct ibv_context *)HANDLE(ctx)->obj,
 				    &attr);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	if (p == NULL) {
 		Py_DECREF(self);
 		return verbs_error_fmt(err, "ibv_alloc_parent_domain", "%s",

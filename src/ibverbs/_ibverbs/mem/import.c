@@ -42,8 +42,8 @@ static PyObject *imported(void *obj, const char *verb, const char *field,
 			  const HandleKind *kind, Handle *parent)
 {
 	if (obj == NULL)
-		return verbs_error_fmt(errno ? errno : EINVAL, verb, "%s=%u",
-				       field, (unsigned int)handle);
+		return verbs_error_fmt(errno_or(EINVAL), verb, "%s=%u", field,
+				       (unsigned int)handle);
 	return handle_adopt(tp, kind, parent, obj);
 }
 

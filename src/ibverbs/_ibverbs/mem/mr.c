@@ -121,7 +121,7 @@ static PyObject *mr_register(PDObject *pd, const struct reg_mr_args *a,
 				     access);
 	else
 		mr = IBV.reg_mr(p, (void *)(uintptr_t)addr, length, access);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(pd);
 	if (mr == NULL)
@@ -287,7 +287,7 @@ PyObject *pd_reg_dmabuf_mr(PyObject *self, PyObject *args, PyObject *kw)
 	Py_BEGIN_ALLOW_THREADS
 	errno = 0;
 	mr = IBV.reg_dmabuf_mr(p, a.offset, a.length, a.iova, a.fd, a.access);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(pd);
 	if (mr == NULL)
@@ -357,7 +357,7 @@ static struct ibv_mr *mr_reg_ex_call(PDObject *pd, PyObject *uses[2],
 		mr = IBV.reg_buf_mr(p, a->buf, a->addr, a->length, a->access);
 	else
 		mr = IBV.reg_mr_ex(p, (struct ibv_mr_init_attr *)a);
-	*err = errno ? errno : EINVAL;
+	*err = errno_or(EINVAL);
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(pd);
 	busy_also(uses, 2, -1);
@@ -573,7 +573,7 @@ PyObject *pd_alloc_null_mr(PyObject *self, PyObject *unused)
 	HANDLE_CHECK(self);
 	errno = 0;
 	mr = ibv_alloc_null_mr((struct ibv_pd *)HANDLE(pd)->obj);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	if (mr == NULL)
 		return verbs_error(err, "ibv_alloc_null_mr");
 	return mr_wrap(NULL, pd, mr, NULL, (uint64_t)(uintptr_t)mr->addr,
@@ -754,7 +754,7 @@ static PyObject *mr_rereg(PyObject *self, PyObject *args, PyObject *kw)
 			  r.pd ? (struct ibv_pd *)HANDLE(r.pd)->obj : NULL,
 			  (void *)(uintptr_t)r.addr, (size_t)r.length,
 			  r.access);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(self);
 	busy_also(&newpd, 1, -1);

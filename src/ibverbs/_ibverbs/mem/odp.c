@@ -59,7 +59,7 @@ ARGS_METHOD(extern, pd_reg_implicit_odp_mr, self,
 	errno = 0;
 	mr = IBV.reg_mr((struct ibv_pd *)HANDLE(pd)->obj, NULL, SIZE_MAX,
 			access);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	if (mr == NULL)
 		return verbs_error_fmt(err, "ibv_reg_mr",
 				       "implicit ODP (addr=0 length=SIZE_MAX "

@@ -256,7 +256,7 @@ ARGS_FUNCTION(extern, mlx5_mod_open_device, mod, struct open_device_args, a)
 	attr.flags = a.flags;
 	errno = 0;
 	ctx = MLX5.open_device(dev, (struct mlx5dv_context_attr *)&attr);
-	err = errno ? errno : EOPNOTSUPP;
+	err = errno_or(EOPNOTSUPP);
 	IBV.free_device_list(list);
 	if (ctx == NULL) {
 		PyObject *e = verbs_error_fmt(err, "mlx5dv_open_device",
@@ -570,7 +570,7 @@ PyObject *mlx5_mod_reg_dmabuf_mr(PyObject *mod, PyObject *args, PyObject *kw)
 	errno = 0;
 	mr = MLX5.reg_dmabuf_mr(HANDLE(a.pd)->obj, a.offset, a.length, a.iova,
 				a.fd, a.access, a.mlx5_access);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	Py_END_ALLOW_THREADS
 	HANDLE_BUSY_EXIT(a.pd);
 	if (mr == NULL)

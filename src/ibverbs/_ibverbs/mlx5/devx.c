@@ -397,7 +397,7 @@ ARGS_FUNCTION(extern, mlx5_mod_devx_umem_reg, mod, struct umem_reg_args, a)
 			       (size_t)a.size, a.access);
 	if (u == NULL)
 		return verbs_error_fmt(
-			errno ? errno : EOPNOTSUPP, "mlx5dv_devx_umem_reg",
+			errno_or(EOPNOTSUPP), "mlx5dv_devx_umem_reg",
 			"addr=%s size=%llu access=0x%x", HEX64(a.addr),
 			(unsigned long long)a.size, (unsigned)a.access);
 	return umem_wrap(a.ctx, u, a.owner, a.addr, a.size, a.access, -1);
@@ -502,7 +502,7 @@ ARGS_FUNCTION(extern, mlx5_mod_devx_umem_reg_ex, mod, struct umem_reg_ex_args,
 				  (struct mlx5dv_devx_umem_in *)&in);
 	if (u == NULL)
 		return verbs_error_fmt(
-			errno ? errno : EOPNOTSUPP, "mlx5dv_devx_umem_reg_ex",
+			errno_or(EOPNOTSUPP), "mlx5dv_devx_umem_reg_ex",
 			"addr=%s size=%llu access=0x%x pgsz_bitmap=%s "
 			"dmabuf_fd=%d",
 			HEX64(a.addr), (unsigned long long)a.size,
@@ -648,7 +648,7 @@ ARGS_FUNCTION(extern, mlx5_mod_devx_alloc_uar, mod, struct ctx_flags_args, a)
 	errno = 0;
 	u = MLX5.devx_alloc_uar(CTXP(a.ctx), a.flags);
 	if (u == NULL)
-		return verbs_error_fmt(errno ? errno : EOPNOTSUPP,
+		return verbs_error_fmt(errno_or(EOPNOTSUPP),
 				       "mlx5dv_devx_alloc_uar", "flags=0x%x",
 				       (unsigned)a.flags);
 	self = handle_adopt(ST.Mlx5DevxUAR_type, &uar_kind, HANDLE(a.ctx), u);
@@ -767,7 +767,7 @@ static int obj_create(void *t, const void *in, size_t inlen, void *out,
 
 	c->obj = MLX5.devx_obj_create(c->ctx, in, inlen, out, outlen);
 	if (c->obj == NULL)
-		return errno ? errno : EOPNOTSUPP;
+		return errno_or(EOPNOTSUPP);
 	return 0;
 }
 
@@ -947,7 +947,7 @@ ARGS_FUNCTION(extern, mlx5_mod_devx_create_event_channel, mod,
 		CTXP(a.ctx),
 		(enum mlx5dv_devx_create_event_channel_flags)a.flags);
 	if (ch == NULL)
-		return verbs_error_fmt(errno ? errno : EOPNOTSUPP,
+		return verbs_error_fmt(errno_or(EOPNOTSUPP),
 				       "mlx5dv_devx_create_event_channel",
 				       "flags=0x%x", (unsigned)a.flags);
 	self = handle_adopt(ST.Mlx5DevxEventChannel_type, &ech_kind,
@@ -1105,9 +1105,8 @@ ARGS_METHOD(static, ech_get_event, self, struct get_event_args, a)
 				a.length);
 	if (n < 0) {
 		Py_DECREF(buf);
-		return verbs_error_fmt(errno ? errno : EIO,
-				       "mlx5dv_devx_get_event", "length=%u",
-				       (unsigned)a.length);
+		return verbs_error_fmt(errno_or(EIO), "mlx5dv_devx_get_event",
+				       "length=%u", (unsigned)a.length);
 	}
 	res = PyBytes_FromStringAndSize(PyBytes_AsString(buf),
 					n < (ssize_t)a.length ? n : a.length);

@@ -100,7 +100,7 @@ ARGS_FUNCTION(extern, mlx5_mod_create_mkey, mod, struct create_mkey_args, a)
 	errno = 0;
 	mk = MLX5.create_mkey(&attr);
 	if (mk == NULL)
-		return verbs_error_fmt(errno ? errno : EOPNOTSUPP,
+		return verbs_error_fmt(errno_or(EOPNOTSUPP),
 				       "mlx5dv_create_mkey",
 				       "create_flags=0x%x max_entries=%u",
 				       (unsigned)a.create_flags,

@@ -165,7 +165,7 @@ PyObject *context_create_srq_ex(PyObject *self, PyObject *args, PyObject *kw)
 	errno = 0;
 	srq = srqx_call(HANDLE(self)->obj, &ia);
 	if (srq == NULL) {
-		int err = errno ? errno : EINVAL;
+		int err = errno_or(EINVAL);
 
 		Py_DECREF(s);
 		return verbs_error_fmt(err, "ibv_create_srq_ex",

@@ -278,7 +278,7 @@ ARGS_METHOD(extern, flow_create, qp, struct create_flow_args, a)
 	Py_XDECREF(objs);
 	errno = 0;
 	flow = ibv_create_flow((struct ibv_qp *)HANDLE(qp)->obj, attr);
-	err = errno ? errno : EINVAL;
+	err = errno_or(EINVAL);
 	if (flow == NULL) {
 		Py_DECREF(self);
 		verbs_error_fmt(err, "ibv_create_flow",

@@ -200,8 +200,7 @@ ARGS_METHOD(extern, flow_action_esp_create, ctx, struct esp_args, a)
 	fa = ibv_create_flow_action_esp((struct ibv_context *)HANDLE(ctx)->obj,
 					&b->attr);
 	if (fa == NULL)
-		verbs_error_fmt(errno ? errno : EINVAL,
-				"ibv_create_flow_action_esp",
+		verbs_error_fmt(errno_or(EINVAL), "ibv_create_flow_action_esp",
 				"spi=%u flags=0x%x", b->esp.spi, b->esp.flags);
 	PyMem_Free(b);
 	if (fa == NULL)

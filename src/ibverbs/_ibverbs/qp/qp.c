@@ -412,7 +412,7 @@ PyObject *qp_create(PDObject *pd, PyObject *ia, const HandleKind *kind,
 	errno = 0;
 	qp = create((struct ibv_pd *)HANDLE(pd)->obj, &init, arg);
 	if (qp == NULL) {
-		err = errno ? errno : EINVAL;
+		err = errno_or(EINVAL);
 		Py_DECREF(self);
 		if (!PyErr_Occurred())
 			create_error(err, verb, &init);

@@ -71,7 +71,7 @@ PyObject *pd_create_srq(PyObject *parent, PyObject *args, PyObject *kw)
 	errno = 0;
 	srq = IBV.create_srq((struct ibv_pd *)HANDLE(pd)->obj, &init);
 	if (srq == NULL) {
-		int err = errno ? errno : EINVAL;
+		int err = errno_or(EINVAL);
 
 		Py_DECREF(self);
 		return verbs_error_fmt(err, "ibv_create_srq",

@@ -134,7 +134,7 @@ ARGS_METHOD(extern, context_create_rwq_ind_table, self,
 	errno = 0;
 	tbl = ibv_create_rwq_ind_table(HANDLE(self)->obj, &ia);
 	if (tbl == NULL) {
-		int err = errno ? errno : EINVAL;
+		int err = errno_or(EINVAL);
 
 		verbs_error_fmt(err, "ibv_create_rwq_ind_table",
 				"%zd WQs (log_ind_tbl_size=%u)", n, log);

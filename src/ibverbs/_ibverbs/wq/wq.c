@@ -105,7 +105,7 @@ ARGS_METHOD(extern, context_create_wq, self, struct create_wq_args, a)
 	errno = 0;
 	wq = ibv_create_wq(HANDLE(self)->obj, &ia);
 	if (wq == NULL) {
-		int err = errno ? errno : EINVAL;
+		int err = errno_or(EINVAL);
 
 		Py_DECREF(w);
 		return verbs_error_fmt(err, "ibv_create_wq",

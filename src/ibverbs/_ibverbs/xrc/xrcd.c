@@ -96,7 +96,7 @@ ARGS_METHOD(extern, context_open_xrcd, self, struct open_xrcd_args, a)
 	errno = 0;
 	xrcd = ibv_open_xrcd(ctx, &attr);
 	if (xrcd == NULL) {
-		int err = errno ? errno : EINVAL;
+		int err = errno_or(EINVAL);
 
 		Py_DECREF(x);
 		return verbs_error_fmt(err, "ibv_open_xrcd",
@@ -190,7 +190,7 @@ ARGS_METHOD(extern, context_open_qp, self, struct open_qp_args, a)
 	errno = 0;
 	qp = ibv_open_qp(ctx, &attr);
 	if (qp == NULL) {
-		int err = errno ? errno : EINVAL;
+		int err = errno_or(EINVAL);
 
 		Py_DECREF(q);
 		return verbs_error_fmt(err, "ibv_open_qp",
