@@ -88,3 +88,10 @@ def test_info_does_not_import_perf():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "RC 0" in res.stdout
+
+
+def test_qp_timeout_is_perftests_u_within_its_5_bits():
+    assert parse("write_bw", "-u", "18").qp_timeout == 18
+    assert parse("write_bw").qp_timeout == 14
+    with pytest.raises(SystemExit):
+        parse("write_bw", "-u", "32")

@@ -328,3 +328,13 @@ def test_cli_bw_text_json_lines_and_size_errors(recording):
     assert (doc["test"], doc["size"], doc["msgs"], doc["device"]) == ("read_bw", 1024, 2, "fake0")
     assert out["bad"][0] == 2 and "bad size '4X'" in out["bad"][2][0]
     assert out["big"][0] == 2 and "size '2G' out of 1 B .. 1 GiB" in out["big"][2][0]
+
+
+def test_qp_timeout_goes_to_each_sides_rts(recording):
+    """-u T sets the local ACK timeout of this side's QPs (ibv_modify_qp to
+    RTS, attr.timeout), as perftest's -u; 14 when not given."""
+    for argv, want in ((["-u", "18"], 18), ([], 14)):
+        res = _run(recording, "write_bw", "-n", "4", "-s", "4K", *argv)
+        res.ok()
+        rts = [r for r in res.calls("modify_qp") if "attr.timeout" in r]
+        assert rts and {r["attr.timeout"] for r in rts} == {want}

@@ -176,6 +176,16 @@ def add_parser(sub) -> None:
         default=0,
         help="max inline data; sizes up to it are sent INLINE",
     )
+    p.add_argument(
+        "-u",
+        "--qp-timeout",
+        type=int,
+        default=14,
+        choices=range(32),
+        metavar="T",
+        help="this side's RC QPs' local ACK timeout, 4.096 us * 2**T (default 14: 67 ms), "
+        "as perftest's -u",
+    )
     p.add_argument("-p", "--port", type=int, default=18515, help="TCP port")
     p.add_argument(
         "--timeout",

@@ -113,6 +113,7 @@ class Endpoint:
                 max_rd_atomic=rd,
                 max_dest_rd_atomic=rd,
                 min_rnr_timer=1,
+                timeout=self.args.qp_timeout,
             )
         self.remote = remote
 
