@@ -107,6 +107,11 @@ def count(a, pat, engine: str) -> dict:
         env_s = {}
         if engine == "mooncake":
             env_s["MC_GID_INDEX"] = env["MC_GID_INDEX"] = "1"
+            # Its Python binding gives a synchronous batch MC_TRANSFER_TIMEOUT
+            # seconds (30 by default), which the sender under callgrind on a
+            # busy host overran (2026-12-06: "Sync batch data transfer
+            # timeout", the batch not done): the same 900 s as kv_transfer's.
+            env["MC_TRANSFER_TIMEOUT"] = "900"
         else:
             for e, dev in ((env_s, a.dev0), (env, a.dev1)):
                 e.update(peers.UCX_ENV, UCX_NET_DEVICES=f"{dev}:1", LD_PRELOAD=peers.LIBIBVERBS)
