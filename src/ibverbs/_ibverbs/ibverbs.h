@@ -599,6 +599,10 @@ void handle_dealloc(Handle *h);
 /* The two above as the slots of a type that holds nothing more. */
 int handle_tp_traverse(PyObject *self, visitproc visit, void *arg);
 void handle_tp_dealloc(PyObject *self);
+/* The tp_dealloc of a GC type that is no handle and owns nothing beyond
+ * what its tp_clear drops (SGE, CMEvent, AsyncEvent): untrack, the
+ * type's tp_clear, free, decref type. */
+void gc_tp_dealloc(PyObject *self);
 /* Mark busy around a GIL-free call; HANDLE_IS_BUSY reads the mark and
  * HANDLE_IS_CLOSED the verbs pointer (atomic loads in the free-threaded
  * build, where other threads change them).  HANDLE_SET_OBJ: a factory's
