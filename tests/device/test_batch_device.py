@@ -46,18 +46,22 @@ def run(qp, cq, batch, depth, timeout=30.0):
     return got_ids, got_st, pieces
 
 
-def scattered(n, pool, seed):
-    rng = np.random.default_rng(seed)
-    return rng.choice(pool, n, replace=False), rng.choice(pool, n, replace=False)
+def scattered_blocks(pd, n, pool, seed):
+    """Two buffers of pool blocks, src of random bytes (seed), dst zeroed,
+    and n distinct source and n distinct destination block numbers (drawn
+    with seed + 1): src, mr_a, dst, mr_b, s, d."""
+    src, mr_a = mkbuf(pd, pool * BLOCK)
+    dst, mr_b = mkbuf(pd, pool * BLOCK)
+    src[:] = np.random.default_rng(seed).integers(0, 256, src.size, dtype=np.uint8)
+    rng = np.random.default_rng(seed + 1)
+    s, d = rng.choice(pool, n, replace=False), rng.choice(pool, n, replace=False)
+    return src, mr_a, dst, mr_b, s, d
 
 
 def test_scattered_write_batch_arrives_block_by_block(pd, pair):
     qa, ca, qb, cb = pair
     n, pool = 3000, 4096
-    src, mr_a = mkbuf(pd, pool * BLOCK)
-    dst, mr_b = mkbuf(pd, pool * BLOCK)
-    src[:] = np.random.default_rng(1).integers(0, 256, src.size, dtype=np.uint8)
-    s, d = scattered(n, pool, 2)
+    src, mr_a, dst, mr_b, s, d = scattered_blocks(pd, n, pool, 1)
     batch = ib.SendBatch(
         mr_a, s * BLOCK, BLOCK, d * BLOCK, mr_b.rkey, remote_base=mr_b.addr, signal_every=64
     )
@@ -184,10 +188,7 @@ def run_progress(qp, batch, depth, piece, timeout=30.0):
 def test_progress_writes_scattered_blocks_and_reposts(pd, pair):
     qa, ca, qb, cb = pair
     n, pool = 4000, 4096
-    src, mr_a = mkbuf(pd, pool * BLOCK)
-    dst, mr_b = mkbuf(pd, pool * BLOCK)
-    src[:] = np.random.default_rng(4).integers(0, 256, src.size, dtype=np.uint8)
-    s, d = scattered(n, pool, 5)
+    src, mr_a, dst, mr_b, s, d = scattered_blocks(pd, n, pool, 4)
     batch = ib.SendBatch(mr_a, s * BLOCK, BLOCK, d * BLOCK, mr_b.rkey, remote_base=mr_b.addr)
     run_progress(qa, batch, 48, 16)
     assert ca.poll_count(16) == 0  # every completion reaped by progress
@@ -310,10 +311,7 @@ def test_write_batch_on_a_qpex_by_the_wr_builders(ctx, pd):
     )
     assert isinstance(qa, ib.QPEx)
     n, pool = 2000, 4096
-    src, mr_a = mkbuf(pd, pool * BLOCK)
-    dst, mr_b = mkbuf(pd, pool * BLOCK)
-    src[:] = np.random.default_rng(8).integers(0, 256, src.size, dtype=np.uint8)
-    s, d = scattered(n, pool, 9)
+    src, mr_a, dst, mr_b, s, d = scattered_blocks(pd, n, pool, 8)
     lengths = np.where(np.arange(n) % 3 == 0, 48, BLOCK).astype(np.uint32)  # every 3rd inline
     batch = ib.SendBatch(
         mr_a,

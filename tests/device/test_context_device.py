@@ -10,6 +10,7 @@ import pytest
 
 import ibverbs as ib
 from support import GID_INDEX, PORT
+from support.rdma import raises_each
 
 pytestmark = pytest.mark.integration
 
@@ -54,12 +55,7 @@ def test_bad_port_raises_verbs_error(ctx, bad):
 
 
 def test_port_out_of_range_is_value_error(ctx):
-    with pytest.raises(ValueError):
-        ctx.query_port(256)
-    with pytest.raises(ValueError):
-        ctx.query_port(-1)
-    with pytest.raises(TypeError):
-        ctx.query_port("1")
+    raises_each(ctx.query_port, (ValueError, (256,)), (ValueError, (-1,)), (TypeError, ("1",)))
 
 
 def test_query_gid_roce_v2(ctx):

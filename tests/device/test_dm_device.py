@@ -8,7 +8,7 @@ import pytest
 
 import ibverbs as ib
 
-from support.rdma import UNSUPPORTED, errno_name
+from support.rdma import UNSUPPORTED, errno_name, raises_each
 
 pytestmark = pytest.mark.integration
 
@@ -26,16 +26,14 @@ def alloc_dm_or_skip(ctx, length=4096):
 
 
 def test_alloc_dm_argument_checks(ctx):
-    with pytest.raises(ValueError):
-        ctx.alloc_dm(0)
-    with pytest.raises(ValueError):
-        ctx.alloc_dm(-1)
-    with pytest.raises(TypeError):
-        ctx.alloc_dm("4096")
-    with pytest.raises(ValueError):
-        ctx.alloc_dm(4096, log_align_req=64)
-    with pytest.raises(TypeError):
-        ctx.alloc_dm(4096, no_such=1)
+    raises_each(
+        ctx.alloc_dm,
+        (ValueError, (0,)),
+        (ValueError, (-1,)),
+        (TypeError, ("4096",)),
+        (ValueError, (4096,), {"log_align_req": 64}),
+        (TypeError, (4096,), {"no_such": 1}),
+    )
 
 
 def test_reg_dm_mr_argument_checks(ctx, pd):

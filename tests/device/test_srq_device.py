@@ -7,7 +7,7 @@ import select
 import pytest
 
 import ibverbs as ib
-from support.rdma import make_rc_pair, mkbuf, ok, poll_until
+from support.rdma import make_rc_pair, mkbuf, ok, poll_until, second_recv_wr_refused
 from support.timeouts import scaled
 
 pytestmark = pytest.mark.integration
@@ -100,16 +100,8 @@ def test_srq_of_another_pd(ctx, pd, cq):
 
 def test_srq_post_recv_error_names_index(pd):
     srq = pd.create_srq(max_wr=8, max_sge=1)
-    sges = srq.query()["max_sge"] + 1
     buf, mr = mkbuf(pd, 64)
-    wrs = [
-        ib.RecvWR(wr_id=1, sg_list=[mr.sge(8)]),
-        ib.RecvWR(wr_id=2, sg_list=[mr.sge(1, i) for i in range(sges)]),
-    ]
-    with pytest.raises(ib.VerbsError) as ei:
-        srq.post_recv(wrs)
-    assert ei.value.operation == "ibv_post_srq_recv"
-    assert "index 1" in str(ei.value) and "wr_id=2" in str(ei.value)
+    second_recv_wr_refused(srq.post_recv, mr, srq.query()["max_sge"] + 1, "ibv_post_srq_recv")
 
 
 def _get_event(ctx, timeout=20.0):

@@ -26,6 +26,31 @@ def verbs_error_of(fn, *args, **kw):
     raise AssertionError(f"{fn!r} raised no VerbsError")
 
 
+def raises_each(fn, *cases):
+    """Each case, (exception type, args) or (exception type, args, kwargs),
+    is a call fn(*args, **kwargs) that raises that type: a method's
+    argument checks, one case a line."""
+    for exc, args, *kw in cases:
+        try:
+            fn(*args, **(kw[0] if kw else {}))
+        except exc:
+            continue
+        raise AssertionError(f"{fn!r}{args!r} raised no {exc.__name__}")
+
+
+def second_recv_wr_refused(post, mr, sges, operation):
+    """post([RecvWR of one SGE, RecvWR of `sges` one-byte SGEs]), one SGE
+    over the queue's limit in the second, raises a VerbsError of
+    operation naming that WR (index 1, wr_id=2)."""
+    wrs = [
+        ib.RecvWR(wr_id=1, sg_list=[mr.sge(8)]),
+        ib.RecvWR(wr_id=2, sg_list=[mr.sge(1, i) for i in range(sges)]),
+    ]
+    e = verbs_error_of(post, wrs)
+    assert e.operation == operation
+    assert "index 1" in str(e) and "wr_id=2" in str(e)
+
+
 def refused(verb, fn, *args, err=errno.EOPNOTSUPP, **kw):
     """fn(*args, **kw) raises VerbsError(err) naming verb (its operation
     and its text); the exception."""

@@ -172,8 +172,9 @@ extern struct ibv_api IBV;
  * Returns 0, or -1 with ImportError set. */
 int ibv_loader_init(PyObject *module);
 
-/* One library loader (loader.c) for libibverbs and librdmacm (cm/): a
- * library's symbols, each with its slot in the table, and the library. */
+/* One library loader (loader.c) for libibverbs, librdmacm (cm/) and the
+ * provider libraries (efa/, mlx5/): a library's symbols, each with its
+ * slot in the table, and the library. */
 typedef struct LibSym {
 	const char *name; /* NULL ends the list */
 	size_t offset; /* of the function pointer in the table */
@@ -190,6 +191,13 @@ typedef struct LibSpec {
 	const LibSym *syms;
 	size_t size; /* of the table, cleared on failure */
 } LibSpec;
+
+/* A LibSpec's initializer: the fields named (.env, .file, .user, .pkg,
+ * .deb, .rpm, .syms) and the size of the table it fills. */
+#define LIB_SPEC(table, ...)                       \
+	{                                          \
+		__VA_ARGS__, .size = sizeof(table) \
+	}
 
 /* dlopen spec's library ($env, else file) and fill the table at api by
  * its symbols.  The library's handle (*name: the file opened), or NULL
@@ -212,6 +220,16 @@ typedef struct LazyLib {
 	PyMutex lock;
 #endif
 } LazyLib;
+
+/* A LazyLib's initializer for table (a struct with the function
+ * pointers, `void *lib` and `char path[]`), loaded by the LibSpec of the
+ * fields named (LIB_SPEC's). */
+#define LAZY_LIB(table, ...)                                                \
+	{                                                                   \
+		.spec = &(const LibSpec)LIB_SPEC(table, __VA_ARGS__),       \
+		.api = &(table), .lib = &(table).lib, .path = (table).path, \
+		.path_size = sizeof((table).path),                          \
+	}
 
 /* 0 when fn (a symbol looked up in a loaded library) is there; else -1
  * with VerbsError(EOPNOTSUPP) naming sym, the library (lib: its name or
@@ -581,6 +599,10 @@ void handle_dealloc(Handle *h);
 /* The two above as the slots of a type that holds nothing more. */
 int handle_tp_traverse(PyObject *self, visitproc visit, void *arg);
 void handle_tp_dealloc(PyObject *self);
+/* The tp_dealloc of a GC type that is no handle and owns nothing beyond
+ * what its tp_clear drops (SGE, CMEvent, AsyncEvent): untrack, the
+ * type's tp_clear, free, decref type. */
+void gc_tp_dealloc(PyObject *self);
 /* Mark busy around a GIL-free call; HANDLE_IS_BUSY reads the mark and
  * HANDLE_IS_CLOSED the verbs pointer (atomic loads in the free-threaded
  * build, where other threads change them).  HANDLE_SET_OBJ: a factory's

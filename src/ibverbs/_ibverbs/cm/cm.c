@@ -149,8 +149,8 @@ PyObject *cm_text_arg(PyObject *o, const char *name)
 
 /* rdma_getaddrinfo returns -1 with errno, or a getaddrinfo (EAI_*) code
  * with errno untouched: never report the latter as an errno. */
-PyObject *cm_addrinfo_error(int rc, const char *what, const char *node,
-			    const char *service)
+static PyObject *cm_addrinfo_error(int rc, const char *what, const char *node,
+				   const char *service)
 {
 	int err;
 
@@ -179,6 +179,25 @@ PyObject *cm_addrinfo_error(int rc, const char *what, const char *node,
 		err, "rdma_getaddrinfo",
 		"cannot resolve %s %s: %s (getaddrinfo error %d)", what, node,
 		gai_strerror(rc), rc);
+}
+
+int cm_getaddrinfo(PyObject *node, const char *what, const char *service,
+		   int passive, struct rdma_addrinfo **res)
+{
+	struct rdma_addrinfo hints;
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_flags = passive ? RAI_PASSIVE : 0;
+	hints.ai_port_space = RDMA_PS_TCP;
+	hints.ai_qp_type = IBV_QPT_RC;
+	errno = 0;
+	rc = CM.getaddrinfo(PyBytes_AsString(node), service, &hints, res);
+	if (rc != 0) {
+		cm_addrinfo_error(rc, what, PyBytes_AsString(node), service);
+		return -1;
+	}
+	return 0;
 }
 
 /* "198.18.0.1" for an IPv4/IPv6 sockaddr, None otherwise; *port too. */
@@ -307,10 +326,10 @@ static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 	PyObject *host_b = NULL, *src_b = NULL, *res = NULL;
 	struct rdma_event_channel *ch = NULL;
 	struct rdma_cm_id *id = NULL;
-	struct rdma_addrinfo hints, *dst = NULL, *src = NULL;
+	struct rdma_addrinfo *dst = NULL, *src = NULL;
 	cm_event_copy ev;
 	char service[8];
-	int rc, owned = 0;
+	int owned = 0;
 
 	/* Every argument is checked before librdmacm is loaded. */
 	if (args_parse(&cmid_resolve_args, NULL, args, kw, &a) < 0)
@@ -325,27 +344,10 @@ static PyObject *cmid_resolve(PyObject *cls, PyObject *args, PyObject *kw)
 		goto out;
 
 	snprintf(service, sizeof(service), "%d", a.port);
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_port_space = RDMA_PS_TCP;
-	hints.ai_qp_type = IBV_QPT_RC;
-	errno = 0;
-	rc = CM.getaddrinfo(PyBytes_AsString(host_b), service, &hints, &dst);
-	if (rc != 0) {
-		cm_addrinfo_error(rc, "host", PyBytes_AsString(host_b),
-				  service);
+	if (cm_getaddrinfo(host_b, "host", service, 0, &dst) < 0 ||
+	    (src_b != NULL &&
+	     cm_getaddrinfo(src_b, "source", NULL, 1, &src) < 0))
 		goto out;
-	}
-	if (src_b != NULL) {
-		hints.ai_flags = RAI_PASSIVE;
-		errno = 0;
-		rc = CM.getaddrinfo(PyBytes_AsString(src_b), NULL, &hints,
-				    &src);
-		if (rc != 0) {
-			cm_addrinfo_error(rc, "source", PyBytes_AsString(src_b),
-					  NULL);
-			goto out;
-		}
-	}
 	if (cm_create_id(&ch, &id) < 0)
 		goto out;
 	if (CM.resolve_addr(id, src ? src->ai_src_addr : NULL, dst->ai_dst_addr,

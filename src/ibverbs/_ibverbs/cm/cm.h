@@ -116,9 +116,12 @@ extern const HandleKind cm_listener_kind;
 /* A str argument as UTF-8: non-empty, without NUL.  New bytes, or NULL
  * with ValueError naming it (a value that is not a str too). */
 PyObject *cm_text_arg(PyObject *o, const char *name);
-/* rdma_getaddrinfo's failure rc as VerbsError.  Returns NULL. */
-PyObject *cm_addrinfo_error(int rc, const char *what, const char *node,
-			    const char *service);
+/* rdma_getaddrinfo of node (UTF-8 bytes, the argument named what) and
+ * service (NULL: none) for an RC connection (RDMA_PS_TCP), passive (a
+ * local address: RAI_PASSIVE) or not.  0 with *res (CM.freeaddrinfo
+ * it), or -1 with VerbsError naming node, what and service. */
+int cm_getaddrinfo(PyObject *node, const char *what, const char *service,
+		   int passive, struct rdma_addrinfo **res);
 /* "198.18.0.1" for an IPv4/IPv6 sockaddr, None otherwise; *port too. */
 PyObject *cm_addr_str(const struct sockaddr *sa, int *port);
 /* *slot = v (a new reference), dropping the old value. */

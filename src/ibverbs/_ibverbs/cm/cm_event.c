@@ -299,17 +299,6 @@ static int cmevent_clear(PyObject *self)
 	return 0;
 }
 
-static void cmevent_dealloc(PyObject *self)
-{
-	PyTypeObject *tp = Py_TYPE(self);
-	freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-
-	PyObject_GC_UnTrack(self);
-	cmevent_clear(self);
-	tp_free(self);
-	Py_DECREF(tp);
-}
-
 static PyObject *cmevent_get_event(PyObject *self, void *closure)
 {
 	return enum_from_int("CMEventType", ((CMEventObject *)self)->event);
@@ -366,7 +355,7 @@ static PyType_Slot cmevent_slots[] = {
 	  "acknowledge it with ``rdma_ack_cm_event`` at once (man page\n"
 	  "rdma_get_cm_event(3)).  Not built directly (TypeError)." },
 	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, cmevent_dealloc },
+	{ Py_tp_dealloc, gc_tp_dealloc },
 	{ Py_tp_traverse, cmevent_traverse },
 	{ Py_tp_clear, cmevent_clear },
 	{ Py_tp_repr, cmevent_repr },

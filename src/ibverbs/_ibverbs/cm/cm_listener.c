@@ -32,11 +32,11 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	PyObject *host_b = NULL, *res = NULL;
 	struct rdma_event_channel *ch = NULL;
 	struct rdma_cm_id *id = NULL;
-	struct rdma_addrinfo hints, *ai = NULL;
+	struct rdma_addrinfo *ai = NULL;
 	struct sockaddr_in any;
 	struct sockaddr *addr;
 	char service[8];
-	int rc, owned = 0, bound_port;
+	int owned = 0, bound_port;
 
 	if (args_parse(&listener_new_args, NULL, args, kw, &a) < 0)
 		return NULL;
@@ -46,18 +46,8 @@ static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		goto out;
 	snprintf(service, sizeof(service), "%d", a.port);
 	if (host_b != NULL) {
-		memset(&hints, 0, sizeof(hints));
-		hints.ai_flags = RAI_PASSIVE;
-		hints.ai_port_space = RDMA_PS_TCP;
-		hints.ai_qp_type = IBV_QPT_RC;
-		errno = 0;
-		rc = CM.getaddrinfo(PyBytes_AsString(host_b), service, &hints,
-				    &ai);
-		if (rc != 0) {
-			cm_addrinfo_error(rc, "host", PyBytes_AsString(host_b),
-					  service);
+		if (cm_getaddrinfo(host_b, "host", service, 1, &ai) < 0)
 			goto out;
-		}
 		addr = ai->ai_src_addr;
 	} else {
 		memset(&any, 0, sizeof(any));

@@ -24,24 +24,10 @@ static const LibSym cm_syms[] = {
 #undef CM_SYM
 /* clang-format on */
 
-static const LibSpec cm_lib = {
-	.env = "IBVERBS_LIBRDMACM",
-	.file = "librdmacm.so.1",
-	.user = "the RDMA connection manager",
-	.pkg = "librdmacm",
-	.deb = "librdmacm1",
-	.rpm = "librdmacm",
-	.syms = cm_syms,
-	.size = sizeof(CM),
-};
-
-static LazyLib cm_lazy = {
-	.spec = &cm_lib,
-	.api = &CM,
-	.lib = &CM.lib,
-	.path = CM.path,
-	.path_size = sizeof(CM.path),
-};
+static LazyLib cm_lazy =
+	LAZY_LIB(CM, .env = "IBVERBS_LIBRDMACM", .file = "librdmacm.so.1",
+		 .user = "the RDMA connection manager", .pkg = "librdmacm",
+		 .deb = "librdmacm1", .rpm = "librdmacm", .syms = cm_syms);
 
 int cm_load(void)
 {

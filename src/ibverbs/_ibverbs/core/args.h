@@ -187,28 +187,29 @@ int args_parse(const MethodArgs *m, PyObject *self, PyObject *args,
 
 /* The head of a function that parses by its declaration (METHOD_ARGS
  * above it): the macro defines fn (link: static or extern), which parses
- * args and kw into a T named var and returns fn##_impl(self, var); the
- * block after the macro is fn##_impl's body.  ARGS_METHOD does
+ * args and kw into a T on its stack and returns fn##_impl(self, &it);
+ * the block after the macro is fn##_impl's body, where var points to
+ * the parsed arguments.  ARGS_METHOD does
  * HANDLE_CHECK(self) first, and a handle argument must share self's
  * parent; ARGS_FUNCTION (a module function) has no parent to share.
  *
  *	METHOD_ARGS(pd_alloc_buf, "PD.alloc_buf", alloc_buf_params);
  *	ARGS_METHOD(extern, pd_alloc_buf, parent, struct alloc_buf_args, a)
  *	{
- *		... a.size ...
+ *		... a->size ...
  *	}
  */
 #define ARGS_FN_(link, fn, self, T, var, check, parent)                 \
-	static PyObject *fn##_impl(PyObject *self, T var);              \
+	static PyObject *fn##_impl(PyObject *self, T *var);             \
 	link PyObject *fn(PyObject *self, PyObject *args, PyObject *kw) \
 	{                                                               \
 		T var;                                                  \
 		check;                                                  \
 		if (args_parse(&fn##_args, parent, args, kw, &var) < 0) \
 			return NULL;                                    \
-		return fn##_impl(self, var);                            \
+		return fn##_impl(self, &var);                           \
 	}                                                               \
-	static PyObject *fn##_impl(PyObject *self, T var)
+	static PyObject *fn##_impl(PyObject *self, T *var)
 #define ARGS_METHOD(link, fn, self, T, var) \
 	ARGS_FN_(link, fn, self, T, var, HANDLE_CHECK(self), self)
 #define ARGS_FUNCTION(link, fn, mod, T, var) \

@@ -632,6 +632,16 @@ void handle_dealloc(Handle *h)
 	Py_DECREF(tp);
 }
 
+void gc_tp_dealloc(PyObject *self)
+{
+	PyTypeObject *tp = Py_TYPE(self);
+
+	PyObject_GC_UnTrack(self);
+	((inquiry)PyType_GetSlot(tp, Py_tp_clear))(self);
+	((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
+	Py_DECREF(tp);
+}
+
 int handle_tp_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	return handle_traverse(HANDLE(self), visit, arg);

@@ -191,16 +191,10 @@ static const LibSym ibv_syms[] = {
 #undef IBV_SYM_OPT
 /* clang-format on */
 
-static const LibSpec ibv_lib = {
-	.env = "IBVERBS_LIBIBVERBS",
-	.file = "libibverbs.so.1",
-	.user = "ibverbs",
-	.pkg = "libibverbs",
-	.deb = "libibverbs1",
-	.rpm = "libibverbs",
-	.syms = ibv_syms,
-	.size = sizeof(IBV),
-};
+static const LibSpec ibv_lib =
+	LIB_SPEC(IBV, .env = "IBVERBS_LIBIBVERBS", .file = "libibverbs.so.1",
+		 .user = "ibverbs", .pkg = "libibverbs", .deb = "libibverbs1",
+		 .rpm = "libibverbs", .syms = ibv_syms);
 
 int ibv_loader_init(PyObject *module)
 {

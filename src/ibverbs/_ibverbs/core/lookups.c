@@ -223,5 +223,5 @@ ARGS_FUNCTION(extern, mod_is_qpt_supported, mod, struct is_qpt_supported_args,
 	      a)
 {
 	return PyBool_FromLong(
-		ibv_is_qpt_supported(a.caps, (enum ibv_qp_type)a.qp_type));
+		ibv_is_qpt_supported(a->caps, (enum ibv_qp_type)a->qp_type));
 }

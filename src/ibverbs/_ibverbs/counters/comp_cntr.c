@@ -123,18 +123,18 @@ ARGS_METHOD(extern, comp_cntr_create, ctx, struct create_comp_cntr_args, a)
 
 	COMP_CNTR_NEEDS(create_comp_cntr, ibv_create_comp_cntr);
 	memset(&attr, 0, sizeof(attr));
-	attr.type = (enum ibv_comp_cntr_type)a.type;
-	attr.flags = a.flags;
+	attr.type = (enum ibv_comp_cntr_type)a->type;
+	attr.flags = a->flags;
 	errno = 0;
 	cc = IBV.create_comp_cntr((struct ibv_context *)HANDLE(ctx)->obj,
 				  &attr);
 	if (cc == NULL)
 		return verbs_error_fmt(errno_or(EINVAL), "ibv_create_comp_cntr",
-				       "type=%d flags=0x%x", a.type,
-				       (unsigned)a.flags);
+				       "type=%d flags=0x%x", a->type,
+				       (unsigned)a->flags);
 	self = handle_adopt(ST.CompCntr_type, &comp_cntr_kind, HANDLE(ctx), cc);
 	if (self != NULL)
-		((CompCntrObject *)self)->type = a.type;
+		((CompCntrObject *)self)->type = a->type;
 	return self;
 }
 
@@ -311,12 +311,12 @@ ARGS_METHOD(extern, qp_attach_comp_cntr, qp, struct attach_comp_cntr_args, a)
 
 	COMP_CNTR_NEEDS(qp_attach_comp_cntr, ibv_qp_attach_comp_cntr);
 	memset(&attr, 0, sizeof(attr));
-	attr.op_mask = a.op_mask;
+	attr.op_mask = a->op_mask;
 	rc = IBV.qp_attach_comp_cntr((struct ibv_qp *)HANDLE(qp)->obj,
-				     CCP(a.comp_cntr), &attr);
+				     CCP(a->comp_cntr), &attr);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_qp_attach_comp_cntr",
-				       "op_mask=0x%x", (unsigned)a.op_mask);
+				       "op_mask=0x%x", (unsigned)a->op_mask);
 	Py_RETURN_NONE;
 }
 

@@ -110,16 +110,16 @@ ARGS_METHOD(static, counters_attach_point_flow, self,
 	int rc;
 
 	memset(&attr, 0, sizeof(attr));
-	attr.counter_desc = (enum ibv_counter_description)a.counter_desc;
-	attr.index = a.index;
+	attr.counter_desc = (enum ibv_counter_description)a->counter_desc;
+	attr.index = a->index;
 	rc = ibv_attach_counters_point_flow(
 		CNTP(self), &attr,
-		a.flow ? (struct ibv_flow *)HANDLE(a.flow)->obj : NULL);
+		a->flow ? (struct ibv_flow *)HANDLE(a->flow)->obj : NULL);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_attach_counters_point_flow",
 				       "counter_desc=%d index=%u%s",
-				       a.counter_desc, (unsigned)a.index,
-				       a.flow ? " with a flow" : "");
+				       a->counter_desc, (unsigned)a->index,
+				       a->flow ? " with a flow" : "");
 	Py_RETURN_NONE;
 }
 
@@ -162,8 +162,8 @@ ARGS_METHOD(static, counters_read, self, struct read_args, a)
 	long n, i;
 	int rc;
 
-	n = (long)a.ncounters;
-	flags = a.flags;
+	n = (long)a->ncounters;
+	flags = a->flags;
 	vals = PyMem_Calloc((size_t)n, sizeof(*vals));
 	if (vals == NULL)
 		return PyErr_NoMemory();

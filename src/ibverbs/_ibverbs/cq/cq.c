@@ -99,7 +99,7 @@ ARGS_METHOD(extern, context_create_cq, parent, struct create_cq_args, a)
 	struct ibv_cq *cq;
 	CQObject *self;
 
-	channel = a.channel;
+	channel = a->channel;
 	if (channel != NULL)
 		ch = HANDLE(channel)->obj;
 	/* Allocated first: its address is the cq_context.  Not linked into
@@ -115,13 +115,13 @@ ARGS_METHOD(extern, context_create_cq, parent, struct create_cq_args, a)
 		return NULL;
 	}
 	errno = 0;
-	cq = IBV.create_cq((struct ibv_context *)HANDLE(ctx)->obj, a.cqe, self,
-			   ch, a.comp_vector);
+	cq = IBV.create_cq((struct ibv_context *)HANDLE(ctx)->obj, a->cqe, self,
+			   ch, a->comp_vector);
 	if (cq == NULL) {
 		int err = errno_or(EINVAL);
 
 		Py_DECREF(self);
-		return verbs_error_fmt(err, "ibv_create_cq", "cqe=%d", a.cqe);
+		return verbs_error_fmt(err, "ibv_create_cq", "cqe=%d", a->cqe);
 	}
 	handle_init(HANDLE(self), &cq_kind, HANDLE(ctx));
 	HANDLE_SET_OBJ(self, cq);
@@ -759,8 +759,8 @@ ARGS_METHOD(static, cq_req_notify, self, struct req_notify_args, a)
 {
 	int solicited = 0, rc;
 
-	if (a.solicited_only != NULL &&
-	    (solicited = PyObject_IsTrue(a.solicited_only)) < 0)
+	if (a->solicited_only != NULL &&
+	    (solicited = PyObject_IsTrue(a->solicited_only)) < 0)
 		return NULL;
 	/* __bool__ may have closed the CQ. */
 	HANDLE_CHECK(self);
@@ -813,7 +813,7 @@ ARGS_METHOD(static, cq_ack_events, self, struct ack_events_args, a)
 	CQObject *c = (CQObject *)self;
 	long n;
 
-	n = a.nevents;
+	n = a->nevents;
 #ifdef Py_GIL_DISABLED
 	{
 		/* Threads may get events and ack them at once: take n off
@@ -917,14 +917,14 @@ ARGS_METHOD(static, cq_modify, self, struct cq_modify_args, a)
 
 	memset(&attr, 0, sizeof(attr));
 	attr.attr_mask = IBV_CQ_ATTR_MODERATE;
-	attr.moderate.cq_count = a.cq_count;
-	attr.moderate.cq_period = a.cq_period;
+	attr.moderate.cq_count = a->cq_count;
+	attr.moderate.cq_period = a->cq_period;
 	rc = ibv_modify_cq(CQP(self), &attr);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_modify_cq",
 				       "cq_count=%u cq_period=%u",
-				       (unsigned int)a.cq_count,
-				       (unsigned int)a.cq_period);
+				       (unsigned int)a->cq_count,
+				       (unsigned int)a->cq_period);
 	Py_RETURN_NONE;
 }
 

@@ -132,9 +132,10 @@ ARGS_METHOD(extern, context_query_port_speed, self, struct port_speed_args, a)
 
 	IBV_REQUIRE_OPTIONAL(query_port_speed, ibv_query_port_speed,
 			     "rdma-core 62");
-	rc = IBV.query_port_speed(CTX(ctx), a.port_num, &speed);
+	rc = IBV.query_port_speed(CTX(ctx), a->port_num, &speed);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_query_port_speed",
-				       "port_num=%u", (unsigned int)a.port_num);
+				       "port_num=%u",
+				       (unsigned int)a->port_num);
 	return PyLong_FromUnsignedLongLong(speed);
 }

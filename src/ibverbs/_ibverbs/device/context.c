@@ -197,7 +197,7 @@ ARGS_METHOD(static, context_query_port, self, struct query_port_args, q)
 	PyObject *d;
 	int rc;
 
-	port = q.port_num;
+	port = q->port_num;
 	rc = port_query(CTX(self), port, &a);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_query_port", "port %d", port);
@@ -259,11 +259,11 @@ ARGS_METHOD(static, context_query_gid, self, struct query_gid_args, q)
 	union ibv_gid gid;
 	int rc;
 
-	rc = IBV.query_gid(CTX(self), q.port_num, q.index, &gid);
+	rc = IBV.query_gid(CTX(self), q->port_num, q->index, &gid);
 	if (rc != 0)
 		return verbs_error_fmt(rc < 0 ? errno_or(EINVAL) : rc,
 				       "ibv_query_gid", "port %d index %d",
-				       q.port_num, q.index);
+				       q->port_num, q->index);
 	return gid_to_py(&gid);
 }
 
@@ -442,7 +442,7 @@ ARGS_FUNCTION(static, context_import_device, cls, struct import_device_args, a)
 	ContextObject *self;
 	int dup_fd, err, fd;
 
-	fd = a.cmd_fd;
+	fd = a->cmd_fd;
 	IBV_REQUIRE_OPTIONAL(import_device, ibv_import_device, "rdma-core 31");
 	dup_fd = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);
 	if (dup_fd < 0)

@@ -291,17 +291,6 @@ static int event_clear(PyObject *self)
 	return 0;
 }
 
-static void event_dealloc(PyObject *self)
-{
-	PyTypeObject *tp = Py_TYPE(self);
-	freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-
-	PyObject_GC_UnTrack(self);
-	event_clear(self);
-	tp_free(self);
-	Py_DECREF(tp);
-}
-
 static PyMethodDef event_methods[] = {
 	{ "ack", event_meth_ack, METH_NOARGS,
 	  "Acknowledge the event.  Until then the QP, CQ or SRQ it names\n"
@@ -344,7 +333,7 @@ static PyType_Slot event_slots[] = {
 	  "it (``ack()``, a ``with`` block, or dropping it): until then its\n"
 	  "element cannot be closed.  Not built directly (TypeError)." },
 	{ Py_tp_new, handle_no_new },
-	{ Py_tp_dealloc, event_dealloc },
+	{ Py_tp_dealloc, gc_tp_dealloc },
 	{ Py_tp_traverse, event_traverse },
 	{ Py_tp_clear, event_clear },
 	{ Py_tp_repr, event_repr },

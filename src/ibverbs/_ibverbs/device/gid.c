@@ -221,9 +221,9 @@ ARGS_METHOD(extern, context_find_gid, self, struct find_gid_args, a)
 	int has_ip;
 	size_t n, i;
 
-	port = a.port;
-	type = a.gid_type;
-	has_ip = ip_to_gid(a.ip, want);
+	port = a->port;
+	type = a->gid_type;
+	has_ip = ip_to_gid(a->ip, want);
 	if (has_ip < 0 || gid_table_fetch(self, &e, &n) < 0)
 		return NULL;
 	for (i = 0; i < n; i++) {
@@ -241,7 +241,7 @@ ARGS_METHOD(extern, context_find_gid, self, struct find_gid_args, a)
 		PyErr_Format(PyExc_ValueError,
 			     "%s port %ld has no GID of type %ld for %S",
 			     IBV.get_device_name(GCTX(self)->device), port,
-			     type, a.ip);
+			     type, a->ip);
 	else
 		PyErr_Format(PyExc_ValueError,
 			     "%s port %ld has no GID of type %ld with an IPv4 "
@@ -289,10 +289,10 @@ ARGS_METHOD(extern, context_get_pkey_index, self, struct get_pkey_index_args, a)
 	int rc;
 
 	errno = 0;
-	rc = IBV.get_pkey_index(GCTX(self), a.port, htobe16(a.pkey));
+	rc = IBV.get_pkey_index(GCTX(self), a->port, htobe16(a->pkey));
 	if (rc < 0)
 		return verbs_error_fmt(errno_or(ENOENT), "ibv_get_pkey_index",
-				       "port %d pkey 0x%x", a.port, a.pkey);
+				       "port %d pkey 0x%x", a->port, a->pkey);
 	return PyLong_FromLong(rc);
 }
 

@@ -79,7 +79,7 @@ ARGS_FUNCTION(extern, efa_mod_query_device, mod, struct efa_ctx_args, a)
 	if (EFA_NEED(query_device, "rdma-core 26") < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
-	rc = EFA.query_device((struct ibv_context *)HANDLE(a.context)->obj,
+	rc = EFA.query_device((struct ibv_context *)HANDLE(a->context)->obj,
 			      &attr, sizeof(attr));
 	if (rc != 0)
 		return verbs_error(rc, "efadv_query_device");
@@ -147,18 +147,18 @@ ARGS_FUNCTION(extern, efa_mod_get_max_sq_depth, mod, struct efa_sq_depth_args,
 	if (EFA_NEED(get_max_sq_depth, "rdma-core 63") < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
-	attr.flags = a.flags;
-	attr.max_send_sge = a.max_send_sge;
-	attr.max_rdma_sge = a.max_rdma_sge;
-	attr.max_inline_data = a.max_inline_data;
-	rc = EFA.get_max_sq_depth((struct ibv_context *)HANDLE(a.context)->obj,
+	attr.flags = a->flags;
+	attr.max_send_sge = a->max_send_sge;
+	attr.max_rdma_sge = a->max_rdma_sge;
+	attr.max_inline_data = a->max_inline_data;
+	rc = EFA.get_max_sq_depth((struct ibv_context *)HANDLE(a->context)->obj,
 				  &attr, sizeof(attr));
 	if (rc < 0)
 		return verbs_error_fmt(-rc, "efadv_get_max_sq_depth",
 				       "max_send_sge=%u max_rdma_sge=%u "
 				       "max_inline_data=%u flags=0x%x",
-				       a.max_send_sge, a.max_rdma_sge,
-				       a.max_inline_data, a.flags);
+				       a->max_send_sge, a->max_rdma_sge,
+				       a->max_inline_data, a->flags);
 	return PyLong_FromLong(rc);
 }
 
@@ -200,12 +200,12 @@ ARGS_FUNCTION(extern, efa_mod_get_max_rq_depth, mod, struct efa_rq_depth_args,
 	if (EFA_NEED(get_max_rq_depth, "rdma-core 63") < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
-	attr.max_recv_sge = a.max_recv_sge;
-	rc = EFA.get_max_rq_depth((struct ibv_context *)HANDLE(a.context)->obj,
+	attr.max_recv_sge = a->max_recv_sge;
+	rc = EFA.get_max_rq_depth((struct ibv_context *)HANDLE(a->context)->obj,
 				  &attr, sizeof(attr));
 	if (rc < 0)
 		return verbs_error_fmt(-rc, "efadv_get_max_rq_depth",
-				       "max_recv_sge=%u", a.max_recv_sge);
+				       "max_recv_sge=%u", a->max_recv_sge);
 	return PyLong_FromLong(rc);
 }
 
@@ -244,7 +244,7 @@ ARGS_FUNCTION(extern, efa_mod_query_ah, mod, struct efa_ah_args, a)
 	if (EFA_NEED(query_ah, "rdma-core 26") < 0)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
-	rc = EFA.query_ah((struct ibv_ah *)HANDLE(a.ah)->obj, &attr,
+	rc = EFA.query_ah((struct ibv_ah *)HANDLE(a->ah)->obj, &attr,
 			  sizeof(attr));
 	if (rc != 0)
 		return verbs_error(rc, "efadv_query_ah");
@@ -376,26 +376,26 @@ ARGS_FUNCTION(extern, efa_mod_create_comp_cntr, mod, struct efa_cc_args, a)
 		return NULL;
 	memset(&attr, 0, sizeof(attr));
 	memset(&ea, 0, sizeof(ea));
-	attr.type = (enum ibv_comp_cntr_type)a.type;
-	if (a.mask & 1) {
+	attr.type = (enum ibv_comp_cntr_type)a->type;
+	if (a->mask & 1) {
 		ea.flags |= EFA_M_COMP_CNTR_INIT_WITH_COMP_EXTERNAL_MEM;
 		ea.comp_cntr_ext_mem.type = EFA_M_MEMORY_LOCATION_VA;
-		ea.comp_cntr_ext_mem.ptr = (uint8_t *)(uintptr_t)a.comp_addr;
+		ea.comp_cntr_ext_mem.ptr = (uint8_t *)(uintptr_t)a->comp_addr;
 	}
-	if (a.mask & 2) {
+	if (a->mask & 2) {
 		ea.flags |= EFA_M_COMP_CNTR_INIT_WITH_ERR_EXTERNAL_MEM;
 		ea.err_cntr_ext_mem.type = EFA_M_MEMORY_LOCATION_VA;
-		ea.err_cntr_ext_mem.ptr = (uint8_t *)(uintptr_t)a.err_addr;
+		ea.err_cntr_ext_mem.ptr = (uint8_t *)(uintptr_t)a->err_addr;
 	}
 	errno = 0;
-	cc = EFA.create_comp_cntr((struct ibv_context *)HANDLE(a.context)->obj,
+	cc = EFA.create_comp_cntr((struct ibv_context *)HANDLE(a->context)->obj,
 				  &attr, &ea, sizeof(ea));
 	if (cc == NULL)
 		return verbs_error_fmt(errno_or(EINVAL),
 				       "efadv_create_comp_cntr",
-				       "type=%d flags=0x%x", a.type,
+				       "type=%d flags=0x%x", a->type,
 				       (unsigned)ea.flags);
-	return comp_cntr_adopt(a.context, cc, a.type);
+	return comp_cntr_adopt(a->context, cc, a->type);
 }
 
 /* ------------------------------------------------------------------ */
@@ -460,9 +460,9 @@ ARGS_FUNCTION(extern, efa_mod_create_driver_qp, mod, struct efa_dqp_args, a)
 
 	if (EFA_NEED(create_driver_qp, "rdma-core 24") < 0)
 		return NULL;
-	res = qp_create((PDObject *)a.pd, a.init_attr, &efa_driver_qp_kind,
+	res = qp_create((PDObject *)a->pd, a->init_attr, &efa_driver_qp_kind,
 			"efadv_create_driver_qp", efa_driver_qp_make,
-			&a.driver_qp_type, ST.QP_type, 0);
+			&a->driver_qp_type, ST.QP_type, 0);
 	if (res != NULL)
 		QPO(res)->qp_type = IBV_QPT_DRIVER;
 	return res;

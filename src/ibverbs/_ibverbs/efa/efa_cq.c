@@ -69,8 +69,8 @@ ARGS_FUNCTION(extern, efa_mod_create_cq, mod, struct efa_cq_args, a)
 {
 	if (EFA_NEED(create_cq, "rdma-core 43") < 0)
 		return NULL;
-	return cqex_create(a.context, a.init_attr, ST.EfaCQ_type,
-			   "efadv_create_cq", efa_cq_make, &a);
+	return cqex_create(a->context, a->init_attr, ST.EfaCQ_type,
+			   "efadv_create_cq", efa_cq_make, a);
 }
 
 /* ------------------------------------------------------------------ */

@@ -23,24 +23,11 @@ static const LibSym efa_syms[] = {
 #undef EFA_SYM
 /* clang-format on */
 
-static const LibSpec efa_lib = {
-	.env = "IBVERBS_LIBEFA",
-	.file = "libefa.so.1",
-	.user = "the EFA direct verbs (ibverbs.efa)",
-	.pkg = "libefa",
-	.deb = "ibverbs-providers",
-	.rpm = "libibverbs",
-	.syms = efa_syms,
-	.size = sizeof(EFA),
-};
-
-static LazyLib efa_lazy = {
-	.spec = &efa_lib,
-	.api = &EFA,
-	.lib = &EFA.lib,
-	.path = EFA.path,
-	.path_size = sizeof(EFA.path),
-};
+static LazyLib efa_lazy = LAZY_LIB(EFA, .env = "IBVERBS_LIBEFA",
+				   .file = "libefa.so.1",
+				   .user = "the EFA direct verbs (ibverbs.efa)",
+				   .pkg = "libefa", .deb = "ibverbs-providers",
+				   .rpm = "libibverbs", .syms = efa_syms);
 
 int efa_load(void)
 {

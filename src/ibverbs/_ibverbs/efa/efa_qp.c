@@ -87,8 +87,8 @@ ARGS_FUNCTION(extern, efa_mod_create_qp, mod, struct efa_qp_args, a)
 
 	if (EFA_NEED(create_qp_ex, "rdma-core 26") < 0)
 		return NULL;
-	res = qpex_create((PDObject *)a.pd, a.init_attr, ST.EfaQP_type,
-			  "efadv_create_qp_ex", efa_qp_make, &a);
+	res = qpex_create((PDObject *)a->pd, a->init_attr, ST.EfaQP_type,
+			  "efadv_create_qp_ex", efa_qp_make, a);
 	if (res != NULL)
 		QPO(res)->qp_type = IBV_QPT_DRIVER;
 	return res;

@@ -65,7 +65,7 @@ ARGS_METHOD(extern, pd_alloc_buf, parent, struct alloc_buf_args, a)
 	void *addr;
 	int err;
 
-	size = a.size;
+	size = a->size;
 	IBV_REQUIRE_OPTIONAL(alloc_buf, ibv_alloc_buf, "rdma-core 64");
 	errno = 0;
 	addr = IBV.alloc_buf((struct ibv_pd *)HANDLE(pd)->obj, (size_t)size,

@@ -63,21 +63,21 @@ ARGS_METHOD(extern, context_alloc_dm, parent, struct alloc_dm_args, a)
 	int err;
 
 	memset(&attr, 0, sizeof(attr));
-	attr.length = (size_t)a.length;
-	attr.log_align_req = a.log_align_req;
+	attr.length = (size_t)a->length;
+	attr.log_align_req = a->log_align_req;
 	errno = 0;
 	dm = ibv_alloc_dm((struct ibv_context *)HANDLE(ctx)->obj, &attr);
 	err = errno_or(EINVAL);
 	if (dm == NULL)
 		return verbs_error_fmt(err, "ibv_alloc_dm",
 				       "length=%llu log_align_req=%u",
-				       (unsigned long long)a.length,
-				       (unsigned int)a.log_align_req);
+				       (unsigned long long)a->length,
+				       (unsigned int)a->log_align_req);
 	self = (DMObject *)handle_adopt(ST.DM_type, &dm_kind, HANDLE(ctx), dm);
 	if (self == NULL)
 		return NULL;
-	self->length = a.length;
-	self->log_align_req = a.log_align_req;
+	self->length = a->length;
+	self->log_align_req = a->log_align_req;
 	return (PyObject *)self;
 }
 
@@ -132,7 +132,7 @@ ARGS_METHOD(static, dm_copy_to, self, struct copy_to_args, a)
 	char *p;
 	int rc;
 
-	data = a.data;
+	data = a->data;
 	if (PyBytes_Check(data)) {
 		if (PyBytes_AsStringAndSize(data, &p, &n) < 0)
 			return NULL;
@@ -153,17 +153,17 @@ ARGS_METHOD(static, dm_copy_to, self, struct copy_to_args, a)
 		return NULL;
 	}
 	/* Copying a bytearray may have run a GC pass: check again. */
-	if (dm_range(self, a.offset, (uint64_t)n) < 0 ||
+	if (dm_range(self, a->offset, (uint64_t)n) < 0 ||
 	    handle_check(HANDLE(self)) < 0) {
 		Py_DECREF(hold);
 		return NULL;
 	}
-	rc = n ? ibv_memcpy_to_dm(DMP(self), a.offset, p, (size_t)n) : 0;
+	rc = n ? ibv_memcpy_to_dm(DMP(self), a->offset, p, (size_t)n) : 0;
 	Py_DECREF(hold);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_memcpy_to_dm",
 				       "offset=%llu length=%zd",
-				       (unsigned long long)a.offset, n);
+				       (unsigned long long)a->offset, n);
 	Py_RETURN_NONE;
 }
 

@@ -71,13 +71,13 @@ ARGS_METHOD(extern, context_alloc_dmah, parent, struct alloc_dmah_args, a)
 	uint32_t mask;
 	int err;
 
-	mask = (uint32_t)a.mask;
+	mask = (uint32_t)a->mask;
 	IBV_REQUIRE_OPTIONAL(alloc_dmah, ibv_alloc_dmah, "rdma-core 59");
 	memset(&attr, 0, sizeof(attr));
 	attr.comp_mask = mask;
-	attr.cpu_id = a.cpu_id;
-	attr.ph = a.ph;
-	attr.tph_mem_type = a.tph_mem_type;
+	attr.cpu_id = a->cpu_id;
+	attr.ph = a->ph;
+	attr.tph_mem_type = a->tph_mem_type;
 	errno = 0;
 	d = IBV.alloc_dmah((struct ibv_context *)HANDLE(ctx)->obj, &attr);
 	err = errno_or(EINVAL);
@@ -86,9 +86,9 @@ ARGS_METHOD(extern, context_alloc_dmah, parent, struct alloc_dmah_args, a)
 				       "comp_mask=0x%x cpu_id=%u ph=%u "
 				       "tph_mem_type=%u",
 				       (unsigned int)mask,
-				       (unsigned int)a.cpu_id,
-				       (unsigned int)a.ph,
-				       (unsigned int)a.tph_mem_type);
+				       (unsigned int)a->cpu_id,
+				       (unsigned int)a->ph,
+				       (unsigned int)a->tph_mem_type);
 	self = (DMAHObject *)handle_adopt(ST.DMAH_type, &dmah_kind, HANDLE(ctx),
 					  d);
 	if (self == NULL)

@@ -156,8 +156,8 @@ ARGS_METHOD(extern, parent_domain_create, ctx, struct alloc_parent_domain_args,
 	struct ibv_pd *p;
 	int err;
 
-	pd = a.pd;
-	td = a.td ? a.td : Py_None;
+	pd = a->pd;
+	td = a->td ? a->td : Py_None;
 	if (PyObject_TypeCheck(pd, ST.ParentDomain_type)) {
 		PyErr_SetString(PyExc_TypeError,
 				"pd must be a plain PD, not a ParentDomain");

@@ -102,8 +102,8 @@ ARGS_METHOD(extern, context_import_pd, self, struct import_pd_args, a)
 	IBV_REQUIRE_OPTIONAL(import_pd, ibv_import_pd, "rdma-core 31");
 	errno = 0;
 	pd = IBV.import_pd((struct ibv_context *)HANDLE(self)->obj,
-			   a.pd_handle);
-	return imported(pd, "ibv_import_pd", "pd_handle", a.pd_handle,
+			   a->pd_handle);
+	return imported(pd, "ibv_import_pd", "pd_handle", a->pd_handle,
 			ST.PD_type, &pd_imported_kind, HANDLE(self));
 }
 
@@ -149,8 +149,8 @@ ARGS_METHOD(extern, pd_import_mr, self, struct import_mr_args, a)
 
 	IBV_REQUIRE_OPTIONAL(import_mr, ibv_import_mr, "rdma-core 31");
 	errno = 0;
-	mr = IBV.import_mr((struct ibv_pd *)HANDLE(self)->obj, a.mr_handle);
-	o = (MRObject *)imported(mr, "ibv_import_mr", "mr_handle", a.mr_handle,
+	mr = IBV.import_mr((struct ibv_pd *)HANDLE(self)->obj, a->mr_handle);
+	o = (MRObject *)imported(mr, "ibv_import_mr", "mr_handle", a->mr_handle,
 				 ST.MR_type, &mr_imported_kind, HANDLE(self));
 	if (o == NULL)
 		return NULL;
@@ -205,11 +205,11 @@ ARGS_METHOD(extern, context_import_dm, self, struct import_dm_args, a)
 	IBV_REQUIRE_OPTIONAL(import_dm, ibv_import_dm, "rdma-core 35");
 	errno = 0;
 	dm = IBV.import_dm((struct ibv_context *)HANDLE(self)->obj,
-			   a.dm_handle);
-	o = (DMObject *)imported(dm, "ibv_import_dm", "dm_handle", a.dm_handle,
+			   a->dm_handle);
+	o = (DMObject *)imported(dm, "ibv_import_dm", "dm_handle", a->dm_handle,
 				 ST.DM_type, &dm_imported_kind, HANDLE(self));
 	if (o == NULL)
 		return NULL;
-	o->length = a.length;
+	o->length = a->length;
 	return (PyObject *)o;
 }

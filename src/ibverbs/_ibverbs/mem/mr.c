@@ -450,37 +450,38 @@ ARGS_METHOD(extern, pd_reg_mr_ex, self, struct reg_mr_ex_args, r)
 	uint64_t start;
 	int err;
 
-	if ((r.mask & IBV_REG_MR_MASK_ADDR) &&
-	    r.length - 1 > UINT64_MAX - r.addr) {
+	if ((r->mask & IBV_REG_MR_MASK_ADDR) &&
+	    r->length - 1 > UINT64_MAX - r->addr) {
 		PyErr_SetString(PyExc_ValueError,
 				"addr + length overflows the address space");
 		return NULL;
 	}
-	uses[0] = r.buf;
-	uses[1] = r.dmah;
+	uses[0] = r->buf;
+	uses[1] = r->dmah;
 	IBV_REQUIRE_OPTIONAL(reg_mr_ex, ibv_reg_mr_ex, "rdma-core 59");
 	memset(&a, 0, sizeof(a));
-	a.length = (size_t)r.length;
-	a.access = r.access;
-	a.comp_mask = r.mask;
-	a.addr = (void *)(uintptr_t)r.addr;
-	a.iova = r.iova;
-	a.fd = r.fd;
-	a.fd_offset = r.fd_offset;
-	a.dmah = r.dmah ? HANDLE(r.dmah)->obj : NULL;
-	a.buf = r.buf ? HANDLE(r.buf)->obj : NULL;
+	a.length = (size_t)r->length;
+	a.access = r->access;
+	a.comp_mask = r->mask;
+	a.addr = (void *)(uintptr_t)r->addr;
+	a.iova = r->iova;
+	a.fd = r->fd;
+	a.fd_offset = r->fd_offset;
+	a.dmah = r->dmah ? HANDLE(r->dmah)->obj : NULL;
+	a.buf = r->buf ? HANDLE(r->buf)->obj : NULL;
 	mr = mr_reg_ex_call(pd, uses, &a, 0, &err);
-	start = (r.mask & IBV_REG_MR_MASK_IOVA) ? r.iova :
-		(r.mask & IBV_REG_MR_MASK_ADDR) ? r.addr :
-						  r.fd_offset;
+	start = (r->mask & IBV_REG_MR_MASK_IOVA) ? r->iova :
+		(r->mask & IBV_REG_MR_MASK_ADDR) ? r->addr :
+						   r->fd_offset;
 	if (mr == NULL)
 		return verbs_error_fmt(err, "ibv_reg_mr_ex",
 				       "comp_mask=%s addr=%s "
 				       "length=%llu access=0x%x",
-				       HEX64(r.mask), HEX64(start),
-				       (unsigned long long)r.length, r.access);
-	return mr_wrap_using(pd, mr, r.owner, start, r.length, r.access,
-			     (r.mask & IBV_REG_MR_MASK_FD) != 0, uses);
+				       HEX64(r->mask), HEX64(start),
+				       (unsigned long long)r->length,
+				       r->access);
+	return mr_wrap_using(pd, mr, r->owner, start, r->length, r->access,
+			     (r->mask & IBV_REG_MR_MASK_FD) != 0, uses);
 }
 
 /* PD.reg_buf_mr(buf, addr, length, access=0) */
@@ -537,16 +538,17 @@ ARGS_METHOD(extern, pd_reg_buf_mr, self, struct reg_buf_mr_args, r)
 	IBV_REQUIRE_OPTIONAL(reg_buf_mr, ibv_reg_buf_mr, "rdma-core 64");
 	memset(&a, 0, sizeof(a));
 	a.comp_mask = IBV_REG_MR_MASK_BUF | IBV_REG_MR_MASK_ADDR;
-	a.addr = (void *)(uintptr_t)r.addr;
-	a.length = (size_t)r.length;
-	a.access = r.access;
-	a.buf = HANDLE(r.buf)->obj;
-	uses[0] = r.buf;
+	a.addr = (void *)(uintptr_t)r->addr;
+	a.length = (size_t)r->length;
+	a.access = r->access;
+	a.buf = HANDLE(r->buf)->obj;
+	uses[0] = r->buf;
 	mr = mr_reg_ex_call(pd, uses, &a, 1, &err);
 	if (mr == NULL)
-		return mr_error(err, "ibv_reg_buf_mr", r.addr, r.length,
-				r.access);
-	return mr_wrap_using(pd, mr, NULL, r.addr, r.length, r.access, 0, uses);
+		return mr_error(err, "ibv_reg_buf_mr", r->addr, r->length,
+				r->access);
+	return mr_wrap_using(pd, mr, NULL, r->addr, r->length, r->access, 0,
+			     uses);
 }
 
 /* PD.alloc_null_mr(): ibv_alloc_null_mr is static inline over a
@@ -821,11 +823,11 @@ ARGS_METHOD(static, mr_sge, self, struct sge_args, r)
 {
 	PyObject *a = NULL, *k, *res = NULL;
 
-	k = Py_BuildValue("{sL}", "offset", (long long)r.offset);
+	k = Py_BuildValue("{sL}", "offset", (long long)r->offset);
 	if (k != NULL)
-		a = r.given ? Py_BuildValue("(Ok)", self,
-					    (unsigned long)r.length) :
-			      Py_BuildValue("(OO)", self, Py_None);
+		a = r->given ? Py_BuildValue("(Ok)", self,
+					     (unsigned long)r->length) :
+			       Py_BuildValue("(OO)", self, Py_None);
 	if (a != NULL)
 		res = PyObject_Call((PyObject *)ST.SGE_type, a, k);
 	Py_XDECREF(a);

@@ -339,7 +339,7 @@ ARGS_METHOD(extern, pd_alloc_mw, parent, struct alloc_mw_args, a)
 
 	errno = 0;
 	mw = ibv_alloc_mw((struct ibv_pd *)HANDLE(pd)->obj,
-			  (enum ibv_mw_type)a.type);
+			  (enum ibv_mw_type)a->type);
 	if (mw == NULL)
 		return verbs_error_errno("ibv_alloc_mw");
 	parked = PyList_New(0);
@@ -514,8 +514,8 @@ ARGS_METHOD(extern, qp_bind_mw, self, struct bind_mw_args, a)
 	struct ibv_mw_bind bind;
 	int rc;
 
-	mw = a.mw;
-	bind_o = a.mw_bind;
+	mw = a->mw;
+	bind_o = a->mw_bind;
 	memset(&bind, 0, sizeof(bind));
 	if ((wr_id = attr_required(bind_o, "wr_id", "mw_bind", "MWBind")) ==
 		    NULL ||

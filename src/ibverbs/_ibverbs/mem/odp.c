@@ -55,7 +55,7 @@ ARGS_METHOD(extern, pd_reg_implicit_odp_mr, self,
 	struct ibv_mr *mr;
 	int access, err;
 
-	access = a.access | IBV_ACCESS_ON_DEMAND;
+	access = a->access | IBV_ACCESS_ON_DEMAND;
 	errno = 0;
 	mr = IBV.reg_mr((struct ibv_pd *)HANDLE(pd)->obj, NULL, SIZE_MAX,
 			access);
@@ -108,7 +108,7 @@ ARGS_METHOD(extern, pd_advise_mr, self, struct advise_mr_args, a)
 	Py_ssize_t n, i;
 	int rc;
 
-	list = a.sg_list;
+	list = a->sg_list;
 	if (!PyList_Check(list) && !PyTuple_Check(list)) {
 		arg_type_error("sg_list", "list of SGEs", 0, list);
 		return NULL;
@@ -154,12 +154,12 @@ ARGS_METHOD(extern, pd_advise_mr, self, struct advise_mr_args, a)
 	if (handle_check(HANDLE(pd)) < 0)
 		goto out;
 	rc = ibv_advise_mr((struct ibv_pd *)HANDLE(pd)->obj,
-			   (enum ibv_advise_mr_advice)a.advice, a.flags, sges,
+			   (enum ibv_advise_mr_advice)a->advice, a->flags, sges,
 			   (uint32_t)n);
 	if (rc != 0) {
 		verbs_error_fmt(rc < 0 ? -rc : rc, "ibv_advise_mr",
-				"advice=%d flags=0x%x num_sge=%zd", a.advice,
-				a.flags, n);
+				"advice=%d flags=0x%x num_sge=%zd", a->advice,
+				a->flags, n);
 		goto out;
 	}
 	res = Py_None;

@@ -118,7 +118,7 @@ ARGS_FUNCTION(extern, mlx5_mod_is_supported, mod, struct is_supported_args, a)
 	bool ok;
 
 	MLX5_NEED(is_supported);
-	name = device_name_bytes(a.device);
+	name = device_name_bytes(a->device);
 	if (name == NULL)
 		return NULL;
 	list = device_lookup(PyBytes_AsString(name), "mlx5dv_is_supported",
@@ -243,7 +243,7 @@ ARGS_FUNCTION(extern, mlx5_mod_open_device, mod, struct open_device_args, a)
 	int err;
 
 	MLX5_NEED(open_device);
-	name = device_name_bytes(a.device);
+	name = device_name_bytes(a->device);
 	if (name == NULL)
 		return NULL;
 	list = device_lookup(PyBytes_AsString(name), "mlx5dv_open_device",
@@ -253,7 +253,7 @@ ARGS_FUNCTION(extern, mlx5_mod_open_device, mod, struct open_device_args, a)
 		return NULL;
 	}
 	memset(&attr, 0, sizeof(attr));
-	attr.flags = a.flags;
+	attr.flags = a->flags;
 	errno = 0;
 	ctx = MLX5.open_device(dev, (struct mlx5dv_context_attr *)&attr);
 	err = errno_or(EOPNOTSUPP);
@@ -262,7 +262,7 @@ ARGS_FUNCTION(extern, mlx5_mod_open_device, mod, struct open_device_args, a)
 		PyObject *e = verbs_error_fmt(err, "mlx5dv_open_device",
 					      "%s flags=0x%x",
 					      PyBytes_AsString(name),
-					      (unsigned)a.flags);
+					      (unsigned)a->flags);
 		Py_DECREF(name);
 		return e;
 	}
@@ -444,7 +444,8 @@ ARGS_FUNCTION(extern, mlx5_mod_query_device, mod, struct query_device_args, a)
 	MLX5_NEED(query_device);
 	memset(&c, 0, sizeof(c));
 	c.comp_mask = M5_CONTEXT_MASK_ALL;
-	rc = MLX5.query_device(HANDLE(a.ctx)->obj, (struct mlx5dv_context *)&c);
+	rc = MLX5.query_device(HANDLE(a->ctx)->obj,
+			       (struct mlx5dv_context *)&c);
 	if (rc != 0)
 		return verbs_error(rc < 0 ? -rc : rc, "mlx5dv_query_device");
 	c.comp_mask &= M5_CONTEXT_MASK_ALL;
@@ -487,7 +488,7 @@ ARGS_FUNCTION(extern, mlx5_mod_get_data_direct_sysfs_path, mod,
 
 	MLX5_NEED(get_data_direct_sysfs_path);
 	memset(buf, 0, sizeof(buf));
-	rc = MLX5.get_data_direct_sysfs_path(HANDLE(a.ctx)->obj, buf,
+	rc = MLX5.get_data_direct_sysfs_path(HANDLE(a->ctx)->obj, buf,
 					     sizeof(buf));
 	if (rc != 0)
 		return verbs_error(rc < 0 ? -rc : rc,

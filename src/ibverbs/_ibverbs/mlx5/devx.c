@@ -168,7 +168,7 @@ METHOD_ARGS(mlx5_mod_devx_general_cmd, "_mlx5_devx_general_cmd",
 ARGS_FUNCTION(extern, mlx5_mod_devx_general_cmd, mod, struct cmd_args, a)
 {
 	MLX5_NEED(devx_general_cmd);
-	return devx_run(general_cmd, CTXP(a.ctx), a.cmd, a.outlen,
+	return devx_run(general_cmd, CTXP(a->ctx), a->cmd, a->outlen,
 			"mlx5dv_devx_general_cmd");
 }
 
@@ -215,9 +215,9 @@ METHOD_ARGS(mlx5_mod_devx_qp_modify, "_mlx5_devx_qp_modify", qp_cmd_params);
 ARGS_FUNCTION(extern, mlx5_mod_devx_qp_modify, mod, struct qp_cmd_args, a)
 {
 	MLX5_NEED(devx_qp_modify);
-	if (qp_check_idle(a.qp, "mlx5dv_devx_qp_modify") < 0)
+	if (qp_check_idle(a->qp, "mlx5dv_devx_qp_modify") < 0)
 		return NULL;
-	return devx_run(devx_qp_mod, QPP(a.qp), a.cmd, a.outlen,
+	return devx_run(devx_qp_mod, QPP(a->qp), a->cmd, a->outlen,
 			"mlx5dv_devx_qp_modify");
 }
 
@@ -236,7 +236,7 @@ METHOD_ARGS(mlx5_mod_devx_qp_query, "_mlx5_devx_qp_query", qp_cmd_params);
 ARGS_FUNCTION(extern, mlx5_mod_devx_qp_query, mod, struct qp_cmd_args, a)
 {
 	MLX5_NEED(devx_qp_query);
-	return devx_run(devx_qp_q, QPP(a.qp), a.cmd, a.outlen,
+	return devx_run(devx_qp_q, QPP(a->qp), a->cmd, a->outlen,
 			"mlx5dv_devx_qp_query");
 }
 
@@ -283,10 +283,10 @@ ARGS_FUNCTION(extern, mlx5_mod_devx_query_eqn, mod, struct query_eqn_args, a)
 
 	MLX5_NEED(devx_query_eqn);
 	errno = 0;
-	rc = MLX5.devx_query_eqn(CTXP(a.ctx), a.vector, &eqn);
+	rc = MLX5.devx_query_eqn(CTXP(a->ctx), a->vector, &eqn);
 	if (rc != 0)
 		return verbs_error_fmt(devx_err(rc), "mlx5dv_devx_query_eqn",
-				       "vector=%u", (unsigned)a.vector);
+				       "vector=%u", (unsigned)a->vector);
 	return PyLong_FromUnsignedLong(eqn);
 }
 
@@ -393,14 +393,14 @@ ARGS_FUNCTION(extern, mlx5_mod_devx_umem_reg, mod, struct umem_reg_args, a)
 
 	MLX5_NEED(devx_umem_reg);
 	errno = 0;
-	u = MLX5.devx_umem_reg(CTXP(a.ctx), (void *)(uintptr_t)a.addr,
-			       (size_t)a.size, a.access);
+	u = MLX5.devx_umem_reg(CTXP(a->ctx), (void *)(uintptr_t)a->addr,
+			       (size_t)a->size, a->access);
 	if (u == NULL)
 		return verbs_error_fmt(
 			errno_or(EOPNOTSUPP), "mlx5dv_devx_umem_reg",
-			"addr=%s size=%llu access=0x%x", HEX64(a.addr),
-			(unsigned long long)a.size, (unsigned)a.access);
-	return umem_wrap(a.ctx, u, a.owner, a.addr, a.size, a.access, -1);
+			"addr=%s size=%llu access=0x%x", HEX64(a->addr),
+			(unsigned long long)a->size, (unsigned)a->access);
+	return umem_wrap(a->ctx, u, a->owner, a->addr, a->size, a->access, -1);
 }
 
 /* struct mlx5dv_devx_umem_in (rdma-core 35; dmabuf_fd: 37), mirrored:
@@ -488,26 +488,27 @@ ARGS_FUNCTION(extern, mlx5_mod_devx_umem_reg_ex, mod, struct umem_reg_ex_args,
 
 	MLX5_NEED(devx_umem_reg_ex);
 	memset(&in, 0, sizeof(in));
-	in.addr = (void *)(uintptr_t)a.addr;
-	in.size = (size_t)a.size;
-	in.access = a.access;
-	in.pgsz_bitmap = a.pgsz_bitmap;
+	in.addr = (void *)(uintptr_t)a->addr;
+	in.size = (size_t)a->size;
+	in.access = a->access;
+	in.pgsz_bitmap = a->pgsz_bitmap;
 	in.dmabuf_fd = -1;
-	if (a.mask & 1) {
+	if (a->mask & 1) {
 		in.comp_mask = M5_UMEM_MASK_DMABUF;
-		in.dmabuf_fd = a.dmabuf_fd;
+		in.dmabuf_fd = a->dmabuf_fd;
 	}
 	errno = 0;
-	u = MLX5.devx_umem_reg_ex(CTXP(a.ctx),
+	u = MLX5.devx_umem_reg_ex(CTXP(a->ctx),
 				  (struct mlx5dv_devx_umem_in *)&in);
 	if (u == NULL)
 		return verbs_error_fmt(
 			errno_or(EOPNOTSUPP), "mlx5dv_devx_umem_reg_ex",
 			"addr=%s size=%llu access=0x%x pgsz_bitmap=%s "
 			"dmabuf_fd=%d",
-			HEX64(a.addr), (unsigned long long)a.size,
-			(unsigned)a.access, HEX64(a.pgsz_bitmap), in.dmabuf_fd);
-	return umem_wrap(a.ctx, u, a.owner, a.addr, a.size, a.access,
+			HEX64(a->addr), (unsigned long long)a->size,
+			(unsigned)a->access, HEX64(a->pgsz_bitmap),
+			in.dmabuf_fd);
+	return umem_wrap(a->ctx, u, a->owner, a->addr, a->size, a->access,
 			 in.dmabuf_fd);
 }
 
@@ -646,14 +647,14 @@ ARGS_FUNCTION(extern, mlx5_mod_devx_alloc_uar, mod, struct ctx_flags_args, a)
 
 	MLX5_NEED(devx_alloc_uar);
 	errno = 0;
-	u = MLX5.devx_alloc_uar(CTXP(a.ctx), a.flags);
+	u = MLX5.devx_alloc_uar(CTXP(a->ctx), a->flags);
 	if (u == NULL)
 		return verbs_error_fmt(errno_or(EOPNOTSUPP),
 				       "mlx5dv_devx_alloc_uar", "flags=0x%x",
-				       (unsigned)a.flags);
-	self = handle_adopt(ST.Mlx5DevxUAR_type, &uar_kind, HANDLE(a.ctx), u);
+				       (unsigned)a->flags);
+	self = handle_adopt(ST.Mlx5DevxUAR_type, &uar_kind, HANDLE(a->ctx), u);
 	if (self != NULL)
-		((UarObject *)self)->flags = a.flags;
+		((UarObject *)self)->flags = a->flags;
 	return self;
 }
 
@@ -797,12 +798,12 @@ ARGS_FUNCTION(extern, mlx5_mod_devx_obj_create, mod, struct cmd_args, a)
 	PyObject *out, *self;
 
 	MLX5_NEED(devx_obj_create);
-	c.ctx = CTXP(a.ctx);
-	out = devx_run(obj_create, &c, a.cmd, a.outlen,
+	c.ctx = CTXP(a->ctx);
+	out = devx_run(obj_create, &c, a->cmd, a->outlen,
 		       "mlx5dv_devx_obj_create");
 	if (out == NULL)
 		return NULL;
-	self = handle_adopt(ST.Mlx5DevxObj_type, &devx_obj_kind, HANDLE(a.ctx),
+	self = handle_adopt(ST.Mlx5DevxObj_type, &devx_obj_kind, HANDLE(a->ctx),
 			    c.obj);
 	if (self == NULL) {
 		Py_DECREF(out);
@@ -944,16 +945,16 @@ ARGS_FUNCTION(extern, mlx5_mod_devx_create_event_channel, mod,
 	MLX5_NEED(devx_create_event_channel);
 	errno = 0;
 	ch = MLX5.devx_create_event_channel(
-		CTXP(a.ctx),
-		(enum mlx5dv_devx_create_event_channel_flags)a.flags);
+		CTXP(a->ctx),
+		(enum mlx5dv_devx_create_event_channel_flags)a->flags);
 	if (ch == NULL)
 		return verbs_error_fmt(errno_or(EOPNOTSUPP),
 				       "mlx5dv_devx_create_event_channel",
-				       "flags=0x%x", (unsigned)a.flags);
+				       "flags=0x%x", (unsigned)a->flags);
 	self = handle_adopt(ST.Mlx5DevxEventChannel_type, &ech_kind,
-			    HANDLE(a.ctx), ch);
+			    HANDLE(a->ctx), ch);
 	if (self != NULL)
-		((EventChannelObject *)self)->flags = a.flags;
+		((EventChannelObject *)self)->flags = a->flags;
 	return self;
 }
 
@@ -1095,21 +1096,21 @@ ARGS_METHOD(static, ech_get_event, self, struct get_event_args, a)
 	fd = ECHP(self)->fd;
 	if (!fd_is_nonblocking(fd) && fd_wait_readable(HANDLE(self), fd) < 0)
 		return NULL;
-	buf = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)a.length);
+	buf = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)a->length);
 	if (buf == NULL)
 		return NULL;
-	memset(PyBytes_AsString(buf), 0, a.length);
+	memset(PyBytes_AsString(buf), 0, a->length);
 	/* Readable (or non-blocking): this read does not block. */
 	errno = 0;
 	n = MLX5.devx_get_event(ECHP(self), (void *)PyBytes_AsString(buf),
-				a.length);
+				a->length);
 	if (n < 0) {
 		Py_DECREF(buf);
 		return verbs_error_fmt(errno_or(EIO), "mlx5dv_devx_get_event",
-				       "length=%u", (unsigned)a.length);
+				       "length=%u", (unsigned)a->length);
 	}
 	res = PyBytes_FromStringAndSize(PyBytes_AsString(buf),
-					n < (ssize_t)a.length ? n : a.length);
+					n < (ssize_t)a->length ? n : a->length);
 	Py_DECREF(buf);
 	return res;
 }

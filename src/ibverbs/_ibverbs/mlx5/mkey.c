@@ -94,21 +94,21 @@ ARGS_FUNCTION(extern, mlx5_mod_create_mkey, mod, struct create_mkey_args, a)
 	MLX5_NEED(create_mkey);
 	MLX5_NEED(destroy_mkey);
 	memset(&attr, 0, sizeof(attr));
-	attr.pd = (struct ibv_pd *)HANDLE(a.pd)->obj;
-	attr.create_flags = a.create_flags;
-	attr.max_entries = a.max_entries;
+	attr.pd = (struct ibv_pd *)HANDLE(a->pd)->obj;
+	attr.create_flags = a->create_flags;
+	attr.max_entries = a->max_entries;
 	errno = 0;
 	mk = MLX5.create_mkey(&attr);
 	if (mk == NULL)
 		return verbs_error_fmt(errno_or(EOPNOTSUPP),
 				       "mlx5dv_create_mkey",
 				       "create_flags=0x%x max_entries=%u",
-				       (unsigned)a.create_flags,
-				       (unsigned)a.max_entries);
-	self = handle_adopt(ST.Mlx5Mkey_type, &mkey_kind, HANDLE(a.pd), mk);
+				       (unsigned)a->create_flags,
+				       (unsigned)a->max_entries);
+	self = handle_adopt(ST.Mlx5Mkey_type, &mkey_kind, HANDLE(a->pd), mk);
 	if (self != NULL) {
-		((MkeyObject *)self)->create_flags = a.create_flags;
-		((MkeyObject *)self)->max_entries = a.max_entries;
+		((MkeyObject *)self)->create_flags = a->create_flags;
+		((MkeyObject *)self)->max_entries = a->max_entries;
 	}
 	return self;
 }
@@ -251,7 +251,7 @@ ARGS_FUNCTION(extern, mlx5_mod_wr_mr_list, mod, struct mr_list_args, a)
 	struct mlx5dv_qp_ex *mqp;
 	Py_ssize_t i, n;
 
-	n = PyList_Size(a.sge_list);
+	n = PyList_Size(a->sge_list);
 	if (n < 1 || n > MR_LIST_MAX) {
 		PyErr_Format(PyExc_ValueError,
 			     "sge_list must hold 1 to %d SGEs, not %zd",
@@ -259,7 +259,7 @@ ARGS_FUNCTION(extern, mlx5_mod_wr_mr_list, mod, struct mr_list_args, a)
 		return NULL;
 	}
 	for (i = 0; i < n; i++) {
-		PyObject *s = PyList_GetItem(a.sge_list, i);
+		PyObject *s = PyList_GetItem(a->sge_list, i);
 
 		if (!PyObject_TypeCheck(s, ST.SGE_type)) {
 			PyErr_Format(PyExc_TypeError,
@@ -271,17 +271,17 @@ ARGS_FUNCTION(extern, mlx5_mod_wr_mr_list, mod, struct mr_list_args, a)
 	}
 	if (mlx5_load() < 0)
 		return NULL;
-	if (!QPO(a.qp)->in_batch)
+	if (!QPO(a->qp)->in_batch)
 		return verbs_error_fmt(EINVAL, verb,
 				       "outside a batch: call qp.wr_start() "
 				       "first");
-	mqp = mlx5_qpx(a.qp, verb);
+	mqp = mlx5_qpx(a->qp, verb);
 	if (mqp == NULL)
 		return NULL;
 	if (mqp->wr_mr_list == NULL)
 		return verbs_error_fmt(EOPNOTSUPP, verb,
 				       "the QP was not created with "
 				       "MLX5DV_QP_EX_WITH_MR_LIST");
-	mqp->wr_mr_list(mqp, MKEYP(a.mkey), a.access_flags, (uint16_t)n, sge);
+	mqp->wr_mr_list(mqp, MKEYP(a->mkey), a->access_flags, (uint16_t)n, sge);
 	Py_RETURN_NONE;
 }

@@ -53,24 +53,10 @@ const char *mlx5_since(const char *field)
 	return "?";
 }
 
-static const LibSpec mlx5_lib = {
-	.env = "IBVERBS_LIBMLX5",
-	.file = "libmlx5.so.1",
-	.user = "ibverbs.mlx5 (the mlx5 direct verbs)",
-	.pkg = "libmlx5",
-	.deb = "ibverbs-providers",
-	.rpm = "libibverbs",
-	.syms = mlx5_syms,
-	.size = sizeof(MLX5),
-};
-
-static LazyLib mlx5_lazy = {
-	.spec = &mlx5_lib,
-	.api = &MLX5,
-	.lib = &MLX5.lib,
-	.path = MLX5.path,
-	.path_size = sizeof(MLX5.path),
-};
+static LazyLib mlx5_lazy = LAZY_LIB(
+	MLX5, .env = "IBVERBS_LIBMLX5", .file = "libmlx5.so.1",
+	.user = "ibverbs.mlx5 (the mlx5 direct verbs)", .pkg = "libmlx5",
+	.deb = "ibverbs-providers", .rpm = "libibverbs", .syms = mlx5_syms);
 
 int mlx5_load(void)
 {

@@ -154,50 +154,50 @@ ARGS_FUNCTION(extern, mlx5_mod_init_obj, mod, struct init_obj_args, a)
 	memset(&srq, 0, sizeof(srq));
 	memset(&pd, 0, sizeof(pd));
 	memset(&dm, 0, sizeof(dm));
-	if (PyObject_TypeCheck(a.obj, ST.QP_type)) {
+	if (PyObject_TypeCheck(a->obj, ST.QP_type)) {
 		kind = "qp";
 		type = MLX5DV_OBJ_QP;
-	} else if (PyObject_TypeCheck(a.obj, ST.CQ_type)) {
+	} else if (PyObject_TypeCheck(a->obj, ST.CQ_type)) {
 		kind = "cq";
 		type = MLX5DV_OBJ_CQ;
-	} else if (PyObject_TypeCheck(a.obj, ST.SRQ_type)) {
+	} else if (PyObject_TypeCheck(a->obj, ST.SRQ_type)) {
 		kind = "srq";
 		type = MLX5DV_OBJ_SRQ;
-	} else if (PyObject_TypeCheck(a.obj, ST.PD_type)) {
+	} else if (PyObject_TypeCheck(a->obj, ST.PD_type)) {
 		kind = "pd";
 		type = MLX5DV_OBJ_PD;
-	} else if (PyObject_TypeCheck(a.obj, ST.DM_type)) {
+	} else if (PyObject_TypeCheck(a->obj, ST.DM_type)) {
 		kind = "dm";
 		type = MLX5DV_OBJ_DM;
 	} else {
-		arg_type_error("obj", "QP, CQ, SRQ, PD or DM", 0, a.obj);
+		arg_type_error("obj", "QP, CQ, SRQ, PD or DM", 0, a->obj);
 		return NULL;
 	}
-	HANDLE_CHECK(a.obj);
+	HANDLE_CHECK(a->obj);
 	MLX5_NEED(init_obj);
 	switch (type) {
 	case MLX5DV_OBJ_QP:
-		o.qp.in = HANDLE(a.obj)->obj;
+		o.qp.in = HANDLE(a->obj)->obj;
 		o.qp.out = &qp;
 		qp.comp_mask = MLX5DV_QP_MASK_UAR_MMAP_OFFSET |
 			       MLX5DV_QP_MASK_RAW_QP_HANDLES |
 			       MLX5DV_QP_MASK_RAW_QP_TIR_ADDR;
 		break;
 	case MLX5DV_OBJ_CQ:
-		o.cq.in = HANDLE(a.obj)->obj;
+		o.cq.in = HANDLE(a->obj)->obj;
 		o.cq.out = &cq;
 		break;
 	case MLX5DV_OBJ_SRQ:
-		o.srq.in = HANDLE(a.obj)->obj;
+		o.srq.in = HANDLE(a->obj)->obj;
 		o.srq.out = &srq;
 		srq.comp_mask = MLX5DV_SRQ_MASK_SRQN;
 		break;
 	case MLX5DV_OBJ_PD:
-		o.pd.in = HANDLE(a.obj)->obj;
+		o.pd.in = HANDLE(a->obj)->obj;
 		o.pd.out = &pd;
 		break;
 	default:
-		o.dm.in = HANDLE(a.obj)->obj;
+		o.dm.in = HANDLE(a->obj)->obj;
 		o.dm.out = &dm;
 		dm.comp_mask = MLX5DV_DM_MASK_REMOTE_VA;
 		break;
@@ -207,12 +207,12 @@ ARGS_FUNCTION(extern, mlx5_mod_init_obj, mod, struct init_obj_args, a)
 		return verbs_error_fmt(rc < 0 ? -rc : rc, "mlx5dv_init_obj",
 				       "a %s", kind);
 	if (type == MLX5DV_OBJ_CQ)
-		((CQObject *)a.obj)->user_owned = 1;
+		((CQObject *)a->obj)->user_owned = 1;
 	d = PyDict_New();
 	if (d == NULL)
 		return NULL;
 	if (dict_set_steal(d, "kind", PyUnicode_FromString(kind)) < 0 ||
-	    dict_set_steal(d, "obj", (Py_INCREF(a.obj), a.obj)) < 0)
+	    dict_set_steal(d, "obj", (Py_INCREF(a->obj), a->obj)) < 0)
 		goto out;
 	switch (type) {
 	case MLX5DV_OBJ_QP:
@@ -279,11 +279,11 @@ ARGS_FUNCTION(extern, mlx5_mod_get_cqe_opcode, mod, struct cqe_args, a)
 	PyObject *b;
 	unsigned char op_own;
 
-	if (PyUnicode_Check(a.cqe) || PyLong_Check(a.cqe)) {
-		arg_type_error("cqe", "bytes-like", 0, a.cqe);
+	if (PyUnicode_Check(a->cqe) || PyLong_Check(a->cqe)) {
+		arg_type_error("cqe", "bytes-like", 0, a->cqe);
 		return NULL;
 	}
-	b = PyBytes_FromObject(a.cqe);
+	b = PyBytes_FromObject(a->cqe);
 	if (b == NULL)
 		return NULL;
 	if (PyBytes_Size(b) != 64) {

@@ -150,13 +150,13 @@ ARGS_FUNCTION(extern, mlx5_mod_create_qp, mod, struct m5_qp_args, a)
 {
 	PyObject *res;
 
-	if (a.dct_access_key && a.dc_type != M5_DCTYPE_DCT) {
+	if (a->dct_access_key && a->dc_type != M5_DCTYPE_DCT) {
 		PyErr_SetString(PyExc_ValueError, "dct_access_key is for a DCT "
 						  "(dc_type=DCType.DCT) only");
 		return NULL;
 	}
-	if ((a.log_num_concurent || a.log_num_errored) &&
-	    a.dc_type != M5_DCTYPE_DCI) {
+	if ((a->log_num_concurent || a->log_num_errored) &&
+	    a->dc_type != M5_DCTYPE_DCI) {
 		PyErr_SetString(PyExc_ValueError,
 				"DCI streams (log_num_concurent, "
 				"log_num_errored) are for a DCI "
@@ -164,9 +164,9 @@ ARGS_FUNCTION(extern, mlx5_mod_create_qp, mod, struct m5_qp_args, a)
 		return NULL;
 	}
 	MLX5_NEED(create_qp);
-	res = qpex_create((PDObject *)a.pd, a.init_attr, ST.Mlx5QP_type,
-			  "mlx5dv_create_qp", m5_qp_make, &a);
-	if (res != NULL && a.dc_type)
+	res = qpex_create((PDObject *)a->pd, a->init_attr, ST.Mlx5QP_type,
+			  "mlx5dv_create_qp", m5_qp_make, a);
+	if (res != NULL && a->dc_type)
 		QPO(res)->qp_type = IBV_QPT_DRIVER;
 	return res;
 }
@@ -401,7 +401,7 @@ METHOD_ARGS(mlx5_mod_modify_qp_udp_sport, "_mlx5_modify_qp_udp_sport",
 ARGS_FUNCTION(extern, mlx5_mod_modify_qp_udp_sport, mod, struct m5_sport_args,
 	      a)
 {
-	return m5_udp_sport(a.qp, a.udp_sport);
+	return m5_udp_sport(a->qp, a->udp_sport);
 }
 
 METHOD_DOC(mlx5_mod_modify_qp_lag_port,
@@ -422,7 +422,7 @@ METHOD_ARGS(mlx5_mod_modify_qp_lag_port, "_mlx5_modify_qp_lag_port",
 
 ARGS_FUNCTION(extern, mlx5_mod_modify_qp_lag_port, mod, struct m5_port_args, a)
 {
-	return m5_lag_port(a.qp, a.port_num);
+	return m5_lag_port(a->qp, a->port_num);
 }
 
 METHOD_DOC(mlx5_mod_query_qp_lag_port, DOC_QUERY_LAG
@@ -444,7 +444,7 @@ METHOD_ARGS(mlx5_mod_query_qp_lag_port, "_mlx5_query_qp_lag_port",
 ARGS_FUNCTION(extern, mlx5_mod_query_qp_lag_port, mod, struct m5_qp_only_args,
 	      a)
 {
-	return m5_query_lag(a.qp);
+	return m5_query_lag(a->qp);
 }
 
 METHOD_DOC(mlx5_mod_dci_stream_id_reset,
@@ -467,7 +467,7 @@ METHOD_ARGS(mlx5_mod_dci_stream_id_reset, "_mlx5_dci_stream_id_reset",
 ARGS_FUNCTION(extern, mlx5_mod_dci_stream_id_reset, mod, struct m5_stream_args,
 	      a)
 {
-	return m5_stream_reset(a.qp, a.stream_id);
+	return m5_stream_reset(a->qp, a->stream_id);
 }
 
 /* The methods: the same verbs on self, declared by the module
@@ -481,7 +481,7 @@ METHOD_ARGS(mlx5_qp_modify_udp_sport, "Mlx5QP.modify_udp_sport",
 
 ARGS_METHOD(static, mlx5_qp_modify_udp_sport, self, struct m5_sport_args, a)
 {
-	return m5_udp_sport(self, a.udp_sport);
+	return m5_udp_sport(self, a->udp_sport);
 }
 
 PyDoc_STRVAR(mlx5_qp_modify_lag_port__doc__,
@@ -493,7 +493,7 @@ METHOD_ARGS(mlx5_qp_modify_lag_port, "Mlx5QP.modify_lag_port",
 
 ARGS_METHOD(static, mlx5_qp_modify_lag_port, self, struct m5_port_args, a)
 {
-	return m5_lag_port(self, a.port_num);
+	return m5_lag_port(self, a->port_num);
 }
 
 PyDoc_STRVAR(mlx5_qp_query_lag_port__doc__,
@@ -515,7 +515,7 @@ METHOD_ARGS(mlx5_qp_dci_stream_id_reset, "Mlx5QP.dci_stream_id_reset",
 
 ARGS_METHOD(static, mlx5_qp_dci_stream_id_reset, self, struct m5_stream_args, a)
 {
-	return m5_stream_reset(self, a.stream_id);
+	return m5_stream_reset(self, a->stream_id);
 }
 
 PyDoc_STRVAR(mlx5_qp__doc__,

@@ -216,7 +216,7 @@ ARGS_METHOD(extern, flow_create, qp, struct create_flow_args, a)
 	char *p;
 	int err;
 
-	o = a.flow_attr;
+	o = a->flow_attr;
 	if (PyBytes_Check(o)) {
 		b = o;
 		Py_INCREF(b);

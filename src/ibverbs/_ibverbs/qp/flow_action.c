@@ -187,7 +187,7 @@ ARGS_METHOD(extern, flow_action_esp_create, ctx, struct esp_args, a)
 	struct esp_buf *b;
 	PyObject *o;
 
-	o = a.attr;
+	o = a->attr;
 	b = PyMem_Malloc(sizeof(*b));
 	if (b == NULL)
 		return PyErr_NoMemory();
@@ -235,7 +235,7 @@ ARGS_METHOD(static, flow_action_modify_esp, self, struct esp_args, a)
 	PyObject *o;
 	int rc;
 
-	o = a.attr;
+	o = a->attr;
 	b = PyMem_Malloc(sizeof(*b));
 	if (b == NULL)
 		return PyErr_NoMemory();

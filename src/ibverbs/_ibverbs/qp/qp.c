@@ -373,7 +373,7 @@ METHOD_ARGS(pd_create_qp, "PD.create_qp", create_qp_params);
 
 ARGS_METHOD(extern, pd_create_qp, self, struct create_qp_args, a)
 {
-	return qp_create((PDObject *)self, a.init_attr, &qp_kind,
+	return qp_create((PDObject *)self, a->init_attr, &qp_kind,
 			 "ibv_create_qp", plain_create, NULL, ST.QP_type, 0);
 }
 
@@ -626,12 +626,12 @@ ARGS_METHOD(static, qp_meth_query, self, struct query_args, a)
 	struct ibv_qp_attr attr;
 	int rc;
 
-	rc = qp_query_raw(self, &attr, a.mask, &init);
+	rc = qp_query_raw(self, &attr, a->mask, &init);
 	if (rc != 0)
 		return verbs_error_fmt(rc, "ibv_query_qp",
 				       "QP %u, attr_mask 0x%x",
-				       QPP(self)->qp_num, (unsigned)a.mask);
-	d = qp_attr_to_dict(&attr, a.mask);
+				       QPP(self)->qp_num, (unsigned)a->mask);
+	d = qp_attr_to_dict(&attr, a->mask);
 	if (d == NULL)
 		return NULL;
 	cap = qp_cap_to_py(&init.cap);
@@ -693,10 +693,10 @@ ARGS_METHOD(static, qp_to_init, self, struct to_init_args, a)
 
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_INIT;
-	attr.port_num = a.port;
-	attr.pkey_index = a.pkey_index;
-	attr.qkey = a.qkey;
-	attr.qp_access_flags = (unsigned int)a.access;
+	attr.port_num = a->port;
+	attr.pkey_index = a->pkey_index;
+	attr.qkey = a->qkey;
+	attr.qp_access_flags = (unsigned int)a->access;
 	switch (QPO(self)->qp_type) {
 	case IBV_QPT_UD:
 	case IBV_QPT_DRIVER: /* EFA's SRD (efa/): brought up as UD */
@@ -1007,11 +1007,11 @@ ARGS_METHOD(static, qp_to_rts, self, struct to_rts_args, a)
 
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = a.psn;
-	attr.timeout = a.timeout;
-	attr.retry_cnt = a.retry_cnt;
-	attr.rnr_retry = a.rnr_retry;
-	attr.max_rd_atomic = a.max_rd_atomic;
+	attr.sq_psn = a->psn;
+	attr.timeout = a->timeout;
+	attr.retry_cnt = a->retry_cnt;
+	attr.rnr_retry = a->rnr_retry;
+	attr.max_rd_atomic = a->max_rd_atomic;
 	/* An XRC initiator sends as RC does; an XRC target takes only
 	 * the timeout (the kernel's RTR -> RTS table). */
 	if (QPO(self)->qp_type == IBV_QPT_RC ||
@@ -1307,8 +1307,8 @@ ARGS_METHOD(static, qp_query_data_in_order, self, struct data_in_order_args, a)
 
 	IBV_REQUIRE_OPTIONAL(query_qp_data_in_order, ibv_query_qp_data_in_order,
 			     "rdma-core 41");
-	rc = IBV.query_qp_data_in_order(QPP(self), (enum ibv_wr_opcode)a.op,
-					a.flags);
+	rc = IBV.query_qp_data_in_order(QPP(self), (enum ibv_wr_opcode)a->op,
+					a->flags);
 	return PyLong_FromLong(rc);
 }
 

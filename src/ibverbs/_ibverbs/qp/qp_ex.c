@@ -924,7 +924,7 @@ METHOD_ARGS(pd_create_qp_ex, "PD.create_qp_ex", create_qp_ex_params);
 
 ARGS_METHOD(extern, pd_create_qp_ex, self, struct create_qp_ex_args, a)
 {
-	return qpex_create((PDObject *)self, a.init_attr, ST.QPEx_type,
+	return qpex_create((PDObject *)self, a->init_attr, ST.QPEx_type,
 			   "ibv_create_qp_ex", NULL, NULL);
 }
 
@@ -961,12 +961,12 @@ ARGS_METHOD(extern, context_create_qp_ex, self, struct create_qp_ex_args, a)
 {
 	PyObject *pd, *res = NULL;
 
-	pd = PyObject_GetAttrString(a.init_attr, "pd");
+	pd = PyObject_GetAttrString(a->init_attr, "pd");
 	if (pd == NULL) {
 		if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
 			PyErr_Clear();
 			arg_type_error_hint(
-				"init_attr", "QPInitAttrEx", 0, a.init_attr,
+				"init_attr", "QPInitAttrEx", 0, a->init_attr,
 				"Context.create_qp_ex reads its pd");
 		}
 		return NULL;
@@ -982,7 +982,7 @@ ARGS_METHOD(extern, context_create_qp_ex, self, struct create_qp_ex_args, a)
 		arg_other_parent_error("init_attr.pd", "Context");
 		goto out;
 	}
-	res = qpex_create((PDObject *)pd, a.init_attr, ST.QPEx_type,
+	res = qpex_create((PDObject *)pd, a->init_attr, ST.QPEx_type,
 			  "ibv_create_qp_ex", NULL, NULL);
 out:
 	Py_DECREF(pd);
@@ -1309,7 +1309,7 @@ ARGS_METHOD(static, qpex_wr_atomic_write, self, struct atomic_write_args, a)
 	PyObject *data;
 	const char *p;
 
-	data = a.data;
+	data = a->data;
 	if (PyBytes_Check(data) && PyBytes_Size(data) == 8) {
 		p = PyBytes_AsString(data);
 	} else if (PyByteArray_Check(data) && PyByteArray_Size(data) == 8) {
@@ -1324,7 +1324,7 @@ ARGS_METHOD(static, qpex_wr_atomic_write, self, struct atomic_write_args, a)
 #ifdef IBVERBS_HAVE_WR_ATOMIC_WRITE
 	if (qpex_begin_wr(self, WREX_OP_ATOMIC_WRITE) < 0)
 		return NULL;
-	ibv_wr_atomic_write(QPX(self), a.rkey, a.remote_addr, p);
+	ibv_wr_atomic_write(QPX(self), a->rkey, a->remote_addr, p);
 	Py_RETURN_NONE;
 #else
 	(void)p;
@@ -1376,8 +1376,8 @@ ARGS_METHOD(static, qpex_wr_flush, self, struct flush_args, a)
 #ifdef IBVERBS_HAVE_WR_FLUSH
 	if (qpex_begin_wr(self, WREX_OP_FLUSH) < 0)
 		return NULL;
-	ibv_wr_flush(QPX(self), a.rkey, a.remote_addr, (size_t)a.len, a.type,
-		     a.level);
+	ibv_wr_flush(QPX(self), a->rkey, a->remote_addr, (size_t)a->len,
+		     a->type, a->level);
 	Py_RETURN_NONE;
 #else
 	return verbs_error_fmt(EOPNOTSUPP, "ibv_wr_flush",
@@ -1576,7 +1576,7 @@ ARGS_METHOD(static, qpex_wr_set_sge_list, self, struct sge_list_args, a)
 	Py_ssize_t i, n;
 	int ok = 0;
 
-	seq = list_start(a.sg_list, "sg_list", "list or tuple of SGEs", small,
+	seq = list_start(a->sg_list, "sg_list", "list or tuple of SGEs", small,
 			 sizeof(*arr), (void **)&arr);
 	if (seq == NULL)
 		return NULL;
@@ -1745,7 +1745,7 @@ ARGS_METHOD(static, qpex_wr_set_inline_data_list, self,
 	size_t total = 0;
 	int ok = 0;
 
-	seq = list_start(a.buf_list, "buf_list",
+	seq = list_start(a->buf_list, "buf_list",
 			 "list or tuple of bytes-like objects", small,
 			 sizeof(*arr), (void **)&arr);
 	if (seq == NULL)
@@ -1813,12 +1813,12 @@ ARGS_METHOD(static, qpex_wr_set_ud_addr, self, struct ud_addr_args, a)
 	if (qpex_begin_setter(self, 0, "ibv_wr_set_ud_addr",
 			      QPX_FN(wr_set_ud_addr)) < 0)
 		return NULL;
-	if (qpex_keep(self, a.ah) < 0) {
+	if (qpex_keep(self, a->ah) < 0) {
 		QPEXO(self)->cur_ud = 0;
 		return NULL;
 	}
-	ibv_wr_set_ud_addr(QPX(self), (struct ibv_ah *)HANDLE(a.ah)->obj,
-			   a.remote_qpn, a.remote_qkey);
+	ibv_wr_set_ud_addr(QPX(self), (struct ibv_ah *)HANDLE(a->ah)->obj,
+			   a->remote_qpn, a->remote_qkey);
 	Py_RETURN_NONE;
 }
 
@@ -1917,7 +1917,7 @@ ARGS_METHOD(static, qpex_wr_set_xrc_srqn, self, struct xrc_srqn_args, a)
 				       "only");
 	if (!qpx_has(q, QPX_FN(wr_set_xrc_srqn)))
 		return provider_lacks("ibv_wr_set_xrc_srqn");
-	ibv_wr_set_xrc_srqn(QPX(self), a.remote_srqn);
+	ibv_wr_set_xrc_srqn(QPX(self), a->remote_srqn);
 	Py_RETURN_NONE;
 }
 

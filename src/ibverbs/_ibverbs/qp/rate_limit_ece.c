@@ -52,9 +52,9 @@ ARGS_METHOD(extern, qp_modify_rate_limit, self, struct rate_limit_args, a)
 	int rc;
 
 	memset(&attr, 0, sizeof(attr));
-	attr.rate_limit = a.rate_limit;
-	attr.max_burst_sz = a.max_burst_sz;
-	attr.typical_pkt_sz = a.typical_pkt_sz;
+	attr.rate_limit = a->rate_limit;
+	attr.max_burst_sz = a->max_burst_sz;
+	attr.typical_pkt_sz = a->typical_pkt_sz;
 	if (handle_check(HANDLE(self)) < 0)
 		return NULL;
 	rc = ibv_modify_qp_rate_limit(QPP(self), &attr);

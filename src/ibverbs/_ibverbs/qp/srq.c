@@ -358,9 +358,9 @@ ARGS_METHOD(static, srq_modify, self, struct srq_modify_args, a)
 	struct ibv_srq_attr attr = { 0 };
 	int mask, rc;
 
-	mask = (int)a.mask;
-	attr.max_wr = a.max_wr;
-	attr.srq_limit = a.srq_limit;
+	mask = (int)a->mask;
+	attr.max_wr = a->max_wr;
+	attr.srq_limit = a->srq_limit;
 	if (mask == 0) {
 		PyErr_SetString(PyExc_TypeError,
 				"modify() needs max_wr and/or srq_limit");

@@ -111,7 +111,7 @@ ARGS_METHOD(extern, context_create_rwq_ind_table, self,
 	PyObject *wqs;
 	uint32_t log;
 
-	wqs = PySequence_Tuple(a.wqs);
+	wqs = PySequence_Tuple(a->wqs);
 	if (wqs == NULL)
 		return NULL;
 	if (rwq_check(self, wqs, &log) < 0)

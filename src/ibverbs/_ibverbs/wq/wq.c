@@ -88,20 +88,20 @@ ARGS_METHOD(extern, context_create_wq, self, struct create_wq_args, a)
 	if (w == NULL)
 		return NULL;
 	/* The allocation may have run finalizers: check again. */
-	if (handle_check(HANDLE(self)) < 0 || handle_check(HANDLE(a.pd)) < 0 ||
-	    handle_check(HANDLE(a.cq)) < 0) {
+	if (handle_check(HANDLE(self)) < 0 || handle_check(HANDLE(a->pd)) < 0 ||
+	    handle_check(HANDLE(a->cq)) < 0) {
 		Py_DECREF(w);
 		return NULL;
 	}
 	memset(&ia, 0, sizeof(ia));
-	ia.max_wr = a.max_wr;
-	ia.max_sge = a.max_sge;
+	ia.max_wr = a->max_wr;
+	ia.max_sge = a->max_sge;
 	ia.wq_context = w;
-	ia.wq_type = (enum ibv_wq_type)a.wq_type;
-	ia.pd = HANDLE(a.pd)->obj;
-	ia.cq = HANDLE(a.cq)->obj;
-	ia.comp_mask = (uint32_t)a.mask;
-	ia.create_flags = a.create_flags;
+	ia.wq_type = (enum ibv_wq_type)a->wq_type;
+	ia.pd = HANDLE(a->pd)->obj;
+	ia.cq = HANDLE(a->cq)->obj;
+	ia.comp_mask = (uint32_t)a->mask;
+	ia.create_flags = a->create_flags;
 	errno = 0;
 	wq = ibv_create_wq(HANDLE(self)->obj, &ia);
 	if (wq == NULL) {
@@ -111,17 +111,17 @@ ARGS_METHOD(extern, context_create_wq, self, struct create_wq_args, a)
 		return verbs_error_fmt(err, "ibv_create_wq",
 				       "wq_type=%d max_wr=%u max_sge=%u "
 				       "create_flags=0x%x",
-				       a.wq_type, ia.max_wr, ia.max_sge,
-				       a.create_flags);
+				       a->wq_type, ia.max_wr, ia.max_sge,
+				       a->create_flags);
 	}
-	handle_init(HANDLE(w), &wq_kind, HANDLE(a.pd));
+	handle_init(HANDLE(w), &wq_kind, HANDLE(a->pd));
 	HANDLE_SET_OBJ(w, wq);
-	w->wq_type = a.wq_type;
+	w->wq_type = a->wq_type;
 	w->max_wr = ia.max_wr;
 	w->max_sge = ia.max_sge;
-	Py_INCREF(a.cq);
-	w->cq = a.cq;
-	handle_use(HANDLE(a.cq));
+	Py_INCREF(a->cq);
+	w->cq = a->cq;
+	handle_use(HANDLE(a->cq));
 	return (PyObject *)w;
 }
 
@@ -178,18 +178,18 @@ ARGS_METHOD(static, wq_modify, self, struct wq_modify_args, a)
 	struct ibv_wq_attr attr;
 	int rc;
 
-	if ((a.given & WQ_MODIFY_FLAGS_MASK) &&
-	    !(a.given & IBV_WQ_ATTR_FLAGS)) {
+	if ((a->given & WQ_MODIFY_FLAGS_MASK) &&
+	    !(a->given & IBV_WQ_ATTR_FLAGS)) {
 		PyErr_SetString(PyExc_TypeError, "flags_mask needs flags");
 		return NULL;
 	}
 	memset(&attr, 0, sizeof(attr));
-	attr.attr_mask = (uint32_t)(a.given & ~WQ_MODIFY_FLAGS_MASK);
-	attr.wq_state = (enum ibv_wq_state)a.wq_state;
-	attr.curr_wq_state = (enum ibv_wq_state)a.curr_wq_state;
-	attr.flags = a.flags;
-	attr.flags_mask = (a.given & WQ_MODIFY_FLAGS_MASK) ? a.flags_mask :
-							     a.flags;
+	attr.attr_mask = (uint32_t)(a->given & ~WQ_MODIFY_FLAGS_MASK);
+	attr.wq_state = (enum ibv_wq_state)a->wq_state;
+	attr.curr_wq_state = (enum ibv_wq_state)a->curr_wq_state;
+	attr.flags = a->flags;
+	attr.flags_mask = (a->given & WQ_MODIFY_FLAGS_MASK) ? a->flags_mask :
+							      a->flags;
 	if (attr.attr_mask == 0) {
 		PyErr_SetString(PyExc_TypeError,
 				"modify() needs wq_state, curr_wq_state "

@@ -1068,7 +1068,7 @@ PyObject *qp_post_send_batch(PyObject *self, PyObject *args, PyObject *kw)
 			     "SendBatch") == 0 &&
 	    send_batch_ready(b, self) == 0)
 		res = send_batch_post_rows(b, self, 0, b->n);
-	return batch_posted((PyObject *)b, res);
+	return batch_none_or_error((PyObject *)b, res);
 }
 
 /* ------------------------------------------------------------------ */

@@ -238,7 +238,7 @@ int batch_progress_args(PyObject *args, PyObject *kw, PyObject **qp,
 				piece);
 }
 
-PyObject *batch_posted(PyObject *batch, PyObject *res)
+PyObject *batch_none_or_error(PyObject *batch, PyObject *res)
 {
 	Py_DECREF(batch);
 	if (res == NULL)

@@ -399,7 +399,7 @@ PyObject *qp_post_recv_batch(PyObject *self, PyObject *args, PyObject *kw)
 			     "receive", "RecvBatch") == 0 &&
 	    batch_mr_ready((BatchBase *)b) == 0)
 		res = recv_batch_post_rows(b, self, 0, b->n);
-	return batch_posted((PyObject *)b, res);
+	return batch_none_or_error((PyObject *)b, res);
 }
 
 static int recv_batch_clear(PyObject *self)

@@ -188,17 +188,6 @@ static int sge_clear(PyObject *self)
 	return 0;
 }
 
-static void sge_dealloc(PyObject *self)
-{
-	PyTypeObject *tp = Py_TYPE(self);
-	freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-
-	PyObject_GC_UnTrack(self);
-	sge_clear(self);
-	tp_free(self);
-	Py_DECREF(tp);
-}
-
 static PyObject *sge_get_addr(PyObject *self, void *closure)
 {
 	return PyLong_FromUnsignedLongLong(SGEP(self)->addr);
@@ -311,7 +300,7 @@ static PyType_Slot sge_slots[] = {
 	  "    TypeError: mr_or_addr is neither an MR nor an int.\n"
 	  "    VerbsError: the MR is closed (EBADF)." },
 	{ Py_tp_new, sge_new },
-	{ Py_tp_dealloc, sge_dealloc },
+	{ Py_tp_dealloc, gc_tp_dealloc },
 	{ Py_tp_traverse, sge_traverse },
 	{ Py_tp_clear, sge_clear },
 	{ Py_tp_repr, sge_repr },

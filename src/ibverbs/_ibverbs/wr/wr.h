@@ -224,9 +224,9 @@ int batch_idle(const BatchBase *b);
 int batch_progress_args(PyObject *args, PyObject *kw, PyObject **qp,
 			Py_ssize_t *depth, Py_ssize_t *piece);
 /* The end of QP.post_send_batch / post_recv_batch: drops the batch built
- * for the call and res, what its post returned (NULL: it failed).  None,
- * or NULL. */
-PyObject *batch_posted(PyObject *batch, PyObject *res);
+ * for the call and res, what its post returned.  Returns None, or NULL
+ * (the error set) when res is NULL: the post failed. */
+PyObject *batch_none_or_error(PyObject *batch, PyObject *res);
 /* The slots and getters that read only the head: tp_traverse (the type
  * and the MR), tp_dealloc (calls the type's tp_clear, frees the rows),
  * sq_length, and the ``mr`` getter. */

@@ -75,8 +75,8 @@ ARGS_METHOD(extern, context_open_xrcd, self, struct open_xrcd_args, a)
 	int fd, oflags;
 	XRCDObject *x;
 
-	fd = a.fd;
-	oflags = a.oflags;
+	fd = a->fd;
+	oflags = a->oflags;
 	x = HANDLE_ALLOC(XRCDObject, ST.XRCD_type);
 	if (x == NULL)
 		return NULL;
@@ -167,7 +167,7 @@ ARGS_METHOD(extern, context_open_qp, self, struct open_qp_args, a)
 	PyObject *xo;
 	QPObject *q;
 
-	xo = a.xrcd;
+	xo = a->xrcd;
 	q = HANDLE_ALLOC(QPObject, ST.QP_type);
 	if (q == NULL)
 		return NULL;
@@ -179,10 +179,10 @@ ARGS_METHOD(extern, context_open_qp, self, struct open_qp_args, a)
 	memset(&attr, 0, sizeof(attr));
 	attr.comp_mask = IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_CONTEXT |
 			 IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_TYPE;
-	attr.qp_num = a.qp_num;
+	attr.qp_num = a->qp_num;
 	attr.xrcd = XRCDP(xo);
 	attr.qp_context = q;
-	attr.qp_type = (enum ibv_qp_type)a.qp_type;
+	attr.qp_type = (enum ibv_qp_type)a->qp_type;
 	if (verbs_get_ctx_op(ctx, open_qp) == NULL) {
 		Py_DECREF(q);
 		return provider_lacks("ibv_open_qp");
@@ -195,11 +195,11 @@ ARGS_METHOD(extern, context_open_qp, self, struct open_qp_args, a)
 		Py_DECREF(q);
 		return verbs_error_fmt(err, "ibv_open_qp",
 				       "qp_num=%u qp_type=%d",
-				       (unsigned int)a.qp_num, a.qp_type);
+				       (unsigned int)a->qp_num, a->qp_type);
 	}
 	handle_init(HANDLE(q), &opened_qp_kind, HANDLE(xo));
 	HANDLE_SET_OBJ(q, qp);
-	q->qp_type = a.qp_type;
+	q->qp_type = a->qp_type;
 	return (PyObject *)q;
 }
 
