@@ -111,3 +111,39 @@ def test_fail_nth_fails_only_the_chosen_call(recording):
     assert res.ok() == [[12, "ibv_alloc_pd"]]
     assert [r.get("injected_errno") for r in res.calls("alloc_pd")] == [None, 12, None]
     assert res.live == 0, res.live_report
+
+
+def test_no_errno_fails_with_errno_zero(recording):
+    """The double's failure without errno (recording.NO_ERRNO), which the
+    cases arm for each verb of failinj.ERRNO_VERBS: the verb fails as its
+    man page says with errno 0, a stale errno cleared; the binding reports
+    its fallback (EINVAL for ibv_alloc_pd), never errno 0."""
+
+    def body(fake):
+        import ctypes
+
+        import ibverbs
+        import recording
+
+        lib = ctypes.CDLL(fake.path, use_errno=True)
+        lib.ibv_get_device_list.restype = ctypes.c_void_p
+        n = ctypes.c_int(-1)
+        fake.fail("get_device_list", recording.NO_ERRNO)
+        ctypes.set_errno(5)
+        listed = lib.ibv_get_device_list(ctypes.byref(n))
+        out = [listed, ctypes.get_errno()]
+        with ibverbs.Context("fake0") as ctx:
+            fake.fail("alloc_pd", recording.NO_ERRNO)
+            try:
+                ctx.alloc_pd()
+            except ibverbs.VerbsError as e:
+                out.append([e.errno, e.operation, str(e)])
+            ctx.alloc_pd().close()
+        return out
+
+    res = recording.run(body)
+    listed, errno_after, (err, op, msg) = res.ok()
+    assert (listed, errno_after) == (None, 0)
+    assert (err, op) == (22, "ibv_alloc_pd") and "Success" not in msg, msg
+    assert [r.get("injected_errno") for r in res.calls("alloc_pd")] == [-1, None]
+    assert res.live == 0, res.live_report
