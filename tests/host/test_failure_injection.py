@@ -3,8 +3,9 @@
 The cases are generated (tests/support/failinj.py): every public method's
 valid call once with the double's log on, to learn the libibverbs calls
 it makes; then each of those calls made to fail in turn (each errno its
-man page names, else EINVAL, and ENOMEM), and each allocation of the call
-(CPython's ``_testcapi.set_nomemory``).  Each case checks the exception
+man page names, else EINVAL, and ENOMEM; and, for a verb that reports
+through errno, a failure that sets none: the call site's fallback errno),
+and each allocation of the call (CPython's ``_testcapi.set_nomemory``).  Each case checks the exception
 (a VerbsError with the injected errno that names the verb, or what the
 docstring says), that the object is still usable, and that nothing is
 left alive in the double once all is closed.  They run in child
@@ -50,11 +51,13 @@ def test_every_injected_failure_is_a_clean_error(outcome, capsys):
     results, crashes, totals = outcome
     calls = [r for r in results if r["verb"] != "PyMem"]
     allocs = [r for r in results if r["verb"] == "PyMem"]
+    no_errno = [r for r in calls if r["name"].endswith("| no errno")]
     alloc = can_fail_allocations()
     with capsys.disabled():
         print(
             f"\nfailure injection: {len(calls)} (method, call, errno) cases over "
-            f"{len({(r['method'], r['verb']) for r in calls})} (method, call) pairs, "
+            f"{len({(r['method'], r['verb']) for r in calls})} (method, call) pairs "
+            f"({len(no_errno)} cases failing without errno), "
             + (
                 f"each allocation of {len(allocs)} methods failed; "
                 if alloc
@@ -63,6 +66,7 @@ def test_every_injected_failure_is_a_clean_error(outcome, capsys):
             + f"{sum(not r['ok'] for r in results)} failing, {len(crashes)} crashed"
         )
     assert (len(allocs) > 150) == alloc
+    assert len(no_errno) > 60
     check_cases(results, crashes, minimum=700 if alloc else 500)
     assert len(totals) == 1 and len(results) + len(crashes) == totals.pop()
 
