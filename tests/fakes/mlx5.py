@@ -20,7 +20,8 @@ log format, with every argument and every struct byte (fake_mlx5.h).
 caps=0x3)`` arms failures, unsupported devices and the comp_mask bits
 mlx5dv_query_device may answer (default: all) for that run.  A failure
 is an errno (every call of the verb fails) or ``(errno, n)``: only its
-n-th call (from 1), as the recording double's ``fail_nth``.  It is a test tool,
+n-th call (from 1), as the recording double's ``fail_nth``; the errno
+:data:`NO_ERRNO` fails it without errno (NULL or -1, errno 0).  It is a test tool,
 not evidence that anything works on an mlx5 device.
 """
 
@@ -40,6 +41,8 @@ from cshared import compile_unit  # noqa: E402
 
 SOURCE_DIR = HERE / "mlx5"
 LIB_NAME = "libmlx5.so.1"
+# fail's errno for a failure without errno (fake_mlx5.h's M5_NO_ERRNO).
+NO_ERRNO = recording.NO_ERRNO
 
 
 def build(outdir, hide=()) -> str:

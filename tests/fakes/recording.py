@@ -54,6 +54,10 @@ from cshared import BuildError, compile_shared, compile_unit, compiler  # noqa: 
 
 SOURCE_DIR = HERE / "recording"
 LIB_NAME = "libibverbs-recording.so"
+# Fake.fail's err for a failure without errno (fake.h's FAKE_NO_ERRNO): the
+# verb fails as its man page says (NULL, -1; a verb that returns its errno
+# returns -1) and leaves errno 0, as some providers do.
+NO_ERRNO = -1
 
 
 # ------------------------------------------------------------------ build ---
@@ -228,8 +232,10 @@ class Fake:
     # failures
     def fail(self, verb: str, err: int, count: int = 1) -> None:
         """The next ``count`` calls of ``verb`` (its log name) fail with
-        ``err`` (count -1: all, until fail_clear).  ``"completion"`` sets
-        the status of the next ``count`` completions to ``err`` instead."""
+        ``err`` (count -1: all, until fail_clear), or, with ``err``
+        :data:`NO_ERRNO`, fail without errno (NULL or -1 with errno 0).
+        ``"completion"`` sets the status of the next ``count`` completions
+        to ``err`` instead."""
         if self.lib.fake_fail(verb.encode(), err, count) != 0:
             raise RuntimeError("the double has no free failure slot")
 

@@ -317,3 +317,45 @@ def test_create_ah_and_the_wr_splitters_refuse_bad_arguments(recording):
 
     msg = recording.run(body).ok()
     assert msg == "create_ah: endpoint must be an EndpointInfo, not tuple"
+
+
+def test_constructors_failing_without_errno(recording, libefa):
+    """Each libefa constructor answering NULL with errno 0, as a provider
+    may: VerbsError naming it with the binding's fallback, EINVAL, never
+    errno 0; the context still usable, nothing left alive."""
+
+    def body(fake, lib):
+        import ctypes
+        import os
+
+        import ibverbs
+        from ibverbs import efa
+        from support.rdma import verbs_error_of
+
+        os.environ["IBVERBS_LIBEFA"] = lib
+        flib = ctypes.CDLL(lib)
+        flib.efa_fake_fail.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        out = {}
+        with ibverbs.Context("fake0") as ctx, ctx.alloc_pd() as pd:
+            cq = ctx.create_cq(8)
+            ops = ibverbs.QPCreateSendOpsFlags
+            calls = {
+                "create_cq": lambda: efa.create_cq(ctx, ibverbs.CQInitAttrEx(cqe=16)),
+                "create_qp_ex": lambda: efa.create_qp(
+                    pd, ibverbs.QPInitAttrEx(cq, send_ops_flags=ops.SEND)
+                ),
+                "create_driver_qp": lambda: efa.create_driver_qp(pd, ibverbs.QPInitAttr(cq)),
+                "create_comp_cntr": lambda: efa.create_comp_cntr(ctx, err_addr=0x2000),
+            }
+            for verb, call in calls.items():
+                flib.efa_fake_fail(verb.encode(), -1)  # build.py's NO_ERRNO
+                e = verbs_error_of(call)
+                out[verb] = [e.errno, e.operation, "Success" in str(e)]
+                call().close()  # nothing armed: it works
+            cq.close()
+        return out
+
+    res = recording.run(body, libefa)
+    out = res.ok()
+    assert out == {v: [errno.EINVAL, f"efadv_{v}", False] for v in out} and len(out) == 4
+    assert res.live == 0, res.live_report

@@ -385,3 +385,65 @@ def test_wr_mr_list_needs_is_supported(mlx5_without_is_supported):
     assert "lacks mlx5dv_is_supported or mlx5dv_qp_ex_from_ibv_qp_ex" in msg
     assert res.mlx5_calls("mlx5dv_qp_ex_from_ibv_qp_ex") == []
     assert res.live == 0, res.live_report
+
+
+def test_constructors_failing_without_errno(mlx5_fake):
+    """Each libmlx5 constructor answering NULL (-1 for get_event) with
+    errno 0, as a provider may: VerbsError naming it with the binding's
+    fallback (EOPNOTSUPP for the DEVX and mkey verbs and open_device,
+    EINVAL for reg_dmabuf_mr and the CQ and QP, EIO for get_event), never
+    errno 0; nothing left alive."""
+
+    def body(fake):
+        import os
+
+        import ibverbs
+        from ibverbs import mlx5
+        from support.rdma import verbs_error_of
+
+        ctx = mlx5.open_device("fake0", mlx5.CONTEXT_FLAGS_DEVX)
+        pd = ctx.alloc_pd()
+        ch = mlx5.devx_create_event_channel(ctx)
+        os.set_blocking(ch.fd, False)
+        buf = bytearray(4096)
+        cq = ctx.create_cq(8)
+        calls = {
+            "open_device": lambda: mlx5.open_device("fake0", mlx5.CONTEXT_FLAGS_DEVX),
+            "reg_dmabuf_mr": lambda: mlx5.reg_dmabuf_mr(pd, 0, 4096, 0, 5),
+            "create_mkey": lambda: mlx5.create_mkey(pd, 1, 4),
+            "devx_umem_reg": lambda: mlx5.devx_umem_reg(ctx, buf, 1),
+            "devx_umem_reg_ex": lambda: mlx5.devx_umem_reg_ex(ctx, buf, 1, 1 << 12),
+            "devx_alloc_uar": lambda: mlx5.devx_alloc_uar(ctx),
+            "devx_obj_create": lambda: mlx5.devx_obj_create(ctx, b"\x01", 8),
+            "devx_create_event_channel": lambda: mlx5.devx_create_event_channel(ctx),
+            "devx_get_event": lambda: ch.get_event(16),
+            "create_cq": lambda: mlx5.create_cq(ctx, ibverbs.CQInitAttrEx(cqe=8)),
+            "create_qp": lambda: mlx5.create_qp(pd, ibverbs.QPInitAttrEx(cq)),
+        }
+        out = {}
+        for name, call in calls.items():
+            e = verbs_error_of(call)
+            out[name] = [e.errno, e.operation, "Success" in str(e)]
+        for o in (ch, cq, pd, ctx):
+            o.close()
+        return out
+
+    from fakes.recording import NO_ERRNO
+
+    second = ("mlx5dv_open_device", "mlx5dv_devx_create_event_channel")
+    fail = {
+        f"mlx5dv_{v}": (NO_ERRNO, 2) if f"mlx5dv_{v}" in second else NO_ERRNO
+        for v in (
+            "open_device reg_dmabuf_mr create_mkey devx_umem_reg devx_umem_reg_ex devx_alloc_uar"
+            " devx_obj_create devx_create_event_channel devx_get_event create_cq create_qp"
+        ).split()
+    }
+    res = mlx5_fake.run(body, fail=fail)
+    out = res.ok()
+    fallback = {"reg_dmabuf_mr": errno.EINVAL, "devx_get_event": errno.EIO}
+    fallback.update(create_cq=errno.EINVAL, create_qp=errno.EINVAL)
+    assert out == {
+        name: [fallback.get(name, errno.EOPNOTSUPP), f"mlx5dv_{name}", False] for name in out
+    }
+    assert len(out) == 11
+    assert res.live == 0, res.live_report

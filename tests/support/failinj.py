@@ -15,7 +15,11 @@ call; plus the module functions and constructors below.  For each method:
    verb's man page names, EINVAL where it names none, and ENOMEM), in a
    fresh World: that call fails, and the method must raise VerbsError with
    that errno and the verb's name in its message (or do what
-   ``DOCUMENTED`` says); the same call then succeeds with nothing armed
+   ``DOCUMENTED`` says); a call of a verb of ``ERRNO_VERBS`` also fails
+   without errno (the double's ``NO_ERRNO``), and the method must raise
+   VerbsError with the call site's fallback errno (``FALLBACK``), its
+   message naming the verb, never "Success"; the same call then succeeds
+   with nothing armed
    (the object is still usable); the World and whatever the calls
    returned close, and the double's live objects are back to the
    baseline (nothing leaked);
@@ -83,6 +87,61 @@ MAN_ERRNOS = {
 
 def errnos(verb):
     return tuple(dict.fromkeys(MAN_ERRNOS.get(verb, (E.EINVAL,)) + (E.ENOMEM,)))
+
+
+# Verbs that report a failure through errno (NULL, or -1 and errno set:
+# their man pages; the double's fake_set_errno), libibverbs' and
+# librdmacm's.  Some providers fail them without setting errno: each call
+# of one also fails that way (recording.NO_ERRNO, errno 0), and the method
+# must raise VerbsError with its call site's fallback errno (its
+# errno_or(...)): EINVAL, or what FALLBACK says.  The verbs that return
+# their errno (destroy, modify, query, post) have no such failure.
+ERRNO_VERBS = set(
+    """alloc_buf alloc_dm alloc_dmah alloc_mw alloc_null_mr alloc_parent_domain alloc_pd
+    alloc_td create_ah create_ah_from_wc create_comp_channel create_comp_cntr create_counters
+    create_cq create_cq_ex create_flow create_flow_action_esp create_qp create_qp_ex
+    create_rwq_ind_table create_srq create_srq_ex create_wq dm_export_dmabuf_fd
+    export_buf_dmabuf_fd get_async_event get_cq_event get_device_list get_pkey_index
+    import_device import_dm import_mr import_pd init_ah_from_wc open_device open_qp open_xrcd
+    query_gid query_pkey reg_buf_mr reg_dm_mr reg_dmabuf_mr reg_mr reg_mr_ex reg_mr_iova
+    rereg_mr
+    accept bind_addr connect create_event_channel create_id destroy_id disconnect
+    get_cm_event getaddrinfo listen migrate_id rdma_create_qp reject resolve_addr
+    resolve_route""".split()
+)
+NO_ERRNO = recording.NO_ERRNO
+# The fallbacks that are not EINVAL: by verb, or by (method label, verb)
+# where call sites of one verb differ.
+FALLBACK = {
+    "alloc_buf": E.ENOMEM,  # mem/buf.c
+    "get_pkey_index": E.ENOENT,  # device/gid.c
+    # the reads of an event: device/event.c, cq/channel.c, cm/cm_event.c
+    "get_async_event": E.EIO,
+    "get_cq_event": E.EIO,
+    "get_cm_event": E.EIO,
+    "destroy_id": E.EIO,  # cm/cm.c
+    # opening a device: device/context.c (the module's get_device_list: EINVAL)
+    **{
+        (m, v): E.ENODEV
+        for m in ("Context", "Device.open")
+        for v in ("get_device_list", "open_device")
+    },
+}
+
+
+def injected(verb):
+    """The failures a call of verb is made to take: each errno, and for a
+    verb of ERRNO_VERBS, none (NO_ERRNO)."""
+    return errnos(verb) + ((NO_ERRNO,) if verb in ERRNO_VERBS else ())
+
+
+def errname(err):
+    return "no errno" if err == NO_ERRNO else E.errorcode[err]
+
+
+def fallback(label, verb):
+    """The errno a method raises when verb fails without one."""
+    return FALLBACK.get((label, verb), FALLBACK.get(verb, E.EINVAL))
 
 
 # Calls with no failure channel: libibverbs declares them void (the
@@ -485,6 +544,8 @@ def judge_failure(label, verb, err, exc, value):
         return "" if exc is None else f"documented to succeed, raised {describe(exc)}"
     if doc is not None:
         err = doc
+    elif err == NO_ERRNO:
+        err = fallback(label.removesuffix(" close").removesuffix(" dealloc"), verb)
     if exc is None:
         return f"returned {value!r:.120} where VerbsError({E.errorcode[err]}) was expected"
     if not isinstance(exc, ib.VerbsError):
@@ -494,6 +555,8 @@ def judge_failure(label, verb, err, exc, value):
     named = NESTED.get(label, verb)
     if named not in str(exc):
         return f"the message does not name {named}: {exc}"
+    if "Success" in str(exc):
+        return f"the message reads errno 0: {exc}"
     return ""
 
 
@@ -720,16 +783,16 @@ def cases(fake):
     for m in methods():
         verbs, exc, made, close_verbs = r.learn(m)
         for v, k in counted(verbs):
-            for err in errnos(v):
-                label = f"{m.label} | {v}#{k} | {E.errorcode[err]}"
+            for err in injected(v):
+                label = f"{m.label} | {v}#{k} | {errname(err)}"
                 fn = lambda m=m, v=v, k=k, err=err, x=exc: r.inject_call(m, v, k, err, x)  # noqa: E731
                 out.append((m.label, v, label, fn))
         for v, k in counted(close_verbs):
-            for err in errnos(v):
-                label = f"{m.label} -> {'+'.join(made)}.close | {v}#{k} | {E.errorcode[err]}"
+            for err in injected(v):
+                label = f"{m.label} -> {'+'.join(made)}.close | {v}#{k} | {errname(err)}"
                 fn = lambda m=m, v=v, k=k, err=err: r.inject_close(m, v, k, err)  # noqa: E731
                 out.append((f"{'+'.join(made)}.close", v, label, fn))
-                label = f"{m.label} -> {'+'.join(made)} dropped | {v}#{k} | {E.errorcode[err]}"
+                label = f"{m.label} -> {'+'.join(made)} dropped | {v}#{k} | {errname(err)}"
                 fn = lambda m=m, v=v, k=k, err=err: r.inject_dealloc(m, v, k, err)  # noqa: E731
                 out.append((f"{'+'.join(made)}.__del__", v, label, fn))
     for m in methods() if can_fail_allocations() else ():
@@ -738,8 +801,8 @@ def cases(fake):
             out.append((m.label, "PyMem", f"{m.label} | allocation | MemoryError", fn))
     for attr, verbs in r.learn_world_close():
         for v, k in counted(verbs):
-            for err in errnos(v):
-                label = f"World.{attr}.close | {v}#{k} | {E.errorcode[err]}"
+            for err in injected(v):
+                label = f"World.{attr}.close | {v}#{k} | {errname(err)}"
                 fn = lambda a=attr, v=v, k=k, err=err: r.inject_world_close(a, v, k, err)  # noqa: E731
                 out.append((f"World.{attr}.close", v, label, fn))
     return r, out

@@ -15,6 +15,9 @@ if str(HERE.parent) not in sys.path:
 from cshared import compile_shared  # noqa: E402
 
 C_ROOT = HERE.parents[2] / "src" / "ibverbs" / "_ibverbs"
+# efa_fake_fail's errno for a failure without errno (fake_efa.c's
+# EFA_NO_ERRNO): the verb answers NULL with errno 0.
+NO_ERRNO = -1
 
 # The nodes of libefa's libefa.map (rdma-core 65), in order.
 NODES = {

@@ -69,7 +69,16 @@ static void log_bytes(const char *key, const void *p, size_t len)
 		logf_("%02x", b[i]);
 }
 
-/* Start a line; the armed errno for verb, or 0. */
+/* What efa_fake_fail(verb, -1) arms: a failure without errno, the verb
+ * answering NULL with errno 0, as some providers do. */
+#define EFA_NO_ERRNO (-1)
+
+static void efa_set_errno(int err)
+{
+	errno = err == EFA_NO_ERRNO ? 0 : err;
+}
+
+/* Start a line; the armed errno for verb (or EFA_NO_ERRNO), or 0. */
 static int begin(const char *verb)
 {
 	logf_("%s", verb);
@@ -98,7 +107,7 @@ EXPORT void efa_fake_clear(void)
 	efa_log[0] = 0;
 }
 
-/* The next call of verb fails with err. */
+/* The next call of verb fails with err (EFA_NO_ERRNO: without errno). */
 EXPORT void efa_fake_fail(const char *verb, int err)
 {
 	snprintf(efa_fail_name, sizeof(efa_fail_name), "%s", verb);
@@ -208,7 +217,7 @@ EXPORT struct ibv_qp *efadv_create_driver_qp(struct ibv_pd *pd,
 	if (!err && create == NULL)
 		err = ENOSYS;
 	if (err) {
-		errno = err;
+		efa_set_errno(err);
 		return NULL;
 	}
 	attr->qp_type = IBV_QPT_UD; /* the double: a UD QP */
@@ -245,7 +254,7 @@ EXPORT struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ctx,
 	if (!err && vctx == NULL)
 		err = EOPNOTSUPP;
 	if (err) {
-		errno = err;
+		efa_set_errno(err);
 		return NULL;
 	}
 	ex->qp_type = IBV_QPT_UD; /* the double: a UD QP */
@@ -326,7 +335,7 @@ EXPORT struct ibv_cq_ex *efadv_create_cq(struct ibv_context *ctx,
 	if (!err && (ea->comp_mask || (ea->wc_flags & ~3ull) || ea->flags))
 		err = EOPNOTSUPP;
 	if (err) {
-		errno = err;
+		efa_set_errno(err);
 		return NULL;
 	}
 	cq = ibv_create_cq_ex(ctx, a);
@@ -510,7 +519,7 @@ efadv_create_comp_cntr(struct ibv_context *ctx,
 	if (!err && create == NULL)
 		err = EOPNOTSUPP;
 	if (err) {
-		errno = err;
+		efa_set_errno(err);
 		return NULL;
 	}
 	return create(ctx, attr);

@@ -33,7 +33,7 @@ mlx5dv_create_cq(struct ibv_context *context,
 	if (!err && (m->comp_mask & 2) && (m->flags & ~1u))
 		err = EINVAL;
 	if (err) {
-		errno = err;
+		m5_set_errno(err, 0);
 		return NULL;
 	}
 	return ibv_create_cq_ex(context, cq_attr);

@@ -35,7 +35,7 @@ mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_context_attr *attr)
 	if (!err && m5_unsupported(device->name))
 		err = EOPNOTSUPP;
 	if (err || open == NULL) {
-		errno = err ? err : ENOSYS;
+		m5_set_errno(err, ENOSYS);
 		return NULL;
 	}
 	return open(device);
@@ -188,7 +188,7 @@ FAKE_EXPORT struct ibv_mr *mlx5dv_reg_dmabuf_mr(struct ibv_pd *pd,
 	M5_X(&r, "mlx5_access", mlx5_access);
 	m5_end(&r);
 	if (err || reg == NULL) {
-		errno = err ? err : ENOSYS;
+		m5_set_errno(err, ENOSYS);
 		return NULL;
 	}
 	return reg(pd, offset, length, iova, fd, access);

@@ -101,7 +101,7 @@ mlx5dv_devx_umem_reg(struct ibv_context *ctx, void *addr, size_t size,
 		M5_U(&r, "first_byte", *(unsigned char *)addr);
 	m5_end(&r);
 	if (err || (u = calloc(1, sizeof(*u))) == NULL) {
-		errno = err ? err : ENOMEM;
+		m5_set_errno(err, ENOMEM);
 		return NULL;
 	}
 	u->umem_id = next_umem_id++;
@@ -126,7 +126,7 @@ mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx, struct mlx5dv_devx_umem_in *in)
 	m5_bytes(&r, "in", in, 48);
 	m5_end(&r);
 	if (err || (u = calloc(1, sizeof(*u))) == NULL) {
-		errno = err ? err : ENOMEM;
+		m5_set_errno(err, ENOMEM);
 		return NULL;
 	}
 	u->umem_id = next_umem_id++;
@@ -157,7 +157,7 @@ mlx5dv_devx_alloc_uar(struct ibv_context *ctx, uint32_t flags)
 	M5_X(&r, "flags", flags);
 	m5_end(&r);
 	if (err || (u = calloc(1, sizeof(*u))) == NULL) {
-		errno = err ? err : ENOMEM;
+		m5_set_errno(err, ENOMEM);
 		return NULL;
 	}
 	u->uar.base_addr = u->page;
@@ -196,7 +196,7 @@ mlx5dv_devx_obj_create(struct ibv_context *ctx, const void *in, size_t inlen,
 
 	m5_end(&r);
 	if (err || (o = calloc(1, sizeof(*o))) == NULL) {
-		errno = err ? err : ENOMEM;
+		m5_set_errno(err, ENOMEM);
 		return NULL;
 	}
 	o->id = next_obj_id++;
@@ -269,7 +269,7 @@ FAKE_EXPORT struct mlx5dv_devx_event_channel *mlx5dv_devx_create_event_channel(
 	M5_X(&r, "flags", (unsigned)flags);
 	m5_end(&r);
 	if (err || (e = calloc(1, sizeof(*e))) == NULL) {
-		errno = err ? err : ENOMEM;
+		m5_set_errno(err, ENOMEM);
 		return NULL;
 	}
 	if (pipe2(fds, O_CLOEXEC) < 0) {
@@ -334,7 +334,7 @@ FAKE_EXPORT ssize_t mlx5dv_devx_get_event(
 	M5_U(&r, "event_resp_len", event_resp_len);
 	m5_end(&r);
 	if (err) {
-		errno = err;
+		m5_set_errno(err, 0);
 		return -1;
 	}
 	n = read(ch->fd, event_data, event_resp_len);

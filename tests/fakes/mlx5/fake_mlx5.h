@@ -35,8 +35,18 @@ struct m5rec {
 	char buf[8192];
 };
 
-/* Start a record of verb; returns the errno armed for it, or 0. */
+/* Start a record of verb; returns the errno armed for it, M5_NO_ERRNO,
+ * or 0. */
 int m5_begin(struct m5rec *r, const char *verb);
+/* What "verb=-1" arms (mlx5.NO_ERRNO): a failure without errno, the verb
+ * answering NULL or -1 with errno 0, as some providers do. */
+#define M5_NO_ERRNO (-1)
+/* errno for a failed call: err (armed), 0 for M5_NO_ERRNO, dflt when the
+ * failure was not armed (err 0). */
+static inline void m5_set_errno(int err, int dflt)
+{
+	errno = err == M5_NO_ERRNO ? 0 : err ? err : dflt;
+}
 void m5_add(struct m5rec *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void m5_bytes(struct m5rec *r, const char *key, const void *p, size_t n);

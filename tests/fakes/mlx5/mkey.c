@@ -27,7 +27,7 @@ mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *attr)
 	    !(attr->create_flags & MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT))
 		err = EINVAL;
 	if (err || (mk = calloc(1, sizeof(*mk))) == NULL) {
-		errno = err ? err : ENOMEM;
+		m5_set_errno(err, ENOMEM);
 		return NULL;
 	}
 	mk->lkey = 0x1234 + mkeys_made;

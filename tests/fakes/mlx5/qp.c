@@ -88,7 +88,7 @@ mlx5dv_create_qp(struct ibv_context *context,
 	if (!err && vctx == NULL)
 		err = EOPNOTSUPP;
 	if (err) {
-		errno = err;
+		m5_set_errno(err, 0);
 		return NULL;
 	}
 	if (qp_attr->qp_type == IBV_QPT_DRIVER)

@@ -112,7 +112,7 @@ static int cm_end(struct fake_rec *r, int err)
 {
 	fake_end(r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	return 0;
@@ -338,7 +338,7 @@ FAKE_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	int err = fake_record_simple("destroy_id", "id", id);
 
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	cm_free_id((struct cm_id *)id);
@@ -384,7 +384,7 @@ FAKE_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	FAKE_I(&r, "hints.ai_qp_type", hints ? hints->ai_qp_type : 0);
 	fake_end(&r);
 	if (err > 0) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	if (err < 0) /* an EAI_* code, errno untouched */
@@ -592,7 +592,7 @@ FAKE_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	int err = fake_record_simple("disconnect", "id", id);
 
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	return 0;

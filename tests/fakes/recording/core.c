@@ -81,6 +81,7 @@ int fake_begin(struct fake_rec *r, const char *verb)
 	int err = quiet ? 0 : fake_take_failure(verb);
 
 	r->on = quiet ? 0 : fake_recording();
+	r->no_errno = err == FAKE_NO_ERRNO;
 	r->len = 0;
 	r->truncated = 0;
 	if (r->on) {
@@ -167,7 +168,7 @@ void fake_str(struct fake_rec *r, const char *key, const char *s)
 	fake_add(r, "%s=s:%s", key, out);
 }
 
-void fake_end(struct fake_rec *r)
+static void rec_append(struct fake_rec *r)
 {
 	size_t need;
 
@@ -196,6 +197,13 @@ void fake_end(struct fake_rec *r)
 	log_len += need;
 	log_buf[log_len] = '\0';
 	pthread_mutex_unlock(&log_lock);
+}
+
+void fake_end(struct fake_rec *r)
+{
+	rec_append(r);
+	if (r->no_errno) /* no errno from the logging leaks into the answer */
+		errno = 0;
 }
 
 int fake_record_simple(const char *verb, const char *key, const void *obj)
@@ -282,7 +290,7 @@ void *fake_last_obj(const char *kind)
 void *fake_new_unless(int err, const char *kind, size_t size)
 {
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	return fake_new_obj(kind, size);
@@ -425,8 +433,9 @@ static int fail_arm(const char *verb, int err, int count, int skip)
 }
 
 /* Make the next `count` calls of verb (its log name, "alloc_pd") fail
- * with errno err; count < 0: every call until fake_fail_clear().  A
- * second fake_fail for the same verb replaces the first; err 0 disarms.
+ * with errno err (FAKE_NO_ERRNO: fail without errno, fake.h); count < 0:
+ * every call until fake_fail_clear().  A second fake_fail for the same
+ * verb replaces the first; err 0 disarms.
  * Returns 0, or -1 when all slots are taken. */
 FAKE_EXPORT int fake_fail(const char *verb, int err, int count)
 {

@@ -77,7 +77,7 @@ ibv_create_comp_channel(struct ibv_context *context)
 	if (c->ch.fd < 0) {
 		err = errno;
 		fake_free_obj("comp_channel", c);
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
@@ -129,7 +129,7 @@ FAKE_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 	FAKE_P(&r, "channel", channel);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	if (read(channel->fd, &v, sizeof(v)) != sizeof(v))
@@ -212,7 +212,7 @@ static int cq_poll(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 		FAKE_I(&r, "num_entries", num_entries);
 		fake_end(&r);
 		if (err)
-			return -err;
+			return fake_neg_errno(err);
 	}
 	pthread_mutex_lock(&q->lock);
 	while (n < num_entries && q->count > 0)
@@ -400,7 +400,7 @@ FAKE_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 	FAKE_I(&r, "comp_vector", comp_vector);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	q = cq_new(context, cqe, cq_context, channel, comp_vector);
@@ -430,7 +430,7 @@ static struct ibv_cq_ex *cq_create_ex(struct ibv_context *context,
 						IBV_CQ_INIT_ATTR_MASK_PD)))
 		err = EINVAL;
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	if (a->cqe > CQ_MAX_CQE) {

@@ -410,7 +410,7 @@ FAKE_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
 	FAKE_I(&r, "index", index);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	if (dev_port_check(port_num) || index < 0 ||
@@ -469,7 +469,7 @@ FAKE_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 	if (!err && (flags || entry_size < sizeof(e)))
 		err = EINVAL;
 	if (err)
-		return -err;
+		return fake_neg_errno(err);
 	for (i = 0; i < DEV_GIDS; i++) {
 		if (dev_gid(fake_ctx(context)->dev_index, i, &e) != 0)
 			continue;
@@ -494,7 +494,7 @@ FAKE_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num,
 	if (!err && (dev_port_check(port_num) || index != 0))
 		err = EINVAL;
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	*pkey = htobe16(0xffff);
@@ -512,7 +512,7 @@ FAKE_EXPORT int ibv_get_pkey_index(struct ibv_context *context,
 	FAKE_X(&r, "pkey", be16toh(pkey));
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	if (port_num != 1 || (be16toh(pkey) & 0x7fff) != 0x7fff) {
@@ -587,7 +587,7 @@ FAKE_EXPORT int ibv_get_async_event(struct ibv_context *context,
 	FAKE_P(&r, "context", context);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	pthread_mutex_lock(&dev_async_lock);
@@ -599,7 +599,7 @@ FAKE_EXPORT int ibv_get_async_event(struct ibv_context *context,
 		err = EAGAIN;
 	}
 	pthread_mutex_unlock(&dev_async_lock);
-	errno = err;
+	fake_set_errno(err);
 	return err ? -1 : 0;
 }
 

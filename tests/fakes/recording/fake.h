@@ -44,15 +44,38 @@
  * (fake_set_recording(0)) fake_add/fake_end do nothing. */
 struct fake_rec {
 	int on;
+	int no_errno; /* a failure without errno was injected: fake_end
+		       * leaves errno 0 */
 	size_t len;
 	char buf[16384];
 	int truncated;
 };
 
+/* What fake_fail() arms for a failure without errno (recording.NO_ERRNO):
+ * the verb fails the way its man page says, with errno 0, as some
+ * providers do.  fake_begin returns it as the verb's err: a verb that
+ * returns its errno then returns -1 (errno 0), one that sets errno sets
+ * it through fake_set_errno (0), one that returns a negative errno
+ * returns fake_neg_errno(err) (-1).  rdma_getaddrinfo answers -1 (errno
+ * 0), its "see errno" code.  Not for "completion". */
+#define FAKE_NO_ERRNO (-1)
+
+/* errno = err, an armed errno; FAKE_NO_ERRNO: errno = 0. */
+static inline void fake_set_errno(int err)
+{
+	errno = err == FAKE_NO_ERRNO ? 0 : err;
+}
+
+/* What a verb returning a negative errno answers for err. */
+static inline int fake_neg_errno(int err)
+{
+	return err == FAKE_NO_ERRNO ? -1 : -err;
+}
+
 /* Start a record of the call `verb` (its name without the ibv_ prefix:
  * "alloc_pd", "post_send").  Returns the errno armed for this verb by
  * fake_fail() (the call must then fail with it, as the real verb would:
- * return it, or NULL/-1 with errno set), or 0. */
+ * return it, or NULL/-1 with errno set), FAKE_NO_ERRNO, or 0. */
 int fake_begin(struct fake_rec *r, const char *verb);
 /* Append " " and printf(fmt, ...): one or more key=value fields.
  * Keys are the C names of the argument or struct field, with struct

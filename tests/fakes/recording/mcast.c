@@ -103,7 +103,7 @@ FAKE_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
 	if (!err)
 		err = mcast_ah_attr(wc, grh, port_num, ah_attr);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	return 0;

@@ -71,7 +71,7 @@ static struct ibv_mr *mem_reg(const char *verb, struct ibv_pd *pd, void *addr,
 	FAKE_X(&r, "access", access);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	return mem_new_mr(pd, addr, length);
@@ -115,7 +115,7 @@ FAKE_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 	if (!err && fd < 0)
 		err = EBADF;
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	/* libibverbs sets addr to the offset */
@@ -269,7 +269,7 @@ static struct ibv_mr *mem_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
 	if (!err)
 		err = mem_dm_range((struct mem_dm *)dm, dm_offset, length);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	mr = mem_new_mr(pd, (void *)(uintptr_t)dm_offset, length);

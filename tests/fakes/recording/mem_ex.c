@@ -69,7 +69,7 @@ static int mem_ex_import_rec(const char *verb, const char *pkey, const void *p,
 	FAKE_P(&r, pkey, p);
 	FAKE_U(&r, hkey, handle);
 	fake_end(&r);
-	errno = err;
+	fake_set_errno(err);
 	return err;
 }
 
@@ -97,7 +97,7 @@ MEM_EX_VERB(struct ibv_mr *, mem_ex_reg_mr_ex, "ibv_reg_mr_ex",
 		FAKE_P(&r, "attr.buf", a->buf);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	return mem_new_mr(pd,
@@ -150,7 +150,7 @@ MEM_EX_VERB(struct ibv_mr *, mem_ex_reg_buf_mr, "ibv_reg_buf_mr",
 	FAKE_X(&r, "access", (unsigned int)access);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	return mem_new_mr(pd, addr, length);
@@ -163,7 +163,7 @@ static int mem_ex_export(const char *verb, const char *key, const void *obj)
 	int err = fake_record_simple(verb, key, obj);
 
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -1;
 	}
 	return dup(0);
@@ -238,7 +238,7 @@ MEM_EX_VERB(int, mem_ex_rereg_mr, "ibv_rereg_mr",
 	FAKE_X(&r, "access", (unsigned int)access);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return -4; /* IBV_REREG_MR_ERR_CMD */
 	}
 	if (flags & 2)
@@ -262,7 +262,7 @@ MEM_EX_VERB(struct ibv_context *, mem_ex_import_device, "ibv_import_device",
 	FAKE_I(&r, "cmd_fd", cmd_fd);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	list = ibv_get_device_list(NULL);
@@ -337,7 +337,7 @@ static struct ibv_mr *mem_ex_alloc_null_mr(struct ibv_pd *pd)
 	int err = fake_record_simple("alloc_null_mr", "pd", pd);
 
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	return mem_new_mr(pd, NULL, SIZE_MAX);

@@ -87,7 +87,7 @@ FAKE_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 		       &a->cap, a->qp_type, a->sq_sig_all);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	q = qp_new(pd->context, pd, a->qp_context, a->send_cq, a->recv_cq,
@@ -140,7 +140,7 @@ static struct ibv_qp *qp_create_ex(struct ibv_context *context,
 	    a->qp_type != IBV_QPT_XRC_RECV)
 		err = EINVAL;
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	q = qp_new(context, a->pd, a->qp_context, a->send_cq, a->recv_cq,

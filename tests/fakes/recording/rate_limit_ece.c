@@ -35,7 +35,7 @@ FAKE_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	if (!err && ece->vendor_id == 0)
 		err = EOPNOTSUPP;
 	if (err)
-		errno = err;
+		fake_set_errno(err);
 	return err;
 }
 

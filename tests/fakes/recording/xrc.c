@@ -70,7 +70,7 @@ static struct ibv_qp *xrc_open_qp(struct ibv_context *context,
 		FAKE_U(&r, "attr.qp_type", a->qp_type);
 	fake_end(&r);
 	if (err) {
-		errno = err;
+		fake_set_errno(err);
 		return NULL;
 	}
 	/* qp.c's QP (one translation unit): destroy_qp frees it */

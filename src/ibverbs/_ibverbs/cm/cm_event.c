@@ -117,7 +117,7 @@ int cm_next_event(Handle *h, struct rdma_event_channel *ch, long timeout_ms,
 			/* Readable: the read does not block (unless another
 			 * thread took the event; then EAGAIN or a wait). */
 			rc = CM.get_cm_event(ch, &e);
-			err = errno;
+			err = errno_or(EIO);
 			if (rc == 0)
 				rc = 1;
 			else if (err == EAGAIN)
