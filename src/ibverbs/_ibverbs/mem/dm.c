@@ -113,7 +113,8 @@ PyDoc_STRVAR(dm_copy_to__doc__,
 	     "    TypeError: data is not bytes or bytearray, or offset is\n"
 	     "        not an int.\n"
 	     "    ValueError: offset is negative, or offset + len(data)\n"
-	     "        passes the DM's end.\n" DOC_RAISES_VERB("DM"));
+	     "        passes the DM's end.\n" DOC_RAISES_VERB_AS(
+		     "DM", ", EOPNOTSUPP when the provider has no copy op"));
 
 struct copy_to_args {
 	uint64_t offset;
@@ -158,6 +159,12 @@ ARGS_METHOD(static, dm_copy_to, self, struct copy_to_args, a)
 		Py_DECREF(hold);
 		return NULL;
 	}
+	/* The copies are ops of the DM itself, which a provider may leave
+	 * NULL (the recording double's imported DMs do). */
+	if (n && DMP(self)->memcpy_to_dm == NULL) {
+		Py_DECREF(hold);
+		return provider_lacks("ibv_memcpy_to_dm");
+	}
 	rc = n ? ibv_memcpy_to_dm(DMP(self), a->offset, p, (size_t)n) : 0;
 	Py_DECREF(hold);
 	if (rc != 0)
@@ -182,7 +189,8 @@ PyDoc_STRVAR(dm_copy_from__doc__,
 	     "Raises:\n"
 	     "    TypeError: offset or length is not an int.\n"
 	     "    ValueError: offset or length is negative, or offset +\n"
-	     "        length passes the DM's end.\n" DOC_RAISES_VERB("DM"));
+	     "        length passes the DM's end.\n" DOC_RAISES_VERB_AS(
+		     "DM", ", EOPNOTSUPP when the provider has no copy op"));
 
 struct copy_from_args {
 	uint64_t offset, length;
@@ -212,6 +220,10 @@ static PyObject *dm_copy_from(PyObject *self, PyObject *args, PyObject *kw)
 	if (handle_check(HANDLE(self)) < 0) {
 		Py_DECREF(res);
 		return NULL;
+	}
+	if (len && DMP(self)->memcpy_from_dm == NULL) {
+		Py_DECREF(res);
+		return provider_lacks("ibv_memcpy_from_dm");
 	}
 	rc = len ? ibv_memcpy_from_dm(PyBytes_AsString(res), DMP(self), off,
 				      (size_t)len) :
