@@ -416,13 +416,10 @@ static struct ibv_qp *cm_create_qp_fn(struct ibv_pd *pd,
 	return id->qp;
 }
 
-struct create_qp_args {
-	PyObject *pd, *init_attr;
-};
-static const ArgSpec create_qp_params[] = {
-	ARG_HANDLE(struct create_qp_args, pd, PD, ARG_SAME_CONTEXT),
-	ARG_RECORD(struct create_qp_args, init_attr, QPInitAttr), ARG_END
-};
+#define CREATE_QP_ARGS(X, S)                               \
+	X(S, HANDLE, PyObject *, pd, PD, ARG_SAME_CONTEXT) \
+	X(S, RECORD, PyObject *, init_attr, QPInitAttr)
+ARGS_DECLARE(create_qp, CREATE_QP_ARGS);
 METHOD_ARGS(cmid_create_qp, "CMID.create_qp", create_qp_params);
 
 /* The PD must be of the CMID's Context: the Context of a CMID is its

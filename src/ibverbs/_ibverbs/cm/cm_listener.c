@@ -13,17 +13,11 @@
 /* CMListener                                                          */
 /* ------------------------------------------------------------------ */
 
-struct listener_args {
-	PyObject *host;
-	int port, backlog;
-};
-static const ArgSpec listener_params[] = {
-	ARG_INT(struct listener_args, port, 0, 65535),
-	ARG_TEXT(struct listener_args, host, .flags = ARG_OPT | ARG_NONE),
-	ARG_INT(struct listener_args, backlog, 1, INT_MAX, .flags = ARG_KWOPT,
-		.def = 16),
-	ARG_END
-};
+#define LISTENER_ARGS(X, S)                                       \
+	X(S, INT, int, port, 0, 65535)                            \
+	X(S, TEXT, PyObject *, host, .flags = ARG_OPT | ARG_NONE) \
+	X(S, INT, int, backlog, 1, INT_MAX, .flags = ARG_KWOPT, .def = 16)
+ARGS_DECLARE(listener, LISTENER_ARGS);
 METHOD_ARGS(listener_new, "CMListener.__new__", listener_params);
 
 static PyObject *listener_new(PyTypeObject *type, PyObject *args, PyObject *kw)

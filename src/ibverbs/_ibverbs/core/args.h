@@ -7,23 +7,24 @@
  * type under the same Context or PD, a record of a named class, a buffer,
  * a list, a str, a number, or any object), whether it may be left out or
  * passed only by keyword, its default, and whether None stands for "not
- * given".  The C struct the
- * method parses into has one field per argument, named as the argument:
+ * given".  One list names each argument once, as the C struct the
+ * method parses into has it (a field per argument, named as the
+ * argument), and the function's head turns it into that struct, its
+ * ArgSpec list and the MethodArgs:
  *
- *	struct reg_mr_args { uint64_t addr, length; int access; PyObject *owner; };
- *	static const ArgSpec reg_mr_params[] = {
- *		ARG_UINT(struct reg_mr_args, addr),
- *		ARG_INT(struct reg_mr_args, length, 1, UINT64_MAX),
- *		ARG_FLAGS(struct reg_mr_args, access, AccessFlags, .flags = ARG_OPT),
- *		ARG_OBJECT(struct reg_mr_args, owner, .flags = ARG_KWOPT | ARG_NONE),
- *		ARG_END
- *	};
- *	METHOD_ARGS(pd_reg_mr, "PD.reg_mr", reg_mr_params);
+ *	#define REG_MR_ARGS(X, S)                                     \
+ *		X(S, UINT, uint64_t, addr)                            \
+ *		X(S, INT, uint64_t, length, 1, UINT64_MAX)            \
+ *		X(S, FLAGS, int, access, AccessFlags, .flags = ARG_OPT) \
+ *		X(S, OBJECT, PyObject *, owner, .flags = ARG_KWOPT | ARG_NONE)
+ *	ARGS_METHOD(extern, pd_reg_mr, "PD.reg_mr", REG_MR_ARGS, self, a)
+ *	{
+ *		... a->addr, a->length ...
+ *	}
  *
- * and the function's head is ARGS_METHOD (below), which calls
- * args_parse(&pd_reg_mr_args, self, args, kw, &a) after
- * HANDLE_CHECK(self), so a handle argument is checked open (and, in the
- * free-threaded build, pinned) inside the method's scope.
+ * ARGS_METHOD (below) calls args_parse(&pd_reg_mr_args, self, args, kw,
+ * &it) after HANDLE_CHECK(self), so a handle argument is checked open
+ * (and, in the free-threaded build, pinned) inside the method's scope.
  *
  * From that one declaration come the parsing, with one wording per kind
  * of error (args.c), and ibverbs._ibverbs._specs, the declarations as
@@ -159,6 +160,30 @@ typedef struct MethodArgs {
 		.name = NULL \
 	}
 
+/* The argument struct and its ArgSpec list from one list that names each
+ * argument once.  LIST is a macro of (X, S) holding one
+ *	X(S, KIND, C type, field, what ARG_KIND takes after the field)
+ * per argument, in the signature's order.  ARGS_DECLARE(name, LIST)
+ * declares struct name##_args, a field per argument, and name##_params,
+ * their ArgSpecs and ARG_END:
+ *
+ *	#define ALLOC_BUF_ARGS(X, S) X(S, INT, uint64_t, size, 1, SIZE_MAX)
+ *	ARGS_DECLARE(alloc_buf, ALLOC_BUF_ARGS);
+ *
+ * is struct alloc_buf_args { uint64_t size; } and alloc_buf_params[] =
+ * { ARG_INT(struct alloc_buf_args, size, 1, SIZE_MAX), ARG_END }.
+ * ARGS_DECLARE_MASK adds uint64_t mask, for METHOD_ARGS_MASK. */
+#define ARGS_MEMBER_(S, kind, type, f, ...) type f;
+#define ARGS_SPEC_(S, kind, type, f, ...) ARG_##kind(S, f, __VA_ARGS__),
+#define ARGS_DECLARE_(name, LIST, more)                \
+	struct name##_args {                           \
+		LIST(ARGS_MEMBER_, ) more              \
+	};                                             \
+	static const ArgSpec name##_params[] = { LIST( \
+		ARGS_SPEC_, struct name##_args) ARG_END }
+#define ARGS_DECLARE(name, LIST) ARGS_DECLARE_(name, LIST, )
+#define ARGS_DECLARE_MASK(name, LIST) ARGS_DECLARE_(name, LIST, uint64_t mask;)
+
 /* Declare name##_args, the MethodArgs of qualname with the ArgSpec list
  * params, and register it for ibverbs._ibverbs._specs when the module is
  * loaded (a constructor calls args_register). */
@@ -185,19 +210,28 @@ void args_register(const MethodArgs *m);
 int args_parse(const MethodArgs *m, PyObject *self, PyObject *args,
 	       PyObject *kw, void *out);
 
-/* The head of a function that parses by its declaration (METHOD_ARGS
- * above it): the macro defines fn (link: static or extern), which parses
- * args and kw into a T on its stack and returns fn##_impl(self, &it);
- * the block after the macro is fn##_impl's body, where var points to
- * the parsed arguments.  ARGS_METHOD does
- * HANDLE_CHECK(self) first, and a handle argument must share self's
- * parent; ARGS_FUNCTION (a module function) has no parent to share.
+/* The head of a function that parses by its declaration: the macro
+ * defines fn (link: static or extern), which parses args and kw into the
+ * argument struct on its stack and returns fn##_impl(self, &it); the
+ * block after the macro is fn##_impl's body, where var points to the
+ * parsed arguments.  A method does HANDLE_CHECK(self) first, and a
+ * handle argument must share self's parent; a module function has no
+ * parent to share.
  *
- *	METHOD_ARGS(pd_alloc_buf, "PD.alloc_buf", alloc_buf_params);
- *	ARGS_METHOD(extern, pd_alloc_buf, parent, struct alloc_buf_args, a)
+ * ARGS_METHOD and ARGS_FUNCTION take the whole contract: the qualified
+ * name and the argument LIST (ARGS_DECLARE above); they declare struct
+ * fn##_args, fn##_params and the MethodArgs fn##_args:
+ *
+ *	#define ALLOC_BUF_ARGS(X, S) X(S, INT, uint64_t, size, 1, SIZE_MAX)
+ *	ARGS_METHOD(extern, pd_alloc_buf, "PD.alloc_buf", ALLOC_BUF_ARGS,
+ *		    parent, a)
  *	{
  *		... a->size ...
  *	}
+ *
+ * The _MASK forms add the mask field (METHOD_ARGS_MASK).  Where methods
+ * share one struct (a helper reads it), ARGS_DECLARE and METHOD_ARGS
+ * declare it and ARGS_METHOD_OF / ARGS_FUNCTION_OF take its type T.
  */
 #define ARGS_FN_(link, fn, self, T, var, check, parent)                 \
 	static PyObject *fn##_impl(PyObject *self, T *var);             \
@@ -210,10 +244,28 @@ int args_parse(const MethodArgs *m, PyObject *self, PyObject *args,
 		return fn##_impl(self, &var);                           \
 	}                                                               \
 	static PyObject *fn##_impl(PyObject *self, T *var)
-#define ARGS_METHOD(link, fn, self, T, var) \
+#define ARGS_METHOD_OF(link, fn, self, T, var) \
 	ARGS_FN_(link, fn, self, T, var, HANDLE_CHECK(self), self)
-#define ARGS_FUNCTION(link, fn, mod, T, var) \
+#define ARGS_FUNCTION_OF(link, fn, mod, T, var) \
 	ARGS_FN_(link, fn, mod, T, var, (void)0, NULL)
+#define ARGS_METHOD(link, fn, qualname_, LIST, self, var) \
+	ARGS_DECLARE(fn, LIST);                           \
+	METHOD_ARGS(fn, qualname_, fn##_params);          \
+	ARGS_METHOD_OF(link, fn, self, struct fn##_args, var)
+#define ARGS_FUNCTION(link, fn, qualname_, LIST, mod, var) \
+	ARGS_DECLARE(fn, LIST);                            \
+	METHOD_ARGS(fn, qualname_, fn##_params);           \
+	ARGS_FUNCTION_OF(link, fn, mod, struct fn##_args, var)
+#define ARGS_METHOD_MASK(link, fn, qualname_, LIST, self, var) \
+	ARGS_DECLARE_MASK(fn, LIST);                           \
+	METHOD_ARGS_MASK(fn, qualname_, fn##_params,           \
+			 offsetof(struct fn##_args, mask));    \
+	ARGS_METHOD_OF(link, fn, self, struct fn##_args, var)
+#define ARGS_FUNCTION_MASK(link, fn, qualname_, LIST, mod, var) \
+	ARGS_DECLARE_MASK(fn, LIST);                            \
+	METHOD_ARGS_MASK(fn, qualname_, fn##_params,            \
+			 offsetof(struct fn##_args, mask));     \
+	ARGS_FUNCTION_OF(link, fn, mod, struct fn##_args, var)
 
 /* The messages of the kinds of bad argument, for the few methods that
  * still parse by hand: "name must be an MR[ or None], not <type>";

@@ -207,20 +207,11 @@ const char mod_is_qpt_supported__doc__[] = PyDoc_STR(
 	"    TypeError: an argument is not an int.\n"
 	"    ValueError: caps or qp_type is out of range.");
 
-struct is_qpt_supported_args {
-	uint32_t caps;
-	int qp_type;
-};
-static const ArgSpec is_qpt_supported_params[] = {
-	ARG_UINT(struct is_qpt_supported_args, caps, .flags = ARG_POSONLY),
-	ARG_ENUM(struct is_qpt_supported_args, qp_type, QPType, 0, 30,
-		 .flags = ARG_POSONLY),
-	ARG_END
-};
-METHOD_ARGS(mod_is_qpt_supported, "is_qpt_supported", is_qpt_supported_params);
-
-ARGS_FUNCTION(extern, mod_is_qpt_supported, mod, struct is_qpt_supported_args,
-	      a)
+#define IS_QPT_SUPPORTED_ARGS(X, S)                      \
+	X(S, UINT, uint32_t, caps, .flags = ARG_POSONLY) \
+	X(S, ENUM, int, qp_type, QPType, 0, 30, .flags = ARG_POSONLY)
+ARGS_FUNCTION(extern, mod_is_qpt_supported, "is_qpt_supported",
+	      IS_QPT_SUPPORTED_ARGS, mod, a)
 {
 	return PyBool_FromLong(
 		ibv_is_qpt_supported(a->caps, (enum ibv_qp_type)a->qp_type));

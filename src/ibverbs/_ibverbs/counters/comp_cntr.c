@@ -102,20 +102,14 @@ const char comp_cntr_create__doc__[] = PyDoc_STR(
 	"        the loaded libibverbs predates rdma-core 65 or the\n"
 	"        provider has none; else the verb failed (``errno``).");
 
-struct create_comp_cntr_args {
-	int type;
-	uint32_t flags;
-};
-static const ArgSpec create_comp_cntr_params[] = {
-	ARG_ENUM(struct create_comp_cntr_args, type, CompCntrType, 0, INT32_MAX,
-		 .flags = ARG_OPT, .def = IBV_COMP_CNTR_TYPE_WRS),
-	ARG_UINT(struct create_comp_cntr_args, flags, .flags = ARG_OPT), ARG_END
-};
-METHOD_ARGS(comp_cntr_create, "Context.create_comp_cntr",
-	    create_comp_cntr_params);
-
+#define CREATE_COMP_CNTR_ARGS(X, S)                                         \
+	X(S, ENUM, int, type, CompCntrType, 0, INT32_MAX, .flags = ARG_OPT, \
+	  .def = IBV_COMP_CNTR_TYPE_WRS)                                    \
+	X(S, UINT, uint32_t, flags, .flags = ARG_OPT)
 /* Context.create_comp_cntr(type=WRS, flags=0) */
-ARGS_METHOD(extern, comp_cntr_create, ctx, struct create_comp_cntr_args, a)
+
+ARGS_METHOD(extern, comp_cntr_create, "Context.create_comp_cntr",
+	    CREATE_COMP_CNTR_ARGS, ctx, a)
 {
 	struct ibv_comp_cntr_init_attr attr;
 	struct ibv_comp_cntr *cc;
@@ -290,21 +284,13 @@ const char qp_attach_comp_cntr__doc__[] = PyDoc_STR(
 	"        when the loaded libibverbs predates rdma-core 65 or the\n"
 	"        provider has none; else the verb failed (``errno``).");
 
-struct attach_comp_cntr_args {
-	PyObject *comp_cntr;
-	uint32_t op_mask;
-};
-static const ArgSpec attach_comp_cntr_params[] = {
-	ARG_HANDLE(struct attach_comp_cntr_args, comp_cntr, CompCntr,
-		   ARG_SAME_CONTEXT),
-	ARG_FLAGS(struct attach_comp_cntr_args, op_mask, QPAttachCompCntrOp),
-	ARG_END
-};
-METHOD_ARGS(qp_attach_comp_cntr, "QP.attach_comp_cntr",
-	    attach_comp_cntr_params);
-
+#define ATTACH_COMP_CNTR_ARGS(X, S)                                     \
+	X(S, HANDLE, PyObject *, comp_cntr, CompCntr, ARG_SAME_CONTEXT) \
+	X(S, FLAGS, uint32_t, op_mask, QPAttachCompCntrOp)
 /* QP.attach_comp_cntr(comp_cntr, op_mask) */
-ARGS_METHOD(extern, qp_attach_comp_cntr, qp, struct attach_comp_cntr_args, a)
+
+ARGS_METHOD(extern, qp_attach_comp_cntr, "QP.attach_comp_cntr",
+	    ATTACH_COMP_CNTR_ARGS, qp, a)
 {
 	struct ibv_qp_attach_comp_cntr_attr attr;
 	int rc;

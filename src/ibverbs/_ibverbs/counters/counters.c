@@ -87,24 +87,13 @@ PyDoc_STRVAR(counters_attach_point_flow__doc__,
 	     "        else the verb failed (``errno``, EOPNOTSUPP without\n"
 	     "        the provider op).");
 
-struct attach_point_flow_args {
-	int counter_desc;
-	uint32_t index;
-	PyObject *flow;
-};
-static const ArgSpec attach_point_flow_params[] = {
-	ARG_ENUM(struct attach_point_flow_args, counter_desc,
-		 CounterDescription, 0, INT32_MAX),
-	ARG_UINT(struct attach_point_flow_args, index),
-	ARG_HANDLE(struct attach_point_flow_args, flow, Flow, ARG_SAME_CONTEXT,
-		   .flags = ARG_OPT | ARG_NONE),
-	ARG_END
-};
-METHOD_ARGS(counters_attach_point_flow, "Counters.attach_point_flow",
-	    attach_point_flow_params);
-
-ARGS_METHOD(static, counters_attach_point_flow, self,
-	    struct attach_point_flow_args, a)
+#define ATTACH_POINT_FLOW_ARGS(X, S)                                    \
+	X(S, ENUM, int, counter_desc, CounterDescription, 0, INT32_MAX) \
+	X(S, UINT, uint32_t, index)                                     \
+	X(S, HANDLE, PyObject *, flow, Flow, ARG_SAME_CONTEXT,          \
+	  .flags = ARG_OPT | ARG_NONE)
+ARGS_METHOD(static, counters_attach_point_flow, "Counters.attach_point_flow",
+	    ATTACH_POINT_FLOW_ARGS, self, a)
 {
 	struct ibv_counter_attach_attr attr;
 	int rc;
@@ -144,17 +133,10 @@ PyDoc_STRVAR(counters_read__doc__,
 	     "    VerbsError: EBADF once closed; else the verb failed\n"
 	     "        (``errno``, EOPNOTSUPP without the provider op).");
 
-struct read_args {
-	uint32_t ncounters, flags;
-};
-static const ArgSpec read_params[] = {
-	ARG_INT(struct read_args, ncounters, 1, COUNTERS_READ_MAX),
-	ARG_FLAGS(struct read_args, flags, ReadCountersFlags, .flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS(counters_read, "Counters.read", read_params);
-
-ARGS_METHOD(static, counters_read, self, struct read_args, a)
+#define READ_ARGS(X, S)                                      \
+	X(S, INT, uint32_t, ncounters, 1, COUNTERS_READ_MAX) \
+	X(S, FLAGS, uint32_t, flags, ReadCountersFlags, .flags = ARG_OPT)
+ARGS_METHOD(static, counters_read, "Counters.read", READ_ARGS, self, a)
 {
 	uint32_t flags;
 	uint64_t *vals;

@@ -77,21 +77,13 @@ METHOD_DOC(context_create_cq,
 	   "        else the verb failed (``errno``, e.g. EINVAL for a cqe\n"
 	   "        past the device's max_cqe).");
 
-struct create_cq_args {
-	int cqe, comp_vector;
-	PyObject *channel;
-};
-static const ArgSpec create_cq_params[] = {
-	ARG_INT(struct create_cq_args, cqe, 1, INT32_MAX),
-	ARG_HANDLE(struct create_cq_args, channel, CompChannel,
-		   ARG_SAME_CONTEXT, .flags = ARG_OPT | ARG_NONE),
-	ARG_INT(struct create_cq_args, comp_vector, 0, INT32_MAX,
-		.flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS(context_create_cq, "Context.create_cq", create_cq_params);
-
-ARGS_METHOD(extern, context_create_cq, parent, struct create_cq_args, a)
+#define CREATE_CQ_ARGS(X, S)                                             \
+	X(S, INT, int, cqe, 1, INT32_MAX)                                \
+	X(S, HANDLE, PyObject *, channel, CompChannel, ARG_SAME_CONTEXT, \
+	  .flags = ARG_OPT | ARG_NONE)                                   \
+	X(S, INT, int, comp_vector, 0, INT32_MAX, .flags = ARG_OPT)
+ARGS_METHOD(extern, context_create_cq, "Context.create_cq", CREATE_CQ_ARGS,
+	    parent, a)
 {
 	ContextObject *ctx = (ContextObject *)parent;
 	struct ibv_comp_channel *ch = NULL;
@@ -746,16 +738,9 @@ PyDoc_STRVAR(cq_req_notify__doc__,
 	     "Raises:\n" DOC_RAISES_VERB("CQ"));
 
 /* solicited_only: any object, read for its truth. */
-struct req_notify_args {
-	PyObject *solicited_only;
-};
-static const ArgSpec req_notify_params[] = {
-	ARG_OBJECT(struct req_notify_args, solicited_only, .flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS(cq_req_notify, "CQ.req_notify", req_notify_params);
-
-ARGS_METHOD(static, cq_req_notify, self, struct req_notify_args, a)
+#define REQ_NOTIFY_ARGS(X, S) \
+	X(S, OBJECT, PyObject *, solicited_only, .flags = ARG_OPT)
+ARGS_METHOD(static, cq_req_notify, "CQ.req_notify", REQ_NOTIFY_ARGS, self, a)
 {
 	int solicited = 0, rc;
 
@@ -798,17 +783,9 @@ PyDoc_STRVAR(cq_ack_events__doc__,
 	     "        ``events_unacked``.\n"
 	     "    VerbsError: EBADF once the CQ is closed.");
 
-struct ack_events_args {
-	int nevents;
-};
-static const ArgSpec ack_events_params[] = {
-	ARG_INT(struct ack_events_args, nevents, 1, INT32_MAX, .flags = ARG_OPT,
-		.def = 1),
-	ARG_END
-};
-METHOD_ARGS(cq_ack_events, "CQ.ack_events", ack_events_params);
-
-ARGS_METHOD(static, cq_ack_events, self, struct ack_events_args, a)
+#define ACK_EVENTS_ARGS(X, S) \
+	X(S, INT, int, nevents, 1, INT32_MAX, .flags = ARG_OPT, .def = 1)
+ARGS_METHOD(static, cq_ack_events, "CQ.ack_events", ACK_EVENTS_ARGS, self, a)
 {
 	CQObject *c = (CQObject *)self;
 	long n;
@@ -901,16 +878,10 @@ PyDoc_STRVAR(cq_modify__doc__,
 	     "        the provider has no CQ moderation; else the verb failed\n"
 	     "        (``errno``).");
 
-struct cq_modify_args {
-	uint16_t cq_count, cq_period;
-};
-static const ArgSpec cq_modify_params[] = {
-	ARG_UINT(struct cq_modify_args, cq_count),
-	ARG_UINT(struct cq_modify_args, cq_period), ARG_END
-};
-METHOD_ARGS(cq_modify, "CQ.modify", cq_modify_params);
-
-ARGS_METHOD(static, cq_modify, self, struct cq_modify_args, a)
+#define CQ_MODIFY_ARGS(X, S)           \
+	X(S, UINT, uint16_t, cq_count) \
+	X(S, UINT, uint16_t, cq_period)
+ARGS_METHOD(static, cq_modify, "CQ.modify", CQ_MODIFY_ARGS, self, a)
 {
 	struct ibv_modify_cq_attr attr;
 	int rc;

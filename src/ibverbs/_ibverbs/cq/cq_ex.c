@@ -212,12 +212,9 @@ METHOD_DOC(context_create_cq_ex,
 	   "        CQ (or no parent domains); else the verb failed\n"
 	   "        (``errno``).");
 
-struct create_cq_ex_args {
-	PyObject *init_attr;
-};
-static const ArgSpec create_cq_ex_params[] = {
-	ARG_RECORD(struct create_cq_ex_args, init_attr, CQInitAttrEx), ARG_END
-};
+#define CREATE_CQ_EX_ARGS(X, S) \
+	X(S, RECORD, PyObject *, init_attr, CQInitAttrEx)
+ARGS_DECLARE(create_cq_ex, CREATE_CQ_EX_ARGS);
 METHOD_ARGS(context_create_cq_ex, "Context.create_cq_ex", create_cq_ex_params);
 
 PyObject *context_create_cq_ex(PyObject *parent, PyObject *args, PyObject *kw)

@@ -41,14 +41,10 @@ METHOD_DOC(context_query_rt_values_ex,
 	   "    ValueError: comp_mask is out of range.\n" DOC_RAISES_VERB_AS(
 		   "Context", ": EOPNOTSUPP without the op"));
 
-struct rt_values_args {
-	uint32_t comp_mask;
-};
-static const ArgSpec rt_values_params[] = {
-	ARG_FLAGS(struct rt_values_args, comp_mask, ValuesMask,
-		  .flags = ARG_OPT, .def = IBV_VALUES_MASK_RAW_CLOCK),
-	ARG_END
-};
+#define RT_VALUES_ARGS(X, S)                                           \
+	X(S, FLAGS, uint32_t, comp_mask, ValuesMask, .flags = ARG_OPT, \
+	  .def = IBV_VALUES_MASK_RAW_CLOCK)
+ARGS_DECLARE(rt_values, RT_VALUES_ARGS);
 METHOD_ARGS(context_query_rt_values_ex, "Context.query_rt_values_ex",
 	    rt_values_params);
 
@@ -115,16 +111,9 @@ METHOD_DOC(context_query_port_speed,
 	   "        when libibverbs lacks the verb (rdma-core < 62) or the\n"
 	   "        provider cannot; else the verb failed (``errno``).");
 
-struct port_speed_args {
-	uint32_t port_num;
-};
-static const ArgSpec port_speed_params[] = {
-	ARG_UINT(struct port_speed_args, port_num), ARG_END
-};
-METHOD_ARGS(context_query_port_speed, "Context.query_port_speed",
-	    port_speed_params);
-
-ARGS_METHOD(extern, context_query_port_speed, self, struct port_speed_args, a)
+#define PORT_SPEED_ARGS(X, S) X(S, UINT, uint32_t, port_num)
+ARGS_METHOD(extern, context_query_port_speed, "Context.query_port_speed",
+	    PORT_SPEED_ARGS, self, a)
 {
 	ContextObject *ctx = (ContextObject *)self;
 	uint64_t speed = 0;

@@ -52,12 +52,8 @@ static struct ibv_context *context_open_named(const char *name)
 	return ctx;
 }
 
-struct context_new_args {
-	PyObject *name;
-};
-static const ArgSpec context_new_params[] = {
-	ARG_TEXT(struct context_new_args, name), ARG_END
-};
+#define CONTEXT_NEW_ARGS(X, S) X(S, TEXT, PyObject *, name)
+ARGS_DECLARE(context_new, CONTEXT_NEW_ARGS);
 METHOD_ARGS(context_new, "Context.__new__", context_new_params);
 
 /* Context(name): open the device called name. */
@@ -182,15 +178,9 @@ static const AttrField port_attr_fields[] = {
 };
 #undef PA
 
-struct query_port_args {
-	uint8_t port_num;
-};
-static const ArgSpec query_port_params[] = {
-	ARG_INT(struct query_port_args, port_num, 1, 255), ARG_END
-};
-METHOD_ARGS(context_query_port, "Context.query_port", query_port_params);
-
-ARGS_METHOD(static, context_query_port, self, struct query_port_args, q)
+#define QUERY_PORT_ARGS(X, S) X(S, INT, uint8_t, port_num, 1, 255)
+ARGS_METHOD(static, context_query_port, "Context.query_port", QUERY_PORT_ARGS,
+	    self, q)
 {
 	struct ibv_port_attr a;
 	uint8_t port;
@@ -244,17 +234,11 @@ PyDoc_STRVAR(
 	"    ValueError: port_num outside 1..255 or a negative index.\n" DOC_RAISES_VERB_AS(
 		"Context", ", e.g. EINVAL past the table"));
 
-struct query_gid_args {
-	uint8_t port_num;
-	int index;
-};
-static const ArgSpec query_gid_params[] = {
-	ARG_INT(struct query_gid_args, port_num, 1, 255),
-	ARG_INT(struct query_gid_args, index, 0, INT32_MAX), ARG_END
-};
-METHOD_ARGS(context_query_gid, "Context.query_gid", query_gid_params);
-
-ARGS_METHOD(static, context_query_gid, self, struct query_gid_args, q)
+#define QUERY_GID_ARGS(X, S)                 \
+	X(S, INT, uint8_t, port_num, 1, 255) \
+	X(S, INT, int, index, 0, INT32_MAX)
+ARGS_METHOD(static, context_query_gid, "Context.query_gid", QUERY_GID_ARGS,
+	    self, q)
 {
 	union ibv_gid gid;
 	int rc;
@@ -290,14 +274,10 @@ PyDoc_STRVAR(context_query_gid_ex__doc__,
 	     "        entry).");
 
 /* Context.query_gid_ex and query_pkey: (port, index, /). */
-struct port_index_args {
-	uint8_t port;
-	int index;
-};
-static const ArgSpec port_index_params[] = {
-	ARG_INT(struct port_index_args, port, 1, 255, .flags = ARG_POSONLY),
-	ARG_UINT(struct port_index_args, index, .flags = ARG_POSONLY), ARG_END
-};
+#define PORT_INDEX_ARGS(X, S)                                  \
+	X(S, INT, uint8_t, port, 1, 255, .flags = ARG_POSONLY) \
+	X(S, UINT, int, index, .flags = ARG_POSONLY)
+ARGS_DECLARE(port_index, PORT_INDEX_ARGS);
 METHOD_ARGS(context_query_gid_ex, "Context.query_gid_ex", port_index_params);
 METHOD_ARGS(context_query_pkey, "Context.query_pkey", port_index_params);
 
@@ -427,16 +407,9 @@ PyDoc_STRVAR(context_import_device__doc__,
 	     "        failed (``errno``: EINVAL for a descriptor that is no\n"
 	     "        device file, ENODEV for another device's).");
 
-struct import_device_args {
-	int cmd_fd;
-};
-static const ArgSpec import_device_params[] = {
-	ARG_INT(struct import_device_args, cmd_fd, 0, INT_MAX), ARG_END
-};
-METHOD_ARGS(context_import_device, "Context.import_device",
-	    import_device_params);
-
-ARGS_FUNCTION(static, context_import_device, cls, struct import_device_args, a)
+#define IMPORT_DEVICE_ARGS(X, S) X(S, INT, int, cmd_fd, 0, INT_MAX)
+ARGS_FUNCTION(static, context_import_device, "Context.import_device",
+	      IMPORT_DEVICE_ARGS, cls, a)
 {
 	struct ibv_context *ctx;
 	ContextObject *self;

@@ -198,21 +198,13 @@ const char context_find_gid__doc__[] = PyDoc_STR(
 	"        when libibverbs lacks ``ibv_query_gid_table`` (rdma-core\n"
 	"        < 32); else the verb failed (``errno``).");
 
-struct find_gid_args {
-	uint8_t port;
-	int gid_type;
-	PyObject *ip;
-};
-static const ArgSpec find_gid_params[] = {
-	ARG_INT(struct find_gid_args, port, 1, 255, .flags = ARG_OPT, .def = 1),
-	ARG_OBJECT(struct find_gid_args, ip, .flags = ARG_OPT | ARG_NONE),
-	ARG_ENUM(struct find_gid_args, gid_type, GIDType, 0, INT32_MAX,
-		 .flags = ARG_OPT, .def = IBV_GID_TYPE_ROCE_V2),
-	ARG_END
-};
-METHOD_ARGS(context_find_gid, "Context.find_gid", find_gid_params);
-
-ARGS_METHOD(extern, context_find_gid, self, struct find_gid_args, a)
+#define FIND_GID_ARGS(X, S)                                                \
+	X(S, INT, uint8_t, port, 1, 255, .flags = ARG_OPT, .def = 1)       \
+	X(S, OBJECT, PyObject *, ip, .flags = ARG_OPT | ARG_NONE)          \
+	X(S, ENUM, int, gid_type, GIDType, 0, INT32_MAX, .flags = ARG_OPT, \
+	  .def = IBV_GID_TYPE_ROCE_V2)
+ARGS_METHOD(extern, context_find_gid, "Context.find_gid", FIND_GID_ARGS, self,
+	    a)
 {
 	PyObject *res = NULL;
 	struct ibv_gid_entry *e;
@@ -272,19 +264,11 @@ const char context_get_pkey_index__doc__[] = PyDoc_STR(
 	"        verb failed (``errno``; ENOENT when the table lacks\n"
 	"        the P_Key).");
 
-struct get_pkey_index_args {
-	uint8_t port;
-	uint16_t pkey;
-};
-static const ArgSpec get_pkey_index_params[] = {
-	ARG_INT(struct get_pkey_index_args, port, 1, 255, .flags = ARG_POSONLY),
-	ARG_UINT(struct get_pkey_index_args, pkey, .flags = ARG_POSONLY),
-	ARG_END
-};
-METHOD_ARGS(context_get_pkey_index, "Context.get_pkey_index",
-	    get_pkey_index_params);
-
-ARGS_METHOD(extern, context_get_pkey_index, self, struct get_pkey_index_args, a)
+#define GET_PKEY_INDEX_ARGS(X, S)                              \
+	X(S, INT, uint8_t, port, 1, 255, .flags = ARG_POSONLY) \
+	X(S, UINT, uint16_t, pkey, .flags = ARG_POSONLY)
+ARGS_METHOD(extern, context_get_pkey_index, "Context.get_pkey_index",
+	    GET_PKEY_INDEX_ARGS, self, a)
 {
 	int rc;
 

@@ -62,16 +62,10 @@ METHOD_DOC(efa_mod_query_device,
 	   "Raises:\n"
 	   "    TypeError: context is not a Context.\n" EFA_RAISES_LIB);
 
-struct efa_ctx_args {
-	PyObject *context;
-};
-static const ArgSpec efa_ctx_params[] = {
-	ARG_HANDLE(struct efa_ctx_args, context, Context, ARG_ANY_PARENT),
-	ARG_END
-};
-METHOD_ARGS(efa_mod_query_device, "_efa_query_device", efa_ctx_params);
-
-ARGS_FUNCTION(extern, efa_mod_query_device, mod, struct efa_ctx_args, a)
+#define EFA_CTX_ARGS(X, S) \
+	X(S, HANDLE, PyObject *, context, Context, ARG_ANY_PARENT)
+ARGS_FUNCTION(extern, efa_mod_query_device, "_efa_query_device", EFA_CTX_ARGS,
+	      mod, a)
 {
 	struct efa_m_device_attr attr;
 	int rc;
@@ -122,24 +116,14 @@ METHOD_DOC(efa_mod_get_max_sq_depth,
 	   "    TypeError: an argument has the wrong type.\n"
 	   "    ValueError: a value is out of range.\n" EFA_RAISES_LIB);
 
-struct efa_sq_depth_args {
-	PyObject *context;
-	uint32_t max_send_sge, max_rdma_sge, max_inline_data, flags;
-};
-static const ArgSpec efa_sq_depth_params[] = {
-	ARG_HANDLE(struct efa_sq_depth_args, context, Context, ARG_ANY_PARENT),
-	ARG_UINT(struct efa_sq_depth_args, max_send_sge, .flags = ARG_OPT),
-	ARG_UINT(struct efa_sq_depth_args, max_rdma_sge, .flags = ARG_OPT),
-	ARG_UINT(struct efa_sq_depth_args, max_inline_data, .flags = ARG_OPT),
-	ARG_FLAGS(struct efa_sq_depth_args, flags, SQDepthFlags,
-		  .flags = ARG_KWOPT),
-	ARG_END
-};
-METHOD_ARGS(efa_mod_get_max_sq_depth, "_efa_get_max_sq_depth",
-	    efa_sq_depth_params);
-
-ARGS_FUNCTION(extern, efa_mod_get_max_sq_depth, mod, struct efa_sq_depth_args,
-	      a)
+#define EFA_SQ_DEPTH_ARGS(X, S)                                    \
+	X(S, HANDLE, PyObject *, context, Context, ARG_ANY_PARENT) \
+	X(S, UINT, uint32_t, max_send_sge, .flags = ARG_OPT)       \
+	X(S, UINT, uint32_t, max_rdma_sge, .flags = ARG_OPT)       \
+	X(S, UINT, uint32_t, max_inline_data, .flags = ARG_OPT)    \
+	X(S, FLAGS, uint32_t, flags, SQDepthFlags, .flags = ARG_KWOPT)
+ARGS_FUNCTION(extern, efa_mod_get_max_sq_depth, "_efa_get_max_sq_depth",
+	      EFA_SQ_DEPTH_ARGS, mod, a)
 {
 	struct efa_m_sq_depth_attr attr;
 	int rc;
@@ -179,20 +163,11 @@ METHOD_DOC(efa_mod_get_max_rq_depth,
 	   "    TypeError: an argument has the wrong type.\n"
 	   "    ValueError: a value is out of range.\n" EFA_RAISES_LIB);
 
-struct efa_rq_depth_args {
-	PyObject *context;
-	uint32_t max_recv_sge;
-};
-static const ArgSpec efa_rq_depth_params[] = {
-	ARG_HANDLE(struct efa_rq_depth_args, context, Context, ARG_ANY_PARENT),
-	ARG_UINT(struct efa_rq_depth_args, max_recv_sge, .flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS(efa_mod_get_max_rq_depth, "_efa_get_max_rq_depth",
-	    efa_rq_depth_params);
-
-ARGS_FUNCTION(extern, efa_mod_get_max_rq_depth, mod, struct efa_rq_depth_args,
-	      a)
+#define EFA_RQ_DEPTH_ARGS(X, S)                                    \
+	X(S, HANDLE, PyObject *, context, Context, ARG_ANY_PARENT) \
+	X(S, UINT, uint32_t, max_recv_sge, .flags = ARG_OPT)
+ARGS_FUNCTION(extern, efa_mod_get_max_rq_depth, "_efa_get_max_rq_depth",
+	      EFA_RQ_DEPTH_ARGS, mod, a)
 {
 	struct efa_m_rq_depth_attr attr;
 	int rc;
@@ -228,15 +203,8 @@ METHOD_DOC(efa_mod_query_ah,
 	   "Raises:\n"
 	   "    TypeError: ah is not an AH.\n" EFA_RAISES_LIB);
 
-struct efa_ah_args {
-	PyObject *ah;
-};
-static const ArgSpec efa_ah_params[] = {
-	ARG_HANDLE(struct efa_ah_args, ah, AH, ARG_ANY_PARENT), ARG_END
-};
-METHOD_ARGS(efa_mod_query_ah, "_efa_query_ah", efa_ah_params);
-
-ARGS_FUNCTION(extern, efa_mod_query_ah, mod, struct efa_ah_args, a)
+#define EFA_AH_ARGS(X, S) X(S, HANDLE, PyObject *, ah, AH, ARG_ANY_PARENT)
+ARGS_FUNCTION(extern, efa_mod_query_ah, "_efa_query_ah", EFA_AH_ARGS, mod, a)
 {
 	struct efa_m_ah_attr attr;
 	int rc;
@@ -271,12 +239,8 @@ METHOD_DOC(efa_mod_query_mr,
 	   "Raises:\n"
 	   "    TypeError: mr is not an MR.\n" EFA_RAISES_LIB);
 
-struct efa_mr_args {
-	PyObject *mr;
-};
-static const ArgSpec efa_mr_params[] = {
-	ARG_HANDLE(struct efa_mr_args, mr, MR, ARG_ANY_PARENT), ARG_END
-};
+#define EFA_MR_ARGS(X, S) X(S, HANDLE, PyObject *, mr, MR, ARG_ANY_PARENT)
+ARGS_DECLARE(efa_mr, EFA_MR_ARGS);
 METHOD_ARGS(efa_mod_query_mr, "_efa_query_mr", efa_mr_params);
 
 /* d[key] = v when bit is in valid, else None. */
@@ -347,26 +311,14 @@ METHOD_DOC(efa_mod_create_comp_cntr,
 	   "    TypeError: an argument has the wrong type.\n"
 	   "    ValueError: a value is out of range.\n" EFA_RAISES_LIB);
 
-struct efa_cc_args {
-	PyObject *context;
-	int type;
-	uint64_t comp_addr, err_addr;
-	uint64_t mask;
-};
-static const ArgSpec efa_cc_params[] = {
-	ARG_HANDLE(struct efa_cc_args, context, Context, ARG_ANY_PARENT),
-	ARG_ENUM(struct efa_cc_args, type, CompCntrType, 0, INT32_MAX,
-		 .flags = ARG_OPT),
-	ARG_UINT(struct efa_cc_args, comp_addr, .flags = ARG_KWOPT | ARG_NONE,
-		 .mask = 1),
-	ARG_UINT(struct efa_cc_args, err_addr, .flags = ARG_KWOPT | ARG_NONE,
-		 .mask = 2),
-	ARG_END
-};
-METHOD_ARGS_MASK(efa_mod_create_comp_cntr, "_efa_create_comp_cntr",
-		 efa_cc_params, offsetof(struct efa_cc_args, mask));
-
-ARGS_FUNCTION(extern, efa_mod_create_comp_cntr, mod, struct efa_cc_args, a)
+#define EFA_CC_ARGS(X, S)                                                   \
+	X(S, HANDLE, PyObject *, context, Context, ARG_ANY_PARENT)          \
+	X(S, ENUM, int, type, CompCntrType, 0, INT32_MAX, .flags = ARG_OPT) \
+	X(S, UINT, uint64_t, comp_addr, .flags = ARG_KWOPT | ARG_NONE,      \
+	  .mask = 1)                                                        \
+	X(S, UINT, uint64_t, err_addr, .flags = ARG_KWOPT | ARG_NONE, .mask = 2)
+ARGS_FUNCTION_MASK(extern, efa_mod_create_comp_cntr, "_efa_create_comp_cntr",
+		   EFA_CC_ARGS, mod, a)
 {
 	struct ibv_comp_cntr_init_attr attr;
 	struct efa_m_comp_cntr_init_attr ea;
@@ -440,21 +392,13 @@ METHOD_DOC(efa_mod_create_driver_qp,
 	   "    ValueError: a CQ or SRQ is of another Context, or a value is\n"
 	   "        out of range.\n" EFA_RAISES_LIB);
 
-struct efa_dqp_args {
-	PyObject *pd;
-	PyObject *init_attr;
-	uint32_t driver_qp_type;
-};
-static const ArgSpec efa_dqp_params[] = {
-	ARG_HANDLE(struct efa_dqp_args, pd, PD, ARG_ANY_PARENT),
-	ARG_RECORD(struct efa_dqp_args, init_attr, QPInitAttr),
-	ARG_ENUM(struct efa_dqp_args, driver_qp_type, DriverQPType, 0,
-		 UINT32_MAX, .flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS(efa_mod_create_driver_qp, "_efa_create_driver_qp", efa_dqp_params);
-
-ARGS_FUNCTION(extern, efa_mod_create_driver_qp, mod, struct efa_dqp_args, a)
+#define EFA_DQP_ARGS(X, S)                                                \
+	X(S, HANDLE, PyObject *, pd, PD, ARG_ANY_PARENT)                  \
+	X(S, RECORD, PyObject *, init_attr, QPInitAttr)                   \
+	X(S, ENUM, uint32_t, driver_qp_type, DriverQPType, 0, UINT32_MAX, \
+	  .flags = ARG_OPT)
+ARGS_FUNCTION(extern, efa_mod_create_driver_qp, "_efa_create_driver_qp",
+	      EFA_DQP_ARGS, mod, a)
 {
 	PyObject *res;
 

@@ -65,7 +65,7 @@ static const ArgSpec efa_cq_params[] = {
 };
 METHOD_ARGS(efa_mod_create_cq, "_efa_create_cq", efa_cq_params);
 
-ARGS_FUNCTION(extern, efa_mod_create_cq, mod, struct efa_cq_args, a)
+ARGS_FUNCTION_OF(extern, efa_mod_create_cq, mod, struct efa_cq_args, a)
 {
 	if (EFA_NEED(create_cq, "rdma-core 43") < 0)
 		return NULL;

@@ -81,7 +81,7 @@ static const ArgSpec efa_qp_params[] = {
 };
 METHOD_ARGS(efa_mod_create_qp, "_efa_create_qp", efa_qp_params);
 
-ARGS_FUNCTION(extern, efa_mod_create_qp, mod, struct efa_qp_args, a)
+ARGS_FUNCTION_OF(extern, efa_mod_create_qp, mod, struct efa_qp_args, a)
 {
 	PyObject *res;
 
@@ -117,12 +117,8 @@ PyDoc_STRVAR(
 	"        EOPNOTSUPP when libefa predates it or the QP was made\n"
 	"        without WITH_PROCESSING_HINTS; EBADF once closed.");
 
-struct efa_hints_args {
-	uint32_t hints;
-};
-static const ArgSpec efa_hints_params[] = {
-	ARG_FLAGS(struct efa_hints_args, hints, ProcessingHint), ARG_END
-};
+#define EFA_HINTS_ARGS(X, S) X(S, FLAGS, uint32_t, hints, ProcessingHint)
+ARGS_DECLARE(efa_hints, EFA_HINTS_ARGS);
 METHOD_ARGS(efa_qp_wr_set_processing_hints, "EfaQP.wr_set_processing_hints",
 	    efa_hints_params);
 

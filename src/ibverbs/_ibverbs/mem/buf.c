@@ -48,15 +48,8 @@ METHOD_DOC(pd_alloc_buf,
 	   "        libibverbs lacks the verb (rdma-core < 64); else the\n"
 	   "        verb failed (``errno``, e.g. ENOMEM).");
 
-struct alloc_buf_args {
-	uint64_t size;
-};
-static const ArgSpec alloc_buf_params[] = {
-	ARG_INT(struct alloc_buf_args, size, 1, SIZE_MAX), ARG_END
-};
-METHOD_ARGS(pd_alloc_buf, "PD.alloc_buf", alloc_buf_params);
-
-ARGS_METHOD(extern, pd_alloc_buf, parent, struct alloc_buf_args, a)
+#define ALLOC_BUF_ARGS(X, S) X(S, INT, uint64_t, size, 1, SIZE_MAX)
+ARGS_METHOD(extern, pd_alloc_buf, "PD.alloc_buf", ALLOC_BUF_ARGS, parent, a)
 {
 	PDObject *pd = (PDObject *)parent;
 	struct ibv_buf *b = NULL;

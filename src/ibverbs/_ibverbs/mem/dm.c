@@ -43,18 +43,11 @@ METHOD_DOC(context_alloc_dm,
 	   "        when the provider has no device memory; else the verb\n"
 	   "        failed (``errno``, e.g. ENOMEM).");
 
-struct alloc_dm_args {
-	uint64_t length;
-	uint32_t log_align_req;
-};
-static const ArgSpec alloc_dm_params[] = {
-	ARG_INT(struct alloc_dm_args, length, 1, SIZE_MAX),
-	ARG_INT(struct alloc_dm_args, log_align_req, 0, 63, .flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS(context_alloc_dm, "Context.alloc_dm", alloc_dm_params);
-
-ARGS_METHOD(extern, context_alloc_dm, parent, struct alloc_dm_args, a)
+#define ALLOC_DM_ARGS(X, S)                      \
+	X(S, INT, uint64_t, length, 1, SIZE_MAX) \
+	X(S, INT, uint32_t, log_align_req, 0, 63, .flags = ARG_OPT)
+ARGS_METHOD(extern, context_alloc_dm, "Context.alloc_dm", ALLOC_DM_ARGS, parent,
+	    a)
 {
 	ContextObject *ctx = (ContextObject *)parent;
 	struct ibv_alloc_dm_attr attr;
@@ -116,17 +109,10 @@ PyDoc_STRVAR(dm_copy_to__doc__,
 	     "        passes the DM's end.\n" DOC_RAISES_VERB_AS(
 		     "DM", ", EOPNOTSUPP when the provider has no copy op"));
 
-struct copy_to_args {
-	uint64_t offset;
-	PyObject *data;
-};
-static const ArgSpec copy_to_params[] = {
-	ARG_UINT(struct copy_to_args, offset),
-	ARG_BUFFER(struct copy_to_args, data, 0), ARG_END
-};
-METHOD_ARGS(dm_copy_to, "DM.copy_to", copy_to_params);
-
-ARGS_METHOD(static, dm_copy_to, self, struct copy_to_args, a)
+#define COPY_TO_ARGS(X, S)           \
+	X(S, UINT, uint64_t, offset) \
+	X(S, BUFFER, PyObject *, data, 0)
+ARGS_METHOD(static, dm_copy_to, "DM.copy_to", COPY_TO_ARGS, self, a)
 {
 	PyObject *data, *hold;
 	Py_ssize_t n;
@@ -192,13 +178,10 @@ PyDoc_STRVAR(dm_copy_from__doc__,
 	     "        length passes the DM's end.\n" DOC_RAISES_VERB_AS(
 		     "DM", ", EOPNOTSUPP when the provider has no copy op"));
 
-struct copy_from_args {
-	uint64_t offset, length;
-};
-static const ArgSpec copy_from_params[] = {
-	ARG_UINT(struct copy_from_args, offset),
-	ARG_UINT(struct copy_from_args, length), ARG_END
-};
+#define COPY_FROM_ARGS(X, S)         \
+	X(S, UINT, uint64_t, offset) \
+	X(S, UINT, uint64_t, length)
+ARGS_DECLARE(copy_from, COPY_FROM_ARGS);
 METHOD_ARGS(dm_copy_from, "DM.copy_from", copy_from_params);
 
 static PyObject *dm_copy_from(PyObject *self, PyObject *args, PyObject *kw)
@@ -279,17 +262,12 @@ METHOD_DOC(pd_reg_dm_mr,
 	   "        EOPNOTSUPP when the provider has no device memory;\n"
 	   "        else the verb failed (``errno``).");
 
-struct reg_dm_mr_args {
-	PyObject *dm;
-	uint64_t offset, length;
-	int access;
-};
-static const ArgSpec reg_dm_mr_params[] = {
-	ARG_HANDLE(struct reg_dm_mr_args, dm, DM, ARG_SAME_CONTEXT),
-	ARG_UINT(struct reg_dm_mr_args, offset),
-	ARG_INT(struct reg_dm_mr_args, length, 1, SIZE_MAX),
-	ARG_FLAGS(struct reg_dm_mr_args, access, AccessFlags), ARG_END
-};
+#define REG_DM_MR_ARGS(X, S)                               \
+	X(S, HANDLE, PyObject *, dm, DM, ARG_SAME_CONTEXT) \
+	X(S, UINT, uint64_t, offset)                       \
+	X(S, INT, uint64_t, length, 1, SIZE_MAX)           \
+	X(S, FLAGS, int, access, AccessFlags)
+ARGS_DECLARE(reg_dm_mr, REG_DM_MR_ARGS);
 METHOD_ARGS(pd_reg_dm_mr, "PD.reg_dm_mr", reg_dm_mr_params);
 
 PyObject *pd_reg_dm_mr(PyObject *self, PyObject *args, PyObject *kw)

@@ -44,25 +44,15 @@ METHOD_DOC(context_alloc_dmah,
 	   "        provider cannot; else the verb failed (``errno``).");
 
 /* Each keyword given (not None) sets its bit of comp_mask. */
-struct alloc_dmah_args {
-	uint64_t mask;
-	uint32_t cpu_id;
-	uint8_t ph, tph_mem_type;
-};
-#define DMAH_OPT .flags = ARG_KWOPT | ARG_NONE
-static const ArgSpec alloc_dmah_params[] = {
-	ARG_UINT(struct alloc_dmah_args, cpu_id, DMAH_OPT,
-		 .mask = IBV_DMAH_INIT_ATTR_MASK_CPU_ID),
-	ARG_UINT(struct alloc_dmah_args, ph, DMAH_OPT,
-		 .mask = IBV_DMAH_INIT_ATTR_MASK_PH),
-	ARG_ENUM(struct alloc_dmah_args, tph_mem_type, TPHMemType, 0, UINT8_MAX,
-		 DMAH_OPT, .mask = IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE),
-	ARG_END
-};
-METHOD_ARGS_MASK(context_alloc_dmah, "Context.alloc_dmah", alloc_dmah_params,
-		 offsetof(struct alloc_dmah_args, mask));
-
-ARGS_METHOD(extern, context_alloc_dmah, parent, struct alloc_dmah_args, a)
+#define DMAH_OPT(bit) \
+	.flags = ARG_KWOPT | ARG_NONE, .mask = IBV_DMAH_INIT_ATTR_MASK_##bit
+#define ALLOC_DMAH_ARGS(X, S)                                       \
+	X(S, UINT, uint32_t, cpu_id, DMAH_OPT(CPU_ID))              \
+	X(S, UINT, uint8_t, ph, DMAH_OPT(PH))                       \
+	X(S, ENUM, uint8_t, tph_mem_type, TPHMemType, 0, UINT8_MAX, \
+	  DMAH_OPT(TPH_MEM_TYPE))
+ARGS_METHOD_MASK(extern, context_alloc_dmah, "Context.alloc_dmah",
+		 ALLOC_DMAH_ARGS, parent, a)
 {
 	ContextObject *ctx = (ContextObject *)parent;
 	struct ibv_dmah_init_attr attr;

@@ -134,21 +134,14 @@ const char parent_domain_create__doc__[] = PyDoc_STR(
 	"        EOPNOTSUPP when the provider has no parent domains; else\n"
 	"        the verb failed (``errno``).");
 
-struct alloc_parent_domain_args {
-	PyObject *pd, *td;
-};
-static const ArgSpec alloc_parent_domain_params[] = {
-	ARG_HANDLE(struct alloc_parent_domain_args, pd, PD, ARG_SAME_CONTEXT),
-	ARG_HANDLE(struct alloc_parent_domain_args, td, TD, ARG_SAME_CONTEXT,
-		   .flags = ARG_OPT | ARG_NONE),
-	ARG_END
-};
-METHOD_ARGS(parent_domain_create, "Context.alloc_parent_domain",
-	    alloc_parent_domain_params);
-
+#define ALLOC_PARENT_DOMAIN_ARGS(X, S)                     \
+	X(S, HANDLE, PyObject *, pd, PD, ARG_SAME_CONTEXT) \
+	X(S, HANDLE, PyObject *, td, TD, ARG_SAME_CONTEXT, \
+	  .flags = ARG_OPT | ARG_NONE)
 /* Context.alloc_parent_domain(pd, td=None) */
-ARGS_METHOD(extern, parent_domain_create, ctx, struct alloc_parent_domain_args,
-	    a)
+
+ARGS_METHOD(extern, parent_domain_create, "Context.alloc_parent_domain",
+	    ALLOC_PARENT_DOMAIN_ARGS, ctx, a)
 {
 	struct ibv_parent_domain_init_attr attr;
 	ParentDomainObject *self;

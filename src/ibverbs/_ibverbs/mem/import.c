@@ -87,15 +87,9 @@ METHOD_DOC(context_import_pd,
 	   "        when libibverbs lacks the verb (rdma-core < 31) or the\n"
 	   "        provider cannot; else the verb failed (``errno``).");
 
-struct import_pd_args {
-	uint32_t pd_handle;
-};
-static const ArgSpec import_pd_params[] = {
-	ARG_UINT(struct import_pd_args, pd_handle), ARG_END
-};
-METHOD_ARGS(context_import_pd, "Context.import_pd", import_pd_params);
-
-ARGS_METHOD(extern, context_import_pd, self, struct import_pd_args, a)
+#define IMPORT_PD_ARGS(X, S) X(S, UINT, uint32_t, pd_handle)
+ARGS_METHOD(extern, context_import_pd, "Context.import_pd", IMPORT_PD_ARGS,
+	    self, a)
 {
 	struct ibv_pd *pd;
 
@@ -134,15 +128,8 @@ METHOD_DOC(pd_import_mr,
 	   "        libibverbs lacks the verb (rdma-core < 31) or the\n"
 	   "        provider cannot; else the verb failed (``errno``).");
 
-struct import_mr_args {
-	uint32_t mr_handle;
-};
-static const ArgSpec import_mr_params[] = {
-	ARG_UINT(struct import_mr_args, mr_handle), ARG_END
-};
-METHOD_ARGS(pd_import_mr, "PD.import_mr", import_mr_params);
-
-ARGS_METHOD(extern, pd_import_mr, self, struct import_mr_args, a)
+#define IMPORT_MR_ARGS(X, S) X(S, UINT, uint32_t, mr_handle)
+ARGS_METHOD(extern, pd_import_mr, "PD.import_mr", IMPORT_MR_ARGS, self, a)
 {
 	struct ibv_mr *mr;
 	MRObject *o;
@@ -187,17 +174,11 @@ METHOD_DOC(context_import_dm,
 	   "        when libibverbs lacks the verb (rdma-core < 35) or the\n"
 	   "        provider cannot; else the verb failed (``errno``).");
 
-struct import_dm_args {
-	uint32_t dm_handle;
-	uint64_t length;
-};
-static const ArgSpec import_dm_params[] = {
-	ARG_UINT(struct import_dm_args, dm_handle),
-	ARG_UINT(struct import_dm_args, length, .flags = ARG_OPT), ARG_END
-};
-METHOD_ARGS(context_import_dm, "Context.import_dm", import_dm_params);
-
-ARGS_METHOD(extern, context_import_dm, self, struct import_dm_args, a)
+#define IMPORT_DM_ARGS(X, S)            \
+	X(S, UINT, uint32_t, dm_handle) \
+	X(S, UINT, uint64_t, length, .flags = ARG_OPT)
+ARGS_METHOD(extern, context_import_dm, "Context.import_dm", IMPORT_DM_ARGS,
+	    self, a)
 {
 	struct ibv_dm *dm;
 	DMObject *o;

@@ -414,34 +414,20 @@ METHOD_DOC(pd_reg_mr_ex,
 	   "        combination libibverbs refuses).");
 
 /* Each keyword given (not None) sets its bit of comp_mask. */
-struct reg_mr_ex_args {
-	uint64_t length, addr, iova, fd_offset, mask;
-	int access, fd;
-	PyObject *dmah, *buf, *owner;
-};
-#define REG_MR_EX_OPT .flags = ARG_KWOPT | ARG_NONE
-static const ArgSpec reg_mr_ex_params[] = {
-	ARG_INT(struct reg_mr_ex_args, length, 1, SIZE_MAX),
-	ARG_FLAGS(struct reg_mr_ex_args, access, AccessFlags, .flags = ARG_OPT),
-	ARG_UINT(struct reg_mr_ex_args, addr, REG_MR_EX_OPT,
-		 .mask = IBV_REG_MR_MASK_ADDR),
-	ARG_UINT(struct reg_mr_ex_args, iova, REG_MR_EX_OPT,
-		 .mask = IBV_REG_MR_MASK_IOVA),
-	ARG_INT(struct reg_mr_ex_args, fd, INT_MIN, INT_MAX, REG_MR_EX_OPT,
-		.mask = IBV_REG_MR_MASK_FD),
-	ARG_UINT(struct reg_mr_ex_args, fd_offset, REG_MR_EX_OPT,
-		 .mask = IBV_REG_MR_MASK_FD_OFFSET),
-	ARG_HANDLE(struct reg_mr_ex_args, dmah, DMAH, ARG_SAME_CONTEXT,
-		   REG_MR_EX_OPT, .mask = IBV_REG_MR_MASK_DMAH),
-	ARG_HANDLE(struct reg_mr_ex_args, buf, Buf, ARG_SAME_PD, REG_MR_EX_OPT,
-		   .mask = IBV_REG_MR_MASK_BUF),
-	ARG_OBJECT(struct reg_mr_ex_args, owner, REG_MR_EX_OPT),
-	ARG_END
-};
-METHOD_ARGS_MASK(pd_reg_mr_ex, "PD.reg_mr_ex", reg_mr_ex_params,
-		 offsetof(struct reg_mr_ex_args, mask));
-
-ARGS_METHOD(extern, pd_reg_mr_ex, self, struct reg_mr_ex_args, r)
+#define REG_MR_EX_OPT(bit) \
+	.flags = ARG_KWOPT | ARG_NONE, .mask = IBV_REG_MR_MASK_##bit
+#define REG_MR_EX_ARGS(X, S)                                                \
+	X(S, INT, uint64_t, length, 1, SIZE_MAX)                            \
+	X(S, FLAGS, int, access, AccessFlags, .flags = ARG_OPT)             \
+	X(S, UINT, uint64_t, addr, REG_MR_EX_OPT(ADDR))                     \
+	X(S, UINT, uint64_t, iova, REG_MR_EX_OPT(IOVA))                     \
+	X(S, INT, int, fd, INT_MIN, INT_MAX, REG_MR_EX_OPT(FD))             \
+	X(S, UINT, uint64_t, fd_offset, REG_MR_EX_OPT(FD_OFFSET))           \
+	X(S, HANDLE, PyObject *, dmah, DMAH, ARG_SAME_CONTEXT,              \
+	  REG_MR_EX_OPT(DMAH))                                              \
+	X(S, HANDLE, PyObject *, buf, Buf, ARG_SAME_PD, REG_MR_EX_OPT(BUF)) \
+	X(S, OBJECT, PyObject *, owner, .flags = ARG_KWOPT | ARG_NONE)
+ARGS_METHOD_MASK(extern, pd_reg_mr_ex, "PD.reg_mr_ex", REG_MR_EX_ARGS, self, r)
 {
 	PDObject *pd = (PDObject *)self;
 	struct ibverbs_mr_init_attr a;
@@ -512,22 +498,12 @@ METHOD_DOC(pd_reg_buf_mr,
 	   "    VerbsError: EBADF once the PD or buf is closed; else the\n"
 	   "        verb failed (``errno``: EINVAL outside the buffer).");
 
-struct reg_buf_mr_args {
-	PyObject *buf;
-	uint64_t addr, length;
-	int access;
-};
-static const ArgSpec reg_buf_mr_params[] = {
-	ARG_HANDLE(struct reg_buf_mr_args, buf, Buf, ARG_SAME_PD),
-	ARG_UINT(struct reg_buf_mr_args, addr),
-	ARG_INT(struct reg_buf_mr_args, length, 1, SIZE_MAX),
-	ARG_FLAGS(struct reg_buf_mr_args, access, AccessFlags,
-		  .flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS(pd_reg_buf_mr, "PD.reg_buf_mr", reg_buf_mr_params);
-
-ARGS_METHOD(extern, pd_reg_buf_mr, self, struct reg_buf_mr_args, r)
+#define REG_BUF_MR_ARGS(X, S)                           \
+	X(S, HANDLE, PyObject *, buf, Buf, ARG_SAME_PD) \
+	X(S, UINT, uint64_t, addr)                      \
+	X(S, INT, uint64_t, length, 1, SIZE_MAX)        \
+	X(S, FLAGS, int, access, AccessFlags, .flags = ARG_OPT)
+ARGS_METHOD(extern, pd_reg_buf_mr, "PD.reg_buf_mr", REG_BUF_MR_ARGS, self, r)
 {
 	PDObject *pd = (PDObject *)self;
 	PyObject *uses[2] = { NULL, NULL };
@@ -623,13 +599,8 @@ PyDoc_STRVAR(mr_rereg__doc__,
 	     "        when the provider cannot (Soft-RoCE) or libibverbs\n"
 	     "        lacks the verb; else the verb failed (``errno``).");
 
-/* The arguments of MR.rereg; given: the REREG_* bits of those given
+/* The arguments of MR.rereg; mask: the REREG_* bits of those given
  * (not None), checked against flags. */
-struct rereg_args {
-	int flags, access;
-	PyObject *pd, *owner;
-	uint64_t addr, length, given;
-};
 enum {
 	REREG_PD = 1,
 	REREG_ADDR = 2,
@@ -638,43 +609,40 @@ enum {
 	REREG_OWNER = 16
 };
 #define REREG_OPT(bit) .flags = ARG_KWOPT | ARG_NONE, .mask = (bit)
-static const ArgSpec rereg_params[] = {
-	ARG_FLAGS(struct rereg_args, flags, ReregMRFlags),
-	ARG_HANDLE(struct rereg_args, pd, PD, ARG_SAME_CONTEXT,
-		   REREG_OPT(REREG_PD)),
-	ARG_UINT(struct rereg_args, addr, REREG_OPT(REREG_ADDR)),
-	ARG_INT(struct rereg_args, length, 1, SIZE_MAX,
-		REREG_OPT(REREG_LENGTH)),
-	ARG_FLAGS(struct rereg_args, access, AccessFlags,
-		  REREG_OPT(REREG_ACCESS)),
-	ARG_OBJECT(struct rereg_args, owner, REREG_OPT(REREG_OWNER)),
-	ARG_END
-};
+#define REREG_ARGS(X, S)                                                  \
+	X(S, FLAGS, int, flags, ReregMRFlags)                             \
+	X(S, HANDLE, PyObject *, pd, PD, ARG_SAME_CONTEXT,                \
+	  REREG_OPT(REREG_PD))                                            \
+	X(S, UINT, uint64_t, addr, REREG_OPT(REREG_ADDR))                 \
+	X(S, INT, uint64_t, length, 1, SIZE_MAX, REREG_OPT(REREG_LENGTH)) \
+	X(S, FLAGS, int, access, AccessFlags, REREG_OPT(REREG_ACCESS))    \
+	X(S, OBJECT, PyObject *, owner, REREG_OPT(REREG_OWNER))
+ARGS_DECLARE_MASK(rereg, REREG_ARGS);
 METHOD_ARGS_MASK(mr_rereg, "MR.rereg", rereg_params,
-		 offsetof(struct rereg_args, given));
+		 offsetof(struct rereg_args, mask));
 
 /* Each argument goes with its flag, and each flag needs its arguments. */
 static int rereg_check(PyObject *self, const struct rereg_args *r)
 {
 	int trans = (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0;
 
-	if (!trans != !(r->given & REREG_ADDR) ||
-	    !trans != !(r->given & REREG_LENGTH) ||
-	    (!trans && (r->given & REREG_OWNER))) {
+	if (!trans != !(r->mask & REREG_ADDR) ||
+	    !trans != !(r->mask & REREG_LENGTH) ||
+	    (!trans && (r->mask & REREG_OWNER))) {
 		PyErr_SetString(PyExc_ValueError,
 				"addr and length (and owner) go with "
 				"ReregMRFlags.CHANGE_TRANSLATION, and it "
 				"needs addr and length");
 		return -1;
 	}
-	if (!(r->flags & IBV_REREG_MR_CHANGE_PD) != !(r->given & REREG_PD)) {
+	if (!(r->flags & IBV_REREG_MR_CHANGE_PD) != !(r->mask & REREG_PD)) {
 		PyErr_SetString(PyExc_ValueError,
 				"pd goes with ReregMRFlags.CHANGE_PD, and it "
 				"needs pd");
 		return -1;
 	}
 	if (!(r->flags & IBV_REREG_MR_CHANGE_ACCESS) !=
-	    !(r->given & REREG_ACCESS)) {
+	    !(r->mask & REREG_ACCESS)) {
 		PyErr_SetString(PyExc_ValueError,
 				"access goes with ReregMRFlags.CHANGE_ACCESS, "
 				"and it needs access");
@@ -803,31 +771,20 @@ PyDoc_STRVAR(mr_sge__doc__,
  * SGE(self, length, offset=offset), whose constructor checks the range. */
 /* offset is signed here: a negative one reaches SGE(), whose message
  * ("offset must be non-negative") the compatibility contract keeps. */
-struct sge_args {
-	int64_t offset;
-	uint64_t given;
-	uint32_t length;
-};
-static const ArgSpec sge_params[] = {
-	ARG_UINT(struct sge_args, length, .flags = ARG_OPT | ARG_NONE,
-		 .mask = 1),
-	ARG_INT(struct sge_args, offset, INT64_MIN, INT64_MAX,
-		.flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS_MASK(mr_sge, "MR.sge", sge_params,
-		 offsetof(struct sge_args, given));
-
+#define SGE_ARGS(X, S)                                                       \
+	X(S, UINT, uint32_t, length, .flags = ARG_OPT | ARG_NONE, .mask = 1) \
+	X(S, INT, int64_t, offset, INT64_MIN, INT64_MAX, .flags = ARG_OPT)
 /* SGE(self, length, offset=offset), whose constructor checks the range. */
-ARGS_METHOD(static, mr_sge, self, struct sge_args, r)
+
+ARGS_METHOD_MASK(static, mr_sge, "MR.sge", SGE_ARGS, self, r)
 {
 	PyObject *a = NULL, *k, *res = NULL;
 
 	k = Py_BuildValue("{sL}", "offset", (long long)r->offset);
 	if (k != NULL)
-		a = r->given ? Py_BuildValue("(Ok)", self,
-					     (unsigned long)r->length) :
-			       Py_BuildValue("(OO)", self, Py_None);
+		a = r->mask ? Py_BuildValue("(Ok)", self,
+					    (unsigned long)r->length) :
+			      Py_BuildValue("(OO)", self, Py_None);
 	if (a != NULL)
 		res = PyObject_Call((PyObject *)ST.SGE_type, a, k);
 	Py_XDECREF(a);

@@ -321,16 +321,9 @@ METHOD_DOC(pd_alloc_mw,
 	   "    ValueError: type is neither 1 nor 2.\n" DOC_RAISES_VERB_AS(
 		   "PD", ", e.g. EOPNOTSUPP without windows"));
 
-struct alloc_mw_args {
-	int type;
-};
-static const ArgSpec alloc_mw_params[] = { ARG_ENUM(struct alloc_mw_args, type,
-						    MWType, IBV_MW_TYPE_1,
-						    IBV_MW_TYPE_2),
-					   ARG_END };
-METHOD_ARGS(pd_alloc_mw, "PD.alloc_mw", alloc_mw_params);
-
-ARGS_METHOD(extern, pd_alloc_mw, parent, struct alloc_mw_args, a)
+#define ALLOC_MW_ARGS(X, S) \
+	X(S, ENUM, int, type, MWType, IBV_MW_TYPE_1, IBV_MW_TYPE_2)
+ARGS_METHOD(extern, pd_alloc_mw, "PD.alloc_mw", ALLOC_MW_ARGS, parent, a)
 {
 	PDObject *pd = (PDObject *)parent;
 	struct ibv_mw *mw;
@@ -498,16 +491,10 @@ const char qp_bind_mw__doc__[] = PyDoc_STR(
  * window's new rkey, which the provider chose.  The bind completes on the
  * send CQ like a WR (signaled with SendFlags.SIGNALED).
  */
-struct bind_mw_args {
-	PyObject *mw, *mw_bind;
-};
-static const ArgSpec bind_mw_params[] = {
-	ARG_HANDLE(struct bind_mw_args, mw, MW, ARG_SAME_CONTEXT),
-	ARG_RECORD(struct bind_mw_args, mw_bind, MWBind), ARG_END
-};
-METHOD_ARGS(qp_bind_mw, "QP.bind_mw", bind_mw_params);
-
-ARGS_METHOD(extern, qp_bind_mw, self, struct bind_mw_args, a)
+#define BIND_MW_ARGS(X, S)                                 \
+	X(S, HANDLE, PyObject *, mw, MW, ARG_SAME_CONTEXT) \
+	X(S, RECORD, PyObject *, mw_bind, MWBind)
+ARGS_METHOD(extern, qp_bind_mw, "QP.bind_mw", BIND_MW_ARGS, self, a)
 {
 	PyObject *mw, *bind_o, *wr_id = NULL, *flags = NULL, *info = NULL;
 	PyObject *mr = NULL, *res = NULL;

@@ -37,19 +37,10 @@ METHOD_DOC(pd_reg_implicit_odp_mr,
 	   "        failed (``errno``, e.g. EINVAL or EOPNOTSUPP where the\n"
 	   "        device has no implicit ODP).");
 
-struct reg_implicit_odp_mr_args {
-	int access;
-};
-static const ArgSpec reg_implicit_odp_mr_params[] = {
-	ARG_FLAGS(struct reg_implicit_odp_mr_args, access, AccessFlags,
-		  .flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS(pd_reg_implicit_odp_mr, "PD.reg_implicit_odp_mr",
-	    reg_implicit_odp_mr_params);
-
-ARGS_METHOD(extern, pd_reg_implicit_odp_mr, self,
-	    struct reg_implicit_odp_mr_args, a)
+#define REG_IMPLICIT_ODP_MR_ARGS(X, S) \
+	X(S, FLAGS, int, access, AccessFlags, .flags = ARG_OPT)
+ARGS_METHOD(extern, pd_reg_implicit_odp_mr, "PD.reg_implicit_odp_mr",
+	    REG_IMPLICIT_ODP_MR_ARGS, self, a)
 {
 	PDObject *pd = (PDObject *)self;
 	struct ibv_mr *mr;
@@ -88,19 +79,11 @@ METHOD_DOC(pd_advise_mr,
 	   "        EOPNOTSUPP when the provider has no such op; else the\n"
 	   "        verb failed (``errno``).");
 
-struct advise_mr_args {
-	int advice;
-	uint32_t flags;
-	PyObject *sg_list;
-};
-static const ArgSpec advise_mr_params[] = {
-	ARG_ENUM(struct advise_mr_args, advice, AdviseMRAdvice, 0, INT32_MAX),
-	ARG_FLAGS(struct advise_mr_args, flags, AdviseMRFlags),
-	ARG_LIST(struct advise_mr_args, sg_list, SGE), ARG_END
-};
-METHOD_ARGS(pd_advise_mr, "PD.advise_mr", advise_mr_params);
-
-ARGS_METHOD(extern, pd_advise_mr, self, struct advise_mr_args, a)
+#define ADVISE_MR_ARGS(X, S)                                  \
+	X(S, ENUM, int, advice, AdviseMRAdvice, 0, INT32_MAX) \
+	X(S, FLAGS, uint32_t, flags, AdviseMRFlags)           \
+	X(S, LIST, PyObject *, sg_list, SGE)
+ARGS_METHOD(extern, pd_advise_mr, "PD.advise_mr", ADVISE_MR_ARGS, self, a)
 {
 	PDObject *pd = (PDObject *)self;
 	PyObject *list, *seq = NULL, *res = NULL;

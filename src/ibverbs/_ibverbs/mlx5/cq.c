@@ -84,7 +84,7 @@ static const ArgSpec m5_cq_params[] = {
 };
 METHOD_ARGS(mlx5_mod_create_cq, "_mlx5_create_cq", m5_cq_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_create_cq, mod, struct m5_cq_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_create_cq, mod, struct m5_cq_args, a)
 {
 	MLX5_NEED(create_cq);
 	return cqex_create(a->context, a->init_attr, ST.Mlx5CQ_type,

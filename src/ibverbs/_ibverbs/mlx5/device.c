@@ -103,15 +103,9 @@ METHOD_DOC(mlx5_mod_is_supported,
 	   "        EOPNOTSUPP when the loaded libmlx5 predates rdma-core\n"
 	   "        22.");
 
-struct is_supported_args {
-	PyObject *device;
-};
-static const ArgSpec is_supported_params[] = {
-	ARG_OBJECT(struct is_supported_args, device), ARG_END
-};
-METHOD_ARGS(mlx5_mod_is_supported, "_mlx5_is_supported", is_supported_params);
-
-ARGS_FUNCTION(extern, mlx5_mod_is_supported, mod, struct is_supported_args, a)
+#define IS_SUPPORTED_ARGS(X, S) X(S, OBJECT, PyObject *, device)
+ARGS_FUNCTION(extern, mlx5_mod_is_supported, "_mlx5_is_supported",
+	      IS_SUPPORTED_ARGS, mod, a)
 {
 	struct ibv_device **list, *dev = NULL;
 	PyObject *name;
@@ -223,17 +217,11 @@ METHOD_DOC(mlx5_mod_open_device,
 	   "        EFA) or when libmlx5 predates rdma-core 21; else the\n"
 	   "        verb failed (``errno``).");
 
-struct open_device_args {
-	PyObject *device;
-	uint32_t flags;
-};
-static const ArgSpec open_device_params[] = {
-	ARG_OBJECT(struct open_device_args, device),
-	ARG_UINT(struct open_device_args, flags, .flags = ARG_OPT), ARG_END
-};
-METHOD_ARGS(mlx5_mod_open_device, "_mlx5_open_device", open_device_params);
-
-ARGS_FUNCTION(extern, mlx5_mod_open_device, mod, struct open_device_args, a)
+#define OPEN_DEVICE_ARGS(X, S)           \
+	X(S, OBJECT, PyObject *, device) \
+	X(S, UINT, uint32_t, flags, .flags = ARG_OPT)
+ARGS_FUNCTION(extern, mlx5_mod_open_device, "_mlx5_open_device",
+	      OPEN_DEVICE_ARGS, mod, a)
 {
 	struct m5_context_attr attr;
 	struct ibv_device **list, *dev = NULL;
@@ -427,16 +415,13 @@ METHOD_DOC(mlx5_mod_query_device,
 	   "    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n"
 	   "        device of another provider; else the verb failed.");
 
-struct query_device_args {
-	PyObject *ctx;
-};
-static const ArgSpec query_device_params[] = {
-	ARG_HANDLE(struct query_device_args, ctx, Context, ARG_ANY_PARENT),
-	ARG_END
-};
+#define QUERY_DEVICE_ARGS(X, S) \
+	X(S, HANDLE, PyObject *, ctx, Context, ARG_ANY_PARENT)
+ARGS_DECLARE(query_device, QUERY_DEVICE_ARGS);
 METHOD_ARGS(mlx5_mod_query_device, "_mlx5_query_device", query_device_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_query_device, mod, struct query_device_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_query_device, mod, struct query_device_args,
+		 a)
 {
 	struct m5_context c;
 	int rc;
@@ -480,8 +465,8 @@ METHOD_DOC(mlx5_mod_get_data_direct_sysfs_path,
 METHOD_ARGS(mlx5_mod_get_data_direct_sysfs_path,
 	    "_mlx5_get_data_direct_sysfs_path", query_device_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_get_data_direct_sysfs_path, mod,
-	      struct query_device_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_get_data_direct_sysfs_path, mod,
+		 struct query_device_args, a)
 {
 	char buf[PATH_MAX];
 	int rc;
@@ -532,25 +517,16 @@ METHOD_DOC(mlx5_mod_reg_dmabuf_mr,
 	   "        EOPNOTSUPP on another provider's PD or a libmlx5\n"
 	   "        before rdma-core 54; else the verb failed.");
 
-struct reg_dmabuf_args {
-	PyObject *pd;
-	uint64_t offset, length, iova;
-	int fd, access, mlx5_access;
-	PyObject *owner;
-};
-static const ArgSpec reg_dmabuf_params[] = {
-	ARG_HANDLE(struct reg_dmabuf_args, pd, PD, ARG_ANY_PARENT),
-	ARG_UINT(struct reg_dmabuf_args, offset),
-	ARG_INT(struct reg_dmabuf_args, length, 1, SIZE_MAX),
-	ARG_UINT(struct reg_dmabuf_args, iova),
-	ARG_INT(struct reg_dmabuf_args, fd, INT_MIN, INT_MAX),
-	ARG_FLAGS(struct reg_dmabuf_args, access, AccessFlags,
-		  .flags = ARG_OPT),
-	ARG_UINT(struct reg_dmabuf_args, mlx5_access, .flags = ARG_KWOPT),
-	ARG_OBJECT(struct reg_dmabuf_args, owner,
-		   .flags = ARG_KWOPT | ARG_NONE),
-	ARG_END
-};
+#define REG_DMABUF_ARGS(X, S)                                   \
+	X(S, HANDLE, PyObject *, pd, PD, ARG_ANY_PARENT)        \
+	X(S, UINT, uint64_t, offset)                            \
+	X(S, INT, uint64_t, length, 1, SIZE_MAX)                \
+	X(S, UINT, uint64_t, iova)                              \
+	X(S, INT, int, fd, INT_MIN, INT_MAX)                    \
+	X(S, FLAGS, int, access, AccessFlags, .flags = ARG_OPT) \
+	X(S, UINT, int, mlx5_access, .flags = ARG_KWOPT)        \
+	X(S, OBJECT, PyObject *, owner, .flags = ARG_KWOPT | ARG_NONE)
+ARGS_DECLARE(reg_dmabuf, REG_DMABUF_ARGS);
 METHOD_ARGS(mlx5_mod_reg_dmabuf_mr, "_mlx5_reg_dmabuf_mr", reg_dmabuf_params);
 
 PyObject *mlx5_mod_reg_dmabuf_mr(PyObject *mod, PyObject *args, PyObject *kw)

@@ -114,14 +114,10 @@ static PyObject *devx_run(devx_cmd_fn fn, void *target, PyObject *in,
 	"\n" DEVX_RAISES_CMD
 
 /* devx_alloc_uar and devx_create_event_channel: a Context and flags. */
-struct ctx_flags_args {
-	PyObject *ctx;
-	uint32_t flags;
-};
-static const ArgSpec ctx_flags_params[] = {
-	ARG_HANDLE(struct ctx_flags_args, ctx, Context, ARG_ANY_PARENT),
-	ARG_UINT(struct ctx_flags_args, flags, .flags = ARG_OPT), ARG_END
-};
+#define CTX_FLAGS_ARGS(X, S)                                   \
+	X(S, HANDLE, PyObject *, ctx, Context, ARG_ANY_PARENT) \
+	X(S, UINT, uint32_t, flags, .flags = ARG_OPT)
+ARGS_DECLARE(ctx_flags, CTX_FLAGS_ARGS);
 #define DEVX_RAISES_CTX_FLAGS                                         \
 	"Raises:\n"                                                   \
 	"    TypeError: an argument has the wrong type.\n"            \
@@ -152,20 +148,14 @@ METHOD_DOC(mlx5_mod_devx_general_cmd,
 	   "    ctx: a Context opened with ``open_device(name,\n"
 	   "        CONTEXT_FLAGS_DEVX)``.\n" DEVX_ARGS_CMD DEVX_RETURNS_CMD);
 
-struct cmd_args {
-	PyObject *ctx;
-	PyObject *cmd;
-	uint32_t outlen;
-};
-static const ArgSpec general_cmd_params[] = {
-	ARG_HANDLE(struct cmd_args, ctx, Context, ARG_ANY_PARENT),
-	ARG_BUFFER(struct cmd_args, cmd, 0),
-	ARG_INT(struct cmd_args, outlen, 0, DEVX_OUTLEN_MAX), ARG_END
-};
-METHOD_ARGS(mlx5_mod_devx_general_cmd, "_mlx5_devx_general_cmd",
-	    general_cmd_params);
+#define CMD_ARGS(X, S)                                         \
+	X(S, HANDLE, PyObject *, ctx, Context, ARG_ANY_PARENT) \
+	X(S, BUFFER, PyObject *, cmd, 0)                       \
+	X(S, INT, uint32_t, outlen, 0, DEVX_OUTLEN_MAX)
+ARGS_DECLARE(cmd, CMD_ARGS);
+METHOD_ARGS(mlx5_mod_devx_general_cmd, "_mlx5_devx_general_cmd", cmd_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_devx_general_cmd, mod, struct cmd_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_devx_general_cmd, mod, struct cmd_args, a)
 {
 	MLX5_NEED(devx_general_cmd);
 	return devx_run(general_cmd, CTXP(a->ctx), a->cmd, a->outlen,
@@ -200,19 +190,14 @@ METHOD_DOC(mlx5_mod_devx_qp_modify,
 	   "Args:\n"
 	   "    qp: a QP of an mlx5 device.\n" DEVX_ARGS_CMD DEVX_RETURNS_CMD);
 
-struct qp_cmd_args {
-	PyObject *qp;
-	PyObject *cmd;
-	uint32_t outlen;
-};
-static const ArgSpec qp_cmd_params[] = {
-	ARG_HANDLE(struct qp_cmd_args, qp, QP, ARG_ANY_PARENT),
-	ARG_BUFFER(struct qp_cmd_args, cmd, 0),
-	ARG_INT(struct qp_cmd_args, outlen, 0, DEVX_OUTLEN_MAX), ARG_END
-};
+#define QP_CMD_ARGS(X, S)                                \
+	X(S, HANDLE, PyObject *, qp, QP, ARG_ANY_PARENT) \
+	X(S, BUFFER, PyObject *, cmd, 0)                 \
+	X(S, INT, uint32_t, outlen, 0, DEVX_OUTLEN_MAX)
+ARGS_DECLARE(qp_cmd, QP_CMD_ARGS);
 METHOD_ARGS(mlx5_mod_devx_qp_modify, "_mlx5_devx_qp_modify", qp_cmd_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_devx_qp_modify, mod, struct qp_cmd_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_devx_qp_modify, mod, struct qp_cmd_args, a)
 {
 	MLX5_NEED(devx_qp_modify);
 	if (qp_check_idle(a->qp, "mlx5dv_devx_qp_modify") < 0)
@@ -233,7 +218,7 @@ METHOD_DOC(mlx5_mod_devx_qp_query,
 
 METHOD_ARGS(mlx5_mod_devx_qp_query, "_mlx5_devx_qp_query", qp_cmd_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_devx_qp_query, mod, struct qp_cmd_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_devx_qp_query, mod, struct qp_cmd_args, a)
 {
 	MLX5_NEED(devx_qp_query);
 	return devx_run(devx_qp_q, QPP(a->qp), a->cmd, a->outlen,
@@ -266,17 +251,11 @@ METHOD_DOC(mlx5_mod_devx_query_eqn,
 	   "    VerbsError: EBADF once ctx is closed; EOPNOTSUPP on a\n"
 	   "        device of another provider; else the verb failed.");
 
-struct query_eqn_args {
-	PyObject *ctx;
-	uint32_t vector;
-};
-static const ArgSpec query_eqn_params[] = {
-	ARG_HANDLE(struct query_eqn_args, ctx, Context, ARG_ANY_PARENT),
-	ARG_UINT(struct query_eqn_args, vector), ARG_END
-};
-METHOD_ARGS(mlx5_mod_devx_query_eqn, "_mlx5_devx_query_eqn", query_eqn_params);
-
-ARGS_FUNCTION(extern, mlx5_mod_devx_query_eqn, mod, struct query_eqn_args, a)
+#define QUERY_EQN_ARGS(X, S)                                   \
+	X(S, HANDLE, PyObject *, ctx, Context, ARG_ANY_PARENT) \
+	X(S, UINT, uint32_t, vector)
+ARGS_FUNCTION(extern, mlx5_mod_devx_query_eqn, "_mlx5_devx_query_eqn",
+	      QUERY_EQN_ARGS, mod, a)
 {
 	uint32_t eqn = 0;
 	int rc;
@@ -371,23 +350,14 @@ METHOD_DOC(mlx5_mod_devx_umem_reg,
 	   "    access: ``AccessFlags`` bits.\n" DEVX_UMEM_OWNER_RAISES
 	   "        device of another provider; else the verb failed.");
 
-struct umem_reg_args {
-	PyObject *ctx;
-	uint64_t addr, size;
-	uint32_t access;
-	PyObject *owner;
-};
-static const ArgSpec umem_reg_params[] = {
-	ARG_HANDLE(struct umem_reg_args, ctx, Context, ARG_ANY_PARENT),
-	ARG_UINT(struct umem_reg_args, addr),
-	ARG_INT(struct umem_reg_args, size, 1, SIZE_MAX),
-	ARG_FLAGS(struct umem_reg_args, access, AccessFlags),
-	ARG_OBJECT(struct umem_reg_args, owner, .flags = ARG_KWOPT | ARG_NONE),
-	ARG_END
-};
-METHOD_ARGS(mlx5_mod_devx_umem_reg, "_mlx5_devx_umem_reg", umem_reg_params);
-
-ARGS_FUNCTION(extern, mlx5_mod_devx_umem_reg, mod, struct umem_reg_args, a)
+#define UMEM_REG_ARGS(X, S)                                    \
+	X(S, HANDLE, PyObject *, ctx, Context, ARG_ANY_PARENT) \
+	X(S, UINT, uint64_t, addr)                             \
+	X(S, INT, uint64_t, size, 1, SIZE_MAX)                 \
+	X(S, FLAGS, uint32_t, access, AccessFlags)             \
+	X(S, OBJECT, PyObject *, owner, .flags = ARG_KWOPT | ARG_NONE)
+ARGS_FUNCTION(extern, mlx5_mod_devx_umem_reg, "_mlx5_devx_umem_reg",
+	      UMEM_REG_ARGS, mod, a)
 {
 	struct mlx5dv_devx_umem *u;
 
@@ -456,32 +426,17 @@ METHOD_DOC(
 	"        device of another provider or when libmlx5 predates\n"
 	"        rdma-core 35; else the verb failed.");
 
-struct umem_reg_ex_args {
-	PyObject *ctx;
-	uint64_t addr, size;
-	uint32_t access;
-	uint64_t pgsz_bitmap;
-	int dmabuf_fd;
-	PyObject *owner;
-	uint64_t mask;
-};
-static const ArgSpec umem_reg_ex_params[] = {
-	ARG_HANDLE(struct umem_reg_ex_args, ctx, Context, ARG_ANY_PARENT),
-	ARG_UINT(struct umem_reg_ex_args, addr),
-	ARG_INT(struct umem_reg_ex_args, size, 1, SIZE_MAX),
-	ARG_FLAGS(struct umem_reg_ex_args, access, AccessFlags),
-	ARG_UINT(struct umem_reg_ex_args, pgsz_bitmap),
-	ARG_INT(struct umem_reg_ex_args, dmabuf_fd, 0, INT32_MAX,
-		.flags = ARG_KWOPT | ARG_NONE, .mask = 1),
-	ARG_OBJECT(struct umem_reg_ex_args, owner,
-		   .flags = ARG_KWOPT | ARG_NONE),
-	ARG_END
-};
-METHOD_ARGS_MASK(mlx5_mod_devx_umem_reg_ex, "_mlx5_devx_umem_reg_ex",
-		 umem_reg_ex_params, offsetof(struct umem_reg_ex_args, mask));
-
-ARGS_FUNCTION(extern, mlx5_mod_devx_umem_reg_ex, mod, struct umem_reg_ex_args,
-	      a)
+#define UMEM_REG_EX_ARGS(X, S)                                                 \
+	X(S, HANDLE, PyObject *, ctx, Context, ARG_ANY_PARENT)                 \
+	X(S, UINT, uint64_t, addr)                                             \
+	X(S, INT, uint64_t, size, 1, SIZE_MAX)                                 \
+	X(S, FLAGS, uint32_t, access, AccessFlags)                             \
+	X(S, UINT, uint64_t, pgsz_bitmap)                                      \
+	X(S, INT, int, dmabuf_fd, 0, INT32_MAX, .flags = ARG_KWOPT | ARG_NONE, \
+	  .mask = 1)                                                           \
+	X(S, OBJECT, PyObject *, owner, .flags = ARG_KWOPT | ARG_NONE)
+ARGS_FUNCTION_MASK(extern, mlx5_mod_devx_umem_reg_ex, "_mlx5_devx_umem_reg_ex",
+		   UMEM_REG_EX_ARGS, mod, a)
 {
 	struct m5_umem_in in;
 	struct mlx5dv_devx_umem *u;
@@ -640,7 +595,7 @@ METHOD_DOC(mlx5_mod_devx_alloc_uar,
 
 METHOD_ARGS(mlx5_mod_devx_alloc_uar, "_mlx5_devx_alloc_uar", ctx_flags_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_devx_alloc_uar, mod, struct ctx_flags_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_devx_alloc_uar, mod, struct ctx_flags_args, a)
 {
 	struct mlx5dv_devx_uar *u;
 	PyObject *self;
@@ -789,10 +744,9 @@ METHOD_DOC(mlx5_mod_devx_obj_create,
 	   "    outlen: the object's number is in it).\n"
 	   "\n" DEVX_RAISES_CMD);
 
-METHOD_ARGS(mlx5_mod_devx_obj_create, "_mlx5_devx_obj_create",
-	    general_cmd_params);
+METHOD_ARGS(mlx5_mod_devx_obj_create, "_mlx5_devx_obj_create", cmd_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_devx_obj_create, mod, struct cmd_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_devx_obj_create, mod, struct cmd_args, a)
 {
 	struct devx_create c = { NULL, NULL };
 	PyObject *out, *self;
@@ -824,7 +778,7 @@ static int obj_query(void *t, const void *in, size_t inlen, void *out,
 	return MLX5.devx_obj_query(t, in, inlen, out, outlen);
 }
 
-/* modify and query: the command (general_cmd_params less its ctx) run by
+/* modify and query: the command (cmd_params less its ctx) run by
  * fn on the object. */
 static PyObject *devx_obj_cmd(PyObject *self, const MethodArgs *m,
 			      PyObject *args, PyObject *kw, devx_cmd_fn fn,
@@ -845,7 +799,7 @@ PyDoc_STRVAR(devx_obj_modify__doc__,
 	     "\n"
 	     "Args:\n" DEVX_ARGS_CMD DEVX_RETURNS_CMD);
 
-METHOD_ARGS(devx_obj_modify, "Mlx5DevxObj.modify", general_cmd_params + 1);
+METHOD_ARGS(devx_obj_modify, "Mlx5DevxObj.modify", cmd_params + 1);
 
 static PyObject *devx_obj_modify(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -862,7 +816,7 @@ PyDoc_STRVAR(devx_obj_query__doc__,
 	     "\n"
 	     "Args:\n" DEVX_ARGS_CMD DEVX_RETURNS_CMD);
 
-METHOD_ARGS(devx_obj_query, "Mlx5DevxObj.query", general_cmd_params + 1);
+METHOD_ARGS(devx_obj_query, "Mlx5DevxObj.query", cmd_params + 1);
 
 static PyObject *devx_obj_query(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -936,8 +890,8 @@ METHOD_DOC(mlx5_mod_devx_create_event_channel,
 METHOD_ARGS(mlx5_mod_devx_create_event_channel,
 	    "_mlx5_devx_create_event_channel", ctx_flags_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_devx_create_event_channel, mod,
-	      struct ctx_flags_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_devx_create_event_channel, mod,
+		 struct ctx_flags_args, a)
 {
 	struct mlx5dv_devx_event_channel *ch;
 	PyObject *self;
@@ -979,17 +933,12 @@ PyDoc_STRVAR(ech_subscribe__doc__,
 	     "        EOPNOTSUPP on a device of another provider; else the\n"
 	     "        verb failed.");
 
-struct subscribe_args {
-	PyObject *obj;
-	PyObject *events;
-	uint64_t cookie;
-};
-static const ArgSpec subscribe_params[] = {
-	ARG_HANDLE(struct subscribe_args, obj, Mlx5DevxObj, ARG_SAME_CONTEXT,
-		   .flags = ARG_NONE),
-	ARG_LIST(struct subscribe_args, events, int),
-	ARG_UINT(struct subscribe_args, cookie, .flags = ARG_OPT), ARG_END
-};
+#define SUBSCRIBE_ARGS(X, S)                                         \
+	X(S, HANDLE, PyObject *, obj, Mlx5DevxObj, ARG_SAME_CONTEXT, \
+	  .flags = ARG_NONE)                                         \
+	X(S, LIST, PyObject *, events, int)                          \
+	X(S, UINT, uint64_t, cookie, .flags = ARG_OPT)
+ARGS_DECLARE(subscribe, SUBSCRIBE_ARGS);
 METHOD_ARGS(ech_subscribe, "Mlx5DevxEventChannel.subscribe", subscribe_params);
 
 /* The most event types one subscription takes. */
@@ -1076,17 +1025,10 @@ PyDoc_STRVAR(ech_get_event__doc__,
 	     "        non-blocking and no event is pending; else the verb\n"
 	     "        failed.");
 
-struct get_event_args {
-	uint32_t length;
-};
-static const ArgSpec get_event_params[] = {
-	ARG_INT(struct get_event_args, length, 8, 65536, .flags = ARG_OPT,
-		.def = 64),
-	ARG_END
-};
-METHOD_ARGS(ech_get_event, "Mlx5DevxEventChannel.get_event", get_event_params);
-
-ARGS_METHOD(static, ech_get_event, self, struct get_event_args, a)
+#define GET_EVENT_ARGS(X, S) \
+	X(S, INT, uint32_t, length, 8, 65536, .flags = ARG_OPT, .def = 64)
+ARGS_METHOD(static, ech_get_event, "Mlx5DevxEventChannel.get_event",
+	    GET_EVENT_ARGS, self, a)
 {
 	PyObject *buf, *res;
 	ssize_t n;

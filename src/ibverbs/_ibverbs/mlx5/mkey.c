@@ -70,22 +70,12 @@ METHOD_DOC(mlx5_mod_create_mkey,
 	   "        of another provider or when libmlx5 predates rdma-core\n"
 	   "        24; else the verb failed.");
 
-struct create_mkey_args {
-	PyObject *pd;
-	uint32_t create_flags;
-	uint16_t max_entries;
-};
-static const ArgSpec create_mkey_params[] = {
-	ARG_HANDLE(struct create_mkey_args, pd, PD, ARG_ANY_PARENT),
-	ARG_UINT(struct create_mkey_args, create_flags, .flags = ARG_OPT,
-		 .def = 1),
-	ARG_UINT(struct create_mkey_args, max_entries, .flags = ARG_OPT,
-		 .def = 1),
-	ARG_END
-};
-METHOD_ARGS(mlx5_mod_create_mkey, "_mlx5_create_mkey", create_mkey_params);
-
-ARGS_FUNCTION(extern, mlx5_mod_create_mkey, mod, struct create_mkey_args, a)
+#define CREATE_MKEY_ARGS(X, S)                                         \
+	X(S, HANDLE, PyObject *, pd, PD, ARG_ANY_PARENT)               \
+	X(S, UINT, uint32_t, create_flags, .flags = ARG_OPT, .def = 1) \
+	X(S, UINT, uint16_t, max_entries, .flags = ARG_OPT, .def = 1)
+ARGS_FUNCTION(extern, mlx5_mod_create_mkey, "_mlx5_create_mkey",
+	      CREATE_MKEY_ARGS, mod, a)
 {
 	struct mlx5dv_mkey_init_attr attr;
 	struct mlx5dv_mkey *mk;
@@ -230,21 +220,13 @@ METHOD_DOC(mlx5_mod_wr_mr_list,
 	   "        a batch; EOPNOTSUPP on a device of another provider or\n"
 	   "        a QP created without MLX5DV_QP_EX_WITH_MR_LIST.");
 
-struct mr_list_args {
-	PyObject *qp;
-	PyObject *mkey;
-	uint32_t access_flags;
-	PyObject *sge_list;
-};
-static const ArgSpec mr_list_params[] = {
-	ARG_HANDLE(struct mr_list_args, qp, QPEx, ARG_ANY_PARENT),
-	ARG_HANDLE(struct mr_list_args, mkey, Mlx5Mkey, ARG_ANY_PARENT),
-	ARG_FLAGS(struct mr_list_args, access_flags, AccessFlags),
-	ARG_LIST(struct mr_list_args, sge_list, SGE), ARG_END
-};
-METHOD_ARGS(mlx5_mod_wr_mr_list, "_mlx5_wr_mr_list", mr_list_params);
-
-ARGS_FUNCTION(extern, mlx5_mod_wr_mr_list, mod, struct mr_list_args, a)
+#define MR_LIST_ARGS(X, S)                                       \
+	X(S, HANDLE, PyObject *, qp, QPEx, ARG_ANY_PARENT)       \
+	X(S, HANDLE, PyObject *, mkey, Mlx5Mkey, ARG_ANY_PARENT) \
+	X(S, FLAGS, uint32_t, access_flags, AccessFlags)         \
+	X(S, LIST, PyObject *, sge_list, SGE)
+ARGS_FUNCTION(extern, mlx5_mod_wr_mr_list, "_mlx5_wr_mr_list", MR_LIST_ARGS,
+	      mod, a)
 {
 	static const char verb[] = "mlx5dv_wr_mr_list";
 	struct ibv_sge sge[MR_LIST_MAX];

@@ -127,15 +127,9 @@ METHOD_DOC(mlx5_mod_init_obj,
 	   "    VerbsError: EBADF once obj is closed; EOPNOTSUPP on another\n"
 	   "        provider's object; else the function failed.");
 
-struct init_obj_args {
-	PyObject *obj;
-};
-static const ArgSpec init_obj_params[] = {
-	ARG_OBJECT(struct init_obj_args, obj), ARG_END
-};
-METHOD_ARGS(mlx5_mod_init_obj, "_mlx5_init_obj", init_obj_params);
-
-ARGS_FUNCTION(extern, mlx5_mod_init_obj, mod, struct init_obj_args, a)
+#define INIT_OBJ_ARGS(X, S) X(S, OBJECT, PyObject *, obj)
+ARGS_FUNCTION(extern, mlx5_mod_init_obj, "_mlx5_init_obj", INIT_OBJ_ARGS, mod,
+	      a)
 {
 	struct mlx5dv_obj o;
 	struct mlx5dv_qp qp;
@@ -274,7 +268,7 @@ static const ArgSpec cqe_params[] = { ARG_BUFFER(struct cqe_args, cqe, 64),
 				      ARG_END };
 METHOD_ARGS(mlx5_mod_get_cqe_opcode, "_mlx5_get_cqe_opcode", cqe_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_get_cqe_opcode, mod, struct cqe_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_get_cqe_opcode, mod, struct cqe_args, a)
 {
 	PyObject *b;
 	unsigned char op_own;

@@ -146,7 +146,7 @@ static const ArgSpec m5_qp_params[] = {
 };
 METHOD_ARGS(mlx5_mod_create_qp, "_mlx5_create_qp", m5_qp_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_create_qp, mod, struct m5_qp_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_create_qp, mod, struct m5_qp_args, a)
 {
 	PyObject *res;
 
@@ -387,19 +387,15 @@ METHOD_DOC(mlx5_mod_modify_qp_udp_sport, DOC_UDP_SPORT
 	   "Args:\n"
 	   "    qp: an open QP (of any provider: others refuse).\n"
 	   "    udp_sport: the port." DOC_ERRS);
-struct m5_sport_args {
-	PyObject *qp;
-	uint16_t udp_sport;
-};
-static const ArgSpec m5_sport_params[] = {
-	ARG_HANDLE(struct m5_sport_args, qp, QP, ARG_ANY_PARENT),
-	ARG_UINT(struct m5_sport_args, udp_sport), ARG_END
-};
+#define M5_SPORT_ARGS(X, S)                              \
+	X(S, HANDLE, PyObject *, qp, QP, ARG_ANY_PARENT) \
+	X(S, UINT, uint16_t, udp_sport)
+ARGS_DECLARE(m5_sport, M5_SPORT_ARGS);
 METHOD_ARGS(mlx5_mod_modify_qp_udp_sport, "_mlx5_modify_qp_udp_sport",
 	    m5_sport_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_modify_qp_udp_sport, mod, struct m5_sport_args,
-	      a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_modify_qp_udp_sport, mod,
+		 struct m5_sport_args, a)
 {
 	return m5_udp_sport(a->qp, a->udp_sport);
 }
@@ -409,18 +405,15 @@ METHOD_DOC(mlx5_mod_modify_qp_lag_port,
 			"Args:\n"
 			"    qp: an open QP (of any provider: others refuse).\n"
 			"    port_num: the LAG port." DOC_ERRS);
-struct m5_port_args {
-	PyObject *qp;
-	uint8_t port_num;
-};
-static const ArgSpec m5_port_params[] = {
-	ARG_HANDLE(struct m5_port_args, qp, QP, ARG_ANY_PARENT),
-	ARG_UINT(struct m5_port_args, port_num), ARG_END
-};
+#define M5_PORT_ARGS(X, S)                               \
+	X(S, HANDLE, PyObject *, qp, QP, ARG_ANY_PARENT) \
+	X(S, UINT, uint8_t, port_num)
+ARGS_DECLARE(m5_port, M5_PORT_ARGS);
 METHOD_ARGS(mlx5_mod_modify_qp_lag_port, "_mlx5_modify_qp_lag_port",
 	    m5_port_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_modify_qp_lag_port, mod, struct m5_port_args, a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_modify_qp_lag_port, mod, struct m5_port_args,
+		 a)
 {
 	return m5_lag_port(a->qp, a->port_num);
 }
@@ -432,17 +425,9 @@ METHOD_DOC(mlx5_mod_query_qp_lag_port, DOC_QUERY_LAG
 	   "\n" DOC_RETURNS_PAIR "\n"
 	   "Raises:\n"
 	   "    TypeError: qp is not a QP.\n" M5_RAISES_LIB);
-struct m5_qp_only_args {
-	PyObject *qp;
-};
-static const ArgSpec m5_qp_only_params[] = {
-	ARG_HANDLE(struct m5_qp_only_args, qp, QP, ARG_ANY_PARENT), ARG_END
-};
-METHOD_ARGS(mlx5_mod_query_qp_lag_port, "_mlx5_query_qp_lag_port",
-	    m5_qp_only_params);
-
-ARGS_FUNCTION(extern, mlx5_mod_query_qp_lag_port, mod, struct m5_qp_only_args,
-	      a)
+#define M5_QP_ONLY_ARGS(X, S) X(S, HANDLE, PyObject *, qp, QP, ARG_ANY_PARENT)
+ARGS_FUNCTION(extern, mlx5_mod_query_qp_lag_port, "_mlx5_query_qp_lag_port",
+	      M5_QP_ONLY_ARGS, mod, a)
 {
 	return m5_query_lag(a->qp);
 }
@@ -453,19 +438,15 @@ METHOD_DOC(mlx5_mod_dci_stream_id_reset,
 			    "    qp: an open QP (of any provider: others "
 			    "refuse).\n"
 			    "    stream_id: the stream." DOC_ERRS);
-struct m5_stream_args {
-	PyObject *qp;
-	uint16_t stream_id;
-};
-static const ArgSpec m5_stream_params[] = {
-	ARG_HANDLE(struct m5_stream_args, qp, QP, ARG_ANY_PARENT),
-	ARG_UINT(struct m5_stream_args, stream_id), ARG_END
-};
+#define M5_STREAM_ARGS(X, S)                             \
+	X(S, HANDLE, PyObject *, qp, QP, ARG_ANY_PARENT) \
+	X(S, UINT, uint16_t, stream_id)
+ARGS_DECLARE(m5_stream, M5_STREAM_ARGS);
 METHOD_ARGS(mlx5_mod_dci_stream_id_reset, "_mlx5_dci_stream_id_reset",
 	    m5_stream_params);
 
-ARGS_FUNCTION(extern, mlx5_mod_dci_stream_id_reset, mod, struct m5_stream_args,
-	      a)
+ARGS_FUNCTION_OF(extern, mlx5_mod_dci_stream_id_reset, mod,
+		 struct m5_stream_args, a)
 {
 	return m5_stream_reset(a->qp, a->stream_id);
 }
@@ -479,7 +460,7 @@ PyDoc_STRVAR(mlx5_qp_modify_udp_sport__doc__,
 METHOD_ARGS(mlx5_qp_modify_udp_sport, "Mlx5QP.modify_udp_sport",
 	    m5_sport_params + 1);
 
-ARGS_METHOD(static, mlx5_qp_modify_udp_sport, self, struct m5_sport_args, a)
+ARGS_METHOD_OF(static, mlx5_qp_modify_udp_sport, self, struct m5_sport_args, a)
 {
 	return m5_udp_sport(self, a->udp_sport);
 }
@@ -491,7 +472,7 @@ PyDoc_STRVAR(mlx5_qp_modify_lag_port__doc__,
 METHOD_ARGS(mlx5_qp_modify_lag_port, "Mlx5QP.modify_lag_port",
 	    m5_port_params + 1);
 
-ARGS_METHOD(static, mlx5_qp_modify_lag_port, self, struct m5_port_args, a)
+ARGS_METHOD_OF(static, mlx5_qp_modify_lag_port, self, struct m5_port_args, a)
 {
 	return m5_lag_port(self, a->port_num);
 }
@@ -513,7 +494,8 @@ PyDoc_STRVAR(mlx5_qp_dci_stream_id_reset__doc__,
 METHOD_ARGS(mlx5_qp_dci_stream_id_reset, "Mlx5QP.dci_stream_id_reset",
 	    m5_stream_params + 1);
 
-ARGS_METHOD(static, mlx5_qp_dci_stream_id_reset, self, struct m5_stream_args, a)
+ARGS_METHOD_OF(static, mlx5_qp_dci_stream_id_reset, self, struct m5_stream_args,
+	       a)
 {
 	return m5_stream_reset(self, a->stream_id);
 }

@@ -40,12 +40,8 @@ METHOD_DOC(
 	"    ValueError: a field is out of range or dgid is no GID.\n" DOC_RAISES_VERB_AS(
 		"PD", ", e.g. EINVAL for a bad sgid_index"));
 
-struct create_ah_args {
-	PyObject *attr;
-};
-static const ArgSpec create_ah_params[] = {
-	ARG_RECORD(struct create_ah_args, attr, AHAttr), ARG_END
-};
+#define CREATE_AH_ARGS(X, S) X(S, RECORD, PyObject *, attr, AHAttr)
+ARGS_DECLARE(create_ah, CREATE_AH_ARGS);
 METHOD_ARGS(pd_create_ah, "PD.create_ah", create_ah_params);
 
 PyObject *pd_create_ah(PyObject *self, PyObject *args, PyObject *kw)

@@ -198,15 +198,8 @@ const char qp_create_flow__doc__[] = PyDoc_STR(
 
 /* QP.create_flow(flow_attr): a FlowAttr (anything with to_bytes()) or
  * its bytes. */
-struct create_flow_args {
-	PyObject *flow_attr;
-};
-static const ArgSpec create_flow_params[] = {
-	ARG_RECORD(struct create_flow_args, flow_attr, FlowAttr), ARG_END
-};
-METHOD_ARGS(flow_create, "QP.create_flow", create_flow_params);
-
-ARGS_METHOD(extern, flow_create, qp, struct create_flow_args, a)
+#define CREATE_FLOW_ARGS(X, S) X(S, RECORD, PyObject *, flow_attr, FlowAttr)
+ARGS_METHOD(extern, flow_create, "QP.create_flow", CREATE_FLOW_ARGS, qp, a)
 {
 	PyObject *o, *b, *objs = NULL;
 	struct ibv_flow_attr *attr;

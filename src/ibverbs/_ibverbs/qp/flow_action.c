@@ -171,17 +171,13 @@ const char flow_action_esp_create__doc__[] = PyDoc_STR(
 
 /* The argument of Context.create_flow_action_esp and
  * FlowAction.modify_esp. */
-struct esp_args {
-	PyObject *attr;
-};
-static const ArgSpec esp_params[] = {
-	ARG_RECORD(struct esp_args, attr, FlowActionESPAttr), ARG_END
-};
+#define ESP_ARGS(X, S) X(S, RECORD, PyObject *, attr, FlowActionESPAttr)
+ARGS_DECLARE(esp, ESP_ARGS);
 METHOD_ARGS(flow_action_esp_create, "Context.create_flow_action_esp",
 	    esp_params);
 
 /* Context.create_flow_action_esp(attr) */
-ARGS_METHOD(extern, flow_action_esp_create, ctx, struct esp_args, a)
+ARGS_METHOD_OF(extern, flow_action_esp_create, ctx, struct esp_args, a)
 {
 	struct ibv_flow_action *fa;
 	struct esp_buf *b;
@@ -229,7 +225,7 @@ PyDoc_STRVAR(flow_action_modify_esp__doc__,
 
 METHOD_ARGS(flow_action_modify_esp, "FlowAction.modify_esp", esp_params);
 
-ARGS_METHOD(static, flow_action_modify_esp, self, struct esp_args, a)
+ARGS_METHOD_OF(static, flow_action_modify_esp, self, struct esp_args, a)
 {
 	struct esp_buf *b;
 	PyObject *o;

@@ -363,15 +363,8 @@ METHOD_DOC(pd_create_qp,
 	   "        else the verb failed (``errno``, e.g. EINVAL for\n"
 	   "        capacities beyond the device's limits).");
 
-struct create_qp_args {
-	PyObject *init_attr;
-};
-static const ArgSpec create_qp_params[] = {
-	ARG_RECORD(struct create_qp_args, init_attr, QPInitAttr), ARG_END
-};
-METHOD_ARGS(pd_create_qp, "PD.create_qp", create_qp_params);
-
-ARGS_METHOD(extern, pd_create_qp, self, struct create_qp_args, a)
+#define CREATE_QP_ARGS(X, S) X(S, RECORD, PyObject *, init_attr, QPInitAttr)
+ARGS_METHOD(extern, pd_create_qp, "PD.create_qp", CREATE_QP_ARGS, self, a)
 {
 	return qp_create((PDObject *)self, a->init_attr, &qp_kind,
 			 "ibv_create_qp", plain_create, NULL, ST.QP_type, 0);
@@ -609,17 +602,10 @@ PyDoc_STRVAR(qp_query__doc__,
 	     "    ValueError: mask is out of range.\n" DOC_RAISES_VERB("QP"));
 
 /* query(mask=all) -> (dict of the fields the mask covers, QPCap) */
-struct query_args {
-	int mask;
-};
-static const ArgSpec query_params[] = {
-	ARG_FLAGS(struct query_args, mask, QPAttrMask, .flags = ARG_OPT,
-		  .def = QP_QUERY_ALL),
-	ARG_END,
-};
-METHOD_ARGS(qp_meth_query, "QP.query", query_params);
-
-ARGS_METHOD(static, qp_meth_query, self, struct query_args, a)
+#define QUERY_ARGS(X, S)                                     \
+	X(S, FLAGS, int, mask, QPAttrMask, .flags = ARG_OPT, \
+	  .def = QP_QUERY_ALL)
+ARGS_METHOD(static, qp_meth_query, "QP.query", QUERY_ARGS, self, a)
 {
 	PyObject *d, *cap;
 	struct ibv_qp_init_attr init;
@@ -670,23 +656,13 @@ PyDoc_STRVAR(qp_to_init__doc__,
  * RC/UC: STATE|PKEY_INDEX|PORT|ACCESS_FLAGS; UD: STATE|PKEY_INDEX|PORT|QKEY
  * with qkey defaulting to 0x11111111; RAW_PACKET: STATE|PORT.  access
  * defaults to 0 (no remote access), as in the published package. */
-struct to_init_args {
-	uint8_t port;
-	int access;
-	uint16_t pkey_index;
-	uint32_t qkey;
-};
-static const ArgSpec to_init_params[] = {
-	ARG_INT(struct to_init_args, port, 1, UINT8_MAX),
-	ARG_FLAGS(struct to_init_args, access, AccessFlags, .flags = ARG_OPT),
-	ARG_UINT(struct to_init_args, pkey_index, .flags = ARG_OPT | ARG_NONE),
-	ARG_UINT(struct to_init_args, qkey, .flags = ARG_OPT | ARG_NONE,
-		 .def = QP_DEFAULT_QKEY),
-	ARG_END
-};
-METHOD_ARGS(qp_to_init, "QP.to_init", to_init_params);
-
-ARGS_METHOD(static, qp_to_init, self, struct to_init_args, a)
+#define TO_INIT_ARGS(X, S)                                            \
+	X(S, INT, uint8_t, port, 1, UINT8_MAX)                        \
+	X(S, FLAGS, int, access, AccessFlags, .flags = ARG_OPT)       \
+	X(S, UINT, uint16_t, pkey_index, .flags = ARG_OPT | ARG_NONE) \
+	X(S, UINT, uint32_t, qkey, .flags = ARG_OPT | ARG_NONE,       \
+	  .def = QP_DEFAULT_QKEY)
+ARGS_METHOD(static, qp_to_init, "QP.to_init", TO_INIT_ARGS, self, a)
 {
 	struct ibv_qp_attr attr;
 	int mask = IBV_QP_STATE | IBV_QP_PORT;
@@ -777,37 +753,28 @@ out:
 	return rc;
 }
 
-/* to_rtr's arguments; given: the RTR_* bits of those given (not None). */
-struct rtr_args {
-	PyObject *remote;
-	uint8_t sgid_index, hop_limit, min_rnr_timer, max_dest_rd_atomic, sl,
-		traffic_class, port;
-	int mtu;
-	uint32_t flow_label;
-	uint64_t given;
-};
+/* to_rtr's arguments; mask: the RTR_* bits of those given (not None).
+ * Positional order as in the published package; port and flow_label
+ * keyword-only. */
 enum { RTR_SGID_INDEX = 1, RTR_MTU = 2, RTR_PORT = 4 };
 #define RTR_OPT .flags = ARG_OPT | ARG_NONE
-/* Positional order as in the published package; port and flow_label
- * keyword-only. */
-static const ArgSpec to_rtr_params[] = {
-	ARG_RECORD(struct rtr_args, remote, QPInfo, .flags = ARG_NONE),
-	ARG_UINT(struct rtr_args, sgid_index, RTR_OPT, .mask = RTR_SGID_INDEX),
-	ARG_ENUM(struct rtr_args, mtu, MTU, IBV_MTU_256, IBV_MTU_4096, RTR_OPT,
-		 .mask = RTR_MTU),
-	ARG_UINT(struct rtr_args, hop_limit, RTR_OPT, .def = 64),
-	ARG_INT(struct rtr_args, min_rnr_timer, 0, 31, RTR_OPT, .def = 12),
-	ARG_UINT(struct rtr_args, max_dest_rd_atomic, RTR_OPT, .def = 1),
-	ARG_INT(struct rtr_args, sl, 0, 15, RTR_OPT),
-	ARG_UINT(struct rtr_args, traffic_class, RTR_OPT),
-	ARG_INT(struct rtr_args, port, 1, UINT8_MAX,
-		.flags = ARG_KWOPT | ARG_NONE, .mask = RTR_PORT),
-	ARG_INT(struct rtr_args, flow_label, 0, 0xfffff,
-		.flags = ARG_KWOPT | ARG_NONE),
-	ARG_END
-};
-METHOD_ARGS_MASK(qp_to_rtr, "QP.to_rtr", to_rtr_params,
-		 offsetof(struct rtr_args, given));
+#define RTR_ARGS(X, S)                                                        \
+	X(S, RECORD, PyObject *, remote, QPInfo, .flags = ARG_NONE)           \
+	X(S, UINT, uint8_t, sgid_index, RTR_OPT, .mask = RTR_SGID_INDEX)      \
+	X(S, ENUM, int, mtu, MTU, IBV_MTU_256, IBV_MTU_4096, RTR_OPT,         \
+	  .mask = RTR_MTU)                                                    \
+	X(S, UINT, uint8_t, hop_limit, RTR_OPT, .def = 64)                    \
+	X(S, INT, uint8_t, min_rnr_timer, 0, 31, RTR_OPT, .def = 12)          \
+	X(S, UINT, uint8_t, max_dest_rd_atomic, RTR_OPT, .def = 1)            \
+	X(S, INT, uint8_t, sl, 0, 15, RTR_OPT)                                \
+	X(S, UINT, uint8_t, traffic_class, RTR_OPT)                           \
+	X(S, INT, uint8_t, port, 1, UINT8_MAX, .flags = ARG_KWOPT | ARG_NONE, \
+	  .mask = RTR_PORT)                                                   \
+	X(S, INT, uint32_t, flow_label, 0, 0xfffff,                           \
+	  .flags = ARG_KWOPT | ARG_NONE)
+ARGS_DECLARE_MASK(rtr, RTR_ARGS);
+METHOD_ARGS_MASK(qp_to_rtr, "QP.to_rtr", rtr_params,
+		 offsetof(struct rtr_args, mask));
 
 /* The local port: as given, else the one the QP was moved to INIT on. */
 static int local_port(PyObject *self, const struct rtr_args *a, uint8_t *port)
@@ -816,7 +783,7 @@ static int local_port(PyObject *self, const struct rtr_args *a, uint8_t *port)
 	struct ibv_qp_attr attr;
 	int rc;
 
-	if (a->given & RTR_PORT) {
+	if (a->mask & RTR_PORT) {
 		*port = a->port;
 		return 0;
 	}
@@ -839,7 +806,7 @@ static int path_mtu(PyObject *self, PyObject *remote, const struct rtr_args *a,
 	long v;
 	int rc;
 
-	if (a->given & RTR_MTU) {
+	if (a->mask & RTR_MTU) {
 		*mtu = (enum ibv_mtu)a->mtu;
 		return 0;
 	}
@@ -869,7 +836,7 @@ static int rtr_connected(PyObject *self, const struct rtr_args *a,
 	long qpn, psn, lid;
 	uint8_t port;
 
-	if (!(a->given & RTR_SGID_INDEX)) {
+	if (!(a->mask & RTR_SGID_INDEX)) {
 		PyErr_SetString(PyExc_TypeError,
 				"to_rtr() missing required "
 				"keyword argument 'sgid_index' (RC/UC QPs)");
@@ -985,22 +952,14 @@ PyDoc_STRVAR(qp_to_rts__doc__,
  *        rnr_retry=None (7), max_rd_atomic=None (1))
  * RC: STATE|SQ_PSN|TIMEOUT|RETRY_CNT|RNR_RETRY|MAX_QP_RD_ATOMIC;
  * UC/UD: STATE|SQ_PSN. */
-struct to_rts_args {
-	uint32_t psn;
-	uint8_t timeout, retry_cnt, rnr_retry, max_rd_atomic;
-};
 #define RTS_OPT .flags = ARG_OPT | ARG_NONE
-static const ArgSpec to_rts_params[] = {
-	ARG_INT(struct to_rts_args, psn, 0, PSN_MAX, RTS_OPT),
-	ARG_INT(struct to_rts_args, timeout, 0, 31, RTS_OPT, .def = 14),
-	ARG_INT(struct to_rts_args, retry_cnt, 0, 7, RTS_OPT, .def = 7),
-	ARG_INT(struct to_rts_args, rnr_retry, 0, 7, RTS_OPT, .def = 7),
-	ARG_UINT(struct to_rts_args, max_rd_atomic, RTS_OPT, .def = 1),
-	ARG_END
-};
-METHOD_ARGS(qp_to_rts, "QP.to_rts", to_rts_params);
-
-ARGS_METHOD(static, qp_to_rts, self, struct to_rts_args, a)
+#define TO_RTS_ARGS(X, S)                                      \
+	X(S, INT, uint32_t, psn, 0, PSN_MAX, RTS_OPT)          \
+	X(S, INT, uint8_t, timeout, 0, 31, RTS_OPT, .def = 14) \
+	X(S, INT, uint8_t, retry_cnt, 0, 7, RTS_OPT, .def = 7) \
+	X(S, INT, uint8_t, rnr_retry, 0, 7, RTS_OPT, .def = 7) \
+	X(S, UINT, uint8_t, max_rd_atomic, RTS_OPT, .def = 1)
+ARGS_METHOD(static, qp_to_rts, "QP.to_rts", TO_RTS_ARGS, self, a)
 {
 	struct ibv_qp_attr attr;
 	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
@@ -1156,15 +1115,10 @@ static PyObject *mcast_note(QPObject *q, const union ibv_gid *gid, uint16_t lid,
 }
 
 /* attach_mcast/detach_mcast(gid, lid=0): one body, the verb differs. */
-struct mcast_args {
-	PyObject *gid;
-	uint16_t lid;
-};
-static const ArgSpec mcast_params[] = {
-	ARG_RECORD(struct mcast_args, gid, Gid),
-	ARG_UINT(struct mcast_args, lid, .flags = ARG_OPT),
-	ARG_END,
-};
+#define MCAST_ARGS(X, S)                   \
+	X(S, RECORD, PyObject *, gid, Gid) \
+	X(S, UINT, uint16_t, lid, .flags = ARG_OPT)
+ARGS_DECLARE(mcast, MCAST_ARGS);
 METHOD_ARGS(qp_attach_mcast, "QP.attach_mcast", mcast_params);
 METHOD_ARGS(qp_detach_mcast, "QP.detach_mcast", mcast_params);
 
@@ -1288,20 +1242,11 @@ PyDoc_STRVAR(qp_query_data_in_order__doc__,
 	     "    VerbsError: EBADF once the QP is closed; EOPNOTSUPP when\n"
 	     "        the loaded libibverbs is older than rdma-core 41.");
 
-struct data_in_order_args {
-	int op;
-	uint32_t flags;
-};
-static const ArgSpec data_in_order_params[] = {
-	ARG_ENUM(struct data_in_order_args, op, WROpcode, 0, INT32_MAX),
-	ARG_FLAGS(struct data_in_order_args, flags, QueryQPDataInOrderFlags,
-		  .flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS(qp_query_data_in_order, "QP.query_data_in_order",
-	    data_in_order_params);
-
-ARGS_METHOD(static, qp_query_data_in_order, self, struct data_in_order_args, a)
+#define DATA_IN_ORDER_ARGS(X, S)                    \
+	X(S, ENUM, int, op, WROpcode, 0, INT32_MAX) \
+	X(S, FLAGS, uint32_t, flags, QueryQPDataInOrderFlags, .flags = ARG_OPT)
+ARGS_METHOD(static, qp_query_data_in_order, "QP.query_data_in_order",
+	    DATA_IN_ORDER_ARGS, self, a)
 {
 	int rc;
 

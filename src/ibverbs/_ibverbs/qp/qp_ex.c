@@ -914,15 +914,12 @@ METHOD_DOC(pd_create_qp_ex,
 	   "        (``errno``).");
 
 /* PD.create_qp_ex and Context.create_qp_ex: create_ex() reads it. */
-struct create_qp_ex_args {
-	PyObject *init_attr;
-};
-static const ArgSpec create_qp_ex_params[] = {
-	ARG_RECORD(struct create_qp_ex_args, init_attr, QPInitAttrEx), ARG_END
-};
+#define CREATE_QP_EX_ARGS(X, S) \
+	X(S, RECORD, PyObject *, init_attr, QPInitAttrEx)
+ARGS_DECLARE(create_qp_ex, CREATE_QP_EX_ARGS);
 METHOD_ARGS(pd_create_qp_ex, "PD.create_qp_ex", create_qp_ex_params);
 
-ARGS_METHOD(extern, pd_create_qp_ex, self, struct create_qp_ex_args, a)
+ARGS_METHOD_OF(extern, pd_create_qp_ex, self, struct create_qp_ex_args, a)
 {
 	return qpex_create((PDObject *)self, a->init_attr, ST.QPEx_type,
 			   "ibv_create_qp_ex", NULL, NULL);
@@ -957,7 +954,7 @@ METHOD_DOC(
 
 METHOD_ARGS(context_create_qp_ex, "Context.create_qp_ex", create_qp_ex_params);
 
-ARGS_METHOD(extern, context_create_qp_ex, self, struct create_qp_ex_args, a)
+ARGS_METHOD_OF(extern, context_create_qp_ex, self, struct create_qp_ex_args, a)
 {
 	PyObject *pd, *res = NULL;
 
@@ -1017,11 +1014,8 @@ PyDoc_STRVAR(qpex_wr_send_imm__doc__,
 	     "\n"
 	     "Args:\n" WRX_ARG_IMM "\n" WRX_RAISES("SEND_WITH_IMM"));
 
-struct imm_args {
-	uint32_t imm_data;
-};
-static const ArgSpec imm_params[] = { ARG_UINT(struct imm_args, imm_data),
-				      ARG_END };
+#define IMM_ARGS(X, S) X(S, UINT, uint32_t, imm_data)
+ARGS_DECLARE(imm, IMM_ARGS);
 METHOD_ARGS(qpex_wr_send_imm, "QPEx.wr_send_imm", imm_params);
 
 static PyObject *qpex_wr_send_imm(PyObject *self, PyObject *args, PyObject *kw)
@@ -1049,12 +1043,8 @@ PyDoc_STRVAR(
 	"\n" WRX_RAISES("SEND_WITH_INV"));
 
 /* wr_send_inv and wr_local_inv */
-struct inv_args {
-	uint32_t invalidate_rkey;
-};
-static const ArgSpec inv_params[] = {
-	ARG_UINT(struct inv_args, invalidate_rkey), ARG_END
-};
+#define INV_ARGS(X, S) X(S, UINT, uint32_t, invalidate_rkey)
+ARGS_DECLARE(inv, INV_ARGS);
 METHOD_ARGS(qpex_wr_send_inv, "QPEx.wr_send_inv", inv_params);
 
 static PyObject *qpex_wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
@@ -1070,13 +1060,9 @@ static PyObject *qpex_wr_send_inv(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* wr_rdma_write and wr_rdma_read */
-struct rdma_args {
-	uint32_t rkey;
-	uint64_t remote_addr;
-};
-static const ArgSpec rdma_params[] = { ARG_UINT(struct rdma_args, rkey),
-				       ARG_UINT(struct rdma_args, remote_addr),
-				       ARG_END };
+#define RDMA_ARGS(X, S) \
+	X(S, UINT, uint32_t, rkey) X(S, UINT, uint64_t, remote_addr)
+ARGS_DECLARE(rdma, RDMA_ARGS);
 
 PyDoc_STRVAR(qpex_wr_rdma_write__doc__,
 	     "Start an RDMA_WRITE to the peer's memory.\n"
@@ -1110,16 +1096,11 @@ PyDoc_STRVAR(qpex_wr_rdma_write_imm__doc__,
 	     "Args:\n" WRX_ARG_RKEY WRX_ARG_RADDR WRX_ARG_IMM
 	     "\n" WRX_RAISES("RDMA_WRITE_WITH_IMM"));
 
-struct rdma_imm_args {
-	uint32_t rkey;
-	uint64_t remote_addr;
-	uint32_t imm_data;
-};
-static const ArgSpec rdma_imm_params[] = {
-	ARG_UINT(struct rdma_imm_args, rkey),
-	ARG_UINT(struct rdma_imm_args, remote_addr),
-	ARG_UINT(struct rdma_imm_args, imm_data), ARG_END
-};
+#define RDMA_IMM_ARGS(X, S)               \
+	X(S, UINT, uint32_t, rkey)        \
+	X(S, UINT, uint64_t, remote_addr) \
+	X(S, UINT, uint32_t, imm_data)
+ARGS_DECLARE(rdma_imm, RDMA_IMM_ARGS);
 METHOD_ARGS(qpex_wr_rdma_write_imm, "QPEx.wr_rdma_write_imm", rdma_imm_params);
 
 static PyObject *qpex_wr_rdma_write_imm(PyObject *self, PyObject *args,
@@ -1169,16 +1150,12 @@ PyDoc_STRVAR(qpex_wr_atomic_cmp_swp__doc__,
 	     "    swap: the value written there when it matches, 64 bits.\n"
 	     "\n" WRX_RAISES("ATOMIC_CMP_AND_SWP"));
 
-struct cmp_swp_args {
-	uint32_t rkey;
-	uint64_t remote_addr, compare, swap;
-};
-static const ArgSpec cmp_swp_params[] = {
-	ARG_UINT(struct cmp_swp_args, rkey),
-	ARG_UINT(struct cmp_swp_args, remote_addr),
-	ARG_UINT(struct cmp_swp_args, compare),
-	ARG_UINT(struct cmp_swp_args, swap), ARG_END
-};
+#define CMP_SWP_ARGS(X, S)                \
+	X(S, UINT, uint32_t, rkey)        \
+	X(S, UINT, uint64_t, remote_addr) \
+	X(S, UINT, uint64_t, compare)     \
+	X(S, UINT, uint64_t, swap)
+ARGS_DECLARE(cmp_swp, CMP_SWP_ARGS);
 METHOD_ARGS(qpex_wr_atomic_cmp_swp, "QPEx.wr_atomic_cmp_swp", cmp_swp_params);
 
 static PyObject *qpex_wr_atomic_cmp_swp(PyObject *self, PyObject *args,
@@ -1205,15 +1182,11 @@ PyDoc_STRVAR(qpex_wr_atomic_fetch_add__doc__,
 	     "    add: the value added at remote_addr, 64 bits (wraps).\n"
 	     "\n" WRX_RAISES("ATOMIC_FETCH_AND_ADD"));
 
-struct fetch_add_args {
-	uint32_t rkey;
-	uint64_t remote_addr, add;
-};
-static const ArgSpec fetch_add_params[] = {
-	ARG_UINT(struct fetch_add_args, rkey),
-	ARG_UINT(struct fetch_add_args, remote_addr),
-	ARG_UINT(struct fetch_add_args, add), ARG_END
-};
+#define FETCH_ADD_ARGS(X, S)              \
+	X(S, UINT, uint32_t, rkey)        \
+	X(S, UINT, uint64_t, remote_addr) \
+	X(S, UINT, uint64_t, add)
+ARGS_DECLARE(fetch_add, FETCH_ADD_ARGS);
 METHOD_ARGS(qpex_wr_atomic_fetch_add, "QPEx.wr_atomic_fetch_add",
 	    fetch_add_params);
 
@@ -1292,19 +1265,12 @@ PyDoc_STRVAR(qpex_wr_atomic_write__doc__,
 
 /* wr_atomic_write(rkey, remote_addr, data): data is the 8 bytes to write
  * (bytes or bytearray); the provider copies them during the call. */
-struct atomic_write_args {
-	uint32_t rkey;
-	uint64_t remote_addr;
-	PyObject *data;
-};
-static const ArgSpec atomic_write_params[] = {
-	ARG_UINT(struct atomic_write_args, rkey),
-	ARG_UINT(struct atomic_write_args, remote_addr),
-	ARG_OBJECT(struct atomic_write_args, data), ARG_END
-};
-METHOD_ARGS(qpex_wr_atomic_write, "QPEx.wr_atomic_write", atomic_write_params);
-
-ARGS_METHOD(static, qpex_wr_atomic_write, self, struct atomic_write_args, a)
+#define ATOMIC_WRITE_ARGS(X, S)           \
+	X(S, UINT, uint32_t, rkey)        \
+	X(S, UINT, uint64_t, remote_addr) \
+	X(S, OBJECT, PyObject *, data)
+ARGS_METHOD(static, qpex_wr_atomic_write, "QPEx.wr_atomic_write",
+	    ATOMIC_WRITE_ARGS, self, a)
 {
 	PyObject *data;
 	const char *p;
@@ -1358,20 +1324,13 @@ PyDoc_STRVAR(qpex_wr_flush__doc__,
 
 /* wr_flush(rkey, remote_addr, len, type, level).  Built against headers
  * without ibv_wr_flush (rdma-core < 45): EOPNOTSUPP, after the checks. */
-struct flush_args {
-	uint32_t rkey;
-	uint64_t remote_addr, len;
-	uint8_t type, level;
-};
-static const ArgSpec flush_params[] = { ARG_UINT(struct flush_args, rkey),
-					ARG_UINT(struct flush_args, remote_addr),
-					ARG_UINT(struct flush_args, len),
-					ARG_UINT(struct flush_args, type),
-					ARG_UINT(struct flush_args, level),
-					ARG_END };
-METHOD_ARGS(qpex_wr_flush, "QPEx.wr_flush", flush_params);
-
-ARGS_METHOD(static, qpex_wr_flush, self, struct flush_args, a)
+#define FLUSH_ARGS(X, S)                  \
+	X(S, UINT, uint32_t, rkey)        \
+	X(S, UINT, uint64_t, remote_addr) \
+	X(S, UINT, uint64_t, len)         \
+	X(S, UINT, uint8_t, type)         \
+	X(S, UINT, uint8_t, level)
+ARGS_METHOD(static, qpex_wr_flush, "QPEx.wr_flush", FLUSH_ARGS, self, a)
 {
 #ifdef IBVERBS_HAVE_WR_FLUSH
 	if (qpex_begin_wr(self, WREX_OP_FLUSH) < 0)
@@ -1561,15 +1520,9 @@ PyDoc_STRVAR(qpex_wr_set_sge_list__doc__,
 	     "        EOPNOTSUPP when the provider lacks it.");
 
 /* wr_set_sge_list(sg_list): a list or tuple of SGE objects. */
-struct sge_list_args {
-	PyObject *sg_list;
-};
-static const ArgSpec sge_list_params[] = {
-	ARG_OBJECT(struct sge_list_args, sg_list), ARG_END
-};
-METHOD_ARGS(qpex_wr_set_sge_list, "QPEx.wr_set_sge_list", sge_list_params);
-
-ARGS_METHOD(static, qpex_wr_set_sge_list, self, struct sge_list_args, a)
+#define SGE_LIST_ARGS(X, S) X(S, OBJECT, PyObject *, sg_list)
+ARGS_METHOD(static, qpex_wr_set_sge_list, "QPEx.wr_set_sge_list", SGE_LIST_ARGS,
+	    self, a)
 {
 	struct ibv_sge small[SMALL_LIST], *arr;
 	PyObject *seq;
@@ -1679,12 +1632,8 @@ PyDoc_STRVAR(qpex_wr_set_inline_data__doc__,
 	     "        already; EOPNOTSUPP when the provider lacks it; EBADF\n"
 	     "        once the QP is closed.");
 
-struct inline_data_args {
-	PyObject *data;
-};
-static const ArgSpec inline_data_params[] = {
-	ARG_OBJECT(struct inline_data_args, data), ARG_END
-};
+#define INLINE_DATA_ARGS(X, S) X(S, OBJECT, PyObject *, data)
+ARGS_DECLARE(inline_data, INLINE_DATA_ARGS);
 METHOD_ARGS(qpex_wr_set_inline_data, "QPEx.wr_set_inline_data",
 	    inline_data_params);
 
@@ -1727,17 +1676,9 @@ PyDoc_STRVAR(qpex_wr_set_inline_data_list__doc__,
 	     "    ValueError: more bytes in all than max_inline_data.\n"
 	     "    VerbsError: as ``wr_set_inline_data()``.");
 
-struct inline_data_list_args {
-	PyObject *buf_list;
-};
-static const ArgSpec inline_data_list_params[] = {
-	ARG_OBJECT(struct inline_data_list_args, buf_list), ARG_END
-};
-METHOD_ARGS(qpex_wr_set_inline_data_list, "QPEx.wr_set_inline_data_list",
-	    inline_data_list_params);
-
-ARGS_METHOD(static, qpex_wr_set_inline_data_list, self,
-	    struct inline_data_list_args, a)
+#define INLINE_DATA_LIST_ARGS(X, S) X(S, OBJECT, PyObject *, buf_list)
+ARGS_METHOD(static, qpex_wr_set_inline_data_list,
+	    "QPEx.wr_set_inline_data_list", INLINE_DATA_LIST_ARGS, self, a)
 {
 	struct ibv_data_buf small[SMALL_LIST], *arr;
 	PyObject *seq, *holds;
@@ -1797,18 +1738,12 @@ PyDoc_STRVAR(qpex_wr_set_ud_addr__doc__,
 	     "        QP or when the WR has its destination already;\n"
 	     "        EOPNOTSUPP when the provider lacks it.");
 
-struct ud_addr_args {
-	PyObject *ah;
-	uint32_t remote_qpn, remote_qkey;
-};
-static const ArgSpec ud_addr_params[] = {
-	ARG_HANDLE(struct ud_addr_args, ah, AH, ARG_SAME_CONTEXT),
-	ARG_INT(struct ud_addr_args, remote_qpn, 0, QPN_MAX),
-	ARG_UINT(struct ud_addr_args, remote_qkey), ARG_END
-};
-METHOD_ARGS(qpex_wr_set_ud_addr, "QPEx.wr_set_ud_addr", ud_addr_params);
-
-ARGS_METHOD(static, qpex_wr_set_ud_addr, self, struct ud_addr_args, a)
+#define UD_ADDR_ARGS(X, S)                                 \
+	X(S, HANDLE, PyObject *, ah, AH, ARG_SAME_CONTEXT) \
+	X(S, INT, uint32_t, remote_qpn, 0, QPN_MAX)        \
+	X(S, UINT, uint32_t, remote_qkey)
+ARGS_METHOD(static, qpex_wr_set_ud_addr, "QPEx.wr_set_ud_addr", UD_ADDR_ARGS,
+	    self, a)
 {
 	if (qpex_begin_setter(self, 0, "ibv_wr_set_ud_addr",
 			      QPX_FN(wr_set_ud_addr)) < 0)
@@ -1842,23 +1777,13 @@ PyDoc_STRVAR(qpex_wr_send_tso__doc__,
 	     "    mss: the maximum segment size, 16 bits.\n"
 	     "\n" WRX_RAISES("TSO"));
 
-struct tso_args {
-	PyObject *hdr;
-	uint16_t mss;
-};
-static const ArgSpec tso_params[] = { ARG_OBJECT(struct tso_args, hdr),
-				      ARG_UINT(struct tso_args, mss), ARG_END };
-METHOD_ARGS(qpex_wr_send_tso, "QPEx.wr_send_tso", tso_params);
-
-static PyObject *qpex_wr_send_tso(PyObject *self, PyObject *args, PyObject *kw)
+#define TSO_ARGS(X, S) X(S, OBJECT, PyObject *, hdr) X(S, UINT, uint16_t, mss)
+ARGS_METHOD(static, qpex_wr_send_tso, "QPEx.wr_send_tso", TSO_ARGS, self, a)
 {
 	struct ibv_data_buf buf;
 	PyObject *hold = NULL;
-	struct tso_args a;
 
-	HANDLE_CHECK(self);
-	if (args_parse(&qpex_wr_send_tso_args, self, args, kw, &a) < 0 ||
-	    inline_buf(a.hdr, "hdr", &hold, &buf) < 0)
+	if (inline_buf(a->hdr, "hdr", &hold, &buf) < 0)
 		return NULL;
 	if (buf.length > UINT16_MAX) {
 		PyErr_Format(PyExc_ValueError,
@@ -1867,7 +1792,7 @@ static PyObject *qpex_wr_send_tso(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	if (qpex_begin_wr(self, WREX_OP_TSO) < 0)
 		goto fail;
-	ibv_wr_send_tso(QPX(self), buf.addr, (uint16_t)buf.length, a.mss);
+	ibv_wr_send_tso(QPX(self), buf.addr, (uint16_t)buf.length, a->mss);
 	Py_DECREF(hold);
 	Py_RETURN_NONE;
 fail:
@@ -1893,15 +1818,9 @@ PyDoc_STRVAR(qpex_wr_set_xrc_srqn__doc__,
 	     "        it or on a QP that is not XRC_SEND; EOPNOTSUPP when the\n"
 	     "        provider lacks it; EBADF once the QP is closed.");
 
-struct xrc_srqn_args {
-	uint32_t remote_srqn;
-};
-static const ArgSpec xrc_srqn_params[] = {
-	ARG_INT(struct xrc_srqn_args, remote_srqn, 0, QPN_MAX), ARG_END
-};
-METHOD_ARGS(qpex_wr_set_xrc_srqn, "QPEx.wr_set_xrc_srqn", xrc_srqn_params);
-
-ARGS_METHOD(static, qpex_wr_set_xrc_srqn, self, struct xrc_srqn_args, a)
+#define XRC_SRQN_ARGS(X, S) X(S, INT, uint32_t, remote_srqn, 0, QPN_MAX)
+ARGS_METHOD(static, qpex_wr_set_xrc_srqn, "QPEx.wr_set_xrc_srqn", XRC_SRQN_ARGS,
+	    self, a)
 {
 	QPExObject *q = QPEXO(self);
 
@@ -1954,16 +1873,11 @@ PyDoc_STRVAR(qpex_wr_bind_mw__doc__,
  * used, so neither closes) until wr_complete or wr_abort, and a record of
  * the bind, which moves the MR's hold to the MW once the batch is posted.
  */
-struct bind_mw_args {
-	PyObject *mw;
-	uint32_t rkey;
-	PyObject *bind_info;
-};
-static const ArgSpec bind_mw_params[] = {
-	ARG_HANDLE(struct bind_mw_args, mw, MW, ARG_ANY_PARENT),
-	ARG_UINT(struct bind_mw_args, rkey),
-	ARG_RECORD(struct bind_mw_args, bind_info, MWBindInfo), ARG_END
-};
+#define BIND_MW_ARGS(X, S)                               \
+	X(S, HANDLE, PyObject *, mw, MW, ARG_ANY_PARENT) \
+	X(S, UINT, uint32_t, rkey)                       \
+	X(S, RECORD, PyObject *, bind_info, MWBindInfo)
+ARGS_DECLARE(bind_mw, BIND_MW_ARGS);
 METHOD_ARGS(qpex_wr_bind_mw, "QPEx.wr_bind_mw", bind_mw_params);
 
 static PyObject *qpex_wr_bind_mw(PyObject *self, PyObject *args, PyObject *kw)

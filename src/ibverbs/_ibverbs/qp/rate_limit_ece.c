@@ -34,19 +34,12 @@ const char qp_modify_rate_limit__doc__[] = PyDoc_STR(
 	"        provider has no packet pacing (rxe); else the verb\n"
 	"        failed (``errno``).");
 
-struct rate_limit_args {
-	uint32_t rate_limit, max_burst_sz;
-	uint16_t typical_pkt_sz;
-};
-static const ArgSpec rate_limit_params[] = {
-	ARG_UINT(struct rate_limit_args, rate_limit),
-	ARG_UINT(struct rate_limit_args, max_burst_sz, .flags = ARG_OPT),
-	ARG_UINT(struct rate_limit_args, typical_pkt_sz, .flags = ARG_OPT),
-	ARG_END
-};
-METHOD_ARGS(qp_modify_rate_limit, "QP.modify_rate_limit", rate_limit_params);
-
-ARGS_METHOD(extern, qp_modify_rate_limit, self, struct rate_limit_args, a)
+#define RATE_LIMIT_ARGS(X, S)                                \
+	X(S, UINT, uint32_t, rate_limit)                     \
+	X(S, UINT, uint32_t, max_burst_sz, .flags = ARG_OPT) \
+	X(S, UINT, uint16_t, typical_pkt_sz, .flags = ARG_OPT)
+ARGS_METHOD(extern, qp_modify_rate_limit, "QP.modify_rate_limit",
+	    RATE_LIMIT_ARGS, self, a)
 {
 	struct ibv_qp_rate_limit_attr attr;
 	int rc;

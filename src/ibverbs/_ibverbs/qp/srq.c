@@ -339,21 +339,12 @@ PyDoc_STRVAR(srq_modify__doc__,
 	     "        resize).");
 
 /* modify(max_wr=None, srq_limit=None): the mask is what was given. */
-struct srq_modify_args {
-	uint32_t max_wr, srq_limit;
-	uint64_t mask;
-};
-static const ArgSpec srq_modify_params[] = {
-	ARG_UINT(struct srq_modify_args, max_wr, .flags = ARG_OPT | ARG_NONE,
-		 .mask = IBV_SRQ_MAX_WR),
-	ARG_UINT(struct srq_modify_args, srq_limit, .flags = ARG_OPT | ARG_NONE,
-		 .mask = IBV_SRQ_LIMIT),
-	ARG_END
-};
-METHOD_ARGS_MASK(srq_modify, "SRQ.modify", srq_modify_params,
-		 offsetof(struct srq_modify_args, mask));
-
-ARGS_METHOD(static, srq_modify, self, struct srq_modify_args, a)
+#define SRQ_MODIFY_ARGS(X, S)                                        \
+	X(S, UINT, uint32_t, max_wr, .flags = ARG_OPT | ARG_NONE,    \
+	  .mask = IBV_SRQ_MAX_WR)                                    \
+	X(S, UINT, uint32_t, srq_limit, .flags = ARG_OPT | ARG_NONE, \
+	  .mask = IBV_SRQ_LIMIT)
+ARGS_METHOD_MASK(static, srq_modify, "SRQ.modify", SRQ_MODIFY_ARGS, self, a)
 {
 	struct ibv_srq_attr attr = { 0 };
 	int mask, rc;

@@ -91,17 +91,9 @@ const char context_create_rwq_ind_table__doc__[] = PyDoc_STR(
 	"        EOPNOTSUPP when the provider has no RSS (rxe); else the\n"
 	"        verb failed (``errno``).");
 
-struct create_rwq_ind_table_args {
-	PyObject *wqs;
-};
-static const ArgSpec create_rwq_ind_table_params[] = {
-	ARG_LIST(struct create_rwq_ind_table_args, wqs, WQ), ARG_END
-};
-METHOD_ARGS(context_create_rwq_ind_table, "Context.create_rwq_ind_table",
-	    create_rwq_ind_table_params);
-
-ARGS_METHOD(extern, context_create_rwq_ind_table, self,
-	    struct create_rwq_ind_table_args, a)
+#define CREATE_RWQ_IND_TABLE_ARGS(X, S) X(S, LIST, PyObject *, wqs, WQ)
+ARGS_METHOD(extern, context_create_rwq_ind_table,
+	    "Context.create_rwq_ind_table", CREATE_RWQ_IND_TABLE_ARGS, self, a)
 {
 	struct ibv_rwq_ind_table_init_attr ia;
 	struct ibv_rwq_ind_table *tbl;

@@ -57,28 +57,17 @@ const char context_create_wq__doc__[] = PyDoc_STR(
 	"        verb failed (``errno``).");
 
 /* create_flags given (not None) sets IBV_WQ_INIT_ATTR_FLAGS. */
-struct create_wq_args {
-	PyObject *pd, *cq;
-	int wq_type;
-	uint32_t max_wr, max_sge, create_flags;
-	uint64_t mask;
-};
-static const ArgSpec create_wq_params[] = {
-	ARG_HANDLE(struct create_wq_args, pd, PD, ARG_SAME_CONTEXT),
-	ARG_HANDLE(struct create_wq_args, cq, CQ, ARG_SAME_CONTEXT),
-	ARG_ENUM(struct create_wq_args, wq_type, WQType, 0, INT32_MAX,
-		 .flags = ARG_KWOPT, .def = IBV_WQT_RQ),
-	ARG_UINT(struct create_wq_args, max_wr, .flags = ARG_KWOPT, .def = 128),
-	ARG_UINT(struct create_wq_args, max_sge, .flags = ARG_KWOPT, .def = 1),
-	ARG_FLAGS(struct create_wq_args, create_flags, WQFlags,
-		  .flags = ARG_KWOPT | ARG_NONE,
-		  .mask = IBV_WQ_INIT_ATTR_FLAGS),
-	ARG_END
-};
-METHOD_ARGS_MASK(context_create_wq, "Context.create_wq", create_wq_params,
-		 offsetof(struct create_wq_args, mask));
-
-ARGS_METHOD(extern, context_create_wq, self, struct create_wq_args, a)
+#define CREATE_WQ_ARGS(X, S)                                               \
+	X(S, HANDLE, PyObject *, pd, PD, ARG_SAME_CONTEXT)                 \
+	X(S, HANDLE, PyObject *, cq, CQ, ARG_SAME_CONTEXT)                 \
+	X(S, ENUM, int, wq_type, WQType, 0, INT32_MAX, .flags = ARG_KWOPT, \
+	  .def = IBV_WQT_RQ)                                               \
+	X(S, UINT, uint32_t, max_wr, .flags = ARG_KWOPT, .def = 128)       \
+	X(S, UINT, uint32_t, max_sge, .flags = ARG_KWOPT, .def = 1)        \
+	X(S, FLAGS, uint32_t, create_flags, WQFlags,                       \
+	  .flags = ARG_KWOPT | ARG_NONE, .mask = IBV_WQ_INIT_ATTR_FLAGS)
+ARGS_METHOD_MASK(extern, context_create_wq, "Context.create_wq", CREATE_WQ_ARGS,
+		 self, a)
 {
 	struct ibv_wq_init_attr ia;
 	struct ibv_wq *wq;
@@ -150,46 +139,36 @@ PyDoc_STRVAR(wq_modify__doc__,
 	     "    TypeError: nothing is given, or a value is not an int.\n"
 	     "    ValueError: a value is out of range.\n" DOC_RAISES_VERB("WQ"));
 
-/* given: the attr_mask bits of the arguments given (not None), and
+/* mask: the attr_mask bits of the arguments given (not None), and
  * WQ_MODIFY_FLAGS_MASK for flags_mask. */
-struct wq_modify_args {
-	int wq_state, curr_wq_state;
-	uint32_t flags, flags_mask;
-	uint64_t given;
-};
 #define WQ_MODIFY_FLAGS_MASK ((uint64_t)1 << 32)
 #define WQ_MODIFY_OPT(bit) .flags = ARG_OPT | ARG_NONE, .mask = (bit)
-static const ArgSpec wq_modify_params[] = {
-	ARG_ENUM(struct wq_modify_args, wq_state, WQState, 0, INT32_MAX,
-		 WQ_MODIFY_OPT(IBV_WQ_ATTR_STATE)),
-	ARG_ENUM(struct wq_modify_args, curr_wq_state, WQState, 0, INT32_MAX,
-		 WQ_MODIFY_OPT(IBV_WQ_ATTR_CURR_STATE)),
-	ARG_FLAGS(struct wq_modify_args, flags, WQFlags,
-		  WQ_MODIFY_OPT(IBV_WQ_ATTR_FLAGS)),
-	ARG_FLAGS(struct wq_modify_args, flags_mask, WQFlags,
-		  WQ_MODIFY_OPT(WQ_MODIFY_FLAGS_MASK)),
-	ARG_END
-};
-METHOD_ARGS_MASK(wq_modify, "WQ.modify", wq_modify_params,
-		 offsetof(struct wq_modify_args, given));
-
-ARGS_METHOD(static, wq_modify, self, struct wq_modify_args, a)
+#define WQ_MODIFY_ARGS(X, S)                                  \
+	X(S, ENUM, int, wq_state, WQState, 0, INT32_MAX,      \
+	  WQ_MODIFY_OPT(IBV_WQ_ATTR_STATE))                   \
+	X(S, ENUM, int, curr_wq_state, WQState, 0, INT32_MAX, \
+	  WQ_MODIFY_OPT(IBV_WQ_ATTR_CURR_STATE))              \
+	X(S, FLAGS, uint32_t, flags, WQFlags,                 \
+	  WQ_MODIFY_OPT(IBV_WQ_ATTR_FLAGS))                   \
+	X(S, FLAGS, uint32_t, flags_mask, WQFlags,            \
+	  WQ_MODIFY_OPT(WQ_MODIFY_FLAGS_MASK))
+ARGS_METHOD_MASK(static, wq_modify, "WQ.modify", WQ_MODIFY_ARGS, self, a)
 {
 	struct ibv_wq_attr attr;
 	int rc;
 
-	if ((a->given & WQ_MODIFY_FLAGS_MASK) &&
-	    !(a->given & IBV_WQ_ATTR_FLAGS)) {
+	if ((a->mask & WQ_MODIFY_FLAGS_MASK) &&
+	    !(a->mask & IBV_WQ_ATTR_FLAGS)) {
 		PyErr_SetString(PyExc_TypeError, "flags_mask needs flags");
 		return NULL;
 	}
 	memset(&attr, 0, sizeof(attr));
-	attr.attr_mask = (uint32_t)(a->given & ~WQ_MODIFY_FLAGS_MASK);
+	attr.attr_mask = (uint32_t)(a->mask & ~WQ_MODIFY_FLAGS_MASK);
 	attr.wq_state = (enum ibv_wq_state)a->wq_state;
 	attr.curr_wq_state = (enum ibv_wq_state)a->curr_wq_state;
 	attr.flags = a->flags;
-	attr.flags_mask = (a->given & WQ_MODIFY_FLAGS_MASK) ? a->flags_mask :
-							      a->flags;
+	attr.flags_mask = (a->mask & WQ_MODIFY_FLAGS_MASK) ? a->flags_mask :
+							     a->flags;
 	if (attr.attr_mask == 0) {
 		PyErr_SetString(PyExc_TypeError,
 				"modify() needs wq_state, curr_wq_state "

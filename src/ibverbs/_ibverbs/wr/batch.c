@@ -913,24 +913,17 @@ PyDoc_STRVAR(send_batch_update__doc__,
 	     "        a batch without ah), or imm_data for a batch built\n"
 	     "        without one.");
 
-struct send_update_args {
-	uint64_t mask;
-	PyObject *local, *lengths, *remote, *rkey, *lkey, *wr_id;
-	uint32_t imm_data;
-	PyObject *remote_qpn, *remote_qkey;
-};
-static const ArgSpec send_update_params[] = {
-	ARG_OBJECT(struct send_update_args, local, SB_KW_NONE),
-	ARG_OBJECT(struct send_update_args, lengths, SB_KW_NONE),
-	ARG_OBJECT(struct send_update_args, remote, SB_KW_NONE),
-	ARG_OBJECT(struct send_update_args, rkey, SB_KW_NONE),
-	ARG_OBJECT(struct send_update_args, lkey, SB_KW_NONE),
-	ARG_OBJECT(struct send_update_args, wr_id, SB_KW_NONE),
-	ARG_UINT(struct send_update_args, imm_data, SB_KW_NONE, .mask = 1),
-	ARG_OBJECT(struct send_update_args, remote_qpn, SB_KW_NONE),
-	ARG_OBJECT(struct send_update_args, remote_qkey, SB_KW_NONE),
-	ARG_END
-};
+#define SEND_UPDATE_ARGS(X, S)                                \
+	X(S, OBJECT, PyObject *, local, SB_KW_NONE)           \
+	X(S, OBJECT, PyObject *, lengths, SB_KW_NONE)         \
+	X(S, OBJECT, PyObject *, remote, SB_KW_NONE)          \
+	X(S, OBJECT, PyObject *, rkey, SB_KW_NONE)            \
+	X(S, OBJECT, PyObject *, lkey, SB_KW_NONE)            \
+	X(S, OBJECT, PyObject *, wr_id, SB_KW_NONE)           \
+	X(S, UINT, uint32_t, imm_data, SB_KW_NONE, .mask = 1) \
+	X(S, OBJECT, PyObject *, remote_qpn, SB_KW_NONE)      \
+	X(S, OBJECT, PyObject *, remote_qkey, SB_KW_NONE)
+ARGS_DECLARE_MASK(send_update, SEND_UPDATE_ARGS);
 METHOD_ARGS_MASK(send_batch_update, "SendBatch.update", send_update_params,
 		 offsetof(struct send_update_args, mask));
 

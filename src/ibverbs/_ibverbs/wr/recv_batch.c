@@ -22,19 +22,13 @@ typedef struct {
 
 #define RB(o) ((RecvBatchObject *)(o))
 
-struct recv_batch_args {
-	PyObject *mr, *local, *lengths, *lkey, *wr_id;
-};
-static const ArgSpec recv_batch_params[] = {
-	ARG_HANDLE(struct recv_batch_args, mr, MR, ARG_ANY_PARENT,
-		   .flags = ARG_NONE),
-	ARG_OBJECT(struct recv_batch_args, local),
-	ARG_OBJECT(struct recv_batch_args, lengths),
-	ARG_OBJECT(struct recv_batch_args, lkey, .flags = ARG_KWOPT | ARG_NONE),
-	ARG_OBJECT(struct recv_batch_args, wr_id,
-		   .flags = ARG_KWOPT | ARG_NONE),
-	ARG_END
-};
+#define RECV_BATCH_ARGS(X, S)                                               \
+	X(S, HANDLE, PyObject *, mr, MR, ARG_ANY_PARENT, .flags = ARG_NONE) \
+	X(S, OBJECT, PyObject *, local)                                     \
+	X(S, OBJECT, PyObject *, lengths)                                   \
+	X(S, OBJECT, PyObject *, lkey, .flags = ARG_KWOPT | ARG_NONE)       \
+	X(S, OBJECT, PyObject *, wr_id, .flags = ARG_KWOPT | ARG_NONE)
+ARGS_DECLARE(recv_batch, RECV_BATCH_ARGS);
 METHOD_ARGS(recv_batch_new, "RecvBatch.__new__", recv_batch_params);
 METHOD_ARGS(qp_post_recv_batch, "QP.post_recv_batch", recv_batch_params);
 

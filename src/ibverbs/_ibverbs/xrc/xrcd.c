@@ -55,19 +55,11 @@ const char context_open_xrcd__doc__[] = PyDoc_STR(
 	"        when the provider has no XRC; else the verb failed\n"
 	"        (``errno``).");
 
-struct open_xrcd_args {
-	int fd, oflags;
-};
-static const ArgSpec open_xrcd_params[] = {
-	ARG_INT(struct open_xrcd_args, fd, -1, INT32_MAX, .flags = ARG_OPT,
-		.def = -1),
-	ARG_INT(struct open_xrcd_args, oflags, 0, INT32_MAX, .flags = ARG_OPT,
-		.def = O_CREAT),
-	ARG_END
-};
-METHOD_ARGS(context_open_xrcd, "Context.open_xrcd", open_xrcd_params);
-
-ARGS_METHOD(extern, context_open_xrcd, self, struct open_xrcd_args, a)
+#define OPEN_XRCD_ARGS(X, S)                                           \
+	X(S, INT, int, fd, -1, INT32_MAX, .flags = ARG_OPT, .def = -1) \
+	X(S, INT, int, oflags, 0, INT32_MAX, .flags = ARG_OPT, .def = O_CREAT)
+ARGS_METHOD(extern, context_open_xrcd, "Context.open_xrcd", OPEN_XRCD_ARGS,
+	    self, a)
 {
 	struct ibv_xrcd_init_attr attr;
 	struct ibv_context *ctx;
@@ -145,21 +137,12 @@ const char context_open_qp__doc__[] = PyDoc_STR(
 	"        EOPNOTSUPP when the provider has no XRC; else the verb\n"
 	"        failed (``errno``).");
 
-struct open_qp_args {
-	PyObject *xrcd;
-	uint32_t qp_num;
-	int qp_type;
-};
-static const ArgSpec open_qp_params[] = {
-	ARG_HANDLE(struct open_qp_args, xrcd, XRCD, ARG_SAME_CONTEXT),
-	ARG_INT(struct open_qp_args, qp_num, 0, QPN_MAX),
-	ARG_ENUM(struct open_qp_args, qp_type, QPType, 0, INT32_MAX,
-		 .flags = ARG_OPT, .def = IBV_QPT_XRC_RECV),
-	ARG_END
-};
-METHOD_ARGS(context_open_qp, "Context.open_qp", open_qp_params);
-
-ARGS_METHOD(extern, context_open_qp, self, struct open_qp_args, a)
+#define OPEN_QP_ARGS(X, S)                                               \
+	X(S, HANDLE, PyObject *, xrcd, XRCD, ARG_SAME_CONTEXT)           \
+	X(S, INT, uint32_t, qp_num, 0, QPN_MAX)                          \
+	X(S, ENUM, int, qp_type, QPType, 0, INT32_MAX, .flags = ARG_OPT, \
+	  .def = IBV_QPT_XRC_RECV)
+ARGS_METHOD(extern, context_open_qp, "Context.open_qp", OPEN_QP_ARGS, self, a)
 {
 	struct ibv_qp_open_attr attr;
 	struct ibv_context *ctx;
