@@ -316,6 +316,11 @@ int attr_optional(PyObject *o, const char *name, PyObject **out);
 /* The same where None also means "not given": 1 with *out a new
  * reference, 0 (*out NULL) when missing or None, -1 on error. */
 int attr_given(PyObject *o, const char *name, PyObject **out);
+/* o.<name> as an unsigned integer of at most max, named
+ * "<owner>.<name>" in the errors (the range as arguments word it);
+ * missing or None: dflt.  0, or -1 with TypeError or ValueError. */
+int attr_uint(PyObject *o, const char *owner, const char *name, uint64_t max,
+	      uint64_t dflt, uint64_t *out);
 
 /* attrs.c: 16 raw bytes from a Gid, bytes-like or IPv6 text (what Gid()
  * accepts); None is the zero GID.  0 or -1. */

@@ -107,17 +107,22 @@ static void fmt_bound(char *buf, size_t n, int negative, unsigned long long v)
 	snprintf(buf, n, "%s%llu", negative ? "-" : "", v);
 }
 
+int arg_range_error(const char *name, long long lo, unsigned long long hi)
+{
+	char l[32], h[32];
+
+	fmt_bound(l, sizeof(l), lo < 0,
+		  lo < 0 ? 0ULL - (unsigned long long)lo :
+			   (unsigned long long)lo);
+	fmt_bound(h, sizeof(h), 0, hi);
+	PyErr_Format(PyExc_ValueError, "%s must be in range %s..%s", name, l,
+		     h);
+	return -1;
+}
+
 static int range_error(const ArgSpec *a)
 {
-	char lo[32], hi[32];
-
-	fmt_bound(lo, sizeof(lo), a->lo < 0,
-		  a->lo < 0 ? 0ULL - (unsigned long long)a->lo :
-			      (unsigned long long)a->lo);
-	fmt_bound(hi, sizeof(hi), 0, a->hi);
-	PyErr_Format(PyExc_ValueError, "%s must be in range %s..%s", a->name,
-		     lo, hi);
-	return -1;
+	return arg_range_error(a->name, a->lo, a->hi);
 }
 
 static void store_int(const ArgSpec *a, char *out, unsigned long long v)

@@ -145,6 +145,29 @@ int attr_given(PyObject *o, const char *name, PyObject **out)
 	return *out != NULL;
 }
 
+int attr_uint(PyObject *o, const char *owner, const char *name, uint64_t max,
+	      uint64_t dflt, uint64_t *out)
+{
+	PyObject *v;
+	char what[64];
+	int rc;
+
+	*out = dflt;
+	rc = attr_given(o, name, &v);
+	if (rc <= 0)
+		return rc;
+	snprintf(what, sizeof(what), "%s.%s", owner, name);
+	rc = arg_u64(v, what, out);
+	Py_DECREF(v);
+	if (rc < 0 && !PyErr_ExceptionMatches(PyExc_ValueError))
+		return -1;
+	if (rc < 0 || *out > max) {
+		PyErr_Clear();
+		return arg_range_error(what, 0, max);
+	}
+	return 0;
+}
+
 PyObject *obj_or_none(PyObject *o)
 {
 	if (o == NULL)

@@ -156,21 +156,16 @@ static void qp_dealloc(PyObject *self)
 /* PD.create_qp(init_attr)                                             */
 /* ------------------------------------------------------------------ */
 
-static int init_u32(PyObject *ia, const char *name, uint32_t dflt,
+/* init_attr.<name>, a capacity of struct ibv_qp_cap. */
+static int init_cap(PyObject *ia, const char *name, uint32_t dflt,
 		    uint32_t *out)
 {
-	PyObject *v;
-	char what[40];
-	int rc;
+	uint64_t v;
 
-	*out = dflt;
-	rc = attr_given(ia, name, &v);
-	if (rc <= 0)
-		return rc;
-	snprintf(what, sizeof(what), "init_attr.%s", name);
-	rc = arg_u32(v, what, out);
-	Py_DECREF(v);
-	return rc;
+	if (attr_uint(ia, "init_attr", name, UINT32_MAX, dflt, &v) < 0)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
 }
 
 /* A CQ of the PD's Context; returns a new reference. */
@@ -304,11 +299,11 @@ static int read_init_attr(PDObject *pd, PyObject *ia,
 	}
 	if (get_srq(pd, ia, srq) < 0 || get_qp_type(ia, &init->qp_type) < 0 ||
 	    get_sig_all(ia, &init->sq_sig_all) < 0 ||
-	    init_u32(ia, "max_send_wr", 128, &c->max_send_wr) < 0 ||
-	    init_u32(ia, "max_recv_wr", 128, &c->max_recv_wr) < 0 ||
-	    init_u32(ia, "max_send_sge", 1, &c->max_send_sge) < 0 ||
-	    init_u32(ia, "max_recv_sge", 1, &c->max_recv_sge) < 0 ||
-	    init_u32(ia, "max_inline_data", 0, &c->max_inline_data) < 0)
+	    init_cap(ia, "max_send_wr", 128, &c->max_send_wr) < 0 ||
+	    init_cap(ia, "max_recv_wr", 128, &c->max_recv_wr) < 0 ||
+	    init_cap(ia, "max_send_sge", 1, &c->max_send_sge) < 0 ||
+	    init_cap(ia, "max_recv_sge", 1, &c->max_recv_sge) < 0 ||
+	    init_cap(ia, "max_inline_data", 0, &c->max_inline_data) < 0)
 		return -1;
 	init->send_cq = *scq ? HANDLE(*scq)->obj : NULL;
 	init->recv_cq = *rcq ? HANDLE(*rcq)->obj : NULL;

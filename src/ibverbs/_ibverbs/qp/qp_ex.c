@@ -697,29 +697,6 @@ static struct ibv_qp *ex_create(struct ibv_pd *pd,
 	return qp;
 }
 
-/* init_attr.<name> as an unsigned integer; missing or None: dflt. */
-static int ia_uint(PyObject *ia, const char *name, uint64_t max, uint64_t dflt,
-		   uint64_t *out)
-{
-	PyObject *v;
-	char what[48];
-	int rc;
-
-	*out = dflt;
-	rc = attr_given(ia, name, &v);
-	if (rc <= 0)
-		return rc;
-	snprintf(what, sizeof(what), "init_attr.%s", name);
-	rc = arg_u64(v, what, out);
-	Py_DECREF(v);
-	if (rc == 0 && *out > max) {
-		PyErr_Format(PyExc_ValueError, "%s must be in range 0..%llu",
-			     what, (unsigned long long)max);
-		return -1;
-	}
-	return rc;
-}
-
 /* init_attr.pd: missing or None, or this very PD. */
 static int ia_pd_matches(PDObject *pd, PyObject *ia)
 {
@@ -755,8 +732,10 @@ static int ia_rx_hash(PyObject *ia, struct ex_args *a)
 	if (rc <= 0)
 		return rc;
 	rc = -1;
-	if (ia_uint(c, "rx_hash_function", UINT8_MAX, 0, &fn) < 0 ||
-	    ia_uint(c, "rx_hash_fields_mask", UINT64_MAX, 0, &fields) < 0 ||
+	if (attr_uint(c, "init_attr.rx_hash_conf", "rx_hash_function",
+		      UINT8_MAX, 0, &fn) < 0 ||
+	    attr_uint(c, "init_attr.rx_hash_conf", "rx_hash_fields_mask",
+		      UINT64_MAX, 0, &fields) < 0 ||
 	    attr_optional(c, "rx_hash_key", &key_o) < 0)
 		goto out;
 	if (key_o == NULL || key_o == Py_None) {
@@ -797,7 +776,8 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 	PyObject *o;
 
 	memset(a, 0, sizeof(*a));
-	if (ia_uint(ia, "qp_type", INT32_MAX, IBV_QPT_RC, &type) < 0 ||
+	if (attr_uint(ia, "init_attr", "qp_type", INT32_MAX, IBV_QPT_RC,
+		      &type) < 0 ||
 	    init_attr_handle(ia, "xrcd", ST.XRCD_type, "XRCD", ctx, "Context",
 			     &a->xrcd) < 0 ||
 	    init_attr_handle(ia, "rwq_ind_tbl", ST.RWQIndTable_type,
@@ -805,9 +785,9 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 		return -1;
 	*no_cq = type == IBV_QPT_XRC_RECV || a->ind_tbl != NULL;
 	ops_dflt = *no_cq ? 0 : IBV_QP_EX_WITH_SEND;
-	if (ia_uint(ia, "send_ops_flags", UINT64_MAX, ops_dflt,
-		    &a->send_ops_flags) < 0 ||
-	    ia_uint(ia, "create_flags", UINT32_MAX, 0, &v) < 0 ||
+	if (attr_uint(ia, "init_attr", "send_ops_flags", UINT64_MAX, ops_dflt,
+		      &a->send_ops_flags) < 0 ||
+	    attr_uint(ia, "init_attr", "create_flags", UINT32_MAX, 0, &v) < 0 ||
 	    ia_rx_hash(ia, a) < 0)
 		return -1;
 	a->create_flags = (uint32_t)v;
@@ -815,7 +795,8 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 		return -1;
 	if (o != NULL && o != Py_None) {
 		Py_DECREF(o);
-		if (ia_uint(ia, "source_qpn", QPN_MAX, 0, &v) < 0)
+		if (attr_uint(ia, "init_attr", "source_qpn", QPN_MAX, 0, &v) <
+		    0)
 			return -1;
 		a->source_qpn = (uint32_t)v;
 		a->create_flags |= IBV_QP_CREATE_SOURCE_QPN;
@@ -826,7 +807,8 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 		return -1;
 	if (o != NULL && o != Py_None) {
 		Py_DECREF(o);
-		if (ia_uint(ia, "max_tso_header", UINT16_MAX, 0, &v) < 0)
+		if (attr_uint(ia, "init_attr", "max_tso_header", UINT16_MAX, 0,
+			      &v) < 0)
 			return -1;
 		a->max_tso_header = (uint16_t)v;
 		a->has_tso = 1;

@@ -115,30 +115,6 @@ static PyObject *srq_get_srq_num(PyObject *self, PyObject *unused)
 	return PyLong_FromUnsignedLong(num);
 }
 
-/* op.<name> as an unsigned integer below 2**bits (0 when missing or
- * None); i: the op's index in messages.  0 / -1. */
-static int op_uint(PyObject *op, const char *name, int bits, Py_ssize_t i,
-		   uint64_t *out)
-{
-	PyObject *v;
-	char what[48];
-	int rc;
-
-	*out = 0;
-	rc = attr_given(op, name, &v);
-	if (rc <= 0)
-		return rc;
-	snprintf(what, sizeof(what), "ops[%zd].%s", i, name);
-	rc = arg_u64(v, what, out);
-	Py_DECREF(v);
-	if (rc == 0 && bits < 64 && *out >> bits) {
-		PyErr_Format(PyExc_ValueError, "%s must be below 2**%d", what,
-			     bits);
-		return -1;
-	}
-	return rc;
-}
-
 /* op.sg_list (a sequence of SGEs of open MRs) into sges[*n_sges..]. */
 static int op_sges(PyObject *op, Py_ssize_t i, struct ibv_sge *sges,
 		   Py_ssize_t cap, Py_ssize_t *n_sges, struct ibv_ops_wr *w)
@@ -196,28 +172,27 @@ static int op_from_py(PyObject *op, Py_ssize_t i, struct ibv_ops_wr *w,
 		      struct ibv_sge *sges, Py_ssize_t cap, Py_ssize_t *n_sges)
 {
 	uint64_t v[8];
+	char owner[32];
 	PyObject *opcode;
 
 	/* An op must say what it is: anything else is no OpsWR. */
 	if (attr_optional(op, "opcode", &opcode) < 0)
 		return -1;
+	snprintf(owner, sizeof(owner), "ops[%zd]", i);
 	if (opcode == NULL || opcode == Py_None) {
-		char what[32];
-
-		snprintf(what, sizeof(what), "ops[%zd]", i);
-		arg_type_error_hint(what, "OpsWR", 0, op, "it has no opcode");
+		arg_type_error_hint(owner, "OpsWR", 0, op, "it has no opcode");
 		Py_XDECREF(opcode);
 		return -1;
 	}
 	Py_DECREF(opcode);
-	if (op_uint(op, "wr_id", 64, i, &v[0]) < 0 ||
-	    op_uint(op, "opcode", 31, i, &v[1]) < 0 ||
-	    op_uint(op, "flags", 31, i, &v[2]) < 0 ||
-	    op_uint(op, "unexpected_cnt", 32, i, &v[3]) < 0 ||
-	    op_uint(op, "handle", 32, i, &v[4]) < 0 ||
-	    op_uint(op, "recv_wr_id", 64, i, &v[5]) < 0 ||
-	    op_uint(op, "tag", 64, i, &v[6]) < 0 ||
-	    op_uint(op, "mask", 64, i, &v[7]) < 0)
+	if (attr_uint(op, owner, "wr_id", UINT64_MAX, 0, &v[0]) < 0 ||
+	    attr_uint(op, owner, "opcode", INT32_MAX, 0, &v[1]) < 0 ||
+	    attr_uint(op, owner, "flags", INT32_MAX, 0, &v[2]) < 0 ||
+	    attr_uint(op, owner, "unexpected_cnt", UINT32_MAX, 0, &v[3]) < 0 ||
+	    attr_uint(op, owner, "handle", UINT32_MAX, 0, &v[4]) < 0 ||
+	    attr_uint(op, owner, "recv_wr_id", UINT64_MAX, 0, &v[5]) < 0 ||
+	    attr_uint(op, owner, "tag", UINT64_MAX, 0, &v[6]) < 0 ||
+	    attr_uint(op, owner, "mask", UINT64_MAX, 0, &v[7]) < 0)
 		return -1;
 	memset(w, 0, sizeof(*w));
 	w->wr_id = v[0];
