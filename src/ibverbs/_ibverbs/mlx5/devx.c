@@ -59,6 +59,13 @@ static int devx_err(int rc)
  * NULL with VerbsError(verb) set. */
 typedef int (*devx_cmd_fn)(void *target, const void *in, size_t inlen,
 			   void *out, size_t outlen);
+/* call_<sym>: the devx_cmd_fn that runs libmlx5's sym on its target. */
+#define DEVX_CALL(sym)                                               \
+	static int call_##sym(void *t, const void *in, size_t inlen, \
+			      void *out, size_t outlen)              \
+	{                                                            \
+		return MLX5.sym(t, in, inlen, out, outlen);          \
+	}
 
 static PyObject *devx_run(devx_cmd_fn fn, void *target, PyObject *in,
 			  uint32_t outlen, const char *verb)
@@ -130,11 +137,7 @@ ARGS_DECLARE(ctx_flags, CTX_FLAGS_ARGS);
 /* mlx5.devx_general_cmd(ctx, cmd, outlen)                             */
 /* ------------------------------------------------------------------ */
 
-static int general_cmd(void *t, const void *in, size_t inlen, void *out,
-		       size_t outlen)
-{
-	return MLX5.devx_general_cmd(t, in, inlen, out, outlen);
-}
+DEVX_CALL(devx_general_cmd)
 
 METHOD_DOC(mlx5_mod_devx_general_cmd,
 	   "Run a DEVX firmware command that makes no object.\n"
@@ -158,7 +161,7 @@ METHOD_ARGS(mlx5_mod_devx_general_cmd, "_mlx5_devx_general_cmd", cmd_params);
 ARGS_FUNCTION_OF(extern, mlx5_mod_devx_general_cmd, mod, struct cmd_args, a)
 {
 	MLX5_NEED(devx_general_cmd);
-	return devx_run(general_cmd, CTXP(a->ctx), a->cmd, a->outlen,
+	return devx_run(call_devx_general_cmd, CTXP(a->ctx), a->cmd, a->outlen,
 			"mlx5dv_devx_general_cmd");
 }
 
@@ -166,17 +169,9 @@ ARGS_FUNCTION_OF(extern, mlx5_mod_devx_general_cmd, mod, struct cmd_args, a)
 /* mlx5.devx_qp_modify(qp, cmd, outlen), devx_qp_query(qp, cmd, outlen) */
 /* ------------------------------------------------------------------ */
 
-static int devx_qp_mod(void *t, const void *in, size_t inlen, void *out,
-		       size_t outlen)
-{
-	return MLX5.devx_qp_modify(t, in, inlen, out, outlen);
-}
+DEVX_CALL(devx_qp_modify)
 
-static int devx_qp_q(void *t, const void *in, size_t inlen, void *out,
-		     size_t outlen)
-{
-	return MLX5.devx_qp_query(t, in, inlen, out, outlen);
-}
+DEVX_CALL(devx_qp_query)
 
 METHOD_DOC(mlx5_mod_devx_qp_modify,
 	   "Modify a verbs QP with a raw DEVX command (e.g.\n"
@@ -202,7 +197,7 @@ ARGS_FUNCTION_OF(extern, mlx5_mod_devx_qp_modify, mod, struct qp_cmd_args, a)
 	MLX5_NEED(devx_qp_modify);
 	if (qp_check_idle(a->qp, "mlx5dv_devx_qp_modify") < 0)
 		return NULL;
-	return devx_run(devx_qp_mod, QPP(a->qp), a->cmd, a->outlen,
+	return devx_run(call_devx_qp_modify, QPP(a->qp), a->cmd, a->outlen,
 			"mlx5dv_devx_qp_modify");
 }
 
@@ -221,7 +216,7 @@ METHOD_ARGS(mlx5_mod_devx_qp_query, "_mlx5_devx_qp_query", qp_cmd_params);
 ARGS_FUNCTION_OF(extern, mlx5_mod_devx_qp_query, mod, struct qp_cmd_args, a)
 {
 	MLX5_NEED(devx_qp_query);
-	return devx_run(devx_qp_q, QPP(a->qp), a->cmd, a->outlen,
+	return devx_run(call_devx_qp_query, QPP(a->qp), a->cmd, a->outlen,
 			"mlx5dv_devx_qp_query");
 }
 
@@ -766,17 +761,9 @@ ARGS_FUNCTION_OF(extern, mlx5_mod_devx_obj_create, mod, struct cmd_args, a)
 	return Py_BuildValue("(NN)", self, out);
 }
 
-static int obj_modify(void *t, const void *in, size_t inlen, void *out,
-		      size_t outlen)
-{
-	return MLX5.devx_obj_modify(t, in, inlen, out, outlen);
-}
+DEVX_CALL(devx_obj_modify)
 
-static int obj_query(void *t, const void *in, size_t inlen, void *out,
-		     size_t outlen)
-{
-	return MLX5.devx_obj_query(t, in, inlen, out, outlen);
-}
+DEVX_CALL(devx_obj_query)
 
 /* modify and query: the command (cmd_params less its ctx) run by
  * fn on the object. */
@@ -804,8 +791,8 @@ METHOD_ARGS(devx_obj_modify, "Mlx5DevxObj.modify", cmd_params + 1);
 static PyObject *devx_obj_modify(PyObject *self, PyObject *args, PyObject *kw)
 {
 	HANDLE_CHECK(self);
-	return devx_obj_cmd(self, &devx_obj_modify_args, args, kw, obj_modify,
-			    "mlx5dv_devx_obj_modify");
+	return devx_obj_cmd(self, &devx_obj_modify_args, args, kw,
+			    call_devx_obj_modify, "mlx5dv_devx_obj_modify");
 }
 
 PyDoc_STRVAR(devx_obj_query__doc__,
@@ -821,8 +808,8 @@ METHOD_ARGS(devx_obj_query, "Mlx5DevxObj.query", cmd_params + 1);
 static PyObject *devx_obj_query(PyObject *self, PyObject *args, PyObject *kw)
 {
 	HANDLE_CHECK(self);
-	return devx_obj_cmd(self, &devx_obj_query_args, args, kw, obj_query,
-			    "mlx5dv_devx_obj_query");
+	return devx_obj_cmd(self, &devx_obj_query_args, args, kw,
+			    call_devx_obj_query, "mlx5dv_devx_obj_query");
 }
 
 static PyObject *devx_obj_repr(PyObject *self)

@@ -380,101 +380,53 @@ static PyObject *m5_stream_reset(PyObject *qp, uint16_t stream_id)
 	"    TypeError: an argument has the wrong type.\n" \
 	"    ValueError: a value is out of range.\n" M5_RAISES_LIB
 
-/* The module functions: qp, then the value.  Each list also declares
- * the method below, from its second entry. */
-METHOD_DOC(mlx5_mod_modify_qp_udp_sport, DOC_UDP_SPORT
-	   "\n"
-	   "Args:\n"
-	   "    qp: an open QP (of any provider: others refuse).\n"
-	   "    udp_sport: the port." DOC_ERRS);
-#define M5_SPORT_ARGS(X, S)                              \
-	X(S, HANDLE, PyObject *, qp, QP, ARG_ANY_PARENT) \
-	X(S, UINT, uint16_t, udp_sport)
-ARGS_DECLARE(m5_sport, M5_SPORT_ARGS);
-METHOD_ARGS(mlx5_mod_modify_qp_udp_sport, "_mlx5_modify_qp_udp_sport",
-	    m5_sport_params);
+/* A verb on a QP and one unsigned value (field, of C type T): the
+ * module function mlx5_mod_<fn> ("_mlx5_<fn>(qp, field)") and the method
+ * mlx5_qp_<meth> ("Mlx5QP.<meth>(field)"), both impl(qp, value); the
+ * method is declared by the function's list less qp.  doc: both
+ * docstrings' head; vdoc: the value's line of Args. */
+#define M5_QP_VALUE_VERB(fn, meth, T, field, impl, doc, vdoc)             \
+	METHOD_DOC(mlx5_mod_##fn, doc "\nArgs:\n" M5_DOC_QP "    " #field \
+				      ": " vdoc DOC_ERRS);                \
+	struct fn##_args {                                                \
+		PyObject *qp;                                             \
+		T field;                                                  \
+	};                                                                \
+	static const ArgSpec fn##_params[] = {                            \
+		ARG_HANDLE(struct fn##_args, qp, QP, ARG_ANY_PARENT),     \
+		ARG_UINT(struct fn##_args, field), ARG_END                \
+	};                                                                \
+	METHOD_ARGS(mlx5_mod_##fn, "_mlx5_" #fn, fn##_params);            \
+	ARGS_FUNCTION_OF(extern, mlx5_mod_##fn, mod, struct fn##_args, a) \
+	{                                                                 \
+		return impl(a->qp, a->field);                             \
+	}                                                                 \
+	PyDoc_STRVAR(mlx5_qp_##meth##__doc__,                             \
+		     doc "\nArgs:\n    " #field ": " vdoc DOC_ERRS);      \
+	METHOD_ARGS(mlx5_qp_##meth, "Mlx5QP." #meth, fn##_params + 1);    \
+	ARGS_METHOD_OF(static, mlx5_qp_##meth, self, struct fn##_args, a) \
+	{                                                                 \
+		return impl(self, a->field);                              \
+	}
+#define M5_DOC_QP "    qp: an open QP (of any provider: others refuse).\n"
 
-ARGS_FUNCTION_OF(extern, mlx5_mod_modify_qp_udp_sport, mod,
-		 struct m5_sport_args, a)
-{
-	return m5_udp_sport(a->qp, a->udp_sport);
-}
+M5_QP_VALUE_VERB(modify_qp_udp_sport, modify_udp_sport, uint16_t, udp_sport,
+		 m5_udp_sport, DOC_UDP_SPORT, "the port.")
+M5_QP_VALUE_VERB(modify_qp_lag_port, modify_lag_port, uint8_t, port_num,
+		 m5_lag_port, DOC_LAG_PORT, "the LAG port.")
+M5_QP_VALUE_VERB(dci_stream_id_reset, dci_stream_id_reset, uint16_t, stream_id,
+		 m5_stream_reset, DOC_STREAM_RESET, "the stream.")
 
-METHOD_DOC(mlx5_mod_modify_qp_lag_port,
-	   DOC_LAG_PORT "\n"
-			"Args:\n"
-			"    qp: an open QP (of any provider: others refuse).\n"
-			"    port_num: the LAG port." DOC_ERRS);
-#define M5_PORT_ARGS(X, S)                               \
-	X(S, HANDLE, PyObject *, qp, QP, ARG_ANY_PARENT) \
-	X(S, UINT, uint8_t, port_num)
-ARGS_DECLARE(m5_port, M5_PORT_ARGS);
-METHOD_ARGS(mlx5_mod_modify_qp_lag_port, "_mlx5_modify_qp_lag_port",
-	    m5_port_params);
-
-ARGS_FUNCTION_OF(extern, mlx5_mod_modify_qp_lag_port, mod, struct m5_port_args,
-		 a)
-{
-	return m5_lag_port(a->qp, a->port_num);
-}
-
-METHOD_DOC(mlx5_mod_query_qp_lag_port, DOC_QUERY_LAG
-	   "\n"
-	   "Args:\n"
-	   "    qp: an open QP (of any provider: others refuse).\n"
-	   "\n" DOC_RETURNS_PAIR "\n"
-	   "Raises:\n"
-	   "    TypeError: qp is not a QP.\n" M5_RAISES_LIB);
+METHOD_DOC(mlx5_mod_query_qp_lag_port,
+	   DOC_QUERY_LAG "\n"
+			 "Args:\n" M5_DOC_QP "\n" DOC_RETURNS_PAIR "\n"
+			 "Raises:\n"
+			 "    TypeError: qp is not a QP.\n" M5_RAISES_LIB);
 #define M5_QP_ONLY_ARGS(X, S) X(S, HANDLE, PyObject *, qp, QP, ARG_ANY_PARENT)
 ARGS_FUNCTION(extern, mlx5_mod_query_qp_lag_port, "_mlx5_query_qp_lag_port",
 	      M5_QP_ONLY_ARGS, mod, a)
 {
 	return m5_query_lag(a->qp);
-}
-
-METHOD_DOC(mlx5_mod_dci_stream_id_reset,
-	   DOC_STREAM_RESET "\n"
-			    "Args:\n"
-			    "    qp: an open QP (of any provider: others "
-			    "refuse).\n"
-			    "    stream_id: the stream." DOC_ERRS);
-#define M5_STREAM_ARGS(X, S)                             \
-	X(S, HANDLE, PyObject *, qp, QP, ARG_ANY_PARENT) \
-	X(S, UINT, uint16_t, stream_id)
-ARGS_DECLARE(m5_stream, M5_STREAM_ARGS);
-METHOD_ARGS(mlx5_mod_dci_stream_id_reset, "_mlx5_dci_stream_id_reset",
-	    m5_stream_params);
-
-ARGS_FUNCTION_OF(extern, mlx5_mod_dci_stream_id_reset, mod,
-		 struct m5_stream_args, a)
-{
-	return m5_stream_reset(a->qp, a->stream_id);
-}
-
-/* The methods: the same verbs on self, declared by the module
- * function's list less its first entry (qp). */
-PyDoc_STRVAR(mlx5_qp_modify_udp_sport__doc__,
-	     DOC_UDP_SPORT "\n"
-			   "Args:\n"
-			   "    udp_sport: the port." DOC_ERRS);
-METHOD_ARGS(mlx5_qp_modify_udp_sport, "Mlx5QP.modify_udp_sport",
-	    m5_sport_params + 1);
-
-ARGS_METHOD_OF(static, mlx5_qp_modify_udp_sport, self, struct m5_sport_args, a)
-{
-	return m5_udp_sport(self, a->udp_sport);
-}
-
-PyDoc_STRVAR(mlx5_qp_modify_lag_port__doc__,
-	     DOC_LAG_PORT "\n"
-			  "Args:\n"
-			  "    port_num: the LAG port." DOC_ERRS);
-METHOD_ARGS(mlx5_qp_modify_lag_port, "Mlx5QP.modify_lag_port",
-	    m5_port_params + 1);
-
-ARGS_METHOD_OF(static, mlx5_qp_modify_lag_port, self, struct m5_port_args, a)
-{
-	return m5_lag_port(self, a->port_num);
 }
 
 PyDoc_STRVAR(mlx5_qp_query_lag_port__doc__,
@@ -485,19 +437,6 @@ static PyObject *mlx5_qp_query_lag_port(PyObject *self, PyObject *unused)
 {
 	HANDLE_CHECK(self);
 	return m5_query_lag(self);
-}
-
-PyDoc_STRVAR(mlx5_qp_dci_stream_id_reset__doc__,
-	     DOC_STREAM_RESET "\n"
-			      "Args:\n"
-			      "    stream_id: the stream." DOC_ERRS);
-METHOD_ARGS(mlx5_qp_dci_stream_id_reset, "Mlx5QP.dci_stream_id_reset",
-	    m5_stream_params + 1);
-
-ARGS_METHOD_OF(static, mlx5_qp_dci_stream_id_reset, self, struct m5_stream_args,
-	       a)
-{
-	return m5_stream_reset(self, a->stream_id);
 }
 
 PyDoc_STRVAR(mlx5_qp__doc__,
