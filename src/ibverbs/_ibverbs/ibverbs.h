@@ -287,6 +287,9 @@ PyObject *completion_error(PyObject *wc);
 
 /* Convert a Python int (or IntEnum) to a C integer with range checking:
  * raise ValueError/TypeError with the argument's name.  0 / -1. */
+/* "name must be in range lo..hi" (bounds from 2**16 on as 2**k-1 or
+ * -2**k), ValueError; -1. */
+int arg_range_error(const char *name, long long lo, unsigned long long hi);
 int arg_u64(PyObject *o, const char *name, uint64_t *out);
 int arg_u32(PyObject *o, const char *name, uint32_t *out);
 int arg_int(PyObject *o, const char *name, long min, long max, long *out);

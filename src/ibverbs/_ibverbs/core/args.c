@@ -87,39 +87,6 @@ int arg_other_parent_error(const char *name, const char *parent)
 	return -1;
 }
 
-/* A bound as the messages write it: 2**k-1 and -2**k for k >= 16. */
-static void fmt_bound(char *buf, size_t n, int negative, unsigned long long v)
-{
-	int k;
-
-	for (k = 16; k <= 64; k++) {
-		unsigned long long p = k == 64 ? 0 : 1ULL << k;
-
-		if (!negative && v == p - 1) {
-			snprintf(buf, n, "2**%d-1", k);
-			return;
-		}
-		if (negative && k < 64 && v == p) {
-			snprintf(buf, n, "-2**%d", k);
-			return;
-		}
-	}
-	snprintf(buf, n, "%s%llu", negative ? "-" : "", v);
-}
-
-int arg_range_error(const char *name, long long lo, unsigned long long hi)
-{
-	char l[32], h[32];
-
-	fmt_bound(l, sizeof(l), lo < 0,
-		  lo < 0 ? 0ULL - (unsigned long long)lo :
-			   (unsigned long long)lo);
-	fmt_bound(h, sizeof(h), 0, hi);
-	PyErr_Format(PyExc_ValueError, "%s must be in range %s..%s", name, l,
-		     h);
-	return -1;
-}
-
 static int range_error(const ArgSpec *a)
 {
 	return arg_range_error(a->name, a->lo, a->hi);

@@ -277,9 +277,6 @@ int arg_type_error(const char *name, const char *what, int none_ok,
 int arg_type_error_hint(const char *name, const char *what, int none_ok,
 			PyObject *got, const char *hint);
 int arg_other_parent_error(const char *name, const char *parent);
-/* "name must be in range lo..hi" (bounds from 2**16 on as 2**k-1 or
- * -2**k), ValueError; -1. */
-int arg_range_error(const char *name, long long lo, unsigned long long hi);
 /* o.<name> of a record argument: a new reference, or NULL with
  * "<arg> must be a <record>, not T (it has no attribute '<name>')"
  * where o lacks it (any other error as raised). */

@@ -7,6 +7,39 @@
 #include "ibverbs.h"
 #include <string.h>
 
+/* A bound as the messages write it: 2**k-1 and -2**k for k >= 16. */
+static void fmt_bound(char *buf, size_t n, int negative, unsigned long long v)
+{
+	int k;
+
+	for (k = 16; k <= 64; k++) {
+		unsigned long long p = k == 64 ? 0 : 1ULL << k;
+
+		if (!negative && v == p - 1) {
+			snprintf(buf, n, "2**%d-1", k);
+			return;
+		}
+		if (negative && k < 64 && v == p) {
+			snprintf(buf, n, "-2**%d", k);
+			return;
+		}
+	}
+	snprintf(buf, n, "%s%llu", negative ? "-" : "", v);
+}
+
+int arg_range_error(const char *name, long long lo, unsigned long long hi)
+{
+	char l[32], h[32];
+
+	fmt_bound(l, sizeof(l), lo < 0,
+		  lo < 0 ? 0ULL - (unsigned long long)lo :
+			   (unsigned long long)lo);
+	fmt_bound(h, sizeof(h), 0, hi);
+	PyErr_Format(PyExc_ValueError, "%s must be in range %s..%s", name, l,
+		     h);
+	return -1;
+}
+
 int arg_u64(PyObject *o, const char *name, uint64_t *out)
 {
 	unsigned long long v;
@@ -19,8 +52,7 @@ int arg_u64(PyObject *o, const char *name, uint64_t *out)
 	v = PyLong_AsUnsignedLongLong(o);
 	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
 		PyErr_Clear();
-		PyErr_Format(PyExc_ValueError, "%s must be in range 0..2**64-1",
-			     name);
+		arg_range_error(name, 0, UINT64_MAX);
 		return -1;
 	}
 	*out = v;
@@ -41,8 +73,7 @@ range:
 	if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_ValueError))
 		return -1;
 	PyErr_Clear();
-	PyErr_Format(PyExc_ValueError, "%s must be in range 0..2**32-1", name);
-	return -1;
+	return arg_range_error(name, 0, UINT32_MAX);
 }
 
 int arg_int(PyObject *o, const char *name, long min, long max, long *out)
