@@ -232,6 +232,9 @@ int args_parse(const MethodArgs *m, PyObject *self, PyObject *args,
  * The _MASK forms add the mask field (METHOD_ARGS_MASK).  Where methods
  * share one struct (a helper reads it), ARGS_DECLARE and METHOD_ARGS
  * declare it and ARGS_METHOD_OF / ARGS_FUNCTION_OF take its type T.
+ * Where they take different subsets of one struct's fields (PD.reg_mr
+ * and reg_mr_iova, CMID.connect and accept), the struct is written out
+ * and each method's ArgSpec list names its ARG_* entries.
  */
 #define ARGS_FN_(link, fn, self, T, var, check, parent)                 \
 	static PyObject *fn##_impl(PyObject *self, T *var);             \
