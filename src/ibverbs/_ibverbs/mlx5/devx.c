@@ -110,6 +110,12 @@ static PyObject *devx_run(devx_cmd_fn fn, void *target, PyObject *in,
 	"        firmware's syndrome is in the out mailbox, not\n"          \
 	"        returned)."
 
+/* The arguments after the target of every command: the input mailbox
+ * and the size of the output one. */
+#define DEVX_MAILBOX_ARGS(X, S)          \
+	X(S, BUFFER, PyObject *, cmd, 0) \
+	X(S, INT, uint32_t, outlen, 0, DEVX_OUTLEN_MAX)
+
 /* The docstrings' lines for cmd and outlen, and for the out mailbox. */
 #define DEVX_ARGS_CMD                                        \
 	"    cmd: the input mailbox (bytes or bytearray).\n" \
@@ -153,8 +159,7 @@ METHOD_DOC(mlx5_mod_devx_general_cmd,
 
 #define CMD_ARGS(X, S)                                         \
 	X(S, HANDLE, PyObject *, ctx, Context, ARG_ANY_PARENT) \
-	X(S, BUFFER, PyObject *, cmd, 0)                       \
-	X(S, INT, uint32_t, outlen, 0, DEVX_OUTLEN_MAX)
+	DEVX_MAILBOX_ARGS(X, S)
 ARGS_DECLARE(cmd, CMD_ARGS);
 METHOD_ARGS(mlx5_mod_devx_general_cmd, "_mlx5_devx_general_cmd", cmd_params);
 
@@ -187,8 +192,7 @@ METHOD_DOC(mlx5_mod_devx_qp_modify,
 
 #define QP_CMD_ARGS(X, S)                                \
 	X(S, HANDLE, PyObject *, qp, QP, ARG_ANY_PARENT) \
-	X(S, BUFFER, PyObject *, cmd, 0)                 \
-	X(S, INT, uint32_t, outlen, 0, DEVX_OUTLEN_MAX)
+	DEVX_MAILBOX_ARGS(X, S)
 ARGS_DECLARE(qp_cmd, QP_CMD_ARGS);
 METHOD_ARGS(mlx5_mod_devx_qp_modify, "_mlx5_devx_qp_modify", qp_cmd_params);
 
