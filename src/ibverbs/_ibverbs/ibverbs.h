@@ -285,11 +285,11 @@ PyObject *completion_error(PyObject *wc);
 /* Declared arguments: one contract per method, one parser. */
 #include "core/args.h"
 
-/* Convert a Python int (or IntEnum) to a C integer with range checking:
- * raise ValueError/TypeError with the argument's name.  0 / -1. */
 /* "name must be in range lo..hi" (bounds from 2**16 on as 2**k-1 or
  * -2**k), ValueError; -1. */
 int arg_range_error(const char *name, long long lo, unsigned long long hi);
+/* Convert a Python int (or IntEnum) to a C integer with range checking:
+ * raise ValueError/TypeError with the argument's name.  0 / -1. */
 int arg_u64(PyObject *o, const char *name, uint64_t *out);
 int arg_u32(PyObject *o, const char *name, uint32_t *out);
 int arg_int(PyObject *o, const char *name, long min, long max, long *out);
@@ -320,8 +320,8 @@ int attr_optional(PyObject *o, const char *name, PyObject **out);
  * reference, 0 (*out NULL) when missing or None, -1 on error. */
 int attr_given(PyObject *o, const char *name, PyObject **out);
 /* o.<name> as an unsigned integer of at most max, named
- * "<owner>.<name>" in the errors (the range as arguments word it);
- * missing or None: dflt.  0, or -1 with TypeError or ValueError. */
+ * "<owner>.<name>" in the errors (the range as arguments word it): 1;
+ * missing or None: *out = dflt, 0; -1 with TypeError or ValueError. */
 int attr_uint(PyObject *o, const char *owner, const char *name, uint64_t max,
 	      uint64_t dflt, uint64_t *out);
 

@@ -196,7 +196,7 @@ int attr_uint(PyObject *o, const char *owner, const char *name, uint64_t max,
 		PyErr_Clear();
 		return arg_range_error(what, 0, max);
 	}
-	return 0;
+	return 1;
 }
 
 PyObject *obj_or_none(PyObject *o)

@@ -773,7 +773,7 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 {
 	Handle *ctx = HANDLE(pd)->parent;
 	uint64_t type, v, ops_dflt;
-	PyObject *o;
+	int rc;
 
 	memset(a, 0, sizeof(*a));
 	if (attr_uint(ia, "init_attr", "qp_type", INT32_MAX, IBV_QPT_RC,
@@ -791,29 +791,20 @@ static int ex_read(PDObject *pd, PyObject *ia, struct ex_args *a, int *no_cq)
 	    ia_rx_hash(ia, a) < 0)
 		return -1;
 	a->create_flags = (uint32_t)v;
-	if (attr_optional(ia, "source_qpn", &o) < 0)
+	/* Given (not None), these two also set their comp_mask bits. */
+	rc = attr_uint(ia, "init_attr", "source_qpn", QPN_MAX, 0, &v);
+	if (rc < 0)
 		return -1;
-	if (o != NULL && o != Py_None) {
-		Py_DECREF(o);
-		if (attr_uint(ia, "init_attr", "source_qpn", QPN_MAX, 0, &v) <
-		    0)
-			return -1;
+	if (rc) {
 		a->source_qpn = (uint32_t)v;
 		a->create_flags |= IBV_QP_CREATE_SOURCE_QPN;
-	} else {
-		Py_XDECREF(o);
 	}
-	if (attr_optional(ia, "max_tso_header", &o) < 0)
+	rc = attr_uint(ia, "init_attr", "max_tso_header", UINT16_MAX, 0, &v);
+	if (rc < 0)
 		return -1;
-	if (o != NULL && o != Py_None) {
-		Py_DECREF(o);
-		if (attr_uint(ia, "init_attr", "max_tso_header", UINT16_MAX, 0,
-			      &v) < 0)
-			return -1;
+	if (rc) {
 		a->max_tso_header = (uint16_t)v;
 		a->has_tso = 1;
-	} else {
-		Py_XDECREF(o);
 	}
 	return 0;
 }
