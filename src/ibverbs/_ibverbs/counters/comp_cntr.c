@@ -102,12 +102,11 @@ const char comp_cntr_create__doc__[] = PyDoc_STR(
 	"        the loaded libibverbs predates rdma-core 65 or the\n"
 	"        provider has none; else the verb failed (``errno``).");
 
+/* Context.create_comp_cntr(type=WRS, flags=0) */
 #define CREATE_COMP_CNTR_ARGS(X, S)                                         \
 	X(S, ENUM, int, type, CompCntrType, 0, INT32_MAX, .flags = ARG_OPT, \
 	  .def = IBV_COMP_CNTR_TYPE_WRS)                                    \
 	X(S, UINT, uint32_t, flags, .flags = ARG_OPT)
-/* Context.create_comp_cntr(type=WRS, flags=0) */
-
 ARGS_METHOD(extern, comp_cntr_create, "Context.create_comp_cntr",
 	    CREATE_COMP_CNTR_ARGS, ctx, a)
 {
@@ -284,11 +283,10 @@ const char qp_attach_comp_cntr__doc__[] = PyDoc_STR(
 	"        when the loaded libibverbs predates rdma-core 65 or the\n"
 	"        provider has none; else the verb failed (``errno``).");
 
+/* QP.attach_comp_cntr(comp_cntr, op_mask) */
 #define ATTACH_COMP_CNTR_ARGS(X, S)                                     \
 	X(S, HANDLE, PyObject *, comp_cntr, CompCntr, ARG_SAME_CONTEXT) \
 	X(S, FLAGS, uint32_t, op_mask, QPAttachCompCntrOp)
-/* QP.attach_comp_cntr(comp_cntr, op_mask) */
-
 ARGS_METHOD(extern, qp_attach_comp_cntr, "QP.attach_comp_cntr",
 	    ATTACH_COMP_CNTR_ARGS, qp, a)
 {

@@ -134,12 +134,11 @@ const char parent_domain_create__doc__[] = PyDoc_STR(
 	"        EOPNOTSUPP when the provider has no parent domains; else\n"
 	"        the verb failed (``errno``).");
 
+/* Context.alloc_parent_domain(pd, td=None) */
 #define ALLOC_PARENT_DOMAIN_ARGS(X, S)                     \
 	X(S, HANDLE, PyObject *, pd, PD, ARG_SAME_CONTEXT) \
 	X(S, HANDLE, PyObject *, td, TD, ARG_SAME_CONTEXT, \
 	  .flags = ARG_OPT | ARG_NONE)
-/* Context.alloc_parent_domain(pd, td=None) */
-
 ARGS_METHOD(extern, parent_domain_create, "Context.alloc_parent_domain",
 	    ALLOC_PARENT_DOMAIN_ARGS, ctx, a)
 {

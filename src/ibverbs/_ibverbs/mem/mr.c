@@ -774,8 +774,6 @@ PyDoc_STRVAR(mr_sge__doc__,
 #define SGE_ARGS(X, S)                                                       \
 	X(S, UINT, uint32_t, length, .flags = ARG_OPT | ARG_NONE, .mask = 1) \
 	X(S, INT, int64_t, offset, INT64_MIN, INT64_MAX, .flags = ARG_OPT)
-/* SGE(self, length, offset=offset), whose constructor checks the range. */
-
 ARGS_METHOD_MASK(static, mr_sge, "MR.sge", SGE_ARGS, self, r)
 {
 	PyObject *a = NULL, *k, *res = NULL;
